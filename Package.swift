@@ -1,0 +1,45 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Touchline: a push gateway for live sports on APNs broadcast channels.
+///
+/// Layout (see docs/architecture.md):
+/// - C system libraries and a tiny shim for macros Swift cannot import;
+/// - `TouchlineCore`: pure domain logic, no I/O;
+/// - `TouchlineRuntime`: the shell around libevent and OpenSSL (event loops, TLS streams);
+/// - `HTTP2`: nghttp2 client and server sessions on top of the runtime;
+/// - `APNs`: provider tokens, typed APNs requests and errors, connection pools;
+/// - `touchline`: the command-line entry point;
+/// - `LoadTests/`: the strict mock APNs server and the load generator.
+let package = Package(
+    name: "Touchline",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "touchline", targets: ["touchline"]),
+        .executable(name: "touchline-mock-apns", targets: ["touchline-mock-apns"]),
+        .executable(name: "touchline-load", targets: ["touchline-load"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLibevent", pkgConfig: "libevent_core", providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .target(name: "CShims", dependencies: ["COpenSSL", "CLibevent"]),
+
+        .target(name: "TouchlineCore"),
+        .target(name: "TouchlineRuntime", dependencies: ["TouchlineCore", "CShims", "CLibevent", "COpenSSL"]),
+        .target(name: "HTTP2", dependencies: ["TouchlineCore", "TouchlineRuntime", "CNGHTTP2", "CShims"]),
+        .target(name: "APNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
+        .executableTarget(name: "touchline", dependencies: ["APNs", "MockAPNs", "TouchlineRuntime"]),
+
+        .target(name: "MockAPNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "APNs", "CShims", "COpenSSL"],
+                path: "LoadTests/MockAPNs"),
+        .executableTarget(name: "touchline-mock-apns", dependencies: ["MockAPNs"], path: "LoadTests/MockAPNsServer"),
+        .executableTarget(name: "touchline-load", dependencies: ["APNs", "MockAPNs", "TouchlineRuntime"], path: "LoadTests/Loadgen"),
+
+        .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["APNs", "HTTP2", "MockAPNs", "TouchlineRuntime", "TouchlineCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,21 @@
+#ifndef TOUCHLINE_CSHIMS_H
+#define TOUCHLINE_CSHIMS_H
+
+/* One-line C wrappers for OpenSSL macros and libevent constructs that Swift cannot import.
+   sys/types.h first: see the note in CLibevent's shim.h. */
+#include <sys/types.h>
+#include <openssl/ssl.h>
+#include <event2/event.h>
+#include <event2/bufferevent.h>
+
+int tl_ssl_set_sni(SSL *ssl, const char *name);
+int tl_ssl_ctx_set_min_tls12(SSL_CTX *ctx);
+void tl_ssl_ctx_set_release_buffers(SSL_CTX *ctx);
+void tl_openssl_free(void *p);
+long tl_bio_mem_data(BIO *bio, char **out);
+/// Makes a server context accept only "h2" via ALPN; a client without it gets no ALPN answer.
+void tl_ssl_ctx_select_alpn_h2(SSL_CTX *ctx);
+/// Copies the oldest OpenSSL error string of this thread into buf (empty when none) and clears the queue.
+void tl_ssl_last_error(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,151 @@
+import CLibevent
+import Foundation
+import Synchronization
+
+/// One libevent `event_base` driven by one thread.
+///
+/// **Ownership rule.** Every connection, timer, watcher and piece of mutable state created on a
+/// loop belongs to that loop and is touched only from its thread. Such types are marked
+/// `@unchecked Sendable` so they can be captured by closures that `execute` runs on their loop,
+/// never to be used from elsewhere. The one way into a loop from another thread is
+/// ``execute(_:)``: a lock-protected mailbox drained on the loop after an `event_active` wake-up.
+/// Nothing else crosses threads.
+public final class EventLoop: @unchecked Sendable {
+    public let name: String
+    /// The underlying `event_base`; use only on the loop's thread.
+    public let base: OpaquePointer
+    private var wakeEvent: OpaquePointer?
+    private var dns: OpaquePointer?
+
+    private struct Mailbox {
+        var jobs: [@Sendable () -> Void] = []
+        var thread: pthread_t?
+        var stopped = false
+    }
+    private let mailbox = Mutex(Mailbox())
+    private let finished = DispatchSemaphore(value: 0)
+
+    private static let threadingEnabled: Bool = {
+        evthread_use_pthreads() == 0
+    }()
+
+    /// Creates a loop; it does nothing until ``run()`` is called on some thread (or use ``start(name:)``).
+    public init(name: String) {
+        precondition(EventLoop.threadingEnabled, "libevent pthreads support is unavailable")
+        self.name = name
+        guard let base = event_base_new() else { fatalError("event_base_new failed") }
+        self.base = base
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        wakeEvent = event_new(base, -1, Int16(EV_PERSIST), { _, _, ctx in
+            Unmanaged<EventLoop>.fromOpaque(ctx!).takeUnretainedValue().drainMailbox()
+        }, context)
+        event_add(wakeEvent, nil)
+    }
+
+    deinit {
+        if let dns { evdns_base_free(dns, 0) }
+        if let wakeEvent { event_free(wakeEvent) }
+        event_base_free(base)
+    }
+
+    /// Creates a loop and runs it on a new thread; returns once the thread is running it.
+    public static func start(name: String) -> EventLoop {
+        let loop = EventLoop(name: name)
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            loop.run(onStart: { started.signal() })
+        }
+        thread.name = name
+        thread.stackSize = 1 << 22
+        thread.start()
+        started.wait()
+        return loop
+    }
+
+    /// Runs the loop on the calling thread until ``stop()``.
+    public func run() { run(onStart: {}) }
+
+    private func run(onStart: () -> Void) {
+        mailbox.withLock { $0.thread = pthread_self() }
+        onStart()
+        event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
+        drainMailbox()
+        mailbox.withLock { $0.thread = nil }
+        finished.signal()
+    }
+
+    /// True on the loop's own thread.
+    public var inEventLoop: Bool {
+        mailbox.withLock { m in m.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    /// Runs `job` on the loop's thread, soon. Safe from any thread; jobs run in submission order.
+    public func execute(_ job: @escaping @Sendable () -> Void) {
+        let wasEmpty = mailbox.withLock { m -> Bool in
+            m.jobs.append(job)
+            return m.jobs.count == 1
+        }
+        if wasEmpty { event_active(wakeEvent, EV_READ, 0) }
+    }
+
+    /// Runs `body` on the loop and returns its result to an async caller (control paths and tests).
+    public func submit<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            execute { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// Runs `body` on the loop and waits for it on the calling thread (never call from the loop itself).
+    public func sync<T>(_ body: @escaping @Sendable () throws -> T) throws -> T {
+        precondition(!inEventLoop, "EventLoop.sync called on its own loop")
+        let box = UncheckedBox<Result<T, Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        execute {
+            box.value = Result { try body() }
+            done.signal()
+        }
+        done.wait()
+        return try box.value!.get()
+    }
+
+    private func drainMailbox() {
+        while true {
+            let jobs = mailbox.withLock { m -> [@Sendable () -> Void] in
+                let j = m.jobs
+                m.jobs.removeAll(keepingCapacity: true)
+                return j
+            }
+            if jobs.isEmpty { return }
+            for job in jobs { job() }
+        }
+    }
+
+    /// Asks the loop to stop after the jobs already queued; returns at once.
+    public func stop() {
+        execute { [self] in event_base_loopbreak(self.base) }
+    }
+
+    /// Stops the loop and waits until its thread has left ``run()``.
+    public func stopAndWait() {
+        stop()
+        finished.wait()
+    }
+
+    /// The loop's asynchronous DNS resolver, created on first use. Loop thread only.
+    ///
+    /// No answers are cached, so every new connection does a fresh lookup, as APNs asks.
+    public var dnsBase: OpaquePointer {
+        if let dns { return dns }
+        let created = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE)!
+        evdns_base_load_hosts(created, nil)
+        dns = created
+        return created
+    }
+}
+
+/// A mutable box for handing a value between threads under an external happens-before
+/// (a semaphore or the loop's mailbox lock).
+final class UncheckedBox<T>: @unchecked Sendable {
+    var value: T
+    init(_ value: T) { self.value = value }
+}

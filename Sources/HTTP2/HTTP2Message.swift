@@ -144,3 +144,11 @@ public enum HTTP2RequestError: Error, Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// Something that sends HTTP/2 requests: one connection or a pool of them.
+///
+/// Loop-confined: call ``send(_:completion:)`` on the sender's loop; the completion runs on that
+/// loop too, exactly once per request.
+public protocol HTTP2RequestSender: AnyObject {
+    func send(_ request: HTTP2Request, completion: @escaping (Result<HTTP2Response, HTTP2RequestError>) -> Void)
+}

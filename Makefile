@@ -1,0 +1,38 @@
+# Touchline build entry points. `make run` and `make test` are the README's quick start.
+SHELL := /bin/bash
+SWIFT ?= swift
+DEBIAN_PACKAGES := pkg-config libnghttp2-dev libssl-dev libevent-dev libsqlite3-dev \
+                   openssl ca-certificates nghttp2-client nghttp2-server
+
+.PHONY: deps build release run test bench clean
+
+## deps: install the Debian packages Touchline builds and tests with (only those missing).
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  sudo_cmd=""; [ "$$(id -u)" -eq 0 ] || sudo_cmd="sudo"; \
+	  $$sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo_cmd apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+## run: the main job (for now: the bundled mock APNs plus a client demo).
+run: build
+	$(SWIFT) run touchline demo
+
+## test: the whole test suite.
+test: deps
+	$(SWIFT) test
+
+## bench: release-build benchmarks (client vs h2load, mock vs nghttpd).
+bench: release
+	$(SWIFT) run -c release touchline-load client-ceiling
+	bash scripts/bench-mock.sh
+
+clean:
+	$(SWIFT) package clean

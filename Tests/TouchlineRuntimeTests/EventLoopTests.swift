@@ -1,0 +1,77 @@
+import Foundation
+import Synchronization
+import Testing
+import TouchlineRuntime
+
+@Suite struct EventLoopTests {
+    @Test func executeRunsJobsOnTheLoopThreadInOrderFromManyThreads() async throws {
+        let loop = EventLoop.start(name: "test-loop")
+        defer { loop.stopAndWait() }
+        let seen = Mutex<[Int: [Int]]>([:])
+        let wrongThread = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { producer in
+            for i in 0..<1000 {
+                loop.execute {
+                    if !loop.inEventLoop { wrongThread.add(1, ordering: .relaxed) }
+                    seen.withLock { $0[producer, default: []].append(i) }
+                }
+            }
+        }
+        try await loop.submit {}
+        #expect(wrongThread.load(ordering: .relaxed) == 0)
+        let result = seen.withLock { $0 }
+        #expect(result.count == 4)
+        for (_, values) in result { #expect(values == Array(0..<1000)) }
+    }
+
+    @Test func inEventLoopIsFalseElsewhere() throws {
+        let loop = EventLoop.start(name: "test-loop")
+        defer { loop.stopAndWait() }
+        #expect(!loop.inEventLoop)
+        #expect(try loop.sync { loop.inEventLoop })
+    }
+
+    @Test func timersFireInDeadlineOrderAndCancelledOnesDoNot() async throws {
+        let loop = EventLoop.start(name: "timer-loop")
+        defer { loop.stopAndWait() }
+        let fired = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        let timers = try loop.sync { () -> [LoopTimer] in
+            let late = LoopTimer(loop: loop) { fired.withLock { $0.append("late") }; done.signal() }
+            let early = LoopTimer(loop: loop) { fired.withLock { $0.append("early") } }
+            let cancelled = LoopTimer(loop: loop) { fired.withLock { $0.append("cancelled") } }
+            late.schedule(after: .milliseconds(60))
+            early.schedule(after: .milliseconds(10))
+            cancelled.schedule(after: .milliseconds(20))
+            cancelled.cancel()
+            return [late, early, cancelled]
+        }
+        done.wait()
+        #expect(fired.withLock { $0 } == ["early", "late"])
+        try loop.sync { #expect(!timers[0].isScheduled) }
+    }
+
+    @Test func fdWatcherReportsReadability() throws {
+        let loop = EventLoop.start(name: "fd-loop")
+        defer { loop.stopAndWait() }
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let readable = DispatchSemaphore(value: 0)
+        let reader = fds[0]
+        let received = Mutex<[UInt8]>([])
+        let watcher = try loop.sync {
+            FDWatcher(loop: loop, fd: reader, interest: .readable) { readiness in
+                guard readiness.contains(.readable) else { return }
+                var byte: UInt8 = 0
+                if read(reader, &byte, 1) == 1 { received.withLock { $0.append(byte) } }
+                readable.signal()
+            }
+        }
+        var byte: UInt8 = 7
+        #expect(write(fds[1], &byte, 1) == 1)
+        #expect(readable.wait(timeout: .now() + 5) == .success)
+        #expect(received.withLock { $0 } == [7])
+        try loop.sync { watcher.stop() }
+    }
+}

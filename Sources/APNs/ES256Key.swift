@@ -19,7 +19,7 @@ final class ES256Key: @unchecked Sendable {
 
     /// Parses a PEM private key; `source` names it in error messages (a path or "environment").
     init(pem: [UInt8], source: String) throws(APNsConfigurationError) {
-        if pem.containsASCII("-----BEGIN ENCRYPTED PRIVATE KEY-----") { throw .keyEncrypted(path: source) }
+        let blockName = try Self.checkPEMBlock(pem, source: source)
         let loaded: OpaquePointer? = pem.withUnsafeBytes { bytes in
             guard let bio = BIO_new_mem_buf(bytes.baseAddress, Int32(bytes.count)) else { return nil }
             defer { BIO_free(bio) }
@@ -28,8 +28,7 @@ final class ES256Key: @unchecked Sendable {
             return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in -1 }, nil)
         }
         guard let pkey = loaded else {
-            let cause = takeOpenSSLError()
-            throw .keyMalformed(path: source, cause: cause.isEmpty ? "no key found" : cause)
+            throw .keyMalformed(path: source, cause: "the \(blockName) block does not hold a valid key: \(takeOpenSSLError())")
         }
         ERR_clear_error()
         if let found = describeIfNotP256(pkey) {
@@ -37,6 +36,37 @@ final class ES256Key: @unchecked Sendable {
             throw .keyNotP256(path: source, found: found)
         }
         self.pkey = pkey
+    }
+
+    /// Reads the first PEM block's label, so errors can say what the file holds instead of
+    /// OpenSSL's generic "unsupported".
+    private static func checkPEMBlock(_ pem: [UInt8], source: String) throws(APNsConfigurationError) -> String {
+        var name: UnsafeMutablePointer<CChar>?
+        var header: UnsafeMutablePointer<CChar>?
+        var data: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        let status = pem.withUnsafeBytes { bytes -> Int32 in
+            guard let bio = BIO_new_mem_buf(bytes.baseAddress, Int32(bytes.count)) else { return 0 }
+            defer { BIO_free(bio) }
+            return PEM_read_bio(bio, &name, &header, &data, &length)
+        }
+        defer {
+            tl_openssl_free(name)
+            tl_openssl_free(header)
+            tl_openssl_free(data)
+        }
+        guard status == 1, let name else {
+            let cause = takeOpenSSLError()
+            throw .keyMalformed(path: source, cause: cause.contains("no start line")
+                ? "no PEM block; expected -----BEGIN PRIVATE KEY-----" : "unreadable PEM block: \(cause)")
+        }
+        let label = String(cString: name)
+        let isEncrypted = label == "ENCRYPTED PRIVATE KEY" || header.map { String(cString: $0).contains("ENCRYPTED") } == true
+        if isEncrypted { throw .keyEncrypted(path: source) }
+        guard label.hasSuffix("PRIVATE KEY") else {
+            throw .keyMalformed(path: source, cause: "it holds a \(label), not a private key")
+        }
+        return label
     }
 
     deinit { EVP_PKEY_free(pkey) }
@@ -117,14 +147,5 @@ private func readWholeFile(_ path: String) throws(APNsConfigurationError) -> [UI
             throw .keyFileUnreadable(path: path, cause: "larger than 1 MiB; an APNs key is a few hundred bytes")
         }
         contents += chunk[0..<n]
-    }
-}
-
-extension [UInt8] {
-    /// True when the ASCII text `needle` occurs in these bytes.
-    fileprivate func containsASCII(_ needle: String) -> Bool {
-        let pattern = Array(needle.utf8)
-        guard count >= pattern.count else { return false }
-        return (0...(count - pattern.count)).contains { self[$0..<($0 + pattern.count)].elementsEqual(pattern) }
     }
 }

@@ -19,7 +19,6 @@ final class ES256Key: @unchecked Sendable {
 
     /// Parses a PEM private key; `source` names it in error messages (a path or "environment").
     init(pem: [UInt8], source: String) throws(APNsConfigurationError) {
-        let blockName = try Self.checkPEMBlock(pem, source: source)
         let loaded: OpaquePointer? = pem.withUnsafeBytes { bytes in
             guard let bio = BIO_new_mem_buf(bytes.baseAddress, Int32(bytes.count)) else { return nil }
             defer { BIO_free(bio) }
@@ -27,9 +26,7 @@ final class ES256Key: @unchecked Sendable {
             // on the terminal and hang a server started without one.
             return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in -1 }, nil)
         }
-        guard let pkey = loaded else {
-            throw .keyMalformed(path: source, cause: "the \(blockName) block does not hold a valid key: \(takeOpenSSLError())")
-        }
+        guard let pkey = loaded else { throw Self.diagnose(pem, source: source, openSSLCause: takeOpenSSLError()) }
         ERR_clear_error()
         if let found = describeIfNotP256(pkey) {
             EVP_PKEY_free(pkey)
@@ -38,9 +35,9 @@ final class ES256Key: @unchecked Sendable {
         self.pkey = pkey
     }
 
-    /// Reads the first PEM block's label, so errors can say what the file holds instead of
-    /// OpenSSL's generic "unsupported".
-    private static func checkPEMBlock(_ pem: [UInt8], source: String) throws(APNsConfigurationError) -> String {
+    /// Says what is wrong with a PEM text OpenSSL could not load a key from, by reading its first
+    /// block's label: OpenSSL 3 itself only reports a generic "unsupported".
+    private static func diagnose(_ pem: [UInt8], source: String, openSSLCause: String) -> APNsConfigurationError {
         var name: UnsafeMutablePointer<CChar>?
         var header: UnsafeMutablePointer<CChar>?
         var data: UnsafeMutablePointer<UInt8>?
@@ -57,16 +54,15 @@ final class ES256Key: @unchecked Sendable {
         }
         guard status == 1, let name else {
             let cause = takeOpenSSLError()
-            throw .keyMalformed(path: source, cause: cause.contains("no start line")
+            return .keyMalformed(path: source, cause: cause.contains("no start line")
                 ? "no PEM block; expected -----BEGIN PRIVATE KEY-----" : "unreadable PEM block: \(cause)")
         }
         let label = String(cString: name)
-        let isEncrypted = label == "ENCRYPTED PRIVATE KEY" || header.map { String(cString: $0).contains("ENCRYPTED") } == true
-        if isEncrypted { throw .keyEncrypted(path: source) }
-        guard label.hasSuffix("PRIVATE KEY") else {
-            throw .keyMalformed(path: source, cause: "it holds a \(label), not a private key")
+        if label == "ENCRYPTED PRIVATE KEY" || header.map({ String(cString: $0).contains("ENCRYPTED") }) == true {
+            return .keyEncrypted(path: source)
         }
-        return label
+        guard label.hasSuffix("PRIVATE KEY") else { return .keyMalformed(path: source, cause: "it holds a \(label), not a private key") }
+        return .keyMalformed(path: source, cause: "the \(label) block does not hold a valid key: \(openSSLCause)")
     }
 
     deinit { EVP_PKEY_free(pkey) }

@@ -141,6 +141,14 @@ import TouchlineCore
         }
     }
 
+    @Test func aKeyAfterACertificateInTheSameFileIsFound() throws {
+        let key = try TestKeys.p256(in: directory)
+        let certificate = directory.file("cert.pem")
+        #expect(try openssl(["req", "-new", "-x509", "-key", key, "-subj", "/CN=test", "-days", "1", "-out", certificate]).status == 0)
+        let bundle = try directory.write("bundle.pem", String(contentsOfFile: certificate, encoding: .utf8) + String(contentsOfFile: key, encoding: .utf8))
+        #expect(try ProviderTokenSigner(keyFile: bundle, keyID: keyID, teamID: teamID).token(issuedAt: UnixTime(seconds: 1)).count > 0)
+    }
+
     @Test func anEncryptedKeyIsRejectedWithoutPrompting() throws {
         let plain = try TestKeys.p256(in: directory)
         let encrypted = directory.file("encrypted.p8")

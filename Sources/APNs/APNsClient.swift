@@ -1,0 +1,183 @@
+import HTTP2
+import TouchlineCore
+import TouchlineRuntime
+
+/// Typed APNs calls for one app, on top of two HTTP/2 senders: one for the push host (device
+/// pushes and broadcasts), one for the channel-management host.
+///
+/// **Loop-confined** (`@unchecked Sendable` only so closures can carry it onto its loop): call
+/// every method on ``loop``'s thread; completions run there too, exactly once. The senders must
+/// belong to the same loop. The async wrappers in `APNsClient+Async.swift` hop onto the loop
+/// for control paths and tests.
+///
+/// **Retry policy.** The client retries exactly one thing itself: a `403 ExpiredProviderToken`
+/// renews the shared ``ProviderToken`` (subject to its 20-minute rule) and sends the request
+/// once more. Everything else comes back as an ``APNsError`` with an ``APNsDisposition``, and
+/// the caller decides, because only the caller knows whether a retry still makes sense: the
+/// channel engine coalesces (a newer state supersedes a failed one, and re-sending an old state
+/// after back-off would publish it out of order), the personal queue keeps durable jobs with
+/// their own back-off, and channel creation is not idempotent (a lost answer must be reconciled
+/// with ``listChannels(requestID:completion:)``, not re-posted). Retries on fresh connections
+/// after GOAWAY or `REFUSED_STREAM` happen below, in the connection pool.
+public final class APNsClient: @unchecked Sendable {
+    public let loop: EventLoop
+    public let encoder: APNsRequestEncoder
+    public let providerToken: ProviderToken
+    private let pushSender: any HTTP2RequestSender
+    private let managementSender: any HTTP2RequestSender
+
+    public init(encoder: APNsRequestEncoder, providerToken: ProviderToken, pushSender: any HTTP2RequestSender,
+                managementSender: any HTTP2RequestSender, loop: EventLoop) {
+        self.encoder = encoder
+        self.providerToken = providerToken
+        self.pushSender = pushSender
+        self.managementSender = managementSender
+        self.loop = loop
+    }
+
+    /// A client for `configuration`'s bundle id and environment; the token is shared and made
+    /// once per process (``ProviderToken/init(configuration:clock:)``).
+    public convenience init(configuration: APNsConfiguration, providerToken: ProviderToken, pushSender: any HTTP2RequestSender,
+                            managementSender: any HTTP2RequestSender, loop: EventLoop) throws(APNsConfigurationError) {
+        self.init(encoder: try APNsRequestEncoder(bundleID: configuration.bundleID, environment: configuration.environment),
+                  providerToken: providerToken, pushSender: pushSender, managementSender: managementSender, loop: loop)
+    }
+
+    /// Sends one Live Activity push to one device token.
+    public func send(_ push: LiveActivityPush, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        perform(Result { () throws(APNsError) in try encoder.request(for: push) }, endpoint: .device, sentID: push.apnsID,
+                decode: Self.plainResponse, completion: completion)
+    }
+
+    /// Publishes one update to a broadcast channel.
+    public func broadcast(_ broadcast: Broadcast, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        perform(Result { () throws(APNsError) in try encoder.request(for: broadcast) }, endpoint: .broadcast,
+                sentID: broadcast.requestID, decode: Self.plainResponse, completion: completion)
+    }
+
+    /// Creates a channel and returns its id. Not idempotent: if the answer is lost, look for the
+    /// new channel with ``listChannels(requestID:completion:)`` before creating another.
+    public func createChannel(policy: ChannelStoragePolicy, requestID: String? = nil,
+                              completion: @escaping (Result<String, APNsError>) -> Void) {
+        perform(.success(encoder.createChannelRequest(policy: policy, requestID: requestID)), endpoint: .channelManagement,
+                sentID: requestID, decode: Self.createdChannelID, completion: completion)
+    }
+
+    /// Reads a channel's storage policy.
+    public func readChannel(_ channelID: String, requestID: String? = nil,
+                            completion: @escaping (Result<APNsChannelConfiguration, APNsError>) -> Void) {
+        perform(Result { () throws(APNsError) in try encoder.readChannelRequest(channelID: channelID, requestID: requestID) },
+                endpoint: .channelManagement, sentID: requestID, decode: { response in
+                    guard let configuration = ChannelBodies.configuration(response.body, channelID: channelID) else {
+                        return .failure(Self.unusable(response, "body is not a channel configuration"))
+                    }
+                    return .success(configuration)
+                }, completion: completion)
+    }
+
+    /// Deletes a channel for good (its id never comes back).
+    public func deleteChannel(_ channelID: String, requestID: String? = nil,
+                              completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        perform(Result { () throws(APNsError) in try encoder.deleteChannelRequest(channelID: channelID, requestID: requestID) },
+                endpoint: .channelManagement, sentID: requestID, decode: Self.plainResponse, completion: completion)
+    }
+
+    /// Lists the ids of every channel of the app in this environment.
+    public func listChannels(requestID: String? = nil, completion: @escaping (Result<[String], APNsError>) -> Void) {
+        perform(.success(encoder.listChannelsRequest(requestID: requestID)), endpoint: .channelManagement, sentID: requestID,
+                decode: Self.channelIDs, completion: completion)
+    }
+
+    // MARK: - Sending with the provider token
+
+    /// Signs `request` with the current token, sends it, and turns a 2xx answer into `T` with
+    /// `decode`; a failure becomes an ``APNsError``, after one token renewal where it applies.
+    private func perform<T>(_ request: Result<HTTP2Request, APNsError>, endpoint: APNsEndpointKind, sentID: String?,
+                            decode: @escaping (HTTP2Response) -> Result<T, APNsError>,
+                            completion: @escaping (Result<T, APNsError>) -> Void) {
+        assert(loop.inEventLoop, "APNsClient used off its loop")
+        switch request {
+        case .failure(let error): completion(.failure(error))
+        case .success(let unsigned):
+            attempt(unsigned, endpoint: endpoint, sentID: sentID, mayRetry: true, decode: decode, completion: completion)
+        }
+    }
+
+    private func attempt<T>(_ unsigned: HTTP2Request, endpoint: APNsEndpointKind, sentID: String?, mayRetry: Bool,
+                            decode: @escaping (HTTP2Response) -> Result<T, APNsError>,
+                            completion: @escaping (Result<T, APNsError>) -> Void) {
+        let bearer: String
+        do {
+            bearer = try providerToken.current()
+        } catch {
+            completion(.failure(APNsError(endpoint: endpoint, failure: .providerToken(error), disposition: .configuration, requestID: sentID)))
+            return
+        }
+        var request = unsigned
+        request.headers.add("authorization", bearer, indexed: true)
+        let sender = endpoint == .channelManagement ? managementSender : pushSender
+        sender.send(request) { [self] result in
+            let error: APNsError
+            switch result {
+            case .success(let response) where (200..<300).contains(response.status):
+                completion(decode(response))
+                return
+            case .success(let response): error = APNsError(rejection: response, endpoint: endpoint)
+            case .failure(let transportError): error = APNsError(transport: transportError, endpoint: endpoint, sentID: sentID)
+            }
+            guard error.disposition == .refreshTokenAndRetry else {
+                completion(.failure(error))
+                return
+            }
+            switch renewToken(after: error, observedToken: bearer) {
+            case .success where mayRetry:
+                attempt(unsigned, endpoint: endpoint, sentID: sentID, mayRetry: false, decode: decode, completion: completion)
+            case .success: completion(.failure(error))
+            case .failure(let final): completion(.failure(final))
+            }
+        }
+    }
+
+    /// Asks the shared token to renew after an expiry rejection; success means a retry may help.
+    private func renewToken(after rejection: APNsError, observedToken: String) -> Result<Void, APNsError> {
+        do {
+            switch try providerToken.invalidate(observedToken: observedToken) {
+            case .alreadyReplaced, .renewed: return .success(())
+            case .refused(let notBefore):
+                var refused = rejection
+                refused.disposition = .configuration
+                refused.detail = "the rejected token is younger than 20 minutes by our clock, so the local clock is "
+                    + "probably behind APNs's (check NTP); the next token may be made at \(notBefore.seconds)"
+                return .failure(refused)
+            }
+        } catch {
+            return .failure(APNsError(endpoint: rejection.endpoint, failure: .providerToken(error), disposition: .configuration,
+                                      requestID: rejection.requestID))
+        }
+    }
+
+    // MARK: - Decoding successful answers
+
+    private static func plainResponse(_ response: HTTP2Response) -> Result<APNsResponse, APNsError> {
+        .success(APNsResponse(response))
+    }
+
+    private static func createdChannelID(_ response: HTTP2Response) -> Result<String, APNsError> {
+        guard let channelID = response.header("apns-channel-id"), !channelID.isEmpty else {
+            return .failure(unusable(response, "no apns-channel-id header; the channel may exist anyway, look for it with listChannels"))
+        }
+        return .success(channelID)
+    }
+
+    private static func channelIDs(_ response: HTTP2Response) -> Result<[String], APNsError> {
+        guard let ids = ChannelBodies.channelIDs(response.body) else {
+            return .failure(unusable(response, "body is not {\"channels\": [...]}"))
+        }
+        return .success(ids)
+    }
+
+    private static func unusable(_ response: HTTP2Response, _ detail: String) -> APNsError {
+        APNsError(endpoint: .channelManagement, failure: .unexpectedResponse(status: response.status, detail: detail),
+                  disposition: .drop, requestID: response.header("apns-request-id"))
+    }
+}

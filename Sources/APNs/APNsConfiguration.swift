@@ -1,0 +1,74 @@
+import TouchlineCore
+
+/// Everything needed to talk to APNs for one app with token (JWT) authentication.
+///
+/// A plain value read from the config file or environment; ``ProviderToken/init(configuration:clock:)``
+/// and ``APNsRequestEncoder/init(bundleID:environment:)`` validate it and fail with an
+/// ``APNsConfigurationError`` that names the bad field.
+public struct APNsConfiguration: Sendable, Equatable {
+    /// Path of the `.p8` signing key downloaded from the developer portal (PKCS#8 PEM, P-256).
+    public var keyPath: String
+    /// The 10-character Key ID of that key: the JWT header's `kid`.
+    public var keyID: String
+    /// The 10-character Team ID that owns the key: the JWT claim `iss`.
+    public var teamID: String
+    /// The app's plain bundle ID (`com.example.sports`), without a `.push-type.*` suffix: it goes
+    /// into broadcast and channel paths, and `apns-topic` is derived from it for device pushes.
+    public var bundleID: String
+    /// Production, sandbox, or a custom server (tests and load runs).
+    public var environment: APNsEnvironment
+    /// How long one provider token is reused before a new one is signed. APNs rejects tokens older
+    /// than 60 minutes and throttles new tokens more often than every 20, so it must lie in
+    /// ``ProviderToken/allowedRefreshIntervals``; 50 minutes leaves room for clock drift.
+    public var tokenRefreshInterval: Duration
+
+    public init(keyPath: String, keyID: String, teamID: String, bundleID: String,
+                environment: APNsEnvironment, tokenRefreshInterval: Duration = ProviderToken.defaultRefreshInterval) {
+        self.keyPath = keyPath
+        self.keyID = keyID
+        self.teamID = teamID
+        self.bundleID = bundleID
+        self.environment = environment
+        self.tokenRefreshInterval = tokenRefreshInterval
+    }
+}
+
+/// A configuration problem found at start-up (or, for ``signingFailed(_:)``, when signing).
+///
+/// Every message names the file or field and the cause, so an operator can fix it without
+/// reading code.
+public enum APNsConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The key file could not be read (missing, unreadable, a directory...).
+    case keyFileUnreadable(path: String, cause: String)
+    /// The file is not a PEM private key OpenSSL can parse.
+    case keyMalformed(path: String, cause: String)
+    /// The file holds a passphrase-protected key; APNs `.p8` keys are not encrypted.
+    case keyEncrypted(path: String)
+    /// The key is not an EC key on P-256 (prime256v1), the only kind ES256 allows.
+    case keyNotP256(path: String, found: String)
+    /// The Key ID is not 10 letters or digits.
+    case invalidKeyID(String)
+    /// The Team ID is not 10 letters or digits.
+    case invalidTeamID(String)
+    /// The bundle ID cannot be used in APNs paths.
+    case invalidBundleID(String, why: String)
+    /// The token refresh interval lies outside the 20...60 minute window APNs allows.
+    case refreshIntervalOutOfRange(Duration)
+    /// OpenSSL failed to sign a token with a key it had loaded.
+    case signingFailed(String)
+
+    public var description: String {
+        switch self {
+        case .keyFileUnreadable(let path, let cause): "cannot read key file \(path): \(cause)"
+        case .keyMalformed(let path, let cause): "key file \(path) is not a PEM private key (\(cause))"
+        case .keyEncrypted(let path): "key file \(path) holds an encrypted key; use the unencrypted .p8 file from the developer portal"
+        case .keyNotP256(let path, let found): "key file \(path) is not a P-256 EC key (found \(found))"
+        case .invalidKeyID(let id): "key id \"\(id)\" must be 10 letters or digits (got \(id.count) characters)"
+        case .invalidTeamID(let id): "team id \"\(id)\" must be 10 letters or digits (got \(id.count) characters)"
+        case .invalidBundleID(let id, let why): "bundle id \"\(id)\" is not usable: \(why)"
+        case .refreshIntervalOutOfRange(let interval):
+            "token refresh interval \(interval.inSeconds / 60) min is outside 20...60 min (APNs rejects tokens older than 60 min and throttles renewals within 20 min)"
+        case .signingFailed(let cause): "cannot sign the provider token: \(cause)"
+        }
+    }
+}

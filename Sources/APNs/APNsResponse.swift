@@ -1,0 +1,105 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import HTTP2
+
+/// The identifiers of a successful APNs answer.
+public struct APNsResponse: Sendable, Equatable {
+    public var status: Int
+    /// `apns-id` (device pushes): the id sent, or one APNs made up.
+    public var apnsID: String?
+    /// `apns-request-id` (broadcast and channel management).
+    public var requestID: String?
+    /// `apns-unique-id`: the server's message id (broadcast; device pushes in sandbox only).
+    public var uniqueID: String?
+    /// `apns-channel-id` (channel creation).
+    public var channelID: String?
+
+    public init(status: Int, apnsID: String? = nil, requestID: String? = nil, uniqueID: String? = nil, channelID: String? = nil) {
+        self.status = status
+        self.apnsID = apnsID
+        self.requestID = requestID
+        self.uniqueID = uniqueID
+        self.channelID = channelID
+    }
+
+    public init(_ response: HTTP2Response) {
+        self.init(status: response.status, apnsID: response.header("apns-id"), requestID: response.header("apns-request-id"),
+                  uniqueID: response.header("apns-unique-id"), channelID: response.header("apns-channel-id"))
+    }
+}
+
+/// How long a channel keeps a message for devices that are offline (fixed at creation).
+public enum ChannelStoragePolicy: Int, Sendable, Hashable {
+    /// Nothing is kept; Apple grants a higher publishing budget. Right for live scores.
+    case noMessageStored = 0
+    /// The latest message is kept for up to 8 hours. Right for infrequent updates.
+    case mostRecentMessageStored = 1
+}
+
+/// A channel's configuration as APNs reports it (read channel).
+public struct APNsChannelConfiguration: Sendable, Equatable {
+    public var channelID: String
+    public var storagePolicy: ChannelStoragePolicy
+    /// `push-type`, `"LiveActivity"` for every channel today.
+    public var pushType: String
+
+    public init(channelID: String, storagePolicy: ChannelStoragePolicy, pushType: String) {
+        self.channelID = channelID
+        self.storagePolicy = storagePolicy
+        self.pushType = pushType
+    }
+}
+
+/// `{"reason": "...", "timestamp": 1700000000000}`: both optional, anything else ignored.
+struct APNsErrorBody {
+    var reason: String?
+    var timestamp: Int64?
+
+    init(_ bytes: [UInt8]) {
+        struct Wire: Decodable {
+            var reason: String?
+            var timestamp: Int64?
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                reason = try? container.decodeIfPresent(String.self, forKey: .reason)
+                timestamp = (try? container.decodeIfPresent(Int64.self, forKey: .timestamp))
+                    ?? (try? container.decodeIfPresent(Double.self, forKey: .timestamp)).flatMap { $0.map { Int64($0) } }
+            }
+            enum CodingKeys: String, CodingKey { case reason, timestamp }
+        }
+        let wire = bytes.isEmpty ? nil : try? JSONDecoder().decode(Wire.self, from: Data(bytes))
+        reason = wire?.reason
+        timestamp = wire?.timestamp
+    }
+}
+
+/// Parsers for the JSON bodies of channel-management answers; nil when the body does not fit.
+enum ChannelBodies {
+    private struct Configuration: Decodable {
+        var messageStoragePolicy: Int
+        var pushType: String?
+        enum CodingKeys: String, CodingKey {
+            case messageStoragePolicy = "message-storage-policy"
+            case pushType = "push-type"
+        }
+    }
+
+    private struct List: Decodable {
+        var channels: [String]
+    }
+
+    static func configuration(_ bytes: [UInt8], channelID: String) -> APNsChannelConfiguration? {
+        guard let wire = try? JSONDecoder().decode(Configuration.self, from: Data(bytes)),
+              let policy = ChannelStoragePolicy(rawValue: wire.messageStoragePolicy) else { return nil }
+        return APNsChannelConfiguration(channelID: channelID, storagePolicy: policy, pushType: wire.pushType ?? "LiveActivity")
+    }
+
+    /// Apple's prose also calls this body empty, so an empty body means no channels.
+    static func channelIDs(_ bytes: [UInt8]) -> [String]? {
+        if bytes.isEmpty { return [] }
+        return try? JSONDecoder().decode(List.self, from: Data(bytes)).channels
+    }
+}

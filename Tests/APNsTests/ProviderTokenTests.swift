@@ -1,0 +1,141 @@
+import APNs
+import Testing
+import TouchlineCore
+
+@Suite struct ProviderTokenTests {
+    let directory: TemporaryDirectory
+    let signer: ProviderTokenSigner
+    let clock = ManualClock(UnixTime(seconds: 1_767_225_600))
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        signer = try ProviderTokenSigner(keyFile: TestKeys.p256(in: directory), keyID: keyID, teamID: teamID)
+    }
+
+    private func minutes(_ n: Int) -> Duration { .seconds(n * 60) }
+
+    /// The `iat` claim of a `bearer <jwt>` value.
+    private func issuedAt(_ bearer: String) throws -> Int64 {
+        #expect(bearer.hasPrefix("bearer "))
+        let claims = try #require(Base64URLDecoding.decode(bearer.dropFirst(7).split(separator: ".")[1])).text
+        let digits = try #require(claims.split(separator: ":").last?.dropLast())
+        return try #require(Int64(digits))
+    }
+
+    @Test func theSameTokenIsServedWithinTheRefreshInterval() throws {
+        let token = try ProviderToken(signer: signer, clock: clock)
+        let first = try token.current()
+        #expect(try issuedAt(first) == 1_767_225_600)
+        clock.advance(by: minutes(49) + .seconds(59))
+        #expect(try token.current() == first)
+        #expect(token.statistics.tokensSigned == 1)
+    }
+
+    @Test func aNewTokenIsSignedAfterFiftyMinutes() throws {
+        let token = try ProviderToken(signer: signer, clock: clock)
+        let first = try token.current()
+        clock.advance(by: minutes(50))
+        let second = try token.current()
+        #expect(second != first)
+        #expect(try issuedAt(second) == 1_767_225_600 + 50 * 60)
+        #expect(token.issuedAt == clock.now())
+        #expect(try token.current() == second)
+        #expect(token.statistics.tokensSigned == 2)
+    }
+
+    @Test func theRefreshIntervalIsConfigurable() throws {
+        let token = try ProviderToken(signer: signer, clock: clock, refreshInterval: minutes(20))
+        let first = try token.current()
+        clock.advance(by: minutes(19))
+        #expect(try token.current() == first)
+        clock.advance(by: minutes(1))
+        #expect(try token.current() != first)
+    }
+
+    @Test(arguments: [0, 19 * 60 + 59, 60 * 60 + 1, 24 * 3600])
+    func refreshIntervalsOutsideTwentyToSixtyMinutesAreRejected(_ seconds: Int) throws {
+        #expect(throws: APNsConfigurationError.refreshIntervalOutOfRange(.seconds(seconds))) {
+            try ProviderToken(signer: signer, clock: clock, refreshInterval: .seconds(seconds))
+        }
+    }
+
+    @Test func theEdgesOfTheWindowAreAccepted() throws {
+        #expect(try ProviderToken(signer: signer, clock: clock, refreshInterval: minutes(20)).refreshInterval == minutes(20))
+        #expect(try ProviderToken(signer: signer, clock: clock, refreshInterval: minutes(60)).refreshInterval == minutes(60))
+        #expect(try ProviderToken(signer: signer, clock: clock).refreshInterval == minutes(50))
+    }
+
+    @Test func theConfigurationBuildsATokenAndNamesBadFields() throws {
+        var configuration = APNsConfiguration(keyPath: try TestKeys.p256(in: directory, name: "config.p8"), keyID: keyID,
+                                              teamID: teamID, bundleID: bundleID, environment: .sandbox)
+        #expect(try ProviderToken(configuration: configuration, clock: clock).current().hasPrefix("bearer "))
+        configuration.tokenRefreshInterval = minutes(90)
+        #expect(throws: APNsConfigurationError.refreshIntervalOutOfRange(minutes(90))) {
+            try ProviderToken(configuration: configuration, clock: clock)
+        }
+    }
+
+    // MARK: - Invalidation after 403 ExpiredProviderToken
+
+    @Test func aFreshTokenIsNotRenewedBecauseThatMeansClockSkew() throws {
+        let token = try ProviderToken(signer: signer, clock: clock)
+        let first = try token.current()
+        clock.advance(by: minutes(5))
+        #expect(try token.invalidate(observedToken: first) == .refused(notBefore: UnixTime(seconds: 1_767_225_600 + 20 * 60)))
+        #expect(try token.invalidate(observedToken: first) == .refused(notBefore: UnixTime(seconds: 1_767_225_600 + 20 * 60)))
+        #expect(try token.current() == first)
+        let statistics = token.statistics
+        #expect(statistics.tokensSigned == 1)
+        #expect(statistics.clockSkewSuspicions == 2)
+        #expect(statistics.renewalsRefused == 2)
+    }
+
+    @Test func aTokenOlderThanTwentyMinutesIsRenewedOnceAndSkewReported() throws {
+        let token = try ProviderToken(signer: signer, clock: clock)
+        let first = try token.current()
+        clock.advance(by: minutes(25))
+        #expect(try token.invalidate(observedToken: first) == .renewed(clockSkewSuspected: true))
+        let second = try token.current()
+        #expect(second != first)
+        // Other requests that carried the old token were rejected too: no second renewal.
+        #expect(try token.invalidate(observedToken: first) == .alreadyReplaced)
+        #expect(try token.current() == second)
+        // And the new token is now fresh: rejecting it does not renew it.
+        #expect(try token.invalidate(observedToken: second) == .refused(notBefore: clock.now() + minutes(20)))
+        #expect(token.statistics.tokensSigned == 2)
+    }
+
+    @Test func aTokenOlderThanSixtyMinutesIsRenewedWithoutSuspicion() throws {
+        let token = try ProviderToken(signer: signer, clock: clock, refreshInterval: minutes(60))
+        let first = try token.current()
+        clock.advance(by: minutes(61))
+        #expect(try token.invalidate(observedToken: first) == .renewed(clockSkewSuspected: false))
+        #expect(try issuedAt(try token.current()) == clock.now().seconds)
+        #expect(token.statistics.clockSkewSuspicions == 0)
+    }
+
+    @Test func repeatedRejectionsNeverRenewTwiceWithinTwentyMinutes() throws {
+        let token = try ProviderToken(signer: signer, clock: clock)
+        var renewals: [UnixTime] = []
+        // APNs's clock runs ahead: every request is rejected. One request per 30 s for 3 hours.
+        for _ in 0..<360 {
+            let sent = try token.current()
+            if case .renewed = try token.invalidate(observedToken: sent) { renewals.append(clock.now()) }
+            clock.advance(by: .seconds(30))
+        }
+        #expect(renewals.count == 8)
+        for (earlier, later) in zip(renewals, renewals.dropFirst()) { #expect(later - earlier >= minutes(20)) }
+    }
+
+    @Test func everyThreadGetsTheSameToken() async throws {
+        let token = try ProviderToken(signer: signer, clock: clock)
+        let expected = try token.current()
+        let seen = try await withThrowingTaskGroup(of: Set<String>.self) { group in
+            for _ in 0..<8 {
+                group.addTask { Set(try (0..<1000).map { _ in try token.current() }) }
+            }
+            return try await group.reduce(into: Set<String>()) { $0.formUnion($1) }
+        }
+        #expect(seen == [expected])
+    }
+}

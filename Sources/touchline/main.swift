@@ -1,1 +1,25 @@
-print("touchline")
+import Foundation
+
+/// The `touchline` command line. Each subcommand is one type with a `run(arguments:)`.
+let arguments = Array(CommandLine.arguments.dropFirst())
+let usage = """
+    usage: touchline <command> [options]
+
+    commands:
+      demo      start the bundled mock APNs on loopback and show the APNs client at work:
+                create a broadcast channel, publish to it, push to device tokens
+      version   print the version
+      help      print this text
+    """
+
+switch arguments.first {
+case "demo":
+    exit(await DemoCommand.run(arguments: Array(arguments.dropFirst())))
+case "version", "--version":
+    print("touchline \(touchlineVersion)")
+case "help", "--help", "-h", nil:
+    print(usage)
+case let other?:
+    FileHandle.standardError.write(Data("touchline: unknown command '\(other)' (try 'touchline help')\n".utf8))
+    exit(64)
+}

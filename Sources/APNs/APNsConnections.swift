@@ -1,0 +1,79 @@
+import HTTP2
+import TouchlineCore
+import TouchlineRuntime
+
+/// An ``APNsClient`` with its own connection pools, one per host (push, channel management),
+/// all on one loop.
+///
+/// Each purpose (broadcast, personal pushes) gets its own `APNsConnections`, so their
+/// connections, stream limits and queues never mix: a million-token backlog on the personal
+/// pools cannot hold back a broadcast.
+public final class APNsConnections: Sendable {
+    /// How the pools are sized and how TLS is set up.
+    public struct Options: Sendable {
+        /// Connections to the push host (device pushes and broadcasts).
+        public var pushConnections: Int
+        /// Connections to the channel-management host (low volume).
+        public var managementConnections: Int
+        /// Requests a pool may hold while every connection is busy or reconnecting.
+        public var maxQueuedRequests: Int
+        /// TLS settings; set `caFile` to trust a private CA (the mock APNs).
+        public var tls: TLSConfiguration
+
+        public init(pushConnections: Int = 2, managementConnections: Int = 1, maxQueuedRequests: Int = 100_000,
+                    tls: TLSConfiguration = .client) {
+            self.pushConnections = pushConnections
+            self.managementConnections = managementConnections
+            self.maxQueuedRequests = maxQueuedRequests
+            self.tls = tls
+        }
+    }
+
+    /// The loop that owns the pools and the client.
+    public let loop: EventLoop
+    /// The typed client; use it on ``loop`` (or through its async wrappers).
+    public let client: APNsClient
+    private let pools: [HTTP2ConnectionPool]
+
+    /// Creates the pools and the client on `loop`. Connections open on first use.
+    public init(configuration: APNsConfiguration, providerToken: ProviderToken, options: Options = Options(),
+                loop: EventLoop) throws {
+        let context = try TLSContext.client(options.tls)
+        let build = { () throws -> (APNsClient, [HTTP2ConnectionPool]) in
+            func pool(_ endpoint: APNsEndpoint, _ count: Int) -> HTTP2ConnectionPool {
+                HTTP2ConnectionPool(loop: loop, context: context,
+                                    configuration: HTTP2PoolConfiguration(host: endpoint.host, port: endpoint.port, connectionCount: count,
+                                                                          maxQueuedRequests: options.maxQueuedRequests))
+            }
+            let push = pool(configuration.environment.pushEndpoint, options.pushConnections)
+            let management = pool(configuration.environment.managementEndpoint, options.managementConnections)
+            let client = try APNsClient(configuration: configuration, providerToken: providerToken,
+                                        pushSender: push, managementSender: management, loop: loop)
+            return (client, [push, management])
+        }
+        let (client, pools) = loop.inEventLoop ? try build() : try loop.sync { UncheckedResult(try build()) }.value
+        self.loop = loop
+        self.client = client
+        self.pools = pools
+    }
+
+    /// Connection and queue figures of the push pool (index 0) and the management pool (index 1). Loop only.
+    public var poolStats: [HTTP2ConnectionPool.Stats] { pools.map(\.stats) }
+
+    /// Closes every connection gracefully (in-flight requests may finish; queued ones fail with
+    /// `.shutdown`) and returns when they are closed.
+    public func shutdown() async {
+        for pool in pools {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                loop.execute { pool.shutdown { done.resume() } }
+            }
+        }
+    }
+}
+
+/// Carries a loop-confined result out of ``EventLoop/sync(_:)``; the value is used on the
+/// loop only afterwards.
+private struct UncheckedResult<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

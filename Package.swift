@@ -38,6 +38,7 @@ let package = Package(
         .executableTarget(name: "touchline-load", dependencies: ["APNs", "MockAPNs", "TouchlineRuntime"], path: "LoadTests/Loadgen"),
 
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims"]),
         .testTarget(name: "TouchlineTests", dependencies: ["APNs", "HTTP2", "MockAPNs", "TouchlineRuntime", "TouchlineCore"]),
     ],

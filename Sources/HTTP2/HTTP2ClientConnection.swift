@@ -37,6 +37,9 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
         public var remoteMaxConcurrentStreams: UInt32
         /// Requests answered with a response on this connection.
         public var completed: Int
+        /// The most encoded output ever waiting in the TLS stream's buffer: stays near
+        /// ``HTTP2ConnectionConfiguration/writeHighWaterMark`` plus one frame at most.
+        public var peakBufferedOutput: Int
     }
 
     public let loop: EventLoop
@@ -57,6 +60,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     var closedStreams: [HTTP2PendingRequest] = []
     private var resolvingClosedStreams = false
     private var completedCount = 0
+    private var peakBufferedOutput = 0
 
     private var transportConnected = false
     private var everReady = false
@@ -110,7 +114,8 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
 
     public var stats: Stats {
         Stats(state: state, inFlight: inFlight.count, queued: queue.count,
-              remoteMaxConcurrentStreams: settingsReceived ? remoteMaxConcurrentStreams : 0, completed: completedCount)
+              remoteMaxConcurrentStreams: settingsReceived ? remoteMaxConcurrentStreams : 0, completed: completedCount,
+              peakBufferedOutput: peakBufferedOutput)
     }
 
     /// In-flight plus queued requests: what a pool balances on.
@@ -208,7 +213,8 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     /// Returns false when the session failed (the connection is then closed).
     private func writeFrames(limit: Int) -> Bool {
         guard let session, let stream else { return false }
-        while stream.pendingOutputBytes < limit {
+        var buffered = stream.pendingOutputBytes
+        while buffered < limit {
             var data: UnsafePointer<UInt8>?
             let length = nghttp2_session_mem_send(session, &data)
             if length < 0 {
@@ -217,7 +223,9 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
             }
             guard length > 0, let data else { break }
             stream.write(UnsafeRawBufferPointer(start: data, count: length))
+            buffered = stream.pendingOutputBytes
         }
+        peakBufferedOutput = max(peakBufferedOutput, buffered)
         return true
     }
 
@@ -233,7 +241,6 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
         }
         resolveClosedStreams()
         submitQueued()
-        if session.map({ nghttp2_session_want_write($0) != 0 }) ?? false { scheduleFlush() }
         finishDrainIfDone()
     }
 
@@ -422,6 +429,7 @@ extension HTTP2ClientConnection: TLSStreamDelegate {
             fail(.socket("HTTP/2 protocol error from \(peerName): \(String(cString: nghttp2_strerror(Int32(result))))"))
             return
         }
+        scheduleFlush()
         afterSessionCall()
     }
 

@@ -23,11 +23,12 @@ final class ServerProcess: @unchecked Sendable {
     deinit { kill() }
 
     /// Debian's `nghttpd`, echoing POST bodies and serving ``TestPKI/documentRoot`` for GET.
-    static func nghttpd(port: Int? = nil, maxConcurrentStreams: Int = 100, extraArguments: [String] = []) throws -> ServerProcess {
+    static func nghttpd(port: Int? = nil, address: String = "127.0.0.1", maxConcurrentStreams: Int = 100,
+                        extraArguments: [String] = []) throws -> ServerProcess {
         let pki = TestPKI.shared
         let port = port ?? freePort()
         return try ServerProcess(executable: "/usr/sbin/nghttpd",
-                                 arguments: ["-a", "127.0.0.1", "-d", pki.documentRoot, "--echo-upload",
+                                 arguments: ["-a", address, "-d", pki.documentRoot, "--echo-upload",
                                              "-m", "\(maxConcurrentStreams)"] + extraArguments
                                      + ["\(port)", pki.privateKeyFile, pki.certificateFile],
                                  port: port)

@@ -30,6 +30,8 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
         public var state: State
         /// Streams submitted and not yet closed.
         public var inFlight: Int
+        /// The most streams ever in flight at once on this connection.
+        public var peakInFlight: Int
         /// Requests waiting for a free stream.
         public var queued: Int
         /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS (0 until its SETTINGS arrived;
@@ -61,6 +63,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     private var resolvingClosedStreams = false
     private var completedCount = 0
     private var peakBufferedOutput = 0
+    private var peakInFlight = 0
 
     private var transportConnected = false
     private var everReady = false
@@ -113,7 +116,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     var peerName: String { "\(configuration.host):\(configuration.port)" }
 
     public var stats: Stats {
-        Stats(state: state, inFlight: inFlight.count, queued: queue.count,
+        Stats(state: state, inFlight: inFlight.count, peakInFlight: peakInFlight, queued: queue.count,
               remoteMaxConcurrentStreams: settingsReceived ? remoteMaxConcurrentStreams : 0, completed: completedCount,
               peakBufferedOutput: peakBufferedOutput)
     }
@@ -161,7 +164,10 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
             submit(queue.popFirst()!)
             submitted = true
         }
-        if submitted { scheduleFlush() }
+        if submitted {
+            peakInFlight = max(peakInFlight, inFlight.count)
+            scheduleFlush()
+        }
     }
 
     private func submit(_ request: HTTP2PendingRequest) {

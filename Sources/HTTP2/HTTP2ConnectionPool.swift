@@ -24,6 +24,8 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
         public var connections: [HTTP2ClientConnection.Stats]
         /// Requests waiting in the pool for a ready connection.
         public var waiting: Int
+        /// Connections opened so far (the first ones included): shows reconnect storms.
+        public var connectionAttempts: Int
         public var readyConnections: Int { connections.filter { $0.state == .ready }.count }
     }
 
@@ -38,6 +40,7 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
     private var releaseTimer: LoopTimer!
     private var waiting = FIFOQueue<HTTP2PendingRequest>()
     private var isShutDown = false
+    private var connectionAttempts = 0
     private var shutdownCompletion: (() -> Void)?
 
     /// One connection position: the current connection and its reconnect schedule.
@@ -62,7 +65,8 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
     }
 
     public var stats: Stats {
-        Stats(connections: (slots.compactMap(\.connection) + retiring).map(\.stats), waiting: waiting.count)
+        Stats(connections: (slots.compactMap(\.connection) + retiring).map(\.stats), waiting: waiting.count,
+              connectionAttempts: connectionAttempts)
     }
 
     public func send(_ request: HTTP2Request, completion: @escaping (Result<HTTP2Response, HTTP2RequestError>) -> Void) {
@@ -90,6 +94,7 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
 
     private func connect(_ slot: Slot) {
         guard !isShutDown else { return }
+        connectionAttempts += 1
         slot.connection = HTTP2ClientConnection(loop: loop, context: context, configuration: configuration.connection, delegate: self)
     }
 

@@ -49,14 +49,11 @@ struct GoawayAndResetTests {
         #expect(outcome.successes.count == 5)
         #expect(outcome.results.prefix(5).allSatisfy { (try? $0.get())?.status == 200 })
         try await waitUntil(on: client.loop, "connection closed") { [connection = client.connection] in connection.state == .closed }
-        try client.loop.sync {
-            #expect(owner.handedBack.count == 15)
-            #expect(owner.handedBack.allSatisfy {
-                if case .goaway(0, "Shutdown") = $0.reason { true } else { false }
-            })
-            #expect(owner.drainingCount == 1)
-            #expect(owner.closes.count == 1 && owner.closes.first?.error == nil, "a drained connection closes cleanly")
-        }
+        let (handedBack, drainingCount, closes) = try client.loop.sync { (owner.handedBack, owner.drainingCount, owner.closes) }
+        #expect(handedBack.count == 15)
+        #expect(handedBack.allSatisfy { if case .goaway(0, "Shutdown") = $0.reason { true } else { false } })
+        #expect(drainingCount == 1)
+        #expect(closes.count == 1 && closes.first?.error == nil, "a drained connection closes cleanly: \(closes)")
     }
 
     @Test func standaloneConnectionFailsUnprocessedRequestsWithTheGoawayReason() async throws {
@@ -87,9 +84,8 @@ struct GoawayAndResetTests {
         }
         #expect(goawayFailures.count == 5, "the processed-but-unanswered requests fail with the GOAWAY")
         #expect(goawayFailures.allSatisfy { $0.0 == NGHTTP2_INTERNAL_ERROR.rawValue && $0.1 == "InternalServerError" })
-        try client.loop.sync {
-            #expect(owner.handedBack.count == 15, "unprocessed requests go back to the owner")
-        }
+        let handedBack = try client.loop.sync { owner.handedBack }
+        #expect(handedBack.count == 15, "unprocessed requests go back to the owner: \(handedBack.map(\.reason))")
     }
 
     @Test func refusedStreamsAreRetried() async throws {
@@ -164,7 +160,8 @@ struct GoawayAndResetTests {
         if case .shutdown = late.failures.first {} else { Issue.record("expected .shutdown, got \(late.results)") }
         try await waitUntil(on: client.loop, "connection closed") { connection.state == .closed }
         #expect(server.stats().goawaysReceived == 1)
-        try client.loop.sync { #expect(owner.closes.count == 1 && owner.closes.first?.error == nil) }
+        let closes = try client.loop.sync { owner.closes }
+        #expect(closes.count == 1 && closes.first?.error == nil)
     }
 
     @Test func shutdownFailsStreamsStillOpenAfterTheGracePeriod() async throws {

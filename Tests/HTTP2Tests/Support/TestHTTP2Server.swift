@@ -28,7 +28,8 @@ final class TestHTTP2Server: @unchecked Sendable {
         var goawayConnections = 1
         var goawayErrorCode: UInt32 = 0
         var goawayDebugData = #"{"reason":"Shutdown"}"#
-        /// After GOAWAY, answer the streams at or below the last-stream-id before closing (else close at once).
+        /// After GOAWAY, answer the streams at or below the last-stream-id and leave the closing to
+        /// the client; else close soon without answering them.
         var answerBeforeGoawayClose = true
         var answerPings = true
         /// Requests to this path are reset with `resetCode`.
@@ -280,16 +281,23 @@ private final class TestServerConnection: TLSStreamDelegate {
 
     private func sendGoaway(lastStreamID: Int32, answering request: TestServerStream) {
         goawayLastStreamID = lastStreamID
+        delayTimer?.cancel()
         if behaviour.answerBeforeGoawayClose {
-            delayTimer?.cancel()
             answerDelayed()
             respond(request)
+        } else {
+            delayed = []
         }
         var debug = Array(behaviour.goawayDebugData.utf8)
         nghttp2_submit_goaway(session, 0, lastStreamID, behaviour.goawayErrorCode, &debug, debug.count)
         flush()
-        stream?.closeAfterFlush()
+        guard !behaviour.answerBeforeGoawayClose else { return }  // the client closes once its streams are done
+        // Close a little later: closing with unread input makes the kernel send RST, which could
+        // destroy the GOAWAY before the client has read it.
+        closeTimer = LoopTimer(loop: server.loop) { [unowned self] in stream?.close() }
+        closeTimer?.schedule(after: .milliseconds(50))
     }
+    private var closeTimer: LoopTimer?
 
     private func respond(_ request: TestServerStream) {
         request.responseBody = request.method == "POST" ? request.body : Array(TestPKI.helloBody.utf8)

@@ -22,14 +22,15 @@ final class ServerProcess: @unchecked Sendable {
 
     deinit { kill() }
 
-    /// Debian's `nghttpd`, echoing POST bodies and serving ``TestPKI/documentRoot`` for GET.
+    /// Debian's `nghttpd` serving ``TestPKI/documentRoot``. With `echoUpload` it answers POST with
+    /// the request body (buffered in a temporary file: slow); without, with the file at the path.
     static func nghttpd(port: Int? = nil, address: String = "127.0.0.1", maxConcurrentStreams: Int = 100,
-                        extraArguments: [String] = []) throws -> ServerProcess {
+                        echoUpload: Bool = true, extraArguments: [String] = []) throws -> ServerProcess {
         let pki = TestPKI.shared
         let port = port ?? freePort()
         return try ServerProcess(executable: "/usr/sbin/nghttpd",
-                                 arguments: ["-a", address, "-d", pki.documentRoot, "--echo-upload",
-                                             "-m", "\(maxConcurrentStreams)"] + extraArguments
+                                 arguments: ["-a", address, "-d", pki.documentRoot, "-m", "\(maxConcurrentStreams)"]
+                                     + (echoUpload ? ["--echo-upload"] : []) + extraArguments
                                      + ["\(port)", pki.privateKeyFile, pki.certificateFile],
                                  port: port)
     }

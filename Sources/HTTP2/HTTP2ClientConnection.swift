@@ -55,6 +55,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     var session: OpaquePointer?
     private var stream: TLSStream?
     private let headerLists = HeaderListBuilder()
+    private let output = OutputBatch()
     private var queue = FIFOQueue<HTTP2PendingRequest>()
     private var inFlight = InFlightList()
     /// Streams nghttp2 closed during the current session call; resolved once it has returned, so
@@ -93,10 +94,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
         self.loop = loop
         self.configuration = configuration
         self.delegate = delegate
-        flushTimer = LoopTimer(loop: loop) { [unowned self] in
-            flushScheduled = false
-            flush()
-        }
+        flushTimer = LoopTimer(loop: loop) { [unowned self] in flush() }
         connectTimer = LoopTimer(loop: loop) { [unowned self] in connectTimedOut() }
         idleTimer = LoopTimer(loop: loop) { [unowned self] in idleCheck() }
         pingTimer = LoopTimer(loop: loop) { [unowned self] in
@@ -211,6 +209,10 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     /// Moves encoded frames to the TLS stream until nghttp2 has nothing more or the output buffer
     /// reaches the high-water mark (then ``streamDidDrain(_:)`` resumes).
     private func flush() {
+        if flushScheduled {
+            flushScheduled = false
+            flushTimer.cancel()
+        }
         guard transportConnected, state != .closed else { return }
         guard writeFrames(limit: configuration.writeHighWaterMark) else { return }
         afterSessionCall()
@@ -219,19 +221,20 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     /// Returns false when the session failed (the connection is then closed).
     private func writeFrames(limit: Int) -> Bool {
         guard let session, let stream else { return false }
-        var buffered = stream.pendingOutputBytes
-        while buffered < limit {
+        let alreadyBuffered = stream.pendingOutputBytes
+        while alreadyBuffered + output.count < limit {
             var data: UnsafePointer<UInt8>?
             let length = nghttp2_session_mem_send(session, &data)
             if length < 0 {
+                output.flush(to: stream)
                 fail(.socket("HTTP/2 session with \(peerName) failed: \(String(cString: nghttp2_strerror(Int32(length))))"))
                 return false
             }
             guard length > 0, let data else { break }
-            stream.write(UnsafeRawBufferPointer(start: data, count: length))
-            buffered = stream.pendingOutputBytes
+            output.append(UnsafeRawBufferPointer(start: data, count: length), to: stream)
         }
-        peakBufferedOutput = max(peakBufferedOutput, buffered)
+        output.flush(to: stream)
+        peakBufferedOutput = max(peakBufferedOutput, stream.pendingOutputBytes)
         return true
     }
 
@@ -435,8 +438,10 @@ extension HTTP2ClientConnection: TLSStreamDelegate {
             fail(.socket("HTTP/2 protocol error from \(peerName): \(String(cString: nghttp2_strerror(Int32(result))))"))
             return
         }
-        scheduleFlush()
         afterSessionCall()
+        // Answer within this loop turn: acknowledgements, window updates and whatever the
+        // completions just sent go out in one batch.
+        flush()
     }
 
     public func streamDidDrain(_ stream: TLSStream) {

@@ -25,8 +25,11 @@ public final class EventLoop: @unchecked Sendable {
     private let mailbox = Mutex(Mailbox())
     private let finished = DispatchSemaphore(value: 0)
 
+    /// One-time process setup for loops: libevent locking, and SIGPIPE ignored so that writing to
+    /// a socket the peer has closed fails with EPIPE instead of killing the process.
     private static let threadingEnabled: Bool = {
-        evthread_use_pthreads() == 0
+        signal(SIGPIPE, SIG_IGN)
+        return evthread_use_pthreads() == 0
     }()
 
     /// Creates a loop; it does nothing until ``run()`` is called on some thread (or use ``start(name:)``).

@@ -7,8 +7,11 @@ import TouchlineCore
 public final class LoopTimer: @unchecked Sendable {
     private var event: OpaquePointer?
     private let callback: () -> Void
+    /// Keeps the `event_base` alive until the event is freed.
+    private let loop: EventLoop
 
     public init(loop: EventLoop, _ callback: @escaping () -> Void) {
+        self.loop = loop
         self.callback = callback
         event = event_new(loop.base, -1, 0, { _, _, ctx in
             Unmanaged<LoopTimer>.fromOpaque(ctx!).takeUnretainedValue().callback()
@@ -42,9 +45,12 @@ public final class FDWatcher: @unchecked Sendable {
 
     private var event: OpaquePointer?
     private let callback: (Readiness) -> Void
+    /// Keeps the `event_base` alive until the event is freed.
+    private let loop: EventLoop
 
     /// Starts watching `fd` for `interest`; `callback` runs on the loop each time the fd is ready.
     public init(loop: EventLoop, fd: Int32, interest: Readiness, _ callback: @escaping (Readiness) -> Void) {
+        self.loop = loop
         self.callback = callback
         event = event_new(loop.base, fd, interest.rawValue | Int16(EV_PERSIST), { _, what, ctx in
             Unmanaged<FDWatcher>.fromOpaque(ctx!).takeUnretainedValue().callback(Readiness(rawValue: what))

@@ -10,11 +10,14 @@ import Glibc
 public final class TCPListener: @unchecked Sendable {
     private var listener: OpaquePointer?
     private let onAccept: (Int32) -> Void
+    /// Keeps the `event_base` alive until the listener is freed.
+    private let loop: EventLoop
     /// The bound port (useful after binding port 0).
     public private(set) var port: Int = 0
 
     /// Binds `host:port` (port 0 = any free port) and starts accepting.
     public init(loop: EventLoop, host: String, port: Int, backlog: Int32 = 1024, onAccept: @escaping (Int32) -> Void) throws {
+        self.loop = loop
         self.onAccept = onAccept
         var storage = sockaddr_storage()
         let length = try fillSocketAddress(&storage, host: host, port: port)

@@ -188,7 +188,16 @@ public final class TLSStream: @unchecked Sendable {
         if what & Int16(BEV_EVENT_TIMEOUT) != 0 {
             finish(.timeout(connected ? "no progress on \(peerName)" : "connecting to \(peerName)"))
         } else if what & Int16(BEV_EVENT_EOF) != 0 {
-            finish(connected ? .closedByPeer : .tls("\(peerName) closed the connection during the TLS handshake"))
+            // A refused or reset connection reaches the TLS layer as an end of file during the
+            // handshake; errno still names the socket error then.
+            let code = errno
+            if connected {
+                finish(.closedByPeer)
+            } else if [ECONNREFUSED, ECONNRESET, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH].contains(code) {
+                finish(.socket("\(peerName): \(String(cString: strerror(code)))"))
+            } else {
+                finish(.tls("\(peerName) closed the connection during the TLS handshake"))
+            }
         } else {
             finish(classifyError())
         }
@@ -222,6 +231,9 @@ public final class TLSStream: @unchecked Sendable {
         while true {
             let code = bufferevent_get_openssl_error(bev)
             if code == 0 { break }
+            // libevent also queues SSL_get_error()'s small result codes, which are not OpenSSL errors.
+            guard ERR_GET_LIB(code) != 0 else { continue }
+            if ERR_GET_REASON(code) == SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL { return .alpnNotH2(selected: nil) }
             sslErrors.append(String(cBuffer: 256) { ERR_error_string_n(code, $0, 256) })
         }
         if let ssl {

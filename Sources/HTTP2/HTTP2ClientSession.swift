@@ -1,0 +1,145 @@
+import CNGHTTP2
+import Foundation
+
+/// The stream-level flow-control window advertised to the server: large, so that responses are
+/// never held back by flow control (nghttp2 sends WINDOW_UPDATE as data is consumed).
+private let streamWindowSize: Int32 = 16 << 20
+/// The connection-level window.
+private let connectionWindowSize: Int32 = 256 << 20
+
+/// A GOAWAY frame as received: streams above `lastStreamID` were not processed by the server.
+struct ReceivedGoaway {
+    var lastStreamID: Int32
+    var errorCode: UInt32
+    /// The `reason` of a JSON debug payload (`{"reason": "..."}`, as APNs sends), else the
+    /// payload as text, nil when empty.
+    var reason: String?
+
+    static func reason(fromDebugData data: UnsafeBufferPointer<UInt8>) -> String? {
+        guard !data.isEmpty else { return nil }
+        struct Payload: Decodable { var reason: String }
+        if let payload = try? JSONDecoder().decode(Payload.self, from: Data(data)) { return payload.reason }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+extension HTTP2ClientConnection {
+    /// Creates the nghttp2 client session and queues the client SETTINGS (no server push, large
+    /// windows); nghttp2 sends the connection preface before them on the first flush.
+    func makeClientSession() -> OpaquePointer {
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, context in
+            connection(context).didReceive(frame!)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { session, frame, name, nameLength, value, valueLength, _, _ in
+            guard frame!.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
+                  let request = streamRequest(session, frame!.pointee.hd.stream_id) else { return 0 }
+            request.receiveHeader(name: UnsafeBufferPointer(start: name, count: nameLength),
+                                  value: UnsafeBufferPointer(start: value, count: valueLength))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { session, _, streamID, data, length, _ in
+            streamRequest(session, streamID)?.responseBody.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { session, frame, _ in
+            if frame!.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) {
+                streamRequest(session, frame!.pointee.hd.stream_id)?.headersSent = true
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { session, streamID, errorCode, context in
+            guard let request = streamRequest(session, streamID) else { return 0 }
+            connection(context).streamDidClose(request, errorCode: errorCode)
+            return 0
+        }
+
+        var session: OpaquePointer?
+        let result = nghttp2_session_client_new(&session, callbacks, Unmanaged.passUnretained(self).toOpaque())
+        guard result == 0, let session else { fatalError("nghttp2_session_client_new failed: \(result)") }
+        let settings = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: UInt32(streamWindowSize)),
+        ]
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), settings, settings.count)
+        nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, connectionWindowSize)
+        return session
+    }
+
+    /// A frame arrived (called inside `nghttp2_session_mem_recv`: record only, act afterwards).
+    fileprivate func didReceive(_ frame: UnsafePointer<nghttp2_frame>) {
+        let header = frame.pointee.hd
+        let isAck = header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
+        switch UInt32(header.type) {
+        case NGHTTP2_SETTINGS.rawValue where !isAck:
+            settingsReceived = true
+        case NGHTTP2_GOAWAY.rawValue:
+            let frame = frame.pointee.goaway
+            goaway = ReceivedGoaway(lastStreamID: frame.last_stream_id, errorCode: frame.error_code,
+                                    reason: ReceivedGoaway.reason(fromDebugData: UnsafeBufferPointer(start: frame.opaque_data, count: frame.opaque_data_len)))
+            goawayUnhandled = true
+        case NGHTTP2_PING.rawValue where isAck:
+            awaitingPingAck = false
+            pingTimer.cancel()
+        default:
+            break
+        }
+    }
+
+    /// nghttp2 closed a stream; the request is resolved once the session call has returned.
+    fileprivate func streamDidClose(_ request: HTTP2PendingRequest, errorCode: UInt32) {
+        request.closeErrorCode = errorCode
+        closedStreams.append(request)
+        removeFromInFlight(request)
+    }
+}
+
+extension HTTP2PendingRequest {
+    fileprivate func receiveHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        if name.first == UInt8(ascii: ":") {
+            if name.elementsEqual(":status".utf8) { status = parseStatus(value) }
+            return
+        }
+        responseHeaders.append(HTTP2Header(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+    }
+
+    private func parseStatus(_ digits: UnsafeBufferPointer<UInt8>) -> Int {
+        var value = 0
+        for digit in digits {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) else { return 0 }
+            value = value * 10 + Int(digit - UInt8(ascii: "0"))
+        }
+        return value
+    }
+
+    /// Copies the next part of the body into nghttp2's frame buffer.
+    fileprivate func readBody(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+        let count = request.body.withUnsafeBufferPointer { body -> Int in
+            let count = min(capacity, body.count - bodyOffset)
+            if count > 0 { buffer.update(from: body.baseAddress! + bodyOffset, count: count) }
+            return count
+        }
+        bodyOffset += count
+        if bodyOffset == request.body.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+        return count
+    }
+}
+
+/// The data provider's read callback: the stream's request supplies its own body.
+let readRequestBody: nghttp2_data_source_read_callback = { _, _, buffer, length, flags, source, _ in
+    let request = Unmanaged<HTTP2PendingRequest>.fromOpaque(source!.pointee.ptr).takeUnretainedValue()
+    return request.readBody(into: buffer!, capacity: length, flags: flags!)
+}
+
+private func connection(_ context: UnsafeMutableRawPointer?) -> HTTP2ClientConnection {
+    Unmanaged<HTTP2ClientConnection>.fromOpaque(context!).takeUnretainedValue()
+}
+
+/// The request whose stream this is (its stream user data), if any.
+private func streamRequest(_ session: OpaquePointer?, _ streamID: Int32) -> HTTP2PendingRequest? {
+    guard let pointer = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
+    return Unmanaged<HTTP2PendingRequest>.fromOpaque(pointer).takeUnretainedValue()
+}

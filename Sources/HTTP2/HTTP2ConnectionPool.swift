@@ -1,0 +1,198 @@
+import TouchlineCore
+import TouchlineRuntime
+
+/// A fixed number of HTTP/2 connections to one `host:port` sharing one TLS context.
+///
+/// Each request goes to the ready connection with the least load (in-flight plus queued).
+/// Requests a connection hands back (REFUSED_STREAM, above a GOAWAY's last-stream-id, or never
+/// sent before the connection died) are sent again on another connection, up to
+/// ``HTTP2PoolConfiguration/maxRetriesPerRequest`` times. Requests that may have reached the
+/// server before their connection died are failed with `.transport`, not repeated.
+///
+/// Dead or draining connections are replaced; reconnects of one slot are spaced by the
+/// configured ``Backoff`` (reset once a connection is ready). While no connection is ready,
+/// requests wait in the pool's bounded queue; each failed connection attempt counts as one
+/// attempt for every waiting request, so that they fail with the connection error instead of
+/// waiting forever when the server stays unreachable.
+///
+/// Loop-confined, hence `@unchecked Sendable`: create it, send on it and shut it down on its
+/// loop's thread only; completions run on that loop.
+public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable {
+    /// A snapshot for metrics and tests.
+    public struct Stats: Sendable {
+        /// One entry per open connection (draining ones included).
+        public var connections: [HTTP2ClientConnection.Stats]
+        /// Requests waiting in the pool for a ready connection.
+        public var waiting: Int
+        /// Connections opened so far (the first ones included): shows reconnect storms.
+        public var connectionAttempts: Int
+        public var readyConnections: Int { connections.filter { $0.state == .ready }.count }
+    }
+
+    public let loop: EventLoop
+    public let configuration: HTTP2PoolConfiguration
+    private let context: TLSContext
+    private var slots: [Slot] = []
+    /// Draining connections that were replaced in their slot, kept until they close.
+    private var retiring: [HTTP2ClientConnection] = []
+    /// Closed connections, released on the next loop turn rather than inside their own callbacks.
+    private var closed: [HTTP2ClientConnection] = []
+    private var releaseTimer: LoopTimer!
+    private var waiting = FIFOQueue<HTTP2PendingRequest>()
+    private var isShutDown = false
+    private var connectionAttempts = 0
+    private var shutdownCompletion: (() -> Void)?
+
+    /// One connection position: the current connection and its reconnect schedule.
+    private final class Slot {
+        var connection: HTTP2ClientConnection?
+        var consecutiveFailures = 0
+        var reconnectTimer: LoopTimer?
+    }
+
+    /// Opens `configuration.connectionCount` connections at once. Call on `loop`'s thread.
+    public init(loop: EventLoop, context: TLSContext, configuration: HTTP2PoolConfiguration) {
+        self.loop = loop
+        self.context = context
+        self.configuration = configuration
+        releaseTimer = LoopTimer(loop: loop) { [unowned self] in closed.removeAll() }
+        for _ in 0..<configuration.connectionCount {
+            let slot = Slot()
+            slot.reconnectTimer = LoopTimer(loop: loop) { [unowned self, unowned slot] in connect(slot) }
+            slots.append(slot)
+            connect(slot)
+        }
+    }
+
+    public var stats: Stats {
+        Stats(connections: (slots.compactMap(\.connection) + retiring).map(\.stats), waiting: waiting.count,
+              connectionAttempts: connectionAttempts)
+    }
+
+    public func send(_ request: HTTP2Request, completion: @escaping (Result<HTTP2Response, HTTP2RequestError>) -> Void) {
+        dispatch(HTTP2PendingRequest(request, completion: completion))
+    }
+
+    /// Stops taking requests: waiting ones fail with `.shutdown`, every connection sends GOAWAY
+    /// and closes once its in-flight streams finish or after `gracePeriod` (default: the
+    /// configured drain timeout). `completion` runs on the loop when all connections are closed.
+    public func shutdown(gracePeriod: Duration? = nil, completion: (() -> Void)? = nil) {
+        guard !isShutDown else {
+            completion?()
+            return
+        }
+        isShutDown = true
+        shutdownCompletion = completion
+        for request in waiting.removeAll() { request.complete(.failure(.shutdown)) }
+        for slot in slots {
+            slot.reconnectTimer?.cancel()
+            slot.connection?.shutdown(gracePeriod: gracePeriod)
+        }
+        for connection in retiring { connection.shutdown(gracePeriod: gracePeriod) }
+        finishShutdownIfDone()
+    }
+
+    private func connect(_ slot: Slot) {
+        guard !isShutDown else { return }
+        connectionAttempts += 1
+        slot.connection = HTTP2ClientConnection(loop: loop, context: context, configuration: configuration.connection, delegate: self)
+    }
+
+    private func dispatch(_ request: HTTP2PendingRequest) {
+        if isShutDown {
+            request.complete(.failure(.shutdown))
+        } else if let connection = leastLoadedReadyConnection() {
+            connection.send(request)
+        } else if waiting.count >= configuration.maxQueuedRequests {
+            request.complete(.failure(.queueFull))
+        } else {
+            waiting.append(request)
+        }
+    }
+
+    private func leastLoadedReadyConnection() -> HTTP2ClientConnection? {
+        var best: HTTP2ClientConnection?
+        for slot in slots {
+            guard let connection = slot.connection, connection.state == .ready else { continue }
+            if best == nil || connection.load < best!.load { best = connection }
+        }
+        return best
+    }
+
+    private func slot(of connection: HTTP2ClientConnection) -> Slot? {
+        slots.first { $0.connection === connection }
+    }
+
+    private func scheduleReconnect(_ slot: Slot) {
+        guard !isShutDown else { return }
+        let delay = configuration.backoff.delay(attempt: slot.consecutiveFailures)
+        slot.consecutiveFailures += 1
+        slot.reconnectTimer?.schedule(after: delay)
+    }
+
+    /// A connection attempt failed while no connection is ready: every waiting request has used
+    /// one attempt; those out of attempts fail with the connection's error.
+    private func chargeWaitingRequests(with error: TransportError) {
+        guard leastLoadedReadyConnection() == nil else { return }
+        for request in waiting.removeAll() {
+            request.attempts += 1
+            if request.attempts > configuration.maxRetriesPerRequest {
+                request.complete(.failure(.transport(error)))
+            } else {
+                waiting.append(request)
+            }
+        }
+    }
+
+    private func finishShutdownIfDone() {
+        guard isShutDown, retiring.isEmpty, slots.allSatisfy({ $0.connection == nil }), let completion = shutdownCompletion else { return }
+        shutdownCompletion = nil
+        completion()
+    }
+}
+
+extension HTTP2ConnectionPool: HTTP2ClientConnectionDelegate {
+    public func connectionDidBecomeReady(_ connection: HTTP2ClientConnection) {
+        slot(of: connection)?.consecutiveFailures = 0
+        while !waiting.isEmpty, let target = leastLoadedReadyConnection() {
+            target.send(waiting.popFirst()!)
+        }
+    }
+
+    public func connectionDidStartDraining(_ connection: HTTP2ClientConnection) {
+        guard let slot = slot(of: connection) else { return }
+        slot.connection = nil
+        retiring.append(connection)
+        scheduleReconnect(slot)
+    }
+
+    public func connection(_ connection: HTTP2ClientConnection, handsBack request: HTTP2PendingRequest, reason: HTTP2RetryReason) {
+        if isShutDown {
+            request.complete(.failure(.shutdown))
+            return
+        }
+        if case .connectionLost(let error, wasSent: true) = reason {
+            request.complete(.failure(.transport(error)))
+            return
+        }
+        request.attempts += 1
+        if request.attempts > configuration.maxRetriesPerRequest {
+            request.complete(.failure(.retriesExhausted(last: reason.description)))
+        } else {
+            dispatch(request)
+        }
+    }
+
+    public func connection(_ connection: HTTP2ClientConnection, didCloseWith error: TransportError?, wasReady: Bool) {
+        closed.append(connection)
+        releaseTimer.schedule(after: .zero)
+        if let index = retiring.firstIndex(where: { $0 === connection }) {
+            retiring.remove(at: index)
+        } else if let slot = slot(of: connection) {
+            slot.connection = nil
+            if let error, !wasReady { chargeWaitingRequests(with: error) }
+            scheduleReconnect(slot)
+        }
+        finishShutdownIfDone()
+    }
+}

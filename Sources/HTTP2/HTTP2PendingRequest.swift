@@ -1,0 +1,100 @@
+/// One request on its way: what to send, whom to tell, and what has come back so far.
+///
+/// This is the only object allocated per request on the client path. It waits in a queue, becomes
+/// an nghttp2 stream's user data while in flight, collects the response, and may be handed from a
+/// connection back to its pool to be sent again on another connection (``attempts`` counts that).
+///
+/// Loop-confined: it belongs to the loop of the connection or pool holding it, hence
+/// `@unchecked Sendable`.
+public final class HTTP2PendingRequest: @unchecked Sendable {
+    public let request: HTTP2Request
+    /// How many times the request was handed back for another try.
+    public internal(set) var attempts = 0
+    private var completion: ((Result<HTTP2Response, HTTP2RequestError>) -> Void)?
+
+    // State of the current attempt, reset by `prepareForSubmit()`.
+    var streamID: Int32 = 0
+    var bodyOffset = 0
+    /// The HEADERS frame went to the transport: the server may have seen the request.
+    var headersSent = false
+    var status = 0
+    var responseHeaders: [HTTP2Header] = []
+    var responseBody: [UInt8] = []
+    /// The HTTP/2 error code the stream closed with.
+    var closeErrorCode: UInt32 = 0
+
+    // Links of the connection's in-flight list (see `InFlightList`).
+    fileprivate var next: HTTP2PendingRequest?
+    fileprivate unowned(unsafe) var previous: HTTP2PendingRequest?
+
+    public init(_ request: HTTP2Request, completion: @escaping (Result<HTTP2Response, HTTP2RequestError>) -> Void) {
+        self.request = request
+        self.completion = completion
+    }
+
+    /// True until ``complete(_:)`` has run.
+    public var isPending: Bool { completion != nil }
+
+    /// Delivers the outcome; only the first call has an effect, so a request completes exactly once.
+    public func complete(_ result: Result<HTTP2Response, HTTP2RequestError>) {
+        guard let completion else {
+            assertionFailure("request completed twice")
+            return
+        }
+        self.completion = nil
+        completion(result)
+    }
+
+    func prepareForSubmit() {
+        streamID = 0
+        bodyOffset = 0
+        headersSent = false
+        status = 0
+        closeErrorCode = 0
+        if !responseHeaders.isEmpty { responseHeaders = [] }
+        if !responseBody.isEmpty { responseBody = [] }
+    }
+
+    func takeResponse() -> HTTP2Response {
+        let response = HTTP2Response(status: status, headers: responseHeaders, body: responseBody)
+        responseHeaders = []
+        responseBody = []
+        return response
+    }
+}
+
+/// The requests a connection has submitted to nghttp2 and not yet seen closed, oldest first.
+///
+/// An intrusive doubly linked list: O(1) insert and remove with no storage of its own and no
+/// lookup by stream id. The list holds the strong reference that keeps each in-flight request
+/// alive; nghttp2's stream user data points at the same object without retaining it.
+struct InFlightList {
+    private var head: HTTP2PendingRequest?
+    private unowned(unsafe) var tail: HTTP2PendingRequest?
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ request: HTTP2PendingRequest) {
+        request.next = nil
+        request.previous = tail
+        if let tail { tail.next = request } else { head = request }
+        tail = request
+        count += 1
+    }
+
+    mutating func remove(_ request: HTTP2PendingRequest) {
+        let next = request.next
+        if let previous = request.previous { previous.next = next } else { head = next }
+        if let next { next.previous = request.previous } else { tail = request.previous }
+        request.next = nil
+        request.previous = nil
+        count -= 1
+    }
+
+    mutating func popFirst() -> HTTP2PendingRequest? {
+        guard let first = head else { return nil }
+        remove(first)
+        return first
+    }
+}

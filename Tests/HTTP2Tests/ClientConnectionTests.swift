@@ -1,0 +1,108 @@
+import Foundation
+import HTTP2
+import Testing
+import TouchlineCore
+import TouchlineRuntime
+
+/// A standalone connection against Debian's nghttpd over real TLS on loopback.
+@Suite("Client connection against nghttpd", .serialized, .timeLimit(.minutes(3)))
+struct ClientConnectionTests {
+    @Test func getAndPostRoundTripWithStatusHeadersAndBody() async throws {
+        let server = try ServerProcess.nghttpd()
+        let client = try TestClient(port: server.port)
+        defer { client.close() }
+        let get = HTTP2Request(template: TestRequests.getTemplate(port: server.port), path: "/hello.txt")
+        let missing = HTTP2Request(template: TestRequests.getTemplate(port: server.port), path: "/missing.txt")
+        let post = TestRequests.posts(1, port: server.port)[0]
+
+        let outcome = try await sendAll([get, missing, post], via: client.connection, on: client.loop)
+
+        let responses = try outcome.results.map { try $0.get() }
+        #expect(responses[0].status == 200)
+        #expect(String(decoding: responses[0].body, as: UTF8.self) == TestPKI.helloBody)
+        #expect(responses[0].header("content-length") == "\(TestPKI.helloBody.utf8.count)")
+        #expect(responses[1].status == 404)
+        #expect(responses[2].status == 200)
+        #expect(responses[2].body == post.body)
+        #expect(outcome.offLoopCompletions == 0)
+    }
+
+    @Test func thousandConcurrentRequestsOnOneConnectionCompleteExactlyOnce() async throws {
+        let server = try ServerProcess.nghttpd(maxConcurrentStreams: 100)
+        let client = try TestClient(port: server.port)
+        defer { client.close() }
+        let requests = TestRequests.posts(1000, port: server.port)
+
+        let outcome = try await sendAll(requests, via: client.connection, on: client.loop, timeout: .seconds(60))
+
+        #expect(outcome.duplicateCompletions == 0)
+        #expect(outcome.offLoopCompletions == 0)
+        for (index, result) in outcome.results.enumerated() {
+            let response = try result.get()
+            #expect(response.status == 200)
+            #expect(response.body == requests[index].body, "response \(index) carries another request's body")
+        }
+        let stats = try client.stats()
+        #expect(stats.state == .ready)
+        #expect(stats.inFlight == 0 && stats.queued == 0)
+        #expect(stats.completed == 1000)
+        #expect(stats.remoteMaxConcurrentStreams == 100)
+    }
+
+    @Test func outputBufferStaysBoundedByTheHighWaterMark() async throws {
+        // Large windows on the server so that only our back-pressure limits the output.
+        let server = try ServerProcess.nghttpd(extraArguments: ["-w", "24", "-W", "30"])
+        let highWater = 64 * 1024
+        var configuration = HTTP2ConnectionConfiguration(host: "127.0.0.1", port: server.port)
+        configuration.writeHighWaterMark = highWater
+        let client = try TestClient(configuration: configuration)
+        defer { client.close() }
+        let requests = TestRequests.posts(60, port: server.port, bodySize: 256 * 1024)
+
+        let outcome = try await sendAll(requests, via: client.connection, on: client.loop, timeout: .seconds(60))
+
+        for (index, result) in outcome.results.enumerated() {
+            #expect(try result.get().body == requests[index].body)
+        }
+        let peak = try client.stats().peakBufferedOutput
+        #expect(peak >= highWater, "the test did not push enough data to reach the mark")
+        #expect(peak <= highWater + 16_384 + 64, "output buffer grew past the high-water mark plus one frame")
+    }
+}
+
+/// A standalone connection on its own loop, for tests.
+final class TestClient: @unchecked Sendable {
+    let loop: EventLoop
+    let connection: HTTP2ClientConnection
+
+    convenience init(port: Int, host: String = "127.0.0.1") throws {
+        try self.init(configuration: HTTP2ConnectionConfiguration(host: host, port: port))
+    }
+
+    init(configuration: HTTP2ConnectionConfiguration, context: TLSContext? = nil, delegate: HTTP2ClientConnectionDelegate? = nil) throws {
+        let context = try context ?? TestPKI.shared.clientContext()
+        loop = EventLoop.start(name: "test-client")
+        let loop = loop
+        let box = DelegateBox(delegate)
+        connection = try loop.sync { HTTP2ClientConnection(loop: loop, context: context, configuration: configuration, delegate: box.delegate) }
+    }
+
+    func stats() throws -> HTTP2ClientConnection.Stats {
+        try loop.sync { [connection] in connection.stats }
+    }
+
+    func waitUntilReady() async throws {
+        try await waitUntil(on: loop, "connection ready") { [connection] in connection.state == .ready }
+    }
+
+    func close() {
+        try? loop.sync { [connection] in connection.close() }
+        loop.stopAndWait()
+    }
+}
+
+/// Carries a loop-confined delegate into the loop's closure.
+private struct DelegateBox: @unchecked Sendable {
+    weak var delegate: HTTP2ClientConnectionDelegate?
+    init(_ delegate: HTTP2ClientConnectionDelegate?) { self.delegate = delegate }
+}

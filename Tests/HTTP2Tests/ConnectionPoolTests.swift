@@ -1,0 +1,182 @@
+import Foundation
+import HTTP2
+import Testing
+import TouchlineCore
+import TouchlineRuntime
+
+/// A pool on its own loop, for tests.
+final class TestPool: @unchecked Sendable {
+    let loop: EventLoop
+    let pool: HTTP2ConnectionPool
+
+    init(_ configuration: HTTP2PoolConfiguration) throws {
+        let context = try TestPKI.shared.clientContext()
+        loop = EventLoop.start(name: "test-pool")
+        let loop = loop
+        pool = try loop.sync { HTTP2ConnectionPool(loop: loop, context: context, configuration: configuration) }
+    }
+
+    func stats() throws -> HTTP2ConnectionPool.Stats {
+        try loop.sync { [pool] in pool.stats }
+    }
+
+    func waitUntilReady(_ count: Int) async throws {
+        try await waitUntil(on: loop, "\(count) ready connections") { [pool] in pool.stats.readyConnections == count }
+    }
+
+    /// Shuts the pool down and waits for its completion callback.
+    func shutdown(gracePeriod: Duration = .seconds(5)) async throws {
+        let done = ShutdownFlag()
+        try loop.sync { [pool] in pool.shutdown(gracePeriod: gracePeriod) { done.value = true } }
+        try await waitUntil(on: loop, timeout: gracePeriod + .seconds(5), "pool shutdown completion") { done.value }
+    }
+
+    func close() {
+        try? loop.sync { [pool] in pool.shutdown(gracePeriod: .zero) }
+        loop.stopAndWait()
+    }
+}
+
+private final class ShutdownFlag: @unchecked Sendable {
+    var value = false
+}
+
+@Suite("Connection pool", .serialized, .timeLimit(.minutes(3)))
+struct ConnectionPoolTests {
+    private func configuration(port: Int, connections: Int) -> HTTP2PoolConfiguration {
+        HTTP2PoolConfiguration(host: "127.0.0.1", port: port, connectionCount: connections,
+                               backoff: Backoff(initial: .milliseconds(50), maximum: .milliseconds(400)),
+                               maxRetriesPerRequest: 3, connectTimeout: .seconds(3))
+    }
+
+    @Test func requestsSpreadOverConnectionsByLoad() async throws {
+        let server = try ServerProcess.nghttpd()
+        let pool = try TestPool(configuration(port: server.port, connections: 4))
+        defer { pool.close() }
+        try await pool.waitUntilReady(4)
+        let requests = TestRequests.posts(400, port: server.port)
+
+        let outcome = try await sendAll(requests, via: pool.pool, on: pool.loop)
+
+        for (index, result) in outcome.results.enumerated() { #expect(try result.get().body == requests[index].body) }
+        #expect(outcome.duplicateCompletions == 0)
+        let stats = try pool.stats()
+        #expect(stats.connections.map(\.completed) == [100, 100, 100, 100], "each new request goes to the least-loaded connection")
+        #expect(stats.connectionAttempts == 4)
+    }
+
+    @Test func goawayRequestsAreRetriedOnAFreshConnection() async throws {
+        var behaviour = TestHTTP2Server.Behaviour()
+        behaviour.goawayAfter = 5
+        behaviour.responseDelay = .milliseconds(30)
+        let server = try TestHTTP2Server(behaviour)
+        defer { server.stop() }
+        let pool = try TestPool(configuration(port: server.port, connections: 1))
+        defer { pool.close() }
+        try await pool.waitUntilReady(1)
+        let requests = TestRequests.posts(20, port: server.port)
+
+        let outcome = try await sendAll(requests, via: pool.pool, on: pool.loop)
+
+        for (index, result) in outcome.results.enumerated() { #expect(try result.get().body == requests[index].body) }
+        let stats = server.stats()
+        #expect(stats.connections == 2)
+        #expect(stats.requestsPerConnection == [5, 15], "the 15 unprocessed requests went to the replacement connection")
+    }
+
+    @Test func refusedRequestsAreRetriedByThePool() async throws {
+        var behaviour = TestHTTP2Server.Behaviour()
+        behaviour.refuseFirst = 4
+        let server = try TestHTTP2Server(behaviour)
+        defer { server.stop() }
+        let pool = try TestPool(configuration(port: server.port, connections: 2))
+        defer { pool.close() }
+        try await pool.waitUntilReady(2)
+
+        let outcome = try await sendAll(TestRequests.posts(10, port: server.port), via: pool.pool, on: pool.loop)
+
+        #expect(outcome.successes.count == 10)
+        #expect(server.stats().requests == 14)
+    }
+
+    @Test func killedServerIsReconnectedWithBackoffAndRequestsSucceedAfterRestart() async throws {
+        let port = freePort()
+        var server = try ServerProcess.nghttpd(port: port)
+        var configuration = configuration(port: port, connections: 2)
+        configuration.maxRetriesPerRequest = 100
+        let pool = try TestPool(configuration)
+        defer { pool.close() }
+        try await pool.waitUntilReady(2)
+        #expect(try await sendAll(TestRequests.posts(20, port: port), via: pool.pool, on: pool.loop).successes.count == 20)
+
+        server.kill()
+        try await waitUntil(on: pool.loop, "connections lost") { [pool = pool.pool] in pool.stats.readyConnections == 0 }
+        async let waiting = sendAll(TestRequests.posts(20, port: port), via: pool.pool, on: pool.loop)
+        try await Task.sleep(for: .seconds(1))
+        let attemptsWhileDown = try pool.stats().connectionAttempts
+        server = try ServerProcess.nghttpd(port: port)
+
+        let outcome = try await waiting
+        #expect(outcome.successes.count == 20, "requests waited for the server to return: \(outcome.failures)")
+        try await pool.waitUntilReady(2)
+        // Two slots over about a second with 50-400 ms back-off: a handful of attempts, not a storm.
+        #expect(attemptsWhileDown <= 2 + 2 * 8)
+        _ = server
+    }
+
+    @Test func unreachableServerFailsRequestsAfterBoundedAttempts() async throws {
+        let port = freePort()
+        var configuration = configuration(port: port, connections: 2)
+        configuration.maxQueuedRequests = 5
+        configuration.backoff = Backoff(initial: .milliseconds(20), maximum: .milliseconds(100))
+        let pool = try TestPool(configuration)
+        defer { pool.close() }
+
+        let outcome = try await sendAll(TestRequests.posts(8, port: port), via: pool.pool, on: pool.loop, timeout: .seconds(20))
+
+        let queueFull = outcome.failures.filter { if case .queueFull = $0 { true } else { false } }
+        let refused = outcome.failures.filter {
+            if case .socket(let reason) = $0.transportError { reason.contains("refused") } else { false }
+        }
+        #expect(queueFull.count == 3, "the pool queue holds 5 requests")
+        #expect(refused.count == 5, "waiting requests fail with the connection error: \(outcome.failures)")
+    }
+
+    @Test func shutdownFinishesInFlightRequestsAndRefusesNewOnes() async throws {
+        var behaviour = TestHTTP2Server.Behaviour()
+        behaviour.responseDelay = .milliseconds(200)
+        let server = try TestHTTP2Server(behaviour)
+        defer { server.stop() }
+        let pool = try TestPool(configuration(port: server.port, connections: 2))
+        defer { pool.close() }
+        try await pool.waitUntilReady(2)
+
+        async let inFlight = sendAll(TestRequests.posts(10, port: server.port), via: pool.pool, on: pool.loop)
+        try await waitUntil(on: pool.loop, "requests in flight") { [pool = pool.pool] in
+            pool.stats.connections.map(\.inFlight).reduce(0, +) == 10
+        }
+        try await pool.shutdown()
+        let late = try await sendAll(TestRequests.posts(1, port: server.port), via: pool.pool, on: pool.loop)
+
+        #expect(try await inFlight.successes.count == 10)
+        if case .shutdown = late.failures.first {} else { Issue.record("expected .shutdown, got \(late.results)") }
+        #expect(server.stats().goawaysReceived == 2)
+        #expect(try pool.stats().connections.isEmpty)
+    }
+
+    @Test func shutdownFailsRequestsWaitingForAConnection() async throws {
+        let port = freePort()
+        var configuration = configuration(port: port, connections: 1)
+        configuration.maxRetriesPerRequest = 100
+        let pool = try TestPool(configuration)
+        defer { pool.close() }
+
+        async let waiting = sendAll(TestRequests.posts(3, port: port), via: pool.pool, on: pool.loop)
+        try await waitUntil(on: pool.loop, "requests waiting") { [pool = pool.pool] in pool.stats.waiting == 3 }
+        try await pool.shutdown()
+
+        let outcome = try await waiting
+        #expect(outcome.failures.count == 3)
+        #expect(outcome.failures.allSatisfy { if case .shutdown = $0 { true } else { false } })
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A server run as a subprocess for a test (`nghttpd`, `openssl s_server`), on 127.0.0.1.
+final class ServerProcess: @unchecked Sendable {
+    let port: Int
+    private let process: Process
+
+    private init(executable: String, arguments: [String], port: Int) throws {
+        self.port = port
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try waitUntilListening()
+    }
+
+    deinit { kill() }
+
+    /// Debian's `nghttpd` serving ``TestPKI/documentRoot``. With `echoUpload` it answers POST with
+    /// the request body (buffered in a temporary file: slow); without, with the file at the path.
+    static func nghttpd(port: Int? = nil, address: String = "127.0.0.1", maxConcurrentStreams: Int = 100,
+                        echoUpload: Bool = true, extraArguments: [String] = []) throws -> ServerProcess {
+        let pki = TestPKI.shared
+        let port = port ?? freePort()
+        return try ServerProcess(executable: "/usr/sbin/nghttpd",
+                                 arguments: ["-a", address, "-d", pki.documentRoot, "-m", "\(maxConcurrentStreams)"]
+                                     + (echoUpload ? ["--echo-upload"] : []) + extraArguments
+                                     + ["\(port)", pki.privateKeyFile, pki.certificateFile],
+                                 port: port)
+    }
+
+    /// `openssl s_server` answering ALPN with `alpn` only (nil: no ALPN support at all).
+    static func opensslServer(alpn: String?) throws -> ServerProcess {
+        let pki = TestPKI.shared
+        let port = freePort()
+        return try ServerProcess(executable: "/usr/bin/openssl",
+                                 arguments: ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", pki.certificateFile,
+                                             "-key", pki.privateKeyFile, "-www"] + (alpn.map { ["-alpn", $0] } ?? []),
+                                 port: port)
+    }
+
+    /// Kills the server at once (SIGKILL), as a crash would; nghttpd does not exit on SIGTERM.
+    func kill() {
+        guard process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+
+    private func waitUntilListening() throws {
+        for _ in 0..<250 {
+            if canConnect(port: port) { return }
+            guard process.isRunning else { break }
+            usleep(20_000)
+        }
+        kill()
+        throw ToolFailure(description: "\(process.executableURL!.path) did not start listening on port \(port)")
+    }
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = loopbackAddress(port: 0)
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+            _ = bind(fd, sa, length)
+            _ = getsockname(fd, sa, &length)
+        }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// True when something accepts TCP connections on 127.0.0.1:`port`.
+func canConnect(port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = loopbackAddress(port: port)
+    return withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+}
+
+private func loopbackAddress(port: Int) -> sockaddr_in {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return address
+}

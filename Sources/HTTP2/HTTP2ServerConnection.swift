@@ -53,7 +53,8 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
     private var scratch: [UInt8] = []
     /// Reused name/value array handed to nghttp2: `:status` plus at most ``DynamicHeaders/capacity`` fields.
     private let nva = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: DynamicHeaders.capacity + 1)
-    private var goawaySubmitted = false
+    /// Set once GOAWAY is submitted: requests on later streams are not delivered (nghttp2 refuses them).
+    private var goawayLastStreamID: Int32?
 
     /// Wraps an accepted socket: the TLS handshake starts at once, HTTP/2 once ALPN chose "h2".
     /// Returns nil (and closes the socket) if the TLS session cannot be created.
@@ -133,8 +134,8 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
     /// Sends GOAWAY: streams up to `lastStreamID` are still served, later ones are refused, and
     /// the connection closes once the served streams have finished.
     public func sendGoaway(lastStreamID: Int32, errorCode: UInt32 = 0, debugData: [UInt8] = []) {
-        guard let session, !closed, !goawaySubmitted else { return }
-        goawaySubmitted = true
+        guard let session, !closed, goawayLastStreamID == nil else { return }
+        goawayLastStreamID = lastStreamID
         _ = debugData.withUnsafeBufferPointer { data in
             nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode, data.baseAddress, data.count)
         }
@@ -259,6 +260,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue),
               frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
               let request = request(frame.pointee.hd.stream_id) else { return 0 }
+        if let last = goawayLastStreamID, request.streamID > last { return 0 }
         delegate?.connection(self, didReceive: request)
         return 0
     }

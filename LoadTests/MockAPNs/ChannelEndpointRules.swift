@@ -11,12 +11,12 @@ enum ChannelEndpointRules {
     static let createBodyLimit = 4096
 
     /// The bundle id in a broadcast or management path: the plain id of the configured app.
-    static func checkBundle(_ bundleID: String, configuration: MockAPNsConfiguration) throws(MockAPNsRejection) {
+    static func checkBundle(_ bundleID: String, app: MockAPNsApp) throws(MockAPNsRejection) {
         if bundleID.contains(".push-type.") {
             throw MockAPNsRejection(.topicDisallowed, "the path takes the plain bundle id, not \(bundleID)")
         }
-        guard bundleID == configuration.bundleID else {
-            throw MockAPNsRejection(.topicMismatch, "bundle id \(bundleID) is not covered by the provider key (expected \(configuration.bundleID))")
+        guard bundleID == app.bundleID else {
+            throw MockAPNsRejection(.topicMismatch, "bundle id \(bundleID) is not covered by the provider key (expected \(app.bundleID))")
         }
     }
 
@@ -33,30 +33,30 @@ enum ChannelEndpointRules {
     }
 
     static func handle(_ route: MockAPNsRoute, head: MockAPNsRequestHead, body: MockAPNsBody,
-                       configuration: MockAPNsConfiguration, registry: MockAPNsRegistry) throws(MockAPNsRejection) -> Outcome {
+                       app: MockAPNsApp, registry: MockAPNsRegistry) throws(MockAPNsRejection) -> Outcome {
         if let id = head.requestID, !MockAPNsText.isUUID(id) {
             throw MockAPNsRejection(.badMessageID, "apns-request-id must be a UUID (8-4-4-4-12 hex), got \(id)")
         }
         switch route {
         case .createChannel(let bundleID):
-            try checkBundle(bundleID, configuration: configuration)
+            try checkBundle(bundleID, app: app)
             let policy = try creationPolicy(body)
             guard let id = registry.createChannel(storagePolicy: policy) else {
                 throw MockAPNsRejection(.cannotCreateChannelConfig, "the app already has the maximum number of channels")
             }
             return Outcome(status: 201, createdChannelID: id, facts: MockAPNsFacts(channelID: id))
         case .readChannel(let bundleID):
-            try checkBundle(bundleID, configuration: configuration)
+            try checkBundle(bundleID, app: app)
             let (id, policy) = try liveChannel(head.channelID, registry: registry)
             let json = "{\"message-storage-policy\":\(policy),\"push-type\":\"LiveActivity\"}"
             return Outcome(status: 200, body: Array(json.utf8), facts: MockAPNsFacts(channelID: id))
         case .deleteChannel(let bundleID):
-            try checkBundle(bundleID, configuration: configuration)
+            try checkBundle(bundleID, app: app)
             let (id, _) = try liveChannel(head.channelID, registry: registry)
             _ = registry.deleteChannel(id)
             return Outcome(status: 204, facts: MockAPNsFacts(channelID: id))
         case .listChannels(let bundleID):
-            try checkBundle(bundleID, configuration: configuration)
+            try checkBundle(bundleID, app: app)
             let ids = registry.channels.keys.sorted().map { "\"\($0)\"" }.joined(separator: ",")
             return Outcome(status: 200, body: Array("{\"channels\":[\(ids)]}".utf8))
         case .device, .broadcast:
@@ -77,7 +77,8 @@ enum ChannelEndpointRules {
         var policy: Int64?
         var pushType: String?
         for member in document.members(of: document.root) {
-            switch member.key {
+            let key = document.key(member)
+            switch key {
             case "message-storage-policy" where policy == nil:
                 policy = document.integer(member.value)
                 guard policy == 0 || policy == 1 else {
@@ -90,7 +91,7 @@ enum ChannelEndpointRules {
                     throw MockAPNsRejection(.badRequestParams, "push-type must be \"LiveActivity\", got \"\(pushType!)\"")
                 }
             default:
-                throw MockAPNsRejection(.badRequestParams, "unexpected or repeated attribute \(member.key)")
+                throw MockAPNsRejection(.badRequestParams, "unexpected or repeated attribute \(key)")
             }
         }
         guard let policy, pushType != nil else {

@@ -1,9 +1,9 @@
-/// A strict JSON (RFC 8259) validator over raw bytes that exposes object members on demand.
+/// A strict JSON (RFC 8259) validator over raw bytes that lists object members as it goes.
 ///
 /// The mock checks every payload and provider token, so this has to be fast and exact: one pass
-/// checks the whole document (UTF-8, escapes, number grammar, nesting), and only the objects the
-/// rules look at (the root, `aps`, ...) are walked again to list their members. Nothing is
-/// decoded into dictionaries.
+/// checks the whole document (UTF-8, escapes, number grammar, nesting) and notes every object
+/// member as byte ranges. Nothing is decoded into dictionaries and keys become strings only
+/// when asked for.
 struct JSONDocument {
     enum Kind: Equatable {
         case object, array, string, number, bool, null
@@ -15,8 +15,12 @@ struct JSONDocument {
         var range: Range<Int>
     }
 
+    /// One `"key": value` of an object.
     struct Member {
-        var key: String
+        /// Start offset of the object the member belongs to.
+        var parent: Int
+        /// The key token, quotes included.
+        var keyRange: Range<Int>
         var value: Value
     }
 
@@ -31,27 +35,49 @@ struct JSONDocument {
 
     let bytes: [UInt8]
     let root: Value
+    private let allMembers: [Member]
 
     /// Checks that `bytes` is exactly one JSON value (surrounding whitespace allowed).
     init(_ bytes: [UInt8]) throws(SyntaxError) {
-        var parser = JSONParser(bytes: bytes)
-        parser.skipWhitespace()
-        let root = try parser.value(depth: 0)
-        parser.skipWhitespace()
-        guard parser.index == bytes.count else { throw SyntaxError(message: "unexpected data after the JSON value", offset: parser.index) }
+        let parsed = bytes.withUnsafeBufferPointer { buffer -> Result<(Value, [Member]), SyntaxError> in
+            var parser = JSONParser(bytes: buffer)
+            do throws(SyntaxError) {
+                parser.skipWhitespace()
+                let root = try parser.value(depth: 0)
+                parser.skipWhitespace()
+                guard parser.index == buffer.count else { throw SyntaxError(message: "unexpected data after the JSON value", offset: parser.index) }
+                return .success((root, parser.members))
+            } catch {
+                return .failure(error)
+            }
+        }
+        (root, allMembers) = try parsed.get()
         self.bytes = bytes
-        self.root = root
     }
 
     /// The members of an object value, in document order (duplicates kept).
-    func members(of object: Value) -> [Member] {
+    func members(of object: Value) -> LazyFilterSequence<[Member]> {
         precondition(object.kind == .object)
-        var parser = JSONParser(bytes: bytes)
-        parser.index = object.range.lowerBound
-        parser.collectMembersOf = object.range.lowerBound
-        // The document was validated as a whole, so walking it again cannot fail.
-        _ = try? parser.value(depth: 0)
-        return parser.collected
+        let start = object.range.lowerBound
+        return allMembers.lazy.filter { $0.parent == start }
+    }
+
+    /// The decoded key of a member.
+    func key(_ member: Member) -> String {
+        JSONParser.decodeString(bytes, member.keyRange)
+    }
+
+    /// True when a member's key is `name` (compared as bytes when the key has no escapes).
+    func keyEquals(_ member: Member, _ name: StaticString) -> Bool {
+        let inner = (member.keyRange.lowerBound + 1)..<(member.keyRange.upperBound - 1)
+        if inner.count == name.utf8CodeUnitCount, rawEquals(inner, name) { return true }
+        // Only a key written with escapes can still match.
+        return bytes[inner].contains(UInt8(ascii: "\\")) && key(member) == name.description
+    }
+
+    private func rawEquals(_ range: Range<Int>, _ text: StaticString) -> Bool {
+        range.count == text.utf8CodeUnitCount
+            && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + range.lowerBound, text.utf8Start, range.count) == 0 }
     }
 
     /// The decoded text of a string value.
@@ -62,9 +88,7 @@ struct JSONDocument {
 
     /// True when a string value's raw text (between the quotes, no escapes) equals `literal`.
     func stringEquals(_ value: Value, _ literal: StaticString) -> Bool {
-        guard value.kind == .string, value.range.count - 2 == literal.utf8CodeUnitCount else { return false }
-        let text = UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount)
-        return bytes[(value.range.lowerBound + 1)..<(value.range.upperBound - 1)].elementsEqual(text)
+        value.kind == .string && rawEquals((value.range.lowerBound + 1)..<(value.range.upperBound - 1), literal)
     }
 
     /// The value of an integer number (no fraction or exponent) that fits in 64 bits.
@@ -86,13 +110,14 @@ struct JSONDocument {
 }
 
 private struct JSONParser {
-    let bytes: [UInt8]
+    let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
-    /// The start offset of the one object whose members are listed in `collected`.
-    var collectMembersOf = -1
-    var collected: [JSONDocument.Member] = []
+    var members: [JSONDocument.Member] = []
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    init(bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+        members.reserveCapacity(32)
+    }
 
     private func fail(_ message: String) -> JSONDocument.SyntaxError {
         JSONDocument.SyntaxError(message: message, offset: index)
@@ -142,7 +167,7 @@ private struct JSONParser {
 
     private mutating func object(depth: Int) throws(JSONDocument.SyntaxError) {
         guard depth <= JSONDocument.maxDepth else { throw fail("JSON nested too deeply") }
-        let collect = index == collectMembersOf
+        let objectStart = index
         index += 1
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
@@ -156,7 +181,7 @@ private struct JSONParser {
             index += 1
             skipWhitespace()
             let member = try value(depth: depth)
-            if collect { collected.append(JSONDocument.Member(key: Self.decodeString(bytes, keyRange), value: member)) }
+            members.append(JSONDocument.Member(parent: objectStart, keyRange: keyRange, value: member))
             skipWhitespace()
             guard index < bytes.count else { throw fail("unterminated object") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -241,7 +266,8 @@ private struct JSONParser {
                      UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                     index += 1
                 case UInt8(ascii: "u"):
-                    guard index + 4 < bytes.count, (1...4).allSatisfy({ isHex(bytes[index + $0]) }) else {
+                    guard index + 4 < bytes.count, isHex(bytes[index + 1]), isHex(bytes[index + 2]), isHex(bytes[index + 3]),
+                          isHex(bytes[index + 4]) else {
                         throw fail("invalid \\u escape")
                     }
                     index += 5
@@ -334,3 +360,7 @@ private struct JSONParser {
         return String(scalars)
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -22,19 +22,29 @@ final class MockAPNsConnection: @unchecked Sendable {
     private var ids: SplitMix64
     private var delayed = DelayedAnswers()
     private var delayTimer: LoopTimer?
+    // Settings read on every request, copied out of the configuration once.
+    private let faults: MockAPNsConfiguration.Faults
+    private let clock: any WallClock
+    private let diagnosticHeader: Bool
+    private let streamLimits: (initial: Int, raised: Int)
 
     init(number: Int, port: MockAPNsPort, worker: MockAPNsWorker) {
         self.number = number
         self.port = port
         self.worker = worker
-        faultDice = SplitMix64(seed: worker.shared.configuration.faults.seed &+ UInt64(number))
+        let configuration = worker.shared.configuration
+        faults = configuration.faults
+        clock = configuration.clock
+        diagnosticHeader = configuration.diagnosticHeader
+        streamLimits = (configuration.initialMaxConcurrentStreams, configuration.maxConcurrentStreams)
+        faultDice = SplitMix64(seed: faults.seed &+ UInt64(number))
         var seeder = SystemRandomNumberGenerator()
         ids = SplitMix64(seed: seeder.next())
     }
 
     /// Starts TLS on an accepted socket; false if the TLS session could not be created.
     func start(socket fd: Int32) -> Bool {
-        let settings = HTTP2ServerSettings(initialMaxConcurrentStreams: shared.configuration.initialMaxConcurrentStreams)
+        let settings = HTTP2ServerSettings(initialMaxConcurrentStreams: streamLimits.initial)
         http2 = HTTP2ServerConnection.accept(loop: worker.loop, context: shared.tls, socket: fd, settings: settings, delegate: self)
         return http2 != nil
     }
@@ -50,19 +60,16 @@ final class MockAPNsConnection: @unchecked Sendable {
         guard let http2 else { return }
         if (200..<300).contains(answer.status), !streamLimitRaised {
             streamLimitRaised = true
-            if shared.configuration.maxConcurrentStreams != shared.configuration.initialMaxConcurrentStreams {
-                http2.setMaxConcurrentStreams(shared.configuration.maxConcurrentStreams)
-            }
+            if streamLimits.raised != streamLimits.initial { http2.setMaxConcurrentStreams(streamLimits.raised) }
         }
         http2.respond(to: streamID, status: answer.status, headers: answer.headers, body: answer.body)
     }
 
-    private func answer(_ request: HTTP2ServerRequest) -> MockAPNsAnswer {
+    private func answer(_ request: HTTP2ServerRequest, now: UnixTime) -> MockAPNsAnswer {
         let head = MockAPNsRequestHead(request.headers)
         let body = MockAPNsBody(bytes: request.body, length: request.bodyLength)
-        let configuration = shared.configuration
+        let app = shared.app
         var endpoint = MockAPNsEndpoint.unknown
-        let now = configuration.clock.now()
         do throws(MockAPNsRejection) {
             let route = try MockAPNsRoute(port: port, method: head.method, path: head.path)
             endpoint = route.endpoint
@@ -71,7 +78,7 @@ final class MockAPNsConnection: @unchecked Sendable {
             try rollFaultDice(endpoint)
             switch route {
             case .device(let token):
-                let facts = try DeviceEndpointRules.check(token: token, head: head, body: body, configuration: configuration, registry: shared.registry)
+                let facts = try DeviceEndpointRules.check(token: token, head: head, body: body, app: app, registry: shared.registry)
                 if let since = shared.registry.unregisteredSince(token) {
                     var answer = rejection(MockAPNsRejection(.unregistered, "token \(token) is no longer valid"), endpoint: endpoint, head: head, now: since)
                     answer.facts = facts
@@ -79,10 +86,10 @@ final class MockAPNsConnection: @unchecked Sendable {
                 }
                 return success(endpoint: endpoint, status: 200, head: head, facts: facts)
             case .broadcast(let bundleID):
-                let facts = try BroadcastEndpointRules.check(bundleID: bundleID, head: head, body: body, configuration: configuration, registry: shared.registry)
+                let facts = try BroadcastEndpointRules.check(bundleID: bundleID, head: head, body: body, app: app, registry: shared.registry)
                 return success(endpoint: endpoint, status: 200, head: head, facts: facts)
             default:
-                let outcome = try ChannelEndpointRules.handle(route, head: head, body: body, configuration: configuration, registry: shared.registry)
+                let outcome = try ChannelEndpointRules.handle(route, head: head, body: body, app: app, registry: shared.registry)
                 var answer = success(endpoint: endpoint, status: outcome.status, head: head, facts: outcome.facts)
                 answer.body = outcome.body
                 if let id = outcome.createdChannelID { answer.headers.add("apns-channel-id", id) }
@@ -94,24 +101,10 @@ final class MockAPNsConnection: @unchecked Sendable {
     }
 
     private func authorize(_ head: MockAPNsRequestHead, _ headers: HTTP2HeaderBlock, now: UnixTime) throws(MockAPNsRejection) {
-        guard let index = head.authorizationIndex else {
-            try tokens.authorize(nil, now: now.seconds, verifier: shared.verifier)
-            return
-        }
-        // withValueBytes is generic over rethrows, which erases the typed error; carry it out by hand.
-        let failure: MockAPNsRejection? = headers.withValueBytes(at: index) { value -> MockAPNsRejection? in
-            do throws(MockAPNsRejection) {
-                try tokens.authorize(value, now: now.seconds, verifier: shared.verifier)
-                return nil
-            } catch {
-                return error
-            }
-        }
-        if let failure { throw failure }
+        try tokens.authorize(head.authorizationIndex.map(headers.valueBytes(at:)), now: now.seconds, verifier: shared.verifier)
     }
 
     private func rollFaultDice(_ endpoint: MockAPNsEndpoint) throws(MockAPNsRejection) {
-        let faults = shared.configuration.faults
         let total = faults.tooManyRequestsRate + faults.internalServerErrorRate + faults.shutdownRate
         guard total > 0, faults.rateEndpoints.contains(endpoint) else { return }
         let roll = faultDice.unit()
@@ -147,7 +140,7 @@ final class MockAPNsConnection: @unchecked Sendable {
         let id = idHeader(endpoint, head)
         answer.headers.add(id.name, id.value)
         answer.headers.add("content-type", "application/json")
-        if shared.configuration.diagnosticHeader {
+        if diagnosticHeader {
             answer.headers.add("x-mock-apns-detail", String(rejection.detail.map { $0.isASCII && !$0.isNewline ? $0 : "?" }))
         }
         answer.body = rejection.reason == .unregistered
@@ -159,7 +152,7 @@ final class MockAPNsConnection: @unchecked Sendable {
     // MARK: - Bookkeeping
 
     private func record(_ request: HTTP2ServerRequest, _ answer: MockAPNsAnswer, receivedAt: UnixTime) {
-        worker.counters.count(endpoint: answer.endpoint, status: answer.status, reason: answer.reason)
+        worker.counters.count(endpoint: answer.endpoint, reason: answer.reason)
         guard shared.recording.isEnabled else { return }
         shared.recording.append(MockAPNsRecordedRequest(
             connection: number, port: port, endpoint: answer.endpoint, streamID: request.streamID,
@@ -171,11 +164,11 @@ final class MockAPNsConnection: @unchecked Sendable {
     }
 
     private func scheduleDelayed(_ streamID: Int32, _ answer: MockAPNsAnswer) {
-        delayed.append(streamID: streamID, answer: answer, due: .now + shared.configuration.faults.latency)
+        delayed.append(streamID: streamID, answer: answer, due: .now + faults.latency)
         if delayTimer == nil {
             delayTimer = LoopTimer(loop: worker.loop) { [unowned self] in self.releaseDelayed() }
         }
-        if let timer = delayTimer, !timer.isScheduled { timer.schedule(after: shared.configuration.faults.latency) }
+        if let timer = delayTimer, !timer.isScheduled { timer.schedule(after: faults.latency) }
     }
 
     private func releaseDelayed() {
@@ -187,10 +180,9 @@ final class MockAPNsConnection: @unchecked Sendable {
 
 extension MockAPNsConnection: HTTP2ServerConnectionDelegate {
     func connection(_ connection: HTTP2ServerConnection, didReceive request: HTTP2ServerRequest) {
-        let receivedAt = shared.configuration.clock.now()
-        let answer = answer(request)
-        record(request, answer, receivedAt: receivedAt)
-        let faults = shared.configuration.faults
+        let now = clock.now()
+        let answer = answer(request, now: now)
+        record(request, answer, receivedAt: now)
         if faults.latency > .zero {
             scheduleDelayed(request.streamID, answer)
         } else {

@@ -82,21 +82,55 @@ public struct MockAPNsCounters: Sendable, CustomStringConvertible {
 }
 
 /// Counters of one event loop: only that loop writes them, so its lock is never contended
-/// except by a reader taking a snapshot.
+/// except by a reader taking a snapshot. A flat array indexed by endpoint and reason keeps the
+/// per-request cost to one lock and one increment.
 final class MockAPNsCounterShard: Sendable {
-    private let counters = Mutex(MockAPNsCounters())
+    private struct Slots {
+        var answers = [Int](repeating: 0, count: MockAPNsEndpoint.allCases.count * (MockAPNsReason.allCases.count + 1))
+        var connections = 0
+    }
 
-    func count(endpoint: MockAPNsEndpoint, status: Int, reason: MockAPNsReason?) {
-        counters.withLock { $0.answers[MockAPNsCounters.Key(endpoint: endpoint, status: status, reason: reason), default: 0] += 1 }
+    private let slots = Mutex(Slots())
+    private static let reasons = MockAPNsReason.allCases
+    private static let endpoints = MockAPNsEndpoint.allCases
+
+    /// Counts one answer; a nil reason means the endpoint's success status.
+    func count(endpoint: MockAPNsEndpoint, reason: MockAPNsReason?) {
+        let reasonSlot = reason.map { reason in Self.reasons.firstIndex(of: reason)! + 1 } ?? 0
+        let index = Self.endpoints.firstIndex(of: endpoint)! * (Self.reasons.count + 1) + reasonSlot
+        slots.withLock { $0.answers[index] += 1 }
     }
 
     func countConnection() {
-        counters.withLock { $0.connectionsAccepted += 1 }
+        slots.withLock { $0.connections += 1 }
     }
 
-    var snapshot: MockAPNsCounters { counters.withLock { $0 } }
+    var snapshot: MockAPNsCounters {
+        let copy = slots.withLock { $0 }
+        var counters = MockAPNsCounters()
+        counters.connectionsAccepted = copy.connections
+        for (index, n) in copy.answers.enumerated() where n > 0 {
+            let endpoint = Self.endpoints[index / (Self.reasons.count + 1)]
+            let reasonSlot = index % (Self.reasons.count + 1)
+            let reason = reasonSlot == 0 ? nil : Self.reasons[reasonSlot - 1]
+            let key = MockAPNsCounters.Key(endpoint: endpoint, status: reason?.status ?? endpoint.successStatus, reason: reason)
+            counters.answers[key] = n
+        }
+        return counters
+    }
 
-    func reset() { counters.withLock { $0 = MockAPNsCounters() } }
+    func reset() { slots.withLock { $0 = Slots() } }
+}
+
+extension MockAPNsEndpoint {
+    /// The status of a successful answer.
+    var successStatus: Int {
+        switch self {
+        case .createChannel: 201
+        case .deleteChannel: 204
+        default: 200
+        }
+    }
 }
 
 /// The most recent requests, up to a capacity (a ring), shared by all loops.

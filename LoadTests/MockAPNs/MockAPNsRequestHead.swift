@@ -20,30 +20,34 @@ struct MockAPNsRequestHead {
     var duplicate: String?
 
     init(_ block: HTTP2HeaderBlock) {
+        // Dispatch on the name length first: most fields then need one comparison or none.
         for i in 0..<block.count {
-            if block.nameEquals(at: i, ":method") {
-                method = block.value(at: i)
-            } else if block.nameEquals(at: i, ":path") {
+            switch block.nameLength(at: i) {
+            case 5 where block.nameEquals(at: i, ":path"):
                 path = block.value(at: i)
-            } else if block.nameEquals(at: i, "authorization") {
+            case 7 where block.nameEquals(at: i, ":method"):
+                method = block.value(at: i)
+            case 7 where block.nameEquals(at: i, "apns-id"):
+                apnsID = take(apnsID, block, i, "apns-id")
+            case 10 where block.nameEquals(at: i, "apns-topic"):
+                topic = take(topic, block, i, "apns-topic")
+            case 13 where block.nameEquals(at: i, "authorization"):
                 if authorizationIndex != nil { noteDuplicate("authorization") }
                 authorizationIndex = i
-            } else if block.nameEquals(at: i, "apns-push-type") {
-                pushType = take(pushType, block, i, "apns-push-type")
-            } else if block.nameEquals(at: i, "apns-topic") {
-                topic = take(topic, block, i, "apns-topic")
-            } else if block.nameEquals(at: i, "apns-priority") {
+            case 13 where block.nameEquals(at: i, "apns-priority"):
                 priority = take(priority, block, i, "apns-priority")
-            } else if block.nameEquals(at: i, "apns-expiration") {
+            case 14 where block.nameEquals(at: i, "apns-push-type"):
+                pushType = take(pushType, block, i, "apns-push-type")
+            case 15 where block.nameEquals(at: i, "apns-expiration"):
                 expiration = take(expiration, block, i, "apns-expiration")
-            } else if block.nameEquals(at: i, "apns-id") {
-                apnsID = take(apnsID, block, i, "apns-id")
-            } else if block.nameEquals(at: i, "apns-collapse-id") {
-                collapseID = take(collapseID, block, i, "apns-collapse-id")
-            } else if block.nameEquals(at: i, "apns-channel-id") {
+            case 15 where block.nameEquals(at: i, "apns-channel-id"):
                 channelID = take(channelID, block, i, "apns-channel-id")
-            } else if block.nameEquals(at: i, "apns-request-id") {
+            case 15 where block.nameEquals(at: i, "apns-request-id"):
                 requestID = take(requestID, block, i, "apns-request-id")
+            case 16 where block.nameEquals(at: i, "apns-collapse-id"):
+                collapseID = take(collapseID, block, i, "apns-collapse-id")
+            default:
+                break
             }
         }
     }

@@ -22,40 +22,62 @@ enum MockAPNsRoute {
     }
 
     init(port: MockAPNsPort, method: String, path: String) throws(MockAPNsRejection) {
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        // A valid path starts with "/", so the first segment is empty.
-        guard segments.count >= 2, segments[0].isEmpty else { throw Self.badPath(path) }
-        switch (port, segments[1], segments.count) {
-        case (.push, "3", 4) where segments[2] == "device":
-            try Self.allow(["POST"], method, path)
-            guard !segments[3].isEmpty else { throw MockAPNsRejection(.missingDeviceToken, "no device token in \(path)") }
-            self = .device(token: String(segments[3]))
-        case (.push, "4", 5) where segments[2] == "broadcasts" && segments[3] == "apps" && !segments[4].isEmpty:
-            try Self.allow(["POST"], method, path)
-            self = .broadcast(bundleID: String(segments[4]))
-        case (.management, "1", 5) where segments[2] == "apps" && !segments[3].isEmpty && segments[4] == "channels":
-            try Self.allow(["POST", "GET", "DELETE"], method, path)
-            let bundleID = String(segments[3])
-            switch method {
-            case "POST": self = .createChannel(bundleID: bundleID)
-            case "GET": self = .readChannel(bundleID: bundleID)
-            default: self = .deleteChannel(bundleID: bundleID)
+        // Byte-wise prefix matching: this runs for every request.
+        switch port {
+        case .push:
+            // A "/" in the token is left to the token check (BadDeviceToken), saving a scan here.
+            if let token = Self.suffix(of: path, after: "/3/device/") {
+                try Self.allow(["POST"], method, path)
+                guard !token.isEmpty else { throw MockAPNsRejection(.missingDeviceToken, "no device token in \(path)") }
+                self = .device(token: String(token))
+                return
             }
-        case (.management, "1", 5) where segments[2] == "apps" && !segments[3].isEmpty && segments[4] == "all-channels":
-            try Self.allow(["GET"], method, path)
-            self = .listChannels(bundleID: String(segments[3]))
-        default:
-            throw Self.badPath(path)
+            if let bundleID = Self.segment(of: path, after: "/4/broadcasts/apps/"), !bundleID.isEmpty {
+                try Self.allow(["POST"], method, path)
+                self = .broadcast(bundleID: String(bundleID))
+                return
+            }
+        case .management:
+            if let rest = Self.suffix(of: path, after: "/1/apps/"),
+               let slash = rest.utf8.firstIndex(of: UInt8(ascii: "/")), slash != rest.startIndex {
+                let bundleID = String(rest[..<slash])
+                switch rest[rest.utf8.index(after: slash)...] {
+                case "channels":
+                    try Self.allow(["POST", "GET", "DELETE"], method, path)
+                    switch method {
+                    case "POST": self = .createChannel(bundleID: bundleID)
+                    case "GET": self = .readChannel(bundleID: bundleID)
+                    default: self = .deleteChannel(bundleID: bundleID)
+                    }
+                    return
+                case "all-channels":
+                    try Self.allow(["GET"], method, path)
+                    self = .listChannels(bundleID: bundleID)
+                    return
+                default:
+                    break
+                }
+            }
         }
+        throw MockAPNsRejection(.badPath, "no such path on this port: \(path)")
     }
 
-    private static func allow(_ methods: Set<String>, _ method: String, _ path: String) throws(MockAPNsRejection) {
+    /// The rest of `path` after `prefix`, if it starts so.
+    private static func suffix(of path: String, after prefix: StaticString) -> Substring? {
+        let prefixBytes = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+        guard path.utf8.starts(with: prefixBytes) else { return nil }
+        return path[path.utf8.index(path.utf8.startIndex, offsetBy: prefixBytes.count)...]
+    }
+
+    /// The rest of `path` after `prefix` when it is a single path segment (no further "/").
+    private static func segment(of path: String, after prefix: StaticString) -> Substring? {
+        guard let rest = suffix(of: path, after: prefix), !rest.utf8.contains(UInt8(ascii: "/")) else { return nil }
+        return rest
+    }
+
+    private static func allow(_ methods: [String], _ method: String, _ path: String) throws(MockAPNsRejection) {
         guard methods.contains(method) else {
             throw MockAPNsRejection(.methodNotAllowed, "\(method) is not allowed on \(path)")
         }
-    }
-
-    private static func badPath(_ path: String) -> MockAPNsRejection {
-        MockAPNsRejection(.badPath, "no such path on this port: \(path)")
     }
 }

@@ -4,7 +4,12 @@
 enum MockAPNsText {
     /// Lowercase or uppercase hex digits only.
     static func isHex(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.allSatisfy(isHexDigit)
+        var text = text
+        return text.withUTF8 { bytes in
+            guard !bytes.isEmpty else { return false }
+            for c in bytes where !isHexDigit(c) { return false }
+            return true
+        }
     }
 
     /// `8-4-4-4-12` hex digits (either case): the form APNs accepts for `apns-id` and `apns-request-id`.

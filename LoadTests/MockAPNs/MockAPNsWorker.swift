@@ -5,6 +5,7 @@ import TouchlineRuntime
 /// thread-safe registry and recording.
 final class MockAPNsShared: Sendable {
     let configuration: MockAPNsConfiguration
+    let app: MockAPNsApp
     let verifier: ProviderTokenVerifier
     let tls: TLSContext
     let registry: MockAPNsRegistry
@@ -13,6 +14,7 @@ final class MockAPNsShared: Sendable {
 
     init(configuration: MockAPNsConfiguration, tls: TLSContext) throws(MockAPNsSetupError) {
         self.configuration = configuration
+        app = MockAPNsApp(bundleID: configuration.bundleID)
         verifier = try ProviderTokenVerifier(teamID: configuration.teamID, keys: configuration.keys)
         self.tls = tls
         registry = MockAPNsRegistry(channelLimit: configuration.channelLimit, unregisteredTokens: configuration.faults.unregisteredTokens,

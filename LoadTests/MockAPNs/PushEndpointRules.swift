@@ -1,3 +1,14 @@
+/// The app the mock stands in for, with the derived Live Activity topic computed once.
+struct MockAPNsApp: Sendable {
+    let bundleID: String
+    let liveActivityTopic: String
+
+    init(bundleID: String) {
+        self.bundleID = bundleID
+        liveActivityTopic = bundleID + ".push-type.liveactivity"
+    }
+}
+
 /// What a request amounts to once its rules passed: the facts tests want to assert on.
 struct MockAPNsFacts {
     var deviceToken: String?
@@ -27,22 +38,27 @@ enum DeviceEndpointRules {
     /// no exact length, so the mock accepts 32 to 100 bytes of even-length hex.
     static let tokenHexLength = 64...200
     /// The push types the mock serves; the others (voip, complication, ...) are out of scope.
-    static let pushTypes: Set<String> = ["liveactivity", "alert", "background"]
+    static func isServed(pushType: String) -> Bool {
+        switch pushType {
+        case "liveactivity", "alert", "background": true
+        default: false
+        }
+    }
 
     static func check(token: String, head: MockAPNsRequestHead, body: MockAPNsBody,
-                      configuration: MockAPNsConfiguration, registry: MockAPNsRegistry) throws(MockAPNsRejection) -> MockAPNsFacts {
+                      app: MockAPNsApp, registry: MockAPNsRegistry) throws(MockAPNsRejection) -> MockAPNsFacts {
         guard tokenHexLength.contains(token.utf8.count), token.utf8.count % 2 == 0, MockAPNsText.isHex(token) else {
             throw MockAPNsRejection(.badDeviceToken, "the device token must be 64 to 200 hex digits (even count)")
         }
         guard let pushType = head.pushType else {
             throw MockAPNsRejection(.missingPushType, "apns-push-type is required (liveactivity for Live Activities)")
         }
-        guard pushTypes.contains(pushType) else {
-            throw MockAPNsRejection(.invalidPushType, "apns-push-type \(pushType) is not one of \(pushTypes.sorted())")
+        guard isServed(pushType: pushType) else {
+            throw MockAPNsRejection(.invalidPushType, "apns-push-type \(pushType) is not liveactivity, alert or background")
         }
         let isLiveActivity = pushType == "liveactivity"
-        try checkTopic(head.topic, expected: isLiveActivity ? configuration.liveActivityTopic : configuration.bundleID, pushType: pushType)
-        let priority = try checkPriority(head.priority, allowed: isLiveActivity ? [5, 10] : [1, 5, 10])
+        try checkTopic(head.topic, expected: isLiveActivity ? app.liveActivityTopic : app.bundleID, pushType: pushType)
+        let priority = try checkPriority(head.priority, allowsOne: !isLiveActivity)
         if let expiration = head.expiration, MockAPNsText.decimal(expiration) == nil {
             throw MockAPNsRejection(.badExpirationDate, "apns-expiration must be Unix seconds, got \(expiration)")
         }
@@ -66,12 +82,11 @@ enum DeviceEndpointRules {
 
     private static func checkTopic(_ topic: String?, expected: String, pushType: String) throws(MockAPNsRejection) {
         guard let topic else { throw MockAPNsRejection(.missingTopic, "apns-topic is required; expected \(expected)") }
+        if topic == expected { return }
         guard !topic.isEmpty, topic.utf8.allSatisfy(isTopicCharacter) else {
             throw MockAPNsRejection(.badTopic, "apns-topic \(topic) is not a bundle identifier")
         }
-        guard topic == expected else {
-            throw MockAPNsRejection(.deviceTokenNotForTopic, "apns-topic \(topic) does not match; \(pushType) pushes go to \(expected)")
-        }
+        throw MockAPNsRejection(.deviceTokenNotForTopic, "apns-topic \(topic) does not match; \(pushType) pushes go to \(expected)")
     }
 
     private static func isTopicCharacter(_ c: UInt8) -> Bool {
@@ -84,13 +99,15 @@ enum DeviceEndpointRules {
         }
     }
 
-    /// Absent means 10, as APNs assumes.
-    static func checkPriority(_ value: String?, allowed: Set<Int64>) throws(MockAPNsRejection) -> Int {
+    /// 10, 5 and (where allowed) 1; absent means 10, as APNs assumes.
+    static func checkPriority(_ value: String?, allowsOne: Bool) throws(MockAPNsRejection) -> Int {
         guard let value else { return 10 }
-        guard let priority = MockAPNsText.decimal(value), allowed.contains(priority) else {
-            throw MockAPNsRejection(.badPriority, "apns-priority must be one of \(allowed.sorted()), got \(value)")
+        switch value {
+        case "10": return 10
+        case "5": return 5
+        case "1" where allowsOne: return 1
+        default: throw MockAPNsRejection(.badPriority, "apns-priority must be 10, 5\(allowsOne ? " or 1" : ""), got \(value)")
         }
-        return Int(priority)
     }
 }
 
@@ -101,8 +118,8 @@ enum BroadcastEndpointRules {
     static let maxChannelIDLength = 64
 
     static func check(bundleID: String, head: MockAPNsRequestHead, body: MockAPNsBody,
-                      configuration: MockAPNsConfiguration, registry: MockAPNsRegistry) throws(MockAPNsRejection) -> MockAPNsFacts {
-        try ChannelEndpointRules.checkBundle(bundleID, configuration: configuration)
+                      app: MockAPNsApp, registry: MockAPNsRegistry) throws(MockAPNsRejection) -> MockAPNsFacts {
+        try ChannelEndpointRules.checkBundle(bundleID, app: app)
         if let topic = head.topic {
             throw MockAPNsRejection(.badRequestParams, "apns-topic (\(topic)) must not be sent to broadcasts; the bundle id is in the path")
         }
@@ -115,7 +132,7 @@ enum BroadcastEndpointRules {
         }
         let (channelID, policy) = try ChannelEndpointRules.liveChannel(head.channelID, registry: registry)
         guard head.priority != nil else { throw MockAPNsRejection(.badPriority, "apns-priority is required for broadcasts") }
-        let priority = try DeviceEndpointRules.checkPriority(head.priority, allowed: [1, 5, 10])
+        let priority = try DeviceEndpointRules.checkPriority(head.priority, allowsOne: true)
         guard let expirationText = head.expiration else {
             throw MockAPNsRejection(.badExpirationDate, "apns-expiration is required for broadcasts (0 = no storage)")
         }

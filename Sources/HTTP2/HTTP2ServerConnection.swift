@@ -47,6 +47,8 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
     /// Open request streams; this dictionary owns the objects nghttp2 refers to by pointer.
     private var requests: [Int32: HTTP2ServerRequest] = [:]
     private var pool: [HTTP2ServerRequest] = []
+    /// The request whose header block is arriving, saving a stream lookup per header field.
+    private var receivingHeaders: HTTP2ServerRequest?
     private var readingInput = false
     private var closed = false
     /// Reused to lay out response header names and values for nghttp2 (which copies them).
@@ -91,9 +93,11 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
             for i in 0...headers.count {
                 let name: StaticString = i == 0 ? ":status" : headers[i - 1].name
                 let valueLength = Int(base[offset]) | Int(base[offset + 1]) << 8
+                // Per-response values (ids) stay out of the HPACK table unless marked indexed.
+                let indexed = i == 0 || headers[i - 1].indexed
+                let flags = NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | (indexed ? 0 : NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
                 nva[i] = nghttp2_nv(name: UnsafeMutablePointer(mutating: name.utf8Start), value: base + offset + 2,
-                                    namelen: name.utf8CodeUnitCount, valuelen: valueLength,
-                                    flags: UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue))
+                                    namelen: name.utf8CodeUnitCount, valuelen: valueLength, flags: UInt8(flags))
                 offset += 2 + valueLength
             }
             let count = headers.count + 1
@@ -198,20 +202,21 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         nghttp2_session_callbacks_new(&callbacks)
         defer { nghttp2_session_callbacks_del(callbacks) }
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { session, frame, ctx in
-            connection(ctx).beginHeaders(frame!)
+            withConnection(ctx) { $0.beginHeaders(frame!) }
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, ctx in
-            connection(ctx).header(frame!, UnsafeRawBufferPointer(start: name, count: nameLength),
-                                   UnsafeRawBufferPointer(start: value, count: valueLength))
+            withConnection(ctx) {
+                $0.header(frame!, UnsafeRawBufferPointer(start: name, count: nameLength), UnsafeRawBufferPointer(start: value, count: valueLength))
+            }
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, ctx in
-            connection(ctx).dataChunk(streamID, UnsafeRawBufferPointer(start: data, count: length))
+            withConnection(ctx) { $0.dataChunk(streamID, UnsafeRawBufferPointer(start: data, count: length)) }
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, ctx in
-            connection(ctx).frameReceived(frame!)
+            withConnection(ctx) { $0.frameReceived(frame!) }
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, ctx in
-            connection(ctx).streamClosed(streamID)
+            withConnection(ctx) { $0.streamClosed(streamID) }
         }
         var session: OpaquePointer?
         nghttp2_session_server_new(&session, callbacks, Unmanaged.passUnretained(self).toOpaque())
@@ -232,6 +237,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         let request = pool.popLast() ?? HTTP2ServerRequest()
         request.streamID = frame.pointee.hd.stream_id
         requests[request.streamID] = request
+        receivingHeaders = request
         nghttp2_session_set_stream_user_data(session, request.streamID, Unmanaged.passUnretained(request).toOpaque())
         return 0
     }
@@ -242,7 +248,8 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
     }
 
     private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Int32 {
-        guard let request = request(frame.pointee.hd.stream_id) else { return 0 }
+        let streamID = frame.pointee.hd.stream_id
+        guard let request = receivingHeaders?.streamID == streamID ? receivingHeaders : request(streamID) else { return 0 }
         if request.headers.byteCount + name.count + value.count > settings.maxHeaderListSize {
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
@@ -267,6 +274,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
 
     private func streamClosed(_ streamID: Int32) -> Int32 {
         guard let request = requests.removeValue(forKey: streamID) else { return 0 }
+        if receivingHeaders === request { receivingHeaders = nil }
         request.reset()
         if pool.count < 256 { pool.append(request) }
         return 0
@@ -305,6 +313,8 @@ extension HTTP2ServerConnection: TLSStreamDelegate {
     }
 }
 
-private func connection(_ context: UnsafeMutableRawPointer?) -> HTTP2ServerConnection {
-    Unmanaged<HTTP2ServerConnection>.fromOpaque(context!).takeUnretainedValue()
+/// Calls `body` with the connection behind an nghttp2 user-data pointer without retaining it:
+/// the session never outlives its connection, and a retain per header field is measurable.
+private func withConnection(_ context: UnsafeMutableRawPointer?, _ body: (HTTP2ServerConnection) -> Int32) -> Int32 {
+    Unmanaged<HTTP2ServerConnection>.fromOpaque(context!)._withUnsafeGuaranteedRef(body)
 }

@@ -2,7 +2,7 @@
 ///
 /// Names and values are kept as bytes in one buffer that is reused from request to request, so
 /// receiving a request allocates nothing once the connection is warm. Values become Swift
-/// strings only when asked for; hot checks can compare bytes with ``withValueBytes(at:_:)``.
+/// strings only when asked for; hot checks can compare bytes with ``valueBytes(at:)``.
 public struct HTTP2HeaderBlock {
     private struct Field {
         var nameStart: Int
@@ -50,13 +50,16 @@ public struct HTTP2HeaderBlock {
         return String(decoding: bytes[f.valueStart..<f.valueStart + f.valueLength], as: UTF8.self)
     }
 
+    /// The length of the name of field `index` in bytes (a cheap first test before comparing names).
+    public func nameLength(at index: Int) -> Int { fields[index].nameLength }
+
     /// The length of the value of field `index` in bytes.
     public func valueLength(at index: Int) -> Int { fields[index].valueLength }
 
-    /// Calls `body` with the raw bytes of the value of field `index`, without copying.
-    public func withValueBytes<R>(at index: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    /// The raw bytes of the value of field `index`, without copying.
+    public func valueBytes(at index: Int) -> ArraySlice<UInt8> {
         let f = fields[index]
-        return try bytes.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[f.valueStart..<f.valueStart + f.valueLength])) }
+        return bytes[f.valueStart..<f.valueStart + f.valueLength]
     }
 
     /// True when field `index` is named `name` (compared as bytes, no allocation).

@@ -27,10 +27,12 @@ import Testing
 
     @Test func listsMembersAndDecodesValues() throws {
         let document = try JSONDocument(Array(#"{"aps":{"event":"up\"date","n":-42,"f":1.5},"k\u0041":[1]}"#.utf8))
-        let root = document.members(of: document.root)
-        #expect(root.map(\.key) == ["aps", "kA"])
-        let aps = document.members(of: root[0].value)
-        #expect(aps.map(\.key) == ["event", "n", "f"])
+        let root = Array(document.members(of: document.root))
+        #expect(root.map(document.key) == ["aps", "kA"])
+        #expect(document.keyEquals(root[1], "kA"))
+        let aps = Array(document.members(of: root[0].value))
+        #expect(aps.map(document.key) == ["event", "n", "f"])
+        #expect(document.keyEquals(aps[0], "event") && !document.keyEquals(aps[0], "even"))
         #expect(document.string(aps[0].value) == "up\"date")
         #expect(document.integer(aps[1].value) == -42)
         #expect(document.integer(aps[2].value) == nil)

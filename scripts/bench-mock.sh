@@ -5,8 +5,8 @@
 #
 #   scripts/bench-mock.sh [runs] [extra h2load args...]
 #
-# Environment: REQUESTS (default 400000), CLIENTS (4), STREAMS (100), MOCK_THREADS (1, like
-# nghttpd's single worker), SKIP_BUILD=1 to reuse the release build.
+# Environment: REQUESTS (default 400000), CLIENTS (4), STREAMS (100), THREADS (1: event loops of
+# the mock and worker threads of nghttpd, kept equal), SKIP_BUILD=1 to reuse the release build.
 # Needs: openssl, h2load (nghttp2-client), nghttpd (nghttp2-server).
 set -euo pipefail
 export LC_ALL=C
@@ -16,7 +16,7 @@ shift || true
 REQUESTS=${REQUESTS:-400000}
 CLIENTS=${CLIENTS:-4}
 STREAMS=${STREAMS:-100}
-MOCK_THREADS=${MOCK_THREADS:-1}
+THREADS=${THREADS:-1}
 NGHTTPD=${NGHTTPD:-$(command -v nghttpd || echo /usr/sbin/nghttpd)}
 
 cd "$(dirname "$0")/.."
@@ -61,7 +61,7 @@ printf '%s' '{"aps":{"timestamp":1767290400,"event":"update","content-state":{"h
 # --initial-streams 1000: h2load opens its streams before it reads the server's SETTINGS, and
 # the APNs-like limit of 1 would refuse them; the benchmark measures serving, not that rule.
 "$MOCK" --bundle-id "$BUNDLE" --team-id "$TEAM" --key "$KID=$WORK/key.p8" --push-port 0 --management-port 0 \
-    --cert-dir "$WORK/tls" --threads "$MOCK_THREADS" --initial-streams 1000 --no-detail-header > "$WORK/mock.out" 2>&1 &
+    --cert-dir "$WORK/tls" --threads "$THREADS" --initial-streams 1000 --no-detail-header > "$WORK/mock.out" 2>&1 &
 MOCK_PID=$!
 PIDS+=($MOCK_PID)
 for _ in $(seq 100); do grep -q '^CA file' "$WORK/mock.out" 2>/dev/null && break; sleep 0.1; done
@@ -75,7 +75,7 @@ while :; do
     NGHTTPD_PORT=$(( 20000 + RANDOM % 20000 ))
     [ "$NGHTTPD_PORT" != "$MOCK_PORT" ] && ! ss -ltnH "sport = :$NGHTTPD_PORT" | grep -q . && break
 done
-"$NGHTTPD" -d "$WORK/htdocs" "$NGHTTPD_PORT" "$WORK/tls/server.key" "$WORK/tls/server.pem" > "$WORK/nghttpd.out" 2>&1 &
+"$NGHTTPD" -n "$THREADS" -d "$WORK/htdocs" "$NGHTTPD_PORT" "$WORK/tls/server.key" "$WORK/tls/server.pem" > "$WORK/nghttpd.out" 2>&1 &
 NGHTTPD_PID=$!
 PIDS+=($NGHTTPD_PID)
 sleep 0.5
@@ -109,7 +109,7 @@ run() {
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 echo "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
-echo "h2load -n $REQUESTS -c $CLIENTS -m $STREAMS -t 1, body $(wc -c < "$WORK/body.json") bytes, mock threads $MOCK_THREADS"
+echo "h2load -n $REQUESTS -c $CLIENTS -m $STREAMS -t 1, body $(wc -c < "$WORK/body.json") bytes, server threads $THREADS"
 run "$MOCK_PORT" "$MOCK_PID" "$@" > /dev/null      # warm-up
 run "$NGHTTPD_PORT" "$NGHTTPD_PID" "$@" > /dev/null
 : > "$WORK/mock.runs"

@@ -13,7 +13,11 @@ final class MockAPNsConnection: @unchecked Sendable {
     let number: Int
     let port: MockAPNsPort
     private unowned let worker: MockAPNsWorker
-    private var shared: MockAPNsShared { worker.shared }
+    // Strong copies of what every request touches: reading them through the unowned worker
+    // would cost a retain and a release each time.
+    private let shared: MockAPNsShared
+    private let counters: MockAPNsCounterShard
+    private let loop: EventLoop
     private var http2: HTTP2ServerConnection?
     private var tokens = ProviderTokenSession()
     private var streamLimitRaised = false
@@ -32,6 +36,9 @@ final class MockAPNsConnection: @unchecked Sendable {
         self.number = number
         self.port = port
         self.worker = worker
+        shared = worker.shared
+        counters = worker.counters
+        loop = worker.loop
         let configuration = worker.shared.configuration
         faults = configuration.faults
         clock = configuration.clock
@@ -45,7 +52,7 @@ final class MockAPNsConnection: @unchecked Sendable {
     /// Starts TLS on an accepted socket; false if the TLS session could not be created.
     func start(socket fd: Int32) -> Bool {
         let settings = HTTP2ServerSettings(initialMaxConcurrentStreams: streamLimits.initial)
-        http2 = HTTP2ServerConnection.accept(loop: worker.loop, context: shared.tls, socket: fd, settings: settings, delegate: self)
+        http2 = HTTP2ServerConnection.accept(loop: loop, context: shared.tls, socket: fd, settings: settings, delegate: self)
         return http2 != nil
     }
 
@@ -101,7 +108,8 @@ final class MockAPNsConnection: @unchecked Sendable {
     }
 
     private func authorize(_ head: MockAPNsRequestHead, _ headers: HTTP2HeaderBlock, now: UnixTime) throws(MockAPNsRejection) {
-        try tokens.authorize(head.authorizationIndex.map(headers.valueBytes(at:)), now: now.seconds, verifier: shared.verifier)
+        let value = head.authorizationIndex.map { headers.valueBytes(at: $0) }
+        try tokens.authorize(value, now: now.seconds, verifier: shared.verifier)
     }
 
     private func rollFaultDice(_ endpoint: MockAPNsEndpoint) throws(MockAPNsRejection) {
@@ -152,7 +160,7 @@ final class MockAPNsConnection: @unchecked Sendable {
     // MARK: - Bookkeeping
 
     private func record(_ request: HTTP2ServerRequest, _ answer: MockAPNsAnswer, receivedAt: UnixTime) {
-        worker.counters.count(endpoint: answer.endpoint, reason: answer.reason)
+        counters.count(endpoint: answer.endpoint, reason: answer.reason)
         guard shared.recording.isEnabled else { return }
         shared.recording.append(MockAPNsRecordedRequest(
             connection: number, port: port, endpoint: answer.endpoint, streamID: request.streamID,
@@ -166,7 +174,7 @@ final class MockAPNsConnection: @unchecked Sendable {
     private func scheduleDelayed(_ streamID: Int32, _ answer: MockAPNsAnswer) {
         delayed.append(streamID: streamID, answer: answer, due: .now + faults.latency)
         if delayTimer == nil {
-            delayTimer = LoopTimer(loop: worker.loop) { [unowned self] in self.releaseDelayed() }
+            delayTimer = LoopTimer(loop: loop) { [unowned self] in self.releaseDelayed() }
         }
         if let timer = delayTimer, !timer.isScheduled { timer.schedule(after: faults.latency) }
     }

@@ -249,7 +249,14 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
 
     private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Int32 {
         let streamID = frame.pointee.hd.stream_id
-        guard let request = receivingHeaders?.streamID == streamID ? receivingHeaders : request(streamID) else { return 0 }
+        let request: HTTP2ServerRequest
+        if let current = receivingHeaders, current.streamID == streamID {
+            request = current
+        } else if let found = self.request(streamID) {
+            request = found
+        } else {
+            return 0
+        }
         if request.headers.byteCount + name.count + value.count > settings.maxHeaderListSize {
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }

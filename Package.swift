@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "APNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
         .executableTarget(name: "touchline", dependencies: ["APNs", "MockAPNs", "TouchlineRuntime"]),
 
-        .target(name: "MockAPNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "APNs", "CShims", "COpenSSL"],
+        .target(name: "MockAPNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"],
                 path: "LoadTests/MockAPNs"),
         .executableTarget(name: "touchline-mock-apns", dependencies: ["MockAPNs"], path: "LoadTests/MockAPNsServer"),
         .executableTarget(name: "touchline-load", dependencies: ["APNs", "MockAPNs", "TouchlineRuntime"], path: "LoadTests/Loadgen"),
@@ -41,6 +41,7 @@ let package = Package(
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims"]),
+        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "HTTP2", "TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "TouchlineTests", dependencies: ["APNs", "HTTP2", "MockAPNs", "TouchlineRuntime", "TouchlineCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,1 +1,63 @@
-print("mock")
+import Foundation
+import MockAPNs
+
+/// `touchline-mock-apns`: runs the strict mock APNs server until SIGINT or SIGTERM.
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("touchline-mock-apns: \(message)\n".utf8))
+    exit(1)
+}
+
+let commandLine: MockAPNsCommandLine
+do {
+    commandLine = try MockAPNsCommandLine.parse(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    FileHandle.standardError.write(Data("touchline-mock-apns: \(error)\n".utf8))
+    exit(2)
+}
+if commandLine.showHelp {
+    print(MockAPNsCommandLine.usage)
+    exit(0)
+}
+
+var configuration = commandLine.configuration
+var caFile: String?
+if configuration.certificateFile == nil {
+    do {
+        let directory = try commandLine.certificateDirectory ?? MockAPNsDevelopmentCertificates.temporaryDirectory()
+        let files = try MockAPNsDevelopmentCertificates.generate(in: directory)
+        configuration.certificateFile = files.certificateFile
+        configuration.privateKeyFile = files.privateKeyFile
+        caFile = files.caFile
+    } catch {
+        fail("\(error)")
+    }
+}
+
+// Block the stop signals before any loop thread exists, so that only sigwait below sees them.
+var stopSignals = sigset_t()
+sigemptyset(&stopSignals)
+sigaddset(&stopSignals, SIGINT)
+sigaddset(&stopSignals, SIGTERM)
+pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+
+let server: MockAPNsServer
+let addresses: MockAPNsServer.Addresses
+do {
+    server = try MockAPNsServer(configuration: configuration)
+    addresses = try server.start()
+} catch {
+    fail("\(error)")
+}
+print("push port \(addresses.pushPort) (device pushes, broadcasts) on \(addresses.host)")
+print("management port \(addresses.managementPort) (broadcast channels) on \(addresses.host)")
+print("CA file \(caFile ?? "none (certificate given with --cert)")")
+print("threads \(configuration.threads), bundle \(configuration.bundleID), team \(configuration.teamID), keys \(configuration.keys.map(\.keyID).joined(separator: ","))")
+fflush(nil)
+
+var received: Int32 = 0
+sigwait(&stopSignals, &received)
+server.stop()
+if commandLine.printCounters {
+    print(server.counters())
+}

@@ -39,7 +39,7 @@ public final class APNsConnections: Sendable {
     public init(configuration: APNsConfiguration, providerToken: ProviderToken, options: Options = Options(),
                 loop: EventLoop) throws {
         let context = try TLSContext.client(options.tls)
-        let build = { () throws -> (APNsClient, [HTTP2ConnectionPool]) in
+        let build = { @Sendable () throws -> UncheckedResult<(APNsClient, [HTTP2ConnectionPool])> in
             func pool(_ endpoint: APNsEndpoint, _ count: Int) -> HTTP2ConnectionPool {
                 HTTP2ConnectionPool(loop: loop, context: context,
                                     configuration: HTTP2PoolConfiguration(host: endpoint.host, port: endpoint.port, connectionCount: count,
@@ -49,9 +49,9 @@ public final class APNsConnections: Sendable {
             let management = pool(configuration.environment.managementEndpoint, options.managementConnections)
             let client = try APNsClient(configuration: configuration, providerToken: providerToken,
                                         pushSender: push, managementSender: management, loop: loop)
-            return (client, [push, management])
+            return UncheckedResult((client, [push, management]))
         }
-        let (client, pools) = loop.inEventLoop ? try build() : try loop.sync { UncheckedResult(try build()) }.value
+        let (client, pools) = (loop.inEventLoop ? try build() : try loop.sync(build)).value
         self.loop = loop
         self.client = client
         self.pools = pools

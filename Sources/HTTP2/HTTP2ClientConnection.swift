@@ -81,6 +81,8 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     var awaitingPingAck = false
 
     private var flushScheduled = false
+    /// True while the results of a read are acted on: a flush follows, so none needs scheduling.
+    private var reading = false
     private var flushTimer: LoopTimer!
     private var connectTimer: LoopTimer!
     private var idleTimer: LoopTimer!
@@ -201,7 +203,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
 
     /// Encodes pending frames on the next loop turn, so that one turn's submits share one write.
     func scheduleFlush() {
-        guard !flushScheduled, transportConnected, state != .closed else { return }
+        guard !flushScheduled, !reading, transportConnected, state != .closed else { return }
         flushScheduled = true
         flushTimer.schedule(after: .zero)
     }
@@ -438,7 +440,9 @@ extension HTTP2ClientConnection: TLSStreamDelegate {
             fail(.socket("HTTP/2 protocol error from \(peerName): \(String(cString: nghttp2_strerror(Int32(result))))"))
             return
         }
+        reading = true
         afterSessionCall()
+        reading = false
         // Answer within this loop turn: acknowledgements, window updates and whatever the
         // completions just sent go out in one batch.
         flush()

@@ -72,6 +72,8 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     /// The last GOAWAY received, and whether it still has to be acted on.
     var goaway: ReceivedGoaway?
     var goawayUnhandled = false
+    /// nghttp2's description of the last connection-level error, for the close reason.
+    var sessionError: String?
     private var drainReason: HTTP2RetryReason?
     private var shuttingDown = false
 
@@ -109,7 +111,11 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
                                    connectTimeout: configuration.connectTimeout, delegate: self)
     }
 
+    /// Releasing a connection that is still open fails what it holds rather than dropping it
+    /// (call ``close()`` or ``shutdown(gracePeriod:)`` first to get the normal hand-back).
     deinit {
+        while let request = inFlight.popFirst() { request.complete(.failure(.transport(.closedLocally))) }
+        while let request = queue.popFirst() { request.complete(.failure(.transport(.closedLocally))) }
         if let session { nghttp2_session_del(session) }
     }
 
@@ -223,8 +229,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     /// Returns false when the session failed (the connection is then closed).
     private func writeFrames(limit: Int) -> Bool {
         guard let session, let stream else { return false }
-        let alreadyBuffered = stream.pendingOutputBytes
-        while alreadyBuffered + output.count < limit {
+        while stream.pendingOutputBytes + output.count < limit {
             var data: UnsafePointer<UInt8>?
             let length = nghttp2_session_mem_send(session, &data)
             if length < 0 {
@@ -253,6 +258,15 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
         resolveClosedStreams()
         submitQueued()
         finishDrainIfDone()
+        closeIfSessionEnded()
+    }
+
+    /// nghttp2 ends a session on a connection-level error (it queues GOAWAY and then wants neither
+    /// to read nor to write): close with its reason instead of waiting for a timeout.
+    private func closeIfSessionEnded() {
+        guard state != .closed, let session, nghttp2_session_want_read(session) == 0,
+              nghttp2_session_want_write(session) == 0 else { return }
+        fail(.socket("HTTP/2 protocol error with \(peerName): \(sessionError ?? "the session ended")"))
     }
 
     private func becomeReady() {

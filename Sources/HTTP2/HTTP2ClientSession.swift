@@ -57,6 +57,11 @@ extension HTTP2ClientConnection {
             return 0
         }
 
+        nghttp2_session_callbacks_set_error_callback2(callbacks) { _, _, message, length, context in
+            connection(context).sessionError = String(decoding: UnsafeRawBufferPointer(start: message, count: length), as: UTF8.self)
+            return 0
+        }
+
         var session: OpaquePointer?
         let result = nghttp2_session_client_new(&session, callbacks, Unmanaged.passUnretained(self).toOpaque())
         guard result == 0, let session else { fatalError("nghttp2_session_client_new failed: \(result)") }

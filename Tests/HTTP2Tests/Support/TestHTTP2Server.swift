@@ -35,6 +35,8 @@ final class TestHTTP2Server: @unchecked Sendable {
         /// Requests to this path are reset with `resetCode`.
         var resetPath: String?
         var resetCode: UInt32 = NGHTTP2_CANCEL.rawValue
+        /// Answer the TLS handshake with these bytes instead of HTTP/2 (a broken server).
+        var garbage: String?
     }
 
     struct Stats: Sendable {
@@ -144,6 +146,10 @@ private final class TestServerConnection: TLSStreamDelegate {
     }
 
     func streamDidConnect(_ stream: TLSStream) {
+        if let garbage = behaviour.garbage {
+            Array(garbage.utf8).withUnsafeBytes { stream.write($0) }
+            return
+        }
         session = makeSession()
         advertise(limit: behaviour.maxConcurrentStreams)
         flush()

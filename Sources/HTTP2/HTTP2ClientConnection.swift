@@ -56,15 +56,15 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     private var stream: TLSStream?
     private let headerLists = HeaderListBuilder()
     private let output = OutputBatch()
-    private var queue = FIFOQueue<HTTP2PendingRequest>()
-    private var inFlight = InFlightList()
+    @exclusivity(unchecked) private var queue = FIFOQueue<HTTP2PendingRequest>()
+    @exclusivity(unchecked) private var inFlight = InFlightList()
     /// Streams nghttp2 closed during the current session call; resolved once it has returned, so
     /// that completions and the delegate never run inside nghttp2.
-    var closedStreams: [HTTP2PendingRequest] = []
+    @exclusivity(unchecked) var closedStreams: [HTTP2PendingRequest] = []
     private var resolvingClosedStreams = false
-    private var completedCount = 0
-    private var peakBufferedOutput = 0
-    private var peakInFlight = 0
+    @exclusivity(unchecked) private var completedCount = 0
+    @exclusivity(unchecked) private var peakBufferedOutput = 0
+    @exclusivity(unchecked) private var peakInFlight = 0
 
     private var transportConnected = false
     private var everReady = false
@@ -78,7 +78,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     private var shuttingDown = false
 
     /// Bumped on every read and submit; the idle timer compares it between ticks.
-    private var activity = 0
+    @exclusivity(unchecked) private var activity = 0
     private var activityAtLastIdleCheck = 0
     var awaitingPingAck = false
 

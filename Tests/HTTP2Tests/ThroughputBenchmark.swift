@@ -25,16 +25,17 @@ struct ThroughputBenchmark {
         try Data(request.body).write(to: URL(fileURLWithPath: bodyFile))
         // Alternate the two clients so that both see the same background load.
         for round in 1...3 {
-            let cpuBefore = processCPUTime()
+            let (userBefore, systemBefore) = processCPUTime()
             let result = try await ClosedLoop.run(request, total: ThroughputBenchmark.total,
                                                   concurrency: ThroughputBenchmark.concurrency, via: client.connection, on: client.loop)
-            let cpu = processCPUTime() - cpuBefore
+            let (userAfter, systemAfter) = processCPUTime()
+            let perRequest = 1e6 / Double(result.completed)
             #expect(result.failures == 0)
             let rate = Double(result.completed) / result.seconds
             let reference = try h2load(["-n", "\(ThroughputBenchmark.total)", "-c", "1", "-m", "\(ThroughputBenchmark.concurrency)",
                                         "-d", bodyFile, "https://127.0.0.1:\(server.port)/hello.txt"])
-            print(String(format: "round %d: touchline %.0f req/s (process CPU %.2f us/request), h2load %.0f req/s, ratio %.2f",
-                         round, rate, cpu / Double(result.completed) * 1e6, reference, rate / reference))
+            print(String(format: "round %d: touchline %.0f req/s (process CPU per request: user %.2f us, system %.2f us), h2load %.0f req/s, ratio %.2f",
+                         round, rate, (userAfter - userBefore) * perRequest, (systemAfter - systemBefore) * perRequest, reference, rate / reference))
         }
     }
 
@@ -109,9 +110,10 @@ private final class ClosedLoop: @unchecked Sendable {
     }
 }
 
-/// User plus system CPU seconds of this process so far.
-private func processCPUTime() -> Double {
+/// User and system CPU seconds of this process so far.
+private func processCPUTime() -> (user: Double, system: Double) {
     var usage = rusage()
     getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    return (Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6,
+            Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6)
 }

@@ -381,7 +381,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
             while let request = inFlight.popFirst() { request.complete(.failure(.shutdown)) }
             teardown(nil, closeTransport: { $0.closeAfterFlush() })
         } else {
-            fail(.timeout("streams on \(peerName) still open \(configuration.drainTimeout) after GOAWAY"))
+            fail(.timeout("streams on \(peerName) still open \(configuration.drainTimeout) after the connection began draining"))
         }
     }
 

@@ -56,15 +56,15 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     private var stream: TLSStream?
     private let headerLists = HeaderListBuilder()
     private let output = OutputBatch()
-    private var queue = FIFOQueue<HTTP2PendingRequest>()
-    private var inFlight = InFlightList()
+    @exclusivity(unchecked) private var queue = FIFOQueue<HTTP2PendingRequest>()
+    @exclusivity(unchecked) private var inFlight = InFlightList()
     /// Streams nghttp2 closed during the current session call; resolved once it has returned, so
     /// that completions and the delegate never run inside nghttp2.
-    var closedStreams: [HTTP2PendingRequest] = []
+    @exclusivity(unchecked) var closedStreams: [HTTP2PendingRequest] = []
     private var resolvingClosedStreams = false
-    private var completedCount = 0
-    private var peakBufferedOutput = 0
-    private var peakInFlight = 0
+    @exclusivity(unchecked) private var completedCount = 0
+    @exclusivity(unchecked) private var peakBufferedOutput = 0
+    @exclusivity(unchecked) private var peakInFlight = 0
 
     private var transportConnected = false
     private var everReady = false
@@ -72,15 +72,19 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     /// The last GOAWAY received, and whether it still has to be acted on.
     var goaway: ReceivedGoaway?
     var goawayUnhandled = false
+    /// nghttp2's description of the last connection-level error, for the close reason.
+    var sessionError: String?
     private var drainReason: HTTP2RetryReason?
     private var shuttingDown = false
 
     /// Bumped on every read and submit; the idle timer compares it between ticks.
-    private var activity = 0
+    @exclusivity(unchecked) private var activity = 0
     private var activityAtLastIdleCheck = 0
     var awaitingPingAck = false
 
     private var flushScheduled = false
+    /// True while the results of a read are acted on: a flush follows, so none needs scheduling.
+    private var reading = false
     private var flushTimer: LoopTimer!
     private var connectTimer: LoopTimer!
     private var idleTimer: LoopTimer!
@@ -107,7 +111,11 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
                                    connectTimeout: configuration.connectTimeout, delegate: self)
     }
 
+    /// Releasing a connection that is still open fails what it holds rather than dropping it
+    /// (call ``close()`` or ``shutdown(gracePeriod:)`` first to get the normal hand-back).
     deinit {
+        while let request = inFlight.popFirst() { request.complete(.failure(.transport(.closedLocally))) }
+        while let request = queue.popFirst() { request.complete(.failure(.transport(.closedLocally))) }
         if let session { nghttp2_session_del(session) }
     }
 
@@ -201,7 +209,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
 
     /// Encodes pending frames on the next loop turn, so that one turn's submits share one write.
     func scheduleFlush() {
-        guard !flushScheduled, transportConnected, state != .closed else { return }
+        guard !flushScheduled, !reading, transportConnected, state != .closed else { return }
         flushScheduled = true
         flushTimer.schedule(after: .zero)
     }
@@ -221,8 +229,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     /// Returns false when the session failed (the connection is then closed).
     private func writeFrames(limit: Int) -> Bool {
         guard let session, let stream else { return false }
-        let alreadyBuffered = stream.pendingOutputBytes
-        while alreadyBuffered + output.count < limit {
+        while stream.pendingOutputBytes + output.count < limit {
             var data: UnsafePointer<UInt8>?
             let length = nghttp2_session_mem_send(session, &data)
             if length < 0 {
@@ -251,6 +258,15 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
         resolveClosedStreams()
         submitQueued()
         finishDrainIfDone()
+        closeIfSessionEnded()
+    }
+
+    /// nghttp2 ends a session on a connection-level error (it queues GOAWAY and then wants neither
+    /// to read nor to write): close with its reason instead of waiting for a timeout.
+    private func closeIfSessionEnded() {
+        guard state != .closed, let session, nghttp2_session_want_read(session) == 0,
+              nghttp2_session_want_write(session) == 0 else { return }
+        fail(.socket("HTTP/2 protocol error with \(peerName): \(sessionError ?? "the session ended")"))
     }
 
     private func becomeReady() {
@@ -365,7 +381,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
             while let request = inFlight.popFirst() { request.complete(.failure(.shutdown)) }
             teardown(nil, closeTransport: { $0.closeAfterFlush() })
         } else {
-            fail(.timeout("streams on \(peerName) still open \(configuration.drainTimeout) after GOAWAY"))
+            fail(.timeout("streams on \(peerName) still open \(configuration.drainTimeout) after the connection began draining"))
         }
     }
 
@@ -438,7 +454,9 @@ extension HTTP2ClientConnection: TLSStreamDelegate {
             fail(.socket("HTTP/2 protocol error from \(peerName): \(String(cString: nghttp2_strerror(Int32(result))))"))
             return
         }
+        reading = true
         afterSessionCall()
+        reading = false
         // Answer within this loop turn: acknowledgements, window updates and whatever the
         // completions just sent go out in one batch.
         flush()

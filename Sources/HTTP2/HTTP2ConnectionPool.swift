@@ -64,6 +64,12 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
         }
     }
 
+    /// Releasing a pool fails the requests still waiting in it (its connections do the same
+    /// for theirs); call ``shutdown(gracePeriod:completion:)`` first for a graceful end.
+    deinit {
+        while let request = waiting.popFirst() { request.complete(.failure(.shutdown)) }
+    }
+
     public var stats: Stats {
         Stats(connections: (slots.compactMap(\.connection) + retiring).map(\.stats), waiting: waiting.count,
               connectionAttempts: connectionAttempts)

@@ -13,19 +13,19 @@ public final class HTTP2PendingRequest: @unchecked Sendable {
     private var completion: ((Result<HTTP2Response, HTTP2RequestError>) -> Void)?
 
     // State of the current attempt, reset by `prepareForSubmit()`.
-    var streamID: Int32 = 0
-    var bodyOffset = 0
+    @exclusivity(unchecked) var streamID: Int32 = 0
+    @exclusivity(unchecked) var bodyOffset = 0
     /// The HEADERS frame went to the transport: the server may have seen the request.
-    var headersSent = false
-    var status = 0
-    var responseHeaders: [HTTP2Header] = []
-    var responseBody: [UInt8] = []
+    @exclusivity(unchecked) var headersSent = false
+    @exclusivity(unchecked) var status = 0
+    @exclusivity(unchecked) var responseHeaders: [HTTP2Header] = []
+    @exclusivity(unchecked) var responseBody: [UInt8] = []
     /// The HTTP/2 error code the stream closed with.
-    var closeErrorCode: UInt32 = 0
+    @exclusivity(unchecked) var closeErrorCode: UInt32 = 0
 
     // Links of the connection's in-flight list (see `InFlightList`).
-    fileprivate var next: HTTP2PendingRequest?
-    fileprivate unowned(unsafe) var previous: HTTP2PendingRequest?
+    @exclusivity(unchecked) fileprivate var next: HTTP2PendingRequest?
+    @exclusivity(unchecked) fileprivate unowned(unsafe) var previous: HTTP2PendingRequest?
 
     public init(_ request: HTTP2Request, completion: @escaping (Result<HTTP2Response, HTTP2RequestError>) -> Void) {
         self.request = request

@@ -10,7 +10,7 @@ final class OutputBatch {
     static let capacity = 16 * 1024
     private let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: OutputBatch.capacity, alignment: 16)
     /// Bytes gathered and not yet handed to the stream.
-    private(set) var count = 0
+    @exclusivity(unchecked) private(set) var count = 0
 
     deinit { storage.deallocate() }
 

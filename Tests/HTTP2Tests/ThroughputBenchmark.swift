@@ -21,27 +21,26 @@ struct ThroughputBenchmark {
         try await client.waitUntilReady()
         let request = HTTP2Request(template: TestRequests.postTemplate(port: server.port), path: "/hello.txt", body: TestRequests.body(0))
 
-        for round in 1...3 {
-            let cpuBefore = processCPUTime()
-            let result = try await ClosedLoop.run(request, total: ThroughputBenchmark.total,
-                                                  concurrency: ThroughputBenchmark.concurrency, via: client.connection, on: client.loop)
-            let cpu = processCPUTime() - cpuBefore
-            #expect(result.failures == 0)
-            print(String(format: "touchline round %d: %d requests in %.3f s = %.0f req/s, process CPU %.2f us/request",
-                         round, result.completed, result.seconds, Double(result.completed) / result.seconds,
-                         cpu / Double(result.completed) * 1e6))
-        }
-
         let bodyFile = TestPKI.shared.directory + "/bench-body.json"
         try Data(request.body).write(to: URL(fileURLWithPath: bodyFile))
+        // Alternate the two clients so that both see the same background load.
         for round in 1...3 {
-            let summary = try h2load(["-n", "\(ThroughputBenchmark.total)", "-c", "1", "-m", "\(ThroughputBenchmark.concurrency)",
-                                      "-d", bodyFile, "https://127.0.0.1:\(server.port)/hello.txt"])
-            print("h2load round \(round): \(summary)")
+            let (userBefore, systemBefore) = processCPUTime()
+            let result = try await ClosedLoop.run(request, total: ThroughputBenchmark.total,
+                                                  concurrency: ThroughputBenchmark.concurrency, via: client.connection, on: client.loop)
+            let (userAfter, systemAfter) = processCPUTime()
+            let perRequest = 1e6 / Double(result.completed)
+            #expect(result.failures == 0)
+            let rate = Double(result.completed) / result.seconds
+            let reference = try h2load(["-n", "\(ThroughputBenchmark.total)", "-c", "1", "-m", "\(ThroughputBenchmark.concurrency)",
+                                        "-d", bodyFile, "https://127.0.0.1:\(server.port)/hello.txt"])
+            print(String(format: "round %d: touchline %.0f req/s (process CPU per request: user %.2f us, system %.2f us), h2load %.0f req/s, ratio %.2f",
+                         round, rate, (userAfter - userBefore) * perRequest, (systemAfter - systemBefore) * perRequest, reference, rate / reference))
         }
     }
 
-    private func h2load(_ arguments: [String]) throws -> String {
+    /// Runs h2load and returns its request rate.
+    private func h2load(_ arguments: [String]) throws -> Double {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
         process.arguments = arguments
@@ -50,7 +49,13 @@ struct ThroughputBenchmark {
         try process.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        return text.split(separator: "\n").filter { $0.hasPrefix("finished in") || $0.hasPrefix("requests:") }.joined(separator: " | ")
+        // "finished in 1.02s, 196270.47 req/s, 10.50MB/s"
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
+              let field = line.split(separator: ",").dropFirst().first,
+              let rate = Double(field.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") else {
+            throw ToolFailure(description: "unexpected h2load output: \(text)")
+        }
+        return rate
     }
 }
 
@@ -105,9 +110,10 @@ private final class ClosedLoop: @unchecked Sendable {
     }
 }
 
-/// User plus system CPU seconds of this process so far.
-private func processCPUTime() -> Double {
+/// User and system CPU seconds of this process so far.
+private func processCPUTime() -> (user: Double, system: Double) {
     var usage = rusage()
     getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    return (Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6,
+            Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6)
 }

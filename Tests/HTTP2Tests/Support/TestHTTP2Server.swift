@@ -6,7 +6,8 @@ import TouchlineRuntime
 /// A small HTTP/2 server over real TLS, on nghttp2's server session, for behaviours `nghttpd`
 /// cannot produce on demand: a stream limit that changes while requests flow (APNs starts at 1
 /// and raises it), GOAWAY after N requests, REFUSED_STREAM, reset streams, unanswered PINGs.
-/// It answers every request with 200 and the request body, and records what it saw.
+/// It answers every request with 200, the request body (or a greeting for GET) and its request
+/// headers echoed as `x-echo-<name>`, and records what it saw.
 ///
 /// Runs on its own loop; ``stats()`` and ``stop()`` may be called from any thread.
 final class TestHTTP2Server: @unchecked Sendable {
@@ -35,6 +36,8 @@ final class TestHTTP2Server: @unchecked Sendable {
         /// Requests to this path are reset with `resetCode`.
         var resetPath: String?
         var resetCode: UInt32 = NGHTTP2_CANCEL.rawValue
+        /// Answer the TLS handshake with these bytes instead of HTTP/2 (a broken server).
+        var garbage: String?
     }
 
     struct Stats: Sendable {
@@ -107,7 +110,10 @@ private final class TestServerStream {
     let id: Int32
     var path = ""
     var method = ""
-    var requestID = ""
+    /// The regular (non-pseudo) request headers, echoed back as `x-echo-<name>`.
+    var headers: [(String, String)] = []
+    /// Names of headers the client sent as HPACK "never indexed", echoed in `x-never-indexed`.
+    var neverIndexed: [String] = []
     var body: [UInt8] = []
     var responseBody: [UInt8] = []
     var offset = 0
@@ -144,6 +150,10 @@ private final class TestServerConnection: TLSStreamDelegate {
     }
 
     func streamDidConnect(_ stream: TLSStream) {
+        if let garbage = behaviour.garbage {
+            Array(garbage.utf8).withUnsafeBytes { stream.write($0) }
+            return
+        }
         session = makeSession()
         advertise(limit: behaviour.maxConcurrentStreams)
         flush()
@@ -189,13 +199,13 @@ private final class TestServerConnection: TLSStreamDelegate {
         streams[id] = TestServerStream(id: id)
     }
 
-    fileprivate func header(_ id: Int32, name: String, value: String) {
+    fileprivate func header(_ id: Int32, name: String, value: String, neverIndexed: Bool) {
         guard let request = streams[id] else { return }
+        if neverIndexed { request.neverIndexed.append(name) }
         switch name {
         case ":path": request.path = value
         case ":method": request.method = value
-        case "apns-request-id": request.requestID = value
-        default: break
+        default: if !name.hasPrefix(":") { request.headers.append((name, value)) }
         }
     }
 
@@ -301,8 +311,9 @@ private final class TestServerConnection: TLSStreamDelegate {
 
     private func respond(_ request: TestServerStream) {
         request.responseBody = request.method == "POST" ? request.body : Array(TestPKI.helloBody.utf8)
-        let fields = [(":status", "200"), ("x-request-path", request.path), ("x-request-id", request.requestID),
-                      ("content-length", "\(request.responseBody.count)")]
+        let fields = [(":status", "200"), ("x-request-path", request.path), ("x-request-method", request.method),
+                      ("content-length", "\(request.responseBody.count)"), ("x-never-indexed", request.neverIndexed.joined(separator: ","))]
+            + request.headers.map { ("x-echo-\($0.0)", $0.1) }
         withHeaderList(fields) { list, count in
             var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: Unmanaged.passUnretained(request).toOpaque()),
                                                  read_callback: readResponseBody)
@@ -320,10 +331,11 @@ private final class TestServerConnection: TLSStreamDelegate {
             if frame!.pointee.headers.cat == NGHTTP2_HCAT_REQUEST { serverConnection(context).beginRequest(frame!.pointee.hd.stream_id) }
             return 0
         }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, context in
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, flags, context in
             serverConnection(context).header(frame!.pointee.hd.stream_id,
                                              name: String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self),
-                                             value: String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self))
+                                             value: String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self),
+                                             neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0)
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, id, data, length, context in

@@ -64,8 +64,6 @@ public final class TLSStream: @unchecked Sendable {
     private var closed = false
     /// The output size under which ``TLSStreamDelegate/streamDidDrain(_:)`` is called.
     public static let lowWaterMark = 64 * 1024
-    /// The most decrypted input taken per readable event.
-    static let readBatchBytes = 64 * 1024
 
     private init(loop: EventLoop, peerName: String) {
         self.loop = loop
@@ -130,12 +128,6 @@ public final class TLSStream: @unchecked Sendable {
             Unmanaged<TLSStream>.fromOpaque(ctx!).takeUnretainedValue().event(what)
         }, Unmanaged.passUnretained(self).toOpaque())
         bufferevent_setwatermark(bev, Int16(EV_WRITE), TLSStream.lowWaterMark, 0)
-        // Without a read high-water mark libevent's OpenSSL bufferevent decrypts only 4 KB per
-        // readable event, so a burst of requests turns into many small reads and as many small
-        // TLS writes. Taking up to 64 KB per event lets a peer batch its answers (measured:
-        // ~10 requests per write became ~100 with 100 streams in flight).
-        bufferevent_setwatermark(bev, Int16(EV_READ), 0, TLSStream.readBatchBytes)
-        bufferevent_set_max_single_read(bev, TLSStream.readBatchBytes)
         var tv = timeval(tv_sec: Int(timeout.inNanoseconds / 1_000_000_000), tv_usec: Int((timeout.inNanoseconds % 1_000_000_000) / 1000))
         bufferevent_set_timeouts(bev, &tv, &tv)
         bufferevent_enable(bev, Int16(EV_READ | EV_WRITE))

@@ -36,8 +36,8 @@ public struct HTTP2ServerSettings: Sendable {
 /// The server side of one HTTP/2 connection: an nghttp2 server session over a ``TLSStream``.
 /// Loop-confined: create it, call it and release it on its loop's thread only.
 ///
-/// Input is fed to nghttp2 as it arrives; everything nghttp2 wants to send in response to one
-/// read is serialized and written in one batch afterwards. Per-request objects are pooled.
+/// Input is fed to nghttp2 as it arrives; what nghttp2 then has to send is serialized and
+/// written in one batch per loop turn. Per-request objects are reused from stream to stream.
 public final class HTTP2ServerConnection: @unchecked Sendable {
     public let loop: EventLoop
     public weak var delegate: HTTP2ServerConnectionDelegate?
@@ -176,9 +176,9 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         }
     }
 
-    /// Flushes once at the next loop turn, however many reads and answers come before it: the
-    /// TLS stream hands over input in several pieces per readable event, and writing after each
-    /// piece made about ten times as many TLS records and write calls as needed.
+    /// Flushes once at the next loop turn, however many reads and answers come before it (the
+    /// TLS stream hands input over in several pieces per readable event, and delayed answers
+    /// are released one by one), so that each batch becomes as few TLS records as possible.
     private func scheduleFlush() {
         guard !closed else { return }
         let timer = flushTimer ?? LoopTimer(loop: loop) { [unowned self] in self.flush() }

@@ -227,14 +227,21 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, ctx in
             withConnection(ctx) { $0.streamClosed(streamID) }
         }
+        // APNs ignores PRIORITY, and so does this server: without RFC 7540 priorities nghttp2
+        // keeps no dependency tree and no closed streams for it, which is cheaper per stream.
+        var options: OpaquePointer?
+        nghttp2_option_new(&options)
+        defer { nghttp2_option_del(options) }
+        nghttp2_option_set_no_closed_streams(options, 1)
         var session: OpaquePointer?
-        nghttp2_session_server_new(&session, callbacks, Unmanaged.passUnretained(self).toOpaque())
+        nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options)
         self.session = session
         var entries = [
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
                                    value: UInt32(clamping: settings.initialMaxConcurrentStreams)),
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
                                    value: UInt32(clamping: settings.maxHeaderListSize)),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue), value: 1),
         ]
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         flush()

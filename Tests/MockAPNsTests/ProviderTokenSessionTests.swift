@@ -6,11 +6,11 @@ import TouchlineCore
 @Suite struct ProviderTokenSessionTests {
     private let start: Int64 = 1_767_225_600
 
-    private func header(_ token: String) -> ArraySlice<UInt8> { ArraySlice(Array("bearer \(token)".utf8)) }
-
-    private func reason(_ body: () throws(MockAPNsRejection) -> Void) -> MockAPNsReason? {
-        do {
-            try body()
+    /// The reason `session` refuses the `authorization` value `header` with, or nil when it accepts it.
+    private func check(_ session: inout ProviderTokenSession, _ header: String?, at now: Int64,
+                       _ verifier: ProviderTokenVerifier) -> MockAPNsReason? {
+        do throws(MockAPNsRejection) {
+            try session.authorize(header.map { ArraySlice($0.utf8) }, now: now, verifier: verifier)
             return nil
         } catch {
             return error.reason
@@ -22,9 +22,9 @@ import TouchlineCore
         let verifier = try ProviderTokenVerifier(teamID: TestFixture.teamID, keys: [.init(keyID: TestFixture.keyID, path: fixture.key.publicKeyFile)])
         let token = try fixture.token(issuedAt: UnixTime(seconds: start))
         var session = ProviderTokenSession()
-        #expect(reason { () throws(MockAPNsRejection) in try session.authorize(header(token), now: start, verifier: verifier) } == nil)
-        #expect(reason { () throws(MockAPNsRejection) in try session.authorize(header(token), now: start + 3600, verifier: verifier) } == nil)
-        #expect(reason { () throws(MockAPNsRejection) in try session.authorize(header(token), now: start + 3601, verifier: verifier) }
+        #expect(check(&session, "bearer \(token)", at: start, verifier) == nil)
+        #expect(check(&session, "bearer \(token)", at: start + 3600, verifier) == nil)
+        #expect(check(&session, "bearer \(token)", at: start + 3601, verifier)
                 == .expiredProviderToken)
     }
 
@@ -35,13 +35,13 @@ import TouchlineCore
         let second = try fixture.token(issuedAt: UnixTime(seconds: start + 1199))
         let third = try fixture.token(issuedAt: UnixTime(seconds: start + 1200))
         var session = ProviderTokenSession()
-        #expect(reason { () throws(MockAPNsRejection) in try session.authorize(header(first), now: start, verifier: verifier) } == nil)
-        #expect(reason { () throws(MockAPNsRejection) in try session.authorize(header(second), now: start + 1199, verifier: verifier) }
+        #expect(check(&session, "bearer \(first)", at: start, verifier) == nil)
+        #expect(check(&session, "bearer \(second)", at: start + 1199, verifier)
                 == .tooManyProviderTokenUpdates)
         // The refused token did not become current: the first one still works.
-        #expect(reason { () throws(MockAPNsRejection) in try session.authorize(header(first), now: start + 1199, verifier: verifier) } == nil)
-        #expect(reason { () throws(MockAPNsRejection) in try session.authorize(header(third), now: start + 1200, verifier: verifier) } == nil)
-        #expect(reason { () throws(MockAPNsRejection) in try session.authorize(header(first), now: start + 1201, verifier: verifier) }
+        #expect(check(&session, "bearer \(first)", at: start + 1199, verifier) == nil)
+        #expect(check(&session, "bearer \(third)", at: start + 1200, verifier) == nil)
+        #expect(check(&session, "bearer \(first)", at: start + 1201, verifier)
                 == .tooManyProviderTokenUpdates)
     }
 
@@ -50,11 +50,9 @@ import TouchlineCore
         let verifier = try ProviderTokenVerifier(teamID: TestFixture.teamID, keys: [.init(keyID: TestFixture.keyID, path: fixture.key.publicKeyFile)])
         let token = try fixture.token(issuedAt: UnixTime(seconds: start))
         var session = ProviderTokenSession()
-        #expect(reason { () throws(MockAPNsRejection) in try session.authorize(nil, now: start, verifier: verifier) } == .missingProviderToken)
-        #expect(reason { () throws(MockAPNsRejection) in try session.authorize(ArraySlice(Array(token.utf8)), now: start, verifier: verifier) }
+        #expect(check(&session, nil, at: start, verifier) == .missingProviderToken)
+        #expect(check(&session, token, at: start, verifier)
                 == .missingProviderToken)
-        #expect(reason { () throws(MockAPNsRejection) in
-            try session.authorize(ArraySlice(Array("Bearer \(token)".utf8)), now: start, verifier: verifier)
-        } == nil)
+        #expect(check(&session, "Bearer \(token)", at: start, verifier) == nil)
     }
 }

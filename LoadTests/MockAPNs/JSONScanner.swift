@@ -254,6 +254,11 @@ private struct JSONParser {
         index += 1
         while index < bytes.count {
             let c = bytes[index]
+            // Plain printable ASCII is by far the common case.
+            if c >= 0x20, c < 0x80, c != UInt8(ascii: "\""), c != UInt8(ascii: "\\") {
+                index += 1
+                continue
+            }
             switch c {
             case UInt8(ascii: "\""):
                 index += 1

@@ -50,6 +50,22 @@ enum LiveActivityPayloadRules {
 
         /// `allCases` builds a new array on every access; this is built once.
         static let all = allCases
+
+        /// The key a member names, trying only the keys of that length.
+        static func of(_ member: JSONDocument.Member, in document: JSONDocument) -> Key? {
+            let candidates: [Key] = switch member.keyRange.count - 2 {
+            case 5: [.event, .alert]
+            case 9: [.timestamp]
+            case 10: [.staleDate, .attributes]
+            case 13: [.contentState]
+            case 14: [.dismissalDate]
+            case 15: [.relevanceScore, .attributesType]
+            case 16: [.inputPushToken]
+            case 18: [.inputPushChannel]
+            default: all // a key written with escapes has another raw length
+            }
+            return candidates.first { document.keyEquals(member, $0.name) }
+        }
     }
 
     private static let alertTextKeys: [StaticString] = ["title", "subtitle", "body", "sound"]
@@ -59,7 +75,7 @@ enum LiveActivityPayloadRules {
         let (document, aps) = try apsObject(body)
         var values = InlineArray<11, JSONDocument.Value?>(repeating: nil)
         for member in document.members(of: aps) {
-            guard let key = Key.all.first(where: { document.keyEquals(member, $0.name) }) else {
+            guard let key = Key.of(member, in: document) else {
                 throw reject("aps.\(document.key(member)) is not a Live Activity key")
             }
             guard values[key.rawValue] == nil else { throw reject("aps.\(key.name) appears twice") }

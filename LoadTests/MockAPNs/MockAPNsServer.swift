@@ -75,6 +75,7 @@ public final class MockAPNsServer: Sendable {
             }
         } catch {
             loops.forEach { $0.stopAndWait() }
+            if case .socket(let reason) = error as? TransportError { throw MockAPNsSetupError(reason) }
             throw MockAPNsSetupError("\(error)")
         }
         let addresses = Addresses(host: host, pushPort: listeners[0].port, managementPort: listeners[1].port, caFile: caFile)

@@ -96,23 +96,26 @@ enum MockAPNsText {
 
     /// A lowercase random (version 4) UUID string from 128 bits.
     static func uuid(_ high: UInt64, _ low: UInt64) -> String {
-        let hex = Array("0123456789abcdef".utf8)
-        var bits = (high & 0xFFFF_FFFF_FFFF_0FFF | 0x4000, low & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
+        let high = high & 0xFFFF_FFFF_FFFF_0FFF | 0x4000
+        let low = low & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
         return String(unsafeUninitializedCapacity: 36) { buffer in
             var position = 0
-            for nibble in 0..<32 {
-                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
+            for byteIndex in 0..<16 {
+                if byteIndex == 4 || byteIndex == 6 || byteIndex == 8 || byteIndex == 10 {
                     buffer[position] = UInt8(ascii: "-")
                     position += 1
                 }
-                if nibble == 16 { bits.0 = bits.1 }
-                buffer[position] = hex[Int(bits.0 >> 60)]
-                bits.0 <<= 4
-                position += 1
+                let word = byteIndex < 8 ? high : low
+                let byte = UInt8(truncatingIfNeeded: word >> UInt64(56 - 8 * (byteIndex % 8)))
+                buffer[position] = hexDigits[Int(byte >> 4)]
+                buffer[position + 1] = hexDigits[Int(byte & 0xF)]
+                position += 2
             }
             return position
         }
     }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     private static func isHexDigit(_ c: UInt8) -> Bool {
         (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || (c | 0x20 >= UInt8(ascii: "a") && c | 0x20 <= UInt8(ascii: "f"))

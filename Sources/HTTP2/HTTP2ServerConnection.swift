@@ -36,20 +36,23 @@ public struct HTTP2ServerSettings: Sendable {
 /// The server side of one HTTP/2 connection: an nghttp2 server session over a ``TLSStream``.
 /// Loop-confined: create it, call it and release it on its loop's thread only.
 ///
-/// Input is fed to nghttp2 as it arrives; everything nghttp2 wants to send in response to one
-/// read is serialized and written in one batch afterwards. Per-request objects are pooled.
+/// Input is fed to nghttp2 as it arrives; what nghttp2 then has to send is serialized and
+/// written in one batch per loop turn. Per-request objects are reused from stream to stream.
 public final class HTTP2ServerConnection: @unchecked Sendable {
     public let loop: EventLoop
     public weak var delegate: HTTP2ServerConnectionDelegate?
     private let settings: HTTP2ServerSettings
     private var stream: TLSStream?
     private var session: OpaquePointer?
-    /// Open request streams; this dictionary owns the objects nghttp2 refers to by pointer.
-    private var requests: [Int32: HTTP2ServerRequest] = [:]
-    private var pool: [HTTP2ServerRequest] = []
+    /// Every request object of this connection: it owns what nghttp2 refers to by pointer (as
+    /// stream user data), so finding a stream's request costs no hashing on our side.
+    private var requestObjects: [HTTP2ServerRequest] = []
+    /// The objects not attached to a stream.
+    private var idle: [HTTP2ServerRequest] = []
+    private var openStreams = 0
     /// The request whose header block is arriving, saving a stream lookup per header field.
     private var receivingHeaders: HTTP2ServerRequest?
-    private var readingInput = false
+    private var flushTimer: LoopTimer?
     private var closed = false
     /// Reused to lay out response header names and values for nghttp2 (which copies them).
     private var scratch: [UInt8] = []
@@ -83,7 +86,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
     /// Sends `status` with `headers` (names lowercase) and `body` on `streamID`.
     /// A stream the peer has meanwhile reset is silently skipped.
     public func respond(to streamID: Int32, status: Int, headers: DynamicHeaders = DynamicHeaders(), body: [UInt8] = []) {
-        guard let session, let request = requests[streamID], !closed else { return }
+        guard let session, !closed, let request = request(streamID) else { return }
         request.responseBody = body
         request.responseOffset = 0
         layOutHeaders(status: status, headers: headers)
@@ -124,7 +127,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         if rv != 0 {
             _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_INTERNAL_ERROR.rawValue)
         }
-        flushUnlessReading()
+        scheduleFlush()
     }
 
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS to the peer.
@@ -132,7 +135,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         guard let session, !closed else { return }
         var entry = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(clamping: limit))
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1)
-        flushUnlessReading()
+        scheduleFlush()
     }
 
     /// Sends GOAWAY: streams up to `lastStreamID` are still served, later ones are refused, and
@@ -143,7 +146,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         _ = debugData.withUnsafeBufferPointer { data in
             nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode, data.baseAddress, data.count)
         }
-        flushUnlessReading()
+        scheduleFlush()
     }
 
     /// Closes the connection at once, dropping unanswered streams.
@@ -152,7 +155,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
     }
 
     /// Number of streams with a request in progress or a response not yet sent.
-    public var openStreamCount: Int { requests.count }
+    public var openStreamCount: Int { openStreams }
 
     // MARK: - Output
 
@@ -173,8 +176,14 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         }
     }
 
-    private func flushUnlessReading() {
-        if !readingInput { flush() }
+    /// Flushes once at the next loop turn, however many reads and answers come before it (the
+    /// TLS stream hands input over in several pieces per readable event, and delayed answers
+    /// are released one by one), so that each batch becomes as few TLS records as possible.
+    private func scheduleFlush() {
+        guard !closed else { return }
+        let timer = flushTimer ?? LoopTimer(loop: loop) { [unowned self] in self.flush() }
+        flushTimer = timer
+        if !timer.isScheduled { timer.schedule(after: .zero) }
     }
 
     /// Serializes pending frames into the TLS stream, then closes if the session is finished.
@@ -218,14 +227,21 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, ctx in
             withConnection(ctx) { $0.streamClosed(streamID) }
         }
+        // APNs ignores PRIORITY, and so does this server: without RFC 7540 priorities nghttp2
+        // keeps no dependency tree and no closed streams for it, which is cheaper per stream.
+        var options: OpaquePointer?
+        nghttp2_option_new(&options)
+        defer { nghttp2_option_del(options) }
+        nghttp2_option_set_no_closed_streams(options, 1)
         var session: OpaquePointer?
-        nghttp2_session_server_new(&session, callbacks, Unmanaged.passUnretained(self).toOpaque())
+        nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options)
         self.session = session
         var entries = [
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
                                    value: UInt32(clamping: settings.initialMaxConcurrentStreams)),
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
                                    value: UInt32(clamping: settings.maxHeaderListSize)),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue), value: 1),
         ]
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         flush()
@@ -234,12 +250,19 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
     private func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         guard frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
               frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST, let session else { return 0 }
-        let request = pool.popLast() ?? HTTP2ServerRequest()
+        let request = idle.popLast() ?? newRequestObject()
         request.streamID = frame.pointee.hd.stream_id
-        requests[request.streamID] = request
+        openStreams += 1
         receivingHeaders = request
         nghttp2_session_set_stream_user_data(session, request.streamID, Unmanaged.passUnretained(request).toOpaque())
         return 0
+    }
+
+    /// At most one object per concurrent stream is ever created; they are reused for later streams.
+    private func newRequestObject() -> HTTP2ServerRequest {
+        let request = HTTP2ServerRequest()
+        requestObjects.append(request)
+        return request
     }
 
     private func request(_ streamID: Int32) -> HTTP2ServerRequest? {
@@ -280,10 +303,11 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
     }
 
     private func streamClosed(_ streamID: Int32) -> Int32 {
-        guard let request = requests.removeValue(forKey: streamID) else { return 0 }
+        guard let request = request(streamID) else { return 0 }
         if receivingHeaders === request { receivingHeaders = nil }
         request.reset()
-        if pool.count < 256 { pool.append(request) }
+        idle.append(request)
+        openStreams -= 1
         return 0
     }
 }
@@ -295,14 +319,12 @@ extension HTTP2ServerConnection: TLSStreamDelegate {
 
     public func stream(_ stream: TLSStream, didRead bytes: UnsafeRawBufferPointer) {
         guard let session, !closed else { return }
-        readingInput = true
         let n = nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
-        readingInput = false
         if n < 0 {
-            // A protocol violation: nghttp2 has queued GOAWAY with the right error code.
+            // A fatal input error (bad preface, flooding): end the session with GOAWAY.
             _ = nghttp2_session_terminate_session(session, NGHTTP2_PROTOCOL_ERROR.rawValue)
         }
-        flush()
+        scheduleFlush()
     }
 
     public func streamDidDrain(_ stream: TLSStream) {
@@ -312,9 +334,11 @@ extension HTTP2ServerConnection: TLSStreamDelegate {
     public func stream(_ stream: TLSStream, didCloseWith error: TransportError) {
         guard !closed else { return }
         closed = true
+        flushTimer?.cancel()
         loop.execute { [self] in
-            requests.removeAll()
-            pool.removeAll()
+            receivingHeaders = nil
+            requestObjects.removeAll()
+            idle.removeAll()
             delegate?.connectionDidClose(self, error: error)
         }
     }

@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libnghttp2-dev libssl-dev libevent-dev libsqlite3-dev \
-                   openssl ca-certificates nghttp2-client nghttp2-server
+                   openssl ca-certificates curl nghttp2-client nghttp2-server
 
 .PHONY: deps build release run test bench clean
 

@@ -34,7 +34,7 @@ struct ClientCeiling {
         let mock = try MockProcess(arguments: ["--bundle-id", Self.bundleID, "--team-id", Self.teamID,
                                                "--key", "\(Self.keyID)=\(key.publicKeyFile)", "--push-port", "0",
                                                "--management-port", "0", "--threads", String(options.mockThreads),
-                                               "--cert-dir", directory + "/tls", "--record", "0"])
+                                               "--cert-dir", directory + "/tls", "--no-detail-header"])
         defer { mock.stop() }
 
         let configuration = APNsConfiguration(keyPath: key.privateKeyFile, keyID: Self.keyID, teamID: Self.teamID, bundleID: Self.bundleID,

@@ -1,6 +1,7 @@
-/// The app the mock stands in for, with the derived Live Activity topic computed once.
+/// The app the mock stands in for, with the Live Activity topic computed once.
 struct MockAPNsApp: Sendable {
     let bundleID: String
+    /// The one topic Live Activity device pushes must carry.
     let liveActivityTopic: String
 
     init(bundleID: String) {

@@ -116,17 +116,17 @@ run "$NGHTTPD_PORT" "$NGHTTPD_PID" "$@" > /dev/null
 : > "$WORK/mock.runs"
 : > "$WORK/nghttpd.runs"
 echo "columns: req/s, server CPU µs/request, succeeded (status codes)"
+: > "$WORK/ratios"
 for i in $(seq "$RUNS"); do
     m=$(run "$MOCK_PORT" "$MOCK_PID" "$@")
     n=$(run "$NGHTTPD_PORT" "$NGHTTPD_PID" "$@")
-    echo "run $i: mock $m | nghttpd $n"
+    ratio=$(awk -v m="${m%% *}" -v n="${n%% *}" 'BEGIN { printf "%.2f", n ? m / n : 0 }')
+    echo "run $i: mock $m | nghttpd $n | ratio $ratio"
     echo "$m" >> "$WORK/mock.runs"
     echo "$n" >> "$WORK/nghttpd.runs"
+    echo "$ratio" >> "$WORK/ratios"
 done
 column() { awk -v c="$1" '{ print $c }' "$2" | median; }
-MOCK_RATE=$(column 1 "$WORK/mock.runs")
-NGHTTPD_RATE=$(column 1 "$WORK/nghttpd.runs")
-MOCK_CPU=$(column 2 "$WORK/mock.runs")
-NGHTTPD_CPU=$(column 2 "$WORK/nghttpd.runs")
-echo "median rate: mock $MOCK_RATE req/s, nghttpd $NGHTTPD_RATE req/s, ratio $(awk -v m="$MOCK_RATE" -v n="$NGHTTPD_RATE" 'BEGIN { printf "%.2f", m / n }')"
-echo "median server CPU per request: mock $MOCK_CPU µs, nghttpd $NGHTTPD_CPU µs"
+echo "median rate: mock $(column 1 "$WORK/mock.runs") req/s, nghttpd $(column 1 "$WORK/nghttpd.runs") req/s"
+echo "median of the per-run ratios (mock / nghttpd, back-to-back runs): $(median < "$WORK/ratios")"
+echo "median server CPU per request: mock $(column 2 "$WORK/mock.runs") µs, nghttpd $(column 2 "$WORK/nghttpd.runs") µs"

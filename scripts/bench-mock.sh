@@ -5,8 +5,9 @@
 #
 #   scripts/bench-mock.sh [runs] [extra h2load args...]
 #
-# Environment: REQUESTS (default 400000), CLIENTS (4), STREAMS (100), THREADS (1: event loops of
-# the mock and worker threads of nghttpd, kept equal), SKIP_BUILD=1 to reuse the release build.
+# Environment: REQUESTS (default 400000), CLIENTS (4), STREAMS (100), THREADS (event loops of the
+# mock and worker threads of nghttpd, kept equal; default: number of CPUs, the mock's own
+# default), SKIP_BUILD=1 to reuse the release build.
 # Needs: openssl, h2load (nghttp2-client), nghttpd (nghttp2-server).
 set -euo pipefail
 export LC_ALL=C
@@ -16,11 +17,11 @@ shift || true
 REQUESTS=${REQUESTS:-400000}
 CLIENTS=${CLIENTS:-4}
 STREAMS=${STREAMS:-100}
-THREADS=${THREADS:-1}
+THREADS=${THREADS:-$(nproc)}
 NGHTTPD=${NGHTTPD:-$(command -v nghttpd || echo /usr/sbin/nghttpd)}
 
 cd "$(dirname "$0")/.."
-for tool in openssl h2load xxd; do
+for tool in openssl h2load xxd ss; do
     command -v "$tool" >/dev/null || { echo "bench-mock: $tool is not installed" >&2; exit 1; }
 done
 [ -x "$NGHTTPD" ] || { echo "bench-mock: nghttpd not found (package nghttp2-server)" >&2; exit 1; }
@@ -55,7 +56,7 @@ SIG=$(openssl asn1parse -inform DER -in "$WORK/sig.der" | sed -n 's/.*INTEGER *:
 JWT=$SIGNING_INPUT.$SIG
 
 # A ~300-byte Live Activity update.
-printf '%s' '{"aps":{"timestamp":1767290400,"event":"update","content-state":{"home":2,"away":1,"clock":"67'"'"'","lastEvent":"Goal - Home","scorer":"Player Nine"},"stale-date":1767291300,"relevance-score":100,"alert":{"title":"Goal!","body":"Home 2-1 Away","sound":"default"}}}' > "$WORK/body.json"
+printf '%s' '{"aps":{"timestamp":1767290400,"event":"update","content-state":{"home":2,"away":1,"clock":"67'"'"'","period":"2H","lastEvent":"Goal - Home","scorer":"Player Nine","assist":"Player Seven"},"stale-date":1767291300,"relevance-score":100,"alert":{"title":"Goal!","body":"Home 2-1 Away","sound":"default"}}}' > "$WORK/body.json"
 
 # The mock generates the throwaway CA and certificate; nghttpd reuses them.
 # --initial-streams 1000: h2load opens its streams before it reads the server's SETTINGS, and
@@ -115,17 +116,17 @@ run "$NGHTTPD_PORT" "$NGHTTPD_PID" "$@" > /dev/null
 : > "$WORK/mock.runs"
 : > "$WORK/nghttpd.runs"
 echo "columns: req/s, server CPU µs/request, succeeded (status codes)"
+: > "$WORK/ratios"
 for i in $(seq "$RUNS"); do
     m=$(run "$MOCK_PORT" "$MOCK_PID" "$@")
     n=$(run "$NGHTTPD_PORT" "$NGHTTPD_PID" "$@")
-    echo "run $i: mock $m | nghttpd $n"
+    ratio=$(awk -v m="${m%% *}" -v n="${n%% *}" 'BEGIN { printf "%.2f", n ? m / n : 0 }')
+    echo "run $i: mock $m | nghttpd $n | ratio $ratio"
     echo "$m" >> "$WORK/mock.runs"
     echo "$n" >> "$WORK/nghttpd.runs"
+    echo "$ratio" >> "$WORK/ratios"
 done
 column() { awk -v c="$1" '{ print $c }' "$2" | median; }
-MOCK_RATE=$(column 1 "$WORK/mock.runs")
-NGHTTPD_RATE=$(column 1 "$WORK/nghttpd.runs")
-MOCK_CPU=$(column 2 "$WORK/mock.runs")
-NGHTTPD_CPU=$(column 2 "$WORK/nghttpd.runs")
-echo "median rate: mock $MOCK_RATE req/s, nghttpd $NGHTTPD_RATE req/s, ratio $(awk -v m="$MOCK_RATE" -v n="$NGHTTPD_RATE" 'BEGIN { printf "%.2f", m / n }')"
-echo "median server CPU per request: mock $MOCK_CPU µs, nghttpd $NGHTTPD_CPU µs"
+echo "median rate: mock $(column 1 "$WORK/mock.runs") req/s, nghttpd $(column 1 "$WORK/nghttpd.runs") req/s"
+echo "median of the per-run ratios (mock / nghttpd, back-to-back runs): $(median < "$WORK/ratios")"
+echo "median server CPU per request: mock $(column 2 "$WORK/mock.runs") µs, nghttpd $(column 2 "$WORK/nghttpd.runs") µs"

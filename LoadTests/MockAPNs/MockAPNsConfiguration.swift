@@ -16,9 +16,6 @@ public enum MockAPNsEndpoint: String, Sendable, CaseIterable, Hashable {
     case listChannels
     /// A path or method APNs does not serve on that port (404 BadPath / 405 MethodNotAllowed).
     case unknown
-
-    /// The endpoints served on the management port.
-    public static let management: Set<MockAPNsEndpoint> = [.createChannel, .readChannel, .deleteChannel, .listChannels]
 }
 
 /// Which listener a connection came in on.
@@ -141,9 +138,6 @@ public struct MockAPNsConfiguration: Sendable {
         self.clock = clock
         self.faults = faults
     }
-
-    /// The one topic Live Activity device pushes must carry.
-    public var liveActivityTopic: String { bundleID + ".push-type.liveactivity" }
 
     /// Rejects settings that cannot work, naming the field.
     func validate() throws(MockAPNsSetupError) {

@@ -78,7 +78,7 @@ final class MockAPNsConnection: @unchecked Sendable {
         let app = shared.app
         var endpoint = MockAPNsEndpoint.unknown
         do throws(MockAPNsRejection) {
-            let route = try MockAPNsRoute(port: port, method: head.method, path: head.path)
+            let route = try MockAPNsRoute(port: port, method: head.method, path: head.pathBytes)
             endpoint = route.endpoint
             if let name = head.duplicate { throw MockAPNsRejection(.duplicateHeaders, "\(name) appears more than once") }
             try authorize(head, request.headers, now: now)

@@ -3,13 +3,15 @@ import HTTP2
 /// The request headers APNs cares about, read from the header block in one pass.
 ///
 /// Any of them sent twice is remembered so the request can be refused with `DuplicateHeaders`.
+/// The long values that are only compared (path, topic, authorization) stay bytes in the block.
 struct MockAPNsRequestHead {
+    let headers: HTTP2HeaderBlock
     var method = ""
-    var path = ""
+    private var pathIndex: Int?
     /// Index of the `authorization` field in the block (its value is compared as bytes).
     var authorizationIndex: Int?
+    private var topicIndex: Int?
     var pushType: String?
-    var topic: String?
     var priority: String?
     var expiration: String?
     var apnsID: String?
@@ -20,17 +22,19 @@ struct MockAPNsRequestHead {
     var duplicate: String?
 
     init(_ block: HTTP2HeaderBlock) {
+        headers = block
         // Dispatch on the name length first: most fields then need one comparison or none.
         for i in 0..<block.count {
             switch block.nameLength(at: i) {
             case 5 where block.nameEquals(at: i, ":path"):
-                path = block.value(at: i)
+                pathIndex = i
             case 7 where block.nameEquals(at: i, ":method"):
                 method = block.value(at: i)
             case 7 where block.nameEquals(at: i, "apns-id"):
                 apnsID = take(apnsID, block, i, "apns-id")
             case 10 where block.nameEquals(at: i, "apns-topic"):
-                topic = take(topic, block, i, "apns-topic")
+                if topicIndex != nil { noteDuplicate("apns-topic") }
+                topicIndex = i
             case 13 where block.nameEquals(at: i, "authorization"):
                 if authorizationIndex != nil { noteDuplicate("authorization") }
                 authorizationIndex = i
@@ -52,6 +56,25 @@ struct MockAPNsRequestHead {
         }
     }
 
+    /// The `:path` as bytes (empty when absent).
+    var pathBytes: UnsafeRawBufferPointer {
+        pathIndex.map { headers.valueBytes(at: $0) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
+    }
+
+    /// The `:path` as text, for messages.
+    var path: String { String(decoding: pathBytes, as: UTF8.self) }
+
+    /// The `apns-topic`, if sent.
+    var topic: String? { topicIndex.map { headers.value(at: $0) } }
+
+    /// True when `apns-topic` was sent and equals `expected` (compared as bytes).
+    func topicEquals(_ expected: String) -> Bool {
+        guard let topicIndex else { return false }
+        let value = headers.valueBytes(at: topicIndex)
+        var expected = expected
+        return expected.withUTF8 { $0.count == value.count && ($0.isEmpty || memcmp($0.baseAddress!, value.baseAddress!, value.count) == 0) }
+    }
+
     private mutating func take(_ current: String?, _ block: HTTP2HeaderBlock, _ index: Int, _ name: String) -> String {
         if current != nil { noteDuplicate(name) }
         return block.value(at: index)
@@ -61,3 +84,7 @@ struct MockAPNsRequestHead {
         if duplicate == nil { duplicate = name }
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -21,27 +21,29 @@ enum MockAPNsRoute {
         }
     }
 
-    init(port: MockAPNsPort, method: String, path: String) throws(MockAPNsRejection) {
-        // Byte-wise prefix matching: this runs for every request.
+    /// Routes by comparing bytes: this runs for every request, and only the token or bundle id
+    /// becomes a string.
+    init(port: MockAPNsPort, method: String, path: UnsafeRawBufferPointer) throws(MockAPNsRejection) {
         switch port {
         case .push:
             // A "/" in the token is left to the token check (BadDeviceToken), saving a scan here.
             if let token = Self.suffix(of: path, after: "/3/device/") {
                 try Self.allow(["POST"], method, path)
-                guard !token.isEmpty else { throw MockAPNsRejection(.missingDeviceToken, "no device token in \(path)") }
-                self = .device(token: String(token))
+                guard !token.isEmpty else { throw MockAPNsRejection(.missingDeviceToken, "no device token in \(Self.text(path))") }
+                self = .device(token: Self.text(token))
                 return
             }
-            if let bundleID = Self.segment(of: path, after: "/4/broadcasts/apps/"), !bundleID.isEmpty {
+            if let bundleID = Self.suffix(of: path, after: "/4/broadcasts/apps/"), !bundleID.isEmpty,
+               !bundleID.contains(UInt8(ascii: "/")) {
                 try Self.allow(["POST"], method, path)
-                self = .broadcast(bundleID: String(bundleID))
+                self = .broadcast(bundleID: Self.text(bundleID))
                 return
             }
         case .management:
             if let rest = Self.suffix(of: path, after: "/1/apps/"),
-               let slash = rest.utf8.firstIndex(of: UInt8(ascii: "/")), slash != rest.startIndex {
-                let bundleID = String(rest[..<slash])
-                switch rest[rest.utf8.index(after: slash)...] {
+               let slash = rest.firstIndex(of: UInt8(ascii: "/")), slash != rest.startIndex {
+                let bundleID = Self.text(rest[..<slash])
+                switch Self.text(rest[(slash + 1)...]) {
                 case "channels":
                     try Self.allow(["POST", "GET", "DELETE"], method, path)
                     switch method {
@@ -59,25 +61,27 @@ enum MockAPNsRoute {
                 }
             }
         }
-        throw MockAPNsRejection(.badPath, "no such path on this port: \(path)")
+        throw MockAPNsRejection(.badPath, "no such path on this port: \(Self.text(path))")
     }
 
     /// The rest of `path` after `prefix`, if it starts so.
-    private static func suffix(of path: String, after prefix: StaticString) -> Substring? {
-        let prefixBytes = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
-        guard path.utf8.starts(with: prefixBytes) else { return nil }
-        return path[path.utf8.index(path.utf8.startIndex, offsetBy: prefixBytes.count)...]
+    private static func suffix(of path: UnsafeRawBufferPointer, after prefix: StaticString) -> Slice<UnsafeRawBufferPointer>? {
+        let n = prefix.utf8CodeUnitCount
+        guard path.count >= n, memcmp(path.baseAddress!, prefix.utf8Start, n) == 0 else { return nil }
+        return path[n...]
     }
 
-    /// The rest of `path` after `prefix` when it is a single path segment (no further "/").
-    private static func segment(of path: String, after prefix: StaticString) -> Substring? {
-        guard let rest = suffix(of: path, after: prefix), !rest.utf8.contains(UInt8(ascii: "/")) else { return nil }
-        return rest
-    }
+    private static func text(_ bytes: UnsafeRawBufferPointer) -> String { String(decoding: bytes, as: UTF8.self) }
 
-    private static func allow(_ methods: [String], _ method: String, _ path: String) throws(MockAPNsRejection) {
+    private static func text(_ bytes: Slice<UnsafeRawBufferPointer>) -> String { String(decoding: bytes, as: UTF8.self) }
+
+    private static func allow(_ methods: [String], _ method: String, _ path: UnsafeRawBufferPointer) throws(MockAPNsRejection) {
         guard methods.contains(method) else {
-            throw MockAPNsRejection(.methodNotAllowed, "\(method) is not allowed on \(path)")
+            throw MockAPNsRejection(.methodNotAllowed, "\(method) is not allowed on \(text(path))")
         }
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#endif

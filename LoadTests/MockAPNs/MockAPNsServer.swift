@@ -134,11 +134,6 @@ public final class MockAPNsServer: Sendable {
     public func unregister(token: String, at time: UnixTime? = nil) {
         observed.withLock { $0?.shared.registry }?.unregister(token, at: time ?? configuration.clock.now())
     }
-
-    /// Open connections across all loops.
-    public func connectionCount() -> Int {
-        running.withLock { $0?.workers ?? [] }.reduce(0) { sum, worker in sum + ((try? worker.loop.sync { worker.connectionCount }) ?? 0) }
-    }
 }
 
 /// Hands accepted sockets to workers in turn. Lives on the accepting loop.

@@ -96,22 +96,23 @@ enum MockAPNsText {
 
     /// A lowercase random (version 4) UUID string from 128 bits.
     static func uuid(_ high: UInt64, _ low: UInt64) -> String {
-        let high = high & 0xFFFF_FFFF_FFFF_0FFF | 0x4000
-        let low = low & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
+        let words = (high & 0xFFFF_FFFF_FFFF_0FFF | 0x4000, low & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000)
         return String(unsafeUninitializedCapacity: 36) { buffer in
-            var position = 0
-            for byteIndex in 0..<16 {
-                if byteIndex == 4 || byteIndex == 6 || byteIndex == 8 || byteIndex == 10 {
-                    buffer[position] = UInt8(ascii: "-")
-                    position += 1
+            hexDigits.withUnsafeBufferPointer { hex in
+                var position = 0
+                for byteIndex in 0..<16 {
+                    if byteIndex == 4 || byteIndex == 6 || byteIndex == 8 || byteIndex == 10 {
+                        buffer[position] = UInt8(ascii: "-")
+                        position += 1
+                    }
+                    let word = byteIndex < 8 ? words.0 : words.1
+                    let byte = Int(truncatingIfNeeded: word >> UInt64(56 - 8 * (byteIndex & 7))) & 0xFF
+                    buffer[position] = hex[byte >> 4]
+                    buffer[position + 1] = hex[byte & 0xF]
+                    position += 2
                 }
-                let word = byteIndex < 8 ? high : low
-                let byte = UInt8(truncatingIfNeeded: word >> UInt64(56 - 8 * (byteIndex % 8)))
-                buffer[position] = hexDigits[Int(byte >> 4)]
-                buffer[position + 1] = hexDigits[Int(byte & 0xF)]
-                position += 2
+                return position
             }
-            return position
         }
     }
 

@@ -63,6 +63,4 @@ final class MockAPNsWorker: @unchecked Sendable {
     func closeAll() {
         for connection in connections.values { connection.close() }
     }
-
-    var connectionCount: Int { connections.count }
 }

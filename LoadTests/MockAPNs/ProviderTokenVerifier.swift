@@ -168,7 +168,7 @@ struct ProviderTokenSession {
     private var hasCurrent = false
 
     /// Checks the `authorization` header value (nil = header absent) at `now` (Unix seconds).
-    mutating func authorize(_ header: ArraySlice<UInt8>?, now: Int64, verifier: ProviderTokenVerifier) throws(MockAPNsRejection) {
+    mutating func authorize(_ header: UnsafeRawBufferPointer?, now: Int64, verifier: ProviderTokenVerifier) throws(MockAPNsRejection) {
         guard let header, !header.isEmpty else {
             throw MockAPNsRejection(.missingProviderToken, "no authorization header")
         }
@@ -178,9 +178,9 @@ struct ProviderTokenSession {
               zip(header.prefix(schemeBytes.count), schemeBytes).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) else {
             throw MockAPNsRejection(.missingProviderToken, "the authorization header is not 'bearer <token>'")
         }
-        let token = header.dropFirst(schemeBytes.count)
+        let token = UnsafeRawBufferPointer(rebasing: header[schemeBytes.count...])
         if hasCurrent, token.count == current.count,
-           token.withUnsafeBytes({ a in current.withUnsafeBytes { b in memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }) {
+           current.withUnsafeBytes({ memcmp(token.baseAddress!, $0.baseAddress!, token.count) == 0 }) {
             try checkAge(issuedAt: currentIssuedAt, now: now)
             return
         }

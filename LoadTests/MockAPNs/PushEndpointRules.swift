@@ -1,6 +1,7 @@
-/// The app the mock stands in for, with the derived Live Activity topic computed once.
+/// The app the mock stands in for, with the Live Activity topic computed once.
 struct MockAPNsApp: Sendable {
     let bundleID: String
+    /// The one topic Live Activity device pushes must carry.
     let liveActivityTopic: String
 
     init(bundleID: String) {
@@ -57,7 +58,7 @@ enum DeviceEndpointRules {
             throw MockAPNsRejection(.invalidPushType, "apns-push-type \(pushType) is not liveactivity, alert or background")
         }
         let isLiveActivity = pushType == "liveactivity"
-        try checkTopic(head.topic, expected: isLiveActivity ? app.liveActivityTopic : app.bundleID, pushType: pushType)
+        try checkTopic(head, expected: isLiveActivity ? app.liveActivityTopic : app.bundleID, pushType: pushType)
         let priority = try checkPriority(head.priority, allowsOne: !isLiveActivity)
         if let expiration = head.expiration, MockAPNsText.decimal(expiration) == nil {
             throw MockAPNsRejection(.badExpirationDate, "apns-expiration must be Unix seconds, got \(expiration)")
@@ -80,9 +81,9 @@ enum DeviceEndpointRules {
         return facts
     }
 
-    private static func checkTopic(_ topic: String?, expected: String, pushType: String) throws(MockAPNsRejection) {
-        guard let topic else { throw MockAPNsRejection(.missingTopic, "apns-topic is required; expected \(expected)") }
-        if topic == expected { return }
+    private static func checkTopic(_ head: MockAPNsRequestHead, expected: String, pushType: String) throws(MockAPNsRejection) {
+        if head.topicEquals(expected) { return }
+        guard let topic = head.topic else { throw MockAPNsRejection(.missingTopic, "apns-topic is required; expected \(expected)") }
         guard !topic.isEmpty, topic.utf8.allSatisfy(isTopicCharacter) else {
             throw MockAPNsRejection(.badTopic, "apns-topic \(topic) is not a bundle identifier")
         }

@@ -283,7 +283,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         if request.headers.byteCount + name.count + value.count > settings.maxHeaderListSize {
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
-        request.headers.append(name: name, value: value)
+        request.headers.storage.append(name: name, value: value)
         return 0
     }
 

@@ -135,3 +135,35 @@ import Testing
         #expect(responses[1].reason == "DeviceTokenNotForTopic")
     }
 }
+
+@Suite struct RecordingTests {
+    @Test func theRecordingKeepsTheMostRecentRequestsAndCanBeReset() throws {
+        let fixture = try TestFixture.get()
+        var configuration = fixture.configuration()
+        configuration.recordingCapacity = 3
+        let mock = try RunningMock(configuration, fixture: fixture)
+        let token = try fixture.token()
+        let requests = (0..<5).map {
+            mock.push("/3/device/\(Sample.deviceToken($0))", headers: Sample.deviceHeaders(token: token), body: Sample.update)
+        }
+        _ = try mock.send(requests)
+        #expect(mock.server.recordedRequests().map(\.deviceToken) == (2..<5).map { Sample.deviceToken($0) })
+        #expect(mock.server.counters().count(endpoint: .device, status: 200) == 5)
+        mock.server.resetRecording()
+        #expect(mock.server.recordedRequests().isEmpty)
+        #expect(mock.server.counters().total == 0)
+    }
+
+    @Test func countersWorkWithRecordingOff() throws {
+        let fixture = try TestFixture.get()
+        var configuration = fixture.configuration()
+        configuration.recordingCapacity = 0
+        let mock = try RunningMock(configuration, fixture: fixture)
+        let response = try mock.send(mock.push("/3/device/\(Sample.deviceToken)", headers: Sample.deviceHeaders(token: try fixture.token()),
+                                               body: Sample.update))
+        #expect(response.status == 200)
+        #expect(mock.server.recordedRequests().isEmpty)
+        #expect(mock.server.counters().count(endpoint: .device) == 1)
+        #expect(mock.server.counters().connectionsAccepted == 1)
+    }
+}

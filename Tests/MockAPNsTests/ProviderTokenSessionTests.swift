@@ -9,8 +9,14 @@ import TouchlineCore
     /// The reason `session` refuses the `authorization` value `header` with, or nil when it accepts it.
     private func check(_ session: inout ProviderTokenSession, _ header: String?, at now: Int64,
                        _ verifier: ProviderTokenVerifier) -> MockAPNsReason? {
+        guard let header else { return check(&session, bytes: nil, at: now, verifier) }
+        return Array(header.utf8).withUnsafeBytes { check(&session, bytes: $0, at: now, verifier) }
+    }
+
+    private func check(_ session: inout ProviderTokenSession, bytes: UnsafeRawBufferPointer?, at now: Int64,
+                       _ verifier: ProviderTokenVerifier) -> MockAPNsReason? {
         do throws(MockAPNsRejection) {
-            try session.authorize(header.map { ArraySlice($0.utf8) }, now: now, verifier: verifier)
+            try session.authorize(bytes, now: now, verifier: verifier)
             return nil
         } catch {
             return error.reason

@@ -203,6 +203,10 @@ extension MockAPNsConnection: HTTP2ServerConnectionDelegate {
         }
     }
 
+    func connectionDidRejectFrame(_ connection: HTTP2ServerConnection, errorCode: Int32) {
+        counters.countRejectedFrame()
+    }
+
     func connectionDidClose(_ connection: HTTP2ServerConnection, error: TransportError) {
         delayTimer?.cancel()
         delayTimer = nil

@@ -49,6 +49,9 @@ public struct MockAPNsCounters: Sendable, CustomStringConvertible {
 
     public internal(set) var answers: [Key: Int] = [:]
     public internal(set) var connectionsAccepted = 0
+    /// Frames the server's HTTP/2 layer rejected: streams beyond the announced concurrency
+    /// limit or protocol violations. Zero for a correct client.
+    public internal(set) var framesRejected = 0
 
     /// Answers matching every given filter.
     public func count(endpoint: MockAPNsEndpoint? = nil, status: Int? = nil, reason: MockAPNsReason? = nil) -> Int {
@@ -66,11 +69,12 @@ public struct MockAPNsCounters: Sendable, CustomStringConvertible {
     mutating func merge(_ other: MockAPNsCounters) {
         answers.merge(other.answers, uniquingKeysWith: +)
         connectionsAccepted += other.connectionsAccepted
+        framesRejected += other.framesRejected
     }
 
     /// One line per endpoint/status/reason, sorted, for the command line's exit report.
     public var description: String {
-        var lines = ["connections accepted: \(connectionsAccepted)"]
+        var lines = ["connections accepted: \(connectionsAccepted)", "frames rejected: \(framesRejected)"]
         let sorted = answers.sorted { a, b in
             (a.key.endpoint.rawValue, a.key.status, a.key.reason?.rawValue ?? "") < (b.key.endpoint.rawValue, b.key.status, b.key.reason?.rawValue ?? "")
         }
@@ -88,6 +92,7 @@ final class MockAPNsCounterShard: Sendable {
     private struct Slots {
         var answers = [Int](repeating: 0, count: MockAPNsEndpoint.allCases.count * (MockAPNsReason.allCases.count + 1))
         var connections = 0
+        var framesRejected = 0
     }
 
     private let slots = Mutex(Slots())
@@ -105,10 +110,15 @@ final class MockAPNsCounterShard: Sendable {
         slots.withLock { $0.connections += 1 }
     }
 
+    func countRejectedFrame() {
+        slots.withLock { $0.framesRejected += 1 }
+    }
+
     var snapshot: MockAPNsCounters {
         let copy = slots.withLock { $0 }
         var counters = MockAPNsCounters()
         counters.connectionsAccepted = copy.connections
+        counters.framesRejected = copy.framesRejected
         for (index, n) in copy.answers.enumerated() where n > 0 {
             let endpoint = Self.endpoints[index / (Self.reasons.count + 1)]
             let reasonSlot = index % (Self.reasons.count + 1)

@@ -11,6 +11,14 @@ public protocol HTTP2ServerConnectionDelegate: AnyObject {
     /// The connection is closed for good (peer left, GOAWAY finished, TLS or protocol failure).
     /// Delivered on a later loop turn, so the delegate may drop its last reference here.
     func connectionDidClose(_ connection: HTTP2ServerConnection, error: TransportError)
+    /// nghttp2 rejected a frame from the peer: a stream opened beyond the announced
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (refused) or a protocol violation. A well-behaved client
+    /// never causes one, which is what tests assert.
+    func connectionDidRejectFrame(_ connection: HTTP2ServerConnection, errorCode: Int32)
+}
+
+extension HTTP2ServerConnectionDelegate {
+    public func connectionDidRejectFrame(_ connection: HTTP2ServerConnection, errorCode: Int32) {}
 }
 
 /// How a server connection behaves towards its peer.
@@ -223,6 +231,12 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, ctx in
             withConnection(ctx) { $0.frameReceived(frame!) }
+        }
+        nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks) { _, _, errorCode, ctx in
+            withConnection(ctx) { connection in
+                connection.delegate?.connectionDidRejectFrame(connection, errorCode: errorCode)
+                return 0
+            }
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, ctx in
             withConnection(ctx) { $0.streamClosed(streamID) }

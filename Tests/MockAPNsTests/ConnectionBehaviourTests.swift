@@ -43,6 +43,7 @@ import TouchlineCore
         #expect(served >= 1, "\(trace)")
         #expect(served + refusedStreams(trace) == 3, "\(trace)")
         #expect(mock.server.recordedRequests().count == served)
+        #expect(mock.server.counters().framesRejected == refusedStreams(trace), "every refused stream is counted")
     }
 
     @Test func streamLimitStaysAtOneWhileRequestsAreRejected() throws {

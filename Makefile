@@ -3,12 +3,19 @@ SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libnghttp2-dev libssl-dev libevent-dev libsqlite3-dev \
                    openssl ca-certificates curl nghttp2-client nghttp2-server
+BENCH_PACKAGES := xxd iproute2
 
-.PHONY: deps build release run test bench clean
+.PHONY: deps bench-deps install-packages build release run test bench clean
 
 ## deps: install the Debian packages Touchline builds and tests with (only those missing).
 deps:
-	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES)"
+
+bench-deps: deps
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BENCH_PACKAGES)"
+
+install-packages:
+	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:" $$missing; \
 	  sudo_cmd=""; [ "$$(id -u)" -eq 0 ] || sudo_cmd="sudo"; \
@@ -30,9 +37,9 @@ test: deps
 	$(SWIFT) test
 
 ## bench: release-build benchmarks (client vs h2load, mock vs nghttpd).
-bench: release
-	$(SWIFT) run -c release touchline-load client-ceiling
-	bash scripts/bench-mock.sh
+bench: bench-deps release
+	.build/release/touchline-load client-ceiling --check
+	SKIP_BUILD=1 bash scripts/bench-mock.sh
 
 clean:
 	$(SWIFT) package clean

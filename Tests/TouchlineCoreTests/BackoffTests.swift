@@ -1,22 +1,10 @@
 import Testing
 import TouchlineCore
 
-/// A deterministic generator so jitter can be asserted exactly.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite struct BackoffTests {
     @Test func growsExponentiallyWithoutJitter() {
         let backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(10), multiplier: 2, jitter: 0)
-        var rng = SplitMix(state: 1)
+        var rng = SplitMix64(seed: 1)
         var delays: [Duration] = []
         for attempt in 0..<5 { delays.append(backoff.delay(attempt: attempt, using: &rng)) }
         #expect(delays == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600)])
@@ -24,14 +12,14 @@ struct SplitMix: RandomNumberGenerator {
 
     @Test func isCappedAtTheMaximum() {
         let backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(1), multiplier: 2, jitter: 0)
-        var rng = SplitMix(state: 1)
+        var rng = SplitMix64(seed: 1)
         #expect(backoff.delay(attempt: 10, using: &rng) == .seconds(1))
         #expect(backoff.delay(attempt: 10_000, using: &rng) == .seconds(1))
     }
 
     @Test func jitterStaysWithinItsFractionAndVaries() {
         let backoff = Backoff(initial: .seconds(1), maximum: .seconds(1), multiplier: 2, jitter: 0.5)
-        var rng = SplitMix(state: 42)
+        var rng = SplitMix64(seed: 42)
         var delays: [Duration] = []
         for _ in 0..<200 { delays.append(backoff.delay(attempt: 3, using: &rng)) }
         #expect(delays.allSatisfy { $0 >= .milliseconds(500) && $0 <= .seconds(1) })

@@ -62,7 +62,7 @@ enum DemoCommand {
         say("APNs lists \(listed.count) channel(s) for \(bundleID)")
 
         let now = SystemClock().now()
-        let score = PayloadJSON.object([.init("home", .integer(1)), .init("away", .integer(0)),
+        let score = JSONValue.object([.init("home", .integer(1)), .init("away", .integer(0)),
                                         .init("clock", .integer(720)), .init("lastEvent", .string("Goal - Home"))])
         let update = LiveActivityPayload(timestamp: now, event: .update, contentState: score, staleDate: now + .seconds(900),
                                          relevanceScore: 100, alert: LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: "default"))

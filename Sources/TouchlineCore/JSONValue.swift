@@ -3,22 +3,22 @@
 ///
 /// `.raw` embeds JSON that is already encoded (a content-state rendered elsewhere) without
 /// re-encoding it; its bytes are trusted to be valid JSON.
-public enum PayloadJSON: Sendable, Equatable {
+public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case integer(Int64)
     /// A non-finite number has no JSON form and is written as `null`.
     case number(Double)
     case string(String)
-    case array([PayloadJSON])
+    case array([JSONValue])
     /// Members in the order they are written.
     case object([Member])
     case raw([UInt8])
 
     public struct Member: Sendable, Equatable {
         public var name: String
-        public var value: PayloadJSON
-        public init(_ name: String, _ value: PayloadJSON) {
+        public var value: JSONValue
+        public init(_ name: String, _ value: JSONValue) {
             self.name = name
             self.value = value
         }
@@ -32,16 +32,16 @@ public enum PayloadJSON: Sendable, Equatable {
     }
 }
 
-extension PayloadJSON: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
     public init(nilLiteral: ()) { self = .null }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
     public init(integerLiteral value: Int64) { self = .integer(value) }
     public init(floatLiteral value: Double) { self = .number(value) }
     public init(stringLiteral value: String) { self = .string(value) }
-    public init(arrayLiteral elements: PayloadJSON...) { self = .array(elements) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
     /// Keeps the literal's order.
-    public init(dictionaryLiteral elements: (String, PayloadJSON)...) { self = .object(elements.map { Member($0, $1) }) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(elements.map { Member($0, $1) }) }
 }
 
 /// Appends compact JSON to a byte array. Commas are placed automatically: a value or key that
@@ -93,7 +93,7 @@ struct JSONWriter {
     /// Bytes that already are JSON.
     mutating func raw(_ json: [UInt8]) { separate(); bytes.append(contentsOf: json); needsComma = true }
 
-    mutating func value(_ value: PayloadJSON) {
+    mutating func value(_ value: JSONValue) {
         switch value {
         case .null: separate(); bytes.append(contentsOf: "null".utf8); needsComma = true
         case .bool(let flag): separate(); bytes.append(contentsOf: (flag ? "true" : "false").utf8); needsComma = true

@@ -1,4 +1,3 @@
-import APNs
 import Foundation
 import Testing
 import TouchlineCore
@@ -57,7 +56,7 @@ import TouchlineCore
 
     @Test func stringsAreEscaped() throws {
         let tricky = "say \"hi\"\\ \n\t\r\u{01} é⚽"
-        let json = PayloadJSON.object([.init(tricky, .string(tricky))]).encoded
+        let json = JSONValue.object([.init(tricky, .string(tricky))]).encoded
         let escaped = #""say \"hi\"\\ \n\t\r\u0001 é⚽""#
         #expect(json.text == "{\(escaped):\(escaped)}")
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(json)) as? [String: String])
@@ -65,14 +64,19 @@ import TouchlineCore
     }
 
     @Test func numbersAreWrittenCompactly() {
-        let value: PayloadJSON = [100.0, 0.5, -3, 1e20, .number(.nan), .number(.infinity), .integer(.min), 1.25e-7]
+        let value: JSONValue = [100.0, 0.5, -3, 1e20, .number(.nan), .number(.infinity), .integer(.min), 1.25e-7]
         #expect(value.encoded.text == "[100,0.5,-3,1e+20,null,null,-9223372036854775808,1.25e-07]")
         let score = LiveActivityPayload(timestamp: UnixTime(seconds: 1), event: .update, contentState: [:], relevanceScore: 49.5)
         #expect(score.encoded().text.contains(#""relevance-score":49.5"#))
     }
 
     @Test func everyValueKindEncodes() {
-        let value: PayloadJSON = ["null": nil, "yes": true, "no": false, "list": [1, "two", [3]], "nested": ["k": "v"], "raw": .raw(Array("[0]".utf8))]
+        let value: JSONValue = ["null": nil, "yes": true, "no": false, "list": [1, "two", [3]], "nested": ["k": "v"], "raw": .raw(Array("[0]".utf8))]
         #expect(value.encoded.text == #"{"null":null,"yes":true,"no":false,"list":[1,"two",[3]],"nested":{"k":"v"},"raw":[0]}"#)
     }
+}
+
+extension Array where Element == UInt8 {
+    /// The bytes as UTF-8 text, for comparing encoded JSON with a literal.
+    var text: String { String(decoding: self, as: UTF8.self) }
 }

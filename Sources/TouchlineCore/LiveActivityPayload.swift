@@ -1,4 +1,4 @@
-import TouchlineCore
+
 
 /// The `aps` dictionary of a Live Activity push (per-token or broadcast), encoded once into the
 /// bytes that go on the wire.
@@ -19,7 +19,7 @@ public struct LiveActivityPayload: Sendable, Equatable {
     public var timestamp: UnixTime
     public var event: Event
     /// Must match the app's `ContentState` exactly (system default JSON decoding).
-    public var contentState: PayloadJSON
+    public var contentState: JSONValue
     /// After this the activity shows as stale; advance it with each update.
     public var staleDate: UnixTime?
     /// With `.end`: when to remove the activity from the Lock Screen (past = at once).
@@ -31,15 +31,15 @@ public struct LiveActivityPayload: Sendable, Equatable {
     /// Start only: the Swift `ActivityAttributes` type name.
     public var attributesType: String?
     /// Start only: the static attributes.
-    public var attributes: PayloadJSON?
+    public var attributes: JSONValue?
     /// Start only (iOS 18+): subscribe the new activity to this broadcast channel.
     public var inputPushChannel: String?
     /// Start only (iOS 18+): ask the system to issue an update token (`"input-push-token": 1`).
     public var requestsPushToken: Bool
 
-    public init(timestamp: UnixTime, event: Event, contentState: PayloadJSON, staleDate: UnixTime? = nil,
+    public init(timestamp: UnixTime, event: Event, contentState: JSONValue, staleDate: UnixTime? = nil,
                 dismissalDate: UnixTime? = nil, relevanceScore: Double? = nil, alert: LiveActivityAlert? = nil,
-                attributesType: String? = nil, attributes: PayloadJSON? = nil, inputPushChannel: String? = nil,
+                attributesType: String? = nil, attributes: JSONValue? = nil, inputPushChannel: String? = nil,
                 requestsPushToken: Bool = false) {
         self.timestamp = timestamp
         self.event = event
@@ -93,7 +93,7 @@ public struct LiveActivityAlert: Sendable, Equatable {
             case .localized(let key, let arguments):
                 writer.openObject()
                 writer.key("loc-key"); writer.string(key)
-                writer.key("loc-args"); writer.value(.array(arguments.map(PayloadJSON.string)))
+                writer.key("loc-args"); writer.value(.array(arguments.map(JSONValue.string)))
                 writer.closeObject()
             }
         }
@@ -119,7 +119,7 @@ public struct LiveActivityAlert: Sendable, Equatable {
     }
 }
 
-extension PayloadJSON {
+extension JSONValue {
     /// The size of raw bytes, to size the output buffer once.
     fileprivate var rawCount: Int {
         if case .raw(let bytes) = self { bytes.count } else { 0 }

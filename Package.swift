@@ -7,6 +7,7 @@ import PackageDescription
 /// - C system libraries and a tiny shim for macros Swift cannot import;
 /// - `TouchlineCore`: pure domain logic, no I/O;
 /// - `TouchlineRuntime`: the shell around libevent and OpenSSL (event loops, TLS streams);
+/// - `TouchlineStore`: channels and the event log behind small protocols, on SQLite with group commit;
 /// - `HTTP2`: nghttp2 client and server sessions on top of the runtime;
 /// - `APNs`: provider tokens, typed APNs requests and errors, connection pools;
 /// - `touchline`: the command-line entry point;
@@ -27,7 +28,8 @@ let package = Package(
         .target(name: "CShims", dependencies: ["COpenSSL", "CLibevent"]),
 
         .target(name: "TouchlineCore"),
-        .target(name: "TouchlineRuntime", dependencies: ["TouchlineCore", "CShims", "CLibevent", "COpenSSL"]),
+        .target(name: "TouchlineRuntime", dependencies: ["TouchlineCore", "CShims", "CLibevent", "COpenSSL", "CSQLite"]),
+        .target(name: "TouchlineStore", dependencies: ["TouchlineCore", "TouchlineRuntime", "CSQLite"]),
         .target(name: "HTTP2", dependencies: ["TouchlineCore", "TouchlineRuntime", "CNGHTTP2", "CShims"]),
         .target(name: "APNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
         .executableTarget(name: "touchline", dependencies: ["APNs", "MockAPNs", "TouchlineRuntime"]),
@@ -39,6 +41,7 @@ let package = Package(
 
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
+        .testTarget(name: "TouchlineStoreTests", dependencies: ["TouchlineStore", "TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "HTTP2", "TouchlineRuntime", "TouchlineCore"]),

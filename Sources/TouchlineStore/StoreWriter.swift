@@ -1,0 +1,181 @@
+import Foundation
+import Synchronization
+import TouchlineRuntime
+
+/// Counts kept by a ``StoreWriter``: how well group commit is grouping.
+public struct StoreWriterStatistics: Sendable, Equatable {
+    /// Group transactions committed.
+    public var transactions = 0
+    /// Batches committed (each in its own savepoint).
+    public var batches = 0
+    /// Batches rolled back because one of their statements failed.
+    public var failedBatches = 0
+}
+
+/// The single writer of a SQLite store, with group commit.
+///
+/// The writer owns its connection on a dedicated thread (not an `EventLoop`: a commit blocks on
+/// `write`/`fsync` and nothing else should wait behind it). Batches may be submitted from any
+/// thread. Everything that arrives while a transaction is running is committed by the next one,
+/// so a burst of N batches costs far fewer than N commits. Each batch runs inside its own
+/// `SAVEPOINT`, so a failing statement rolls back that batch alone; the others in the group
+/// still commit. Completions run on the writer thread after `COMMIT` returned, i.e. once the
+/// batch is durable; hop to your own loop from there.
+public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
+    /// A unit of work: `apply` runs in a savepoint on the writer thread, `complete` after commit.
+    private struct Job: Sendable {
+        let apply: @Sendable (SQLiteConnection) throws -> Void
+        let complete: @Sendable (StoreError?) -> Void
+    }
+
+    private struct Queue {
+        var jobs: [Job] = []
+        var closed = false
+        var statistics = StoreWriterStatistics()
+    }
+
+    public let path: String
+    /// Touched only by the writer thread once it has started.
+    private let connection: SQLiteConnection
+    private let queue = Mutex(Queue())
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Opens (creating if needed) the database at `path`, brings its schema up to date and starts
+    /// the writer thread. `synchronous: .normal` keeps committed data across a process crash
+    /// (`kill -9`); `.full` also across power loss, at the cost of an fsync per group commit.
+    public init(path: String, synchronous: SQLiteSynchronous = .normal) throws(StoreError) {
+        self.path = path
+        connection = try StoreError.wrapping {
+            let connection = try SQLiteConnection(path: path, synchronous: synchronous)
+            try SQLiteSchema.migrate(connection)
+            return connection
+        }
+        let thread = Thread { [self] in run() }
+        thread.name = "store-writer"
+        thread.start()
+    }
+
+    public var statistics: StoreWriterStatistics { queue.withLock { $0.statistics } }
+
+    public func submit(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        enqueue(Job(apply: { db in
+            for operation in batch.operations { try SQLiteChannelRows.apply(operation, on: db) }
+        }, complete: { error in
+            completion(error.map { .failure($0) } ?? .success(()))
+        }))
+    }
+
+    public func createChannel(_ record: ChannelRecord, completion: @escaping @Sendable (Result<ChannelCreation, StoreError>) -> Void) {
+        let outcome = Mutex<ChannelCreation?>(nil)
+        enqueue(Job(apply: { db in
+            let inserted = try SQLiteChannelRows.insert(record, on: db)
+            let stored = try SQLiteChannelRows.channel(id: record.id, on: db) ?? record
+            outcome.withLock { $0 = ChannelCreation(record: stored, inserted: inserted) }
+        }, complete: { error in
+            if let error { return completion(.failure(error)) }
+            completion(.success(outcome.withLock { $0! }))
+        }))
+    }
+
+    /// Commits what is queued, then stops the thread and closes the connection. Later submits
+    /// fail with `.closed`.
+    public func close() {
+        let wasOpen = queue.withLock { q -> Bool in
+            defer { q.closed = true }
+            return !q.closed
+        }
+        guard wasOpen else { return }
+        wake.signal()
+        finished.wait()
+    }
+
+    private func enqueue(_ job: Job) {
+        enum Admission { case wakeWriter, queued, refused }
+        let admission = queue.withLock { q -> Admission in
+            if q.closed { return .refused }
+            q.jobs.append(job)
+            return q.jobs.count == 1 ? .wakeWriter : .queued
+        }
+        switch admission {
+        case .wakeWriter: wake.signal()
+        case .queued: break
+        case .refused: job.complete(.closed)
+        }
+    }
+
+    private func run() {
+        while true {
+            wake.wait()
+            while true {
+                let (jobs, closed) = queue.withLock { q in
+                    defer { q.jobs.removeAll(keepingCapacity: true) }
+                    return (q.jobs, q.closed)
+                }
+                if !jobs.isEmpty { commit(jobs) }
+                if jobs.isEmpty && closed {
+                    connection.close()
+                    finished.signal()
+                    return
+                }
+                if jobs.isEmpty { break }
+            }
+        }
+    }
+
+    /// One group transaction: a savepoint per job, one COMMIT, then every completion.
+    private func commit(_ jobs: [Job]) {
+        var outcomes = [StoreError?](repeating: nil, count: jobs.count)
+        var committed = false
+        do {
+            try connection.execute("BEGIN IMMEDIATE")
+            for (index, job) in jobs.enumerated() {
+                try connection.execute("SAVEPOINT batch")
+                do {
+                    try job.apply(connection)
+                    try connection.execute("RELEASE batch")
+                } catch {
+                    outcomes[index] = Self.storeError(error)
+                    try connection.execute("ROLLBACK TO batch; RELEASE batch")
+                }
+            }
+            try connection.execute("COMMIT")
+            committed = true
+        } catch {
+            try? connection.execute("ROLLBACK")
+            let failure = Self.storeError(error)
+            outcomes = outcomes.map { _ in failure }
+        }
+        let failed = outcomes.count(where: { $0 != nil })
+        queue.withLock { q in
+            if committed { q.statistics.transactions += 1 }
+            q.statistics.batches += jobs.count - failed
+            q.statistics.failedBatches += failed
+        }
+        for (job, outcome) in zip(jobs, outcomes) { job.complete(outcome) }
+    }
+
+    private static func storeError(_ error: any Error) -> StoreError {
+        switch error {
+        case let error as StoreError: return error
+        case let error as SQLiteError: return .database(error)
+        default: return .database(SQLiteError(code: 1, message: "\(error)", statement: nil))
+        }
+    }
+}
+
+extension ChannelStoreWriter {
+    /// Submits `batch` and waits for it to be durable (control paths and tests).
+    public func submit(_ batch: WriteBatch) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            submit(batch) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Idempotent create, awaited (control paths and tests).
+    public func createChannel(_ record: ChannelRecord) async throws -> ChannelCreation {
+        try await withCheckedThrowingContinuation { continuation in
+            createChannel(record) { continuation.resume(with: $0) }
+        }
+    }
+}

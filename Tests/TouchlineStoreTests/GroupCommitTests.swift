@@ -1,0 +1,115 @@
+import Foundation
+import Synchronization
+import Testing
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+@Suite struct GroupCommitTests {
+    /// A failing batch leaves nothing behind, and the batches committed in the same transaction survive.
+    @Test func aFailingBatchRollsBackAloneInsideTheGroup() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("store.db")
+        let writer = try StoreWriter(path: path)
+        defer { writer.close() }
+        _ = try await writer.createChannel(channel("m"))
+        try await writer.submit(WriteBatch([.appendEvents([event("m", 1)])]))
+        let before = writer.statistics
+
+        let lock = try WriteLockHolder(path: path)
+        let results = Mutex<[String: Result<Void, StoreError>]>([:])
+        let done = DispatchGroup()
+        let batches: [(String, WriteBatch)] = [
+            ("good-1", WriteBatch([.createChannel(channel("a")), .appendEvents([event("a", 1)])])),
+            ("bad", WriteBatch([
+                .createChannel(channel("b")),
+                .appendEvents([event("m", 2)]),
+                .updateState(ChannelStateUpdate(channelID: "m", updatedAt: t0, lastSeq: 2)),
+                .appendEvents([event("m", 1)]),
+            ])),
+            ("good-2", WriteBatch([.appendEvents([event("m", 3)])])),
+        ]
+        for (name, batch) in batches {
+            done.enter()
+            writer.submit(batch) { result in
+                results.withLock { $0[name] = result }
+                done.leave()
+            }
+        }
+        try lock.release()
+        done.wait()
+
+        let outcome = results.withLock { $0 }
+        #expect((try? outcome["good-1"]?.get()) != nil)
+        #expect((try? outcome["good-2"]?.get()) != nil)
+        guard case .failure(.database(let error)) = outcome["bad"] else {
+            Issue.record("the bad batch should fail on its duplicate event, got \(String(describing: outcome["bad"]))")
+            return
+        }
+        #expect(error.isConstraintViolation)
+
+        let after = writer.statistics
+        #expect(after.transactions - before.transactions <= 2, "the three batches were queued behind one lock")
+        #expect(after.failedBatches - before.failedBatches == 1)
+
+        let reader = try SQLiteChannelReader(path: path)
+        #expect(try reader.channel(id: "a") != nil)
+        #expect(try reader.channel(id: "b") == nil)
+        #expect(try reader.channel(id: "m")?.lastSeq == 0)
+        #expect(try reader.events(channelID: "m", afterSeq: 0, limit: 10).map(\.seq) == [1, 3])
+    }
+
+    /// 1,000 batches submitted from 8 threads while the writer waits for the lock commit in at most two transactions.
+    @Test func concurrentSubmitsShareTransactions() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("store.db")
+        let writer = try StoreWriter(path: path)
+        defer { writer.close() }
+        try await writer.submit(WriteBatch((0..<8).map { .createChannel(channel("t\($0)")) }))
+        let before = writer.statistics
+
+        let lock = try WriteLockHolder(path: path)
+        let done = DispatchGroup()
+        let failures = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for seq in 1...125 {
+                done.enter()
+                writer.submit(WriteBatch([.appendEvents([event("t\(thread)", Int64(seq))])])) { result in
+                    if case .failure = result { failures.add(1, ordering: .relaxed) }
+                    done.leave()
+                }
+            }
+        }
+        try lock.release()
+        done.wait()
+
+        let after = writer.statistics
+        #expect(failures.load(ordering: .relaxed) == 0)
+        #expect(after.batches - before.batches == 1_000)
+        #expect(after.transactions - before.transactions <= 2)
+        let reader = try SQLiteChannelReader(path: path)
+        for thread in 0..<8 {
+            #expect(try reader.events(channelID: "t\(thread)", afterSeq: 0, limit: 200).map(\.seq) == Array(1...125))
+        }
+    }
+
+    /// Without a lock held, grouping comes from commits taking longer than submits; printed, not asserted.
+    @Test func naturalGroupingIsReported() async throws {
+        let dir = TemporaryDirectory()
+        let writer = try StoreWriter(path: dir.file("store.db"))
+        defer { writer.close() }
+        try await writer.submit(WriteBatch((0..<8).map { .createChannel(channel("t\($0)")) }))
+        let before = writer.statistics
+        let done = DispatchGroup()
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for seq in 1...125 {
+                done.enter()
+                writer.submit(WriteBatch([.appendEvents([event("t\(thread)", Int64(seq))])])) { _ in done.leave() }
+            }
+        }
+        done.wait()
+        let after = writer.statistics
+        #expect(after.batches - before.batches == 1_000)
+        print("group commit: 1000 batches from 8 threads in \(after.transactions - before.transactions) transactions")
+    }
+}

@@ -1,3 +1,4 @@
+import CSQLite
 import TouchlineCore
 import TouchlineRuntime
 
@@ -12,7 +13,7 @@ enum SQLiteChannelRows {
         let id = row.text(at: 0) ?? ""
         guard let policy = StoragePolicy(rawValue: row.int64(at: 2)),
               let status = row.text(at: 4).flatMap(ChannelStatus.init(rawValue:)) else {
-            throw SQLiteError(code: 11, message: "channel \"\(id)\" has an unreadable storage policy or status", statement: nil)
+            throw SQLiteError(code: SQLITE_CORRUPT, message: "channel \"\(id)\" has an unreadable storage policy or status", statement: nil)
         }
         let end = row.optionalInt64(at: 13).map { endedAt in
             ChannelEnd(dismissAt: row.optionalInt64(at: 12).map(UnixTime.init(nanoseconds:)), endedAt: UnixTime(nanoseconds: endedAt))

@@ -1,3 +1,4 @@
+import CSQLite
 import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
@@ -38,7 +39,7 @@ enum SQLiteSchema {
         let current = try connection.query("PRAGMA user_version") { $0.int64(at: 0) }.first ?? 0
         if current == version { return }
         guard current == 0 else {
-            throw SQLiteError(code: 1, message: "\(connection.path) has schema version \(current); this build knows \(version)",
+            throw SQLiteError(code: SQLITE_ERROR, message: "\(connection.path) has schema version \(current); this build knows \(version)",
                               statement: "PRAGMA user_version")
         }
         try connection.transaction {

@@ -1,3 +1,4 @@
+import CSQLite
 import TouchlineRuntime
 
 /// Why a store call failed.
@@ -17,16 +18,21 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Any error met while writing or reading, as a `StoreError`.
+    init(_ error: any Error) {
+        switch error {
+        case let error as StoreError: self = error
+        case let error as SQLiteError: self = .database(error)
+        default: self = .database(SQLiteError(code: SQLITE_ERROR, message: "\(error)", statement: nil))
+        }
+    }
+
     /// Runs `body`, turning any error into a `StoreError`.
     static func wrapping<T>(_ body: () throws -> T) throws(StoreError) -> T {
         do {
             return try body()
-        } catch let error as StoreError {
-            throw error
-        } catch let error as SQLiteError {
-            throw .database(error)
         } catch {
-            throw .database(SQLiteError(code: 1, message: "\(error)", statement: nil))
+            throw StoreError(error)
         }
     }
 }

@@ -128,22 +128,23 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         var outcomes = [StoreError?](repeating: nil, count: jobs.count)
         var committed = false
         do {
-            try connection.execute("BEGIN IMMEDIATE")
+            try connection.run("BEGIN IMMEDIATE")
             for (index, job) in jobs.enumerated() {
-                try connection.execute("SAVEPOINT batch")
+                try connection.run("SAVEPOINT batch")
                 do {
                     try job.apply(connection)
-                    try connection.execute("RELEASE batch")
+                    try connection.run("RELEASE batch")
                 } catch {
-                    outcomes[index] = Self.storeError(error)
-                    try connection.execute("ROLLBACK TO batch; RELEASE batch")
+                    outcomes[index] = StoreError(error)
+                    try connection.run("ROLLBACK TO batch")
+                    try connection.run("RELEASE batch")
                 }
             }
-            try connection.execute("COMMIT")
+            try connection.run("COMMIT")
             committed = true
         } catch {
-            try? connection.execute("ROLLBACK")
-            let failure = Self.storeError(error)
+            try? connection.run("ROLLBACK")
+            let failure = StoreError(error)
             outcomes = outcomes.map { _ in failure }
         }
         let failed = outcomes.count(where: { $0 != nil })
@@ -153,14 +154,6 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
             q.statistics.failedBatches += failed
         }
         for (job, outcome) in zip(jobs, outcomes) { job.complete(outcome) }
-    }
-
-    private static func storeError(_ error: any Error) -> StoreError {
-        switch error {
-        case let error as StoreError: return error
-        case let error as SQLiteError: return .database(error)
-        default: return .database(SQLiteError(code: 1, message: "\(error)", statement: nil))
-        }
     }
 }
 

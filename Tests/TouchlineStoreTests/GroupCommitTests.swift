@@ -71,7 +71,7 @@ import TouchlineStore
         let lock = try WriteLockHolder(path: path)
         let done = DispatchGroup()
         let failures = Atomic<Int>(0)
-        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+        onThreads(8) { thread in
             for seq in 1...125 {
                 done.enter()
                 writer.submit(WriteBatch([.appendEvents([event("t\(thread)", Int64(seq))])])) { result in
@@ -101,7 +101,7 @@ import TouchlineStore
         try await writer.submit(WriteBatch((0..<8).map { .createChannel(channel("t\($0)")) }))
         let before = writer.statistics
         let done = DispatchGroup()
-        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+        onThreads(8) { thread in
             for seq in 1...125 {
                 done.enter()
                 writer.submit(WriteBatch([.appendEvents([event("t\(thread)", Int64(seq))])])) { _ in done.leave() }

@@ -64,3 +64,17 @@ final class ResultBox: @unchecked Sendable {
     func set(_ result: Result<Void, StoreError>) { lock.withLock { value = result } }
     func get() -> Result<Void, StoreError> { lock.withLock { value! } }
 }
+
+/// Runs `body(index)` on `count` dedicated threads at once and waits for all of them.
+/// (`DispatchQueue.concurrentPerform` would cap the parallelism at the core count.)
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let done = DispatchGroup()
+    for index in 0..<count {
+        done.enter()
+        Thread {
+            body(index)
+            done.leave()
+        }.start()
+    }
+    done.wait()
+}

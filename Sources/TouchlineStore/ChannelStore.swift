@@ -15,6 +15,10 @@ public protocol ChannelStoreWriter: Sendable {
 public protocol ChannelStoreReader {
     func channel(id: String) throws(StoreError) -> ChannelRecord?
 
+    /// The channel Apple knows as `apnsChannelID`, if any: reconciliation uses it to find the
+    /// ids in APNs' list-all that no channel accounts for (creates whose answer was lost).
+    func channel(apnsChannelID: String) throws(StoreError) -> ChannelRecord?
+
     /// Channels ordered by id, starting after `afterID`: keyset pagination for `GET /v1/channels`.
     func channels(after afterID: String?, limit: Int) throws(StoreError) -> [ChannelRecord]
 

@@ -24,6 +24,13 @@ public final class SQLiteChannelReader: ChannelStoreReader, @unchecked Sendable 
         try StoreError.wrapping { try SQLiteChannelRows.channel(id: id, on: connection) }
     }
 
+    public func channel(apnsChannelID: String) throws(StoreError) -> ChannelRecord? {
+        try StoreError.wrapping {
+            try connection.query("SELECT \(SQLiteChannelRows.columns) FROM channels WHERE apns_channel_id = ?",
+                                 [.text(apnsChannelID)], row: SQLiteChannelRows.record).first
+        }
+    }
+
     public func channels(after afterID: String?, limit: Int) throws(StoreError) -> [ChannelRecord] {
         try StoreError.wrapping {
             try connection.query("SELECT \(SQLiteChannelRows.columns) FROM channels WHERE id > ? ORDER BY id LIMIT ?",

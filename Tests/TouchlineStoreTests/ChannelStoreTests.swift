@@ -95,6 +95,8 @@ import TouchlineStore
         let a = try #require(try reader.channel(id: "a"))
         #expect(a.status == .active)
         #expect(a.apnsChannelID == "apns-a")
+        #expect(try reader.channel(apnsChannelID: "apns-a")?.id == "a")
+        #expect(try reader.channel(apnsChannelID: "apns-unknown") == nil)
     }
 
     @Test func eventLogAppendsReadsTruncatesAndRefusesDuplicates() async throws {

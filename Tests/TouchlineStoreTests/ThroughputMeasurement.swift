@@ -7,7 +7,7 @@ import TouchlineStore
 /// A micro-measurement of durable ingest through group commit: 4 threads, each like a keep-alive
 /// connection that waits for its acknowledgement, append batches of 100 events. The rate is
 /// printed, never asserted (speed belongs to benchmarks, not unit tests).
-@Suite struct ThroughputMeasurement {
+@Suite(.serialized) struct ThroughputMeasurement {
     @Test(arguments: [SQLiteSynchronous.normal, .full])
     func groupCommitThroughputIsPrinted(synchronous: SQLiteSynchronous) async throws {
         let dir = TemporaryDirectory()

@@ -20,7 +20,10 @@ public struct StoreWriterStatistics: Sendable, Equatable {
 /// so a burst of N batches costs far fewer than N commits. Each batch runs inside its own
 /// `SAVEPOINT`, so a failing statement rolls back that batch alone; the others in the group
 /// still commit. Completions run on the writer thread after `COMMIT` returned, i.e. once the
-/// batch is durable; hop to your own loop from there.
+/// batch is durable; hop to your own loop from there, and never wait in a completion for another
+/// store write (it would wait for its own thread).
+///
+/// The thread keeps the writer alive until ``close()``, which every owner must call.
 public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     /// A unit of work: `apply` runs in a savepoint on the writer thread, `complete` after commit.
     private struct Job: Sendable {
@@ -104,23 +107,23 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         }
     }
 
+    /// The writer thread: commit whatever is queued, sleep when nothing is, leave once closed and drained.
     private func run() {
         while true {
-            wake.wait()
-            while true {
-                let (jobs, closed) = queue.withLock { q in
-                    defer { q.jobs.removeAll(keepingCapacity: true) }
-                    return (q.jobs, q.closed)
-                }
-                if !jobs.isEmpty { commit(jobs) }
-                if jobs.isEmpty && closed {
-                    connection.close()
-                    finished.signal()
-                    return
-                }
-                if jobs.isEmpty { break }
+            let (jobs, closed) = queue.withLock { q in
+                defer { q.jobs = [] }
+                return (q.jobs, q.closed)
+            }
+            if !jobs.isEmpty {
+                commit(jobs)
+            } else if closed {
+                break
+            } else {
+                wake.wait()
             }
         }
+        connection.close()
+        finished.signal()
     }
 
     /// One group transaction: a savepoint per job, one COMMIT, then every completion.
@@ -143,7 +146,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
             try connection.run("COMMIT")
             committed = true
         } catch {
-            try? connection.run("ROLLBACK")
+            _ = try? connection.run("ROLLBACK")
             let failure = StoreError(error)
             outcomes = outcomes.map { _ in failure }
         }

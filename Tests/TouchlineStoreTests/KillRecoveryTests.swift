@@ -62,8 +62,10 @@ import TouchlineStore
         let created = DispatchSemaphore(value: 0)
         writer.createChannel(channel("m")) { _ in created.signal() }
         created.wait()
+        // Bounded, so a child whose parent died never outlives it for long.
+        let deadline = Date().addingTimeInterval(60)
         var seq: Int64 = 0
-        while true {
+        while Date() < deadline {
             seq += 1
             let acked = DispatchSemaphore(value: 0)
             let next = seq
@@ -79,5 +81,6 @@ import TouchlineStore
             // Keep a few batches in flight so the kill lands between and inside commits.
             if next % 4 == 0 { acked.wait() }
         }
+        writer.close()
     }
 }

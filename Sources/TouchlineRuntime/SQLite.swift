@@ -135,6 +135,7 @@ public final class SQLiteConnection: @unchecked Sendable {
 
     /// Runs `body` in a transaction (`BEGIN IMMEDIATE`, so the write lock is taken up front and a
     /// second writer waits instead of failing halfway); commits on return, rolls back on throw.
+    @discardableResult
     public func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")
         do {

@@ -61,6 +61,10 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
 
     public var statistics: StoreWriterStatistics { queue.withLock { $0.statistics } }
 
+    /// Batches waiting for the next group transaction (not counting the one being committed): a
+    /// gauge for metrics; a queue that keeps growing means the disk cannot keep up.
+    public var queueDepth: Int { queue.withLock { $0.jobs.count } }
+
     public func submit(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         enqueue(Job(apply: { db in
             for operation in batch.operations { try SQLiteChannelRows.apply(operation, on: db) }

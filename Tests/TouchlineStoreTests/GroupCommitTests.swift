@@ -17,6 +17,7 @@ import TouchlineStore
         let before = writer.statistics
 
         let lock = try WriteLockHolder(path: path)
+        writer.parkBehindHeldLock()
         let results = Mutex<[String: Result<Void, StoreError>]>([:])
         let done = DispatchGroup()
         let batches: [(String, WriteBatch)] = [
@@ -49,7 +50,7 @@ import TouchlineStore
         #expect(error.isConstraintViolation)
 
         let after = writer.statistics
-        #expect(after.transactions - before.transactions <= 2, "the three batches were queued behind one lock")
+        #expect(after.transactions - before.transactions == 2, "the parked batch, then the three together")
         #expect(after.failedBatches - before.failedBatches == 1)
 
         let reader = try SQLiteChannelReader(path: path)
@@ -59,7 +60,7 @@ import TouchlineStore
         #expect(try reader.events(channelID: "m", afterSeq: 0, limit: 10).map(\.seq) == [1, 3])
     }
 
-    /// 1,000 batches submitted from 8 threads while the writer waits for the lock commit in at most two transactions.
+    /// 1,000 batches submitted from 8 threads while the writer waits for the lock commit in one transaction.
     @Test func concurrentSubmitsShareTransactions() async throws {
         let dir = TemporaryDirectory()
         let path = dir.file("store.db")
@@ -69,6 +70,7 @@ import TouchlineStore
         let before = writer.statistics
 
         let lock = try WriteLockHolder(path: path)
+        writer.parkBehindHeldLock()
         let done = DispatchGroup()
         let failures = Atomic<Int>(0)
         onThreads(8) { thread in
@@ -85,8 +87,8 @@ import TouchlineStore
 
         let after = writer.statistics
         #expect(failures.load(ordering: .relaxed) == 0)
-        #expect(after.batches - before.batches == 1_000)
-        #expect(after.transactions - before.transactions <= 2)
+        #expect(after.batches - before.batches == 1_001)
+        #expect(after.transactions - before.transactions == 2, "the parked batch, then all 1,000 together")
         let reader = try SQLiteChannelReader(path: path)
         for thread in 0..<8 {
             #expect(try reader.events(channelID: "t\(thread)", afterSeq: 0, limit: 200).map(\.seq) == Array(1...125))

@@ -45,6 +45,13 @@ final class WriteLockHolder {
 }
 
 extension StoreWriter {
+    /// Submits a batch and returns once the writer has taken it, i.e. is now waiting for the
+    /// write lock held by a ``WriteLockHolder``: later submits then share the next transaction.
+    func parkBehindHeldLock() {
+        submit(WriteBatch()) { _ in }
+        while queueDepth > 0 { usleep(1_000) }
+    }
+
     /// Submits from the calling thread and blocks until the batch is durable.
     func submitAndWait(_ batch: WriteBatch) -> Result<Void, StoreError> {
         let done = DispatchSemaphore(value: 0)

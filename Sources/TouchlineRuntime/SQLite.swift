@@ -20,8 +20,8 @@ public struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
     public var isConstraintViolation: Bool { primaryCode == SQLITE_CONSTRAINT }
 
     public var description: String {
-        let where_ = statement.map { " in `\($0)`" } ?? ""
-        return "SQLite error \(code): \(message)\(where_)"
+        let location = statement.map { " in `\($0)`" } ?? ""
+        return "SQLite error \(code): \(message)\(location)"
     }
 }
 

@@ -20,11 +20,14 @@ import TouchlineCore
         }
     }
 
-    /// Applies events given as JSON text in order, starting from the initial state.
-    private func play(_ events: [String], from state: MatchContentState = .initial) throws
+    /// Kick-off time of the test match, Unix seconds.
+    static let kickoff: Int64 = 1_767_290_400
+
+    /// Applies events given as JSON text in order, all received at `second`, starting from `state`.
+    private func play(_ events: [String], from state: MatchContentState = .initial, at second: Int64 = kickoff) throws
         -> (state: MatchContentState, importance: Importance, alert: LiveActivityAlert?) {
         var result = (state: state, importance: Importance.low, alert: LiveActivityAlert?.none)
-        for json in events { result = reducer.apply(try event(json), to: result.state) }
+        for json in events { result = reducer.apply(try event(json), to: result.state, at: UnixTime(seconds: second)) }
         return result
     }
 
@@ -111,29 +114,44 @@ import TouchlineCore
     }
 
     @Test func statusPeriodAndClockDriveTheClock() throws {
+        let t0 = Self.kickoff
         var result = try play([#"{"type": "status", "status": "live"}"#,
-                               #"{"type": "period", "period": "1H", "clockSeconds": 0, "clockRunning": true}"#])
+                               #"{"type": "period", "period": "1H", "clockSeconds": 0, "clockRunning": true}"#], at: t0)
         #expect(result.state.status == .live)
         #expect(result.state.period == "1H")
         #expect(result.state.clockRunning)
+        #expect(result.state.clockStartedAt == Int(t0))
         #expect(result.importance == .normal)
 
-        result = try play([#"{"type": "clock", "clockSeconds": 1234}"#], from: result.state)
-        #expect(result.state.clockSeconds == 1234)
+        // A tick re-anchors the running clock to the provider's reading (here 4 s behind wall time).
+        result = try play([#"{"type": "clock", "clockSeconds": 1230}"#], from: result.state, at: t0 + 1234)
+        #expect(result.state.clockSeconds == 1230)
         #expect(result.state.clockRunning)
+        #expect(result.state.clockStartedAt == Int(t0) + 4)
         #expect(result.importance == .low)
         #expect(result.alert == nil)
 
-        result = try play([#"{"type": "status", "status": "break"}"#, #"{"type": "period", "period": "HT"}"#], from: result.state)
+        // Half-time 1,000 s after the tick: the clock stops at the time it reached.
+        result = try play([#"{"type": "status", "status": "break"}"#, #"{"type": "period", "period": "HT"}"#],
+                          from: result.state, at: t0 + 2234)
         #expect(result.state.status == .break)
         #expect(result.state.period == "HT")
         #expect(!result.state.clockRunning)
-        #expect(result.state.clockSeconds == 1234)
+        #expect(result.state.clockSeconds == 2230)
+        #expect(result.state.clockStartedAt == nil)
 
         result = try play([#"{"type": "status", "status": "live"}"#,
-                           #"{"type": "period", "period": "2H", "clockSeconds": 2700, "clockRunning": true}"#,
-                           #"{"type": "clock", "clockSeconds": 5400, "clockRunning": false}"#], from: result.state)
+                           #"{"type": "period", "period": "2H", "clockSeconds": 2700, "clockRunning": true}"#],
+                          from: result.state, at: t0 + 3600)
+        #expect(result.state.clockStartedAt == Int(t0) + 900)
+        result = try play([#"{"type": "clock", "clockSeconds": 5400, "clockRunning": false}"#], from: result.state, at: t0 + 6400)
         #expect((result.state.period, result.state.clockSeconds, result.state.clockRunning) == ("2H", 5400, false))
+        #expect(result.state.clockStartedAt == nil)
+
+        // A period change without a reading keeps a running clock where it is.
+        let running = MatchContentState(status: .live, period: "2H", clockSeconds: 5400, clockRunning: true, clockStartedAt: Int(t0))
+        result = try play([#"{"type": "period", "period": "ET1"}"#], from: running, at: t0 + 5460)
+        #expect((result.state.clockSeconds, result.state.clockStartedAt) == (5460, Int(t0)))
     }
 
     @Test func kickOffAndFullTimeCarryAlerts() throws {
@@ -141,12 +159,14 @@ import TouchlineCore
         #expect(kickOff.importance == .normal)
         #expect(kickOff.alert == LiveActivityAlert(title: "Kick-off", body: "ARS v CHE"))
 
-        let running = MatchContentState(status: .live, period: "2H", clockSeconds: 5640, clockRunning: true, homeScore: 3, awayScore: 1)
-        let fullTime = try play([#"{"type": "status", "status": "finished"}"#], from: running)
+        let running = MatchContentState(status: .live, period: "2H", clockSeconds: 5640, clockRunning: true,
+                                        clockStartedAt: Int(Self.kickoff), homeScore: 3, awayScore: 1)
+        let fullTime = try play([#"{"type": "status", "status": "finished"}"#], from: running, at: Self.kickoff + 5760)
         #expect(fullTime.importance == .critical)
         #expect(fullTime.alert == LiveActivityAlert(title: "Full time", body: "ARS 3-1 CHE"))
         #expect(fullTime.state.status == .finished)
         #expect(!fullTime.state.clockRunning)
+        #expect(fullTime.state.clockSeconds == 5760)
 
         let scheduled = try play([#"{"type": "status", "status": "scheduled"}"#])
         #expect(scheduled.alert == nil)
@@ -248,10 +268,11 @@ import TouchlineCore
 
     @Test func theStateEncodesWithStableFieldNamesAndReadsBack() throws {
         let state = MatchContentState(status: .live, period: "2H", clockSeconds: 4020, clockRunning: true,
-                                      homeScore: 2, awayScore: 1, awayRedCards: 1, homeShots: 9, awayShots: 4,
+                                      clockStartedAt: 1_767_290_580, homeScore: 2, awayScore: 1, awayRedCards: 1, homeShots: 9, awayShots: 4,
                                       homeCorners: 5, awayCorners: 2, homePossession: 58,
                                       lastIncident: MatchIncident(kind: .goal, team: .home, minute: 67, text: "67' Goal: Saka (ARS)"))
-        let expected = #"{"status":"live","period":"2H","clockSeconds":4020,"clockRunning":true,"homeScore":2,"awayScore":1,"#
+        let expected = #"{"status":"live","period":"2H","clockSeconds":4020,"clockRunning":true,"clockStartedAt":1767290580,"#
+            + #""homeScore":2,"awayScore":1,"#
             + #""homeRedCards":0,"awayRedCards":1,"homeShots":9,"awayShots":4,"homeCorners":5,"awayCorners":2,"#
             + #""homePossession":58,"lastIncident":{"kind":"goal","team":"home","minute":67,"text":"67' Goal: Saka (ARS)"}}"#
         #expect(String(decoding: state.json.encoded, as: UTF8.self) == expected)

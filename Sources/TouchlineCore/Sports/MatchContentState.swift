@@ -3,19 +3,22 @@
 /// `ContentState` (docs/content-state.md), in this order:
 ///
 /// `{"status": "live", "period": "2H", "clockSeconds": 4020, "clockRunning": true,
-///   "homeScore": 2, "awayScore": 1, "homeRedCards": 0, "awayRedCards": 1,
+///   "clockStartedAt": 1767290580, "homeScore": 2, "awayScore": 1, "homeRedCards": 0, "awayRedCards": 1,
 ///   "homeShots": 9, "awayShots": 4, "homeCorners": 5, "awayCorners": 2, "homePossession": 58,
 ///   "lastIncident": {"kind": "goal", "team": "home", "minute": 67, "text": "67' Goal: Saka (ARS)"}}`
 ///
-/// `homePossession` and `lastIncident` are left out while unknown.
+/// `clockStartedAt`, `homePossession` and `lastIncident` are left out while unknown.
 public struct MatchContentState: Sendable, Equatable {
     public var status: MatchStatus
     /// Free label chosen by the provider: "1H", "HT", "2H", "ET1", "PEN"...; empty before kick-off.
     public var period: String
-    /// Match clock, elapsed seconds.
+    /// Match clock, elapsed seconds, as last set (while stopped: the time shown).
     public var clockSeconds: Int
-    /// Whether the clock is counting, so the app can run it locally between pushes.
+    /// Whether the clock is counting.
     public var clockRunning: Bool
+    /// While the clock runs: the Unix second at which it would have shown zero, so the app can
+    /// count on its own between pushes (`Text(timerInterval:)`); `nil` while stopped.
+    public var clockStartedAt: Int?
     public var homeScore: Int
     public var awayScore: Int
     public var homeRedCards: Int
@@ -33,13 +36,14 @@ public struct MatchContentState: Sendable, Equatable {
     public static let initial = MatchContentState()
 
     public init(status: MatchStatus = .scheduled, period: String = "", clockSeconds: Int = 0, clockRunning: Bool = false,
-                homeScore: Int = 0, awayScore: Int = 0, homeRedCards: Int = 0, awayRedCards: Int = 0,
+                clockStartedAt: Int? = nil, homeScore: Int = 0, awayScore: Int = 0, homeRedCards: Int = 0, awayRedCards: Int = 0,
                 homeShots: Int = 0, awayShots: Int = 0, homeCorners: Int = 0, awayCorners: Int = 0,
                 homePossession: Int? = nil, lastIncident: MatchIncident? = nil) {
         self.status = status
         self.period = period
         self.clockSeconds = clockSeconds
         self.clockRunning = clockRunning
+        self.clockStartedAt = clockStartedAt
         self.homeScore = homeScore
         self.awayScore = awayScore
         self.homeRedCards = homeRedCards
@@ -57,6 +61,9 @@ public struct MatchContentState: Sendable, Equatable {
         var members: [JSONValue.Member] = [
             .init("status", .string(status.rawValue)), .init("period", .string(period)),
             .init("clockSeconds", .integer(Int64(clockSeconds))), .init("clockRunning", .bool(clockRunning)),
+        ]
+        if let clockStartedAt { members.append(.init("clockStartedAt", .integer(Int64(clockStartedAt)))) }
+        members += [
             .init("homeScore", .integer(Int64(homeScore))), .init("awayScore", .integer(Int64(awayScore))),
             .init("homeRedCards", .integer(Int64(homeRedCards))), .init("awayRedCards", .integer(Int64(awayRedCards))),
             .init("homeShots", .integer(Int64(homeShots))), .init("awayShots", .integer(Int64(awayShots))),
@@ -79,6 +86,7 @@ public struct MatchContentState: Sendable, Equatable {
         self.period = period
         clockSeconds = try number("clockSeconds", &fields)
         clockRunning = try fields.required(fields.bool("clockRunning"), "clockRunning")
+        clockStartedAt = try fields.integer("clockStartedAt", in: 0...Int(Int64.max))
         homeScore = try number("homeScore", &fields)
         awayScore = try number("awayScore", &fields)
         homeRedCards = try number("homeRedCards", &fields)

@@ -1,7 +1,7 @@
 /// Folds sports events into a match content-state, deciding each update's importance and,
 /// for the moments worth lighting a screen, the alert that goes with it.
 ///
-/// Pure: the same state and event always give the same result. The alert is a proposal; the
+/// Pure: the same state, event and time always give the same result. The alert is a proposal; the
 /// channel engine sends it only with a priority-10 push, that is for critical updates while
 /// the channel's budget lasts.
 public struct SportsReducer: Sendable {
@@ -11,14 +11,16 @@ public struct SportsReducer: Sendable {
         self.attributes = attributes
     }
 
-    public func apply(_ sportsEvent: SportsEvent, to state: MatchContentState)
+    /// - Parameter now: when the gateway received the event; it anchors a running clock
+    ///   (`clockStartedAt`) so the app can count on its own between pushes.
+    public func apply(_ sportsEvent: SportsEvent, to state: MatchContentState, at now: UnixTime)
         -> (state: MatchContentState, importance: Importance, alert: LiveActivityAlert?) {
         var state = state
-        let alert = fold(sportsEvent.event, into: &state)
+        let alert = fold(sportsEvent.event, into: &state, at: Int(now.seconds))
         return (state, sportsEvent.importance, alert)
     }
 
-    private func fold(_ event: MatchEvent, into state: inout MatchContentState) -> LiveActivityAlert? {
+    private func fold(_ event: MatchEvent, into state: inout MatchContentState, at now: Int) -> LiveActivityAlert? {
         switch event {
         case .score(let home, let away):
             state.homeScore = home
@@ -26,12 +28,10 @@ public struct SportsReducer: Sendable {
             return nil
         case .period(let label, let clockSeconds, let clockRunning):
             state.period = label
-            if let clockSeconds { state.clockSeconds = clockSeconds }
-            if let clockRunning { state.clockRunning = clockRunning }
+            setClock(clockSeconds, running: clockRunning, in: &state, at: now)
             return nil
         case .clock(let seconds, let running):
-            state.clockSeconds = seconds
-            if let running { state.clockRunning = running }
+            setClock(seconds, running: running, in: &state, at: now)
             return nil
         case .status(let status):
             state.status = status
@@ -39,10 +39,10 @@ public struct SportsReducer: Sendable {
             case .scheduled: return nil
             case .live: return LiveActivityAlert(title: "Kick-off", body: .plain("\(attributes.homeCode) v \(attributes.awayCode)"))
             case .break:
-                state.clockRunning = false
+                setClock(nil, running: false, in: &state, at: now)
                 return nil
             case .finished:
-                state.clockRunning = false
+                setClock(nil, running: false, in: &state, at: now)
                 return LiveActivityAlert(title: "Full time", body: .plain(scoreline(state)))
             }
         case .goal(let team, let player, let minute, let ownGoal):
@@ -99,6 +99,19 @@ public struct SportsReducer: Sendable {
             if let value = update.awayCorners { state.awayCorners = value }
             return nil
         }
+    }
+
+    /// Sets the clock reading and whether it runs. Without a new reading, a running clock is
+    /// first brought up to date (so stopping it freezes the time reached). A running clock is
+    /// anchored as `clockStartedAt`, the instant it would have shown zero.
+    private func setClock(_ seconds: Int?, running: Bool?, in state: inout MatchContentState, at now: Int) {
+        if let seconds {
+            state.clockSeconds = seconds
+        } else if state.clockRunning, let startedAt = state.clockStartedAt {
+            state.clockSeconds = max(state.clockSeconds, now - startedAt)
+        }
+        if let running { state.clockRunning = running }
+        state.clockStartedAt = state.clockRunning ? now - state.clockSeconds : nil
     }
 
     private func addGoal(for team: Team, to state: inout MatchContentState) {

@@ -84,6 +84,8 @@ import TouchlineCore
         #expect(failure(#"{"a": 1 "b": 2}"#) == "expected ',' or '}' at byte 8")
         #expect(failure(#"{"id": "m-1", "home": 2 x}"#) == "expected ',' or '}' at byte 24")
         #expect(failure("[1 2]") == "expected ',' or ']' at byte 3")
+        #expect(failure("[1, 2") == "unexpected end of input, expected ',' or ']' at byte 5")
+        #expect(failure(#"{"a": 1, "a": 2}"#) == #"duplicate member name "a" at byte 9"#)
         #expect(failure("[1,]") == "expected a value at byte 3")
         #expect(failure(#"{"a":1,}"#) == "expected a string member name at byte 7")
         #expect(failure("{a:1}") == "expected a string member name at byte 1")

@@ -184,6 +184,44 @@ import TouchlineCore
         #expect(stats.state == MatchContentState(homeShots: 9, awayShots: 4, homeCorners: 5, awayCorners: 2, homePossession: 58))
     }
 
+    @Test func theDocumentedSampleMatchPlaysThrough() throws {
+        let sample = #"""
+            [
+              {"seq": 1,  "type": "status", "status": "live"},
+              {"seq": 2,  "type": "period", "period": "1H", "clockSeconds": 0, "clockRunning": true},
+              {"seq": 3,  "type": "card", "team": "away", "card": "yellow", "player": "Caicedo", "minute": 20},
+              {"seq": 4,  "type": "goal", "team": "home", "player": "Saka", "minute": 31},
+              {"seq": 5,  "type": "stats", "homePossession": 58, "homeShots": 7, "awayShots": 3},
+              {"seq": 6,  "type": "status", "status": "break"},
+              {"seq": 7,  "type": "period", "period": "HT"},
+              {"seq": 8,  "type": "status", "status": "live"},
+              {"seq": 9,  "type": "period", "period": "2H", "clockSeconds": 2700, "clockRunning": true},
+              {"seq": 10, "type": "penalty", "team": "away", "outcome": "scored", "player": "Palmer", "minute": 52},
+              {"seq": 11, "type": "card", "team": "away", "card": "second-yellow", "player": "Caicedo", "minute": 60},
+              {"seq": 12, "type": "goal", "team": "home", "player": "Saka", "minute": 67},
+              {"seq": 13, "type": "var", "team": "home", "decision": "goal-confirmed", "minute": 68},
+              {"seq": 14, "type": "substitution", "team": "home", "playerIn": "Havertz", "playerOut": "Saka", "minute": 80},
+              {"seq": 15, "type": "clock", "clockSeconds": 5400},
+              {"seq": 16, "type": "status", "status": "finished"}
+            ]
+            """#
+        guard case .array(let events) = try JSONParser.parse(Array(sample.utf8)) else { Issue.record("not an array"); return }
+        var state = MatchContentState.initial
+        var alerts: [LiveActivityAlert] = []
+        for (index, json) in events.enumerated() {
+            let result = reducer.apply(try SportsEvent(json: json), to: state, at: UnixTime(seconds: Self.kickoff + Int64(index) * 400))
+            state = result.state
+            if result.importance == .critical, let alert = result.alert { alerts.append(alert) }
+        }
+        // Events arrive 400 s apart: the clock runs on from 5400 until the final whistle.
+        #expect(state == MatchContentState(
+            status: .finished, period: "2H", clockSeconds: 5800, clockRunning: false, homeScore: 2, awayScore: 1,
+            awayRedCards: 1, homeShots: 7, awayShots: 3, homePossession: 58,
+            lastIncident: MatchIncident(kind: .substitution, team: .home, minute: 80, text: "80' Substitution: Havertz for Saka (ARS)")))
+        #expect(alerts.map(\.title) == ["Goal!", "Goal! (penalty)", "Red card", "Goal!", "Full time"])
+        #expect(alerts.last?.body == "ARS 2-1 CHE")
+    }
+
     @Test func defaultImportancePerEventType() throws {
         let expectations: [(String, Importance)] = [
             (#"{"type": "goal", "team": "home"}"#, .critical),

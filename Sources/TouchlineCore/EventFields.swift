@@ -32,8 +32,6 @@ struct EventFields {
         self.known = envelope
     }
 
-    func has(_ name: String) -> Bool { members.contains { $0.name == name } }
-
     /// The raw value of an optional member; `null` counts as absent.
     mutating func value(_ name: String) -> JSONValue? {
         known.insert(name)

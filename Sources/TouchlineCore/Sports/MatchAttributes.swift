@@ -32,8 +32,7 @@ public struct MatchAttributes: Sendable, Equatable {
         awayName = try fields.required(fields.string("awayName"), "awayName")
         awayCode = try fields.required(fields.string("awayCode", maxLength: 5), "awayCode")
         competition = try fields.required(fields.string("competition"), "competition")
-        guard let kickoffValue = fields.value("kickoff") else { throw EventValidationError(field: "kickoff", "missing field 'kickoff'") }
-        guard case .integer(let kickoff) = kickoffValue, kickoff >= 0 else {
+        guard case .integer(let kickoff) = try fields.required(fields.value("kickoff"), "kickoff"), kickoff >= 0 else {
             throw fields.error("kickoff", "must be Unix seconds (a non-negative integer)")
         }
         self.kickoff = kickoff

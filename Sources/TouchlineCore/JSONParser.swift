@@ -84,7 +84,7 @@ public struct JSONParser {
             guard peek(UInt8(ascii: "\"")) else { throw error(expected: "a string member name") }
             let nameOffset = index
             let name = try parseString()
-            if isDuplicate(name, in: members, index: &names) {
+            if isDuplicate(name, in: members, seen: &names) {
                 throw JSONParseError(offset: nameOffset, message: "duplicate member name \"\(name)\"")
             }
             skipWhitespace()
@@ -106,7 +106,7 @@ public struct JSONParser {
     }
 
     /// Small objects are searched linearly; past 16 members a set of names takes over.
-    private func isDuplicate(_ name: String, in members: [JSONValue.Member], index names: inout Set<String>?) -> Bool {
+    private func isDuplicate(_ name: String, in members: [JSONValue.Member], seen names: inout Set<String>?) -> Bool {
         if names == nil, members.count < 16 { return members.contains { $0.name == name } }
         if names == nil { names = Set(members.map(\.name)) }
         return !names!.insert(name).inserted

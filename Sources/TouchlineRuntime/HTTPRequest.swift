@@ -82,10 +82,15 @@ public final class HTTPRequest: @unchecked Sendable {
             return false
         }
         guard let handle else { return false }
-        evhttp_connection_set_closecb(evhttp_request_get_connection(handle), nil, nil)
+        let connection = evhttp_request_get_connection(handle)!
         let headers = evhttp_request_get_output_headers(handle)
         for header in response.headers { evhttp_add_header(headers, header.name, header.value) }
-        if server?.isShuttingDown ?? true { evhttp_add_header(headers, "Connection", "close") }
+        if let server, server.isShuttingDown {
+            evhttp_add_header(headers, "Connection", "close")
+            server.drainAfterResponse(connection)
+        } else {
+            evhttp_connection_set_closecb(connection, nil, nil)
+        }
         if !response.body.isEmpty {
             response.body.withUnsafeBytes { bytes in
                 _ = evbuffer_add(evhttp_request_get_output_buffer(handle), bytes.baseAddress, bytes.count)

@@ -53,6 +53,8 @@ public final class HTTPServer: @unchecked Sendable {
     private let handler: (HTTPRequest) -> Void
     private var shutdownTimer: LoopTimer?
     private var shutdownCompletion: (() -> Void)?
+    /// Connections closing after their last answer during shutdown.
+    private var connectionsClosing = 0
 
     /// Binds and starts serving. Loop thread only.
     public init(loop: EventLoop, configuration: HTTPServerConfiguration, handler: @escaping (HTTPRequest) -> Void) throws {
@@ -109,7 +111,25 @@ public final class HTTPServer: @unchecked Sendable {
 
     func requestFinished() {
         inFlightRequests -= 1
-        if isShuttingDown && inFlightRequests == 0 { finishShutdown() }
+        finishShutdownIfDrained()
+    }
+
+    /// During shutdown, a connection whose last answer is being written: the server is freed only
+    /// once evhttp has written it and closed the connection.
+    func drainAfterResponse(_ connection: OpaquePointer) {
+        connectionsClosing += 1
+        evhttp_connection_set_closecb(connection, { _, context in
+            let server = Unmanaged<HTTPServer>.fromOpaque(context!).takeUnretainedValue()
+            server.connectionsClosing -= 1
+            server.finishShutdownIfDrained()
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Called from evhttp's callbacks (a connection being freed), so the evhttp itself is freed
+    /// in a later turn of the loop, never inside them.
+    private func finishShutdownIfDrained() {
+        guard isShuttingDown && inFlightRequests == 0 && connectionsClosing == 0 else { return }
+        loop.execute { self.finishShutdown() }
     }
 
     /// Stops accepting connections, lets requests in flight be answered for up to `gracePeriod`
@@ -121,7 +141,7 @@ public final class HTTPServer: @unchecked Sendable {
         shutdownCompletion = completion
         if let boundSocket { evhttp_del_accept_socket(http, boundSocket) }
         boundSocket = nil
-        if inFlightRequests == 0 { return finishShutdown() }
+        finishShutdownIfDrained()
         let timer = LoopTimer(loop: loop) { [unowned self] in finishShutdown() }
         timer.schedule(after: gracePeriod)
         shutdownTimer = timer

@@ -83,20 +83,13 @@ public final class HTTPRequest: @unchecked Sendable {
         }
         guard let handle else { return false }
         let connection = evhttp_request_get_connection(handle)!
-        let headers = evhttp_request_get_output_headers(handle)
-        for header in response.headers { evhttp_add_header(headers, header.name, header.value) }
-        if let server, server.isShuttingDown {
-            evhttp_add_header(headers, "Connection", "close")
+        let closing = server?.isShuttingDown ?? false
+        if let server, closing {
             server.drainAfterResponse(connection)
         } else {
             evhttp_connection_set_closecb(connection, nil, nil)
         }
-        if !response.body.isEmpty {
-            response.body.withUnsafeBytes { bytes in
-                _ = evbuffer_add(evhttp_request_get_output_buffer(handle), bytes.baseAddress, bytes.count)
-            }
-        }
-        evhttp_send_reply(handle, Int32(response.status), reasonPhrase(response.status), nil)
+        response.send(on: handle, closingConnection: closing)
         finish()
         return true
     }
@@ -114,5 +107,20 @@ public final class HTTPRequest: @unchecked Sendable {
         handle = nil
         server?.requestFinished()
         Unmanaged.passUnretained(self).release()
+    }
+}
+
+extension HTTPResponse {
+    /// Hands the response to evhttp, which adds `Content-Length` and `Date` and writes it.
+    func send(on handle: OpaquePointer, closingConnection: Bool) {
+        let output = evhttp_request_get_output_headers(handle)
+        for header in headers { evhttp_add_header(output, header.name, header.value) }
+        if closingConnection { evhttp_add_header(output, "Connection", "close") }
+        if !body.isEmpty {
+            body.withUnsafeBytes { bytes in
+                _ = evbuffer_add(evhttp_request_get_output_buffer(handle), bytes.baseAddress, bytes.count)
+            }
+        }
+        evhttp_send_reply(handle, Int32(status), reasonPhrase(status), nil)
     }
 }

@@ -10,14 +10,16 @@ public struct HTTPServerConfiguration: Sendable {
     public var host: String
     /// 0 picks a free port; read it back from ``HTTPServer/port``.
     public var port: Int
-    /// Larger bodies are refused with 413 before they are buffered.
+    /// Larger bodies are refused with a JSON 413 naming the size and the limit. Bodies over four
+    /// times the limit are cut off by evhttp as they arrive, without being buffered whole; that
+    /// 413 carries evhttp's own short HTML body.
     public var maxBodySize: Int
     /// Larger request heads (request line plus headers) are refused with 400.
     public var maxHeaderSize: Int
     /// A connection that stays silent this long while a request is read or written, or while
     /// idle between keep-alive requests, is closed.
     public var connectionTimeout: Duration
-    /// Other methods are answered 501 by evhttp without reaching the handler.
+    /// Other methods are answered with a JSON 501 without reaching the handler.
     public var allowedMethods: Set<HTTPMethod>
 
     public init(host: String = "127.0.0.1", port: Int = 0, maxBodySize: Int = 1 << 20, maxHeaderSize: Int = 16 << 10,
@@ -36,9 +38,10 @@ public struct HTTPServerConfiguration: Sendable {
 ///
 /// Loop-confined: create, use and shut it down on its loop's thread (`@unchecked Sendable` only
 /// so closures running on that loop can capture it). Every request becomes an ``HTTPRequest``
-/// handed to `handler`, which answers it now or later on the same loop; evhttp answers by itself
-/// what never reaches the handler: a malformed request (400), a head over the limit (400), a body
-/// over the limit (413), a method not allowed (501).
+/// handed to `handler`, which answers it now or later on the same loop. The server answers by
+/// itself, in JSON, a method it does not serve (501) and a body over the limit (413); evhttp
+/// answers a malformed request or a head over the limit (400) and a body far over the limit (413)
+/// with its own short HTML error page.
 public final class HTTPServer: @unchecked Sendable {
     public let loop: EventLoop
     /// The bound port (useful after binding port 0).
@@ -51,6 +54,8 @@ public final class HTTPServer: @unchecked Sendable {
     private var http: OpaquePointer?
     private var boundSocket: OpaquePointer?
     private let handler: (HTTPRequest) -> Void
+    private let maxBodySize: Int
+    private let allowedMethods: Set<HTTPMethod>
     private var shutdownTimer: LoopTimer?
     private var shutdownCompletion: (() -> Void)?
     /// Connections closing after their last answer during shutdown.
@@ -76,12 +81,15 @@ public final class HTTPServer: @unchecked Sendable {
         boundSocket = bound
         port = boundPort(evhttp_bound_socket_get_fd(bound))
 
-        evhttp_set_max_body_size(http, configuration.maxBodySize)
+        maxBodySize = configuration.maxBodySize
+        allowedMethods = configuration.allowedMethods
+        evhttp_set_max_body_size(http, configuration.maxBodySize > Int.max / 4 ? Int.max : configuration.maxBodySize * 4)
         evhttp_set_max_headers_size(http, configuration.maxHeaderSize)
         let timeoutNanoseconds = configuration.connectionTimeout.inNanoseconds
         var timeout = timeval(tv_sec: Int(timeoutNanoseconds / 1_000_000_000), tv_usec: Int(timeoutNanoseconds % 1_000_000_000 / 1000))
         evhttp_set_timeout_tv(http, &timeout)
-        evhttp_set_allowed_methods(http, UInt16(configuration.allowedMethods.reduce(0) { $0 | $1.evhttpType }))
+        // All methods reach `received`, which answers the unsupported ones in JSON.
+        evhttp_set_allowed_methods(http, UInt16.max)
         // Read and drop the rest of an oversized body before closing, so the client sees the
         // 413 rather than a reset while it is still sending.
         evhttp_set_flags(http, EVHTTP_SERVER_LINGERING_CLOSE)
@@ -96,9 +104,17 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     private func received(_ handle: OpaquePointer) {
-        guard let method = HTTPMethod(evhttpType: evhttp_request_get_command(handle).rawValue) else {
-            evhttp_send_error(handle, 501, "Not Implemented")
-            return
+        let method = HTTPMethod(evhttpType: evhttp_request_get_command(handle).rawValue)
+        guard let method, allowedMethods.contains(method) else {
+            let name = method?.rawValue ?? "this method"
+            return HTTPResponse.error(status: 501, error: "method_not_implemented", message: "the server does not implement \(name)")
+                .send(on: handle, closingConnection: isShuttingDown)
+        }
+        let bodySize = evbuffer_get_length(evhttp_request_get_input_buffer(handle))
+        guard bodySize <= maxBodySize else {
+            return HTTPResponse.error(status: 413, error: "body_too_large",
+                                      message: "the request body is \(bodySize) bytes; the limit is \(maxBodySize) bytes")
+                .send(on: handle, closingConnection: isShuttingDown)
         }
         inFlightRequests += 1
         let request = HTTPRequest(handle: handle, method: method, server: self)

@@ -110,8 +110,16 @@ private func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
         defer { fixture.stop() }
         let big = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
         let client = try RawHTTPClient(port: fixture.port)
-        let refused = try client.exchange("POST", "/v1/channels/a/events", headers: ["Authorization: Bearer k"], body: big)
+        let refused = try client.exchange("POST", "/v1/channels/a/events", headers: ["Authorization: Bearer k"],
+                                          body: Array(big.prefix(2000)))
         #expect(refused.status == 413)
+        #expect(refused.headers["content-type"] == "application/json")
+        #expect(json(refused)["message"] as? String == "the request body is 2000 bytes; the limit is 1024 bytes")
+        #expect(try client.exchange("GET", "/v1/channels/same-connection").status == 200)
+
+        let farOver = try RawHTTPClient(port: fixture.port)
+        let cutOff = try farOver.exchange("POST", "/v1/channels/a/events", headers: ["Authorization: Bearer k"], body: big)
+        #expect(cutOff.status == 413)
 
         let bodyFile = FileManager.default.temporaryDirectory.appendingPathComponent("http-test-\(UUID()).json")
         try Data(repeating: UInt8(ascii: "y"), count: 200_000).write(to: bodyFile)
@@ -125,6 +133,16 @@ private func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
                                           body: [UInt8](repeating: 1, count: 1024))
         #expect(accepted.status == 202)
         #expect(json(accepted)["bytes"] as? Int == 1024)
+    }
+
+    @Test func aMethodTheServerDoesNotServeGetsAJSON501() throws {
+        let fixture = try ServerFixture(configuration: HTTPServerConfiguration(allowedMethods: [.get]), router: echoRouter())
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port)
+        let response = try client.exchange("DELETE", "/v1/channels/x")
+        #expect(response.status == 501)
+        #expect(json(response)["message"] as? String == "the server does not implement DELETE")
+        #expect(try client.exchange("GET", "/v1/channels/x").status == 200)
     }
 
     @Test func malformedRequestLineGets400AndTheServerKeepsServing() throws {

@@ -73,8 +73,10 @@ public final class HTTPRequest: @unchecked Sendable {
         return evhttp_find_header(evhttp_request_get_input_headers(handle), name).map { String(cString: $0) }
     }
 
-    /// Sends `response`. Call once, on the loop (a call from another thread is forwarded to the
-    /// loop). Returns false when nothing was sent: already answered, or the client is gone.
+    /// Sends `response`. Call once, on the loop; returns false when nothing was sent because the
+    /// request was already answered or its connection is gone. A call from another thread is
+    /// forwarded to the loop through ``EventLoop/execute(_:)`` and returns false at once, as
+    /// the outcome is not known yet.
     @discardableResult
     public func respond(_ response: HTTPResponse) -> Bool {
         guard loop.inEventLoop else {

@@ -145,6 +145,24 @@ private func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
         #expect(try client.exchange("GET", "/v1/channels/x").status == 200)
     }
 
+    @Test func aRequestHeadOverTheLimitGets400AndTheServerKeepsServing() throws {
+        let fixture = try ServerFixture(configuration: HTTPServerConfiguration(maxHeaderSize: 4096), router: echoRouter())
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port)
+        let response = try client.exchange("GET", "/v1/channels/x", headers: ["X-Padding: " + String(repeating: "p", count: 8000)])
+        #expect(response.status == 400)
+        #expect(try RawHTTPClient(port: fixture.port).exchange("GET", "/v1/channels/x").status == 200)
+    }
+
+    @Test func anIdleKeepAliveConnectionIsClosedAfterTheTimeout() throws {
+        let fixture = try ServerFixture(configuration: HTTPServerConfiguration(connectionTimeout: .milliseconds(200)),
+                                        router: echoRouter())
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port, receiveTimeoutSeconds: 5)
+        #expect(try client.exchange("GET", "/v1/channels/x").status == 200)
+        #expect(client.isClosedByServer())
+    }
+
     @Test func malformedRequestLineGets400AndTheServerKeepsServing() throws {
         let fixture = try ServerFixture(router: echoRouter())
         defer { fixture.stop() }
@@ -189,7 +207,9 @@ private func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
         let sent = try fixture.loop.sync { request.respond(.json(status: 202, ["late": true])) }
         let secondAnswer = try fixture.loop.sync { request.respond(HTTPResponse(status: 500)) }
         #expect(!secondAnswer)
-        _ = sent  // whether the late answer reached the socket depends on when the close was seen
+        // evhttp stops reading while a request is being handled, so the departure is usually
+        // noticed only when the answer is written; either way nothing is sent twice.
+        _ = sent
         usleep(50_000)
         #expect(fixture.inFlightRequests == 0)
         #expect(try RawHTTPClient(port: fixture.port).exchange("GET", "/fast").status == 204)

@@ -150,9 +150,15 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Stops accepting connections, lets requests in flight be answered for up to `gracePeriod`
     /// (answers then carry `Connection: close`; new requests on open connections get 503), then
-    /// closes every connection and frees the server. `completion` runs on the loop. Loop thread only.
+    /// closes every connection and frees the server. `completion` runs on the loop once the
+    /// server is freed (also for a second call made meanwhile). Loop thread only.
     public func shutdown(gracePeriod: Duration, completion: @escaping () -> Void = {}) {
-        guard !isShuttingDown, let http else { return completion() }
+        guard let http else { return completion() }
+        if isShuttingDown {
+            let earlier = shutdownCompletion
+            shutdownCompletion = { earlier?(); completion() }
+            return
+        }
         isShuttingDown = true
         shutdownCompletion = completion
         if let boundSocket { evhttp_del_accept_socket(http, boundSocket) }

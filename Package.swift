@@ -45,6 +45,7 @@ let package = Package(
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "HTTP2", "TouchlineRuntime", "TouchlineCore"]),
+        .testTarget(name: "TouchlineHTTPTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "TouchlineTests", dependencies: ["APNs", "HTTP2", "MockAPNs", "TouchlineRuntime", "TouchlineCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,286 @@
+import Foundation
+import Synchronization
+import Testing
+import TouchlineCore
+import TouchlineRuntime
+
+/// The router the server tests share: an echo of what the server parsed, behind a bearer key.
+private func echoRouter() -> HTTPRouter {
+    var router = HTTPRouter()
+    router.add(.post, "/v1/channels/{id}/events") { request, parameters in
+        do throws(HTTPError) {
+            let key = try request.bearerToken()
+            request.respond(.json(status: 202, [
+                "id": .string(parameters["id"] ?? ""),
+                "key": .string(key),
+                "limit": request.target.queryValue("limit").map { .string($0) } ?? .null,
+                "note": request.target.queryValue("note").map { .string($0) } ?? .null,
+                "trace": request.header("x-TRACE-id").map { .string($0) } ?? .null,
+                "bytes": .integer(Int64(request.body.count)),
+            ]))
+        } catch {
+            request.respond(error.response)
+        }
+    }
+    router.add(.get, "/v1/channels/{id}") { request, parameters in
+        request.respond(.json(status: 200, ["id": .string(parameters["id"] ?? "")]))
+    }
+    router.add(.delete, "/v1/channels/{id}") { request, _ in request.respond(HTTPResponse(status: 204)) }
+    return router
+}
+
+private func json(_ response: RawHTTPClient.Response) -> [String: Any] {
+    (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
+}
+
+/// Runs curl and returns (status, body).
+private func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+    process.arguments = ["-s", "-w", "\n%{http_code}"] + arguments
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    var lines = String(decoding: data, as: UTF8.self).components(separatedBy: "\n")
+    let status = Int(lines.removeLast()) ?? -1
+    return (status, lines.joined(separator: "\n"))
+}
+
+@Suite struct HTTPServerTests {
+    @Test func curlReachesARouteWithParametersQueryHeadersAndBody() throws {
+        let fixture = try ServerFixture(router: echoRouter())
+        defer { fixture.stop() }
+        let result = try curl([
+            "-X", "POST", "-H", "Authorization: Bearer k-1", "-H", "X-Trace-Id: t9",
+            "-H", "Content-Type: application/json", "--data-binary", #"{"seq":1}"#,
+            "http://127.0.0.1:\(fixture.port)/v1/channels/match%2F7/events?limit=10&note=a+b%21",
+        ])
+        #expect(result.status == 202)
+        #expect(result.body == #"{"id":"match/7","key":"k-1","limit":"10","note":"a b!","trace":"t9","bytes":9}"#)
+    }
+
+    @Test func unknownPathWrongMethodAndMissingKeyGetJSONErrors() throws {
+        let fixture = try ServerFixture(router: echoRouter())
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port)
+
+        let notFound = try client.exchange("GET", "/v2/nothing")
+        #expect(notFound.status == 404)
+        #expect(notFound.headers["content-type"] == "application/json")
+        #expect(json(notFound)["error"] as? String == "not_found")
+        #expect(json(notFound)["message"] as? String == "no resource at /v2/nothing")
+
+        let wrongMethod = try client.exchange("PUT", "/v1/channels/abc")
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.headers["allow"] == "GET, DELETE")
+        #expect(json(wrongMethod)["error"] as? String == "method_not_allowed")
+
+        let noKey = try client.exchange("POST", "/v1/channels/abc/events", body: Array("{}".utf8))
+        #expect(noKey.status == 401)
+        #expect(noKey.headers["www-authenticate"] == "Bearer")
+        #expect(json(noKey)["error"] as? String == "missing_api_key")
+
+        let basic = try client.exchange("POST", "/v1/channels/abc/events", headers: ["Authorization: Basic dTpw"], body: Array("{}".utf8))
+        #expect(basic.status == 401)
+        #expect(json(basic)["error"] as? String == "invalid_authorization")
+        #expect((json(basic)["message"] as? String)?.contains("Bearer scheme, got Basic") == true)
+    }
+
+    @Test func keepAliveAndPipelinedRequestsAreAnsweredInOrderOnOneConnection() throws {
+        let fixture = try ServerFixture(router: echoRouter())
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port)
+        for i in 0..<5 {
+            let response = try client.exchange("GET", "/v1/channels/c\(i)")
+            #expect(response.status == 200)
+            #expect(response.text == #"{"id":"c\#(i)"}"#)
+        }
+        let pipelined = (0..<10).flatMap { RawHTTPClient.request("GET", "/v1/channels/p\($0)") }
+        try client.send(pipelined)
+        for i in 0..<10 {
+            let response = try #require(try client.readResponse())
+            #expect(response.text == #"{"id":"p\#(i)"}"#)
+        }
+    }
+
+    @Test func bodyOverTheCapIsRefusedWith413AndTheServerKeepsServing() throws {
+        let fixture = try ServerFixture(configuration: HTTPServerConfiguration(maxBodySize: 1024), router: echoRouter())
+        defer { fixture.stop() }
+        let big = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
+        let client = try RawHTTPClient(port: fixture.port)
+        let refused = try client.exchange("POST", "/v1/channels/a/events", headers: ["Authorization: Bearer k"],
+                                          body: Array(big.prefix(2000)))
+        #expect(refused.status == 413)
+        #expect(refused.headers["content-type"] == "application/json")
+        #expect(json(refused)["message"] as? String == "the request body is 2000 bytes; the limit is 1024 bytes")
+        #expect(try client.exchange("GET", "/v1/channels/same-connection").status == 200)
+
+        let farOver = try RawHTTPClient(port: fixture.port)
+        let cutOff = try farOver.exchange("POST", "/v1/channels/a/events", headers: ["Authorization: Bearer k"], body: big)
+        #expect(cutOff.status == 413)
+
+        let bodyFile = FileManager.default.temporaryDirectory.appendingPathComponent("http-test-\(UUID()).json")
+        try Data(repeating: UInt8(ascii: "y"), count: 200_000).write(to: bodyFile)
+        defer { try? FileManager.default.removeItem(at: bodyFile) }
+        let viaCurl = try curl(["-H", "Authorization: Bearer k", "--data-binary", "@\(bodyFile.path)",
+                                "http://127.0.0.1:\(fixture.port)/v1/channels/a/events"])
+        #expect(viaCurl.status == 413)
+
+        let fresh = try RawHTTPClient(port: fixture.port)
+        let accepted = try fresh.exchange("POST", "/v1/channels/a/events", headers: ["Authorization: Bearer k"],
+                                          body: [UInt8](repeating: 1, count: 1024))
+        #expect(accepted.status == 202)
+        #expect(json(accepted)["bytes"] as? Int == 1024)
+    }
+
+    @Test func aMethodTheServerDoesNotServeGetsAJSON501() throws {
+        let fixture = try ServerFixture(configuration: HTTPServerConfiguration(allowedMethods: [.get]), router: echoRouter())
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port)
+        let response = try client.exchange("DELETE", "/v1/channels/x")
+        #expect(response.status == 501)
+        #expect(json(response)["message"] as? String == "the server does not implement DELETE")
+        #expect(try client.exchange("GET", "/v1/channels/x").status == 200)
+    }
+
+    @Test func aRequestHeadOverTheLimitGets400AndTheServerKeepsServing() throws {
+        let fixture = try ServerFixture(configuration: HTTPServerConfiguration(maxHeaderSize: 4096), router: echoRouter())
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port)
+        let response = try client.exchange("GET", "/v1/channels/x", headers: ["X-Padding: " + String(repeating: "p", count: 8000)])
+        #expect(response.status == 400)
+        #expect(try RawHTTPClient(port: fixture.port).exchange("GET", "/v1/channels/x").status == 200)
+    }
+
+    @Test func anIdleKeepAliveConnectionIsClosedAfterTheTimeout() throws {
+        let fixture = try ServerFixture(configuration: HTTPServerConfiguration(connectionTimeout: .milliseconds(200)),
+                                        router: echoRouter())
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port, receiveTimeoutSeconds: 5)
+        #expect(try client.exchange("GET", "/v1/channels/x").status == 200)
+        #expect(client.isClosedByServer())
+    }
+
+    @Test func malformedRequestLineGets400AndTheServerKeepsServing() throws {
+        let fixture = try ServerFixture(router: echoRouter())
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port)
+        try client.send(Array("THIS IS NOT HTTP\r\n\r\n".utf8))
+        let response = try #require(try client.readResponse())
+        #expect(response.status == 400)
+        #expect(try RawHTTPClient(port: fixture.port).exchange("GET", "/v1/channels/x").status == 200)
+    }
+
+    @Test func aResponseMadeOnAnotherThreadIsSentFromTheLoop() throws {
+        let fixture = try ServerFixture { request in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(30)) {
+                // E.g. after a durable commit on a writer thread.
+                request.loop.execute {
+                    request.respond(.json(status: 202, ["durable": true]))
+                }
+            }
+        }
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port)
+        for _ in 0..<3 {
+            let response = try client.exchange("POST", "/v1/anything", body: Array("{}".utf8))
+            #expect(response.status == 202)
+            #expect(response.text == #"{"durable":true}"#)
+        }
+        #expect(fixture.inFlightRequests == 0)
+    }
+
+    @Test func aClientThatLeavesBeforeTheAnswerIsDroppedSafely() throws {
+        let parked = Mutex<[HTTPRequest]>([])
+        let fixture = try ServerFixture { request in
+            if request.path == "/slow" { parked.withLock { $0.append(request) } } else { request.respond(HTTPResponse(status: 204)) }
+        }
+        defer { fixture.stop() }
+        let leaving = try RawHTTPClient(port: fixture.port)
+        try leaving.send(RawHTTPClient.request("POST", "/slow", body: Array("{}".utf8)))
+        while parked.withLock({ $0.count }) == 0 { usleep(1000) }
+        leaving.closeNow()
+        usleep(50_000)
+        let request = parked.withLock { $0[0] }
+        let sent = try fixture.loop.sync { request.respond(.json(status: 202, ["late": true])) }
+        let secondAnswer = try fixture.loop.sync { request.respond(HTTPResponse(status: 500)) }
+        #expect(!secondAnswer)
+        // evhttp stops reading while a request is being handled, so the departure is usually
+        // noticed only when the answer is written; either way nothing is sent twice.
+        _ = sent
+        usleep(50_000)
+        #expect(fixture.inFlightRequests == 0)
+        #expect(try RawHTTPClient(port: fixture.port).exchange("GET", "/fast").status == 204)
+    }
+
+    @Test func fiftyConcurrentKeepAliveClientsOfTwentyRequestsEach() throws {
+        let fixture = try ServerFixture(router: echoRouter())
+        defer { fixture.stop() }
+        let failures = Atomic<Int>(0)
+        let port = fixture.port
+        DispatchQueue.concurrentPerform(iterations: 50) { clientIndex in
+            do {
+                let client = try RawHTTPClient(port: port)
+                for i in 0..<20 {
+                    let response = try client.exchange("POST", "/v1/channels/c\(clientIndex)/events?limit=\(i)",
+                                                       headers: ["Authorization: Bearer key\(clientIndex)"],
+                                                       body: [UInt8](repeating: 7, count: i * 10))
+                    let body = json(response)
+                    if response.status != 202 || body["id"] as? String != "c\(clientIndex)" || body["limit"] as? String != "\(i)"
+                        || body["bytes"] as? Int != i * 10 {
+                        failures.add(1, ordering: .relaxed)
+                    }
+                }
+            } catch {
+                failures.add(1, ordering: .relaxed)
+            }
+        }
+        #expect(failures.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func shutdownLetsAPendingRequestFinishThenRefusesNewConnections() throws {
+        let parked = Mutex<[HTTPRequest]>([])
+        let fixture = try ServerFixture { request in parked.withLock { $0.append(request) } }
+        let client = try RawHTTPClient(port: fixture.port)
+        try client.send(RawHTTPClient.request("GET", "/pending"))
+        while parked.withLock({ $0.count }) == 0 { usleep(1000) }
+
+        let stopped = DispatchSemaphore(value: 0)
+        fixture.loop.execute { fixture.server.shutdown(gracePeriod: .seconds(5)) { stopped.signal() } }
+        #expect(stopped.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
+        #expect(throws: RawHTTPClient.Failure.self) { try RawHTTPClient(port: fixture.port) }
+
+        let request = parked.withLock { $0[0] }
+        fixture.loop.execute { request.respond(.json(status: 200, ["last": true])) }
+        let response = try #require(try client.readResponse())
+        #expect(response.status == 200)
+        #expect(response.headers["connection"]?.lowercased() == "close")
+        #expect(stopped.wait(timeout: .now() + .seconds(2)) == .success)
+        fixture.loop.stopAndWait()
+    }
+
+    @Test func shutdownAbandonsRequestsStillPendingAfterTheGracePeriod() throws {
+        let parked = Mutex<[HTTPRequest]>([])
+        let fixture = try ServerFixture { request in parked.withLock { $0.append(request) } }
+        let client = try RawHTTPClient(port: fixture.port)
+        try client.send(RawHTTPClient.request("GET", "/never"))
+        while parked.withLock({ $0.count }) == 0 { usleep(1000) }
+        let stopped = DispatchSemaphore(value: 0)
+        fixture.loop.execute { fixture.server.shutdown(gracePeriod: .milliseconds(50)) { stopped.signal() } }
+        #expect(stopped.wait(timeout: .now() + .seconds(2)) == .success)
+        #expect(client.isClosedByServer())
+        let request = parked.withLock { $0[0] }
+        #expect(try fixture.loop.sync { (request.isPending, request.respond(HTTPResponse(status: 200))) } == (false, false))
+        fixture.loop.stopAndWait()
+    }
+
+    @Test func aNameInsteadOfANumericAddressIsRefusedClearly() throws {
+        let loop = EventLoop.start(name: "http-test")
+        defer { loop.stopAndWait() }
+        #expect(throws: TransportError.socket("listen address must be a numeric IPv4 or IPv6 address, got localhost")) {
+            try loop.sync { _ = try HTTPServer(loop: loop, configuration: HTTPServerConfiguration(host: "localhost")) { _ in } }
+        }
+    }
+}

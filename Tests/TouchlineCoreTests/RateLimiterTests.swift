@@ -91,6 +91,8 @@ import TouchlineCore
         for _ in 0..<3 { limiter.consume(now: t0) }
         let earlier = t0 - .seconds(3600)
         #expect(limiter.nextAllowed(now: earlier) == earlier + .seconds(2))
+        limiter.refill(now: earlier)
+        do { let allowed = limiter.consume(now: earlier + .seconds(2)); #expect(allowed) }
         var random = SplitMix64(seed: 1)
         limiter.recordThrottle(now: t0, using: &random)
         // The back-off deadline is clamped to now + maximum however far the clock went back.

@@ -236,6 +236,7 @@ public struct ChannelEngine: Sendable {
             return [.deleteChannel]
         }
         guard phase == .live || phase == .ending, inFlight == nil, var next = pending else { return [] }
+        limiter.refill(now: now)
         let allowed = limiter.nextAllowed(now: now)
         guard allowed <= now else {
             if !next.deferred {

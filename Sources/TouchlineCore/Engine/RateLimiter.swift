@@ -104,9 +104,10 @@ public struct RateLimiter: Sendable, Equatable {
 
     /// The earliest time a push may go, `now` if one may go at once.
     public func nextAllowed(now: UnixTime) -> UnixTime {
-        let (tokens, anchor) = refilled(now: now)
-        var earliest = tokens >= 1 ? now : anchor + interval
-        if let blocked = effectiveBlock(now: now), blocked > earliest { earliest = blocked }
+        var current = self
+        current.refill(now: now)
+        var earliest = current.state.tokens >= 1 ? now : current.state.refillAnchor + current.interval
+        if let blocked = current.state.blockedUntil, blocked > earliest { earliest = blocked }
         return earliest
     }
 
@@ -114,11 +115,37 @@ public struct RateLimiter: Sendable, Equatable {
     @discardableResult
     public mutating func consume(now: UnixTime) -> Bool {
         guard nextAllowed(now: now) <= now else { return false }
-        let (tokens, anchor) = refilled(now: now)
-        state.tokens = tokens - 1
-        state.refillAnchor = anchor
+        refill(now: now)
+        state.tokens -= 1
         state.blockedUntil = nil
         return true
+    }
+
+    /// Brings the bucket up to `now`: adds the tokens earned since the anchor. A wall clock that
+    /// stepped back restarts the accrual from `now` and pulls the back-off deadline in to at most
+    /// `now + backoff.maximum`, so the channel never waits for the clock to catch up. Called by
+    /// `consume`; call it before `nextAllowed` when the clock may have stepped back.
+    public mutating func refill(now: UnixTime) {
+        if let blocked = state.blockedUntil, blocked > now + backoff.maximum { state.blockedUntil = now + backoff.maximum }
+        guard now >= state.refillAnchor else {
+            state.tokens = min(state.tokens, burst)
+            state.refillAnchor = now
+            return
+        }
+        guard state.tokens < burst else {
+            state.tokens = burst
+            state.refillAnchor = now
+            return
+        }
+        let step = interval.inNanoseconds
+        let gained = (now - state.refillAnchor).inNanoseconds / step
+        if Int64(state.tokens) + gained >= Int64(burst) {
+            state.tokens = burst
+            state.refillAnchor = now
+        } else {
+            state.tokens += Int(gained)
+            state.refillAnchor = state.refillAnchor + .nanoseconds(gained * step)
+        }
     }
 
     /// APNs answered 429 for this channel: wait out a back-off delay, empty the bucket, and take
@@ -152,23 +179,5 @@ public struct RateLimiter: Sendable, Equatable {
     private mutating func block<R: RandomNumberGenerator>(now: UnixTime, using random: inout R) {
         state.blockedUntil = now + backoff.delay(attempt: state.consecutiveFailures, using: &random)
         state.consecutiveFailures += 1
-    }
-
-    /// The back-off deadline, clamped to `now + backoff.maximum` so that a wall clock stepping
-    /// back cannot stretch it.
-    private func effectiveBlock(now: UnixTime) -> UnixTime? {
-        guard let blocked = state.blockedUntil else { return nil }
-        return min(blocked, now + backoff.maximum)
-    }
-
-    /// Tokens and refill anchor brought up to `now`. A clock that stepped back restarts the
-    /// accrual from `now` rather than stalling the channel until the clock catches up.
-    private func refilled(now: UnixTime) -> (tokens: Int, anchor: UnixTime) {
-        guard now >= state.refillAnchor else { return (min(state.tokens, burst), now) }
-        guard state.tokens < burst else { return (burst, now) }
-        let step = interval.inNanoseconds
-        let gained = (now - state.refillAnchor).inNanoseconds / step
-        if Int64(state.tokens) + gained >= Int64(burst) { return (burst, now) }
-        return (state.tokens + Int(gained), state.refillAnchor + .nanoseconds(gained * step))
     }
 }

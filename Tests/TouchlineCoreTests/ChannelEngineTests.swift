@@ -236,6 +236,15 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
         #expect(shell.engine.phase == .closed)
     }
 
+    @Test func anEndNeedsAStateAndComesOnlyOnce() throws {
+        var shell = VirtualShell(policy: policy, start: t0)
+        #expect(throws: ChannelEngine.Failure.noContentState) { try shell.end() }
+        #expect(shell.engine.phase == .live)
+        try shell.end(match(minute: 0))
+        #expect(throws: ChannelEngine.Failure.channelEnded) { try shell.end(match(minute: 1)) }
+        #expect(shell.sent.count == 1 && shell.sent[0].isEnd)
+    }
+
     @Test func anEndWithAFinalStateKeepsThePendingGoalAlert() throws {
         var shell = VirtualShell(policy: policy, start: t0)
         try shellWithSpentBurst(&shell)

@@ -39,6 +39,7 @@ import TouchlineCore
         (#"{"minimumIntervalSeconds": 1e300}"#, "minimumIntervalSeconds"),
         (#"{"freshnessSeconds": -5}"#, "freshnessSeconds"),
         (#"{"priorityBudgetPerHour": -1}"#, "priorityBudgetPerHour"),
+        (#"{"priorityBudgetPerHour": 5000}"#, "priorityBudgetPerHour"),
         (#"{"throttleBackoff": {"jitter": 2}}"#, "throttleBackoff.jitter"),
         (#"{"throttleBackoff": {"initialSeconds": 10, "maximumSeconds": 5}}"#, "throttleBackoff.maximumSeconds"),
         (#"{"throttleBackoff": {"multiplier": 0.5}}"#, "throttleBackoff.multiplier"),

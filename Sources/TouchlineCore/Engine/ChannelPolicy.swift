@@ -99,10 +99,11 @@ extension ChannelPolicy: Codable {
             try Self.check(value, within: allowZero ? 0 : .leastNonzeroMagnitude, Self.longestDuration, key.stringValue)
             return .nanoseconds(Int64(value * 1e9))
         }
+        // Counts are capped: the budget keeps one timestamp per priority-10 push in its window.
         func count(_ key: CodingKeys, _ fallback: Int, minimum: Int) throws -> Int {
             guard let value = try c.decodeIfPresent(Int.self, forKey: key) else { return fallback }
-            guard value >= minimum, value <= 1_000_000 else {
-                throw ChannelPolicyError(field: key.stringValue, problem: "must be between \(minimum) and 1000000, got \(value)")
+            guard value >= minimum, value <= 1000 else {
+                throw ChannelPolicyError(field: key.stringValue, problem: "must be between \(minimum) and 1000, got \(value)")
             }
             return value
         }

@@ -106,7 +106,7 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
     let policy = ChannelPolicy(throttleBackoff: Backoff(initial: .seconds(4), maximum: .seconds(120), multiplier: 2, jitter: 0))
 
     /// Spends the burst so that the next update has to wait.
-    func shellWithSpentBurst(_ shell: inout VirtualShell) throws {
+    func spendTheBurst(_ shell: inout VirtualShell) throws {
         for minute in 1...Int64(policy.burst) { try shell.apply(match(minute: minute)) }
         #expect(shell.sent.count == policy.burst)
     }
@@ -155,7 +155,7 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
 
     @Test func aGoalCoalescedWithALaterClockTickStillGoesAsCriticalWithItsAlert() throws {
         var shell = VirtualShell(policy: policy, start: t0)
-        try shellWithSpentBurst(&shell)
+        try spendTheBurst(&shell)
         try shell.apply(match(home: 1, minute: 4), .critical, alert: goalAlert, at: t0 + .milliseconds(500))
         try shell.apply(match(home: 1, minute: 4, tick: 1), .low, at: t0 + .milliseconds(900))
         shell.advance(to: t0 + .seconds(2))
@@ -168,7 +168,7 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
 
     @Test func timestampsIncreaseStrictlyAcrossSameSecondPushesAndAClockSteppingBack() throws {
         var shell = VirtualShell(policy: policy, start: t0)
-        try shellWithSpentBurst(&shell)  // three pushes within the same second
+        try spendTheBurst(&shell)  // three pushes within the same second
         try shell.apply(match(minute: 10), at: t0 + .seconds(2))
         shell.setClock(t0 - .seconds(600))
         try shell.apply(match(minute: 11))
@@ -205,7 +205,7 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
 
 
         var reverted = VirtualShell(policy: policy, start: t0)
-        try shellWithSpentBurst(&reverted)
+        try spendTheBurst(&reverted)
         try reverted.apply(match(home: 1, minute: 3), .critical, alert: goalAlert)
         try reverted.apply(match(minute: 3), .normal)  // goal disallowed before it went out
         #expect(reverted.engine.pendingState == nil)
@@ -215,7 +215,7 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
 
     @Test func theFinalStateIsNeverLostToCoalescing() throws {
         var shell = VirtualShell(policy: policy, start: t0)
-        try shellWithSpentBurst(&shell)
+        try spendTheBurst(&shell)
         try shell.apply(match(home: 2, away: 1, minute: 90))
         try shell.end(dismissAt: t0 + .seconds(900))
         #expect(shell.sent.count == 3)
@@ -247,7 +247,7 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
 
     @Test func anEndWithAFinalStateKeepsThePendingGoalAlert() throws {
         var shell = VirtualShell(policy: policy, start: t0)
-        try shellWithSpentBurst(&shell)
+        try spendTheBurst(&shell)
         try shell.apply(match(home: 1, minute: 90), .critical, alert: goalAlert)
         try shell.end(match(home: 1, minute: 94))
         shell.advance(to: t0 + .seconds(2))

@@ -1,3 +1,5 @@
+import TouchlineCore
+
 /// Async forms of the client's calls for control paths (channel management at start-up, CLI,
 /// tests): each hops onto the client's loop, starts the call there, and resumes when its
 /// completion runs. Hot paths use the completion-handler forms on the loop itself, which cost
@@ -12,7 +14,7 @@ extension APNsClient {
     }
 
     /// Creates a channel and returns its id.
-    public func createChannel(policy: ChannelStoragePolicy, requestID: String? = nil) async throws(APNsError) -> String {
+    public func createChannel(policy: ChannelStorage, requestID: String? = nil) async throws(APNsError) -> String {
         try await onLoop { client, done in client.createChannel(policy: policy, requestID: requestID, completion: done) }
     }
 

@@ -57,7 +57,7 @@ public final class APNsClient: @unchecked Sendable {
 
     /// Creates a channel and returns its id. Not idempotent: if the answer is lost, look for the
     /// new channel with ``listChannels(requestID:completion:)`` before creating another.
-    public func createChannel(policy: ChannelStoragePolicy, requestID: String? = nil,
+    public func createChannel(policy: ChannelStorage, requestID: String? = nil,
                               completion: @escaping (Result<String, APNsError>) -> Void) {
         perform(.success(encoder.createChannelRequest(policy: policy, requestID: requestID)), endpoint: .channelManagement,
                 sentID: requestID, decode: Self.createdChannelID, completion: completion)

@@ -1,3 +1,4 @@
+import TouchlineCore
 import HTTP2
 
 /// Turns typed APNs requests into ``HTTP2Request``s for one app in one environment.
@@ -83,9 +84,9 @@ public final class APNsRequestEncoder: Sendable {
     }
 
     /// `POST /1/apps/{bundleId}/channels` with `{"message-storage-policy": N, "push-type": "LiveActivity"}`.
-    public func createChannelRequest(policy: ChannelStoragePolicy, requestID: String? = nil) -> HTTP2Request {
+    public func createChannelRequest(policy: ChannelStorage, requestID: String? = nil) -> HTTP2Request {
         HTTP2Request(template: createChannelTemplate, path: channelsPath, headers: Self.requestIDHeaders(requestID),
-                     body: Array(#"{"message-storage-policy":\#(policy.rawValue),"push-type":"LiveActivity"}"#.utf8))
+                     body: Array(#"{"message-storage-policy":\#(policy.messageStoragePolicy),"push-type":"LiveActivity"}"#.utf8))
     }
 
     /// `GET /1/apps/{bundleId}/channels` with `apns-channel-id`.

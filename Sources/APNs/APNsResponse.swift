@@ -1,4 +1,5 @@
 #if canImport(FoundationEssentials)
+import TouchlineCore
 import FoundationEssentials
 #else
 import Foundation
@@ -31,22 +32,14 @@ public struct APNsResponse: Sendable, Equatable {
     }
 }
 
-/// How long a channel keeps a message for devices that are offline (fixed at creation).
-public enum ChannelStoragePolicy: Int, Sendable, Hashable {
-    /// Nothing is kept; Apple grants a higher publishing budget. Right for live scores.
-    case noMessageStored = 0
-    /// The latest message is kept for up to 8 hours. Right for infrequent updates.
-    case mostRecentMessageStored = 1
-}
-
 /// A channel's configuration as APNs reports it (read channel).
 public struct APNsChannelConfiguration: Sendable, Equatable {
     public var channelID: String
-    public var storagePolicy: ChannelStoragePolicy
+    public var storagePolicy: ChannelStorage
     /// `push-type`, `"LiveActivity"` for every channel today.
     public var pushType: String
 
-    public init(channelID: String, storagePolicy: ChannelStoragePolicy, pushType: String) {
+    public init(channelID: String, storagePolicy: ChannelStorage, pushType: String) {
         self.channelID = channelID
         self.storagePolicy = storagePolicy
         self.pushType = pushType
@@ -93,7 +86,7 @@ enum ChannelBodies {
 
     static func configuration(_ bytes: [UInt8], channelID: String) -> APNsChannelConfiguration? {
         guard let wire = try? JSONDecoder().decode(Configuration.self, from: Data(bytes)),
-              let policy = ChannelStoragePolicy(rawValue: wire.messageStoragePolicy) else { return nil }
+              let policy = ChannelStorage(messageStoragePolicy: wire.messageStoragePolicy) else { return nil }
         return APNsChannelConfiguration(channelID: channelID, storagePolicy: policy, pushType: wire.pushType ?? "LiveActivity")
     }
 

@@ -4,7 +4,7 @@
 /// - `critical`: priority 10 with an alert while the channel's hourly budget lasts (goal, red card);
 /// - `normal`: priority 5 (period change, yellow card, substitution);
 /// - `low`: priority 5, the first to be coalesced away (clock tick, statistics).
-public enum Importance: String, Sendable, CaseIterable, Comparable {
+public enum Importance: String, Sendable, Codable, CaseIterable, Comparable {
     case critical
     case normal
     case low

@@ -14,12 +14,6 @@ public enum ChannelStatus: String, Sendable, CaseIterable {
     case deleted
 }
 
-/// APNs broadcast channel message storage policy (the management API's `message-storage-policy`).
-public enum StoragePolicy: Int64, Sendable {
-    case noStorage = 0
-    case mostRecent = 1
-}
-
 /// How a channel ended: the `dismissal-date` sent with `end`, and when the end was accepted.
 public struct ChannelEnd: Sendable, Equatable {
     public var dismissAt: UnixTime?
@@ -39,7 +33,7 @@ public struct ChannelRecord: Sendable, Equatable {
     public var id: String
     /// The id Apple assigned; nil until the create call has answered.
     public var apnsChannelID: String?
-    public var storagePolicy: StoragePolicy
+    public var storagePolicy: ChannelStorage
     /// The channel's policy overrides (rate limit, budget, ...) as JSON text.
     public var policyJSON: String
     public var status: ChannelStatus
@@ -59,7 +53,7 @@ public struct ChannelRecord: Sendable, Equatable {
     /// Per-channel counters as JSON text.
     public var countersJSON: String
 
-    public init(id: String, apnsChannelID: String? = nil, storagePolicy: StoragePolicy, policyJSON: String = "{}",
+    public init(id: String, apnsChannelID: String? = nil, storagePolicy: ChannelStorage, policyJSON: String = "{}",
                 status: ChannelStatus = .creating, createdAt: UnixTime, updatedAt: UnixTime? = nil,
                 contentState: [UInt8] = Array("{}".utf8), lastSentState: [UInt8]? = nil, lastSentTimestamp: Int64? = nil,
                 lastSeq: Int64 = 0, engineSnapshot: [UInt8]? = nil, end: ChannelEnd? = nil, countersJSON: String = "{}") {

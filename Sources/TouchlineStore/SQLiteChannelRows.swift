@@ -11,7 +11,7 @@ enum SQLiteChannelRows {
 
     static func record(_ row: SQLiteStatement) throws -> ChannelRecord {
         let id = row.text(at: 0) ?? ""
-        guard let policy = StoragePolicy(rawValue: row.int64(at: 2)),
+        guard let policy = ChannelStorage(messageStoragePolicy: Int(row.int64(at: 2))),
               let status = row.text(at: 4).flatMap(ChannelStatus.init(rawValue:)) else {
             throw SQLiteError(code: SQLITE_CORRUPT, message: "channel \"\(id)\" has an unreadable storage policy or status", statement: nil)
         }
@@ -35,7 +35,7 @@ enum SQLiteChannelRows {
             INSERT INTO channels (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO NOTHING
             """, [
-                .text(record.id), optional(record.apnsChannelID, SQLiteValue.text), .integer(record.storagePolicy.rawValue),
+                .text(record.id), optional(record.apnsChannelID, SQLiteValue.text), .integer(Int64(record.storagePolicy.messageStoragePolicy)),
                 .text(record.policyJSON), .text(record.status.rawValue), .integer(record.createdAt.nanoseconds),
                 .integer(record.updatedAt.nanoseconds), .blob(record.contentState), optional(record.lastSentState, SQLiteValue.blob),
                 optional(record.lastSentTimestamp, SQLiteValue.integer), .integer(record.lastSeq),

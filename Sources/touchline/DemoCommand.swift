@@ -56,7 +56,7 @@ enum DemoCommand {
                                        loop: loop)
         let client = apns.client
 
-        let channel = try await client.createChannel(policy: .noMessageStored)
+        let channel = try await client.createChannel(policy: .noStorage)
         say("created broadcast channel \(channel) (no message stored: the policy for live scores)")
         let listed = try await client.listChannels()
         say("APNs lists \(listed.count) channel(s) for \(bundleID)")

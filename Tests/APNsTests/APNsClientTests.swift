@@ -226,7 +226,7 @@ final class Collector<T>: @unchecked Sendable {
                 .success(HTTP2Response(status: 201, headers: [HTTP2Header("apns-channel-id", "bmV3LWNoYW5uZWw=")]))
             }
             let client = try makeClient(loop: loop, push: push, management: management)
-            #expect(try await client.createChannel(policy: .noMessageStored, requestID: "r-1") == "bmV3LWNoYW5uZWw=")
+            #expect(try await client.createChannel(policy: .noStorage, requestID: "r-1") == "bmV3LWNoYW5uZWw=")
             let sent = try #require(try await requests(management).first)
             #expect(sent.template.authority == "127.0.0.1:8444")
             #expect(sent.body.text == #"{"message-storage-policy":0,"push-type":"LiveActivity"}"#)
@@ -239,7 +239,7 @@ final class Collector<T>: @unchecked Sendable {
         try await withLoop { loop in
             let management = FakeSender(loop: loop) { _, _ in .success(HTTP2Response(status: 201, headers: [HTTP2Header("apns-request-id", "r-2")])) }
             let client = try makeClient(loop: loop, push: FakeSender(loop: loop) { _, _ in .success(Self.ok) }, management: management)
-            let error = try await #require(throws: APNsError.self) { try await client.createChannel(policy: .mostRecentMessageStored) }
+            let error = try await #require(throws: APNsError.self) { try await client.createChannel(policy: .mostRecent) }
             guard case .unexpectedResponse(201, let detail) = error.failure else {
                 Issue.record("unexpected failure \(error)")
                 return
@@ -265,7 +265,7 @@ final class Collector<T>: @unchecked Sendable {
             }
             let client = try makeClient(loop: loop, push: FakeSender(loop: loop) { _, _ in .success(Self.ok) }, management: management)
             #expect(try await client.readChannel("YQ==")
-                == APNsChannelConfiguration(channelID: "YQ==", storagePolicy: .mostRecentMessageStored, pushType: "LiveActivity"))
+                == APNsChannelConfiguration(channelID: "YQ==", storagePolicy: .mostRecent, pushType: "LiveActivity"))
             #expect(try await client.listChannels() == ["YQ==", "Yg=="])
             #expect(try await client.deleteChannel("YQ==") == APNsResponse(status: 204, requestID: "r-3"))
             let sent = try await requests(management)

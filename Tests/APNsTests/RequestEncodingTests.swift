@@ -157,14 +157,14 @@ func templateHeaders(_ request: HTTP2Request) -> [String] {
     // MARK: - Channel management
 
     @Test func createChannelPostsTheStoragePolicyToTheManagementHost() {
-        let request = encoder.createChannelRequest(policy: .noMessageStored, requestID: "5f0c2a9e-3b1d-4c7e-9a11-0d2f6b8e4c21")
+        let request = encoder.createChannelRequest(policy: .noStorage, requestID: "5f0c2a9e-3b1d-4c7e-9a11-0d2f6b8e4c21")
         #expect(request.template.method == .post)
         #expect(request.template.authority == "api-manage-broadcast.push.apple.com:2196")
         #expect(request.path == "/1/apps/com.example.sports/channels")
         #expect(templateHeaders(request) == ["content-type=application/json"])
         #expect(fields(request.headers) == ["apns-request-id=5f0c2a9e-3b1d-4c7e-9a11-0d2f6b8e4c21"])
         #expect(request.body.text == #"{"message-storage-policy":0,"push-type":"LiveActivity"}"#)
-        #expect(encoder.createChannelRequest(policy: .mostRecentMessageStored).body.text
+        #expect(encoder.createChannelRequest(policy: .mostRecent).body.text
             == #"{"message-storage-policy":1,"push-type":"LiveActivity"}"#)
     }
 

@@ -38,7 +38,7 @@ struct VirtualShell {
     /// Sets the wall clock without firing timers (it may go backwards).
     mutating func setClock(_ time: UnixTime) { now = time }
 
-    mutating func apply(_ state: JSONValue, _ importance: ChannelEngine.Importance = .low, alert: LiveActivityAlert? = nil,
+    mutating func apply(_ state: JSONValue, _ importance: Importance = .low, alert: LiveActivityAlert? = nil,
                         at time: UnixTime? = nil) throws(ChannelEngine.Failure) {
         if let time { advance(to: time) }
         perform(try engine.apply(state: state, importance: importance, alert: alert, now: now))

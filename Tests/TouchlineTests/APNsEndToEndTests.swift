@@ -161,13 +161,13 @@ import TouchlineRuntime
         let fixture = try MockAPNsFixture { $0.channelLimit = 2 }
         defer { Task { await fixture.shutDown() } }
         let client = fixture.client
-        let first = try await client.createChannel(policy: .noMessageStored)
-        let second = try await client.createChannel(policy: .mostRecentMessageStored)
+        let first = try await client.createChannel(policy: .noStorage)
+        let second = try await client.createChannel(policy: .mostRecent)
         #expect(Set(try await client.listChannels()) == [first, second])
-        #expect(try await client.readChannel(second).storagePolicy == .mostRecentMessageStored)
-        await #expect(throws: APNsError.self) { try await client.createChannel(policy: .noMessageStored) }
+        #expect(try await client.readChannel(second).storagePolicy == .mostRecent)
+        await #expect(throws: APNsError.self) { try await client.createChannel(policy: .noStorage) }
         do {
-            _ = try await client.createChannel(policy: .noMessageStored)
+            _ = try await client.createChannel(policy: .noStorage)
         } catch {
             #expect(error.reason == .cannotCreateChannelConfig && error.disposition == .configuration)
         }

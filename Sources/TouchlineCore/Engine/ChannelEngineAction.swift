@@ -1,24 +1,4 @@
 extension ChannelEngine {
-    /// How much a change matters to the people following the match.
-    public enum Importance: String, Sendable, Codable, Comparable, CaseIterable {
-        /// Clock ticks and other changes nobody needs to see at once.
-        case low
-        /// Routine changes (period, status).
-        case normal
-        /// Goals, red cards, penalties: priority 10 with an alert while the budget lasts.
-        case critical
-
-        private var rank: Int {
-            switch self {
-            case .low: 0
-            case .normal: 1
-            case .critical: 2
-            }
-        }
-
-        public static func < (a: Importance, b: Importance) -> Bool { a.rank < b.rank }
-    }
-
     /// `apns-priority` of a push.
     public enum Priority: Int, Sendable, Codable {
         /// Delivered at once; counts against the priority-10 budget.

@@ -123,7 +123,7 @@ extension ChannelEngine.PendingPush: Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(state: try c.decode(JSONText.self, forKey: .state).bytes,
-                  importance: try c.decode(ChannelEngine.Importance.self, forKey: .importance),
+                  importance: try c.decode(Importance.self, forKey: .importance),
                   alert: try c.decodeIfPresent(AlertRecord.self, forKey: .alert)?.alert,
                   isEnd: try c.decode(Bool.self, forKey: .isEnd),
                   dismissAt: try c.decodeIfPresent(Int64.self, forKey: .dismissAt).map(UnixTime.init(nanoseconds:)),

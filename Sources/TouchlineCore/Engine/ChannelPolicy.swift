@@ -1,13 +1,5 @@
 /// How a broadcast channel stores messages for offline devices (fixed when the channel is
 /// created). It decides the `apns-expiration` the engine may send.
-public enum ChannelStorage: String, Sendable, Codable, CaseIterable {
-    /// APNs keeps nothing; only `apns-expiration: 0` is accepted. Apple grants these channels a
-    /// higher publishing budget and recommends them for live scores.
-    case noStorage = "no-storage"
-    /// APNs keeps the latest message for offline devices, for at most 8 hours.
-    case mostRecent = "most-recent"
-}
-
 /// The publishing rules of one channel: pace, priority-10 budget, freshness, back-off, lifetime.
 ///
 /// The defaults suit live football. Apple publishes no broadcast budget; its staff's rough

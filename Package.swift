@@ -32,7 +32,8 @@ let package = Package(
         .target(name: "TouchlineStore", dependencies: ["TouchlineCore", "TouchlineRuntime", "CSQLite"]),
         .target(name: "HTTP2", dependencies: ["TouchlineCore", "TouchlineRuntime", "CNGHTTP2", "CShims"]),
         .target(name: "APNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
-        .executableTarget(name: "touchline", dependencies: ["APNs", "MockAPNs", "TouchlineRuntime"]),
+        .target(name: "Touchline", dependencies: ["TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs", "MockAPNs"]),
+        .executableTarget(name: "touchline", dependencies: ["Touchline", "APNs", "MockAPNs", "TouchlineRuntime"]),
 
         .target(name: "MockAPNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"],
                 path: "LoadTests/MockAPNs"),
@@ -46,7 +47,7 @@ let package = Package(
         .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "HTTP2", "TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "TouchlineHTTPTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
-        .testTarget(name: "TouchlineTests", dependencies: ["APNs", "HTTP2", "MockAPNs", "TouchlineRuntime", "TouchlineCore"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineStore", "APNs", "HTTP2", "MockAPNs", "TouchlineRuntime", "TouchlineCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,77 @@
+import APNs
+import TouchlineCore
+
+/// Everything `touchline serve` needs, as one documented value.
+///
+/// Sources, later ones winning: defaults, the JSON file given with `--config`, `TOUCHLINE_*`
+/// environment variables, command-line flags. `validate()` names the first problem found.
+public struct GatewayConfiguration: Sendable, Equatable {
+    /// APNs credentials; nil = no Apple credentials: the gateway starts the bundled mock APNs.
+    public var apns: APNsSettings?
+    /// Where the provider API listens (numeric address).
+    public var listenHost: String
+    /// Provider API port (0 = any free port, printed at start).
+    public var listenPort: Int
+    /// Directory of the SQLite database and generated development files.
+    public var dataDirectory: String
+    /// API keys: each scoped to a channel-id prefix, or an admin key for everything.
+    public var apiKeys: [APIKey]
+    /// Publishing rules for channels that do not set their own.
+    public var defaultPolicy: ChannelPolicy
+    /// Largest accepted request body, in bytes.
+    public var maxBodyBytes: Int
+
+    /// Apple credentials and endpoint.
+    public struct APNsSettings: Sendable, Equatable {
+        /// Path of the `.p8` signing key.
+        public var keyPath: String
+        /// 10-character key id.
+        public var keyID: String
+        /// 10-character team id.
+        public var teamID: String
+        /// The app's bundle id.
+        public var bundleID: String
+        /// production, sandbox, or custom host:port pairs (tests, the mock).
+        public var environment: APNsEnvironment
+        /// Trust this CA file instead of the system bundle (custom environments).
+        public var caFile: String?
+
+        public init(keyPath: String, keyID: String, teamID: String, bundleID: String, environment: APNsEnvironment, caFile: String? = nil) {
+            self.keyPath = keyPath
+            self.keyID = keyID
+            self.teamID = teamID
+            self.bundleID = bundleID
+            self.environment = environment
+            self.caFile = caFile
+        }
+    }
+
+    /// A bearer key and what it may touch.
+    public struct APIKey: Sendable, Equatable {
+        public enum Scope: Sendable, Equatable {
+            /// Every channel and every admin operation.
+            case admin
+            /// Channels whose id starts with this prefix.
+            case channelPrefix(String)
+        }
+        public var key: String
+        public var scope: Scope
+
+        public init(key: String, scope: Scope) {
+            self.key = key
+            self.scope = scope
+        }
+    }
+
+    public init(apns: APNsSettings? = nil, listenHost: String = "127.0.0.1", listenPort: Int = 8080,
+                dataDirectory: String = "./touchline-data", apiKeys: [APIKey] = [], defaultPolicy: ChannelPolicy = .default,
+                maxBodyBytes: Int = 1 << 20) {
+        self.apns = apns
+        self.listenHost = listenHost
+        self.listenPort = listenPort
+        self.dataDirectory = dataDirectory
+        self.apiKeys = apiKeys
+        self.defaultPolicy = defaultPolicy
+        self.maxBodyBytes = maxBodyBytes
+    }
+}

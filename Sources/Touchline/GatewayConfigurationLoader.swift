@@ -54,6 +54,8 @@ extension GatewayConfiguration {
             guard let setting = ConfigurationSetting.byFlag[name] else {
                 let hint = closestName(to: name, among: ConfigurationSetting.allCases.map(\.flag)).map { " (did you mean \($0)?)" } ?? ""
                 problems.append(.init("unknown flag \(name)\(hint)"))
+                // Its value, if any, goes with it rather than being reported a second time.
+                if equals == nil, let next = remaining.first, !next.hasPrefix("--") { remaining.removeFirst() }
                 continue
             }
             let value: String

@@ -18,9 +18,9 @@ public enum ConfigurationSource: Sendable, Equatable, CustomStringConvertible {
 
 /// Why the gateway configuration was refused: every problem found, one line each.
 ///
-/// Loading reports all problems of a layer (file, environment, flags) at once and validation all
-/// problems of the merged value, so an operator fixes them in one round rather than one per start.
-/// No message ever contains an API key.
+/// Loading reports every value that cannot be read (from the file, the environment and the flags)
+/// at once; if there is none, every problem of the merged configuration, so an operator fixes them
+/// in one or two rounds rather than one per start. No message ever contains an API key.
 public struct GatewayConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// One thing to fix.
     public struct Problem: Sendable, Equatable, CustomStringConvertible {

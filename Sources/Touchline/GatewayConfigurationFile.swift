@@ -35,14 +35,14 @@ struct ConfigurationFile {
         guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy"]) else {
             return
         }
-        layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidValue) in
-            try HostAndPort(parsing: try text(value))
+        layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
+            try ConfigurationHostPort(parsing: try text(value))
         } }
         layer.dataDirectory = members["dataDirectory"].flatMap { convertPath($0, at: "dataDirectory") }
         layer.maxBodyBytes = members["maxBodyBytes"].flatMap { convert($0, at: "maxBodyBytes", integer) }
         if let apns = members["apns"] { readAPNs(apns) }
         if let keys = members["apiKeys"] { readAPIKeys(keys) }
-        layer.defaultPolicy = members["defaultPolicy"].flatMap { convert($0, at: "defaultPolicy", decodeChannelPolicy) }
+        layer.defaultPolicy = members["defaultPolicy"].flatMap { convert($0, at: "defaultPolicy") { value throws(InvalidConfigurationValue) in try ChannelPolicy(configurationJSON: value) } }
     }
 
     private mutating func readAPNs(_ value: JSONValue) {
@@ -56,7 +56,7 @@ struct ConfigurationFile {
         layer.caFile = members["caFile"].flatMap { convertPath($0, at: "apns.caFile") }
         guard let environment = members["environment"] else { return }
         if case .string(let name) = environment {
-            layer.environment = convert(environment, at: "apns.environment") { _ throws(InvalidValue) in try parseAPNsEnvironment(name) }
+            layer.environment = convert(environment, at: "apns.environment") { _ throws(InvalidConfigurationValue) in try APNsEnvironment(configurationText: name) }
             return
         }
         let servers = ["pushHost", "pushPort", "managementHost", "managementPort"]
@@ -71,7 +71,7 @@ struct ConfigurationFile {
               let managementHost = members["managementHost"].flatMap({ convert($0, at: "apns.environment.managementHost", text) }),
               let managementPort = members["managementPort"].flatMap({ convert($0, at: "apns.environment.managementPort", integer) })
         else { return }
-        layer.environment = Sourced(value: .custom(pushHost: pushHost.value, pushPort: pushPort.value,
+        layer.environment = SourcedSetting(value: .custom(pushHost: pushHost.value, pushPort: pushPort.value,
                                                    managementHost: managementHost.value, managementPort: managementPort.value),
                                     source: source("apns.environment"))
     }
@@ -81,8 +81,8 @@ struct ConfigurationFile {
             problems.append(.init("apiKeys must be an array (got \(kind(of: value)))", source: source("apiKeys")))
             return
         }
-        var adminKeys: [Sourced<String>] = []
-        var providerKeys: [Sourced<GatewayConfiguration.APIKey>] = []
+        var adminKeys: [SourcedSetting<String>] = []
+        var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>] = []
         for (index, entry) in entries.enumerated() {
             let keyPath = "apiKeys[\(index)]"
             guard let members = object(entry, at: keyPath, allowed: ["key", "channelPrefix", "admin"]) else { continue }
@@ -95,9 +95,9 @@ struct ConfigurationFile {
             guard let key else { continue }
             switch (admin?.value ?? false, prefix) {
             case (true, nil):
-                adminKeys.append(Sourced(value: key.value, source: source(keyPath)))
+                adminKeys.append(SourcedSetting(value: key.value, source: source(keyPath)))
             case (false, let prefix?):
-                providerKeys.append(Sourced(value: .init(key: key.value, scope: .channelPrefix(prefix.value)), source: source(keyPath)))
+                providerKeys.append(SourcedSetting(value: .init(key: key.value, scope: .channelPrefix(prefix.value)), source: source(keyPath)))
             case (true, _?):
                 problems.append(.init("\(keyPath) has both \"admin\": true and a channelPrefix; an admin key has no prefix", source: source(keyPath)))
             case (false, nil):
@@ -125,7 +125,7 @@ struct ConfigurationFile {
         for member in members {
             let memberPath = keyPath.map { "\($0).\(member.name)" } ?? member.name
             guard allowed.contains(member.name) else {
-                let hint = closestName(to: member.name, among: allowed).map { " (did you mean '\($0)'?)" } ?? ""
+                let hint = GatewayConfigurationError.closestName(to: member.name, among: allowed).map { " (did you mean '\($0)'?)" } ?? ""
                 problems.append(.init("unknown key '\(memberPath)'\(hint)", source: .file(path: path, key: memberPath)))
                 continue
             }
@@ -136,9 +136,9 @@ struct ConfigurationFile {
 
     /// Converts a member, recording a problem (with its source) when it does not fit.
     private mutating func convert<Value>(_ value: JSONValue, at keyPath: String,
-                                         _ conversion: (JSONValue) throws(InvalidValue) -> Value) -> Sourced<Value>? {
+                                         _ conversion: (JSONValue) throws(InvalidConfigurationValue) -> Value) -> SourcedSetting<Value>? {
         do {
-            return Sourced(value: try conversion(value), source: source(keyPath))
+            return SourcedSetting(value: try conversion(value), source: source(keyPath))
         } catch {
             problems.append(.init("\(keyPath) \(error.predicate)", source: source(keyPath)))
             return nil
@@ -154,9 +154,9 @@ struct ConfigurationFile {
     }
 
     /// Converts a path member, relative to the file's directory.
-    private mutating func convertPath(_ value: JSONValue, at keyPath: String) -> Sourced<String>? {
+    private mutating func convertPath(_ value: JSONValue, at keyPath: String) -> SourcedSetting<String>? {
         let path = self.path
-        return convert(value, at: keyPath) { value throws(InvalidValue) in Self.resolve(try text(value), nextTo: path) }
+        return convert(value, at: keyPath) { value throws(InvalidConfigurationValue) in Self.resolve(try text(value), nextTo: path) }
     }
 
     private static func lineAndColumn(of offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
@@ -167,20 +167,20 @@ struct ConfigurationFile {
     }
 }
 
-private func text(_ value: JSONValue) throws(InvalidValue) -> String {
-    guard case .string(let text) = value else { throw InvalidValue("must be a string (got \(kind(of: value)))") }
+private func text(_ value: JSONValue) throws(InvalidConfigurationValue) -> String {
+    guard case .string(let text) = value else { throw InvalidConfigurationValue("must be a string (got \(kind(of: value)))") }
     return text
 }
 
-private func integer(_ value: JSONValue) throws(InvalidValue) -> Int {
+private func integer(_ value: JSONValue) throws(InvalidConfigurationValue) -> Int {
     guard case .integer(let number) = value, let integer = Int(exactly: number) else {
-        throw InvalidValue("must be a whole number (got \(kind(of: value)))")
+        throw InvalidConfigurationValue("must be a whole number (got \(kind(of: value)))")
     }
     return integer
 }
 
-private func boolean(_ value: JSONValue) throws(InvalidValue) -> Bool {
-    guard case .bool(let flag) = value else { throw InvalidValue("must be true or false (got \(kind(of: value)))") }
+private func boolean(_ value: JSONValue) throws(InvalidConfigurationValue) -> Bool {
+    guard case .bool(let flag) = value else { throw InvalidConfigurationValue("must be true or false (got \(kind(of: value)))") }
     return flag
 }
 
@@ -196,25 +196,27 @@ private func kind(of value: JSONValue) -> String {
     }
 }
 
-/// A channel policy from JSON, with `ChannelPolicy`'s own `Codable` rules and defaults.
-///
-/// `JSONDecoder` ignores unknown members, so they are checked first against the members of the
-/// encoded default policy: the policy type stays the one place that names them.
-func decodeChannelPolicy(_ value: JSONValue) throws(InvalidValue) -> ChannelPolicy {
-    try checkMembers(of: value, against: channelPolicyTemplate, memberPath: nil)
-    do {
-        return try JSONDecoder().decode(ChannelPolicy.self, from: Data(value.encoded))
-    } catch let error as ChannelPolicyError {
-        throw InvalidValue("member \(error.field) \(error.problem)")
-    } catch let error as DecodingError {
-        let context: DecodingError.Context
-        switch error {
-        case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c): context = c
-        @unknown default: throw InvalidValue("is not a valid channel policy: \(error)")
+extension ChannelPolicy {
+    /// A channel policy from JSON, with `ChannelPolicy`'s own `Codable` rules and defaults.
+    ///
+    /// `JSONDecoder` ignores unknown members, so they are checked first against the members of
+    /// the encoded default policy: the policy type stays the one place that names them.
+    init(configurationJSON value: JSONValue) throws(InvalidConfigurationValue) {
+        try checkMembers(of: value, against: channelPolicyTemplate, memberPath: nil)
+        do {
+            self = try JSONDecoder().decode(ChannelPolicy.self, from: Data(value.encoded))
+        } catch let error as ChannelPolicyError {
+            throw InvalidConfigurationValue("member \(error.field) \(error.problem)")
+        } catch let error as DecodingError {
+            let context: DecodingError.Context
+            switch error {
+            case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c): context = c
+            @unknown default: throw InvalidConfigurationValue("is not a valid channel policy: \(error)")
+            }
+            throw InvalidConfigurationValue("member \(context.codingPath.map(\.stringValue).joined(separator: ".")) is not valid: \(context.debugDescription)")
+        } catch {
+            throw InvalidConfigurationValue("is not a valid channel policy: \(error)")
         }
-        throw InvalidValue("member \(context.codingPath.map(\.stringValue).joined(separator: ".")) is not valid: \(context.debugDescription)")
-    } catch {
-        throw InvalidValue("is not a valid channel policy: \(error)")
     }
 }
 
@@ -225,18 +227,18 @@ private let channelPolicyTemplate: JSONValue = {
     return try! JSONParser.parse(Array(bytes))
 }()
 
-private func checkMembers(of value: JSONValue, against template: JSONValue, memberPath: String?) throws(InvalidValue) {
+private func checkMembers(of value: JSONValue, against template: JSONValue, memberPath: String?) throws(InvalidConfigurationValue) {
     guard case .object(let allowed) = template else { return }
     guard case .object(let members) = value else {
-        throw InvalidValue(memberPath.map { "member \($0) must be an object (got \(kind(of: value)))" }
+        throw InvalidConfigurationValue(memberPath.map { "member \($0) must be an object (got \(kind(of: value)))" }
                            ?? "must be an object (got \(kind(of: value)))")
     }
     let names = allowed.map(\.name)
     for member in members {
         let path = memberPath.map { "\($0).\(member.name)" } ?? member.name
         guard let expected = allowed.first(where: { $0.name == member.name }) else {
-            let hint = closestName(to: member.name, among: names).map { " (did you mean '\($0)'?)" } ?? ""
-            throw InvalidValue("has unknown key '\(path)'\(hint)")
+            let hint = GatewayConfigurationError.closestName(to: member.name, among: names).map { " (did you mean '\($0)'?)" } ?? ""
+            throw InvalidConfigurationValue("has unknown key '\(path)'\(hint)")
         }
         if member.value != .null { try checkMembers(of: member.value, against: expected.value, memberPath: path) }
     }

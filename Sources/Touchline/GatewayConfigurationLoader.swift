@@ -35,8 +35,15 @@ extension GatewayConfiguration {
         guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }
         merged.overlay(variables)
         merged.overlay(flags)
-        let (configuration, origins) = try resolve(merged)
-        try configuration.validate(origins: origins, readFile: readFile)
+        let (configuration, origins, credentialProblems) = resolve(merged)
+        // Validation runs even when the credentials are incomplete, so all problems show at once.
+        problems = credentialProblems
+        do {
+            try configuration.validate(origins: origins, readFile: readFile)
+        } catch {
+            problems += error.problems
+        }
+        guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }
         return configuration
     }
 
@@ -52,7 +59,7 @@ extension GatewayConfiguration {
             let equals = argument.firstIndex(of: "=")
             let name = equals.map { String(argument[..<$0]) } ?? argument
             guard let setting = ConfigurationSetting.byFlag[name] else {
-                let hint = closestName(to: name, among: ConfigurationSetting.allCases.map(\.flag)).map { " (did you mean \($0)?)" } ?? ""
+                let hint = GatewayConfigurationError.closestName(to: name, among: ConfigurationSetting.allCases.map(\.flag)).map { " (did you mean \($0)?)" } ?? ""
                 problems.append(.init("unknown flag \(name)\(hint)"))
                 // Its value, if any, goes with it rather than being reported a second time.
                 if equals == nil, let next = remaining.first, !next.hasPrefix("--") { remaining.removeFirst() }
@@ -82,12 +89,12 @@ extension GatewayConfiguration {
         return layer
     }
 
-    /// The merged layer as a configuration, plus where each value came from. Fails when the APNs
-    /// credentials are given in part: all four or none.
-    private static func resolve(_ layer: ConfigurationLayer) throws(GatewayConfigurationError) -> (GatewayConfiguration, ConfigurationOrigins) {
+    /// The merged layer as a configuration, where each value came from, and the problems with the
+    /// APNs credentials: all four or none (without all four, `apns` stays nil).
+    private static func resolve(_ layer: ConfigurationLayer) -> (GatewayConfiguration, ConfigurationOrigins, [GatewayConfigurationError.Problem]) {
         var configuration = GatewayConfiguration()
         var origins = ConfigurationOrigins()
-        func note<Value>(_ value: Sourced<Value>?, _ setting: ConfigurationSetting, _ apply: (Value) -> Void) {
+        func note<Value>(_ value: SourcedSetting<Value>?, _ setting: ConfigurationSetting, _ apply: (Value) -> Void) {
             guard let value else { return }
             apply(value.value)
             origins.settings[setting] = value.source
@@ -96,12 +103,12 @@ extension GatewayConfiguration {
         note(layer.dataDirectory, .dataDirectory) { configuration.dataDirectory = $0 }
         note(layer.maxBodyBytes, .maxBodyBytes) { configuration.maxBodyBytes = $0 }
         note(layer.defaultPolicy, .defaultPolicy) { configuration.defaultPolicy = $0 }
-        let keys = (layer.adminKeys ?? []).map { Sourced(value: APIKey(key: $0.value, scope: .admin), source: $0.source) }
+        let keys = (layer.adminKeys ?? []).map { SourcedSetting(value: APIKey(key: $0.value, scope: .admin), source: $0.source) }
             + (layer.providerKeys ?? [])
         configuration.apiKeys = keys.map(\.value)
         origins.apiKeys = keys.map(\.source)
 
-        let credentials: [(ConfigurationSetting, String, Sourced<String>?)] = [
+        let credentials: [(ConfigurationSetting, String, SourcedSetting<String>?)] = [
             (.apnsKeyPath, "key path", layer.keyPath), (.apnsKeyID, "key id", layer.keyID),
             (.apnsTeamID, "team id", layer.teamID), (.apnsBundleID, "bundle id", layer.bundleID),
         ]
@@ -116,7 +123,6 @@ extension GatewayConfiguration {
                 problems.append(.init("APNs credentials incomplete: missing \(name) (\(setting.whereToSet))"))
             }
         }
-        guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }
         if let keyPath = layer.keyPath, let keyID = layer.keyID, let teamID = layer.teamID, let bundleID = layer.bundleID {
             configuration.apns = APNsSettings(keyPath: keyPath.value, keyID: keyID.value, teamID: teamID.value, bundleID: bundleID.value,
                                               environment: layer.environment?.value ?? .production, caFile: layer.caFile?.value)
@@ -124,7 +130,7 @@ extension GatewayConfiguration {
             origins.settings[.apnsEnvironment] = layer.environment?.source
             origins.settings[.apnsCAFile] = layer.caFile?.source
         }
-        return (configuration, origins)
+        return (configuration, origins, problems)
     }
 
     /// The whole file at `path` (at most 16 MiB), failing with the system's reason.
@@ -147,7 +153,7 @@ extension GatewayConfiguration {
 }
 
 /// Why a file could not be read, in the system's words ("No such file or directory").
-struct FileReadError: Error, CustomStringConvertible {
+private struct FileReadError: Error, CustomStringConvertible {
     var description: String
 
     init(description: String) { self.description = description }

@@ -71,9 +71,9 @@ enum ConfigurationSetting: CaseIterable {
         case .maxBodyBytes: "BYTES"
         case .apnsKeyID, .apnsTeamID: "ID"
         case .apnsBundleID: "BUNDLE_ID"
-        case .apnsEnvironment: "production|sandbox|HOST:PORT,HOST:PORT"
+        case .apnsEnvironment: "ENV"
         case .adminKey: "KEY"
-        case .apiKeys: "KEY=PREFIX[,KEY=PREFIX...]"
+        case .apiKeys: "KEY=PREFIX"
         case .defaultPolicy: "JSON"
         }
     }
@@ -108,10 +108,10 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsKeyID: "10-character key id of that key"
         case .apnsTeamID: "10-character team id"
         case .apnsBundleID: "the app's bundle id, without .push-type.liveactivity"
-        case .apnsEnvironment: "APNs servers (default production)"
+        case .apnsEnvironment: "production (default), sandbox, or PUSHHOST:PORT,MANAGEMENTHOST:PORT"
         case .apnsCAFile: "trust this CA file for APNs instead of the system bundle"
         case .adminKey: "API key allowed everything (repeatable)"
-        case .apiKeys: "API key allowed channels whose id starts with PREFIX (repeatable)"
+        case .apiKeys: "API key allowed channels whose id starts with PREFIX (repeatable; several: K1=P1,K2=P2)"
         case .defaultPolicy: "channel policy for channels without their own, as JSON"
         }
     }
@@ -136,13 +136,15 @@ extension GatewayConfiguration {
     }
 }
 
-/// The closest of `candidates` to a mistyped `name`, for "did you mean" hints: a case-only
-/// difference, or an edit distance of at most 2 on names long enough for that to be telling.
-func closestName(to name: String, among candidates: [String]) -> String? {
-    if let sameLetters = candidates.first(where: { $0.lowercased() == name.lowercased() }) { return sameLetters }
-    let scored = candidates.map { ($0, editDistance(Array(name.lowercased().utf8), Array($0.lowercased().utf8))) }
-    guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= 2, best.1 * 3 <= name.utf8.count else { return nil }
-    return best.0
+extension GatewayConfigurationError {
+    /// The closest of `candidates` to a mistyped `name`, for "did you mean" hints: a case-only
+    /// difference, or an edit distance of at most 2 on names long enough for that to be telling.
+    static func closestName(to name: String, among candidates: [String]) -> String? {
+        if let sameLetters = candidates.first(where: { $0.lowercased() == name.lowercased() }) { return sameLetters }
+        let scored = candidates.map { ($0, editDistance(Array(name.lowercased().utf8), Array($0.lowercased().utf8))) }
+        guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= 2, best.1 * 3 <= name.utf8.count else { return nil }
+        return best.0
+    }
 }
 
 /// Levenshtein distance, one row at a time.

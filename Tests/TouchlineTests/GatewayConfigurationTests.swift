@@ -91,7 +91,7 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
             {"apiKeys": [{"key": "file-admin-0123456789", "admin": true}, {"key": "file-acme-0123456789", "channelPrefix": "acme-"}]}
             """)
         let fromFileAndEnvironment = try GatewayConfiguration.load(
-            arguments: ["--config", file], environment: ["TOUCHLINE_API_KEYS": "env-beta-0123456789=beta-,env-gamma-012345678=gamma-"])
+            arguments: ["--config", file], environment: ["TOUCHLINE_API_KEYS": "env-beta-0123456789=beta-, env-gamma-012345678=gamma-"])
         #expect(fromFileAndEnvironment.apiKeys == [
             .init(key: "file-admin-0123456789", scope: .admin),
             .init(key: "env-beta-0123456789", scope: .channelPrefix("beta-")),
@@ -172,10 +172,11 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
     }
 
     @Test func someCredentialsWithoutTheOthersNameEachMissingOne() {
-        let found = problems(["--apns-key-id", "ABCDE12345"], ["TOUCHLINE_APNS_TEAM_ID": "TEAM123456"])
+        let found = problems(["--apns-key-id", "ABCDE12345", "--max-body-bytes", "0"], ["TOUCHLINE_APNS_TEAM_ID": "TEAM123456"])
         #expect(found.map(\.description) == [
             "APNs credentials incomplete: missing key path (set apns.keyPath, TOUCHLINE_APNS_KEY_PATH or --apns-key)",
             "APNs credentials incomplete: missing bundle id (set apns.bundleID, TOUCHLINE_APNS_BUNDLE_ID or --apns-bundle-id)",
+            "maximum body size must be positive, got 0 (flag --max-body-bytes)",
         ])
     }
 

@@ -42,7 +42,9 @@ struct ConfigurationFile {
         layer.maxBodyBytes = members["maxBodyBytes"].flatMap { convert($0, at: "maxBodyBytes", integer) }
         if let apns = members["apns"] { readAPNs(apns) }
         if let keys = members["apiKeys"] { readAPIKeys(keys) }
-        layer.defaultPolicy = members["defaultPolicy"].flatMap { convert($0, at: "defaultPolicy") { value throws(InvalidConfigurationValue) in try ChannelPolicy(configurationJSON: value) } }
+        layer.defaultPolicy = members["defaultPolicy"].flatMap { convert($0, at: "defaultPolicy") { value throws(InvalidConfigurationValue) in
+            try ChannelPolicy(configurationJSON: value)
+        } }
     }
 
     private mutating func readAPNs(_ value: JSONValue) {
@@ -55,8 +57,10 @@ struct ConfigurationFile {
         layer.bundleID = members["bundleID"].flatMap { convert($0, at: "apns.bundleID", text) }
         layer.caFile = members["caFile"].flatMap { convertPath($0, at: "apns.caFile") }
         guard let environment = members["environment"] else { return }
-        if case .string(let name) = environment {
-            layer.environment = convert(environment, at: "apns.environment") { _ throws(InvalidConfigurationValue) in try APNsEnvironment(configurationText: name) }
+        if case .string = environment {
+            layer.environment = convert(environment, at: "apns.environment") { value throws(InvalidConfigurationValue) in
+                try APNsEnvironment(configurationText: try text(value))
+            }
             return
         }
         let servers = ["pushHost", "pushPort", "managementHost", "managementPort"]
@@ -72,8 +76,8 @@ struct ConfigurationFile {
               let managementPort = members["managementPort"].flatMap({ convert($0, at: "apns.environment.managementPort", integer) })
         else { return }
         layer.environment = SourcedSetting(value: .custom(pushHost: pushHost.value, pushPort: pushPort.value,
-                                                   managementHost: managementHost.value, managementPort: managementPort.value),
-                                    source: source("apns.environment"))
+                                                          managementHost: managementHost.value, managementPort: managementPort.value),
+                                           source: source("apns.environment"))
     }
 
     private mutating func readAPIKeys(_ value: JSONValue) {

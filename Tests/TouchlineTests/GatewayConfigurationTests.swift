@@ -143,6 +143,17 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
             defaultPolicy: policy, maxBodyBytes: 262_144))
     }
 
+    @Test func theExampleFileInTheDocumentationLoads() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/configuration.md")
+        let page = try String(contentsOf: docs, encoding: .utf8)
+        let example = try #require(page.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
+        let files = try ConfigurationFiles()  // its key file is the AuthKey_ABCDE12345.p8 the example names
+        let configuration = try GatewayConfiguration.load(arguments: ["--config", try files.write("touchline.json", example)], environment: [:])
+        #expect(configuration.apns?.keyPath == files.keyFile)
+        #expect(configuration.apiKeys.count == 2)
+        #expect(configuration.defaultPolicy.throttleBackoff.maximum == .seconds(60))
+    }
+
     @Test func relativePathsInTheFileAreRelativeToTheFile() throws {
         let files = try ConfigurationFiles()
         let file = try files.write("relative.json", #"{"dataDirectory": "data", "apns": {"caFile": "ca.pem"}}"#)

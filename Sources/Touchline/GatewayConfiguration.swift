@@ -4,7 +4,8 @@ import TouchlineCore
 /// Everything `touchline serve` needs, as one documented value.
 ///
 /// Sources, later ones winning: defaults, the JSON file given with `--config`, `TOUCHLINE_*`
-/// environment variables, command-line flags. `validate()` names the first problem found.
+/// environment variables, command-line flags (see `load(arguments:environment:readFile:)`).
+/// `validate()` reports every problem found, one line each.
 public struct GatewayConfiguration: Sendable, Equatable {
     /// APNs credentials; nil = no Apple credentials: the gateway starts the bundled mock APNs.
     public var apns: APNsSettings?

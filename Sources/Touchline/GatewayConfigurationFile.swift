@@ -1,0 +1,249 @@
+import APNs
+import Foundation
+import TouchlineCore
+
+/// Reads the JSON configuration file (`--config`) into a layer, checking every member.
+///
+/// Strict on purpose: an unknown member is refused with its path and the closest known name,
+/// because a misspelt `apns.teamId` silently ignored would surface much later as "missing team
+/// id". `null` counts as absent. Relative paths in the file are relative to the file's directory,
+/// so a configuration directory can be moved as a whole.
+struct ConfigurationFile {
+    private let path: String
+    private var layer = ConfigurationLayer()
+    private var problems: [GatewayConfigurationError.Problem] = []
+
+    private init(path: String) { self.path = path }
+
+    /// The settings in `bytes`, the contents of the file at `path`; all problems at once.
+    static func layer(path: String, bytes: [UInt8]) throws(GatewayConfigurationError) -> ConfigurationLayer {
+        let root: JSONValue
+        do {
+            root = try JSONParser.parse(bytes)
+        } catch {
+            let (line, column) = lineAndColumn(of: error.offset, in: bytes)
+            throw GatewayConfigurationError(problems: [.init(
+                "configuration file \(path) is not valid JSON: \(error.message) at byte \(error.offset) (line \(line), column \(column))")])
+        }
+        var file = ConfigurationFile(path: path)
+        file.read(root)
+        guard file.problems.isEmpty else { throw GatewayConfigurationError(problems: file.problems) }
+        return file.layer
+    }
+
+    private mutating func read(_ root: JSONValue) {
+        guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy"]) else {
+            return
+        }
+        layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
+            try ConfigurationHostPort(parsing: try text(value))
+        } }
+        layer.dataDirectory = members["dataDirectory"].flatMap { convertPath($0, at: "dataDirectory") }
+        layer.maxBodyBytes = members["maxBodyBytes"].flatMap { convert($0, at: "maxBodyBytes", integer) }
+        if let apns = members["apns"] { readAPNs(apns) }
+        if let keys = members["apiKeys"] { readAPIKeys(keys) }
+        layer.defaultPolicy = members["defaultPolicy"].flatMap { convert($0, at: "defaultPolicy") { value throws(InvalidConfigurationValue) in
+            try ChannelPolicy(configurationJSON: value)
+        } }
+    }
+
+    private mutating func readAPNs(_ value: JSONValue) {
+        guard let members = object(value, at: "apns", allowed: ["keyPath", "keyID", "teamID", "bundleID", "environment", "caFile"]) else {
+            return
+        }
+        layer.keyPath = members["keyPath"].flatMap { convertPath($0, at: "apns.keyPath") }
+        layer.keyID = members["keyID"].flatMap { convert($0, at: "apns.keyID", text) }
+        layer.teamID = members["teamID"].flatMap { convert($0, at: "apns.teamID", text) }
+        layer.bundleID = members["bundleID"].flatMap { convert($0, at: "apns.bundleID", text) }
+        layer.caFile = members["caFile"].flatMap { convertPath($0, at: "apns.caFile") }
+        guard let environment = members["environment"] else { return }
+        if case .string = environment {
+            layer.environment = convert(environment, at: "apns.environment") { value throws(InvalidConfigurationValue) in
+                try APNsEnvironment(configurationText: try text(value))
+            }
+            return
+        }
+        let servers = ["pushHost", "pushPort", "managementHost", "managementPort"]
+        guard let members = object(environment, at: "apns.environment", allowed: servers, expected: "\"production\", \"sandbox\" or an object") else {
+            return
+        }
+        for name in servers where members[name] == nil {
+            problems.append(.init("apns.environment needs \(name): give all of \(servers.joined(separator: ", "))", source: source("apns.environment")))
+        }
+        guard let pushHost = members["pushHost"].flatMap({ convert($0, at: "apns.environment.pushHost", text) }),
+              let pushPort = members["pushPort"].flatMap({ convert($0, at: "apns.environment.pushPort", integer) }),
+              let managementHost = members["managementHost"].flatMap({ convert($0, at: "apns.environment.managementHost", text) }),
+              let managementPort = members["managementPort"].flatMap({ convert($0, at: "apns.environment.managementPort", integer) })
+        else { return }
+        layer.environment = SourcedSetting(value: .custom(pushHost: pushHost.value, pushPort: pushPort.value,
+                                                          managementHost: managementHost.value, managementPort: managementPort.value),
+                                           source: source("apns.environment"))
+    }
+
+    private mutating func readAPIKeys(_ value: JSONValue) {
+        guard case .array(let entries) = value else {
+            problems.append(.init("apiKeys must be an array (got \(kind(of: value)))", source: source("apiKeys")))
+            return
+        }
+        var adminKeys: [SourcedSetting<String>] = []
+        var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>] = []
+        for (index, entry) in entries.enumerated() {
+            let keyPath = "apiKeys[\(index)]"
+            guard let members = object(entry, at: keyPath, allowed: ["key", "channelPrefix", "admin"]) else { continue }
+            guard let key = members["key"].map({ convert($0, at: keyPath + ".key", text) }) else {
+                problems.append(.init("\(keyPath) has no key", source: source(keyPath)))
+                continue
+            }
+            let prefix = members["channelPrefix"].flatMap { convert($0, at: keyPath + ".channelPrefix", text) }
+            let admin = members["admin"].flatMap { convert($0, at: keyPath + ".admin", boolean) }
+            guard let key else { continue }
+            switch (admin?.value ?? false, prefix) {
+            case (true, nil):
+                adminKeys.append(SourcedSetting(value: key.value, source: source(keyPath)))
+            case (false, let prefix?):
+                providerKeys.append(SourcedSetting(value: .init(key: key.value, scope: .channelPrefix(prefix.value)), source: source(keyPath)))
+            case (true, _?):
+                problems.append(.init("\(keyPath) has both \"admin\": true and a channelPrefix; an admin key has no prefix", source: source(keyPath)))
+            case (false, nil):
+                if members["channelPrefix"] == nil {
+                    problems.append(.init("\(keyPath) needs a channelPrefix, or \"admin\": true for an admin key", source: source(keyPath)))
+                }
+            }
+        }
+        layer.adminKeys = adminKeys
+        layer.providerKeys = providerKeys
+    }
+
+    // MARK: Members and types
+
+    /// The members of an object, without `null` ones; nil (and a problem) if `value` is not an
+    /// object. Unknown members are reported with their path and the closest known name.
+    private mutating func object(_ value: JSONValue, at keyPath: String?, allowed: [String],
+                                 expected: String = "an object") -> [String: JSONValue]? {
+        guard case .object(let members) = value else {
+            let what = keyPath ?? "the top level of the file"
+            problems.append(.init("\(what) must be \(expected) (got \(kind(of: value)))", source: keyPath.map(source)))
+            return nil
+        }
+        var known: [String: JSONValue] = [:]
+        for member in members {
+            let memberPath = keyPath.map { "\($0).\(member.name)" } ?? member.name
+            guard allowed.contains(member.name) else {
+                let hint = GatewayConfigurationError.closestName(to: member.name, among: allowed).map { " (did you mean '\($0)'?)" } ?? ""
+                problems.append(.init("unknown key '\(memberPath)'\(hint)", source: .file(path: path, key: memberPath)))
+                continue
+            }
+            if member.value != .null { known[member.name] = member.value }
+        }
+        return known
+    }
+
+    /// Converts a member, recording a problem (with its source) when it does not fit.
+    private mutating func convert<Value>(_ value: JSONValue, at keyPath: String,
+                                         _ conversion: (JSONValue) throws(InvalidConfigurationValue) -> Value) -> SourcedSetting<Value>? {
+        do {
+            return SourcedSetting(value: try conversion(value), source: source(keyPath))
+        } catch {
+            problems.append(.init("\(keyPath) \(error.predicate)", source: source(keyPath)))
+            return nil
+        }
+    }
+
+    private func source(_ keyPath: String) -> ConfigurationSource { .file(path: path, key: keyPath) }
+
+    /// A path from the file, made relative to the file's directory.
+    private static func resolve(_ relative: String, nextTo path: String) -> String {
+        guard !relative.hasPrefix("/"), !relative.isEmpty, let slash = path.lastIndex(of: "/") else { return relative }
+        return String(path[...slash]) + relative
+    }
+
+    /// Converts a path member, relative to the file's directory.
+    private mutating func convertPath(_ value: JSONValue, at keyPath: String) -> SourcedSetting<String>? {
+        let path = self.path
+        return convert(value, at: keyPath) { value throws(InvalidConfigurationValue) in Self.resolve(try text(value), nextTo: path) }
+    }
+
+    private static func lineAndColumn(of offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
+        let before = bytes[..<min(offset, bytes.count)]
+        let line = before.count(where: { $0 == UInt8(ascii: "\n") }) + 1
+        let lineStart = before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
+        return (line, offset - lineStart + 1)
+    }
+}
+
+private func text(_ value: JSONValue) throws(InvalidConfigurationValue) -> String {
+    guard case .string(let text) = value else { throw InvalidConfigurationValue("must be a string (got \(kind(of: value)))") }
+    return text
+}
+
+private func integer(_ value: JSONValue) throws(InvalidConfigurationValue) -> Int {
+    guard case .integer(let number) = value, let integer = Int(exactly: number) else {
+        throw InvalidConfigurationValue("must be a whole number (got \(kind(of: value)))")
+    }
+    return integer
+}
+
+private func boolean(_ value: JSONValue) throws(InvalidConfigurationValue) -> Bool {
+    guard case .bool(let flag) = value else { throw InvalidConfigurationValue("must be true or false (got \(kind(of: value)))") }
+    return flag
+}
+
+private func kind(of value: JSONValue) -> String {
+    switch value {
+    case .null: "null"
+    case .bool: "a boolean"
+    case .integer, .number: "a number"
+    case .string: "a string"
+    case .array: "an array"
+    case .object: "an object"
+    case .raw: "raw JSON"
+    }
+}
+
+extension ChannelPolicy {
+    /// A channel policy from JSON, with `ChannelPolicy`'s own `Codable` rules and defaults.
+    ///
+    /// `JSONDecoder` ignores unknown members, so they are checked first against the members of
+    /// the encoded default policy: the policy type stays the one place that names them.
+    init(configurationJSON value: JSONValue) throws(InvalidConfigurationValue) {
+        try checkMembers(of: value, against: channelPolicyTemplate, memberPath: nil)
+        do {
+            self = try JSONDecoder().decode(ChannelPolicy.self, from: Data(value.encoded))
+        } catch let error as ChannelPolicyError {
+            throw InvalidConfigurationValue("member \(error.field) \(error.problem)")
+        } catch let error as DecodingError {
+            let context: DecodingError.Context
+            switch error {
+            case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c): context = c
+            @unknown default: throw InvalidConfigurationValue("is not a valid channel policy: \(error)")
+            }
+            throw InvalidConfigurationValue("member \(context.codingPath.map(\.stringValue).joined(separator: ".")) is not valid: \(context.debugDescription)")
+        } catch {
+            throw InvalidConfigurationValue("is not a valid channel policy: \(error)")
+        }
+    }
+}
+
+/// The default policy as JSON: every member name a policy may have.
+private let channelPolicyTemplate: JSONValue = {
+    // Encoding a fixed, valid value into JSON and parsing it back cannot fail.
+    let bytes = try! JSONEncoder().encode(ChannelPolicy.default)
+    return try! JSONParser.parse(Array(bytes))
+}()
+
+private func checkMembers(of value: JSONValue, against template: JSONValue, memberPath: String?) throws(InvalidConfigurationValue) {
+    guard case .object(let allowed) = template else { return }
+    guard case .object(let members) = value else {
+        throw InvalidConfigurationValue(memberPath.map { "member \($0) must be an object (got \(kind(of: value)))" }
+                           ?? "must be an object (got \(kind(of: value)))")
+    }
+    let names = allowed.map(\.name)
+    for member in members {
+        let path = memberPath.map { "\($0).\(member.name)" } ?? member.name
+        guard let expected = allowed.first(where: { $0.name == member.name }) else {
+            let hint = GatewayConfigurationError.closestName(to: member.name, among: names).map { " (did you mean '\($0)'?)" } ?? ""
+            throw InvalidConfigurationValue("has unknown key '\(path)'\(hint)")
+        }
+        if member.value != .null { try checkMembers(of: member.value, against: expected.value, memberPath: path) }
+    }
+}

@@ -1,0 +1,153 @@
+import APNs
+import Foundation
+import TouchlineCore
+
+/// A value with the place it was set.
+struct SourcedSetting<Value> {
+    var value: Value
+    var source: ConfigurationSource
+}
+
+/// What one source (the file, the environment or the flags) sets; nil = not set there.
+///
+/// Layers are stacked with `overlay`: each setting of the later layer replaces the earlier one.
+/// API keys are two settings, admin keys and provider keys, each replaced as a whole list, so a
+/// later source can take every key of one kind away from an earlier one.
+struct ConfigurationLayer {
+    var configPath: SourcedSetting<String>?
+    var listen: SourcedSetting<ConfigurationHostPort>?
+    var dataDirectory: SourcedSetting<String>?
+    var maxBodyBytes: SourcedSetting<Int>?
+    var keyPath: SourcedSetting<String>?
+    var keyID: SourcedSetting<String>?
+    var teamID: SourcedSetting<String>?
+    var bundleID: SourcedSetting<String>?
+    var environment: SourcedSetting<APNsEnvironment>?
+    var caFile: SourcedSetting<String>?
+    var adminKeys: [SourcedSetting<String>]?
+    var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>]?
+    var defaultPolicy: SourcedSetting<ChannelPolicy>?
+
+    mutating func overlay(_ later: ConfigurationLayer) {
+        configPath = later.configPath ?? configPath
+        listen = later.listen ?? listen
+        dataDirectory = later.dataDirectory ?? dataDirectory
+        maxBodyBytes = later.maxBodyBytes ?? maxBodyBytes
+        keyPath = later.keyPath ?? keyPath
+        keyID = later.keyID ?? keyID
+        teamID = later.teamID ?? teamID
+        bundleID = later.bundleID ?? bundleID
+        environment = later.environment ?? environment
+        caFile = later.caFile ?? caFile
+        adminKeys = later.adminKeys ?? adminKeys
+        providerKeys = later.providerKeys ?? providerKeys
+        defaultPolicy = later.defaultPolicy ?? defaultPolicy
+    }
+
+    /// Sets `setting` from the text of an environment variable or flag. Admin and provider keys
+    /// accumulate within the layer (repeated flags); everything else is last-one-wins.
+    mutating func set(_ setting: ConfigurationSetting, text: String, source: ConfigurationSource) throws(InvalidConfigurationValue) {
+        switch setting {
+        case .config: configPath = SourcedSetting(value: text, source: source)
+        case .listen: listen = SourcedSetting(value: try ConfigurationHostPort(parsing: text), source: source)
+        case .dataDirectory: dataDirectory = SourcedSetting(value: text, source: source)
+        case .maxBodyBytes: maxBodyBytes = SourcedSetting(value: try parseByteCount(text), source: source)
+        case .apnsKeyPath: keyPath = SourcedSetting(value: text, source: source)
+        case .apnsKeyID: keyID = SourcedSetting(value: text, source: source)
+        case .apnsTeamID: teamID = SourcedSetting(value: text, source: source)
+        case .apnsBundleID: bundleID = SourcedSetting(value: text, source: source)
+        case .apnsEnvironment: environment = SourcedSetting(value: try APNsEnvironment(configurationText: text), source: source)
+        case .apnsCAFile: caFile = SourcedSetting(value: text, source: source)
+        case .adminKey: adminKeys = (adminKeys ?? []) + [SourcedSetting(value: text, source: source)]
+        case .apiKeys: providerKeys = (providerKeys ?? []) + (try parseProviderKeys(text)).map { SourcedSetting(value: $0, source: source) }
+        case .defaultPolicy:
+            let json: JSONValue
+            do {
+                json = try JSONParser.parse(Array(text.utf8))
+            } catch {
+                throw InvalidConfigurationValue("is not valid JSON: \(error)")
+            }
+            defaultPolicy = SourcedSetting(value: try ChannelPolicy(configurationJSON: json), source: source)
+        }
+    }
+}
+
+/// A value that cannot be understood. The message is a predicate ("must be HOST:PORT, got
+/// \"x\""); the caller puts the setting's name in front and adds where it came from.
+struct InvalidConfigurationValue: Error {
+    var predicate: String
+    init(_ predicate: String) { self.predicate = predicate }
+}
+
+/// `address:port`, with IPv6 addresses in brackets (`[::1]:8080`).
+struct ConfigurationHostPort: Equatable {
+    var host: String
+    var port: Int
+
+    init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    init(parsing text: String) throws(InvalidConfigurationValue) {
+        let hostPart: Substring
+        let portPart: Substring
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            hostPart = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { throw InvalidConfigurationValue("must be [IPV6]:PORT, got \"\(text)\"") }
+            portPart = rest.dropFirst()
+        } else if let colon = text.lastIndex(of: ":") {
+            hostPart = text[..<colon]
+            portPart = text[text.index(after: colon)...]
+            guard !hostPart.contains(":") else { throw InvalidConfigurationValue("must have an IPv6 address in brackets, as in [::1]:8080, got \"\(text)\"") }
+        } else {
+            throw InvalidConfigurationValue("must be HOST:PORT, got \"\(text)\"")
+        }
+        guard !hostPart.isEmpty else { throw InvalidConfigurationValue("has no host before the port in \"\(text)\"") }
+        guard !portPart.isEmpty, portPart.count <= 5, portPart.utf8.allSatisfy({ (48...57).contains($0) }), let port = Int(portPart) else {
+            throw InvalidConfigurationValue("has no valid port number after the colon in \"\(text)\"")
+        }
+        self.init(host: String(hostPart), port: port)
+    }
+}
+
+/// A positive decimal count of bytes.
+private func parseByteCount(_ text: String) throws(InvalidConfigurationValue) -> Int {
+    guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }), let value = Int(text) else {
+        throw InvalidConfigurationValue("must be a whole number of bytes, got \"\(text)\"")
+    }
+    return value
+}
+
+extension APNsEnvironment {
+    /// `production`, `sandbox`, or `PUSHHOST:PORT,MANAGEMENTHOST:PORT` for any other server.
+    init(configurationText text: String) throws(InvalidConfigurationValue) {
+        switch text {
+        case "production": self = .production
+        case "sandbox": self = .sandbox
+        default:
+            let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+            guard parts.count == 2 else {
+                throw InvalidConfigurationValue("must be production, sandbox or PUSHHOST:PORT,MANAGEMENTHOST:PORT, got \"\(text)\"")
+            }
+            let push = try ConfigurationHostPort(parsing: String(parts[0]))
+            let management = try ConfigurationHostPort(parsing: String(parts[1]))
+            self = .custom(pushHost: push.host, pushPort: push.port, managementHost: management.host, managementPort: management.port)
+        }
+    }
+}
+
+/// `KEY=PREFIX[,KEY=PREFIX...]`, spaces around entries ignored. Messages number the entries and
+/// never repeat a key.
+private func parseProviderKeys(_ text: String) throws(InvalidConfigurationValue) -> [GatewayConfiguration.APIKey] {
+    var keys: [GatewayConfiguration.APIKey] = []
+    let entries = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+    for (index, entry) in entries.enumerated() {
+        guard let equals = entry.firstIndex(of: "=") else {
+            throw InvalidConfigurationValue("must be KEY=PREFIX[,KEY=PREFIX...] (entry \(index + 1) has no '=')")
+        }
+        keys.append(.init(key: String(entry[..<equals]), scope: .channelPrefix(String(entry[entry.index(after: equals)...]))))
+    }
+    return keys
+}

@@ -1,0 +1,184 @@
+import APNs
+import TouchlineCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension GatewayConfiguration {
+    /// The configuration of `touchline serve`, from (later wins) the defaults, the JSON file named
+    /// by `--config` or `TOUCHLINE_CONFIG`, `TOUCHLINE_*` environment variables and `arguments`
+    /// (the flags after `serve`), checked with ``validate(readFile:)``.
+    ///
+    /// Every problem is reported at once, each naming where the value was set. Empty environment
+    /// variables count as unset; other `TOUCHLINE_*` variables are ignored. See
+    /// docs/configuration.md for every setting.
+    ///
+    /// - Parameter readFile: reads the configuration, key and CA files (injected by tests).
+    public static func load(arguments: [String], environment: [String: String],
+                            readFile: (String) throws -> [UInt8] = GatewayConfiguration.readWholeFile) throws(GatewayConfigurationError) -> GatewayConfiguration {
+        var problems: [GatewayConfigurationError.Problem] = []
+        let flags = commandLineLayer(arguments, problems: &problems)
+        let variables = environmentLayer(environment, problems: &problems)
+        var merged = ConfigurationLayer()
+        if let configPath = flags.configPath ?? variables.configPath {
+            do {
+                merged = try ConfigurationFile.layer(path: configPath.value, bytes: try readFile(configPath.value))
+            } catch let error as GatewayConfigurationError {
+                problems += error.problems
+            } catch {
+                problems.append(.init("cannot read configuration file \(configPath.value): \(error)", source: configPath.source))
+            }
+        }
+        guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }
+        merged.overlay(variables)
+        merged.overlay(flags)
+        let (configuration, origins, credentialProblems) = resolve(merged)
+        // Validation runs even when the credentials are incomplete, so all problems show at once.
+        problems = credentialProblems
+        do {
+            try configuration.validate(origins: origins, readFile: readFile)
+        } catch {
+            problems += error.problems
+        }
+        guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }
+        return configuration
+    }
+
+    /// Flags as `--name VALUE` or `--name=VALUE`; `--admin-key` and `--api-key` may repeat.
+    private static func commandLineLayer(_ arguments: [String], problems: inout [GatewayConfigurationError.Problem]) -> ConfigurationLayer {
+        var layer = ConfigurationLayer()
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            guard argument.hasPrefix("--") else {
+                problems.append(.init("unexpected argument '\(argument)': settings are given as --flag VALUE"))
+                continue
+            }
+            let equals = argument.firstIndex(of: "=")
+            let name = equals.map { String(argument[..<$0]) } ?? argument
+            guard let setting = ConfigurationSetting.byFlag[name] else {
+                let hint = GatewayConfigurationError.closestName(to: name, among: ConfigurationSetting.allCases.map(\.flag)).map { " (did you mean \($0)?)" } ?? ""
+                problems.append(.init("unknown flag \(name)\(hint)"))
+                // Its value, if any, goes with it rather than being reported a second time.
+                if equals == nil, let next = remaining.first, !next.hasPrefix("--") { remaining.removeFirst() }
+                continue
+            }
+            let value: String
+            if let equals {
+                value = String(argument[argument.index(after: equals)...])
+            } else if let next = remaining.first, !next.hasPrefix("--") {
+                value = next
+                remaining.removeFirst()
+            } else {
+                problems.append(.init("flag \(name) needs a value: \(name) \(setting.valueName)"))
+                continue
+            }
+            layer.set(setting, text: value, source: .flag(name), problems: &problems)
+        }
+        return layer
+    }
+
+    private static func environmentLayer(_ environment: [String: String], problems: inout [GatewayConfigurationError.Problem]) -> ConfigurationLayer {
+        var layer = ConfigurationLayer()
+        for setting in ConfigurationSetting.allCases {
+            guard let text = environment[setting.environmentVariable], !text.isEmpty else { continue }
+            layer.set(setting, text: text, source: .environment(setting.environmentVariable), problems: &problems)
+        }
+        return layer
+    }
+
+    /// The merged layer as a configuration, where each value came from, and the problems with the
+    /// APNs credentials: all four or none (without all four, `apns` stays nil).
+    private static func resolve(_ layer: ConfigurationLayer) -> (GatewayConfiguration, ConfigurationOrigins, [GatewayConfigurationError.Problem]) {
+        var configuration = GatewayConfiguration()
+        var origins = ConfigurationOrigins()
+        func note<Value>(_ value: SourcedSetting<Value>?, _ setting: ConfigurationSetting, _ apply: (Value) -> Void) {
+            guard let value else { return }
+            apply(value.value)
+            origins.settings[setting] = value.source
+        }
+        note(layer.listen, .listen) { configuration.listenHost = $0.host; configuration.listenPort = $0.port }
+        note(layer.dataDirectory, .dataDirectory) { configuration.dataDirectory = $0 }
+        note(layer.maxBodyBytes, .maxBodyBytes) { configuration.maxBodyBytes = $0 }
+        note(layer.defaultPolicy, .defaultPolicy) { configuration.defaultPolicy = $0 }
+        let keys = (layer.adminKeys ?? []).map { SourcedSetting(value: APIKey(key: $0.value, scope: .admin), source: $0.source) }
+            + (layer.providerKeys ?? [])
+        configuration.apiKeys = keys.map(\.value)
+        origins.apiKeys = keys.map(\.source)
+
+        let credentials: [(ConfigurationSetting, String, SourcedSetting<String>?)] = [
+            (.apnsKeyPath, "key path", layer.keyPath), (.apnsKeyID, "key id", layer.keyID),
+            (.apnsTeamID, "team id", layer.teamID), (.apnsBundleID, "bundle id", layer.bundleID),
+        ]
+        var problems: [GatewayConfigurationError.Problem] = []
+        if credentials.allSatisfy({ $0.2 == nil }) {
+            for (setting, source) in [(ConfigurationSetting.apnsEnvironment, layer.environment?.source), (.apnsCAFile, layer.caFile?.source)] {
+                guard let source else { continue }
+                problems.append(.init("\(setting.title) is set but there are no APNs credentials: give the key path, key id, team id and bundle id, or remove it to use the bundled mock APNs", source: source))
+            }
+        } else {
+            for (setting, name, value) in credentials where value == nil {
+                problems.append(.init("APNs credentials incomplete: missing \(name) (\(setting.whereToSet))"))
+            }
+        }
+        if let keyPath = layer.keyPath, let keyID = layer.keyID, let teamID = layer.teamID, let bundleID = layer.bundleID {
+            configuration.apns = APNsSettings(keyPath: keyPath.value, keyID: keyID.value, teamID: teamID.value, bundleID: bundleID.value,
+                                              environment: layer.environment?.value ?? .production, caFile: layer.caFile?.value)
+            for (setting, _, value) in credentials { origins.settings[setting] = value?.source }
+            origins.settings[.apnsEnvironment] = layer.environment?.source
+            origins.settings[.apnsCAFile] = layer.caFile?.source
+        }
+        return (configuration, origins, problems)
+    }
+
+    /// The whole file at `path` (at most 16 MiB), failing with the system's reason.
+    public static func readWholeFile(_ path: String) throws -> [UInt8] {
+        let limit = 16 << 20
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw FileReadError(errno: errno) }
+        defer { close(descriptor) }
+        var contents: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { throw FileReadError(errno: errno) }
+            if count == 0 { return contents }
+            contents += chunk[..<count]
+            guard contents.count <= limit else { throw FileReadError(description: "larger than \(limit) bytes") }
+        }
+    }
+}
+
+/// Why a file could not be read, in the system's words ("No such file or directory").
+private struct FileReadError: Error, CustomStringConvertible {
+    var description: String
+
+    init(description: String) { self.description = description }
+    init(errno code: Int32) { description = String(cString: strerror(code)) }
+}
+
+/// Where each setting of a loaded configuration came from, for validation messages.
+struct ConfigurationOrigins {
+    var settings: [ConfigurationSetting: ConfigurationSource] = [:]
+    /// Parallel to `GatewayConfiguration.apiKeys`; empty for a configuration built in code.
+    var apiKeys: [ConfigurationSource] = []
+
+    subscript(setting: ConfigurationSetting) -> ConfigurationSource? { settings[setting] }
+
+    func apiKey(_ index: Int) -> ConfigurationSource? { apiKeys.indices.contains(index) ? apiKeys[index] : nil }
+}
+
+extension ConfigurationLayer {
+    /// `set(_:text:source:)`, recording a failure as a problem naming the setting and its source.
+    mutating func set(_ setting: ConfigurationSetting, text: String, source: ConfigurationSource,
+                      problems: inout [GatewayConfigurationError.Problem]) {
+        do {
+            try set(setting, text: text, source: source)
+        } catch {
+            problems.append(.init("\(setting.title) \(error.predicate)", source: source))
+        }
+    }
+}

@@ -80,7 +80,7 @@ public enum APNsDisposition: Sendable, Hashable, CustomStringConvertible {
     public static func forTransportFailure(_ error: HTTP2RequestError, endpoint: APNsEndpointKind) -> APNsDisposition {
         switch error {
         case .transport, .streamReset: return .retryOnNewConnection
-        case .queueFull, .shutdown, .retriesExhausted: return .retryWithBackoff
+        case .queueFull, .shutdown, .retriesExhausted, .timedOut: return .retryWithBackoff
         case .goaway(_, let reasonName):
             guard let reasonName else { return .retryOnNewConnection }
             let reason = APNsReason(reasonName)

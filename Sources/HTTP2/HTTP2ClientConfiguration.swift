@@ -17,6 +17,10 @@ public struct HTTP2ConnectionConfiguration: Sendable {
     public var pingTimeout: Duration
     /// After a GOAWAY (or a graceful shutdown) in-flight streams get this long to finish.
     public var drainTimeout: Duration
+    /// A request whose response has not completed this long after it was submitted is reset
+    /// (RST_STREAM CANCEL) and fails with `.timedOut`, so a server that never answers one stream
+    /// cannot hold its caller forever while the connection itself stays busy and alive.
+    public var responseTimeout: Duration
     /// How often a connection without an owner re-sends a request the server refused with
     /// REFUSED_STREAM (a pool applies its own retry budget instead).
     public var maxRefusedRetries: Int
@@ -26,7 +30,8 @@ public struct HTTP2ConnectionConfiguration: Sendable {
 
     public init(host: String, port: Int = 443, connectTimeout: Duration = .seconds(10), maxQueuedRequests: Int = 10_000,
                 idlePingInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10),
-                drainTimeout: Duration = .seconds(30), maxRefusedRetries: Int = 3, writeHighWaterMark: Int = 256 * 1024) {
+                drainTimeout: Duration = .seconds(30), responseTimeout: Duration = .seconds(30), maxRefusedRetries: Int = 3,
+                writeHighWaterMark: Int = 256 * 1024) {
         self.host = host
         self.port = port
         self.connectTimeout = connectTimeout
@@ -34,6 +39,7 @@ public struct HTTP2ConnectionConfiguration: Sendable {
         self.idlePingInterval = idlePingInterval
         self.pingTimeout = pingTimeout
         self.drainTimeout = drainTimeout
+        self.responseTimeout = responseTimeout
         self.maxRefusedRetries = maxRefusedRetries
         self.writeHighWaterMark = writeHighWaterMark
     }
@@ -63,11 +69,13 @@ public struct HTTP2PoolConfiguration: Sendable {
     public var connectTimeout: Duration
     /// Grace period for in-flight streams after GOAWAY or during ``HTTP2ConnectionPool/shutdown(gracePeriod:completion:)``.
     public var drainTimeout: Duration
+    /// See ``HTTP2ConnectionConfiguration/responseTimeout``.
+    public var responseTimeout: Duration
 
     public init(host: String, port: Int = 443, connectionCount: Int = 2, maxQueuedRequests: Int = 10_000,
                 idlePingInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10),
                 backoff: Backoff = Backoff(), maxRetriesPerRequest: Int = 3, connectTimeout: Duration = .seconds(10),
-                drainTimeout: Duration = .seconds(30)) {
+                drainTimeout: Duration = .seconds(30), responseTimeout: Duration = .seconds(30)) {
         precondition(connectionCount > 0 && maxQueuedRequests > 0 && maxRetriesPerRequest >= 0)
         self.host = host
         self.port = port
@@ -79,12 +87,13 @@ public struct HTTP2PoolConfiguration: Sendable {
         self.maxRetriesPerRequest = maxRetriesPerRequest
         self.connectTimeout = connectTimeout
         self.drainTimeout = drainTimeout
+        self.responseTimeout = responseTimeout
     }
 
     /// The settings of each connection of the pool (refused streams are retried by the pool).
     var connection: HTTP2ConnectionConfiguration {
         HTTP2ConnectionConfiguration(host: host, port: port, connectTimeout: connectTimeout, maxQueuedRequests: maxQueuedRequests,
                                      idlePingInterval: idlePingInterval, pingTimeout: pingTimeout, drainTimeout: drainTimeout,
-                                     maxRefusedRetries: maxRetriesPerRequest)
+                                     responseTimeout: responseTimeout, maxRefusedRetries: maxRetriesPerRequest)
     }
 }

@@ -1,4 +1,5 @@
 import CNGHTTP2
+import Dispatch
 import TouchlineCore
 import TouchlineRuntime
 
@@ -90,6 +91,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     private var idleTimer: LoopTimer!
     var pingTimer: LoopTimer!
     private var drainTimer: LoopTimer!
+    private var responseTimer: LoopTimer!
 
     /// Starts connecting at once (fresh DNS lookup, TCP, TLS with ALPN h2, HTTP/2 preface).
     /// Call on `loop`'s thread.
@@ -105,6 +107,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
             fail(.timeout("no PING acknowledgement from \(peerName) within \(configuration.pingTimeout)"))
         }
         drainTimer = LoopTimer(loop: loop) { [unowned self] in drainTimedOut() }
+        responseTimer = LoopTimer(loop: loop) { [unowned self] in resetOverdueStreams() }
         session = makeClientSession()
         connectTimer.schedule(after: configuration.connectTimeout)
         stream = TLSStream.connect(loop: loop, context: context, host: configuration.host, port: configuration.port,
@@ -197,8 +200,34 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
             return
         }
         request.streamID = streamID
+        request.submittedAt = DispatchTime.now().uptimeNanoseconds
+        if inFlight.isEmpty, !responseTimer.isScheduled { responseTimer.schedule(after: configuration.responseTimeout) }
         inFlight.append(request)
         activity &+= 1
+    }
+
+    /// Resets every stream older than the response timeout (oldest first, so the walk stops at the
+    /// first young one) and re-arms for the oldest remaining stream's deadline.
+    private func resetOverdueStreams() {
+        guard let session, state != .closed else { return }
+        let timeout = UInt64(configuration.responseTimeout.inNanoseconds)
+        let now = DispatchTime.now().uptimeNanoseconds
+        var nextDeadline: UInt64?
+        var reset = false
+        inFlight.visitOldest { request in
+            guard now >= request.submittedAt &+ timeout else {
+                nextDeadline = request.submittedAt &+ timeout
+                return false
+            }
+            if !request.timedOut {
+                request.timedOut = true
+                nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), request.streamID, NGHTTP2_CANCEL.rawValue)
+                reset = true
+            }
+            return true
+        }
+        if let nextDeadline { responseTimer.schedule(after: .nanoseconds(Int64(nextDeadline - now))) }
+        if reset { scheduleFlush() }
     }
 
     func removeFromInFlight(_ request: HTTP2PendingRequest) {
@@ -293,7 +322,9 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
 
     private func resolve(_ request: HTTP2PendingRequest) {
         let code = request.closeErrorCode
-        if code == NGHTTP2_NO_ERROR.rawValue, request.status > 0 {
+        if request.timedOut {
+            request.complete(.failure(.timedOut(after: configuration.responseTimeout)))
+        } else if code == NGHTTP2_NO_ERROR.rawValue, request.status > 0 {
             completedCount += 1
             request.complete(.success(request.takeResponse()))
         } else if code == NGHTTP2_REFUSED_STREAM.rawValue {
@@ -403,7 +434,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
         guard state != .closed else { return }
         state = .closed
         closeError = error
-        for timer in [flushTimer, connectTimer, idleTimer, pingTimer, drainTimer] { timer?.cancel() }
+        for timer in [flushTimer, connectTimer, idleTimer, pingTimer, drainTimer, responseTimer] { timer?.cancel() }
         let lost = error ?? .closedLocally
         while let request = inFlight.popFirst() {
             if let goaway, request.streamID <= goaway.lastStreamID {

@@ -126,6 +126,9 @@ public enum HTTP2RequestError: Error, Sendable, CustomStringConvertible {
     case goaway(errorCode: UInt32, reason: String?)
     /// The server reset the stream (an HTTP/2 error code other than REFUSED_STREAM).
     case streamReset(errorCode: UInt32)
+    /// No complete response within the connection's response timeout; the stream was reset.
+    /// The server may or may not have acted on the request.
+    case timedOut(after: Duration)
     /// The request queue is full (back-pressure); try again later or shed load.
     case queueFull
     /// The connection or pool was shut down before the request was sent.
@@ -138,6 +141,7 @@ public enum HTTP2RequestError: Error, Sendable, CustomStringConvertible {
         case .transport(let e): "\(e)"
         case .goaway(let code, let reason): "server sent GOAWAY (code \(code))" + (reason.map { ": \($0)" } ?? "")
         case .streamReset(let code): "server reset the stream (code \(code))"
+        case .timedOut(let after): "no response within \(after)"
         case .queueFull: "request queue is full"
         case .shutdown: "client is shut down"
         case .retriesExhausted(let last): "gave up after retries: \(last)"

@@ -22,6 +22,10 @@ public final class HTTP2PendingRequest: @unchecked Sendable {
     @exclusivity(unchecked) var responseBody: [UInt8] = []
     /// The HTTP/2 error code the stream closed with.
     @exclusivity(unchecked) var closeErrorCode: UInt32 = 0
+    /// Monotonic nanoseconds at submit, for the response timeout.
+    @exclusivity(unchecked) var submittedAt: UInt64 = 0
+    /// The connection reset the stream because the response timeout passed.
+    @exclusivity(unchecked) var timedOut = false
 
     // Links of the connection's in-flight list (see `InFlightList`).
     @exclusivity(unchecked) fileprivate var next: HTTP2PendingRequest?
@@ -51,6 +55,7 @@ public final class HTTP2PendingRequest: @unchecked Sendable {
         headersSent = false
         status = 0
         closeErrorCode = 0
+        timedOut = false
         if !responseHeaders.isEmpty { responseHeaders = [] }
         if !responseBody.isEmpty { responseBody = [] }
     }
@@ -90,6 +95,12 @@ struct InFlightList {
         request.next = nil
         request.previous = nil
         count -= 1
+    }
+
+    /// Visits requests oldest first while `body` returns true.
+    func visitOldest(while body: (HTTP2PendingRequest) -> Bool) {
+        var current = head
+        while let request = current, body(request) { current = request.next }
     }
 
     mutating func popFirst() -> HTTP2PendingRequest? {

@@ -142,6 +142,30 @@ struct ConnectionPoolTests {
         #expect(refused.count == 5, "waiting requests fail with the connection error: \(outcome.failures)")
     }
 
+    @Test func unansweredRequestsTimeOutAndTheConnectionStaysUsable() async throws {
+        var behaviour = TestHTTP2Server.Behaviour()
+        behaviour.responseDelay = .seconds(3)
+        let server = try TestHTTP2Server(behaviour)
+        defer { server.stop() }
+        var settings = configuration(port: server.port, connections: 1)
+        settings.responseTimeout = .milliseconds(200)
+        let pool = try TestPool(settings)
+        defer { pool.close() }
+        try await pool.waitUntilReady(1)
+
+        let started = ContinuousClock.now
+        let outcome = try await sendAll(TestRequests.posts(5, port: server.port), via: pool.pool, on: pool.loop)
+        #expect(ContinuousClock.now - started < .seconds(2), "the requests waited for the server instead of timing out")
+        #expect(outcome.failures.count == 5)
+        for failure in outcome.failures {
+            if case .timedOut(let after) = failure { #expect(after == .milliseconds(200)) } else { Issue.record("expected .timedOut, got \(failure)") }
+        }
+        let stats = try await pool.loop.submit { [pool = pool.pool] in pool.stats }
+        #expect(stats.readyConnections == 1, "a timed-out stream must not cost the connection")
+        #expect(stats.connections.first?.inFlight == 0)
+        #expect(stats.connectionAttempts == 1)
+    }
+
     @Test func shutdownFinishesInFlightRequestsAndRefusesNewOnes() async throws {
         var behaviour = TestHTTP2Server.Behaviour()
         behaviour.responseDelay = .milliseconds(200)

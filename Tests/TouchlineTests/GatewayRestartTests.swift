@@ -1,0 +1,55 @@
+import Foundation
+import MockAPNs
+import Testing
+import Touchline
+import TouchlineCore
+
+/// A gateway stopped and started again on the same data directory resumes its channels from
+/// the store, against an APNs (the mock) that outlives it.
+@Suite("Gateway restart")
+struct GatewayRestartTests {
+    @Test func restartResumesChannelsWithoutCreatingThemAgain() async throws {
+        let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = try MockAPNsProviderKeyFiles.generate(keyID: "RESTART001", in: directory)
+        let certificates = try MockAPNsDevelopmentCertificates.generate(in: directory)
+        let mock = try MockAPNsServer(configuration: MockAPNsConfiguration(
+            bundleID: "com.example.touchline", teamID: "RESTARTTM1", keys: [.init(keyID: "RESTART001", path: key.publicKeyFile)],
+            certificateFile: certificates.certificateFile, privateKeyFile: certificates.privateKeyFile))
+        let addresses = try mock.start()
+        defer { mock.stop() }
+        let apns = GatewayConfiguration.APNsSettings(
+            keyPath: key.privateKeyFile, keyID: "RESTART001", teamID: "RESTARTTM1", bundleID: "com.example.touchline",
+            environment: .custom(pushHost: "localhost", pushPort: addresses.pushPort, managementHost: "localhost",
+                                 managementPort: addresses.managementPort),
+            caFile: certificates.caFile)
+        let data = directory + "/data"
+
+        let first = try GatewayFixture(apns: apns, directory: data)
+        #expect(first.gateway.bundledMockAPNs == nil)
+        let created = try first.admin.request("POST", "/v1/channels", json: #"{"id": "r1", "storagePolicy": "no-storage"}"#)
+        let apnsID = try #require(created.json?.string("apnsChannelId"))
+        #expect(try first.admin.request("POST", "/v1/channels/r1/events", json: #"{"seq": 1, "patch": {"home": 1}}"#).status == 202)
+        try await eventually("the first broadcast") {
+            mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.channelID == apnsID }
+        }
+        await first.shutDown(removingData: false)
+
+        let second = try GatewayFixture(apns: apns, directory: data)
+        let shown = try second.admin.request("GET", "/v1/channels/r1")
+        #expect(shown.status == 200)
+        #expect(shown.json?.string("apnsChannelId") == apnsID)
+        #expect(shown.json?.integer("lastSeq") == 1)
+        #expect(shown.json?[member: "contentState"] == ["home": 1])
+        let duplicate = try second.admin.request("POST", "/v1/channels/r1/events", json: #"{"seq": 1, "patch": {"home": 7}}"#)
+        #expect(duplicate.json?.integer("duplicates") == 1)
+        #expect(try second.admin.request("POST", "/v1/channels/r1/events", json: #"{"seq": 2, "patch": {"home": 2}}"#).status == 202)
+        try await eventually("the broadcast after the restart") {
+            mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.channelID == apnsID && $0.bodyText.contains(#""home":2"#) }
+        }
+        let recreate = try second.admin.request("POST", "/v1/channels", json: #"{"id": "r1", "storagePolicy": "no-storage"}"#)
+        #expect(recreate.status == 200)
+        #expect(mock.counters().count(endpoint: .createChannel) == 1)
+        await second.shutDown(removingData: false)
+    }
+}

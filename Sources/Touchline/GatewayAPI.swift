@@ -191,17 +191,15 @@ extension GatewayService {
         channel.contentState = batch.contentState
         channel.lastSeq = batch.lastSeq
         let write = WriteBatch([.appendEvents(batch.accepted), .updateState(channel.stateUpdate(at: now))])
-        store.submit(write) { [self] result in
-            loop.execute { [self] in
-                if case .failure(let error) = result {
-                    request.respond(.error(status: 500, error: "store_failed", message: "the events could not be saved: \(error)"))
-                    return
-                }
-                request.respond(.json(status: 202, reply))
-                // The state is already saved with the events: the engine's own `.persist` is skipped.
-                let effects = batch.actions.filter { if case .persist = $0 { false } else { true } }
-                if channels[id] === channel { perform(effects, on: channel) }
+        submitAcknowledged(write, for: channel) { [self] result in
+            if case .failure(let error) = result {
+                request.respond(.error(status: 500, error: "store_failed", message: "the events could not be saved: \(error)"))
+                return
             }
+            request.respond(.json(status: 202, reply))
+            // The state is already saved with the events: the engine's own `.persist` is skipped.
+            let effects = batch.actions.filter { if case .persist = $0 { false } else { true } }
+            if channels[id] === channel { perform(effects, on: channel) }
         }
     }
 
@@ -236,15 +234,13 @@ extension GatewayService {
         channel.persistedStatus = status
         let write = WriteBatch([.updateState(channel.stateUpdate(at: now)),
                                 .markStatus(channelID: id, status: status, end: ChannelEnd(dismissAt: dismissAt, endedAt: now), at: now)])
-        store.submit(write) { [self] result in
-            loop.execute { [self] in
-                if case .failure(let error) = result {
-                    request.respond(.error(status: 500, error: "store_failed", message: "the end could not be saved: \(error)"))
-                    return
-                }
-                request.respond(.json(status: 202, channel.json(now: clock.now())))
-                if channels[id] === channel { perform(actions, on: channel) }
+        submitAcknowledged(write, for: channel) { [self] result in
+            if case .failure(let error) = result {
+                request.respond(.error(status: 500, error: "store_failed", message: "the end could not be saved: \(error)"))
+                return
             }
+            request.respond(.json(status: 202, channel.json(now: clock.now())))
+            if channels[id] === channel { perform(actions, on: channel) }
         }
     }
 }

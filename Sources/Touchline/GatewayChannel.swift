@@ -29,6 +29,11 @@ final class GatewayChannel: @unchecked Sendable {
     /// Requests waiting for the APNs create call (the first one and idempotent repeats).
     var createWaiters: [HTTPRequest] = []
     var timer: LoopTimer?
+    /// Event and end writes submitted but not yet committed: while any is out, pushes are held
+    /// back, so nothing reaches APNs before it is durable.
+    var uncommittedWrites = 0
+    /// Pushes the engine handed out while a write was uncommitted, in order.
+    var heldPushes: [ChannelEngine.OutgoingPush] = []
 
     init(id: String, storage: ChannelStorage, policy: ChannelPolicy, attributes: MatchAttributes?, createdAt: UnixTime,
          apnsChannelID: String?, engine: ChannelEngine, contentState: JSONValue, lastSeq: Int64, persistedStatus: ChannelStatus) {

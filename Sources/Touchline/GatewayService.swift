@@ -58,8 +58,7 @@ final class GatewayService: @unchecked Sendable {
         for action in actions {
             switch action {
             case .send(let push):
-                guard let apnsID = channel.apnsChannelID else { continue }
-                dispatcher.broadcast(push, on: apnsID) { [self] result in pushAnswered(channel, push.sequence, result) }
+                if channel.uncommittedWrites > 0 { channel.heldPushes.append(push) } else { send(push, on: channel) }
             case .armTimer(let time):
                 let timer = channel.timer ?? LoopTimer(loop: loop) { [self] in timerFired(channel) }
                 channel.timer = timer
@@ -85,6 +84,28 @@ final class GatewayService: @unchecked Sendable {
         saveStatus(of: channel)
     }
 
+    private func send(_ push: ChannelEngine.OutgoingPush, on channel: GatewayChannel) {
+        guard let apnsID = channel.apnsChannelID else { return }
+        dispatcher.broadcast(push, on: apnsID) { [self] result in pushAnswered(channel, push.sequence, result) }
+    }
+
+    /// Submits a write that acknowledges provider input; pushes wait until it commits. `done`
+    /// runs on the ingest loop after the commit (or the failure), before held pushes go out.
+    func submitAcknowledged(_ batch: WriteBatch, for channel: GatewayChannel,
+                            done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        channel.uncommittedWrites += 1
+        store.submit(batch) { [self] result in
+            loop.execute { [self] in
+                channel.uncommittedWrites -= 1
+                done(result)
+                guard channel.uncommittedWrites == 0, channels[channel.id] === channel else { return }
+                let held = channel.heldPushes
+                channel.heldPushes = []
+                for push in held { send(push, on: channel) }
+            }
+        }
+    }
+
     /// Writes the channel's state (fire and forget: the store keeps the order of writes).
     func save(_ channel: GatewayChannel) {
         store.submit(WriteBatch([.updateState(channel.stateUpdate(at: clock.now()))])) { result in
@@ -93,11 +114,11 @@ final class GatewayService: @unchecked Sendable {
     }
 
     /// Writes the status when it changed since the last write.
-    func saveStatus(of channel: GatewayChannel, end: ChannelEnd? = nil) {
+    func saveStatus(of channel: GatewayChannel) {
         let status = channel.status
         guard status != channel.persistedStatus, status != .creating else { return }
         channel.persistedStatus = status
-        store.submit(WriteBatch([.markStatus(channelID: channel.id, status: status, end: end, at: clock.now())])) { result in
+        store.submit(WriteBatch([.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now())])) { result in
             if case .failure(let error) = result { print("touchline: saving the status of \(channel.id) failed: \(error)") }
         }
     }

@@ -9,21 +9,10 @@ import TouchlineCore
 @Suite("Gateway restart")
 struct GatewayRestartTests {
     @Test func restartResumesChannelsWithoutCreatingThemAgain() async throws {
-        let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let key = try MockAPNsProviderKeyFiles.generate(keyID: "RESTART001", in: directory)
-        let certificates = try MockAPNsDevelopmentCertificates.generate(in: directory)
-        let mock = try MockAPNsServer(configuration: MockAPNsConfiguration(
-            bundleID: "com.example.touchline", teamID: "RESTARTTM1", keys: [.init(keyID: "RESTART001", path: key.publicKeyFile)],
-            certificateFile: certificates.certificateFile, privateKeyFile: certificates.privateKeyFile))
-        let addresses = try mock.start()
-        defer { mock.stop() }
-        let apns = GatewayConfiguration.APNsSettings(
-            keyPath: key.privateKeyFile, keyID: "RESTART001", teamID: "RESTARTTM1", bundleID: "com.example.touchline",
-            environment: .custom(pushHost: "localhost", pushPort: addresses.pushPort, managementHost: "localhost",
-                                 managementPort: addresses.managementPort),
-            caFile: certificates.caFile)
-        let data = directory + "/data"
+        let apnsFixture = try MockAPNsFixture()
+        let mock = apnsFixture.mock
+        let data = apnsFixture.directory + "/data"
+        let apns = apnsFixture.gatewaySettings
 
         let first = try GatewayFixture(apns: apns, directory: data)
         #expect(first.gateway.bundledMockAPNs == nil)
@@ -51,5 +40,6 @@ struct GatewayRestartTests {
         #expect(recreate.status == 200)
         #expect(mock.counters().count(endpoint: .createChannel) == 1)
         await second.shutDown(removingData: false)
+        await apnsFixture.shutDown()
     }
 }

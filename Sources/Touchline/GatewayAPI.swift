@@ -101,10 +101,10 @@ extension GatewayService {
             return
         }
         channel.createWaiters.append(request)
-        if channel.createWaiters.count == 1 { callCreate(channel) }
+        if channel.createWaiters.count == 1 && !channel.isAdopting { callCreate(channel) }
     }
 
-    private func callCreate(_ channel: GatewayChannel) {
+    func callCreate(_ channel: GatewayChannel) {
         dispatcher.createChannel(storage: channel.storage) { [self] result in
             switch result {
             case .failure(let error):
@@ -120,16 +120,21 @@ extension GatewayService {
                         if case .failure(let error) = stored {
                             return answerWaiters(channel, .error(status: 500, error: "store_failed", message: "saving the APNs channel id failed: \(error)"))
                         }
-                        channel.apnsChannelID = apnsID
-                        channel.persistedStatus = .active
-                        let body = channel.json(now: clock.now())
-                        let waiters = channel.createWaiters
-                        channel.createWaiters = []
-                        for (index, waiter) in waiters.enumerated() { waiter.respond(.json(status: index == 0 ? 201 : 200, body)) }
+                        markCreated(channel, apnsID: apnsID)
                     }
                 }
             }
         }
+    }
+
+    /// The APNs id is saved: the channel is active; the waiting requests get it (the first 201).
+    func markCreated(_ channel: GatewayChannel, apnsID: String) {
+        channel.apnsChannelID = apnsID
+        channel.persistedStatus = .active
+        let body = channel.json(now: clock.now())
+        let waiters = channel.createWaiters
+        channel.createWaiters = []
+        for (index, waiter) in waiters.enumerated() { waiter.respond(.json(status: index == 0 ? 201 : 200, body)) }
     }
 
     private func answerWaiters(_ channel: GatewayChannel, _ response: HTTPResponse) {

@@ -29,6 +29,8 @@ final class GatewayChannel: @unchecked Sendable {
     /// Requests waiting for the APNs create call (the first one and idempotent repeats).
     var createWaiters: [HTTPRequest] = []
     var timer: LoopTimer?
+    /// A lost create is being matched to an APNs channel (see `reconcileLostCreates`).
+    var isAdopting = false
     /// Event and end writes submitted but not yet committed: while any is out, pushes are held
     /// back, so nothing reaches APNs before it is durable.
     var uncommittedWrites = 0

@@ -31,6 +31,16 @@ struct GatewayDispatcher: Sendable {
         forward(reply) { client, done in client.deleteChannel(apnsChannelID, completion: done) }
     }
 
+    /// Lists the ids of every channel of the app (management pool).
+    func listChannels(reply: @escaping @Sendable (Result<[String], APNsError>) -> Void) {
+        forward(reply) { client, done in client.listChannels(completion: done) }
+    }
+
+    /// Reads a channel's storage policy (management pool).
+    func readChannel(_ apnsChannelID: String, reply: @escaping @Sendable (Result<APNsChannelConfiguration, APNsError>) -> Void) {
+        forward(reply) { client, done in client.readChannel(apnsChannelID, completion: done) }
+    }
+
     private func forward<T: Sendable>(_ reply: @escaping @Sendable (Result<T, APNsError>) -> Void,
                                       _ call: @escaping @Sendable (APNsClient, @escaping (Result<T, APNsError>) -> Void) -> Void) {
         let client = connections.client

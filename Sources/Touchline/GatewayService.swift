@@ -48,6 +48,7 @@ final class GatewayService: @unchecked Sendable {
         for channel in channels.values where channel.apnsChannelID != nil && !channel.apnsDeleted {
             perform(channel.engine.tick(now: now), on: channel)
         }
+        reconcileLostCreates()
     }
 
     // MARK: Engine actions

@@ -3,6 +3,7 @@ import MockAPNs
 import Testing
 import Touchline
 import TouchlineCore
+import TouchlineStore
 
 /// A gateway stopped and started again on the same data directory resumes its channels from
 /// the store, against an APNs (the mock) that outlives it.
@@ -41,5 +42,33 @@ struct GatewayRestartTests {
         #expect(mock.counters().count(endpoint: .createChannel) == 1)
         await second.shutDown(removingData: false)
         await apnsFixture.shutDown()
+    }
+}
+
+@Suite("Gateway lost creates")
+struct GatewayLostCreateTests {
+    /// The process stopped after asking APNs for a channel but before saving its id: at the next
+    /// start the gateway finds the unaccounted channel in APNs' list and adopts it.
+    @Test func aCreateWhoseAnswerWasLostIsAdoptedFromTheList() async throws {
+        let apns = try MockAPNsFixture()
+        let data = apns.directory + "/data"
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let store = try StoreWriter(path: data + "/touchline.sqlite")
+        _ = try await store.createChannel(ChannelRecord(id: "lost", storagePolicy: .mostRecent, status: .creating,
+                                                        createdAt: SystemClock().now()))
+        store.close()
+        let orphan = try #require(apns.mock.createChannel(storagePolicy: ChannelStorage.mostRecent.messageStoragePolicy))
+
+        let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: data)
+        try await eventually("the adoption") {
+            (try? gateway.admin.request("GET", "/v1/channels/lost").json?.string("apnsChannelId")) == orphan
+        }
+        let again = try gateway.admin.request("POST", "/v1/channels", json: #"{"id": "lost", "storagePolicy": "most-recent"}"#)
+        #expect(again.status == 200)
+        #expect(again.json?.string("apnsChannelId") == orphan)
+        #expect(again.json?.string("status") == "active")
+        #expect(apns.mock.counters().count(endpoint: .createChannel) == 0)
+        await gateway.shutDown()
+        await apns.shutDown()
     }
 }

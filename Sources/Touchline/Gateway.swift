@@ -114,19 +114,21 @@ public final class Gateway: Sendable {
     /// The reader is opened here and used once on the ingest loop while this thread waits.
     private struct UncheckedReader: @unchecked Sendable { let reader: SQLiteChannelReader }
 
-    /// Stops taking requests (those in flight are answered, up to a grace period), stops the
-    /// channel timers, commits what is queued, closes the APNs connections and stops the mock.
+    /// Stops taking requests (those in flight are answered, up to a grace period), stops
+    /// sending and the channel timers, commits what is queued, closes the APNs connections and stops the mock.
     public func shutdown() async {
         guard let current = running.withLock({ state -> Running? in defer { state = nil }; return state }) else { return }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             current.ingestLoop.execute {
                 current.server.server.shutdown(gracePeriod: .seconds(2)) {
-                    current.service.stopTimers()
+                    current.service.stop()
                     done.resume()
                 }
             }
         }
         await current.connections.shutdown()
+        // Answers delivered during the pool shutdown run (and queue their saves) before the close.
+        _ = try? await current.ingestLoop.submit {}
         current.store.close()
         current.ingestLoop.stopAndWait()
         current.broadcastLoop.stopAndWait()

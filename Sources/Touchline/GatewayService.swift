@@ -16,6 +16,9 @@ final class GatewayService: @unchecked Sendable {
     let defaultPolicy: ChannelPolicy
     let clock: any WallClock
     var channels: [String: GatewayChannel] = [:]
+    /// Set at shutdown: no more pushes, timers or deletions; what is pending stays in the
+    /// snapshots (a push in flight is saved as pending) and goes out after the next start.
+    private var isStopping = false
 
     init(loop: EventLoop, store: StoreWriter, dispatcher: GatewayDispatcher, configuration: GatewayConfiguration, clock: any WallClock) {
         self.loop = loop
@@ -57,6 +60,7 @@ final class GatewayService: @unchecked Sendable {
     func perform(_ actions: [ChannelEngine.Action], on channel: GatewayChannel) {
         var needsSave = false
         for action in actions {
+            if isStopping, action.isOutgoing { continue }
             switch action {
             case .send(let push):
                 if channel.uncommittedWrites > 0 { channel.heldPushes.append(push) } else { send(push, on: channel) }
@@ -141,9 +145,20 @@ final class GatewayService: @unchecked Sendable {
         }
     }
 
-    /// Cancels every timer (shutdown).
-    func stopTimers() {
+    /// Stops sending and cancels every timer (shutdown).
+    func stop() {
+        isStopping = true
         for channel in channels.values { channel.timer?.cancel() }
+    }
+}
+
+extension ChannelEngine.Action {
+    /// Actions that start something new: skipped once the gateway is stopping.
+    fileprivate var isOutgoing: Bool {
+        switch self {
+        case .send, .armTimer, .deleteChannel: true
+        case .persist, .markBroken: false
+        }
     }
 }
 

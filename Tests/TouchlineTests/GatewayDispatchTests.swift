@@ -52,4 +52,19 @@ struct GatewayDispatchTests {
         await gateway.shutDown()
         await apns.shutDown()
     }
+
+    @Test func theAppsChannelLimitIsAClearConflict() async throws {
+        let apns = try MockAPNsFixture { $0.channelLimit = 1 }
+        let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
+        let api = gateway.admin
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "one", "storagePolicy": "no-storage"}"#).status == 201)
+        let refused = try api.request("POST", "/v1/channels", json: #"{"id": "two", "storagePolicy": "no-storage"}"#)
+        #expect(refused.status == 409)
+        #expect(refused.errorCode == "channel_limit")
+        #expect(refused.json?.string("message")?.contains("CannotCreateChannelConfig") == true)
+        let pending = try api.request("GET", "/v1/channels/two")
+        #expect(pending.json?.string("status") == "creating")
+        await gateway.shutDown()
+        await apns.shutDown()
+    }
 }

@@ -74,6 +74,10 @@ extension GatewayService {
         }
 
         if let existing = channels[id] {
+            guard existing.storage == storage else {
+                throw HTTPError(status: 409, code: "channel_exists",
+                                message: "channel '\(id)' exists with storagePolicy \"\(existing.storage.rawValue)\", not \"\(storage.rawValue)\"")
+            }
             return resumeCreate(existing, request: request)
         }
         let now = clock.now()
@@ -190,12 +194,18 @@ extension GatewayService {
         let batch = try GatewayEventBatch(GatewayEventBatch.events(in: request.body), for: channel, now: now)
         let reply: JSONValue = ["accepted": .integer(Int64(batch.accepted.count)), "duplicates": .integer(Int64(batch.duplicates)),
                                 "stale": .array(batch.stale.map(JSONValue.integer)), "lastSeq": .integer(batch.lastSeq)]
-        guard !batch.accepted.isEmpty else { request.respond(.json(status: 202, reply)); return }
+        // Only duplicates and stale events: answer at once, unless an earlier batch they repeat
+        // may still be uncommitted (then the empty write below waits for it, in order).
+        if batch.accepted.isEmpty && channel.uncommittedWrites == 0 {
+            request.respond(.json(status: 202, reply))
+            return
+        }
         // Applied in memory now so the next batch sees it; acknowledged and acted on after the commit.
         channel.engine = batch.engine
         channel.contentState = batch.contentState
         channel.lastSeq = batch.lastSeq
-        let write = WriteBatch([.appendEvents(batch.accepted), .updateState(channel.stateUpdate(at: now))])
+        let write = batch.accepted.isEmpty ? WriteBatch()
+            : WriteBatch([.appendEvents(batch.accepted), .updateState(channel.stateUpdate(at: now))])
         submitAcknowledged(write, for: channel) { [self] result in
             if case .failure(let error) = result {
                 request.respond(.error(status: 500, error: "store_failed", message: "the events could not be saved: \(error)"))

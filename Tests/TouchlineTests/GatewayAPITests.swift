@@ -144,6 +144,10 @@ struct GatewayAPITests {
         #expect(badPolicy.status == 400)
         #expect(badPolicy.json?.string("message")?.contains("storagePolicy") == true)
 
+        let conflicting = try api.request("POST", "/v1/channels", json: #"{"id": "other-1", "storagePolicy": "most-recent"}"#)
+        #expect(conflicting.status == 409)
+        #expect(conflicting.errorCode == "channel_exists")
+
         let huge = try api.request("POST", "/v1/channels/other-1/events", json: String(repeating: " ", count: 9000) + "{}")
         #expect(huge.status == 413)
         #expect(huge.errorCode == "body_too_large")

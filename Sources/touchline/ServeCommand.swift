@@ -30,6 +30,8 @@ enum ServeCommand {
             } else if let apns = configuration.apns {
                 print("touchline: APNs \(apns.environment), bundle \(apns.bundleID)")
             }
+            // Supervisors and scripts read these lines from a pipe, where stdout is block-buffered.
+            fflush(nil)
         } catch {
             printError("touchline serve: cannot start: \(error)")
             return 1

@@ -160,6 +160,9 @@ extension GatewayService {
 
     private func delete(_ request: HTTPRequest, id: String) throws(HTTPError) {
         let channel = try channel(request, id: id)
+        guard channel.createWaiters.isEmpty && !channel.isAdopting else {
+            throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is being created at APNs; delete it once that has answered")
+        }
         let forget: @Sendable () -> Void = { [self] in
             store.submit(WriteBatch([.deleteChannel(channelID: id)])) { [self] result in
                 loop.execute { [self] in

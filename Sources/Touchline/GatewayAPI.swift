@@ -73,6 +73,10 @@ extension GatewayService {
             }
         }
 
+        guard !isReconciling else {
+            throw HTTPError(status: 503, code: "reconciling", message: "the gateway is reconciling channel creates after a restart; retry shortly",
+                            headers: [("Retry-After", "1")])
+        }
         if let existing = channels[id] {
             guard existing.storage == storage else {
                 throw HTTPError(status: 409, code: "channel_exists",

@@ -19,6 +19,9 @@ final class GatewayService: @unchecked Sendable {
     /// Set at shutdown: no more pushes, timers or deletions; what is pending stays in the
     /// snapshots (a push in flight is saved as pending) and goes out after the next start.
     private var isStopping = false
+    /// True while lost creates are reconciled at start-up; new creates wait (503) meanwhile, so
+    /// their fresh APNs channels are never taken for orphans.
+    var isReconciling = false
 
     init(loop: EventLoop, store: StoreWriter, dispatcher: GatewayDispatcher, configuration: GatewayConfiguration, clock: any WallClock) {
         self.loop = loop

@@ -47,27 +47,33 @@ struct GatewayRestartTests {
 
 @Suite("Gateway lost creates")
 struct GatewayLostCreateTests {
-    /// The process stopped after asking APNs for a channel but before saving its id: at the next
-    /// start the gateway finds the unaccounted channel in APNs' list and adopts it.
-    @Test func aCreateWhoseAnswerWasLostIsAdoptedFromTheList() async throws {
+    /// The process stopped after asking APNs for channels but before saving their ids: at the next
+    /// start the gateway adopts an unaccounted channel with the right storage policy, creates
+    /// again the intent nothing matches, and deletes the orphan nobody adopted.
+    @Test func createsWhoseAnswerWasLostAreReconciledWithTheList() async throws {
         let apns = try MockAPNsFixture()
         let data = apns.directory + "/data"
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         let store = try StoreWriter(path: data + "/touchline.sqlite")
-        _ = try await store.createChannel(ChannelRecord(id: "lost", storagePolicy: .mostRecent, status: .creating,
-                                                        createdAt: SystemClock().now()))
+        for (id, storage) in [("lost", ChannelStorage.mostRecent), ("never-sent", .noStorage)] {
+            _ = try await store.createChannel(ChannelRecord(id: id, storagePolicy: storage, status: .creating, createdAt: SystemClock().now()))
+        }
         store.close()
-        let orphan = try #require(apns.mock.createChannel(storagePolicy: ChannelStorage.mostRecent.messageStoragePolicy))
+        let orphans = try (0..<2).map { _ in try #require(apns.mock.createChannel(storagePolicy: ChannelStorage.mostRecent.messageStoragePolicy)) }
 
         let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: data)
-        try await eventually("the adoption") {
-            (try? gateway.admin.request("GET", "/v1/channels/lost").json?.string("apnsChannelId")) == orphan
+        try await eventually("the reconciliation") {
+            apns.mock.counters().count(endpoint: .deleteChannel) == 1 && apns.mock.counters().count(endpoint: .createChannel) == 1
+                && (try? gateway.admin.request("GET", "/v1/channels/never-sent").json?.string("status")) == "active"
         }
-        let again = try gateway.admin.request("POST", "/v1/channels", json: #"{"id": "lost", "storagePolicy": "most-recent"}"#)
-        #expect(again.status == 200)
-        #expect(again.json?.string("apnsChannelId") == orphan)
-        #expect(again.json?.string("status") == "active")
-        #expect(apns.mock.counters().count(endpoint: .createChannel) == 0)
+        let lost = try gateway.admin.request("POST", "/v1/channels", json: #"{"id": "lost", "storagePolicy": "most-recent"}"#)
+        #expect(lost.status == 200)
+        let adopted = try #require(lost.json?.string("apnsChannelId"))
+        #expect(orphans.contains(adopted))
+        #expect(lost.json?.string("status") == "active")
+        let remaining = apns.mock.channels()
+        #expect(remaining[adopted] != nil)
+        #expect(orphans.filter { remaining[$0] != nil } == [adopted])
         await gateway.shutDown()
         await apns.shutDown()
     }

@@ -208,11 +208,14 @@ extension GatewayService {
             return
         }
         // Applied in memory now so the next batch sees it; acknowledged and acted on after the commit.
+        // The saved state covers every earlier batch, so their log entries go in the same commit.
+        let coveredSeq = channel.lastSeq
         channel.engine = batch.engine
         channel.contentState = batch.contentState
         channel.lastSeq = batch.lastSeq
         let write = batch.accepted.isEmpty ? WriteBatch()
-            : WriteBatch([.appendEvents(batch.accepted), .updateState(channel.stateUpdate(at: now))])
+            : WriteBatch([.truncateEvents(channelID: id, throughSeq: coveredSeq), .appendEvents(batch.accepted),
+                          .updateState(channel.stateUpdate(at: now))])
         submitAcknowledged(write, for: channel) { [self] result in
             if case .failure(let error) = result {
                 request.respond(.error(status: 500, error: "store_failed", message: "the events could not be saved: \(error)"))

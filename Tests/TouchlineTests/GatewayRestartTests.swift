@@ -41,6 +41,10 @@ struct GatewayRestartTests {
         #expect(recreate.status == 200)
         #expect(mock.counters().count(endpoint: .createChannel) == 1)
         await second.shutDown(removingData: false)
+        // The log keeps only the events the saved state does not cover yet (the last batch).
+        let reader = try SQLiteChannelReader(path: data + "/touchline.sqlite")
+        #expect(try reader.events(channelID: "r1", afterSeq: 0, limit: 10).map(\.seq) == [2])
+        reader.close()
         await apnsFixture.shutDown()
     }
 }

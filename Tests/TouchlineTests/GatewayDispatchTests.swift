@@ -41,12 +41,15 @@ struct GatewayDispatchTests {
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "busy", "storagePolicy": "no-storage"}"#).status == 201)
         #expect(try api.request("POST", "/v1/channels/busy/events", json: #"{"seq": 1, "patch": {"home": 1}}"#).status == 202)
         try await eventually("the failure to be counted") {
-            (try? api.request("GET", "/v1/channels/busy").json?[member: "counters"]?.integer(counter)) == 1
+            ((try? api.request("GET", "/v1/channels/busy").json?[member: "counters"]?.integer(counter)) ?? 0) >= 1
         }
+        // Every answer so far was this failure, and the channel is neither broken nor dropped.
         let shown = try api.request("GET", "/v1/channels/busy")
         #expect(shown.json?.string("status") == "active")
-        #expect(shown.json?[member: "pushInFlight"] == .bool(false))
-        #expect(apns.mock.counters().count(endpoint: .broadcast, status: status) == 1)
+        #expect(shown.json?[member: "counters"]?.integer("dropped") == 0)
+        let answers = apns.mock.counters()
+        #expect(answers.count(endpoint: .broadcast, status: status) >= 1)
+        #expect(answers.count(endpoint: .broadcast) == answers.count(endpoint: .broadcast, status: status))
         // Still taking events while the retry waits for its back-off.
         #expect(try api.request("POST", "/v1/channels/busy/events", json: #"{"seq": 2, "patch": {"home": 2}}"#).status == 202)
         await gateway.shutDown()

@@ -6,6 +6,7 @@ let usage = """
     usage: touchline <command> [options]
 
     commands:
+      serve     run the gateway: provider API, store, APNs (the bundled mock without credentials)
       demo      start the bundled mock APNs on loopback and show the APNs client at work:
                 create a broadcast channel, publish to it, push to device tokens
       version   print the version
@@ -13,6 +14,8 @@ let usage = """
     """
 
 switch arguments.first {
+case "serve":
+    exit(await ServeCommand.run(arguments: Array(arguments.dropFirst())))
 case "demo":
     exit(await DemoCommand.run(arguments: Array(arguments.dropFirst())))
 case "version", "--version":

@@ -1,0 +1,137 @@
+import APNs
+import Foundation
+import MockAPNs
+import Synchronization
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// The Touchline gateway: the provider API in, APNs broadcasts out, SQLite underneath.
+///
+/// Threads: the ingest loop owns the HTTP server, the router and every channel (engine,
+/// content-state, last `seq`); the store writer commits on its own thread and its completions
+/// hop back to the ingest loop with `execute`; the broadcast loop owns the APNs connection pools
+/// (push and management), reached and answered through ``GatewayDispatcher``.
+///
+/// `start()` and `shutdown()` are control calls: make them from one task, not concurrently.
+public final class Gateway: Sendable {
+    public let configuration: GatewayConfiguration
+    private let clock: any WallClock
+    private let running = Mutex<Running?>(nil)
+
+    private struct Running: Sendable {
+        var ingestLoop: EventLoop
+        var broadcastLoop: EventLoop
+        var store: StoreWriter
+        var connections: APNsConnections
+        var service: GatewayService
+        var server: UncheckedServer
+        var mock: MockAPNsServer?
+        var port: Int
+    }
+
+    /// The HTTP server, used on the ingest loop only.
+    private struct UncheckedServer: @unchecked Sendable { let server: HTTPServer }
+
+    public init(configuration: GatewayConfiguration, clock: any WallClock = SystemClock()) {
+        self.configuration = configuration
+        self.clock = clock
+    }
+
+    /// The mock APNs started in-process because `configuration.apns` is nil (nil otherwise).
+    public var bundledMockAPNs: MockAPNsServer? { running.withLock { $0?.mock } }
+
+    /// The port the provider API listens on, once started.
+    public var port: Int? { running.withLock { $0?.port } }
+
+    /// Opens the store, resumes the stored channels, connects to APNs (starting the bundled mock
+    /// when no credentials are configured) and starts serving. Returns the bound port.
+    @discardableResult
+    public func start() throws -> Int {
+        if let port = running.withLock({ $0?.port }) { return port }
+        let directory = configuration.dataDirectory
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw GatewayError.dataDirectory(path: directory, cause: error.localizedDescription)
+        }
+        var mock: MockAPNsServer?
+        let settings: GatewayConfiguration.APNsSettings
+        if let configured = configuration.apns {
+            settings = configured
+        } else {
+            (mock, settings) = try GatewayBundledMockAPNs.start(dataDirectory: directory)
+        }
+        do {
+            let started = try start(settings: settings, mock: mock)
+            running.withLock { $0 = started }
+            return started.port
+        } catch {
+            mock?.stop()
+            throw error
+        }
+    }
+
+    private func start(settings: GatewayConfiguration.APNsSettings, mock: MockAPNsServer?) throws -> Running {
+        let apns = APNsConfiguration(keyPath: settings.keyPath, keyID: settings.keyID, teamID: settings.teamID,
+                                     bundleID: settings.bundleID, environment: settings.environment)
+        let token = try ProviderToken(configuration: apns, clock: clock)
+        let store = try StoreWriter(path: configuration.dataDirectory + "/touchline.sqlite")
+        let reader: SQLiteChannelReader
+        do {
+            reader = try SQLiteChannelReader(path: store.path)
+        } catch {
+            store.close()
+            throw error
+        }
+        defer { reader.close() }
+        let broadcastLoop = EventLoop.start(name: "touchline-broadcast")
+        let ingestLoop = EventLoop.start(name: "touchline-ingest")
+        do {
+            let connections = try APNsConnections(configuration: apns, providerToken: token,
+                                                  options: .init(tls: TLSConfiguration(caFile: settings.caFile)), loop: broadcastLoop)
+            let service = GatewayService(loop: ingestLoop, store: store,
+                                         dispatcher: GatewayDispatcher(connections: connections, ingestLoop: ingestLoop),
+                                         configuration: configuration, clock: clock)
+            let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
+                                                            maxBodySize: configuration.maxBodyBytes)
+            let unsafeReader = UncheckedReader(reader: reader)
+            let server = try ingestLoop.sync { () throws -> UncheckedServer in
+                try service.restore(from: unsafeReader.reader)
+                let router = service.router
+                return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: httpConfiguration) { router.handle($0) })
+            }
+            return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, store: store, connections: connections,
+                           service: service, server: server, mock: mock, port: server.server.port)
+        } catch {
+            ingestLoop.stopAndWait()
+            broadcastLoop.stopAndWait()
+            store.close()
+            throw error
+        }
+    }
+
+    /// The reader is opened here and used once on the ingest loop while this thread waits.
+    private struct UncheckedReader: @unchecked Sendable { let reader: SQLiteChannelReader }
+
+    /// Stops taking requests (those in flight are answered, up to a grace period), stops
+    /// sending and the channel timers, commits what is queued, closes the APNs connections and stops the mock.
+    public func shutdown() async {
+        guard let current = running.withLock({ state -> Running? in defer { state = nil }; return state }) else { return }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            current.ingestLoop.execute {
+                current.server.server.shutdown(gracePeriod: .seconds(2)) {
+                    current.service.stop()
+                    done.resume()
+                }
+            }
+        }
+        await current.connections.shutdown()
+        // Answers delivered during the pool shutdown run (and queue their saves) before the close.
+        _ = try? await current.ingestLoop.submit {}
+        current.store.close()
+        current.ingestLoop.stopAndWait()
+        current.broadcastLoop.stopAndWait()
+        current.mock?.stop()
+    }
+}

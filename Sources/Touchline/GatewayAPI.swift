@@ -1,0 +1,271 @@
+import APNs
+import Foundation
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// The provider API under `/v1`, on the ingest loop. Replies that acknowledge a change are sent
+/// only after the store has committed it.
+extension GatewayService {
+    var router: HTTPRouter {
+        var router = HTTPRouter()
+        router.add(.post, "/v1/channels") { [self] request, _ in guarded(request) { () throws(HTTPError) in try create(request) } }
+        router.add(.get, "/v1/channels") { [self] request, _ in guarded(request) { () throws(HTTPError) in try list(request) } }
+        router.add(.get, "/v1/channels/{id}") { [self] request, parameters in
+            guarded(request) { () throws(HTTPError) in try show(request, id: parameters["id"]!) }
+        }
+        router.add(.delete, "/v1/channels/{id}") { [self] request, parameters in
+            guarded(request) { () throws(HTTPError) in try delete(request, id: parameters["id"]!) }
+        }
+        router.add(.post, "/v1/channels/{id}/events") { [self] request, parameters in
+            guarded(request) { () throws(HTTPError) in try events(request, id: parameters["id"]!) }
+        }
+        router.add(.post, "/v1/channels/{id}/end") { [self] request, parameters in
+            guarded(request) { () throws(HTTPError) in try end(request, id: parameters["id"]!) }
+        }
+        return router
+    }
+
+    private func guarded(_ request: HTTPRequest, _ body: () throws(HTTPError) -> Void) {
+        do { try body() } catch { request.respond(error.response) }
+    }
+
+    private func channel(_ request: HTTPRequest, id: String) throws(HTTPError) -> GatewayChannel {
+        _ = try access.key(for: request, channelID: id)
+        guard let channel = channels[id] else {
+            throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(id)'")
+        }
+        return channel
+    }
+
+    // MARK: Channels
+
+    private func create(_ request: HTTPRequest) throws(HTTPError) {
+        _ = try access.key(for: request)
+        let body = try GatewayRequestBody(parsing: request.body, allowed: ["id", "storagePolicy", "policy", "attributes", "initialState"])
+        let id = try body.required(body.string("id"), "id")
+        guard (1...128).contains(id.utf8.count), id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }) else {
+            throw body.invalid("id", "must be 1 to 128 characters of A-Z, a-z, 0-9, '-', '_', '.', ':'")
+        }
+        _ = try access.key(for: request, channelID: id)
+        let storageName = try body.required(body.string("storagePolicy"), "storagePolicy")
+        guard let storage = ChannelStorage(rawValue: storageName) else {
+            throw body.invalid("storagePolicy", "must be \"no-storage\" or \"most-recent\", got \"\(storageName)\"")
+        }
+        var policy = defaultPolicy
+        if let value = try body.object("policy") {
+            do {
+                policy = try JSONDecoder().decode(ChannelPolicy.self, from: Data(value.encoded))
+            } catch {
+                throw body.invalid("policy", "is invalid: \(error)")
+            }
+        }
+        var attributes: MatchAttributes?
+        if let value = try body.object("attributes") {
+            do { attributes = try MatchAttributes(json: value) } catch {
+                throw body.invalid("attributes\(error.field.map { ".\($0)" } ?? "")", "is invalid: \(error.description)")
+            }
+        }
+        var state = try body.object("initialState") ?? (attributes == nil ? .object([]) : MatchContentState.initial.json)
+        if attributes != nil {
+            do { state = try MatchContentState(json: state).json } catch {
+                throw body.invalid("initialState", "is not a match content-state: \(error.description)")
+            }
+        }
+
+        guard !isReconciling else {
+            throw HTTPError(status: 503, code: "reconciling", message: "the gateway is reconciling channel creates after a restart; retry shortly",
+                            headers: [("Retry-After", "1")])
+        }
+        if let existing = channels[id] {
+            guard existing.storage == storage else {
+                throw HTTPError(status: 409, code: "channel_exists",
+                                message: "channel '\(id)' exists with storagePolicy \"\(existing.storage.rawValue)\", not \"\(storage.rawValue)\"")
+            }
+            return resumeCreate(existing, request: request)
+        }
+        let now = clock.now()
+        let channel = GatewayChannel(id: id, storage: storage, policy: policy, attributes: attributes, createdAt: now, apnsChannelID: nil,
+                                     engine: ChannelEngine(policy: policy, storage: storage, jitterSeed: GatewayChannel.jitterSeed(for: id), now: now),
+                                     contentState: state, lastSeq: 0, persistedStatus: .creating)
+        channels[id] = channel
+        channel.createWaiters.append(request)
+        // The intent is durable before Apple is asked, so a lost answer can be reconciled.
+        store.createChannel(channel.creationRecord) { [self] result in
+            loop.execute { [self] in
+                if case .failure(let error) = result {
+                    channels[id] = nil
+                    return answerWaiters(channel, .error(status: 500, error: "store_failed", message: "saving the channel failed: \(error)"))
+                }
+                callCreate(channel)
+            }
+        }
+    }
+
+    /// An existing id: answer with the channel, or join (or restart) its pending APNs create.
+    private func resumeCreate(_ channel: GatewayChannel, request: HTTPRequest) {
+        guard channel.apnsChannelID == nil else {
+            request.respond(.json(status: 200, channel.json(now: clock.now())))
+            return
+        }
+        channel.createWaiters.append(request)
+        if channel.createWaiters.count == 1 && !channel.isAdopting { callCreate(channel) }
+    }
+
+    func callCreate(_ channel: GatewayChannel) {
+        dispatcher.createChannel(storage: channel.storage) { [self] result in
+            switch result {
+            case .failure(let error):
+                let response: HTTPResponse = error.reason == .cannotCreateChannelConfig
+                    ? .error(status: 409, error: "channel_limit",
+                             message: "APNs refused to create another channel (CannotCreateChannelConfig): the app's channel limit is reached")
+                    : .error(status: 502, error: "apns_error", message: "APNs did not create the channel: \(error)")
+                answerWaiters(channel, response)
+            case .success(let apnsID):
+                let now = clock.now()
+                store.submit(WriteBatch([.channelCreated(channelID: channel.id, apnsChannelID: apnsID, at: now)])) { [self] stored in
+                    loop.execute { [self] in
+                        if case .failure(let error) = stored {
+                            return answerWaiters(channel, .error(status: 500, error: "store_failed", message: "saving the APNs channel id failed: \(error)"))
+                        }
+                        markCreated(channel, apnsID: apnsID)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The APNs id is saved: the channel is active; the waiting requests get it (the first 201).
+    func markCreated(_ channel: GatewayChannel, apnsID: String) {
+        channel.apnsChannelID = apnsID
+        channel.persistedStatus = .active
+        let body = channel.json(now: clock.now())
+        let waiters = channel.createWaiters
+        channel.createWaiters = []
+        for (index, waiter) in waiters.enumerated() { waiter.respond(.json(status: index == 0 ? 201 : 200, body)) }
+    }
+
+    private func answerWaiters(_ channel: GatewayChannel, _ response: HTTPResponse) {
+        let waiters = channel.createWaiters
+        channel.createWaiters = []
+        for waiter in waiters { waiter.respond(response) }
+    }
+
+    private func list(_ request: HTTPRequest) throws(HTTPError) {
+        let key = try access.key(for: request)
+        let now = clock.now()
+        let visible = channels.values.filter { GatewayAccess.allows(key, $0.id) }.sorted { $0.id < $1.id }
+        request.respond(.json(status: 200, ["channels": .array(visible.map { $0.json(now: now) })]))
+    }
+
+    private func show(_ request: HTTPRequest, id: String) throws(HTTPError) {
+        request.respond(.json(status: 200, try channel(request, id: id).json(now: clock.now())))
+    }
+
+    private func delete(_ request: HTTPRequest, id: String) throws(HTTPError) {
+        let channel = try channel(request, id: id)
+        guard channel.createWaiters.isEmpty && !channel.isAdopting else {
+            throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is being created at APNs; delete it once that has answered")
+        }
+        let forget: @Sendable () -> Void = { [self] in
+            store.submit(WriteBatch([.deleteChannel(channelID: id)])) { [self] result in
+                loop.execute { [self] in
+                    if case .failure(let error) = result {
+                        request.respond(.error(status: 500, error: "store_failed", message: "deleting the channel failed: \(error)"))
+                        return
+                    }
+                    channel.timer?.cancel()
+                    if channels[id] === channel { channels[id] = nil }
+                    request.respond(.json(status: 200, ["id": .string(id), "deleted": true]))
+                }
+            }
+        }
+        guard let apnsID = channel.apnsChannelID, !channel.apnsDeleted else { return forget() }
+        dispatcher.deleteChannel(apnsID) { result in
+            if case .failure(let error) = result, error.disposition != .channelGone {
+                request.respond(.error(status: 502, error: "apns_error", message: "APNs did not delete the channel: \(error)"))
+                return
+            }
+            forget()
+        }
+    }
+
+    // MARK: Events
+
+    private func events(_ request: HTTPRequest, id: String) throws(HTTPError) {
+        let channel = try channel(request, id: id)
+        guard channel.apnsChannelID != nil else {
+            throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is still being created at APNs")
+        }
+        let now = clock.now()
+        let batch = try GatewayEventBatch(GatewayEventBatch.events(in: request.body), for: channel, now: now)
+        let reply: JSONValue = ["accepted": .integer(Int64(batch.accepted.count)), "duplicates": .integer(Int64(batch.duplicates)),
+                                "stale": .array(batch.stale.map(JSONValue.integer)), "lastSeq": .integer(batch.lastSeq)]
+        // Only duplicates and stale events: answer at once, unless an earlier batch they repeat
+        // may still be uncommitted (then the empty write below waits for it, in order).
+        if batch.accepted.isEmpty && channel.uncommittedWrites == 0 {
+            request.respond(.json(status: 202, reply))
+            return
+        }
+        // Applied in memory now so the next batch sees it; acknowledged and acted on after the commit.
+        // The saved state covers every earlier batch, so their log entries go in the same commit.
+        let coveredSeq = channel.lastSeq
+        channel.engine = batch.engine
+        channel.contentState = batch.contentState
+        channel.lastSeq = batch.lastSeq
+        let write = batch.accepted.isEmpty ? WriteBatch()
+            : WriteBatch([.truncateEvents(channelID: id, throughSeq: coveredSeq), .appendEvents(batch.accepted),
+                          .updateState(channel.stateUpdate(at: now))])
+        submitAcknowledged(write, for: channel) { [self] result in
+            if case .failure(let error) = result {
+                request.respond(.error(status: 500, error: "store_failed", message: "the events could not be saved: \(error)"))
+                return
+            }
+            request.respond(.json(status: 202, reply))
+            // The state is already saved with the events: the engine's own `.persist` is skipped.
+            let effects = batch.actions.filter { if case .persist = $0 { false } else { true } }
+            if channels[id] === channel { perform(effects, on: channel) }
+        }
+    }
+
+    private func end(_ request: HTTPRequest, id: String) throws(HTTPError) {
+        let channel = try channel(request, id: id)
+        guard channel.apnsChannelID != nil else {
+            throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is still being created at APNs")
+        }
+        let body = try GatewayRequestBody(parsing: request.body.isEmpty ? Array("{}".utf8) : request.body,
+                                          allowed: ["finalState", "event", "dismissAt"])
+        let now = clock.now()
+        var finalState = try body.object("finalState")
+        if let event = try body.object("event") {
+            guard finalState == nil else { throw body.invalid("event", "cannot be given together with 'finalState'") }
+            let parsed: ContentEvent
+            do { parsed = try ContentEvent(json: event) } catch {
+                throw HTTPError(status: 422, code: "invalid_event", message: "event\(error.field.map { ".\($0)" } ?? ""): \(error.description)")
+            }
+            finalState = try GatewayEventBatch.change(parsed, to: channel.contentState, attributes: channel.attributes, now: now, name: "event").state
+        }
+        let dismissAt = try body.integer("dismissAt").map { UnixTime(seconds: $0) }
+        var engine = channel.engine
+        let actions: [ChannelEngine.Action]
+        do {
+            actions = try engine.end(finalState: finalState ?? channel.contentState, dismissAt: dismissAt, now: now)
+        } catch {
+            throw GatewayEventBatch.refusal(error, name: "finalState")
+        }
+        channel.engine = engine
+        if let finalState { channel.contentState = finalState }
+        let status = channel.status
+        channel.persistedStatus = status
+        let write = WriteBatch([.updateState(channel.stateUpdate(at: now)),
+                                .markStatus(channelID: id, status: status, end: ChannelEnd(dismissAt: dismissAt, endedAt: now), at: now)])
+        submitAcknowledged(write, for: channel) { [self] result in
+            if case .failure(let error) = result {
+                request.respond(.error(status: 500, error: "store_failed", message: "the end could not be saved: \(error)"))
+                return
+            }
+            request.respond(.json(status: 202, channel.json(now: clock.now())))
+            if channels[id] === channel { perform(actions, on: channel) }
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import APNs
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// The ingest side of the gateway: the channels, their engines, and the actions they ask for.
+///
+/// Everything here runs on the ingest loop (`@unchecked Sendable` only so loop jobs can capture
+/// it). Store completions arrive on the writer's thread and hop back with `execute`; APNs
+/// answers come back through ``GatewayDispatcher``. The provider API is in `GatewayAPI.swift`.
+final class GatewayService: @unchecked Sendable {
+    let loop: EventLoop
+    let store: StoreWriter
+    let dispatcher: GatewayDispatcher
+    let access: GatewayAccess
+    let defaultPolicy: ChannelPolicy
+    let clock: any WallClock
+    var channels: [String: GatewayChannel] = [:]
+    /// Set at shutdown: no more pushes, timers or deletions; what is pending stays in the
+    /// snapshots (a push in flight is saved as pending) and goes out after the next start.
+    private var isStopping = false
+    /// True while lost creates are reconciled at start-up; new creates wait (503) meanwhile, so
+    /// their fresh APNs channels are never taken for orphans.
+    var isReconciling = false
+
+    init(loop: EventLoop, store: StoreWriter, dispatcher: GatewayDispatcher, configuration: GatewayConfiguration, clock: any WallClock) {
+        self.loop = loop
+        self.store = store
+        self.dispatcher = dispatcher
+        access = GatewayAccess(keys: configuration.apiKeys)
+        defaultPolicy = configuration.defaultPolicy
+        self.clock = clock
+    }
+
+    // MARK: Restart
+
+    /// Loads every channel from the store and resumes the live ones (sends what was pending,
+    /// arms timers, finishes deletions that were due).
+    func restore(from reader: SQLiteChannelReader) throws {
+        let now = clock.now()
+        var after: String?
+        while true {
+            let page = try reader.channels(after: after, limit: 500)
+            guard let last = page.last else { break }
+            for record in page {
+                do {
+                    channels[record.id] = try GatewayChannel(record: record, now: now)
+                } catch {
+                    throw GatewayError.corruptChannel(id: record.id, cause: "\(error)")
+                }
+            }
+            after = last.id
+        }
+        for channel in channels.values where channel.apnsChannelID != nil && !channel.apnsDeleted {
+            perform(channel.engine.tick(now: now), on: channel)
+        }
+        reconcileLostCreates()
+    }
+
+    // MARK: Engine actions
+
+    /// Performs the engine's actions for `channel`, in order, then saves what changed.
+    func perform(_ actions: [ChannelEngine.Action], on channel: GatewayChannel) {
+        var needsSave = false
+        for action in actions {
+            if isStopping, action.isOutgoing { continue }
+            switch action {
+            case .send(let push):
+                if channel.uncommittedWrites > 0 { channel.heldPushes.append(push) } else { send(push, on: channel) }
+            case .armTimer(let time):
+                let timer = channel.timer ?? LoopTimer(loop: loop) { [self] in timerFired(channel) }
+                channel.timer = timer
+                let delay = time - clock.now()
+                timer.schedule(after: delay > .zero ? delay : .zero)
+            case .persist:
+                needsSave = true
+            case .deleteChannel:
+                guard let apnsID = channel.apnsChannelID else { continue }
+                dispatcher.deleteChannel(apnsID) { [self] result in
+                    if case .failure(let error) = result, error.disposition != .channelGone {
+                        print("touchline: deleting APNs channel \(apnsID) of \(channel.id) failed: \(error)")
+                        return
+                    }
+                    channel.apnsDeleted = true
+                    saveStatus(of: channel)
+                }
+            case .markBroken(let reason):
+                channel.brokenReason = reason
+            }
+        }
+        if needsSave { save(channel) }
+        saveStatus(of: channel)
+    }
+
+    private func send(_ push: ChannelEngine.OutgoingPush, on channel: GatewayChannel) {
+        guard let apnsID = channel.apnsChannelID else { return }
+        dispatcher.broadcast(push, on: apnsID) { [self] result in pushAnswered(channel, push.sequence, result) }
+    }
+
+    /// Submits a write that acknowledges provider input; pushes wait until it commits. `done`
+    /// runs on the ingest loop after the commit (or the failure), before held pushes go out.
+    func submitAcknowledged(_ batch: WriteBatch, for channel: GatewayChannel,
+                            done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        channel.uncommittedWrites += 1
+        store.submit(batch) { [self] result in
+            loop.execute { [self] in
+                channel.uncommittedWrites -= 1
+                done(result)
+                guard channel.uncommittedWrites == 0, channels[channel.id] === channel else { return }
+                let held = channel.heldPushes
+                channel.heldPushes = []
+                for push in held { send(push, on: channel) }
+            }
+        }
+    }
+
+    /// Writes the channel's state (fire and forget: the store keeps the order of writes).
+    func save(_ channel: GatewayChannel) {
+        store.submit(WriteBatch([.updateState(channel.stateUpdate(at: clock.now()))])) { result in
+            if case .failure(let error) = result { print("touchline: saving channel \(channel.id) failed: \(error)") }
+        }
+    }
+
+    /// Writes the status when it changed since the last write.
+    func saveStatus(of channel: GatewayChannel) {
+        let status = channel.status
+        guard status != channel.persistedStatus, status != .creating else { return }
+        channel.persistedStatus = status
+        store.submit(WriteBatch([.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now())])) { result in
+            if case .failure(let error) = result { print("touchline: saving the status of \(channel.id) failed: \(error)") }
+        }
+    }
+
+    private func timerFired(_ channel: GatewayChannel) {
+        guard channels[channel.id] === channel else { return }
+        perform(channel.engine.tick(now: clock.now()), on: channel)
+    }
+
+    /// An APNs answer to a publish, back on the ingest loop.
+    private func pushAnswered(_ channel: GatewayChannel, _ sequence: UInt64, _ result: Result<APNsResponse, APNsError>) {
+        guard channels[channel.id] === channel else { return }
+        let now = clock.now()
+        switch result {
+        case .success:
+            perform(channel.engine.pushSucceeded(sequence: sequence, now: now), on: channel)
+        case .failure(let error):
+            perform(channel.engine.pushFailed(sequence: sequence, GatewayDispatcher.pushFailure(for: error), now: now), on: channel)
+        }
+    }
+
+    /// Stops sending and cancels every timer (shutdown).
+    func stop() {
+        isStopping = true
+        for channel in channels.values { channel.timer?.cancel() }
+    }
+}
+
+extension ChannelEngine.Action {
+    /// Actions that start something new: skipped once the gateway is stopping.
+    fileprivate var isOutgoing: Bool {
+        switch self {
+        case .send, .armTimer, .deleteChannel: true
+        case .persist, .markBroken: false
+        }
+    }
+}
+
+/// Why the gateway cannot start.
+public enum GatewayError: Error, Sendable, CustomStringConvertible {
+    case dataDirectory(path: String, cause: String)
+    case corruptChannel(id: String, cause: String)
+    case startup(String)
+
+    public var description: String {
+        switch self {
+        case .dataDirectory(let path, let cause): "cannot use the data directory \(path): \(cause)"
+        case .corruptChannel(let id, let cause): "the stored channel '\(id)' cannot be read: \(cause)"
+        case .startup(let cause): cause
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import APNs
+import Foundation
+import MockAPNs
+import Touchline
+import TouchlineCore
+
+/// A gateway on a fresh data directory, listening on a free loopback port, with an admin key
+/// and a key scoped to channels starting with `club-`.
+final class GatewayFixture: Sendable {
+    static let adminKey = "admin-secret"
+    static let clubKey = "club-secret"
+
+    let directory: String
+    let gateway: Gateway
+    let port: Int
+
+    init(apns: GatewayConfiguration.APNsSettings? = nil, directory: String? = nil, maxBodyBytes: Int = 8192,
+         policy: ChannelPolicy = .default) throws {
+        self.directory = try directory ?? MockAPNsDevelopmentCertificates.temporaryDirectory()
+        let configuration = GatewayConfiguration(
+            apns: apns, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: self.directory,
+            apiKeys: [.init(key: Self.adminKey, scope: .admin), .init(key: Self.clubKey, scope: .channelPrefix("club-"))],
+            defaultPolicy: policy, maxBodyBytes: maxBodyBytes)
+        gateway = Gateway(configuration: configuration)
+        port = try gateway.start()
+    }
+
+    var admin: GatewayTestClient { GatewayTestClient(port: port, key: Self.adminKey) }
+
+    /// The mock the gateway started itself.
+    var mock: MockAPNsServer { gateway.bundledMockAPNs! }
+
+    func shutDown(removingData: Bool = true) async {
+        await gateway.shutdown()
+        if removingData { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    static let matchAttributes = """
+        {"homeName": "Arsenal", "homeCode": "ARS", "awayName": "Chelsea", "awayCode": "CHE",
+         "competition": "Premier League", "kickoff": 1767290400}
+        """
+}
+
+/// Waits (a bounded while, so a bug fails instead of hanging) until `condition` holds.
+func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        guard ContinuousClock.now < deadline else { throw GatewayTestClient.Failure(description: "timed out waiting for \(what)") }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}
+
+extension JSONValue {
+    /// A string member (test convenience).
+    func string(_ name: String) -> String? {
+        if case .string(let value)? = self[member: name] { return value }
+        return nil
+    }
+
+    /// An integer member (test convenience).
+    func integer(_ name: String) -> Int64? {
+        if case .integer(let value)? = self[member: name] { return value }
+        return nil
+    }
+}
+
+extension MockAPNsFixture {
+    /// APNs settings that point a gateway at this fixture's mock (a mock that outlives gateways).
+    var gatewaySettings: GatewayConfiguration.APNsSettings {
+        GatewayConfiguration.APNsSettings(
+            keyPath: directory + "/AuthKey_\(Self.keyID).p8", keyID: Self.keyID, teamID: Self.teamID, bundleID: Self.bundleID,
+            environment: .custom(pushHost: "localhost", pushPort: addresses.pushPort, managementHost: "localhost",
+                                 managementPort: addresses.managementPort),
+            caFile: directory + "/ca.pem")
+    }
+}

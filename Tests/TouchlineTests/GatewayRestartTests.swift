@@ -1,0 +1,84 @@
+import Foundation
+import MockAPNs
+import Testing
+import Touchline
+import TouchlineCore
+import TouchlineStore
+
+/// A gateway stopped and started again on the same data directory resumes its channels from
+/// the store, against an APNs (the mock) that outlives it.
+@Suite("Gateway restart")
+struct GatewayRestartTests {
+    @Test func restartResumesChannelsWithoutCreatingThemAgain() async throws {
+        let apnsFixture = try MockAPNsFixture()
+        let mock = apnsFixture.mock
+        let data = apnsFixture.directory + "/data"
+        let apns = apnsFixture.gatewaySettings
+
+        let first = try GatewayFixture(apns: apns, directory: data)
+        #expect(first.gateway.bundledMockAPNs == nil)
+        let created = try first.admin.request("POST", "/v1/channels", json: #"{"id": "r1", "storagePolicy": "no-storage"}"#)
+        let apnsID = try #require(created.json?.string("apnsChannelId"))
+        #expect(try first.admin.request("POST", "/v1/channels/r1/events", json: #"{"seq": 1, "patch": {"home": 1}}"#).status == 202)
+        try await eventually("the first broadcast") {
+            mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.channelID == apnsID }
+        }
+        await first.shutDown(removingData: false)
+
+        let second = try GatewayFixture(apns: apns, directory: data)
+        let shown = try second.admin.request("GET", "/v1/channels/r1")
+        #expect(shown.status == 200)
+        #expect(shown.json?.string("apnsChannelId") == apnsID)
+        #expect(shown.json?.integer("lastSeq") == 1)
+        #expect(shown.json?[member: "contentState"] == ["home": 1])
+        let duplicate = try second.admin.request("POST", "/v1/channels/r1/events", json: #"{"seq": 1, "patch": {"home": 7}}"#)
+        #expect(duplicate.json?.integer("duplicates") == 1)
+        #expect(try second.admin.request("POST", "/v1/channels/r1/events", json: #"{"seq": 2, "patch": {"home": 2}}"#).status == 202)
+        try await eventually("the broadcast after the restart") {
+            mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.channelID == apnsID && $0.bodyText.contains(#""home":2"#) }
+        }
+        let recreate = try second.admin.request("POST", "/v1/channels", json: #"{"id": "r1", "storagePolicy": "no-storage"}"#)
+        #expect(recreate.status == 200)
+        #expect(mock.counters().count(endpoint: .createChannel) == 1)
+        await second.shutDown(removingData: false)
+        // The log keeps only the events the saved state does not cover yet (the last batch).
+        let reader = try SQLiteChannelReader(path: data + "/touchline.sqlite")
+        #expect(try reader.events(channelID: "r1", afterSeq: 0, limit: 10).map(\.seq) == [2])
+        reader.close()
+        await apnsFixture.shutDown()
+    }
+}
+
+@Suite("Gateway lost creates")
+struct GatewayLostCreateTests {
+    /// The process stopped after asking APNs for channels but before saving their ids: at the next
+    /// start the gateway adopts an unaccounted channel with the right storage policy, creates
+    /// again the intent nothing matches, and deletes the orphan nobody adopted.
+    @Test func createsWhoseAnswerWasLostAreReconciledWithTheList() async throws {
+        let apns = try MockAPNsFixture()
+        let data = apns.directory + "/data"
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let store = try StoreWriter(path: data + "/touchline.sqlite")
+        for (id, storage) in [("lost", ChannelStorage.mostRecent), ("never-sent", .noStorage)] {
+            _ = try await store.createChannel(ChannelRecord(id: id, storagePolicy: storage, status: .creating, createdAt: SystemClock().now()))
+        }
+        store.close()
+        let orphans = try (0..<2).map { _ in try #require(apns.mock.createChannel(storagePolicy: ChannelStorage.mostRecent.messageStoragePolicy)) }
+
+        let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: data)
+        try await eventually("the reconciliation") {
+            apns.mock.counters().count(endpoint: .deleteChannel) == 1 && apns.mock.counters().count(endpoint: .createChannel) == 1
+                && (try? gateway.admin.request("GET", "/v1/channels/never-sent").json?.string("status")) == "active"
+        }
+        let lost = try gateway.admin.request("POST", "/v1/channels", json: #"{"id": "lost", "storagePolicy": "most-recent"}"#)
+        #expect(lost.status == 200)
+        let adopted = try #require(lost.json?.string("apnsChannelId"))
+        #expect(orphans.contains(adopted))
+        #expect(lost.json?.string("status") == "active")
+        let remaining = apns.mock.channels()
+        #expect(remaining[adopted] != nil)
+        #expect(orphans.filter { remaining[$0] != nil } == [adopted])
+        await gateway.shutDown()
+        await apns.shutDown()
+    }
+}

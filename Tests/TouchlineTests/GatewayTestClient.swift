@@ -1,0 +1,69 @@
+import Foundation
+import TouchlineCore
+
+/// A minimal HTTP/1.1 client over a POSIX socket (one request per connection), enough to drive
+/// the provider API in tests without any client library.
+struct GatewayTestClient {
+    struct Response {
+        var status: Int
+        var body: [UInt8]
+        var json: JSONValue? { try? JSONParser.parse(body) }
+        var text: String { String(decoding: body, as: UTF8.self) }
+        /// `error` of a JSON error body.
+        var errorCode: String? {
+            if case .string(let code)? = json?[member: "error"] { return code }
+            return nil
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    let port: Int
+    var key: String?
+
+    func request(_ method: String, _ path: String, json: String? = nil, key overrideKey: String?? = nil) throws -> Response {
+        try request(method, path, body: json.map { Array($0.utf8) }, key: overrideKey ?? key)
+    }
+
+    func request(_ method: String, _ path: String, body: [UInt8]?, key: String?) throws -> Response {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure(description: "connect: \(String(cString: strerror(errno)))") }
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        if let key { head += "Authorization: Bearer \(key)\r\n" }
+        if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
+        let bytes = Array((head + "\r\n").utf8) + (body ?? [])
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { break }  // the server may answer (413) and close before reading all
+            sent += n
+        }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            received += buffer[0..<n]
+        }
+        guard let split = received.firstRange(of: Array("\r\n\r\n".utf8)) else {
+            throw Failure(description: "no HTTP response head in \(received.count) bytes")
+        }
+        let statusLine = String(decoding: received[..<split.lowerBound], as: UTF8.self).split(separator: "\r\n").first ?? ""
+        let parts = statusLine.split(separator: " ")
+        guard parts.count >= 2, let status = Int(parts[1]) else { throw Failure(description: "bad status line \(statusLine)") }
+        return Response(status: status, body: Array(received[split.upperBound...]))
+    }
+}

@@ -32,8 +32,9 @@ release: deps
 run: build
 	$(SWIFT) run touchline demo
 
-## test: the whole test suite.
+## test: the whole test suite (executables first: the crash-recovery tests run the real binaries).
 test: deps
+	$(SWIFT) build --build-tests
 	$(SWIFT) test
 
 ## bench: release-build benchmarks (client vs h2load, mock vs nghttpd).

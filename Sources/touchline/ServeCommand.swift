@@ -4,20 +4,36 @@ import Touchline
 
 /// `touchline serve`: runs the gateway until SIGINT or SIGTERM, then shuts it down gracefully.
 enum ServeCommand {
-    static let usage = """
-        usage: touchline serve [--listen HOST:PORT] [--data-dir DIR] [--api-key KEY]
-
-        Without Apple credentials the bundled mock APNs is started on loopback.
-        Without --api-key an admin key is generated and printed.
+    static var usage: String {
         """
+        usage: touchline serve [options]
+
+        Settings come from defaults, then the JSON file given with --config, then TOUCHLINE_*
+        environment variables, then these flags (see docs/configuration.md):
+
+        \(GatewayConfiguration.commandLineHelp)
+
+        Without Apple credentials the bundled mock APNs is started on loopback; without any API
+        key a development admin key is generated and printed.
+        """
+    }
 
     static func run(arguments: [String]) async -> Int32 {
-        let configuration: GatewayConfiguration
+        if arguments.contains("--help") || arguments.contains("-h") {
+            print(usage)
+            return 0
+        }
+        var configuration: GatewayConfiguration
         do {
-            configuration = try parse(arguments)
+            configuration = try GatewayConfiguration.load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
         } catch {
-            printError("touchline serve: \(error)\n\(usage)")
+            printError("touchline serve: invalid configuration:\n\(error)")
             return 64
+        }
+        if configuration.apiKeys.isEmpty {
+            let key = (0..<32).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined()
+            configuration.apiKeys = [.init(key: key, scope: .admin)]
+            print("touchline: no API key configured: generated development admin key \(key)")
         }
         let gateway = Gateway(configuration: configuration)
         do {
@@ -40,36 +56,6 @@ enum ServeCommand {
         print("touchline: \(signal) received, shutting down")
         await gateway.shutdown()
         return 0
-    }
-
-    /// Defaults plus the few flags this command knows; the full loader (file, environment,
-    /// flags) replaces this function.
-    static func parse(_ arguments: [String]) throws -> GatewayConfiguration {
-        var configuration = GatewayConfiguration()
-        var remaining = arguments[...]
-        while let flag = remaining.popFirst() {
-            guard let value = remaining.popFirst() else { throw ServeError("\(flag) needs a value") }
-            switch flag {
-            case "--listen":
-                guard let colon = value.lastIndex(of: ":"), let port = Int(value[value.index(after: colon)...]) else {
-                    throw ServeError("--listen must be HOST:PORT, got \(value)")
-                }
-                configuration.listenHost = String(value[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-                configuration.listenPort = port
-            case "--data-dir":
-                configuration.dataDirectory = value
-            case "--api-key":
-                configuration.apiKeys.append(.init(key: value, scope: .admin))
-            default:
-                throw ServeError("unknown option \(flag)")
-            }
-        }
-        if configuration.apiKeys.isEmpty {
-            let key = (0..<32).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined()
-            configuration.apiKeys = [.init(key: key, scope: .admin)]
-            print("touchline: generated admin API key \(key)")
-        }
-        return configuration
     }
 
     /// Suspends until SIGINT or SIGTERM arrives (handled by dispatch sources, not signal handlers).
@@ -102,9 +88,4 @@ private final class SignalOnce: @unchecked Sendable {
         continuation?.resume(returning: name)
         continuation = nil
     }
-}
-
-struct ServeError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }

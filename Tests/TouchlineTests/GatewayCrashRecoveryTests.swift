@@ -18,7 +18,7 @@ struct GatewayCrashRecoveryTests {
         init(dataDirectory: String) throws {
             process = Process()
             process.executableURL = URL(fileURLWithPath: GatewayCrashRecoveryTests.executable)
-            process.arguments = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--api-key", GatewayFixture.adminKey]
+            process.arguments = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--admin-key", GatewayFixture.adminKey]
             let output = Pipe()
             process.standardOutput = output
             try process.run()

@@ -7,7 +7,7 @@ import TouchlineCore
 /// A gateway on a fresh data directory, listening on a free loopback port, with an admin key
 /// and a key scoped to channels starting with `club-`.
 final class GatewayFixture: Sendable {
-    static let adminKey = "admin-secret"
+    static let adminKey = "admin-secret-0123456789"
     static let clubKey = "club-secret"
 
     let directory: String

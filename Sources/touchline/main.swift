@@ -7,8 +7,10 @@ let usage = """
 
     commands:
       serve     run the gateway: provider API, store, APNs (the bundled mock without credentials)
-      demo      start the bundled mock APNs on loopback and show the APNs client at work:
-                create a broadcast channel, publish to it, push to device tokens
+      demo      run the gateway on its embedded defaults (SQLite, bundled mock APNs) and feed it
+                a short sample match, printing the broadcasts APNs receives
+      apns-demo show the APNs client alone against the bundled mock: create a broadcast
+                channel, publish to it, push to device tokens
       version   print the version
       help      print this text
     """
@@ -17,7 +19,9 @@ switch arguments.first {
 case "serve":
     exit(await ServeCommand.run(arguments: Array(arguments.dropFirst())))
 case "demo":
-    exit(await DemoCommand.run(arguments: Array(arguments.dropFirst())))
+    exit(await MatchDemoCommand.run(arguments: Array(arguments.dropFirst())))
+case "apns-demo":
+    exit(await APNsDemoCommand.run(arguments: Array(arguments.dropFirst())))
 case "version", "--version":
     print("touchline \(touchlineVersion)")
 case "help", "--help", "-h", nil:

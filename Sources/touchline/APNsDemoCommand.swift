@@ -4,10 +4,10 @@ import MockAPNs
 import TouchlineCore
 import TouchlineRuntime
 
-/// `touchline demo`: the bundled mock APNs plus a short, narrated session of the real client.
+/// `touchline apns-demo`: the bundled mock APNs plus a short, narrated session of the APNs client alone.
 ///
 /// Everything runs over real TLS and HTTP/2 on loopback; only the APNs server is a stand-in.
-enum DemoCommand {
+enum APNsDemoCommand {
     static let bundleID = "com.example.touchline"
     static let keyID = "DEMOKEY001"
     static let teamID = "DEMOTEAM01"
@@ -16,14 +16,14 @@ enum DemoCommand {
 
     static func run(arguments: [String]) async -> Int32 {
         if !arguments.isEmpty {
-            printError("touchline demo takes no options (got \(arguments.joined(separator: " ")))")
+            printError("touchline apns-demo takes no options (got \(arguments.joined(separator: " ")))")
             return 64
         }
         do {
             try await narrate()
             return 0
         } catch {
-            printError("touchline demo: \(error)")
+            printError("touchline apns-demo: \(error)")
             return 1
         }
     }

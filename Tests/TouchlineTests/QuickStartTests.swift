@@ -1,0 +1,29 @@
+import Foundation
+import Testing
+
+/// The README's run command (`touchline demo`) keeps working: the gateway starts on its
+/// embedded defaults, takes the sample match, and APNs receives critical and routine
+/// broadcasts and the final `end`.
+@Suite("Quick start")
+struct QuickStartTests {
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: GatewayCrashRecoveryTests.executable), "needs the touchline executable"))
+    func demoFeedsTheSampleMatchThroughTheGateway() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: GatewayCrashRecoveryTests.executable)
+        process.arguments = ["demo"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(text.contains("POST /v1/channels -> 201"))
+        #expect(text.components(separatedBy: "-> 202").count - 1 == 9, "eight events and the end are acknowledged")
+        #expect(text.contains("APNs broadcast, priority 10"))
+        #expect(text.contains("APNs broadcast, priority 5"))
+        #expect(text.contains(#""alert":{"title":"Goal!","body":"ARS 2-1 CHE"}"#))
+        #expect(text.contains(#""event":"end""#))
+    }
+}

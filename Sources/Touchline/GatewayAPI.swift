@@ -55,9 +55,9 @@ extension GatewayService {
         var policy = defaultPolicy
         if let value = try body.object("policy") {
             do {
-                policy = try JSONDecoder().decode(ChannelPolicy.self, from: Data(value.encoded))
+                policy = try ChannelPolicy(json: value, base: defaultPolicy)
             } catch {
-                throw body.invalid("policy", "is invalid: \(error)")
+                throw body.invalid("policy", error.predicate)
             }
         }
         var attributes: MatchAttributes?

@@ -43,7 +43,7 @@ struct ConfigurationFile {
         if let apns = members["apns"] { readAPNs(apns) }
         if let keys = members["apiKeys"] { readAPIKeys(keys) }
         layer.defaultPolicy = members["defaultPolicy"].flatMap { convert($0, at: "defaultPolicy") { value throws(InvalidConfigurationValue) in
-            try ChannelPolicy(configurationJSON: value)
+            try ChannelPolicy(json: value)
         } }
     }
 
@@ -201,14 +201,17 @@ private func kind(of value: JSONValue) -> String {
 }
 
 extension ChannelPolicy {
-    /// A channel policy from JSON, with `ChannelPolicy`'s own `Codable` rules and defaults.
+    /// A channel policy from JSON (the configuration's default policy, or a channel's own in the
+    /// provider API), with `ChannelPolicy`'s own `Codable` rules; members left out come from `base`.
     ///
     /// `JSONDecoder` ignores unknown members, so they are checked first against the members of
     /// the encoded default policy: the policy type stays the one place that names them.
-    init(configurationJSON value: JSONValue) throws(InvalidConfigurationValue) {
+    init(json value: JSONValue, base: ChannelPolicy = .default) throws(InvalidConfigurationValue) {
         try checkMembers(of: value, against: channelPolicyTemplate, memberPath: nil)
         do {
-            self = try JSONDecoder().decode(ChannelPolicy.self, from: Data(value.encoded))
+            let decoder = JSONDecoder()
+            decoder.userInfo[ChannelPolicy.decodingBaseKey] = base
+            self = try decoder.decode(ChannelPolicy.self, from: Data(value.encoded))
         } catch let error as ChannelPolicyError {
             throw InvalidConfigurationValue("member \(error.field) \(error.problem)")
         } catch let error as DecodingError {

@@ -67,7 +67,7 @@ struct ConfigurationLayer {
             } catch {
                 throw InvalidConfigurationValue("is not valid JSON: \(error)")
             }
-            defaultPolicy = SourcedSetting(value: try ChannelPolicy(configurationJSON: json), source: source)
+            defaultPolicy = SourcedSetting(value: try ChannelPolicy(json: json), source: source)
         }
     }
 }

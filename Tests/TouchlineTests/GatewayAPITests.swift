@@ -70,6 +70,27 @@ struct GatewayAPITests {
         await fixture.shutDown()
     }
 
+    @Test func aChannelPolicyFillsItsGapsFromTheConfiguredDefaultAndRejectsUnknownMembers() async throws {
+        var configured = ChannelPolicy.default
+        configured.minimumInterval = .seconds(7)
+        let fixture = try GatewayFixture(policy: configured)
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+
+        let created = try api.request("POST", "/v1/channels", json: #"{"id": "p1", "storagePolicy": "no-storage", "policy": {"burst": 5}}"#)
+        #expect(created.status == 201, "\(created.text)")
+        let policy = try #require(created.json.flatMap { $0[member: "policy"] })
+        #expect(policy[member: "burst"] == .integer(5))
+        #expect(policy[member: "minimumIntervalSeconds"] == .integer(7), "\(created.text)")
+
+        let unknown = try api.request("POST", "/v1/channels", json: #"{"id": "p2", "storagePolicy": "no-storage", "policy": {"brust": 5}}"#)
+        #expect(unknown.status == 400)
+        #expect(unknown.text.contains("brust"), "\(unknown.text)")
+        let invalid = try api.request("POST", "/v1/channels", json: #"{"id": "p3", "storagePolicy": "no-storage", "policy": {"burst": 0}}"#)
+        #expect(invalid.status == 400)
+        #expect(invalid.text.contains("burst"), "\(invalid.text)")
+    }
+
     @Test func duplicatesAreIgnoredStaleReportedAndABadBatchChangesNothing() async throws {
         let fixture = try GatewayFixture()
         let api = fixture.admin

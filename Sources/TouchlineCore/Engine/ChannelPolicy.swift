@@ -83,8 +83,12 @@ extension ChannelPolicy: Codable {
     /// Longest duration any policy member may have (a day); keeps conversions far from overflow.
     private static let longestDuration = 86_400.0
 
+    /// `userInfo` key of a `ChannelPolicy` whose values fill the members a decoded policy leaves
+    /// out (the gateway's configured default policy); without it, ``default`` fills them.
+    public static let decodingBaseKey = CodingUserInfoKey(rawValue: "ChannelPolicy.decodingBase")!
+
     public init(from decoder: any Decoder) throws {
-        let defaults = ChannelPolicy.default
+        let defaults = decoder.userInfo[Self.decodingBaseKey] as? ChannelPolicy ?? .default
         let c = try decoder.container(keyedBy: CodingKeys.self)
         func seconds(_ key: CodingKeys, _ fallback: Duration, allowZero: Bool = false) throws -> Duration {
             guard let value = try c.decodeIfPresent(Double.self, forKey: key) else { return fallback }

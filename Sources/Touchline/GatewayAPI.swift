@@ -151,11 +151,26 @@ extension GatewayService {
         for waiter in waiters { waiter.respond(response) }
     }
 
+    /// Channels the key may see, by id, a page at a time: `?limit=` (1 to 1000, default 100) and
+    /// `?after=<id>`; the answer's `next` is the `after` of the following page (absent on the last).
     private func list(_ request: HTTPRequest) throws(HTTPError) {
         let key = try access.key(for: request)
+        var limit = 100
+        if let text = request.target.queryValue("limit") {
+            guard let value = Int(text), (1...1000).contains(value) else {
+                throw HTTPError(status: 400, code: "invalid_query", message: "query 'limit' must be a whole number from 1 to 1000, got \"\(text)\"")
+            }
+            limit = value
+        }
+        let after = request.target.queryValue("after")
         let now = clock.now()
-        let visible = channels.values.filter { GatewayAccess.allows(key, $0.id) }.sorted { $0.id < $1.id }
-        request.respond(.json(status: 200, ["channels": .array(visible.map { $0.json(now: now) })]))
+        let visible = channels.values
+            .filter { channel in GatewayAccess.allows(key, channel.id) && after.map { channel.id > $0 } ?? true }
+            .sorted { $0.id < $1.id }
+        let page = visible.prefix(limit)
+        var members = [JSONValue.Member("channels", .array(page.map { $0.json(now: now) }))]
+        if visible.count > limit, let last = page.last { members.append(.init("next", .string(last.id))) }
+        request.respond(.json(status: 200, .object(members)))
     }
 
     private func show(_ request: HTTPRequest, id: String) throws(HTTPError) {

@@ -91,6 +91,33 @@ struct GatewayAPITests {
         #expect(invalid.text.contains("burst"), "\(invalid.text)")
     }
 
+    @Test func channelListIsPagedByID() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        let ids = ["club-a", "club-b", "club-c", "club-d", "club-e"]
+        for id in ids.shuffled() {
+            #expect(try api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#).status == 201)
+        }
+        var seen: [String] = []
+        var path = "/v1/channels?limit=2"
+        var pages = 0
+        while true {
+            let page = try api.request("GET", path)
+            #expect(page.status == 200, "\(page.text)")
+            guard case .array(let channels)? = page.json?[member: "channels"] else { Issue.record("no channels in \(page.text)"); break }
+            #expect(channels.count <= 2)
+            seen += channels.compactMap { $0[member: "id"].flatMap { if case .string(let id) = $0 { id } else { nil } } }
+            pages += 1
+            guard case .string(let next)? = page.json?[member: "next"] else { break }
+            path = "/v1/channels?limit=2&after=\(next)"
+        }
+        #expect(seen == ids)
+        #expect(pages == 3)
+        let bad = try api.request("GET", "/v1/channels?limit=0")
+        #expect(bad.status == 400 && bad.errorCode == "invalid_query")
+    }
+
     @Test func duplicatesAreIgnoredStaleReportedAndABadBatchChangesNothing() async throws {
         let fixture = try GatewayFixture()
         let api = fixture.admin

@@ -37,6 +37,7 @@ public struct MockAPNsCommandLine: Sendable {
       --initial-streams N       MAX_CONCURRENT_STREAMS before the first accepted request (default 1)
       --max-streams N           MAX_CONCURRENT_STREAMS after it (default 1000)
       --channel-limit N         live channels per app (default 10000)
+      --channels-file PATH      keep live channels in this JSON file across restarts
       --no-detail-header        do not add the diagnostic x-mock-apns-detail header to errors
 
     Faults:
@@ -88,6 +89,7 @@ public struct MockAPNsCommandLine: Sendable {
             case "--initial-streams": configuration.initialMaxConcurrentStreams = try parser.integer(flag, in: 1...Int(Int32.max))
             case "--max-streams": configuration.maxConcurrentStreams = try parser.integer(flag, in: 1...Int(Int32.max))
             case "--channel-limit": configuration.channelLimit = try parser.integer(flag, in: 0...Int(Int32.max))
+            case "--channels-file": configuration.channelsFile = try parser.value(flag)
             case "--no-detail-header": configuration.diagnosticHeader = false
             case "--unregistered": configuration.faults.unregisteredTokens.insert(try parser.value(flag))
             case "--unregistered-file":

@@ -110,6 +110,9 @@ public struct MockAPNsConfiguration: Sendable {
     public var channelLimit: Int
     /// Requests kept for inspection (the most recent ones); 0 turns recording off.
     public var recordingCapacity: Int
+    /// A JSON file that keeps the live channels across restarts (read at start, rewritten on every
+    /// create and delete), as APNs keeps them; nil = channels live in memory only.
+    public var channelsFile: String?
     /// Adds a diagnostic `x-mock-apns-detail` header to error responses (APNs sends none).
     public var diagnosticHeader: Bool
     /// The clock for token ages and 410 timestamps; tests inject a `ManualClock`.

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import TouchlineCore
 
@@ -12,12 +13,41 @@ final class MockAPNsRegistry: Sendable {
 
     private let state: Mutex<State>
     private let channelLimit: Int
+    private let channelsFile: String?
 
-    init(channelLimit: Int, unregisteredTokens: Set<String>, since: UnixTime) {
+    /// - Parameter channelsFile: where channels persist across restarts (see
+    ///   ``MockAPNsConfiguration/channelsFile``); a missing file means no channels yet.
+    init(channelLimit: Int, unregisteredTokens: Set<String>, since: UnixTime, channelsFile: String? = nil) throws(MockAPNsSetupError) {
         self.channelLimit = channelLimit
+        self.channelsFile = channelsFile
         var initial = State()
         for token in unregisteredTokens { initial.unregistered[token.lowercased()] = since }
+        if let channelsFile, FileManager.default.fileExists(atPath: channelsFile) {
+            initial.channels = try Self.loadChannels(channelsFile)
+        }
         state = Mutex(initial)
+    }
+
+    private static func loadChannels(_ path: String) throws(MockAPNsSetupError) -> [String: Int] {
+        guard let data = FileManager.default.contents(atPath: path) else { throw MockAPNsSetupError("cannot read channels file \(path)") }
+        guard case .object(let members)? = try? JSONParser.parse(Array(data)) else {
+            throw MockAPNsSetupError("channels file \(path) is not a JSON object of channel id to storage policy")
+        }
+        var channels: [String: Int] = [:]
+        for member in members {
+            guard case .integer(let policy) = member.value, policy == 0 || policy == 1 else {
+                throw MockAPNsSetupError("channels file \(path): channel \(member.name) has no storage policy 0 or 1")
+            }
+            channels[member.name] = Int(policy)
+        }
+        return channels
+    }
+
+    /// Rewrites the channels file (atomically) under the registry's lock, so writes never interleave.
+    private func save(_ channels: [String: Int]) {
+        guard let channelsFile else { return }
+        let json = JSONValue.object(channels.sorted { $0.key < $1.key }.map { .init($0.key, .integer(Int64($0.value))) })
+        try? Data(json.encoded).write(to: URL(fileURLWithPath: channelsFile), options: .atomic)
     }
 
     /// Creates a channel with a fresh random id (16 random bytes, base64), or nil at the limit.
@@ -29,6 +59,7 @@ final class MockAPNsRegistry: Sendable {
                 let id = MockAPNsText.base64(bytes)
                 if s.channels[id] == nil {
                     s.channels[id] = storagePolicy
+                    save(s.channels)
                     return id
                 }
             }
@@ -42,7 +73,11 @@ final class MockAPNsRegistry: Sendable {
 
     /// Deletes a channel; false when it did not exist.
     func deleteChannel(_ channelID: String) -> Bool {
-        state.withLock { $0.channels.removeValue(forKey: channelID) != nil }
+        state.withLock { s in
+            guard s.channels.removeValue(forKey: channelID) != nil else { return false }
+            save(s.channels)
+            return true
+        }
     }
 
     /// Every live channel: id -> storage policy.

@@ -17,8 +17,8 @@ final class MockAPNsShared: Sendable {
         app = MockAPNsApp(bundleID: configuration.bundleID)
         verifier = try ProviderTokenVerifier(teamID: configuration.teamID, keys: configuration.keys)
         self.tls = tls
-        registry = MockAPNsRegistry(channelLimit: configuration.channelLimit, unregisteredTokens: configuration.faults.unregisteredTokens,
-                                    since: configuration.clock.now())
+        registry = try MockAPNsRegistry(channelLimit: configuration.channelLimit, unregisteredTokens: configuration.faults.unregisteredTokens,
+                                        since: configuration.clock.now(), channelsFile: configuration.channelsFile)
         recording = MockAPNsRecording(capacity: configuration.recordingCapacity)
     }
 

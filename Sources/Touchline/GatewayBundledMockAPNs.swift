@@ -5,7 +5,8 @@ import MockAPNs
 /// new user sees pushes happen without an Apple account.
 ///
 /// Its development CA, TLS certificate and `.p8` signing key are generated in
-/// `<data directory>/mock-apns/` at every start; the mock keeps its channels in memory only.
+/// `<data directory>/mock-apns/` at every start; the mock keeps its channels in
+/// `mock-apns/channels.json` there, so a restarted gateway finds its channels still registered.
 enum GatewayBundledMockAPNs {
     static let bundleID = "com.example.touchline"
     static let keyID = "MOCKKEY001"
@@ -21,10 +22,11 @@ enum GatewayBundledMockAPNs {
         }
         let key = try MockAPNsProviderKeyFiles.generate(keyID: keyID, in: directory)
         let certificates = try MockAPNsDevelopmentCertificates.generate(in: directory)
-        let configuration = MockAPNsConfiguration(bundleID: bundleID, teamID: teamID,
+        var configuration = MockAPNsConfiguration(bundleID: bundleID, teamID: teamID,
                                                   keys: [.init(keyID: keyID, path: key.publicKeyFile)],
                                                   certificateFile: certificates.certificateFile,
                                                   privateKeyFile: certificates.privateKeyFile, host: "127.0.0.1")
+        configuration.channelsFile = directory + "/channels.json"
         let mock = try MockAPNsServer(configuration: configuration)
         let addresses = try mock.start()
         let settings = GatewayConfiguration.APNsSettings(

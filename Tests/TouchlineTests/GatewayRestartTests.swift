@@ -49,6 +49,27 @@ struct GatewayRestartTests {
     }
 }
 
+extension GatewayRestartTests {
+    /// Without Apple credentials both the gateway and its bundled mock restart; the mock keeps its
+    /// channels in the data directory, so the channel is still registered and pushes go on.
+    @Test func restartWithTheBundledMockKeepsChannelsRegistered() async throws {
+        let first = try GatewayFixture()
+        let data = first.directory
+        let created = try first.admin.request("POST", "/v1/channels", json: #"{"id": "b1", "storagePolicy": "no-storage"}"#)
+        let apnsID = try #require(created.json?.string("apnsChannelId"))
+        await first.shutDown(removingData: false)
+
+        let second = try GatewayFixture(directory: data)
+        defer { Task { await second.shutDown() } }
+        #expect(second.mock.channels()[apnsID] == 0, "the restarted mock lost the channel")
+        #expect(try second.admin.request("POST", "/v1/channels/b1/events", json: #"{"seq": 1, "patch": {"home": 1}}"#).status == 202)
+        try await eventually("a broadcast accepted after the restart") {
+            second.mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.channelID == apnsID && $0.status == 200 }
+        }
+        #expect(try second.admin.request("GET", "/v1/channels/b1").json?.string("status") == "active")
+    }
+}
+
 @Suite("Gateway lost creates")
 struct GatewayLostCreateTests {
     /// The process stopped after asking APNs for channels but before saving their ids: at the next

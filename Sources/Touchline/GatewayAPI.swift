@@ -78,9 +78,15 @@ extension GatewayService {
                             headers: [("Retry-After", "1")])
         }
         if let existing = channels[id] {
-            guard existing.storage == storage else {
+            // Idempotent only for the same channel: a create that asks for something else is a
+            // conflict, not something to drop silently.
+            let differing = [("storagePolicy", existing.storage != storage),
+                             ("policy", try body.object("policy") != nil && existing.policy != policy),
+                             ("attributes", attributes != nil && existing.attributes?.json != attributes?.json)]
+                .filter(\.1).map(\.0)
+            guard differing.isEmpty else {
                 throw HTTPError(status: 409, code: "channel_exists",
-                                message: "channel '\(id)' exists with storagePolicy \"\(existing.storage.rawValue)\", not \"\(storage.rawValue)\"")
+                                message: "channel '\(id)' exists with a different \(differing.joined(separator: " and ")); delete it first or use another id")
             }
             return resumeCreate(existing, request: request)
         }
@@ -260,7 +266,14 @@ extension GatewayService {
             }
             finalState = try GatewayEventBatch.change(parsed, to: channel.contentState, attributes: channel.attributes, now: now, name: "event").state
         }
-        let dismissAt = try body.integer("dismissAt").map { UnixTime(seconds: $0) }
+        if let finalState { try GatewayEventBatch.requireMatchState(finalState, on: channel.attributes, name: "finalState") }
+        let dismissAt = try body.integer("dismissAt").map { (seconds: Int64) throws(HTTPError) -> UnixTime in
+            // APNs takes any Unix second, but a date beyond 2100 is certainly a unit mistake (ms?).
+            guard (0...4_102_444_800).contains(seconds) else {
+                throw body.invalid("dismissAt", "must be Unix seconds between 0 and 4102444800 (2100-01-01), got \(seconds)")
+            }
+            return UnixTime(seconds: seconds)
+        }
         var engine = channel.engine
         let actions: [ChannelEngine.Action]
         do {

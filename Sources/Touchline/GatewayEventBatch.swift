@@ -85,7 +85,9 @@ struct GatewayEventBatch {
         throws(HTTPError) -> (state: JSONValue, importance: Importance, alert: LiveActivityAlert?) {
         switch event {
         case .patch(let patch):
-            return (state.applyingMergePatch(patch.patch), patch.importance, patch.alert)
+            let patched = state.applyingMergePatch(patch.patch)
+            try requireMatchState(patched, on: attributes, name: name)
+            return (patched, patch.importance, patch.alert)
         case .sports(let sports):
             guard let attributes else {
                 throw HTTPError(status: 422, code: "not_a_sports_channel",
@@ -99,6 +101,18 @@ struct GatewayEventBatch {
             }
             let folded = SportsReducer(attributes: attributes).apply(sports, to: match, at: now)
             return (folded.state.json, folded.importance, folded.alert)
+        }
+    }
+
+    /// On a sports channel (one with match attributes) every state must stay a match
+    /// ContentState, or the app could not decode it and later sports events could not fold into
+    /// it; other channels take any JSON object.
+    static func requireMatchState(_ state: JSONValue, on attributes: MatchAttributes?, name: String) throws(HTTPError) {
+        guard attributes != nil else { return }
+        do {
+            _ = try MatchContentState(json: state)
+        } catch {
+            throw HTTPError(status: 422, code: "invalid_state", message: "\(name): the resulting state is not a match content-state: \(error)")
         }
     }
 

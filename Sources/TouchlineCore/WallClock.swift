@@ -8,7 +8,12 @@ public struct UnixTime: Comparable, Hashable, Sendable, CustomStringConvertible 
     public var nanoseconds: Int64
 
     public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
-    public init(seconds: Int64) { self.nanoseconds = seconds * 1_000_000_000 }
+    /// Saturates at the representable range (about the years 1677 to 2262) instead of trapping,
+    /// since seconds can come from outside (provider input, stored data).
+    public init(seconds: Int64) {
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        self.nanoseconds = overflow ? (seconds < 0 ? .min : .max) : product
+    }
 
     /// Whole seconds since the epoch, rounded down: the unit APNs uses.
     public var seconds: Int64 { nanoseconds / 1_000_000_000 }

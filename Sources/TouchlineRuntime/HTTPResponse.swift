@@ -82,6 +82,8 @@ func reasonPhrase(_ status: Int) -> String {
     case 422: "Unprocessable Content"
     case 429: "Too Many Requests"
     case 500: "Internal Server Error"
+    case 501: "Not Implemented"
+    case 502: "Bad Gateway"
     case 503: "Service Unavailable"
     default: "Status \(status)"
     }

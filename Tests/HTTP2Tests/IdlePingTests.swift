@@ -53,13 +53,15 @@ struct IdlePingTests {
         let server = try TestHTTP2Server(behaviour)
         defer { server.stop() }
         var configuration = configuration(port: server.port)
-        configuration.idlePingInterval = .milliseconds(400)
+        // Long enough that a loaded machine cannot open a quiet gap of a whole interval between
+        // two requests 20 ms apart (the idle check looks once per interval).
+        configuration.idlePingInterval = .seconds(1)
         let client = try TestClient(configuration: configuration)
         defer { client.close() }
         try await client.waitUntilReady()
 
         // Traffic every 20 ms for well over two idle intervals: no PING may go out, so the connection survives.
-        for _ in 0..<60 {
+        for _ in 0..<110 {
             let outcome = try await sendAll(TestRequests.posts(1, port: server.port), via: client.connection, on: client.loop)
             #expect(outcome.successes.count == 1)
             try await Task.sleep(for: .milliseconds(20))

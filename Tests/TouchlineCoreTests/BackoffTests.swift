@@ -36,6 +36,13 @@ import TouchlineCore
         #expect(clock.now() - UnixTime(seconds: 1000) == .seconds(90))
     }
 
+    @Test func secondsOutsideTheRepresentableRangeSaturate() {
+        #expect(UnixTime(seconds: .max).nanoseconds == .max)
+        #expect(UnixTime(seconds: .min).nanoseconds == .min)
+        #expect(UnixTime(seconds: 10_000_000_000).nanoseconds == .max)
+        #expect(UnixTime(seconds: 1_767_225_600).seconds == 1_767_225_600)
+    }
+
     @Test func systemClockIsNearTheEpochWeExpect() {
         // 2025-01-01 as a floor: a clock before it is broken for JWT iat purposes.
         #expect(SystemClock().now().seconds > 1_735_689_600)

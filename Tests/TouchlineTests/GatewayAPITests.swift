@@ -91,6 +91,26 @@ struct GatewayAPITests {
         #expect(invalid.text.contains("burst"), "\(invalid.text)")
     }
 
+    @Test func aSportsChannelKeepsAMatchStateThroughPatchesAndEnd() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        let body = #"{"id": "club-m1", "storagePolicy": "no-storage", "attributes": \#(GatewayFixture.matchAttributes)}"#
+        #expect(try api.request("POST", "/v1/channels", json: body).status == 201)
+
+        let broken = try api.request("POST", "/v1/channels/club-m1/events", json: #"{"seq": 1, "patch": {"homeScore": "two"}}"#)
+        #expect(broken.status == 422 && broken.errorCode == "invalid_state", "\(broken.text)")
+        let fine = try api.request("POST", "/v1/channels/club-m1/events", json: #"{"seq": 1, "patch": {"homeScore": 3}}"#)
+        #expect(fine.status == 202, "\(fine.text)")
+        let goal = try api.request("POST", "/v1/channels/club-m1/events", json: #"{"seq": 2, "type": "goal", "team": "home", "minute": 10}"#)
+        #expect(goal.status == 202, "\(goal.text)")
+        #expect(try api.request("GET", "/v1/channels/club-m1").json?[member: "contentState"]?[member: "homeScore"] == .integer(4))
+
+        let badEnd = try api.request("POST", "/v1/channels/club-m1/end", json: #"{"finalState": {"winner": "home"}}"#)
+        #expect(badEnd.status == 422 && badEnd.errorCode == "invalid_state", "\(badEnd.text)")
+        #expect(try api.request("GET", "/v1/channels/club-m1").json?.string("status") == "active")
+    }
+
     @Test func channelListIsPagedByID() async throws {
         let fixture = try GatewayFixture()
         defer { Task { await fixture.shutDown() } }
@@ -195,6 +215,13 @@ struct GatewayAPITests {
         let conflicting = try api.request("POST", "/v1/channels", json: #"{"id": "other-1", "storagePolicy": "most-recent"}"#)
         #expect(conflicting.status == 409)
         #expect(conflicting.errorCode == "channel_exists")
+        #expect(conflicting.json?.string("message")?.contains("storagePolicy") == true)
+        let otherPolicy = try api.request("POST", "/v1/channels", json: #"{"id": "other-1", "storagePolicy": "no-storage", "policy": {"burst": 9}}"#)
+        #expect(otherPolicy.status == 409 && otherPolicy.json?.string("message")?.contains("policy") == true, "\(otherPolicy.text)")
+        let otherAttributes = try api.request("POST", "/v1/channels", json: #"{"id": "other-1", "storagePolicy": "no-storage", "attributes": \#(GatewayFixture.matchAttributes)}"#)
+        #expect(otherAttributes.status == 409 && otherAttributes.json?.string("message")?.contains("attributes") == true, "\(otherAttributes.text)")
+        let same = try api.request("POST", "/v1/channels", json: #"{"id": "other-1", "storagePolicy": "no-storage"}"#)
+        #expect(same.status == 200, "\(same.text)")
 
         let huge = try api.request("POST", "/v1/channels/other-1/events", json: String(repeating: " ", count: 9000) + "{}")
         #expect(huge.status == 413)
@@ -209,6 +236,11 @@ struct GatewayAPITests {
         #expect(created.status == 201, "\(created.text)")
         let apnsID = try #require(created.json?.string("apnsChannelId"))
         #expect(try api.request("POST", "/v1/channels/e1/events", json: #"{"seq": 1, "patch": {"home": 1}}"#).status == 202)
+
+        // A dismissal date in milliseconds (or any absurd value) is refused, and nothing ends.
+        let absurd = try api.request("POST", "/v1/channels/e1/end", json: #"{"dismissAt": 10000000000000}"#)
+        #expect(absurd.status == 400 && absurd.text.contains("dismissAt"), "\(absurd.text)")
+        #expect(try api.request("GET", "/v1/channels/e1").json?.string("status") == "active")
 
         let ended = try api.request("POST", "/v1/channels/e1/end", json: #"{"finalState": {"home": 2, "final": true}, "dismissAt": 1900000000}"#)
         #expect(ended.status == 202, "\(ended.text)")

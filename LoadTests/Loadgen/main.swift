@@ -23,15 +23,16 @@ let usage = """
                        then ingest->APNs latency of paced events whose pushes the rate limit lets through
 
     options (ingest):
-      --channels N          channels per phase (default 1000)
-      --connections N       keep-alive connections in the ingest phase, one request at a time
-                            each (default 8)
-      --latency-connections N  connections in the latency phase (default 8)
-      --batch N             events per request in the ingest phase (default 100)
-      --seconds N           length of the ingest phase (default 10)
-      --latency-seconds N   length of the latency phase (default 10)
-      --rate N              events per second per channel in the latency phase (default 2)
-      --check               exit 1 when ingest is below 50,000 events/s or the latency p99 above 5 ms
+      --channels N              channels per phase (default 1000)
+      --connections N           keep-alive connections in the ingest phase, one request at a
+                                time each (default 8)
+      --latency-connections N   connections in the latency phase (default 8)
+      --batch N                 events per request in the ingest phase (default 100)
+      --seconds N               length of the ingest phase (default 10)
+      --latency-seconds N       length of the latency phase (default 10)
+      --rate N                  events per second per channel in the latency phase (default 2)
+      --check                   exit 1 when ingest is below 50,000 events/s, the latency p99
+                                is above 5 ms or a broadcast is missing
     """
 
 func fail(_ message: String) -> Never {

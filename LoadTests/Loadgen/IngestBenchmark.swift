@@ -85,6 +85,7 @@ struct IngestBenchmark {
               + String(format: " (target p99 <= %.1f ms): ratio %.2f", options.latencyTargetMilliseconds,
                        options.latencyTargetMilliseconds / max(latency.received.p99, 1e-9)))
         print("  send → 202 (durable):               \(latency.acknowledged.text)")
+        print("  send started after its paced slot:  \(latency.late.text)")
         print(String(format: "peak RSS: gateway %.1f MB, touchline-load with the mock %.1f MB", Double(gateway.peakResidentBytes) / 1e6,
                      Double(processPeakResidentBytes(pid: getpid())) / 1e6))
         let passed = ingest.rate >= options.ingestTarget && passedLatency && latency.received.count == latency.sent
@@ -155,6 +156,8 @@ struct IngestBenchmark {
         var received: Percentiles
         /// From the send to the 202 (the event is durable), in ms.
         var acknowledged: Percentiles
+        /// How late requests started after their paced slot, in ms: stalls the measured times miss.
+        var late: Percentiles
     }
 
     /// Paces single-event requests so that every channel gets `eventsPerChannelPerSecond`; each
@@ -167,27 +170,29 @@ struct IngestBenchmark {
         let perConnection = Int(options.latencySeconds * totalRate) / connections
         // A little head start so every thread has connected before its first slot.
         let start = monotonicNanoseconds() + 200_000_000
-        let acknowledgements = try onThreads(connections) { index in
+        let timings = try onThreads(connections) { index in
             let client = try connect()
             let owned = stride(from: index, to: ids.count, by: connections).map { ids[$0] }
             var lastSeq = [Int](repeating: 0, count: owned.count)
             let offset = Double(index) * interval / Double(connections)
             let clock = SystemClock()
-            var acknowledgements: [Double] = []
-            acknowledgements.reserveCapacity(perConnection)
+            var timings: [(acknowledged: Double, late: Double)] = []
+            timings.reserveCapacity(perConnection)
             for slot in 0..<perConnection {
-                sleep(untilMonotonic: start + Int64(offset + Double(slot) * interval))
+                let due = start + Int64(offset + Double(slot) * interval)
+                sleep(untilMonotonic: due)
+                let late = Double(monotonicNanoseconds() - due) / 1e6
                 let channel = slot % owned.count
                 lastSeq[channel] += 1
                 let sentAt = clock.now().nanoseconds
                 let body = #"{"seq":\#(lastSeq[channel]),"patch":{"sentAt":\#(sentAt)}}"#
                 let response = try client.send("POST", "/v1/channels/\(owned[channel])/events", body: Array(body.utf8))
-                acknowledgements.append(Double(clock.now().nanoseconds - sentAt) / 1e6)
+                timings.append((Double(clock.now().nanoseconds - sentAt) / 1e6, late))
                 guard response.status == 202 else {
                     throw LoadError("posting an event to \(owned[channel]) answered \(response.status): \(response.text)")
                 }
             }
-            return acknowledgements
+            return timings
         }.flatMap { $0 }
         // Wait until the mock has seen every broadcast, or 5 s without progress.
         var received: [MockAPNsRecordedRequest] = []
@@ -196,7 +201,7 @@ struct IngestBenchmark {
             let now = mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.status == 200 }
             if now.count > received.count { lastProgress = monotonicNanoseconds() }
             received = now
-            if received.count >= acknowledgements.count || monotonicNanoseconds() - lastProgress > 5_000_000_000 { break }
+            if received.count >= timings.count || monotonicNanoseconds() - lastProgress > 5_000_000_000 { break }
             Thread.sleep(forTimeInterval: 0.2)
         }
         let latencies = received.compactMap { request -> Double? in
@@ -204,7 +209,8 @@ struct IngestBenchmark {
             return Double(request.receivedAt.nanoseconds - sentAt) / 1e6
         }
         guard !latencies.isEmpty else { throw LoadError("the mock received no broadcast carrying a send time") }
-        return LatencyResult(sent: acknowledgements.count, received: Percentiles(latencies), acknowledged: Percentiles(acknowledgements))
+        return LatencyResult(sent: timings.count, received: Percentiles(latencies), acknowledged: Percentiles(timings.map(\.acknowledged)),
+                             late: Percentiles(timings.map(\.late)))
     }
 
     /// The `sentAt` number in a broadcast payload's content-state.

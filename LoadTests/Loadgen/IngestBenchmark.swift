@@ -40,17 +40,18 @@ struct IngestBenchmark {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let key = try MockAPNsProviderKeyFiles.generate(keyID: Self.keyID, in: directory)
+        let certificates = try MockAPNsDevelopmentCertificates.generate(in: directory)
         let expectedPushes = Int(options.latencySeconds * options.eventsPerChannelPerSecond) * options.channels
         let mock = try MockAPNsServer(configuration: MockAPNsConfiguration(
             bundleID: Self.bundleID, teamID: Self.teamID, keys: [.init(keyID: Self.keyID, path: key.publicKeyFile)],
-            recordingCapacity: expectedPushes + 10_000))
+            certificateFile: certificates.certificateFile, privateKeyFile: certificates.privateKeyFile, recordingCapacity: expectedPushes + 10_000))
         let apns = try mock.start()
         defer { mock.stop() }
         let adminKey = (0..<32).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined()
         let gateway = try GatewayProcess(arguments: [
             "--listen", "127.0.0.1:0", "--data-dir", directory + "/data", "--admin-key", adminKey,
             "--apns-key", key.privateKeyFile, "--apns-key-id", Self.keyID, "--apns-team-id", Self.teamID,
-            "--apns-bundle-id", Self.bundleID, "--apns-ca-file", apns.caFile ?? "",
+            "--apns-bundle-id", Self.bundleID, "--apns-ca-file", certificates.caFile,
             "--apns-environment", "\(apns.host):\(apns.pushPort),\(apns.host):\(apns.managementPort)",
         ])
         defer { gateway.stop() }

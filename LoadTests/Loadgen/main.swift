@@ -17,6 +17,22 @@ let usage = """
       --mock-threads N   event loops of the mock server (default 1)
       --check            exit 1 when the ratio is below the target (0.8)
       --help             show this text
+
+      ingest           the gateway (touchline serve) as its own process, pushing to the mock APNs over
+                       TLS on loopback: durable ingest rate of event batches over keep-alive HTTP/1.1,
+                       then ingest->APNs latency of paced events whose pushes the rate limit lets through
+
+    options (ingest):
+      --channels N              channels per phase (default 1000)
+      --connections N           keep-alive connections in the ingest phase, one request at a
+                                time each (default 8)
+      --latency-connections N   connections in the latency phase (default 8)
+      --batch N                 events per request in the ingest phase (default 100)
+      --seconds N               length of the ingest phase (default 10)
+      --latency-seconds N       length of the latency phase (default 10)
+      --rate N                  events per second per channel in the latency phase (default 2)
+      --check                   exit 1 when ingest is below 50,000 events/s, the latency p99
+                                is above 5 ms or a broadcast is missing
     """
 
 func fail(_ message: String) -> Never {
@@ -24,43 +40,82 @@ func fail(_ message: String) -> Never {
     exit(64)
 }
 
+/// The options after the scenario name, read one flag at a time.
+struct Flags {
+    private var arguments: [String]
+    private var index = -1
+
+    init(_ arguments: [String]) { self.arguments = arguments }
+
+    /// The next flag; `--help` prints the usage and exits.
+    mutating func next() -> String? {
+        index += 1
+        guard index < arguments.count else { return nil }
+        if arguments[index] == "--help" || arguments[index] == "-h" {
+            print(usage)
+            exit(0)
+        }
+        return arguments[index]
+    }
+
+    /// The value after `flag`, which must be a positive whole number.
+    mutating func positiveInteger(after flag: String) -> Int {
+        index += 1
+        guard index < arguments.count, let value = Int(arguments[index]), value > 0 else {
+            fail("\(flag) needs a positive whole number")
+        }
+        return value
+    }
+}
+
+/// Runs a scenario and exits 0 when it passed (or was not asked to check), 1 otherwise.
+func finish(_ scenario: () async throws -> Bool) async -> Never {
+    do {
+        exit(try await scenario() ? 0 : 1)
+    } catch {
+        FileHandle.standardError.write(Data("touchline-load: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let scenario = arguments.first, scenario != "--help", scenario != "-h" else {
     print(usage)
     exit(arguments.isEmpty ? 64 : 0)
 }
-arguments.removeFirst()
+var flags = Flags(Array(arguments.dropFirst()))
 
 switch scenario {
 case "client-ceiling":
     var options = ClientCeiling.Options()
-    var index = 0
-    func number(_ name: String) -> Int {
-        index += 1
-        guard index < arguments.count, let value = Int(arguments[index]), value > 0 else {
-            fail("\(name) needs a positive whole number")
-        }
-        return value
-    }
-    while index < arguments.count {
-        switch arguments[index] {
-        case "--requests": options.requests = number("--requests")
-        case "--concurrency": options.concurrency = number("--concurrency")
-        case "--rounds": options.rounds = number("--rounds")
-        case "--body-bytes": options.bodyBytes = number("--body-bytes")
-        case "--mock-threads": options.mockThreads = number("--mock-threads")
+    while let flag = flags.next() {
+        switch flag {
+        case "--requests": options.requests = flags.positiveInteger(after: flag)
+        case "--concurrency": options.concurrency = flags.positiveInteger(after: flag)
+        case "--rounds": options.rounds = flags.positiveInteger(after: flag)
+        case "--body-bytes": options.bodyBytes = flags.positiveInteger(after: flag)
+        case "--mock-threads": options.mockThreads = flags.positiveInteger(after: flag)
         case "--check": options.check = true
-        case "--help", "-h": print(usage); exit(0)
-        case let other: fail("unknown option '\(other)' (try --help)")
+        default: fail("unknown option '\(flag)' (try --help)")
         }
-        index += 1
     }
-    do {
-        exit(try await ClientCeiling(options: options).run() ? 0 : 1)
-    } catch {
-        FileHandle.standardError.write(Data("touchline-load: \(error)\n".utf8))
-        exit(1)
+    await finish { try await ClientCeiling(options: options).run() }
+case "ingest":
+    var options = IngestBenchmark.Options()
+    while let flag = flags.next() {
+        switch flag {
+        case "--channels": options.channels = flags.positiveInteger(after: flag)
+        case "--connections": options.connections = flags.positiveInteger(after: flag)
+        case "--latency-connections": options.latencyConnections = flags.positiveInteger(after: flag)
+        case "--batch": options.batchSize = flags.positiveInteger(after: flag)
+        case "--seconds": options.ingestSeconds = Double(flags.positiveInteger(after: flag))
+        case "--latency-seconds": options.latencySeconds = Double(flags.positiveInteger(after: flag))
+        case "--rate": options.eventsPerChannelPerSecond = Double(flags.positiveInteger(after: flag))
+        case "--check": options.check = true
+        default: fail("unknown option '\(flag)' (try --help)")
+        }
     }
+    await finish { try IngestBenchmark(options: options).run() }
 default:
     fail("unknown scenario '\(scenario)' (try --help)")
 }

@@ -40,6 +40,8 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     public let path: String
     /// Touched only by the writer thread once it has started.
     private let connection: SQLiteConnection
+    /// Writes the log back into the database off the commit path (see ``WALCheckpointer``).
+    private let checkpointer: WALCheckpointer
     private let queue = Mutex(Queue())
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -52,8 +54,10 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         connection = try StoreError.wrapping {
             let connection = try SQLiteConnection(path: path, synchronous: synchronous)
             try SQLiteSchema.migrate(connection)
+            try connection.execute("PRAGMA wal_autocheckpoint=0")
             return connection
         }
+        checkpointer = try StoreError.wrapping { try WALCheckpointer(path: path, synchronous: synchronous) }
         let thread = Thread { [self] in run() }
         thread.name = "store-writer"
         thread.start()
@@ -95,6 +99,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         guard wasOpen else { return }
         wake.signal()
         finished.wait()
+        checkpointer.stop()
     }
 
     private func enqueue(_ job: Job) {

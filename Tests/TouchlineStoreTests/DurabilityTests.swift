@@ -51,3 +51,32 @@ import TouchlineStore
         #expect(try reader.events(channelID: "m", afterSeq: 0, limit: 1_000).map(\.seq) == Array(1...200))
     }
 }
+
+@Suite struct CheckpointTests {
+    /// Commits never write the log back themselves (that would stall the batches behind them):
+    /// the checkpoint thread does, so the log stops growing between rounds of writes instead of
+    /// growing with everything ever written.
+    @Test func theLogIsCheckpointedOffTheCommitPathAndStopsGrowing() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("store.db")
+        let writer = try StoreWriter(path: path)
+        defer { writer.close() }
+        _ = try await writer.createChannel(channel("m"))
+        var seq: Int64 = 0
+        var logSizes: [Int] = []
+        for _ in 0..<4 {
+            for _ in 0..<300 {
+                seq += 1
+                try await writer.submit(WriteBatch([.appendEvents([event("m", seq)])]))
+            }
+            try await Task.sleep(for: .milliseconds(700))
+            let size = (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+            logSizes.append(size)
+        }
+        // Without checkpoints the log would hold all 1,200 transactions by the last round: about
+        // four times the first round's size.
+        #expect(logSizes.last! < logSizes.first! * 2, "the log grew round after round: \(logSizes)")
+        let reader = try SQLiteChannelReader(path: path)
+        #expect(try reader.events(channelID: "m", afterSeq: 1_190, limit: 20).count == 10)
+    }
+}

@@ -37,9 +37,10 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
 
-## bench: release-build benchmarks (client vs h2load, mock vs nghttpd).
+## bench: release-build benchmarks (client vs h2load, gateway ingest, mock vs nghttpd).
 bench: bench-deps release
 	.build/release/touchline-load client-ceiling --check
+	.build/release/touchline-load ingest --check
 	SKIP_BUILD=1 bash scripts/bench-mock.sh
 
 clean:

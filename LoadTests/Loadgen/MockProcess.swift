@@ -3,55 +3,31 @@ import Foundation
 /// `touchline-mock-apns` running as a separate process, so that benchmarks measure the client
 /// and the server on their own threads and CPU accounting stays per process.
 final class MockProcess {
-    let process = Process()
+    private let child: SiblingProcess
     let pushPort: Int
     let managementPort: Int
     let caFile: String
 
-    /// Starts the mock next to this executable and waits for it to print its ports.
+    /// Starts the mock with `arguments` and waits for it to print its ports.
     init(arguments: [String]) throws {
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("touchline-mock-apns").path
-        guard FileManager.default.isExecutableFile(atPath: executable) else {
-            throw LoadError("cannot find touchline-mock-apns next to touchline-load (\(executable)); build both products")
-        }
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        var text = ""
-        let reader = output.fileHandleForReading
-        while !text.contains("CA file") || !text.hasSuffix("\n") {
-            let chunk = reader.availableData
-            if chunk.isEmpty { throw LoadError("touchline-mock-apns exited before listening:\n\(text)") }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
+        let child = try SiblingProcess("touchline-mock-apns", arguments: arguments, readyMarker: "CA file")
+        self.child = child
         func value(after prefix: String) -> String? {
-            text.split(separator: "\n").first { $0.hasPrefix(prefix) }?.dropFirst(prefix.count).split(separator: " ").first.map(String.init)
+            child.line(containing: prefix).flatMap { $0.hasPrefix(prefix) ? $0 : nil }?
+                .dropFirst(prefix.count).split(separator: " ").first.map(String.init)
         }
         guard let push = value(after: "push port ").flatMap(Int.init), let management = value(after: "management port ").flatMap(Int.init),
               let ca = value(after: "CA file ") else {
-            throw LoadError("cannot read the mock's ports from:\n\(text)")
+            throw LoadError("cannot read the mock's ports from:\n\(child.startupOutput)")
         }
         pushPort = push
         managementPort = management
         caFile = ca
     }
 
-    /// CPU seconds (user + system) the process has used so far.
-    var cpuSeconds: Double { processCPUSeconds(pid: process.processIdentifier) }
-
-    /// Peak resident memory in bytes.
-    var peakResidentBytes: Int { processPeakResidentBytes(pid: process.processIdentifier) }
-
-    func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
-    }
-
-    deinit { stop() }
+    var cpuSeconds: Double { child.cpuSeconds }
+    var peakResidentBytes: Int { child.peakResidentBytes }
+    func stop() { child.stop() }
 }
 
 /// CPU seconds of a process from /proc/PID/stat (fields 14 and 15, in clock ticks).

@@ -21,18 +21,15 @@ struct ClientCeiling {
         var check = false
     }
 
-    static let bundleID = "com.example.touchline"
-    static let keyID = "LOADKEY001"
-    static let teamID = "LOADTEAM01"
 
     let options: Options
 
     func run() async throws -> Bool {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let key = try MockAPNsProviderKeyFiles.generate(keyID: Self.keyID, in: directory)
-        let mock = try MockProcess(arguments: ["--bundle-id", Self.bundleID, "--team-id", Self.teamID,
-                                               "--key", "\(Self.keyID)=\(key.publicKeyFile)", "--push-port", "0",
+        let key = try MockAPNsProviderKeyFiles.generate(keyID: LoadIdentity.keyID, in: directory)
+        let mock = try MockProcess(arguments: ["--bundle-id", LoadIdentity.bundleID, "--team-id", LoadIdentity.teamID,
+                                               "--key", "\(LoadIdentity.keyID)=\(key.publicKeyFile)", "--push-port", "0",
                                                "--management-port", "0", "--threads", String(options.mockThreads),
                                                "--cert-dir", directory + "/tls", "--no-detail-header",
                                                // h2load opens its streams before it reads the server's SETTINGS, so the
@@ -41,7 +38,7 @@ struct ClientCeiling {
                                                "--initial-streams", "1000"])
         defer { mock.stop() }
 
-        let configuration = APNsConfiguration(keyPath: key.privateKeyFile, keyID: Self.keyID, teamID: Self.teamID, bundleID: Self.bundleID,
+        let configuration = APNsConfiguration(keyPath: key.privateKeyFile, keyID: LoadIdentity.keyID, teamID: LoadIdentity.teamID, bundleID: LoadIdentity.bundleID,
                                               environment: .custom(pushHost: "127.0.0.1", pushPort: mock.pushPort,
                                                                    managementHost: "127.0.0.1", managementPort: mock.managementPort))
         let providerToken = try ProviderToken(configuration: configuration, clock: SystemClock())
@@ -61,7 +58,7 @@ struct ClientCeiling {
             .write(toFile: uriFile, atomically: true, encoding: .utf8)
         try Data(payload).write(to: URL(fileURLWithPath: bodyFile))
         let headers = [("authorization", try providerToken.current()), ("apns-push-type", "liveactivity"),
-                       ("apns-topic", Self.bundleID + ".push-type.liveactivity"), ("apns-priority", "5"),
+                       ("apns-topic", LoadIdentity.bundleID + ".push-type.liveactivity"), ("apns-priority", "5"),
                        ("content-type", "application/json")]
 
         print("client-ceiling: \(options.requests) device pushes per round, 1 connection, \(options.concurrency) concurrent streams, "

@@ -28,9 +28,6 @@ struct IngestBenchmark {
         var check = false
     }
 
-    static let bundleID = "com.example.touchline"
-    static let keyID = "LOADKEY001"
-    static let teamID = "LOADTEAM01"
     /// Lets a push through every 0.25 s with a burst of 3: paced events at 2/s never wait for a token.
     static let unthrottledPolicy = #"{"minimumIntervalSeconds":0.25,"burst":3}"#
 
@@ -39,19 +36,19 @@ struct IngestBenchmark {
     func run() throws -> Bool {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let key = try MockAPNsProviderKeyFiles.generate(keyID: Self.keyID, in: directory)
+        let key = try MockAPNsProviderKeyFiles.generate(keyID: LoadIdentity.keyID, in: directory)
         let certificates = try MockAPNsDevelopmentCertificates.generate(in: directory)
         let expectedPushes = Int(options.latencySeconds * options.eventsPerChannelPerSecond) * options.channels
         let mock = try MockAPNsServer(configuration: MockAPNsConfiguration(
-            bundleID: Self.bundleID, teamID: Self.teamID, keys: [.init(keyID: Self.keyID, path: key.publicKeyFile)],
+            bundleID: LoadIdentity.bundleID, teamID: LoadIdentity.teamID, keys: [.init(keyID: LoadIdentity.keyID, path: key.publicKeyFile)],
             certificateFile: certificates.certificateFile, privateKeyFile: certificates.privateKeyFile, recordingCapacity: expectedPushes + 10_000))
         let apns = try mock.start()
         defer { mock.stop() }
         let adminKey = (0..<32).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined()
         let gateway = try GatewayProcess(arguments: [
             "--listen", "127.0.0.1:0", "--data-dir", directory + "/data", "--admin-key", adminKey,
-            "--apns-key", key.privateKeyFile, "--apns-key-id", Self.keyID, "--apns-team-id", Self.teamID,
-            "--apns-bundle-id", Self.bundleID, "--apns-ca-file", certificates.caFile,
+            "--apns-key", key.privateKeyFile, "--apns-key-id", LoadIdentity.keyID, "--apns-team-id", LoadIdentity.teamID,
+            "--apns-bundle-id", LoadIdentity.bundleID, "--apns-ca-file", certificates.caFile,
             "--apns-environment", "\(apns.host):\(apns.pushPort),\(apns.host):\(apns.managementPort)",
         ])
         defer { gateway.stop() }

@@ -1,0 +1,218 @@
+/// One personal push fanned out to every token of an audience: a state machine in virtual time.
+///
+/// The job does no I/O. Its methods return `Action`s for the caller (the personal dispatcher on
+/// its own loop) to carry out, and it is fed tokens and outcomes back. The payload is encoded
+/// once, held here and reused for every token; only the request path differs per send.
+///
+/// Bounds: at most `Limits.window` unended targets are held in memory (waiting, in back-off or in
+/// flight), at most `Limits.maxInFlight` are in flight. The audience is pulled in pages.
+public struct FanOutJob: Sendable {
+    /// Memory and concurrency bounds of one job.
+    public struct Limits: Sendable, Codable, Equatable {
+        /// Unended targets held in memory at most.
+        public var window: Int
+        /// Sends in flight at most.
+        public var maxInFlight: Int
+        /// Tokens asked for per page (at most `window`).
+        public var pageSize: Int
+
+        public init(window: Int = 10_000, maxInFlight: Int = 256, pageSize: Int = 1_000) {
+            precondition(window > 0 && maxInFlight > 0 && pageSize > 0)
+            self.window = window
+            self.maxInFlight = maxInFlight
+            self.pageSize = min(pageSize, window)
+        }
+    }
+
+    /// What the caller must do next.
+    public enum Action: Sendable, Hashable {
+        /// Fetch up to `limit` audience tokens after `cursor`, then call `targetsFetched`.
+        case fetchTargets(after: String?, limit: Int)
+        /// Send the job's payload to `token`; `attempt` is 1 for the first send. Report with `outcome`.
+        case send(token: String, attempt: Int)
+        /// Call `nextSends` again at this time (a back-off or the expiration is due then).
+        case armTimer(at: UnixTime)
+        /// APNs said the token is dead: deactivate it unless it was registered again after the
+        /// timestamp (`PersonalDeliveryPolicy.shouldDeactivate`).
+        case deactivateToken(String, timestampMilliseconds: Int64?)
+        /// Record the token in the dead-letter table with `reason`.
+        case deadLetter(token: String, reason: String)
+    }
+
+    private struct Target: Sendable {
+        var attempts: Int
+        var notBefore: UnixTime?
+    }
+
+    public let payload: [UInt8]
+    /// `apns-priority` of every send (5 or 10).
+    public let priority: Int
+    /// `apns-expiration`: no send starts at or after this time.
+    public let expiration: UnixTime?
+    public let limits: Limits
+    public let policy: PersonalDeliveryPolicy
+
+    public private(set) var counters: FanOutCounters
+    private var cursor: String?
+    private var exhausted: Bool
+    private var fetchOutstanding = false
+    private var targets: [String: Target] = [:]
+    private var ready: [String] = []
+    private var readyHead = 0
+    private var inFlight: Set<String> = []
+    private var schedule = RetrySchedule()
+    private var armedTimer: UnixTime?
+    private var random: SplitMix64
+
+    public init(payload: [UInt8], priority: Int = 10, expiration: UnixTime? = nil, limits: Limits = Limits(),
+                policy: PersonalDeliveryPolicy = PersonalDeliveryPolicy(), seed: UInt64) {
+        self.init(payload: payload, priority: priority, expiration: expiration, limits: limits, policy: policy, seed: seed,
+                  checkpoint: FanOutCheckpoint(cursor: nil, exhausted: false, counters: FanOutCounters(), pending: []))
+    }
+
+    /// Resumes a job from its last checkpoint: ended targets stay ended, pending ones are sent.
+    public init(payload: [UInt8], priority: Int = 10, expiration: UnixTime? = nil, limits: Limits = Limits(),
+                policy: PersonalDeliveryPolicy = PersonalDeliveryPolicy(), seed: UInt64, checkpoint: FanOutCheckpoint) {
+        self.payload = payload
+        self.priority = priority
+        self.expiration = expiration
+        self.limits = limits
+        self.policy = policy
+        self.random = SplitMix64(seed: seed)
+        self.counters = checkpoint.counters
+        self.cursor = checkpoint.cursor
+        self.exhausted = checkpoint.exhausted
+        for pending in checkpoint.pending {
+            let notBefore = pending.notBeforeNanoseconds.map(UnixTime.init(nanoseconds:))
+            targets[pending.token] = Target(attempts: pending.attempts, notBefore: notBefore)
+            if let notBefore { schedule.insert(pending.token, due: notBefore) } else { ready.append(pending.token) }
+        }
+    }
+
+    /// Unended targets held in memory.
+    public var heldCount: Int { targets.count }
+    /// Sends in flight.
+    public var inFlightCount: Int { inFlight.count }
+    /// Every target of the audience has ended (sent, dead-lettered or expired).
+    public var isFinished: Bool { exhausted && targets.isEmpty && !fetchOutstanding }
+
+    /// The state to persist: resuming from it re-sends only what was pending or in flight.
+    public var checkpoint: FanOutCheckpoint {
+        let pending = targets.map { token, target in
+            FanOutCheckpoint.PendingTarget(token: token, attempts: target.attempts,
+                                           notBeforeNanoseconds: target.notBefore?.nanoseconds)
+        }
+        return FanOutCheckpoint(cursor: cursor, exhausted: exhausted, counters: counters,
+                                pending: pending.sorted { $0.token < $1.token })
+    }
+
+    /// The sends that fit in the free slots now, a page fetch if the window has room, and a
+    /// timer if targets in back-off (or the expiration) become due later.
+    public mutating func nextSends(now: UnixTime) -> [Action] {
+        var actions: [Action] = []
+        if isExpired(at: now) {
+            expireWaitingTargets()
+        } else {
+            while let token = schedule.popDue(at: now) {
+                targets[token]?.notBefore = nil
+                ready.append(token)
+            }
+            while inFlight.count < limits.maxInFlight, let token = popReady() {
+                inFlight.insert(token)
+                targets[token]!.attempts += 1
+                let attempt = targets[token]!.attempts
+                if attempt > 1 { counters.retries += 1 }
+                actions.append(.send(token: token, attempt: attempt))
+            }
+        }
+        if !exhausted, !fetchOutstanding, limits.window - targets.count >= limits.pageSize {
+            fetchOutstanding = true
+            actions.append(.fetchTargets(after: cursor, limit: limits.pageSize))
+        }
+        if let due = nextTimer(now: now), due != armedTimer {
+            armedTimer = due
+            actions.append(.armTimer(at: due))
+        }
+        return actions
+    }
+
+    /// A page of the audience arrived. Tokens already held are ignored; after the expiration
+    /// the page is counted as expired at once.
+    public mutating func targetsFetched(_ tokens: [String], cursor: String?, exhausted: Bool, now: UnixTime) {
+        fetchOutstanding = false
+        self.cursor = cursor
+        self.exhausted = exhausted
+        let expired = isExpired(at: now)
+        for token in tokens where targets[token] == nil {
+            counters.targeted += 1
+            if expired {
+                counters.expired += 1
+            } else {
+                targets[token] = Target(attempts: 0, notBefore: nil)
+                ready.append(token)
+            }
+        }
+    }
+
+    /// The send to `token` ended with `result`. Returns what to record (deactivation, dead letter);
+    /// call `nextSends` afterwards to fill the freed slot. Unknown tokens are ignored.
+    public mutating func outcome(token: String, result: PersonalOutcome, now: UnixTime) -> [Action] {
+        guard inFlight.remove(token) != nil, let target = targets[token] else { return [] }
+        switch policy.decide(result, attempt: target.attempts, using: &random) {
+        case .sent:
+            end(token) { $0.sent += 1 }
+            return []
+        case .deactivate(let timestamp):
+            end(token) { $0.deadLettered += 1; $0.failedByReason[PersonalDeliveryPolicy.tokenDeadReason, default: 0] += 1 }
+            return [.deactivateToken(token, timestampMilliseconds: timestamp)]
+        case .deadLetter(let reason):
+            end(token) { $0.deadLettered += 1; $0.failedByReason[reason, default: 0] += 1 }
+            return [.deadLetter(token: token, reason: reason)]
+        case .retry(let delay):
+            if isExpired(at: now) {
+                end(token) { $0.expired += 1 }
+            } else {
+                let due = now + delay
+                targets[token]!.notBefore = due
+                schedule.insert(token, due: due)
+            }
+            return []
+        }
+    }
+
+    private func isExpired(at now: UnixTime) -> Bool {
+        guard let expiration else { return false }
+        return now >= expiration
+    }
+
+    private mutating func end(_ token: String, _ count: (inout FanOutCounters) -> Void) {
+        targets[token] = nil
+        count(&counters)
+    }
+
+    private mutating func popReady() -> String? {
+        guard readyHead < ready.count else { return nil }
+        let token = ready[readyHead]
+        readyHead += 1
+        if readyHead >= 1_024, readyHead * 2 >= ready.count {
+            ready.removeFirst(readyHead)
+            readyHead = 0
+        }
+        return token
+    }
+
+    /// After the expiration, every target not in flight ends as expired.
+    private mutating func expireWaitingTargets() {
+        var waiting = schedule.removeAll()
+        while let token = popReady() { waiting.append(token) }
+        for token in waiting { end(token) { $0.expired += 1 } }
+    }
+
+    /// When `nextSends` has work again: the earliest back-off, or the expiration if anything is
+    /// left to expire; `nil` if nothing waits on time.
+    private func nextTimer(now: UnixTime) -> UnixTime? {
+        guard let earliest = schedule.earliest else { return nil }
+        if let expiration, expiration <= earliest { return expiration }
+        return earliest
+    }
+}

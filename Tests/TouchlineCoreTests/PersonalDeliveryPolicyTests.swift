@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+import TouchlineCore
+
+@Suite struct PersonalDeliveryPolicyTests {
+    let policy = PersonalDeliveryPolicy(maxAttempts: 3, retryInitialMilliseconds: 100, retryMaximumMilliseconds: 1_000,
+                                        throttleInitialMilliseconds: 5_000, throttleMaximumMilliseconds: 60_000,
+                                        multiplier: 2, jitter: 0)
+
+    @Test func finalOutcomesEndTheTarget() {
+        var rng = SplitMix64(seed: 1)
+        #expect(policy.decide(.accepted, attempt: 1, using: &rng) == .sent)
+        #expect(policy.decide(.tokenDead(timestampMilliseconds: 42), attempt: 1, using: &rng) == .deactivate(timestampMilliseconds: 42))
+        #expect(policy.decide(.permanent(reason: "BadDeviceToken"), attempt: 1, using: &rng) == .deadLetter(reason: "BadDeviceToken"))
+        #expect(policy.decide(.configuration(reason: "InvalidProviderToken"), attempt: 1, using: &rng) == .deadLetter(reason: "InvalidProviderToken"))
+    }
+
+    @Test func retryableOutcomesBackOffExponentiallyUntilAttemptsRunOut() {
+        var rng = SplitMix64(seed: 1)
+        for outcome in [PersonalOutcome.retryLater, .retryOnNewConnection, .transport] {
+            #expect(policy.decide(outcome, attempt: 1, using: &rng) == .retry(after: .milliseconds(100)))
+            #expect(policy.decide(outcome, attempt: 2, using: &rng) == .retry(after: .milliseconds(200)))
+            #expect(policy.decide(outcome, attempt: 3, using: &rng) == .deadLetter(reason: PersonalDeliveryPolicy.retriesExhaustedReason))
+        }
+    }
+
+    @Test func throttledTokenWaitsOnItsOwnLongerBackoff() {
+        var rng = SplitMix64(seed: 1)
+        #expect(policy.decide(.throttledToken, attempt: 1, using: &rng) == .retry(after: .seconds(5)))
+        #expect(policy.decide(.throttledToken, attempt: 2, using: &rng) == .retry(after: .seconds(10)))
+    }
+
+    @Test func jitteredDelaysStayWithinTheirStep() {
+        let jittered = PersonalDeliveryPolicy()
+        var rng = SplitMix64(seed: 7)
+        for _ in 0..<100 {
+            guard case .retry(let delay) = jittered.decide(.retryLater, attempt: 2, using: &rng) else { Issue.record("no retry"); return }
+            #expect(delay >= .milliseconds(500) && delay <= .milliseconds(1_000))
+        }
+    }
+
+    @Test func deactivatesOnlyTokensNotRegisteredAgainAfterTheTimestamp() {
+        let registered = UnixTime(seconds: 1_767_225_600)
+        let before = registered.nanoseconds / 1_000_000 - 1
+        let after = registered.nanoseconds / 1_000_000 + 1
+        #expect(PersonalDeliveryPolicy.shouldDeactivate(registeredAt: registered, apnsTimestampMilliseconds: after))
+        #expect(!PersonalDeliveryPolicy.shouldDeactivate(registeredAt: registered, apnsTimestampMilliseconds: before))
+        #expect(PersonalDeliveryPolicy.shouldDeactivate(registeredAt: registered, apnsTimestampMilliseconds: nil))
+        #expect(PersonalDeliveryPolicy.shouldDeactivate(registeredAt: registered, apnsTimestampMilliseconds: .max))
+    }
+
+    @Test func roundTripsThroughJSON() throws {
+        let data = try JSONEncoder().encode(policy)
+        #expect(try JSONDecoder().decode(PersonalDeliveryPolicy.self, from: data) == policy)
+    }
+}

@@ -1,0 +1,242 @@
+import Foundation
+import Testing
+import TouchlineCore
+
+/// A simulated APNs and audience around a `FanOutJob`, in virtual time.
+///
+/// Every send completes `latency` later with the outcome `script` gives for the number of requests
+/// APNs has seen for that token (so a request lost in a crash still counts on APNs' side).
+/// The harness checks the job's bounds and per-token back-off on every step.
+private struct FanOutSimulation {
+    let audience: [String]
+    let script: (_ index: Int, _ requestNumber: Int) -> PersonalOutcome
+    var latency: Duration = .milliseconds(10)
+
+    var now = UnixTime(seconds: 1_767_225_600)
+    var requestsSeen: [String: Int] = [:]
+    var acceptedByAPNs: [String: Int] = [:]
+    var inFlight: [(due: UnixTime, token: String)] = []
+    var timer: UnixTime?
+    var notBefore: [String: UnixTime] = [:]
+    var deadLetters: [String: String] = [:]
+    var deactivated: Set<String> = []
+    var maxInFlightSeen = 0
+    var maxHeldSeen = 0
+    var lastSendTime: UnixTime?
+    var violations: [String] = []
+    let minimumThrottleDelay: Duration
+    let minimumRetryDelay: Duration
+
+    init(count: Int, policy: PersonalDeliveryPolicy, script: @escaping (Int, Int) -> PersonalOutcome) {
+        audience = (0..<count).map { String(format: "%064x", $0) }
+        self.script = script
+        minimumThrottleDelay = .milliseconds(Int64(Double(policy.throttleInitialMilliseconds) * (1 - policy.jitter)))
+        minimumRetryDelay = .milliseconds(Int64(Double(policy.retryInitialMilliseconds) * (1 - policy.jitter)))
+    }
+
+    func index(of token: String) -> Int { Int(token, radix: 16)! }
+
+    /// Runs until the job finishes, or until `stopAt` (leaving sends in flight).
+    mutating func run(_ job: inout FanOutJob, stopAt: UnixTime? = nil) {
+        perform(job.nextSends(now: now), on: &job)
+        while !job.isFinished {
+            let nextCompletion = inFlight.map(\.due).min()
+            guard let next = [nextCompletion, timer].compactMap({ $0 }).min() else {
+                violations.append("stalled with \(job.counters.pending) pending"); return
+            }
+            if let stopAt, next >= stopAt { now = stopAt; return }
+            now = next
+            if timer.map({ $0 <= now }) == true { timer = nil }
+            while let position = inFlight.firstIndex(where: { $0.due <= now }) {
+                let token = inFlight.remove(at: position).token
+                let result = script(index(of: token), requestsSeen[token]! - 1)
+                if result == .accepted { acceptedByAPNs[token, default: 0] += 1 }
+                switch result {
+                case .throttledToken: notBefore[token] = now + minimumThrottleDelay
+                case .retryLater, .retryOnNewConnection, .transport: notBefore[token] = now + minimumRetryDelay
+                default: notBefore[token] = nil
+                }
+                perform(job.outcome(token: token, result: result, now: now), on: &job)
+            }
+            perform(job.nextSends(now: now), on: &job)
+        }
+    }
+
+    /// Forgets everything in flight: the process died (APNs may have seen the requests).
+    mutating func crash() {
+        inFlight.removeAll()
+        timer = nil
+    }
+
+    private mutating func perform(_ actions: [FanOutJob.Action], on job: inout FanOutJob) {
+        var followUp = false
+        for action in actions {
+            switch action {
+            case .fetchTargets(let after, let limit):
+                let start = after.map { Int($0)! } ?? 0
+                let end = min(start + limit, audience.count)
+                job.targetsFetched(Array(audience[start..<end]), cursor: String(end), exhausted: end == audience.count, now: now)
+                followUp = true
+            case .send(let token, _):
+                if let due = notBefore[token], now < due { violations.append("sent \(token.suffix(4)) before its back-off") }
+                if let expiration = job.expiration, now >= expiration { violations.append("sent after expiration") }
+                requestsSeen[token, default: 0] += 1
+                inFlight.append((now + latency, token))
+                lastSendTime = now
+            case .armTimer(let at):
+                timer = at
+            case .deactivateToken(let token, _):
+                deactivated.insert(token)
+            case .deadLetter(let token, let reason):
+                deadLetters[token] = reason
+            }
+        }
+        maxInFlightSeen = max(maxInFlightSeen, job.inFlightCount)
+        maxHeldSeen = max(maxHeldSeen, job.heldCount)
+        if job.inFlightCount != inFlight.count, violations.count < 20 { violations.append("job and harness disagree on in-flight") }
+        if followUp { perform(job.nextSends(now: now), on: &job) }
+    }
+}
+
+/// 410 for every 20th token, 429 once, 500 twice, a bad token, configuration, a lost connection,
+/// and tokens that only ever get 500s.
+private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
+    if index % 50 == 4 { return .retryLater }
+    switch index % 20 {
+    case 0: return .tokenDead(timestampMilliseconds: 1_767_225_600_000)
+    case 1: return requestNumber == 0 ? .throttledToken : .accepted
+    case 2: return requestNumber < 2 ? .retryLater : .accepted
+    case 3: return .permanent(reason: "BadDeviceToken")
+    case 5: return .configuration(reason: "InvalidProviderToken")
+    case 6: return requestNumber == 0 ? .retryOnNewConnection : .accepted
+    default: return .accepted
+    }
+}
+
+@Suite struct PersonalFanOutTests {
+    let policy = PersonalDeliveryPolicy(maxAttempts: 4, retryInitialMilliseconds: 200, retryMaximumMilliseconds: 5_000,
+                                        throttleInitialMilliseconds: 2_000, throttleMaximumMilliseconds: 30_000)
+    let limits = FanOutJob.Limits(window: 500, maxInFlight: 64, pageSize: 200)
+
+    @Test func tenThousandTargetsAllEndAndTheCountsAddUp() {
+        var simulation = FanOutSimulation(count: 10_000, policy: policy, script: mixedScript)
+        var job = FanOutJob(payload: Array("{\"aps\":{}}".utf8), limits: limits, policy: policy, seed: 1)
+        simulation.run(&job)
+
+        let counters = job.counters
+        #expect(simulation.violations.isEmpty, "\(simulation.violations.prefix(5))")
+        #expect(job.isFinished)
+        #expect(counters.targeted == 10_000)
+        #expect(counters.targeted == counters.sent + counters.deadLettered + counters.expired)
+        #expect(counters.pending == 0)
+        #expect(counters.sent == 8_300)
+        #expect(counters.expired == 0)
+        #expect(counters.failedByReason == ["Unregistered": 500, "BadDeviceToken": 500, "InvalidProviderToken": 500,
+                                            PersonalDeliveryPolicy.retriesExhaustedReason: 200])
+        #expect(counters.deadLettered == 1_700)
+        // 429 once, 500 twice, lost connection once, 500 three times before giving up.
+        #expect(counters.retries == 500 + 1_000 + 500 + 200 * 3)
+        #expect(simulation.deactivated.count == 500)
+        #expect(simulation.deadLetters.count == 1_200)
+        #expect(simulation.deadLetters.values.filter { $0 == "BadDeviceToken" }.count == 500)
+        #expect(simulation.acceptedByAPNs.count == 8_300 && simulation.acceptedByAPNs.values.allSatisfy { $0 == 1 })
+        #expect(simulation.maxInFlightSeen == limits.maxInFlight)
+        #expect(simulation.maxHeldSeen <= limits.window)
+    }
+
+    @Test func throttledTokenIsNotSentBeforeItsBackoffWhileOthersFlow() {
+        let exact = PersonalDeliveryPolicy(throttleInitialMilliseconds: 3_000, jitter: 0)
+        let simulation = FanOutSimulation(count: 3, policy: exact) { index, request in
+            index == 0 && request < 2 ? .throttledToken : .accepted
+        }
+        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 2, pageSize: 10), policy: exact, seed: 1)
+        var actions = job.nextSends(now: simulation.now)
+        #expect(actions == [.fetchTargets(after: nil, limit: 10)])
+        job.targetsFetched(simulation.audience, cursor: "3", exhausted: true, now: simulation.now)
+        actions = job.nextSends(now: simulation.now)
+        let first = simulation.audience[0], second = simulation.audience[1], third = simulation.audience[2]
+        #expect(actions == [.send(token: first, attempt: 1), .send(token: second, attempt: 1)])
+
+        let start = simulation.now
+        #expect(job.outcome(token: first, result: .throttledToken, now: start).isEmpty)
+        actions = job.nextSends(now: start)
+        #expect(actions == [.send(token: third, attempt: 1), .armTimer(at: start + .seconds(3))])
+        _ = job.outcome(token: second, result: .accepted, now: start)
+        _ = job.outcome(token: third, result: .accepted, now: start)
+        #expect(job.nextSends(now: start + .milliseconds(2_999)).isEmpty)
+        #expect(job.nextSends(now: start + .seconds(3)) == [.send(token: first, attempt: 2)])
+        _ = job.outcome(token: first, result: .throttledToken, now: start + .seconds(3))
+        #expect(job.nextSends(now: start + .seconds(3)) == [.armTimer(at: start + .seconds(9))])
+        #expect(job.nextSends(now: start + .seconds(9)) == [.send(token: first, attempt: 3)])
+        _ = job.outcome(token: first, result: .accepted, now: start + .seconds(9))
+        #expect(job.isFinished && job.counters.sent == 3 && job.counters.retries == 2)
+    }
+
+    @Test func expirationMidJobCountsTheRestAsExpiredAndNeverSendsLate() {
+        var simulation = FanOutSimulation(count: 2_000, policy: policy) { index, request in
+            index % 10 == 0 && request == 0 ? .retryLater : .accepted
+        }
+        let expiration = simulation.now + .milliseconds(500)
+        var job = FanOutJob(payload: [], expiration: expiration,
+                            limits: FanOutJob.Limits(window: 200, maxInFlight: 16, pageSize: 100), policy: policy, seed: 3)
+        simulation.run(&job)
+
+        let counters = job.counters
+        #expect(simulation.violations.isEmpty, "\(simulation.violations.prefix(5))")
+        #expect(job.isFinished)
+        #expect(counters.targeted == 2_000)
+        #expect(counters.sent > 0 && counters.expired > 0)
+        #expect(counters.sent + counters.expired == 2_000)
+        #expect(counters.deadLettered == 0)
+        #expect(simulation.lastSendTime.map { $0 < expiration } == true)
+        #expect(simulation.acceptedByAPNs.count == counters.sent)
+    }
+
+    @Test func alreadyExpiredJobSendsNothing() {
+        var simulation = FanOutSimulation(count: 50, policy: policy) { _, _ in .accepted }
+        var job = FanOutJob(payload: [], expiration: simulation.now, limits: limits, policy: policy, seed: 1)
+        simulation.run(&job)
+        #expect(simulation.requestsSeen.isEmpty)
+        #expect(job.counters.targeted == 50 && job.counters.expired == 50)
+    }
+
+    @Test func restoreFromCheckpointResumesWithoutResendingAcceptedTokens() throws {
+        var reference = FanOutSimulation(count: 3_000, policy: policy, script: mixedScript)
+        var uninterrupted = FanOutJob(payload: [], limits: limits, policy: policy, seed: 1)
+        reference.run(&uninterrupted)
+
+        var simulation = FanOutSimulation(count: 3_000, policy: policy, script: mixedScript)
+        var job = FanOutJob(payload: [], limits: limits, policy: policy, seed: 1)
+        simulation.run(&job, stopAt: simulation.now + .milliseconds(1_005))
+        #expect(!job.isFinished && job.counters.sent > 0)
+        let inFlightAtCrash = Set(simulation.inFlight.map(\.token))
+        #expect(!inFlightAtCrash.isEmpty)
+        // APNs did receive the requests in flight: accept the ones it would have accepted.
+        for token in inFlightAtCrash where mixedScript(index: simulation.index(of: token), requestNumber: simulation.requestsSeen[token]! - 1) == .accepted {
+            simulation.acceptedByAPNs[token, default: 0] += 1
+        }
+        let saved = try JSONEncoder().encode(job.checkpoint)
+        simulation.crash()
+
+        let checkpoint = try JSONDecoder().decode(FanOutCheckpoint.self, from: saved)
+        var resumed = FanOutJob(payload: [], limits: limits, policy: policy, seed: 2, checkpoint: checkpoint)
+        simulation.run(&resumed)
+
+        #expect(simulation.violations.isEmpty, "\(simulation.violations.prefix(5))")
+        #expect(resumed.isFinished)
+        let counters = resumed.counters
+        #expect(counters.targeted == 3_000)
+        #expect(counters.targeted == counters.sent + counters.deadLettered + counters.expired)
+        #expect(counters.sent == uninterrupted.counters.sent)
+        #expect(counters.failedByReason == uninterrupted.counters.failedByReason)
+        let doubleSent = simulation.acceptedByAPNs.filter { $0.value > 1 }.map(\.key)
+        #expect(doubleSent.allSatisfy { inFlightAtCrash.contains($0) })
+        #expect(simulation.acceptedByAPNs.values.allSatisfy { $0 <= 2 })
+    }
+
+    @Test func outcomeForATokenNotInFlightIsIgnored() {
+        var job = FanOutJob(payload: [], limits: limits, policy: policy, seed: 1)
+        #expect(job.outcome(token: "ab", result: .accepted, now: UnixTime(seconds: 0)).isEmpty)
+        #expect(job.counters == FanOutCounters())
+    }
+}

@@ -1,3 +1,4 @@
+import CSQLite
 import TouchlineCore
 import TouchlineRuntime
 
@@ -48,7 +49,12 @@ public final class SQLiteTokenReader: @unchecked Sendable {
                 WHERE f.follow = ? AND f.token > ? AND t.kind = 'pushToStart' AND t.active = 1
                 ORDER BY f.token LIMIT ?
                 """, [.text(follow), .text(cursor ?? ""), .integer(Int64(limit))]) { row in
-                TokenTarget(token: row.text(at: 0) ?? "", environment: TokenEnvironment(rawValue: row.text(at: 1) ?? "") ?? .production)
+                let token = row.text(at: 0) ?? ""
+                guard let environment = row.text(at: 1).flatMap(TokenEnvironment.init(rawValue:)) else {
+                    throw SQLiteError(code: SQLITE_CORRUPT, message: "token \(TokenRows.redacted(token)) has an unreadable environment",
+                                      statement: nil)
+                }
+                return TokenTarget(token: token, environment: environment)
             }
         }
     }

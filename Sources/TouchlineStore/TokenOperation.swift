@@ -4,7 +4,7 @@ import TouchlineCore
 ///
 /// A parallel enum rather than new ``StoreOperation`` cases: channel batches stay as they are
 /// (other backends replay them), and a list of these commits through the same ``StoreWriter``
-/// and its group commit with ``StoreWriter/submit(_:completion:)-(TokenOperation)``, all-or-nothing,
+/// and its group commit (`StoreWriter.submit(_: [TokenOperation], completion:)`), all-or-nothing,
 /// so a job's progress, its target outcomes and a 410's token deactivation land together.
 public enum TokenOperation: Sendable, Equatable {
     /// Inserts or re-registers the token (active again, new `registeredAt` and follows) and

@@ -3,8 +3,9 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 1
+    static let version: Int64 = 2
 
+    /// Version 1: channels and their event log.
     static let statements = """
         CREATE TABLE IF NOT EXISTS channels (
             id                  TEXT PRIMARY KEY NOT NULL,
@@ -34,16 +35,78 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         """
 
-    /// Creates the tables in a fresh database; refuses one written by a newer version.
+    /// Version 2: the token registry, personal jobs and dead letters (docs/storage.md, "Tokens and personal jobs").
+    static let tokenStatements = """
+        CREATE TABLE IF NOT EXISTS tokens (
+            token          TEXT PRIMARY KEY NOT NULL,
+            kind           TEXT NOT NULL CHECK (kind IN ('update', 'pushToStart')),
+            channel_id     TEXT,
+            user_id        TEXT,
+            environment    TEXT NOT NULL CHECK (environment IN ('production', 'sandbox')),
+            registered_at  INTEGER NOT NULL,
+            active         INTEGER NOT NULL CHECK (active IN (0, 1)),
+            deactivated_at INTEGER
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS tokens_by_user ON tokens (user_id, kind) WHERE user_id IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS tokens_by_activity ON tokens (channel_id, user_id) WHERE kind = 'update';
+        CREATE TABLE IF NOT EXISTS token_follows (
+            follow TEXT NOT NULL,
+            token  TEXT NOT NULL REFERENCES tokens (token) ON DELETE CASCADE,
+            PRIMARY KEY (follow, token)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS token_follows_by_token ON token_follows (token);
+        CREATE TABLE IF NOT EXISTS personal_jobs (
+            id         TEXT PRIMARY KEY NOT NULL,
+            created_at INTEGER NOT NULL,
+            audience   TEXT NOT NULL,
+            payload    BLOB NOT NULL,
+            priority   INTEGER NOT NULL,
+            expiration INTEGER,
+            status     TEXT NOT NULL CHECK (status IN ('pending', 'running', 'done')),
+            cursor     TEXT,
+            targeted   INTEGER NOT NULL,
+            sent       INTEGER NOT NULL,
+            failed     TEXT NOT NULL,
+            expired    INTEGER NOT NULL,
+            pending    INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS personal_jobs_by_status ON personal_jobs (status, created_at);
+        CREATE TABLE IF NOT EXISTS personal_targets (
+            job_id   TEXT NOT NULL REFERENCES personal_jobs (id) ON DELETE CASCADE,
+            token    TEXT NOT NULL,
+            state    TEXT NOT NULL CHECK (state IN ('retry', 'deadLettered')),
+            attempts INTEGER NOT NULL,
+            retry_at INTEGER,
+            PRIMARY KEY (job_id, token)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS personal_targets_due ON personal_targets (job_id, state, retry_at);
+        CREATE TABLE IF NOT EXISTS dead_letters (
+            id     INTEGER PRIMARY KEY,
+            job_id TEXT NOT NULL,
+            token  TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('dead', 'replayed')),
+            at     INTEGER NOT NULL,
+            UNIQUE (job_id, token)
+        );
+        CREATE INDEX IF NOT EXISTS dead_letters_by_status ON dead_letters (status, id);
+        """
+
+    /// What each version adds, applied in order from the database's version.
+    static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements)]
+
+    /// Creates the tables in a fresh database or adds those of later versions to an older one;
+    /// refuses one written by a newer version.
     static func migrate(_ connection: SQLiteConnection) throws {
         let current = try connection.query("PRAGMA user_version") { $0.int64(at: 0) }.first ?? 0
         if current == version { return }
-        guard current == 0 else {
+        guard current < version else {
             throw SQLiteError(code: SQLITE_ERROR, message: "\(connection.path) has schema version \(current); this build knows \(version)",
                               statement: "PRAGMA user_version")
         }
         try connection.transaction {
-            try connection.execute(statements)
+            for step in steps where step.version > current { try connection.execute(step.statements) }
             try connection.execute("PRAGMA user_version = \(version)")
         }
     }

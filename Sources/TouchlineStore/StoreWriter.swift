@@ -26,7 +26,8 @@ public struct StoreWriterStatistics: Sendable, Equatable {
 /// The thread keeps the writer alive until ``close()``, which every owner must call.
 public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     /// A unit of work: `apply` runs in a savepoint on the writer thread, `complete` after commit.
-    private struct Job: Sendable {
+    /// Internal so that other record families (tokens, personal jobs) can share the group commit.
+    struct Job: Sendable {
         let apply: @Sendable (SQLiteConnection) throws -> Void
         let complete: @Sendable (StoreError?) -> Void
     }
@@ -102,7 +103,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         checkpointer.stop()
     }
 
-    private func enqueue(_ job: Job) {
+    func enqueue(_ job: Job) {
         enum Admission { case wakeWriter, queued, refused }
         let admission = queue.withLock { q -> Admission in
             if q.closed { return .refused }

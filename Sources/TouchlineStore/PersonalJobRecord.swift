@@ -1,0 +1,120 @@
+import Foundation
+import TouchlineCore
+
+/// Where a personal job is. Stored as its raw text.
+public enum PersonalJobStatus: String, Sendable, CaseIterable {
+    /// Durable, not yet picked up by the personal queue.
+    case pending
+    /// Fanning out (or waiting for retries); resumes from its cursor after a restart.
+    case running
+    /// Every target ended sent, dead-lettered or expired.
+    case done
+}
+
+/// A job's progress counts, as shown by `GET /v1/personal/{job}`.
+///
+/// The queue keeps them in memory and writes them whole with each ``PersonalJobProgress``, so a
+/// write is idempotent and the sum `sent + failed + expired + pending == targeted` holds in every
+/// committed state.
+public struct PersonalJobCounts: Sendable, Equatable {
+    public var targeted: Int64
+    public var sent: Int64
+    /// Permanent failures by APNs reason (e.g. "BadDeviceToken": 3).
+    public var failed: [String: Int64]
+    public var expired: Int64
+    public var pending: Int64
+
+    public init(targeted: Int64 = 0, sent: Int64 = 0, failed: [String: Int64] = [:], expired: Int64 = 0, pending: Int64 = 0) {
+        self.targeted = targeted
+        self.sent = sent
+        self.failed = failed
+        self.expired = expired
+        self.pending = pending
+    }
+
+    /// `failed` as JSON text with sorted keys (deterministic, so equal counts store equal text).
+    var failedJSON: String {
+        let data = (try? Self.encoder.encode(failed)) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func failed(fromJSON text: String) -> [String: Int64]? {
+        try? JSONDecoder().decode([String: Int64].self, from: Data(text.utf8))
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }()
+}
+
+/// A durable personal push: its audience, its payload (encoded once, reused for every token) and
+/// how far its fan-out got.
+public struct PersonalJobRecord: Sendable, Equatable {
+    public var id: String
+    public var createdAt: UnixTime
+    /// The request's audience (`{"follows":"team:ARS"}`, ...) as JSON text; the queue interprets it.
+    public var audience: String
+    /// The `aps` payload bytes, exactly as they go on the wire.
+    public var payload: [UInt8]
+    /// `apns-priority` (5 or 10).
+    public var priority: Int
+    /// `apns-expiration`: after this the job's unsent targets count as expired, never sent late.
+    public var expiration: UnixTime?
+    public var status: PersonalJobStatus
+    /// The last token handed out by the fan-out; it resumes after this one. Nil before the first.
+    public var cursor: String?
+    public var counts: PersonalJobCounts
+    public var updatedAt: UnixTime
+
+    public init(id: String, createdAt: UnixTime, audience: String, payload: [UInt8], priority: Int = 10,
+                expiration: UnixTime? = nil, status: PersonalJobStatus = .pending, cursor: String? = nil,
+                counts: PersonalJobCounts = PersonalJobCounts(), updatedAt: UnixTime? = nil) {
+        self.id = id
+        self.createdAt = createdAt
+        self.audience = audience
+        self.payload = payload
+        self.priority = priority
+        self.expiration = expiration
+        self.status = status
+        self.cursor = cursor
+        self.counts = counts
+        self.updatedAt = updatedAt ?? createdAt
+    }
+}
+
+/// A job's new position: written in the same batch as the target outcomes it accounts for, so
+/// after a crash the cursor and counters never disagree with the retry and dead-letter rows.
+public struct PersonalJobProgress: Sendable, Equatable {
+    public var jobID: String
+    /// The last token handed out; nil leaves the stored cursor as it is.
+    public var cursor: String?
+    public var counts: PersonalJobCounts
+    /// A new status (`.running` on the first batch); nil leaves it.
+    public var status: PersonalJobStatus?
+    public var at: UnixTime
+
+    public init(jobID: String, cursor: String?, counts: PersonalJobCounts, status: PersonalJobStatus? = nil, at: UnixTime) {
+        self.jobID = jobID
+        self.cursor = cursor
+        self.counts = counts
+        self.status = status
+        self.at = at
+    }
+}
+
+/// A target that is waiting for another attempt (after a 429, 500, 503 or a lost connection).
+public struct PersonalJobRetry: Sendable, Equatable {
+    public var jobID: String
+    public var token: String
+    public var attempts: Int
+    public var retryAt: UnixTime
+
+    public init(jobID: String, token: String, attempts: Int, retryAt: UnixTime) {
+        self.jobID = jobID
+        self.token = token
+        self.attempts = attempts
+        self.retryAt = retryAt
+    }
+}

@@ -1,0 +1,32 @@
+import TouchlineCore
+
+/// One write on the personal-push side: the token registry, personal jobs and dead letters.
+///
+/// A parallel enum rather than new ``StoreOperation`` cases: channel batches stay as they are
+/// (other backends replay them), and a list of these commits through the same ``StoreWriter``
+/// and its group commit (`StoreWriter.submit(_: [TokenOperation], completion:)`), all-or-nothing,
+/// so a job's progress, its target outcomes and a 410's token deactivation land together.
+public enum TokenOperation: Sendable, Equatable {
+    /// Inserts or re-registers the token (active again, new `registeredAt` and follows) and
+    /// deactivates the token it replaces: for an update token, the user's other active update
+    /// token of the same channel; for push-to-start, the user's other active push-to-start token.
+    case registerToken(TokenRecord)
+    /// Removes the token and its follows.
+    case deleteToken(String)
+    /// APNs answered 410 `Unregistered` with `timestamp`: deactivate the token unless it was
+    /// registered after that moment (the device registered it again meanwhile).
+    case deactivateToken(String, unlessRegisteredAfter: UnixTime, at: UnixTime)
+
+    /// Inserts the job; an existing id fails the batch.
+    case createJob(PersonalJobRecord)
+    /// Moves the job's cursor and replaces its counts (and status, if given).
+    case advanceJob(PersonalJobProgress)
+    /// Schedules (or reschedules) another attempt for one target.
+    case scheduleRetry(PersonalJobRetry)
+    /// The target needs no more state (sent or expired after a retry): drops its retry row.
+    case clearTarget(jobID: String, token: String)
+    /// Records a permanent failure and marks the target dead-lettered.
+    case deadLetter(DeadLetterRecord)
+    /// Marks dead letters as handed to a replay.
+    case markReplayed(ids: [Int64])
+}

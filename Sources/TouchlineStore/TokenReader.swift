@@ -1,0 +1,113 @@
+import CSQLite
+import TouchlineCore
+import TouchlineRuntime
+
+/// Reads committed tokens, personal jobs and dead letters through its own connection.
+///
+/// Every read is bounded (a key lookup or a page of `limit` rows after a cursor), so a 1M-token
+/// fan-out streams through a fixed window instead of loading its audience. **Thread
+/// confinement:** like ``SQLiteChannelReader``, one reader per thread or event loop; it is
+/// `@unchecked Sendable` only so it can be handed to that thread. Open it after the writer,
+/// which creates the schema.
+public final class SQLiteTokenReader: @unchecked Sendable {
+    private let connection: SQLiteConnection
+
+    public init(path: String) throws(StoreError) {
+        connection = try StoreError.wrapping {
+            let connection = try SQLiteConnection(path: path)
+            try connection.execute("PRAGMA query_only = ON")
+            return connection
+        }
+    }
+
+    public func close() { connection.close() }
+
+    /// The token with its follows, active or not.
+    public func token(_ token: String) throws(StoreError) -> TokenRecord? {
+        try StoreError.wrapping {
+            try connection.query("SELECT \(TokenRows.columns) FROM tokens WHERE token = ?", [.text(token.lowercased())],
+                                 row: TokenRows.record).first.map { try TokenRows.withFollows($0, on: connection) }
+        }
+    }
+
+    /// A user's tokens (active and deactivated) with their follows, for support (`GET /v1/tokens?userId=`).
+    public func tokens(userID: String, limit: Int = 100) throws(StoreError) -> [TokenRecord] {
+        try StoreError.wrapping {
+            try connection.query("SELECT \(TokenRows.columns) FROM tokens WHERE user_id = ? ORDER BY registered_at DESC, token LIMIT ?",
+                                 [.text(userID), .integer(Int64(limit))], row: TokenRows.record)
+                .map { try TokenRows.withFollows($0, on: connection) }
+        }
+    }
+
+    /// The next `limit` active push-to-start tokens following `follow`, in token order after
+    /// `cursor` (nil to start): pass the last token of a page as the next cursor; an empty
+    /// page is the end. Walks the `(follow, token)` key, so each page costs O(limit).
+    public func pushToStartTokens(following follow: String, after cursor: String?, limit: Int) throws(StoreError) -> [TokenTarget] {
+        try StoreError.wrapping {
+            try connection.query("""
+                SELECT t.token, t.environment FROM token_follows f JOIN tokens t ON t.token = f.token
+                WHERE f.follow = ? AND f.token > ? AND t.kind = 'pushToStart' AND t.active = 1
+                ORDER BY f.token LIMIT ?
+                """, [.text(follow), .text(cursor ?? ""), .integer(Int64(limit))]) { row in
+                let token = row.text(at: 0) ?? ""
+                guard let environment = row.text(at: 1).flatMap(TokenEnvironment.init(rawValue:)) else {
+                    throw SQLiteError(code: SQLITE_CORRUPT, message: "token \(TokenRows.redacted(token)) has an unreadable environment",
+                                      statement: nil)
+                }
+                return TokenTarget(token: token, environment: environment)
+            }
+        }
+    }
+
+    public func job(id: String) throws(StoreError) -> PersonalJobRecord? {
+        try StoreError.wrapping {
+            try connection.query("SELECT \(PersonalJobRows.columns) FROM personal_jobs WHERE id = ?", [.text(id)],
+                                 row: PersonalJobRows.job).first
+        }
+    }
+
+    /// Jobs in `status`, oldest first: at startup `.pending` and `.running` are the work to resume.
+    public func jobs(status: PersonalJobStatus, limit: Int) throws(StoreError) -> [PersonalJobRecord] {
+        try StoreError.wrapping {
+            try connection.query("SELECT \(PersonalJobRows.columns) FROM personal_jobs WHERE status = ? ORDER BY created_at, id LIMIT ?",
+                                 [.text(status.rawValue), .integer(Int64(limit))], row: PersonalJobRows.job)
+        }
+    }
+
+    /// A job's retries due at or before `time`, earliest first.
+    public func retriesDue(jobID: String, at time: UnixTime, limit: Int) throws(StoreError) -> [PersonalJobRetry] {
+        try StoreError.wrapping {
+            try connection.query("""
+                SELECT token, attempts, retry_at FROM personal_targets
+                WHERE job_id = ? AND state = 'retry' AND retry_at <= ? ORDER BY retry_at LIMIT ?
+                """, [.text(jobID), .integer(time.nanoseconds), .integer(Int64(limit))]) { row in
+                PersonalJobRetry(jobID: jobID, token: row.text(at: 0) ?? "", attempts: Int(row.int64(at: 1)),
+                                 retryAt: UnixTime(nanoseconds: row.int64(at: 2)))
+            }
+        }
+    }
+
+    /// Dead letters with `id > afterID` (0 to start), optionally only those in `status`, in id
+    /// order: keyset pagination for `GET /v1/deadletters`.
+    public func deadLetters(status: DeadLetterStatus? = nil, after afterID: Int64, limit: Int) throws(StoreError) -> [DeadLetterRecord] {
+        try StoreError.wrapping {
+            try connection.query("""
+                SELECT \(PersonalJobRows.deadLetterColumns) FROM dead_letters
+                WHERE id > ?1 AND (?2 IS NULL OR status = ?2) ORDER BY id LIMIT ?3
+                """, [.integer(afterID), status.map { .text($0.rawValue) } ?? .null,
+                      .integer(Int64(limit))], row: PersonalJobRows.deadLetter)
+        }
+    }
+
+    /// What a replay takes: dead letters still `.dead` that match `selection`, oldest first.
+    /// Submit ``TokenOperation/markReplayed(ids:)`` with their ids in the batch that re-queues them.
+    public func deadLetters(selectedBy selection: DeadLetterSelection) throws(StoreError) -> [DeadLetterRecord] {
+        try StoreError.wrapping {
+            try connection.query("""
+                SELECT \(PersonalJobRows.deadLetterColumns) FROM dead_letters
+                WHERE status = 'dead' AND (?1 IS NULL OR job_id = ?1) AND (?2 IS NULL OR reason = ?2) ORDER BY id LIMIT ?3
+                """, [selection.jobID.map(SQLiteValue.text) ?? .null, selection.reason.map(SQLiteValue.text) ?? .null,
+                      .integer(Int64(selection.limit))], row: PersonalJobRows.deadLetter)
+        }
+    }
+}

@@ -90,7 +90,8 @@ public final class Gateway: Sendable {
         do {
             let connections = try APNsConnections(configuration: apns, providerToken: token,
                                                   options: .init(tls: TLSConfiguration(caFile: settings.caFile)), loop: broadcastLoop)
-            let service = GatewayService(loop: ingestLoop, store: store,
+            let tokenReader = try SQLiteTokenReader(path: store.path)
+            let service = GatewayService(loop: ingestLoop, store: store, tokenReader: tokenReader,
                                          dispatcher: GatewayDispatcher(connections: connections, ingestLoop: ingestLoop),
                                          configuration: configuration, clock: clock)
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,

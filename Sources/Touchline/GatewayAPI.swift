@@ -23,6 +23,7 @@ extension GatewayService {
         router.add(.post, "/v1/channels/{id}/end") { [self] request, parameters in
             guarded(request) { () throws(HTTPError) in try end(request, id: parameters["id"]!) }
         }
+        addTokenRoutes(to: &router)
         return router
     }
 

@@ -11,6 +11,8 @@ import TouchlineStore
 final class GatewayService: @unchecked Sendable {
     let loop: EventLoop
     let store: StoreWriter
+    /// Reads of the token registry; used on the ingest loop only.
+    let tokenReader: SQLiteTokenReader
     let dispatcher: GatewayDispatcher
     let access: GatewayAccess
     let defaultPolicy: ChannelPolicy
@@ -23,9 +25,11 @@ final class GatewayService: @unchecked Sendable {
     /// their fresh APNs channels are never taken for orphans.
     var isReconciling = false
 
-    init(loop: EventLoop, store: StoreWriter, dispatcher: GatewayDispatcher, configuration: GatewayConfiguration, clock: any WallClock) {
+    init(loop: EventLoop, store: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
+         configuration: GatewayConfiguration, clock: any WallClock) {
         self.loop = loop
         self.store = store
+        self.tokenReader = tokenReader
         self.dispatcher = dispatcher
         access = GatewayAccess(keys: configuration.apiKeys)
         defaultPolicy = configuration.defaultPolicy
@@ -152,6 +156,7 @@ final class GatewayService: @unchecked Sendable {
     func stop() {
         isStopping = true
         for channel in channels.values { channel.timer?.cancel() }
+        tokenReader.close()
     }
 }
 

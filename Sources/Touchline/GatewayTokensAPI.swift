@@ -1,0 +1,126 @@
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// The token registry under `/v1/tokens`: the app's backend registers the ActivityKit push
+/// tokens of its users here, for personal pushes and push-to-start.
+///
+/// Tokens belong to the app, not to a provider's channels, so these routes need an admin key.
+/// Writes are answered after the store has committed them; reads use the gateway's own
+/// read connection on the ingest loop (small indexed look-ups).
+extension GatewayService {
+    func addTokenRoutes(to router: inout HTTPRouter) {
+        router.add(.post, "/v1/tokens") { [self] request, _ in tokenRequest(request) { () throws(HTTPError) in try registerToken(request) } }
+        router.add(.get, "/v1/tokens") { [self] request, _ in tokenRequest(request) { () throws(HTTPError) in try listTokens(request) } }
+        router.add(.delete, "/v1/tokens/{token}") { [self] request, parameters in
+            tokenRequest(request) { () throws(HTTPError) in try deleteToken(request, token: parameters["token"]!) }
+        }
+    }
+
+    private func tokenRequest(_ request: HTTPRequest, _ body: () throws(HTTPError) -> Void) {
+        do throws(HTTPError) {
+            guard try access.key(for: request).scope == .admin else {
+                throw HTTPError(status: 403, code: "forbidden", message: "the token registry needs an admin API key")
+            }
+            try body()
+        } catch {
+            request.respond(error.response)
+        }
+    }
+
+    private func registerToken(_ request: HTTPRequest) throws(HTTPError) {
+        let body = try GatewayRequestBody(parsing: request.body, allowed: ["token", "kind", "channelId", "userId", "follows", "environment"])
+        let token = try Self.validToken(try body.required(body.string("token"), "token"), field: body)
+        let kindName = try body.required(body.string("kind"), "kind")
+        let kind: TokenKind
+        switch kindName {
+        case "update": kind = .update
+        case "push-to-start": kind = .pushToStart
+        default: throw body.invalid("kind", "must be \"update\" or \"push-to-start\", got \"\(kindName)\"")
+        }
+        let channelID = try body.string("channelId")
+        if kind == .update, channelID == nil { throw body.invalid("channelId", "is required for an update token (the activity's channel)") }
+        if kind == .pushToStart, channelID != nil { throw body.invalid("channelId", "belongs to update tokens only") }
+        if let channelID, channels[channelID] == nil {
+            throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(channelID)'")
+        }
+        let userID = try body.string("userId")
+        var follows: [String] = []
+        if let value = body.value("follows") {
+            guard case .array(let items) = value else { throw body.invalid("follows", "must be an array of strings") }
+            for item in items {
+                guard case .string(let follow) = item, !follow.isEmpty, follow.utf8.count <= 128 else {
+                    throw body.invalid("follows", "must hold strings of 1 to 128 bytes, like \"team:ARS\" or \"channel:match-1\"")
+                }
+                follows.append(follow)
+            }
+        }
+        let environmentName = try body.string("environment") ?? "production"
+        guard let environment = TokenEnvironment(rawValue: environmentName) else {
+            throw body.invalid("environment", "must be \"production\" or \"sandbox\", got \"\(environmentName)\"")
+        }
+        let record = TokenRecord(token: token, kind: kind, channelID: channelID, userID: userID, follows: follows,
+                                 environment: environment, registeredAt: clock.now())
+        store.submit([.registerToken(record)]) { [self] result in
+            loop.execute {
+                switch result {
+                case .success: request.respond(.json(status: 201, Self.json(record)))
+                case .failure(let error):
+                    request.respond(.error(status: 500, error: "store_failed", message: "the token could not be saved: \(error)"))
+                }
+            }
+        }
+    }
+
+    private func listTokens(_ request: HTTPRequest) throws(HTTPError) {
+        guard let userID = request.target.queryValue("userId"), !userID.isEmpty else {
+            throw HTTPError(status: 400, code: "invalid_query", message: "query 'userId' is required (tokens are listed per user)")
+        }
+        let records: [TokenRecord]
+        do { records = try tokenReader.tokens(userID: userID) } catch {
+            throw HTTPError(status: 500, code: "store_failed", message: "reading tokens failed: \(error)")
+        }
+        request.respond(.json(status: 200, .object([.init("tokens", .array(records.map(Self.json)))])))
+    }
+
+    private func deleteToken(_ request: HTTPRequest, token rawToken: String) throws(HTTPError) {
+        let token = rawToken.lowercased()
+        let known: TokenRecord?
+        do { known = try tokenReader.token(token) } catch {
+            throw HTTPError(status: 500, code: "store_failed", message: "reading the token failed: \(error)")
+        }
+        guard known != nil else {
+            throw HTTPError(status: 404, code: "token_not_found", message: "no token \(token.prefix(8))… is registered")
+        }
+        store.submit([.deleteToken(token)]) { [self] result in
+            loop.execute {
+                switch result {
+                case .success: request.respond(.json(status: 200, .object([.init("deleted", true)])))
+                case .failure(let error):
+                    request.respond(.error(status: 500, error: "store_failed", message: "the token could not be deleted: \(error)"))
+                }
+            }
+        }
+    }
+
+    /// A device token as APNs takes it: 64 to 200 hex digits (ActivityKit tokens are 32 bytes
+    /// and more), stored lowercase.
+    private static func validToken(_ token: String, field body: GatewayRequestBody) throws(HTTPError) -> String {
+        guard (64...200).contains(token.utf8.count), token.utf8.allSatisfy({ $0 < 128 && Character(Unicode.Scalar($0)).isHexDigit }) else {
+            throw body.invalid("token", "must be 64 to 200 hex digits (the ActivityKit push token)")
+        }
+        return token.lowercased()
+    }
+
+    private static func json(_ record: TokenRecord) -> JSONValue {
+        var members: [JSONValue.Member] = [.init("token", .string(record.token)),
+                                           .init("kind", .string(record.kind == .update ? "update" : "push-to-start"))]
+        if let channelID = record.channelID { members.append(.init("channelId", .string(channelID))) }
+        if let userID = record.userID { members.append(.init("userId", .string(userID))) }
+        members.append(.init("follows", .array(record.follows.map(JSONValue.string))))
+        members.append(.init("environment", .string(record.environment.rawValue)))
+        members.append(.init("registeredAt", .integer(record.registeredAt.seconds)))
+        members.append(.init("active", .bool(record.active)))
+        return .object(members)
+    }
+}

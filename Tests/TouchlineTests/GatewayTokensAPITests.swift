@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+import TouchlineCore
+
+/// The token registry over the provider API: registration with rotation, listing per user,
+/// deletion, and the errors of each.
+@Suite("Gateway tokens API")
+struct GatewayTokensAPITests {
+    static func token(_ n: Int) -> String { String(repeating: "ab", count: 31) + String(format: "%04x", n) }
+
+    @Test func tokensAreRegisteredRotatedListedAndDeleted() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-m1", "storagePolicy": "no-storage"}"#).status == 201)
+
+        let first = try api.request("POST", "/v1/tokens", json: """
+            {"token": "\(Self.token(1).uppercased())", "kind": "push-to-start", "userId": "u1", "follows": ["team:ARS"]}
+            """)
+        #expect(first.status == 201, "\(first.text)")
+        #expect(first.json?.string("token") == Self.token(1), "tokens are stored lowercase")
+        let update = try api.request("POST", "/v1/tokens", json: #"{"token": "\#(Self.token(2))", "kind": "update", "channelId": "club-m1", "userId": "u1"}"#)
+        #expect(update.status == 201, "\(update.text)")
+        // A new push-to-start token of the same user replaces the old one.
+        #expect(try api.request("POST", "/v1/tokens", json: #"{"token": "\#(Self.token(3))", "kind": "push-to-start", "userId": "u1"}"#).status == 201)
+
+        let listed = try api.request("GET", "/v1/tokens?userId=u1")
+        #expect(listed.status == 200, "\(listed.text)")
+        guard case .array(let tokens)? = listed.json?[member: "tokens"] else { Issue.record("no tokens in \(listed.text)"); return }
+        let active = tokens.filter { $0[member: "active"] == .bool(true) }.compactMap { token -> String? in
+            if case .string(let text)? = token[member: "token"] { text } else { nil }
+        }
+        #expect(Set(active) == [Self.token(2), Self.token(3)])
+        #expect(tokens.contains { $0[member: "token"] == .string(Self.token(1)) && $0[member: "active"] == .bool(false) })
+
+        #expect(try api.request("DELETE", "/v1/tokens/\(Self.token(3))").status == 200)
+        #expect(try api.request("DELETE", "/v1/tokens/\(Self.token(3))").errorCode == "token_not_found")
+    }
+
+    @Test func badRegistrationsAreRefusedWithTheirCause() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        func post(_ body: String) throws -> (Int, String?, String) {
+            let response = try api.request("POST", "/v1/tokens", json: body)
+            return (response.status, response.errorCode, response.text)
+        }
+        let short = try post(#"{"token": "abcd", "kind": "push-to-start"}"#)
+        #expect(short.0 == 400 && short.2.contains("'token'"), "\(short.2)")
+        let kind = try post(#"{"token": "\#(Self.token(1))", "kind": "start"}"#)
+        #expect(kind.0 == 400 && kind.2.contains("'kind'"), "\(kind.2)")
+        let noChannel = try post(#"{"token": "\#(Self.token(1))", "kind": "update"}"#)
+        #expect(noChannel.0 == 400 && noChannel.2.contains("channelId"), "\(noChannel.2)")
+        let unknownChannel = try post(#"{"token": "\#(Self.token(1))", "kind": "update", "channelId": "nope"}"#)
+        #expect(unknownChannel.0 == 404 && unknownChannel.1 == "channel_not_found")
+        let unknownField = try post(#"{"token": "\#(Self.token(1))", "kind": "push-to-start", "team": "ARS"}"#)
+        #expect(unknownField.0 == 400 && unknownField.1 == "unknown_field")
+        let badFollows = try post(#"{"token": "\#(Self.token(1))", "kind": "push-to-start", "follows": "team:ARS"}"#)
+        #expect(badFollows.0 == 400 && badFollows.2.contains("follows"), "\(badFollows.2)")
+        #expect(try api.request("GET", "/v1/tokens").errorCode == "invalid_query")
+
+        let provider = GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey)
+        let forbidden = try provider.request("POST", "/v1/tokens", json: #"{"token": "\#(Self.token(1))", "kind": "push-to-start"}"#)
+        #expect(forbidden.status == 403 && forbidden.errorCode == "forbidden")
+        #expect(try api.request("GET", "/v1/tokens?userId=nobody").json?[member: "tokens"] == .array([]))
+    }
+}

@@ -141,7 +141,8 @@ struct GoawayAndResetTests {
 
     @Test func gracefulShutdownLetsInFlightStreamsFinish() async throws {
         var behaviour = TestHTTP2Server.Behaviour()
-        behaviour.responseDelay = .milliseconds(200)
+        // Long enough that a busy machine cannot finish the five streams before the test sees them in flight.
+        behaviour.responseDelay = .seconds(1)
         let server = try TestHTTP2Server(behaviour)
         defer { server.stop() }
         let owner = RecordingOwner()

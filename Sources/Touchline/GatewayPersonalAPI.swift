@@ -104,7 +104,10 @@ extension GatewayService {
         let token = try fields.string("token"), userID = try fields.string("userId"), follow = try fields.string("follows")
         switch (token, userID, follow) {
         case (let token?, nil, nil):
-            return .token(try validToken(token, field: fields))
+            guard (64...200).contains(token.utf8.count), token.allSatisfy(\.isHexDigit) else {
+                throw fields.invalid("token", "must be 64 to 200 hex digits (the ActivityKit push token)")
+            }
+            return .token(token.lowercased())
         case (nil, let userID?, nil) where !userID.isEmpty: return .userID(userID)
         case (nil, nil, let follow?) where !follow.isEmpty: return .follows(follow)
         default:

@@ -14,8 +14,6 @@ final class GatewayService: @unchecked Sendable {
     /// Reads of the token registry; used on the ingest loop only.
     let tokenReader: SQLiteTokenReader
     let dispatcher: GatewayDispatcher
-    /// Runs personal jobs on the personal loop; handed a job once it is durable.
-    let personal: GatewayPersonalDispatcher
     let access: GatewayAccess
     let defaultPolicy: ChannelPolicy
     let clock: any WallClock
@@ -28,12 +26,11 @@ final class GatewayService: @unchecked Sendable {
     var isReconciling = false
 
     init(loop: EventLoop, store: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
-         personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock) {
+         configuration: GatewayConfiguration, clock: any WallClock) {
         self.loop = loop
         self.store = store
         self.tokenReader = tokenReader
         self.dispatcher = dispatcher
-        self.personal = personal
         access = GatewayAccess(keys: configuration.apiKeys)
         defaultPolicy = configuration.defaultPolicy
         self.clock = clock

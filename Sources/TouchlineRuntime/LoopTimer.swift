@@ -22,8 +22,11 @@ public final class LoopTimer: @unchecked Sendable {
 
     /// Arms (or re-arms) the timer to fire once after `delay`.
     public func schedule(after delay: Duration) {
+        // Rounded up to libevent's microseconds: a timer never fires before its delay (callers
+        // compare deadlines in nanoseconds and would otherwise find nothing due yet).
         let ns = max(0, delay.inNanoseconds)
-        var tv = timeval(tv_sec: Int(ns / 1_000_000_000), tv_usec: Int((ns % 1_000_000_000) / 1000))
+        let us = (ns + 999) / 1000
+        var tv = timeval(tv_sec: Int(us / 1_000_000), tv_usec: Int(us % 1_000_000))
         event_add(event, &tv)
     }
 

@@ -11,7 +11,8 @@ import TouchlineStore
 /// Threads: the ingest loop owns the HTTP server, the router and every channel (engine,
 /// content-state, last `seq`); the store writer commits on its own thread and its completions
 /// hop back to the ingest loop with `execute`; the broadcast loop owns the APNs connection pools
-/// (push and management), reached and answered through ``GatewayDispatcher``.
+/// (push and management), reached and answered through ``GatewayDispatcher``; the personal loop
+/// owns a pool of its own and runs personal fan-out jobs (``GatewayPersonalDispatcher``).
 ///
 /// `start()` and `shutdown()` are control calls: make them from one task, not concurrently.
 public final class Gateway: Sendable {
@@ -22,6 +23,8 @@ public final class Gateway: Sendable {
     private struct Running: Sendable {
         var ingestLoop: EventLoop
         var broadcastLoop: EventLoop
+        var personalLoop: EventLoop
+        var personal: GatewayPersonalDispatcher
         var store: StoreWriter
         var connections: APNsConnections
         var service: GatewayService
@@ -87,12 +90,17 @@ public final class Gateway: Sendable {
         defer { reader.close() }
         let broadcastLoop = EventLoop.start(name: "touchline-broadcast")
         let ingestLoop = EventLoop.start(name: "touchline-ingest")
+        let personalLoop = EventLoop.start(name: "touchline-personal")
         do {
-            let connections = try APNsConnections(configuration: apns, providerToken: token,
-                                                  options: .init(tls: TLSConfiguration(caFile: settings.caFile)), loop: broadcastLoop)
+            let options = APNsConnections.Options(tls: TLSConfiguration(caFile: settings.caFile))
+            let connections = try APNsConnections(configuration: apns, providerToken: token, options: options, loop: broadcastLoop)
+            let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: options, loop: personalLoop)
+            let personal = GatewayPersonalDispatcher(loop: personalLoop, connections: personalConnections,
+                                                     reader: try SQLiteTokenReader(path: store.path), store: store, clock: clock)
             let tokenReader = try SQLiteTokenReader(path: store.path)
             let service = GatewayService(loop: ingestLoop, store: store, tokenReader: tokenReader,
                                          dispatcher: GatewayDispatcher(connections: connections, ingestLoop: ingestLoop),
+                                         personal: personal,
                                          configuration: configuration, clock: clock)
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
                                                             maxBodySize: configuration.maxBodyBytes)
@@ -102,11 +110,12 @@ public final class Gateway: Sendable {
                 let router = service.router
                 return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: httpConfiguration) { router.handle($0) })
             }
-            return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, store: store, connections: connections,
+            return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, personal: personal, store: store, connections: connections,
                            service: service, server: server, mock: mock, port: server.server.port)
         } catch {
             ingestLoop.stopAndWait()
             broadcastLoop.stopAndWait()
+            personalLoop.stopAndWait()
             store.close()
             throw error
         }
@@ -128,11 +137,13 @@ public final class Gateway: Sendable {
             }
         }
         await current.connections.shutdown()
+        await current.personal.shutdown()
         // Answers delivered during the pool shutdown run (and queue their saves) before the close.
         _ = try? await current.ingestLoop.submit {}
         current.store.close()
         current.ingestLoop.stopAndWait()
         current.broadcastLoop.stopAndWait()
+        current.personalLoop.stopAndWait()
         current.mock?.stop()
     }
 }

@@ -24,6 +24,7 @@ extension GatewayService {
             guarded(request) { () throws(HTTPError) in try end(request, id: parameters["id"]!) }
         }
         addTokenRoutes(to: &router)
+        addPersonalRoutes(to: &router)
         return router
     }
 

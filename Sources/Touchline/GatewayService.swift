@@ -14,6 +14,8 @@ final class GatewayService: @unchecked Sendable {
     /// Reads of the token registry; used on the ingest loop only.
     let tokenReader: SQLiteTokenReader
     let dispatcher: GatewayDispatcher
+    /// Runs personal jobs on the personal loop; handed a job once it is durable.
+    let personal: GatewayPersonalDispatcher
     let access: GatewayAccess
     let defaultPolicy: ChannelPolicy
     let clock: any WallClock
@@ -26,11 +28,12 @@ final class GatewayService: @unchecked Sendable {
     var isReconciling = false
 
     init(loop: EventLoop, store: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
-         configuration: GatewayConfiguration, clock: any WallClock) {
+         personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock) {
         self.loop = loop
         self.store = store
         self.tokenReader = tokenReader
         self.dispatcher = dispatcher
+        self.personal = personal
         access = GatewayAccess(keys: configuration.apiKeys)
         defaultPolicy = configuration.defaultPolicy
         self.clock = clock

@@ -104,10 +104,7 @@ extension GatewayService {
         let token = try fields.string("token"), userID = try fields.string("userId"), follow = try fields.string("follows")
         switch (token, userID, follow) {
         case (let token?, nil, nil):
-            guard (64...200).contains(token.utf8.count), token.allSatisfy(\.isHexDigit) else {
-                throw fields.invalid("token", "must be 64 to 200 hex digits (the ActivityKit push token)")
-            }
-            return .token(token.lowercased())
+            return .token(try validToken(token, field: fields))
         case (nil, let userID?, nil) where !userID.isEmpty: return .userID(userID)
         case (nil, nil, let follow?) where !follow.isEmpty: return .follows(follow)
         default:

@@ -104,8 +104,8 @@ extension GatewayService {
     }
 
     /// A device token as APNs takes it: 64 to 200 hex digits (ActivityKit tokens are 32 bytes
-    /// and more), stored lowercase.
-    private static func validToken(_ token: String, field body: GatewayRequestBody) throws(HTTPError) -> String {
+    /// and more), stored lowercase. `body` names the field in the error.
+    static func validToken(_ token: String, field body: GatewayRequestBody) throws(HTTPError) -> String {
         guard (64...200).contains(token.utf8.count), token.utf8.allSatisfy({ $0 < 128 && Character(Unicode.Scalar($0)).isHexDigit }) else {
             throw body.invalid("token", "must be 64 to 200 hex digits (the ActivityKit push token)")
         }

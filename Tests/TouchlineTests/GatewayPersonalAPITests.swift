@@ -63,6 +63,39 @@ struct GatewayPersonalAPITests {
         #expect(accepted.first?.bodyText.contains(#""attributes-type":"MatchAttributes""#) == true)
     }
 
+    @Test func tokenJobCarriesPriorityAndExpirationAndAPastExpirationSendsNothing() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        let expiration = Int64(Date().timeIntervalSince1970) + 3_600
+        let update = try api.request("POST", "/v1/personal", json: """
+            {"audience": {"token": "\(Self.token(7).uppercased())"}, "event": "update", "contentState": {"homeScore": 1},
+             "priority": 5, "expiration": \(expiration)}
+            """)
+        #expect(update.status == 202, "\(update.text)")
+        let updateID = try #require(update.json?.string("jobId"))
+        let stale = try api.request("POST", "/v1/personal", json: """
+            {"audience": {"token": "\(Self.token(8))"}, "event": "end", "contentState": {"homeScore": 1}, "expiration": 1}
+            """)
+        let staleID = try #require(stale.json?.string("jobId"))
+
+        var updated: JSONValue?, expired: JSONValue?
+        try await eventually("both jobs to finish") {
+            updated = try? api.request("GET", "/v1/personal/\(updateID)").json
+            expired = try? api.request("GET", "/v1/personal/\(staleID)").json
+            return updated?.string("status") == "done" && expired?.string("status") == "done"
+        }
+        #expect(updated?.integer("targeted") == 1 && updated?.integer("sent") == 1)
+        #expect(expired?.integer("targeted") == 1 && expired?.integer("expired") == 1 && expired?.integer("sent") == 0)
+
+        let devices = fixture.mock.recordedRequests().filter { $0.endpoint == .device }
+        #expect(devices.count == 1, "the expired job sent nothing")
+        let push = try #require(devices.first)
+        #expect(push.deviceToken == Self.token(7) && push.status == 200)
+        #expect(push.event == "update" && push.priority == 5)
+        #expect(push.header("apns-expiration") == String(expiration))
+    }
+
     @Test func badRequestsAreRefusedNamingTheField() async throws {
         let fixture = try GatewayFixture()
         defer { Task { await fixture.shutDown() } }

@@ -135,8 +135,8 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
             send(token, for: running)
         case .armTimer(let time):
             let timer = running.timer ?? LoopTimer(loop: loop) { [self] in
-                guard jobs[running.id] === running else { return }
-                advance(running, [])
+                guard !isStopping, jobs[running.id] === running else { return }
+                advance(running, running.job.timerFired(now: clock.now()))
             }
             running.timer = timer
             let delay = time - clock.now()

@@ -172,6 +172,22 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
         #expect(job.isFinished && job.counters.sent == 3 && job.counters.retries == 2)
     }
 
+    /// A loop timer may fire a little before its deadline by the job's clock; the job must
+    /// arm it again rather than assume it is still armed (the fan-out would stall).
+    @Test func timerFiringEarlyIsArmedAgain() {
+        let exact = PersonalDeliveryPolicy(retryInitialMilliseconds: 1_000, jitter: 0)
+        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 1, pageSize: 10), policy: exact, seed: 1)
+        let start = UnixTime(nanoseconds: 1_000_000_000_000)
+        _ = job.nextSends(now: start)
+        job.targetsFetched(["aa"], cursor: "aa", exhausted: true, now: start)
+        #expect(job.nextSends(now: start) == [.send(token: "aa", attempt: 1)])
+        _ = job.outcome(token: "aa", result: .retryLater, now: start)
+        #expect(job.nextSends(now: start) == [.armTimer(at: start + .seconds(1))])
+        #expect(job.nextSends(now: start).isEmpty, "an armed timer is not asked for twice")
+        #expect(job.timerFired(now: start + .milliseconds(999)) == [.armTimer(at: start + .seconds(1))])
+        #expect(job.timerFired(now: start + .seconds(1)) == [.send(token: "aa", attempt: 2)])
+    }
+
     @Test func expirationMidJobCountsTheRestAsExpiredAndNeverSendsLate() {
         var simulation = FanOutSimulation(count: 2_000, policy: policy) { index, request in
             index % 10 == 0 && request == 0 ? .retryLater : .accepted

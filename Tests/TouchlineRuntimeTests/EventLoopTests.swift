@@ -51,6 +51,27 @@ import TouchlineRuntime
         try loop.sync { #expect(!timers[0].isScheduled) }
     }
 
+    /// A timer armed late in a slow loop iteration still waits its whole delay (callers compare
+    /// deadlines with their own clock and would find nothing due yet).
+    @Test func timerArmedLateInABusyIterationNeverFiresEarly() throws {
+        let loop = EventLoop.start(name: "busy-timer-loop")
+        defer { loop.stopAndWait() }
+        let fired = DispatchSemaphore(value: 0)
+        let armedAt = Mutex<ContinuousClock.Instant?>(nil)
+        let firedAt = Mutex<ContinuousClock.Instant?>(nil)
+        let timer = try loop.sync { () -> LoopTimer in
+            let timer = LoopTimer(loop: loop) { firedAt.withLock { $0 = .now }; fired.signal() }
+            usleep(80_000)
+            armedAt.withLock { $0 = .now }
+            timer.schedule(after: .milliseconds(40))
+            return timer
+        }
+        fired.wait()
+        let waited = try #require(firedAt.withLock { $0 }) - #require(armedAt.withLock { $0 })
+        #expect(waited >= .milliseconds(40), "fired after \(waited)")
+        withExtendedLifetime(timer) {}
+    }
+
     @Test func fdWatcherReportsReadability() throws {
         let loop = EventLoop.start(name: "fd-loop")
         defer { loop.stopAndWait() }

@@ -136,6 +136,12 @@ public struct FanOutJob: Sendable {
         return actions
     }
 
+    /// The timer of the last `armTimer` fired: nothing is armed any more. Returns `nextSends`.
+    public mutating func timerFired(now: UnixTime) -> [Action] {
+        armedTimer = nil
+        return nextSends(now: now)
+    }
+
     /// A page of the audience arrived. Tokens already held are ignored; after the expiration
     /// the page is counted as expired at once.
     public mutating func targetsFetched(_ tokens: [String], cursor: String?, exhausted: Bool, now: UnixTime) {

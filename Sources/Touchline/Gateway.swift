@@ -94,9 +94,13 @@ public final class Gateway: Sendable {
         do {
             let options = APNsConnections.Options(tls: TLSConfiguration(caFile: settings.caFile))
             let connections = try APNsConnections(configuration: apns, providerToken: token, options: options, loop: broadcastLoop)
-            let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: options, loop: personalLoop)
+            var personalOptions = options
+            personalOptions.pushConnections = configuration.personalQueue.connections
+            let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions,
+                                                          loop: personalLoop)
             let personal = GatewayPersonalDispatcher(loop: personalLoop, connections: personalConnections,
-                                                     reader: try SQLiteTokenReader(path: store.path), store: store, clock: clock)
+                                                     reader: try SQLiteTokenReader(path: store.path), store: store, clock: clock,
+                                                     settings: configuration.personalQueue)
             let tokenReader = try SQLiteTokenReader(path: store.path)
             let service = GatewayService(loop: ingestLoop, store: store, tokenReader: tokenReader,
                                          dispatcher: GatewayDispatcher(connections: connections, ingestLoop: ingestLoop),
@@ -104,6 +108,8 @@ public final class Gateway: Sendable {
                                          configuration: configuration, clock: clock)
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
                                                             maxBodySize: configuration.maxBodyBytes)
+            // Queued on the personal loop before the API can hand it a new job.
+            personal.resumeStoredJobs()
             let unsafeReader = UncheckedReader(reader: reader)
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
                 try service.restore(from: unsafeReader.reader)

@@ -21,6 +21,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var defaultPolicy: ChannelPolicy
     /// Largest accepted request body, in bytes.
     public var maxBodyBytes: Int
+    /// The personal (per-token) queue: connections, concurrency, window, delivery policy.
+    public var personalQueue: PersonalQueueSettings
 
     /// Apple credentials and endpoint.
     public struct APNsSettings: Sendable, Equatable {
@@ -66,7 +68,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
 
     public init(apns: APNsSettings? = nil, listenHost: String = "127.0.0.1", listenPort: Int = 8080,
                 dataDirectory: String = "./touchline-data", apiKeys: [APIKey] = [], defaultPolicy: ChannelPolicy = .default,
-                maxBodyBytes: Int = 1 << 20) {
+                maxBodyBytes: Int = 1 << 20, personalQueue: PersonalQueueSettings = PersonalQueueSettings()) {
         self.apns = apns
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -74,5 +76,6 @@ public struct GatewayConfiguration: Sendable, Equatable {
         self.apiKeys = apiKeys
         self.defaultPolicy = defaultPolicy
         self.maxBodyBytes = maxBodyBytes
+        self.personalQueue = personalQueue
     }
 }

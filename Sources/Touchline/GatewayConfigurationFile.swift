@@ -32,7 +32,8 @@ struct ConfigurationFile {
     }
 
     private mutating func read(_ root: JSONValue) {
-        guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy"]) else {
+        guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy",
+                                                          "personalQueue"]) else {
             return
         }
         layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
@@ -44,6 +45,9 @@ struct ConfigurationFile {
         if let keys = members["apiKeys"] { readAPIKeys(keys) }
         layer.defaultPolicy = members["defaultPolicy"].flatMap { convert($0, at: "defaultPolicy") { value throws(InvalidConfigurationValue) in
             try ChannelPolicy(json: value)
+        } }
+        layer.personalQueue = members["personalQueue"].flatMap { convert($0, at: "personalQueue") { value throws(InvalidConfigurationValue) in
+            try PersonalQueueSettings(json: value)
         } }
     }
 

@@ -27,6 +27,7 @@ struct ConfigurationLayer {
     var adminKeys: [SourcedSetting<String>]?
     var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>]?
     var defaultPolicy: SourcedSetting<ChannelPolicy>?
+    var personalQueue: SourcedSetting<PersonalQueueSettings>?
 
     mutating func overlay(_ later: ConfigurationLayer) {
         configPath = later.configPath ?? configPath
@@ -42,6 +43,7 @@ struct ConfigurationLayer {
         adminKeys = later.adminKeys ?? adminKeys
         providerKeys = later.providerKeys ?? providerKeys
         defaultPolicy = later.defaultPolicy ?? defaultPolicy
+        personalQueue = later.personalQueue ?? personalQueue
     }
 
     /// Sets `setting` from the text of an environment variable or flag. Admin and provider keys
@@ -60,14 +62,16 @@ struct ConfigurationLayer {
         case .apnsCAFile: caFile = SourcedSetting(value: text, source: source)
         case .adminKey: adminKeys = (adminKeys ?? []) + [SourcedSetting(value: text, source: source)]
         case .apiKeys: providerKeys = (providerKeys ?? []) + (try parseProviderKeys(text)).map { SourcedSetting(value: $0, source: source) }
-        case .defaultPolicy:
-            let json: JSONValue
-            do {
-                json = try JSONParser.parse(Array(text.utf8))
-            } catch {
-                throw InvalidConfigurationValue("is not valid JSON: \(error)")
-            }
-            defaultPolicy = SourcedSetting(value: try ChannelPolicy(json: json), source: source)
+        case .defaultPolicy: defaultPolicy = SourcedSetting(value: try ChannelPolicy(json: try parseJSON(text)), source: source)
+        case .personalQueue: personalQueue = SourcedSetting(value: try PersonalQueueSettings(json: try parseJSON(text)), source: source)
+        }
+    }
+
+    private func parseJSON(_ text: String) throws(InvalidConfigurationValue) -> JSONValue {
+        do {
+            return try JSONParser.parse(Array(text.utf8))
+        } catch {
+            throw InvalidConfigurationValue("is not valid JSON: \(error)")
         }
     }
 }

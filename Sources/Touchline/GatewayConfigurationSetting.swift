@@ -5,7 +5,7 @@
 enum ConfigurationSetting: CaseIterable {
     case config, listen, dataDirectory, maxBodyBytes
     case apnsKeyPath, apnsKeyID, apnsTeamID, apnsBundleID, apnsEnvironment, apnsCAFile
-    case adminKey, apiKeys, defaultPolicy
+    case adminKey, apiKeys, defaultPolicy, personalQueue
 
     /// The member path in the JSON file; nil for `--config` itself.
     var fileKey: String? {
@@ -23,6 +23,7 @@ enum ConfigurationSetting: CaseIterable {
         case .adminKey: "apiKeys[].admin"
         case .apiKeys: "apiKeys[].channelPrefix"
         case .defaultPolicy: "defaultPolicy"
+        case .personalQueue: "personalQueue"
         }
     }
 
@@ -41,6 +42,7 @@ enum ConfigurationSetting: CaseIterable {
         case .adminKey: "TOUCHLINE_ADMIN_KEY"
         case .apiKeys: "TOUCHLINE_API_KEYS"
         case .defaultPolicy: "TOUCHLINE_DEFAULT_POLICY"
+        case .personalQueue: "TOUCHLINE_PERSONAL_QUEUE"
         }
     }
 
@@ -59,6 +61,7 @@ enum ConfigurationSetting: CaseIterable {
         case .adminKey: "--admin-key"
         case .apiKeys: "--api-key"
         case .defaultPolicy: "--default-policy"
+        case .personalQueue: "--personal-queue"
         }
     }
 
@@ -74,7 +77,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsEnvironment: "ENV"
         case .adminKey: "KEY"
         case .apiKeys: "KEY=PREFIX"
-        case .defaultPolicy: "JSON"
+        case .defaultPolicy, .personalQueue: "JSON"
         }
     }
 
@@ -94,6 +97,7 @@ enum ConfigurationSetting: CaseIterable {
         case .adminKey: "admin API key"
         case .apiKeys: "provider API keys"
         case .defaultPolicy: "default channel policy"
+        case .personalQueue: "personal queue settings"
         }
     }
 
@@ -113,6 +117,7 @@ enum ConfigurationSetting: CaseIterable {
         case .adminKey: "API key allowed everything (repeatable)"
         case .apiKeys: "API key allowed channels whose id starts with PREFIX (repeatable; several: K1=P1,K2=P2)"
         case .defaultPolicy: "channel policy for channels without their own, as JSON"
+        case .personalQueue: "personal queue: connections, maxInFlight, window, delivery policy..., as JSON"
         }
     }
 

@@ -9,54 +9,32 @@ import TouchlineStore
 ///
 /// Each job is a ``FanOutJob`` (the pure state machine); this class carries out its actions:
 /// reads audience pages from the registry, sends the job's payload (encoded once) to each token,
-/// maps APNs answers to ``PersonalOutcome``, and writes progress, dead letters and 410
-/// deactivations through the store's group commit, together, every `checkpointInterval`
-/// outcomes and at the end.
+/// maps APNs answers to ``PersonalOutcome``, and saves progress (``GatewayPersonalJobRun``).
+/// Sends in flight over all jobs stay within `maxInFlight`, shared evenly between running jobs.
+/// At start, ``resumeStoredJobs()`` picks up the jobs a previous process left unfinished.
 ///
-/// **Thread confinement:** everything but ``run(_:)`` and ``shutdown()`` runs on ``loop``;
-/// `@unchecked Sendable` only so loop jobs can capture it.
+/// **Thread confinement:** everything but ``run(_:)``, ``resumeStoredJobs()`` and
+/// ``shutdown()`` runs on ``loop``; `@unchecked Sendable` only so loop jobs can capture it.
 final class GatewayPersonalDispatcher: @unchecked Sendable {
     let loop: EventLoop
     private let connections: APNsConnections
     private let reader: SQLiteTokenReader
     private let store: StoreWriter
     private let clock: any WallClock
-    private let limits: FanOutJob.Limits
-    private let checkpointInterval: Int
-    private var jobs: [String: RunningJob] = [:]
+    private let settings: PersonalQueueSettings
+    private var jobs: [String: GatewayPersonalJobRun] = [:]
+    private var inFlight = 0
     private var isStopping = false
-
-    /// One job in progress, with the writes not yet handed to the store.
-    private final class RunningJob {
-        let id: String
-        let audience: GatewayPersonalAudience
-        let tokenKind: TokenKind
-        var job: FanOutJob
-        var cursor: String?
-        var timer: LoopTimer?
-        var unsavedOutcomes = 0
-        var unsavedWrites: [TokenOperation] = []
-        var hasStarted = false
-
-        init(id: String, audience: GatewayPersonalAudience, tokenKind: TokenKind, job: FanOutJob, cursor: String?) {
-            self.id = id
-            self.audience = audience
-            self.tokenKind = tokenKind
-            self.job = job
-            self.cursor = cursor
-        }
-    }
 
     /// `connections` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, connections: APNsConnections, reader: SQLiteTokenReader, store: StoreWriter, clock: any WallClock,
-         limits: FanOutJob.Limits = FanOutJob.Limits(), checkpointInterval: Int = 200) {
+         settings: PersonalQueueSettings = PersonalQueueSettings()) {
         self.loop = loop
         self.connections = connections
         self.reader = reader
         self.store = store
         self.clock = clock
-        self.limits = limits
-        self.checkpointInterval = checkpointInterval
+        self.settings = settings
     }
 
     /// Starts fanning out a durable job (any thread; the work moves to the personal loop).
@@ -64,14 +42,40 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
         loop.execute { [self] in start(record) }
     }
 
-    /// Stops sending and arming timers, closes the personal APNs connections and the reader.
-    /// Jobs stay `running` in the store.
+    /// Resumes the jobs left `pending` or `running` in the store (any thread): each continues
+    /// from its saved progress, so what APNs accepted before the restart is not sent again.
+    func resumeStoredJobs() {
+        loop.execute { [self] in
+            do {
+                for status in [PersonalJobStatus.running, .pending] {
+                    for record in try reader.jobs(status: status, limit: 10_000) { start(record) }
+                }
+            } catch {
+                print("touchline: reading unfinished personal jobs failed: \(error)")
+            }
+        }
+    }
+
+    /// Stops sending and arming timers, closes the personal APNs connections, saves each job's
+    /// progress one last time and closes the reader. Jobs stay `running` in the store and resume
+    /// at the next start; requests still in flight are sent again then.
     func shutdown() async {
         _ = try? await loop.submit { [self] in
             isStopping = true
-            for running in jobs.values { running.timer?.cancel() }
+            for running in jobs.values {
+                running.timer?.cancel()
+                running.saveTimer?.cancel()
+            }
         }
         await connections.shutdown()
+        let finalSaves = (try? await loop.submit { [self] in
+            jobs.values.map { $0.takeSave(now: clock.now()) }
+        }) ?? []
+        for operations in finalSaves {
+            _ = await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                store.submit(operations) { _ in done.resume() }
+            }
+        }
         _ = try? await loop.submit { [self] in
             jobs = [:]
             reader.close()
@@ -81,39 +85,52 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     // MARK: Driving a job
 
     private func start(_ record: PersonalJobRecord) {
-        guard !isStopping, jobs[record.id] == nil else { return }
+        guard !isStopping, jobs[record.id] == nil, record.status != .done else { return }
         guard let audience = GatewayPersonalAudience(storedText: record.audience) else {
             print("touchline: personal job \(record.id) has an unreadable audience; skipped")
             return
         }
+        let retries: [PersonalJobRetry]
+        do {
+            retries = try reader.retriesDue(jobID: record.id, at: UnixTime(nanoseconds: .max), limit: .max)
+        } catch {
+            print("touchline: reading the retries of personal job \(record.id) failed: \(error); it resumes at the next start")
+            return
+        }
         let kind: TokenKind = Self.event(of: record.payload) == "start" ? .pushToStart : .update
-        let job = FanOutJob(payload: record.payload, priority: record.priority, expiration: record.expiration, limits: limits,
-                            seed: UInt64(bitPattern: clock.now().nanoseconds))
-        let running = RunningJob(id: record.id, audience: audience, tokenKind: kind, job: job, cursor: record.cursor)
+        let running = GatewayPersonalJobRun(record: record, retries: retries, audience: audience, tokenKind: kind, settings: settings,
+                                            seed: UInt64(bitPattern: clock.now().nanoseconds))
         jobs[record.id] = running
-        advance(running, [])
+        running.noteProgress()
+        for job in jobs.values { advance(job, []) }
     }
 
     /// Carries out `actions`, then asks the job for more until it has nothing to do now.
-    private func advance(_ running: RunningJob, _ actions: [FanOutJob.Action]) {
+    private func advance(_ running: GatewayPersonalJobRun, _ actions: [FanOutJob.Action]) {
         var actions = actions
         while true {
             for action in actions { perform(action, for: running) }
             guard !isStopping, jobs[running.id] === running else { return }
-            let more = running.job.nextSends(now: clock.now())
+            let more = running.job.nextSends(now: clock.now(), sendLimit: sendAllowance(for: running))
             if more.isEmpty { break }
             actions = more
         }
         if running.job.isFinished {
             jobs[running.id] = nil
             running.timer?.cancel()
-            save(running, status: .done)
-        } else if running.unsavedOutcomes >= checkpointInterval || (running.job.inFlightCount == 0 && running.unsavedOutcomes > 0) {
-            save(running, status: nil)
+            running.saveTimer?.cancel()
+            for job in jobs.values { advance(job, []) }
         }
+        saveIfDue(running)
     }
 
-    private func perform(_ action: FanOutJob.Action, for running: RunningJob) {
+    /// New sends `running` may start: its even share of `maxInFlight`, within what is free.
+    private func sendAllowance(for running: GatewayPersonalJobRun) -> Int {
+        let share = max(1, settings.maxInFlight / max(1, jobs.count))
+        return max(0, min(settings.maxInFlight - inFlight, share - running.job.inFlightCount))
+    }
+
+    private func perform(_ action: FanOutJob.Action, for running: GatewayPersonalJobRun) {
         switch action {
         case .fetchTargets(let cursor, let limit):
             let page: (tokens: [String], exhausted: Bool)
@@ -124,12 +141,8 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
                 print("touchline: reading the audience of personal job \(running.id) failed: \(error)")
                 page = ([], true)
             }
-            let next = page.tokens.last ?? cursor
-            running.job.targetsFetched(page.tokens, cursor: next, exhausted: page.exhausted, now: clock.now())
-            if next != running.cursor {
-                running.cursor = next
-                running.unsavedOutcomes = max(running.unsavedOutcomes, 1)
-            }
+            running.job.targetsFetched(page.tokens, exhausted: page.exhausted, now: clock.now())
+            running.noteProgress()
         case .send(let token, _):
             guard !isStopping else { return }
             send(token, for: running)
@@ -139,47 +152,61 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
                 advance(running, running.job.timerFired(now: clock.now()))
             }
             running.timer = timer
-            let delay = time - clock.now()
-            timer.schedule(after: delay > .zero ? delay : .zero)
+            timer.schedule(after: max(Duration.zero, time - clock.now()))
         case .deactivateToken(let token, let timestampMilliseconds):
             let now = clock.now()
             // Without APNs' timestamp the 410 alone decides: anything registered until now goes.
             let apnsTime = timestampMilliseconds.map { UnixTime(nanoseconds: $0 * 1_000_000) } ?? now
-            running.unsavedWrites.append(.deactivateToken(token, unlessRegisteredAfter: apnsTime, at: now))
+            running.record(.deactivateToken(token, unlessRegisteredAfter: apnsTime, at: now))
         case .deadLetter(let token, let reason):
-            running.unsavedWrites.append(.deadLetter(DeadLetterRecord(jobID: running.id, token: token, reason: reason, at: clock.now())))
+            running.record(.deadLetter(DeadLetterRecord(jobID: running.id, token: token, reason: reason, at: clock.now())))
         }
     }
 
-    private func send(_ token: String, for running: RunningJob) {
+    private func send(_ token: String, for running: GatewayPersonalJobRun) {
         let job = running.job
         let push = LiveActivityPush(deviceToken: token, payload: job.payload,
                                     priority: job.priority == 5 ? .powerConsiderate : .immediate,
                                     expiration: job.expiration.map { .at($0) })
+        inFlight += 1
         connections.client.send(push) { [self] result in
+            inFlight -= 1
             guard !isStopping, jobs[running.id] === running else { return }
-            running.unsavedOutcomes += 1
+            running.noteProgress()
             let actions = running.job.outcome(token: token, result: Self.outcome(of: result), now: clock.now())
             advance(running, actions)
         }
     }
 
-    /// Writes the job's cursor and counts with the dead letters and deactivations gathered
-    /// since the last save, all in one commit.
-    private func save(_ running: RunningJob, status: PersonalJobStatus?) {
-        let counters = running.job.counters
-        let counts = PersonalJobCounts(targeted: Int64(counters.targeted), sent: Int64(counters.sent),
-                                       failed: counters.failedByReason.mapValues(Int64.init), expired: Int64(counters.expired),
-                                       pending: Int64(counters.pending))
-        let progress = PersonalJobProgress(jobID: running.id, cursor: running.cursor, counts: counts,
-                                           status: status ?? (running.hasStarted ? nil : .running), at: clock.now())
-        running.hasStarted = true
-        let operations = running.unsavedWrites + [.advanceJob(progress)]
-        running.unsavedWrites = []
-        running.unsavedOutcomes = 0
-        let id = running.id
-        store.submit(operations) { result in
-            if case .failure(let error) = result { print("touchline: saving personal job \(id) failed: \(error)") }
+    /// Saves the job's progress now, or arms its save timer for when the interval has passed.
+    private func saveIfDue(_ running: GatewayPersonalJobRun) {
+        guard !isStopping else { return }
+        let now = clock.now()
+        switch running.saveTiming(now: now, interval: settings.saveInterval) {
+        case .notNeeded:
+            return
+        case .at(let due):
+            let timer = running.saveTimer ?? LoopTimer(loop: loop) { [self] in saveIfDue(running) }
+            running.saveTimer = timer
+            if !timer.isScheduled { timer.schedule(after: max(Duration.zero, due - now)) }
+        case .now:
+            let operations = running.takeSave(now: now)
+            let id = running.id
+            store.submit(operations) { [self] result in
+                loop.execute { [self] in
+                    switch result {
+                    case .success:
+                        running.saveEnded(failed: nil)
+                        saveIfDue(running)
+                    case .failure(let error):
+                        print("touchline: saving personal job \(id) failed: \(error); trying again in a second")
+                        running.saveEnded(failed: operations)
+                        let timer = running.saveTimer ?? LoopTimer(loop: loop) { [self] in saveIfDue(running) }
+                        running.saveTimer = timer
+                        timer.schedule(after: .seconds(1))
+                    }
+                }
+            }
         }
     }
 

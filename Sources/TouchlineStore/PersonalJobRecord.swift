@@ -42,6 +42,14 @@ public struct PersonalJobCounts: Sendable, Equatable {
         try? JSONDecoder().decode([String: Int64].self, from: Data(text.utf8))
     }
 
+    static func tokensJSON(_ tokens: [String]) -> String {
+        String(decoding: (try? encoder.encode(tokens)) ?? Data("[]".utf8), as: UTF8.self)
+    }
+
+    static func tokens(fromJSON text: String) -> [String]? {
+        try? JSONDecoder().decode([String].self, from: Data(text.utf8))
+    }
+
     private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -63,14 +71,17 @@ public struct PersonalJobRecord: Sendable, Equatable {
     /// `apns-expiration`: after this the job's unsent targets count as expired, never sent late.
     public var expiration: UnixTime?
     public var status: PersonalJobStatus
-    /// The last token handed out by the fan-out; it resumes after this one. Nil before the first.
+    /// The audience token up to which every target has ended or awaits a retry; the fan-out
+    /// resumes after it. Nil before the first.
     public var cursor: String?
+    /// Tokens after `cursor` whose send already ended: skipped when the fan-out resumes.
+    public var endedAfterCursor: [String]
     public var counts: PersonalJobCounts
     public var updatedAt: UnixTime
 
     public init(id: String, createdAt: UnixTime, audience: String, payload: [UInt8], priority: Int = 10,
                 expiration: UnixTime? = nil, status: PersonalJobStatus = .pending, cursor: String? = nil,
-                counts: PersonalJobCounts = PersonalJobCounts(), updatedAt: UnixTime? = nil) {
+                endedAfterCursor: [String] = [], counts: PersonalJobCounts = PersonalJobCounts(), updatedAt: UnixTime? = nil) {
         self.id = id
         self.createdAt = createdAt
         self.audience = audience
@@ -79,6 +90,7 @@ public struct PersonalJobRecord: Sendable, Equatable {
         self.expiration = expiration
         self.status = status
         self.cursor = cursor
+        self.endedAfterCursor = endedAfterCursor
         self.counts = counts
         self.updatedAt = updatedAt ?? createdAt
     }
@@ -88,16 +100,20 @@ public struct PersonalJobRecord: Sendable, Equatable {
 /// after a crash the cursor and counters never disagree with the retry and dead-letter rows.
 public struct PersonalJobProgress: Sendable, Equatable {
     public var jobID: String
-    /// The last token handed out; nil leaves the stored cursor as it is.
+    /// The new resume position (see ``PersonalJobRecord/cursor``); nil leaves the stored one.
     public var cursor: String?
+    /// Replaces ``PersonalJobRecord/endedAfterCursor``.
+    public var endedAfterCursor: [String]
     public var counts: PersonalJobCounts
     /// A new status (`.running` on the first batch); nil leaves it.
     public var status: PersonalJobStatus?
     public var at: UnixTime
 
-    public init(jobID: String, cursor: String?, counts: PersonalJobCounts, status: PersonalJobStatus? = nil, at: UnixTime) {
+    public init(jobID: String, cursor: String?, endedAfterCursor: [String] = [], counts: PersonalJobCounts,
+                status: PersonalJobStatus? = nil, at: UnixTime) {
         self.jobID = jobID
         self.cursor = cursor
+        self.endedAfterCursor = endedAfterCursor
         self.counts = counts
         self.status = status
         self.at = at

@@ -5,15 +5,18 @@ import TouchlineRuntime
 /// Maps personal jobs, their target state and dead letters to rows, on a connection owned by the caller's thread.
 enum PersonalJobRows {
     static let columns = """
-        id, created_at, audience, payload, priority, expiration, status, cursor, targeted, sent, failed, expired, pending, updated_at
+        id, created_at, audience, payload, priority, expiration, status, cursor, targeted, sent, failed, expired, pending, updated_at,
+        ended_after_cursor
         """
     static let deadLetterColumns = "id, job_id, token, reason, status, at"
 
     static func job(_ row: SQLiteStatement) throws -> PersonalJobRecord {
         let id = row.text(at: 0) ?? ""
         guard let status = row.text(at: 6).flatMap(PersonalJobStatus.init(rawValue:)),
-              let failed = PersonalJobCounts.failed(fromJSON: row.text(at: 10) ?? "") else {
-            throw SQLiteError(code: SQLITE_CORRUPT, message: "personal job \"\(id)\" has an unreadable status or failure counts", statement: nil)
+              let failed = PersonalJobCounts.failed(fromJSON: row.text(at: 10) ?? ""),
+              let endedAfterCursor = PersonalJobCounts.tokens(fromJSON: row.text(at: 14) ?? "") else {
+            throw SQLiteError(code: SQLITE_CORRUPT, message: "personal job \"\(id)\" has an unreadable status, failure counts or ended list",
+                              statement: nil)
         }
         let counts = PersonalJobCounts(targeted: row.int64(at: 8), sent: row.int64(at: 9), failed: failed,
                                        expired: row.int64(at: 11), pending: row.int64(at: 12))
@@ -21,7 +24,7 @@ enum PersonalJobRows {
             id: id, createdAt: UnixTime(nanoseconds: row.int64(at: 1)), audience: row.text(at: 2) ?? "{}",
             payload: row.blob(at: 3) ?? [], priority: Int(row.int64(at: 4)),
             expiration: row.optionalInt64(at: 5).map(UnixTime.init(nanoseconds:)), status: status, cursor: row.text(at: 7),
-            counts: counts, updatedAt: UnixTime(nanoseconds: row.int64(at: 13)))
+            endedAfterCursor: endedAfterCursor, counts: counts, updatedAt: UnixTime(nanoseconds: row.int64(at: 13)))
     }
 
     static func deadLetter(_ row: SQLiteStatement) throws -> DeadLetterRecord {
@@ -37,23 +40,23 @@ enum PersonalJobRows {
     static func apply(_ operation: TokenOperation, on db: SQLiteConnection) throws {
         switch operation {
         case .createJob(let job):
-            try db.run("INSERT INTO personal_jobs (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+            try db.run("INSERT INTO personal_jobs (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
                 .text(job.id), .integer(job.createdAt.nanoseconds), .text(job.audience), .blob(job.payload),
                 .integer(Int64(job.priority)), job.expiration.map { .integer($0.nanoseconds) } ?? .null, .text(job.status.rawValue),
                 job.cursor.map(SQLiteValue.text) ?? .null, .integer(job.counts.targeted), .integer(job.counts.sent),
                 .text(job.counts.failedJSON), .integer(job.counts.expired), .integer(job.counts.pending),
-                .integer(job.updatedAt.nanoseconds),
+                .integer(job.updatedAt.nanoseconds), .text(PersonalJobCounts.tokensJSON(job.endedAfterCursor)),
             ])
         case .advanceJob(let progress):
             let changed = try db.run("""
                 UPDATE personal_jobs SET cursor = coalesce(?, cursor), status = coalesce(?, status), targeted = ?, sent = ?,
-                    failed = ?, expired = ?, pending = ?, updated_at = ?
+                    failed = ?, expired = ?, pending = ?, updated_at = ?, ended_after_cursor = ?
                 WHERE id = ?
                 """, [
                     progress.cursor.map(SQLiteValue.text) ?? .null, progress.status.map { .text($0.rawValue) } ?? .null,
                     .integer(progress.counts.targeted), .integer(progress.counts.sent), .text(progress.counts.failedJSON),
                     .integer(progress.counts.expired), .integer(progress.counts.pending), .integer(progress.at.nanoseconds),
-                    .text(progress.jobID),
+                    .text(PersonalJobCounts.tokensJSON(progress.endedAfterCursor)), .text(progress.jobID),
                 ])
             if changed == 0 {
                 throw SQLiteError(code: SQLITE_ERROR, message: "unknown personal job \"\(progress.jobID)\"", statement: nil)

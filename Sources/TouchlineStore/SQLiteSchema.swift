@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 2
+    static let version: Int64 = 3
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -93,8 +93,14 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS dead_letters_by_status ON dead_letters (status, id);
         """
 
+    /// Version 3: a job's progress also lists the tokens after its cursor that already ended,
+    /// so a resumed fan-out skips them (docs/personal-pushes.md, "Restart").
+    static let resumeStatements = """
+        ALTER TABLE personal_jobs ADD COLUMN ended_after_cursor TEXT NOT NULL DEFAULT '[]';
+        """
+
     /// What each version adds, applied in order from the database's version.
-    static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements)]
+    static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

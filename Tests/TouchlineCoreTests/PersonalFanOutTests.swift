@@ -4,7 +4,7 @@ import TouchlineCore
 
 /// A simulated APNs and audience around a `FanOutJob`, in virtual time.
 ///
-/// Every send completes `latency` later with the outcome `script` gives for the number of requests
+/// Every send completes `latency` (plus 0 to 18 ms by token, so answers overtake each other) later with the outcome `script` gives for the number of requests
 /// APNs has seen for that token (so a request lost in a crash still counts on APNs' side).
 /// The harness checks the job's bounds and per-token back-off on every step.
 private struct FanOutSimulation {
@@ -24,6 +24,11 @@ private struct FanOutSimulation {
     var maxHeldSeen = 0
     var lastSendTime: UnixTime?
     var violations: [String] = []
+    /// Saved progress folded as the store would hold it, and how often to save (nil: never by itself).
+    var disk = FanOutCheckpoint(cursor: nil, counters: FanOutCounters(), pending: [], endedAfterCursor: [])
+    var saveEvery: Duration?
+    var lastSave: UnixTime?
+    var endedSinceSave: Set<String> = []
     let minimumThrottleDelay: Duration
     let minimumRetryDelay: Duration
 
@@ -46,11 +51,13 @@ private struct FanOutSimulation {
             }
             if let stopAt, next >= stopAt { now = stopAt; return }
             now = next
+            if let saveEvery, now >= (lastSave ?? now) + saveEvery || lastSave == nil { save(&job) }
             if timer.map({ $0 <= now }) == true { timer = nil }
             while let position = inFlight.firstIndex(where: { $0.due <= now }) {
                 let token = inFlight.remove(at: position).token
                 let result = script(index(of: token), requestsSeen[token]! - 1)
                 if result == .accepted { acceptedByAPNs[token, default: 0] += 1 }
+                endedSinceSave.insert(token)
                 switch result {
                 case .throttledToken: notBefore[token] = now + minimumThrottleDelay
                 case .retryLater, .retryOnNewConnection, .transport: notBefore[token] = now + minimumRetryDelay
@@ -62,8 +69,25 @@ private struct FanOutSimulation {
         }
     }
 
+    /// Writes the job's progress the way the store applies it: replaced cursor, counters and
+    /// ended list, retry rows changed one by one.
+    mutating func save(_ job: inout FanOutJob) {
+        let progress = job.takeProgress()
+        disk.cursor = progress.cursor
+        disk.counters = progress.counters
+        disk.endedAfterCursor = progress.endedAfterCursor
+        var rows = Dictionary(uniqueKeysWithValues: disk.pending.map { ($0.token, $0) })
+        for row in progress.retryRows { rows[row.token] = row }
+        for token in progress.removedRetryRows { rows[token] = nil }
+        disk.pending = rows.values.sorted { $0.token < $1.token }
+        lastSave = now
+        endedSinceSave = []
+    }
+
     /// Forgets everything in flight: the process died (APNs may have seen the requests).
+    /// Outcomes after the last save are forgotten with it, back-offs included.
     mutating func crash() {
+        for token in endedSinceSave { notBefore[token] = nil }
         inFlight.removeAll()
         timer = nil
     }
@@ -73,15 +97,15 @@ private struct FanOutSimulation {
         for action in actions {
             switch action {
             case .fetchTargets(let after, let limit):
-                let start = after.map { Int($0)! } ?? 0
+                let start = after.map { index(of: $0) + 1 } ?? 0
                 let end = min(start + limit, audience.count)
-                job.targetsFetched(Array(audience[start..<end]), cursor: String(end), exhausted: end == audience.count, now: now)
+                job.targetsFetched(Array(audience[start..<end]), exhausted: end == audience.count, now: now)
                 followUp = true
             case .send(let token, _):
                 if let due = notBefore[token], now < due { violations.append("sent \(token.suffix(4)) before its back-off") }
                 if let expiration = job.expiration, now >= expiration { violations.append("sent after expiration") }
                 requestsSeen[token, default: 0] += 1
-                inFlight.append((now + latency, token))
+                inFlight.append((now + latency + .milliseconds(Int64(index(of: token) % 7) * 3), token))
                 lastSendTime = now
             case .armTimer(let at):
                 timer = at
@@ -152,7 +176,7 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
         var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 2, pageSize: 10), policy: exact, seed: 1)
         var actions = job.nextSends(now: simulation.now)
         #expect(actions == [.fetchTargets(after: nil, limit: 10)])
-        job.targetsFetched(simulation.audience, cursor: "3", exhausted: true, now: simulation.now)
+        job.targetsFetched(simulation.audience, exhausted: true, now: simulation.now)
         actions = job.nextSends(now: simulation.now)
         let first = simulation.audience[0], second = simulation.audience[1], third = simulation.audience[2]
         #expect(actions == [.send(token: first, attempt: 1), .send(token: second, attempt: 1)])
@@ -179,7 +203,7 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
         var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 1, pageSize: 10), policy: exact, seed: 1)
         let start = UnixTime(nanoseconds: 1_000_000_000_000)
         _ = job.nextSends(now: start)
-        job.targetsFetched(["aa"], cursor: "aa", exhausted: true, now: start)
+        job.targetsFetched(["aa"], exhausted: true, now: start)
         #expect(job.nextSends(now: start) == [.send(token: "aa", attempt: 1)])
         _ = job.outcome(token: "aa", result: .retryLater, now: start)
         #expect(job.nextSends(now: start) == [.armTimer(at: start + .seconds(1))])
@@ -216,12 +240,24 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
         #expect(job.counters.targeted == 50 && job.counters.expired == 50)
     }
 
-    @Test func restoreFromCheckpointResumesWithoutResendingAcceptedTokens() throws {
+    /// Progress saved right before the crash: only the requests in flight are sent twice.
+    @Test func restoreFromProgressSavedAtTheCrashResendsOnlyWhatWasInFlight() throws {
+        try crashAndResume(saveEvery: nil)
+    }
+
+    /// Progress saved every 40 ms: what ended after the last save may be sent again too, and
+    /// nothing else.
+    @Test func restoreFromPeriodicProgressResendsOnlyWhatWasUnsaved() throws {
+        try crashAndResume(saveEvery: .milliseconds(40))
+    }
+
+    private func crashAndResume(saveEvery: Duration?) throws {
         var reference = FanOutSimulation(count: 3_000, policy: policy, script: mixedScript)
         var uninterrupted = FanOutJob(payload: [], limits: limits, policy: policy, seed: 1)
         reference.run(&uninterrupted)
 
         var simulation = FanOutSimulation(count: 3_000, policy: policy, script: mixedScript)
+        simulation.saveEvery = saveEvery
         var job = FanOutJob(payload: [], limits: limits, policy: policy, seed: 1)
         simulation.run(&job, stopAt: simulation.now + .milliseconds(1_005))
         #expect(!job.isFinished && job.counters.sent > 0)
@@ -231,7 +267,10 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
         for token in inFlightAtCrash where mixedScript(index: simulation.index(of: token), requestNumber: simulation.requestsSeen[token]! - 1) == .accepted {
             simulation.acceptedByAPNs[token, default: 0] += 1
         }
-        let saved = try JSONEncoder().encode(job.checkpoint)
+        if saveEvery == nil { simulation.save(&job) }
+        let unsaved = simulation.endedSinceSave
+        if saveEvery != nil { #expect(!unsaved.isEmpty, "the crash falls between two saves") }
+        let saved = try JSONEncoder().encode(simulation.disk)
         simulation.crash()
 
         let checkpoint = try JSONDecoder().decode(FanOutCheckpoint.self, from: saved)
@@ -246,8 +285,9 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
         #expect(counters.sent == uninterrupted.counters.sent)
         #expect(counters.failedByReason == uninterrupted.counters.failedByReason)
         let doubleSent = simulation.acceptedByAPNs.filter { $0.value > 1 }.map(\.key)
-        #expect(doubleSent.allSatisfy { inFlightAtCrash.contains($0) })
+        #expect(doubleSent.allSatisfy { inFlightAtCrash.contains($0) || unsaved.contains($0) })
         #expect(simulation.acceptedByAPNs.values.allSatisfy { $0 <= 2 })
+        #expect(Set(simulation.acceptedByAPNs.keys) == Set(reference.acceptedByAPNs.keys))
     }
 
     @Test func outcomeForATokenNotInFlightIsIgnored() {

@@ -173,6 +173,23 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         #expect(configuration.defaultPolicy.burst == ChannelPolicy.default.burst)
     }
 
+    @Test func thePersonalQueueComesFromTheFileWithDefaultsForWhatItLeavesOut() throws {
+        let files = try ConfigurationFiles()
+        let file = try files.write("personal.json", """
+            {"personalQueue": {"connections": 4, "maxInFlight": 2000, "saveIntervalMilliseconds": 50,
+                               "delivery": {"maxAttempts": 3, "retryInitialMilliseconds": 100, "jitter": 0}}}
+            """)
+        let queue = try GatewayConfiguration.load(arguments: ["--config", file], environment: [:]).personalQueue
+        var delivery = PersonalDeliveryPolicy()
+        delivery.maxAttempts = 3
+        delivery.retryInitialMilliseconds = 100
+        delivery.jitter = 0
+        #expect(queue == PersonalQueueSettings(connections: 4, maxInFlight: 2_000, saveInterval: .milliseconds(50), delivery: delivery))
+        let flagged = try GatewayConfiguration.load(arguments: ["--config", file, "--personal-queue", #"{"window": 500, "pageSize": 100}"#],
+                                                    environment: [:]).personalQueue
+        #expect(flagged == PersonalQueueSettings(window: 500, pageSize: 100), "a later source replaces the whole object")
+    }
+
     // MARK: APNs credentials: all or nothing
 
     @Test func allFourCredentialsGiveRealAPNsInProductionByDefault() throws {
@@ -269,6 +286,15 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         BadValue(environment: ["TOUCHLINE_DEFAULT_POLICY": "{"],
                  message: "default channel policy is not valid JSON: unexpected end of input, expected a string member name at byte 1",
                  source: "environment variable TOUCHLINE_DEFAULT_POLICY"),
+        BadValue(flags: ["--personal-queue", #"{"maxInFlight": 0}"#],
+                 message: "personal queue settings member maxInFlight must be a whole number from 1 to 100000", source: "flag --personal-queue"),
+        BadValue(flags: ["--personal-queue", #"{"pageSize": 500, "window": 100}"#],
+                 message: "personal queue settings member pageSize must be at most window (100), got 500", source: "flag --personal-queue"),
+        BadValue(environment: ["TOUCHLINE_PERSONAL_QUEUE": #"{"delivery": {"maxAttempt": 3}}"#],
+                 message: "personal queue settings has unknown key 'delivery.maxAttempt' (did you mean 'maxAttempts'?)",
+                 source: "environment variable TOUCHLINE_PERSONAL_QUEUE"),
+        BadValue(flags: ["--personal-queue", #"{"delivery": {"jitter": 2}}"#],
+                 message: "personal queue settings member delivery.jitter must be a number from 0.0 to 1.0", source: "flag --personal-queue"),
         BadValue(flags: ["--config", "$DIR/missing.json"], message: "cannot read configuration file $DIR/missing.json: No such file or directory",
                  source: "flag --config"),
     ]
@@ -387,6 +413,6 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                                  ("--api-key KEY=PREFIX", "TOUCHLINE_API_KEYS"), ("--default-policy JSON", "TOUCHLINE_DEFAULT_POLICY")] {
             #expect(help.split(separator: "\n").contains { $0.contains(flag) && $0.contains("[\(variable)]") }, "\(flag)")
         }
-        #expect(help.split(separator: "\n").count == 13)
+        #expect(help.split(separator: "\n").count == 14)
     }
 }

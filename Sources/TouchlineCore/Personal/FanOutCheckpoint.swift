@@ -1,10 +1,10 @@
-/// What a fan-out job must persist to resume after a restart.
+/// What a fan-out job resumes from after a restart: the saved ``FanOutProgress`` folded together.
 ///
-/// Holds the audience cursor, the counters of ended targets and the window of unended targets
-/// (bounded by the job's window size). Targets in flight at checkpoint time are stored as
-/// pending: they are sent again after a restart, since their outcome is unknown.
+/// Every audience token up to `cursor` has ended or is in `pending`; after the cursor, the
+/// tokens in `endedAfterCursor` and `pending` are accounted for and skipped when fetched again.
+/// The window of unsettled targets (in flight or not sent yet) is not saved: it is fetched again.
 public struct FanOutCheckpoint: Sendable, Codable, Equatable {
-    /// A target that has not ended yet.
+    /// A target awaiting another send after a retryable outcome.
     public struct PendingTarget: Sendable, Codable, Equatable {
         public var token: String
         /// Sends made so far.
@@ -19,17 +19,39 @@ public struct FanOutCheckpoint: Sendable, Codable, Equatable {
         }
     }
 
-    /// Audience position after the last fetched page (`nil` before the first).
+    /// Audience position up to which every token is settled (`nil` before the first).
     public var cursor: String?
-    /// Whether the audience has no more tokens after `cursor`.
-    public var exhausted: Bool
+    /// Counters of the settled targets only.
     public var counters: FanOutCounters
     public var pending: [PendingTarget]
+    /// Tokens after `cursor` whose send already ended.
+    public var endedAfterCursor: [String]
 
-    public init(cursor: String?, exhausted: Bool, counters: FanOutCounters, pending: [PendingTarget]) {
+    public init(cursor: String?, counters: FanOutCounters, pending: [PendingTarget], endedAfterCursor: [String]) {
         self.cursor = cursor
-        self.exhausted = exhausted
         self.counters = counters
         self.pending = pending
+        self.endedAfterCursor = endedAfterCursor
+    }
+}
+
+/// One save of a running job (``FanOutJob/takeProgress()``), to be written in one commit.
+///
+/// The cursor, the counters and `endedAfterCursor` replace the saved ones; the retry rows are
+/// a change set (rows to write or replace, rows to delete) against the previous save.
+public struct FanOutProgress: Sendable, Equatable {
+    public var cursor: String?
+    public var counters: FanOutCounters
+    public var retryRows: [FanOutCheckpoint.PendingTarget]
+    public var removedRetryRows: [String]
+    public var endedAfterCursor: [String]
+
+    public init(cursor: String?, counters: FanOutCounters, retryRows: [FanOutCheckpoint.PendingTarget], removedRetryRows: [String],
+                endedAfterCursor: [String]) {
+        self.cursor = cursor
+        self.counters = counters
+        self.retryRows = retryRows
+        self.removedRetryRows = removedRetryRows
+        self.endedAfterCursor = endedAfterCursor
     }
 }

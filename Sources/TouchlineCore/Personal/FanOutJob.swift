@@ -26,7 +26,8 @@ public struct FanOutJob: Sendable {
 
     /// What the caller must do next.
     public enum Action: Sendable, Hashable {
-        /// Fetch up to `limit` audience tokens after `cursor`, then call `targetsFetched`.
+        /// Fetch up to `limit` audience tokens after the token `after` (from the start if nil), in
+        /// token order, then call `targetsFetched`.
         case fetchTargets(after: String?, limit: Int)
         /// Send the job's payload to `token`; `attempt` is 1 for the first send. Report with `outcome`.
         case send(token: String, attempt: Int)
@@ -42,6 +43,9 @@ public struct FanOutJob: Sendable {
     private struct Target: Sendable {
         var attempts: Int
         var notBefore: UnixTime?
+        /// An outcome asked for a retry: from the next progress on, a durable retry row stands
+        /// for this target, so a restart finds it without fetching the audience again.
+        var awaitsRetry = false
     }
 
     public let payload: [UInt8]
@@ -53,8 +57,20 @@ public struct FanOutJob: Sendable {
     public let policy: PersonalDeliveryPolicy
 
     public private(set) var counters: FanOutCounters
+    /// Audience position after the last fetched page.
     private var cursor: String?
     private var exhausted: Bool
+    /// Fetched tokens, in audience order, from the first one not yet settled (ended or awaiting
+    /// a retry); `settledCursor` is the token before them.
+    private var unsettled: [String] = []
+    private var unsettledHead = 0
+    private var settledCursor: String?
+    /// After a restart: tokens after the resumed cursor that had already ended or await a retry;
+    /// fetched again, they are skipped.
+    private var accountedAfterCursor: Set<String>
+    /// Targets whose retry row must be written or removed with the next progress.
+    private var retryRowsChanged: Set<String> = []
+    private var retryRows: Set<String> = []
     private var fetchOutstanding = false
     private var targets: [String: Target] = [:]
     private var ready: [String] = []
@@ -67,10 +83,11 @@ public struct FanOutJob: Sendable {
     public init(payload: [UInt8], priority: Int = 10, expiration: UnixTime? = nil, limits: Limits = Limits(),
                 policy: PersonalDeliveryPolicy = PersonalDeliveryPolicy(), seed: UInt64) {
         self.init(payload: payload, priority: priority, expiration: expiration, limits: limits, policy: policy, seed: seed,
-                  checkpoint: FanOutCheckpoint(cursor: nil, exhausted: false, counters: FanOutCounters(), pending: []))
+                  checkpoint: FanOutCheckpoint(cursor: nil, counters: FanOutCounters(), pending: [], endedAfterCursor: []))
     }
 
-    /// Resumes a job from its last checkpoint: ended targets stay ended, pending ones are sent.
+    /// Resumes a job from its last saved progress: ended targets stay ended, targets awaiting a
+    /// retry are sent when due, and the audience is fetched again after the saved cursor.
     public init(payload: [UInt8], priority: Int = 10, expiration: UnixTime? = nil, limits: Limits = Limits(),
                 policy: PersonalDeliveryPolicy = PersonalDeliveryPolicy(), seed: UInt64, checkpoint: FanOutCheckpoint) {
         self.payload = payload
@@ -81,10 +98,14 @@ public struct FanOutJob: Sendable {
         self.random = SplitMix64(seed: seed)
         self.counters = checkpoint.counters
         self.cursor = checkpoint.cursor
-        self.exhausted = checkpoint.exhausted
+        self.settledCursor = checkpoint.cursor
+        self.exhausted = false
+        self.accountedAfterCursor = Set(checkpoint.endedAfterCursor)
         for pending in checkpoint.pending {
             let notBefore = pending.notBeforeNanoseconds.map(UnixTime.init(nanoseconds:))
-            targets[pending.token] = Target(attempts: pending.attempts, notBefore: notBefore)
+            targets[pending.token] = Target(attempts: pending.attempts, notBefore: notBefore, awaitsRetry: true)
+            retryRows.insert(pending.token)
+            accountedAfterCursor.insert(pending.token)
             if let notBefore { schedule.insert(pending.token, due: notBefore) } else { ready.append(pending.token) }
         }
     }
@@ -96,19 +117,42 @@ public struct FanOutJob: Sendable {
     /// Every target of the audience has ended (sent, dead-lettered or expired).
     public var isFinished: Bool { exhausted && targets.isEmpty && !fetchOutstanding }
 
-    /// The state to persist: resuming from it re-sends only what was pending or in flight.
-    public var checkpoint: FanOutCheckpoint {
-        let pending = targets.map { token, target in
-            FanOutCheckpoint.PendingTarget(token: token, attempts: target.attempts,
-                                           notBeforeNanoseconds: target.notBefore?.nanoseconds)
+    /// What to write now, in one commit, so that a restart resumes from here.
+    ///
+    /// Only settled targets are saved: the cursor stops before the first fetched token whose
+    /// first send has not ended, tokens after it that did end are listed, and targets awaiting a
+    /// retry get rows. A restart therefore re-sends only what was unsettled at the last saved
+    /// progress (requests in flight, tokens fetched but not sent yet, outcomes after the save).
+    public mutating func takeProgress() -> FanOutProgress {
+        advanceSettledCursor()
+        var counted = counters
+        var endedAfterCursor: [String] = []
+        for token in unsettled[unsettledHead...] {
+            if let target = targets[token] {
+                if !target.awaitsRetry { counted.targeted -= 1 }
+            } else {
+                endedAfterCursor.append(token)
+            }
         }
-        return FanOutCheckpoint(cursor: cursor, exhausted: exhausted, counters: counters,
-                                pending: pending.sorted { $0.token < $1.token })
+        var upserts: [FanOutCheckpoint.PendingTarget] = [], removals: [String] = []
+        for token in retryRowsChanged {
+            if let target = targets[token], target.awaitsRetry {
+                upserts.append(FanOutCheckpoint.PendingTarget(token: token, attempts: target.attempts,
+                                                              notBeforeNanoseconds: target.notBefore?.nanoseconds))
+                retryRows.insert(token)
+            } else if retryRows.remove(token) != nil {
+                removals.append(token)
+            }
+        }
+        retryRowsChanged.removeAll(keepingCapacity: true)
+        return FanOutProgress(cursor: settledCursor, counters: counted, retryRows: upserts.sorted { $0.token < $1.token },
+                              removedRetryRows: removals.sorted(), endedAfterCursor: endedAfterCursor)
     }
 
     /// The sends that fit in the free slots now, a page fetch if the window has room, and a
     /// timer if targets in back-off (or the expiration) become due later.
-    public mutating func nextSends(now: UnixTime) -> [Action] {
+    /// `sendLimit` caps the new sends (the caller's share of a concurrency limit over all jobs).
+    public mutating func nextSends(now: UnixTime, sendLimit: Int = .max) -> [Action] {
         var actions: [Action] = []
         if isExpired(at: now) {
             expireWaitingTargets()
@@ -117,7 +161,9 @@ public struct FanOutJob: Sendable {
                 targets[token]?.notBefore = nil
                 ready.append(token)
             }
-            while inFlight.count < limits.maxInFlight, let token = popReady() {
+            var allowed = sendLimit
+            while allowed > 0, inFlight.count < limits.maxInFlight, let token = popReady() {
+                allowed -= 1
                 inFlight.insert(token)
                 targets[token]!.attempts += 1
                 let attempt = targets[token]!.attempts
@@ -125,7 +171,9 @@ public struct FanOutJob: Sendable {
                 actions.append(.send(token: token, attempt: attempt))
             }
         }
-        if !exhausted, !fetchOutstanding, limits.window - targets.count >= limits.pageSize {
+        advanceSettledCursor()
+        let held = max(targets.count, unsettled.count - unsettledHead)
+        if !exhausted, !fetchOutstanding, limits.window - held >= limits.pageSize {
             fetchOutstanding = true
             actions.append(.fetchTargets(after: cursor, limit: limits.pageSize))
         }
@@ -142,15 +190,18 @@ public struct FanOutJob: Sendable {
         return nextSends(now: now)
     }
 
-    /// A page of the audience arrived. Tokens already held are ignored; after the expiration
-    /// the page is counted as expired at once.
-    public mutating func targetsFetched(_ tokens: [String], cursor: String?, exhausted: Bool, now: UnixTime) {
+    /// A page of the audience arrived, in token order (the audience is ordered by token and the
+    /// next page starts after the page's last token). Tokens already accounted for are ignored;
+    /// after the expiration the page is counted as expired at once.
+    public mutating func targetsFetched(_ tokens: [String], exhausted: Bool, now: UnixTime) {
         fetchOutstanding = false
-        self.cursor = cursor
+        if let last = tokens.last { cursor = last }
         self.exhausted = exhausted
         let expired = isExpired(at: now)
         for token in tokens where targets[token] == nil {
+            if !accountedAfterCursor.isEmpty, accountedAfterCursor.remove(token) != nil { continue }
             counters.targeted += 1
+            unsettled.append(token)
             if expired {
                 counters.expired += 1
             } else {
@@ -180,6 +231,8 @@ public struct FanOutJob: Sendable {
             } else {
                 let due = now + delay
                 targets[token]!.notBefore = due
+                targets[token]!.awaitsRetry = true
+                retryRowsChanged.insert(token)
                 schedule.insert(token, due: due)
             }
             return []
@@ -192,8 +245,22 @@ public struct FanOutJob: Sendable {
     }
 
     private mutating func end(_ token: String, _ count: (inout FanOutCounters) -> Void) {
-        targets[token] = nil
+        if targets.removeValue(forKey: token)?.awaitsRetry == true { retryRowsChanged.insert(token) }
         count(&counters)
+    }
+
+    /// Moves `settledCursor` past the fetched tokens that have ended or await a retry.
+    private mutating func advanceSettledCursor() {
+        while unsettledHead < unsettled.count {
+            let token = unsettled[unsettledHead]
+            if let target = targets[token], !target.awaitsRetry { break }
+            settledCursor = token
+            unsettledHead += 1
+        }
+        if unsettledHead >= 1_024, unsettledHead * 2 >= unsettled.count {
+            unsettled.removeFirst(unsettledHead)
+            unsettledHead = 0
+        }
     }
 
     private mutating func popReady() -> String? {

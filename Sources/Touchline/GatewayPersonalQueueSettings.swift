@@ -1,0 +1,108 @@
+import TouchlineCore
+
+/// How the personal queue fans out: its own APNs connections, its concurrency, its memory
+/// window, how often it saves progress, and its delivery policy.
+///
+/// Set as one JSON object (`personalQueue` in the file, `TOUCHLINE_PERSONAL_QUEUE` or
+/// `--personal-queue`); members left out keep their defaults. docs/configuration.md explains each.
+public struct PersonalQueueSettings: Sendable, Equatable {
+    /// APNs connections of the personal pool (the broadcast pool has its own).
+    public var connections: Int
+    /// Sends in flight at most, over all jobs: the queue's concurrency limit.
+    public var maxInFlight: Int
+    /// Unsettled targets one job holds in memory at most.
+    public var window: Int
+    /// Audience tokens read per page.
+    public var pageSize: Int
+    /// Least time between two progress saves of one job: a restart re-sends at most what ended
+    /// in this interval (plus what was in flight).
+    public var saveInterval: Duration
+    /// Retries, back-off and attempt limit per APNs outcome.
+    public var delivery: PersonalDeliveryPolicy
+
+    public init(connections: Int = 2, maxInFlight: Int = 1_000, window: Int = 10_000, pageSize: Int = 1_000,
+                saveInterval: Duration = .milliseconds(20), delivery: PersonalDeliveryPolicy = PersonalDeliveryPolicy()) {
+        self.connections = connections
+        self.maxInFlight = maxInFlight
+        self.window = window
+        self.pageSize = pageSize
+        self.saveInterval = saveInterval
+        self.delivery = delivery
+    }
+
+    /// The bounds handed to each job.
+    var jobLimits: FanOutJob.Limits { FanOutJob.Limits(window: window, maxInFlight: maxInFlight, pageSize: pageSize) }
+
+    /// Settings from JSON; every member is optional and checked against its range.
+    init(json value: JSONValue) throws(InvalidConfigurationValue) {
+        self.init()
+        let members = try Self.members(of: value, allowed: ["connections", "maxInFlight", "window", "pageSize",
+                                                            "saveIntervalMilliseconds", "delivery"], path: nil)
+        connections = try Self.integer(members, "connections", 1...64) ?? connections
+        maxInFlight = try Self.integer(members, "maxInFlight", 1...100_000) ?? maxInFlight
+        window = try Self.integer(members, "window", 1...10_000_000) ?? window
+        pageSize = try Self.integer(members, "pageSize", 1...100_000) ?? pageSize
+        guard pageSize <= window else { throw InvalidConfigurationValue("member pageSize must be at most window (\(window)), got \(pageSize)") }
+        saveInterval = try Self.integer(members, "saveIntervalMilliseconds", 1...60_000).map { .milliseconds($0) } ?? saveInterval
+        guard let delivery = members["delivery"] else { return }
+        let policy = try Self.members(of: delivery, allowed: ["maxAttempts", "retryInitialMilliseconds", "retryMaximumMilliseconds",
+                                                             "throttleInitialMilliseconds", "throttleMaximumMilliseconds",
+                                                             "multiplier", "jitter"], path: "delivery")
+        let day = 86_400_000
+        var d = self.delivery
+        d.maxAttempts = try Self.integer(policy, "delivery.maxAttempts", 1...100, key: "maxAttempts") ?? d.maxAttempts
+        d.retryInitialMilliseconds = try Self.integer(policy, "delivery.retryInitialMilliseconds", 1...day, key: "retryInitialMilliseconds")
+            .map(Int64.init) ?? d.retryInitialMilliseconds
+        d.retryMaximumMilliseconds = try Self.integer(policy, "delivery.retryMaximumMilliseconds", 1...day, key: "retryMaximumMilliseconds")
+            .map(Int64.init) ?? d.retryMaximumMilliseconds
+        d.throttleInitialMilliseconds = try Self.integer(policy, "delivery.throttleInitialMilliseconds", 1...day,
+                                                         key: "throttleInitialMilliseconds").map(Int64.init) ?? d.throttleInitialMilliseconds
+        d.throttleMaximumMilliseconds = try Self.integer(policy, "delivery.throttleMaximumMilliseconds", 1...day,
+                                                         key: "throttleMaximumMilliseconds").map(Int64.init) ?? d.throttleMaximumMilliseconds
+        d.multiplier = try Self.number(policy, "delivery.multiplier", 1...10, key: "multiplier") ?? d.multiplier
+        d.jitter = try Self.number(policy, "delivery.jitter", 0...1, key: "jitter") ?? d.jitter
+        guard d.retryInitialMilliseconds <= d.retryMaximumMilliseconds, d.throttleInitialMilliseconds <= d.throttleMaximumMilliseconds else {
+            throw InvalidConfigurationValue("member delivery: each initial back-off must be at most its maximum")
+        }
+        self.delivery = d
+    }
+
+    private static func members(of value: JSONValue, allowed: [String], path: String?) throws(InvalidConfigurationValue) -> [String: JSONValue] {
+        guard case .object(let members) = value else {
+            throw InvalidConfigurationValue(path.map { "member \($0) must be an object" } ?? "must be an object")
+        }
+        var result: [String: JSONValue] = [:]
+        for member in members {
+            guard allowed.contains(member.name) else {
+                let hint = GatewayConfigurationError.closestName(to: member.name, among: allowed).map { " (did you mean '\($0)'?)" } ?? ""
+                throw InvalidConfigurationValue("has unknown key '\(path.map { "\($0)." } ?? "")\(member.name)'\(hint)")
+            }
+            result[member.name] = member.value
+        }
+        return result
+    }
+
+    private static func integer(_ members: [String: JSONValue], _ path: String, _ range: ClosedRange<Int>,
+                                key: String? = nil) throws(InvalidConfigurationValue) -> Int? {
+        guard let value = members[key ?? path] else { return nil }
+        guard case .integer(let number) = value, let integer = Int(exactly: number), range.contains(integer) else {
+            throw InvalidConfigurationValue("member \(path) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return integer
+    }
+
+    private static func number(_ members: [String: JSONValue], _ path: String, _ range: ClosedRange<Double>,
+                               key: String) throws(InvalidConfigurationValue) -> Double? {
+        guard let value = members[key] else { return nil }
+        let number: Double
+        switch value {
+        case .integer(let integer): number = Double(integer)
+        case .number(let double): number = double
+        default: throw InvalidConfigurationValue("member \(path) must be a number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        guard range.contains(number) else {
+            throw InvalidConfigurationValue("member \(path) must be a number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
+    }
+}

@@ -6,14 +6,14 @@ import Testing
 /// broadcasts and the final `end`.
 @Suite("Quick start")
 struct QuickStartTests {
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: GatewayCrashRecoveryTests.executable), "needs the touchline executable"))
+    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
     func demoFeedsTheSampleMatchThroughTheGateway() async throws {
         // The demo takes about ten seconds: wait for it on a thread of its own, not on one of the
         // few threads that run the other tests.
         let (status, text) = try await withCheckedThrowingContinuation { (done: CheckedContinuation<(Int32, String), Error>) in
             Thread {
                 let process = Process()
-                process.executableURL = URL(fileURLWithPath: GatewayCrashRecoveryTests.executable)
+                process.executableURL = URL(fileURLWithPath: ServeProcess.executable)
                 process.arguments = ["demo"]
                 let output = Pipe()
                 process.standardOutput = output

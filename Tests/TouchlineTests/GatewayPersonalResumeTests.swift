@@ -1,0 +1,65 @@
+import Foundation
+import MockAPNs
+import Testing
+import TouchlineCore
+
+/// `touchline serve` killed with SIGKILL in the middle of a fan-out: the next start resumes the
+/// job from its saved progress, every target ends exactly once in the counts, and APNs sees a
+/// token twice only if its request was in flight (or its answer not yet saved) at the kill.
+@Suite("Gateway personal jobs resume after a crash")
+struct GatewayPersonalResumeTests {
+    static let audience = 3_000
+    static let maxInFlight = 16
+
+    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    func fanOutKilledMidwayResumesWithoutResendingWhatWasAccepted() async throws {
+        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(2) }
+        defer { Task { await apns.shutDown() } }
+        let settings = apns.gatewaySettings
+        guard case .custom(let pushHost, let pushPort, let managementHost, let managementPort) = settings.environment else {
+            Issue.record("the mock fixture is a custom environment")
+            return
+        }
+        let arguments = [
+            "--apns-key", settings.keyPath, "--apns-key-id", settings.keyID, "--apns-team-id", settings.teamID,
+            "--apns-bundle-id", settings.bundleID, "--apns-ca-file", settings.caFile!,
+            "--apns-environment", "\(pushHost):\(pushPort),\(managementHost):\(managementPort)",
+            "--personal-queue", #"{"maxInFlight": \#(Self.maxInFlight), "saveIntervalMilliseconds": 1}"#,
+        ]
+        let data = apns.directory + "/data"
+        let first = try ServeProcess(dataDirectory: data, arguments: arguments)
+        let tokens = (0..<Self.audience).map(GatewayPersonalAPITests.token)
+        for token in tokens {
+            let registered = try first.admin.request("POST", "/v1/tokens", json: #"{"token": "\#(token)", "kind": "push-to-start", "follows": ["team:ARS"]}"#)
+            #expect(registered.status == 201)
+        }
+        let created = try first.admin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
+        let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
+        try await eventually("a third of the fan-out") {
+            apns.mock.recordedRequests().count { $0.endpoint == .device && $0.status == 200 } >= Self.audience / 3
+        }
+        first.kill9()
+        let acceptedBeforeKill = apns.mock.recordedRequests().count { $0.endpoint == .device && $0.status == 200 }
+        #expect(acceptedBeforeKill < Self.audience, "the kill came in the middle of the fan-out")
+
+        let second = try ServeProcess(dataDirectory: data, arguments: arguments)
+        var progress: JSONValue?
+        try await eventually("the resumed job to finish", timeout: .seconds(30)) {
+            progress = try? second.admin.request("GET", "/v1/personal/\(jobID)").json
+            return progress?.string("status") == "done"
+        }
+        #expect(second.terminate() == 0)
+        #expect(progress?.integer("targeted") == Int64(Self.audience))
+        #expect(progress?.integer("sent") == Int64(Self.audience))
+        #expect(progress?.integer("pending") == 0)
+
+        let accepted = apns.mock.recordedRequests().filter { $0.endpoint == .device && $0.status == 200 }.compactMap(\.deviceToken)
+        var seen: [String: Int] = [:]
+        for token in accepted { seen[token, default: 0] += 1 }
+        #expect(Set(seen.keys) == Set(tokens))
+        let sentTwice = seen.values.count { $0 > 1 }
+        // In flight at the kill, plus answers in the last save interval (1 ms) and its commit.
+        #expect(sentTwice <= 2 * Self.maxInFlight, "\(sentTwice) tokens were accepted twice")
+        #expect(seen.values.allSatisfy { $0 <= 2 })
+    }
+}

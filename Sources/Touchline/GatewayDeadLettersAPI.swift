@@ -82,17 +82,17 @@ extension GatewayService {
     /// applied) and never taken by a filter, so no letter is replayed twice.
     private func replayDeadLetters(_ request: HTTPRequest) throws(HTTPError) {
         let body = try GatewayRequestBody(parsing: request.body, allowed: ["ids", "jobId", "reason", "limit", "expiration"])
+        let now = clock.now()
+        let newExpiration = try Self.expiration(in: body)
+        if let newExpiration, newExpiration <= now {
+            throw body.invalid("expiration", "must be in the future (Unix seconds), got \(newExpiration.seconds)")
+        }
         let letters = try selectedDeadLetters(body)
         let ids = letters.map(\.id)
         let busy = ids.filter(deadLettersBeingReplayed.contains)
         guard busy.isEmpty else {
             throw HTTPError(status: 409, code: "replay_in_progress",
                             message: "dead letters \(Self.listed(busy)) are being replayed by another request; list them again once it has answered")
-        }
-        let now = clock.now()
-        let newExpiration = try Self.expiration(in: body)
-        if let newExpiration, newExpiration <= now {
-            throw body.invalid("expiration", "must be in the future (Unix seconds), got \(newExpiration.seconds)")
         }
         var jobs: [PersonalJobRecord] = []
         var summary: [JSONValue] = []

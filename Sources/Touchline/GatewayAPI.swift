@@ -25,14 +25,18 @@ extension GatewayService {
         }
         addTokenRoutes(to: &router)
         addPersonalRoutes(to: &router)
+        addKickoffRoutes(to: &router)
+        addDeadLetterRoutes(to: &router)
         return router
     }
 
-    private func guarded(_ request: HTTPRequest, _ body: () throws(HTTPError) -> Void) {
+    /// Runs a route's handler, answering any refusal it throws.
+    func guarded(_ request: HTTPRequest, _ body: () throws(HTTPError) -> Void) {
         do { try body() } catch { request.respond(error.response) }
     }
 
-    private func channel(_ request: HTTPRequest, id: String) throws(HTTPError) -> GatewayChannel {
+    /// The channel `id`, for a key whose scope covers it: 401/403 for the key, 404 for an unknown id.
+    func channel(_ request: HTTPRequest, id: String) throws(HTTPError) -> GatewayChannel {
         _ = try access.key(for: request, channelID: id)
         guard let channel = channels[id] else {
             throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(id)'")

@@ -12,16 +12,19 @@ import TouchlineStore
 /// the personal loop, so the fan-out never runs on the ingest loop.
 extension GatewayService {
     func addPersonalRoutes(to router: inout HTTPRouter) {
-        router.add(.post, "/v1/personal") { [self] request, _ in personalRequest(request) { () throws(HTTPError) in try createPersonalJob(request) } }
+        router.add(.post, "/v1/personal") { [self] request, _ in
+            adminRequest(request, for: "personal pushes") { () throws(HTTPError) in try createPersonalJob(request) }
+        }
         router.add(.get, "/v1/personal/{job}") { [self] request, parameters in
-            personalRequest(request) { () throws(HTTPError) in try showPersonalJob(request, id: parameters["job"]!) }
+            adminRequest(request, for: "personal pushes") { () throws(HTTPError) in try showPersonalJob(request, id: parameters["job"]!) }
         }
     }
 
-    private func personalRequest(_ request: HTTPRequest, _ body: () throws(HTTPError) -> Void) {
+    /// Runs `body` for an admin key; any other key is refused with 403 naming `purpose`.
+    func adminRequest(_ request: HTTPRequest, for purpose: String, _ body: () throws(HTTPError) -> Void) {
         do throws(HTTPError) {
             guard try access.key(for: request).scope == .admin else {
-                throw HTTPError(status: 403, code: "forbidden", message: "personal pushes need an admin API key")
+                throw HTTPError(status: 403, code: "forbidden", message: "\(purpose) need an admin API key")
             }
             try body()
         } catch {
@@ -49,33 +52,62 @@ extension GatewayService {
         } else if attributesType != nil || attributes != nil {
             throw body.invalid(attributesType != nil ? "attributesType" : "attributes", "belongs to event \"start\" only")
         }
-        let alert = try body.object("alert").map { (value) throws(HTTPError) -> LiveActivityAlert in
+        let alert = try Self.alert(in: body), priority = try Self.priority(in: body), expiration = try Self.expiration(in: body)
+        let payload = LiveActivityPayload(timestamp: clock.now(), event: event, contentState: contentState, alert: alert,
+                                          attributesType: attributesType, attributes: attributes).encoded()
+        let job = try personalJob(audience: audience, payload: payload, priority: priority, expiration: expiration)
+        submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]))
+    }
+
+    // MARK: Shared by every route that creates personal jobs
+
+    /// `alert` (`{title, body, sound?}`), when given.
+    static func alert(in body: GatewayRequestBody) throws(HTTPError) -> LiveActivityAlert? {
+        try body.object("alert").map { (value) throws(HTTPError) -> LiveActivityAlert in
             let fields = try GatewayRequestBody(value, allowed: ["title", "body", "sound"], prefix: "alert.")
             return LiveActivityAlert(title: .plain(try fields.required(fields.string("title"), "title")),
                                      body: .plain(try fields.required(fields.string("body"), "body")), sound: try fields.string("sound"))
         }
+    }
+
+    /// `priority`: 5 or 10, default 10.
+    static func priority(in body: GatewayRequestBody) throws(HTTPError) -> Int {
         let priority = try body.integer("priority") ?? 10
         guard priority == 5 || priority == 10 else { throw body.invalid("priority", "must be 5 or 10, got \(priority)") }
-        let expiration = try body.integer("expiration").map { (seconds: Int64) throws(HTTPError) -> UnixTime in
+        return Int(priority)
+    }
+
+    /// `expiration`: a positive Unix time in seconds, when given.
+    static func expiration(in body: GatewayRequestBody) throws(HTTPError) -> UnixTime? {
+        try body.integer("expiration").map { (seconds: Int64) throws(HTTPError) -> UnixTime in
             guard seconds > 0 else { throw body.invalid("expiration", "must be a positive Unix time in seconds") }
             return UnixTime(seconds: seconds)
         }
-        let now = clock.now()
-        let payload = LiveActivityPayload(timestamp: now, event: event, contentState: contentState, alert: alert,
-                                          attributesType: attributesType, attributes: attributes).encoded()
+    }
+
+    /// A new job (not saved yet) for an encoded payload, refused when APNs would refuse the payload.
+    func personalJob(audience: GatewayPersonalAudience, payload: [UInt8], priority: Int, expiration: UnixTime?) throws(HTTPError) -> PersonalJobRecord {
         guard payload.count <= LiveActivityPush.maximumPayloadSize else {
             throw HTTPError(status: 422, code: "payload_too_large",
                             message: "the push payload is \(payload.count) bytes; APNs takes at most \(LiveActivityPush.maximumPayloadSize)")
         }
-        let record = PersonalJobRecord(id: "job-" + UUID().uuidString.lowercased(), createdAt: now,
-                                       audience: String(decoding: audience.json.encoded, as: UTF8.self), payload: payload,
-                                       priority: Int(priority), expiration: expiration)
-        store.submit([.createJob(record)]) { [self] result in
+        return PersonalJobRecord(id: "job-" + UUID().uuidString.lowercased(), createdAt: clock.now(),
+                                 audience: String(decoding: audience.json.encoded, as: UTF8.self), payload: payload,
+                                 priority: priority, expiration: expiration)
+    }
+
+    /// Saves `jobs` and `operations` in one commit (all or nothing), then answers 202 with
+    /// `answer` and hands the jobs to the personal queue; a failed commit answers 500 and runs
+    /// nothing. `settled` runs on the ingest loop once the commit has succeeded or failed.
+    func submitPersonalJobs(_ jobs: [PersonalJobRecord], with operations: [TokenOperation] = [], for request: HTTPRequest,
+                            answer: JSONValue, settled: (@Sendable () -> Void)? = nil) {
+        store.submit(jobs.map(TokenOperation.createJob) + operations) { [self] result in
             loop.execute { [self] in
+                settled?()
                 switch result {
                 case .success:
-                    request.respond(.json(status: 202, .object([.init("jobId", .string(record.id))])))
-                    personal.run(record)
+                    request.respond(.json(status: 202, answer))
+                    for job in jobs { personal.run(job) }
                 case .failure(let error):
                     request.respond(.error(status: 500, error: "store_failed", message: "the job could not be saved: \(error)"))
                 }

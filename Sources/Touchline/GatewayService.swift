@@ -26,6 +26,9 @@ final class GatewayService: @unchecked Sendable {
     /// True while lost creates are reconciled at start-up; new creates wait (503) meanwhile, so
     /// their fresh APNs channels are never taken for orphans.
     var isReconciling = false
+    /// Dead letters of replays whose commit is still out: a second replay of any of them is
+    /// refused until the first has committed (then the store shows them `replayed`).
+    var deadLettersBeingReplayed: Set<Int64> = []
 
     init(loop: EventLoop, store: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
          personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock) {

@@ -87,16 +87,44 @@ public final class SQLiteTokenReader: @unchecked Sendable {
         }
     }
 
-    /// Dead letters with `id > afterID` (0 to start), optionally only those in `status`, in id
-    /// order: keyset pagination for `GET /v1/deadletters`.
-    public func deadLetters(status: DeadLetterStatus? = nil, after afterID: Int64, limit: Int) throws(StoreError) -> [DeadLetterRecord] {
+    /// Dead letters with `id > afterID` (0 to start), optionally only those in `status`, of one
+    /// job and with one reason, in id order: keyset pagination for `GET /v1/deadletters`.
+    /// `status` and `jobID` walk an index; a `reason` alone scans in id order until `limit` match.
+    public func deadLetters(status: DeadLetterStatus? = nil, jobID: String? = nil, reason: String? = nil,
+                            after afterID: Int64, limit: Int) throws(StoreError) -> [DeadLetterRecord] {
         try StoreError.wrapping {
             try connection.query("""
                 SELECT \(PersonalJobRows.deadLetterColumns) FROM dead_letters
-                WHERE id > ?1 AND (?2 IS NULL OR status = ?2) ORDER BY id LIMIT ?3
-                """, [.integer(afterID), status.map { .text($0.rawValue) } ?? .null,
-                      .integer(Int64(limit))], row: PersonalJobRows.deadLetter)
+                WHERE id > ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR job_id = ?3) AND (?4 IS NULL OR reason = ?4)
+                ORDER BY id LIMIT ?5
+                """, [.integer(afterID), status.map { .text($0.rawValue) } ?? .null, jobID.map(SQLiteValue.text) ?? .null,
+                      reason.map(SQLiteValue.text) ?? .null, .integer(Int64(limit))], row: PersonalJobRows.deadLetter)
         }
+    }
+
+    /// The dead letters with these ids, whatever their status, in id order; ids the table does
+    /// not have are simply missing from the answer. One statement for the whole list.
+    public func deadLetters(ids: [Int64]) throws(StoreError) -> [DeadLetterRecord] {
+        try StoreError.wrapping {
+            try connection.query("""
+                SELECT \(PersonalJobRows.deadLetterColumns) FROM dead_letters
+                WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY id
+                """, [.text(Self.jsonArray(ids.map(JSONValue.integer)))], row: PersonalJobRows.deadLetter)
+        }
+    }
+
+    /// Those of `tokens` that are registered and active, in token order (the members of an
+    /// explicit token audience that can still be sent to). One statement for the whole list.
+    public func activeTokens(among tokens: [String]) throws(StoreError) -> [String] {
+        try StoreError.wrapping {
+            try connection.query("""
+                SELECT token FROM tokens WHERE token IN (SELECT value FROM json_each(?1)) AND active = 1 ORDER BY token
+                """, [.text(Self.jsonArray(tokens.map { .string($0.lowercased()) }))]) { $0.text(at: 0) ?? "" }
+        }
+    }
+
+    private static func jsonArray(_ items: [JSONValue]) -> String {
+        String(decoding: JSONValue.array(items).encoded, as: UTF8.self)
     }
 
     /// What a replay takes: dead letters still `.dead` that match `selection`, oldest first.

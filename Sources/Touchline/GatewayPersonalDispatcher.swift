@@ -158,6 +158,9 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
             // Without APNs' timestamp the 410 alone decides: anything registered until now goes.
             let apnsTime = timestampMilliseconds.map { UnixTime(nanoseconds: $0 * 1_000_000) } ?? now
             running.record(.deactivateToken(token, unlessRegisteredAfter: apnsTime, at: now))
+            // Listed with the other failures, so the dead letters account for every failed target.
+            running.record(.deadLetter(DeadLetterRecord(jobID: running.id, token: token, reason: PersonalDeliveryPolicy.tokenDeadReason,
+                                                        at: now)))
         case .deadLetter(let token, let reason):
             running.record(.deadLetter(DeadLetterRecord(jobID: running.id, token: token, reason: reason, at: clock.now())))
         }

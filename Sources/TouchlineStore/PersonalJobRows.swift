@@ -79,7 +79,11 @@ enum PersonalJobRows {
                 ON CONFLICT (job_id, token) DO UPDATE SET state = 'deadLettered', retry_at = NULL
                 """, [.text(letter.jobID), .text(letter.token)])
         case .markReplayed(let ids):
-            for id in ids { try db.run("UPDATE dead_letters SET status = 'replayed' WHERE id = ?", [.integer(id)]) }
+            for id in ids {
+                guard try db.run("UPDATE dead_letters SET status = 'replayed' WHERE id = ? AND status = 'dead'", [.integer(id)]) == 1 else {
+                    throw SQLiteError(code: SQLITE_CONSTRAINT, message: "dead letter \(id) is unknown or was already replayed", statement: nil)
+                }
+            }
         case .registerToken, .deleteToken, .deactivateToken:
             try TokenRows.apply(operation, on: db)
         }

@@ -125,6 +125,24 @@ func personalJob(_ id: String) -> PersonalJobRecord {
         #expect(try reader.deadLetters(status: .dead, after: 0, limit: 100).count == 20)
     }
 
+    /// A replay that names a letter already replayed fails whole: its new job is not created.
+    @Test func replayingALetterTwiceFailsTheWholeBatch() async throws {
+        let dir = TemporaryDirectory()
+        let writer = try StoreWriter(path: dir.file("store.db"))
+        defer { writer.close() }
+        try await writer.submit([.createJob(personalJob("j1")),
+                                 .deadLetter(DeadLetterRecord(jobID: "j1", token: "00aa", reason: "BadDeviceToken", at: t0))])
+        let reader = try SQLiteTokenReader(path: writer.path)
+        defer { reader.close() }
+        let letter = try #require(try reader.deadLetters(after: 0, limit: 1).first)
+        try await writer.submit([.createJob(personalJob("replay-1")), .markReplayed(ids: [letter.id])])
+        await #expect(throws: StoreError.self) {
+            try await writer.submit([.createJob(personalJob("replay-2")), .markReplayed(ids: [letter.id])])
+        }
+        #expect(try reader.job(id: "replay-1") != nil)
+        #expect(try reader.job(id: "replay-2") == nil)
+    }
+
     /// A database written by the previous version (channels only) gains the new tables on open
     /// and keeps its channels.
     @Test func aVersionOneDatabaseIsMigrated() async throws {

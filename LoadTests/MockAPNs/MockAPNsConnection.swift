@@ -22,6 +22,10 @@ final class MockAPNsConnection: @unchecked Sendable {
     private var tokens = ProviderTokenSession()
     private var streamLimitRaised = false
     private var requestsReceived = 0
+    /// The highest stream id served so far: requests complete out of stream order, so a GOAWAY
+    /// must name this one, not the id of the request that reached the limit, or streams already
+    /// answered would look unprocessed and be sent again.
+    private var highestServedStreamID: Int32 = 0
     private var faultDice: SplitMix64
     private var ids: SplitMix64
     private var delayed = DelayedAnswers()
@@ -197,9 +201,10 @@ extension MockAPNsConnection: HTTP2ServerConnectionDelegate {
             respond(to: request.streamID, with: answer)
         }
         requestsReceived += 1
+        highestServedStreamID = max(highestServedStreamID, request.streamID)
         if let limit = faults.goawayAfterRequests, requestsReceived == limit {
             let payload = "{\"reason\":\"\(faults.goawayReason)\"}"
-            connection.sendGoaway(lastStreamID: request.streamID, debugData: Array(payload.utf8))
+            connection.sendGoaway(lastStreamID: highestServedStreamID, debugData: Array(payload.utf8))
         }
     }
 

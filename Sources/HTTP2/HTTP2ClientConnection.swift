@@ -439,6 +439,9 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
         while let request = inFlight.popFirst() {
             if let goaway, request.streamID <= goaway.lastStreamID {
                 request.complete(.failure(.goaway(errorCode: goaway.errorCode, reason: goaway.reason)))
+            } else if let goaway, request.headersSent {
+                // Above the GOAWAY's last-stream-id: the server promised not to process it.
+                handBack(request, .goaway(errorCode: goaway.errorCode, reason: goaway.reason))
             } else {
                 handBack(request, .connectionLost(lost, wasSent: request.headersSent))
             }

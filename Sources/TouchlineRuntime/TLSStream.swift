@@ -150,18 +150,39 @@ public final class TLSStream: @unchecked Sendable {
         finish(.closedLocally)
     }
 
-    /// Closes after queued output is flushed (best effort; bounded by the write timeout).
-    public func closeAfterFlush() {
-        guard let bev, !closed else { return }
-        if pendingOutputBytes == 0 { close(); return }
+    /// Closes after queued output is flushed (bounded by the write timeout), lingering: the
+    /// sending side is shut down, so the peer reads everything and then an end of file, while
+    /// incoming bytes are read and dropped until the peer closes or `linger` passes.
+    ///
+    /// Closing a socket with unread input makes the kernel reset the connection, and a reset
+    /// destroys what the peer has not read yet: the last responses and a GOAWAY, typically,
+    /// since a busy peer keeps sending until it reads the GOAWAY.
+    public func closeAfterFlush(linger: Duration = .seconds(2)) {
+        guard !closed, !closeWhenDrained else { return }
         closeWhenDrained = true
-        bufferevent_disable(bev, Int16(EV_READ))
+        lingerTime = linger
+        if pendingOutputBytes == 0 { startLingering() }
     }
     private var closeWhenDrained = false
+    private var lingerTime = Duration.zero
+    private var lingering = false
+
+    private func startLingering() {
+        guard let bev, !lingering else { return }
+        lingering = true
+        shutdown(bufferevent_getfd(bev), Int32(SHUT_WR))
+        let ns = lingerTime.inNanoseconds
+        var tv = timeval(tv_sec: Int(ns / 1_000_000_000), tv_usec: Int((ns % 1_000_000_000) / 1000))
+        bufferevent_set_timeouts(bev, &tv, nil)
+    }
 
     private func readable() {
         guard let bev else { return }
         let input = bufferevent_get_input(bev)
+        if closeWhenDrained, let input {
+            evbuffer_drain(input, evbuffer_get_length(input))
+            return
+        }
         var chunks = [iovec](repeating: iovec(), count: 8)
         while !closed, let input, evbuffer_get_length(input) > 0 {
             let n = Int(evbuffer_peek(input, -1, nil, &chunks, 8))
@@ -176,13 +197,20 @@ public final class TLSStream: @unchecked Sendable {
     }
 
     private func writable() {
-        if closeWhenDrained, pendingOutputBytes == 0 { close(); return }
+        if closeWhenDrained {
+            if pendingOutputBytes == 0 { startLingering() }
+            return
+        }
         if connected { delegate?.streamDidDrain(self) }
     }
 
     private func event(_ what: Int16) {
         if what & Int16(BEV_EVENT_CONNECTED) != 0 {
             handshakeDone()
+            return
+        }
+        if lingering {
+            finish(.closedLocally)
             return
         }
         if what & Int16(BEV_EVENT_TIMEOUT) != 0 {

@@ -69,6 +69,36 @@ import TouchlineRuntime
         #expect(counters.connectionsAccepted >= 5, "four push connections at least, plus management")
     }
 
+    /// GOAWAYs while requests keep flowing (each answer starts the next send, 32 in flight over
+    /// two connections): requests complete out of stream order and keep arriving after the
+    /// server decided to go away, yet every push is delivered exactly once and none fails.
+    @Test func goawaysUnderAContinuousFlowLoseAndDuplicateNothing() async throws {
+        let fixture = try MockAPNsFixture(pushConnections: 2) { $0.faults.goawayAfterRequests = 40 }
+        defer { Task { await fixture.shutDown() } }
+        let tokens = (0..<400).map { String(repeating: "ef", count: 30) + String(format: "%08x", $0) }
+        let client = fixture.client
+        let flow = ContinuousFlow()
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+            fixture.loop.execute {
+                func sendNext() {
+                    guard flow.sent < tokens.count else { return }
+                    let index = flow.sent
+                    flow.sent += 1
+                    client.send(LiveActivityPush(deviceToken: tokens[index], payload: MockAPNsFixture.updatePayload(), priority: .immediate)) { result in
+                        if case .failure(let error) = result { flow.failures.append("\(error)") }
+                        flow.answered += 1
+                        if flow.answered == tokens.count { finished.resume() } else { sendNext() }
+                    }
+                }
+                for _ in 0..<32 { sendNext() }
+            }
+        }
+        #expect(flow.failures.isEmpty, "\(flow.failures.prefix(3))")
+        let delivered = fixture.mock.recordedRequests().filter { $0.status == 200 }.compactMap(\.deviceToken)
+        #expect(delivered.count == tokens.count && Set(delivered) == Set(tokens))
+        #expect(fixture.mock.counters().connectionsAccepted >= 10, "the mock went away every 40 requests")
+    }
+
     @Test func unregisteredThrottledAndFailingTokensGetTheirDispositions() async throws {
         let tokens = MockAPNsFixture.tokens(400)
         let dead = Set(tokens.prefix(20))
@@ -185,4 +215,11 @@ import TouchlineRuntime
         let recorded = fixture.mock.recordedRequests().filter { $0.endpoint == .broadcast }
         #expect(recorded.first?.headers.contains { $0.name == "apns-topic" } == false)
     }
+}
+
+/// The state of one flow of sends; touched on the fixture's loop only.
+private final class ContinuousFlow: @unchecked Sendable {
+    var sent = 0
+    var answered = 0
+    var failures: [String] = []
 }

@@ -1,6 +1,7 @@
 import Foundation
 import MockAPNs
 import Testing
+import Touchline
 import TouchlineCore
 
 /// A personal fan-out through the gateway against a mock that answers a share of requests with
@@ -46,5 +47,67 @@ struct GatewayPersonalFaultTests {
         #expect(accepted.count == Int(sent))
         #expect(Set(accepted).count == accepted.count, "no token was accepted twice")
         #expect(device.count > accepted.count, "the mock did inject faults")
+    }
+
+    /// A 410 list, a 429 rate and a GOAWAY every 40 requests at once: the 410 tokens are
+    /// dead-lettered (and deactivated unless registered after APNs' timestamp), throttled and
+    /// handed-back requests are sent again, and every target still ends exactly once.
+    @Test func unregisteredThrottledAndGoawayTargetsAllEnd() async throws {
+        // The mock's list dates its 410s from its start, before these tokens were registered.
+        let listed = Set(stride(from: 3, to: 120, by: 10).map(GatewayPersonalAPITests.token))
+        let unregisteredLater = Set([7, 77].map(GatewayPersonalAPITests.token))
+        let unregistered = listed.union(unregisteredLater)
+        let apns = try MockAPNsFixture { configuration in
+            configuration.faults.unregisteredTokens = listed
+            configuration.faults.tooManyRequestsRate = 0.15
+            configuration.faults.goawayAfterRequests = 40
+        }
+        let quick = PersonalDeliveryPolicy(maxAttempts: 10, retryInitialMilliseconds: 20, retryMaximumMilliseconds: 200,
+                                           throttleInitialMilliseconds: 50, throttleMaximumMilliseconds: 400)
+        let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data",
+                                         personalQueue: PersonalQueueSettings(maxInFlight: 32, delivery: quick))
+        defer { Task { await fixture.shutDown(); apns.mock.stop() } }
+        let api = fixture.admin
+        let tokens = (0..<120).map(GatewayPersonalAPITests.token)
+        for (n, token) in tokens.enumerated() {
+            #expect(try api.request("POST", "/v1/tokens", json: """
+                {"token": "\(token)", "kind": "push-to-start", "userId": "fan-\(n)", "follows": ["team:ARS"]}
+                """).status == 201)
+        }
+        try await Task.sleep(for: .milliseconds(5))
+        for token in unregisteredLater { apns.mock.unregister(token: token) }
+        let created = try api.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
+        let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
+
+        var progress: JSONValue?
+        try await eventually("the job to finish", timeout: .seconds(30)) {
+            progress = try? api.request("GET", "/v1/personal/\(jobID)").json
+            return progress?.string("status") == "done"
+        }
+        #expect(progress?.integer("targeted") == 120)
+        #expect(progress?.integer("sent") == 120 - Int64(unregistered.count))
+        #expect(progress?[member: "failed"] == .object([.init("Unregistered", .integer(Int64(unregistered.count)))]))
+        #expect(progress?.integer("pending") == 0 && progress?.integer("expired") == 0)
+
+        let letters = try api.request("GET", "/v1/deadletters?jobId=\(jobID)&limit=1000").json
+        guard case .array(let items)? = letters?[member: "deadLetters"] else {
+            Issue.record("no dead letters listed: \(String(describing: letters))"); return
+        }
+        #expect(Set(items.compactMap { $0.string("token") }) == unregistered)
+        #expect(items.allSatisfy { $0.string("reason") == "Unregistered" })
+        for n in [3, 13, 4, 7, 77] {
+            let listed = try api.request("GET", "/v1/tokens?userId=fan-\(n)").json
+            guard case .array(let found)? = listed?[member: "tokens"], let record = found.first else {
+                Issue.record("no token listed for fan-\(n)"); continue
+            }
+            #expect(record[member: "active"] == .bool(n % 10 != 7), "token of fan-\(n)")
+        }
+
+        let device = apns.mock.recordedRequests().filter { $0.endpoint == .device }
+        let accepted = device.filter { $0.status == 200 }.compactMap(\.deviceToken)
+        #expect(Set(accepted) == Set(tokens).subtracting(unregistered))
+        #expect(accepted.count == Set(accepted).count, "no token was accepted twice")
+        #expect(device.contains { $0.status == 429 }, "the mock did throttle")
+        #expect(device.count >= 120 + 3, "throttled requests were sent again")
     }
 }

@@ -100,7 +100,8 @@ public final class Gateway: Sendable {
                                                           loop: personalLoop)
             let personal = GatewayPersonalDispatcher(loop: personalLoop, connections: personalConnections,
                                                      reader: try SQLiteTokenReader(path: store.path), store: store, clock: clock,
-                                                     settings: configuration.personalQueue)
+                                                     settings: configuration.personalQueue,
+                                                     tokenEnvironment: TokenEnvironment(apns: settings.environment))
             let tokenReader = try SQLiteTokenReader(path: store.path)
             let service = GatewayService(loop: ingestLoop, store: store, tokenReader: tokenReader,
                                          dispatcher: GatewayDispatcher(connections: connections, ingestLoop: ingestLoop),

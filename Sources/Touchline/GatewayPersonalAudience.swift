@@ -1,3 +1,4 @@
+import APNs
 import TouchlineCore
 import TouchlineStore
 
@@ -50,23 +51,28 @@ enum GatewayPersonalAudience: Sendable, Equatable {
     /// `.tokens` walks its list, skipping tokens deleted from the registry or deactivated since
     /// (whatever their kind: the list is used as is). A page is empty only at the end.
     /// `kind` picks a user's tokens: push-to-start for `start`, update tokens otherwise.
-    func page(after cursor: String?, limit: Int, kind: TokenKind,
+    /// `environment` keeps registry tokens of the gateway's APNs environment only (nil: any); a
+    /// `.token` audience is sent as given.
+    func page(after cursor: String?, limit: Int, kind: TokenKind, environment: TokenEnvironment?,
               reader: SQLiteTokenReader) throws(StoreError) -> (tokens: [String], exhausted: Bool) {
         switch self {
         case .token(let token):
             return (cursor == nil ? [token] : [], true)
         case .userID(let userID):
             guard cursor == nil else { return ([], true) }
-            let tokens = try reader.tokens(userID: userID, limit: limit).filter { $0.active && $0.kind == kind }.map(\.token)
+            let tokens = try reader.tokens(userID: userID, limit: limit).filter {
+                $0.active && $0.kind == kind && (environment == nil || $0.environment == environment)
+            }.map(\.token)
             return (tokens, true)
         case .follows(let follow):
-            let page = try reader.pushToStartTokens(following: follow, after: cursor, limit: limit).map(\.token)
+            let page = try reader.pushToStartTokens(following: follow, after: cursor, limit: limit, environment: environment)
+                .map(\.token)
             return (page, page.count < limit)
         case .tokens(let tokens):
             var start = cursor.map { Self.firstIndex(in: tokens, after: $0) } ?? 0
             while start < tokens.count {
                 let end = min(start + limit, tokens.count)
-                let active = try reader.activeTokens(among: Array(tokens[start..<end]))
+                let active = try reader.activeTokens(among: Array(tokens[start..<end]), environment: environment)
                 start = end
                 if !active.isEmpty { return (active, start == tokens.count) }
             }
@@ -82,5 +88,17 @@ enum GatewayPersonalAudience: Sendable, Equatable {
             if tokens[middle] <= cursor { low = middle + 1 } else { high = middle }
         }
         return low
+    }
+}
+
+extension TokenEnvironment {
+    /// The registry environment served by an APNs endpoint: production and sandbox tokens only
+    /// work there; custom endpoints (a test server) take every token.
+    init?(apns environment: APNsEnvironment) {
+        switch environment {
+        case .production: self = .production
+        case .sandbox: self = .sandbox
+        case .custom: return nil
+        }
     }
 }

@@ -22,19 +22,22 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     private let store: StoreWriter
     private let clock: any WallClock
     private let settings: PersonalQueueSettings
+    /// Registry tokens of this APNs environment only are targeted (nil: any, for custom endpoints).
+    private let tokenEnvironment: TokenEnvironment?
     private var jobs: [String: GatewayPersonalJobRun] = [:]
     private var inFlight = 0
     private var isStopping = false
 
     /// `connections` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, connections: APNsConnections, reader: SQLiteTokenReader, store: StoreWriter, clock: any WallClock,
-         settings: PersonalQueueSettings = PersonalQueueSettings()) {
+         settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?) {
         self.loop = loop
         self.connections = connections
         self.reader = reader
         self.store = store
         self.clock = clock
         self.settings = settings
+        self.tokenEnvironment = tokenEnvironment
     }
 
     /// Starts fanning out a durable job (any thread; the work moves to the personal loop).
@@ -135,7 +138,8 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
         case .fetchTargets(let cursor, let limit):
             let page: (tokens: [String], exhausted: Bool)
             do {
-                page = try running.audience.page(after: cursor, limit: limit, kind: running.tokenKind, reader: reader)
+                page = try running.audience.page(after: cursor, limit: limit, kind: running.tokenKind, environment: tokenEnvironment,
+                                                reader: reader)
             } catch {
                 // The job keeps what it has; the rest of the audience is not reachable now.
                 print("touchline: reading the audience of personal job \(running.id) failed: \(error)")

@@ -42,13 +42,16 @@ public final class SQLiteTokenReader: @unchecked Sendable {
     /// The next `limit` active push-to-start tokens following `follow`, in token order after
     /// `cursor` (nil to start): pass the last token of a page as the next cursor; an empty
     /// page is the end. Walks the `(follow, token)` key, so each page costs O(limit).
-    public func pushToStartTokens(following follow: String, after cursor: String?, limit: Int) throws(StoreError) -> [TokenTarget] {
+    /// `environment` keeps only tokens of that APNs environment (nil: any).
+    public func pushToStartTokens(following follow: String, after cursor: String?, limit: Int,
+                                  environment: TokenEnvironment? = nil) throws(StoreError) -> [TokenTarget] {
         try StoreError.wrapping {
             try connection.query("""
                 SELECT t.token, t.environment FROM token_follows f JOIN tokens t ON t.token = f.token
-                WHERE f.follow = ? AND f.token > ? AND t.kind = 'pushToStart' AND t.active = 1
-                ORDER BY f.token LIMIT ?
-                """, [.text(follow), .text(cursor ?? ""), .integer(Int64(limit))]) { row in
+                WHERE f.follow = ?1 AND f.token > ?2 AND t.kind = 'pushToStart' AND t.active = 1
+                    AND (?4 IS NULL OR t.environment = ?4)
+                ORDER BY f.token LIMIT ?3
+                """, [.text(follow), .text(cursor ?? ""), .integer(Int64(limit)), environment.map { .text($0.rawValue) } ?? .null]) { row in
                 let token = row.text(at: 0) ?? ""
                 guard let environment = row.text(at: 1).flatMap(TokenEnvironment.init(rawValue:)) else {
                     throw SQLiteError(code: SQLITE_CORRUPT, message: "token \(TokenRows.redacted(token)) has an unreadable environment",
@@ -115,11 +118,14 @@ public final class SQLiteTokenReader: @unchecked Sendable {
 
     /// Those of `tokens` that are registered and active, in token order (the members of an
     /// explicit token audience that can still be sent to). One statement for the whole list.
-    public func activeTokens(among tokens: [String]) throws(StoreError) -> [String] {
+    public func activeTokens(among tokens: [String], environment: TokenEnvironment? = nil) throws(StoreError) -> [String] {
         try StoreError.wrapping {
             try connection.query("""
-                SELECT token FROM tokens WHERE token IN (SELECT value FROM json_each(?1)) AND active = 1 ORDER BY token
-                """, [.text(Self.jsonArray(tokens.map { .string($0.lowercased()) }))]) { $0.text(at: 0) ?? "" }
+                SELECT token FROM tokens WHERE token IN (SELECT value FROM json_each(?1)) AND active = 1
+                    AND (?2 IS NULL OR environment = ?2) ORDER BY token
+                """, [.text(Self.jsonArray(tokens.map { .string($0.lowercased()) })), environment.map { .text($0.rawValue) } ?? .null]) {
+                $0.text(at: 0) ?? ""
+            }
         }
     }
 

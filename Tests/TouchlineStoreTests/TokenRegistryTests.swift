@@ -151,5 +151,20 @@ func hexToken(_ n: Int) -> String { String(format: "%064X", n) }
         #expect(pages == (followers + 776) / 777)
         #expect(visited.map(\.token) == (0..<followers).map { hexToken($0).lowercased() })
         #expect(visited.count(where: { $0.environment == .sandbox }) == followers / 10)
+
+        // One environment only: pages stay full and contiguous over that environment's tokens.
+        var sandbox: [TokenTarget] = []
+        cursor = nil
+        while true {
+            let page = try reader.pushToStartTokens(following: "team:ARS", after: cursor, limit: 333, environment: .sandbox)
+            guard let last = page.last else { break }
+            sandbox += page
+            cursor = last.token
+        }
+        #expect(sandbox.map(\.token) == visited.filter { $0.environment == .sandbox }.map(\.token))
+        let firstProduction = try #require(visited.first { $0.environment == .production }?.token)
+        let firstSandbox = try #require(sandbox.first?.token)
+        #expect(try reader.activeTokens(among: [firstProduction, firstSandbox], environment: .sandbox) == [firstSandbox])
+        #expect(try reader.activeTokens(among: [firstProduction, firstSandbox]).count == 2)
     }
 }

@@ -27,6 +27,10 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     private var jobs: [String: GatewayPersonalJobRun] = [:]
     private var inFlight = 0
     private var isStopping = false
+    /// Jobs with answers since their last `nextSends`, advanced once at the end of the loop
+    /// turn: one batch of new sends per read instead of one call per answer.
+    private var answeredJobs: [GatewayPersonalJobRun] = []
+    private var turnEnd: LoopTimer?
 
     /// `connections` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, connections: APNsConnections, reader: SQLiteTokenReader, store: StoreWriter, clock: any WallClock,
@@ -180,9 +184,28 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
             inFlight -= 1
             guard !isStopping, jobs[running.id] === running else { return }
             running.noteProgress()
-            let actions = running.job.outcome(token: token, result: Self.outcome(of: result), now: clock.now())
-            advance(running, actions)
+            for action in running.job.outcome(token: token, result: Self.outcome(of: result), now: clock.now()) {
+                perform(action, for: running)
+            }
+            advanceAtTurnEnd(running)
         }
+    }
+
+    private func advanceAtTurnEnd(_ running: GatewayPersonalJobRun) {
+        if !running.isAnswered {
+            running.isAnswered = true
+            answeredJobs.append(running)
+        }
+        let timer = turnEnd ?? LoopTimer(loop: loop) { [unowned self] in
+            let answered = answeredJobs
+            answeredJobs.removeAll(keepingCapacity: true)
+            for running in answered {
+                running.isAnswered = false
+                if !isStopping, jobs[running.id] === running { advance(running, []) }
+            }
+        }
+        turnEnd = timer
+        if !timer.isScheduled { timer.schedule(after: .zero) }
     }
 
     /// Saves the job's progress now, or arms its save timer for when the interval has passed.

@@ -59,18 +59,18 @@ struct PersonalFanoutBenchmark {
         let connect: @Sendable () throws -> HTTPLoadClient = { try HTTPLoadClient(host: "127.0.0.1", port: port, apiKey: adminKey) }
         let api = try connect()
         let job = PersonalJobRequest()
-        print("personal-fanout: gateway (touchline serve) and mock APNs (\(options.mockThreads) thread(s)) as separate processes, "
+        report("personal-fanout: gateway (touchline serve) and mock APNs (\(options.mockThreads) thread(s)) as separate processes, "
               + "TLS on loopback; \(options.tokens) push-to-start tokens following \(Self.follow); \(job.payload.count)-byte payload; "
               + "\(Self.connections) connections x \(Self.inFlight / Self.connections) streams (the personal pool's defaults)")
 
         let tokens = (0..<options.tokens).map { String(format: "%064x", $0 + 1) }
         let registration = try TokenRegistration(batchSize: options.registrationBatch).register(tokens, follow: Self.follow, connect: connect)
-        print(String(format: "setup: %d tokens registered in %.1f s (%.0f tokens/s, POST /v1/tokens/batch of %d)",
+        report(String(format: "setup: %d tokens registered in %.1f s (%.0f tokens/s, POST /v1/tokens/batch of %d)",
                      tokens.count, registration, Double(tokens.count) / registration, options.registrationBatch))
 
         let fanOut = try compareWithH2Load(job: job, tokens: tokens, api: api, mock: mock, gateway: gateway, directory: directory, key: key)
         let isolation = try measureIsolation(job: job, expected: tokens.count, drainSeconds: fanOut.medianSeconds, api: api, connect: connect, mock: mock)
-        print(String(format: "peak RSS: gateway %.1f MB, mock %.1f MB", Double(gateway.peakResidentBytes) / 1e6, Double(mock.peakResidentBytes) / 1e6))
+        report(String(format: "peak RSS: gateway %.1f MB, mock %.1f MB", Double(gateway.peakResidentBytes) / 1e6, Double(mock.peakResidentBytes) / 1e6))
         let passed = fanOut.ratio >= options.rateTarget && isolation.ratio <= options.isolationTarget && isolation.complete
         return !options.check || passed
     }
@@ -99,7 +99,7 @@ struct PersonalFanoutBenchmark {
                        ("apns-push-type", "liveactivity"), ("apns-topic", LoadIdentity.bundleID + ".push-type.liveactivity"),
                        ("content-type", "application/json"), ("apns-priority", "10")]
 
-        print("round  gateway pushes/s  (gateway / mock µs CPU per push)   h2load req/s  (mock µs CPU per push)")
+        report("round  gateway pushes/s  (gateway / mock µs CPU per push)   h2load req/s  (mock µs CPU per push)")
         var ours: [Double] = []
         var theirs: [Double] = []
         var seconds: [Double] = []
@@ -117,11 +117,11 @@ struct PersonalFanoutBenchmark {
             theirs.append(reference.requestsPerSecond)
             seconds.append(result.seconds)
             let perPush = { (cpu: Double) in String(format: "%.2f", cpu * 1e6 / Double(tokens.count)) }
-            print(String(format: "%5d  %16.0f  (%@ / %@)   %12.0f  (%@)", round, rate, perPush(gatewayMiddle - gatewayBefore),
+            report(String(format: "%5d  %16.0f  (%@ / %@)   %12.0f  (%@)", round, rate, perPush(gatewayMiddle - gatewayBefore),
                          perPush(mockMiddle - mockBefore), reference.requestsPerSecond, perPush(mock.cpuSeconds - mockMiddle)))
         }
         let ratio = median(ours) / median(theirs)
-        print(String(format: "fan-out: median gateway %.0f pushes/s, h2load %.0f req/s: ratio %.2f (target >= %.2f)",
+        report(String(format: "fan-out: median gateway %.0f pushes/s, h2load %.0f req/s: ratio %.2f (target >= %.2f)",
                      median(ours), median(theirs), ratio, options.rateTarget))
         return FanOutResult(ratio: ratio, medianSeconds: median(seconds))
     }
@@ -146,7 +146,7 @@ struct PersonalFanoutBenchmark {
         }
         // Leave room for the job's start and end: the events must all fall inside the drain.
         let seconds = max(2, drainSeconds * 0.8 - 0.5)
-        print(String(format: "isolation: %d channels x %.0f events/s = %.0f broadcasts/s for %.1f s, %d connections; "
+        report(String(format: "isolation: %d channels x %.0f events/s = %.0f broadcasts/s for %.1f s, %d connections; "
                      + "ingest→APNs from the event's send to the mock's arrival", options.channels, options.eventsPerChannelPerSecond,
                      Double(options.channels) * options.eventsPerChannelPerSecond, seconds, options.latencyConnections))
         _ = try mock.takeArrivalLatency()
@@ -170,12 +170,21 @@ struct PersonalFanoutBenchmark {
             guard let arrived = try mock.takeArrivalLatency()["broadcast"] else { throw LoadError("the mock measured no broadcast") }
             if arrived.count != timings.count { complete = false }
             p99s.append(arrived.p99)
-            print(String(format: "  %@: %d events sent, %d broadcasts arrived: p50 %.2f ms, p99 %.2f ms, max %.2f ms (%@)",
-                         index == 0 ? "alone  " : "backlog", timings.count, arrived.count, arrived.p50, arrived.p99, arrived.max, note))
+            let acknowledged = Percentiles(timings.map(\.acknowledged))
+            report(String(format: "  %@: %d events sent, %d broadcasts arrived: p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
+                          + "send → 202 p50 %.2f ms, p99 %.2f ms; sends late p99 %.2f ms (%@)",
+                          index == 0 ? "alone  " : "backlog", timings.count, arrived.count, arrived.p50, arrived.p99, arrived.max,
+                          acknowledged.p50, acknowledged.p99, Percentiles(timings.map(\.late)).p99, note))
         }
         let ratio = p99s[1] / p99s[0]
-        print(String(format: "isolation: p99 with the backlog %.2f ms / alone %.2f ms = %.2f (target <= %.2f)", p99s[1], p99s[0], ratio,
+        report(String(format: "isolation: p99 with the backlog %.2f ms / alone %.2f ms = %.2f (target <= %.2f)", p99s[1], p99s[0], ratio,
                      options.isolationTarget))
         return IsolationResult(ratio: ratio, complete: complete)
     }
+}
+
+/// Prints a line at once, even into a pipe or file, so progress shows during a long run.
+private func report(_ line: String) {
+    print(line)
+    fflush(nil)
 }

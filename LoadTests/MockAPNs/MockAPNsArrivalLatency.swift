@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 import TouchlineCore
 
 /// Latency from a sender's clock to the mock's arrival, for load tests across processes: the
@@ -34,10 +37,28 @@ final class MockAPNsArrivalLatency: Sendable {
 
     /// The digits right after `needle` in `body`, if any.
     static func number(after needle: [UInt8], in body: [UInt8]) -> Int64? {
-        guard let found = body.firstRange(of: needle) else { return nil }
-        let digits = body[found.upperBound...].prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        guard let end = end(of: needle, in: body) else { return nil }
+        let digits = body[end...].prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
         // Nil for no digits, and for a number beyond Int64 (not a time in nanoseconds).
         return Int64(String(decoding: digits, as: UTF8.self))
+    }
+
+    /// The index just past the first occurrence of `needle` (non-empty) in `body`: memchr for
+    /// its first byte, then memcmp. This runs for every accepted push, so no generic search.
+    private static func end(of needle: [UInt8], in body: [UInt8]) -> Int? {
+        body.withUnsafeBytes { haystack -> Int? in
+            needle.withUnsafeBytes { pattern -> Int? in
+                guard let base = haystack.baseAddress, haystack.count >= pattern.count else { return nil }
+                var offset = 0
+                let last = haystack.count - pattern.count
+                while offset <= last, let hit = memchr(base + offset, Int32(pattern[0]), last - offset + 1) {
+                    offset = base.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(base + offset, pattern.baseAddress!, pattern.count) == 0 { return offset + pattern.count }
+                    offset += 1
+                }
+                return nil
+            }
+        }
     }
 }
 

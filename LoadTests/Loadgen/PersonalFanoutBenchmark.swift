@@ -145,7 +145,7 @@ struct PersonalFanoutBenchmark {
             guard response.status == 201 else { throw LoadError("creating channel \(id) answered \(response.status): \(response.text)") }
         }
         // Leave room for the job's start and end: the events must all fall inside the drain.
-        let seconds = max(2, drainSeconds * 0.8 - 0.5)
+        let seconds = max(2, drainSeconds * 0.6)
         report(String(format: "isolation: %d channels x %.0f events/s = %.0f broadcasts/s for %.1f s, %d connections; "
                      + "ingest→APNs from the event's send to the mock's arrival", options.channels, options.eventsPerChannelPerSecond,
                      Double(options.channels) * options.eventsPerChannelPerSecond, seconds, options.latencyConnections))

@@ -132,7 +132,8 @@ struct PersonalFanoutBenchmark {
 
     private struct IsolationResult {
         var ratio: Double
-        /// Every paced event reached the mock as a broadcast in both phases.
+        /// Every paced event reached the mock as a broadcast in both phases, and the backlog
+        /// was still draining when the second phase's events ended.
         var complete: Bool
     }
 

@@ -49,8 +49,8 @@ let usage = """
       --latency-connections N   connections posting those events (default 8)
       --mock-threads N          event loops of the mock (default: number of CPUs)
       --check                   exit 1 when the gateway is below 0.7 of h2load's rate, the p99
-                                with the backlog is above 1.5 times the p99 without, or a
-                                broadcast is missing
+                                with the backlog is above 1.5 times the p99 without, a
+                                broadcast is missing or the backlog drained before the events ended
     """
 
 func fail(_ message: String) -> Never {

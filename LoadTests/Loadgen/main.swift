@@ -43,6 +43,7 @@ let usage = """
     options (personal-fanout):
       --tokens N                tokens following the job's topic (default 1000000)
       --rounds N                rounds of gateway job and h2load (default 3)
+      --isolation-rounds N      rounds of the two isolation phases, medians compared (default 2)
       --batch N                 tokens per POST /v1/tokens/batch (default 5000)
       --channels N              broadcast channels per isolation phase (default 100)
       --rate N                  events per second per channel in the isolation phases (default 2)
@@ -140,6 +141,7 @@ case "personal-fanout":
         switch flag {
         case "--tokens": options.tokens = flags.positiveInteger(after: flag)
         case "--rounds": options.rounds = flags.positiveInteger(after: flag)
+        case "--isolation-rounds": options.isolationRounds = flags.positiveInteger(after: flag)
         case "--batch": options.registrationBatch = flags.positiveInteger(after: flag)
         case "--channels": options.channels = flags.positiveInteger(after: flag)
         case "--rate": options.eventsPerChannelPerSecond = Double(flags.positiveInteger(after: flag))

@@ -37,11 +37,13 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
 
-## bench: release-build benchmarks (client vs h2load, gateway ingest, mock vs nghttpd).
+## bench: release-build benchmarks (client vs h2load, gateway ingest, mock vs nghttpd,
+## personal fan-out vs h2load and its isolation from broadcasts).
 bench: bench-deps release
 	.build/release/touchline-load client-ceiling --check
 	.build/release/touchline-load ingest --check
 	SKIP_BUILD=1 bash scripts/bench-mock.sh
+	.build/release/touchline-load personal-fanout --check
 
 clean:
 	$(SWIFT) package clean

@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "MockAPNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"],
                 path: "LoadTests/MockAPNs"),
         .executableTarget(name: "touchline-mock-apns", dependencies: ["MockAPNs"], path: "LoadTests/MockAPNsServer"),
-        .executableTarget(name: "touchline-load", dependencies: ["APNs", "MockAPNs", "TouchlineRuntime"], path: "LoadTests/Loadgen"),
+        .executableTarget(name: "touchline-load", dependencies: ["APNs", "MockAPNs", "Touchline", "TouchlineRuntime"], path: "LoadTests/Loadgen"),
 
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),

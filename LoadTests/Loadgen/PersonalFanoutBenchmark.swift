@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import MockAPNs
+import Touchline
 import TouchlineCore
 
 /// `personal-fanout`: the gateway (`touchline serve`) and the mock APNs (`touchline-mock-apns`)
@@ -25,13 +26,15 @@ struct PersonalFanoutBenchmark {
         var rateTarget = 0.7
         var isolationTarget = 1.5
         var check = false
+        var personalConnections: Int?
+        var personalInFlight: Int?
     }
 
-    /// The personal queue's concurrency as the gateway runs it (not configurable yet): its pool
-    /// has the default number of push connections, and one job keeps at most `maxInFlight` sends
-    /// in flight. h2load gets the same: that many connections, the streams split between them.
-    static let connections = APNsConnections.Options().pushConnections
-    static let inFlight = FanOutJob.Limits().maxInFlight
+    /// The personal queue's concurrency, the gateway's defaults unless set: its pool's push
+    /// connections and the sends in flight. The gateway is started with exactly these, and h2load
+    /// gets the same: that many connections, the streams split between them.
+    var connections: Int { options.personalConnections ?? PersonalQueueSettings().connections }
+    var inFlight: Int { options.personalInFlight ?? PersonalQueueSettings().maxInFlight }
     static let follow = "team:BENCH"
 
     let options: Options
@@ -54,6 +57,7 @@ struct PersonalFanoutBenchmark {
             "--apns-key", key.privateKeyFile, "--apns-key-id", LoadIdentity.keyID, "--apns-team-id", LoadIdentity.teamID,
             "--apns-bundle-id", LoadIdentity.bundleID, "--apns-ca-file", mock.caFile,
             "--apns-environment", "127.0.0.1:\(mock.pushPort),127.0.0.1:\(mock.managementPort)",
+            "--personal-queue", #"{"connections": \#(connections), "maxInFlight": \#(inFlight)}"#,
         ])
         defer { gateway.stop() }
         let port = gateway.port
@@ -62,7 +66,7 @@ struct PersonalFanoutBenchmark {
         let job = PersonalJobRequest()
         report("personal-fanout: gateway (touchline serve) and mock APNs (\(options.mockThreads) thread(s)) as separate processes, "
               + "TLS on loopback; \(options.tokens) push-to-start tokens following \(Self.follow); \(job.payload.count)-byte payload; "
-              + "\(Self.connections) connections x \(Self.inFlight / Self.connections) streams (the personal pool's defaults)")
+              + "\(connections) connections x \(inFlight / connections) streams (the personal queue as configured)")
 
         let tokens = (0..<options.tokens).map { String(format: "%064x", $0 + 1) }
         let registration = try TokenRegistration(batchSize: options.registrationBatch).register(tokens, follow: Self.follow, connect: connect)
@@ -108,8 +112,8 @@ struct PersonalFanoutBenchmark {
             let (gatewayBefore, mockBefore) = (gateway.cpuSeconds, mock.cpuSeconds)
             let result = try job.run(api: api, expected: tokens.count)
             let (gatewayMiddle, mockMiddle) = (gateway.cpuSeconds, mock.cpuSeconds)
-            let reference = try H2Load.run(requests: tokens.count, concurrency: Self.inFlight / Self.connections,
-                                           connections: Self.connections, uriFile: uriFile, bodyFile: bodyFile, headers: headers)
+            let reference = try H2Load.run(requests: tokens.count, concurrency: inFlight / connections,
+                                           connections: connections, uriFile: uriFile, bodyFile: bodyFile, headers: headers)
             guard reference.succeeded == tokens.count else {
                 throw LoadError("h2load got \(reference.succeeded) of \(tokens.count) 2xx answers")
             }

@@ -49,6 +49,9 @@ let usage = """
       --rate N                  events per second per channel in the isolation phases (default 2)
       --latency-connections N   connections posting those events (default 8)
       --mock-threads N          event loops of the mock (default: number of CPUs)
+      --personal-connections N  the gateway's personal pool connections, and h2load's (default 2)
+      --personal-in-flight N    the gateway's personal sends in flight, h2load's streams in all
+                                (default 1000)
       --check                   exit 1 when the gateway is below 0.7 of h2load's rate, the p99
                                 with the backlog is above 1.5 times the p99 without, a
                                 broadcast is missing or the backlog drained before the events ended
@@ -147,6 +150,8 @@ case "personal-fanout":
         case "--rate": options.eventsPerChannelPerSecond = Double(flags.positiveInteger(after: flag))
         case "--latency-connections": options.latencyConnections = flags.positiveInteger(after: flag)
         case "--mock-threads": options.mockThreads = flags.positiveInteger(after: flag)
+        case "--personal-connections": options.personalConnections = flags.positiveInteger(after: flag)
+        case "--personal-in-flight": options.personalInFlight = flags.positiveInteger(after: flag)
         case "--check": options.check = true
         default: fail("unknown option '\(flag)' (try --help)")
         }

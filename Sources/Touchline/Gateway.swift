@@ -18,6 +18,7 @@ import TouchlineStore
 public final class Gateway: Sendable {
     public let configuration: GatewayConfiguration
     private let clock: any WallClock
+    private let log: GatewayLog
     private let running = Mutex<Running?>(nil)
 
     private struct Running: Sendable {
@@ -36,9 +37,11 @@ public final class Gateway: Sendable {
     /// The HTTP server, used on the ingest loop only.
     private struct UncheckedServer: @unchecked Sendable { let server: HTTPServer }
 
-    public init(configuration: GatewayConfiguration, clock: any WallClock = SystemClock()) {
+    /// `log` defaults to standard output at the configured level, as component `gateway`.
+    public init(configuration: GatewayConfiguration, clock: any WallClock = SystemClock(), log: GatewayLog? = nil) {
         self.configuration = configuration
         self.clock = clock
+        self.log = log ?? GatewayLog(component: "gateway", level: configuration.logLevel)
     }
 
     /// The mock APNs started in-process because `configuration.apns` is nil (nil otherwise).
@@ -101,12 +104,13 @@ public final class Gateway: Sendable {
             let personal = GatewayPersonalDispatcher(loop: personalLoop, connections: personalConnections,
                                                      reader: try SQLiteTokenReader(path: store.path), store: store, clock: clock,
                                                      settings: configuration.personalQueue,
-                                                     tokenEnvironment: TokenEnvironment(apns: settings.environment))
+                                                     tokenEnvironment: TokenEnvironment(apns: settings.environment),
+                                                     log: log.named("personal"))
             let tokenReader = try SQLiteTokenReader(path: store.path)
             let service = GatewayService(loop: ingestLoop, store: store, tokenReader: tokenReader,
                                          dispatcher: GatewayDispatcher(connections: connections, ingestLoop: ingestLoop),
                                          personal: personal,
-                                         configuration: configuration, clock: clock)
+                                         configuration: configuration, clock: clock, log: log.named("channels"))
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
                                                             maxBodySize: configuration.maxBodyBytes)
             // Queued on the personal loop before the API can hand it a new job.

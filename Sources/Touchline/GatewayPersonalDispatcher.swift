@@ -24,13 +24,14 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     private let settings: PersonalQueueSettings
     /// Registry tokens of this APNs environment only are targeted (nil: any, for custom endpoints).
     private let tokenEnvironment: TokenEnvironment?
+    private let log: GatewayLog
     private var jobs: [String: GatewayPersonalJobRun] = [:]
     private var inFlight = 0
     private var isStopping = false
 
     /// `connections` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, connections: APNsConnections, reader: SQLiteTokenReader, store: StoreWriter, clock: any WallClock,
-         settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?) {
+         settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?, log: GatewayLog) {
         self.loop = loop
         self.connections = connections
         self.reader = reader
@@ -38,6 +39,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
         self.clock = clock
         self.settings = settings
         self.tokenEnvironment = tokenEnvironment
+        self.log = log
     }
 
     /// Starts fanning out a durable job (any thread; the work moves to the personal loop).
@@ -54,7 +56,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
                     for record in try reader.jobs(status: status, limit: 10_000) { start(record) }
                 }
             } catch {
-                print("touchline: reading unfinished personal jobs failed: \(error)")
+                log.error("reading unfinished personal jobs failed; they resume at the next start", error: error)
             }
         }
     }
@@ -90,14 +92,14 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     private func start(_ record: PersonalJobRecord) {
         guard !isStopping, jobs[record.id] == nil, record.status != .done else { return }
         guard let audience = GatewayPersonalAudience(storedText: record.audience) else {
-            print("touchline: personal job \(record.id) has an unreadable audience; skipped")
+            log.error("the job's stored audience cannot be read; skipped", job: record.id)
             return
         }
         let retries: [PersonalJobRetry]
         do {
             retries = try reader.retriesDue(jobID: record.id, at: UnixTime(nanoseconds: .max), limit: .max)
         } catch {
-            print("touchline: reading the retries of personal job \(record.id) failed: \(error); it resumes at the next start")
+            log.error("reading the job's retries failed; it resumes at the next start", job: record.id, error: error)
             return
         }
         let kind: TokenKind = Self.event(of: record.payload) == "start" ? .pushToStart : .update
@@ -142,7 +144,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
                                                 reader: reader)
             } catch {
                 // The job keeps what it has; the rest of the audience is not reachable now.
-                print("touchline: reading the audience of personal job \(running.id) failed: \(error)")
+                log.error("reading the job's audience failed; the rest of it is not sent", job: running.id, error: error)
                 page = ([], true)
             }
             running.job.targetsFetched(page.tokens, exhausted: page.exhausted, now: clock.now())
@@ -179,6 +181,9 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
         connections.client.send(push) { [self] result in
             inFlight -= 1
             guard !isStopping, jobs[running.id] === running else { return }
+            if case .failure(let error) = result {
+                log.debug("APNs push failed", job: running.id, apnsID: error.requestID, token: RedactedToken(token), error: error)
+            }
             running.noteProgress()
             let actions = running.job.outcome(token: token, result: Self.outcome(of: result), now: clock.now())
             advance(running, actions)
@@ -206,7 +211,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
                         running.saveEnded(failed: nil)
                         saveIfDue(running)
                     case .failure(let error):
-                        print("touchline: saving personal job \(id) failed: \(error); trying again in a second")
+                        log.error("saving the job's progress failed; trying again in a second", job: id, error: error)
                         running.saveEnded(failed: operations)
                         let timer = running.saveTimer ?? LoopTimer(loop: loop) { [self] in saveIfDue(running) }
                         running.saveTimer = timer

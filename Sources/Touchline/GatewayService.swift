@@ -19,6 +19,7 @@ final class GatewayService: @unchecked Sendable {
     let access: GatewayAccess
     let defaultPolicy: ChannelPolicy
     let clock: any WallClock
+    let log: GatewayLog
     var channels: [String: GatewayChannel] = [:]
     /// Set at shutdown: no more pushes, timers or deletions; what is pending stays in the
     /// snapshots (a push in flight is saved as pending) and goes out after the next start.
@@ -31,7 +32,7 @@ final class GatewayService: @unchecked Sendable {
     var deadLettersBeingReplayed: Set<Int64> = []
 
     init(loop: EventLoop, store: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
-         personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock) {
+         personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock, log: GatewayLog) {
         self.loop = loop
         self.store = store
         self.tokenReader = tokenReader
@@ -40,6 +41,7 @@ final class GatewayService: @unchecked Sendable {
         access = GatewayAccess(keys: configuration.apiKeys)
         defaultPolicy = configuration.defaultPolicy
         self.clock = clock
+        self.log = log
     }
 
     // MARK: Restart
@@ -88,7 +90,7 @@ final class GatewayService: @unchecked Sendable {
                 guard let apnsID = channel.apnsChannelID else { continue }
                 dispatcher.deleteChannel(apnsID) { [self] result in
                     if case .failure(let error) = result, error.disposition != .channelGone {
-                        print("touchline: deleting APNs channel \(apnsID) of \(channel.id) failed: \(error)")
+                        log.warning("deleting APNs channel \(apnsID) failed", channel: channel.id, apnsID: error.requestID, error: error)
                         return
                     }
                     channel.apnsDeleted = true
@@ -126,8 +128,8 @@ final class GatewayService: @unchecked Sendable {
 
     /// Writes the channel's state (fire and forget: the store keeps the order of writes).
     func save(_ channel: GatewayChannel) {
-        store.submit(WriteBatch([.updateState(channel.stateUpdate(at: clock.now()))])) { result in
-            if case .failure(let error) = result { print("touchline: saving channel \(channel.id) failed: \(error)") }
+        store.submit(WriteBatch([.updateState(channel.stateUpdate(at: clock.now()))])) { [log] result in
+            if case .failure(let error) = result { log.error("saving the channel failed", channel: channel.id, error: error) }
         }
     }
 
@@ -136,8 +138,8 @@ final class GatewayService: @unchecked Sendable {
         let status = channel.status
         guard status != channel.persistedStatus, status != .creating else { return }
         channel.persistedStatus = status
-        store.submit(WriteBatch([.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now())])) { result in
-            if case .failure(let error) = result { print("touchline: saving the status of \(channel.id) failed: \(error)") }
+        store.submit(WriteBatch([.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now())])) { [log] result in
+            if case .failure(let error) = result { log.error("saving the channel status failed", channel: channel.id, error: error) }
         }
     }
 
@@ -154,6 +156,7 @@ final class GatewayService: @unchecked Sendable {
         case .success:
             perform(channel.engine.pushSucceeded(sequence: sequence, now: now), on: channel)
         case .failure(let error):
+            log.warning("APNs broadcast failed", channel: channel.id, apnsID: error.requestID, error: error)
             perform(channel.engine.pushFailed(sequence: sequence, GatewayDispatcher.pushFailure(for: error), now: now), on: channel)
         }
     }

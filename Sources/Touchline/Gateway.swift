@@ -135,20 +135,32 @@ public final class Gateway: Sendable {
     /// The reader is opened here and used once on the ingest loop while this thread waits.
     private struct UncheckedReader: @unchecked Sendable { let reader: SQLiteChannelReader }
 
-    /// Stops taking requests (those in flight are answered, up to a grace period), stops
-    /// sending and the channel timers, commits what is queued, closes the APNs connections and stops the mock.
-    public func shutdown() async {
+    /// Stops within a bounded time (about `requestGracePeriod + apnsGracePeriod`, well inside
+    /// the 10 s a container runtime waits before SIGKILL) without losing anything acknowledged:
+    ///
+    /// 1. stops accepting connections; requests in flight are answered for up to
+    ///    `requestGracePeriod` (a 202 still only after its commit), new requests on open
+    ///    connections get 503 `shutting_down`, and whatever is unanswered then is abandoned
+    ///    (its event may be stored, but was never acknowledged);
+    /// 2. stops sending and the channel timers: what is not yet sent stays pending in the channel
+    ///    snapshots and goes out after the next start;
+    /// 3. closes the broadcast and personal APNs connections together, giving pushes in flight
+    ///    up to `apnsGracePeriod` for their answers (a push still unanswered is saved as pending;
+    ///    personal jobs save their progress and resume);
+    /// 4. commits everything queued to the store and closes it, then stops the loops and the mock.
+    public func shutdown(requestGracePeriod: Duration = .seconds(2), apnsGracePeriod: Duration = .seconds(3)) async {
         guard let current = running.withLock({ state -> Running? in defer { state = nil }; return state }) else { return }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             current.ingestLoop.execute {
-                current.server.server.shutdown(gracePeriod: .seconds(2)) {
+                current.server.server.shutdown(gracePeriod: requestGracePeriod) {
                     current.service.stop()
                     done.resume()
                 }
             }
         }
-        await current.connections.shutdown()
-        await current.personal.shutdown()
+        async let broadcast: Void = current.connections.shutdown(gracePeriod: apnsGracePeriod)
+        async let personal: Void = current.personal.shutdown(gracePeriod: apnsGracePeriod)
+        _ = await (broadcast, personal)
         // Answers delivered during the pool shutdown run (and queue their saves) before the close.
         _ = try? await current.ingestLoop.submit {}
         current.store.close()

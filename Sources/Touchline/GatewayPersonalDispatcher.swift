@@ -63,8 +63,9 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
 
     /// Stops sending and arming timers, closes the personal APNs connections, saves each job's
     /// progress one last time and closes the reader. Jobs stay `running` in the store and resume
-    /// at the next start; requests still in flight are sent again then.
-    func shutdown() async {
+    /// at the next start; requests still in flight are sent again then. In-flight sends get up to
+    /// `gracePeriod` for their answers.
+    func shutdown(gracePeriod: Duration) async {
         _ = try? await loop.submit { [self] in
             isStopping = true
             for running in jobs.values {
@@ -72,7 +73,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
                 running.saveTimer?.cancel()
             }
         }
-        await connections.shutdown()
+        await connections.shutdown(gracePeriod: gracePeriod)
         let finalSaves = (try? await loop.submit { [self] in
             jobs.values.map { $0.takeSave(now: clock.now()) }
         }) ?? []

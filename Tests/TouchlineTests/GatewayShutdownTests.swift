@@ -97,4 +97,39 @@ struct GatewayShutdownTests {
         }
         #expect(second.terminate() == 0)
     }
+
+    /// APNs that stops answering does not hold the shutdown up: pushes in flight get the grace
+    /// period, then are kept as pending and go out after the next start.
+    @Test func aSilentAPNsDelaysShutdownOnlyByTheGracePeriod() async throws {
+        let shared = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: shared) }
+        let data = shared + "/data"
+        let channelsFile = shared + "/channels.json"
+        let answering = try MockAPNsFixture { $0.channelsFile = channelsFile }
+        let first = try GatewayFixture(apns: answering.gatewaySettings, directory: data)
+        let created = try first.admin.request("POST", "/v1/channels", json: #"{"id": "quiet", "storagePolicy": "no-storage"}"#)
+        let apnsID = try #require(created.json?.string("apnsChannelId"))
+        await first.shutDown(removingData: false)
+        await answering.shutDown()
+
+        let silent = try MockAPNsFixture {
+            $0.channelsFile = channelsFile
+            $0.faults.latency = .seconds(60)
+        }
+        let second = try GatewayFixture(apns: silent.gatewaySettings, directory: data)
+        #expect(try second.admin.request("POST", "/v1/channels/quiet/events", json: #"{"seq": 1, "patch": {"minute": 61}}"#).status == 202)
+        try await Task.sleep(for: .milliseconds(300))  // the broadcast is on its way to the silent APNs
+        let started = ContinuousClock.now
+        await second.gateway.shutdown(requestGracePeriod: .milliseconds(200), apnsGracePeriod: .milliseconds(500))
+        #expect(ContinuousClock.now - started < .seconds(5), "bounded by the grace periods, not by APNs")
+        await silent.shutDown()
+
+        let again = try MockAPNsFixture { $0.channelsFile = channelsFile }
+        let third = try GatewayFixture(apns: again.gatewaySettings, directory: data)
+        try await eventually("the broadcast kept over the restart") {
+            again.mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.channelID == apnsID && $0.bodyText.contains(#""minute":61"#) }
+        }
+        await third.shutDown(removingData: false)
+        await again.shutDown()
+    }
 }

@@ -28,6 +28,11 @@ public struct ChannelLabelCap: Sendable {
         admitted.remove(channelID)
     }
 
+    /// Frees the slots of every channel `isGone` says no longer exists.
+    public mutating func release(where isGone: (String) -> Bool) {
+        admitted = admitted.filter { !isGone($0) }
+    }
+
     /// Channels that have their own label now.
     public var labelledCount: Int { admitted.count }
 }

@@ -45,6 +45,45 @@ struct GatewayMetricsTests {
         await gateway.shutDown()
     }
 
+    @Test func refusedBroadcastsAndDeadPersonalTokensAreCountedByPoolStatusAndReason() async throws {
+        let dead = Set([1, 2].map(GatewayPersonalAPITests.token))
+        let apns = try MockAPNsFixture { configuration in
+            configuration.faults.rateEndpoints = [.broadcast]
+            configuration.faults.tooManyRequestsRate = 1
+            configuration.faults.unregisteredTokens = dead
+        }
+        let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
+        let api = gateway.admin
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "busy", "storagePolicy": "no-storage"}"#).status == 201)
+        #expect(try api.request("POST", "/v1/channels/busy/events", json: #"{"seq": 1, "patch": {"v": 1}}"#).status == 202)
+        for n in 0..<4 {
+            #expect(try api.request("POST", "/v1/tokens", json: """
+                {"token": "\(GatewayPersonalAPITests.token(n))", "kind": "push-to-start", "userId": "fan-\(n)", "follows": ["team:ARS"]}
+                """).status == 201)
+        }
+        #expect(try api.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody).status == 202)
+        var text = ""
+        try await eventually("a throttled broadcast and the dead tokens") {
+            text = (try? api.request("GET", "/metrics").text) ?? ""
+            return metricValue(text, #"touchline_apns_retries_total{pool="broadcast"}"#) ?? 0 >= 1
+                && metricValue(text, "touchline_tokens_deactivated_total") == 2
+        }
+        #expect(metricValue(text, #"touchline_apns_responses_total{pool="broadcast",status="429",reason="TooManyRequests"}"#) ?? 0 >= 1)
+        #expect(metricValue(text, #"touchline_apns_responses_total{pool="broadcast",status="200",reason=""}"#) == nil)
+        #expect(metricValue(text, #"touchline_apns_responses_total{pool="personal",status="410",reason="Unregistered"}"#) == 2)
+        #expect(metricValue(text, #"touchline_apns_responses_total{pool="personal",status="200",reason=""}"#) == 2)
+        #expect(metricValue(text, #"touchline_dead_letters_total{reason="Unregistered"}"#) == 2)
+        #expect(metricValue(text, #"touchline_apns_response_seconds_count{pool="personal"}"#) == 4)
+        #expect(metricValue(text, #"touchline_ingest_to_apns_seconds_count{priority="5"}"#) == 0, "no broadcast was accepted")
+        let stats = try #require(try api.request("GET", "/v1/channels/busy/stats").json)
+        #expect((stats[member: "errors"]?.integer("throttled") ?? 0) >= 1)
+        if case .array(let pushes)? = stats[member: "recentPushes"] {
+            #expect(pushes.first?.string("outcome") == "TooManyRequests")
+        }
+        await gateway.shutDown()
+        await apns.shutDown()
+    }
+
     @Test func channelsBeyondTheLabelCapAreSummedUnderOther() async throws {
         let gateway = try GatewayFixture(metrics: MetricsSettings(maxChannelLabels: 1))
         let api = gateway.admin

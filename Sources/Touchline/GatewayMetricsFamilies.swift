@@ -50,13 +50,14 @@ extension GatewayService {
         var pendingChannels = 0
         for channel in ordered {
             channelCount.add(1, ["status": channel.status.rawValue])
-            let label: MetricLabels = ["channel": metrics.channelLabels.label(for: channel.id)]
+            let channelLabel = metrics.channelLabels.label(for: channel.id)
+            let label: MetricLabels = ["channel": channelLabel]
             let counters = channel.engine.counters
             received.add(counters.eventsApplied, label)
             duplicates.add(channel.activity.duplicateEvents, label)
             stateChanges.add(counters.stateChanges, label)
-            pushes.add(counters.immediatePushes, ["channel": label.labels[0].value, "priority": "10"])
-            pushes.add(counters.powerConsideratePushes, ["channel": label.labels[0].value, "priority": "5"])
+            pushes.add(counters.immediatePushes, ["channel": channelLabel, "priority": "10"])
+            pushes.add(counters.powerConsideratePushes, ["channel": channelLabel, "priority": "5"])
             coalesced.add(counters.coalesced, label)
             deferrals.add(counters.rateLimitDeferrals, label)
             downgrades.add(counters.budgetDowngrades, label)

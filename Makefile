@@ -2,7 +2,8 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libnghttp2-dev libssl-dev libevent-dev libsqlite3-dev \
-                   openssl ca-certificates curl nghttp2-client nghttp2-server
+                   openssl ca-certificates curl nghttp2-client nghttp2-server \
+                   prometheus
 BENCH_PACKAGES := xxd iproute2
 
 .PHONY: deps bench-deps install-packages build release run test bench clean

@@ -34,7 +34,7 @@ struct ConfigurationFile {
 
     private mutating func read(_ root: JSONValue) {
         guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy",
-                                                          "personalQueue", "log"]) else {
+                                                          "personalQueue", "log", "metrics"]) else {
             return
         }
         layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
@@ -54,6 +54,9 @@ struct ConfigurationFile {
         } }
         layer.personalQueue = members["personalQueue"].flatMap { convert($0, at: "personalQueue") { value throws(InvalidConfigurationValue) in
             try PersonalQueueSettings(json: value)
+        } }
+        layer.metrics = members["metrics"].flatMap { convert($0, at: "metrics") { value throws(InvalidConfigurationValue) in
+            try MetricsSettings(json: value)
         } }
     }
 

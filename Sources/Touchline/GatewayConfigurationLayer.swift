@@ -30,6 +30,7 @@ struct ConfigurationLayer {
     var defaultPolicy: SourcedSetting<ChannelPolicy>?
     var personalQueue: SourcedSetting<PersonalQueueSettings>?
     var logLevel: SourcedSetting<LogLevel>?
+    var metrics: SourcedSetting<MetricsSettings>?
 
     mutating func overlay(_ later: ConfigurationLayer) {
         configPath = later.configPath ?? configPath
@@ -47,6 +48,7 @@ struct ConfigurationLayer {
         defaultPolicy = later.defaultPolicy ?? defaultPolicy
         personalQueue = later.personalQueue ?? personalQueue
         logLevel = later.logLevel ?? logLevel
+        metrics = later.metrics ?? metrics
     }
 
     /// Sets `setting` from the text of an environment variable or flag. Admin and provider keys
@@ -68,6 +70,7 @@ struct ConfigurationLayer {
         case .defaultPolicy: defaultPolicy = SourcedSetting(value: try ChannelPolicy(json: try parseJSON(text)), source: source)
         case .personalQueue: personalQueue = SourcedSetting(value: try PersonalQueueSettings(json: try parseJSON(text)), source: source)
         case .logLevel: logLevel = SourcedSetting(value: try LogLevel(configurationText: text), source: source)
+        case .metrics: metrics = SourcedSetting(value: try MetricsSettings(json: try parseJSON(text)), source: source)
         }
     }
 

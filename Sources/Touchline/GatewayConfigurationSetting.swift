@@ -5,7 +5,7 @@
 enum ConfigurationSetting: CaseIterable {
     case config, listen, dataDirectory, maxBodyBytes
     case apnsKeyPath, apnsKeyID, apnsTeamID, apnsBundleID, apnsEnvironment, apnsCAFile
-    case adminKey, apiKeys, defaultPolicy, personalQueue, logLevel
+    case adminKey, apiKeys, defaultPolicy, personalQueue, logLevel, metrics
 
     /// The member path in the JSON file; nil for `--config` itself.
     var fileKey: String? {
@@ -25,6 +25,7 @@ enum ConfigurationSetting: CaseIterable {
         case .defaultPolicy: "defaultPolicy"
         case .personalQueue: "personalQueue"
         case .logLevel: "log.level"
+        case .metrics: "metrics"
         }
     }
 
@@ -45,6 +46,7 @@ enum ConfigurationSetting: CaseIterable {
         case .defaultPolicy: "TOUCHLINE_DEFAULT_POLICY"
         case .personalQueue: "TOUCHLINE_PERSONAL_QUEUE"
         case .logLevel: "TOUCHLINE_LOG_LEVEL"
+        case .metrics: "TOUCHLINE_METRICS"
         }
     }
 
@@ -65,6 +67,7 @@ enum ConfigurationSetting: CaseIterable {
         case .defaultPolicy: "--default-policy"
         case .personalQueue: "--personal-queue"
         case .logLevel: "--log-level"
+        case .metrics: "--metrics"
         }
     }
 
@@ -80,7 +83,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsEnvironment: "ENV"
         case .adminKey: "KEY"
         case .apiKeys: "KEY=PREFIX"
-        case .defaultPolicy, .personalQueue: "JSON"
+        case .defaultPolicy, .personalQueue, .metrics: "JSON"
         case .logLevel: "LEVEL"
         }
     }
@@ -103,6 +106,7 @@ enum ConfigurationSetting: CaseIterable {
         case .defaultPolicy: "default channel policy"
         case .personalQueue: "personal queue settings"
         case .logLevel: "log level"
+        case .metrics: "metrics settings"
         }
     }
 
@@ -124,6 +128,7 @@ enum ConfigurationSetting: CaseIterable {
         case .defaultPolicy: "channel policy for channels without their own, as JSON"
         case .personalQueue: "personal queue: connections, maxInFlight, window, delivery policy..., as JSON"
         case .logLevel: "lowest level logged: debug, info (default), notice, warning or error"
+        case .metrics: "/metrics: requireKey (default false), maxChannelLabels (default 200), as JSON"
         }
     }
 

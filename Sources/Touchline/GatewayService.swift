@@ -30,6 +30,12 @@ final class GatewayService: @unchecked Sendable {
     /// Dead letters of replays whose commit is still out: a second replay of any of them is
     /// refused until the first has committed (then the store shows them `replayed`).
     var deadLettersBeingReplayed: Set<Int64> = []
+    /// `/metrics` exposure settings.
+    let metricsSettings: MetricsSettings
+    /// Counters of the ingest loop not kept by the channels themselves.
+    var metrics: GatewayIngestMetrics
+    /// The broadcast loop's APNs counters (read there, through `execute`).
+    let apnsMetrics: GatewayAPNsMetrics
 
     init(loop: EventLoop, store: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
          personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock, log: GatewayLog) {
@@ -42,6 +48,9 @@ final class GatewayService: @unchecked Sendable {
         defaultPolicy = configuration.defaultPolicy
         self.clock = clock
         self.log = log
+        metricsSettings = configuration.metrics
+        metrics = GatewayIngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
+        apnsMetrics = GatewayAPNsMetrics(connections: dispatcher.connections, pushPool: "broadcast", managementPool: "management")
     }
 
     // MARK: Restart
@@ -106,6 +115,7 @@ final class GatewayService: @unchecked Sendable {
 
     private func send(_ push: ChannelEngine.OutgoingPush, on channel: GatewayChannel) {
         guard let apnsID = channel.apnsChannelID else { return }
+        channel.activity.pushSent(push, at: clock.now())
         dispatcher.broadcast(push, on: apnsID) { [self] result in pushAnswered(channel, push.sequence, result) }
     }
 
@@ -154,10 +164,14 @@ final class GatewayService: @unchecked Sendable {
         let now = clock.now()
         switch result {
         case .success:
+            recordAnswer(of: sequence, on: channel, outcome: "accepted", retried: false)
             perform(channel.engine.pushSucceeded(sequence: sequence, now: now), on: channel)
         case .failure(let error):
             log.warning("APNs broadcast failed", channel: channel.id, apnsID: error.requestID, error: error)
-            perform(channel.engine.pushFailed(sequence: sequence, GatewayDispatcher.pushFailure(for: error), now: now), on: channel)
+            let failure = GatewayDispatcher.pushFailure(for: error)
+            recordAnswer(of: sequence, on: channel, outcome: error.reason?.name ?? error.status.map { "HTTP\($0)" } ?? "no_response",
+                         retried: failure == .throttled || failure == .retryLater)
+            perform(channel.engine.pushFailed(sequence: sequence, failure, now: now), on: channel)
         }
     }
 

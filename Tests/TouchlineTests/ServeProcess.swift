@@ -38,6 +38,8 @@ struct ServeProcess {
         output.text.withLock { $0 = text }
         pipe.fileHandleForReading.readabilityHandler = { handle in
             let chunk = handle.availableData
+            // End of file (the process is gone): stop, or the handler would fire without end.
+            guard !chunk.isEmpty else { return handle.readabilityHandler = nil }
             output.text.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
         }
     }

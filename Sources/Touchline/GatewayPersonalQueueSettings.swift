@@ -22,10 +22,13 @@ public struct PersonalQueueSettings: Sendable, Equatable {
     /// Niceness of the personal loop's thread (0 = as the others, 19 = lowest): when CPU runs
     /// short, the ingest and broadcast loops go first and the backlog drains with what is left.
     public var niceness: Int
+    /// Sends in flight at most, over all jobs, while broadcasts are active (an event acknowledged
+    /// within the last second); 0 never yields. A backlog then leaves the CPU to the broadcasts.
+    public var yieldInFlight: Int
 
     public init(connections: Int = 2, maxInFlight: Int = 1_000, window: Int = 10_000, pageSize: Int = 1_000,
                 saveInterval: Duration = .milliseconds(100), delivery: PersonalDeliveryPolicy = PersonalDeliveryPolicy(),
-                niceness: Int = 10) {
+                niceness: Int = 10, yieldInFlight: Int = 32) {
         self.connections = connections
         self.maxInFlight = maxInFlight
         self.window = window
@@ -33,6 +36,7 @@ public struct PersonalQueueSettings: Sendable, Equatable {
         self.saveInterval = saveInterval
         self.delivery = delivery
         self.niceness = niceness
+        self.yieldInFlight = yieldInFlight
     }
 
     /// The bounds handed to each job.
@@ -42,7 +46,8 @@ public struct PersonalQueueSettings: Sendable, Equatable {
     init(json value: JSONValue) throws(InvalidConfigurationValue) {
         self.init()
         let members = try Self.members(of: value, allowed: ["connections", "maxInFlight", "window", "pageSize",
-                                                            "saveIntervalMilliseconds", "niceness", "delivery"], path: nil)
+                                                            "saveIntervalMilliseconds", "niceness", "yieldInFlight",
+                                                            "delivery"], path: nil)
         connections = try Self.integer(members, "connections", 1...64) ?? connections
         maxInFlight = try Self.integer(members, "maxInFlight", 1...100_000) ?? maxInFlight
         window = try Self.integer(members, "window", 1...10_000_000) ?? window
@@ -50,6 +55,7 @@ public struct PersonalQueueSettings: Sendable, Equatable {
         guard pageSize <= window else { throw InvalidConfigurationValue("member pageSize must be at most window (\(window)), got \(pageSize)") }
         saveInterval = try Self.integer(members, "saveIntervalMilliseconds", 1...60_000).map { .milliseconds($0) } ?? saveInterval
         niceness = try Self.integer(members, "niceness", 0...19) ?? niceness
+        yieldInFlight = try Self.integer(members, "yieldInFlight", 0...100_000) ?? yieldInFlight
         guard let delivery = members["delivery"] else { return }
         let policy = try Self.members(of: delivery, allowed: ["maxAttempts", "retryInitialMilliseconds", "retryMaximumMilliseconds",
                                                              "throttleInitialMilliseconds", "throttleMaximumMilliseconds",

@@ -15,6 +15,8 @@ final class GatewayService: @unchecked Sendable {
     /// Tokens, personal jobs and dead letters: a file and writer thread of their own, so that
     /// personal writes never queue in front of a channel's commit.
     let personalStore: StoreWriter
+    /// Noted with every acknowledged event, so that the personal queue yields to broadcasts.
+    let broadcastActivity: GatewayBroadcastActivity
     /// Reads of the token registry; used on the ingest loop only.
     let tokenReader: SQLiteTokenReader
     let dispatcher: GatewayDispatcher
@@ -41,11 +43,13 @@ final class GatewayService: @unchecked Sendable {
     /// The broadcast loop's APNs counters (read there, through `execute`).
     let apnsMetrics: GatewayAPNsMetrics
 
-    init(loop: EventLoop, store: StoreWriter, personalStore: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
+    init(loop: EventLoop, store: StoreWriter, personalStore: StoreWriter, broadcastActivity: GatewayBroadcastActivity,
+         tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
          personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock, log: GatewayLog) {
         self.loop = loop
         self.store = store
         self.personalStore = personalStore
+        self.broadcastActivity = broadcastActivity
         self.tokenReader = tokenReader
         self.dispatcher = dispatcher
         self.personal = personal
@@ -129,6 +133,7 @@ final class GatewayService: @unchecked Sendable {
     func submitAcknowledged(_ batch: WriteBatch, for channel: GatewayChannel,
                             done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         channel.uncommittedWrites += 1
+        broadcastActivity.note()
         store.submit(batch) { [self] result in
             loop.execute { [self] in
                 channel.uncommittedWrites -= 1

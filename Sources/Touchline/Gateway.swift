@@ -116,17 +116,18 @@ public final class Gateway: Sendable {
             personalOptions.pushConnections = configuration.personalQueue.connections
             let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions,
                                                           loop: personalLoop)
-            let broadcastActivity = GatewayBroadcastActivity()
+            let broadcastPressure = GatewayBroadcastPressure(threshold: configuration.personalQueue.yieldThreshold)
             let personal = GatewayPersonalDispatcher(loop: personalLoop, connections: personalConnections,
                                                      reader: try SQLiteTokenReader(path: personalStore.path), store: personalStore, clock: clock,
                                                      settings: configuration.personalQueue,
                                                      tokenEnvironment: TokenEnvironment(apns: settings.environment),
-                                                     broadcastActivity: broadcastActivity,
+                                                     broadcastPressure: broadcastPressure,
                                                      log: log.named("personal"))
             let tokenReader = try SQLiteTokenReader(path: personalStore.path)
             let service = GatewayService(loop: ingestLoop, store: store, personalStore: personalStore,
-                                         broadcastActivity: broadcastActivity, tokenReader: tokenReader,
-                                         dispatcher: GatewayDispatcher(connections: connections, ingestLoop: ingestLoop),
+                                         broadcastPressure: broadcastPressure, tokenReader: tokenReader,
+                                         dispatcher: GatewayDispatcher(connections: connections, ingestLoop: ingestLoop,
+                                                                       pressure: broadcastPressure),
                                          personal: personal,
                                          configuration: configuration, clock: clock, log: log.named("channels"))
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,

@@ -11,6 +11,8 @@ import TouchlineRuntime
 struct GatewayDispatcher: Sendable {
     let connections: APNsConnections
     let ingestLoop: EventLoop
+    /// Told how long a broadcast waited to reach the broadcast loop.
+    let pressure: GatewayBroadcastPressure
 
     /// Publishes `push` on the APNs channel `apnsChannelID` (push pool).
     func broadcast(_ push: ChannelEngine.OutgoingPush, on apnsChannelID: String,
@@ -18,7 +20,12 @@ struct GatewayDispatcher: Sendable {
         let broadcast = Broadcast(channelID: apnsChannelID, payload: push.payload,
                                   priority: push.priority == .immediate ? .immediate : .powerConsiderate,
                                   expiration: push.expiration == 0 ? .immediately : .at(UnixTime(seconds: push.expiration)))
-        forward(reply) { client, done in client.broadcast(broadcast, completion: done) }
+        let queued = GatewayBroadcastPressure.now()
+        let pressure = self.pressure
+        forward(reply) { client, done in
+            pressure.observeWait(since: queued)
+            client.broadcast(broadcast, completion: done)
+        }
     }
 
     /// Creates an APNs channel (management pool); answers its id.

@@ -24,7 +24,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     private let settings: PersonalQueueSettings
     /// Registry tokens of this APNs environment only are targeted (nil: any, for custom endpoints).
     private let tokenEnvironment: TokenEnvironment?
-    private let broadcastActivity: GatewayBroadcastActivity
+    private let broadcastPressure: GatewayBroadcastPressure
     private let log: GatewayLog
     private var jobs: [String: GatewayPersonalJobRun] = [:]
     private var inFlight = 0
@@ -39,7 +39,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     /// `connections` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, connections: APNsConnections, reader: SQLiteTokenReader, store: StoreWriter, clock: any WallClock,
          settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?,
-         broadcastActivity: GatewayBroadcastActivity = GatewayBroadcastActivity(), log: GatewayLog) {
+         broadcastPressure: GatewayBroadcastPressure = GatewayBroadcastPressure(), log: GatewayLog) {
         self.loop = loop
         self.connections = connections
         self.reader = reader
@@ -47,7 +47,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
         self.clock = clock
         self.settings = settings
         self.tokenEnvironment = tokenEnvironment
-        self.broadcastActivity = broadcastActivity
+        self.broadcastPressure = broadcastPressure
         self.log = log
         metrics = GatewayPersonalMetrics(connections: connections)
     }
@@ -147,9 +147,9 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     }
 
     /// New sends `running` may start: its even share of `maxInFlight` (of `yieldInFlight` while
-    /// broadcasts are active), within what is free.
+    /// the broadcast path is slowed down), within what is free.
     private func sendAllowance(for running: GatewayPersonalJobRun) -> Int {
-        let limit = settings.yieldInFlight > 0 && broadcastActivity.isRecent ? min(settings.yieldInFlight, settings.maxInFlight)
+        let limit = settings.yieldInFlight > 0 && broadcastPressure.isUnderPressure ? min(settings.yieldInFlight, settings.maxInFlight)
                                                                               : settings.maxInFlight
         let share = max(1, limit / max(1, jobs.count))
         return max(0, min(limit - inFlight, share - running.job.inFlightCount))

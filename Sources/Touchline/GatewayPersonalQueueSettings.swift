@@ -22,13 +22,16 @@ public struct PersonalQueueSettings: Sendable, Equatable {
     /// Niceness of the personal loop's thread (0 = as the others, 19 = lowest): when CPU runs
     /// short, the ingest and broadcast loops go first and the backlog drains with what is left.
     public var niceness: Int
-    /// Sends in flight at most, over all jobs, while broadcasts are active (an event acknowledged
-    /// within the last second); 0 never yields. A backlog then leaves the CPU to the broadcasts.
+    /// Sends in flight at most, over all jobs, for a second after the broadcast path was slowed
+    /// down (an event's commit or a broadcast's hand-off waited `yieldThreshold` or more); 0
+    /// never yields. On a host short of CPU a backlog then leaves the cores to the broadcasts.
     public var yieldInFlight: Int
+    /// A wait on the broadcast path that makes the personal queue yield.
+    public var yieldThreshold: Duration
 
     public init(connections: Int = 2, maxInFlight: Int = 1_000, window: Int = 10_000, pageSize: Int = 1_000,
                 saveInterval: Duration = .milliseconds(100), delivery: PersonalDeliveryPolicy = PersonalDeliveryPolicy(),
-                niceness: Int = 10, yieldInFlight: Int = 32) {
+                niceness: Int = 10, yieldInFlight: Int = 32, yieldThreshold: Duration = .milliseconds(1)) {
         self.connections = connections
         self.maxInFlight = maxInFlight
         self.window = window
@@ -37,6 +40,7 @@ public struct PersonalQueueSettings: Sendable, Equatable {
         self.delivery = delivery
         self.niceness = niceness
         self.yieldInFlight = yieldInFlight
+        self.yieldThreshold = yieldThreshold
     }
 
     /// The bounds handed to each job.
@@ -46,7 +50,7 @@ public struct PersonalQueueSettings: Sendable, Equatable {
     init(json value: JSONValue) throws(InvalidConfigurationValue) {
         self.init()
         let members = try Self.members(of: value, allowed: ["connections", "maxInFlight", "window", "pageSize",
-                                                            "saveIntervalMilliseconds", "niceness", "yieldInFlight",
+                                                            "saveIntervalMilliseconds", "niceness", "yieldInFlight", "yieldThresholdMicroseconds",
                                                             "delivery"], path: nil)
         connections = try Self.integer(members, "connections", 1...64) ?? connections
         maxInFlight = try Self.integer(members, "maxInFlight", 1...100_000) ?? maxInFlight
@@ -56,6 +60,7 @@ public struct PersonalQueueSettings: Sendable, Equatable {
         saveInterval = try Self.integer(members, "saveIntervalMilliseconds", 1...60_000).map { .milliseconds($0) } ?? saveInterval
         niceness = try Self.integer(members, "niceness", 0...19) ?? niceness
         yieldInFlight = try Self.integer(members, "yieldInFlight", 0...100_000) ?? yieldInFlight
+        yieldThreshold = try Self.integer(members, "yieldThresholdMicroseconds", 0...10_000_000).map { .microseconds($0) } ?? yieldThreshold
         guard let delivery = members["delivery"] else { return }
         let policy = try Self.members(of: delivery, allowed: ["maxAttempts", "retryInitialMilliseconds", "retryMaximumMilliseconds",
                                                              "throttleInitialMilliseconds", "throttleMaximumMilliseconds",

@@ -15,8 +15,8 @@ final class GatewayService: @unchecked Sendable {
     /// Tokens, personal jobs and dead letters: a file and writer thread of their own, so that
     /// personal writes never queue in front of a channel's commit.
     let personalStore: StoreWriter
-    /// Noted with every acknowledged event, so that the personal queue yields to broadcasts.
-    let broadcastActivity: GatewayBroadcastActivity
+    /// Told how long commits and broadcasts wait, so that the personal queue yields when they wait long.
+    let broadcastPressure: GatewayBroadcastPressure
     /// Reads of the token registry; used on the ingest loop only.
     let tokenReader: SQLiteTokenReader
     let dispatcher: GatewayDispatcher
@@ -43,13 +43,13 @@ final class GatewayService: @unchecked Sendable {
     /// The broadcast loop's APNs counters (read there, through `execute`).
     let apnsMetrics: GatewayAPNsMetrics
 
-    init(loop: EventLoop, store: StoreWriter, personalStore: StoreWriter, broadcastActivity: GatewayBroadcastActivity,
+    init(loop: EventLoop, store: StoreWriter, personalStore: StoreWriter, broadcastPressure: GatewayBroadcastPressure,
          tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
          personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock, log: GatewayLog) {
         self.loop = loop
         self.store = store
         self.personalStore = personalStore
-        self.broadcastActivity = broadcastActivity
+        self.broadcastPressure = broadcastPressure
         self.tokenReader = tokenReader
         self.dispatcher = dispatcher
         self.personal = personal
@@ -133,9 +133,10 @@ final class GatewayService: @unchecked Sendable {
     func submitAcknowledged(_ batch: WriteBatch, for channel: GatewayChannel,
                             done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         channel.uncommittedWrites += 1
-        broadcastActivity.note()
+        let submitted = GatewayBroadcastPressure.now()
         store.submit(batch) { [self] result in
             loop.execute { [self] in
+                broadcastPressure.observeWait(since: submitted)
                 channel.uncommittedWrites -= 1
                 done(result)
                 guard channel.uncommittedWrites == 0, channels[channel.id] === channel else { return }

@@ -4,15 +4,16 @@ import Testing
 import Touchline
 import TouchlineCore
 
-/// While broadcasts are active the personal queue keeps at most `yieldInFlight` sends in
-/// flight; without them it uses its whole `maxInFlight`.
+/// While the broadcast path waits (here: any wait counts, threshold 0) the personal queue keeps
+/// at most `yieldInFlight` sends in flight; without broadcasts it uses its whole `maxInFlight`.
 @Suite("Personal queue yields to broadcasts")
 struct GatewayPersonalYieldTests {
     @Test(arguments: [true, false])
     func inFlightIsCappedOnlyWhileBroadcastsAreActive(broadcasting: Bool) async throws {
         let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(200) }
         let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data",
-                                         personalQueue: PersonalQueueSettings(maxInFlight: 40, yieldInFlight: 3))
+                                         personalQueue: PersonalQueueSettings(maxInFlight: 40, yieldInFlight: 3,
+                                                                                     yieldThreshold: .zero))
         defer { Task { await fixture.shutDown(); apns.mock.stop() } }
         let api = fixture.admin
         for n in 0..<40 {

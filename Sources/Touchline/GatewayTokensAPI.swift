@@ -10,24 +10,13 @@ import TouchlineStore
 /// read connection on the ingest loop (small indexed look-ups).
 extension GatewayService {
     func addTokenRoutes(to router: inout HTTPRouter) {
-        router.add(.post, "/v1/tokens") { [self] request, _ in tokenRequest(request) { () throws(HTTPError) in try registerToken(request) } }
+        router.add(.post, "/v1/tokens") { [self] request, _ in adminRequest(request, for: "token registry routes") { () throws(HTTPError) in try registerToken(request) } }
         router.add(.post, "/v1/tokens/batch") { [self] request, _ in
-            tokenRequest(request) { () throws(HTTPError) in try registerTokens(request) }
+            adminRequest(request, for: "token registry routes") { () throws(HTTPError) in try registerTokens(request) }
         }
-        router.add(.get, "/v1/tokens") { [self] request, _ in tokenRequest(request) { () throws(HTTPError) in try listTokens(request) } }
+        router.add(.get, "/v1/tokens") { [self] request, _ in adminRequest(request, for: "token registry routes") { () throws(HTTPError) in try listTokens(request) } }
         router.add(.delete, "/v1/tokens/{token}") { [self] request, parameters in
-            tokenRequest(request) { () throws(HTTPError) in try deleteToken(request, token: parameters["token"]!) }
-        }
-    }
-
-    private func tokenRequest(_ request: HTTPRequest, _ body: () throws(HTTPError) -> Void) {
-        do throws(HTTPError) {
-            guard try access.key(for: request).scope == .admin else {
-                throw HTTPError(status: 403, code: "forbidden", message: "the token registry needs an admin API key")
-            }
-            try body()
-        } catch {
-            request.respond(error.response)
+            adminRequest(request, for: "token registry routes") { () throws(HTTPError) in try deleteToken(request, token: parameters["token"]!) }
         }
     }
 

@@ -27,6 +27,7 @@ extension GatewayService {
         addPersonalRoutes(to: &router)
         addKickoffRoutes(to: &router)
         addDeadLetterRoutes(to: &router)
+        addDashboardRoutes(to: &router)
         return router
     }
 

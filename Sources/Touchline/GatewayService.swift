@@ -29,6 +29,9 @@ final class GatewayService: @unchecked Sendable {
     /// Dead letters of replays whose commit is still out: a second replay of any of them is
     /// refused until the first has committed (then the store shows them `replayed`).
     var deadLettersBeingReplayed: Set<Int64> = []
+    /// The dashboard's live feed, made by the first `GET /v1/stream`; the HTTP server ends its
+    /// streams at shutdown.
+    var eventStream: GatewayEventStream?
 
     init(loop: EventLoop, store: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
          personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock) {
@@ -100,6 +103,7 @@ final class GatewayService: @unchecked Sendable {
         }
         if needsSave { save(channel) }
         saveStatus(of: channel)
+        eventStream?.channelChanged()
     }
 
     private func send(_ push: ChannelEngine.OutgoingPush, on channel: GatewayChannel) {

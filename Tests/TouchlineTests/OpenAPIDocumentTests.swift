@@ -75,15 +75,30 @@ struct OpenAPIDocumentTests {
         #expect(registered.subtracting(documented).isEmpty, "served but not documented: \(registered.subtracting(documented))")
     }
 
+    /// Operations whose `security` is an empty list: public, served without a key (the dashboard's static files).
+    private func publicOperations(_ document: JSONValue) -> Set<Operation> {
+        Set(documentedOperations(document).filter { operation in
+            if case .array(let requirements)? = document[member: "paths"]?[member: operation.path]?[member: operation.method.lowercased()]?[member: "security"] {
+                return requirements.isEmpty
+            }
+            return false
+        })
+    }
+
     @Test func theRunningRouterServesExactlyTheDocumentedMethods() async throws {
-        let documented = documentedOperations(try document())
+        let document = try document()
+        let documented = documentedOperations(document)
+        let open = publicOperations(document)
         let fixture = try GatewayFixture()
         let anonymous = GatewayTestClient(port: fixture.port, key: nil)
         for path in Set(documented.map(\.path)) {
             let concrete = path.replacingOccurrences(of: "{id}", with: "probe-1")
             for method in ["GET", "POST", "PUT", "DELETE", "PATCH"] {
                 let response = try anonymous.request(method, concrete, json: method == "GET" || method == "DELETE" ? nil : "{}")
-                if documented.contains(Operation(method: method, path: path)) {
+                if open.contains(Operation(method: method, path: path)) {
+                    // A public route answers without a key.
+                    #expect(response.status == 200, "\(method) \(path): \(response.status) \(response.text)")
+                } else if documented.contains(Operation(method: method, path: path)) {
                     // The route matched: its handler asked for the key.
                     #expect(response.status == 401 && response.errorCode == "missing_api_key", "\(method) \(path): \(response.status) \(response.text)")
                 } else {
@@ -96,6 +111,8 @@ struct OpenAPIDocumentTests {
 
     @Test func everyOperationHasResponsesAndASecurityRequirement() throws {
         let document = try document()
+        #expect(publicOperations(document).allSatisfy { $0.method == "GET" && !$0.path.hasPrefix("/v1/") },
+                "only static GET pages outside /v1 may be public: \(publicOperations(document))")
         let schemes = Set(members(document[member: "components"]?[member: "securitySchemes"]).map(\.name))
         for operation in documentedOperations(document) {
             let body = document[member: "paths"]?[member: operation.path]?[member: operation.method.lowercased()]
@@ -112,7 +129,8 @@ struct OpenAPIDocumentTests {
                     #expect(example.value[member: "value"]?.string("message")?.isEmpty == false)
                 }
             }
-            guard case .array(let requirements)? = body?[member: "security"], !requirements.isEmpty else {
+            // `security: []` marks a public operation (checked against the running router above).
+            guard case .array(let requirements)? = body?[member: "security"] else {
                 Issue.record("\(operation) has no security requirement")
                 continue
             }

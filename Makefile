@@ -4,12 +4,18 @@ SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libnghttp2-dev libssl-dev libevent-dev libsqlite3-dev \
                    openssl ca-certificates curl nghttp2-client nghttp2-server
 BENCH_PACKAGES := xxd iproute2
+# The dashboard's browser test drives a headless Chromium.
+TEST_PACKAGES := chromium
 
-.PHONY: deps bench-deps install-packages build release run test bench clean
+.PHONY: deps test-deps bench-deps install-packages build release run test bench clean
 
 ## deps: install the Debian packages Touchline builds and tests with (only those missing).
 deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES)"
+
+## test-deps: deps plus what only the tests need.
+test-deps: deps
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(TEST_PACKAGES)"
 
 bench-deps: deps
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BENCH_PACKAGES)"
@@ -33,7 +39,7 @@ run: build
 	$(SWIFT) run touchline demo
 
 ## test: the whole test suite (executables first: the crash-recovery tests run the real binaries).
-test: deps
+test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
 

@@ -2,7 +2,8 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libnghttp2-dev libssl-dev libevent-dev libsqlite3-dev \
-                   openssl ca-certificates curl nghttp2-client nghttp2-server
+                   openssl ca-certificates curl nghttp2-client nghttp2-server \
+                   prometheus
 BENCH_PACKAGES := xxd iproute2
 # The dashboard's browser test drives a headless Chromium.
 TEST_PACKAGES := chromium

@@ -25,6 +25,9 @@ public final class APNsClient: @unchecked Sendable {
     public let providerToken: ProviderToken
     private let pushSender: any HTTP2RequestSender
     private let managementSender: any HTTP2RequestSender
+    /// Told of every request's end (an answer or a transport failure) with how long it took:
+    /// the hook for metrics. Set and called on ``loop``.
+    public var exchangeObserver: ((APNsExchange) -> Void)?
 
     public init(encoder: APNsRequestEncoder, providerToken: ProviderToken, pushSender: any HTTP2RequestSender,
                 managementSender: any HTTP2RequestSender, loop: EventLoop) {
@@ -116,15 +119,19 @@ public final class APNsClient: @unchecked Sendable {
         var request = unsigned
         request.headers.add("authorization", bearer, indexed: true)
         let sender = endpoint == .channelManagement ? managementSender : pushSender
+        let started = ContinuousClock.now
         sender.send(request) { [self] result in
             let error: APNsError
             switch result {
             case .success(let response) where (200..<300).contains(response.status):
+                exchangeObserver?(APNsExchange(endpoint: endpoint, outcome: .answered(status: response.status, reason: nil),
+                                               duration: ContinuousClock.now - started))
                 completion(decode(response))
                 return
             case .success(let response): error = APNsError(rejection: response, endpoint: endpoint)
             case .failure(let transportError): error = APNsError(transport: transportError, endpoint: endpoint, sentID: sentID)
             }
+            exchangeObserver?(APNsExchange(endpoint: endpoint, failure: error, duration: ContinuousClock.now - started))
             guard error.disposition == .refreshTokenAndRetry else {
                 completion(.failure(error))
                 return

@@ -26,7 +26,19 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
         public var waiting: Int
         /// Connections opened so far (the first ones included): shows reconnect storms.
         public var connectionAttempts: Int
+        /// One entry per configured connection position, with its reconnect state: for readiness checks.
+        public var slots: [SlotStats]
         public var readyConnections: Int { connections.filter { $0.state == .ready }.count }
+    }
+
+    /// One connection position of the pool.
+    public struct SlotStats: Sendable, Equatable {
+        /// The state of the slot's connection; nil while it waits to reconnect (back-off).
+        public var connectionState: HTTP2ClientConnection.State?
+        /// Connection attempts that failed (or connections lost) since the last ready one.
+        public var consecutiveFailures: Int
+        /// Why the last connection of this slot closed, if it failed.
+        public var lastError: String?
     }
 
     public let loop: EventLoop
@@ -48,6 +60,7 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
         var connection: HTTP2ClientConnection?
         var consecutiveFailures = 0
         var reconnectTimer: LoopTimer?
+        var lastError: TransportError?
     }
 
     /// Opens `configuration.connectionCount` connections at once. Call on `loop`'s thread.
@@ -72,7 +85,9 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
 
     public var stats: Stats {
         Stats(connections: (slots.compactMap(\.connection) + retiring).map(\.stats), waiting: waiting.count,
-              connectionAttempts: connectionAttempts)
+              connectionAttempts: connectionAttempts,
+              slots: slots.map { SlotStats(connectionState: $0.connection?.state, consecutiveFailures: $0.consecutiveFailures,
+                                           lastError: $0.lastError.map { "\($0)" }) })
     }
 
     public func send(_ request: HTTP2Request, completion: @escaping (Result<HTTP2Response, HTTP2RequestError>) -> Void) {
@@ -160,6 +175,7 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
 extension HTTP2ConnectionPool: HTTP2ClientConnectionDelegate {
     public func connectionDidBecomeReady(_ connection: HTTP2ClientConnection) {
         slot(of: connection)?.consecutiveFailures = 0
+        slot(of: connection)?.lastError = nil
         while !waiting.isEmpty, let target = leastLoadedReadyConnection() {
             target.send(waiting.popFirst()!)
         }
@@ -196,6 +212,7 @@ extension HTTP2ConnectionPool: HTTP2ClientConnectionDelegate {
             retiring.remove(at: index)
         } else if let slot = slot(of: connection) {
             slot.connection = nil
+            if let error { slot.lastError = error }
             if let error, !wasReady { chargeWaitingRequests(with: error) }
             scheduleReconnect(slot)
         }

@@ -18,7 +18,12 @@ extension GatewayService {
             guarded(request) { () throws(HTTPError) in try delete(request, id: parameters["id"]!) }
         }
         router.add(.post, "/v1/channels/{id}/events") { [self] request, parameters in
-            guarded(request) { () throws(HTTPError) in try events(request, id: parameters["id"]!) }
+            guarded(request) { () throws(HTTPError) in
+                do throws(HTTPError) { try events(request, id: parameters["id"]!) } catch {
+                    metrics.rejectedEvents[error.code, default: 0] += 1
+                    throw error
+                }
+            }
         }
         router.add(.post, "/v1/channels/{id}/end") { [self] request, parameters in
             guarded(request) { () throws(HTTPError) in try end(request, id: parameters["id"]!) }
@@ -27,6 +32,8 @@ extension GatewayService {
         addPersonalRoutes(to: &router)
         addKickoffRoutes(to: &router)
         addDeadLetterRoutes(to: &router)
+        addStatsRoutes(to: &router)
+        addOperatorRoutes(to: &router)
         addDashboardRoutes(to: &router)
         return router
     }
@@ -227,6 +234,8 @@ extension GatewayService {
         }
         let now = clock.now()
         let batch = try GatewayEventBatch(GatewayEventBatch.events(in: request.body), for: channel, now: now)
+        channel.activity.duplicateEvents += batch.duplicates
+        if !batch.accepted.isEmpty { channel.activity.eventsAccepted(at: .now) }
         let reply: JSONValue = ["accepted": .integer(Int64(batch.accepted.count)), "duplicates": .integer(Int64(batch.duplicates)),
                                 "stale": .array(batch.stale.map(JSONValue.integer)), "lastSeq": .integer(batch.lastSeq)]
         // Only duplicates and stale events: answer at once, unless an earlier batch they repeat

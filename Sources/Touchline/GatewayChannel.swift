@@ -36,6 +36,8 @@ final class GatewayChannel: @unchecked Sendable {
     var uncommittedWrites = 0
     /// Pushes the engine handed out while a write was uncommitted, in order.
     var heldPushes: [ChannelEngine.OutgoingPush] = []
+    /// Recent pushes and latency bookkeeping for metrics and stats.
+    var activity = GatewayChannelActivity()
 
     init(id: String, storage: ChannelStorage, policy: ChannelPolicy, attributes: MatchAttributes?, createdAt: UnixTime,
          apnsChannelID: String?, engine: ChannelEngine, contentState: JSONValue, lastSeq: Int64, persistedStatus: ChannelStatus) {

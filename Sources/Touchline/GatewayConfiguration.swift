@@ -23,6 +23,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var maxBodyBytes: Int
     /// The personal (per-token) queue: connections, concurrency, window, delivery policy.
     public var personalQueue: PersonalQueueSettings
+    /// `/metrics`: whether it needs a key, and the cap on `channel` labels.
+    public var metrics: MetricsSettings
 
     /// Apple credentials and endpoint.
     public struct APNsSettings: Sendable, Equatable {
@@ -68,7 +70,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
 
     public init(apns: APNsSettings? = nil, listenHost: String = "127.0.0.1", listenPort: Int = 8080,
                 dataDirectory: String = "./touchline-data", apiKeys: [APIKey] = [], defaultPolicy: ChannelPolicy = .default,
-                maxBodyBytes: Int = 1 << 20, personalQueue: PersonalQueueSettings = PersonalQueueSettings()) {
+                maxBodyBytes: Int = 1 << 20, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
+                metrics: MetricsSettings = MetricsSettings()) {
         self.apns = apns
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -77,5 +80,6 @@ public struct GatewayConfiguration: Sendable, Equatable {
         self.defaultPolicy = defaultPolicy
         self.maxBodyBytes = maxBodyBytes
         self.personalQueue = personalQueue
+        self.metrics = metrics
     }
 }

@@ -33,7 +33,7 @@ struct ConfigurationFile {
 
     private mutating func read(_ root: JSONValue) {
         guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy",
-                                                          "personalQueue"]) else {
+                                                          "personalQueue", "metrics"]) else {
             return
         }
         layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
@@ -48,6 +48,9 @@ struct ConfigurationFile {
         } }
         layer.personalQueue = members["personalQueue"].flatMap { convert($0, at: "personalQueue") { value throws(InvalidConfigurationValue) in
             try PersonalQueueSettings(json: value)
+        } }
+        layer.metrics = members["metrics"].flatMap { convert($0, at: "metrics") { value throws(InvalidConfigurationValue) in
+            try MetricsSettings(json: value)
         } }
     }
 

@@ -28,6 +28,7 @@ struct ConfigurationLayer {
     var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>]?
     var defaultPolicy: SourcedSetting<ChannelPolicy>?
     var personalQueue: SourcedSetting<PersonalQueueSettings>?
+    var metrics: SourcedSetting<MetricsSettings>?
 
     mutating func overlay(_ later: ConfigurationLayer) {
         configPath = later.configPath ?? configPath
@@ -44,6 +45,7 @@ struct ConfigurationLayer {
         providerKeys = later.providerKeys ?? providerKeys
         defaultPolicy = later.defaultPolicy ?? defaultPolicy
         personalQueue = later.personalQueue ?? personalQueue
+        metrics = later.metrics ?? metrics
     }
 
     /// Sets `setting` from the text of an environment variable or flag. Admin and provider keys
@@ -64,6 +66,7 @@ struct ConfigurationLayer {
         case .apiKeys: providerKeys = (providerKeys ?? []) + (try parseProviderKeys(text)).map { SourcedSetting(value: $0, source: source) }
         case .defaultPolicy: defaultPolicy = SourcedSetting(value: try ChannelPolicy(json: try parseJSON(text)), source: source)
         case .personalQueue: personalQueue = SourcedSetting(value: try PersonalQueueSettings(json: try parseJSON(text)), source: source)
+        case .metrics: metrics = SourcedSetting(value: try MetricsSettings(json: try parseJSON(text)), source: source)
         }
     }
 

@@ -5,7 +5,7 @@
 enum ConfigurationSetting: CaseIterable {
     case config, listen, dataDirectory, maxBodyBytes
     case apnsKeyPath, apnsKeyID, apnsTeamID, apnsBundleID, apnsEnvironment, apnsCAFile
-    case adminKey, apiKeys, defaultPolicy, personalQueue
+    case adminKey, apiKeys, defaultPolicy, personalQueue, metrics
 
     /// The member path in the JSON file; nil for `--config` itself.
     var fileKey: String? {
@@ -24,6 +24,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apiKeys: "apiKeys[].channelPrefix"
         case .defaultPolicy: "defaultPolicy"
         case .personalQueue: "personalQueue"
+        case .metrics: "metrics"
         }
     }
 
@@ -43,6 +44,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apiKeys: "TOUCHLINE_API_KEYS"
         case .defaultPolicy: "TOUCHLINE_DEFAULT_POLICY"
         case .personalQueue: "TOUCHLINE_PERSONAL_QUEUE"
+        case .metrics: "TOUCHLINE_METRICS"
         }
     }
 
@@ -62,6 +64,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apiKeys: "--api-key"
         case .defaultPolicy: "--default-policy"
         case .personalQueue: "--personal-queue"
+        case .metrics: "--metrics"
         }
     }
 
@@ -77,7 +80,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsEnvironment: "ENV"
         case .adminKey: "KEY"
         case .apiKeys: "KEY=PREFIX"
-        case .defaultPolicy, .personalQueue: "JSON"
+        case .defaultPolicy, .personalQueue, .metrics: "JSON"
         }
     }
 
@@ -98,6 +101,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apiKeys: "provider API keys"
         case .defaultPolicy: "default channel policy"
         case .personalQueue: "personal queue settings"
+        case .metrics: "metrics settings"
         }
     }
 
@@ -118,6 +122,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apiKeys: "API key allowed channels whose id starts with PREFIX (repeatable; several: K1=P1,K2=P2)"
         case .defaultPolicy: "channel policy for channels without their own, as JSON"
         case .personalQueue: "personal queue: connections, maxInFlight, window, delivery policy..., as JSON"
+        case .metrics: "/metrics: requireKey (default false), maxChannelLabels (default 200), as JSON"
         }
     }
 

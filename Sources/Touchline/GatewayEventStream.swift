@@ -2,12 +2,15 @@ import TouchlineCore
 import TouchlineRuntime
 
 /// The dashboard's live feed, `GET /v1/stream`: Server-Sent Events carrying snapshots of the
-/// channels a client's key may see.
+/// gateway's figures (`GET /v1/stats`) and of the channels a client's key may see
+/// (`GET /v1/channels/{id}/stats`), built by the same functions as those endpoints.
 ///
 /// Each client gets a snapshot when it connects, then again whenever a channel changed (at most
 /// every ``changeDelay``, so a burst of events costs one snapshot) and at least every
-/// ``heartbeat`` (ages and rates move with time alone). Every snapshot is whole, so a client that
-/// falls behind is simply skipped until its socket drains, and never needs a diff it missed.
+/// ``heartbeat`` (ages and rates move with time alone). The other loops' figures (APNs pools,
+/// personal queue) are gathered once per heartbeat and reused by the snapshots in between.
+/// Every snapshot is whole, so a client that falls behind is simply skipped until its socket
+/// drains, and never needs a diff it missed.
 ///
 /// Confined to the ingest loop with the ``GatewayService`` it reads (`@unchecked Sendable` only
 /// so loop jobs can capture it).
@@ -31,6 +34,8 @@ final class GatewayEventStream: @unchecked Sendable {
     private var clients: [ObjectIdentifier: Client] = [:]
     private var heartbeatTimer: LoopTimer?
     private var changeTimer: LoopTimer?
+    /// The other loops' figures, as of the last heartbeat (nil before the first gathering).
+    private var loops: GatewayLoopSnapshots?
 
     init(service: GatewayService) {
         self.service = service
@@ -58,7 +63,11 @@ final class GatewayEventStream: @unchecked Sendable {
         clients[ObjectIdentifier(stream)] = client
         // A reconnecting EventSource waits this long; the dashboard's own reader does the same.
         stream.write(Array("retry: 2000\n\n".utf8))
-        send(to: client, SnapshotContext(service: service))
+        if let loops {
+            send(to: client, SnapshotContext(service: service, loops: loops))
+        } else {
+            refresh()
+        }
         if heartbeatTimer == nil { startHeartbeat() }
     }
 
@@ -72,7 +81,7 @@ final class GatewayEventStream: @unchecked Sendable {
 
     private func startHeartbeat() {
         let timer = LoopTimer(loop: service.loop) { [unowned self] in
-            broadcast()
+            refresh()
             heartbeatTimer?.schedule(after: Self.heartbeat)
         }
         heartbeatTimer = timer
@@ -85,9 +94,19 @@ final class GatewayEventStream: @unchecked Sendable {
         changeTimer?.cancel()
     }
 
+    /// Gathers the other loops' figures, then sends everyone a snapshot.
+    private func refresh() {
+        service.gatherLoopSnapshots { [weak self] loops in
+            guard let self, !clients.isEmpty else { return }
+            self.loops = loops
+            broadcast()
+        }
+    }
+
     private func broadcast() {
         changeTimer?.cancel()
-        let context = SnapshotContext(service: service)
+        guard let loops else { return }
+        let context = SnapshotContext(service: service, loops: loops)
         for client in clients.values where client.stream.bufferedBytes <= Self.maxBufferedBytes {
             send(to: client, context)
         }
@@ -102,35 +121,57 @@ final class GatewayEventStream: @unchecked Sendable {
 }
 
 /// One moment's view of the gateway, shared by the snapshots of every client sent at that
-/// moment: each channel is encoded once, then each client gets those its key may see.
+/// moment: each channel and each key's global figures are built once, then each client gets
+/// what its key may see.
 private final class SnapshotContext {
     private let service: GatewayService
+    private let loops: GatewayLoopSnapshots
     private let now: UnixTime
-    private var encoded: [String: [UInt8]] = [:]
+    private var rows: [String: JSONValue] = [:]
+    private var globals: [String: JSONValue] = [:]
 
-    init(service: GatewayService) {
+    init(service: GatewayService, loops: GatewayLoopSnapshots) {
         self.service = service
+        self.loops = loops
         now = service.clock.now()
     }
 
-    /// `{"time": <Unix seconds>, "channels": [...], "channel": {...}}`; `channel` only for a
-    /// per-channel client, null when that channel does not exist (or no longer).
+    /// `{"time": <Unix seconds>, "stats": <GET /v1/stats>, "channels": [...], "channel": {...}}`.
+    /// Each element of `channels` is the channel's `GET /v1/channels/{id}/stats` without its push
+    /// history, plus the match `attributes`; `channel` (only for a per-channel client) is the
+    /// same with the history, or null when that channel does not exist (or no longer).
     func snapshot(for key: GatewayConfiguration.APIKey, channelID: String?) -> JSONValue {
         let visible = service.channels.values.filter { GatewayAccess.allows(key, $0.id) }.sorted { $0.id < $1.id }
         var members: [JSONValue.Member] = [
             .init("time", .number(Double(now.nanoseconds) / 1e9)),
-            .init("channels", .array(visible.map { .raw(view(of: $0)) })),
+            .init("stats", globalStats(for: key)),
+            .init("channels", .array(visible.map(row))),
         ]
         if let channelID {
-            members.append(.init("channel", service.channels[channelID].map { .raw(view(of: $0)) } ?? .null))
+            members.append(.init("channel", service.channels[channelID].map { view(of: $0, withHistory: true) } ?? .null))
         }
         return .object(members)
     }
 
-    private func view(of channel: GatewayChannel) -> [UInt8] {
-        if let bytes = encoded[channel.id] { return bytes }
-        let bytes = channel.json(now: now).encoded
-        encoded[channel.id] = bytes
-        return bytes
+    private func globalStats(for key: GatewayConfiguration.APIKey) -> JSONValue {
+        if let stats = globals[key.key] { return stats }
+        let stats = service.statsJSON(visibleTo: key, loops: loops)
+        globals[key.key] = stats
+        return stats
+    }
+
+    private func row(_ channel: GatewayChannel) -> JSONValue {
+        if let row = rows[channel.id] { return row }
+        let row = view(of: channel, withHistory: false)
+        rows[channel.id] = row
+        return row
+    }
+
+    private func view(of channel: GatewayChannel, withHistory: Bool) -> JSONValue {
+        let stats = channel.statsJSON(now: now)
+        guard case .object(var members) = stats else { return stats }
+        if !withHistory { members.removeAll { $0.name == "recentPushes" } }
+        members.append(.init("attributes", channel.attributes?.json ?? .null))
+        return .object(members)
     }
 }

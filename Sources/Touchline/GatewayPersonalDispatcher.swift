@@ -27,6 +27,8 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     private var jobs: [String: GatewayPersonalJobRun] = [:]
     private var inFlight = 0
     private var isStopping = false
+    /// Counters for `/metrics` and the stats, on this loop.
+    let metrics: GatewayPersonalMetrics
 
     /// `connections` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, connections: APNsConnections, reader: SQLiteTokenReader, store: StoreWriter, clock: any WallClock,
@@ -38,6 +40,12 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
         self.clock = clock
         self.settings = settings
         self.tokenEnvironment = tokenEnvironment
+        metrics = GatewayPersonalMetrics(connections: connections)
+    }
+
+    /// The queue's figures now; call on ``loop``.
+    func metricsSnapshot() -> GatewayPersonalSnapshot {
+        metrics.snapshot(running: jobs.values.map(\.job), inFlight: inFlight)
     }
 
     /// Starts fanning out a durable job (any thread; the work moves to the personal loop).
@@ -119,6 +127,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
             actions = more
         }
         if running.job.isFinished {
+            metrics.jobFinished(running.job)
             jobs[running.id] = nil
             running.timer?.cancel()
             running.saveTimer?.cancel()
@@ -162,10 +171,13 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
             // Without APNs' timestamp the 410 alone decides: anything registered until now goes.
             let apnsTime = timestampMilliseconds.map { UnixTime(nanoseconds: $0 * 1_000_000) } ?? now
             running.record(.deactivateToken(token, unlessRegisteredAfter: apnsTime, at: now))
+            metrics.tokensDeactivated += 1
+            metrics.deadLettered(reason: PersonalDeliveryPolicy.tokenDeadReason)
             // Listed with the other failures, so the dead letters account for every failed target.
             running.record(.deadLetter(DeadLetterRecord(jobID: running.id, token: token, reason: PersonalDeliveryPolicy.tokenDeadReason,
                                                         at: now)))
         case .deadLetter(let token, let reason):
+            metrics.deadLettered(reason: reason)
             running.record(.deadLetter(DeadLetterRecord(jobID: running.id, token: token, reason: reason, at: clock.now())))
         }
     }

@@ -29,6 +29,12 @@ final class GatewayService: @unchecked Sendable {
     /// Dead letters of replays whose commit is still out: a second replay of any of them is
     /// refused until the first has committed (then the store shows them `replayed`).
     var deadLettersBeingReplayed: Set<Int64> = []
+    /// `/metrics` exposure settings.
+    let metricsSettings: MetricsSettings
+    /// Counters of the ingest loop not kept by the channels themselves.
+    var metrics: GatewayIngestMetrics
+    /// The broadcast loop's APNs counters (read there, through `execute`).
+    let apnsMetrics: GatewayAPNsMetrics
     /// The dashboard's live feed, made by the first `GET /v1/stream`; the HTTP server ends its
     /// streams at shutdown.
     var eventStream: GatewayEventStream?
@@ -43,6 +49,9 @@ final class GatewayService: @unchecked Sendable {
         access = GatewayAccess(keys: configuration.apiKeys)
         defaultPolicy = configuration.defaultPolicy
         self.clock = clock
+        metricsSettings = configuration.metrics
+        metrics = GatewayIngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
+        apnsMetrics = GatewayAPNsMetrics(connections: dispatcher.connections, pushPool: "broadcast", managementPool: "management")
     }
 
     // MARK: Restart
@@ -108,6 +117,7 @@ final class GatewayService: @unchecked Sendable {
 
     private func send(_ push: ChannelEngine.OutgoingPush, on channel: GatewayChannel) {
         guard let apnsID = channel.apnsChannelID else { return }
+        channel.activity.pushSent(push, at: clock.now())
         dispatcher.broadcast(push, on: apnsID) { [self] result in pushAnswered(channel, push.sequence, result) }
     }
 
@@ -156,9 +166,13 @@ final class GatewayService: @unchecked Sendable {
         let now = clock.now()
         switch result {
         case .success:
+            recordAnswer(of: sequence, on: channel, outcome: "accepted", retried: false)
             perform(channel.engine.pushSucceeded(sequence: sequence, now: now), on: channel)
         case .failure(let error):
-            perform(channel.engine.pushFailed(sequence: sequence, GatewayDispatcher.pushFailure(for: error), now: now), on: channel)
+            let failure = GatewayDispatcher.pushFailure(for: error)
+            recordAnswer(of: sequence, on: channel, outcome: error.reason?.name ?? error.status.map { "HTTP\($0)" } ?? "no_response",
+                         retried: failure == .throttled || failure == .retryLater)
+            perform(channel.engine.pushFailed(sequence: sequence, failure, now: now), on: channel)
         }
     }
 

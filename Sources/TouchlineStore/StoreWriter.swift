@@ -70,6 +70,9 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     /// gauge for metrics; a queue that keeps growing means the disk cannot keep up.
     public var queueDepth: Int { queue.withLock { $0.jobs.count } }
 
+    /// False once ``close()`` was called: no more writes are taken (readiness checks).
+    public var isOpen: Bool { queue.withLock { !$0.closed } }
+
     public func submit(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         enqueue(Job(apply: { db in
             for operation in batch.operations { try SQLiteChannelRows.apply(operation, on: db) }

@@ -56,6 +56,13 @@ struct DashboardTests {
         let ids = first[member: "channels"].flatMap { if case .array(let items) = $0 { items.compactMap { $0.string("id") } } else { nil } }
         #expect(ids == ["club-live"], "a provider key sees only its prefix")
         #expect(first[member: "channel"] == nil)
+        // The global figures are those of GET /v1/stats for the same key.
+        #expect(first[member: "stats"]?[member: "channels"]?.integer("total") == 1)
+        #expect(first[member: "stats"]?[member: "connections"] != nil)
+        if case .array(let rows)? = first[member: "channels"], let row = rows.first {
+            #expect(row[member: "attributes"]?.string("homeCode") == "ARS")
+            #expect(row[member: "recentPushes"] == nil, "the table's rows leave the push history out")
+        }
 
         let detail = try EventStreamClient(port: fixture.port, path: "/v1/stream?channel=club-live", key: GatewayFixture.adminKey)
         #expect(try detail.nextSnapshot()[member: "channel"]?[member: "contentState"]?.integer("homeScore") == 0)
@@ -67,6 +74,10 @@ struct DashboardTests {
             score = try detail.nextSnapshot()[member: "channel"]?[member: "contentState"]?.integer("homeScore")
         }
         #expect(score == 1)
+        try await eventually("the goal's push in the detail's history", timeout: .seconds(10)) {
+            guard case .array(let pushes)? = try? detail.nextSnapshot()[member: "channel"]?[member: "recentPushes"] else { return false }
+            return pushes.contains { $0.string("outcome") == "accepted" }
+        }
         // Snapshots keep coming without changes (ages and rates move with time).
         _ = try club.nextSnapshot()
         _ = try club.nextSnapshot()
@@ -124,7 +135,10 @@ struct DashboardTests {
         let scoreCell = "document.querySelector('tr[data-channel=\"club-ars-che\"] .score')?.textContent ?? ''"
         try browser.waitFor("the match row", scoreCell) { $0 == "0 – 0" }
         #expect(try browser.evaluate("document.querySelector('#connection').textContent") as? String == "live")
-        #expect(try browser.evaluate("document.querySelector('tr[data-channel=\"club-quiz\"] .summary').textContent") as? String == "question=1")
+        #expect(try browser.evaluate("document.querySelector('tr[data-channel=\"club-quiz\"] .summary').textContent") as? String == #"{"question":1}"#)
+        try browser.waitFor("the broadcast pool's tile", "[...document.querySelectorAll('#health .tile')].map((tile) => tile.textContent).join('|')") {
+            $0.contains("APNs broadcastready")
+        }
 
         try post(#"{"seq": 3, "type": "goal", "team": "home", "player": "Saka", "minute": 31}"#, to: "club-ars-che", on: fixture)
         try browser.waitFor("the goal in the table", scoreCell) { $0 == "1 – 0" }
@@ -139,7 +153,7 @@ struct DashboardTests {
         try post(#"{"seq": 4, "type": "goal", "team": "away", "player": "Palmer", "minute": 52}"#, to: "club-ars-che", on: fixture)
         try browser.waitFor("the equaliser on the card", "document.querySelector('#activity .score')?.textContent ?? ''") { $0 == "1 – 1" }
         try browser.waitFor("the incident line", "document.querySelector('#activity .incident').textContent") { $0.contains("Palmer") }
-        try browser.waitFor("a push in the history", "String(document.querySelectorAll('#history tbody tr').length)") { $0 != "0" }
+        try browser.waitFor("an accepted push in the history", "String(document.querySelectorAll('#history tbody tr[data-outcome=\"accepted\"]').length)") { $0 != "0" }
         try browser.waitFor("bars in the rate chart", "String(document.querySelectorAll('#rate-chart rect').length)") { $0 == "30" }
         let channelPage = artifacts.appendingPathComponent("dashboard-channel.png")
         try browser.screenshot().write(to: channelPage)

@@ -190,6 +190,20 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         #expect(flagged == PersonalQueueSettings(window: 500, pageSize: 100), "a later source replaces the whole object")
     }
 
+    @Test func metricsSettingsComeFromTheFileAndAreChecked() throws {
+        let files = try ConfigurationFiles()
+        let file = try files.write("metrics.json", #"{"metrics": {"requireKey": true, "maxChannelLabels": 50}}"#)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: [:]).metrics
+                == MetricsSettings(requireKey: true, maxChannelLabels: 50))
+        #expect(try GatewayConfiguration.load(arguments: [], environment: [:]).metrics == MetricsSettings(requireKey: false, maxChannelLabels: 200))
+        let flagged = try GatewayConfiguration.load(arguments: ["--config", file, "--metrics", #"{"maxChannelLabels": 0}"#], environment: [:])
+        #expect(flagged.metrics == MetricsSettings(maxChannelLabels: 0), "a later source replaces the whole object")
+        let typo = problems(["--metrics", #"{"requireKeys": true}"#]).map(\.description)
+        #expect(typo.count == 1 && typo[0].contains("requireKeys") && typo[0].contains("did you mean 'requireKey'"), "\(typo)")
+        let range = problems([], ["TOUCHLINE_METRICS": #"{"maxChannelLabels": 100001}"#]).map(\.description)
+        #expect(range.count == 1 && range[0].contains("maxChannelLabels must be a whole number from 0 to 100000"), "\(range)")
+    }
+
     // MARK: APNs credentials: all or nothing
 
     @Test func allFourCredentialsGiveRealAPNsInProductionByDefault() throws {
@@ -410,9 +424,10 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
     @Test func theHelpTextListsEveryFlagWithItsVariable() {
         let help = GatewayConfiguration.commandLineHelp
         for (flag, variable) in [("--config PATH", "TOUCHLINE_CONFIG"), ("--apns-key PATH", "TOUCHLINE_APNS_KEY_PATH"),
-                                 ("--api-key KEY=PREFIX", "TOUCHLINE_API_KEYS"), ("--default-policy JSON", "TOUCHLINE_DEFAULT_POLICY")] {
+                                 ("--api-key KEY=PREFIX", "TOUCHLINE_API_KEYS"), ("--default-policy JSON", "TOUCHLINE_DEFAULT_POLICY"),
+                                 ("--metrics JSON", "TOUCHLINE_METRICS")] {
             #expect(help.split(separator: "\n").contains { $0.contains(flag) && $0.contains("[\(variable)]") }, "\(flag)")
         }
-        #expect(help.split(separator: "\n").count == 14)
+        #expect(help.split(separator: "\n").count == 15)
     }
 }

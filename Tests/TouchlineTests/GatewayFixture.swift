@@ -15,12 +15,13 @@ final class GatewayFixture: Sendable {
     let port: Int
 
     init(apns: GatewayConfiguration.APNsSettings? = nil, directory: String? = nil, maxBodyBytes: Int = 8192,
-         policy: ChannelPolicy = .default, personalQueue: PersonalQueueSettings = PersonalQueueSettings()) throws {
+         policy: ChannelPolicy = .default, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
+         metrics: MetricsSettings = MetricsSettings()) throws {
         self.directory = try directory ?? MockAPNsDevelopmentCertificates.temporaryDirectory()
         let configuration = GatewayConfiguration(
             apns: apns, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: self.directory,
             apiKeys: [.init(key: Self.adminKey, scope: .admin), .init(key: Self.clubKey, scope: .channelPrefix("club-"))],
-            defaultPolicy: policy, maxBodyBytes: maxBodyBytes, personalQueue: personalQueue)
+            defaultPolicy: policy, maxBodyBytes: maxBodyBytes, personalQueue: personalQueue, metrics: metrics)
         gateway = Gateway(configuration: configuration)
         port = try gateway.start()
     }

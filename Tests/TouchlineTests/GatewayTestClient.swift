@@ -7,6 +7,8 @@ struct GatewayTestClient {
     struct Response {
         var status: Int
         var body: [UInt8]
+        /// The status line and header lines.
+        var head = ""
         var json: JSONValue? { try? JSONParser.parse(body) }
         var text: String { String(decoding: body, as: UTF8.self) }
         /// `error` of a JSON error body.
@@ -64,6 +66,7 @@ struct GatewayTestClient {
         let statusLine = String(decoding: received[..<split.lowerBound], as: UTF8.self).split(separator: "\r\n").first ?? ""
         let parts = statusLine.split(separator: " ")
         guard parts.count >= 2, let status = Int(parts[1]) else { throw Failure(description: "bad status line \(statusLine)") }
-        return Response(status: status, body: Array(received[split.upperBound...]))
+        return Response(status: status, body: Array(received[split.upperBound...]),
+                        head: String(decoding: received[..<split.lowerBound], as: UTF8.self))
     }
 }

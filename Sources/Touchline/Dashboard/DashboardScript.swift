@@ -59,63 +59,61 @@ enum DashboardScript {
         return !!channel.attributes && typeof state.homeScore === 'number' && typeof state.awayScore === 'number';
       }
 
+      /// A channel of a snapshot (its `GET /v1/channels/{id}/stats` figures) as the views use it.
       function model(channel, now) {
-        const counters = channel.counters || {};
-        const track = observe(channel, now);
-        const p10 = counters.immediatePushes || 0, p5 = counters.powerConsideratePushes || 0;
-        const errors = { throttled: counters.throttled || 0, retried: counters.retries || 0, dropped: counters.dropped || 0,
-                         'too large': counters.rejectedTooLarge || 0 };
+        const mix = channel.priorityMix || {};
+        const errors = channel.errors || {};
+        const events = channel.events || {};
+        const p10 = mix['10'] || 0, p5 = mix['5'] || 0;
         return {
-          id: channel.id, status: channel.status, attributes: channel.attributes, state: channel.contentState || {},
-          p10, p5, pushes: p10 + p5, downgrades: counters.budgetDowngrades || 0,
-          budget: channel.priorityBudgetRemaining, deferrals: counters.rateLimitDeferrals || 0,
-          coalesced: counters.coalesced || 0, events: counters.eventsApplied || 0, lastSeq: channel.lastSeq,
-          errors: Object.values(errors).reduce((a, b) => a + b, 0),
-          errorDetail: Object.entries(errors).map(([name, count]) => name + ' ' + count).join(', '),
-          inFlight: !!channel.pushInFlight, brokenReason: channel.brokenReason,
-          perMinute: pushesPerMinute(track, now), lastPushAt: track.lastPushAt, track,
+          id: channel.id, status: channel.status, summary: channel.summary, attributes: channel.attributes,
+          state: channel.contentState || {}, p10, p5, pushes: p10 + p5, downgrades: channel.budgetDowngrades || 0,
+          budget: channel.priorityBudgetRemaining, budgetPerHour: channel.priorityBudgetPerHour,
+          deferrals: channel.rateLimitDeferrals || 0, coalesced: channel.coalesced || 0,
+          events: events.received || 0, duplicates: events.duplicates || 0, lastSeq: events.lastSeq,
+          errors: errors.total || 0,
+          errorDetail: 'throttled ' + (errors.throttled || 0) + ', retried ' + (errors.retried || 0) + ', dropped ' + (errors.dropped || 0),
+          inFlight: !!channel.pushInFlight, pending: !!channel.updatePending,
+          perMinute: channel.pushesLastMinute, lastPushAge: channel.lastPushAgeSeconds,
+          recentPushes: channel.recentPushes || [], track: observe(channel.id, p10, p5, now),
         };
       }
 
-      /// Records the channel's push totals at `now`; returns its track.
-      function observe(channel, now) {
-        const counters = channel.counters || {};
-        const p10 = counters.immediatePushes || 0, p5 = counters.powerConsideratePushes || 0;
-        let track = tracks.get(channel.id);
+      /// Records a channel's push totals at `now`, so the chart can count pushes per minute over
+      /// the time the page is open, beyond the gateway's short push history.
+      function observe(id, p10, p5, now) {
+        let track = tracks.get(id);
         if (!track) {
-          track = { samples: [], pushes: [], lastPushAt: null };
-          tracks.set(channel.id, track);
+          track = { samples: [], seen: [] };
+          tracks.set(id, track);
         }
         const last = track.samples[track.samples.length - 1];
         if (last && last.time >= now) return track;
-        if (last && (p10 > last.p10 || p5 > last.p5)) {
-          track.lastPushAt = now;
-          if (p10 > last.p10) track.pushes.push({ time: now, priority: 10, count: p10 - last.p10 });
-          if (p5 > last.p5) track.pushes.push({ time: now, priority: 5, count: p5 - last.p5 });
-          if (track.pushes.length > 50) track.pushes.splice(0, track.pushes.length - 50);
-        }
+        if (last && p10 + p5 > last.p10 + last.p5) track.seen.push({ time: now, p10: Math.max(0, p10 - last.p10), p5: Math.max(0, p5 - last.p5) });
         track.samples.push({ time: now, p10, p5 });
-        while (track.samples.length > 2 && track.samples[1].time < now - 16 * 60) track.samples.shift();
+        while (track.samples.length > 1 && track.samples[0].time < now - 16 * 60) track.samples.shift();
+        while (track.seen.length > 0 && track.seen[0].time < now - 16 * 60) track.seen.shift();
         return track;
       }
 
-      /// Pushes seen in the last minute (only those since the page opened).
-      function pushesPerMinute(track, now) {
-        const samples = track.samples;
-        if (samples.length < 2) return null;
-        const latest = samples[samples.length - 1];
-        const base = samples.find((sample) => sample.time >= now - 60) || samples[0];
-        return latest.p10 + latest.p5 - base.p10 - base.p5;
-      }
-
-      /// Pushes per minute for each of the last 15 minutes, oldest first, by priority.
-      function perMinuteBuckets(track, now) {
-        const buckets = Array.from({ length: 15 }, () => ({ p10: 0, p5: 0 }));
-        for (const push of track.pushes) {
-          const index = 14 - Math.floor((now - push.time) / 60);
-          if (index >= 0 && index < 15) buckets[index][push.priority === 10 ? 'p10' : 'p5'] += push.count;
+      /// Pushes per minute for each of the last 15 minutes, oldest first, by priority: in each
+      /// minute, the larger of what the gateway's history lists and what the page saw happen.
+      function perMinuteBuckets(channel, now) {
+        const fromHistory = Array.from({ length: 15 }, () => ({ p10: 0, p5: 0 }));
+        const seen = Array.from({ length: 15 }, () => ({ p10: 0, p5: 0 }));
+        const index = (time) => 14 - Math.floor((now - time) / 60);
+        for (const push of channel.recentPushes) {
+          const i = index(push.sentAt);
+          if (i >= 0 && i < 15) fromHistory[i][push.priority === 10 ? 'p10' : 'p5'] += 1;
         }
-        return buckets;
+        for (const delta of channel.track.seen) {
+          const i = index(delta.time);
+          if (i >= 0 && i < 15) { seen[i].p10 += delta.p10; seen[i].p5 += delta.p5; }
+        }
+        return fromHistory.map((bucket, i) => {
+          const history = bucket.p10 + bucket.p5, observed = seen[i].p10 + seen[i].p5;
+          return history >= observed ? bucket : seen[i];
+        });
       }
 
       // MARK: Overview
@@ -130,8 +128,7 @@ enum DashboardScript {
                          element('span', { class: 'score' }, state.homeScore + ' – ' + state.awayScore),
                          ' ' + attributes.awayCode + ' · ' + phase);
         }
-        const pairs = Object.entries(state).slice(0, 3).map(([name, value]) => name + '=' + (typeof value === 'object' ? JSON.stringify(value) : value));
-        return element('span', { class: 'state-summary' }, pairs.join(' ') || '—');
+        return element('span', { class: 'state-summary' }, channel.summary || '—');
       }
 
       function mixBar(p10, p5, width, height) {
@@ -151,22 +148,18 @@ enum DashboardScript {
       function renderOverview(snapshot) {
         const now = snapshot.time;
         const channels = snapshot.channels.map((channel) => model(channel, now));
-        const body = $('#channels tbody');
-        body.replaceChildren(...channels.map((channel) => {
-          const row = element('tr', { 'data-channel': channel.id },
-            element('td', {}, element('a', { href: '/channels/' + encodeURIComponent(channel.id) }, channel.id)),
-            element('td', {}, element('span', { class: 'status', 'data-status': channel.status }, channel.status)),
-            element('td', { class: 'summary' }, summary(channel, now)),
-            element('td', { class: 'num last-push' }, channel.lastPushAt === null ? (channel.pushes > 0 ? 'before this page' : '—') : age(now - channel.lastPushAt)),
-            element('td', { class: 'num rate' }, channel.perMinute === null ? '—' : String(channel.perMinute)),
-            element('td', { class: 'mix' }, mixBar(channel.p10, channel.p5, 80, 10), ' ' + channel.p10 + ' / ' + channel.p5),
-            element('td', { class: 'num budget' }, channel.budget === undefined ? '—' : String(channel.budget)),
-            element('td', { class: 'num deferrals' }, String(channel.deferrals)),
-            element('td', { class: 'num errors' + (channel.errors > 0 ? ' errors-nonzero' : ''), title: channel.errorDetail }, String(channel.errors)));
-          return row;
-        }));
+        $('#channels tbody').replaceChildren(...channels.map((channel) => element('tr', { 'data-channel': channel.id },
+          element('td', {}, element('a', { href: '/channels/' + encodeURIComponent(channel.id) }, channel.id)),
+          element('td', {}, element('span', { class: 'status', 'data-status': channel.status }, channel.status)),
+          element('td', { class: 'summary' }, summary(channel, now)),
+          element('td', { class: 'num last-push' }, age(channel.lastPushAge)),
+          element('td', { class: 'num rate' }, String(channel.perMinute ?? '—')),
+          element('td', { class: 'mix' }, mixBar(channel.p10, channel.p5, 80, 10), ' ' + channel.p10 + ' / ' + channel.p5),
+          element('td', { class: 'num budget' }, channel.budget === undefined ? '—' : channel.budget + ' / ' + channel.budgetPerHour),
+          element('td', { class: 'num deferrals' }, String(channel.deferrals)),
+          element('td', { class: 'num errors' + (channel.errors > 0 ? ' errors-nonzero' : ''), title: channel.errorDetail }, String(channel.errors)))));
         $('#no-channels').hidden = channels.length > 0;
-        renderHealth(channels);
+        renderHealth(snapshot.stats || {}, channels);
       }
 
       function tile(label, value, detail, level) {
@@ -175,20 +168,44 @@ enum DashboardScript {
                        detail ? element('div', { class: 'detail' }, detail) : null);
       }
 
-      function renderHealth(channels) {
-        const byStatus = {};
-        for (const channel of channels) byStatus[channel.status] = (byStatus[channel.status] || 0) + 1;
-        const sum = (name) => channels.reduce((total, channel) => total + channel[name], 0);
-        const rates = channels.map((channel) => channel.perMinute || 0);
+      /// A pool of APNs connections: ready or not, streams in flight against the server's limit.
+      function poolTile(pool) {
+        const connections = pool.connections || [];
+        const inFlight = connections.reduce((total, connection) => total + (connection.inFlight || 0), 0);
+        const limit = connections.reduce((total, connection) => total + (connection.maxConcurrentStreams || 0), 0);
+        const backingOff = (pool.slots || []).filter((slot) => slot.state === 'backing_off');
+        const detail = connections.length + ' connection' + (connections.length === 1 ? '' : 's') + ', ' + inFlight + ' in flight'
+          + (limit ? ' of ' + limit : '') + (pool.waiting ? ', ' + pool.waiting + ' waiting' : '')
+          + (backingOff.length ? '; backing off: ' + (backingOff[0].lastError || 'reconnecting') : '');
+        return tile('APNs ' + pool.pool, pool.ready ? 'ready' : 'not ready', detail, pool.ready ? null : 'bad');
+      }
+
+      function renderHealth(stats, channels) {
+        const byStatus = stats.channels || {};
+        const statuses = Object.entries(byStatus).filter(([name, count]) => name !== 'total' && count > 0).map(([name, count]) => count + ' ' + name);
+        const pushes = stats.pushes || {};
+        const personal = stats.personal || {};
+        const queues = stats.queues || {};
+        const responses = (stats.apns || {}).responses || [];
+        const refused = responses.filter((entry) => !/^2/.test(entry.status)).reduce((total, entry) => total + entry.count, 0);
         const budgets = channels.filter((channel) => channel.status === 'active' && channel.budget !== undefined).map((channel) => channel.budget);
+        const lowest = budgets.length ? Math.min(...budgets) : null;
+        const errors = (pushes.throttled || 0) + (pushes.retried || 0) + (pushes.dropped || 0);
+        const deadLetters = Object.values(personal.deadLetters || {}).reduce((a, b) => a + b, 0);
         $('#health').replaceChildren(
-          tile('Channels', channels.length, Object.entries(byStatus).map(([status, count]) => count + ' ' + status).join(', ')),
-          tile('Pushes in the last minute', rates.reduce((a, b) => a + b, 0), sum('pushes') + ' pushes in all'),
-          tile('Broadcasts in flight', channels.filter((channel) => channel.inFlight).length, 'channels waiting for APNs'),
-          tile('Lowest budget left', budgets.length ? Math.min(...budgets) : '—', 'priority-10 pushes, active channels',
-               budgets.length && Math.min(...budgets) === 0 ? 'warn' : null),
-          tile('Deferrals', sum('deferrals'), 'pushes that waited for the rate limit'),
-          tile('Errors', sum('errors'), '429s, retries, drops, too large', sum('errors') > 0 ? 'bad' : null));
+          tile('Channels', byStatus.total ?? channels.length, statuses.join(', ')),
+          tile('Pushes in the last minute', channels.reduce((total, channel) => total + (channel.perMinute || 0), 0),
+               ((pushes.byPriority || {})['10'] || 0) + ' at priority 10, ' + ((pushes.byPriority || {})['5'] || 0) + ' at 5 in all'),
+          tile('Lowest budget left', lowest ?? '—', 'priority-10 pushes, active channels', lowest === 0 ? 'warn' : null),
+          tile('Broadcast errors', errors, (pushes.throttled || 0) + ' throttled, ' + (pushes.retried || 0) + ' retried, '
+               + (pushes.dropped || 0) + ' dropped; ' + (pushes.rateLimitDeferrals || 0) + ' deferrals', errors > 0 ? 'bad' : null),
+          ...(stats.connections || []).map(poolTile),
+          tile('Queues', (queues.broadcastPending || 0) + ' pending',
+               Object.entries(queues).filter(([name]) => name !== 'broadcastPending').map(([name, depth]) => name + ' ' + depth).join(', ')),
+          tile('Personal queue', (personal.targetsPending || 0) + ' targets',
+               (personal.jobsRunning || 0) + ' jobs running, ' + (personal.inFlight || 0) + ' in flight, ' + deadLetters + ' dead letters',
+               deadLetters > 0 ? 'warn' : null),
+          tile('APNs refusals', refused, 'answers other than 2xx (or none), all pools', refused > 0 ? 'warn' : null));
       }
 
       // MARK: Channel page
@@ -213,27 +230,26 @@ enum DashboardScript {
         }
         const rows = Object.entries(state).map(([name, value]) =>
           element('tr', {}, element('td', {}, name), element('td', {}, typeof value === 'object' ? JSON.stringify(value) : String(value))));
-        card.replaceChildren(element('table', { class: 'kv' }, element('tbody', {}, ...rows)));
-        if (rows.length === 0) card.replaceChildren(element('div', { class: 'incident' }, 'no content-state yet'));
+        card.replaceChildren(rows.length ? element('table', { class: 'kv' }, element('tbody', {}, ...rows))
+                                         : element('div', { class: 'incident' }, 'no content-state yet'));
       }
 
-      function renderFacts(channel, now) {
+      function renderFacts(channel) {
         const facts = [
-          ['Status', channel.status + (channel.brokenReason ? ' — ' + channel.brokenReason : '')],
-          ['Last seq', channel.lastSeq], ['Events applied', channel.events], ['Coalesced', channel.coalesced],
+          ['Status', channel.status + (channel.pending ? ', update pending' : '') + (channel.inFlight ? ', push in flight' : '')],
+          ['Last seq', channel.lastSeq ?? '—'], ['Events received', channel.events + ' (' + channel.duplicates + ' duplicates)'],
+          ['Coalesced', channel.coalesced],
           ['Pushes', channel.pushes + ' (priority 10: ' + channel.p10 + ', priority 5: ' + channel.p5 + ')'],
-          ['Pushes per minute', channel.perMinute === null ? '—' : String(channel.perMinute)],
-          ['Last push', channel.lastPushAt === null ? (channel.pushes > 0 ? 'before this page opened' : '—') : age(now - channel.lastPushAt)],
-          ['Budget left', channel.budget === undefined ? '—' : channel.budget], ['Budget downgrades', channel.downgrades],
-          ['Deferrals', channel.deferrals], ['Errors', channel.errors + ' (' + channel.errorDetail + ')'],
-          ['Push in flight', channel.inFlight ? 'yes' : 'no'],
+          ['Pushes in the last minute', channel.perMinute ?? '—'], ['Last push', age(channel.lastPushAge)],
+          ['Budget left', channel.budget === undefined ? '—' : channel.budget + ' of ' + channel.budgetPerHour + ' per hour'],
+          ['Budget downgrades', channel.downgrades], ['Deferrals', channel.deferrals],
+          ['Errors', channel.errors + ' (' + channel.errorDetail + ')'],
         ];
         $('#channel-facts').replaceChildren(...facts.flatMap(([name, value]) => [element('dt', {}, name), element('dd', {}, String(value))]));
       }
 
       function renderRateChart(channel, now) {
-        const chart = $('#rate-chart');
-        const buckets = perMinuteBuckets(channel.track, now);
+        const buckets = perMinuteBuckets(channel, now);
         const highest = Math.max(1, ...buckets.map((bucket) => bucket.p10 + bucket.p5));
         const width = 300, height = 100, step = width / buckets.length;
         const parts = [shape('line', { x1: 0, y1: height, x2: width, y2: height, class: 'axis' })];
@@ -245,39 +261,37 @@ enum DashboardScript {
         });
         parts.push(shape('text', { x: 0, y: 115 }, '15 min ago'), shape('text', { x: width, y: 115, 'text-anchor': 'end' }, 'now'),
                    shape('text', { x: 2, y: 10 }, 'max ' + highest + '/min'));
-        chart.replaceChildren(...parts);
+        $('#rate-chart').replaceChildren(...parts);
       }
 
       function renderMixChart(channel) {
-        const chart = $('#mix-chart');
         const total = channel.p10 + channel.p5;
         const share = (count) => total ? ' (' + Math.round(100 * count / total) + '%)' : '';
         const bar = mixBar(channel.p10, channel.p5, 300, 28);
         bar.setAttribute('y', '10');
-        chart.replaceChildren(bar,
+        $('#mix-chart').replaceChildren(bar,
           shape('rect', { x: 0, y: 58, width: 10, height: 10, class: 'bar10' }), shape('text', { x: 14, y: 67 }, 'priority 10: ' + channel.p10 + share(channel.p10)),
           shape('rect', { x: 0, y: 76, width: 10, height: 10, class: 'bar5' }), shape('text', { x: 14, y: 85 }, 'priority 5: ' + channel.p5 + share(channel.p5)),
           shape('text', { x: 0, y: 105 }, 'budget downgrades (critical sent at 5): ' + channel.downgrades));
       }
 
       function renderHistory(channel) {
-        const rows = channel.track.pushes.slice().reverse().map((push) => element('tr', {},
-          element('td', {}, new Date(push.time * 1000).toLocaleTimeString()), element('td', { class: 'num' }, '—'),
-          element('td', {}, String(push.priority)), element('td', { class: 'num' }, '—'),
-          element('td', {}, push.count > 1 ? push.count + ' pushes' : 'sent')));
+        const rows = channel.recentPushes.slice().reverse().map((push) => element('tr', { 'data-outcome': push.outcome ?? 'in-flight' },
+          element('td', {}, new Date(push.sentAt * 1000).toLocaleTimeString()), element('td', { class: 'num' }, String(push.sequence)),
+          element('td', {}, String(push.priority) + (push.event === 'end' ? ' (end)' : '')), element('td', { class: 'num' }, String(push.bytes)),
+          element('td', {}, push.outcome ?? 'in flight')));
         $('#history tbody').replaceChildren(...rows);
         $('#no-history').hidden = rows.length > 0;
       }
 
       function renderChannel(snapshot) {
         const now = snapshot.time;
-        for (const channel of snapshot.channels) if (channel.id !== channelID) observe(channel, now);
         $('#channel-title').textContent = channelID;
         $('#channel-missing').hidden = !!snapshot.channel;
         if (!snapshot.channel) return;
         const channel = model(snapshot.channel, now);
         renderActivity(channel, now);
-        renderFacts(channel, now);
+        renderFacts(channel);
         renderRateChart(channel, now);
         renderMixChart(channel);
         renderHistory(channel);

@@ -1,0 +1,74 @@
+import APNs
+import HTTP2
+import TouchlineCore
+
+/// Counts and times the APNs answers of one ``APNsConnections`` (its client's exchange
+/// observer), and reads its pools' figures when metrics are collected.
+///
+/// Loop-confined to the connections' loop, like the client it observes: plain counters, no
+/// locks. The ingest loop asks for a ``snapshot()`` with `execute` when `/metrics` or the stats
+/// are requested (`@unchecked Sendable` only so that hand-off can capture it).
+final class GatewayAPNsMetrics: @unchecked Sendable {
+    /// The `pool` label of the push pool's series (`broadcast` or `personal`).
+    let pushPool: String
+    /// The `pool` label of the management pool, or nil when that pool is not used (personal).
+    let managementPool: String?
+    private let connections: APNsConnections
+    private var responses: [GatewayAPNsSnapshot.ResponseKey: Int] = [:]
+    private var responseTimes: [String: Histogram] = [:]
+
+    /// Installs the observer on the connections' loop, ahead of any request handed to it later.
+    init(connections: APNsConnections, pushPool: String, managementPool: String?) {
+        self.connections = connections
+        self.pushPool = pushPool
+        self.managementPool = managementPool
+        connections.loop.execute { [self] in connections.client.exchangeObserver = { [self] in record($0) } }
+    }
+
+    private func record(_ exchange: APNsExchange) {
+        let pool = exchange.endpoint == .channelManagement ? managementPool ?? pushPool : pushPool
+        let key: GatewayAPNsSnapshot.ResponseKey
+        switch exchange.outcome {
+        case .answered(let status, let reason): key = .init(pool: pool, status: String(status), reason: reason ?? "")
+        case .noResponse(let kind): key = .init(pool: pool, status: "none", reason: kind)
+        }
+        responses[key, default: 0] += 1
+        responseTimes[pool, default: Histogram()].observe(exchange.duration.inSeconds)
+    }
+
+    /// The figures now (on the connections' loop).
+    func snapshot() -> GatewayAPNsSnapshot {
+        let stats = connections.poolStats
+        var pools = [GatewayAPNsSnapshot.Pool(name: pushPool, stats: stats[0])]
+        if let managementPool { pools.append(.init(name: managementPool, stats: stats[1])) }
+        return GatewayAPNsSnapshot(responses: responses, responseTimes: responseTimes, pools: pools,
+                                   providerTokenIssuedAt: connections.client.providerToken.issuedAt)
+    }
+}
+
+/// The APNs figures of one loop at one moment, carried to the ingest loop.
+struct GatewayAPNsSnapshot: Sendable {
+    struct ResponseKey: Hashable, Sendable {
+        var pool: String
+        /// The HTTP status, or `none` when no answer came.
+        var status: String
+        /// APNs' reason (empty on success), or how the request failed without an answer.
+        var reason: String
+    }
+
+    struct Pool: Sendable {
+        var name: String
+        var stats: HTTP2ConnectionPool.Stats
+
+        /// Connected, or still making its first connections without a failure: no back-off under way.
+        var isReady: Bool {
+            stats.readyConnections > 0
+                || stats.slots.contains { $0.connectionState == .connecting && $0.consecutiveFailures == 0 }
+        }
+    }
+
+    var responses: [ResponseKey: Int]
+    var responseTimes: [String: Histogram]
+    var pools: [Pool]
+    var providerTokenIssuedAt: UnixTime
+}

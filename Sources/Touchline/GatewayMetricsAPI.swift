@@ -1,0 +1,44 @@
+import TouchlineCore
+import TouchlineRuntime
+
+/// The operator endpoints outside `/v1`: `GET /metrics` (Prometheus text), `GET /healthz`
+/// (the process serves) and `GET /readyz` (the store is open and every APNs pool is connected,
+/// or making its first connection without a failure).
+///
+/// `/healthz` and `/readyz` never need a key (probes and load balancers carry none); `/metrics`
+/// needs one only with `metrics.requireKey`.
+extension GatewayService {
+    func addOperatorRoutes(to router: inout HTTPRouter) {
+        router.add(.get, "/metrics") { [self] request, _ in
+            guarded(request) { () throws(HTTPError) in
+                if metricsSettings.requireKey { _ = try access.key(for: request) }
+                gatherLoopSnapshots { [self] loops in
+                    let text = PrometheusTextEncoder.encode(metricFamilies(loops))
+                    request.respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusTextEncoder.contentType)],
+                                                 body: Array(text.utf8)))
+                }
+            }
+        }
+        router.add(.get, "/healthz") { request, _ in
+            request.respond(.json(status: 200, ["status": "alive"]))
+        }
+        router.add(.get, "/readyz") { [self] request, _ in
+            gatherLoopSnapshots { [self] loops in
+                let readiness = readinessJSON(loops)
+                request.respond(.json(status: readiness.ready ? 200 : 503, readiness.body))
+            }
+        }
+    }
+
+    /// Ready when the store takes writes and no APNs pool is backing off without a connection.
+    func readinessJSON(_ loops: GatewayLoopSnapshots) -> (ready: Bool, body: JSONValue) {
+        let storeOpen = store.isOpen
+        let ready = storeOpen && loops.apnsPools.allSatisfy(\.isReady)
+        return (ready, .object([
+            .init("status", .string(ready ? "ready" : "not_ready")),
+            .init("store", ["open": .bool(storeOpen), "queueDepth": .integer(Int64(store.queueDepth)),
+                            "failedBatches": .integer(Int64(store.statistics.failedBatches))]),
+            .init("apnsPools", .array(loops.apnsPools.map(Self.poolJSON))),
+        ]))
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+import TouchlineCore
+
+/// A real Prometheus server scrapes the gateway every second; its query API must then return
+/// the gateway's series. Needs the `prometheus` binary (Debian package prometheus, `make deps`).
+@Suite("Prometheus scrape")
+struct PrometheusScrapeTests {
+    @Test(.enabled(if: executable("prometheus") != nil, "the prometheus binary is missing: install the Debian package prometheus (make deps)"))
+    func aPrometheusServerScrapesTheGateway() async throws {
+        let gateway = try GatewayFixture()
+        let api = gateway.admin
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "scraped", "storagePolicy": "no-storage"}"#).status == 201)
+        #expect(try api.request("POST", "/v1/channels/scraped/events", json: #"{"seq": 1, "patch": {"v": 1}}"#).status == 202)
+
+        let directory = gateway.directory + "/prometheus"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try """
+            global:
+              scrape_interval: 1s
+              evaluation_interval: 1s
+            scrape_configs:
+              - job_name: touchline
+                static_configs:
+                  - targets: ["127.0.0.1:\(gateway.port)"]
+            """.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
+        let port = freeLoopbackPort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: executable("prometheus")!)
+        server.arguments = ["--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/data",
+                            "--web.listen-address=127.0.0.1:\(port)"]
+        let log = FileHandle(forWritingAtPath: "/dev/null")
+        server.standardOutput = log
+        server.standardError = log
+        try server.run()
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+
+        let prometheus = GatewayTestClient(port: port)
+        var found: JSONValue?
+        try await eventually("Prometheus to return the scraped series", timeout: .seconds(60)) {
+            guard let answer = try? prometheus.request("GET", "/api/v1/query?query=touchline_events_received_total").json,
+                  case .array(let results)? = answer[member: "data"]?[member: "result"], let first = results.first else { return false }
+            found = first
+            return true
+        }
+        let series = try #require(found)
+        #expect(series[member: "metric"]?.string("channel") == "scraped")
+        #expect(series[member: "metric"]?.string("job") == "touchline")
+        guard case .array(let sample)? = series[member: "value"], sample.count == 2 else { Issue.record("no sample in \(series)"); return }
+        #expect(sample[1] == .string("1"))
+        await gateway.shutDown()
+    }
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
+func freeLoopbackPort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(fd, pointer, length) == 0 ? getsockname(fd, pointer, &length) : -1
+        }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

@@ -41,8 +41,6 @@ final class GatewayEventStream: @unchecked Sendable {
         self.service = service
     }
 
-    var clientCount: Int { clients.count }
-
     /// Opens a stream for `request` and sends the first snapshot.
     func connect(_ request: HTTPRequest, key: GatewayConfiguration.APIKey, channelID: String?) throws(HTTPError) {
         guard clients.count < Self.maxClients else {
@@ -88,10 +86,12 @@ final class GatewayEventStream: @unchecked Sendable {
         timer.schedule(after: Self.heartbeat)
     }
 
+    /// The last client left: nothing runs until the next one, which gathers fresh figures.
     private func stopTimers() {
         heartbeatTimer?.cancel()
         heartbeatTimer = nil
         changeTimer?.cancel()
+        loops = nil
     }
 
     /// Gathers the other loops' figures, then sends everyone a snapshot.

@@ -122,39 +122,39 @@ struct DashboardTests {
 
         let artifacts = Self.root.appendingPathComponent(".build/dashboard-screenshots")
         try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
-        let browser = try HeadlessChromium()
+        let browser = try await HeadlessChromium()
         defer { browser.close() }
         let base = "http://127.0.0.1:\(fixture.port)"
 
         try browser.navigate(to: base + "/")
-        try browser.waitFor("the sign-in form", "String(!!document.querySelector('#key-input') && !document.querySelector('#sign-in').hidden)") { $0 == "true" }
+        try await browser.waitFor("the sign-in form", "String(!!document.querySelector('#key-input') && !document.querySelector('#sign-in').hidden)") { $0 == "true" }
         _ = try browser.evaluate("""
             document.querySelector('#key-input').value = '\(GatewayFixture.clubKey)';
             document.querySelector('#key-form').requestSubmit(); 'ok'
             """)
         let scoreCell = "document.querySelector('tr[data-channel=\"club-ars-che\"] .score')?.textContent ?? ''"
-        try browser.waitFor("the match row", scoreCell) { $0 == "0 – 0" }
+        try await browser.waitFor("the match row", scoreCell) { $0 == "0 – 0" }
         #expect(try browser.evaluate("document.querySelector('#connection').textContent") as? String == "live")
         #expect(try browser.evaluate("document.querySelector('tr[data-channel=\"club-quiz\"] .summary').textContent") as? String == #"{"question":1}"#)
-        try browser.waitFor("the broadcast pool's tile", "[...document.querySelectorAll('#health .tile')].map((tile) => tile.textContent).join('|')") {
+        try await browser.waitFor("the broadcast pool's tile", "[...document.querySelectorAll('#health .tile')].map((tile) => tile.textContent).join('|')") {
             $0.contains("APNs broadcastready")
         }
 
         try post(#"{"seq": 3, "type": "goal", "team": "home", "player": "Saka", "minute": 31}"#, to: "club-ars-che", on: fixture)
-        try browser.waitFor("the goal in the table", scoreCell) { $0 == "1 – 0" }
-        try browser.waitFor("the push to show in the priority mix",
+        try await browser.waitFor("the goal in the table", scoreCell) { $0 == "1 – 0" }
+        try await browser.waitFor("the push to show in the priority mix",
                             "document.querySelector('tr[data-channel=\"club-ars-che\"] td.mix').textContent.trim()") { $0 != "0 / 0" }
         let overview = artifacts.appendingPathComponent("dashboard-overview.png")
         try browser.screenshot().write(to: overview)
 
         try browser.navigate(to: base + "/channels/club-ars-che")
-        try browser.waitFor("the activity card", "document.querySelector('#activity .score')?.textContent ?? ''") { $0 == "1 – 0" }
+        try await browser.waitFor("the activity card", "document.querySelector('#activity .score')?.textContent ?? ''") { $0 == "1 – 0" }
         #expect(try browser.evaluate("document.querySelector('#activity .code').textContent") as? String == "ARS")
         try post(#"{"seq": 4, "type": "goal", "team": "away", "player": "Palmer", "minute": 52}"#, to: "club-ars-che", on: fixture)
-        try browser.waitFor("the equaliser on the card", "document.querySelector('#activity .score')?.textContent ?? ''") { $0 == "1 – 1" }
-        try browser.waitFor("the incident line", "document.querySelector('#activity .incident').textContent") { $0.contains("Palmer") }
-        try browser.waitFor("an accepted push in the history", "String(document.querySelectorAll('#history tbody tr[data-outcome=\"accepted\"]').length)") { $0 != "0" }
-        try browser.waitFor("bars in the rate chart", "String(document.querySelectorAll('#rate-chart rect').length)") { $0 == "30" }
+        try await browser.waitFor("the equaliser on the card", "document.querySelector('#activity .score')?.textContent ?? ''") { $0 == "1 – 1" }
+        try await browser.waitFor("the incident line", "document.querySelector('#activity .incident').textContent") { $0.contains("Palmer") }
+        try await browser.waitFor("an accepted push in the history", "String(document.querySelectorAll('#history tbody tr[data-outcome=\"accepted\"]').length)") { $0 != "0" }
+        try await browser.waitFor("bars in the rate chart", "String(document.querySelectorAll('#rate-chart rect').length)") { $0 == "30" }
         let channelPage = artifacts.appendingPathComponent("dashboard-channel.png")
         try browser.screenshot().write(to: channelPage)
         for file in [overview, channelPage] {

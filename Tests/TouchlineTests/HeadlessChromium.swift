@@ -18,7 +18,7 @@ final class HeadlessChromium {
     private let socket: WebSocket
     private var nextID = 0
 
-    init(width: Int = 1280, height: Int = 900) throws {
+    init(width: Int = 1280, height: Int = 900) async throws {
         guard let executable = Self.executable else { throw Failure(description: "chromium is not installed") }
         profile = NSTemporaryDirectory() + "touchline-chromium-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: profile, withIntermediateDirectories: true)
@@ -32,8 +32,8 @@ final class HeadlessChromium {
         process.standardError = FileHandle.nullDevice
         try process.run()
         do {
-            let port = try Self.devToolsPort(in: profile)
-            socket = try WebSocket(port: port, path: try Self.pageTargetPath(port: port))
+            let port = try await Self.devToolsPort(in: profile)
+            socket = try WebSocket(port: port, path: try await Self.pageTargetPath(port: port))
         } catch {
             process.terminate()
             process.waitUntilExit()
@@ -43,20 +43,20 @@ final class HeadlessChromium {
     }
 
     /// Chromium writes the port it picked (for port 0) into the profile directory.
-    private static func devToolsPort(in profile: String) throws -> Int {
+    private static func devToolsPort(in profile: String) async throws -> Int {
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if let text = try? String(contentsOfFile: profile + "/DevToolsActivePort", encoding: .utf8),
                let line = text.split(separator: "\n").first, let port = Int(line) {
                 return port
             }
-            Thread.sleep(forTimeInterval: 0.05)
+            try await Task.sleep(for: .milliseconds(50))
         }
         throw Failure(description: "chromium did not open its DevTools port within 60 s")
     }
 
     /// The WebSocket path of the page Chromium opened (about:blank).
-    private static func pageTargetPath(port: Int) throws -> String {
+    private static func pageTargetPath(port: Int) async throws -> String {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             let response = try GatewayTestClient(port: port, key: nil).request("GET", "/json/list")
@@ -65,7 +65,7 @@ final class HeadlessChromium {
                let path = URL(string: url)?.path {
                 return path
             }
-            Thread.sleep(forTimeInterval: 0.05)
+            try await Task.sleep(for: .milliseconds(50))
         }
         throw Failure(description: "chromium shows no page target")
     }
@@ -109,13 +109,13 @@ final class HeadlessChromium {
 
     /// Polls `expression` until it returns a string for which `condition` holds; returns it.
     @discardableResult
-    func waitFor(_ what: String, _ expression: String, timeout: TimeInterval = 30, _ condition: (String) -> Bool) throws -> String {
+    func waitFor(_ what: String, _ expression: String, timeout: TimeInterval = 30, _ condition: (String) -> Bool) async throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         var last: String?
         while Date() < deadline {
             last = try evaluate(expression) as? String
             if let last, condition(last) { return last }
-            Thread.sleep(forTimeInterval: 0.1)
+            try await Task.sleep(for: .milliseconds(100))
         }
         throw Failure(description: "timed out waiting for \(what); \(expression) was \(last.map { "\"\($0)\"" } ?? "nil")")
     }

@@ -43,6 +43,9 @@ public final class HTTPRequest: @unchecked Sendable {
     private(set) weak var server: HTTPServer?
     /// Runs once when the request is answered or abandoned (a streamed answer's end).
     var finished: (() -> Void)?
+    /// True once a streamed answer has begun (``startStream(status:headers:onClose:)``):
+    /// ``respond(_:)`` then does nothing.
+    var isStreaming = false
 
     /// The path, still percent-encoded.
     public var path: String { target.path }
@@ -88,9 +91,6 @@ public final class HTTPRequest: @unchecked Sendable {
         guard !isStreaming else { return false }
         return complete { handle, closing in response.send(on: handle, closingConnection: closing) }
     }
-
-    /// True once a streamed answer has begun (``startStream(status:headers:onClose:)``).
-    var isStreaming = false
 
     /// Hands the request's last write to `send` (with whether the connection must close after
     /// it, as during a shutdown) and finishes the request; false when it is no longer pending.

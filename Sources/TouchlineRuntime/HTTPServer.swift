@@ -163,8 +163,9 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Stops accepting connections, ends streamed responses, lets requests in flight be answered
     /// for up to `gracePeriod` (answers then carry `Connection: close`; new requests on open
-    /// connections get 503), then closes every connection and frees the server. `completion` runs on the loop once the
-    /// server is freed (also for a second call made meanwhile). Loop thread only.
+    /// connections get 503), then closes every connection and frees the server. `completion`
+    /// runs on the loop once the server is freed (also for a second call made meanwhile). Loop
+    /// thread only.
     public func shutdown(gracePeriod: Duration, completion: @escaping () -> Void = {}) {
         guard let http else { return completion() }
         if isShuttingDown {

@@ -14,20 +14,26 @@ final class HeadlessChromium {
         .first { FileManager.default.isExecutableFile(atPath: $0) }
 
     private let process: Process
-    private let profile: String
+    /// The wrapper's standard input: when the test process ends, even by a crash, the pipe
+    /// closes and the wrapper stops the browser and removes its profile, so no Chromium
+    /// outlives its test.
+    private let lifeline = Pipe()
     private let socket: WebSocket
     private var nextID = 0
 
     init(width: Int = 1280, height: Int = 900) async throws {
         guard let executable = Self.executable else { throw Failure(description: "chromium is not installed") }
-        profile = NSTemporaryDirectory() + "touchline-chromium-\(UUID().uuidString)"
+        let profile = NSTemporaryDirectory() + "touchline-chromium-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: profile, withIntermediateDirectories: true)
         process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
         // --no-sandbox: test machines and containers often run as root, where the sandbox refuses to start.
-        process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                             "--no-default-browser-check", "--disable-extensions", "--remote-debugging-address=127.0.0.1",
-                             "--remote-debugging-port=0", "--user-data-dir=\(profile)", "--window-size=\(width),\(height)", "about:blank"]
+        let arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                         "--no-default-browser-check", "--disable-extensions", "--remote-debugging-address=127.0.0.1",
+                         "--remote-debugging-port=0", "--user-data-dir=\(profile)", "--window-size=\(width),\(height)", "about:blank"]
+        process.arguments = ["-c", #"profile=$1; shift; "$@" </dev/null & browser=$!; cat >/dev/null; kill $browser; wait $browser; rm -rf "$profile""#,
+                             "chromium-lifeline", profile, executable] + arguments
+        process.standardInput = lifeline
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -35,9 +41,7 @@ final class HeadlessChromium {
             let port = try await Self.devToolsPort(in: profile)
             socket = try WebSocket(port: port, path: try await Self.pageTargetPath(port: port))
         } catch {
-            process.terminate()
-            process.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: profile)
+            Self.stop(process, lifeline: lifeline)
             throw error
         }
     }
@@ -72,9 +76,13 @@ final class HeadlessChromium {
 
     func close() {
         socket.close()
-        process.terminate()
+        Self.stop(process, lifeline: lifeline)
+    }
+
+    /// Closes the lifeline (the wrapper then stops the browser) and waits for the wrapper.
+    private static func stop(_ process: Process, lifeline: Pipe) {
+        try? lifeline.fileHandleForWriting.close()
         process.waitUntilExit()
-        try? FileManager.default.removeItem(atPath: profile)
     }
 
     /// Sends one command and returns its `result` (events that arrive meanwhile are skipped).

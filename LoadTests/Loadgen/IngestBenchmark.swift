@@ -158,40 +158,13 @@ struct IngestBenchmark {
         var late: Percentiles
     }
 
-    /// Paces single-event requests so that every channel gets `eventsPerChannelPerSecond`; each
-    /// event's patch carries its send time (`sentAt`, Unix ns), which the broadcast payload repeats.
+    /// Paces single-event requests so that every channel gets `eventsPerChannelPerSecond`
+    /// (``PacedEvents``), then reads the broadcasts' arrival times from the mock's recording.
     private func measureLatency(_ ids: [String], connect: @escaping @Sendable () throws -> HTTPLoadClient,
                                 mock: MockAPNsServer) throws -> LatencyResult {
-        let connections = options.latencyConnections
-        let totalRate = Double(ids.count) * options.eventsPerChannelPerSecond
-        let interval = Double(connections) / totalRate * 1e9
-        let perConnection = Int(options.latencySeconds * totalRate) / connections
-        // A little head start so every thread has connected before its first slot.
-        let start = monotonicNanoseconds() + 200_000_000
-        let timings = try onThreads(connections) { index in
-            let client = try connect()
-            let owned = stride(from: index, to: ids.count, by: connections).map { ids[$0] }
-            var lastSeq = [Int](repeating: 0, count: owned.count)
-            let offset = Double(index) * interval / Double(connections)
-            let clock = SystemClock()
-            var timings: [(acknowledged: Double, late: Double)] = []
-            timings.reserveCapacity(perConnection)
-            for slot in 0..<perConnection {
-                let due = start + Int64(offset + Double(slot) * interval)
-                sleep(untilMonotonic: due)
-                let late = Double(monotonicNanoseconds() - due) / 1e6
-                let channel = slot % owned.count
-                lastSeq[channel] += 1
-                let sentAt = clock.now().nanoseconds
-                let body = #"{"seq":\#(lastSeq[channel]),"patch":{"sentAt":\#(sentAt)}}"#
-                let response = try client.send("POST", "/v1/channels/\(owned[channel])/events", body: Array(body.utf8))
-                timings.append((Double(clock.now().nanoseconds - sentAt) / 1e6, late))
-                guard response.status == 202 else {
-                    throw LoadError("posting an event to \(owned[channel]) answered \(response.status): \(response.text)")
-                }
-            }
-            return timings
-        }.flatMap { $0 }
+        let timings = try PacedEvents(channels: ids, connections: options.latencyConnections,
+                                      eventsPerChannelPerSecond: options.eventsPerChannelPerSecond)
+            .run(seconds: options.latencySeconds, connect: connect)
         // Wait until the mock has seen every broadcast, or 5 s without progress.
         var received: [MockAPNsRecordedRequest] = []
         var lastProgress = monotonicNanoseconds()

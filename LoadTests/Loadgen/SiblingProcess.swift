@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One of the project's executables, started from the folder of `touchline-load` as a process of
 /// its own, so that benchmarks measure it on its own threads and read its CPU time and memory
@@ -8,6 +9,9 @@ final class SiblingProcess {
     let name: String
     /// What it printed up to and including the line that said it was ready.
     let startupOutput: String
+    /// What it printed since, not yet taken by ``waitForOutput(through:timeout:)`` (the last
+    /// megabyte at most, so a chatty process cannot grow it without bound).
+    private let laterOutput = OutputBuffer()
 
     /// Starts `name` with `arguments` and waits until a complete line containing `readyMarker`
     /// has been printed; its later output is drained so a chatty process never blocks on the pipe.
@@ -30,7 +34,38 @@ final class SiblingProcess {
             text += String(decoding: chunk, as: UTF8.self)
         }
         startupOutput = text
-        reader.readabilityHandler = { handle in _ = handle.availableData }
+        reader.readabilityHandler = { [laterOutput] handle in
+            let chunk = String(decoding: handle.availableData, as: UTF8.self)
+            guard !chunk.isEmpty else { return }
+            laterOutput.text.withLock { output in
+                output += chunk
+                let excess = output.utf8.count - (1 << 20)
+                if excess > 0 { output = String(output.utf8.dropFirst(excess))! }
+            }
+        }
+    }
+
+    /// Waits until the process has printed `marker` since the last call, and returns that
+    /// output up to and including the marker (which is then forgotten, with what came before).
+    func waitForOutput(through marker: String, timeout seconds: Double) throws -> String {
+        let deadline = monotonicNanoseconds() + Int64(seconds * 1e9)
+        while true {
+            let taken = laterOutput.text.withLock { output -> String? in
+                guard let range = output.range(of: marker) else { return nil }
+                defer { output.removeSubrange(..<range.upperBound) }
+                return String(output[..<range.upperBound])
+            }
+            if let taken { return taken }
+            guard monotonicNanoseconds() < deadline, process.isRunning else {
+                throw LoadError("\(name) did not print '\(marker)' within \(seconds) s")
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
+    /// Sends `signal` to the process (e.g. SIGUSR1 to ask the mock for a report).
+    func send(signal: Int32) {
+        kill(process.processIdentifier, signal)
     }
 
     /// The first line of the startup output containing `marker`.
@@ -52,4 +87,9 @@ final class SiblingProcess {
     }
 
     deinit { stop() }
+}
+
+/// Output of a process shared between the pipe's reading thread and the benchmark.
+private final class OutputBuffer: Sendable {
+    let text = Mutex("")
 }

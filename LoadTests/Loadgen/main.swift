@@ -33,6 +33,28 @@ let usage = """
       --rate N                  events per second per channel in the latency phase (default 2)
       --check                   exit 1 when ingest is below 50,000 events/s, the latency p99
                                 is above 5 ms or a broadcast is missing
+
+      personal-fanout  the gateway and the mock APNs as separate processes: N push-to-start tokens
+                       registered in batches, then one personal job to all of them (POST /v1/personal,
+                       polled until done) versus h2load with the same payload, token paths and
+                       concurrency, rounds alternating; then the broadcast ingest->APNs p99 while
+                       such a backlog drains versus with no backlog
+
+    options (personal-fanout):
+      --tokens N                tokens following the job's topic (default 1000000)
+      --rounds N                rounds of gateway job and h2load (default 3)
+      --isolation-rounds N      rounds of the two isolation phases, medians compared (default 2)
+      --batch N                 tokens per POST /v1/tokens/batch (default 5000)
+      --channels N              broadcast channels per isolation phase (default 100)
+      --rate N                  events per second per channel in the isolation phases (default 2)
+      --latency-connections N   connections posting those events (default 8)
+      --mock-threads N          event loops of the mock (default: number of CPUs)
+      --personal-connections N  the gateway's personal pool connections, and h2load's (default 2)
+      --personal-in-flight N    the gateway's personal sends in flight, h2load's streams in all
+                                (default 1000)
+      --check                   exit 1 when the gateway is below 0.7 of h2load's rate, the p99
+                                with the backlog is above 1.5 times the p99 without, a
+                                broadcast is missing or the backlog drained before the events ended
     """
 
 func fail(_ message: String) -> Never {
@@ -116,6 +138,25 @@ case "ingest":
         }
     }
     await finish { try IngestBenchmark(options: options).run() }
+case "personal-fanout":
+    var options = PersonalFanoutBenchmark.Options()
+    while let flag = flags.next() {
+        switch flag {
+        case "--tokens": options.tokens = flags.positiveInteger(after: flag)
+        case "--rounds": options.rounds = flags.positiveInteger(after: flag)
+        case "--isolation-rounds": options.isolationRounds = flags.positiveInteger(after: flag)
+        case "--batch": options.registrationBatch = flags.positiveInteger(after: flag)
+        case "--channels": options.channels = flags.positiveInteger(after: flag)
+        case "--rate": options.eventsPerChannelPerSecond = Double(flags.positiveInteger(after: flag))
+        case "--latency-connections": options.latencyConnections = flags.positiveInteger(after: flag)
+        case "--mock-threads": options.mockThreads = flags.positiveInteger(after: flag)
+        case "--personal-connections": options.personalConnections = flags.positiveInteger(after: flag)
+        case "--personal-in-flight": options.personalInFlight = flags.positiveInteger(after: flag)
+        case "--check": options.check = true
+        default: fail("unknown option '\(flag)' (try --help)")
+        }
+    }
+    await finish { try PersonalFanoutBenchmark(options: options).run() }
 default:
     fail("unknown scenario '\(scenario)' (try --help)")
 }

@@ -56,6 +56,10 @@ public struct MockAPNsCommandLine: Sendable {
 
     Output:
       --print-counters          print answer counts by endpoint, status and reason on exit
+      --arrival-latency FIELD   measure arrival latency from a Unix-nanosecond timestamp the
+                                sender puts in the payload as "FIELD": N (e.g. in the
+                                content-state) of accepted pushes; SIGUSR1 prints p50/p99/max
+                                per endpoint since the last report and starts over
       --help                    show this help
     """
 
@@ -116,6 +120,7 @@ public struct MockAPNsCommandLine: Sendable {
             case "--goaway-reason": configuration.faults.goawayReason = try parser.value(flag)
             case "--seed": configuration.faults.seed = UInt64(try parser.integer(flag, in: 0...Int.max))
             case "--print-counters": result.printCounters = true
+            case "--arrival-latency": configuration.arrivalLatencyField = try parser.value(flag)
             default: throw MockAPNsSetupError("unknown option \(flag) (see --help)")
             }
         }

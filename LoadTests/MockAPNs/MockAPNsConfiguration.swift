@@ -118,12 +118,16 @@ public struct MockAPNsConfiguration: Sendable {
     /// The clock for token ages and 410 timestamps; tests inject a `ManualClock`.
     public var clock: any WallClock
     public var faults: Faults
+    /// A payload member holding the sender's Unix time in nanoseconds (`"sentAt": N`): every
+    /// accepted push carrying it adds a sample of arrival latency (``MockAPNsServer/takeArrivalLatencyReport()``).
+    /// Nil: nothing is measured.
+    public var arrivalLatencyField: String?
 
     public init(bundleID: String, teamID: String, keys: [ProviderKey], certificateFile: String? = nil, privateKeyFile: String? = nil,
                 host: String = "127.0.0.1", pushPort: Int = 0, managementPort: Int = 0, threads: Int = 1,
                 initialMaxConcurrentStreams: Int = 1, maxConcurrentStreams: Int = 1000, channelLimit: Int = 10_000,
                 recordingCapacity: Int = 10_000, diagnosticHeader: Bool = true, clock: any WallClock = SystemClock(),
-                faults: Faults = Faults()) {
+                faults: Faults = Faults(), arrivalLatencyField: String? = nil) {
         self.bundleID = bundleID
         self.teamID = teamID
         self.keys = keys
@@ -140,6 +144,7 @@ public struct MockAPNsConfiguration: Sendable {
         self.diagnosticHeader = diagnosticHeader
         self.clock = clock
         self.faults = faults
+        self.arrivalLatencyField = arrivalLatencyField
     }
 
     /// Rejects settings that cannot work, naming the field.
@@ -160,6 +165,9 @@ public struct MockAPNsConfiguration: Sendable {
         }
         guard faults.tooManyRequestsRate + faults.internalServerErrorRate + faults.shutdownRate <= 1 else {
             throw MockAPNsSetupError("the fault rates add up to more than 1")
+        }
+        if let field = arrivalLatencyField, field.isEmpty || field.contains("\"") || field.contains("\\") {
+            throw MockAPNsSetupError("the arrival latency field must be a plain JSON member name")
         }
         if let n = faults.goawayAfterRequests, n < 1 { throw MockAPNsSetupError("GOAWAY after must be at least 1 request") }
         guard faults.latency >= .zero else { throw MockAPNsSetupError("latency must not be negative") }

@@ -165,6 +165,9 @@ final class MockAPNsConnection: @unchecked Sendable {
 
     private func record(_ request: HTTP2ServerRequest, _ answer: MockAPNsAnswer, receivedAt: UnixTime) {
         counters.count(endpoint: answer.endpoint, reason: answer.reason)
+        if let arrivalLatency = shared.arrivalLatency, (200..<300).contains(answer.status) {
+            arrivalLatency.record(request.body, endpoint: answer.endpoint, arrivedAt: receivedAt)
+        }
         guard shared.recording.isEnabled else { return }
         shared.recording.append(MockAPNsRecordedRequest(
             connection: number, port: port, endpoint: answer.endpoint, streamID: request.streamID,

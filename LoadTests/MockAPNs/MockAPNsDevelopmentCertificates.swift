@@ -1,6 +1,7 @@
+import CShims
 import Foundation
 
-/// Throwaway TLS material for running the mock locally, made with the `openssl` command.
+/// Throwaway TLS material for running the mock locally, made in-process with OpenSSL.
 ///
 /// A fresh CA signs a server certificate for `localhost`, `127.0.0.1` and `::1`; clients trust
 /// the CA file only. Nothing here is meant for production.
@@ -15,33 +16,15 @@ public enum MockAPNsDevelopmentCertificates {
         public var privateKeyFile: String
     }
 
-    /// Writes `ca.pem`, `ca.key`, `server.pem` and `server.key` into `directory` (created if needed).
+    /// Writes `ca.pem`, `server.pem` and `server.key` into `directory` (created if needed). The
+    /// CA's own key is never written, so nothing else can be signed with it.
     public static func generate(in directory: String, validDays: Int = 30) throws(MockAPNsSetupError) -> Files {
         try createDirectory(directory)
         let path = { (name: String) in (directory as NSString).appendingPathComponent(name) }
         let files = Files(caFile: path("ca.pem"), certificateFile: path("server.pem"), privateKeyFile: path("server.key"))
-        let extensions = path("server.ext")
-        do {
-            try """
-            basicConstraints = critical, CA:FALSE
-            keyUsage = critical, digitalSignature, keyEncipherment
-            extendedKeyUsage = serverAuth
-            subjectAltName = DNS:localhost, IP:127.0.0.1, IP:::1
-
-            """.write(toFile: extensions, atomically: true, encoding: .utf8)
-        } catch {
-            throw MockAPNsSetupError("cannot write \(extensions): \(error.localizedDescription)")
+        try DevelopmentCredential.make("the development certificates") { error, length in
+            tl_dev_write_tls_files(files.caFile, files.certificateFile, files.privateKeyFile, Int32(validDays), error, length)
         }
-        try OpenSSLCommand.run(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                "-keyout", path("ca.key"), "-out", files.caFile, "-days", String(validDays),
-                                "-subj", "/CN=Touchline mock APNs development CA",
-                                "-addext", "basicConstraints=critical,CA:TRUE",
-                                "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
-        try OpenSSLCommand.run(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                "-keyout", files.privateKeyFile, "-out", path("server.csr"), "-subj", "/CN=localhost"])
-        try OpenSSLCommand.run(["x509", "-req", "-in", path("server.csr"), "-CA", files.caFile, "-CAkey", path("ca.key"),
-                                "-CAcreateserial", "-out", files.certificateFile, "-days", String(validDays),
-                                "-extfile", extensions])
         return files
     }
 
@@ -76,31 +59,20 @@ public enum MockAPNsProviderKeyFiles {
         try MockAPNsDevelopmentCertificates.createDirectory(directory)
         let base = (directory as NSString).appendingPathComponent("AuthKey_\(keyID)")
         let files = Files(privateKeyFile: base + ".p8", publicKeyFile: base + ".pub.pem")
-        try OpenSSLCommand.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", files.privateKeyFile])
-        try OpenSSLCommand.run(["pkey", "-in", files.privateKeyFile, "-pubout", "-out", files.publicKeyFile])
+        try DevelopmentCredential.make("the provider key \(keyID)") { error, length in
+            tl_dev_write_p256_key(files.privateKeyFile, files.publicKeyFile, error, length)
+        }
         return files
     }
 }
 
-/// Runs `openssl` with arguments, turning a failure into an error with openssl's own message.
-enum OpenSSLCommand {
-    static func run(_ arguments: [String]) throws(MockAPNsSetupError) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            throw MockAPNsSetupError("cannot run openssl: \(error.localizedDescription)")
-        }
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let text = String(decoding: message, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
-            throw MockAPNsSetupError("openssl \(arguments.first ?? "") failed (status \(process.terminationStatus)): \(text)")
+/// Runs one of the C generators of development credentials, turning its failure into an error.
+enum DevelopmentCredential {
+    static func make(_ what: String, _ generate: (UnsafeMutablePointer<CChar>, Int) -> Int32) throws(MockAPNsSetupError) {
+        var message = [CChar](repeating: 0, count: 512)
+        let status = message.withUnsafeMutableBufferPointer { generate($0.baseAddress!, $0.count) }
+        guard status == 0 else {
+            throw MockAPNsSetupError("cannot make \(what): " + message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
         }
     }
 }

@@ -120,6 +120,12 @@ public final class MockAPNsServer: Sendable {
         state.counters.forEach { $0.reset() }
     }
 
+    /// Arrival latencies since the last call (or the start), per endpoint, then forgets them;
+    /// empty unless ``MockAPNsConfiguration/arrivalLatencyField`` is set.
+    public func takeArrivalLatencyReport() -> MockAPNsArrivalReport {
+        observed.withLock { $0?.shared.arrivalLatency }?.takeReport() ?? MockAPNsArrivalReport(rows: [])
+    }
+
     /// Live channels: id -> message storage policy.
     public func channels() -> [String: Int] {
         observed.withLock { $0?.shared.registry }?.channels ?? [:]

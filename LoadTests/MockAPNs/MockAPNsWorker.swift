@@ -10,6 +10,8 @@ final class MockAPNsShared: Sendable {
     let tls: TLSContext
     let registry: MockAPNsRegistry
     let recording: MockAPNsRecording
+    /// Nil unless ``MockAPNsConfiguration/arrivalLatencyField`` is set.
+    let arrivalLatency: MockAPNsArrivalLatency?
     private let connectionNumbers = Atomic(0)
 
     init(configuration: MockAPNsConfiguration, tls: TLSContext) throws(MockAPNsSetupError) {
@@ -20,6 +22,7 @@ final class MockAPNsShared: Sendable {
         registry = try MockAPNsRegistry(channelLimit: configuration.channelLimit, unregisteredTokens: configuration.faults.unregisteredTokens,
                                         since: configuration.clock.now(), channelsFile: configuration.channelsFile)
         recording = MockAPNsRecording(capacity: configuration.recordingCapacity)
+        arrivalLatency = configuration.arrivalLatencyField.map(MockAPNsArrivalLatency.init(field:))
     }
 
     /// 1, 2, 3... in accept order across all loops.

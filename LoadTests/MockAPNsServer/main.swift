@@ -34,12 +34,14 @@ if configuration.certificateFile == nil {
     }
 }
 
-// Block the stop signals before any loop thread exists, so that only sigwait below sees them.
-var stopSignals = sigset_t()
-sigemptyset(&stopSignals)
-sigaddset(&stopSignals, SIGINT)
-sigaddset(&stopSignals, SIGTERM)
-pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+// Block the signals before any loop thread exists, so that only sigwait below sees them:
+// SIGINT and SIGTERM stop, SIGUSR1 prints the arrival latency report.
+var handledSignals = sigset_t()
+sigemptyset(&handledSignals)
+sigaddset(&handledSignals, SIGINT)
+sigaddset(&handledSignals, SIGTERM)
+sigaddset(&handledSignals, SIGUSR1)
+pthread_sigmask(SIG_BLOCK, &handledSignals, nil)
 
 let server: MockAPNsServer
 let addresses: MockAPNsServer.Addresses
@@ -56,7 +58,10 @@ print("threads \(configuration.threads), bundle \(configuration.bundleID), team 
 fflush(nil)
 
 var received: Int32 = 0
-sigwait(&stopSignals, &received)
+while sigwait(&handledSignals, &received) == 0, received == SIGUSR1 {
+    print(server.takeArrivalLatencyReport())
+    fflush(nil)
+}
 server.stop()
 if commandLine.printCounters {
     print(server.counters())

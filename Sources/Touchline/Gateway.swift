@@ -18,6 +18,7 @@ import TouchlineStore
 public final class Gateway: Sendable {
     public let configuration: GatewayConfiguration
     private let clock: any WallClock
+    private let log: GatewayLog
     private let running = Mutex<Running?>(nil)
 
     private struct Running: Sendable {
@@ -36,9 +37,11 @@ public final class Gateway: Sendable {
     /// The HTTP server, used on the ingest loop only.
     private struct UncheckedServer: @unchecked Sendable { let server: HTTPServer }
 
-    public init(configuration: GatewayConfiguration, clock: any WallClock = SystemClock()) {
+    /// `log` defaults to standard output at the configured level, as component `gateway`.
+    public init(configuration: GatewayConfiguration, clock: any WallClock = SystemClock(), log: GatewayLog? = nil) {
         self.configuration = configuration
         self.clock = clock
+        self.log = log ?? GatewayLog(component: "gateway", level: configuration.logLevel)
     }
 
     /// The mock APNs started in-process because `configuration.apns` is nil (nil otherwise).
@@ -101,12 +104,13 @@ public final class Gateway: Sendable {
             let personal = GatewayPersonalDispatcher(loop: personalLoop, connections: personalConnections,
                                                      reader: try SQLiteTokenReader(path: store.path), store: store, clock: clock,
                                                      settings: configuration.personalQueue,
-                                                     tokenEnvironment: TokenEnvironment(apns: settings.environment))
+                                                     tokenEnvironment: TokenEnvironment(apns: settings.environment),
+                                                     log: log.named("personal"))
             let tokenReader = try SQLiteTokenReader(path: store.path)
             let service = GatewayService(loop: ingestLoop, store: store, tokenReader: tokenReader,
                                          dispatcher: GatewayDispatcher(connections: connections, ingestLoop: ingestLoop),
                                          personal: personal,
-                                         configuration: configuration, clock: clock)
+                                         configuration: configuration, clock: clock, log: log.named("channels"))
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
                                                             maxBodySize: configuration.maxBodyBytes)
             // Queued on the personal loop before the API can hand it a new job.
@@ -131,20 +135,32 @@ public final class Gateway: Sendable {
     /// The reader is opened here and used once on the ingest loop while this thread waits.
     private struct UncheckedReader: @unchecked Sendable { let reader: SQLiteChannelReader }
 
-    /// Stops taking requests (those in flight are answered, up to a grace period), stops
-    /// sending and the channel timers, commits what is queued, closes the APNs connections and stops the mock.
-    public func shutdown() async {
+    /// Stops within a bounded time (about `requestGracePeriod + apnsGracePeriod`, well inside
+    /// the 10 s a container runtime waits before SIGKILL) without losing anything acknowledged:
+    ///
+    /// 1. stops accepting connections; requests in flight are answered for up to
+    ///    `requestGracePeriod` (a 202 still only after its commit), new requests on open
+    ///    connections get 503 `shutting_down`, and whatever is unanswered then is abandoned
+    ///    (its event may be stored, but was never acknowledged);
+    /// 2. stops sending and the channel timers: what is not yet sent stays pending in the channel
+    ///    snapshots and goes out after the next start;
+    /// 3. closes the broadcast and personal APNs connections together, giving pushes in flight
+    ///    up to `apnsGracePeriod` for their answers (a push still unanswered is saved as pending;
+    ///    personal jobs save their progress and resume);
+    /// 4. commits everything queued to the store and closes it, then stops the loops and the mock.
+    public func shutdown(requestGracePeriod: Duration = .seconds(2), apnsGracePeriod: Duration = .seconds(3)) async {
         guard let current = running.withLock({ state -> Running? in defer { state = nil }; return state }) else { return }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             current.ingestLoop.execute {
-                current.server.server.shutdown(gracePeriod: .seconds(2)) {
+                current.server.server.shutdown(gracePeriod: requestGracePeriod) {
                     current.service.stop()
                     done.resume()
                 }
             }
         }
-        await current.connections.shutdown()
-        await current.personal.shutdown()
+        async let broadcast: Void = current.connections.shutdown(gracePeriod: apnsGracePeriod)
+        async let personal: Void = current.personal.shutdown(gracePeriod: apnsGracePeriod)
+        _ = await (broadcast, personal)
         // Answers delivered during the pool shutdown run (and queue their saves) before the close.
         _ = try? await current.ingestLoop.submit {}
         current.store.close()

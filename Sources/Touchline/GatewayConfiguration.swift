@@ -1,5 +1,6 @@
 import APNs
 import TouchlineCore
+import TouchlineRuntime
 
 /// Everything `touchline serve` needs, as one documented value.
 ///
@@ -23,6 +24,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var maxBodyBytes: Int
     /// The personal (per-token) queue: connections, concurrency, window, delivery policy.
     public var personalQueue: PersonalQueueSettings
+    /// Log lines below this level are dropped (`log.level`; docs/operations.md describes the lines).
+    public var logLevel: LogLevel
     /// `/metrics`: whether it needs a key, and the cap on `channel` labels.
     public var metrics: MetricsSettings
 
@@ -71,7 +74,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public init(apns: APNsSettings? = nil, listenHost: String = "127.0.0.1", listenPort: Int = 8080,
                 dataDirectory: String = "./touchline-data", apiKeys: [APIKey] = [], defaultPolicy: ChannelPolicy = .default,
                 maxBodyBytes: Int = 1 << 20, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
-                metrics: MetricsSettings = MetricsSettings()) {
+                logLevel: LogLevel = .info, metrics: MetricsSettings = MetricsSettings()) {
         self.apns = apns
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -80,6 +83,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
         self.defaultPolicy = defaultPolicy
         self.maxBodyBytes = maxBodyBytes
         self.personalQueue = personalQueue
+        self.logLevel = logLevel
         self.metrics = metrics
     }
 }

@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import TouchlineCore
+import TouchlineRuntime
 
 /// Reads the JSON configuration file (`--config`) into a layer, checking every member.
 ///
@@ -33,7 +34,7 @@ struct ConfigurationFile {
 
     private mutating func read(_ root: JSONValue) {
         guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy",
-                                                          "personalQueue", "metrics"]) else {
+                                                          "personalQueue", "log", "metrics"]) else {
             return
         }
         layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
@@ -42,6 +43,11 @@ struct ConfigurationFile {
         layer.dataDirectory = members["dataDirectory"].flatMap { convertPath($0, at: "dataDirectory") }
         layer.maxBodyBytes = members["maxBodyBytes"].flatMap { convert($0, at: "maxBodyBytes", integer) }
         if let apns = members["apns"] { readAPNs(apns) }
+        if let log = members["log"], let logMembers = object(log, at: "log", allowed: ["level"]) {
+            layer.logLevel = logMembers["level"].flatMap { convert($0, at: "log.level") { value throws(InvalidConfigurationValue) in
+                try LogLevel(configurationText: try text(value))
+            } }
+        }
         if let keys = members["apiKeys"] { readAPIKeys(keys) }
         layer.defaultPolicy = members["defaultPolicy"].flatMap { convert($0, at: "defaultPolicy") { value throws(InvalidConfigurationValue) in
             try ChannelPolicy(json: value)

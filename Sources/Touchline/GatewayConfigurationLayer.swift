@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import TouchlineCore
+import TouchlineRuntime
 
 /// A value with the place it was set.
 struct SourcedSetting<Value> {
@@ -28,6 +29,7 @@ struct ConfigurationLayer {
     var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>]?
     var defaultPolicy: SourcedSetting<ChannelPolicy>?
     var personalQueue: SourcedSetting<PersonalQueueSettings>?
+    var logLevel: SourcedSetting<LogLevel>?
     var metrics: SourcedSetting<MetricsSettings>?
 
     mutating func overlay(_ later: ConfigurationLayer) {
@@ -45,6 +47,7 @@ struct ConfigurationLayer {
         providerKeys = later.providerKeys ?? providerKeys
         defaultPolicy = later.defaultPolicy ?? defaultPolicy
         personalQueue = later.personalQueue ?? personalQueue
+        logLevel = later.logLevel ?? logLevel
         metrics = later.metrics ?? metrics
     }
 
@@ -66,6 +69,7 @@ struct ConfigurationLayer {
         case .apiKeys: providerKeys = (providerKeys ?? []) + (try parseProviderKeys(text)).map { SourcedSetting(value: $0, source: source) }
         case .defaultPolicy: defaultPolicy = SourcedSetting(value: try ChannelPolicy(json: try parseJSON(text)), source: source)
         case .personalQueue: personalQueue = SourcedSetting(value: try PersonalQueueSettings(json: try parseJSON(text)), source: source)
+        case .logLevel: logLevel = SourcedSetting(value: try LogLevel(configurationText: text), source: source)
         case .metrics: metrics = SourcedSetting(value: try MetricsSettings(json: try parseJSON(text)), source: source)
         }
     }
@@ -142,6 +146,17 @@ extension APNsEnvironment {
             let management = try ConfigurationHostPort(parsing: String(parts[1]))
             self = .custom(pushHost: push.host, pushPort: push.port, managementHost: management.host, managementPort: management.port)
         }
+    }
+}
+
+extension LogLevel {
+    /// One of the level names, exactly as written in log lines.
+    init(configurationText text: String) throws(InvalidConfigurationValue) {
+        guard let level = LogLevel(name: text) else {
+            let names = LogLevel.allCases.map(\.name)
+            throw InvalidConfigurationValue("must be one of \(names.joined(separator: ", ")), got \"\(text)\"")
+        }
+        self = level
     }
 }
 

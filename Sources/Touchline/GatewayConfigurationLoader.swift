@@ -104,6 +104,7 @@ extension GatewayConfiguration {
         note(layer.maxBodyBytes, .maxBodyBytes) { configuration.maxBodyBytes = $0 }
         note(layer.defaultPolicy, .defaultPolicy) { configuration.defaultPolicy = $0 }
         note(layer.personalQueue, .personalQueue) { configuration.personalQueue = $0 }
+        note(layer.logLevel, .logLevel) { configuration.logLevel = $0 }
         note(layer.metrics, .metrics) { configuration.metrics = $0 }
         let keys = (layer.adminKeys ?? []).map { SourcedSetting(value: APIKey(key: $0.value, scope: .admin), source: $0.source) }
             + (layer.providerKeys ?? [])

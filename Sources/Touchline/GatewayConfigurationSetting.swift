@@ -5,7 +5,7 @@
 enum ConfigurationSetting: CaseIterable {
     case config, listen, dataDirectory, maxBodyBytes
     case apnsKeyPath, apnsKeyID, apnsTeamID, apnsBundleID, apnsEnvironment, apnsCAFile
-    case adminKey, apiKeys, defaultPolicy, personalQueue, metrics
+    case adminKey, apiKeys, defaultPolicy, personalQueue, logLevel, metrics
 
     /// The member path in the JSON file; nil for `--config` itself.
     var fileKey: String? {
@@ -24,6 +24,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apiKeys: "apiKeys[].channelPrefix"
         case .defaultPolicy: "defaultPolicy"
         case .personalQueue: "personalQueue"
+        case .logLevel: "log.level"
         case .metrics: "metrics"
         }
     }
@@ -44,6 +45,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apiKeys: "TOUCHLINE_API_KEYS"
         case .defaultPolicy: "TOUCHLINE_DEFAULT_POLICY"
         case .personalQueue: "TOUCHLINE_PERSONAL_QUEUE"
+        case .logLevel: "TOUCHLINE_LOG_LEVEL"
         case .metrics: "TOUCHLINE_METRICS"
         }
     }
@@ -64,6 +66,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apiKeys: "--api-key"
         case .defaultPolicy: "--default-policy"
         case .personalQueue: "--personal-queue"
+        case .logLevel: "--log-level"
         case .metrics: "--metrics"
         }
     }
@@ -81,6 +84,7 @@ enum ConfigurationSetting: CaseIterable {
         case .adminKey: "KEY"
         case .apiKeys: "KEY=PREFIX"
         case .defaultPolicy, .personalQueue, .metrics: "JSON"
+        case .logLevel: "LEVEL"
         }
     }
 
@@ -101,6 +105,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apiKeys: "provider API keys"
         case .defaultPolicy: "default channel policy"
         case .personalQueue: "personal queue settings"
+        case .logLevel: "log level"
         case .metrics: "metrics settings"
         }
     }
@@ -122,6 +127,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apiKeys: "API key allowed channels whose id starts with PREFIX (repeatable; several: K1=P1,K2=P2)"
         case .defaultPolicy: "channel policy for channels without their own, as JSON"
         case .personalQueue: "personal queue: connections, maxInFlight, window, delivery policy..., as JSON"
+        case .logLevel: "lowest level logged: debug, info (default), notice, warning or error"
         case .metrics: "/metrics: requireKey (default false), maxChannelLabels (default 200), as JSON"
         }
     }

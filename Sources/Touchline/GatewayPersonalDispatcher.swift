@@ -24,15 +24,20 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     private let settings: PersonalQueueSettings
     /// Registry tokens of this APNs environment only are targeted (nil: any, for custom endpoints).
     private let tokenEnvironment: TokenEnvironment?
+    private let log: GatewayLog
     private var jobs: [String: GatewayPersonalJobRun] = [:]
     private var inFlight = 0
     private var isStopping = false
+    /// Jobs with answers since their last `nextSends`, advanced once at the end of the loop
+    /// turn: one batch of new sends per read instead of one call per answer.
+    private var answeredJobs: [GatewayPersonalJobRun] = []
+    private var turnEnd: LoopTimer?
     /// Counters for `/metrics` and the stats, on this loop.
     let metrics: GatewayPersonalMetrics
 
     /// `connections` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, connections: APNsConnections, reader: SQLiteTokenReader, store: StoreWriter, clock: any WallClock,
-         settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?) {
+         settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?, log: GatewayLog) {
         self.loop = loop
         self.connections = connections
         self.reader = reader
@@ -40,6 +45,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
         self.clock = clock
         self.settings = settings
         self.tokenEnvironment = tokenEnvironment
+        self.log = log
         metrics = GatewayPersonalMetrics(connections: connections)
     }
 
@@ -62,15 +68,16 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
                     for record in try reader.jobs(status: status, limit: 10_000) { start(record) }
                 }
             } catch {
-                print("touchline: reading unfinished personal jobs failed: \(error)")
+                log.error("reading unfinished personal jobs failed; they resume at the next start", error: error)
             }
         }
     }
 
     /// Stops sending and arming timers, closes the personal APNs connections, saves each job's
     /// progress one last time and closes the reader. Jobs stay `running` in the store and resume
-    /// at the next start; requests still in flight are sent again then.
-    func shutdown() async {
+    /// at the next start; requests still in flight are sent again then. In-flight sends get up to
+    /// `gracePeriod` for their answers.
+    func shutdown(gracePeriod: Duration) async {
         _ = try? await loop.submit { [self] in
             isStopping = true
             for running in jobs.values {
@@ -78,7 +85,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
                 running.saveTimer?.cancel()
             }
         }
-        await connections.shutdown()
+        await connections.shutdown(gracePeriod: gracePeriod)
         let finalSaves = (try? await loop.submit { [self] in
             jobs.values.map { $0.takeSave(now: clock.now()) }
         }) ?? []
@@ -98,14 +105,14 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     private func start(_ record: PersonalJobRecord) {
         guard !isStopping, jobs[record.id] == nil, record.status != .done else { return }
         guard let audience = GatewayPersonalAudience(storedText: record.audience) else {
-            print("touchline: personal job \(record.id) has an unreadable audience; skipped")
+            log.error("the job's stored audience cannot be read; skipped", job: record.id)
             return
         }
         let retries: [PersonalJobRetry]
         do {
             retries = try reader.retriesDue(jobID: record.id, at: UnixTime(nanoseconds: .max), limit: .max)
         } catch {
-            print("touchline: reading the retries of personal job \(record.id) failed: \(error); it resumes at the next start")
+            log.error("reading the job's retries failed; it resumes at the next start", job: record.id, error: error)
             return
         }
         let kind: TokenKind = Self.event(of: record.payload) == "start" ? .pushToStart : .update
@@ -151,7 +158,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
                                                 reader: reader)
             } catch {
                 // The job keeps what it has; the rest of the audience is not reachable now.
-                print("touchline: reading the audience of personal job \(running.id) failed: \(error)")
+                log.error("reading the job's audience failed; the rest of it is not sent", job: running.id, error: error)
                 page = ([], true)
             }
             running.job.targetsFetched(page.tokens, exhausted: page.exhausted, now: clock.now())
@@ -191,10 +198,32 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
         connections.client.send(push) { [self] result in
             inFlight -= 1
             guard !isStopping, jobs[running.id] === running else { return }
+            if case .failure(let error) = result {
+                log.debug("APNs push failed", job: running.id, apnsID: error.requestID, token: RedactedToken(token), error: error)
+            }
             running.noteProgress()
-            let actions = running.job.outcome(token: token, result: Self.outcome(of: result), now: clock.now())
-            advance(running, actions)
+            for action in running.job.outcome(token: token, result: Self.outcome(of: result), now: clock.now()) {
+                perform(action, for: running)
+            }
+            advanceAtTurnEnd(running)
         }
+    }
+
+    private func advanceAtTurnEnd(_ running: GatewayPersonalJobRun) {
+        if !running.isAnswered {
+            running.isAnswered = true
+            answeredJobs.append(running)
+        }
+        let timer = turnEnd ?? LoopTimer(loop: loop) { [unowned self] in
+            let answered = answeredJobs
+            answeredJobs.removeAll(keepingCapacity: true)
+            for running in answered {
+                running.isAnswered = false
+                if !isStopping, jobs[running.id] === running { advance(running, []) }
+            }
+        }
+        turnEnd = timer
+        if !timer.isScheduled { timer.schedule(after: .zero) }
     }
 
     /// Saves the job's progress now, or arms its save timer for when the interval has passed.
@@ -218,7 +247,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
                         running.saveEnded(failed: nil)
                         saveIfDue(running)
                     case .failure(let error):
-                        print("touchline: saving personal job \(id) failed: \(error); trying again in a second")
+                        log.error("saving the job's progress failed; trying again in a second", job: id, error: error)
                         running.saveEnded(failed: operations)
                         let timer = running.saveTimer ?? LoopTimer(loop: loop) { [self] in saveIfDue(running) }
                         running.saveTimer = timer

@@ -18,6 +18,8 @@ final class GatewayPersonalJobRun: @unchecked Sendable {
     var job: FanOutJob
     var timer: LoopTimer?
     var saveTimer: LoopTimer?
+    /// Waits in the dispatcher's list of jobs to advance at the end of the loop turn.
+    var isAnswered = false
     private var unsavedWrites: [TokenOperation] = []
     private var hasUnsavedProgress = false
     private var saveInStore = false

@@ -18,7 +18,7 @@ extension GatewayService {
         dispatcher.listChannels { [self] result in
             switch result {
             case .failure(let error):
-                print("touchline: cannot list APNs channels to reconcile lost creates: \(error)")
+                log.error("cannot list the APNs channels to reconcile lost creates", apnsID: error.requestID, error: error)
                 isReconciling = false
             case .success(let listed):
                 let accounted = Set(channels.values.compactMap(\.apnsChannelID))
@@ -46,9 +46,9 @@ extension GatewayService {
             loop.execute { [self] in
                 channel.isAdopting = false
                 if case .failure(let error) = result {
-                    return print("touchline: saving the adopted APNs channel of \(channel.id) failed: \(error)")
+                    return log.error("saving the adopted APNs channel \(apnsID) failed", channel: channel.id, error: error)
                 }
-                print("touchline: channel \(channel.id) adopted APNs channel \(apnsID) from a create whose answer was lost")
+                log.notice("adopted APNs channel \(apnsID) from a create whose answer was lost", channel: channel.id)
                 markCreated(channel, apnsID: apnsID)
             }
         }
@@ -58,8 +58,10 @@ extension GatewayService {
     /// Deletes the orphans nobody adopted, creates the rest again and opens creates to callers.
     private func finish(_ round: ReconciliationRound) {
         for orphan in round.leftovers {
-            dispatcher.deleteChannel(orphan) { result in
-                if case .failure(let error) = result { print("touchline: deleting orphan APNs channel \(orphan) failed: \(error)") }
+            dispatcher.deleteChannel(orphan) { [self] result in
+                if case .failure(let error) = result {
+                    log.warning("deleting orphan APNs channel \(orphan) failed", apnsID: error.requestID, error: error)
+                }
             }
         }
         for channel in channels.values where channel.apnsChannelID == nil && !channel.isAdopting && channel.createWaiters.isEmpty {

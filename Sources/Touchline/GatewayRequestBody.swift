@@ -68,6 +68,9 @@ struct GatewayRequestBody {
         return value
     }
 
+    /// `name` as messages spell it, with the prefix: `tokens[3].channelId`.
+    func path(_ name: String) -> String { prefix + name }
+
     func invalid(_ name: String, _ problem: String) -> HTTPError {
         HTTPError(status: 400, code: "invalid_field", message: "field '\(prefix)\(name)' \(problem)")
     }

@@ -19,6 +19,7 @@ final class GatewayService: @unchecked Sendable {
     let access: GatewayAccess
     let defaultPolicy: ChannelPolicy
     let clock: any WallClock
+    let log: GatewayLog
     var channels: [String: GatewayChannel] = [:]
     /// Set at shutdown: no more pushes, timers or deletions; what is pending stays in the
     /// snapshots (a push in flight is saved as pending) and goes out after the next start.
@@ -40,7 +41,7 @@ final class GatewayService: @unchecked Sendable {
     var eventStream: GatewayEventStream?
 
     init(loop: EventLoop, store: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
-         personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock) {
+         personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock, log: GatewayLog) {
         self.loop = loop
         self.store = store
         self.tokenReader = tokenReader
@@ -49,6 +50,7 @@ final class GatewayService: @unchecked Sendable {
         access = GatewayAccess(keys: configuration.apiKeys)
         defaultPolicy = configuration.defaultPolicy
         self.clock = clock
+        self.log = log
         metricsSettings = configuration.metrics
         metrics = GatewayIngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
         apnsMetrics = GatewayAPNsMetrics(connections: dispatcher.connections, pushPool: "broadcast", managementPool: "management")
@@ -100,7 +102,7 @@ final class GatewayService: @unchecked Sendable {
                 guard let apnsID = channel.apnsChannelID else { continue }
                 dispatcher.deleteChannel(apnsID) { [self] result in
                     if case .failure(let error) = result, error.disposition != .channelGone {
-                        print("touchline: deleting APNs channel \(apnsID) of \(channel.id) failed: \(error)")
+                        log.warning("deleting APNs channel \(apnsID) failed", channel: channel.id, apnsID: error.requestID, error: error)
                         return
                     }
                     channel.apnsDeleted = true
@@ -140,8 +142,8 @@ final class GatewayService: @unchecked Sendable {
 
     /// Writes the channel's state (fire and forget: the store keeps the order of writes).
     func save(_ channel: GatewayChannel) {
-        store.submit(WriteBatch([.updateState(channel.stateUpdate(at: clock.now()))])) { result in
-            if case .failure(let error) = result { print("touchline: saving channel \(channel.id) failed: \(error)") }
+        store.submit(WriteBatch([.updateState(channel.stateUpdate(at: clock.now()))])) { [log] result in
+            if case .failure(let error) = result { log.error("saving the channel failed", channel: channel.id, error: error) }
         }
     }
 
@@ -150,8 +152,8 @@ final class GatewayService: @unchecked Sendable {
         let status = channel.status
         guard status != channel.persistedStatus, status != .creating else { return }
         channel.persistedStatus = status
-        store.submit(WriteBatch([.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now())])) { result in
-            if case .failure(let error) = result { print("touchline: saving the status of \(channel.id) failed: \(error)") }
+        store.submit(WriteBatch([.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now())])) { [log] result in
+            if case .failure(let error) = result { log.error("saving the channel status failed", channel: channel.id, error: error) }
         }
     }
 
@@ -169,6 +171,7 @@ final class GatewayService: @unchecked Sendable {
             recordAnswer(of: sequence, on: channel, outcome: "accepted", retried: false)
             perform(channel.engine.pushSucceeded(sequence: sequence, now: now), on: channel)
         case .failure(let error):
+            log.warning("APNs broadcast failed", channel: channel.id, apnsID: error.requestID, error: error)
             let failure = GatewayDispatcher.pushFailure(for: error)
             recordAnswer(of: sequence, on: channel, outcome: error.reason?.name ?? error.status.map { "HTTP\($0)" } ?? "no_response",
                          retried: failure == .throttled || failure == .retryLater)

@@ -11,6 +11,9 @@ import TouchlineStore
 extension GatewayService {
     func addTokenRoutes(to router: inout HTTPRouter) {
         router.add(.post, "/v1/tokens") { [self] request, _ in tokenRequest(request) { () throws(HTTPError) in try registerToken(request) } }
+        router.add(.post, "/v1/tokens/batch") { [self] request, _ in
+            tokenRequest(request) { () throws(HTTPError) in try registerTokens(request) }
+        }
         router.add(.get, "/v1/tokens") { [self] request, _ in tokenRequest(request) { () throws(HTTPError) in try listTokens(request) } }
         router.add(.delete, "/v1/tokens/{token}") { [self] request, parameters in
             tokenRequest(request) { () throws(HTTPError) in try deleteToken(request, token: parameters["token"]!) }
@@ -29,7 +32,36 @@ extension GatewayService {
     }
 
     private func registerToken(_ request: HTTPRequest) throws(HTTPError) {
-        let body = try GatewayRequestBody(parsing: request.body, allowed: ["token", "kind", "channelId", "userId", "follows", "environment"])
+        let record = try tokenRecord(GatewayRequestBody(parsing: request.body, allowed: Self.registrationFields), now: clock.now())
+        commit([record], for: request, savedAs: "the token") { .json(status: 201, Self.json(record)) }
+    }
+
+    /// `{"tokens": [registration, ...]}`: every registration is validated before anything is
+    /// written (the first bad one is named by its index), then all of them commit in one store
+    /// submit, so a bulk import costs one group commit per request instead of one per token.
+    private func registerTokens(_ request: HTTPRequest) throws(HTTPError) {
+        let body = try GatewayRequestBody(parsing: request.body, allowed: ["tokens"])
+        guard case .array(let items) = try body.required(body.value("tokens"), "tokens"),
+              (1...Self.maximumBatchSize).contains(items.count) else {
+            throw body.invalid("tokens", "must be an array of 1 to \(Self.maximumBatchSize) token registrations")
+        }
+        let now = clock.now()
+        var records: [TokenRecord] = []
+        records.reserveCapacity(items.count)
+        for (index, item) in items.enumerated() {
+            records.append(try tokenRecord(GatewayRequestBody(item, allowed: Self.registrationFields, prefix: "tokens[\(index)]."), now: now))
+        }
+        let registered = JSONValue.object([.init("registered", .integer(Int64(records.count)))])
+        commit(records, for: request, savedAs: "the tokens") { .json(status: 201, registered) }
+    }
+
+    /// Registrations per `POST /v1/tokens/batch` at most: about 1.3 MB of JSON, one commit.
+    static let maximumBatchSize = 10_000
+    private static let registrationFields: Set<String> = ["token", "kind", "channelId", "userId", "follows", "environment"]
+
+    /// One registration (`POST /v1/tokens`, or an element of a batch) as the record to store;
+    /// errors name the field with the body's prefix (`tokens[3].kind`).
+    private func tokenRecord(_ body: GatewayRequestBody, now: UnixTime) throws(HTTPError) -> TokenRecord {
         let token = try Self.validToken(try body.required(body.string("token"), "token"), field: body)
         let kindName = try body.required(body.string("kind"), "kind")
         let kind: TokenKind
@@ -42,7 +74,7 @@ extension GatewayService {
         if kind == .update, channelID == nil { throw body.invalid("channelId", "is required for an update token (the activity's channel)") }
         if kind == .pushToStart, channelID != nil { throw body.invalid("channelId", "belongs to update tokens only") }
         if let channelID, channels[channelID] == nil {
-            throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(channelID)'")
+            throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(channelID)' (field '\(body.path("channelId"))')")
         }
         let userID = try body.string("userId")
         var follows: [String] = []
@@ -59,14 +91,19 @@ extension GatewayService {
         guard let environment = TokenEnvironment(rawValue: environmentName) else {
             throw body.invalid("environment", "must be \"production\" or \"sandbox\", got \"\(environmentName)\"")
         }
-        let record = TokenRecord(token: token, kind: kind, channelID: channelID, userID: userID, follows: follows,
-                                 environment: environment, registeredAt: clock.now())
-        store.submit([.registerToken(record)]) { [self] result in
+        return TokenRecord(token: token, kind: kind, channelID: channelID, userID: userID, follows: follows,
+                           environment: environment, registeredAt: now)
+    }
+
+    /// Registers `records` in one store submit and answers with `response()` once committed.
+    private func commit(_ records: [TokenRecord], for request: HTTPRequest, savedAs what: String,
+                        response: @escaping @Sendable () -> HTTPResponse) {
+        store.submit(records.map { .registerToken($0) }) { [self] result in
             loop.execute {
                 switch result {
-                case .success: request.respond(.json(status: 201, Self.json(record)))
+                case .success: request.respond(response())
                 case .failure(let error):
-                    request.respond(.error(status: 500, error: "store_failed", message: "the token could not be saved: \(error)"))
+                    request.respond(.error(status: 500, error: "store_failed", message: "\(what) could not be saved: \(error)"))
                 }
             }
         }

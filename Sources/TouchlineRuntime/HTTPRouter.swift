@@ -1,7 +1,9 @@
 /// Dispatches requests by method and path pattern, e.g. `POST /v1/channels/{id}/events`.
 ///
 /// A path no route matches gets a 404 JSON error; a path that matches only under other methods
-/// gets a 405 JSON error with `Allow`. Parameters are percent-decoded; a parameter whose encoding
+/// gets a 405 JSON error with `Allow`. A literal segment wins over a parameter: when
+/// `POST /v1/tokens/batch` and `DELETE /v1/tokens/{token}` both exist, `/v1/tokens/batch` belongs
+/// to the first alone (a `DELETE` there is a 405, not a delete of a token named "batch"). Parameters are percent-decoded; a parameter whose encoding
 /// is invalid makes its route not match. Built once at start-up, then used on the server's loop.
 public struct HTTPRouter: Sendable {
     /// The route's handler, on the server's loop, with the path parameters by name.
@@ -16,6 +18,10 @@ public struct HTTPRouter: Sendable {
         var method: HTTPMethod
         var segments: [Segment]
         var handler: Handler
+
+        /// 1 for a literal segment, 0 for a parameter: the larger mask (compared in order) is
+        /// the more specific pattern.
+        var literalMask: [Int] { segments.map { if case .literal = $0 { 1 } else { 0 } } }
     }
 
     private var routes: [Route] = []
@@ -47,9 +53,11 @@ public struct HTTPRouter: Sendable {
 
     public func resolve(method: HTTPMethod, path: String) -> Resolution {
         let segments = pathSegments(path)
+        let matches = routes.compactMap { route in match(route.segments, segments).map { (route, $0) } }
+        // Only the most literal pattern that matches owns the path.
+        let owner = matches.map { $0.0.literalMask }.max { $0.lexicographicallyPrecedes($1) }
         var allowed: [HTTPMethod] = []
-        for route in routes {
-            guard let parameters = match(route.segments, segments) else { continue }
+        for (route, parameters) in matches where route.literalMask == owner {
             if route.method == method { return .found(route.handler, parameters) }
             if !allowed.contains(route.method) { allowed.append(route.method) }
         }

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import MockAPNs
 import Touchline
 
@@ -36,7 +33,7 @@ enum MatchDemoCommand {
                                                                   apiKeys: [.init(key: adminKey, scope: .admin)]))
         do {
             let port = try gateway.start()
-            let api = ProviderAPI(base: "http://127.0.0.1:\(port)/v1", key: adminKey)
+            let api = ProviderAPI(port: port, key: adminKey)
             say("gateway on http://127.0.0.1:\(port)/v1, store in \(dataDirectory), bundled mock APNs (no Apple credentials)")
             try await play(api: api, mock: gateway.bundledMockAPNs)
             await gateway.shutdown()
@@ -84,26 +81,34 @@ enum MatchDemoCommand {
 
 /// The provider API over HTTP, as a provider would call it.
 private struct ProviderAPI {
-    let base: String
+    let client: PlainHTTPClient
     let key: String
 
+    init(port: Int, key: String) {
+        client = PlainHTTPClient(host: "127.0.0.1", port: port)
+        self.key = key
+    }
+
     func post(_ path: String, _ body: String) async throws -> String {
-        try await call("POST", path, body: Data(body.utf8))
+        try await call("POST", path, body: Array(body.utf8))
     }
 
     func get(_ path: String) async throws -> String {
-        try await call("GET", path, body: nil)
+        try await call("GET", path, body: [])
     }
 
-    private func call(_ method: String, _ path: String, body: Data?) async throws -> String {
-        var request = URLRequest(url: URL(string: base + path)!)
-        request.httpMethod = method
-        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = body
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        let text = String(decoding: data, as: UTF8.self)
-        return "\(status) " + (text.count > 200 ? text.prefix(200) + "…" : text)
+    /// One call on a thread of its own (the client blocks), answered as "STATUS body".
+    private func call(_ method: String, _ path: String, body: [UInt8]) async throws -> String {
+        let (client, key) = (client, key)
+        let response = try await withCheckedThrowingContinuation { (done: CheckedContinuation<PlainHTTPClient.Response, Error>) in
+            Thread {
+                done.resume(with: Result {
+                    try client.request(method, "/v1" + path, headers: [("Authorization", "Bearer \(key)"), ("Content-Type", "application/json")],
+                                       body: body)
+                })
+            }.start()
+        }
+        let text = response.text
+        return "\(response.status) " + (text.count > 200 ? text.prefix(200) + "…" : text)
     }
 }

@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
+import Synchronization
 import Touchline
+import TouchlineRuntime
 
 /// `touchline serve`: runs the gateway until SIGINT or SIGTERM, then shuts it down gracefully.
 enum ServeCommand {
@@ -30,62 +32,82 @@ enum ServeCommand {
             printError("touchline serve: invalid configuration:\n\(error)")
             return 64
         }
+        // Caught from here on, so a stop request during start-up still ends in an orderly shutdown.
+        let signals = TerminationSignals()
+        let log = GatewayLog(component: "serve", level: configuration.logLevel)
         if configuration.apiKeys.isEmpty {
             let key = (0..<32).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined()
             configuration.apiKeys = [.init(key: key, scope: .admin)]
-            print("touchline: no API key configured: generated development admin key \(key)")
+            log.warning("no API key configured: generated development admin key \(key)")
         }
-        let gateway = Gateway(configuration: configuration)
+        let gateway = Gateway(configuration: configuration, log: log.named("gateway"))
         do {
             let port = try gateway.start()
-            print("touchline: provider API on http://\(configuration.listenHost):\(port)/v1")
-            print("touchline: data in \(configuration.dataDirectory)")
+            log.notice("provider API on http://\(configuration.listenHost):\(port)/v1")
+            log.info("data in \(configuration.dataDirectory)")
             if let mock = gateway.bundledMockAPNs?.addresses {
-                print("touchline: no Apple credentials configured: using the bundled mock APNs on \(mock.host) "
-                      + "(push port \(mock.pushPort), management port \(mock.managementPort))")
+                log.notice("no Apple credentials configured: using the bundled mock APNs on \(mock.host) "
+                           + "(push port \(mock.pushPort), management port \(mock.managementPort))")
             } else if let apns = configuration.apns {
-                print("touchline: APNs \(apns.environment), bundle \(apns.bundleID)")
+                log.notice("APNs \(apns.environment), bundle \(apns.bundleID)")
             }
-            // Supervisors and scripts read these lines from a pipe, where stdout is block-buffered.
-            fflush(nil)
         } catch {
-            printError("touchline serve: cannot start: \(error)")
+            log.error("cannot start", error: error)
             return 1
         }
-        let signal = await waitForTerminationSignal()
-        print("touchline: \(signal) received, shutting down")
+        let signal = await signals.next()
+        log.notice("\(signal) received, shutting down")
+        let started = ContinuousClock.now
         await gateway.shutdown()
+        log.notice("stopped after \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds])))")
         return 0
-    }
-
-    /// Suspends until SIGINT or SIGTERM arrives (handled by dispatch sources, not signal handlers).
-    private static func waitForTerminationSignal() async -> String {
-        await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-            let queue = DispatchQueue(label: "touchline.signals")
-            let once = SignalOnce(continuation)
-            for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-                source.setEventHandler { once.resume(name) }
-                source.resume()
-                once.keep(source)
-            }
-        }
     }
 }
 
-/// Resumes the waiting task on the first signal; keeps the signal sources alive. Used on the
-/// signal queue only (and filled before any signal can be handled there).
-private final class SignalOnce: @unchecked Sendable {
-    private var continuation: CheckedContinuation<String, Never>?
-    private var sources: [any DispatchSourceSignal] = []
+/// SIGINT and SIGTERM, delivered to ``next()`` instead of ending the process. Dispatch sources,
+/// not signal handlers: the default actions are turned off and the sources run on a queue of
+/// their own. A signal that arrives before anyone waits is kept for the first ``next()``.
+/// `@unchecked Sendable`: the sources are set up in `init` and afterwards only kept alive; what
+/// changes is behind the mutex.
+private final class TerminationSignals: @unchecked Sendable {
+    private struct State {
+        var received: [String] = []
+        var waiter: CheckedContinuation<String, Never>?
+    }
+    private let state = Mutex(State())
+    private let sources: [any DispatchSourceSignal]
 
-    init(_ continuation: CheckedContinuation<String, Never>) { self.continuation = continuation }
+    init() {
+        let queue = DispatchQueue(label: "touchline.signals")
+        let signals = [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")]
+        sources = signals.map { number, _ in
+            signal(number, SIG_IGN)
+            return DispatchSource.makeSignalSource(signal: number, queue: queue)
+        }
+        for (source, (_, name)) in zip(sources, signals) {
+            source.setEventHandler { [self] in deliver(name) }
+            source.resume()
+        }
+    }
 
-    func keep(_ source: any DispatchSourceSignal) { sources.append(source) }
+    /// Suspends until a signal arrives (or returns one already received) and gives its name.
+    func next() async -> String {
+        await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+            let ready = state.withLock { state -> String? in
+                guard state.received.isEmpty else { return state.received.removeFirst() }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
 
-    func resume(_ name: String) {
-        continuation?.resume(returning: name)
-        continuation = nil
+    private func deliver(_ name: String) {
+        let waiter = state.withLock { state -> CheckedContinuation<String, Never>? in
+            defer { state.waiter = nil }
+            if state.waiter == nil { state.received.append(name) }
+            return state.waiter
+        }
+        waiter?.resume(returning: name)
     }
 }

@@ -9,6 +9,7 @@ let usage = """
       serve     run the gateway: provider API, store, APNs (the bundled mock without credentials)
       demo      run the gateway on its embedded defaults (SQLite, bundled mock APNs) and feed it
                 a short sample match, printing the broadcasts APNs receives
+      health    ask a running gateway whether it is alive (GET /healthz): for container health checks
       apns-demo show the APNs client alone against the bundled mock: create a broadcast
                 channel, publish to it, push to device tokens
       version   print the version
@@ -20,6 +21,8 @@ case "serve":
     exit(await ServeCommand.run(arguments: Array(arguments.dropFirst())))
 case "demo":
     exit(await MatchDemoCommand.run(arguments: Array(arguments.dropFirst())))
+case "health":
+    exit(HealthCommand.run(arguments: Array(arguments.dropFirst())))
 case "apns-demo":
     exit(await APNsDemoCommand.run(arguments: Array(arguments.dropFirst())))
 case "version", "--version":

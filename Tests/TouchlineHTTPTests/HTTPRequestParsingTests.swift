@@ -43,6 +43,32 @@ import TouchlineRuntime
         #expect(notFound.status == 404)
     }
 
+    @Test func aLiteralSegmentOwnsItsPathOverAParameter() throws {
+        var router = HTTPRouter()
+        router.add(.delete, "/v1/tokens/{token}") { _, _ in }
+        router.add(.post, "/v1/tokens/batch") { _, _ in }
+        guard case .found(_, let parameters) = router.resolve(method: .post, path: "/v1/tokens/batch") else {
+            Issue.record("the literal route was not found")
+            return
+        }
+        #expect(parameters["token"] == nil)
+        guard case .refused(let notAllowed) = router.resolve(method: .delete, path: "/v1/tokens/batch") else {
+            Issue.record("a DELETE of the literal path must not reach the parameter route")
+            return
+        }
+        #expect(notAllowed.status == 405 && notAllowed.response.header("allow") == "POST")
+        guard case .found(_, let token) = router.resolve(method: .delete, path: "/v1/tokens/abc") else {
+            Issue.record("the parameter route must still match other segments")
+            return
+        }
+        #expect(token["token"] == "abc")
+        guard case .refused(let post) = router.resolve(method: .post, path: "/v1/tokens/abc") else {
+            Issue.record("expected a refusal")
+            return
+        }
+        #expect(post.status == 405 && post.response.header("allow") == "DELETE")
+    }
+
     @Test func bearerTokenNamesEachProblem() throws {
         #expect(try HTTPRequest.bearerToken(fromAuthorization: "Bearer abc.123") == "abc.123")
         #expect(try HTTPRequest.bearerToken(fromAuthorization: "bearer   abc") == "abc")

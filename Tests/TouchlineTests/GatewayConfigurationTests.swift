@@ -152,6 +152,17 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         #expect(configuration.apns?.keyPath == files.keyFile)
         #expect(configuration.apiKeys.count == 2)
         #expect(configuration.defaultPolicy.throttleBackoff.maximum == .seconds(60))
+        #expect(configuration.logLevel == .info)
+    }
+
+    @Test func theLogLevelIsInfoUnlessTheFileTheEnvironmentOrAFlagSaysOtherwise() throws {
+        #expect(try GatewayConfiguration.load(arguments: [], environment: [:]).logLevel == .info)
+        let files = try ConfigurationFiles()
+        let file = try files.write("log.json", #"{"log": {"level": "warning"}}"#)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: [:]).logLevel == .warning)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: ["TOUCHLINE_LOG_LEVEL": "debug"]).logLevel == .debug)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file, "--log-level", "error"],
+                                              environment: ["TOUCHLINE_LOG_LEVEL": "debug"]).logLevel == .error)
     }
 
     @Test func relativePathsInTheFileAreRelativeToTheFile() throws {
@@ -309,6 +320,10 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                  source: "environment variable TOUCHLINE_PERSONAL_QUEUE"),
         BadValue(flags: ["--personal-queue", #"{"delivery": {"jitter": 2}}"#],
                  message: "personal queue settings member delivery.jitter must be a number from 0.0 to 1.0", source: "flag --personal-queue"),
+        BadValue(flags: ["--log-level", "verbose"], message: "log level must be one of debug, info, notice, warning, error, got \"verbose\"",
+                 source: "flag --log-level"),
+        BadValue(environment: ["TOUCHLINE_LOG_LEVEL": "INFO"], message: "log level must be one of debug, info, notice, warning, error, got \"INFO\"",
+                 source: "environment variable TOUCHLINE_LOG_LEVEL"),
         BadValue(flags: ["--config", "$DIR/missing.json"], message: "cannot read configuration file $DIR/missing.json: No such file or directory",
                  source: "flag --config"),
     ]
@@ -373,6 +388,13 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         ])
     }
 
+    @Test func theFileNamesALogLevelItCannotUse() throws {
+        #expect(try fileProblems(#"{"log": {"levl": "debug"}}"#).map(\.description)
+            == ["unknown key 'log.levl' (did you mean 'level'?) (log.levl in touchline.json)"])
+        #expect(try fileProblems(#"{"log": {"level": "trace"}}"#).map(\.description)
+            == [#"log.level must be one of debug, info, notice, warning, error, got "trace" (log.level in touchline.json)"#])
+    }
+
     @Test func badJSONIsRefusedWithItsByteOffsetLineAndColumn() throws {
         #expect(try fileProblems("{\"listen\": \"127.0.0.1:1\",}").map(\.description)
             == ["configuration file touchline.json is not valid JSON: expected a string member name at byte 25 (line 1, column 26)"])
@@ -428,6 +450,6 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                                  ("--metrics JSON", "TOUCHLINE_METRICS")] {
             #expect(help.split(separator: "\n").contains { $0.contains(flag) && $0.contains("[\(variable)]") }, "\(flag)")
         }
-        #expect(help.split(separator: "\n").count == 15)
+        #expect(help.split(separator: "\n").count == 16)
     }
 }

@@ -18,19 +18,8 @@ struct GatewayPersonalFaultTests {
         defer { Task { await fixture.shutDown(); apns.mock.stop() } }
         let api = fixture.admin
         let tokens = (0..<30).map(GatewayPersonalAPITests.token)
-        for (n, token) in tokens.enumerated() {
-            #expect(try api.request("POST", "/v1/tokens", json: """
-                {"token": "\(token)", "kind": "push-to-start", "userId": "fan-\(n)", "follows": ["team:ARS"]}
-                """).status == 201)
-        }
-        let created = try api.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
-        let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
-
-        var progress: JSONValue?
-        try await eventually("the job to finish", timeout: .seconds(30)) {
-            progress = try? api.request("GET", "/v1/personal/\(jobID)").json
-            return progress?.string("status") == "done"
-        }
+        try registerFollowers(tokens, api)
+        let (_, progress) = try await runStartJob(api)
         let sent = try #require(progress?.integer("sent"))
         var failed: Int64 = 0
         if case .object(let reasons)? = progress?[member: "failed"] {
@@ -69,21 +58,10 @@ struct GatewayPersonalFaultTests {
         defer { Task { await fixture.shutDown(); apns.mock.stop() } }
         let api = fixture.admin
         let tokens = (0..<120).map(GatewayPersonalAPITests.token)
-        for (n, token) in tokens.enumerated() {
-            #expect(try api.request("POST", "/v1/tokens", json: """
-                {"token": "\(token)", "kind": "push-to-start", "userId": "fan-\(n)", "follows": ["team:ARS"]}
-                """).status == 201)
-        }
+        try registerFollowers(tokens, api)
         try await Task.sleep(for: .milliseconds(5))
         for token in unregisteredLater { apns.mock.unregister(token: token) }
-        let created = try api.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
-        let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
-
-        var progress: JSONValue?
-        try await eventually("the job to finish", timeout: .seconds(30)) {
-            progress = try? api.request("GET", "/v1/personal/\(jobID)").json
-            return progress?.string("status") == "done"
-        }
+        let (jobID, progress) = try await runStartJob(api)
         #expect(progress?.integer("targeted") == 120)
         #expect(progress?.integer("sent") == 120 - Int64(unregistered.count))
         #expect(progress?[member: "failed"] == .object([.init("Unregistered", .integer(Int64(unregistered.count)))]))
@@ -109,5 +87,26 @@ struct GatewayPersonalFaultTests {
         #expect(accepted.count == Set(accepted).count, "no token was accepted twice")
         #expect(device.contains { $0.status == 429 }, "the mock did throttle")
         #expect(device.count >= 120 + 3, "throttled requests were sent again")
+    }
+
+    /// Registers `tokens` as push-to-start tokens of users fan-0, fan-1, ... following team:ARS.
+    private func registerFollowers(_ tokens: [String], _ api: GatewayTestClient) throws {
+        for (n, token) in tokens.enumerated() {
+            #expect(try api.request("POST", "/v1/tokens", json: """
+                {"token": "\(token)", "kind": "push-to-start", "userId": "fan-\(n)", "follows": ["team:ARS"]}
+                """).status == 201)
+        }
+    }
+
+    /// Posts the kickoff start to team:ARS and waits for the job to finish: its id and last progress.
+    private func runStartJob(_ api: GatewayTestClient) async throws -> (String, JSONValue?) {
+        let created = try api.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
+        let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
+        var progress: JSONValue?
+        try await eventually("the job to finish", timeout: .seconds(30)) {
+            progress = try? api.request("GET", "/v1/personal/\(jobID)").json
+            return progress?.string("status") == "done"
+        }
+        return (jobID, progress)
     }
 }

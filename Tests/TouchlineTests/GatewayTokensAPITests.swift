@@ -64,4 +64,68 @@ struct GatewayTokensAPITests {
         #expect(forbidden.status == 403 && forbidden.errorCode == "forbidden")
         #expect(try api.request("GET", "/v1/tokens?userId=nobody").json?[member: "tokens"] == .array([]))
     }
+
+    @Test func aBatchRegistersEveryTokenInOneCommitInOrder() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-m1", "storagePolicy": "no-storage"}"#).status == 201)
+        let batch = try api.request("POST", "/v1/tokens/batch", json: """
+            {"tokens": [
+              {"token": "\(Self.token(1))", "kind": "push-to-start", "userId": "u1", "follows": ["team:ARS"]},
+              {"token": "\(Self.token(2))", "kind": "update", "channelId": "club-m1", "userId": "u1"},
+              {"token": "\(Self.token(3).uppercased())", "kind": "push-to-start", "userId": "u1"},
+              {"token": "\(Self.token(4))", "kind": "push-to-start", "userId": "u2", "environment": "sandbox"}
+            ]}
+            """)
+        #expect(batch.status == 201, "\(batch.text)")
+        #expect(batch.json?[member: "registered"] == .integer(4))
+
+        let first = try #require(try api.request("GET", "/v1/tokens?userId=u1").json?[member: "tokens"])
+        guard case .array(let tokens) = first else { Issue.record("no tokens listed"); return }
+        func isActive(_ n: Int) -> Bool? {
+            tokens.first { $0[member: "token"] == .string(Self.token(n)) }.map { $0[member: "active"] == .bool(true) }
+        }
+        // Registered in order: the later push-to-start token of u1 replaced the earlier one.
+        #expect(isActive(1) == false && isActive(2) == true && isActive(3) == true)
+        let other = try api.request("GET", "/v1/tokens?userId=u2").json?[member: "tokens"]
+        guard case .array(let second)? = other, let only = second.first else { Issue.record("u2 has no token"); return }
+        #expect(only[member: "environment"] == .string("sandbox"))
+    }
+
+    @Test func aBadBatchNamesTheIndexAndFieldAndWritesNothing() async throws {
+        let fixture = try GatewayFixture(maxBodyBytes: 64 * 1024)
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        func post(_ body: String) throws -> (status: Int, code: String?, text: String) {
+            let response = try api.request("POST", "/v1/tokens/batch", json: body)
+            return (response.status, response.errorCode, response.text)
+        }
+        let good = #"{"token": "\#(Self.token(1))", "kind": "push-to-start", "userId": "u1"}"#
+        let badKind = try post(#"{"tokens": [\#(good), {"token": "\#(Self.token(2))", "kind": "start", "userId": "u2"}]}"#)
+        #expect(badKind.status == 400 && badKind.code == "invalid_field" && badKind.text.contains("'tokens[1].kind'"), "\(badKind.text)")
+        let badToken = try post(#"{"tokens": [\#(good), \#(good), {"token": "xyz", "kind": "push-to-start"}]}"#)
+        #expect(badToken.status == 400 && badToken.text.contains("'tokens[2].token'"), "\(badToken.text)")
+        let missing = try post(#"{"tokens": [{"kind": "push-to-start"}]}"#)
+        #expect(missing.status == 400 && missing.code == "missing_field" && missing.text.contains("'tokens[0].token'"), "\(missing.text)")
+        let unknown = try post(#"{"tokens": [\#(good), {"token": "\#(Self.token(2))", "kind": "push-to-start", "team": "ARS"}]}"#)
+        #expect(unknown.status == 400 && unknown.code == "unknown_field" && unknown.text.contains("'tokens[1].team'"), "\(unknown.text)")
+        let noChannel = try post(#"{"tokens": [\#(good), {"token": "\#(Self.token(2))", "kind": "update", "channelId": "nope"}]}"#)
+        #expect(noChannel.status == 404 && noChannel.code == "channel_not_found" && noChannel.text.contains("tokens[1].channelId"),
+                "\(noChannel.text)")
+        // None of the valid registrations before the bad one was written.
+        #expect(try api.request("GET", "/v1/tokens?userId=u1").json?[member: "tokens"] == .array([]))
+
+        #expect(try post(#"{"tokens": []}"#).code == "invalid_field")
+        #expect(try post(#"{"tokens": {"token": "\#(Self.token(1))"}}"#).code == "invalid_field")
+        #expect(try post(#"{}"#).code == "missing_field")
+        let tooMany = try post(#"{"tokens": ["# + Array(repeating: "{}", count: 10_001).joined(separator: ",") + "]}")
+        #expect(tooMany.status == 400 && tooMany.text.contains("1 to 10000"), "\(tooMany.text)")
+
+        let provider = GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey)
+        #expect(try provider.request("POST", "/v1/tokens/batch", json: #"{"tokens": [\#(good)]}"#).errorCode == "forbidden")
+        // The batch path is not a token: a DELETE there is refused, not a deletion of "batch".
+        let delete = try api.request("DELETE", "/v1/tokens/batch")
+        #expect(delete.status == 405 && delete.errorCode == "method_not_allowed", "\(delete.text)")
+    }
 }

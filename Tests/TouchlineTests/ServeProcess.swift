@@ -1,7 +1,8 @@
 import Foundation
+import Synchronization
 import Testing
 
-/// A running `touchline serve` child process and the port it printed.
+/// A running `touchline serve` child process and the port it logged.
 struct ServeProcess {
     /// The `touchline` executable next to the test bundle (built with the package).
     static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -10,6 +11,9 @@ struct ServeProcess {
 
     let process: Process
     let port: Int
+    /// Everything it has written to standard output (its log), read as it arrives so the
+    /// child never blocks on a full pipe.
+    private let output = CapturedText()
 
     /// Starts `touchline serve` on a free port with the admin key and `arguments` added.
     init(dataDirectory: String, arguments: [String] = []) throws {
@@ -17,20 +21,35 @@ struct ServeProcess {
         process.executableURL = URL(fileURLWithPath: Self.executable)
         process.arguments = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--admin-key", GatewayFixture.adminKey]
             + arguments
-        let output = Pipe()
-        process.standardOutput = output
+        let pipe = Pipe()
+        process.standardOutput = pipe
         try process.run()
         var text = ""
-        while !text.contains("/v1\n") {
-            let chunk = output.fileHandleForReading.availableData
+        let marker = /provider API on http:\/\/127\.0\.0\.1:(\d+)\/v1/
+        var port: Int?
+        while port == nil {
+            let chunk = pipe.fileHandleForReading.availableData
             guard !chunk.isEmpty else { throw GatewayTestClient.Failure(description: "touchline serve exited: \(text)") }
             text += String(decoding: chunk, as: UTF8.self)
+            port = text.split(separator: "\n").lazy.compactMap { try? marker.firstMatch(in: String($0)) }.first.flatMap { Int($0.1) }
         }
-        let address = try #require(text.split(separator: "\n").first { $0.contains("provider API on") })
-        port = try #require(Int(address.split(separator: ":").last!.prefix { $0.isNumber }))
+        self.port = port!
+        let output = output
+        output.text.withLock { $0 = text }
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let chunk = handle.availableData
+            // End of file (the process is gone): stop, or the handler would fire without end.
+            guard !chunk.isEmpty else { return handle.readabilityHandler = nil }
+            output.text.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+        }
     }
 
     var admin: GatewayTestClient { GatewayTestClient(port: port, key: GatewayFixture.adminKey) }
+
+    /// The complete lines logged so far.
+    var logLines: [String] {
+        output.text.withLock { text in text.split(separator: "\n", omittingEmptySubsequences: true).dropLast(text.hasSuffix("\n") ? 0 : 1).map(String.init) }
+    }
 
     func kill9() {
         kill(process.processIdentifier, SIGKILL)
@@ -43,4 +62,9 @@ struct ServeProcess {
         process.waitUntilExit()
         return process.terminationStatus
     }
+}
+
+/// Text appended from a reading thread and read from the test.
+final class CapturedText: Sendable {
+    let text = Mutex("")
 }

@@ -18,4 +18,12 @@ void tl_ssl_ctx_select_alpn_h2(SSL_CTX *ctx);
 /// Copies the oldest OpenSSL error string of this thread into buf (empty when none) and clears the queue.
 void tl_ssl_last_error(char *buf, size_t len);
 
+/// Generates a P-256 key: the private half as unencrypted PKCS#8 PEM (an APNs .p8, mode 0600),
+/// the public half as PEM (skipped when public_path is NULL). 0, or -1 with a message in err.
+int tl_dev_write_p256_key(const char *private_path, const char *public_path, char *err, size_t len);
+/// Writes a new development CA certificate and a server certificate (localhost, 127.0.0.1, ::1)
+/// signed by it, with the server's private key. The CA's key is not kept. 0, or -1 with err.
+int tl_dev_write_tls_files(const char *ca_certificate_path, const char *server_certificate_path, const char *server_key_path,
+                           int days, char *err, size_t len);
+
 #endif

@@ -43,6 +43,7 @@ public struct FanOutJob: Sendable {
     private struct Target: Sendable {
         var attempts: Int
         var notBefore: UnixTime?
+        var isInFlight = false
         /// An outcome asked for a retry: from the next progress on, a durable retry row stands
         /// for this target, so a restart finds it without fetching the audience again.
         var awaitsRetry = false
@@ -75,7 +76,7 @@ public struct FanOutJob: Sendable {
     private var targets: [String: Target] = [:]
     private var ready: [String] = []
     private var readyHead = 0
-    private var inFlight: Set<String> = []
+    public private(set) var inFlightCount = 0
     private var schedule = RetrySchedule()
     private var armedTimer: UnixTime?
     private var random: SplitMix64
@@ -113,7 +114,6 @@ public struct FanOutJob: Sendable {
     /// Unended targets held in memory.
     public var heldCount: Int { targets.count }
     /// Sends in flight.
-    public var inFlightCount: Int { inFlight.count }
     /// Every target of the audience has ended (sent, dead-lettered or expired).
     public var isFinished: Bool { exhausted && targets.isEmpty && !fetchOutstanding }
 
@@ -162,18 +162,22 @@ public struct FanOutJob: Sendable {
                 ready.append(token)
             }
             var allowed = sendLimit
-            while allowed > 0, inFlight.count < limits.maxInFlight, let token = popReady() {
+            // One hash per send and per outcome: targets are reached by dictionary index.
+            while allowed > 0, inFlightCount < limits.maxInFlight, let token = popReady() {
+                guard let index = targets.index(forKey: token) else { continue }
                 allowed -= 1
-                inFlight.insert(token)
-                targets[token]!.attempts += 1
-                let attempt = targets[token]!.attempts
+                inFlightCount += 1
+                targets.values[index].isInFlight = true
+                targets.values[index].attempts += 1
+                let attempt = targets.values[index].attempts
                 if attempt > 1 { counters.retries += 1 }
                 actions.append(.send(token: token, attempt: attempt))
             }
         }
-        advanceSettledCursor()
-        let held = max(targets.count, unsettled.count - unsettledHead)
-        if !exhausted, !fetchOutstanding, limits.window - held >= limits.pageSize {
+        // A page is fetched when the ready queue runs short and the window has room for it:
+        // fetching further ahead would only hold more unsettled tokens in memory.
+        if !exhausted, !fetchOutstanding, ready.count - readyHead < limits.pageSize,
+           limits.window - max(targets.count, unsettledCount()) >= limits.pageSize {
             fetchOutstanding = true
             actions.append(.fetchTargets(after: cursor, limit: limits.pageSize))
         }
@@ -198,8 +202,10 @@ public struct FanOutJob: Sendable {
         if let last = tokens.last { cursor = last }
         self.exhausted = exhausted
         let expired = isExpired(at: now)
-        for token in tokens where targets[token] == nil {
-            if !accountedAfterCursor.isEmpty, accountedAfterCursor.remove(token) != nil { continue }
+        for token in tokens {
+            // Only a resumed job can meet a token it already holds or has accounted for: the
+            // audience moves forward, never back.
+            if !accountedAfterCursor.isEmpty, accountedAfterCursor.remove(token) != nil || targets[token] != nil { continue }
             counters.targeted += 1
             unsettled.append(token)
             if expired {
@@ -214,24 +220,26 @@ public struct FanOutJob: Sendable {
     /// The send to `token` ended with `result`. Returns what to record (deactivation, dead letter);
     /// call `nextSends` afterwards to fill the freed slot. Unknown tokens are ignored.
     public mutating func outcome(token: String, result: PersonalOutcome, now: UnixTime) -> [Action] {
-        guard inFlight.remove(token) != nil, let target = targets[token] else { return [] }
-        switch policy.decide(result, attempt: target.attempts, using: &random) {
+        guard let index = targets.index(forKey: token), targets.values[index].isInFlight else { return [] }
+        targets.values[index].isInFlight = false
+        inFlightCount -= 1
+        switch policy.decide(result, attempt: targets.values[index].attempts, using: &random) {
         case .sent:
-            end(token) { $0.sent += 1 }
+            end(at: index) { $0.sent += 1 }
             return []
         case .deactivate(let timestamp):
-            end(token) { $0.deadLettered += 1; $0.failedByReason[PersonalDeliveryPolicy.tokenDeadReason, default: 0] += 1 }
+            end(at: index) { $0.deadLettered += 1; $0.failedByReason[PersonalDeliveryPolicy.tokenDeadReason, default: 0] += 1 }
             return [.deactivateToken(token, timestampMilliseconds: timestamp)]
         case .deadLetter(let reason):
-            end(token) { $0.deadLettered += 1; $0.failedByReason[reason, default: 0] += 1 }
+            end(at: index) { $0.deadLettered += 1; $0.failedByReason[reason, default: 0] += 1 }
             return [.deadLetter(token: token, reason: reason)]
         case .retry(let delay):
             if isExpired(at: now) {
-                end(token) { $0.expired += 1 }
+                end(at: index) { $0.expired += 1 }
             } else {
                 let due = now + delay
-                targets[token]!.notBefore = due
-                targets[token]!.awaitsRetry = true
+                targets.values[index].notBefore = due
+                targets.values[index].awaitsRetry = true
                 retryRowsChanged.insert(token)
                 schedule.insert(token, due: due)
             }
@@ -244,9 +252,16 @@ public struct FanOutJob: Sendable {
         return now >= expiration
     }
 
-    private mutating func end(_ token: String, _ count: (inout FanOutCounters) -> Void) {
-        if targets.removeValue(forKey: token)?.awaitsRetry == true { retryRowsChanged.insert(token) }
+    private mutating func end(at index: Dictionary<String, Target>.Index, _ count: (inout FanOutCounters) -> Void) {
+        let (token, target) = targets.remove(at: index)
+        if target.awaitsRetry { retryRowsChanged.insert(token) }
         count(&counters)
+    }
+
+    /// Fetched tokens from the first unsettled one on.
+    private mutating func unsettledCount() -> Int {
+        advanceSettledCursor()
+        return unsettled.count - unsettledHead
     }
 
     /// Moves `settledCursor` past the fetched tokens that have ended or await a retry.
@@ -278,7 +293,9 @@ public struct FanOutJob: Sendable {
     private mutating func expireWaitingTargets() {
         var waiting = schedule.removeAll()
         while let token = popReady() { waiting.append(token) }
-        for token in waiting { end(token) { $0.expired += 1 } }
+        for token in waiting {
+            if let index = targets.index(forKey: token) { end(at: index) { $0.expired += 1 } }
+        }
     }
 
     /// When `nextSends` has work again: the earliest back-off, or the expiration if anything is

@@ -1,0 +1,93 @@
+import Foundation
+import TouchlineCore
+
+/// The benchmark's personal job: a push-to-start to every token following a topic, as
+/// `POST /v1/personal` takes it, with the payload bytes the gateway builds from it (the same
+/// ``LiveActivityPayload`` encoding; only the timestamp's digits differ), for h2load to send.
+struct PersonalJobRequest {
+    /// A job as posted.
+    struct Posted {
+        var id: String
+        /// CLOCK_MONOTONIC just before the request was written.
+        var postedAt: Int64
+    }
+
+    /// `GET /v1/personal/{job}`.
+    struct Progress {
+        var status: String
+        var targeted: Int
+        var sent: Int
+        var failed: [String: Int]
+    }
+
+    /// A job seen done: what it sent and the time from its post to the poll that saw it done.
+    struct Finished {
+        var sent: Int
+        var seconds: Double
+    }
+
+    let body: [UInt8]
+    let payload: [UInt8]
+
+    init(follow: String = PersonalFanoutBenchmark.follow) {
+        let contentState = JSONValue.object([.init("home", .integer(0)), .init("away", .integer(0)), .init("clock", .integer(0)),
+                                             .init("period", .string("1H"))])
+        let attributes = JSONValue.object([.init("matchId", .string("bench-1")), .init("home", .string("ARS")), .init("away", .string("CHE"))])
+        let alert = (title: "Kick-off", body: "Arsenal v Chelsea has started")
+        body = JSONValue.object([
+            .init("audience", .object([.init("follows", .string(follow))])), .init("event", .string("start")),
+            .init("contentState", contentState), .init("attributesType", .string("MatchAttributes")), .init("attributes", attributes),
+            .init("alert", .object([.init("title", .string(alert.title)), .init("body", .string(alert.body))])),
+        ]).encoded
+        payload = LiveActivityPayload(timestamp: SystemClock().now(), event: .start, contentState: contentState,
+                                      alert: LiveActivityAlert(title: .plain(alert.title), body: .plain(alert.body)),
+                                      attributesType: "MatchAttributes", attributes: attributes).encoded()
+    }
+
+    func start(api: HTTPLoadClient) throws -> Posted {
+        let postedAt = monotonicNanoseconds()
+        let response = try api.send("POST", "/v1/personal", body: body)
+        guard response.status == 202, let reply = try? JSONParser.parse(response.body), case .string(let id)? = reply[member: "jobId"] else {
+            throw LoadError("POST /v1/personal answered \(response.status): \(response.text)")
+        }
+        return Posted(id: id, postedAt: postedAt)
+    }
+
+    func progress(of job: Posted, api: HTTPLoadClient) throws -> Progress {
+        let response = try api.send("GET", "/v1/personal/\(job.id)")
+        guard response.status == 200, let reply = try? JSONParser.parse(response.body), case .string(let status)? = reply[member: "status"],
+              case .integer(let targeted)? = reply[member: "targeted"], case .integer(let sent)? = reply[member: "sent"],
+              case .object(let failures)? = reply[member: "failed"] else {
+            throw LoadError("GET /v1/personal/\(job.id) answered \(response.status): \(response.text)")
+        }
+        var failed: [String: Int] = [:]
+        for failure in failures { if case .integer(let n) = failure.value { failed[failure.name] = Int(n) } }
+        return Progress(status: status, targeted: Int(targeted), sent: Int(sent), failed: failed)
+    }
+
+    /// Polls every 20 ms until the job is done; fails when it stops progressing for 30 s or
+    /// ends with anything but `expected` pushes sent.
+    func wait(for job: Posted, api: HTTPLoadClient, expected: Int) throws -> Finished {
+        var last = -1
+        var lastProgress = monotonicNanoseconds()
+        while true {
+            let progress = try self.progress(of: job, api: api)
+            let now = monotonicNanoseconds()
+            if progress.status == "done" {
+                guard progress.sent == expected, progress.failed.isEmpty else {
+                    throw LoadError("job \(job.id) ended with \(progress.sent) of \(expected) sent, failed \(progress.failed)")
+                }
+                return Finished(sent: progress.sent, seconds: Double(now - job.postedAt) / 1e9)
+            }
+            if progress.sent != last { (last, lastProgress) = (progress.sent, now) }
+            guard now - lastProgress < 30_000_000_000 else {
+                throw LoadError("job \(job.id) made no progress for 30 s at \(progress.sent) of \(expected) sent")
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
+    func run(api: HTTPLoadClient, expected: Int) throws -> Finished {
+        try wait(for: start(api: api), api: api, expected: expected)
+    }
+}

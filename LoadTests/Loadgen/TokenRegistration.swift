@@ -1,0 +1,25 @@
+import Foundation
+
+/// Registers push-to-start tokens through `POST /v1/tokens/batch`, a batch per request, over
+/// two keep-alive connections (one parses while the store commits the other's batch).
+struct TokenRegistration {
+    let batchSize: Int
+
+    /// Registers every token as following `follow`; returns the seconds it took.
+    func register(_ tokens: [String], follow: String, connect: @escaping @Sendable () throws -> HTTPLoadClient) throws -> Double {
+        let connections = 2
+        let batches = stride(from: 0, to: tokens.count, by: batchSize).map { $0..<min($0 + batchSize, tokens.count) }
+        let started = monotonicNanoseconds()
+        _ = try onThreads(connections) { index in
+            let client = try connect()
+            for batch in stride(from: index, to: batches.count, by: connections).map({ batches[$0] }) {
+                let items = tokens[batch].map { #"{"token":"\#($0)","kind":"push-to-start","follows":["\#(follow)"]}"# }
+                let response = try client.send("POST", "/v1/tokens/batch", body: Array(#"{"tokens":[\#(items.joined(separator: ","))]}"#.utf8))
+                guard response.status == 201, response.text.contains(#""registered":\#(batch.count)"#) else {
+                    throw LoadError("registering tokens \(batch) answered \(response.status): \(response.text.prefix(300))")
+                }
+            }
+        }
+        return Double(monotonicNanoseconds() - started) / 1e9
+    }
+}

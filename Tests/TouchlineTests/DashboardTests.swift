@@ -109,6 +109,19 @@ struct DashboardTests {
         await fixture.shutDown()
     }
 
+    @Test func shutdownEndsOpenStreamsAtOnce() async throws {
+        let fixture = try GatewayFixture()
+        let client = try EventStreamClient(port: fixture.port, path: "/v1/stream", key: GatewayFixture.adminKey)
+        _ = try client.nextSnapshot()
+        // A long grace period for requests in flight: an open stream must not hold it.
+        let started = ContinuousClock.now
+        await fixture.gateway.shutdown(requestGracePeriod: .seconds(30))
+        #expect(ContinuousClock.now - started < .seconds(30))
+        // The stream ended with its last chunk, and the gateway closed the connection.
+        #expect(String(decoding: try client.readToEnd(), as: UTF8.self).hasSuffix("0\r\n\r\n"))
+        await fixture.shutDown()
+    }
+
     /// The whole loop in a browser: sign in with a key, watch the table follow the events the
     /// provider posts, open the channel's page, and keep screenshots of both.
     @Test(.enabled(if: HeadlessChromium.executable != nil, "chromium is not installed (Debian package chromium; make deps installs it)"))
@@ -128,10 +141,17 @@ struct DashboardTests {
 
         try browser.navigate(to: base + "/")
         try await browser.waitFor("the sign-in form", "String(!!document.querySelector('#key-input') && !document.querySelector('#sign-in').hidden)") { $0 == "true" }
-        _ = try browser.evaluate("""
-            document.querySelector('#key-input').value = '\(GatewayFixture.clubKey)';
-            document.querySelector('#key-form').requestSubmit(); 'ok'
-            """)
+        // A wrong key brings the form back with the gateway's reason; the right one opens the table.
+        for key in ["not-a-key", GatewayFixture.clubKey] {
+            _ = try browser.evaluate("""
+                document.querySelector('#key-input').value = '\(key)';
+                document.querySelector('#key-form').requestSubmit(); 'ok'
+                """)
+            if key == "not-a-key" {
+                try await browser.waitFor("the refusal", "document.querySelector('#key-error').textContent") { $0.contains("not known") }
+                #expect(try browser.evaluate("String(document.querySelector('#sign-in').hidden)") as? String == "false")
+            }
+        }
         let scoreCell = "document.querySelector('tr[data-channel=\"club-ars-che\"] .score')?.textContent ?? ''"
         try await browser.waitFor("the match row", scoreCell) { $0 == "0 – 0" }
         #expect(try browser.evaluate("document.querySelector('#connection').textContent") as? String == "live")
@@ -157,6 +177,9 @@ struct DashboardTests {
         try await browser.waitFor("bars in the rate chart", "String(document.querySelectorAll('#rate-chart rect').length)") { $0 == "30" }
         let channelPage = artifacts.appendingPathComponent("dashboard-channel.png")
         try browser.screenshot().write(to: channelPage)
+
+        try browser.navigate(to: base + "/channels/club-nothing-here")
+        try await browser.waitFor("the missing channel notice", "String(document.querySelector('#channel-missing').hidden)") { $0 == "false" }
         for file in [overview, channelPage] {
             let png = try Data(contentsOf: file)
             #expect(png.count > 10_000 && png.starts(with: [0x89, 0x50, 0x4E, 0x47]), "\(file.path) is not a real screenshot")
@@ -222,6 +245,13 @@ final class EventStreamClient {
                 return try JSONParser.parse(data)
             }
             try fill()
+        }
+    }
+
+    /// What is left of the stream until the gateway closes the connection (or the read times out).
+    func readToEnd() throws -> [UInt8] {
+        while true {
+            do { try fill() } catch { return buffer }
         }
     }
 

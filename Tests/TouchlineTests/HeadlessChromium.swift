@@ -10,6 +10,11 @@ final class HeadlessChromium {
         var description: String
     }
 
+    /// The evaluated expression threw in the page.
+    struct ScriptException: Error, CustomStringConvertible {
+        var description: String
+    }
+
     static let executable: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
         .first { FileManager.default.isExecutableFile(atPath: $0) }
 
@@ -113,22 +118,30 @@ final class HeadlessChromium {
     func evaluate(_ expression: String) throws -> Any? {
         let result = try command("Runtime.evaluate", ["expression": expression, "returnByValue": true, "awaitPromise": true])
         if let exception = result["exceptionDetails"] as? [String: Any] {
-            throw Failure(description: "\(expression) threw: \(exception["text"] ?? exception)")
+            let detail = (exception["exception"] as? [String: Any])?["description"] ?? exception["text"] ?? exception
+            throw ScriptException(description: "\(expression) threw: \(detail)")
         }
         return (result["result"] as? [String: Any])?["value"]
     }
 
     /// Polls `expression` until it returns a string for which `condition` holds; returns it.
+    /// An expression that throws counts as not yet (the page may be between two documents
+    /// right after a navigation); the last result or exception is named if time runs out.
     @discardableResult
     func waitFor(_ what: String, _ expression: String, timeout: TimeInterval = 30, _ condition: (String) -> Bool) async throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
-        var last: String?
+        var last = "nothing yet"
         while Date() < deadline {
-            last = try evaluate(expression) as? String
-            if let last, condition(last) { return last }
+            do {
+                let value = try evaluate(expression) as? String
+                if let value, condition(value) { return value }
+                last = value.map { "\"\($0)\"" } ?? "not a string"
+            } catch let exception as ScriptException {
+                last = exception.description
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw Failure(description: "timed out waiting for \(what); \(expression) was \(last.map { "\"\($0)\"" } ?? "nil")")
+        throw Failure(description: "timed out waiting for \(what); \(expression) was \(last)")
     }
 
     /// A PNG of the whole page.

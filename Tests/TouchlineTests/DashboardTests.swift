@@ -52,7 +52,7 @@ struct DashboardTests {
         let club = try EventStreamClient(port: fixture.port, path: "/v1/stream", key: GatewayFixture.clubKey)
         #expect(club.head.status == 200)
         #expect(club.head.headers["content-type"] == "text/event-stream")
-        let first = try club.nextSnapshot()
+        let first = try await club.nextSnapshot()
         let ids = first[member: "channels"].flatMap { if case .array(let items) = $0 { items.compactMap { $0.string("id") } } else { nil } }
         #expect(ids == ["club-live"], "a provider key sees only its prefix")
         #expect(first[member: "channel"] == nil)
@@ -65,22 +65,26 @@ struct DashboardTests {
         }
 
         let detail = try EventStreamClient(port: fixture.port, path: "/v1/stream?channel=club-live", key: GatewayFixture.adminKey)
-        #expect(try detail.nextSnapshot()[member: "channel"]?[member: "contentState"]?.integer("homeScore") == 0)
+        #expect(try await detail.nextSnapshot()[member: "channel"]?[member: "contentState"]?.integer("homeScore") == 0)
 
         try post(#"{"seq": 2, "type": "goal", "team": "home", "player": "Saka", "minute": 31}"#, to: "club-live", on: fixture)
         let deadline = ContinuousClock.now + .seconds(10)
         var score: Int64?
         while score != 1 && ContinuousClock.now < deadline {
-            score = try detail.nextSnapshot()[member: "channel"]?[member: "contentState"]?.integer("homeScore")
+            score = try await detail.nextSnapshot()[member: "channel"]?[member: "contentState"]?.integer("homeScore")
         }
         #expect(score == 1)
-        try await eventually("the goal's push in the detail's history", timeout: .seconds(10)) {
-            guard case .array(let pushes)? = try? detail.nextSnapshot()[member: "channel"]?[member: "recentPushes"] else { return false }
-            return pushes.contains { $0.string("outcome") == "accepted" }
+        var acceptedPush = false
+        let historyDeadline = ContinuousClock.now + .seconds(10)
+        while !acceptedPush && ContinuousClock.now < historyDeadline {
+            if case .array(let pushes)? = try await detail.nextSnapshot()[member: "channel"]?[member: "recentPushes"] {
+                acceptedPush = pushes.contains { $0.string("outcome") == "accepted" }
+            }
         }
+        #expect(acceptedPush, "the goal's push shows as accepted in the detail's history")
         // Snapshots keep coming without changes (ages and rates move with time).
-        _ = try club.nextSnapshot()
-        _ = try club.nextSnapshot()
+        _ = try await club.nextSnapshot()
+        _ = try await club.nextSnapshot()
         await fixture.shutDown()
     }
 
@@ -112,13 +116,13 @@ struct DashboardTests {
     @Test func shutdownEndsOpenStreamsAtOnce() async throws {
         let fixture = try GatewayFixture()
         let client = try EventStreamClient(port: fixture.port, path: "/v1/stream", key: GatewayFixture.adminKey)
-        _ = try client.nextSnapshot()
+        _ = try await client.nextSnapshot()
         // A long grace period for requests in flight: an open stream must not hold it.
         let started = ContinuousClock.now
         await fixture.gateway.shutdown(requestGracePeriod: .seconds(30))
         #expect(ContinuousClock.now - started < .seconds(30))
         // The stream ended with its last chunk, and the gateway closed the connection.
-        #expect(String(decoding: try client.readToEnd(), as: UTF8.self).hasSuffix("0\r\n\r\n"))
+        #expect(String(decoding: try await client.readToEnd(), as: UTF8.self).hasSuffix("0\r\n\r\n"))
         await fixture.shutDown()
     }
 
@@ -139,23 +143,23 @@ struct DashboardTests {
         defer { browser.close() }
         let base = "http://127.0.0.1:\(fixture.port)"
 
-        try browser.navigate(to: base + "/")
+        try await browser.navigate(to: base + "/")
         try await browser.waitFor("the sign-in form", "String(!!document.querySelector('#key-input') && !document.querySelector('#sign-in').hidden)") { $0 == "true" }
         // A wrong key brings the form back with the gateway's reason; the right one opens the table.
         for key in ["not-a-key", GatewayFixture.clubKey] {
-            _ = try browser.evaluate("""
+            _ = try await browser.evaluate("""
                 document.querySelector('#key-input').value = '\(key)';
                 document.querySelector('#key-form').requestSubmit(); 'ok'
                 """)
             if key == "not-a-key" {
                 try await browser.waitFor("the refusal", "document.querySelector('#key-error').textContent") { $0.contains("not known") }
-                #expect(try browser.evaluate("String(document.querySelector('#sign-in').hidden)") as? String == "false")
+                #expect(try await browser.evaluate("String(document.querySelector('#sign-in').hidden)") == "false")
             }
         }
         let scoreCell = "document.querySelector('tr[data-channel=\"club-ars-che\"] .score')?.textContent ?? ''"
         try await browser.waitFor("the match row", scoreCell) { $0 == "0 – 0" }
-        #expect(try browser.evaluate("document.querySelector('#connection').textContent") as? String == "live")
-        #expect(try browser.evaluate("document.querySelector('tr[data-channel=\"club-quiz\"] .summary').textContent") as? String == #"{"question":1}"#)
+        #expect(try await browser.evaluate("document.querySelector('#connection').textContent") == "live")
+        #expect(try await browser.evaluate("document.querySelector('tr[data-channel=\"club-quiz\"] .summary').textContent") == #"{"question":1}"#)
         try await browser.waitFor("the broadcast pool's tile", "[...document.querySelectorAll('#health .tile')].map((tile) => tile.textContent).join('|')") {
             $0.contains("APNs broadcastready")
         }
@@ -165,20 +169,20 @@ struct DashboardTests {
         try await browser.waitFor("the push to show in the priority mix",
                             "document.querySelector('tr[data-channel=\"club-ars-che\"] td.mix').textContent.trim()") { $0 != "0 / 0" }
         let overview = artifacts.appendingPathComponent("dashboard-overview.png")
-        try browser.screenshot().write(to: overview)
+        try await browser.screenshot().write(to: overview)
 
-        try browser.navigate(to: base + "/channels/club-ars-che")
+        try await browser.navigate(to: base + "/channels/club-ars-che")
         try await browser.waitFor("the activity card", "document.querySelector('#activity .score')?.textContent ?? ''") { $0 == "1 – 0" }
-        #expect(try browser.evaluate("document.querySelector('#activity .code').textContent") as? String == "ARS")
+        #expect(try await browser.evaluate("document.querySelector('#activity .code').textContent") == "ARS")
         try post(#"{"seq": 4, "type": "goal", "team": "away", "player": "Palmer", "minute": 52}"#, to: "club-ars-che", on: fixture)
         try await browser.waitFor("the equaliser on the card", "document.querySelector('#activity .score')?.textContent ?? ''") { $0 == "1 – 1" }
         try await browser.waitFor("the incident line", "document.querySelector('#activity .incident').textContent") { $0.contains("Palmer") }
         try await browser.waitFor("an accepted push in the history", "String(document.querySelectorAll('#history tbody tr[data-outcome=\"accepted\"]').length)") { $0 != "0" }
         try await browser.waitFor("bars in the rate chart", "String(document.querySelectorAll('#rate-chart rect').length)") { $0 == "30" }
         let channelPage = artifacts.appendingPathComponent("dashboard-channel.png")
-        try browser.screenshot().write(to: channelPage)
+        try await browser.screenshot().write(to: channelPage)
 
-        try browser.navigate(to: base + "/channels/club-nothing-here")
+        try await browser.navigate(to: base + "/channels/club-nothing-here")
         try await browser.waitFor("the missing channel notice", "String(document.querySelector('#channel-missing').hidden)") { $0 == "false" }
         for file in [overview, channelPage] {
             let png = try Data(contentsOf: file)
@@ -189,9 +193,10 @@ struct DashboardTests {
     }
 }
 
-/// A blocking HTTP/1.1 client for `GET /v1/stream`: reads the head, then one Server-Sent
-/// Events message at a time (each arrives as one chunk of the chunked body).
-final class EventStreamClient {
+/// An HTTP/1.1 client for `GET /v1/stream`: reads the head, then one Server-Sent Events message
+/// at a time (each arrives as one chunk of the chunked body), the blocking reads on a thread of
+/// their own. Used by one test task at a time (`@unchecked Sendable` for those reads).
+final class EventStreamClient: @unchecked Sendable {
     struct Head {
         var status: Int
         /// Names lowercased.
@@ -236,7 +241,16 @@ final class EventStreamClient {
     }
 
     /// The JSON of the next `snapshot` event.
-    func nextSnapshot() throws -> JSONValue {
+    func nextSnapshot() async throws -> JSONValue {
+        try await offThePool { try self.readSnapshot() }
+    }
+
+    /// What is left of the stream until the gateway closes the connection (or the read times out).
+    func readToEnd() async throws -> [UInt8] {
+        try await offThePool { self.readRest() }
+    }
+
+    private func readSnapshot() throws -> JSONValue {
         let marker = Array("event: snapshot\ndata: ".utf8)
         while true {
             if let start = buffer.firstRange(of: marker), let end = buffer[start.upperBound...].firstRange(of: Array("\n\n".utf8)) {
@@ -248,8 +262,7 @@ final class EventStreamClient {
         }
     }
 
-    /// What is left of the stream until the gateway closes the connection (or the read times out).
-    func readToEnd() throws -> [UInt8] {
+    private func readRest() -> [UInt8] {
         while true {
             do { try fill() } catch { return buffer }
         }

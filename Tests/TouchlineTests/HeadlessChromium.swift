@@ -5,6 +5,7 @@ import Foundation
 /// JSON commands to one page.
 ///
 /// `HeadlessChromium.executable` is nil when no Chromium is installed (tests then skip).
+/// Used by one test task at a time.
 final class HeadlessChromium {
     struct Failure: Error, CustomStringConvertible {
         var description: String
@@ -95,33 +96,38 @@ final class HeadlessChromium {
 
     /// Sends one command and returns its `result` (events that arrive meanwhile are skipped).
     @discardableResult
-    func command(_ method: String, _ parameters: [String: Any] = [:]) throws -> [String: Any] {
+    func command(_ method: String, _ parameters: [String: Any] = [:]) async throws -> [String: Any] {
         nextID += 1
         let id = nextID
-        let message = try JSONSerialization.data(withJSONObject: ["id": id, "method": method, "params": parameters])
-        try socket.send(Array(message))
-        while true {
-            let reply = try socket.receive()
-            guard let object = try JSONSerialization.jsonObject(with: Data(reply)) as? [String: Any], object["id"] as? Int == id else { continue }
-            if let error = object["error"] as? [String: Any] {
-                throw Failure(description: "\(method) failed: \(error["message"] ?? error)")
+        let message = Array(try JSONSerialization.data(withJSONObject: ["id": id, "method": method, "params": parameters]))
+        let socket = socket
+        let reply = try await offThePool { () throws -> [UInt8] in
+            try socket.send(message)
+            while true {
+                let reply = try socket.receive()
+                let object = try JSONSerialization.jsonObject(with: Data(reply)) as? [String: Any]
+                if object?["id"] as? Int == id { return reply }
             }
-            return object["result"] as? [String: Any] ?? [:]
         }
+        let object = try JSONSerialization.jsonObject(with: Data(reply)) as? [String: Any] ?? [:]
+        if let error = object["error"] as? [String: Any] {
+            throw Failure(description: "\(method) failed: \(error["message"] ?? error)")
+        }
+        return object["result"] as? [String: Any] ?? [:]
     }
 
-    func navigate(to url: String) throws {
-        try command("Page.navigate", ["url": url])
+    func navigate(to url: String) async throws {
+        try await command("Page.navigate", ["url": url])
     }
 
-    /// Evaluates a JavaScript expression in the page and returns its value (JSON-compatible).
-    func evaluate(_ expression: String) throws -> Any? {
-        let result = try command("Runtime.evaluate", ["expression": expression, "returnByValue": true, "awaitPromise": true])
+    /// Evaluates a JavaScript expression in the page and returns its value when it is a string.
+    func evaluate(_ expression: String) async throws -> String? {
+        let result = try await command("Runtime.evaluate", ["expression": expression, "returnByValue": true, "awaitPromise": true])
         if let exception = result["exceptionDetails"] as? [String: Any] {
             let detail = (exception["exception"] as? [String: Any])?["description"] ?? exception["text"] ?? exception
             throw ScriptException(description: "\(expression) threw: \(detail)")
         }
-        return (result["result"] as? [String: Any])?["value"]
+        return (result["result"] as? [String: Any])?["value"] as? String
     }
 
     /// Polls `expression` until it returns a string for which `condition` holds; returns it.
@@ -133,7 +139,7 @@ final class HeadlessChromium {
         var last = "nothing yet"
         while Date() < deadline {
             do {
-                let value = try evaluate(expression) as? String
+                let value = try await evaluate(expression)
                 if let value, condition(value) { return value }
                 last = value.map { "\"\($0)\"" } ?? "not a string"
             } catch let exception as ScriptException {
@@ -145,8 +151,8 @@ final class HeadlessChromium {
     }
 
     /// A PNG of the whole page.
-    func screenshot() throws -> Data {
-        let result = try command("Page.captureScreenshot", ["format": "png", "captureBeyondViewport": true])
+    func screenshot() async throws -> Data {
+        let result = try await command("Page.captureScreenshot", ["format": "png", "captureBeyondViewport": true])
         guard let text = result["data"] as? String, let data = Data(base64Encoded: text) else {
             throw Failure(description: "Page.captureScreenshot returned no image")
         }
@@ -155,8 +161,9 @@ final class HeadlessChromium {
 }
 
 /// A WebSocket client connection (client frames masked, as RFC 6455 requires), blocking, with
-/// a receive timeout so a silent browser fails the test instead of hanging it.
-private final class WebSocket {
+/// a receive timeout so a silent browser fails the test instead of hanging it. Used by one
+/// command at a time (`@unchecked Sendable` so that command can run on a thread of its own).
+private final class WebSocket: @unchecked Sendable {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
@@ -260,3 +267,13 @@ private final class WebSocket {
         buffer += chunk[..<count]
     }
 }
+
+/// Runs blocking socket work on a thread of its own and waits for it without blocking: Swift's
+/// concurrency runs every test on as many threads as there are cores, and a test parked in
+/// `recv` on one of them would slow the timing-sensitive tests running beside it.
+func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+

@@ -37,3 +37,8 @@ void tl_ssl_last_error(char *buf, size_t len) {
     if (e != 0) ERR_error_string_n(e, buf, len);
     ERR_clear_error();
 }
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+pid_t tl_thread_id(void) { return (pid_t)syscall(SYS_gettid); }

@@ -27,6 +27,7 @@ public final class Gateway: Sendable {
         var personalLoop: EventLoop
         var personal: GatewayPersonalDispatcher
         var store: StoreWriter
+        var personalStore: StoreWriter
         var connections: APNsConnections
         var service: GatewayService
         var server: UncheckedServer
@@ -82,10 +83,20 @@ public final class Gateway: Sendable {
         let apns = APNsConfiguration(keyPath: settings.keyPath, keyID: settings.keyID, teamID: settings.teamID,
                                      bundleID: settings.bundleID, environment: settings.environment)
         let token = try ProviderToken(configuration: apns, clock: clock)
-        let store = try StoreWriter(path: configuration.dataDirectory + "/touchline.sqlite")
+        let channelsPath = configuration.dataDirectory + "/touchline.sqlite"
+        let personalPath = configuration.dataDirectory + "/personal.sqlite"
+        try PersonalStoreSplit.copyLegacyRows(from: channelsPath, to: personalPath)
+        let store = try StoreWriter(path: channelsPath)
+        let personalStore: StoreWriter
         let reader: SQLiteChannelReader
         do {
-            reader = try SQLiteChannelReader(path: store.path)
+            personalStore = try StoreWriter(path: personalPath)
+            do {
+                reader = try SQLiteChannelReader(path: store.path)
+            } catch {
+                personalStore.close()
+                throw error
+            }
         } catch {
             store.close()
             throw error
@@ -94,6 +105,10 @@ public final class Gateway: Sendable {
         let broadcastLoop = EventLoop.start(name: "touchline-broadcast")
         let ingestLoop = EventLoop.start(name: "touchline-ingest")
         let personalLoop = EventLoop.start(name: "touchline-personal")
+        if configuration.personalQueue.niceness > 0,
+           (try? personalLoop.lowerThreadPriority(niceness: Int32(configuration.personalQueue.niceness))) != true {
+            log.warning("the personal loop's thread priority could not be lowered; it runs at the same priority as the others")
+        }
         do {
             let options = APNsConnections.Options(tls: TLSConfiguration(caFile: settings.caFile))
             let connections = try APNsConnections(configuration: apns, providerToken: token, options: options, loop: broadcastLoop)
@@ -101,13 +116,16 @@ public final class Gateway: Sendable {
             personalOptions.pushConnections = configuration.personalQueue.connections
             let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions,
                                                           loop: personalLoop)
+            let broadcastActivity = GatewayBroadcastActivity()
             let personal = GatewayPersonalDispatcher(loop: personalLoop, connections: personalConnections,
-                                                     reader: try SQLiteTokenReader(path: store.path), store: store, clock: clock,
+                                                     reader: try SQLiteTokenReader(path: personalStore.path), store: personalStore, clock: clock,
                                                      settings: configuration.personalQueue,
                                                      tokenEnvironment: TokenEnvironment(apns: settings.environment),
+                                                     broadcastActivity: broadcastActivity,
                                                      log: log.named("personal"))
-            let tokenReader = try SQLiteTokenReader(path: store.path)
-            let service = GatewayService(loop: ingestLoop, store: store, tokenReader: tokenReader,
+            let tokenReader = try SQLiteTokenReader(path: personalStore.path)
+            let service = GatewayService(loop: ingestLoop, store: store, personalStore: personalStore,
+                                         broadcastActivity: broadcastActivity, tokenReader: tokenReader,
                                          dispatcher: GatewayDispatcher(connections: connections, ingestLoop: ingestLoop),
                                          personal: personal,
                                          configuration: configuration, clock: clock, log: log.named("channels"))
@@ -121,13 +139,15 @@ public final class Gateway: Sendable {
                 let router = service.router
                 return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: httpConfiguration) { router.handle($0) })
             }
-            return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, personal: personal, store: store, connections: connections,
+            return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, personal: personal, store: store,
+                           personalStore: personalStore, connections: connections,
                            service: service, server: server, mock: mock, port: server.server.port)
         } catch {
             ingestLoop.stopAndWait()
             broadcastLoop.stopAndWait()
             personalLoop.stopAndWait()
             store.close()
+            personalStore.close()
             throw error
         }
     }
@@ -164,6 +184,7 @@ public final class Gateway: Sendable {
         // Answers delivered during the pool shutdown run (and queue their saves) before the close.
         _ = try? await current.ingestLoop.submit {}
         current.store.close()
+        current.personalStore.close()
         current.ingestLoop.stopAndWait()
         current.broadcastLoop.stopAndWait()
         current.personalLoop.stopAndWait()

@@ -1,5 +1,6 @@
 import TouchlineCore
 import TouchlineRuntime
+import TouchlineStore
 
 /// The operator endpoints outside `/v1`: `GET /metrics` (Prometheus text), `GET /healthz`
 /// (the process serves) and `GET /readyz` (the store is open and every APNs pool is connected,
@@ -30,14 +31,17 @@ extension GatewayService {
         }
     }
 
-    /// Ready when the store takes writes and no APNs pool is backing off without a connection.
+    /// Ready when both stores take writes and no APNs pool is backing off without a connection.
     func readinessJSON(_ loops: GatewayLoopSnapshots) -> (ready: Bool, body: JSONValue) {
-        let storeOpen = store.isOpen
-        let ready = storeOpen && loops.apnsPools.allSatisfy(\.isReady)
+        let ready = store.isOpen && personalStore.isOpen && loops.apnsPools.allSatisfy(\.isReady)
+        let storeJSON = { (store: StoreWriter) -> JSONValue in
+            ["open": .bool(store.isOpen), "queueDepth": .integer(Int64(store.queueDepth)),
+             "failedBatches": .integer(Int64(store.statistics.failedBatches))]
+        }
         return (ready, .object([
             .init("status", .string(ready ? "ready" : "not_ready")),
-            .init("store", ["open": .bool(storeOpen), "queueDepth": .integer(Int64(store.queueDepth)),
-                            "failedBatches": .integer(Int64(store.statistics.failedBatches))]),
+            .init("store", storeJSON(store)),
+            .init("personalStore", storeJSON(personalStore)),
             .init("apnsPools", .array(loops.apnsPools.map(Self.poolJSON))),
         ]))
     }

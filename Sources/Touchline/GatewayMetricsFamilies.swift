@@ -89,6 +89,7 @@ extension GatewayService {
 
         var queues = MetricFamily("touchline_queue_depth", help: "Items waiting, by queue.", kind: .gauge)
         queues.add(store.queueDepth, ["queue": "store"])
+        queues.add(personalStore.queueDepth, ["queue": "personal_store"])
         queues.add(pendingChannels, ["queue": "broadcast_pending"])
         var inFlight = MetricFamily("touchline_apns_streams_in_flight", help: "HTTP/2 streams open to APNs, by pool.", kind: .gauge)
         var open = MetricFamily("touchline_apns_connections_open", help: "Connections to APNs that are ready or draining, by pool.", kind: .gauge)

@@ -101,7 +101,7 @@ extension GatewayService {
     /// nothing. `settled` runs on the ingest loop once the commit has succeeded or failed.
     func submitPersonalJobs(_ jobs: [PersonalJobRecord], with operations: [TokenOperation] = [], for request: HTTPRequest,
                             answer: JSONValue, settled: (@Sendable () -> Void)? = nil) {
-        store.submit(jobs.map(TokenOperation.createJob) + operations) { [self] result in
+        personalStore.submit(jobs.map(TokenOperation.createJob) + operations) { [self] result in
             loop.execute { [self] in
                 settled?()
                 switch result {

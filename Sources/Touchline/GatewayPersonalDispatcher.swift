@@ -24,6 +24,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     private let settings: PersonalQueueSettings
     /// Registry tokens of this APNs environment only are targeted (nil: any, for custom endpoints).
     private let tokenEnvironment: TokenEnvironment?
+    private let broadcastActivity: GatewayBroadcastActivity
     private let log: GatewayLog
     private var jobs: [String: GatewayPersonalJobRun] = [:]
     private var inFlight = 0
@@ -37,7 +38,8 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
 
     /// `connections` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, connections: APNsConnections, reader: SQLiteTokenReader, store: StoreWriter, clock: any WallClock,
-         settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?, log: GatewayLog) {
+         settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?,
+         broadcastActivity: GatewayBroadcastActivity = GatewayBroadcastActivity(), log: GatewayLog) {
         self.loop = loop
         self.connections = connections
         self.reader = reader
@@ -45,6 +47,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
         self.clock = clock
         self.settings = settings
         self.tokenEnvironment = tokenEnvironment
+        self.broadcastActivity = broadcastActivity
         self.log = log
         metrics = GatewayPersonalMetrics(connections: connections)
     }
@@ -143,10 +146,13 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
         saveIfDue(running)
     }
 
-    /// New sends `running` may start: its even share of `maxInFlight`, within what is free.
+    /// New sends `running` may start: its even share of `maxInFlight` (of `yieldInFlight` while
+    /// broadcasts are active), within what is free.
     private func sendAllowance(for running: GatewayPersonalJobRun) -> Int {
-        let share = max(1, settings.maxInFlight / max(1, jobs.count))
-        return max(0, min(settings.maxInFlight - inFlight, share - running.job.inFlightCount))
+        let limit = settings.yieldInFlight > 0 && broadcastActivity.isRecent ? min(settings.yieldInFlight, settings.maxInFlight)
+                                                                              : settings.maxInFlight
+        let share = max(1, limit / max(1, jobs.count))
+        return max(0, min(limit - inFlight, share - running.job.inFlightCount))
     }
 
     private func perform(_ action: FanOutJob.Action, for running: GatewayPersonalJobRun) {
@@ -190,10 +196,10 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     }
 
     private func send(_ token: String, for running: GatewayPersonalJobRun) {
-        let job = running.job
-        let push = LiveActivityPush(deviceToken: token, payload: job.payload,
-                                    priority: job.priority == 5 ? .powerConsiderate : .immediate,
-                                    expiration: job.expiration.map { .at($0) })
+        // Fields read one by one: a copy of the whole job would make the next mutation copy its tables.
+        let push = LiveActivityPush(deviceToken: token, payload: running.job.payload,
+                                    priority: running.job.priority == 5 ? .powerConsiderate : .immediate,
+                                    expiration: running.job.expiration.map { .at($0) })
         inFlight += 1
         connections.client.send(push) { [self] result in
             inFlight -= 1

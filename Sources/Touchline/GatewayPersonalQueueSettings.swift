@@ -19,15 +19,24 @@ public struct PersonalQueueSettings: Sendable, Equatable {
     public var saveInterval: Duration
     /// Retries, back-off and attempt limit per APNs outcome.
     public var delivery: PersonalDeliveryPolicy
+    /// Niceness of the personal loop's thread (0 = as the others, 19 = lowest): when CPU runs
+    /// short, the ingest and broadcast loops go first and the backlog drains with what is left.
+    public var niceness: Int
+    /// Sends in flight at most, over all jobs, while broadcasts are active (an event acknowledged
+    /// within the last second); 0 never yields. A backlog then leaves the CPU to the broadcasts.
+    public var yieldInFlight: Int
 
     public init(connections: Int = 2, maxInFlight: Int = 1_000, window: Int = 10_000, pageSize: Int = 1_000,
-                saveInterval: Duration = .milliseconds(20), delivery: PersonalDeliveryPolicy = PersonalDeliveryPolicy()) {
+                saveInterval: Duration = .milliseconds(100), delivery: PersonalDeliveryPolicy = PersonalDeliveryPolicy(),
+                niceness: Int = 10, yieldInFlight: Int = 32) {
         self.connections = connections
         self.maxInFlight = maxInFlight
         self.window = window
         self.pageSize = pageSize
         self.saveInterval = saveInterval
         self.delivery = delivery
+        self.niceness = niceness
+        self.yieldInFlight = yieldInFlight
     }
 
     /// The bounds handed to each job.
@@ -37,13 +46,16 @@ public struct PersonalQueueSettings: Sendable, Equatable {
     init(json value: JSONValue) throws(InvalidConfigurationValue) {
         self.init()
         let members = try Self.members(of: value, allowed: ["connections", "maxInFlight", "window", "pageSize",
-                                                            "saveIntervalMilliseconds", "delivery"], path: nil)
+                                                            "saveIntervalMilliseconds", "niceness", "yieldInFlight",
+                                                            "delivery"], path: nil)
         connections = try Self.integer(members, "connections", 1...64) ?? connections
         maxInFlight = try Self.integer(members, "maxInFlight", 1...100_000) ?? maxInFlight
         window = try Self.integer(members, "window", 1...10_000_000) ?? window
         pageSize = try Self.integer(members, "pageSize", 1...100_000) ?? pageSize
         guard pageSize <= window else { throw InvalidConfigurationValue("member pageSize must be at most window (\(window)), got \(pageSize)") }
         saveInterval = try Self.integer(members, "saveIntervalMilliseconds", 1...60_000).map { .milliseconds($0) } ?? saveInterval
+        niceness = try Self.integer(members, "niceness", 0...19) ?? niceness
+        yieldInFlight = try Self.integer(members, "yieldInFlight", 0...100_000) ?? yieldInFlight
         guard let delivery = members["delivery"] else { return }
         let policy = try Self.members(of: delivery, allowed: ["maxAttempts", "retryInitialMilliseconds", "retryMaximumMilliseconds",
                                                              "throttleInitialMilliseconds", "throttleMaximumMilliseconds",

@@ -10,7 +10,13 @@ import TouchlineStore
 /// answers come back through ``GatewayDispatcher``. The provider API is in `GatewayAPI.swift`.
 final class GatewayService: @unchecked Sendable {
     let loop: EventLoop
+    /// Channels and their events.
     let store: StoreWriter
+    /// Tokens, personal jobs and dead letters: a file and writer thread of their own, so that
+    /// personal writes never queue in front of a channel's commit.
+    let personalStore: StoreWriter
+    /// Noted with every acknowledged event, so that the personal queue yields to broadcasts.
+    let broadcastActivity: GatewayBroadcastActivity
     /// Reads of the token registry; used on the ingest loop only.
     let tokenReader: SQLiteTokenReader
     let dispatcher: GatewayDispatcher
@@ -40,10 +46,13 @@ final class GatewayService: @unchecked Sendable {
     /// streams at shutdown.
     var eventStream: GatewayEventStream?
 
-    init(loop: EventLoop, store: StoreWriter, tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
+    init(loop: EventLoop, store: StoreWriter, personalStore: StoreWriter, broadcastActivity: GatewayBroadcastActivity,
+         tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
          personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock, log: GatewayLog) {
         self.loop = loop
         self.store = store
+        self.personalStore = personalStore
+        self.broadcastActivity = broadcastActivity
         self.tokenReader = tokenReader
         self.dispatcher = dispatcher
         self.personal = personal
@@ -128,6 +137,7 @@ final class GatewayService: @unchecked Sendable {
     func submitAcknowledged(_ batch: WriteBatch, for channel: GatewayChannel,
                             done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         channel.uncommittedWrites += 1
+        broadcastActivity.note()
         store.submit(batch) { [self] result in
             loop.execute { [self] in
                 channel.uncommittedWrites -= 1

@@ -69,7 +69,8 @@ extension GatewayService {
                              "retried": integer(totals.retries), "dropped": integer(totals.dropped)]),
             .init("apns", ["responses": .array(responses),
                            "providerTokenAgeSeconds": .number((now - loops.broadcast.providerTokenIssuedAt).inSeconds)]),
-            .init("queues", .object([.init("store", integer(store.queueDepth)), .init("broadcastPending", integer(pending))]
+            .init("queues", .object([.init("store", integer(store.queueDepth)), .init("personalStore", integer(personalStore.queueDepth)),
+                                     .init("broadcastPending", integer(pending))]
                 + loops.apnsPools.map { .init("apns_\($0.name)", integer($0.stats.waiting + $0.stats.connections.reduce(0) { $0 + $1.queued })) })),
             .init("connections", .array(loops.apnsPools.map(Self.poolJSON))),
             .init("personal", ["jobsRunning": integer(personal.jobsRunning), "targetsPending": integer(personal.targetsPending),

@@ -98,7 +98,7 @@ extension GatewayService {
     /// Registers `records` in one store submit and answers with `response()` once committed.
     private func commit(_ records: [TokenRecord], for request: HTTPRequest, savedAs what: String,
                         response: @escaping @Sendable () -> HTTPResponse) {
-        store.submit(records.map { .registerToken($0) }) { [self] result in
+        personalStore.submit(records.map { .registerToken($0) }) { [self] result in
             loop.execute {
                 switch result {
                 case .success: request.respond(response())
@@ -129,7 +129,7 @@ extension GatewayService {
         guard known != nil else {
             throw HTTPError(status: 404, code: "token_not_found", message: "no token \(token.prefix(8))… is registered")
         }
-        store.submit([.deleteToken(token)]) { [self] result in
+        personalStore.submit([.deleteToken(token)]) { [self] result in
             loop.execute {
                 switch result {
                 case .success: request.respond(.json(status: 200, .object([.init("deleted", true)])))

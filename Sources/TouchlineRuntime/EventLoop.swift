@@ -1,4 +1,5 @@
 import CLibevent
+import CShims
 import Foundation
 import Synchronization
 
@@ -67,6 +68,13 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs the loop on the calling thread until ``stop()``.
     public func run() { run(onStart: {}) }
+
+    /// Lowers the CPU priority of the loop's thread to `niceness` (0 to 19; Linux schedules
+    /// threads one by one), so that under CPU contention the other loops run first. Lowering
+    /// needs no privilege. Returns false if the system refused.
+    public func lowerThreadPriority(niceness: Int32) throws -> Bool {
+        try sync { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(tl_thread_id()), niceness) == 0 }
+    }
 
     private func run(onStart: () -> Void) {
         mailbox.withLock { $0.thread = pthread_self() }

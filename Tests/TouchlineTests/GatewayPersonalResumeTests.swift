@@ -33,12 +33,24 @@ struct GatewayPersonalResumeTests {
             let registered = try first.admin.request("POST", "/v1/tokens", json: #"{"token": "\#(token)", "kind": "push-to-start", "follows": ["team:ARS"]}"#)
             #expect(registered.status == 201)
         }
+        // The kill comes from a thread of its own watching the mock: a polling task could be
+        // starved by the cooperative pool on a busy machine and miss the middle of the fan-out.
+        let mock = apns.mock, pid = first.process.processIdentifier
+        let killed = DispatchSemaphore(value: 0)
+        Thread {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while mock.counters().count(endpoint: .device, status: 200) < Self.audience / 6, ContinuousClock.now < deadline {
+                usleep(1_000)
+            }
+            kill(pid, SIGKILL)
+            killed.signal()
+        }.start()
         let created = try first.admin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
         let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
-        try await eventually("a sixth of the fan-out") {
-            apns.mock.recordedRequests().count { $0.endpoint == .device && $0.status == 200 } >= Self.audience / 6
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async { killed.wait(); done.resume() }
         }
-        first.kill9()
+        first.process.waitUntilExit()
         let acceptedBeforeKill = apns.mock.recordedRequests().count { $0.endpoint == .device && $0.status == 200 }
         #expect(acceptedBeforeKill < Self.audience, "the kill came in the middle of the fan-out")
 

@@ -34,6 +34,7 @@ extension GatewayService {
         addDeadLetterRoutes(to: &router)
         addStatsRoutes(to: &router)
         addOperatorRoutes(to: &router)
+        addDashboardRoutes(to: &router)
         return router
     }
 

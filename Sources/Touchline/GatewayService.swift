@@ -42,6 +42,9 @@ final class GatewayService: @unchecked Sendable {
     var metrics: GatewayIngestMetrics
     /// The broadcast loop's APNs counters (read there, through `execute`).
     let apnsMetrics: GatewayAPNsMetrics
+    /// The dashboard's live feed, made by the first `GET /v1/stream`; the HTTP server ends its
+    /// streams at shutdown.
+    var eventStream: GatewayEventStream?
 
     init(loop: EventLoop, store: StoreWriter, personalStore: StoreWriter, broadcastPressure: GatewayBroadcastPressure,
          tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
@@ -120,6 +123,7 @@ final class GatewayService: @unchecked Sendable {
         }
         if needsSave { save(channel) }
         saveStatus(of: channel)
+        eventStream?.channelChanged()
     }
 
     private func send(_ push: ChannelEngine.OutgoingPush, on channel: GatewayChannel) {

@@ -39,8 +39,13 @@ public final class HTTPRequest: @unchecked Sendable {
     /// The loop the request must be answered on.
     public let loop: EventLoop
     /// The evhttp request, nil once answered or abandoned.
-    private var handle: OpaquePointer?
-    private weak var server: HTTPServer?
+    private(set) var handle: OpaquePointer?
+    private(set) weak var server: HTTPServer?
+    /// Runs once when the request is answered or abandoned (a streamed answer's end).
+    var finished: (() -> Void)?
+    /// True once a streamed answer has begun (``startStream(status:headers:onClose:)``):
+    /// ``respond(_:)`` then does nothing.
+    var isStreaming = false
 
     /// The path, still percent-encoded.
     public var path: String { target.path }
@@ -83,6 +88,13 @@ public final class HTTPRequest: @unchecked Sendable {
             loop.execute { self.respond(response) }
             return false
         }
+        guard !isStreaming else { return false }
+        return complete { handle, closing in response.send(on: handle, closingConnection: closing) }
+    }
+
+    /// Hands the request's last write to `send` (with whether the connection must close after
+    /// it, as during a shutdown) and finishes the request; false when it is no longer pending.
+    func complete(_ send: (_ handle: OpaquePointer, _ closingConnection: Bool) -> Void) -> Bool {
         guard let handle else { return false }
         let connection = evhttp_request_get_connection(handle)!
         let closing = server?.isShuttingDown ?? false
@@ -91,7 +103,7 @@ public final class HTTPRequest: @unchecked Sendable {
         } else {
             evhttp_connection_set_closecb(connection, nil, nil)
         }
-        response.send(on: handle, closingConnection: closing)
+        send(handle, closing)
         finish()
         return true
     }
@@ -108,6 +120,9 @@ public final class HTTPRequest: @unchecked Sendable {
     private func finish() {
         handle = nil
         server?.requestFinished()
+        let finished = self.finished
+        self.finished = nil
+        finished?()
         Unmanaged.passUnretained(self).release()
     }
 }

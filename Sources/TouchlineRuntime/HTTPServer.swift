@@ -60,6 +60,10 @@ public final class HTTPServer: @unchecked Sendable {
     private var shutdownCompletion: (() -> Void)?
     /// Connections closing after their last answer during shutdown.
     private var connectionsClosing = 0
+    /// The connection timeout, also the write timeout of a streamed response.
+    let connectionTimeoutValue: timeval
+    /// Streamed responses still open, ended when the server shuts down.
+    private var openStreams: [ObjectIdentifier: HTTPResponseStream] = [:]
 
     /// Binds and starts serving. Loop thread only.
     public init(loop: EventLoop, configuration: HTTPServerConfiguration, handler: @escaping (HTTPRequest) -> Void) throws {
@@ -88,6 +92,7 @@ public final class HTTPServer: @unchecked Sendable {
         let timeoutNanoseconds = configuration.connectionTimeout.inNanoseconds
         var timeout = timeval(tv_sec: Int(timeoutNanoseconds / 1_000_000_000), tv_usec: Int(timeoutNanoseconds % 1_000_000_000 / 1000))
         evhttp_set_timeout_tv(http, &timeout)
+        connectionTimeoutValue = timeout
         // All methods reach `received`, which answers the unsupported ones in JSON.
         evhttp_set_allowed_methods(http, UInt16.max)
         // Read and drop the rest of an oversized body before closing, so the client sees the
@@ -125,6 +130,14 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
+    func streamStarted(_ stream: HTTPResponseStream) {
+        openStreams[ObjectIdentifier(stream)] = stream
+    }
+
+    func streamEnded(_ stream: HTTPResponseStream) {
+        openStreams[ObjectIdentifier(stream)] = nil
+    }
+
     func requestFinished() {
         inFlightRequests -= 1
         finishShutdownIfDrained()
@@ -148,10 +161,11 @@ public final class HTTPServer: @unchecked Sendable {
         loop.execute { self.finishShutdown() }
     }
 
-    /// Stops accepting connections, lets requests in flight be answered for up to `gracePeriod`
-    /// (answers then carry `Connection: close`; new requests on open connections get 503), then
-    /// closes every connection and frees the server. `completion` runs on the loop once the
-    /// server is freed (also for a second call made meanwhile). Loop thread only.
+    /// Stops accepting connections, ends streamed responses, lets requests in flight be answered
+    /// for up to `gracePeriod` (answers then carry `Connection: close`; new requests on open
+    /// connections get 503), then closes every connection and frees the server. `completion`
+    /// runs on the loop once the server is freed (also for a second call made meanwhile). Loop
+    /// thread only.
     public func shutdown(gracePeriod: Duration, completion: @escaping () -> Void = {}) {
         guard let http else { return completion() }
         if isShuttingDown {
@@ -163,6 +177,8 @@ public final class HTTPServer: @unchecked Sendable {
         shutdownCompletion = completion
         if let boundSocket { evhttp_del_accept_socket(http, boundSocket) }
         boundSocket = nil
+        // A stream would hold the shutdown for the whole grace period: end each one now.
+        for stream in openStreams.values { stream.close() }
         finishShutdownIfDrained()
         let timer = LoopTimer(loop: loop) { [unowned self] in finishShutdown() }
         timer.schedule(after: gracePeriod)

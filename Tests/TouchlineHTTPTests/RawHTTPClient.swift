@@ -96,6 +96,19 @@ final class RawHTTPClient {
         return Response(status: status, headers: headers, body: body)
     }
 
+    /// The bytes up to and including the next `marker` (a streamed body read piece by piece),
+    /// or nil if the server closed the connection first.
+    func read(through marker: [UInt8]) throws -> [UInt8]? {
+        while true {
+            if let range = buffer.firstRange(of: marker) {
+                let bytes = Array(buffer[..<range.upperBound])
+                buffer.removeFirst(range.upperBound)
+                return bytes
+            }
+            guard try fill() else { return nil }
+        }
+    }
+
     /// True when the server has closed the connection (reads EOF, after any pending responses).
     func isClosedByServer() -> Bool {
         (try? fill()) == false

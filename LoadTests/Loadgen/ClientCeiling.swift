@@ -28,14 +28,7 @@ struct ClientCeiling {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let key = try MockAPNsProviderKeyFiles.generate(keyID: LoadIdentity.keyID, in: directory)
-        let mock = try MockProcess(arguments: ["--bundle-id", LoadIdentity.bundleID, "--team-id", LoadIdentity.teamID,
-                                               "--key", "\(LoadIdentity.keyID)=\(key.publicKeyFile)", "--push-port", "0",
-                                               "--management-port", "0", "--threads", String(options.mockThreads),
-                                               "--cert-dir", directory + "/tls", "--no-detail-header",
-                                               // h2load opens its streams before it reads the server's SETTINGS, so the
-                                               // APNs-like first limit of one stream would refuse them; the ramp from 1
-                                               // is covered by the test suite, the benchmark compares steady state.
-                                               "--initial-streams", "1000"])
+        let mock = try MockProcess(directory: directory, key: key, threads: options.mockThreads)
         defer { mock.stop() }
 
         let configuration = APNsConfiguration(keyPath: key.privateKeyFile, keyID: LoadIdentity.keyID, teamID: LoadIdentity.teamID, bundleID: LoadIdentity.bundleID,

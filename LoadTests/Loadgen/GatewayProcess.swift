@@ -1,4 +1,5 @@
 import Foundation
+import MockAPNs
 
 /// `touchline serve` running as a separate process, so that the load generator and the gateway
 /// do not share threads and the gateway's CPU time can be read on its own.
@@ -18,6 +19,21 @@ final class GatewayProcess {
         }
         self.port = port
     }
+
+    /// `touchline serve` on SQLite under `directory`, with `adminKey`, sending to the mock APNs at
+    /// `host` (its push and management ports, trusting `caFile`) with the load identity's `key`.
+    convenience init(directory: String, adminKey: String, key: MockAPNsProviderKeyFiles.Files, host: String, pushPort: Int,
+                     managementPort: Int, caFile: String, extraArguments: [String] = []) throws {
+        try self.init(arguments: [
+            "--listen", "127.0.0.1:0", "--data-dir", directory + "/data", "--admin-key", adminKey,
+            "--apns-key", key.privateKeyFile, "--apns-key-id", LoadIdentity.keyID, "--apns-team-id", LoadIdentity.teamID,
+            "--apns-bundle-id", LoadIdentity.bundleID, "--apns-ca-file", caFile,
+            "--apns-environment", "\(host):\(pushPort),\(host):\(managementPort)",
+        ] + extraArguments)
+    }
+
+    /// A random admin key for one run.
+    static func randomAdminKey() -> String { (0..<32).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined() }
 
     var cpuSeconds: Double { child.cpuSeconds }
     var peakResidentBytes: Int { child.peakResidentBytes }

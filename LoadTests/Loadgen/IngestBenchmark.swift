@@ -44,13 +44,9 @@ struct IngestBenchmark {
             certificateFile: certificates.certificateFile, privateKeyFile: certificates.privateKeyFile, recordingCapacity: expectedPushes + 10_000))
         let apns = try mock.start()
         defer { mock.stop() }
-        let adminKey = (0..<32).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined()
-        let gateway = try GatewayProcess(arguments: [
-            "--listen", "127.0.0.1:0", "--data-dir", directory + "/data", "--admin-key", adminKey,
-            "--apns-key", key.privateKeyFile, "--apns-key-id", LoadIdentity.keyID, "--apns-team-id", LoadIdentity.teamID,
-            "--apns-bundle-id", LoadIdentity.bundleID, "--apns-ca-file", certificates.caFile,
-            "--apns-environment", "\(apns.host):\(apns.pushPort),\(apns.host):\(apns.managementPort)",
-        ])
+        let adminKey = GatewayProcess.randomAdminKey()
+        let gateway = try GatewayProcess(directory: directory, adminKey: adminKey, key: key, host: apns.host, pushPort: apns.pushPort,
+                                         managementPort: apns.managementPort, caFile: certificates.caFile)
         defer { gateway.stop() }
         let port = gateway.port
         let connect: @Sendable () throws -> HTTPLoadClient = { try HTTPLoadClient(host: "127.0.0.1", port: port, apiKey: adminKey) }

@@ -26,6 +26,19 @@ final class MockProcess {
         caFile = ca
     }
 
+    /// The mock as the benchmarks run it: the load identity's bundle, team and `key`, any free
+    /// ports, its TLS files under `directory`, `threads` loops, plus `extraArguments`.
+    ///
+    /// h2load opens its streams before it reads the server's SETTINGS, so the APNs-like first
+    /// limit of one stream would refuse them: every client gets 1,000 streams from the start (the
+    /// ramp from one stream is covered by the test suite; the benchmarks compare steady state).
+    convenience init(directory: String, key: MockAPNsProviderKeyFiles.Files, threads: Int, extraArguments: [String] = []) throws {
+        try self.init(arguments: ["--bundle-id", LoadIdentity.bundleID, "--team-id", LoadIdentity.teamID,
+                                  "--key", "\(LoadIdentity.keyID)=\(key.publicKeyFile)", "--push-port", "0", "--management-port", "0",
+                                  "--threads", String(threads), "--cert-dir", directory + "/tls", "--no-detail-header",
+                                  "--initial-streams", "1000"] + extraArguments)
+    }
+
     /// Latency figures of one endpoint, in ms, from the mock's `--arrival-latency` report.
     struct ArrivalLatency {
         var count: Int

@@ -43,22 +43,13 @@ struct PersonalFanoutBenchmark {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let key = try MockAPNsProviderKeyFiles.generate(keyID: LoadIdentity.keyID, in: directory)
-        // h2load opens its streams before it reads SETTINGS, so both clients get 1,000 streams
-        // from the start (the ramp from one stream is covered by the test suite).
-        let mock = try MockProcess(arguments: ["--bundle-id", LoadIdentity.bundleID, "--team-id", LoadIdentity.teamID,
-                                               "--key", "\(LoadIdentity.keyID)=\(key.publicKeyFile)", "--push-port", "0",
-                                               "--management-port", "0", "--threads", String(options.mockThreads),
-                                               "--cert-dir", directory + "/tls", "--no-detail-header", "--initial-streams", "1000",
-                                               "--arrival-latency", "sentAt"])
+        let mock = try MockProcess(directory: directory, key: key, threads: options.mockThreads,
+                                   extraArguments: ["--arrival-latency", "sentAt"])
         defer { mock.stop() }
-        let adminKey = (0..<32).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined()
-        let gateway = try GatewayProcess(arguments: [
-            "--listen", "127.0.0.1:0", "--data-dir", directory + "/data", "--admin-key", adminKey,
-            "--apns-key", key.privateKeyFile, "--apns-key-id", LoadIdentity.keyID, "--apns-team-id", LoadIdentity.teamID,
-            "--apns-bundle-id", LoadIdentity.bundleID, "--apns-ca-file", mock.caFile,
-            "--apns-environment", "127.0.0.1:\(mock.pushPort),127.0.0.1:\(mock.managementPort)",
-            "--personal-queue", #"{"connections": \#(connections), "maxInFlight": \#(inFlight)}"#,
-        ])
+        let adminKey = GatewayProcess.randomAdminKey()
+        let gateway = try GatewayProcess(directory: directory, adminKey: adminKey, key: key, host: "127.0.0.1", pushPort: mock.pushPort,
+                                         managementPort: mock.managementPort, caFile: mock.caFile,
+                                         extraArguments: ["--personal-queue", #"{"connections": \#(connections), "maxInFlight": \#(inFlight)}"#])
         defer { gateway.stop() }
         let port = gateway.port
         let connect: @Sendable () throws -> HTTPLoadClient = { try HTTPLoadClient(host: "127.0.0.1", port: port, apiKey: adminKey) }

@@ -211,21 +211,7 @@ final class EventStreamClient: @unchecked Sendable {
     private(set) var head = Head(status: 0, headers: [:], body: [])
 
     init(port: Int, path: String, key: String?) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw GatewayTestClient.Failure(description: "socket: \(String(cString: strerror(errno)))") }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
-            throw GatewayTestClient.Failure(description: "connect: \(String(cString: strerror(errno)))")
-        }
+        fd = try GatewayTestClient.connectLoopback(port: port)
         var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         if let key { request += "Authorization: Bearer \(key)\r\n" }
         let bytes = Array((request + "\r\n").utf8)

@@ -29,11 +29,11 @@ struct GatewayTestClient {
         try request(method, path, body: json.map { Array($0.utf8) }, key: overrideKey ?? key)
     }
 
-    func request(_ method: String, _ path: String, body: [UInt8]?, key: String?) throws -> Response {
+    /// A blocking TCP socket connected to 127.0.0.1:`port`, reads timing out after `timeout` seconds.
+    static func connectLoopback(port: Int, timeout seconds: Int = 10) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -42,7 +42,17 @@ struct GatewayTestClient {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { throw Failure(description: "connect: \(String(cString: strerror(errno)))") }
+        guard connected == 0 else {
+            let message = String(cString: strerror(errno))
+            close(fd)
+            throw Failure(description: "connecting to 127.0.0.1:\(port): \(message)")
+        }
+        return fd
+    }
+
+    func request(_ method: String, _ path: String, body: [UInt8]?, key: String?) throws -> Response {
+        let fd = try Self.connectLoopback(port: port)
+        defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         if let key { head += "Authorization: Bearer \(key)\r\n" }
         if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }

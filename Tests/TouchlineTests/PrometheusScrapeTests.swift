@@ -25,16 +25,22 @@ struct PrometheusScrapeTests {
                   - targets: ["127.0.0.1:\(gateway.port)"]
             """.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
         let port = freeLoopbackPort()
+        // The server runs under a shell that stops it once its stdin closes: when this test ends,
+        // or when the test process dies, so a crashed run cannot leave the server behind. The
+        // shell only reads and kills: children of the test process inherit a signal mask that
+        // blocks SIGTERM and SIGCHLD, so it could neither be terminated nor `wait` for the server.
         let server = Process()
-        server.executableURL = URL(fileURLWithPath: executable("prometheus")!)
-        server.arguments = ["--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/data",
+        server.executableURL = URL(fileURLWithPath: "/bin/sh")
+        server.arguments = ["-c", #""$0" "$@" </dev/null & server=$!; read -r _; kill "$server""#, executable("prometheus")!,
+                            "--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/data",
                             "--web.listen-address=127.0.0.1:\(port)"]
-        let log = FileHandle(forWritingAtPath: "/dev/null")
-        server.standardOutput = log
-        server.standardError = log
+        let lifeline = Pipe()
+        server.standardInput = lifeline
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
         try server.run()
         defer {
-            server.terminate()
+            try? lifeline.fileHandleForWriting.close()
             server.waitUntilExit()
         }
 

@@ -9,16 +9,16 @@ enum H2Load {
         var cpuSeconds: Double
     }
 
-    /// Runs h2load with `requests` POSTs over one connection and `concurrency` streams,
-    /// cycling through the URIs in `uriFile`, and parses its summary.
+    /// Runs h2load with `requests` POSTs over `connections` connections and `concurrency` streams
+    /// each, cycling through the URIs in `uriFile`, at CPU priority `niceness`, and parses its summary.
     static func run(requests: Int, concurrency: Int, connections: Int, uriFile: String, bodyFile: String,
-                    headers: [(String, String)]) throws -> Result {
+                    headers: [(String, String)], niceness: Int = 0) throws -> Result {
         guard let executable = ["/usr/bin/h2load", "/usr/local/bin/h2load"].first(where: FileManager.default.isExecutableFile) else {
             throw LoadError("h2load not found: install Debian's nghttp2-client")
         }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-n", String(requests), "-c", String(connections), "-m", String(concurrency), "-t", "1",
+        process.executableURL = URL(fileURLWithPath: niceness > 0 ? "/usr/bin/nice" : executable)
+        process.arguments = (niceness > 0 ? ["-n", String(niceness), executable] : []) + ["-n", String(requests), "-c", String(connections), "-m", String(concurrency), "-t", "1",
                              "-d", bodyFile, "-i", uriFile] + headers.flatMap { ["-H", "\($0.0): \($0.1)"] }
         let output = Pipe()
         process.standardOutput = output

@@ -35,6 +35,9 @@ struct PersonalFanoutBenchmark {
     /// gets the same: that many connections, the streams split between them.
     var connections: Int { options.personalConnections ?? PersonalQueueSettings().connections }
     var inFlight: Int { options.personalInFlight ?? PersonalQueueSettings().maxInFlight }
+    /// The personal loop's CPU priority; h2load runs at the same, so both clients meet the mock
+    /// (at normal priority) on equal terms.
+    var niceness: Int { PersonalQueueSettings().niceness }
     static let follow = "team:BENCH"
 
     let options: Options
@@ -49,7 +52,8 @@ struct PersonalFanoutBenchmark {
         let adminKey = GatewayProcess.randomAdminKey()
         let gateway = try GatewayProcess(directory: directory, adminKey: adminKey, key: key, host: "127.0.0.1", pushPort: mock.pushPort,
                                          managementPort: mock.managementPort, caFile: mock.caFile,
-                                         extraArguments: ["--personal-queue", #"{"connections": \#(connections), "maxInFlight": \#(inFlight)}"#])
+                                         extraArguments: ["--personal-queue",
+                                                          #"{"connections": \#(connections), "maxInFlight": \#(inFlight), "niceness": \#(niceness)}"#])
         defer { gateway.stop() }
         let port = gateway.port
         let connect: @Sendable () throws -> HTTPLoadClient = { try HTTPLoadClient(host: "127.0.0.1", port: port, apiKey: adminKey) }
@@ -57,7 +61,7 @@ struct PersonalFanoutBenchmark {
         let job = PersonalJobRequest()
         report("personal-fanout: gateway (touchline serve) and mock APNs (\(options.mockThreads) thread(s)) as separate processes, "
               + "TLS on loopback; \(options.tokens) push-to-start tokens following \(Self.follow); \(job.payload.count)-byte payload; "
-              + "\(connections) connections x \(inFlight / connections) streams (the personal queue as configured)")
+              + "\(connections) connections x \(inFlight / connections) streams at niceness \(niceness) (the personal queue as configured)")
 
         let tokens = (0..<options.tokens).map { String(format: "%064x", $0 + 1) }
         let registration = try TokenRegistration(batchSize: options.registrationBatch).register(tokens, follow: Self.follow, connect: connect)
@@ -104,7 +108,7 @@ struct PersonalFanoutBenchmark {
             let result = try job.run(api: api, expected: tokens.count)
             let (gatewayMiddle, mockMiddle) = (gateway.cpuSeconds, mock.cpuSeconds)
             let reference = try H2Load.run(requests: tokens.count, concurrency: inFlight / connections,
-                                           connections: connections, uriFile: uriFile, bodyFile: bodyFile, headers: headers)
+                                           connections: connections, uriFile: uriFile, bodyFile: bodyFile, headers: headers, niceness: niceness)
             guard reference.succeeded == tokens.count else {
                 throw LoadError("h2load got \(reference.succeeded) of \(tokens.count) 2xx answers")
             }

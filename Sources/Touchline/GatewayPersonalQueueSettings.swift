@@ -31,7 +31,7 @@ public struct PersonalQueueSettings: Sendable, Equatable {
 
     public init(connections: Int = 2, maxInFlight: Int = 1_000, window: Int = 10_000, pageSize: Int = 1_000,
                 saveInterval: Duration = .milliseconds(100), delivery: PersonalDeliveryPolicy = PersonalDeliveryPolicy(),
-                niceness: Int = 19, yieldInFlight: Int = 32, yieldThreshold: Duration = .milliseconds(1)) {
+                niceness: Int = 10, yieldInFlight: Int = 32, yieldThreshold: Duration = .milliseconds(1)) {
         self.connections = connections
         self.maxInFlight = maxInFlight
         self.window = window

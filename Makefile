@@ -34,7 +34,7 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-## run: the main job (for now: the bundled mock APNs plus a client demo).
+## run: the main job: the gateway on SQLite with the bundled mock APNs, fed a sample match.
 run: build
 	$(SWIFT) run touchline demo
 

@@ -38,10 +38,12 @@ release: deps
 run: build
 	$(SWIFT) run touchline demo
 
-## test: the whole test suite (executables first: the crash-recovery tests run the real binaries).
+## test: the whole test suite (executables first: the crash-recovery tests run the real binaries),
+## one test at a time: the end-to-end tests start real servers and child processes, and run
+## together they hold thousands of descriptors, where Foundation's Process.run can crash.
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test
+	$(SWIFT) test --no-parallel
 
 ## bench: release-build benchmarks (client vs h2load, gateway ingest, mock vs nghttpd,
 ## personal fan-out vs h2load and its isolation from broadcasts).

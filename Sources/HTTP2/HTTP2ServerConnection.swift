@@ -208,7 +208,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
             stream.write(UnsafeRawBufferPointer(start: data, count: n))
         }
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
-            stream.closeAfterFlush()
+            stream.closeAfterFlush(linger: .seconds(2))
         }
     }
 

@@ -150,18 +150,23 @@ public final class TLSStream: @unchecked Sendable {
         finish(.closedLocally)
     }
 
-    /// Closes after queued output is flushed (bounded by the write timeout), lingering: the
-    /// sending side is shut down, so the peer reads everything and then an end of file, while
-    /// incoming bytes are read and dropped until the peer closes or `linger` passes.
+    /// Closes after queued output is flushed (bounded by the write timeout). With a `linger`
+    /// (servers), the sending side is shut down instead, so the peer reads everything and then
+    /// an end of file, while incoming bytes are read and dropped until the peer closes or
+    /// `linger` passes.
     ///
     /// Closing a socket with unread input makes the kernel reset the connection, and a reset
-    /// destroys what the peer has not read yet: the last responses and a GOAWAY, typically,
-    /// since a busy peer keeps sending until it reads the GOAWAY.
-    public func closeAfterFlush(linger: Duration = .seconds(2)) {
+    /// destroys what the peer has not read yet: a server's last responses and its GOAWAY,
+    /// typically, since a busy client keeps sending until it reads the GOAWAY.
+    public func closeAfterFlush(linger: Duration = .zero) {
         guard !closed, !closeWhenDrained else { return }
         closeWhenDrained = true
         lingerTime = linger
-        if pendingOutputBytes == 0 { startLingering() }
+        if pendingOutputBytes == 0 { finishFlushing() }
+    }
+
+    private func finishFlushing() {
+        if lingerTime > .zero { startLingering() } else { close() }
     }
     private var closeWhenDrained = false
     private var lingerTime = Duration.zero
@@ -198,7 +203,7 @@ public final class TLSStream: @unchecked Sendable {
 
     private func writable() {
         if closeWhenDrained {
-            if pendingOutputBytes == 0 { startLingering() }
+            if pendingOutputBytes == 0 { finishFlushing() }
             return
         }
         if connected { delegate?.streamDidDrain(self) }

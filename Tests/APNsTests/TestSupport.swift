@@ -1,4 +1,5 @@
 import APNs
+import CShims
 import Foundation
 import HTTP2
 import TouchlineRuntime
@@ -43,10 +44,17 @@ func openssl(_ arguments: [String]) throws -> (status: Int32, output: String) {
     return (process.terminationStatus, output)
 }
 
-/// Generates keys with the `openssl` tool, as an operator would.
+/// Test keys: P-256 `.p8` keys are made in-process (many tests need one, and every child
+/// process started from a busy test process is a risk); the rarer wrong kinds of key come from
+/// the `openssl` tool, as an operator would make them.
 enum TestKeys {
     static func p256(in directory: TemporaryDirectory, name: String = "AuthKey.p8") throws -> String {
-        try generate(["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"], directory.file(name))
+        let path = directory.file(name)
+        var message = [CChar](repeating: 0, count: 256)
+        guard tl_dev_write_p256_key(path, nil, &message, message.count) == 0 else {
+            throw CommandFailed(description: "making a P-256 key failed: " + message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+        }
+        return path
     }
 
     static func p384(in directory: TemporaryDirectory) throws -> String {

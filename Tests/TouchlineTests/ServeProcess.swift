@@ -23,6 +23,9 @@ struct ServeProcess {
             + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
+        // Not the test runner's standard error: should this test process die, a child left
+        // holding it would keep `swift test` waiting for its end of file.
+        process.standardError = FileHandle.nullDevice
         try process.run()
         var text = ""
         let marker = /provider API on http:\/\/127\.0\.0\.1:(\d+)\/v1/

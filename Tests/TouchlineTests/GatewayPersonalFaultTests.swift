@@ -15,7 +15,7 @@ struct GatewayPersonalFaultTests {
             configuration.faults.shutdownRate = 0.1
         }
         let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
-        defer { Task { await fixture.shutDown(); apns.mock.stop() } }
+        defer { Task { await fixture.shutDown(); await apns.shutDown() } }
         let api = fixture.admin
         let tokens = (0..<30).map(GatewayPersonalAPITests.token)
         try registerFollowers(tokens, api)
@@ -55,7 +55,7 @@ struct GatewayPersonalFaultTests {
                                            throttleInitialMilliseconds: 50, throttleMaximumMilliseconds: 400)
         let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data",
                                          personalQueue: PersonalQueueSettings(maxInFlight: 32, delivery: quick))
-        defer { Task { await fixture.shutDown(); apns.mock.stop() } }
+        defer { Task { await fixture.shutDown(); await apns.shutDown() } }
         let api = fixture.admin
         let tokens = (0..<120).map(GatewayPersonalAPITests.token)
         try registerFollowers(tokens, api)

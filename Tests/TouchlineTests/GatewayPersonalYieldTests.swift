@@ -14,7 +14,7 @@ struct GatewayPersonalYieldTests {
         let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data",
                                          personalQueue: PersonalQueueSettings(maxInFlight: 40, yieldInFlight: 3,
                                                                                      yieldThreshold: .zero))
-        defer { Task { await fixture.shutDown(); apns.mock.stop() } }
+        defer { Task { await fixture.shutDown(); await apns.shutDown() } }
         let api = fixture.admin
         for n in 0..<40 {
             #expect(try api.request("POST", "/v1/tokens", json: """

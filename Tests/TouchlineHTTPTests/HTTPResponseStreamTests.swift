@@ -60,10 +60,7 @@ import TouchlineRuntime
         let streams = Streams()
         let fixture = try streamingServer(streams)
         defer { fixture.stop() }
-        let client = try RawHTTPClient(port: fixture.port)
-        try client.send(RawHTTPClient.request("GET", "/stream"))
-        _ = try #require(try client.readResponse())
-        _ = try #require(try client.read(through: Array("first\n\n\r\n".utf8)))
+        let client = try openedStream(on: fixture.port)
         let stream = try #require(streams.first)
         try fixture.loop.sync { stream.finish() }
         #expect(text(try client.read(through: Array("0\r\n\r\n".utf8))) == "0\r\n\r\n")
@@ -78,10 +75,7 @@ import TouchlineRuntime
         let streams = Streams()
         let fixture = try streamingServer(streams)
         defer { fixture.stop() }
-        let client = try RawHTTPClient(port: fixture.port)
-        try client.send(RawHTTPClient.request("GET", "/stream"))
-        _ = try #require(try client.readResponse())
-        _ = try #require(try client.read(through: Array("first\n\n\r\n".utf8)))
+        let client = try openedStream(on: fixture.port)
         client.closeNow()
         let deadline = ContinuousClock.now + .seconds(10)
         while streams.closes.load(ordering: .sequentiallyConsistent) == 0 && ContinuousClock.now < deadline {
@@ -96,10 +90,7 @@ import TouchlineRuntime
         let streams = Streams()
         let fixture = try streamingServer(streams, configuration: HTTPServerConfiguration(connectionTimeout: .milliseconds(200)))
         defer { fixture.stop() }
-        let client = try RawHTTPClient(port: fixture.port)
-        try client.send(RawHTTPClient.request("GET", "/stream"))
-        _ = try #require(try client.readResponse())
-        _ = try #require(try client.read(through: Array("first\n\n\r\n".utf8)))
+        let client = try openedStream(on: fixture.port)
         // Several read timeouts long without a byte from the client.
         try await Task.sleep(for: .seconds(1))
         #expect(try write("data: still here\n\n", on: fixture, streams))
@@ -125,5 +116,14 @@ import TouchlineRuntime
         #expect(ContinuousClock.now - started < .seconds(30))
         #expect(streams.closes.load(ordering: .sequentiallyConsistent) == 1)
         fixture.loop.stopAndWait()
+    }
+
+    /// A client that asked for `/stream` and has read its head and first event.
+    private func openedStream(on port: Int) throws -> RawHTTPClient {
+        let client = try RawHTTPClient(port: port)
+        try client.send(RawHTTPClient.request("GET", "/stream"))
+        _ = try #require(try client.readResponse())
+        _ = try #require(try client.read(through: Array("first\n\n\r\n".utf8)))
+        return client
     }
 }

@@ -11,7 +11,8 @@ import PackageDescription
 /// - `HTTP2`: nghttp2 client and server sessions on top of the runtime;
 /// - `APNs`: provider tokens, typed APNs requests and errors, connection pools;
 /// - `touchline`: the command-line entry point;
-/// - `LoadTests/`: the strict mock APNs server and the load generator.
+/// - `LoadTests/`: the strict mock APNs server, the load generator and `LoadKit`, its pure parts
+///   (histograms, process sampling, match-day schedules, reports).
 let package = Package(
     name: "Touchline",
     platforms: [.macOS(.v15)],
@@ -35,10 +36,12 @@ let package = Package(
         .target(name: "Touchline", dependencies: ["TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs", "MockAPNs"]),
         .executableTarget(name: "touchline", dependencies: ["Touchline", "APNs", "MockAPNs", "TouchlineRuntime"]),
 
-        .target(name: "MockAPNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"],
+        .target(name: "LoadKit", path: "LoadTests/LoadKit"),
+        .target(name: "MockAPNs", dependencies: ["LoadKit", "TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"],
                 path: "LoadTests/MockAPNs"),
         .executableTarget(name: "touchline-mock-apns", dependencies: ["MockAPNs"], path: "LoadTests/MockAPNsServer"),
-        .executableTarget(name: "touchline-load", dependencies: ["APNs", "MockAPNs", "Touchline", "TouchlineRuntime"], path: "LoadTests/Loadgen"),
+        .executableTarget(name: "touchline-load", dependencies: ["APNs", "LoadKit", "MockAPNs", "Touchline", "TouchlineRuntime"],
+                          path: "LoadTests/Loadgen"),
 
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
@@ -48,6 +51,7 @@ let package = Package(
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "HTTP2", "TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "TouchlineHTTPTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "DeployTests"),
+        .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
         .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineStore", "APNs", "HTTP2", "MockAPNs", "TouchlineRuntime", "TouchlineCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -10,16 +10,18 @@ enum H2Load {
     }
 
     /// Runs h2load with `requests` POSTs over `connections` connections and `concurrency` streams
-    /// each, cycling through the URIs in `uriFile`, at CPU priority `niceness`, and parses its summary.
+    /// each, cycling through the URIs in `uriFile`, at CPU priority `niceness` on the CPUs `cpus`,
+    /// and parses its summary.
     static func run(requests: Int, concurrency: Int, connections: Int, uriFile: String, bodyFile: String,
-                    headers: [(String, String)], niceness: Int = 0) throws -> Result {
+                    headers: [(String, String)], niceness: Int = 0, cpus: String? = nil) throws -> Result {
         guard let executable = ["/usr/bin/h2load", "/usr/local/bin/h2load"].first(where: FileManager.default.isExecutableFile) else {
             throw LoadError("h2load not found: install Debian's nghttp2-client")
         }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: niceness > 0 ? "/usr/bin/nice" : executable)
-        process.arguments = (niceness > 0 ? ["-n", String(niceness), executable] : []) + ["-n", String(requests), "-c", String(connections), "-m", String(concurrency), "-t", "1",
-                             "-d", bodyFile, "-i", uriFile] + headers.flatMap { ["-H", "\($0.0): \($0.1)"] }
+        let arguments = ["-n", String(requests), "-c", String(connections), "-m", String(concurrency), "-t", "1",
+                         "-d", bodyFile, "-i", uriFile] + headers.flatMap { ["-H", "\($0.0): \($0.1)"] }
+        (process.executableURL, process.arguments) = niceness > 0 ? pinned("/usr/bin/nice", ["-n", String(niceness), executable] + arguments, to: cpus)
+                                                                  : pinned(executable, arguments, to: cpus)
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output

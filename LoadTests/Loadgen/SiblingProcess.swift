@@ -13,16 +13,16 @@ final class SiblingProcess {
     /// megabyte at most, so a chatty process cannot grow it without bound).
     private let laterOutput = OutputBuffer()
 
-    /// Starts `name` with `arguments` and waits until a complete line containing `readyMarker`
-    /// has been printed; its later output is drained so a chatty process never blocks on the pipe.
-    init(_ name: String, arguments: [String], readyMarker: String) throws {
+    /// Starts `name` with `arguments`, on the CPUs `cpus` (a `taskset -c` list; nil: any), and
+    /// waits until a complete line containing `readyMarker` has been printed; its later output is
+    /// drained so a chatty process never blocks on the pipe.
+    init(_ name: String, arguments: [String], readyMarker: String, cpus: String? = nil) throws {
         self.name = name
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name).path
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw LoadError("cannot find \(name) next to touchline-load (\(executable)); build all products")
         }
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
+        (process.executableURL, process.arguments) = pinned(executable, arguments, to: cpus)
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -87,6 +87,24 @@ final class SiblingProcess {
     }
 
     deinit { stop() }
+}
+
+/// The executable and arguments that start `executable` with `arguments` on the CPUs `cpus`
+/// (through util-linux's `taskset`), or as they are when `cpus` is nil.
+func pinned(_ executable: String, _ arguments: [String], to cpus: String?) -> (URL, [String]) {
+    guard let cpus else { return (URL(fileURLWithPath: executable), arguments) }
+    return (URL(fileURLWithPath: "/usr/bin/taskset"), ["-c", cpus, executable] + arguments)
+}
+
+/// Keeps every thread of this process, and those it starts later, on the CPUs `cpus`.
+func pinThisProcess(to cpus: String) throws {
+    let taskset = Process()
+    taskset.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
+    taskset.arguments = ["-a", "-p", "-c", cpus, String(getpid())]
+    taskset.standardOutput = FileHandle.nullDevice
+    try taskset.run()
+    taskset.waitUntilExit()
+    guard taskset.terminationStatus == 0 else { throw LoadError("taskset could not pin touchline-load to CPU \(cpus)") }
 }
 
 /// Output of a process shared between the pipe's reading thread and the benchmark.

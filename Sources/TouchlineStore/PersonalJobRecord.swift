@@ -42,12 +42,17 @@ public struct PersonalJobCounts: Sendable, Equatable {
         try? JSONDecoder().decode([String: Int64].self, from: Data(text.utf8))
     }
 
-    static func tokensJSON(_ tokens: [String]) -> String {
-        String(decoding: (try? encoder.encode(tokens)) ?? Data("[]".utf8), as: UTF8.self)
+    /// Tokens as stored: one per line. Tokens are hex, so a line break never occurs in one, and a
+    /// save may carry a thousand of them: joining costs a fraction of a JSON encoding, and so does
+    /// reading them back on every `GET /v1/personal/{job}`.
+    static func tokensText(_ tokens: [String]) -> String {
+        tokens.joined(separator: "\n")
     }
 
-    static func tokens(fromJSON text: String) -> [String]? {
-        try? JSONDecoder().decode([String].self, from: Data(text.utf8))
+    /// Reads ``tokensText(_:)``, and the JSON array the store wrote before (schema 3's default `[]`).
+    static func tokens(fromText text: String) -> [String]? {
+        if text.hasPrefix("[") { return try? JSONDecoder().decode([String].self, from: Data(text.utf8)) }
+        return text.split(separator: "\n").map(String.init)
     }
 
     private static let encoder: JSONEncoder = {

@@ -14,7 +14,7 @@ enum PersonalJobRows {
         let id = row.text(at: 0) ?? ""
         guard let status = row.text(at: 6).flatMap(PersonalJobStatus.init(rawValue:)),
               let failed = PersonalJobCounts.failed(fromJSON: row.text(at: 10) ?? ""),
-              let endedAfterCursor = PersonalJobCounts.tokens(fromJSON: row.text(at: 14) ?? "") else {
+              let endedAfterCursor = PersonalJobCounts.tokens(fromText: row.text(at: 14) ?? "") else {
             throw SQLiteError(code: SQLITE_CORRUPT, message: "personal job \"\(id)\" has an unreadable status, failure counts or ended list",
                               statement: nil)
         }
@@ -45,7 +45,7 @@ enum PersonalJobRows {
                 .integer(Int64(job.priority)), job.expiration.map { .integer($0.nanoseconds) } ?? .null, .text(job.status.rawValue),
                 job.cursor.map(SQLiteValue.text) ?? .null, .integer(job.counts.targeted), .integer(job.counts.sent),
                 .text(job.counts.failedJSON), .integer(job.counts.expired), .integer(job.counts.pending),
-                .integer(job.updatedAt.nanoseconds), .text(PersonalJobCounts.tokensJSON(job.endedAfterCursor)),
+                .integer(job.updatedAt.nanoseconds), .text(PersonalJobCounts.tokensText(job.endedAfterCursor)),
             ])
         case .advanceJob(let progress):
             let changed = try db.run("""
@@ -56,7 +56,7 @@ enum PersonalJobRows {
                     progress.cursor.map(SQLiteValue.text) ?? .null, progress.status.map { .text($0.rawValue) } ?? .null,
                     .integer(progress.counts.targeted), .integer(progress.counts.sent), .text(progress.counts.failedJSON),
                     .integer(progress.counts.expired), .integer(progress.counts.pending), .integer(progress.at.nanoseconds),
-                    .text(PersonalJobCounts.tokensJSON(progress.endedAfterCursor)), .text(progress.jobID),
+                    .text(PersonalJobCounts.tokensText(progress.endedAfterCursor)), .text(progress.jobID),
                 ])
             if changed == 0 {
                 throw SQLiteError(code: SQLITE_ERROR, message: "unknown personal job \"\(progress.jobID)\"", statement: nil)

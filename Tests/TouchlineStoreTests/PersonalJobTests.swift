@@ -58,6 +58,29 @@ func personalJob(_ id: String) -> PersonalJobRecord {
         #expect(try reader.retriesDue(jobID: "j1", at: t0 + .seconds(60), limit: 10).isEmpty)
     }
 
+    /// The tokens that ended after the cursor survive a save whole, in order, also when there are
+    /// none; a row written by schema 3 (a JSON array) still reads.
+    @Test func tokensEndedAfterTheCursorRoundTrip() async throws {
+        let dir = TemporaryDirectory()
+        let writer = try StoreWriter(path: dir.file("store.db"))
+        defer { writer.close() }
+        try await writer.submit([.createJob(personalJob("j1")), .createJob(personalJob("j2"))])
+        let ended = (1...1_000).map { String(format: "%064x", $0 * 7) }
+        try await writer.submit([
+            .advanceJob(PersonalJobProgress(jobID: "j1", cursor: "00ff", endedAfterCursor: ended, counts: PersonalJobCounts(), at: t0)),
+            .advanceJob(PersonalJobProgress(jobID: "j2", cursor: "00ff", endedAfterCursor: [], counts: PersonalJobCounts(), at: t0)),
+        ])
+        let reader = try SQLiteTokenReader(path: writer.path)
+        defer { reader.close() }
+        #expect(try reader.job(id: "j1")?.endedAfterCursor == ended)
+        #expect(try reader.job(id: "j2")?.endedAfterCursor == [])
+
+        let legacy = try SQLiteConnection(path: writer.path)
+        try legacy.execute(#"UPDATE personal_jobs SET ended_after_cursor = '["0a","0b"]' WHERE id = 'j2'"#)
+        legacy.close()
+        #expect(try reader.job(id: "j2")?.endedAfterCursor == ["0a", "0b"])
+    }
+
     @Test func progressForAnUnknownJobFailsTheWholeBatch() async throws {
         let dir = TemporaryDirectory()
         let writer = try StoreWriter(path: dir.file("store.db"))

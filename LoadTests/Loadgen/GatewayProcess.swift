@@ -8,11 +8,12 @@ final class GatewayProcess {
     /// The provider API's port on 127.0.0.1.
     let port: Int
 
-    /// Starts `touchline serve` with `arguments`, which must include `--listen 127.0.0.1:0`, and
-    /// waits for it to print the port it listens on.
-    init(arguments: [String]) throws {
+    /// Starts `touchline serve` with `arguments`, which must include `--listen 127.0.0.1:0`, on
+    /// the CPUs `cpus` (nil: any), and waits for it to print the port it listens on.
+    /// `executable` replaces the `touchline` next to `touchline-load`.
+    init(arguments: [String], cpus: String? = nil, executable: String? = nil) throws {
         let marker = "provider API on http://127.0.0.1:"
-        child = try SiblingProcess("touchline", arguments: ["serve"] + arguments, readyMarker: marker)
+        child = try SiblingProcess(executable ?? "touchline", arguments: ["serve"] + arguments, readyMarker: marker, cpus: cpus)
         guard let port = child.line(containing: marker)?.components(separatedBy: marker).last?
             .split(separator: "/").first.flatMap({ Int($0) }) else {
             throw LoadError("cannot read the gateway's port from:\n\(child.startupOutput)")
@@ -23,18 +24,20 @@ final class GatewayProcess {
     /// `touchline serve` on SQLite under `directory`, with `adminKey`, sending to the mock APNs at
     /// `host` (its push and management ports, trusting `caFile`) with the load identity's `key`.
     convenience init(directory: String, adminKey: String, key: MockAPNsProviderKeyFiles.Files, host: String, pushPort: Int,
-                     managementPort: Int, caFile: String, extraArguments: [String] = []) throws {
+                     managementPort: Int, caFile: String, extraArguments: [String] = [], cpus: String? = nil,
+                     executable: String? = nil) throws {
         try self.init(arguments: [
             "--listen", "127.0.0.1:0", "--data-dir", directory + "/data", "--admin-key", adminKey,
             "--apns-key", key.privateKeyFile, "--apns-key-id", LoadIdentity.keyID, "--apns-team-id", LoadIdentity.teamID,
             "--apns-bundle-id", LoadIdentity.bundleID, "--apns-ca-file", caFile,
             "--apns-environment", "\(host):\(pushPort),\(host):\(managementPort)",
-        ] + extraArguments)
+        ] + extraArguments, cpus: cpus, executable: executable)
     }
 
     /// A random admin key for one run.
     static func randomAdminKey() -> String { (0..<32).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined() }
 
+    var pid: Int32 { child.process.processIdentifier }
     var cpuSeconds: Double { child.cpuSeconds }
     var peakResidentBytes: Int { child.peakResidentBytes }
     func stop() { child.stop() }

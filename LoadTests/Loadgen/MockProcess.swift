@@ -9,9 +9,9 @@ final class MockProcess {
     let managementPort: Int
     let caFile: String
 
-    /// Starts the mock with `arguments` and waits for it to print its ports.
-    init(arguments: [String]) throws {
-        let child = try SiblingProcess("touchline-mock-apns", arguments: arguments, readyMarker: "CA file")
+    /// Starts the mock with `arguments` on the CPUs `cpus` (nil: any) and waits for it to print its ports.
+    init(arguments: [String], cpus: String? = nil) throws {
+        let child = try SiblingProcess("touchline-mock-apns", arguments: arguments, readyMarker: "CA file", cpus: cpus)
         self.child = child
         func value(after prefix: String) -> String? {
             child.line(containing: prefix).flatMap { $0.hasPrefix(prefix) ? $0 : nil }?
@@ -32,11 +32,12 @@ final class MockProcess {
     /// h2load opens its streams before it reads the server's SETTINGS, so the APNs-like first
     /// limit of one stream would refuse them: every client gets 1,000 streams from the start (the
     /// ramp from one stream is covered by the test suite; the benchmarks compare steady state).
-    convenience init(directory: String, key: MockAPNsProviderKeyFiles.Files, threads: Int, extraArguments: [String] = []) throws {
+    convenience init(directory: String, key: MockAPNsProviderKeyFiles.Files, threads: Int, extraArguments: [String] = [],
+                     cpus: String? = nil) throws {
         try self.init(arguments: ["--bundle-id", LoadIdentity.bundleID, "--team-id", LoadIdentity.teamID,
                                   "--key", "\(LoadIdentity.keyID)=\(key.publicKeyFile)", "--push-port", "0", "--management-port", "0",
                                   "--threads", String(threads), "--cert-dir", directory + "/tls", "--no-detail-header",
-                                  "--initial-streams", "1000"] + extraArguments)
+                                  "--initial-streams", "1000"] + extraArguments, cpus: cpus)
     }
 
     /// Latency figures of one endpoint, in ms, from the mock's `--arrival-latency` report.
@@ -63,6 +64,7 @@ final class MockProcess {
         return rows
     }
 
+    var pid: Int32 { child.process.processIdentifier }
     var cpuSeconds: Double { child.cpuSeconds }
     var peakResidentBytes: Int { child.peakResidentBytes }
     func stop() { child.stop() }

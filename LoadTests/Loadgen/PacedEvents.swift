@@ -6,7 +6,7 @@ import TouchlineCore
 /// thread only). Each event's patch carries its wall-clock send time, `"sentAt"` (Unix ns),
 /// which the broadcast's content-state repeats, so the receiving side can time ingest→APNs.
 ///
-/// Each channel's `seq` starts at 1: a channel is paced through one run only.
+/// Each channel's `seq` starts after `firstSeq`: a channel paced again needs a higher one.
 struct PacedEvents {
     /// One request: how long the gateway took to acknowledge it (202, durable), and how late
     /// it started after its slot (stalls that the acknowledged time would otherwise hide).
@@ -18,6 +18,7 @@ struct PacedEvents {
     let channels: [String]
     let connections: Int
     let eventsPerChannelPerSecond: Double
+    var firstSeq = 0
 
     /// Sends `seconds` worth of events and returns the timing of each request, in ms.
     func run(seconds: Double, connect: @escaping @Sendable () throws -> HTTPLoadClient) throws -> [Timing] {
@@ -30,7 +31,7 @@ struct PacedEvents {
         return try onThreads(connections) { index in
             let client = try connect()
             let owned = stride(from: index, to: ids.count, by: connections).map { ids[$0] }
-            var lastSeq = [Int](repeating: 0, count: owned.count)
+            var lastSeq = [Int](repeating: firstSeq, count: owned.count)
             let offset = Double(index) * interval / Double(connections)
             let clock = SystemClock()
             var timings: [Timing] = []

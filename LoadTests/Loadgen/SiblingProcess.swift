@@ -13,14 +13,17 @@ final class SiblingProcess {
     /// megabyte at most, so a chatty process cannot grow it without bound).
     private let laterOutput = OutputBuffer()
 
-    /// Starts `name` with `arguments`, on the CPUs `cpus` (a `taskset -c` list; nil: any), and
+    /// Starts `name` (an executable next to `touchline-load`, or a path) with `arguments`, on the CPUs `cpus` (a `taskset -c` list; nil: any), and
     /// waits until a complete line containing `readyMarker` has been printed; its later output is
     /// drained so a chatty process never blocks on the pipe.
     init(_ name: String, arguments: [String], readyMarker: String, cpus: String? = nil) throws {
         self.name = name
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name).path
+        // A name is looked for next to touchline-load; a path is taken as it is.
+        let executable = name.contains("/") ? name
+            : URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name).path
         guard FileManager.default.isExecutableFile(atPath: executable) else {
-            throw LoadError("cannot find \(name) next to touchline-load (\(executable)); build all products")
+            throw LoadError(name.contains("/") ? "\(name) is not an executable file"
+                                               : "cannot find \(name) next to touchline-load (\(executable)); build all products")
         }
         (process.executableURL, process.arguments) = pinned(executable, arguments, to: cpus)
         let output = Pipe()

@@ -1,60 +1,51 @@
 import Foundation
+import LoadKit
 
-/// `touchline-load`: benchmarks for Touchline, run in a release build.
+/// `touchline-load`: match-day load scenarios for Touchline, run in a release build.
 let usage = """
     usage: touchline-load <scenario> [options]
 
+    Each scenario starts the gateway (touchline serve) and the mock APNs as processes of their own,
+    TLS on loopback, measures, stops by itself, and writes result.json, summary.md and a chart
+    (SVG) into a new folder under --results.
+
     scenarios:
-      client-ceiling   Touchline's APNs client versus h2load against the same mock APNs process:
-                       device pushes with unique token paths over one connection, rounds
-                       alternating, medians and their ratio printed
+      matchday        N concurrent matches: clock ticks every second, stats, rare goals and cards,
+                      periods, final whistle and end
+      kickoff-storm   push-to-start to M tokens at kickoff while the match channels keep broadcasting,
+                      against h2load sending the same pushes
+      ingest-burst    maximum durable ingest rate, then ingest->APNs latency of paced events
+      client-ceiling  Touchline's APNs client against h2load on the same mock, back to back
+      standard        all four with their standard options (what `make bench` runs)
 
-    options (client-ceiling):
-      --requests N       pushes per round (default 200000)
-      --concurrency N    streams in flight (default 100)
-      --rounds N         rounds per client (default 5)
-      --body-bytes N     payload size (default 300)
-      --mock-threads N   event loops of the mock server (default 1)
-      --check            exit 1 when the ratio is below the target (0.8)
-      --help             show this text
+    options of every scenario:
+      --check                 exit 1 when a figure misses its target (ratios of earlier issues)
+      --results DIR           where result folders go (default: results)
+      --no-pinning            let every process run on any CPU (default: the mock APNs on CPUs
+                              of its own, standing for Apple's servers)
+      --gateway-config FILE   run the gateway with your configuration file (APNs is still the mock)
+      --gateway-binary PATH   measure this touchline executable instead of the one built beside
 
-      ingest           the gateway (touchline serve) as its own process, pushing to the mock APNs over
-                       TLS on loopback: durable ingest rate of event batches over keep-alive HTTP/1.1,
-                       then ingest->APNs latency of paced events whose pushes the rate limit lets through
-
-    options (ingest):
-      --channels N              channels per phase (default 1000)
-      --connections N           keep-alive connections in the ingest phase, one request at a
-                                time each (default 8)
-      --latency-connections N   connections in the latency phase (default 8)
-      --batch N                 events per request in the ingest phase (default 100)
-      --seconds N               length of the ingest phase (default 10)
-      --latency-seconds N       length of the latency phase (default 10)
-      --rate N                  events per second per channel in the latency phase (default 2)
-      --check                   exit 1 when ingest is below 50,000 events/s, the latency p99
-                                is above 5 ms or a broadcast is missing
-
-      personal-fanout  the gateway and the mock APNs as separate processes: N push-to-start tokens
-                       registered in batches, then one personal job to all of them (POST /v1/personal,
-                       polled until done) versus h2load with the same payload, token paths and
-                       concurrency, rounds alternating; then the broadcast ingest->APNs p99 while
-                       such a backlog drains versus with no backlog
-
-    options (personal-fanout):
-      --tokens N                tokens following the job's topic (default 1000000)
-      --rounds N                rounds of gateway job and h2load (default 3)
-      --isolation-rounds N      rounds of the two isolation phases, medians compared (default 2)
-      --batch N                 tokens per POST /v1/tokens/batch (default 5000)
-      --channels N              broadcast channels per isolation phase (default 100)
-      --rate N                  events per second per channel in the isolation phases (default 2)
-      --latency-connections N   connections posting those events (default 8)
-      --mock-threads N          event loops of the mock (default: number of CPUs)
-      --personal-connections N  the gateway's personal pool connections, and h2load's (default 2)
-      --personal-in-flight N    the gateway's personal sends in flight, h2load's streams in all
-                                (default 1000)
-      --check                   exit 1 when the gateway is below 0.7 of h2load's rate, the p99
-                                with the backlog is above 1.5 times the p99 without, a
-                                broadcast is missing or the backlog drained before the events ended
+    matchday:
+      --matches N             concurrent matches (default 300)
+      --match-seconds N       real seconds per match, the 90 minutes compressed (default 90)
+      --seed N                the schedule's random seed (default 1)
+    kickoff-storm:
+      --tokens N              push-to-start tokens following the kickoff's topic (default 1000000)
+      --rounds N              rounds of kickoff, h2load, matches alone, matches through a kickoff (default 2)
+      --matches N             broadcasting match channels (default 500)
+      --personal-connections N, --personal-in-flight N
+                              the gateway's personal queue, and h2load's connections and streams
+                              (default: the gateway's defaults, 2 and 1000)
+    ingest-burst:
+      --channels N            channels per phase (default 1000)
+      --connections N         keep-alive connections of the burst (default 8)
+      --batch N               events per request (default 100)
+      --seconds N             length of the burst and of the paced phase (default 10)
+    client-ceiling:
+      --requests N            pushes per round (default 200000)
+      --concurrency N         streams in flight (default 100)
+      --rounds N              rounds per client (default 5)
     """
 
 func fail(_ message: String) -> Never {
@@ -80,23 +71,17 @@ struct Flags {
         return arguments[index]
     }
 
+    /// The value after `flag`, which must be there.
+    mutating func value(after flag: String) -> String {
+        index += 1
+        guard index < arguments.count else { fail("\(flag) needs a value") }
+        return arguments[index]
+    }
+
     /// The value after `flag`, which must be a positive whole number.
     mutating func positiveInteger(after flag: String) -> Int {
-        index += 1
-        guard index < arguments.count, let value = Int(arguments[index]), value > 0 else {
-            fail("\(flag) needs a positive whole number")
-        }
+        guard let value = Int(value(after: flag)), value > 0 else { fail("\(flag) needs a positive whole number") }
         return value
-    }
-}
-
-/// Runs a scenario and exits 0 when it passed (or was not asked to check), 1 otherwise.
-func finish(_ scenario: () async throws -> Bool) async -> Never {
-    do {
-        exit(try await scenario() ? 0 : 1)
-    } catch {
-        FileHandle.standardError.write(Data("touchline-load: \(error)\n".utf8))
-        exit(1)
     }
 }
 
@@ -106,57 +91,59 @@ guard let scenario = arguments.first, scenario != "--help", scenario != "-h" els
     exit(arguments.isEmpty ? 64 : 0)
 }
 var flags = Flags(Array(arguments.dropFirst()))
+var settings = LoadSettings()
+var matchday = Matchday.Options()
+var storm = KickoffStorm.Options()
+var burst = IngestBurst.Options()
+var ceiling = ClientCeiling.Options()
+let scenarios = ["matchday", "kickoff-storm", "ingest-burst", "client-ceiling", "standard"]
+guard scenarios.contains(scenario) else { fail("unknown scenario '\(scenario)' (try --help)") }
 
+while let flag = flags.next() {
+    switch (scenario, flag) {
+    case (_, "--check"): settings.check = true
+    case (_, "--results"): settings.resultsRoot = flags.value(after: flag)
+    case (_, "--no-pinning"): settings.placement = .shared(cpus: ProcessInfo.processInfo.activeProcessorCount)
+    case (_, "--gateway-config"): settings.gatewayConfig = flags.value(after: flag)
+    case (_, "--gateway-binary"): settings.gatewayBinary = flags.value(after: flag)
+    case ("matchday", "--matches"): matchday.schedule.matches = flags.positiveInteger(after: flag)
+    case ("matchday", "--match-seconds"): matchday.schedule.matchSeconds = Double(flags.positiveInteger(after: flag))
+    case ("matchday", "--seed"): matchday.schedule.seed = UInt64(flags.positiveInteger(after: flag))
+    case ("kickoff-storm", "--tokens"): storm.tokens = flags.positiveInteger(after: flag)
+    case ("kickoff-storm", "--rounds"): storm.rounds = flags.positiveInteger(after: flag)
+    case ("kickoff-storm", "--matches"): storm.matches = flags.positiveInteger(after: flag)
+    case ("kickoff-storm", "--personal-connections"): storm.personalConnections = flags.positiveInteger(after: flag)
+    case ("kickoff-storm", "--personal-in-flight"): storm.personalInFlight = flags.positiveInteger(after: flag)
+    case ("ingest-burst", "--channels"): burst.channels = flags.positiveInteger(after: flag)
+    case ("ingest-burst", "--connections"): burst.connections = flags.positiveInteger(after: flag)
+    case ("ingest-burst", "--batch"): burst.batchSize = flags.positiveInteger(after: flag)
+    case ("ingest-burst", "--seconds"):
+        burst.burstSeconds = Double(flags.positiveInteger(after: flag))
+        burst.latencySeconds = burst.burstSeconds
+    case ("client-ceiling", "--requests"): ceiling.requests = flags.positiveInteger(after: flag)
+    case ("client-ceiling", "--concurrency"): ceiling.concurrency = flags.positiveInteger(after: flag)
+    case ("client-ceiling", "--rounds"): ceiling.rounds = flags.positiveInteger(after: flag)
+    default: fail("unknown option '\(flag)' for \(scenario) (try --help)")
+    }
+}
+if let file = settings.gatewayConfig, !FileManager.default.isReadableFile(atPath: file) {
+    fail("--gateway-config: cannot read \(file)")
+}
+
+let run = LoadRun(settings: settings)
 switch scenario {
-case "client-ceiling":
-    var options = ClientCeiling.Options()
-    while let flag = flags.next() {
-        switch flag {
-        case "--requests": options.requests = flags.positiveInteger(after: flag)
-        case "--concurrency": options.concurrency = flags.positiveInteger(after: flag)
-        case "--rounds": options.rounds = flags.positiveInteger(after: flag)
-        case "--body-bytes": options.bodyBytes = flags.positiveInteger(after: flag)
-        case "--mock-threads": options.mockThreads = flags.positiveInteger(after: flag)
-        case "--check": options.check = true
-        default: fail("unknown option '\(flag)' (try --help)")
-        }
-    }
-    await finish { try await ClientCeiling(options: options).run() }
-case "ingest":
-    var options = IngestBenchmark.Options()
-    while let flag = flags.next() {
-        switch flag {
-        case "--channels": options.channels = flags.positiveInteger(after: flag)
-        case "--connections": options.connections = flags.positiveInteger(after: flag)
-        case "--latency-connections": options.latencyConnections = flags.positiveInteger(after: flag)
-        case "--batch": options.batchSize = flags.positiveInteger(after: flag)
-        case "--seconds": options.ingestSeconds = Double(flags.positiveInteger(after: flag))
-        case "--latency-seconds": options.latencySeconds = Double(flags.positiveInteger(after: flag))
-        case "--rate": options.eventsPerChannelPerSecond = Double(flags.positiveInteger(after: flag))
-        case "--check": options.check = true
-        default: fail("unknown option '\(flag)' (try --help)")
-        }
-    }
-    await finish { try IngestBenchmark(options: options).run() }
-case "personal-fanout":
-    var options = PersonalFanoutBenchmark.Options()
-    while let flag = flags.next() {
-        switch flag {
-        case "--tokens": options.tokens = flags.positiveInteger(after: flag)
-        case "--rounds": options.rounds = flags.positiveInteger(after: flag)
-        case "--isolation-rounds": options.isolationRounds = flags.positiveInteger(after: flag)
-        case "--batch": options.registrationBatch = flags.positiveInteger(after: flag)
-        case "--channels": options.channels = flags.positiveInteger(after: flag)
-        case "--rate": options.eventsPerChannelPerSecond = Double(flags.positiveInteger(after: flag))
-        case "--latency-connections": options.latencyConnections = flags.positiveInteger(after: flag)
-        case "--mock-threads": options.mockThreads = flags.positiveInteger(after: flag)
-        case "--personal-connections": options.personalConnections = flags.positiveInteger(after: flag)
-        case "--personal-in-flight": options.personalInFlight = flags.positiveInteger(after: flag)
-        case "--check": options.check = true
-        default: fail("unknown option '\(flag)' (try --help)")
-        }
-    }
-    await finish { try PersonalFanoutBenchmark(options: options).run() }
+case "matchday": await run.finish([{ try Matchday(options: matchday, settings: settings).run() }])
+case "kickoff-storm": await run.finish([{ try KickoffStorm(options: storm, settings: settings).run() }])
+case "ingest-burst": await run.finish([{ try IngestBurst(options: burst, settings: settings).run() }])
+case "client-ceiling": await run.finish([{ try await ClientCeiling(options: ceiling, settings: settings).run() }])
 default:
-    fail("unknown scenario '\(scenario)' (try --help)")
+    // The standard set: every scenario with its defaults, client-ceiling with 3 rounds.
+    var standardCeiling = ClientCeiling.Options()
+    standardCeiling.rounds = 3
+    await run.finish([
+        { try await ClientCeiling(options: standardCeiling, settings: settings).run() },
+        { try IngestBurst(options: IngestBurst.Options(), settings: settings).run() },
+        { try Matchday(options: Matchday.Options(), settings: settings).run() },
+        { try KickoffStorm(options: KickoffStorm.Options(), settings: settings).run() },
+    ])
 }

@@ -1,10 +1,8 @@
 import Foundation
 import TouchlineCore
 
-/// The benchmark's personal job: a push-to-start to every token following a topic, as
-/// `POST /v1/personal` takes it, with the payload bytes the gateway builds from it (the same
-/// ``LiveActivityPayload`` encoding; only the timestamp's digits differ), for h2load to send.
-struct PersonalJobRequest {
+/// Follows a personal job of the gateway (`GET /v1/personal/{job}`) until it is done.
+struct PersonalJobPoller {
     /// A job as posted.
     struct Posted {
         var id: String
@@ -26,34 +24,17 @@ struct PersonalJobRequest {
         var seconds: Double
     }
 
-    let body: [UInt8]
-    let payload: [UInt8]
-
-    init(follow: String = PersonalFanoutBenchmark.follow) {
-        let contentState = JSONValue.object([.init("home", .integer(0)), .init("away", .integer(0)), .init("clock", .integer(0)),
-                                             .init("period", .string("1H"))])
-        let attributes = JSONValue.object([.init("matchId", .string("bench-1")), .init("home", .string("ARS")), .init("away", .string("CHE"))])
-        let alert = (title: "Kick-off", body: "Arsenal v Chelsea has started")
-        body = JSONValue.object([
-            .init("audience", .object([.init("follows", .string(follow))])), .init("event", .string("start")),
-            .init("contentState", contentState), .init("attributesType", .string("MatchAttributes")), .init("attributes", attributes),
-            .init("alert", .object([.init("title", .string(alert.title)), .init("body", .string(alert.body))])),
-        ]).encoded
-        payload = LiveActivityPayload(timestamp: SystemClock().now(), event: .start, contentState: contentState,
-                                      alert: LiveActivityAlert(title: .plain(alert.title), body: .plain(alert.body)),
-                                      attributesType: "MatchAttributes", attributes: attributes).encoded()
-    }
-
-    func start(api: HTTPLoadClient) throws -> Posted {
+    /// Posts `body` to `path` (`/v1/personal`, `/v1/channels/{id}/start`), which answers 202 with a `jobId`.
+    static func post(_ body: [UInt8], to path: String, api: HTTPLoadClient) throws -> Posted {
         let postedAt = monotonicNanoseconds()
-        let response = try api.send("POST", "/v1/personal", body: body)
+        let response = try api.send("POST", path, body: body)
         guard response.status == 202, let reply = try? JSONParser.parse(response.body), case .string(let id)? = reply[member: "jobId"] else {
-            throw LoadError("POST /v1/personal answered \(response.status): \(response.text)")
+            throw LoadError("POST \(path) answered \(response.status): \(response.text)")
         }
         return Posted(id: id, postedAt: postedAt)
     }
 
-    func progress(of job: Posted, api: HTTPLoadClient) throws -> Progress {
+    static func progress(of job: Posted, api: HTTPLoadClient) throws -> Progress {
         let response = try api.send("GET", "/v1/personal/\(job.id)")
         guard response.status == 200, let reply = try? JSONParser.parse(response.body), case .string(let status)? = reply[member: "status"],
               case .integer(let targeted)? = reply[member: "targeted"], case .integer(let sent)? = reply[member: "sent"],
@@ -67,7 +48,7 @@ struct PersonalJobRequest {
 
     /// Polls every 20 ms until the job is done; fails when it stops progressing for 30 s or
     /// ends with anything but `expected` pushes sent.
-    func wait(for job: Posted, api: HTTPLoadClient, expected: Int) throws -> Finished {
+    static func wait(for job: Posted, api: HTTPLoadClient, expected: Int) throws -> Finished {
         var last = -1
         var lastProgress = monotonicNanoseconds()
         while true {
@@ -85,9 +66,5 @@ struct PersonalJobRequest {
             }
             Thread.sleep(forTimeInterval: 0.02)
         }
-    }
-
-    func run(api: HTTPLoadClient, expected: Int) throws -> Finished {
-        try wait(for: start(api: api), api: api, expected: expected)
     }
 }

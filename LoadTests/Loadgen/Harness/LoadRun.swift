@@ -1,0 +1,57 @@
+import Foundation
+import LoadKit
+
+/// One invocation of `touchline-load`: runs its scenarios one after another, writes the report
+/// into a new results folder, prints the verdict and exits (1 when `--check` saw a missed target
+/// or a scenario failed to run).
+struct LoadRun {
+    let settings: LoadSettings
+
+    func finish(_ scenarios: [() async throws -> ScenarioResult]) async -> Never {
+        let started = Date()
+        if let clients = settings.placement.clients {
+            do { try pinThisProcess(to: clients) } catch { fail("\(error)") }
+        }
+        var results: [ScenarioResult] = []
+        var failure: String?
+        for scenario in scenarios {
+            do {
+                results.append(try await scenario())
+            } catch {
+                failure = "\(error)"
+                FileHandle.standardError.write(Data("touchline-load: \(error)\n".utf8))
+                break
+            }
+        }
+        guard !results.isEmpty else { exit(1) }
+        let report = BenchmarkReport(startedAt: started, machine: MachineDescription.current(), toolVersion: Self.version, scenarios: results)
+        do {
+            let folder = try ResultsFolder.write(report, under: settings.resultsRoot)
+            print("")
+            print(MarkdownReport.standardTable(report))
+            print("results: \(folder)/summary.md (and result.json, one SVG chart per scenario)")
+        } catch {
+            FileHandle.standardError.write(Data("touchline-load: writing the results failed: \(error)\n".utf8))
+            exit(1)
+        }
+        for (scenario, check) in report.allChecks where !check.passed {
+            print("missed: \(scenario): \(check.name) = \(String(format: "%.2f", check.measured)) (target \(check.comparison.symbol) \(check.target))")
+        }
+        if failure != nil { exit(1) }
+        exit(settings.check && !report.passed ? 1 : 0)
+    }
+
+    /// The load tool's version, with the source commit when it runs from a git checkout.
+    static var version: String {
+        let git = Process()
+        git.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        git.arguments = ["rev-parse", "--short", "HEAD"]
+        let output = Pipe()
+        git.standardOutput = output
+        git.standardError = FileHandle.nullDevice
+        guard (try? git.run()) != nil else { return "touchline-load" }
+        git.waitUntilExit()
+        let commit = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return git.terminationStatus == 0 && !commit.isEmpty ? "touchline-load (commit \(commit))" : "touchline-load"
+    }
+}

@@ -1,0 +1,113 @@
+import APNs
+import Foundation
+import LoadKit
+import MockAPNs
+import TouchlineCore
+
+/// The processes of one scenario, started fresh for it: the mock APNs (on CPUs of its own), the
+/// gateway (`touchline serve`) unless the run targets a gateway of the user's, and what both
+/// need (keys, certificates, a data directory). Stopped and removed when released.
+final class LoadStage {
+    let settings: LoadSettings
+    let directory: String
+    let key: MockAPNsProviderKeyFiles.Files
+    let mock: MockProcess
+    /// The gateway this stage started.
+    private(set) var gatewayProcess: GatewayProcess?
+
+    /// Starts the mock with `mockThreads` loops (default: its CPUs' count) and `--arrival-latency sentAt`.
+    init(settings: LoadSettings, mockThreads: Int? = nil) throws {
+        self.settings = settings
+        directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        key = try MockAPNsProviderKeyFiles.generate(keyID: LoadIdentity.keyID, in: directory)
+        mock = try MockProcess(directory: directory, key: key, threads: mockThreads ?? settings.placement.mockCPUCount,
+                               extraArguments: ["--arrival-latency", "sentAt"], cpus: settings.placement.mock)
+    }
+
+    deinit {
+        gatewayProcess?.stop()
+        mock.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Starts the gateway the scenario drives: `touchline serve` (or `--gateway-binary`) on this
+    /// stage's mock, with the user's `--gateway-config` if given, plus `extraArguments`.
+    func startGateway(extraArguments: [String] = []) throws -> GatewayTarget {
+        let adminKey = GatewayProcess.randomAdminKey()
+        let gateway = try GatewayProcess(directory: directory, adminKey: adminKey, key: key, host: "127.0.0.1", pushPort: mock.pushPort,
+                                         managementPort: mock.managementPort, caFile: mock.caFile,
+                                         extraArguments: (settings.gatewayConfig.map { ["--config", $0] } ?? []) + extraArguments,
+                                         cpus: settings.placement.clients, executable: settings.gatewayBinary)
+        gatewayProcess = gateway
+        return GatewayTarget(host: "127.0.0.1", port: gateway.port, adminKey: adminKey)
+    }
+
+    /// The processes whose CPU and memory the report shows: the gateway (when it is ours), the
+    /// mock and this load generator.
+    var monitoredProcesses: [(name: String, pid: Int32)] {
+        var processes: [(String, Int32)] = []
+        if let gatewayProcess { processes.append(("gateway", gatewayProcess.pid)) }
+        processes.append(("mock APNs", mock.pid))
+        processes.append(("touchline-load", getpid()))
+        return processes
+    }
+
+    // MARK: The h2load ceiling
+
+    /// The body, headers and token paths h2load sends: what the gateway would send for them.
+    struct DevicePushes {
+        var tokens: [String]
+        var payload: [UInt8]
+        var priority: Int
+    }
+
+    /// h2load against this stage's mock: `pushes` once, over `connections` connections with
+    /// `streams` streams each, at CPU priority `niceness`, on the clients' CPUs. Its rate is the
+    /// physical ceiling every throughput of the scenario is compared with.
+    func ceiling(_ pushes: DevicePushes, connections: Int, streams: Int, niceness: Int = 0) throws -> H2Load.Result {
+        let uriFile = directory + "/uris-\(pushes.tokens.count).txt"
+        let bodyFile = directory + "/body.json"
+        if !FileManager.default.fileExists(atPath: uriFile) {
+            try pushes.tokens.map { "https://127.0.0.1:\(mock.pushPort)/3/device/\($0)" }.joined(separator: "\n")
+                .write(toFile: uriFile, atomically: true, encoding: .utf8)
+        }
+        try Data(pushes.payload).write(to: URL(fileURLWithPath: bodyFile))
+        let signer = APNsConfiguration(keyPath: key.privateKeyFile, keyID: LoadIdentity.keyID, teamID: LoadIdentity.teamID,
+                                       bundleID: LoadIdentity.bundleID,
+                                       environment: .custom(pushHost: "127.0.0.1", pushPort: mock.pushPort,
+                                                            managementHost: "127.0.0.1", managementPort: mock.managementPort))
+        // The headers the gateway sends for a Live Activity push without expiration.
+        let headers = [("authorization", try ProviderToken(configuration: signer, clock: SystemClock()).current()),
+                       ("apns-push-type", "liveactivity"), ("apns-topic", LoadIdentity.bundleID + ".push-type.liveactivity"),
+                       ("content-type", "application/json"), ("apns-priority", String(pushes.priority))]
+        let result = try H2Load.run(requests: pushes.tokens.count, concurrency: streams, connections: connections, uriFile: uriFile,
+                                    bodyFile: bodyFile, headers: headers, niceness: niceness, cpus: settings.placement.clients)
+        guard result.succeeded == pushes.tokens.count else {
+            throw LoadError("h2load got \(result.succeeded) of \(pushes.tokens.count) 2xx answers")
+        }
+        return result
+    }
+
+    /// The standard ceiling of scenarios that are not about device pushes: 200,000 pushes of a
+    /// 300-byte update over 2 connections of 500 streams.
+    func standardCeiling() throws -> H2Load.Result {
+        let tokens = (0..<200_000).map { String(format: "%064x", 0xC000_0000 + $0) }
+        return try ceiling(DevicePushes(tokens: tokens, payload: LoadPayloads.update(bytes: 300), priority: 5), connections: 2, streams: 500)
+    }
+}
+
+/// A provider API to drive: where, and the admin key it takes.
+struct GatewayTarget: Sendable {
+    var host: String
+    var port: Int
+    var adminKey: String
+
+    /// A new keep-alive connection to it.
+    func connect() throws -> HTTPLoadClient { try HTTPLoadClient(host: host, port: port, apiKey: adminKey) }
+
+    /// `connect` as a value threads can share.
+    var connector: @Sendable () throws -> HTTPLoadClient {
+        let target = self
+        return { try target.connect() }
+    }
+}

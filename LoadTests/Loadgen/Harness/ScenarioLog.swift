@@ -1,0 +1,41 @@
+import Foundation
+import LoadKit
+
+/// Progress lines of a scenario, printed at once (also into a pipe or file) so a long run shows
+/// where it is.
+struct ScenarioLog {
+    let scenario: String
+
+    init(_ scenario: String) { self.scenario = scenario }
+
+    func say(_ line: String) {
+        print("\(scenario): \(line)")
+        fflush(nil)
+    }
+}
+
+/// A rate or count with thousands separators: 1,234,567.
+func format(_ value: Double) -> String {
+    let rounded = Int(value.rounded())
+    let digits = String(abs(rounded))
+    var grouped = ""
+    for (index, digit) in digits.enumerated() {
+        if index > 0, (digits.count - index) % 3 == 0 { grouped += "," }
+        grouped.append(digit)
+    }
+    return (rounded < 0 ? "-" : "") + grouped
+}
+
+extension LatencyHistogram {
+    /// A histogram of samples given in milliseconds (the load generator's own timings).
+    init(milliseconds samples: [Double]) {
+        self.init()
+        for sample in samples { record(Int64(sample * 1e6)) }
+    }
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return 0 }
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}

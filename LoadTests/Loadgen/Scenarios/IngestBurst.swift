@@ -1,0 +1,135 @@
+import Foundation
+import LoadKit
+import Synchronization
+import TouchlineCore
+
+/// `ingest-burst`: the maximum durable ingest rate, then the ingest→APNs latency of paced events.
+///
+/// Burst: batches of events over keep-alive connections, one request at a time each, for a fixed
+/// time; an event counts once the gateway answered 202 (committed to SQLite). Latency: single
+/// events paced over channels whose rate limit lets every change through, timed from the
+/// event's send to the mock's receipt of the broadcast. Held to issue 2's targets: at least
+/// 50,000 events/s and a p99 of at most 5 ms, given as ratios to them.
+struct IngestBurst {
+    struct Options {
+        var channels = 1_000
+        var connections = 8
+        var latencyConnections = 8
+        var batchSize = 100
+        var burstSeconds = 10.0
+        var latencySeconds = 10.0
+        var eventsPerChannelPerSecond = 2.0
+        var ingestTarget = 50_000.0
+        var latencyTargetMilliseconds = 5.0
+    }
+
+    static let name = "ingest-burst"
+
+    let options: Options
+    let settings: LoadSettings
+
+    func run() throws -> ScenarioResult {
+        let stage = try LoadStage(settings: settings)
+        let gateway = try stage.startGateway()
+        let log = ScenarioLog(Self.name)
+        log.say("\(options.channels) channels, \(options.connections) connections x batches of \(options.batchSize); \(settings.placement.description)")
+        let burstChannels = (0..<options.channels).map { String(format: "burst-%05d", $0) }
+        let latencyChannels = (0..<options.channels).map { String(format: "paced-%05d", $0) }
+        try ChannelCreation.create(burstChannels, connect: gateway.connector)
+        try ChannelCreation.create(latencyChannels, policy: ChannelCreation.unthrottledPolicy, connect: gateway.connector)
+
+        var timeline = ScenarioTimeline()
+        var phase = try PhaseMeasurement(stage: stage)
+        let burst = try self.burst(burstChannels, connect: gateway.connector)
+        let burstFigures = try phase.finish()
+        timeline.add(burstFigures, label: "burst")
+        log.say(String(format: "%@ events acknowledged in %.1f s: %@ events/s", format(Double(burst.events)), burst.seconds, format(burst.rate)))
+
+        // The burst channels' last states wait up to one minimum interval for their tokens; let
+        // them go out before the latency phase so that they do not share its time.
+        Thread.sleep(forTimeInterval: 3)
+        phase = try PhaseMeasurement(stage: stage)
+        let timings = try PacedEvents(channels: latencyChannels, connections: options.latencyConnections,
+                                      eventsPerChannelPerSecond: options.eventsPerChannelPerSecond)
+            .run(seconds: options.latencySeconds, connect: gateway.connector)
+        Thread.sleep(forTimeInterval: 1)
+        let pacedFigures = try phase.finish()
+        timeline.add(pacedFigures, label: "paced events")
+        let latency = pacedFigures.arrivals.latency(endpoint: "broadcast").summary
+        log.say(String(format: "%d paced events, %d broadcasts: ingest→APNs p50 %.2f ms, p99 %.2f ms", timings.count, latency.count, latency.p50, latency.p99))
+
+        phase = try PhaseMeasurement(stage: stage)
+        let ceiling = try stage.standardCeiling()
+        timeline.add(try phase.finish(), label: "h2load ceiling")
+        let pushesDuringBurst = burstFigures.arrivals.arrivals(endpoint: "broadcast").total
+        let pushRate = Double(pushesDuringBurst) / burst.seconds
+        return ScenarioResult(
+            name: Self.name,
+            description: "durable ingest at full speed (batches, one request at a time per connection), then ingest→APNs of paced events",
+            parameters: [.init(name: "channels", value: String(options.channels)), .init(name: "connections", value: String(options.connections)),
+                         .init(name: "batch", value: String(options.batchSize)), .init(name: "burst seconds", value: String(options.burstSeconds)),
+                         .init(name: "paced events", value: "\(options.eventsPerChannelPerSecond)/s per channel for \(options.latencySeconds) s"),
+                         .init(name: "placement", value: settings.placement.description)],
+            durationSeconds: timeline.seconds,
+            throughputs: [.init(name: "durable ingest", unit: "events/s", value: burst.rate, ceilingRatio: burst.rate / ceiling.requestsPerSecond),
+                          .init(name: "broadcasts during the burst", unit: "pushes/s", value: pushRate, ceilingRatio: pushRate / ceiling.requestsPerSecond),
+                          .init(name: "h2load ceiling (device pushes)", unit: "pushes/s", value: ceiling.requestsPerSecond, ceilingRatio: 1)],
+            latencies: [.init(name: "ingest→APNs, paced events", summary: latency, note: "event sent → mock received the broadcast"),
+                        .init(name: "event sent → 202 (durable), paced", summary: LatencyHistogram(milliseconds: timings.map(\.acknowledged)).summary),
+                        .init(name: "paced send started late", summary: LatencyHistogram(milliseconds: timings.map(\.late)).summary,
+                              note: "stalls of the load generator that the other figures would hide")],
+            processes: burstFigures.processRows(operations: burst.events),
+            tables: [.init(title: "Coalescing during the burst", columns: ["events acknowledged", "broadcasts sent", "events per push"],
+                           rows: [[format(Double(burst.events)), format(Double(pushesDuringBurst)),
+                                   String(format: "%.1f", Double(burst.events) / Double(max(1, pushesDuringBurst)))]]),
+                     timeline.phaseTable],
+            series: [.init(name: "events acknowledged", unit: "events/s", kind: .throughput, timeSeries: burst.perSecond)] + timeline.series,
+            checks: [.init(name: "durable ingest / 50,000 events/s", measured: burst.rate / options.ingestTarget, target: 1, comparison: .atLeast),
+                     .init(name: "ingest→APNs p99 / 5 ms", measured: latency.p99 / options.latencyTargetMilliseconds, target: 1, comparison: .atMost),
+                     .init(name: "every paced event broadcast", measured: Double(latency.count) / Double(max(1, timings.count)), target: 1,
+                           comparison: .atLeast)])
+    }
+
+    private struct Burst {
+        var events: Int
+        var seconds: Double
+        var perSecond: TimeSeries
+        var rate: Double { Double(events) / seconds }
+    }
+
+    /// Each connection owns every K-th channel, so a channel's `seq` grows in one thread only.
+    private func burst(_ ids: [String], connect: @escaping @Sendable () throws -> HTTPLoadClient) throws -> Burst {
+        let (connections, batchSize) = (options.connections, options.batchSize)
+        let start = monotonicNanoseconds()
+        let deadline = start + Int64(options.burstSeconds * 1e9)
+        let perThread = try onThreads(connections) { index in
+            let client = try connect()
+            let owned = stride(from: index, to: ids.count, by: connections).map { ids[$0] }
+            var lastSeq = [Int](repeating: 0, count: owned.count)
+            var perSecond: [Double] = []
+            var turn = 0
+            while monotonicNanoseconds() < deadline {
+                let channel = turn % owned.count
+                turn += 1
+                var body = #"{"events":["#
+                for number in 0..<batchSize {
+                    lastSeq[channel] += 1
+                    let seq = lastSeq[channel]
+                    body += (number == 0 ? "" : ",") + #"{"seq":\#(seq),"patch":{"home":\#(seq / 7 % 10),"away":\#(seq / 11 % 10),"clock":\#(seq)}}"#
+                }
+                body += "]}"
+                let response = try client.send("POST", "/v1/channels/\(owned[channel])/events", body: Array(body.utf8))
+                guard response.status == 202, let reply = try? JSONParser.parse(response.body), case .integer(let accepted)? = reply[member: "accepted"] else {
+                    throw LoadError("posting events to \(owned[channel]) answered \(response.status): \(response.text)")
+                }
+                let second = Int((monotonicNanoseconds() - start) / 1_000_000_000)
+                if perSecond.count <= second { perSecond += repeatElement(0, count: second + 1 - perSecond.count) }
+                perSecond[second] += Double(accepted)
+            }
+            return perSecond
+        }
+        let seconds = Double(monotonicNanoseconds() - start) / 1e9
+        let series = TimeSeries.joined(perThread.map { (0, TimeSeries(intervalSeconds: 1, values: $0)) })
+        return Burst(events: Int(series.values.reduce(0, +)), seconds: seconds, perSecond: series)
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import LoadKit
+import Touchline
+
+/// `kickoff-storm`: push-to-start to M tokens at kickoff (`POST /v1/channels/{id}/start`) while
+/// the match channels keep broadcasting.
+///
+/// Each round has four phases: the kickoff alone (its fan-out rate), h2load sending the same
+/// payload to the same token paths with the same concurrency and CPU priority (the ceiling),
+/// the matches broadcasting alone, and the matches broadcasting through a new kickoff. Two
+/// figures are held to issue 4's targets: fan-out rate / h2load ≥ 0.7, and the broadcasts'
+/// ingest→APNs p99 during the storm / alone ≤ 1.5.
+struct KickoffStorm {
+    struct Options {
+        var tokens = 1_000_000
+        var rounds = 2
+        var registrationBatch = 5_000
+        var matches = 500
+        var eventsPerMatchPerSecond = 2.0
+        var latencyConnections = 8
+        var mockThreads: Int?
+        var personalConnections: Int?
+        var personalInFlight: Int?
+        var rateTarget = 0.7
+        var isolationTarget = 1.5
+    }
+
+    static let name = "kickoff-storm"
+    static let follow = "team:BENCH"
+
+    let options: Options
+    let settings: LoadSettings
+
+    /// The personal queue's concurrency: the gateway's defaults unless set. The gateway is
+    /// started with exactly these and h2load gets the same (connections, streams split evenly).
+    var connections: Int { options.personalConnections ?? PersonalQueueSettings().connections }
+    var inFlight: Int { options.personalInFlight ?? PersonalQueueSettings().maxInFlight }
+    /// The personal loop's CPU priority; h2load runs at the same.
+    var niceness: Int { PersonalQueueSettings().niceness }
+
+    func run() throws -> ScenarioResult {
+        let stage = try LoadStage(settings: settings, mockThreads: options.mockThreads)
+        let gateway = try stage.startGateway(extraArguments: [
+            "--personal-queue", #"{"connections": \#(connections), "maxInFlight": \#(inFlight), "niceness": \#(niceness)}"#,
+        ])
+        let api = try gateway.connect()
+        let log = ScenarioLog(Self.name)
+        log.say("\(options.tokens) push-to-start tokens following \(Self.follow); \(options.matches) match channels; "
+                + "\(connections) connections x \(inFlight / connections) streams at niceness \(niceness); \(settings.placement.description)")
+
+        let tokens = (0..<options.tokens).map { String(format: "%064x", $0 + 1) }
+        let registration = try TokenRegistration(batchSize: options.registrationBatch).register(tokens, follow: Self.follow,
+                                                                                                connect: gateway.connector)
+        log.say(String(format: "%d tokens registered in %.1f s (%.0f tokens/s)", tokens.count, registration, Double(tokens.count) / registration))
+        let matchIDs = (0..<options.matches).map { String(format: "storm-match-%04d", $0) }
+        let apnsIDs = try ChannelCreation.create(matchIDs, policy: ChannelCreation.unthrottledPolicy, connect: gateway.connector)
+        let kickoff = KickoffRequest(channelID: matchIDs[0], apnsChannelID: apnsIDs[matchIDs[0]]!, follow: Self.follow)
+        let pushes = LoadStage.DevicePushes(tokens: tokens, payload: kickoff.payload, priority: 10)
+
+        var timeline = ScenarioTimeline()
+        var rounds: [Round] = []
+        for number in 1...options.rounds {
+            var round = Round()
+            // The kickoff alone.
+            var phase = try PhaseMeasurement(stage: stage)
+            let alone = try PersonalJobPoller.wait(for: kickoff.post(api: api), api: api, expected: tokens.count)
+            var figures = try phase.finish()
+            timeline.add(figures, label: "kickoff \(number)")
+            round.fanOutRate = Double(alone.sent) / alone.seconds
+            round.fanOutProcesses = figures.processRows(operations: tokens.count)
+            // The ceiling.
+            phase = try PhaseMeasurement(stage: stage)
+            let reference = try stage.ceiling(pushes, connections: connections, streams: inFlight / connections, niceness: niceness)
+            figures = try phase.finish()
+            timeline.add(figures, label: "h2load \(number)")
+            round.ceilingRate = reference.requestsPerSecond
+            round.h2loadCPUPerPush = reference.cpuSeconds * 1e6 / Double(tokens.count)
+            round.mockCPUPerPushUnderH2Load = figures.cpuSeconds(of: "mock APNs") * 1e6 / Double(tokens.count)
+            // The matches alone, then through a kickoff, for about as long as a kickoff drains.
+            let seconds = max(2, alone.seconds * 0.6)
+            for storm in [false, true] {
+                let pacer = PacedEvents(channels: matchIDs, connections: options.latencyConnections,
+                                        eventsPerChannelPerSecond: options.eventsPerMatchPerSecond, firstSeq: (number * 2 + (storm ? 1 : 0)) * 1_000_000)
+                phase = try PhaseMeasurement(stage: stage)
+                let job = storm ? try kickoff.post(api: api) : nil
+                let timings = try pacer.run(seconds: seconds, connect: gateway.connector)
+                let left = try job.map { tokens.count - (try PersonalJobPoller.progress(of: $0, api: api)).sent }
+                let drained = try job.map { try PersonalJobPoller.wait(for: $0, api: api, expected: tokens.count) }
+                Thread.sleep(forTimeInterval: 0.5)
+                figures = try phase.finish()
+                timeline.add(figures, label: storm ? "storm \(number)" : "matches \(number)")
+                let broadcasts = figures.arrivals.latency(endpoint: "broadcast")
+                round.complete = round.complete && broadcasts.count == timings.count && left != 0
+                round.acknowledged.append(contentsOf: timings.map(\.acknowledged))
+                if storm {
+                    round.storm = broadcasts
+                    round.stormFanOutRate = drained.map { Double($0.sent) / $0.seconds } ?? 0
+                    round.leftWhenEventsEnded = left ?? 0
+                } else {
+                    round.alone = broadcasts
+                }
+            }
+            log.say(String(format: "round %d: kickoff %.0f pushes/s, h2load %.0f req/s (%.2f); broadcast p99 alone %.2f ms, during the storm %.2f ms (%.2f); "
+                           + "%d pushes still queued when the events ended", number, round.fanOutRate, round.ceilingRate, round.rateRatio,
+                           round.alone.summary.p99, round.storm.summary.p99, round.isolationRatio, round.leftWhenEventsEnded))
+            rounds.append(round)
+        }
+        return result(rounds: rounds, timeline: timeline, registrationSeconds: registration, gatewayPeak: stage.gatewayProcess?.peakResidentBytes)
+    }
+
+    /// What one round measured.
+    private struct Round {
+        var fanOutRate = 0.0
+        var ceilingRate = 0.0
+        var stormFanOutRate = 0.0
+        var fanOutProcesses: [ScenarioResult.ProcessUsage] = []
+        var h2loadCPUPerPush = 0.0
+        var mockCPUPerPushUnderH2Load = 0.0
+        var alone = LatencyHistogram()
+        var storm = LatencyHistogram()
+        var acknowledged: [Double] = []
+        var leftWhenEventsEnded = 0
+        /// Every paced event arrived as a broadcast, and the storm outlasted the events.
+        var complete = true
+
+        var rateRatio: Double { fanOutRate / ceilingRate }
+        var isolationRatio: Double { storm.summary.p99 / alone.summary.p99 }
+    }
+
+    private func result(rounds: [Round], timeline: ScenarioTimeline, registrationSeconds: Double, gatewayPeak: Int?) -> ScenarioResult {
+        let fanOut = median(rounds.map(\.fanOutRate)), ceiling = median(rounds.map(\.ceilingRate))
+        let stormRate = median(rounds.map(\.stormFanOutRate))
+        let aloneP99 = median(rounds.map(\.alone.summary.p99)), stormP99 = median(rounds.map(\.storm.summary.p99))
+        var alone = LatencyHistogram(), storm = LatencyHistogram()
+        for round in rounds {
+            alone.merge(round.alone)
+            storm.merge(round.storm)
+        }
+        let complete = rounds.allSatisfy(\.complete)
+        var processes = rounds.last?.fanOutProcesses ?? []
+        processes.append(.init(name: "h2load", cpuSeconds: median(rounds.map(\.h2loadCPUPerPush)) * Double(options.tokens) / 1e6,
+                               cpuMicrosecondsPerOperation: median(rounds.map(\.h2loadCPUPerPush)), peakRSSBytes: 0))
+        let perRound = rounds.enumerated().map { index, round in
+            [String(index + 1), format(round.fanOutRate), format(round.ceilingRate), String(format: "%.2f", round.rateRatio),
+             String(format: "%.2f", round.alone.summary.p99), String(format: "%.2f", round.storm.summary.p99),
+             String(format: "%.2f", round.isolationRatio), format(round.stormFanOutRate), String(round.leftWhenEventsEnded)]
+        }
+        return ScenarioResult(
+            name: Self.name,
+            description: "push-to-start to \(format(Double(options.tokens))) tokens at kickoff, alone and while \(options.matches) match channels broadcast; "
+                + "h2load with the same payload, token paths and concurrency as the ceiling",
+            parameters: [.init(name: "tokens", value: String(options.tokens)), .init(name: "rounds", value: String(options.rounds)),
+                         .init(name: "match channels", value: String(options.matches)),
+                         .init(name: "events per match per second", value: String(options.eventsPerMatchPerSecond)),
+                         .init(name: "personal connections x streams", value: "\(connections) x \(inFlight / connections)"),
+                         .init(name: "personal niceness", value: String(niceness)),
+                         .init(name: "placement", value: settings.placement.description)],
+            durationSeconds: timeline.seconds,
+            throughputs: [.init(name: "kickoff fan-out, no broadcasts", unit: "pushes/s", value: fanOut, ceilingRatio: fanOut / ceiling),
+                          .init(name: "kickoff fan-out during the matches", unit: "pushes/s", value: stormRate, ceilingRatio: stormRate / ceiling),
+                          .init(name: "h2load, same pushes", unit: "pushes/s", value: ceiling, ceilingRatio: 1),
+                          .init(name: "token registration", unit: "tokens/s", value: Double(options.tokens) / registrationSeconds)],
+            latencies: [.init(name: "broadcast ingest→APNs, matches alone", summary: alone.summary, note: "event sent → mock received the broadcast"),
+                        .init(name: "broadcast ingest→APNs, during the storm", summary: storm.summary),
+                        .init(name: "event sent → 202 (durable)", summary: LatencyHistogram(milliseconds: rounds.flatMap(\.acknowledged)).summary)],
+            processes: processes,
+            tables: [.init(title: "Rounds", columns: ["round", "kickoff pushes/s", "h2load pushes/s", "ratio", "p99 alone ms", "p99 storm ms",
+                                                      "p99 ratio", "storm pushes/s", "queued at the events' end"], rows: perRound)],
+            series: timeline.series,
+            checks: [.init(name: "kickoff fan-out / h2load", measured: fanOut / ceiling, target: options.rateTarget, comparison: .atLeast),
+                     .init(name: "broadcast p99 during the storm / alone", measured: stormP99 / aloneP99, target: options.isolationTarget,
+                           comparison: .atMost),
+                     .init(name: "every event broadcast, storm outlasting the events", measured: complete ? 1 : 0, target: 1, comparison: .atLeast)],
+            notes: gatewayPeak.map { [String(format: "gateway peak RSS %.1f MB", Double($0) / 1e6)] } ?? [])
+    }
+}

@@ -28,7 +28,9 @@ struct ChartScale: Equatable {
         Swift.min(1, Swift.max(0, value / maximum))
     }
 
+    /// The label of a tick: `0` at the origin, then as many decimals as the step needs.
     func label(_ value: Double) -> String {
+        guard value != 0 else { return "0" }
         let (divisor, suffix): (Double, String) =
             maximum >= 10_000_000 ? (1_000_000, "M") : maximum >= 10_000 ? (1_000, "k") : (1, "")
         let scaledStep = step / divisor

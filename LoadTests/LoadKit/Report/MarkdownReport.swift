@@ -10,7 +10,7 @@ public enum MarkdownReport {
     public static func summary(_ report: BenchmarkReport, chartLinks: [String: String] = [:]) -> String {
         var blocks = [
             "# Touchline load report",
-            Markdown.inline("\(header(report)).") + "\n\n" + verdict(report),
+            Markdown.inline("\(header(report)).") + "\n\nVerdict: " + verdict(report),
         ]
         for scenario in report.scenarios {
             blocks += scenarioBlocks(scenario, chart: chartLinks[scenario.name])
@@ -123,12 +123,12 @@ public enum MarkdownReport {
     private static func verdict(_ report: BenchmarkReport) -> String {
         let checks = report.allChecks
         let failed = checks.filter { !$0.check.passed }
-        if checks.isEmpty { return "**Verdict: ✅ passed** (no checks were run)." }
+        if checks.isEmpty { return "✅ **Passed** (no checks were run)." }
         if failed.isEmpty {
-            return "**Verdict: ✅ passed**: \(checks.count == 1 ? "the check" : "all \(checks.count) checks") passed."
+            return "✅ **Passed**: \(checks.count == 1 ? "the check" : "all \(checks.count) checks") passed."
         }
         let names = failed.map { "\($0.scenario) / \($0.check.name)" }.joined(separator: ", ")
-        return Markdown.inline("**Verdict: ❌ failed**: \(failed.count) of \(checks.count) checks failed: \(names).")
+        return Markdown.inline("❌ **Failed**: \(failed.count) of \(checks.count) checks failed: \(names).")
     }
 
     private static func mark(_ check: ScenarioResult.Check) -> String { check.passed ? "✅" : "❌" }

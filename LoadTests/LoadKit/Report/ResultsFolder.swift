@@ -44,11 +44,12 @@ public enum ResultsFolder {
         return folder
     }
 
-    /// A name safe as one path component, never empty and never `.` or `..`.
+    /// A name safe as one path component and in a shell: letters, digits, `.`, `_` and `-`,
+    /// starting with neither `.` (hidden, or `..`) nor `-` (an option); never empty.
     static func fileName(_ text: String) -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-        let mapped = String(text.map { allowed.contains($0) ? $0 : "-" })
-        return mapped.isEmpty || mapped.allSatisfy({ $0 == "." }) ? "unnamed" : mapped
+        let mapped = text.map { allowed.contains($0) ? $0 : "-" }.drop { $0 == "." || $0 == "-" }
+        return mapped.isEmpty ? "unnamed" : String(mapped)
     }
 
     /// `stem.svg`, or `stem-2.svg`, ... when two scenarios share a name.

@@ -32,7 +32,7 @@ public struct MachineDescription: Sendable, Codable, Equatable {
     }
 
     /// Reads the files under `fileSystemRoot` instead of `/`, so that missing or odd files can
-    /// be exercised.
+    /// be exercised; the CPU count and the kernel still come from the running system.
     static func read(fileSystemRoot root: String) -> MachineDescription {
         func contents(_ path: String) -> String? {
             try? String(contentsOfFile: (root as NSString).appendingPathComponent(path), encoding: .utf8)

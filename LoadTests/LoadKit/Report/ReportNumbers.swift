@@ -28,7 +28,7 @@ enum ReportNumbers {
         abs(value) >= 100 ? grouped(value) : fixed(value)
     }
 
-    /// Bytes as megabytes (10^6) with one decimal, as `ps` and `time -v` readers expect.
+    /// Bytes as megabytes (10^6 bytes) with one decimal: `125.3`.
     static func megabytes(_ bytes: Int) -> String {
         fixed(Double(bytes) / 1_000_000, decimals: 1)
     }

@@ -48,8 +48,7 @@ enum SVGMarkup {
         "<circle cx=\"\(number(x))\" cy=\"\(number(y))\" r=\"\(number(radius))\" fill=\"\(fill)\"/>"
     }
 
-    static func rect(x: Double, y: Double, width: Double, height: Double, fill: String, stroke: String = "none") -> String {
-        "<rect x=\"\(number(x))\" y=\"\(number(y))\" width=\"\(number(width))\" height=\"\(number(height))\" "
-            + "fill=\"\(fill)\" stroke=\"\(stroke)\"/>"
+    static func rect(x: Double, y: Double, width: Double, height: Double, fill: String) -> String {
+        "<rect x=\"\(number(x))\" y=\"\(number(y))\" width=\"\(number(width))\" height=\"\(number(height))\" fill=\"\(fill)\"/>"
     }
 }

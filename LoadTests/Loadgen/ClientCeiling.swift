@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import LoadKit
 import MockAPNs
 import TouchlineCore
 import TouchlineRuntime

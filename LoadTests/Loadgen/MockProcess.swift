@@ -1,4 +1,5 @@
 import Foundation
+import LoadKit
 import MockAPNs
 
 /// `touchline-mock-apns` running as a separate process, so that benchmarks measure the client
@@ -66,24 +67,6 @@ final class MockProcess {
     var cpuSeconds: Double { child.cpuSeconds }
     var peakResidentBytes: Int { child.peakResidentBytes }
     func stop() { child.stop() }
-}
-
-/// CPU seconds of a process from /proc/PID/stat (fields 14 and 15, in clock ticks).
-func processCPUSeconds(pid: Int32) -> Double {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = stat.lastIndex(of: ")") else { return 0 }
-    let fields = stat[stat.index(after: close)...].split(separator: " ")
-    // After the command name, field 3 (state) is index 0, so utime (14) is index 11.
-    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-}
-
-/// VmHWM (peak resident set) of a process, in bytes.
-func processPeakResidentBytes(pid: Int32) -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-          let kb = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return 0 }
-    return kb * 1024
 }
 
 /// A benchmark could not run; the message says why.

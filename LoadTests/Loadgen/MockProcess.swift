@@ -40,28 +40,12 @@ final class MockProcess {
                                   "--initial-streams", "1000"] + extraArguments)
     }
 
-    /// Latency figures of one endpoint, in ms, from the mock's `--arrival-latency` report.
-    struct ArrivalLatency {
-        var count: Int
-        var p50: Double
-        var p99: Double
-        var max: Double
-    }
-
-    /// Asks the mock (started with `--arrival-latency FIELD`) for the arrival latencies since the
-    /// last report, per endpoint name; the mock then starts a new period.
-    func takeArrivalLatency() throws -> [String: ArrivalLatency] {
+    /// Asks the mock for its arrival report since the last one (answers by status, accepted
+    /// pushes and, with `--arrival-latency FIELD`, their latencies, per endpoint and priority);
+    /// the mock then starts a new period.
+    func takeArrivalReport() throws -> ArrivalReport {
         child.send(signal: SIGUSR1)
-        let text = try child.waitForOutput(through: MockAPNsArrivalReport.endMarker, timeout: 10)
-        var rows: [String: ArrivalLatency] = [:]
-        // "arrival latency broadcast: count 2000, p50 0.412 ms, p99 1.234 ms, max 5.600 ms"
-        for line in text.split(separator: "\n") where line.hasPrefix("arrival latency ") && line.contains(": count ") {
-            let parts = line.dropFirst("arrival latency ".count).split(separator: ":", maxSplits: 1)
-            let numbers = parts[1].split(whereSeparator: { $0 == " " || $0 == "," }).compactMap { Double($0) }
-            guard numbers.count == 4 else { throw LoadError("cannot read the mock's latency line: \(line)") }
-            rows[String(parts[0])] = ArrivalLatency(count: Int(numbers[0]), p50: numbers[1], p99: numbers[2], max: numbers[3])
-        }
-        return rows
+        return try ArrivalReport(output: child.waitForOutput(through: ArrivalReport.endMarker, timeout: 10))
     }
 
     var cpuSeconds: Double { child.cpuSeconds }

@@ -56,3 +56,21 @@ import Testing
         #expect(try JSONDecoder().decode(RateCounter.self, from: JSONEncoder().encode(worker1)) == worker1)
     }
 }
+
+@Suite struct MeasurementPeriodTests {
+    @Test func intervalsCountFromTheStart() {
+        let period = MeasurementPeriod(startNanoseconds: 1_000, intervalNanoseconds: 100)
+        #expect(period.interval(at: 1_000) == 0)
+        #expect(period.interval(at: 1_099) == 0)
+        #expect(period.interval(at: 1_100) == 1)
+        #expect(period.interval(at: 0) == 0, "a sample stamped before the start counts in the first interval")
+        #expect(period.intervalSeconds == 1e-7)
+    }
+
+    @Test func decodingRefusesAnIntervalThatIsNotPositive() throws {
+        let json = #"{"startNanoseconds":5,"intervalNanoseconds":0}"#
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(MeasurementPeriod.self, from: Data(json.utf8)) }
+        let period = MeasurementPeriod(startNanoseconds: 5, intervalNanoseconds: 7)
+        #expect(try JSONDecoder().decode(MeasurementPeriod.self, from: JSONEncoder().encode(period)) == period)
+    }
+}

@@ -3,7 +3,7 @@
 ///
 /// Series that share a period line up interval by interval, so they can be merged (one per
 /// worker thread) and charted together.
-public struct MeasurementPeriod: Sendable, Codable, Equatable {
+public struct MeasurementPeriod: Sendable, Equatable {
     /// Unix time in nanoseconds.
     public var startNanoseconds: Int64
     public var intervalNanoseconds: Int64
@@ -22,5 +22,21 @@ public struct MeasurementPeriod: Sendable, Codable, Equatable {
     @inline(__always)
     public func interval(at time: Int64) -> Int {
         time <= startNanoseconds ? 0 : Int((time - startNanoseconds) / intervalNanoseconds)
+    }
+}
+
+extension MeasurementPeriod: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case startNanoseconds, intervalNanoseconds
+    }
+
+    /// Refuses an interval that is not positive, which ``interval(at:)`` could not divide by.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let interval = try container.decode(Int64.self, forKey: .intervalNanoseconds)
+        guard interval > 0 else {
+            throw DecodingError.dataCorruptedError(forKey: .intervalNanoseconds, in: container, debugDescription: "the interval must be positive")
+        }
+        self.init(startNanoseconds: try container.decode(Int64.self, forKey: .startNanoseconds), intervalNanoseconds: interval)
     }
 }

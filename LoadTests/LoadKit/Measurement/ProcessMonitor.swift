@@ -18,8 +18,8 @@ public struct ProcessUsage: Sendable, Codable, Equatable {
 /// seconds, resident set and its peak, every `interval`.
 ///
 /// Thread-safe: ``start()``, ``stop()`` and ``usage()`` may be called from any thread; the
-/// sampling thread is woken and joined by ``stop()``, so none outlives it. A process that
-/// exits keeps the figures of its last sample.
+/// sampling thread is woken and joined by ``stop()``, so none outlives it (call it: the thread
+/// keeps the monitor alive until then). A process that exits keeps the figures of its last sample.
 public final class ProcessMonitor: Sendable {
     private struct Watched {
         var pid: Int32

@@ -56,6 +56,7 @@ public struct LatencyHistogram: Sendable, Equatable {
     /// The value at or below which `p` percent (0...100) of the samples fall, within the
     /// histogram's error; exact for 0 (the min) and 100 (the max). 0 when empty.
     public func percentile(_ p: Double) -> Int64 {
+        precondition(!p.isNaN, "a percentile must be a number")
         guard count > 0 else { return 0 }
         if p >= 100 { return max }
         if p <= 0 { return min }

@@ -1,4 +1,5 @@
 import Foundation
+import LoadKit
 import MockAPNs
 import Synchronization
 import TouchlineCore

@@ -1,4 +1,5 @@
 import Foundation
+import LoadKit
 import MockAPNs
 
 /// `touchline-mock-apns` running as a separate process, so that benchmarks measure the client
@@ -40,52 +41,18 @@ final class MockProcess {
                                   "--initial-streams", "1000"] + extraArguments, cpus: cpus)
     }
 
-    /// Latency figures of one endpoint, in ms, from the mock's `--arrival-latency` report.
-    struct ArrivalLatency {
-        var count: Int
-        var p50: Double
-        var p99: Double
-        var max: Double
-    }
-
-    /// Asks the mock (started with `--arrival-latency FIELD`) for the arrival latencies since the
-    /// last report, per endpoint name; the mock then starts a new period.
-    func takeArrivalLatency() throws -> [String: ArrivalLatency] {
+    /// Asks the mock for its arrival report since the last one (answers by status, accepted
+    /// pushes and, with `--arrival-latency FIELD`, their latencies, per endpoint and priority);
+    /// the mock then starts a new period.
+    func takeArrivalReport() throws -> ArrivalReport {
         child.send(signal: SIGUSR1)
-        let text = try child.waitForOutput(through: MockAPNsArrivalReport.endMarker, timeout: 10)
-        var rows: [String: ArrivalLatency] = [:]
-        // "arrival latency broadcast: count 2000, p50 0.412 ms, p99 1.234 ms, max 5.600 ms"
-        for line in text.split(separator: "\n") where line.hasPrefix("arrival latency ") && line.contains(": count ") {
-            let parts = line.dropFirst("arrival latency ".count).split(separator: ":", maxSplits: 1)
-            let numbers = parts[1].split(whereSeparator: { $0 == " " || $0 == "," }).compactMap { Double($0) }
-            guard numbers.count == 4 else { throw LoadError("cannot read the mock's latency line: \(line)") }
-            rows[String(parts[0])] = ArrivalLatency(count: Int(numbers[0]), p50: numbers[1], p99: numbers[2], max: numbers[3])
-        }
-        return rows
+        return try ArrivalReport(output: child.waitForOutput(through: ArrivalReport.endMarker, timeout: 10))
     }
 
     var pid: Int32 { child.process.processIdentifier }
     var cpuSeconds: Double { child.cpuSeconds }
     var peakResidentBytes: Int { child.peakResidentBytes }
     func stop() { child.stop() }
-}
-
-/// CPU seconds of a process from /proc/PID/stat (fields 14 and 15, in clock ticks).
-func processCPUSeconds(pid: Int32) -> Double {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = stat.lastIndex(of: ")") else { return 0 }
-    let fields = stat[stat.index(after: close)...].split(separator: " ")
-    // After the command name, field 3 (state) is index 0, so utime (14) is index 11.
-    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-}
-
-/// VmHWM (peak resident set) of a process, in bytes.
-func processPeakResidentBytes(pid: Int32) -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-          let kb = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return 0 }
-    return kb * 1024
 }
 
 /// A benchmark could not run; the message says why.

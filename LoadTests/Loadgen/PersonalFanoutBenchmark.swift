@@ -155,7 +155,7 @@ struct PersonalFanoutBenchmark {
         report(String(format: "isolation: %d channels x %.0f events/s = %.0f broadcasts/s for %.1f s, %d connections, %d round(s); "
                      + "ingest→APNs from the event's send to the mock's arrival", options.channels, options.eventsPerChannelPerSecond,
                      Double(options.channels) * options.eventsPerChannelPerSecond, seconds, options.latencyConnections, rounds.count))
-        _ = try mock.takeArrivalLatency()
+        _ = try mock.takeArrivalReport()
         var p99s: [[Double]] = [[], []]
         var complete = true
         for phases in rounds {
@@ -174,7 +174,8 @@ struct PersonalFanoutBenchmark {
                     if left == 0 { note += "; it drained too early: raise --tokens" }
                 }
                 Thread.sleep(forTimeInterval: 1)
-                guard let arrived = try mock.takeArrivalLatency()["broadcast"] else { throw LoadError("the mock measured no broadcast") }
+                let arrived = try mock.takeArrivalReport().latency(endpoint: "broadcast").summary
+                guard arrived.count > 0 else { throw LoadError("the mock measured no broadcast") }
                 if arrived.count != timings.count { complete = false }
                 p99s[index].append(arrived.p99)
                 let acknowledged = Percentiles(timings.map(\.acknowledged))

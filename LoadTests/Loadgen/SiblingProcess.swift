@@ -1,4 +1,5 @@
 import Foundation
+import LoadKit
 import Synchronization
 
 /// One of the project's executables, started from the folder of `touchline-load` as a process of

@@ -58,9 +58,15 @@ public struct MockAPNsCommandLine: Sendable {
       --print-counters          print answer counts by endpoint, status and reason on exit
       --arrival-latency FIELD   measure arrival latency from a Unix-nanosecond timestamp the
                                 sender puts in the payload as "FIELD": N (e.g. in the
-                                content-state) of accepted pushes; SIGUSR1 prints p50/p99/max
-                                per endpoint since the last report and starts over
+                                content-state) of accepted pushes
       --help                    show this help
+
+    Signals:
+      SIGUSR1                   print the arrival report since the last one and start a new
+                                period: one line "arrival report: {json}" (per endpoint the
+                                answers by status; per endpoint and apns-priority the accepted
+                                pushes and, with --arrival-latency, their latencies, per
+                                second), then "arrival report end"
     """
 
     /// Parses `arguments` (without the program name).

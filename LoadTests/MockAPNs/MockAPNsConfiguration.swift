@@ -119,8 +119,8 @@ public struct MockAPNsConfiguration: Sendable {
     public var clock: any WallClock
     public var faults: Faults
     /// A payload member holding the sender's Unix time in nanoseconds (`"sentAt": N`): every
-    /// accepted push carrying it adds a sample of arrival latency (``MockAPNsServer/takeArrivalLatencyReport()``).
-    /// Nil: nothing is measured.
+    /// accepted push carrying it adds a sample of arrival latency (``MockAPNsServer/takeArrivalReport()``).
+    /// Nil: no latency is measured (arrivals and statuses still are).
     public var arrivalLatencyField: String?
 
     public init(bundleID: String, teamID: String, keys: [ProviderKey], certificateFile: String? = nil, privateKeyFile: String? = nil,

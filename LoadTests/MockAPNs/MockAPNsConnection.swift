@@ -17,6 +17,7 @@ final class MockAPNsConnection: @unchecked Sendable {
     // would cost a retain and a release each time.
     private let shared: MockAPNsShared
     private let counters: MockAPNsCounterShard
+    private let arrivals: MockAPNsArrivalShard
     private let loop: EventLoop
     private var http2: HTTP2ServerConnection?
     private var tokens = ProviderTokenSession()
@@ -42,6 +43,7 @@ final class MockAPNsConnection: @unchecked Sendable {
         self.worker = worker
         shared = worker.shared
         counters = worker.counters
+        arrivals = worker.arrivals
         loop = worker.loop
         let configuration = worker.shared.configuration
         faults = configuration.faults
@@ -165,9 +167,9 @@ final class MockAPNsConnection: @unchecked Sendable {
 
     private func record(_ request: HTTP2ServerRequest, _ answer: MockAPNsAnswer, receivedAt: UnixTime) {
         counters.count(endpoint: answer.endpoint, reason: answer.reason)
-        if let arrivalLatency = shared.arrivalLatency, (200..<300).contains(answer.status) {
-            arrivalLatency.record(request.body, endpoint: answer.endpoint, arrivedAt: receivedAt)
-        }
+        let accepted = (200..<300).contains(answer.status)
+        arrivals.record(endpoint: answer.endpoint, status: answer.status, priority: accepted ? answer.facts.priority : nil,
+                        sentAt: accepted ? shared.timestampField?.value(in: request.body) : nil, at: receivedAt.nanoseconds)
         guard shared.recording.isEnabled else { return }
         shared.recording.append(MockAPNsRecordedRequest(
             connection: number, port: port, endpoint: answer.endpoint, streamID: request.streamID,

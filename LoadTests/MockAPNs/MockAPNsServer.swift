@@ -1,4 +1,5 @@
 import Foundation
+import LoadKit
 import Synchronization
 import TouchlineCore
 import TouchlineRuntime
@@ -32,6 +33,7 @@ public final class MockAPNsServer: Sendable {
     private struct Observed {
         var shared: MockAPNsShared
         var counters: [MockAPNsCounterShard]
+        var arrivals: [MockAPNsArrivalShard]
     }
 
     public let configuration: MockAPNsConfiguration
@@ -64,7 +66,8 @@ public final class MockAPNsServer: Sendable {
         }
         let shared = try MockAPNsShared(configuration: configuration, tls: tls)
         let loops = (0..<configuration.threads).map { EventLoop.start(name: "mock-apns-\($0)") }
-        let workers = loops.map { MockAPNsWorker(loop: $0, shared: shared) }
+        let arrivalPeriod = MeasurementPeriod(startNanoseconds: configuration.clock.now().nanoseconds)
+        let workers = loops.map { MockAPNsWorker(loop: $0, shared: shared, arrivalPeriod: arrivalPeriod) }
         let dealer = SocketDealer(workers: workers)
         let host = configuration.host
         let listeners: [TCPListener]
@@ -80,7 +83,7 @@ public final class MockAPNsServer: Sendable {
         }
         let addresses = Addresses(host: host, pushPort: listeners[0].port, managementPort: listeners[1].port, caFile: caFile)
         running.withLock { $0 = Running(loops: loops, workers: workers, listeners: listeners, addresses: addresses) }
-        observed.withLock { $0 = Observed(shared: shared, counters: workers.map(\.counters)) }
+        observed.withLock { $0 = Observed(shared: shared, counters: workers.map(\.counters), arrivals: workers.map(\.arrivals)) }
         return addresses
     }
 
@@ -120,10 +123,22 @@ public final class MockAPNsServer: Sendable {
         state.counters.forEach { $0.reset() }
     }
 
-    /// Arrival latencies since the last call (or the start), per endpoint, then forgets them;
-    /// empty unless ``MockAPNsConfiguration/arrivalLatencyField`` is set.
-    public func takeArrivalLatencyReport() -> MockAPNsArrivalReport {
-        observed.withLock { $0?.shared.arrivalLatency }?.takeReport() ?? MockAPNsArrivalReport(rows: [])
+    /// What arrived since the last call (or the start), merged over the worker loops: answers by
+    /// status per endpoint, accepted requests per second by endpoint and priority, and their
+    /// latencies when ``MockAPNsConfiguration/arrivalLatencyField`` is set. Starts a new period
+    /// (also after ``stop()``); empty before ``start()``.
+    public func takeArrivalReport() -> ArrivalReport {
+        let now = configuration.clock.now().nanoseconds
+        let next = MeasurementPeriod(startNanoseconds: now)
+        // Under the lock, so that two callers cannot split the workers between their periods.
+        return observed.withLock { observed in
+            guard let shards = observed?.arrivals, let first = shards.first else {
+                return ArrivalReport(period: next, endNanoseconds: now, endpoints: [])
+            }
+            var tally = first.take(startingNew: next)
+            for shard in shards.dropFirst() { tally.merge(shard.take(startingNew: next)) }
+            return tally.report(endNanoseconds: now)
+        }
     }
 
     /// Live channels: id -> message storage policy.

@@ -1,3 +1,4 @@
+import LoadKit
 import Synchronization
 import TouchlineRuntime
 
@@ -11,7 +12,7 @@ final class MockAPNsShared: Sendable {
     let registry: MockAPNsRegistry
     let recording: MockAPNsRecording
     /// Nil unless ``MockAPNsConfiguration/arrivalLatencyField`` is set.
-    let arrivalLatency: MockAPNsArrivalLatency?
+    let timestampField: MockAPNsTimestampField?
     private let connectionNumbers = Atomic(0)
 
     init(configuration: MockAPNsConfiguration, tls: TLSContext) throws(MockAPNsSetupError) {
@@ -22,7 +23,7 @@ final class MockAPNsShared: Sendable {
         registry = try MockAPNsRegistry(channelLimit: configuration.channelLimit, unregisteredTokens: configuration.faults.unregisteredTokens,
                                         since: configuration.clock.now(), channelsFile: configuration.channelsFile)
         recording = MockAPNsRecording(capacity: configuration.recordingCapacity)
-        arrivalLatency = configuration.arrivalLatencyField.map(MockAPNsArrivalLatency.init(field:))
+        timestampField = configuration.arrivalLatencyField.map(MockAPNsTimestampField.init(name:))
     }
 
     /// 1, 2, 3... in accept order across all loops.
@@ -43,11 +44,14 @@ final class MockAPNsWorker: @unchecked Sendable {
     let loop: EventLoop
     let shared: MockAPNsShared
     let counters = MockAPNsCounterShard()
+    let arrivals: MockAPNsArrivalShard
     private var connections: [ObjectIdentifier: MockAPNsConnection] = [:]
 
-    init(loop: EventLoop, shared: MockAPNsShared) {
+    /// `arrivalPeriod`: the measuring period the server's arrival report starts with.
+    init(loop: EventLoop, shared: MockAPNsShared, arrivalPeriod: MeasurementPeriod) {
         self.loop = loop
         self.shared = shared
+        arrivals = MockAPNsArrivalShard(period: arrivalPeriod)
     }
 
     /// Takes over an accepted socket (on this worker's loop).

@@ -35,7 +35,7 @@ if configuration.certificateFile == nil {
 }
 
 // Block the signals before any loop thread exists, so that only sigwait below sees them:
-// SIGINT and SIGTERM stop, SIGUSR1 prints the arrival latency report.
+// SIGINT and SIGTERM stop, SIGUSR1 prints the arrival report.
 var handledSignals = sigset_t()
 sigemptyset(&handledSignals)
 sigaddset(&handledSignals, SIGINT)
@@ -59,7 +59,7 @@ fflush(nil)
 
 var received: Int32 = 0
 while sigwait(&handledSignals, &received) == 0, received == SIGUSR1 {
-    print(server.takeArrivalLatencyReport())
+    print(server.takeArrivalReport().printed)
     fflush(nil)
 }
 server.stop()

@@ -43,6 +43,8 @@ import Testing
             #expect(schedule.eventCounts[kind] == schedule.events.count { $0.kind == kind })
         }
         #expect(schedule.importanceCounts.values.reduce(0, +) == schedule.events.count)
+        #expect(schedule.eventsPerMatch.reduce(0, +) == schedule.events.count)
+        #expect(schedule.eventsPerMatch[5] == schedule.events.count { $0.match == 5 })
     }
 
     @Test func kickoffsAreSpreadOverTheFirstSeconds() {

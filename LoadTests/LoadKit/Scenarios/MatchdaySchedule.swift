@@ -39,6 +39,13 @@ public struct MatchdaySchedule: Sendable {
     /// When the last end is due, from the start of the run.
     public var lastEndOffsetNanoseconds: Int64 { matches.map(\.endOffsetNanoseconds).max() ?? 0 }
 
+    /// Events of each match, by match index (the end not included).
+    public var eventsPerMatch: [Int] {
+        var counts = [Int](repeating: 0, count: matches.count)
+        for event in events { counts[event.match] += 1 }
+        return counts
+    }
+
     /// Events of each importance.
     public var importanceCounts: [MatchdayImportance: Int] {
         var counts = Dictionary(uniqueKeysWithValues: MatchdayImportance.allCases.map { ($0, 0) })

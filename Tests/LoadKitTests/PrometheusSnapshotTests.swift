@@ -91,10 +91,14 @@ import Testing
             .replacingOccurrences(of: #"touchline_priority_budget_remaining{channel="match-0001"} 6"#,
                                   with: #"touchline_priority_budget_remaining{channel="match-0001"} 2"#)
             .replacingOccurrences(of: #"{priority="10",le="+Inf"} 6"#, with: #"{priority="10",le="+Inf"} 9"#)
+            .replacingOccurrences(of: #"{channel="match-0002"} 118"#, with: #"{channel="match-0002"} 5"#)
             + "\ntouchline_pushes_sent_total{channel=\"match-0003\",priority=\"5\"} 7\n"
         let phase = try PrometheusSnapshot(parsing: later).since(before)
         #expect(phase.sum("touchline_pushes_sent_total", by: "priority") == ["5": 62, "10": 0])
         #expect(phase.value("touchline_pushes_sent_total", ["channel": "match-0003", "priority": "5"]) == 7)
+        // A counter that went down was reset by a restart: all of it is new.
+        #expect(phase.value("touchline_events_received_total", ["channel": "match-0002"]) == 5)
+        #expect(phase.value("touchline_events_received_total", ["channel": "match-0001"]) == 0)
         // Gauges are read as they are now.
         #expect(phase.value("touchline_priority_budget_remaining", ["channel": "match-0001"]) == 2)
         #expect(phase.value("touchline_provider_token_age_seconds") == 12.5)

@@ -122,15 +122,17 @@ public struct PrometheusSnapshot: Sendable {
     }
 
     /// What happened between `earlier` and this snapshot: counters and histograms as the
-    /// increase (a series new since `earlier` counts from 0), gauges and untyped series as they
-    /// are now. Series gone since `earlier` are left out.
+    /// increase (a series new since `earlier` counts from 0, and so does one that went down: the
+    /// process restarted), gauges and untyped series as they are now. Series gone since
+    /// `earlier` are left out.
     public func since(_ earlier: PrometheusSnapshot) -> PrometheusSnapshot {
         var before: [String: [[String: String]: Double]] = [:]
         for sample in earlier.samples { before[sample.name, default: [:]][sample.labels] = sample.value }
         let changes = samples.map { sample -> PrometheusSample in
             guard isCumulative(sample.name) else { return sample }
             var change = sample
-            change.value -= before[sample.name]?[sample.labels] ?? 0
+            let previous = before[sample.name]?[sample.labels] ?? 0
+            if sample.value >= previous { change.value -= previous }
             return change
         }
         return PrometheusSnapshot(samples: changes, types: types)

@@ -3,7 +3,7 @@ import LoadKit
 import Testing
 
 @Suite struct MatchdayScheduleTests {
-    static let schedule = MatchdaySchedule()
+    static let schedule = try! MatchdaySchedule()
 
     private static func options(seed: UInt64, matches: Int = 20) -> MatchdayOptions {
         var options = MatchdayOptions()
@@ -21,16 +21,16 @@ import Testing
         for (name, value) in patch { state[name] = value is NSNull ? nil : value }
     }
 
-    @Test func theSameSeedGivesTheSameMatchDay() {
-        let first = MatchdaySchedule(options: Self.options(seed: 7))
-        let second = MatchdaySchedule(options: Self.options(seed: 7))
+    @Test func theSameSeedGivesTheSameMatchDay() throws {
+        let first = try MatchdaySchedule(options: Self.options(seed: 7))
+        let second = try MatchdaySchedule(options: Self.options(seed: 7))
         #expect(first.events == second.events)
         #expect(first.matches == second.matches)
     }
 
-    @Test func anotherSeedGivesAnotherMatchDay() {
-        let first = MatchdaySchedule(options: Self.options(seed: 7))
-        let second = MatchdaySchedule(options: Self.options(seed: 8))
+    @Test func anotherSeedGivesAnotherMatchDay() throws {
+        let first = try MatchdaySchedule(options: Self.options(seed: 7))
+        let second = try MatchdaySchedule(options: Self.options(seed: 8))
         #expect(first.events != second.events)
         #expect(first.matches.map(\.kickoffOffsetNanoseconds) != second.matches.map(\.kickoffOffsetNanoseconds))
     }
@@ -105,7 +105,7 @@ import Testing
     }
 
     @Test func everyBodyIsValidJSONAndTheFinalStateHasTheScore() throws {
-        let schedule = MatchdaySchedule(options: Self.options(seed: 3, matches: 40))
+        let schedule = try MatchdaySchedule(options: Self.options(seed: 3, matches: 40))
         var states = try schedule.matches.map { match -> [String: Any] in
             let create = try Self.json(match.createBody)
             #expect(Set(create.keys) == ["id", "storagePolicy", "initialState"])
@@ -156,7 +156,22 @@ import Testing
     @Test func aPolicyOptionGoesIntoTheCreateBody() throws {
         var options = Self.options(seed: 1, matches: 2)
         options.policyJSON = #"{"minimumIntervalSeconds":1,"burst":3}"#
-        let create = try Self.json(MatchdaySchedule(options: options).matches[0].createBody)
+        let create = try Self.json(try MatchdaySchedule(options: options).matches[0].createBody)
         #expect((create["policy"] as? [String: Any])?["burst"] as? Int == 3)
+    }
+
+    @Test func optionsThatMakeNoMatchDayAreRefusedWithTheReason() {
+        var options = MatchdayOptions()
+        options.statsJitterSeconds = 5
+        #expect(throws: MatchdayOptions.Invalid.self) { try MatchdaySchedule(options: options) }
+        options = MatchdayOptions()
+        options.clockTickSeconds = 0
+        #expect { try MatchdaySchedule(options: options) } throws: { "\($0)".contains("clock tick") }
+        options = MatchdayOptions()
+        options.channelPrefix = "match/"
+        #expect { try MatchdaySchedule(options: options) } throws: { "\($0)".contains("channel prefix") }
+        options = MatchdayOptions()
+        options.matches = 0
+        #expect { try MatchdaySchedule(options: options) } throws: { "\($0)".contains("matches must be at least 1") }
     }
 }

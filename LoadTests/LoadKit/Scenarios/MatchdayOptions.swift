@@ -38,4 +38,29 @@ public struct MatchdayOptions: Sendable, Equatable {
     public var seed: UInt64 = 1
 
     public init() {}
+
+    /// Options that cannot make a match day, with the reason.
+    public struct Invalid: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Throws when a value would make no match day, or one that never ends.
+    public func validate() throws(Invalid) {
+        func require(_ condition: Bool, _ reason: String) throws(Invalid) {
+            guard condition else { throw Invalid(description: "matchday options: \(reason)") }
+        }
+        try require(matches >= 1, "matches must be at least 1, got \(matches)")
+        try require(matchSeconds > 0 && halfTimeSeconds >= 0 && kickoffSpreadSeconds >= 0,
+                    "match length must be positive, half time and kickoff spread not negative")
+        try require(clockTickSeconds > 0, "the clock tick interval must be positive, got \(clockTickSeconds)")
+        try require(statsJitterSeconds >= 0 && statsIntervalSeconds - statsJitterSeconds > 0,
+                    "stats need an interval larger than their jitter, got \(statsIntervalSeconds) ± \(statsJitterSeconds)")
+        try require([goalsPerMatch, yellowCardsPerMatch, redCardsPerMatch].allSatisfy { $0 >= 0 && $0 <= 50 },
+                    "incident means must be between 0 and 50 per match")
+        try require(substitutionsPerTeam.lowerBound >= 0 && endDelaySeconds.lowerBound >= 0 && dismissAfterSeconds >= 0,
+                    "substitutions, end delay and dismissal must not be negative")
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:")
+        try require(channelPrefix.allSatisfy(allowed.contains) && channelPrefix.count + String(matches).count <= 128,
+                    "the channel prefix may hold only A-Z a-z 0-9 - _ . : and leave room for the match number")
+    }
 }

@@ -15,7 +15,9 @@ public struct MatchdaySchedule: Sendable {
     /// How many events of each kind the schedule holds (every kind present, 0 if none).
     public let eventCounts: [MatchdayEvent.Kind: Int]
 
-    public init(options: MatchdayOptions = MatchdayOptions()) {
+    /// Throws when the options cannot make a match day (``MatchdayOptions/validate()``).
+    public init(options: MatchdayOptions = MatchdayOptions()) throws(MatchdayOptions.Invalid) {
+        try options.validate()
         self.options = options
         var seeds = SeededRandom(seed: options.seed)
         var matches: [MatchdayMatch] = []

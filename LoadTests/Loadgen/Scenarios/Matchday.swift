@@ -21,24 +21,24 @@ struct Matchday {
     let settings: LoadSettings
 
     func run() throws -> ScenarioResult {
-        let schedule = MatchdaySchedule(options: options.schedule)
+        let schedule: MatchdaySchedule
+        do { schedule = try MatchdaySchedule(options: options.schedule) } catch { throw LoadError("matchday: \(error)") }
         let stage = try LoadStage(settings: settings)
         let gateway = try stage.startGateway(extraArguments: ["--metrics", #"{"maxChannelLabels": \#(schedule.matches.count + 100)}"#])
-        let api = try gateway.connect()
         let log = ScenarioLog(Self.name)
         log.say(String(format: "%d matches of %.0f s, %d events, over %d connections; %@", schedule.matches.count, options.schedule.matchSeconds,
                        schedule.events.count, options.connections, settings.placement.description))
 
         var timeline = ScenarioTimeline()
-        let before = try Self.scrape(api)
+        let before = try Self.scrape(gateway)
         let phase = try PhaseMeasurement(stage: stage)
         let traffic = try MatchdayTraffic(schedule: schedule, connections: options.connections, connect: gateway.connector).run()
         // The last states wait for their channel's rate limit and the ends for APNs: wait
         // until every channel has ended (its end push delivered), at most 30 s.
-        let ended = try Self.waitUntilEnded(schedule.matches.count, api: api)
+        let ended = try Self.waitUntilEnded(schedule.matches.count, gateway: gateway)
         let figures = try phase.finish()
         timeline.add(figures, label: "match day")
-        let metrics = try Self.scrape(api).since(before)
+        let metrics = try Self.scrape(gateway).since(before)
         log.say(String(format: "%d events in %.1f s, %d broadcasts; %d of %d channels ended", traffic.eventsSent.values.reduce(0, +),
                        traffic.seconds, figures.arrivals.arrivals(endpoint: "broadcast").total, ended, schedule.matches.count))
 
@@ -110,18 +110,19 @@ struct Matchday {
                     + "for the ingest→APNs latency; sports events exercise the same path after their reducer."])
     }
 
-    /// The gateway's `/metrics`.
-    private static func scrape(_ api: HTTPLoadClient) throws -> PrometheusSnapshot {
-        let response = try api.send("GET", "/metrics")
+    /// The gateway's `/metrics`, over a connection of its own (the gateway closes keep-alive
+    /// connections left idle as long as a match day).
+    private static func scrape(_ gateway: GatewayTarget) throws -> PrometheusSnapshot {
+        let response = try gateway.connect().send("GET", "/metrics")
         guard response.status == 200 else { throw LoadError("GET /metrics answered \(response.status): \(response.text.prefix(200))") }
         do { return try PrometheusSnapshot(parsing: response.text) } catch { throw LoadError("\(error)") }
     }
 
     /// Polls `touchline_channels{status="ended"}` until `count` channels ended or 30 s passed.
-    private static func waitUntilEnded(_ count: Int, api: HTTPLoadClient) throws -> Int {
+    private static func waitUntilEnded(_ count: Int, gateway: GatewayTarget) throws -> Int {
         let deadline = monotonicNanoseconds() + 30_000_000_000
         while true {
-            let ended = Int(try scrape(api).sum("touchline_channels", matching: ["status": "ended"]))
+            let ended = Int(try scrape(gateway).sum("touchline_channels", matching: ["status": "ended"]))
             if ended >= count || monotonicNanoseconds() > deadline { return ended }
             Thread.sleep(forTimeInterval: 0.25)
         }

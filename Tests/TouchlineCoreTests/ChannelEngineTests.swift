@@ -35,6 +35,15 @@ struct VirtualShell {
         now = time
     }
 
+    /// Fires the armed timer at `time`, before its deadline: a loop timer can run a little ahead
+    /// of the wall clock the engine reads.
+    mutating func fireTimerEarly(at time: UnixTime) {
+        guard timer != nil else { return }
+        timer = nil
+        now = time
+        perform(engine.tick(now: now))
+    }
+
     /// Sets the wall clock without firing timers (it may go backwards).
     mutating func setClock(_ time: UnixTime) { now = time }
 
@@ -130,6 +139,21 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
         #expect(counters.powerConsideratePushes == allowed && counters.immediatePushes == 0)
         #expect(counters.coalesced == events - allowed)
         #expect(counters.rateLimitDeferrals == 30)
+    }
+
+    /// A timer that fires a little before its deadline by the engine's clock must be armed again:
+    /// the engine used to keep believing it was armed, and the deferred push (here an end) never
+    /// went. Found by the matchday load test: a few channels stayed `ending` for good.
+    @Test func aTimerFiringEarlyIsArmedAgainAndTheDeferredPushStillGoes() throws {
+        var shell = VirtualShell(policy: policy, start: t0)
+        try spendTheBurst(&shell)
+        try shell.end(match(minute: 90))
+        let due = try #require(shell.timer)
+        shell.fireTimerEarly(at: due - .microseconds(300))
+        #expect(shell.timer == due)
+        shell.advance(to: due)
+        #expect(shell.sent.last?.event == "end")
+        #expect(shell.sent.count == policy.burst + 1)
     }
 
     @Test func criticalChangesAlertAtPriorityTenUntilTheBudgetIsSpentThenGoAtFive() throws {

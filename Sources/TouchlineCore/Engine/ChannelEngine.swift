@@ -138,9 +138,12 @@ public struct ChannelEngine: Sendable {
         return finish(pump(now: now))
     }
 
-    /// The timer armed by `.armTimer` fired (early or late calls are harmless).
+    /// The timer armed by `.armTimer` fired, or the channel was resumed: whatever was armed is
+    /// spent. A loop timer may fire a little before its deadline by this engine's wall clock;
+    /// the pace then still says "not yet" and the timer is armed again for the same time (were
+    /// it kept as armed, nothing would ever fire again). Extra calls are harmless.
     public mutating func tick(now: UnixTime) -> [Action] {
-        if let armed = armedTimer, armed <= now { armedTimer = nil }
+        armedTimer = nil
         return finish(pump(now: now))
     }
 

@@ -9,9 +9,6 @@ struct LoadRun {
 
     func finish(_ scenarios: [() async throws -> ScenarioResult]) async -> Never {
         let started = Date()
-        if let clients = settings.placement.clients {
-            do { try pinThisProcess(to: clients) } catch { fail("\(error)") }
-        }
         var results: [ScenarioResult] = []
         var failure: String?
         for scenario in scenarios {

@@ -4,24 +4,33 @@ import LoadKit
 import MockAPNs
 import TouchlineCore
 
-/// The processes of one scenario, started fresh for it: the mock APNs (on CPUs of its own), the
-/// gateway (`touchline serve`) unless the run targets a gateway of the user's, and what both
-/// need (keys, certificates, a data directory). Stopped and removed when released.
+/// The processes of one scenario, started fresh for it: the mock APNs, the gateway
+/// (`touchline serve`), and what both need (keys, certificates, a data directory). Stopped and
+/// removed when released.
+///
+/// Scenarios whose mock does heavy work (a million device pushes, an h2load ceiling race) pin it
+/// to CPUs of its own, so that it does not compete with the clients it measures; the others let
+/// every process use every CPU, so the gateway has the whole machine.
 final class LoadStage {
     let settings: LoadSettings
+    /// Where this stage's processes, and this load generator, run.
+    let placement: CPUPlacement
     let directory: String
     let key: MockAPNsProviderKeyFiles.Files
     let mock: MockProcess
     /// The gateway this stage started.
     private(set) var gatewayProcess: GatewayProcess?
 
-    /// Starts the mock with `mockThreads` loops (default: its CPUs' count) and `--arrival-latency sentAt`.
-    init(settings: LoadSettings, mockThreads: Int? = nil) throws {
+    /// Starts the mock with `mockThreads` loops (default: its CPUs' count) and `--arrival-latency
+    /// sentAt`, on CPUs of its own when `pinMock` (and the run allows pinning).
+    init(settings: LoadSettings, pinMock: Bool, mockThreads: Int? = nil) throws {
         self.settings = settings
+        placement = pinMock ? settings.placement : .shared(cpus: settings.placement.cpus)
+        try pinThisProcess(to: placement.clients ?? "0-\(placement.cpus - 1)")
         directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         key = try MockAPNsProviderKeyFiles.generate(keyID: LoadIdentity.keyID, in: directory)
-        mock = try MockProcess(directory: directory, key: key, threads: mockThreads ?? settings.placement.mockCPUCount,
-                               extraArguments: ["--arrival-latency", "sentAt"], cpus: settings.placement.mock)
+        mock = try MockProcess(directory: directory, key: key, threads: mockThreads ?? placement.mockCPUCount,
+                               extraArguments: ["--arrival-latency", "sentAt"], cpus: placement.mock)
     }
 
     deinit {
@@ -37,7 +46,7 @@ final class LoadStage {
         let gateway = try GatewayProcess(directory: directory, adminKey: adminKey, key: key, host: "127.0.0.1", pushPort: mock.pushPort,
                                          managementPort: mock.managementPort, caFile: mock.caFile,
                                          extraArguments: (settings.gatewayConfig.map { ["--config", $0] } ?? []) + extraArguments,
-                                         cpus: settings.placement.clients, executable: settings.gatewayBinary)
+                                         cpus: placement.clients, executable: settings.gatewayBinary)
         gatewayProcess = gateway
         return GatewayTarget(host: "127.0.0.1", port: gateway.port, adminKey: adminKey)
     }
@@ -81,7 +90,7 @@ final class LoadStage {
                        ("apns-push-type", "liveactivity"), ("apns-topic", LoadIdentity.bundleID + ".push-type.liveactivity"),
                        ("content-type", "application/json"), ("apns-priority", String(pushes.priority))]
         let result = try H2Load.run(requests: pushes.tokens.count, concurrency: streams, connections: connections, uriFile: uriFile,
-                                    bodyFile: bodyFile, headers: headers, niceness: niceness, cpus: settings.placement.clients)
+                                    bodyFile: bodyFile, headers: headers, niceness: niceness, cpus: placement.clients)
         guard result.succeeded == pushes.tokens.count else {
             throw LoadError("h2load got \(result.succeeded) of \(pushes.tokens.count) 2xx answers")
         }

@@ -26,7 +26,7 @@ struct ClientCeiling {
     let settings: LoadSettings
 
     func run() async throws -> ScenarioResult {
-        let stage = try LoadStage(settings: settings, mockThreads: options.mockThreads)
+        let stage = try LoadStage(settings: settings, pinMock: true, mockThreads: options.mockThreads)
         let mock = stage.mock
         let configuration = APNsConfiguration(keyPath: stage.key.privateKeyFile, keyID: LoadIdentity.keyID, teamID: LoadIdentity.teamID,
                                               bundleID: LoadIdentity.bundleID,
@@ -44,7 +44,7 @@ struct ClientCeiling {
                                             payload: LoadPayloads.update(bytes: options.bodyBytes), priority: 5)
         let log = ScenarioLog(Self.name)
         log.say("\(options.requests) device pushes per round, 1 connection, \(options.concurrency) streams, \(pushes.payload.count)-byte bodies, "
-                + "\(options.rounds) rounds; \(settings.placement.description)")
+                + "\(options.rounds) rounds; \(stage.placement.description)")
 
         var timeline = ScenarioTimeline()
         var ours: [Double] = [], theirs: [Double] = []
@@ -75,7 +75,7 @@ struct ClientCeiling {
             description: "Touchline's APNs client versus h2load against the same mock: device pushes with unique token paths over one connection",
             parameters: [.init(name: "requests per round", value: String(options.requests)), .init(name: "streams", value: String(options.concurrency)),
                          .init(name: "rounds", value: String(options.rounds)), .init(name: "body bytes", value: String(pushes.payload.count)),
-                         .init(name: "placement", value: settings.placement.description)],
+                         .init(name: "placement", value: stage.placement.description)],
             durationSeconds: timeline.seconds,
             throughputs: [.init(name: "Touchline APNs client", unit: "pushes/s", value: median(ours), ceilingRatio: ratio),
                           .init(name: "h2load", unit: "pushes/s", value: median(theirs), ceilingRatio: 1)],

@@ -29,10 +29,10 @@ struct IngestBurst {
     let settings: LoadSettings
 
     func run() throws -> ScenarioResult {
-        let stage = try LoadStage(settings: settings)
+        let stage = try LoadStage(settings: settings, pinMock: false)
         let gateway = try stage.startGateway()
         let log = ScenarioLog(Self.name)
-        log.say("\(options.channels) channels, \(options.connections) connections x batches of \(options.batchSize); \(settings.placement.description)")
+        log.say("\(options.channels) channels, \(options.connections) connections x batches of \(options.batchSize); \(stage.placement.description)")
         let burstChannels = (0..<options.channels).map { String(format: "burst-%05d", $0) }
         let latencyChannels = (0..<options.channels).map { String(format: "paced-%05d", $0) }
         try ChannelCreation.create(burstChannels, connect: gateway.connector)
@@ -69,7 +69,7 @@ struct IngestBurst {
             parameters: [.init(name: "channels", value: String(options.channels)), .init(name: "connections", value: String(options.connections)),
                          .init(name: "batch", value: String(options.batchSize)), .init(name: "burst seconds", value: String(options.burstSeconds)),
                          .init(name: "paced events", value: "\(options.eventsPerChannelPerSecond)/s per channel for \(options.latencySeconds) s"),
-                         .init(name: "placement", value: settings.placement.description)],
+                         .init(name: "placement", value: stage.placement.description)],
             durationSeconds: timeline.seconds,
             throughputs: [.init(name: "durable ingest", unit: "events/s", value: burst.rate, ceilingRatio: burst.rate / ceiling.requestsPerSecond),
                           .init(name: "broadcasts during the burst", unit: "pushes/s", value: pushRate, ceilingRatio: pushRate / ceiling.requestsPerSecond),

@@ -39,14 +39,14 @@ struct KickoffStorm {
     var niceness: Int { PersonalQueueSettings().niceness }
 
     func run() throws -> ScenarioResult {
-        let stage = try LoadStage(settings: settings, mockThreads: options.mockThreads)
+        let stage = try LoadStage(settings: settings, pinMock: true, mockThreads: options.mockThreads)
         let gateway = try stage.startGateway(extraArguments: [
             "--personal-queue", #"{"connections": \#(connections), "maxInFlight": \#(inFlight), "niceness": \#(niceness)}"#,
         ])
         let api = try gateway.connect()
         let log = ScenarioLog(Self.name)
         log.say("\(options.tokens) push-to-start tokens following \(Self.follow); \(options.matches) match channels; "
-                + "\(connections) connections x \(inFlight / connections) streams at niceness \(niceness); \(settings.placement.description)")
+                + "\(connections) connections x \(inFlight / connections) streams at niceness \(niceness); \(stage.placement.description)")
 
         let tokens = (0..<options.tokens).map { String(format: "%064x", $0 + 1) }
         let registration = try TokenRegistration(batchSize: options.registrationBatch).register(tokens, follow: Self.follow,
@@ -105,7 +105,8 @@ struct KickoffStorm {
                            round.alone.summary.p99, round.storm.summary.p99, round.isolationRatio, round.leftWhenEventsEnded))
             rounds.append(round)
         }
-        return result(rounds: rounds, timeline: timeline, registrationSeconds: registration, gatewayPeak: stage.gatewayProcess?.peakResidentBytes)
+        return result(rounds: rounds, timeline: timeline, registrationSeconds: registration, gatewayPeak: stage.gatewayProcess?.peakResidentBytes,
+                      placement: stage.placement)
     }
 
     /// What one round measured.
@@ -127,7 +128,8 @@ struct KickoffStorm {
         var isolationRatio: Double { storm.summary.p99 / alone.summary.p99 }
     }
 
-    private func result(rounds: [Round], timeline: ScenarioTimeline, registrationSeconds: Double, gatewayPeak: Int?) -> ScenarioResult {
+    private func result(rounds: [Round], timeline: ScenarioTimeline, registrationSeconds: Double, gatewayPeak: Int?,
+                        placement: CPUPlacement) -> ScenarioResult {
         let fanOut = median(rounds.map(\.fanOutRate)), ceiling = median(rounds.map(\.ceilingRate))
         let stormRate = median(rounds.map(\.stormFanOutRate))
         let aloneP99 = median(rounds.map(\.alone.summary.p99)), stormP99 = median(rounds.map(\.storm.summary.p99))
@@ -154,7 +156,7 @@ struct KickoffStorm {
                          .init(name: "events per match per second", value: String(options.eventsPerMatchPerSecond)),
                          .init(name: "personal connections x streams", value: "\(connections) x \(inFlight / connections)"),
                          .init(name: "personal niceness", value: String(niceness)),
-                         .init(name: "placement", value: settings.placement.description)],
+                         .init(name: "placement", value: placement.description)],
             durationSeconds: timeline.seconds,
             throughputs: [.init(name: "kickoff fan-out, no broadcasts", unit: "pushes/s", value: fanOut, ceilingRatio: fanOut / ceiling),
                           .init(name: "kickoff fan-out during the matches", unit: "pushes/s", value: stormRate, ceilingRatio: stormRate / ceiling),

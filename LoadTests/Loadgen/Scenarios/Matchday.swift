@@ -23,11 +23,11 @@ struct Matchday {
     func run() throws -> ScenarioResult {
         let schedule: MatchdaySchedule
         do { schedule = try MatchdaySchedule(options: options.schedule) } catch { throw LoadError("matchday: \(error)") }
-        let stage = try LoadStage(settings: settings)
+        let stage = try LoadStage(settings: settings, pinMock: false)
         let gateway = try stage.startGateway(extraArguments: ["--metrics", #"{"maxChannelLabels": \#(schedule.matches.count + 100)}"#])
         let log = ScenarioLog(Self.name)
         log.say(String(format: "%d matches of %.0f s, %d events, over %d connections; %@", schedule.matches.count, options.schedule.matchSeconds,
-                       schedule.events.count, options.connections, settings.placement.description))
+                       schedule.events.count, options.connections, stage.placement.description))
 
         var timeline = ScenarioTimeline()
         let before = try Self.scrape(gateway)
@@ -46,11 +46,11 @@ struct Matchday {
         let ceiling = try stage.standardCeiling()
         timeline.add(try ceilingPhase.finish(), label: "h2load ceiling")
         return result(schedule: schedule, traffic: traffic, figures: figures, metrics: metrics, ended: ended,
-                      ceiling: ceiling.requestsPerSecond, timeline: timeline)
+                      ceiling: ceiling.requestsPerSecond, timeline: timeline, placement: stage.placement)
     }
 
     private func result(schedule: MatchdaySchedule, traffic: MatchdayTraffic.Result, figures: PhaseFigures, metrics: PrometheusSnapshot,
-                        ended: Int, ceiling: Double, timeline: ScenarioTimeline) -> ScenarioResult {
+                        ended: Int, ceiling: Double, timeline: ScenarioTimeline, placement: CPUPlacement) -> ScenarioResult {
         let events = traffic.eventsSent.values.reduce(0, +)
         let broadcasts = figures.arrivals.arrivals(endpoint: "broadcast").total
         let eventRate = Double(events) / traffic.seconds, pushRate = Double(broadcasts) / traffic.seconds
@@ -73,7 +73,7 @@ struct Matchday {
                                                                    options.schedule.matchSeconds, options.schedule.halfTimeSeconds)),
                          .init(name: "connections", value: String(options.connections)), .init(name: "seed", value: String(options.schedule.seed)),
                          .init(name: "channel policy", value: options.schedule.policyJSON ?? "the gateway's default"),
-                         .init(name: "placement", value: settings.placement.description)],
+                         .init(name: "placement", value: placement.description)],
             durationSeconds: timeline.seconds,
             throughputs: [.init(name: "events posted", unit: "events/s", value: eventRate, ceilingRatio: eventRate / ceiling),
                           .init(name: "broadcasts arrived", unit: "pushes/s", value: pushRate, ceilingRatio: pushRate / ceiling),

@@ -116,15 +116,15 @@ extension GatewayService {
     }
 
     private func showPersonalJob(_ request: HTTPRequest, id: String) throws(HTTPError) {
-        let job: PersonalJobRecord?
-        do { job = try tokenReader.job(id: id) } catch {
+        let job: (status: PersonalJobStatus, counts: PersonalJobCounts)?
+        do { job = try tokenReader.jobProgress(id: id) } catch {
             throw HTTPError(status: 500, code: "store_failed", message: "reading the job failed: \(error)")
         }
         guard let job else { throw HTTPError(status: 404, code: "job_not_found", message: "no personal job with id '\(id)'") }
         let counts = job.counts
         let failed = counts.failed.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, .integer($0.value)) }
         request.respond(.json(status: 200, .object([
-            .init("jobId", .string(job.id)), .init("status", .string(job.status.rawValue)),
+            .init("jobId", .string(id)), .init("status", .string(job.status.rawValue)),
             .init("targeted", .integer(counts.targeted)), .init("sent", .integer(counts.sent)), .init("failed", .object(failed)),
             .init("expired", .integer(counts.expired)), .init("pending", .integer(counts.pending)),
         ])))

@@ -62,6 +62,23 @@ public final class SQLiteTokenReader: @unchecked Sendable {
         }
     }
 
+    /// A job's status and counts only, for `GET /v1/personal/{job}`: clients poll it during a
+    /// fan-out, and the whole record carries the payload and the tokens ended after the cursor
+    /// (thousands in a large fan-out).
+    public func jobProgress(id: String) throws(StoreError) -> (status: PersonalJobStatus, counts: PersonalJobCounts)? {
+        try StoreError.wrapping {
+            try connection.query("SELECT status, targeted, sent, failed, expired, pending FROM personal_jobs WHERE id = ?", [.text(id)]) { row in
+                guard let status = row.text(at: 0).flatMap(PersonalJobStatus.init(rawValue:)),
+                      let failed = PersonalJobCounts.failed(fromJSON: row.text(at: 3) ?? "") else {
+                    throw SQLiteError(code: SQLITE_CORRUPT, message: "personal job \"\(id)\" has an unreadable status or failure counts",
+                                      statement: nil)
+                }
+                return (status: status, counts: PersonalJobCounts(targeted: row.int64(at: 1), sent: row.int64(at: 2), failed: failed,
+                                                                  expired: row.int64(at: 4), pending: row.int64(at: 5)))
+            }.first
+        }
+    }
+
     public func job(id: String) throws(StoreError) -> PersonalJobRecord? {
         try StoreError.wrapping {
             try connection.query("SELECT \(PersonalJobRows.columns) FROM personal_jobs WHERE id = ?", [.text(id)],

@@ -92,6 +92,8 @@ struct KickoffStorm {
                 let broadcasts = figures.arrivals.latency(endpoint: "broadcast")
                 round.complete = round.complete && broadcasts.count == timings.count && left != 0
                 round.acknowledged.append(contentsOf: timings.map(\.acknowledged))
+                let acknowledged = LatencyHistogram(milliseconds: timings.map(\.acknowledged)).summary.p99
+                if storm { round.stormAcknowledgedP99 = acknowledged } else { round.aloneAcknowledgedP99 = acknowledged }
                 if storm {
                     round.storm = broadcasts
                     round.stormFanOutRate = drained.map { Double($0.sent) / $0.seconds } ?? 0
@@ -100,9 +102,10 @@ struct KickoffStorm {
                     round.alone = broadcasts
                 }
             }
-            log.say(String(format: "round %d: kickoff %.0f pushes/s, h2load %.0f req/s (%.2f); broadcast p99 alone %.2f ms, during the storm %.2f ms (%.2f); "
-                           + "%d pushes still queued when the events ended", number, round.fanOutRate, round.ceilingRate, round.rateRatio,
-                           round.alone.summary.p99, round.storm.summary.p99, round.isolationRatio, round.leftWhenEventsEnded))
+            log.say(String(format: "round %d: kickoff %.0f pushes/s, h2load %.0f req/s (%.2f); broadcast p99 alone %.2f ms, during the storm %.2f ms (%.2f), "
+                           + "of which send → 202 %.2f and %.2f ms; %d pushes still queued when the events ended", number, round.fanOutRate,
+                           round.ceilingRate, round.rateRatio, round.alone.summary.p99, round.storm.summary.p99, round.isolationRatio,
+                           round.aloneAcknowledgedP99, round.stormAcknowledgedP99, round.leftWhenEventsEnded))
             rounds.append(round)
         }
         return result(rounds: rounds, timeline: timeline, registrationSeconds: registration, gatewayPeak: stage.gatewayProcess?.peakResidentBytes,
@@ -120,6 +123,9 @@ struct KickoffStorm {
         var alone = LatencyHistogram()
         var storm = LatencyHistogram()
         var acknowledged: [Double] = []
+        /// Event sent → 202, p99 of each phase: the part of the latency spent before the commit.
+        var aloneAcknowledgedP99 = 0.0
+        var stormAcknowledgedP99 = 0.0
         var leftWhenEventsEnded = 0
         /// Every paced event arrived as a broadcast, and the storm outlasted the events.
         var complete = true

@@ -52,6 +52,7 @@ let package = Package(
         .testTarget(name: "TouchlineHTTPTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "DeployTests"),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
+        .testTarget(name: "LoadScenarioTests", dependencies: ["LoadKit"]),
         .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineStore", "APNs", "HTTP2", "MockAPNs", "TouchlineRuntime", "TouchlineCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -29,6 +29,8 @@ let usage = """
     matchday:
       --matches N             concurrent matches (default 300)
       --match-seconds N       real seconds per match, the 90 minutes compressed (default 90)
+      --half-time-seconds N   real seconds of half time (default 8)
+      --kickoff-spread N      kickoffs spread over the first N seconds (default 10)
       --seed N                the schedule's random seed (default 1)
     kickoff-storm:
       --tokens N              push-to-start tokens following the kickoff's topic (default 1000000)
@@ -108,6 +110,8 @@ while let flag = flags.next() {
     case (_, "--gateway-binary"): settings.gatewayBinary = flags.value(after: flag)
     case ("matchday", "--matches"): matchday.schedule.matches = flags.positiveInteger(after: flag)
     case ("matchday", "--match-seconds"): matchday.schedule.matchSeconds = Double(flags.positiveInteger(after: flag))
+    case ("matchday", "--half-time-seconds"): matchday.schedule.halfTimeSeconds = Double(flags.positiveInteger(after: flag))
+    case ("matchday", "--kickoff-spread"): matchday.schedule.kickoffSpreadSeconds = Double(flags.positiveInteger(after: flag))
     case ("matchday", "--seed"): matchday.schedule.seed = UInt64(flags.positiveInteger(after: flag))
     case ("kickoff-storm", "--tokens"): storm.tokens = flags.positiveInteger(after: flag)
     case ("kickoff-storm", "--rounds"): storm.rounds = flags.positiveInteger(after: flag)

@@ -1,0 +1,74 @@
+import Foundation
+import LoadKit
+import Testing
+
+/// `touchline-load` as users run it: real gateway and mock processes, a small run of each
+/// scenario, and the results folder it leaves. Figures are not judged here (a debug build on a
+/// shared machine); what is checked is that the run ends by itself and its report is whole.
+@Suite(.serialized) struct LoadScenarioTests {
+    static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        .appendingPathComponent("touchline-load").path
+
+    /// Runs `touchline-load` with `arguments`; returns its exit status and output.
+    func run(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.executable)
+        process.arguments = arguments
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let text = output.fileHandleForReading.readDataToEndOfFile()
+        let errorText = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: text, as: UTF8.self), String(decoding: errorText, as: UTF8.self))
+    }
+
+    func report(under root: String) throws -> BenchmarkReport {
+        try BenchmarkReport.decode(fromJSON: Data(contentsOf: URL(fileURLWithPath: root + "/latest/result.json")))
+    }
+
+    @Test func aSmallMatchDayEndsEveryMatchAndWritesItsReport() throws {
+        let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let result = try run(["matchday", "--matches", "4", "--match-seconds", "10", "--half-time-seconds", "2", "--kickoff-spread", "2",
+                              "--results", root])
+        #expect(result.status == 0, "\(result.errors)")
+        let report = try report(under: root)
+        let scenario = try #require(report.scenarios.first)
+        #expect(scenario.name == "matchday")
+        let ended = try #require(scenario.checks.first { $0.name == "matches ended at APNs" })
+        #expect(ended.measured == 1)
+        #expect(scenario.throughputs.contains { $0.name == "broadcasts arrived" && $0.value > 0 })
+        #expect(scenario.series.contains { $0.kind == .latency && !$0.timeSeries.values.isEmpty })
+        for file in ["summary.md", "matchday.svg"] {
+            #expect(FileManager.default.fileExists(atPath: root + "/latest/" + file))
+        }
+        #expect(result.output.contains("results: "))
+    }
+
+    @Test func aSmallKickoffStormSendsEveryPushAndComparesWithH2load() throws {
+        let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let result = try run(["kickoff-storm", "--tokens", "5000", "--rounds", "1", "--matches", "20", "--results", root])
+        #expect(result.status == 0, "\(result.errors)")
+        let scenario = try #require(try report(under: root).scenarios.first)
+        let fanOut = try #require(scenario.throughputs.first { $0.name == "kickoff fan-out, no broadcasts" })
+        #expect(fanOut.value > 0 && (fanOut.ceilingRatio ?? 0) > 0)
+        #expect(scenario.checks.map(\.name) == ["kickoff fan-out / h2load", "broadcast p99 during the storm / alone",
+                                                "every event broadcast, storm outlasting the events"])
+        #expect(scenario.latencies.allSatisfy { $0.summary.count > 0 })
+    }
+
+    @Test func badOptionsGetAOneLineMessageAndStatus64() throws {
+        for (arguments, message) in [(["matchday", "--matches", "0"], "--matches needs a positive whole number"),
+                                     (["penalty-shootout"], "unknown scenario 'penalty-shootout'"),
+                                     (["ingest-burst", "--tokens", "5"], "unknown option '--tokens' for ingest-burst"),
+                                     (["matchday", "--gateway-config", "/nonexistent/touchline.json"], "cannot read /nonexistent/touchline.json")] {
+            let result = try run(arguments)
+            #expect(result.status == 64)
+            #expect(result.errors.contains(message), "\(arguments): \(result.errors)")
+            #expect(result.errors.split(separator: "\n").count == 1)
+        }
+    }
+}

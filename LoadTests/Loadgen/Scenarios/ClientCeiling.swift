@@ -81,8 +81,6 @@ struct ClientCeiling {
                           .init(name: "h2load", unit: "pushes/s", value: median(theirs), ceilingRatio: 1)],
             processes: [.init(name: "Touchline client (touchline-load)", cpuSeconds: median(ourCPU) * Double(options.requests) / 1e6,
                               cpuMicrosecondsPerOperation: median(ourCPU), peakRSSBytes: processPeakResidentBytes(pid: getpid())),
-                        .init(name: "h2load", cpuSeconds: median(theirCPU) * Double(options.requests) / 1e6,
-                              cpuMicrosecondsPerOperation: median(theirCPU), peakRSSBytes: 0),
                         .init(name: "mock APNs", cpuSeconds: mock.cpuSeconds, peakRSSBytes: mock.peakResidentBytes)],
             tables: [.init(title: "Rounds", columns: ["round", "touchline req/s", "µs CPU/req", "h2load req/s", "µs CPU/req", "ratio"], rows: rows),
                      timeline.phaseTable],

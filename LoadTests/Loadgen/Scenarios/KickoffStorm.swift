@@ -68,6 +68,7 @@ struct KickoffStorm {
             timeline.add(figures, label: "kickoff \(number)")
             round.fanOutRate = Double(alone.sent) / alone.seconds
             round.fanOutProcesses = figures.processRows(operations: tokens.count)
+            round.gatewayCPUPerPush = figures.cpuSeconds(of: "gateway") * 1e6 / Double(tokens.count)
             // The ceiling.
             phase = try PhaseMeasurement(stage: stage)
             let reference = try stage.ceiling(pushes, connections: connections, streams: inFlight / connections, niceness: niceness)
@@ -118,6 +119,7 @@ struct KickoffStorm {
         var ceilingRate = 0.0
         var stormFanOutRate = 0.0
         var fanOutProcesses: [ScenarioResult.ProcessUsage] = []
+        var gatewayCPUPerPush = 0.0
         var h2loadCPUPerPush = 0.0
         var mockCPUPerPushUnderH2Load = 0.0
         var alone = LatencyHistogram()
@@ -145,11 +147,9 @@ struct KickoffStorm {
             storm.merge(round.storm)
         }
         let complete = rounds.allSatisfy(\.complete)
-        var processes = rounds.last?.fanOutProcesses ?? []
-        processes.append(.init(name: "h2load", cpuSeconds: median(rounds.map(\.h2loadCPUPerPush)) * Double(options.tokens) / 1e6,
-                               cpuMicrosecondsPerOperation: median(rounds.map(\.h2loadCPUPerPush)), peakRSSBytes: 0))
         let perRound = rounds.enumerated().map { index, round in
-            [String(index + 1), format(round.fanOutRate), format(round.ceilingRate), String(format: "%.2f", round.rateRatio),
+            [String(index + 1), format(round.fanOutRate), String(format: "%.2f", round.gatewayCPUPerPush), format(round.ceilingRate),
+             String(format: "%.2f", round.h2loadCPUPerPush), String(format: "%.2f", round.mockCPUPerPushUnderH2Load), String(format: "%.2f", round.rateRatio),
              String(format: "%.2f", round.alone.summary.p99), String(format: "%.2f", round.storm.summary.p99),
              String(format: "%.2f", round.isolationRatio), format(round.stormFanOutRate), String(round.leftWhenEventsEnded)]
         }
@@ -171,9 +171,11 @@ struct KickoffStorm {
             latencies: [.init(name: "broadcast ingest→APNs, matches alone", summary: alone.summary, note: "event sent → mock received the broadcast"),
                         .init(name: "broadcast ingest→APNs, during the storm", summary: storm.summary),
                         .init(name: "event sent → 202 (durable)", summary: LatencyHistogram(milliseconds: rounds.flatMap(\.acknowledged)).summary)],
-            processes: processes,
-            tables: [.init(title: "Rounds", columns: ["round", "kickoff pushes/s", "h2load pushes/s", "ratio", "p99 alone ms", "p99 storm ms",
-                                                      "p99 ratio", "storm pushes/s", "queued at the events' end"], rows: perRound)],
+            processes: rounds.last?.fanOutProcesses ?? [],
+            tables: [.init(title: "Rounds (CPU in µs per push)", columns: ["round", "kickoff pushes/s", "gateway CPU", "h2load pushes/s", "h2load CPU",
+                                                                         "mock CPU under h2load", "ratio", "p99 alone ms", "p99 storm ms",
+                                                                         "p99 ratio", "storm pushes/s", "queued at the events' end"], rows: perRound),
+                     timeline.phaseTable],
             series: timeline.series,
             checks: [.init(name: "kickoff fan-out / h2load", measured: fanOut / ceiling, target: options.rateTarget, comparison: .atLeast),
                      .init(name: "broadcast p99 during the storm / alone", measured: stormP99 / aloneP99, target: options.isolationTarget,

@@ -1,6 +1,7 @@
 #include "CShims.h"
 #include <openssl/err.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 int tl_ssl_set_sni(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
 
@@ -42,3 +43,5 @@ void tl_ssl_last_error(char *buf, size_t len) {
 #include <unistd.h>
 
 pid_t tl_thread_id(void) { return (pid_t)syscall(SYS_gettid); }
+
+void tl_set_thread_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }

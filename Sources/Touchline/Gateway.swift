@@ -90,7 +90,8 @@ public final class Gateway: Sendable {
         let personalStore: StoreWriter
         let reader: SQLiteChannelReader
         do {
-            personalStore = try StoreWriter(path: personalPath)
+            // The personal queue's commits (saves, registrations) give way to the broadcast path's, like its loop.
+            personalStore = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness))
             do {
                 reader = try SQLiteChannelReader(path: store.path)
             } catch {

@@ -57,9 +57,9 @@ public final class EventLoop: @unchecked Sendable {
         let loop = EventLoop(name: name)
         let started = DispatchSemaphore(value: 0)
         let thread = Thread {
+            nameCurrentThread(name)
             loop.run(onStart: { started.signal() })
         }
-        thread.name = name
         thread.stackSize = 1 << 22
         thread.start()
         started.wait()
@@ -73,7 +73,7 @@ public final class EventLoop: @unchecked Sendable {
     /// threads one by one), so that under CPU contention the other loops run first. Lowering
     /// needs no privilege. Returns false if the system refused.
     public func lowerThreadPriority(niceness: Int32) throws -> Bool {
-        try sync { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(tl_thread_id()), niceness) == 0 }
+        try sync { lowerCurrentThreadPriority(niceness: niceness) }
     }
 
     private func run(onStart: () -> Void) {

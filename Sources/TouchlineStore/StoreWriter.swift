@@ -50,7 +50,9 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     /// Opens (creating if needed) the database at `path`, brings its schema up to date and starts
     /// the writer thread. `synchronous: .normal` keeps committed data across a process crash
     /// (`kill -9`); `.full` also across power loss, at the cost of an fsync per group commit.
-    public init(path: String, synchronous: SQLiteSynchronous = .normal) throws(StoreError) {
+    /// `niceness` above 0 lowers the writer's and the checkpointer's CPU priority: a store whose
+    /// commits nobody waits for urgently (the personal queue's) then gives way to the others.
+    public init(path: String, synchronous: SQLiteSynchronous = .normal, niceness: Int32 = 0) throws(StoreError) {
         self.path = path
         connection = try StoreError.wrapping {
             let connection = try SQLiteConnection(path: path, synchronous: synchronous)
@@ -58,9 +60,12 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
             try connection.execute("PRAGMA wal_autocheckpoint=0")
             return connection
         }
-        checkpointer = try StoreError.wrapping { try WALCheckpointer(path: path, synchronous: synchronous) }
-        let thread = Thread { [self] in run() }
-        thread.name = "store-writer"
+        checkpointer = try StoreError.wrapping { try WALCheckpointer(path: path, synchronous: synchronous, niceness: niceness) }
+        let thread = Thread { [self] in
+            nameCurrentThread("store-writer")
+            if niceness > 0 { _ = lowerCurrentThreadPriority(niceness: niceness) }
+            run()
+        }
         thread.start()
     }
 

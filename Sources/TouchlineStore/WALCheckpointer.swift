@@ -15,12 +15,16 @@ final class WALCheckpointer: @unchecked Sendable {
     private let stopRequested = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
-    /// Opens a second connection to `path` and starts checkpointing every `interval`.
-    init(path: String, synchronous: SQLiteSynchronous, interval: Duration = .milliseconds(250)) throws {
+    /// Opens a second connection to `path` and starts checkpointing every `interval`, at CPU
+    /// priority `niceness`.
+    init(path: String, synchronous: SQLiteSynchronous, niceness: Int32 = 0, interval: Duration = .milliseconds(250)) throws {
         connection = try SQLiteConnection(path: path, synchronous: synchronous)
         self.interval = interval
-        let thread = Thread { [self] in run() }
-        thread.name = "store-checkpoint"
+        let thread = Thread { [self] in
+            nameCurrentThread("wal-checkpoint")
+            if niceness > 0 { _ = lowerCurrentThreadPriority(niceness: niceness) }
+            run()
+        }
         thread.start()
     }
 

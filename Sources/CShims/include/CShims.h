@@ -20,6 +20,8 @@ void tl_ssl_last_error(char *buf, size_t len);
 
 /// The calling thread's kernel id (what setpriority takes for one thread).
 pid_t tl_thread_id(void);
+/// Names the calling thread for the system (at most 15 bytes are kept; longer names are cut).
+void tl_set_thread_name(const char *name);
 /// Generates a P-256 key: the private half as unencrypted PKCS#8 PEM (an APNs .p8, mode 0600),
 /// the public half as PEM (skipped when public_path is NULL). 0, or -1 with a message in err.
 int tl_dev_write_p256_key(const char *private_path, const char *public_path, char *err, size_t len);

@@ -34,8 +34,9 @@ let usage = """
       --seed N                the schedule's random seed (default 1)
     kickoff-storm:
       --tokens N              push-to-start tokens following the kickoff's topic (default 1000000)
-      --rounds N              rounds of kickoff, h2load, matches alone, matches through a kickoff (default 2)
+      --rounds N              rounds of kickoff, h2load, matches alone, matches through a kickoff (default 3)
       --matches N             broadcasting match channels (default 500)
+      --mock-threads N        the mock's event loops (default: one per CPU it may use)
       --personal-connections N, --personal-in-flight N
                               the gateway's personal queue, and h2load's connections and streams
                               (default: the gateway's defaults, 2 and 1000)
@@ -48,6 +49,7 @@ let usage = """
       --requests N            pushes per round (default 200000)
       --concurrency N         streams in flight (default 100)
       --rounds N              rounds per client (default 5)
+      --mock-threads N        the mock's event loops (default: one per CPU it may use)
     """
 
 func fail(_ message: String) -> Never {
@@ -116,6 +118,8 @@ while let flag = flags.next() {
     case ("kickoff-storm", "--tokens"): storm.tokens = flags.positiveInteger(after: flag)
     case ("kickoff-storm", "--rounds"): storm.rounds = flags.positiveInteger(after: flag)
     case ("kickoff-storm", "--matches"): storm.matches = flags.positiveInteger(after: flag)
+    case ("kickoff-storm", "--mock-threads"): storm.mockThreads = flags.positiveInteger(after: flag)
+    case ("client-ceiling", "--mock-threads"): ceiling.mockThreads = flags.positiveInteger(after: flag)
     case ("kickoff-storm", "--personal-connections"): storm.personalConnections = flags.positiveInteger(after: flag)
     case ("kickoff-storm", "--personal-in-flight"): storm.personalInFlight = flags.positiveInteger(after: flag)
     case ("ingest-burst", "--channels"): burst.channels = flags.positiveInteger(after: flag)

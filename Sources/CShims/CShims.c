@@ -2,6 +2,7 @@
 #include <openssl/err.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 
 int tl_ssl_set_sni(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
 
@@ -43,5 +44,22 @@ void tl_ssl_last_error(char *buf, size_t len) {
 #include <unistd.h>
 
 pid_t tl_thread_id(void) { return (pid_t)syscall(SYS_gettid); }
+
+int tl_set_thread_slice(unsigned long long nanoseconds) {
+    struct {
+        unsigned int size, policy;
+        unsigned long long flags;
+        int nice;
+        unsigned int priority;
+        unsigned long long runtime, deadline, period;
+        unsigned int util_min, util_max;
+    } attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.policy = 0; /* SCHED_OTHER */
+    attr.nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+    attr.runtime = nanoseconds;
+    return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
+}
 
 void tl_set_thread_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }

@@ -35,6 +35,10 @@ public final class Gateway: Sendable {
         var port: Int
     }
 
+    /// The time slice the broadcast path's threads ask for: far below the default (1.4 ms on two
+    /// CPUs), so that a goal's commit and push are not held behind the personal queue's work.
+    static let broadcastPathSlice = Duration.microseconds(100)
+
     /// The HTTP server, used on the ingest loop only.
     private struct UncheckedServer: @unchecked Sendable { let server: HTTPServer }
 
@@ -86,7 +90,8 @@ public final class Gateway: Sendable {
         let channelsPath = configuration.dataDirectory + "/touchline.sqlite"
         let personalPath = configuration.dataDirectory + "/personal.sqlite"
         try PersonalStoreSplit.copyLegacyRows(from: channelsPath, to: personalPath)
-        let store = try StoreWriter(path: channelsPath)
+        // Every 202 waits for this writer's commit: it preempts background work when it wakes.
+        let store = try StoreWriter(path: channelsPath, slice: Self.broadcastPathSlice)
         let personalStore: StoreWriter
         let reader: SQLiteChannelReader
         do {
@@ -106,6 +111,12 @@ public final class Gateway: Sendable {
         let broadcastLoop = EventLoop.start(name: "touchline-broadcast")
         let ingestLoop = EventLoop.start(name: "touchline-ingest")
         let personalLoop = EventLoop.start(name: "touchline-personal")
+        // Short time slices, on kernels that honour them: the broadcast path's loops (the ingest
+        // loop also serves the provider API) preempt background work as soon as they wake, and
+        // the personal loop, once preempted... holds a CPU for at most a short slice at a time.
+        for loop in [broadcastLoop, ingestLoop, personalLoop] where (try? loop.requestShortSlices(Self.broadcastPathSlice)) != true {
+            log.warning("the kernel refused short time slices for \(loop.name); a goal may wait behind background work for a time slice")
+        }
         if configuration.personalQueue.niceness > 0,
            (try? personalLoop.lowerThreadPriority(niceness: Int32(configuration.personalQueue.niceness))) != true {
             log.warning("the personal loop's thread priority could not be lowered; it runs at the same priority as the others")

@@ -24,14 +24,16 @@ public struct PersonalQueueSettings: Sendable, Equatable {
     public var niceness: Int
     /// Sends in flight at most, over all jobs, for a second after the broadcast path was slowed
     /// down (an event's commit or a broadcast's hand-off waited `yieldThreshold` or more); 0
-    /// never yields. On a host short of CPU a backlog then leaves the cores to the broadcasts.
+    /// (the default) never yields. Off because, with the broadcast path on short time slices,
+    /// each return to full speed sent a burst that hurt broadcasts more than the yield helped;
+    /// for kernels that do not honour the slices.
     public var yieldInFlight: Int
     /// A wait on the broadcast path that makes the personal queue yield.
     public var yieldThreshold: Duration
 
     public init(connections: Int = 2, maxInFlight: Int = 1_000, window: Int = 10_000, pageSize: Int = 1_000,
                 saveInterval: Duration = .milliseconds(100), delivery: PersonalDeliveryPolicy = PersonalDeliveryPolicy(),
-                niceness: Int = 10, yieldInFlight: Int = 32, yieldThreshold: Duration = .milliseconds(1)) {
+                niceness: Int = 10, yieldInFlight: Int = 0, yieldThreshold: Duration = .milliseconds(1)) {
         self.connections = connections
         self.maxInFlight = maxInFlight
         self.window = window

@@ -76,6 +76,13 @@ public final class EventLoop: @unchecked Sendable {
         try sync { lowerCurrentThreadPriority(niceness: niceness) }
     }
 
+    /// Asks the kernel for short time slices on the loop's thread (see
+    /// ``requestCurrentThreadSlice(_:)``): a loop on the path of a goal then preempts background
+    /// work as soon as it wakes. Returns false if the system refused.
+    public func requestShortSlices(_ slice: Duration) throws -> Bool {
+        try sync { requestCurrentThreadSlice(slice) }
+    }
+
     private func run(onStart: () -> Void) {
         mailbox.withLock { $0.thread = pthread_self() }
         onStart()

@@ -52,7 +52,10 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     /// (`kill -9`); `.full` also across power loss, at the cost of an fsync per group commit.
     /// `niceness` above 0 lowers the writer's and the checkpointer's CPU priority: a store whose
     /// commits nobody waits for urgently (the personal queue's) then gives way to the others.
-    public init(path: String, synchronous: SQLiteSynchronous = .normal, niceness: Int32 = 0) throws(StoreError) {
+    /// `slice` asks for short time slices on the writer thread, for a store whose commits an
+    /// acknowledgement waits for (see `requestCurrentThreadSlice`).
+    public init(path: String, synchronous: SQLiteSynchronous = .normal, niceness: Int32 = 0,
+                slice: Duration? = nil) throws(StoreError) {
         self.path = path
         connection = try StoreError.wrapping {
             let connection = try SQLiteConnection(path: path, synchronous: synchronous)
@@ -64,6 +67,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         let thread = Thread { [self] in
             nameCurrentThread("store-writer")
             if niceness > 0 { _ = lowerCurrentThreadPriority(niceness: niceness) }
+            if let slice { _ = requestCurrentThreadSlice(slice) }
             run()
         }
         thread.start()

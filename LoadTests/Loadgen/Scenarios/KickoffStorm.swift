@@ -13,7 +13,7 @@ import Touchline
 struct KickoffStorm {
     struct Options {
         var tokens = 1_000_000
-        var rounds = 2
+        var rounds = 3
         var registrationBatch = 5_000
         var matches = 500
         var eventsPerMatchPerSecond = 2.0

@@ -22,6 +22,8 @@ void tl_ssl_last_error(char *buf, size_t len);
 pid_t tl_thread_id(void);
 /// Names the calling thread for the system (at most 15 bytes are kept; longer names are cut).
 void tl_set_thread_name(const char *name);
+/// Asks the fair scheduler for a time slice of `nanoseconds` for the calling thread. 0, or -1.
+int tl_set_thread_slice(unsigned long long nanoseconds);
 /// Generates a P-256 key: the private half as unencrypted PKCS#8 PEM (an APNs .p8, mode 0600),
 /// the public half as PEM (skipped when public_path is NULL). 0, or -1 with a message in err.
 int tl_dev_write_p256_key(const char *private_path, const char *public_path, char *err, size_t len);

@@ -141,6 +141,11 @@ struct KickoffStorm {
         let fanOut = median(rounds.map(\.fanOutRate)), ceiling = median(rounds.map(\.ceilingRate))
         let stormRate = median(rounds.map(\.stormFanOutRate))
         let aloneP99 = median(rounds.map(\.alone.summary.p99)), stormP99 = median(rounds.map(\.storm.summary.p99))
+        // Each round's figures are compared with their own baseline, measured just before them on
+        // the same machine state, then the median over the rounds is taken: the baseline of an
+        // idle phase drifts between rounds (its p99 varied from 0.54 to 1.30 ms) more than a
+        // pair does.
+        let rateRatio = median(rounds.map(\.rateRatio)), isolationRatio = median(rounds.map(\.isolationRatio))
         var alone = LatencyHistogram(), storm = LatencyHistogram()
         for round in rounds {
             alone.merge(round.alone)
@@ -177,10 +182,12 @@ struct KickoffStorm {
                                                                          "p99 ratio", "storm pushes/s", "queued at the events' end"], rows: perRound),
                      timeline.phaseTable],
             series: timeline.series,
-            checks: [.init(name: "kickoff fan-out / h2load", measured: fanOut / ceiling, target: options.rateTarget, comparison: .atLeast),
-                     .init(name: "broadcast p99 during the storm / alone", measured: stormP99 / aloneP99, target: options.isolationTarget,
+            checks: [.init(name: "kickoff fan-out / h2load", measured: rateRatio, target: options.rateTarget, comparison: .atLeast),
+                     .init(name: "broadcast p99 during the storm / alone", measured: isolationRatio, target: options.isolationTarget,
                            comparison: .atMost),
                      .init(name: "every event broadcast, storm outlasting the events", measured: complete ? 1 : 0, target: 1, comparison: .atLeast)],
-            notes: gatewayPeak.map { [String(format: "gateway peak RSS %.1f MB", Double($0) / 1e6)] } ?? [])
+            notes: [String(format: "The checks take the median of the per-round ratios (each round against its own baseline); "
+                           + "the ratios of the medians over the rounds are %.2f (fan-out) and %.2f (isolation).", fanOut / ceiling, stormP99 / aloneP99)]
+                + (gatewayPeak.map { [String(format: "Gateway peak RSS %.1f MB.", Double($0) / 1e6)] } ?? []))
     }
 }

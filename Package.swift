@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "Touchline", dependencies: ["TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs", "MockAPNs"]),
         .executableTarget(name: "touchline", dependencies: ["Touchline", "APNs", "MockAPNs", "TouchlineRuntime"]),
 
-        .target(name: "LoadKit", path: "LoadTests/LoadKit"),
+        .target(name: "LoadKit", dependencies: ["TouchlineCore"], path: "LoadTests/LoadKit"),
         .target(name: "MockAPNs", dependencies: ["LoadKit", "TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"],
                 path: "LoadTests/MockAPNs"),
         .executableTarget(name: "touchline-mock-apns", dependencies: ["MockAPNs"], path: "LoadTests/MockAPNsServer"),

@@ -1,24 +1,19 @@
 import Foundation
+import TouchlineCore
 
-/// A small deterministic random generator (SplitMix64) for scenarios that must be replayable
+/// The core's SplitMix64 with the draws a scenario needs, for schedules that must be replayable
 /// from a seed: the same seed gives the same numbers on every machine and toolchain, which the
 /// standard library's generators and its `random(in:using:)` helpers do not promise.
 public struct SeededRandom: Sendable {
-    private var state: UInt64
+    private var generator: SplitMix64
 
-    public init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
     /// The next 64 random bits.
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
+    public mutating func next() -> UInt64 { generator.next() }
 
     /// A uniform number in [0, 1), with 53 random bits.
-    public mutating func unit() -> Double { Double(next() >> 11) * 0x1p-53 }
+    public mutating func unit() -> Double { generator.unit() }
 
     /// A uniform number in [lower, upper).
     public mutating func uniform(_ lower: Double, _ upper: Double) -> Double { lower + (upper - lower) * unit() }

@@ -2,9 +2,9 @@ import Foundation
 
 /// How reports write numbers, the same way in the summary, the standard table and the charts.
 /// Locale-independent, so that a report reads the same on every machine.
-enum ReportNumbers {
+public enum ReportNumbers {
     /// A whole number with thousands separators: `135,377`.
-    static func grouped(_ value: Double) -> String {
+    public static func grouped(_ value: Double) -> String {
         guard value.isFinite else { return nonFinite(value) }
         let rounded = value.rounded()
         guard abs(rounded) < 1e18 else { return String(format: "%.3g", value) }

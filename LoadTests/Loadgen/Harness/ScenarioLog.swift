@@ -14,18 +14,6 @@ struct ScenarioLog {
     }
 }
 
-/// A rate or count with thousands separators: 1,234,567.
-func format(_ value: Double) -> String {
-    let rounded = Int(value.rounded())
-    let digits = String(abs(rounded))
-    var grouped = ""
-    for (index, digit) in digits.enumerated() {
-        if index > 0, (digits.count - index) % 3 == 0 { grouped += "," }
-        grouped.append(digit)
-    }
-    return (rounded < 0 ? "-" : "") + grouped
-}
-
 extension LatencyHistogram {
     /// A histogram of samples given in milliseconds (the load generator's own timings).
     init(milliseconds samples: [Double]) {

@@ -64,9 +64,9 @@ struct ClientCeiling {
             theirs.append(reference.requestsPerSecond)
             ourCPU.append(figures.cpuSeconds(of: "touchline-load") * 1e6 / Double(options.requests))
             theirCPU.append(reference.cpuSeconds * 1e6 / Double(options.requests))
-            rows.append([String(round), format(ours.last!), String(format: "%.2f", ourCPU.last!), format(theirs.last!),
+            rows.append([String(round), ReportNumbers.grouped(ours.last!), String(format: "%.2f", ourCPU.last!), ReportNumbers.grouped(theirs.last!),
                          String(format: "%.2f", theirCPU.last!), String(format: "%.2f", ours.last! / theirs.last!)])
-            log.say(String(format: "round %d: touchline %@ req/s, h2load %@ req/s", round, format(ours.last!), format(theirs.last!)))
+            log.say(String(format: "round %d: touchline %@ req/s, h2load %@ req/s", round, ReportNumbers.grouped(ours.last!), ReportNumbers.grouped(theirs.last!)))
         }
         await apns.shutdown()
         let ratio = median(ours) / median(theirs)

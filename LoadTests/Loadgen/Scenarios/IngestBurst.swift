@@ -43,7 +43,7 @@ struct IngestBurst {
         let burst = try self.burst(burstChannels, connect: gateway.connector)
         let burstFigures = try phase.finish()
         timeline.add(burstFigures, label: "burst")
-        log.say(String(format: "%@ events acknowledged in %.1f s: %@ events/s", format(Double(burst.events)), burst.seconds, format(burst.rate)))
+        log.say(String(format: "%@ events acknowledged in %.1f s: %@ events/s", ReportNumbers.grouped(Double(burst.events)), burst.seconds, ReportNumbers.grouped(burst.rate)))
 
         // The burst channels' last states wait up to one minimum interval for their tokens; let
         // them go out before the latency phase so that they do not share its time.
@@ -80,7 +80,7 @@ struct IngestBurst {
                               note: "stalls of the load generator that the other figures would hide")],
             processes: burstFigures.processRows(operations: burst.events),
             tables: [.init(title: "Coalescing during the burst", columns: ["events acknowledged", "broadcasts sent", "events per push"],
-                           rows: [[format(Double(burst.events)), format(Double(pushesDuringBurst)),
+                           rows: [[ReportNumbers.grouped(Double(burst.events)), ReportNumbers.grouped(Double(pushesDuringBurst)),
                                    String(format: "%.1f", Double(burst.events) / Double(max(1, pushesDuringBurst)))]]),
                      timeline.phaseTable],
             series: [.init(name: "events acknowledged", unit: "events/s", kind: .throughput, timeSeries: burst.perSecond)] + timeline.series,

@@ -153,14 +153,14 @@ struct KickoffStorm {
         }
         let complete = rounds.allSatisfy(\.complete)
         let perRound = rounds.enumerated().map { index, round in
-            [String(index + 1), format(round.fanOutRate), String(format: "%.2f", round.gatewayCPUPerPush), format(round.ceilingRate),
+            [String(index + 1), ReportNumbers.grouped(round.fanOutRate), String(format: "%.2f", round.gatewayCPUPerPush), ReportNumbers.grouped(round.ceilingRate),
              String(format: "%.2f", round.h2loadCPUPerPush), String(format: "%.2f", round.mockCPUPerPushUnderH2Load), String(format: "%.2f", round.rateRatio),
              String(format: "%.2f", round.alone.summary.p99), String(format: "%.2f", round.storm.summary.p99),
-             String(format: "%.2f", round.isolationRatio), format(round.stormFanOutRate), String(round.leftWhenEventsEnded)]
+             String(format: "%.2f", round.isolationRatio), ReportNumbers.grouped(round.stormFanOutRate), String(round.leftWhenEventsEnded)]
         }
         return ScenarioResult(
             name: Self.name,
-            description: "push-to-start to \(format(Double(options.tokens))) tokens at kickoff, alone and while \(options.matches) match channels broadcast; "
+            description: "push-to-start to \(ReportNumbers.grouped(Double(options.tokens))) tokens at kickoff, alone and while \(options.matches) match channels broadcast; "
                 + "h2load with the same payload, token paths and concurrency as the ceiling",
             parameters: [.init(name: "tokens", value: String(options.tokens)), .init(name: "rounds", value: String(options.rounds)),
                          .init(name: "match channels", value: String(options.matches)),

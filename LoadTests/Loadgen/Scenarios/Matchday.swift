@@ -89,14 +89,14 @@ struct Matchday {
             tables: [
                 .init(title: "Events by kind", columns: ["kind", "events"], rows: kinds.map { [$0.key.rawValue, String($0.value)] }),
                 .init(title: "Coalescing (events per push, per channel)", columns: ["events", "pushes", "overall", "min", "median", "max"],
-                      rows: [[format(Double(events)), format(Double(broadcasts)), ratio(Double(events) / Double(max(1, broadcasts))),
+                      rows: [[ReportNumbers.grouped(Double(events)), ReportNumbers.grouped(Double(broadcasts)), ratio(Double(events) / Double(max(1, broadcasts))),
                               ratio(perChannel.first ?? 0), ratio(median(perChannel)), ratio(perChannel.last ?? 0)]]),
                 .init(title: "Priority mix and budget", columns: ["critical events", "priority-10 pushes", "priority-5 pushes", "budget downgrades"],
-                      rows: [[String(critical), format(byPriority["10"] ?? 0), format(byPriority["5"] ?? 0), format(downgrades)]]),
+                      rows: [[String(critical), ReportNumbers.grouped(byPriority["10"] ?? 0), ReportNumbers.grouped(byPriority["5"] ?? 0), ReportNumbers.grouped(downgrades)]]),
                 .init(title: "APNs answers to broadcasts", columns: ["status", "at the mock", "counted by the gateway"],
                       rows: Set(statuses.map(\.key) + gatewayStatuses.map(\.key)).sorted().map { status in
                           [status, String(figures.arrivals.endpoint("broadcast")?.statuses[status] ?? 0),
-                           format(gatewayStatuses.first { $0.key == status }?.value ?? 0)]
+                           ReportNumbers.grouped(gatewayStatuses.first { $0.key == status }?.value ?? 0)]
                       }),
                 timeline.phaseTable,
             ],

@@ -38,9 +38,6 @@ public struct MatchdaySchedule: Sendable {
         eventCounts = counts
     }
 
-    /// When the last end is due, from the start of the run.
-    public var lastEndOffsetNanoseconds: Int64 { matches.map(\.endOffsetNanoseconds).max() ?? 0 }
-
     /// Events of each match, by match index (the end not included).
     public var eventsPerMatch: [Int] {
         var counts = [Int](repeating: 0, count: matches.count)

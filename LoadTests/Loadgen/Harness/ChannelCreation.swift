@@ -11,15 +11,15 @@ enum ChannelCreation {
     /// body from `body` when given; returns each channel's APNs channel id.
     @discardableResult
     static func create(_ ids: [String], policy: String? = nil, connections: Int = 8,
-                       body: (@Sendable (String) -> String)? = nil,
+                       body: (@Sendable (String) -> [UInt8])? = nil,
                        connect: @escaping @Sendable () throws -> HTTPLoadClient) throws -> [String: String] {
         let threads = min(connections, max(1, ids.count))
         let created = try onThreads(threads) { index in
             let client = try connect()
             var apnsIDs: [(String, String)] = []
             for id in stride(from: index, to: ids.count, by: threads).map({ ids[$0] }) {
-                let request = body?(id) ?? (#"{"id":"\#(id)","storagePolicy":"no-storage""# + (policy.map { #","policy":\#($0)"# } ?? "") + "}")
-                let response = try client.send("POST", "/v1/channels", body: Array(request.utf8))
+                let request = body?(id) ?? Array((#"{"id":"\#(id)","storagePolicy":"no-storage""# + (policy.map { #","policy":\#($0)"# } ?? "") + "}").utf8)
+                let response = try client.send("POST", "/v1/channels", body: request)
                 guard response.status == 200 || response.status == 201, let reply = try? JSONParser.parse(response.body),
                       case .string(let apnsID)? = reply[member: "apnsChannelId"] else {
                     throw LoadError("creating channel \(id) answered \(response.status): \(response.text)")

@@ -54,26 +54,10 @@ struct PhaseFigures {
         }
     }
 
-    /// Each process's CPU share over time (resource series, JSON only).
-    var cpuSeries: [ScenarioResult.Series] {
-        processes.map { name, usage in
-            ScenarioResult.Series(name: "\(name) CPU", unit: "CPUs", kind: .resource, timeSeries: usage.cpuShare)
-        }
-    }
-
     /// Accepted pushes per second at `endpoint` (all priorities, or one).
     func arrivalRate(_ endpoint: String, priority: Int? = nil, name: String) -> ScenarioResult.Series {
         ScenarioResult.Series(name: name, unit: "pushes/s", kind: .throughput,
                               timeSeries: arrivals.arrivals(endpoint: endpoint, priority: priority).perSecond)
-    }
-
-    /// ingest→APNs percentiles per second of pushes to `endpoint` that carried a send time.
-    func latencySeries(_ endpoint: String, priority: Int? = nil, label: String, percentiles: [Double] = [50, 99]) -> [ScenarioResult.Series] {
-        guard let timeline = latencyTimeline(endpoint, priority: priority), timeline.count > 0 else { return [] }
-        return percentiles.map { p in
-            ScenarioResult.Series(name: "\(label) p\(p == 99.9 ? "99.9" : String(Int(p)))", unit: "ms", kind: .latency,
-                                  timeSeries: timeline.percentile(p))
-        }
     }
 
     /// The latencies of `endpoint` (one priority or all), merged over the mock's streams.

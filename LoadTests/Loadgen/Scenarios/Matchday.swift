@@ -106,7 +106,9 @@ struct Matchday {
                      .init(name: "critical moments downgraded by the budget", measured: downgrades, target: 0, comparison: .atMost),
                      .init(name: "events per push (coalescing)", measured: Double(events) / Double(max(1, broadcasts)), target: 1,
                            comparison: .atLeast)],
-            notes: ["Events are generic merge patches shaped like the match state, so that each can carry its send time (`sentAt`) "
+            notes: [String(format: "%d channels created in %.2f s before the schedule started; %d ends acknowledged.",
+                           schedule.matches.count, traffic.createSeconds, traffic.endsSent),
+                    "Events are generic merge patches shaped like the match state, so that each can carry its send time (`sentAt`) "
                     + "for the ingest→APNs latency; sports events exercise the same path after their reducer."])
     }
 

@@ -32,8 +32,6 @@ struct MatchdayTraffic {
     struct Result: Sendable {
         /// Events acknowledged with 202, by kind.
         var eventsSent: [MatchdayEvent.Kind: Int]
-        /// Events acknowledged with 202, by match index.
-        var eventsPerMatch: [Int]
         /// Ends acknowledged with 202.
         var endsSent: Int
         /// From just before each event or end request to its 202 (durable), in ms.
@@ -80,7 +78,6 @@ struct MatchdayTraffic {
     /// What one connection did.
     private struct ConnectionResult: Sendable {
         var eventsSent: [MatchdayEvent.Kind: Int] = [:]
-        var eventsPerMatch: [Int: Int] = [:]
         var endsSent = 0
         var acknowledged: [Double] = []
         var lateness: [Double] = []
@@ -90,7 +87,8 @@ struct MatchdayTraffic {
 
     func run() throws -> Result {
         let createStart = monotonicNanoseconds()
-        try createChannels()
+        let bodies = Dictionary(uniqueKeysWithValues: schedule.matches.map { ($0.channelID, $0.createBody) })
+        try ChannelCreation.create(schedule.matches.map(\.channelID), connections: connections, body: { bodies[$0]! }, connect: connect)
         let createSeconds = Double(monotonicNanoseconds() - createStart) / 1e9
         let plans = sendPlans()
         let (schedule, connect) = (schedule, connect)
@@ -106,12 +104,10 @@ struct MatchdayTraffic {
             }
         }
         var eventsSent = Dictionary(uniqueKeysWithValues: MatchdayEvent.Kind.allCases.map { ($0, 0) })
-        var eventsPerMatch = [Int](repeating: 0, count: schedule.matches.count)
         for result in results {
             eventsSent.merge(result.eventsSent, uniquingKeysWith: +)
-            for (match, count) in result.eventsPerMatch { eventsPerMatch[match] += count }
         }
-        let result = Result(eventsSent: eventsSent, eventsPerMatch: eventsPerMatch, endsSent: results.map(\.endsSent).reduce(0, +),
+        let result = Result(eventsSent: eventsSent, endsSent: results.map(\.endsSent).reduce(0, +),
                             acknowledgedMilliseconds: results.flatMap(\.acknowledged), latenessMilliseconds: results.flatMap(\.lateness),
                             createSeconds: createSeconds, startNanoseconds: start,
                             finishNanoseconds: results.map(\.finishedAt).max() ?? start, refusals: results.flatMap(\.refusals))
@@ -121,19 +117,6 @@ struct MatchdayTraffic {
 
     /// Creates the channels over the connections in parallel; a create must answer 201 (or 200
     /// for a channel that already exists as asked).
-    private func createChannels() throws {
-        let (matches, connections, connect) = (schedule.matches, connections, connect)
-        _ = try onThreads(min(connections, matches.count)) { index in
-            let client = try connect()
-            for match in stride(from: index, to: matches.count, by: connections).map({ matches[$0] }) {
-                let response = try client.send("POST", "/v1/channels", body: match.createBody)
-                guard response.status == 201 || response.status == 200 else {
-                    throw LoadError("matchday: creating channel \(match.channelID) answered \(response.status): \(response.text)")
-                }
-            }
-        }
-    }
-
     /// Each connection's requests in the order they are due: its matches' events with their
     /// `seq`, and each match's end.
     private func sendPlans() -> [[Send]] {
@@ -183,7 +166,6 @@ struct MatchdayTraffic {
             result.acknowledged.append(Double(after - before) / 1e6)
             if let index = send.event {
                 result.eventsSent[schedule.events[index].kind, default: 0] += 1
-                result.eventsPerMatch[send.match, default: 0] += 1
             } else {
                 result.endsSent += 1
                 result.finishedAt = after

@@ -8,6 +8,7 @@ final class MockAPNsRegistry: Sendable {
     private struct State {
         var channels: [String: Int] = [:]
         var unregistered: [String: UnixTime] = [:]
+        var foreign: Set<String> = []
         var random = SystemRandomNumberGenerator()
     }
 
@@ -48,6 +49,15 @@ final class MockAPNsRegistry: Sendable {
         guard let channelsFile else { return }
         let json = JSONValue.object(channels.sorted { $0.key < $1.key }.map { .init($0.key, .integer(Int64($0.value))) })
         try? Data(json.encoded).write(to: URL(fileURLWithPath: channelsFile), options: .atomic)
+    }
+
+    /// True for a token marked as another environment's (``MockAPNsServer/disown(token:)``).
+    func isForeign(_ token: String) -> Bool {
+        state.withLock { $0.foreign.isEmpty ? false : $0.foreign.contains(token.lowercased()) }
+    }
+
+    func disown(_ token: String) {
+        _ = state.withLock { $0.foreign.insert(token.lowercased()) }
     }
 
     /// Creates a channel with a fresh random id (16 random bytes, base64), or nil at the limit.

@@ -151,6 +151,12 @@ public final class MockAPNsServer: Sendable {
         observed.withLock { $0?.shared.registry }?.createChannel(storagePolicy: storagePolicy)
     }
 
+    /// From now on, answer pushes to `token` with 400 BadDeviceToken, as APNs answers a
+    /// well-formed token of the other environment or another app.
+    public func disown(token: String) {
+        observed.withLock { $0?.shared.registry }?.disown(token)
+    }
+
     /// From now on, answer pushes to `token` with 410 Unregistered and this timestamp.
     public func unregister(token: String, at time: UnixTime? = nil) {
         observed.withLock { $0?.shared.registry }?.unregister(token, at: time ?? configuration.clock.now())

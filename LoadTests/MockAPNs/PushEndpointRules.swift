@@ -51,6 +51,9 @@ enum DeviceEndpointRules {
         guard tokenHexLength.contains(token.utf8.count), token.utf8.count % 2 == 0, MockAPNsText.isHex(token) else {
             throw MockAPNsRejection(.badDeviceToken, "the device token must be 64 to 200 hex digits (even count)")
         }
+        if registry.isForeign(token) {
+            throw MockAPNsRejection(.badDeviceToken, "the device token belongs to another environment or app")
+        }
         guard let pushType = head.pushType else {
             throw MockAPNsRejection(.missingPushType, "apns-push-type is required (liveactivity for Live Activities)")
         }

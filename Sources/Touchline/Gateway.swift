@@ -91,12 +91,15 @@ public final class Gateway: Sendable {
         let personalPath = configuration.dataDirectory + "/personal.sqlite"
         try PersonalStoreSplit.copyLegacyRows(from: channelsPath, to: personalPath)
         // Every 202 waits for this writer's commit: it preempts background work when it wakes.
-        let store = try StoreWriter(path: channelsPath, slice: Self.broadcastPathSlice)
+        // A test hook (docs/reliability.md): while the named file exists, both stores fail every
+        // commit as a full disk would.
+        let faultFile = ProcessInfo.processInfo.environment["TOUCHLINE_STORE_FAULT_FILE"]
+        let store = try StoreWriter(path: channelsPath, slice: Self.broadcastPathSlice, faultFile: faultFile)
         let personalStore: StoreWriter
         let reader: SQLiteChannelReader
         do {
             // The personal queue's commits (saves, registrations) give way to the broadcast path's, like its loop.
-            personalStore = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness))
+            personalStore = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness), faultFile: faultFile)
             do {
                 reader = try SQLiteChannelReader(path: store.path)
             } catch {

@@ -71,7 +71,7 @@ extension GatewayService {
             do {
                 policy = try ChannelPolicy(json: value, base: defaultPolicy)
             } catch {
-                throw body.invalid("policy", error.predicate)
+                throw body.invalid("policy.\(error.field)", error.problem)
             }
         }
         var attributes: MatchAttributes?
@@ -81,12 +81,14 @@ extension GatewayService {
             }
         }
         var state = try body.object("initialState") ?? (attributes == nil ? .object([]) : MatchContentState.initial.json)
+        try GatewayEventBatch.requireWithinLimits(state, "initialState")
         if attributes != nil {
             do { state = try MatchContentState(json: state).json } catch {
                 throw body.invalid("initialState", "is not a match content-state: \(error.description)")
             }
         }
 
+        try requireWritableStore()
         guard !isReconciling else {
             throw HTTPError(status: 503, code: "reconciling", message: "the gateway is reconciling channel creates after a restart; retry shortly",
                             headers: [("Retry-After", "1")])
@@ -115,7 +117,7 @@ extension GatewayService {
             loop.execute { [self] in
                 if case .failure(let error) = result {
                     channels[id] = nil
-                    return answerWaiters(channel, .error(status: 500, error: "store_failed", message: "saving the channel failed: \(error)"))
+                    return answerWaiters(channel, Self.writeFailed(error, saving: "the channel").response)
                 }
                 callCreate(channel)
             }
@@ -146,7 +148,7 @@ extension GatewayService {
                 store.submit(WriteBatch([.channelCreated(channelID: channel.id, apnsChannelID: apnsID, at: now)])) { [self] stored in
                     loop.execute { [self] in
                         if case .failure(let error) = stored {
-                            return answerWaiters(channel, .error(status: 500, error: "store_failed", message: "saving the APNs channel id failed: \(error)"))
+                            return answerWaiters(channel, Self.writeFailed(error, saving: "the APNs channel id").response)
                         }
                         markCreated(channel, apnsID: apnsID)
                     }
@@ -206,7 +208,7 @@ extension GatewayService {
             store.submit(WriteBatch([.deleteChannel(channelID: id)])) { [self] result in
                 loop.execute { [self] in
                     if case .failure(let error) = result {
-                        request.respond(.error(status: 500, error: "store_failed", message: "deleting the channel failed: \(error)"))
+                        request.respond(Self.writeFailed(error, saving: "the channel's deletion").response)
                         return
                     }
                     channel.timer?.cancel()
@@ -228,88 +230,10 @@ extension GatewayService {
     // MARK: Events
 
     private func events(_ request: HTTPRequest, id: String) throws(HTTPError) {
-        let channel = try channel(request, id: id)
-        guard channel.apnsChannelID != nil else {
-            throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is still being created at APNs")
-        }
-        let now = clock.now()
-        let batch = try GatewayEventBatch(GatewayEventBatch.events(in: request.body), for: channel, now: now)
-        channel.activity.duplicateEvents += batch.duplicates
-        if !batch.accepted.isEmpty { channel.activity.eventsAccepted(at: .now) }
-        let reply: JSONValue = ["accepted": .integer(Int64(batch.accepted.count)), "duplicates": .integer(Int64(batch.duplicates)),
-                                "stale": .array(batch.stale.map(JSONValue.integer)), "lastSeq": .integer(batch.lastSeq)]
-        // Only duplicates and stale events: answer at once, unless an earlier batch they repeat
-        // may still be uncommitted (then the empty write below waits for it, in order).
-        if batch.accepted.isEmpty && channel.uncommittedWrites == 0 {
-            request.respond(.json(status: 202, reply))
-            return
-        }
-        // Applied in memory now so the next batch sees it; acknowledged and acted on after the commit.
-        // The saved state covers every earlier batch, so their log entries go in the same commit.
-        let coveredSeq = channel.lastSeq
-        channel.engine = batch.engine
-        channel.contentState = batch.contentState
-        channel.lastSeq = batch.lastSeq
-        let write = batch.accepted.isEmpty ? WriteBatch()
-            : WriteBatch([.truncateEvents(channelID: id, throughSeq: coveredSeq), .appendEvents(batch.accepted),
-                          .updateState(channel.stateUpdate(at: now))])
-        submitAcknowledged(write, for: channel) { [self] result in
-            if case .failure(let error) = result {
-                request.respond(.error(status: 500, error: "store_failed", message: "the events could not be saved: \(error)"))
-                return
-            }
-            request.respond(.json(status: 202, reply))
-            // The state is already saved with the events: the engine's own `.persist` is skipped.
-            let effects = batch.actions.filter { if case .persist = $0 { false } else { true } }
-            if channels[id] === channel { perform(effects, on: channel) }
-        }
+        take(.events(request, receivedAt: .now), for: try channel(request, id: id))
     }
 
     private func end(_ request: HTTPRequest, id: String) throws(HTTPError) {
-        let channel = try channel(request, id: id)
-        guard channel.apnsChannelID != nil else {
-            throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is still being created at APNs")
-        }
-        let body = try GatewayRequestBody(parsing: request.body.isEmpty ? Array("{}".utf8) : request.body,
-                                          allowed: ["finalState", "event", "dismissAt"])
-        let now = clock.now()
-        var finalState = try body.object("finalState")
-        if let event = try body.object("event") {
-            guard finalState == nil else { throw body.invalid("event", "cannot be given together with 'finalState'") }
-            let parsed: ContentEvent
-            do { parsed = try ContentEvent(json: event) } catch {
-                throw HTTPError(status: 422, code: "invalid_event", message: "event\(error.field.map { ".\($0)" } ?? ""): \(error.description)")
-            }
-            finalState = try GatewayEventBatch.change(parsed, to: channel.contentState, attributes: channel.attributes, now: now, name: "event").state
-        }
-        if let finalState { try GatewayEventBatch.requireMatchState(finalState, on: channel.attributes, name: "finalState") }
-        let dismissAt = try body.integer("dismissAt").map { (seconds: Int64) throws(HTTPError) -> UnixTime in
-            // APNs takes any Unix second, but a date beyond 2100 is certainly a unit mistake (ms?).
-            guard (0...4_102_444_800).contains(seconds) else {
-                throw body.invalid("dismissAt", "must be Unix seconds between 0 and 4102444800 (2100-01-01), got \(seconds)")
-            }
-            return UnixTime(seconds: seconds)
-        }
-        var engine = channel.engine
-        let actions: [ChannelEngine.Action]
-        do {
-            actions = try engine.end(finalState: finalState ?? channel.contentState, dismissAt: dismissAt, now: now)
-        } catch {
-            throw GatewayEventBatch.refusal(error, name: "finalState")
-        }
-        channel.engine = engine
-        if let finalState { channel.contentState = finalState }
-        let status = channel.status
-        channel.persistedStatus = status
-        let write = WriteBatch([.updateState(channel.stateUpdate(at: now)),
-                                .markStatus(channelID: id, status: status, end: ChannelEnd(dismissAt: dismissAt, endedAt: now), at: now)])
-        submitAcknowledged(write, for: channel) { [self] result in
-            if case .failure(let error) = result {
-                request.respond(.error(status: 500, error: "store_failed", message: "the end could not be saved: \(error)"))
-                return
-            }
-            request.respond(.json(status: 202, channel.json(now: clock.now())))
-            if channels[id] === channel { perform(actions, on: channel) }
-        }
+        take(.end(request), for: try channel(request, id: id))
     }
 }

@@ -26,16 +26,23 @@ final class GatewayChannel: @unchecked Sendable {
     /// True once the APNs channel has been deleted (after the end's grace period).
     var apnsDeleted = false
     var brokenReason: String?
+    /// Set when the stored record could not be used at start: the channel is shown as broken
+    /// with this reason and takes nothing but a delete, while every other channel is served.
+    private(set) var damage: String?
     /// Requests waiting for the APNs create call (the first one and idempotent repeats).
     var createWaiters: [HTTPRequest] = []
     var timer: LoopTimer?
     /// A lost create is being matched to an APNs channel (see `reconcileLostCreates`).
     var isAdopting = false
-    /// Event and end writes submitted but not yet committed: while any is out, pushes are held
-    /// back, so nothing reaches APNs before it is durable.
-    var uncommittedWrites = 0
-    /// Pushes the engine handed out while a write was uncommitted, in order.
-    var heldPushes: [ChannelEngine.OutgoingPush] = []
+    /// An acknowledged write (events, an end) is in the store. Until it completes the channel's
+    /// memory stays as the last commit left it and the engine takes no input, so a failed
+    /// commit changes nothing (see `GatewayChannelWrites.swift`).
+    var isWriting = false
+    /// Events and end requests that came during the write, taken in order when it completes.
+    var waitingRequests: [GatewayChannelRequest] = []
+    /// Engine inputs (APNs answers, timer fires) that came during the write, fed to the engine
+    /// in order when it completes.
+    var heldInputs: [GatewayChannelInput] = []
     /// Recent pushes and latency bookkeeping for metrics and stats.
     var activity = GatewayChannelActivity()
 
@@ -54,7 +61,11 @@ final class GatewayChannel: @unchecked Sendable {
     }
 
     /// The status the API shows and the store keeps, derived from the engine's phase.
-    var status: ChannelStatus {
+    var status: ChannelStatus { status(of: engine) }
+
+    /// The status the channel would have with `engine` (a write's engine, before it is applied).
+    func status(of engine: ChannelEngine) -> ChannelStatus {
+        if damage != nil { return .broken }
         guard apnsChannelID != nil else { return .creating }
         if apnsDeleted { return .deleted }
         switch engine.phase {
@@ -75,7 +86,7 @@ final class GatewayChannel: @unchecked Sendable {
     /// What the record's `policyJSON` holds: the channel's policy and, for sports channels, its
     /// match attributes (both fixed at creation).
     var settingsJSON: String {
-        var members = [JSONValue.Member("policy", .raw(Self.encodedJSON(policy)))]
+        var members = [JSONValue.Member("policy", policy.json)]
         if let attributes { members.append(.init("attributes", attributes.json)) }
         return String(decoding: JSONValue.object(members).encoded, as: UTF8.self)
     }
@@ -88,25 +99,61 @@ final class GatewayChannel: @unchecked Sendable {
 
     /// The state update that saves everything that changes while the channel lives.
     func stateUpdate(at now: UnixTime) -> ChannelStateUpdate {
-        ChannelStateUpdate(channelID: id, updatedAt: now, contentState: contentState.encoded, lastSeq: lastSeq,
-                           lastSentState: engine.lastSentState, engineSnapshot: Self.encodedJSON(engine.snapshot),
-                           countersJSON: String(decoding: Self.encodedJSON(engine.counters), as: UTF8.self))
+        Self.stateUpdate(id: id, engine: engine, contentState: contentState, lastSeq: lastSeq, at: now)
     }
 
-    /// Rebuilds a channel from its record; throws a message naming the broken part.
-    convenience init(record: ChannelRecord, now: UnixTime) throws {
-        let settings = try JSONParser.parse(Array(record.policyJSON.utf8))
-        let policy = try settings[member: "policy"].map { try JSONDecoder().decode(ChannelPolicy.self, from: Data($0.encoded)) } ?? .default
-        let attributes = try settings[member: "attributes"].map { (value) throws in try MatchAttributes(json: value) }
-        let engine: ChannelEngine
-        if let saved = record.engineSnapshot {
-            let snapshot = try JSONDecoder().decode(ChannelEngine.Snapshot.self, from: Data(saved))
-            engine = ChannelEngine(policy: policy, storage: record.storagePolicy, snapshot: snapshot)
-        } else {
-            engine = ChannelEngine(policy: policy, storage: record.storagePolicy, jitterSeed: Self.jitterSeed(for: record.id), now: now)
+    /// The state update for a channel in the given state (a write's state before it is applied).
+    static func stateUpdate(id: String, engine: ChannelEngine, contentState: JSONValue, lastSeq: Int64, at now: UnixTime) -> ChannelStateUpdate {
+        ChannelStateUpdate(channelID: id, updatedAt: now, contentState: contentState.encoded, lastSeq: lastSeq,
+                           lastSentState: engine.lastSentState, engineSnapshot: encodedJSON(engine.snapshot),
+                           countersJSON: String(decoding: encodedJSON(engine.counters), as: UTF8.self))
+    }
+
+    /// Rebuilds a channel from its record, or, when the record cannot be used, a damaged
+    /// channel that names the broken part.
+    static func restored(from record: ChannelRecord, now: UnixTime) -> GatewayChannel {
+        do {
+            return try GatewayChannel(record: record, now: now)
+        } catch {
+            let channel = GatewayChannel(id: record.id, storage: record.storagePolicy, policy: .default, attributes: nil,
+                                         createdAt: record.createdAt, apnsChannelID: record.apnsChannelID,
+                                         engine: ChannelEngine(storage: record.storagePolicy, jitterSeed: jitterSeed(for: record.id), now: now),
+                                         contentState: .object([]), lastSeq: record.lastSeq, persistedStatus: .broken)
+            channel.damage = "the stored record cannot be read: \(error)"
+            channel.brokenReason = channel.damage
+            return channel
+        }
+    }
+
+    /// Rebuilds a channel from its record; throws a message naming the broken part. Everything
+    /// is validated as the API validates it, so a restored channel can take its next event.
+    private convenience init(record: ChannelRecord, now: UnixTime) throws {
+        func part<T>(_ name: String, _ read: () throws -> T) throws -> T {
+            do { return try read() } catch { throw GatewayError.startup("\(name): \(error)") }
+        }
+        if let unreadable = record.unreadable { throw GatewayError.startup(unreadable) }
+        let settings = try part("its settings") { try JSONParser.parse(Array(record.policyJSON.utf8)) }
+        let policy = try part("its policy") { try settings[member: "policy"].map { (value) throws in try ChannelPolicy(json: value) } ?? .default }
+        let attributes = try part("its match attributes") { try settings[member: "attributes"].map { (value) throws in try MatchAttributes(json: value) } }
+        let engine = try part("its engine snapshot") { () throws -> ChannelEngine in
+            guard let saved = record.engineSnapshot else {
+                return ChannelEngine(policy: policy, storage: record.storagePolicy, jitterSeed: Self.jitterSeed(for: record.id), now: now)
+            }
+            return ChannelEngine(policy: policy, storage: record.storagePolicy,
+                                 snapshot: try JSONDecoder().decode(ChannelEngine.Snapshot.self, from: Data(saved)))
+        }
+        let contentState = try part("its content-state") { () throws -> JSONValue in
+            let state = try JSONParser.parse(record.contentState)
+            guard case .object = state else { throw GatewayError.startup("is not a JSON object") }
+            try ContentStateLimits.check(state)
+            if attributes != nil { _ = try MatchContentState(json: state) }
+            return state
+        }
+        guard (0...GatewayEventBatch.maximumSeq).contains(record.lastSeq) else {
+            throw GatewayError.startup("its last seq \(record.lastSeq) is outside 0...\(GatewayEventBatch.maximumSeq)")
         }
         self.init(id: record.id, storage: record.storagePolicy, policy: policy, attributes: attributes, createdAt: record.createdAt,
-                  apnsChannelID: record.apnsChannelID, engine: engine, contentState: try JSONParser.parse(record.contentState),
+                  apnsChannelID: record.apnsChannelID, engine: engine, contentState: contentState,
                   lastSeq: record.lastSeq, persistedStatus: record.status)
         apnsDeleted = record.status == .deleted
         if record.status == .broken { brokenReason = "APNs reports the channel as not registered (ChannelNotRegistered)" }
@@ -121,7 +168,7 @@ final class GatewayChannel: @unchecked Sendable {
             .init("apnsChannelId", apnsChannelID.map(JSONValue.string) ?? .null),
             .init("storagePolicy", .string(storage.rawValue)),
             .init("status", .string(status.rawValue)),
-            .init("policy", .raw(Self.encodedJSON(policy))),
+            .init("policy", policy.json),
         ]
         if let attributes { members.append(.init("attributes", attributes.json)) }
         members += [

@@ -50,7 +50,7 @@ struct ConfigurationFile {
         }
         if let keys = members["apiKeys"] { readAPIKeys(keys) }
         layer.defaultPolicy = members["defaultPolicy"].flatMap { convert($0, at: "defaultPolicy") { value throws(InvalidConfigurationValue) in
-            try ChannelPolicy(json: value)
+            try ChannelPolicy(configured: value)
         } }
         layer.personalQueue = members["personalQueue"].flatMap { convert($0, at: "personalQueue") { value throws(InvalidConfigurationValue) in
             try PersonalQueueSettings(json: value)
@@ -214,52 +214,17 @@ private func kind(of value: JSONValue) -> String {
 }
 
 extension ChannelPolicy {
-    /// A channel policy from JSON (the configuration's default policy, or a channel's own in the
-    /// provider API), with `ChannelPolicy`'s own `Codable` rules; members left out come from `base`.
-    ///
-    /// `JSONDecoder` ignores unknown members, so they are checked first against the members of
-    /// the encoded default policy: the policy type stays the one place that names them.
-    init(json value: JSONValue, base: ChannelPolicy = .default) throws(InvalidConfigurationValue) {
-        try checkMembers(of: value, against: channelPolicyTemplate, memberPath: nil)
+    /// A channel policy from the configuration (its default policy), with the core's rules;
+    /// members left out come from `base`.
+    init(configured value: JSONValue, base: ChannelPolicy = .default) throws(InvalidConfigurationValue) {
         do {
-            let decoder = JSONDecoder()
-            decoder.userInfo[ChannelPolicy.decodingBaseKey] = base
-            self = try decoder.decode(ChannelPolicy.self, from: Data(value.encoded))
-        } catch let error as ChannelPolicyError {
-            throw InvalidConfigurationValue("member \(error.field) \(error.problem)")
-        } catch let error as DecodingError {
-            let context: DecodingError.Context
-            switch error {
-            case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c): context = c
-            @unknown default: throw InvalidConfigurationValue("is not a valid channel policy: \(error)")
-            }
-            throw InvalidConfigurationValue("member \(context.codingPath.map(\.stringValue).joined(separator: ".")) is not valid: \(context.debugDescription)")
+            self = try ChannelPolicy(json: value, base: base)
+        } catch where !error.allowedNames.isEmpty {
+            let name = String(error.field.split(separator: ".").last ?? "")
+            let hint = GatewayConfigurationError.closestName(to: name, among: error.allowedNames).map { " (did you mean '\($0)'?)" } ?? ""
+            throw InvalidConfigurationValue("has unknown key '\(error.field)'\(hint)")
         } catch {
-            throw InvalidConfigurationValue("is not a valid channel policy: \(error)")
+            throw InvalidConfigurationValue("member \(error.field) \(error.problem)")
         }
-    }
-}
-
-/// The default policy as JSON: every member name a policy may have.
-private let channelPolicyTemplate: JSONValue = {
-    // Encoding a fixed, valid value into JSON and parsing it back cannot fail.
-    let bytes = try! JSONEncoder().encode(ChannelPolicy.default)
-    return try! JSONParser.parse(Array(bytes))
-}()
-
-private func checkMembers(of value: JSONValue, against template: JSONValue, memberPath: String?) throws(InvalidConfigurationValue) {
-    guard case .object(let allowed) = template else { return }
-    guard case .object(let members) = value else {
-        throw InvalidConfigurationValue(memberPath.map { "member \($0) must be an object (got \(kind(of: value)))" }
-                           ?? "must be an object (got \(kind(of: value)))")
-    }
-    let names = allowed.map(\.name)
-    for member in members {
-        let path = memberPath.map { "\($0).\(member.name)" } ?? member.name
-        guard let expected = allowed.first(where: { $0.name == member.name }) else {
-            let hint = GatewayConfigurationError.closestName(to: member.name, among: names).map { " (did you mean '\($0)'?)" } ?? ""
-            throw InvalidConfigurationValue("has unknown key '\(path)'\(hint)")
-        }
-        if member.value != .null { try checkMembers(of: member.value, against: expected.value, memberPath: path) }
     }
 }

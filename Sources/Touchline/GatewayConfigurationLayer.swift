@@ -67,7 +67,7 @@ struct ConfigurationLayer {
         case .apnsCAFile: caFile = SourcedSetting(value: text, source: source)
         case .adminKey: adminKeys = (adminKeys ?? []) + [SourcedSetting(value: text, source: source)]
         case .apiKeys: providerKeys = (providerKeys ?? []) + (try parseProviderKeys(text)).map { SourcedSetting(value: $0, source: source) }
-        case .defaultPolicy: defaultPolicy = SourcedSetting(value: try ChannelPolicy(json: try parseJSON(text)), source: source)
+        case .defaultPolicy: defaultPolicy = SourcedSetting(value: try ChannelPolicy(configured: try parseJSON(text)), source: source)
         case .personalQueue: personalQueue = SourcedSetting(value: try PersonalQueueSettings(json: try parseJSON(text)), source: source)
         case .logLevel: logLevel = SourcedSetting(value: try LogLevel(configurationText: text), source: source)
         case .metrics: metrics = SourcedSetting(value: try MetricsSettings(json: try parseJSON(text)), source: source)

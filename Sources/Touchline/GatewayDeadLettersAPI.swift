@@ -115,9 +115,10 @@ extension GatewayService {
             summary.append(.object([.init("jobId", .string(job.id)), .init("replayOf", .string(originalID)),
                                     .init("deadLetters", .integer(Int64(group.count)))]))
         }
+        try requireWritableStore(personalStore)
         deadLettersBeingReplayed.formUnion(ids)
         let answer = JSONValue.object([.init("replayed", .integer(Int64(ids.count))), .init("jobs", .array(summary))])
-        submitPersonalJobs(jobs, with: [.markReplayed(ids: ids)], for: request, answer: answer) { [self] in
+        try submitPersonalJobs(jobs, with: [.markReplayed(ids: ids)], for: request, answer: answer) { [self] in
             deadLettersBeingReplayed.subtract(ids)
         }
     }

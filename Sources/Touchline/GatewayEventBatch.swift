@@ -4,11 +4,20 @@ import TouchlineStore
 
 /// A batch of provider events checked and applied as a whole, before anything changes.
 ///
-/// Duplicates (`seq` equal to the last applied) are acknowledged and ignored; older ones are
-/// reported as stale. Every new event is validated and folded into a copy of the channel's
-/// engine: the first invalid or oversized event refuses the whole batch, naming its index, and
-/// the channel is left as it was.
+/// Every event is validated, duplicates and stale ones too (a malformed repeat is a client bug
+/// worth naming, not something to acknowledge). Duplicates (`seq` equal to the last applied)
+/// are then acknowledged and ignored; older ones are reported as stale. Every new event is
+/// folded into a copy of the channel's engine and state, and what it makes is validated as the
+/// push will carry it (content-state bounds, match state, payload size): the first invalid
+/// event refuses the whole batch, naming its index, and the channel is left as it was.
 struct GatewayEventBatch {
+    /// The largest `seq`: 2^53 − 1, the largest integer every JSON implementation reads
+    /// exactly. A provider counting past it (or sending Int64.max) would leave the channel
+    /// unable to take another event.
+    static let maximumSeq: Int64 = (1 << 53) - 1
+    /// Events per request at most: a batch is applied on the ingest loop in one go.
+    static let maximumEvents = 1_000
+
     var accepted: [StoredEvent] = []
     var duplicates = 0
     var stale: [Int64] = []
@@ -29,20 +38,24 @@ struct GatewayEventBatch {
         guard case .object(let members) = value else {
             throw HTTPError(status: 400, code: "invalid_body", message: "the body must be an event object or {\"events\": [...]}")
         }
-        guard members.contains(where: { $0.name == "events" }) else { return [value] }
+        guard members.contains(where: { $0.isNamed("events") }) else { return [value] }
         let batch = try GatewayRequestBody(value, allowed: ["events"], prefix: "")
         guard case .array(let events)? = batch.value("events") else {
             throw HTTPError(status: 400, code: "invalid_field", message: "field 'events' must be an array of event objects")
         }
-        guard !events.isEmpty else { throw HTTPError(status: 400, code: "invalid_field", message: "field 'events' is empty") }
+        guard (1...maximumEvents).contains(events.count) else {
+            throw HTTPError(status: 400, code: "invalid_field", message: "field 'events' must hold 1 to \(maximumEvents) events, got \(events.count)")
+        }
         return events
     }
 
-    /// Applies `events` to a copy of `channel`; throws the first problem, naming the event's index.
-    init(_ events: [JSONValue], for channel: GatewayChannel, now: UnixTime) throws(HTTPError) {
-        engine = channel.engine
-        contentState = channel.contentState
-        lastSeq = channel.lastSeq
+    /// Applies `events` to copies of a channel's engine, state and last `seq`; throws the first
+    /// problem, naming the event's index.
+    init(_ events: [JSONValue], channelID: String, attributes: MatchAttributes?, engine: ChannelEngine, contentState: JSONValue,
+         lastSeq: Int64, now: UnixTime) throws(HTTPError) {
+        self.engine = engine
+        self.contentState = contentState
+        self.lastSeq = lastSeq
         for (index, event) in events.enumerated() {
             let name = "events[\(index)]"
             guard case .object = event else {
@@ -51,41 +64,51 @@ struct GatewayEventBatch {
             guard let seqValue = event[member: "seq"] else {
                 throw HTTPError(status: 400, code: "invalid_event", message: "\(name).seq is missing")
             }
-            guard case .integer(let seq) = seqValue, seq > 0 else {
-                throw HTTPError(status: 400, code: "invalid_event", message: "\(name).seq must be a positive integer")
+            guard case .integer(let seq) = seqValue, (1...Self.maximumSeq).contains(seq) else {
+                throw HTTPError(status: 400, code: "invalid_event", message: "\(name).seq must be an integer from 1 to \(Self.maximumSeq)")
             }
-            if seq == lastSeq {
+            let parsed = try Self.parse(event, name: name)
+            if seq == self.lastSeq {
                 duplicates += 1
                 continue
             }
-            if seq < lastSeq {
+            if seq < self.lastSeq {
                 stale.append(seq)
                 continue
             }
-            let parsed: ContentEvent
+            let change = try Self.change(parsed, to: self.contentState, attributes: attributes, now: now, name: name)
             do {
-                parsed = try ContentEvent(json: event)
-            } catch {
-                throw HTTPError(status: 422, code: "invalid_event", message: "\(name)\(error.field.map { ".\($0)" } ?? ""): \(error.description)")
-            }
-            let change = try Self.change(parsed, to: contentState, attributes: channel.attributes, now: now, name: name)
-            do {
-                actions += try engine.apply(state: change.state, importance: change.importance, alert: change.alert, now: now)
+                actions += try self.engine.apply(state: change.state, importance: change.importance, alert: change.alert, now: now)
             } catch {
                 throw Self.refusal(error, name: name)
             }
-            contentState = change.state
-            lastSeq = seq
-            accepted.append(StoredEvent(channelID: channel.id, seq: seq, receivedAt: now, body: event.encoded))
+            self.contentState = change.state
+            self.lastSeq = seq
+            accepted.append(StoredEvent(channelID: channelID, seq: seq, receivedAt: now, body: event.encoded))
         }
     }
 
-    /// The content-state after `event`: a merge patch, or a sports event through the reducer.
+    /// One event, parsed and checked as far as it can be without the channel's state: its
+    /// fields, and a patch's size (bounded before it is applied, so the merge's work is too).
+    static func parse(_ event: JSONValue, name: String) throws(HTTPError) -> ContentEvent {
+        let parsed: ContentEvent
+        do {
+            parsed = try ContentEvent(json: event)
+        } catch {
+            throw HTTPError(status: 422, code: "invalid_event", message: "\(name)\(error.field.map { ".\($0)" } ?? ""): \(error.description)")
+        }
+        if case .patch(let patch) = parsed { try requireWithinLimits(patch.patch, "\(name).patch") }
+        return parsed
+    }
+
+    /// The content-state after `event` (from ``parse(_:name:)``): a merge patch, or a sports
+    /// event through the reducer; the result is validated as the push will carry it.
     static func change(_ event: ContentEvent, to state: JSONValue, attributes: MatchAttributes?, now: UnixTime, name: String)
         throws(HTTPError) -> (state: JSONValue, importance: Importance, alert: LiveActivityAlert?) {
         switch event {
         case .patch(let patch):
             let patched = state.applyingMergePatch(patch.patch)
+            try requireWithinLimits(patched, "\(name): the resulting content-state")
             try requireMatchState(patched, on: attributes, name: name)
             return (patched, patch.importance, patch.alert)
         case .sports(let sports):
@@ -100,7 +123,19 @@ struct GatewayEventBatch {
                 throw HTTPError(status: 422, code: "invalid_state", message: "\(name): the channel's state is not a match state: \(error)")
             }
             let folded = SportsReducer(attributes: attributes).apply(sports, to: match, at: now)
+            // The reducer's output is held to the same bounds as any state (a goal past the
+            // maximum score is refused here, not by the next event's read of the state).
+            try requireMatchState(folded.state.json, on: attributes, name: name)
             return (folded.state.json, folded.importance, folded.alert)
+        }
+    }
+
+    /// 422 when `value` is outside ``ContentStateLimits``; `what` names it in the message.
+    static func requireWithinLimits(_ value: JSONValue, _ what: String) throws(HTTPError) {
+        do {
+            try ContentStateLimits.check(value)
+        } catch {
+            throw HTTPError(status: 422, code: "content_state_too_large", message: "\(what) \(error.description)")
         }
     }
 

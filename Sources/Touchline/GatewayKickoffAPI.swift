@@ -29,22 +29,24 @@ extension GatewayService {
         let body = try GatewayRequestBody(parsing: request.body, allowed: ["audience", "attributesType", "attributes", "alert", "contentState",
                                                                            "priority", "expiration"])
         let audienceFields = try GatewayRequestBody(try body.required(body.object("audience"), "audience"), allowed: ["follows"], prefix: "audience.")
-        let follow = try audienceFields.required(audienceFields.string("follows"), "follows")
-        guard !follow.isEmpty else { throw audienceFields.invalid("follows", "must not be empty (a topic such as \"team:ARS\")") }
+        let follow = try GatewayService.validFollow(try audienceFields.required(audienceFields.string("follows"), "follows"),
+                                                    field: "follows", in: audienceFields)
         let attributesType = try body.required(body.string("attributesType"), "attributesType")
         guard !attributesType.isEmpty else { throw body.invalid("attributesType", "must not be empty (the app's ActivityAttributes type)") }
         let attributes = try body.required(body.object("attributes"), "attributes")
+        try GatewayEventBatch.requireWithinLimits(attributes, "attributes")
         let contentState: JSONValue
         if let given = try body.object("contentState") {
+            try GatewayEventBatch.requireWithinLimits(given, "contentState")
             try GatewayEventBatch.requireMatchState(given, on: channel.attributes, name: "contentState")
             contentState = given
         } else {
             contentState = channel.contentState
         }
-        let payload = LiveActivityPayload(timestamp: clock.now(), event: .start, contentState: contentState, alert: try Self.alert(in: body),
+        let payload = LiveActivityPayload(timestamp: clock.now(), event: .start, contentState: contentState, alert: try Self.alert(in: body, requiredFor: "a kickoff's start"),
                                           attributesType: attributesType, attributes: attributes, inputPushChannel: apnsID).encoded()
         let job = try personalJob(audience: .follows(follow), payload: payload, priority: try Self.priority(in: body),
                                   expiration: try Self.expiration(in: body))
-        submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]))
+        try submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]))
     }
 }

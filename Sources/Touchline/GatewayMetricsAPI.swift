@@ -14,7 +14,7 @@ extension GatewayService {
             guarded(request) { () throws(HTTPError) in
                 if metricsSettings.requireKey { _ = try access.key(for: request) }
                 gatherLoopSnapshots { [self] loops in
-                    let text = PrometheusTextEncoder.encode(metricFamilies(loops))
+                    let text = PrometheusTextEncoder.encode(metricFamilies(loops) + storeMetricFamilies())
                     request.respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusTextEncoder.contentType)],
                                                  body: Array(text.utf8)))
                 }
@@ -31,12 +31,21 @@ extension GatewayService {
         }
     }
 
-    /// Ready when both stores take writes and no APNs pool is backing off without a connection.
+    /// Ready when both stores take writes (open, and not failing: see ``StoreHealth``) and no
+    /// APNs pool is backing off without a connection.
     func readinessJSON(_ loops: GatewayLoopSnapshots) -> (ready: Bool, body: JSONValue) {
-        let ready = store.isOpen && personalStore.isOpen && loops.apnsPools.allSatisfy(\.isReady)
+        let writable = { (store: StoreWriter) in store.isOpen && !store.health.isFailing }
+        let ready = writable(store) && writable(personalStore) && loops.apnsPools.allSatisfy(\.isReady)
         let storeJSON = { (store: StoreWriter) -> JSONValue in
-            ["open": .bool(store.isOpen), "queueDepth": .integer(Int64(store.queueDepth)),
-             "failedBatches": .integer(Int64(store.statistics.failedBatches))]
+            let health = store.health
+            var members: [JSONValue.Member] = [
+                .init("open", .bool(store.isOpen)), .init("writable", .bool(!health.isFailing)),
+                .init("queueDepth", .integer(Int64(store.queueDepth))),
+                .init("failedBatches", .integer(Int64(store.statistics.failedBatches))),
+            ]
+            if let failure = health.failure { members.append(.init("failure", .string(failure.description))) }
+            if let since = health.failingSince { members.append(.init("failingSince", .integer(since.seconds))) }
+            return .object(members)
         }
         return (ready, .object([
             .init("status", .string(ready ? "ready" : "not_ready")),

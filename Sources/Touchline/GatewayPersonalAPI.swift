@@ -44,30 +44,42 @@ extension GatewayService {
             throw body.invalid("audience", "'follows' selects push-to-start tokens, so it needs event \"start\"")
         }
         let contentState = try body.required(body.object("contentState"), "contentState")
+        try GatewayEventBatch.requireWithinLimits(contentState, "contentState")
         let attributesType = try body.string("attributesType")
         let attributes = try body.object("attributes")
+        if let attributes { try GatewayEventBatch.requireWithinLimits(attributes, "attributes") }
         if event == .start {
             guard let attributesType, !attributesType.isEmpty else { throw body.invalid("attributesType", "is required for event \"start\"") }
             guard attributes != nil else { throw body.invalid("attributes", "is required for event \"start\"") }
         } else if attributesType != nil || attributes != nil {
             throw body.invalid(attributesType != nil ? "attributesType" : "attributes", "belongs to event \"start\" only")
         }
-        let alert = try Self.alert(in: body), priority = try Self.priority(in: body), expiration = try Self.expiration(in: body)
+        let alert = try Self.alert(in: body, requiredFor: event == .start ? "event \"start\"" : nil)
+        let priority = try Self.priority(in: body), expiration = try Self.expiration(in: body)
         let payload = LiveActivityPayload(timestamp: clock.now(), event: event, contentState: contentState, alert: alert,
                                           attributesType: attributesType, attributes: attributes).encoded()
         let job = try personalJob(audience: audience, payload: payload, priority: priority, expiration: expiration)
-        submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]))
+        try submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]))
     }
 
     // MARK: Shared by every route that creates personal jobs
 
-    /// `alert` (`{title, body, sound?}`), when given.
-    static func alert(in body: GatewayRequestBody) throws(HTTPError) -> LiveActivityAlert? {
-        try body.object("alert").map { (value) throws(HTTPError) -> LiveActivityAlert in
-            let fields = try GatewayRequestBody(value, allowed: ["title", "body", "sound"], prefix: "alert.")
-            return LiveActivityAlert(title: .plain(try fields.required(fields.string("title"), "title")),
-                                     body: .plain(try fields.required(fields.string("body"), "body")), sound: try fields.string("sound"))
+    /// `alert` (`{title, body, sound?}`): title and body of 1 to 256 characters, sound of 1 to
+    /// 64. Required when `requiredFor` names why (APNs refuses a start without an alert).
+    static func alert(in body: GatewayRequestBody, requiredFor reason: String? = nil) throws(HTTPError) -> LiveActivityAlert? {
+        guard let value = try body.object("alert") else {
+            if let reason { throw body.invalid("alert", "is required for \(reason) (APNs starts no Live Activity without one)") }
+            return nil
         }
+        let fields = try GatewayRequestBody(value, allowed: ["title", "body", "sound"], prefix: "alert.")
+        func text(_ name: String, maximum: Int) throws(HTTPError) -> String? {
+            guard let text = try fields.string(name) else { return nil }
+            guard (1...maximum).contains(text.count) else { throw fields.invalid(name, "must be 1 to \(maximum) characters") }
+            return text
+        }
+        return LiveActivityAlert(title: .plain(try fields.required(text("title", maximum: 256), "title")),
+                                 body: .plain(try fields.required(text("body", maximum: 256), "body")),
+                                 sound: try text("sound", maximum: 64))
     }
 
     /// `priority`: 5 or 10, default 10.
@@ -97,10 +109,11 @@ extension GatewayService {
     }
 
     /// Saves `jobs` and `operations` in one commit (all or nothing), then answers 202 with
-    /// `answer` and hands the jobs to the personal queue; a failed commit answers 500 and runs
-    /// nothing. `settled` runs on the ingest loop once the commit has succeeded or failed.
+    /// `answer` and hands the jobs to the personal queue; a failed commit answers 503 (500 when the store
+    /// refused the write itself) and runs nothing. `settled` runs on the ingest loop once the commit has succeeded or failed.
     func submitPersonalJobs(_ jobs: [PersonalJobRecord], with operations: [TokenOperation] = [], for request: HTTPRequest,
-                            answer: JSONValue, settled: (@Sendable () -> Void)? = nil) {
+                            answer: JSONValue, settled: (@Sendable () -> Void)? = nil) throws(HTTPError) {
+        try requireWritableStore(personalStore)
         personalStore.submit(jobs.map(TokenOperation.createJob) + operations) { [self] result in
             loop.execute { [self] in
                 settled?()
@@ -109,7 +122,7 @@ extension GatewayService {
                     request.respond(.json(status: 202, answer))
                     for job in jobs { personal.run(job) }
                 case .failure(let error):
-                    request.respond(.error(status: 500, error: "store_failed", message: "the job could not be saved: \(error)"))
+                    request.respond(Self.writeFailed(error, saving: "the job").response)
                 }
             }
         }
@@ -137,8 +150,8 @@ extension GatewayService {
         switch (token, userID, follow) {
         case (let token?, nil, nil):
             return .token(try validToken(token, field: fields))
-        case (nil, let userID?, nil) where !userID.isEmpty: return .userID(userID)
-        case (nil, nil, let follow?) where !follow.isEmpty: return .follows(follow)
+        case (nil, let userID?, nil): return .userID(try GatewayService.validUserID(userID, field: "userId", in: fields))
+        case (nil, nil, let follow?): return .follows(try GatewayService.validFollow(follow, field: "follows", in: fields))
         default:
             throw HTTPError(status: 400, code: "invalid_field",
                             message: "field 'audience' must hold exactly one non-empty 'token', 'userId' or 'follows'")

@@ -5,12 +5,12 @@ import TouchlineRuntime
 /// the field, and fields nobody asked for are refused (a typo must not be silently ignored).
 struct GatewayRequestBody {
     private let members: [JSONValue.Member]
-    private let allowed: Set<String>
+    private let allowed: Set<JSONMemberName>
     /// Prefix of field names in messages, e.g. `events[3].`.
     private let prefix: String
 
     /// Parses `bytes` as a JSON object whose members must all be in `allowed`.
-    init(parsing bytes: [UInt8], allowed: Set<String>) throws(HTTPError) {
+    init(parsing bytes: [UInt8], allowed: Set<JSONMemberName>) throws(HTTPError) {
         let value: JSONValue
         do {
             value = try JSONParser.parse(bytes)
@@ -20,17 +20,17 @@ struct GatewayRequestBody {
         try self.init(value, allowed: allowed, prefix: "")
     }
 
-    init(_ value: JSONValue, allowed: Set<String>, prefix: String) throws(HTTPError) {
+    init(_ value: JSONValue, allowed: Set<JSONMemberName>, prefix: String) throws(HTTPError) {
         guard case .object(let members) = value else {
             throw HTTPError(status: 400, code: "invalid_body", message: "\(prefix.isEmpty ? "the body" : String(prefix.dropLast())) must be a JSON object")
         }
-        var seen: Set<String> = []
+        var seen: Set<JSONMemberName> = []
         for member in members {
-            guard allowed.contains(member.name) else {
+            guard allowed.contains(name: member.name) else {
                 throw HTTPError(status: 400, code: "unknown_field",
-                                message: "unknown field '\(prefix)\(member.name)'; allowed: \(allowed.sorted().joined(separator: ", "))")
+                                message: "unknown field '\(prefix)\(member.name)'; allowed: \(allowed.map(\.text).sorted().joined(separator: ", "))")
             }
-            guard seen.insert(member.name).inserted else {
+            guard seen.insert(JSONMemberName(member.name)).inserted else {
                 throw HTTPError(status: 400, code: "duplicate_field", message: "field '\(prefix)\(member.name)' appears twice")
             }
         }
@@ -41,7 +41,7 @@ struct GatewayRequestBody {
 
     /// The value of `name` (nil when absent; JSON `null` counts as absent).
     func value(_ name: String) -> JSONValue? {
-        guard let value = members.first(where: { $0.name == name })?.value, value != .null else { return nil }
+        guard let value = members.first(where: { $0.isNamed(name) })?.value, value != .null else { return nil }
         return value
     }
 

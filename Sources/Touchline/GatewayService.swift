@@ -76,15 +76,13 @@ final class GatewayService: @unchecked Sendable {
             let page = try reader.channels(after: after, limit: 500)
             guard let last = page.last else { break }
             for record in page {
-                do {
-                    channels[record.id] = try GatewayChannel(record: record, now: now)
-                } catch {
-                    throw GatewayError.corruptChannel(id: record.id, cause: "\(error)")
-                }
+                let channel = GatewayChannel.restored(from: record, now: now)
+                if let damage = channel.damage { log.error("channel restored as broken: \(damage)", channel: record.id) }
+                channels[record.id] = channel
             }
             after = last.id
         }
-        for channel in channels.values where channel.apnsChannelID != nil && !channel.apnsDeleted {
+        for channel in channels.values where channel.apnsChannelID != nil && !channel.apnsDeleted && channel.damage == nil {
             perform(channel.engine.tick(now: now), on: channel)
         }
         reconcileLostCreates()
@@ -99,7 +97,7 @@ final class GatewayService: @unchecked Sendable {
             if isStopping, action.isOutgoing { continue }
             switch action {
             case .send(let push):
-                if channel.uncommittedWrites > 0 { channel.heldPushes.append(push) } else { send(push, on: channel) }
+                send(push, on: channel)
             case .armTimer(let time):
                 let timer = channel.timer ?? LoopTimer(loop: loop) { [self] in timerFired(channel) }
                 channel.timer = timer
@@ -129,25 +127,9 @@ final class GatewayService: @unchecked Sendable {
     private func send(_ push: ChannelEngine.OutgoingPush, on channel: GatewayChannel) {
         guard let apnsID = channel.apnsChannelID else { return }
         channel.activity.pushSent(push, at: clock.now())
-        dispatcher.broadcast(push, on: apnsID) { [self] result in pushAnswered(channel, push.sequence, result) }
-    }
-
-    /// Submits a write that acknowledges provider input; pushes wait until it commits. `done`
-    /// runs on the ingest loop after the commit (or the failure), before held pushes go out.
-    func submitAcknowledged(_ batch: WriteBatch, for channel: GatewayChannel,
-                            done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
-        channel.uncommittedWrites += 1
-        let submitted = GatewayBroadcastPressure.now()
-        store.submit(batch) { [self] result in
-            loop.execute { [self] in
-                broadcastPressure.observeWait(since: submitted)
-                channel.uncommittedWrites -= 1
-                done(result)
-                guard channel.uncommittedWrites == 0, channels[channel.id] === channel else { return }
-                let held = channel.heldPushes
-                channel.heldPushes = []
-                for push in held { send(push, on: channel) }
-            }
+        dispatcher.broadcast(push, on: apnsID) { [self] result in
+            guard channels[channel.id] === channel else { return }
+            feed(.pushAnswered(sequence: push.sequence, result), to: channel)
         }
     }
 
@@ -170,12 +152,21 @@ final class GatewayService: @unchecked Sendable {
 
     private func timerFired(_ channel: GatewayChannel) {
         guard channels[channel.id] === channel else { return }
-        perform(channel.engine.tick(now: clock.now()), on: channel)
+        feed(.timerFired, to: channel)
+    }
+
+    /// Gives the engine an input, or holds it while a write of the channel is in the store (the
+    /// engine must stay as the last commit left it until the write completes).
+    func feed(_ input: GatewayChannelInput, to channel: GatewayChannel) {
+        if channel.isWriting { return channel.heldInputs.append(input) }
+        switch input {
+        case .timerFired: perform(channel.engine.tick(now: clock.now()), on: channel)
+        case .pushAnswered(let sequence, let result): pushAnswered(channel, sequence, result)
+        }
     }
 
     /// An APNs answer to a publish, back on the ingest loop.
     private func pushAnswered(_ channel: GatewayChannel, _ sequence: UInt64, _ result: Result<APNsResponse, APNsError>) {
-        guard channels[channel.id] === channel else { return }
         let now = clock.now()
         switch result {
         case .success:
@@ -211,13 +202,11 @@ extension ChannelEngine.Action {
 /// Why the gateway cannot start.
 public enum GatewayError: Error, Sendable, CustomStringConvertible {
     case dataDirectory(path: String, cause: String)
-    case corruptChannel(id: String, cause: String)
     case startup(String)
 
     public var description: String {
         switch self {
         case .dataDirectory(let path, let cause): "cannot use the data directory \(path): \(cause)"
-        case .corruptChannel(let id, let cause): "the stored channel '\(id)' cannot be read: \(cause)"
         case .startup(let cause): cause
         }
     }

@@ -22,7 +22,7 @@ extension GatewayService {
 
     private func registerToken(_ request: HTTPRequest) throws(HTTPError) {
         let record = try tokenRecord(GatewayRequestBody(parsing: request.body, allowed: Self.registrationFields), now: clock.now())
-        commit([record], for: request, savedAs: "the token") { .json(status: 201, Self.json(record)) }
+        try commit([record], for: request, savedAs: "the token") { .json(status: 201, Self.json(record)) }
     }
 
     /// `{"tokens": [registration, ...]}`: every registration is validated before anything is
@@ -41,12 +41,12 @@ extension GatewayService {
             records.append(try tokenRecord(GatewayRequestBody(item, allowed: Self.registrationFields, prefix: "tokens[\(index)]."), now: now))
         }
         let registered = JSONValue.object([.init("registered", .integer(Int64(records.count)))])
-        commit(records, for: request, savedAs: "the tokens") { .json(status: 201, registered) }
+        try commit(records, for: request, savedAs: "the tokens") { .json(status: 201, registered) }
     }
 
     /// Registrations per `POST /v1/tokens/batch` at most: about 1.3 MB of JSON, one commit.
     static let maximumBatchSize = 10_000
-    private static let registrationFields: Set<String> = ["token", "kind", "channelId", "userId", "follows", "environment"]
+    private static let registrationFields: Set<JSONMemberName> = ["token", "kind", "channelId", "userId", "follows", "environment"]
 
     /// One registration (`POST /v1/tokens`, or an element of a batch) as the record to store;
     /// errors name the field with the body's prefix (`tokens[3].kind`).
@@ -65,15 +65,15 @@ extension GatewayService {
         if let channelID, channels[channelID] == nil {
             throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(channelID)' (field '\(body.path("channelId"))')")
         }
-        let userID = try body.string("userId")
+        let userID = try body.string("userId").map { (text) throws(HTTPError) in try Self.validUserID(text, field: "userId", in: body) }
         var follows: [String] = []
         if let value = body.value("follows") {
-            guard case .array(let items) = value else { throw body.invalid("follows", "must be an array of strings") }
+            guard case .array(let items) = value, items.count <= Self.maximumFollows else {
+                throw body.invalid("follows", "must be an array of at most \(Self.maximumFollows) strings")
+            }
             for item in items {
-                guard case .string(let follow) = item, !follow.isEmpty, follow.utf8.count <= 128 else {
-                    throw body.invalid("follows", "must hold strings of 1 to 128 bytes, like \"team:ARS\" or \"channel:match-1\"")
-                }
-                follows.append(follow)
+                guard case .string(let follow) = item else { throw body.invalid("follows", "must hold strings") }
+                follows.append(try Self.validFollow(follow, field: "follows", in: body))
             }
         }
         let environmentName = try body.string("environment") ?? "production"
@@ -86,13 +86,14 @@ extension GatewayService {
 
     /// Registers `records` in one store submit and answers with `response()` once committed.
     private func commit(_ records: [TokenRecord], for request: HTTPRequest, savedAs what: String,
-                        response: @escaping @Sendable () -> HTTPResponse) {
+                        response: @escaping @Sendable () -> HTTPResponse) throws(HTTPError) {
+        try requireWritableStore(personalStore)
         personalStore.submit(records.map { .registerToken($0) }) { [self] result in
             loop.execute {
                 switch result {
                 case .success: request.respond(response())
                 case .failure(let error):
-                    request.respond(.error(status: 500, error: "store_failed", message: "\(what) could not be saved: \(error)"))
+                    request.respond(Self.writeFailed(error, saving: what).response)
                 }
             }
         }
@@ -118,24 +119,49 @@ extension GatewayService {
         guard known != nil else {
             throw HTTPError(status: 404, code: "token_not_found", message: "no token \(token.prefix(8))… is registered")
         }
+        try requireWritableStore(personalStore)
         personalStore.submit([.deleteToken(token)]) { [self] result in
             loop.execute {
                 switch result {
                 case .success: request.respond(.json(status: 200, .object([.init("deleted", true)])))
                 case .failure(let error):
-                    request.respond(.error(status: 500, error: "store_failed", message: "the token could not be deleted: \(error)"))
+                    request.respond(Self.writeFailed(error, saving: "the token's deletion").response)
                 }
             }
         }
     }
 
-    /// A device token as APNs takes it: 64 to 200 hex digits (ActivityKit tokens are 32 bytes
-    /// and more), stored lowercase. `body` names the field in the error.
+    /// A device token as APNs takes it: whole bytes in hex, 64 to 200 digits (ActivityKit tokens
+    /// are 32 bytes and more), stored lowercase. `body` names the field in the error.
     static func validToken(_ token: String, field body: GatewayRequestBody) throws(HTTPError) -> String {
-        guard (64...200).contains(token.utf8.count), token.utf8.allSatisfy({ $0 < 128 && Character(Unicode.Scalar($0)).isHexDigit }) else {
-            throw body.invalid("token", "must be 64 to 200 hex digits (the ActivityKit push token)")
+        guard (64...200).contains(token.utf8.count), token.utf8.count.isMultiple(of: 2),
+              token.utf8.allSatisfy({ $0 < 128 && Character(Unicode.Scalar($0)).isHexDigit }) else {
+            throw body.invalid("token", "must be an even number (64 to 200) of hex digits (the ActivityKit push token)")
         }
         return token.lowercased()
+    }
+
+    /// Follows per token at most: a fan's teams, competitions and matches, not a catalogue.
+    static let maximumFollows = 100
+
+    /// A user id: 1 to 256 bytes without control characters (a NUL could make two ids one).
+    static func validUserID(_ text: String, field: String, in body: GatewayRequestBody) throws(HTTPError) -> String {
+        guard (1...256).contains(text.utf8.count), !Self.hasControlCharacters(text) else {
+            throw body.invalid(field, "must be 1 to 256 bytes without control characters")
+        }
+        return text
+    }
+
+    /// A topic a token follows: 1 to 128 bytes without control characters, like "team:ARS".
+    static func validFollow(_ text: String, field: String, in body: GatewayRequestBody) throws(HTTPError) -> String {
+        guard (1...128).contains(text.utf8.count), !Self.hasControlCharacters(text) else {
+            throw body.invalid(field, "must hold strings of 1 to 128 bytes without control characters, like \"team:ARS\" or \"channel:match-1\"")
+        }
+        return text
+    }
+
+    private static func hasControlCharacters(_ text: String) -> Bool {
+        text.utf8.contains { $0 < 0x20 || $0 == 0x7F }
     }
 
     private static func json(_ record: TokenRecord) -> JSONValue {

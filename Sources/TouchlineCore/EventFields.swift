@@ -17,13 +17,13 @@ public struct EventValidationError: Error, Sendable, Equatable, CustomStringConv
 struct EventFields {
     private let members: [JSONValue.Member]
     private let prefix: String
-    private var known: Set<String>
+    private var known: Set<JSONMemberName>
 
     /// - Parameters:
     ///   - what: names the whole value in the error when it is not an object ("event").
     ///   - prefix: prepended to field names in errors, for nested objects ("alert.").
     ///   - envelope: members handled by the caller (`seq`), accepted and not read here.
-    init(_ value: JSONValue, what: String, prefix: String = "", envelope: Set<String> = []) throws(EventValidationError) {
+    init(_ value: JSONValue, what: String, prefix: String = "", envelope: Set<JSONMemberName> = []) throws(EventValidationError) {
         guard case .object(let members) = value else {
             throw EventValidationError(field: prefix.isEmpty ? nil : String(prefix.dropLast()), "\(what) must be a JSON object")
         }
@@ -34,8 +34,8 @@ struct EventFields {
 
     /// The raw value of an optional member; `null` counts as absent.
     mutating func value(_ name: String) -> JSONValue? {
-        known.insert(name)
-        guard let value = members.first(where: { $0.name == name })?.value, value != .null else { return nil }
+        known.insert(JSONMemberName(name))
+        guard let value = members.first(where: { $0.isNamed(name) })?.value, value != .null else { return nil }
         return value
     }
 
@@ -87,7 +87,7 @@ struct EventFields {
     }
 
     func rejectUnknown() throws(EventValidationError) {
-        if let unknown = members.first(where: { !known.contains($0.name) }) {
+        if let unknown = members.first(where: { !known.contains(name: $0.name) }) {
             throw EventValidationError(field: prefix + unknown.name, "unknown field '\(prefix + unknown.name)'")
         }
     }

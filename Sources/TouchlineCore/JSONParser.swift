@@ -77,7 +77,7 @@ public struct JSONParser {
         try checkDepth(depth)
         index += 1
         var members: [JSONValue.Member] = []
-        var names: Set<String>? = nil
+        var names: Set<JSONMemberName>? = nil
         skipWhitespace()
         if peek(UInt8(ascii: "}")) { index += 1; return .object(members) }
         while true {
@@ -105,11 +105,12 @@ public struct JSONParser {
         }
     }
 
-    /// Small objects are searched linearly; past 16 members a set of names takes over.
-    private func isDuplicate(_ name: String, in members: [JSONValue.Member], seen names: inout Set<String>?) -> Bool {
-        if names == nil, members.count < 16 { return members.contains { $0.name == name } }
-        if names == nil { names = Set(members.map(\.name)) }
-        return !names!.insert(name).inserted
+    /// Small objects are searched linearly; past 16 members a set of names takes over. Names
+    /// compare by code units (``JSONMemberName``), as RFC 8259 does.
+    private func isDuplicate(_ name: String, in members: [JSONValue.Member], seen names: inout Set<JSONMemberName>?) -> Bool {
+        if names == nil, members.count < 16 { return members.contains { $0.isNamed(name) } }
+        if names == nil { names = Set(members.map { JSONMemberName($0.name) }) }
+        return !names!.insert(JSONMemberName(name)).inserted
     }
 
     private mutating func parseArray(depth: Int) throws(JSONParseError) -> JSONValue {

@@ -204,7 +204,16 @@ public final class SQLiteStatement {
         switch value {
         case .integer(let v): rc = sqlite3_bind_int64(raw, index, v)
         case .real(let v): rc = sqlite3_bind_double(raw, index, v)
-        case .text(let v): rc = sqlite3_bind_text(raw, index, v, -1, Self.transient)
+        case .text(let v):
+            // Bound with its length, so a NUL inside the text is stored with the rest rather
+            // than ending it (a cut string could match another row's key).
+            var text = v
+            rc = text.withUTF8 { utf8 in
+                guard let base = utf8.baseAddress, !utf8.isEmpty else { return sqlite3_bind_text(raw, index, "", 0, Self.transient) }
+                return base.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
+                    sqlite3_bind_text(raw, index, $0, Int32(utf8.count), Self.transient)
+                }
+            }
         case .null: rc = sqlite3_bind_null(raw, index)
         case .blob(let bytes):
             rc = bytes.isEmpty
@@ -227,10 +236,11 @@ public final class SQLiteStatement {
     public func int64(at column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
     public func double(at column: Int32) -> Double { sqlite3_column_double(raw, column) }
 
-    /// The column as text, or nil when it is NULL.
+    /// The column as text, or nil when it is NULL; read by its length, NULs included.
     public func text(at column: Int32) -> String? {
         guard let chars = sqlite3_column_text(raw, column) else { return nil }
-        return String(cString: chars)
+        let count = Int(sqlite3_column_bytes(raw, column))
+        return String(decoding: UnsafeRawBufferPointer(start: chars, count: count), as: UTF8.self)
     }
 
     /// The column as bytes, or nil when it is NULL (an empty blob gives `[]`).

@@ -52,9 +52,12 @@ public struct ChannelRecord: Sendable, Equatable {
     public var end: ChannelEnd?
     /// Per-channel counters as JSON text.
     public var countersJSON: String
+    /// Why the stored row could not be read in full (its columns hold values this build does
+    /// not know); the other members are then stand-ins. Never written.
+    public var unreadable: String?
 
     public init(id: String, apnsChannelID: String? = nil, storagePolicy: ChannelStorage, policyJSON: String = "{}",
-                status: ChannelStatus = .creating, createdAt: UnixTime, updatedAt: UnixTime? = nil,
+                status: ChannelStatus = .creating, unreadable: String? = nil, createdAt: UnixTime, updatedAt: UnixTime? = nil,
                 contentState: [UInt8] = Array("{}".utf8), lastSentState: [UInt8]? = nil, lastSentTimestamp: Int64? = nil,
                 lastSeq: Int64 = 0, engineSnapshot: [UInt8]? = nil, end: ChannelEnd? = nil, countersJSON: String = "{}") {
         self.id = id
@@ -62,6 +65,7 @@ public struct ChannelRecord: Sendable, Equatable {
         self.storagePolicy = storagePolicy
         self.policyJSON = policyJSON
         self.status = status
+        self.unreadable = unreadable
         self.createdAt = createdAt
         self.updatedAt = updatedAt ?? createdAt
         self.contentState = contentState

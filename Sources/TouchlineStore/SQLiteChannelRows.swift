@@ -9,18 +9,21 @@ enum SQLiteChannelRows {
         last_sent_timestamp, last_seq, engine_snapshot, dismiss_at, ended_at, counters
         """
 
-    static func record(_ row: SQLiteStatement) throws -> ChannelRecord {
+    /// The row as a record; a storage policy or status it cannot read is named in `unreadable`
+    /// (the record then carries stand-ins), so one bad row never hides the others.
+    static func record(_ row: SQLiteStatement) -> ChannelRecord {
         let id = row.text(at: 0) ?? ""
-        guard let policy = ChannelStorage(messageStoragePolicy: Int(row.int64(at: 2))),
-              let status = row.text(at: 4).flatMap(ChannelStatus.init(rawValue:)) else {
-            throw SQLiteError(code: SQLITE_CORRUPT, message: "channel \"\(id)\" has an unreadable storage policy or status", statement: nil)
-        }
+        let policy = ChannelStorage(messageStoragePolicy: Int(row.int64(at: 2)))
+        let status = row.text(at: 4).flatMap(ChannelStatus.init(rawValue:))
+        var unreadable: String?
+        if policy == nil { unreadable = "its storage policy \(row.int64(at: 2)) is neither 0 nor 1" }
+        if status == nil { unreadable = "its status \"\(row.text(at: 4) ?? "")\" is not one of the known statuses" }
         let end = row.optionalInt64(at: 13).map { endedAt in
             ChannelEnd(dismissAt: row.optionalInt64(at: 12).map(UnixTime.init(nanoseconds:)), endedAt: UnixTime(nanoseconds: endedAt))
         }
         return ChannelRecord(
-            id: id, apnsChannelID: row.text(at: 1), storagePolicy: policy, policyJSON: row.text(at: 3) ?? "{}",
-            status: status, createdAt: UnixTime(nanoseconds: row.int64(at: 5)), updatedAt: UnixTime(nanoseconds: row.int64(at: 6)),
+            id: id, apnsChannelID: row.text(at: 1), storagePolicy: policy ?? .noStorage, policyJSON: row.text(at: 3) ?? "{}",
+            status: status ?? .broken, unreadable: unreadable, createdAt: UnixTime(nanoseconds: row.int64(at: 5)), updatedAt: UnixTime(nanoseconds: row.int64(at: 6)),
             contentState: row.blob(at: 7) ?? [], lastSentState: row.blob(at: 8), lastSentTimestamp: row.optionalInt64(at: 9),
             lastSeq: row.int64(at: 10), engineSnapshot: row.blob(at: 11), end: end, countersJSON: row.text(at: 14) ?? "{}")
     }

@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 3
+    static let version: Int64 = 4
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -99,8 +99,14 @@ enum SQLiteSchema {
         ALTER TABLE personal_jobs ADD COLUMN ended_after_cursor TEXT NOT NULL DEFAULT '[]';
         """
 
+    /// Version 4: one row the writer rewrites to find out whether a failing disk takes writes again.
+    static let probeStatements = """
+        CREATE TABLE IF NOT EXISTS store_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
+        """
+
     /// What each version adds, applied in order from the database's version.
-    static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements)]
+    static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements),
+                                                                 (4, probeStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

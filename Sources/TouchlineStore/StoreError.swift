@@ -18,6 +18,19 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// True when the storage itself failed (disk full, I/O error, read-only or damaged file)
+    /// rather than one write being refused: the same write can succeed once the disk recovers,
+    /// and until then every write will fail, so callers answer 503 with `Retry-After`.
+    public var isStorageFailure: Bool {
+        switch self {
+        case .unknownChannel: false
+        case .closed: true
+        case .database(let error):
+            [SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_NOMEM,
+             SQLITE_BUSY, SQLITE_LOCKED, SQLITE_PROTOCOL, SQLITE_PERM].contains(error.primaryCode)
+        }
+    }
+
     /// Any error met while writing or reading, as a `StoreError`.
     init(_ error: any Error) {
         switch error {

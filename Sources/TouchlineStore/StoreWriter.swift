@@ -1,5 +1,7 @@
+import CSQLite
 import Foundation
 import Synchronization
+import TouchlineCore
 import TouchlineRuntime
 
 /// Counts kept by a ``StoreWriter``: how well group commit is grouping.
@@ -10,6 +12,26 @@ public struct StoreWriterStatistics: Sendable, Equatable {
     public var batches = 0
     /// Batches rolled back because one of their statements failed.
     public var failedBatches = 0
+    /// Probe transactions tried while the store was failing.
+    public var probes = 0
+}
+
+/// Whether a ``StoreWriter`` can write: set by its own thread after every commit.
+///
+/// A storage failure (``StoreError/isStorageFailure``: disk full, I/O error) makes the store
+/// *failing*: callers refuse new writes at once (503 with `Retry-After`) instead of piling them
+/// on a disk that cannot take them, and readiness reports it. The writer then probes with a tiny
+/// transaction every ``StoreWriter/probeInterval``; the first commit that succeeds, probe or
+/// not, makes it healthy again, so it recovers by itself when the disk does.
+public struct StoreHealth: Sendable, Equatable {
+    /// The last storage failure, while the store is failing; nil when healthy.
+    public var failure: StoreError?
+    /// When the store started failing.
+    public var failingSince: UnixTime?
+
+    public var isFailing: Bool { failure != nil }
+
+    public static let healthy = StoreHealth()
 }
 
 /// The single writer of a SQLite store, with group commit.
@@ -36,7 +58,11 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         var jobs: [Job] = []
         var closed = false
         var statistics = StoreWriterStatistics()
+        var health = StoreHealth.healthy
     }
+
+    /// How often a failing store tries a probe transaction.
+    public static let probeInterval = Duration.seconds(1)
 
     public let path: String
     /// Touched only by the writer thread once it has started.
@@ -46,6 +72,10 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     private let queue = Mutex(Queue())
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
+    /// While this file exists every commit fails as if the disk were full: a fault-injection
+    /// hook for tests of the failure path where a real full filesystem cannot be made.
+    private let faultFile: String?
+    private let clock: any WallClock
 
     /// Opens (creating if needed) the database at `path`, brings its schema up to date and starts
     /// the writer thread. `synchronous: .normal` keeps committed data across a process crash
@@ -54,9 +84,12 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     /// commits nobody waits for urgently (the personal queue's) then gives way to the others.
     /// `slice` asks for short time slices on the writer thread, for a store whose commits an
     /// acknowledgement waits for (see `requestCurrentThreadSlice`).
+    /// `faultFile`: see the property of that name (nil in production).
     public init(path: String, synchronous: SQLiteSynchronous = .normal, niceness: Int32 = 0,
-                slice: Duration? = nil) throws(StoreError) {
+                slice: Duration? = nil, faultFile: String? = nil, clock: any WallClock = SystemClock()) throws(StoreError) {
         self.path = path
+        self.faultFile = faultFile
+        self.clock = clock
         connection = try StoreError.wrapping {
             let connection = try SQLiteConnection(path: path, synchronous: synchronous)
             try SQLiteSchema.migrate(connection)
@@ -81,6 +114,9 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
 
     /// False once ``close()`` was called: no more writes are taken (readiness checks).
     public var isOpen: Bool { queue.withLock { !$0.closed } }
+
+    /// Whether writes currently succeed (a mutex read; cheap enough for every request).
+    public var health: StoreHealth { queue.withLock { $0.health } }
 
     public func submit(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         enqueue(Job(apply: { db in
@@ -140,6 +176,8 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
                 commit(jobs)
             } else if closed {
                 break
+            } else if health.isFailing {
+                if wake.wait(timeout: .now() + .nanoseconds(Int(Self.probeInterval.inNanoseconds))) == .timedOut { probe() }
             } else {
                 wake.wait()
             }
@@ -165,6 +203,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
                     try connection.run("RELEASE batch")
                 }
             }
+            try injectFault()
             try connection.run("COMMIT")
             committed = true
         } catch {
@@ -173,12 +212,50 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
             outcomes = outcomes.map { _ in failure }
         }
         let failed = outcomes.count(where: { $0 != nil })
+        let storageFailure = outcomes.lazy.compactMap { $0 }.first { $0.isStorageFailure }
         queue.withLock { q in
             if committed { q.statistics.transactions += 1 }
             q.statistics.batches += jobs.count - failed
             q.statistics.failedBatches += failed
+            q.health.note(storageFailure, committed: committed && storageFailure == nil, at: clock.now())
         }
         for (job, outcome) in zip(jobs, outcomes) { job.complete(outcome) }
+    }
+
+    /// A transaction that writes one small row: succeeds only when the disk takes writes again.
+    private func probe() {
+        var failure: StoreError?
+        do {
+            try connection.run("BEGIN IMMEDIATE")
+            try connection.run("INSERT INTO store_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at",
+                               [.integer(clock.now().nanoseconds)])
+            try injectFault()
+            try connection.run("COMMIT")
+        } catch {
+            _ = try? connection.run("ROLLBACK")
+            failure = StoreError(error)
+        }
+        queue.withLock { q in
+            q.statistics.probes += 1
+            q.health.note(failure, committed: failure == nil, at: clock.now())
+        }
+    }
+
+    private func injectFault() throws {
+        guard let faultFile, access(faultFile, F_OK) == 0 else { return }
+        throw SQLiteError(code: SQLITE_FULL, message: "database or disk is full (injected: \(faultFile) exists)", statement: "COMMIT")
+    }
+}
+
+extension StoreHealth {
+    /// Records the outcome of one transaction.
+    fileprivate mutating func note(_ storageFailure: StoreError?, committed: Bool, at now: UnixTime) {
+        if let storageFailure {
+            if failure == nil { failingSince = now }
+            failure = storageFailure
+        } else if committed {
+            self = .healthy
+        }
     }
 }
 

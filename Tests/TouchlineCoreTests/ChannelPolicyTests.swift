@@ -4,7 +4,7 @@ import TouchlineCore
 
 @Suite struct ChannelPolicyTests {
     func decode(_ json: String) throws -> ChannelPolicy {
-        try JSONDecoder().decode(ChannelPolicy.self, from: Data(json.utf8))
+        try ChannelPolicy(json: JSONParser.parse(Array(json.utf8)))
     }
 
     @Test func anEmptyObjectGivesTheDefaults() throws {
@@ -30,7 +30,39 @@ import TouchlineCore
         let policy = ChannelPolicy(minimumInterval: .milliseconds(1500), burst: 5, priorityBudgetPerHour: 4, relevanceScore: 50,
                                    throttleBackoff: Backoff(initial: .seconds(1), maximum: .seconds(30), multiplier: 3, jitter: 0.1),
                                    endGracePeriod: .zero)
-        #expect(try JSONDecoder().decode(ChannelPolicy.self, from: JSONEncoder().encode(policy)) == policy)
+        #expect(try ChannelPolicy(json: JSONParser.parse(policy.json.encoded)) == policy)
+    }
+
+    /// The values that would be stored as zero (and could then not be read back) are refused
+    /// after conversion, for every duration member.
+    @Test(arguments: ["minimumIntervalSeconds", "freshnessSeconds", "mostRecentLifetimeSeconds"])
+    func aDurationBelowOneMillisecondIsRefused(member: String) {
+        for tiny in ["1e-19", "0.0000000004", "0.0009"] {
+            #expect { try decode(#"{"\#(member)": \#(tiny)}"#) } throws: { error in
+                (error as? ChannelPolicyError)?.field == member
+            }
+        }
+        #expect(throws: ChannelPolicyError.self) { try decode(#"{"throttleBackoff": {"initialSeconds": 1e-12}}"#) }
+    }
+
+    @Test func everyAcceptedPolicyReadsBackToTheSameValue() throws {
+        for json in [#"{"minimumIntervalSeconds": 0.001}"#, #"{"freshnessSeconds": 0.0123456789}"#, #"{"endGracePeriodSeconds": 0}"#,
+                     #"{"minimumIntervalSeconds": 86400, "mostRecentLifetimeSeconds": 28800}"#] {
+            let policy = try decode(json)
+            #expect(try ChannelPolicy(json: JSONParser.parse(policy.json.encoded)) == policy, "\(json)")
+            #expect(policy.minimumInterval >= ChannelPolicy.shortestDuration)
+        }
+    }
+
+    @Test func aWrongTypeIsNamedByItsMember() {
+        #expect { try decode(#"{"burst": 2.5}"#) } throws: { error in
+            let error = error as? ChannelPolicyError
+            return error?.field == "burst" && error?.problem == "must be a whole number from 1 to 1000, got 2.5"
+        }
+        #expect { try decode(#"{"throttleBackoff": {"jitter": "x"}}"#) } throws: { error in
+            (error as? ChannelPolicyError)?.description == "channel policy: throttleBackoff.jitter must be a number, got a string"
+        }
+        #expect { try decode(#"{"burstt": 2}"#) } throws: { error in (error as? ChannelPolicyError)?.field == "burstt" }
     }
 
     @Test(arguments: [

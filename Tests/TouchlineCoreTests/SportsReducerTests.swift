@@ -325,7 +325,7 @@ import TouchlineCore
     @Test func aDamagedStoredStateIsRejected() throws {
         var broken = MatchContentState.initial.json
         broken = broken.applyingMergePatch(["homeScore": "two"])
-        #expect(throws: EventValidationError(field: "homeScore", "field 'homeScore' must be an integer from 0 to 2147483647")) {
+        #expect(throws: EventValidationError(field: "homeScore", "field 'homeScore' must be an integer from 0 to 999")) {
             try MatchContentState(json: broken)
         }
         let badIncident = MatchContentState.initial.json.applyingMergePatch(["lastIncident": ["kind": "goal", "team": "home"]])

@@ -302,11 +302,16 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         BadValue(flags: ["--api-key", "admin-key-0123456789abcdef=acme-"],
                  message: "API key for prefix \"acme-\" repeats API key 1 (environment variable TOUCHLINE_ADMIN_KEY); every key must be different",
                  source: "flag --api-key"),
-        BadValue(flags: ["--default-policy", #"{"burst": 0}"#], message: "default channel policy member burst must be between 1 and 1000, got 0",
+        BadValue(flags: ["--default-policy", #"{"burst": 0}"#], message: "default channel policy member burst must be a whole number from 1 to 1000, got 0",
                  source: "flag --default-policy"),
         BadValue(flags: ["--default-policy", #"{"bursts": 1}"#], message: "default channel policy has unknown key 'bursts' (did you mean 'burst'?)",
                  source: "flag --default-policy"),
-        BadValue(flags: ["--default-policy", #"{"burst": "many"}"#], message: "default channel policy member burst is not valid: ",
+        BadValue(flags: ["--default-policy", #"{"burst": 2.5}"#], message: "default channel policy member burst must be a whole number from 1 to 1000, got 2.5",
+                 source: "flag --default-policy"),
+        BadValue(flags: ["--default-policy", #"{"freshnessSeconds": 1e-19}"#],
+                 message: "default channel policy member freshnessSeconds must be from 0.001 to 86400 seconds, got 1e-19",
+                 source: "flag --default-policy"),
+        BadValue(flags: ["--default-policy", #"{"burst": "many"}"#], message: "default channel policy member burst must be a whole number from 1 to 1000, got a string",
                  source: "flag --default-policy"),
         BadValue(environment: ["TOUCHLINE_DEFAULT_POLICY": "{"],
                  message: "default channel policy is not valid JSON: unexpected end of input, expected a string member name at byte 1",
@@ -419,7 +424,7 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
             "apiKeys[0] has both \"admin\": true and a channelPrefix; an admin key has no prefix (apiKeys[0] in touchline.json)",
             "apiKeys[1] must be an object (got a string) (apiKeys[1] in touchline.json)",
             "apiKeys[2] has no key (apiKeys[2] in touchline.json)",
-            "defaultPolicy member burst must be between 1 and 1000, got 0 (defaultPolicy in touchline.json)",
+            "defaultPolicy member burst must be a whole number from 1 to 1000, got 0 (defaultPolicy in touchline.json)",
         ])
     }
 

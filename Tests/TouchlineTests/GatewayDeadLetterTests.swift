@@ -10,8 +10,14 @@ import TouchlineStore
 /// commit, and its sends reach APNs once the cause is fixed.
 @Suite("Gateway dead letters")
 struct GatewayDeadLetterTests {
-    /// 65 hex digits: the registry takes it, APNs answers 400 `BadDeviceToken` (odd length).
-    static func badToken(_ n: Int) -> String { String(repeating: "e", count: 57) + String(format: "%08x", n) }
+    /// A well-formed token that the mock answers 400 `BadDeviceToken` once disowned (a token of
+    /// the other environment): the registry takes it, APNs refuses it.
+    static func badToken(_ n: Int) -> String { String(repeating: "e", count: 56) + String(format: "%08x", n) }
+
+    /// Makes the fixture's mock refuse `badToken(n)` for each n.
+    static func disownBadTokens(_ numbers: [Int], on fixture: GatewayFixture) {
+        for n in numbers { fixture.mock.disown(token: badToken(n)) }
+    }
 
     static func register(_ token: String, follows: String, user: String, on api: GatewayTestClient) throws {
         let registered = try api.request("POST", "/v1/tokens", json: """
@@ -48,6 +54,7 @@ struct GatewayDeadLetterTests {
         let api = fixture.admin
         for n in 0..<6 { try Self.register(GatewayPersonalAPITests.token(n), follows: "team:ARS", user: "fan-\(n)", on: api) }
         for n in 0..<4 { try Self.register(Self.badToken(n), follows: "team:ARS", user: "bad-\(n)", on: api) }
+        Self.disownBadTokens(Array(0..<4) + [9], on: fixture)
         let followers = try await Self.runJob(GatewayPersonalAPITests.startBody, on: api)
         #expect(followers.progress?.integer("sent") == 6)
         #expect(followers.progress?[member: "failed"] == .object([.init("BadDeviceToken", .integer(4))]))
@@ -99,6 +106,7 @@ struct GatewayDeadLetterTests {
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         for n in 0..<2 { try Self.register(Self.badToken(n), follows: "team:ARS", user: "bad-\(n)", on: api) }
+        Self.disownBadTokens([0, 1], on: fixture)
         let job = try await Self.runJob(GatewayPersonalAPITests.startBody, on: api)
         let ids = Self.letters(try api.request("GET", "/v1/deadletters")).compactMap { $0.integer("id") }
         #expect(ids.count == 2)

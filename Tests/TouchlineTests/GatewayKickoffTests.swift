@@ -75,7 +75,10 @@ struct GatewayKickoffTests {
             (#"{"audience": {"follows": ""}, "attributesType": "MatchAttributes", "attributes": {}}"#, "audience.follows"),
             (#"{"audience": {"follows": "team:ARS"}, "attributes": {}}"#, "attributesType"),
             (#"{"audience": {"follows": "team:ARS"}, "attributesType": "MatchAttributes"}"#, "attributes"),
-            (#"{"audience": {"follows": "team:ARS"}, "attributesType": "M", "attributes": {}, "priority": 1}"#, "priority"),
+            (#"{"audience": {"follows": "team:ARS"}, "attributesType": "M", "attributes": {}, "priority": 1, "alert": {"title": "K", "body": "b"}}"#, "priority"),
+            (#"{"audience": {"follows": "team:ARS"}, "attributesType": "M", "attributes": {}}"#, "alert"),
+            (#"{"audience": {"follows": "team:ARS"}, "attributesType": "M", "attributes": {}, "alert": {"title": "", "body": "b"}}"#, "alert.title"),
+            (#"{"audience": {"follows": "team:\u0000ARS"}, "attributesType": "M", "attributes": {}, "alert": {"title": "K", "body": "b"}}"#, "audience.follows"),
             (#"{"audience": {"follows": "team:ARS"}, "attributesType": "M", "attributes": {}, "event": "update"}"#, "event"),
         ]
         for (body, field) in cases {

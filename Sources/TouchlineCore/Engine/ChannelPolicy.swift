@@ -1,5 +1,3 @@
-/// How a broadcast channel stores messages for offline devices (fixed when the channel is
-/// created). It decides the `apns-expiration` the engine may send.
 /// The publishing rules of one channel: pace, priority-10 budget, freshness, back-off, lifetime.
 ///
 /// The defaults suit live football. Apple publishes no broadcast budget; its staff's rough
@@ -17,8 +15,9 @@
 /// - `endGracePeriod` 5 min: the channel outlives the `end` push long enough for it to be
 ///   delivered, then is deleted to keep the app under the 10,000-channel limit.
 ///
-/// In JSON, durations are seconds (fractions allowed) and every member is optional: missing ones
-/// take the default, so a partial policy overrides only what it names.
+/// In JSON (``json``, ``init(json:base:)``), durations are seconds (fractions down to a
+/// millisecond) and every member is optional: missing ones take the default, so a partial
+/// policy overrides only what it names.
 public struct ChannelPolicy: Sendable, Equatable {
     /// Time to earn one push once the burst is spent.
     public var minimumInterval: Duration
@@ -63,99 +62,176 @@ public struct ChannelPolicy: Sendable, Equatable {
     }
 }
 
-/// A policy value out of range, naming the JSON member.
+/// A policy value out of range or of the wrong type, naming the JSON member.
 public struct ChannelPolicyError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The member's path, e.g. `throttleBackoff.jitter`.
     public var field: String
     public var problem: String
+    /// For an unknown member: the names allowed where it stood (for a "did you mean" hint).
+    public var allowedNames: [String] = []
     public var description: String { "channel policy: \(field) \(problem)" }
 }
 
-extension ChannelPolicy: Codable {
-    private enum CodingKeys: String, CodingKey {
-        case minimumIntervalSeconds, burst, priorityBudgetPerHour, freshnessSeconds, relevanceScore
-        case throttleBackoff, mostRecentLifetimeSeconds, endGracePeriodSeconds
-    }
-
-    private enum BackoffKeys: String, CodingKey {
-        case initialSeconds, maximumSeconds, multiplier, jitter
-    }
-
+extension ChannelPolicy {
+    /// Shortest positive duration a policy member may have. Anything shorter means nothing at
+    /// APNs' one-second resolution, and a fraction of a nanosecond would be stored as zero.
+    public static let shortestDuration = Duration.milliseconds(1)
     /// Longest duration any policy member may have (a day); keeps conversions far from overflow.
-    private static let longestDuration = 86_400.0
+    public static let longestDuration = Duration.seconds(86_400)
+    /// Counts are capped: the budget keeps one timestamp per priority-10 push in its window.
+    public static let largestCount = 1000
 
-    /// `userInfo` key of a `ChannelPolicy` whose values fill the members a decoded policy leaves
-    /// out (the gateway's configured default policy); without it, ``default`` fills them.
-    public static let decodingBaseKey = CodingUserInfoKey(rawValue: "ChannelPolicy.decodingBase")!
-
-    public init(from decoder: any Decoder) throws {
-        let defaults = decoder.userInfo[Self.decodingBaseKey] as? ChannelPolicy ?? .default
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        func seconds(_ key: CodingKeys, _ fallback: Duration, allowZero: Bool = false) throws -> Duration {
-            guard let value = try c.decodeIfPresent(Double.self, forKey: key) else { return fallback }
-            try Self.check(value, within: allowZero ? 0 : .leastNonzeroMagnitude, Self.longestDuration, key.stringValue)
-            return .nanoseconds(Int64(value * 1e9))
-        }
-        // Counts are capped: the budget keeps one timestamp per priority-10 push in its window.
-        func count(_ key: CodingKeys, _ fallback: Int, minimum: Int) throws -> Int {
-            guard let value = try c.decodeIfPresent(Int.self, forKey: key) else { return fallback }
-            guard value >= minimum, value <= 1000 else {
-                throw ChannelPolicyError(field: key.stringValue, problem: "must be between \(minimum) and 1000, got \(value)")
-            }
-            return value
-        }
-        minimumInterval = try seconds(.minimumIntervalSeconds, defaults.minimumInterval)
-        burst = try count(.burst, defaults.burst, minimum: 1)
-        priorityBudgetPerHour = try count(.priorityBudgetPerHour, defaults.priorityBudgetPerHour, minimum: 0)
-        freshness = try seconds(.freshnessSeconds, defaults.freshness)
-        if c.contains(.relevanceScore) {
-            relevanceScore = try c.decodeIfPresent(Double.self, forKey: .relevanceScore)
-            if let score = relevanceScore { try Self.check(score, within: -1e9, 1e9, "relevanceScore") }
-        } else {
-            relevanceScore = defaults.relevanceScore
-        }
-        throttleBackoff = try c.contains(.throttleBackoff)
-            ? Self.decodeBackoff(try c.nestedContainer(keyedBy: BackoffKeys.self, forKey: .throttleBackoff), defaults.throttleBackoff)
-            : defaults.throttleBackoff
-        mostRecentLifetime = try seconds(.mostRecentLifetimeSeconds, defaults.mostRecentLifetime)
-        guard mostRecentLifetime <= .seconds(8 * 3600) else {
-            throw ChannelPolicyError(field: "mostRecentLifetimeSeconds", problem: "must be at most 28800 (APNs stores 8 hours at most)")
-        }
-        endGracePeriod = try seconds(.endGracePeriodSeconds, defaults.endGracePeriod, allowZero: true)
+    /// The policy as JSON: durations in seconds (`minimumIntervalSeconds`...), the back-off as
+    /// an object. What the store keeps and the API shows; ``init(json:base:)`` reads it back to
+    /// the same value.
+    public var json: JSONValue {
+        [
+            "minimumIntervalSeconds": .number(minimumInterval.inSeconds),
+            "burst": .integer(Int64(burst)),
+            "priorityBudgetPerHour": .integer(Int64(priorityBudgetPerHour)),
+            "freshnessSeconds": .number(freshness.inSeconds),
+            "relevanceScore": relevanceScore.map(JSONValue.number) ?? .null,
+            "throttleBackoff": [
+                "initialSeconds": .number(throttleBackoff.initial.inSeconds),
+                "maximumSeconds": .number(throttleBackoff.maximum.inSeconds),
+                "multiplier": .number(throttleBackoff.multiplier),
+                "jitter": .number(throttleBackoff.jitter),
+            ],
+            "mostRecentLifetimeSeconds": .number(mostRecentLifetime.inSeconds),
+            "endGracePeriodSeconds": .number(endGracePeriod.inSeconds),
+        ]
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(minimumInterval.inSeconds, forKey: .minimumIntervalSeconds)
-        try c.encode(burst, forKey: .burst)
-        try c.encode(priorityBudgetPerHour, forKey: .priorityBudgetPerHour)
-        try c.encode(freshness.inSeconds, forKey: .freshnessSeconds)
-        try c.encode(relevanceScore, forKey: .relevanceScore)
-        var b = c.nestedContainer(keyedBy: BackoffKeys.self, forKey: .throttleBackoff)
-        try b.encode(throttleBackoff.initial.inSeconds, forKey: .initialSeconds)
-        try b.encode(throttleBackoff.maximum.inSeconds, forKey: .maximumSeconds)
-        try b.encode(throttleBackoff.multiplier, forKey: .multiplier)
-        try b.encode(throttleBackoff.jitter, forKey: .jitter)
-        try c.encode(mostRecentLifetime.inSeconds, forKey: .mostRecentLifetimeSeconds)
-        try c.encode(endGracePeriod.inSeconds, forKey: .endGracePeriodSeconds)
+    /// Reads a policy from JSON (a channel's own in the provider API, the configuration's
+    /// default, or a stored record); members left out take their value from `base`, so a partial
+    /// policy overrides only what it names, and unknown members are refused.
+    ///
+    /// Every value is checked after its conversion to what is kept: a duration is rounded to
+    /// nanoseconds and must then lie in ``shortestDuration``...``longestDuration`` (the end
+    /// grace period may be 0), so no accepted policy is stored as a zero that the next start
+    /// could not read back.
+    public init(json: JSONValue, base: ChannelPolicy = .default) throws(ChannelPolicyError) {
+        let reader = try PolicyMembers(json, path: "", allowed: ["minimumIntervalSeconds", "burst", "priorityBudgetPerHour",
+                                                                   "freshnessSeconds", "relevanceScore", "throttleBackoff",
+                                                                   "mostRecentLifetimeSeconds", "endGracePeriodSeconds"])
+        self = base
+        minimumInterval = try reader.duration("minimumIntervalSeconds") ?? base.minimumInterval
+        burst = try reader.count("burst", minimum: 1) ?? base.burst
+        priorityBudgetPerHour = try reader.count("priorityBudgetPerHour", minimum: 0) ?? base.priorityBudgetPerHour
+        freshness = try reader.duration("freshnessSeconds") ?? base.freshness
+        if let score = reader.member("relevanceScore") {
+            relevanceScore = score == .null ? nil : try reader.number("relevanceScore", score, within: -1e9...1e9)
+        }
+        if let backoff = reader.member("throttleBackoff"), backoff != .null {
+            throttleBackoff = try Self.backoff(backoff, base: base.throttleBackoff)
+        }
+        mostRecentLifetime = try reader.duration("mostRecentLifetimeSeconds", maximum: .seconds(8 * 3600),
+                                                 why: " (APNs stores 8 hours at most)") ?? base.mostRecentLifetime
+        endGracePeriod = try reader.duration("endGracePeriodSeconds", allowZero: true) ?? base.endGracePeriod
     }
 
     /// Validates before building, because `Backoff` traps on values out of range.
-    private static func decodeBackoff(_ c: KeyedDecodingContainer<BackoffKeys>, _ defaults: Backoff) throws -> Backoff {
-        let initial = try c.decodeIfPresent(Double.self, forKey: .initialSeconds) ?? defaults.initial.inSeconds
-        let maximum = try c.decodeIfPresent(Double.self, forKey: .maximumSeconds) ?? defaults.maximum.inSeconds
-        let multiplier = try c.decodeIfPresent(Double.self, forKey: .multiplier) ?? defaults.multiplier
-        let jitter = try c.decodeIfPresent(Double.self, forKey: .jitter) ?? defaults.jitter
-        try check(initial, within: 0.001, longestDuration, "throttleBackoff.initialSeconds")
-        try check(maximum, within: initial, longestDuration, "throttleBackoff.maximumSeconds")
-        try check(multiplier, within: 1, 100, "throttleBackoff.multiplier")
-        try check(jitter, within: 0, 1, "throttleBackoff.jitter")
-        return Backoff(initial: .nanoseconds(Int64(initial * 1e9)), maximum: .nanoseconds(Int64(maximum * 1e9)),
-                       multiplier: multiplier, jitter: jitter)
+    private static func backoff(_ json: JSONValue, base: Backoff) throws(ChannelPolicyError) -> Backoff {
+        let reader = try PolicyMembers(json, path: "throttleBackoff.", allowed: ["initialSeconds", "maximumSeconds", "multiplier", "jitter"])
+        let initial = try reader.duration("initialSeconds") ?? base.initial
+        let maximum = try reader.duration("maximumSeconds") ?? base.maximum
+        guard maximum >= initial else {
+            throw ChannelPolicyError(field: "throttleBackoff.maximumSeconds",
+                                     problem: "must be at least initialSeconds (\(initial.inSeconds)), got \(maximum.inSeconds)")
+        }
+        let multiplier = try reader.member("multiplier").map { (value) throws(ChannelPolicyError) in
+            try reader.number("multiplier", value, within: 1...100)
+        } ?? base.multiplier
+        let jitter = try reader.member("jitter").map { (value) throws(ChannelPolicyError) in
+            try reader.number("jitter", value, within: 0...1)
+        } ?? base.jitter
+        return Backoff(initial: initial, maximum: maximum, multiplier: multiplier, jitter: jitter)
+    }
+}
+
+/// The members of one policy object, read with checks that name the member by its path.
+private struct PolicyMembers {
+    private let members: [JSONValue.Member]
+    private let path: String
+
+    init(_ value: JSONValue, path: String, allowed: Set<JSONMemberName>) throws(ChannelPolicyError) {
+        guard case .object(let members) = value else {
+            throw ChannelPolicyError(field: path.isEmpty ? "policy" : String(path.dropLast()), problem: "must be a JSON object")
+        }
+        if let unknown = members.first(where: { !allowed.contains(name: $0.name) }) {
+            let names = allowed.map(\.text).sorted()
+            throw ChannelPolicyError(field: path + unknown.name, problem: "is not a policy member; allowed: \(names.joined(separator: ", "))",
+                                     allowedNames: names)
+        }
+        self.members = members
+        self.path = path
     }
 
-    private static func check(_ value: Double, within low: Double, _ high: Double, _ field: String) throws {
-        guard value.isFinite, value >= low, value <= high else {
-            throw ChannelPolicyError(field: field, problem: "must be between \(low == .leastNonzeroMagnitude ? "0 (exclusive)" : "\(low)") and \(high), got \(value)")
+    /// The member's value; `nil` when absent.
+    func member(_ name: String) -> JSONValue? {
+        members.first { $0.isNamed(name) }?.value
+    }
+
+    /// A duration given in seconds, rounded to nanoseconds and checked in that unit; `null`
+    /// and absence both leave the base value.
+    func duration(_ name: String, allowZero: Bool = false, maximum: Duration = ChannelPolicy.longestDuration,
+                  why: String = "") throws(ChannelPolicyError) -> Duration? {
+        guard let value = member(name), value != .null else { return nil }
+        let seconds = try number(name, value)
+        let low = allowZero ? Duration.zero : ChannelPolicy.shortestDuration
+        let nanoseconds = (seconds * 1e9).rounded()
+        let range = "from \(allowZero ? "0" : "0.001") to \(maximum.inSeconds.formatted) seconds\(why)"
+        guard nanoseconds >= Double(low.inNanoseconds), nanoseconds <= Double(maximum.inNanoseconds) else {
+            throw ChannelPolicyError(field: path + name, problem: "must be \(range), got \(seconds)")
+        }
+        return .nanoseconds(Int64(nanoseconds))
+    }
+
+    /// A whole number from `minimum` to ``ChannelPolicy/largestCount``.
+    func count(_ name: String, minimum: Int) throws(ChannelPolicyError) -> Int? {
+        guard let value = member(name), value != .null else { return nil }
+        let range = "a whole number from \(minimum) to \(ChannelPolicy.largestCount)"
+        guard case .integer(let number) = value else {
+            throw ChannelPolicyError(field: path + name, problem: "must be \(range), got \(Self.describe(value))")
+        }
+        guard number >= minimum, number <= ChannelPolicy.largestCount else {
+            throw ChannelPolicyError(field: path + name, problem: "must be \(range), got \(number)")
+        }
+        return Int(number)
+    }
+
+    /// A finite number in `range`.
+    func number(_ name: String, _ value: JSONValue, within range: ClosedRange<Double>) throws(ChannelPolicyError) -> Double {
+        let number = try number(name, value)
+        guard range.contains(number) else {
+            throw ChannelPolicyError(field: path + name, problem: "must be from \(range.lowerBound.formatted) to \(range.upperBound.formatted), got \(number)")
+        }
+        return number
+    }
+
+    /// A JSON number (the parser never yields a non-finite one).
+    func number(_ name: String, _ value: JSONValue) throws(ChannelPolicyError) -> Double {
+        switch value {
+        case .integer(let integer): return Double(integer)
+        case .number(let double) where double.isFinite: return double
+        default: throw ChannelPolicyError(field: path + name, problem: "must be a number, got \(Self.describe(value))")
         }
     }
+
+    private static func describe(_ value: JSONValue) -> String {
+        switch value {
+        case .null: "null"
+        case .bool(let flag): "\(flag)"
+        case .integer(let number): "\(number)"
+        case .number(let number): "\(number)"
+        case .string: "a string"
+        case .array: "an array"
+        case .object, .raw: "an object"
+        }
+    }
+}
+
+extension Double {
+    /// `2`, not `2.0`; `0.5` as is.
+    fileprivate var formatted: String { self == rounded() && abs(self) < 1e15 ? String(Int64(self)) : String(self) }
 }

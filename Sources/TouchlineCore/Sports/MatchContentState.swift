@@ -74,17 +74,23 @@ public struct MatchContentState: Sendable, Equatable {
         return .object(members)
     }
 
-    /// Reads a state back from its JSON (a stored state after a restart).
+    /// Largest score, card, shot or corner count a state may hold: the events' own bound, so a
+    /// state folded from valid events always reads back (a goal past it is refused instead).
+    public static let maximumCount = 999
+
+    /// Reads and validates a state: a stored state after a restart, a provider's patched or
+    /// initial state, and every state the reducer makes, against one set of bounds.
     public init(json: JSONValue) throws(EventValidationError) {
         var fields = try EventFields(json, what: "match state")
-        let count = 0...Int(Int32.max)
         func number(_ name: String, _ fields: inout EventFields) throws(EventValidationError) -> Int {
-            try fields.required(fields.integer(name, in: count), name)
+            try fields.required(fields.integer(name, in: 0...Self.maximumCount), name)
         }
         status = try fields.required(fields.choice("status", MatchStatus.self), "status")
-        guard case .string(let period)? = fields.value("period") else { throw fields.error("period", "must be a string") }
+        guard case .string(let period)? = fields.value("period"), period.count <= 64 else {
+            throw fields.error("period", "must be a string of at most 64 characters")
+        }
         self.period = period
-        clockSeconds = try number("clockSeconds", &fields)
+        clockSeconds = try fields.required(fields.integer("clockSeconds", in: 0...Int(Int32.max)), "clockSeconds")
         clockRunning = try fields.required(fields.bool("clockRunning"), "clockRunning")
         clockStartedAt = try fields.integer("clockStartedAt", in: 0...Int(Int64.max))
         homeScore = try number("homeScore", &fields)

@@ -101,7 +101,7 @@ public struct SportsEvent: Sendable, Equatable {
 
     /// The members every event may carry besides its own: `type`, `importance`, and `seq`,
     /// which is validated by the caller and ignored here.
-    static let envelope: Set<String> = ["seq"]
+    static let envelope: Set<JSONMemberName> = ["seq"]
 
     /// Parses and validates one provider event, refusing unknown fields and naming the first
     /// bad field in the error.
@@ -126,7 +126,7 @@ private enum EventType: String, CaseIterable {
     static let maximumMinute = 200
     /// Six hours of match clock is beyond any real match, including extra time and delays.
     static let maximumClock = 6 * 3600
-    static let maximumScore = 999
+    static let maximumScore = MatchContentState.maximumCount
 
     func parse(_ fields: inout EventFields) throws(EventValidationError) -> MatchEvent {
         switch self {

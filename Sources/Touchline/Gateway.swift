@@ -91,9 +91,7 @@ public final class Gateway: Sendable {
         let personalPath = configuration.dataDirectory + "/personal.sqlite"
         try PersonalStoreSplit.copyLegacyRows(from: channelsPath, to: personalPath)
         // Every 202 waits for this writer's commit: it preempts background work when it wakes.
-        // A test hook (docs/reliability.md): while the named file exists, both stores fail every
-        // commit as a full disk would.
-        let faultFile = ProcessInfo.processInfo.environment["TOUCHLINE_STORE_FAULT_FILE"]
+        let faultFile = configuration.storeFaultFile
         let store = try StoreWriter(path: channelsPath, slice: Self.broadcastPathSlice, faultFile: faultFile)
         let personalStore: StoreWriter
         let reader: SQLiteChannelReader

@@ -28,6 +28,11 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var logLevel: LogLevel
     /// `/metrics`: whether it needs a key, and the cap on `channel` labels.
     public var metrics: MetricsSettings
+    /// A test hook, never set in production: while this file exists, every commit of both
+    /// stores fails as on a full disk (docs/reliability.md). `touchline serve` takes it from
+    /// `TOUCHLINE_STORE_FAULT_FILE`, so tests and the soak scenario can fail the disk of a real
+    /// process where no small filesystem can be mounted.
+    public var storeFaultFile: String?
 
     /// Apple credentials and endpoint.
     public struct APNsSettings: Sendable, Equatable {

@@ -44,7 +44,9 @@ extension GatewayConfiguration {
             problems += error.problems
         }
         guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }
-        return configuration
+        var loaded = configuration
+        loaded.storeFaultFile = environment["TOUCHLINE_STORE_FAULT_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        return loaded
     }
 
     /// Flags as `--name VALUE` or `--name=VALUE`; `--admin-key` and `--api-key` may repeat.

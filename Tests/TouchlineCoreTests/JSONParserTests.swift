@@ -104,6 +104,13 @@ import TouchlineCore
         #expect(failure(#"{"x": {"k": 1, "k": 1}}"#) == #"duplicate member name "k" at byte 15"#)
         // Escaped and literal spellings of one name are the same name.
         #expect(failure(#"{"ab": 1, "a\u0062": 2}"#) == #"duplicate member name "ab" at byte 10"#)
+        // Names compare by code units (RFC 8259): canonically equivalent spellings are two names,
+        // below and above the size where the parser switches to a set of names.
+        #expect(failure(#"{"\u00e9": 1, "e\u0301": 2}"#) == nil)
+        #expect(failure(#"{"K": 1, "\u212a": 2}"#) == nil)
+        let padded = (0..<20).map { #""p\#($0)": 0"# }.joined(separator: ",")
+        #expect(failure(#"{\#(padded), "\u00e9": 1, "e\u0301": 2}"#) == nil)
+        #expect(failure(#"{\#(padded), "\u00e9": 1, "\u00e9": 2}"#) != nil)
         let many = (0..<40).map { #""m\#($0)": \#($0)"# }.joined(separator: ",")
         #expect(failure("{\(many), \"m39\": 0}") != nil)
         #expect(failure("{\(many)}") == nil)

@@ -44,4 +44,45 @@ import TouchlineCore
         #expect(value[member: "z"] == nil)
         #expect(JSONValue.array([1])[member: "a"] == nil)
     }
+
+    /// Canonically equivalent names are different members (RFC 8259 compares code units).
+    @Test func namesCompareByCodeUnits() throws {
+        #expect(try merged(#"{"\u00e9": 1}"#, #"{"e\u0301": 2}"#) == "{\"\u{e9}\":1,\"e\u{301}\":2}")
+        #expect(try merged(#"{"K": 1}"#, #"{"\u212a": null}"#) == #"{"K":1}"#)
+        let value: JSONValue = ["\u{e9}": 1]
+        #expect(value[member: "e\u{301}"] == nil)
+    }
+
+    /// Objects past the point where the merge switches to an index of names give what a plain
+    /// member-by-member reading of RFC 7396 gives, member order included.
+    @Test func largeObjectsMergeLikeTheReference() {
+        var random = SplitMix64(seed: 7)
+        for _ in 0..<50 {
+            let target = JSONValue.object((0..<Int(random.next() % 60)).map { .init("k\($0 * 3)", .integer(Int64($0))) })
+            var changes: [JSONValue.Member] = []
+            for index in 0..<Int(random.next() % 60) {
+                let name = "k\(random.next() % 200)"
+                let value: JSONValue = random.next() % 3 == 0 ? .null : .integer(Int64(index))
+                if !changes.contains(where: { $0.name == name }) { changes.append(JSONValue.Member(name, value)) }
+            }
+            let patch = JSONValue.object(changes)
+            #expect(target.applyingMergePatch(patch) == Self.reference(target, patch))
+        }
+    }
+
+    /// RFC 7396's pseudo-code, searching members one by one.
+    private static func reference(_ target: JSONValue, _ patch: JSONValue) -> JSONValue {
+        guard case .object(let changes) = patch else { return patch }
+        var members: [JSONValue.Member] = if case .object(let existing) = target { existing } else { [] }
+        for change in changes {
+            let position = members.firstIndex { $0.name == change.name }
+            switch (position, change.value) {
+            case (let position?, .null): members.remove(at: position)
+            case (nil, .null): continue
+            case (let position?, let value): members[position].value = reference(members[position].value, value)
+            case (nil, let value): members.append(.init(change.name, reference(.null, value)))
+            }
+        }
+        return .object(members)
+    }
 }

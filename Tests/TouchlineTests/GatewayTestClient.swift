@@ -11,6 +11,14 @@ struct GatewayTestClient {
         var head = ""
         var json: JSONValue? { try? JSONParser.parse(body) }
         var text: String { String(decoding: body, as: UTF8.self) }
+        /// The first value of a response header (name compared case-insensitively).
+        func header(_ name: String) -> String? {
+            for line in head.split(separator: "\r\n").dropFirst() {
+                guard let colon = line.firstIndex(of: ":"), line[..<colon].lowercased() == name.lowercased() else { continue }
+                return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
+            return nil
+        }
         /// `error` of a JSON error body.
         var errorCode: String? {
             if case .string(let code)? = json?[member: "error"] { return code }

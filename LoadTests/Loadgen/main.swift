@@ -16,7 +16,8 @@ let usage = """
                       against h2load sending the same pushes
       ingest-burst    maximum durable ingest rate, then ingest->APNs latency of paced events
       client-ceiling  Touchline's APNs client against h2load on the same mock, back to back
-      standard        all four with their standard options (what `make bench` runs)
+      merge-patch     cost per member of a merge patch from 1,000 to 100,000 members (in-process)
+      standard        all five with their standard options (what `make bench` runs)
 
     options of every scenario:
       --check                 exit 1 when a figure misses its target (ratios of earlier issues)
@@ -100,7 +101,7 @@ var matchday = Matchday.Options()
 var storm = KickoffStorm.Options()
 var burst = IngestBurst.Options()
 var ceiling = ClientCeiling.Options()
-let scenarios = ["matchday", "kickoff-storm", "ingest-burst", "client-ceiling", "standard"]
+let scenarios = ["matchday", "kickoff-storm", "ingest-burst", "client-ceiling", "merge-patch", "standard"]
 guard scenarios.contains(scenario) else { fail("unknown scenario '\(scenario)' (try --help)") }
 
 while let flag = flags.next() {
@@ -144,6 +145,7 @@ case "matchday": await run.finish([{ try Matchday(options: matchday, settings: s
 case "kickoff-storm": await run.finish([{ try KickoffStorm(options: storm, settings: settings).run() }])
 case "ingest-burst": await run.finish([{ try IngestBurst(options: burst, settings: settings).run() }])
 case "client-ceiling": await run.finish([{ try await ClientCeiling(options: ceiling, settings: settings).run() }])
+case "merge-patch": await run.finish([{ try MergePatchCost(options: MergePatchCost.Options()).run() }])
 default:
     // The standard set: every scenario with its defaults, client-ceiling with 3 rounds.
     var standardCeiling = ClientCeiling.Options()
@@ -153,5 +155,6 @@ default:
         { try IngestBurst(options: IngestBurst.Options(), settings: settings).run() },
         { try Matchday(options: Matchday.Options(), settings: settings).run() },
         { try KickoffStorm(options: KickoffStorm.Options(), settings: settings).run() },
+        { try MergePatchCost(options: MergePatchCost.Options()).run() },
     ])
 }

@@ -91,7 +91,9 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         self.faultFile = faultFile
         self.clock = clock
         connection = try StoreError.wrapping {
+            try StoreIntegrity.refuseEmptyFile(at: path)
             let connection = try SQLiteConnection(path: path, synchronous: synchronous)
+            try StoreIntegrity.check(connection)
             try SQLiteSchema.migrate(connection)
             try connection.execute("PRAGMA wal_autocheckpoint=0")
             return connection

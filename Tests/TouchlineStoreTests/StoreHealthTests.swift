@@ -84,3 +84,36 @@ import TouchlineStore
         #expect(rows[1].unreadable?.contains("exploded") == true, "\(rows[1].unreadable ?? "nil")")
     }
 }
+
+/// A damaged file stops the start with the reason; it is never served as an empty store.
+@Suite struct StoreIntegrityTests {
+    @Test func anEmptyFileWhereADatabaseWasExpectedIsRefused() throws {
+        let dir = TemporaryDirectory()
+        FileManager.default.createFile(atPath: dir.file("store.db"), contents: Data())
+        #expect { try StoreWriter(path: dir.file("store.db")) } throws: { error in
+            "\(error)".contains("is empty (0 bytes) where a database was expected")
+        }
+    }
+
+    @Test func aPartlyOverwrittenFileIsRefusedNamingTheDamage() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("store.db")
+        do {
+            let writer = try StoreWriter(path: path)
+            for n in 0..<200 { try await writer.createChannel(channel("damage-\(n)")) }
+            writer.close()
+        }
+        // Fold the log back into the file, then overwrite a stretch of its pages (not the header).
+        let folding = try SQLiteConnection(path: path)
+        try folding.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        folding.close()
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.seek(toOffset: 4096 * 2)
+        handle.write(Data(repeating: 0xA5, count: 4096 * 2))
+        try handle.close()
+        #expect { try StoreWriter(path: path) } throws: { error in
+            let text = "\(error)"
+            return text.contains("integrity check") || text.contains("malformed") || text.contains("not a database")
+        }
+    }
+}

@@ -18,6 +18,11 @@ final class GatewayEventStream: @unchecked Sendable {
     /// More clients are refused (503), so a dashboard left open in many tabs cannot make every
     /// snapshot cost more than the ingest loop can spare.
     static let maxClients = 32
+    /// Streams kept for admin keys: provider keys together take at most the rest, so a provider
+    /// (or a leaked provider key) can never lock operators out of their dashboard.
+    static let reservedForAdmin = 8
+    /// Streams one provider key may hold at once.
+    static let maxPerProviderKey = 4
     static let heartbeat = Duration.seconds(1)
     static let changeDelay = Duration.milliseconds(100)
     /// A client with more unsent bytes than this misses snapshots until it catches up.
@@ -43,11 +48,7 @@ final class GatewayEventStream: @unchecked Sendable {
 
     /// Opens a stream for `request` and sends the first snapshot.
     func connect(_ request: HTTPRequest, key: GatewayConfiguration.APIKey, channelID: String?) throws(HTTPError) {
-        guard clients.count < Self.maxClients else {
-            throw HTTPError(status: 503, code: "too_many_streams",
-                            message: "the gateway already serves \(Self.maxClients) live streams; close a dashboard tab or retry later",
-                            headers: [("Retry-After", "5")])
-        }
+        try admit(key)
         var identifier: ObjectIdentifier?
         let opened = request.startStream(headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
                                                    ("X-Accel-Buffering", "no")]) { [weak self] in
@@ -67,6 +68,24 @@ final class GatewayEventStream: @unchecked Sendable {
             refresh()
         }
         if heartbeatTimer == nil { startHeartbeat() }
+    }
+
+    /// Refuses a stream beyond the limits: all streams, provider keys' share, one key's own.
+    private func admit(_ key: GatewayConfiguration.APIKey) throws(HTTPError) {
+        func refuse(_ message: String) -> HTTPError {
+            HTTPError(status: 503, code: "too_many_streams", message: message, headers: [("Retry-After", "5")])
+        }
+        guard clients.count < Self.maxClients else {
+            throw refuse("the gateway already serves \(Self.maxClients) live streams; close a dashboard tab or retry later")
+        }
+        guard key.scope != .admin else { return }
+        let providerStreams = clients.values.filter { $0.key.scope != .admin }
+        guard providerStreams.count(where: { $0.key == key }) < Self.maxPerProviderKey else {
+            throw refuse("this API key already has \(Self.maxPerProviderKey) live streams open; close one or retry later")
+        }
+        guard providerStreams.count < Self.maxClients - Self.reservedForAdmin else {
+            throw refuse("provider keys already hold \(Self.maxClients - Self.reservedForAdmin) live streams (\(Self.reservedForAdmin) are kept for admin keys); retry later")
+        }
     }
 
     /// Something about a channel changed: a snapshot goes out shortly (bursts coalesce).

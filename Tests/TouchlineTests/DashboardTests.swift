@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import Touchline
 import TouchlineCore
 
 /// The operator dashboard: its page and files, the live stream it reads, and the page itself in
@@ -111,6 +112,26 @@ struct DashboardTests {
             (try? EventStreamClient(port: fixture.port, path: "/v1/stream", key: GatewayFixture.adminKey).head.status) == 200
         }
         await fixture.shutDown()
+    }
+
+    /// A provider key cannot take the streams operators need: it holds at most four, and admin
+    /// keys always find a stream free.
+    @Test func aProviderKeyCannotLockOperatorsOut() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        var provider: [EventStreamClient] = []
+        for _ in 0..<6 {
+            let client = try EventStreamClient(port: fixture.port, path: "/v1/stream", key: GatewayFixture.clubKey)
+            guard client.head.status == 200 else {
+                #expect(client.head.status == 503 && client.head.text.contains("this API key already has 4 live streams"), "\(client.head.text)")
+                break
+            }
+            provider.append(client)
+        }
+        #expect(provider.count == GatewayEventStream.maxPerProviderKey)
+        let admin = try EventStreamClient(port: fixture.port, path: "/v1/stream", key: GatewayFixture.adminKey)
+        #expect(admin.head.status == 200)
+        _ = try await admin.nextSnapshot()
     }
 
     @Test func shutdownEndsOpenStreamsAtOnce() async throws {

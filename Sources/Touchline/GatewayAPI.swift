@@ -212,6 +212,7 @@ extension GatewayService {
                         return
                     }
                     channel.timer?.cancel()
+                    channel.deletionTimer?.cancel()
                     if channels[id] === channel { channels[id] = nil }
                     request.respond(.json(status: 200, ["id": .string(id), "deleted": true]))
                 }

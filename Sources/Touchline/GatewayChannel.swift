@@ -32,6 +32,10 @@ final class GatewayChannel: @unchecked Sendable {
     /// Requests waiting for the APNs create call (the first one and idempotent repeats).
     var createWaiters: [HTTPRequest] = []
     var timer: LoopTimer?
+    /// Failed attempts at deleting the APNs channel since the last success, and the timer of the
+    /// next one (see `GatewayChannelDeletion.swift`).
+    var deletionAttempts = 0
+    var deletionTimer: LoopTimer?
     /// A lost create is being matched to an APNs channel (see `reconcileLostCreates`).
     var isAdopting = false
     /// An acknowledged write (events, an end) is in the store. Until it completes the channel's

@@ -29,7 +29,7 @@ final class GatewayService: @unchecked Sendable {
     var channels: [String: GatewayChannel] = [:]
     /// Set at shutdown: no more pushes, timers or deletions; what is pending stays in the
     /// snapshots (a push in flight is saved as pending) and goes out after the next start.
-    private var isStopping = false
+    private(set) var isStopping = false
     /// True while lost creates are reconciled at start-up; new creates wait (503) meanwhile, so
     /// their fresh APNs channels are never taken for orphans.
     var isReconciling = false
@@ -84,6 +84,8 @@ final class GatewayService: @unchecked Sendable {
         }
         for channel in channels.values where channel.apnsChannelID != nil && !channel.apnsDeleted && channel.damage == nil {
             perform(channel.engine.tick(now: now), on: channel)
+            // A deletion asked for before the restart and not confirmed: ask again.
+            if channel.engine.phase == .closed { deleteAtAPNs(channel) }
         }
         reconcileLostCreates()
     }
@@ -106,15 +108,7 @@ final class GatewayService: @unchecked Sendable {
             case .persist:
                 needsSave = true
             case .deleteChannel:
-                guard let apnsID = channel.apnsChannelID else { continue }
-                dispatcher.deleteChannel(apnsID) { [self] result in
-                    if case .failure(let error) = result, error.disposition != .channelGone {
-                        log.warning("deleting APNs channel \(apnsID) failed", channel: channel.id, apnsID: error.requestID, error: error)
-                        return
-                    }
-                    channel.apnsDeleted = true
-                    saveStatus(of: channel)
-                }
+                deleteAtAPNs(channel)
             case .markBroken(let reason):
                 channel.brokenReason = reason
             }
@@ -184,7 +178,10 @@ final class GatewayService: @unchecked Sendable {
     /// Stops sending and cancels every timer (shutdown).
     func stop() {
         isStopping = true
-        for channel in channels.values { channel.timer?.cancel() }
+        for channel in channels.values {
+            channel.timer?.cancel()
+            channel.deletionTimer?.cancel()
+        }
         tokenReader.close()
     }
 }

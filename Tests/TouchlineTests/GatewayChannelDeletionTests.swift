@@ -1,0 +1,64 @@
+import Foundation
+import MockAPNs
+import Testing
+import Touchline
+import TouchlineCore
+
+/// A channel's deletion after its end is retried until APNs confirms it, and a restart picks up
+/// the deletions not confirmed before it: no channel leaks toward Apple's limit.
+@Suite("Gateway channel deletion")
+struct GatewayChannelDeletionTests {
+    static let quickEnd = #"{"endGracePeriodSeconds": 0}"#
+
+    @Test func deletionsRefusedWith429AreRetriedUntilConfirmed() async throws {
+        let apns = try MockAPNsFixture {
+            $0.faults.tooManyRequestsRate = 0.5
+            $0.faults.rateEndpoints = [.deleteChannel]
+        }
+        let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
+        defer { Task { await fixture.shutDown(); await apns.shutDown() } }
+        let api = fixture.admin
+        let ids = (1...4).map { "del-\($0)" }
+        for id in ids {
+            let created = try api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage", "policy": \#(Self.quickEnd)}"#)
+            #expect(created.status == 201, "\(created.text)")
+            #expect(try api.request("POST", "/v1/channels/\(id)/end", json: #"{"finalState": {"done": true}}"#).status == 202)
+        }
+        try await eventually("every channel deleted at APNs", timeout: .seconds(90)) { apns.mock.channels().isEmpty }
+        for id in ids { #expect(try api.request("GET", "/v1/channels/\(id)").json?.string("status") == "deleted", "\(id)") }
+        let deletes = apns.mock.recordedRequests().filter { $0.endpoint == .deleteChannel }
+        #expect(deletes.count(where: { $0.status == 204 }) == ids.count)
+        #expect(deletes.contains { $0.status == 429 }, "no deletion was throttled: the test did not test the retry")
+    }
+
+    @Test func aDeletionNotConfirmedBeforeARestartIsSentAfterIt() async throws {
+        let shared = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        let channelsFile = shared + "/channels.json"
+        let refusing = try MockAPNsFixture {
+            $0.faults.tooManyRequestsRate = 1
+            $0.faults.rateEndpoints = [.deleteChannel]
+            $0.channelsFile = channelsFile
+        }
+        let data = shared + "/data"
+        let first = try GatewayFixture(apns: refusing.gatewaySettings, directory: data)
+        let created = try first.admin.request("POST", "/v1/channels", json: #"{"id": "r-1", "storagePolicy": "no-storage", "policy": \#(Self.quickEnd)}"#)
+        let apnsID = try #require(created.json?.string("apnsChannelId"))
+        #expect(try first.admin.request("POST", "/v1/channels/r-1/end").status == 202)
+        try await eventually("a refused deletion") {
+            refusing.mock.recordedRequests().contains { $0.endpoint == .deleteChannel && $0.status == 429 }
+        }
+        #expect(try first.admin.request("GET", "/v1/channels/r-1").json?.string("status") == "ended")
+        await first.shutDown(removingData: false)
+        await refusing.shutDown()
+
+        let accepting = try MockAPNsFixture { $0.channelsFile = channelsFile }
+        defer { Task { await accepting.shutDown() } }
+        #expect(accepting.mock.channels()[apnsID] != nil, "the second mock lost the channel")
+        let second = try GatewayFixture(apns: accepting.gatewaySettings, directory: data)
+        defer { Task { await second.shutDown() } }
+        try await eventually("the deletion after the restart") { accepting.mock.channels()[apnsID] == nil }
+        try await eventually("the channel shown deleted") {
+            (try? second.admin.request("GET", "/v1/channels/r-1").json?.string("status")) == "deleted"
+        }
+    }
+}

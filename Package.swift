@@ -42,6 +42,9 @@ let package = Package(
         .executableTarget(name: "touchline-mock-apns", dependencies: ["MockAPNs"], path: "LoadTests/MockAPNsServer"),
         .executableTarget(name: "touchline-load", dependencies: ["APNs", "LoadKit", "MockAPNs", "Touchline", "TouchlineRuntime"],
                           path: "LoadTests/Loadgen"),
+        // libFuzzer targets (`make fuzz`); the ordinary build replays their stored inputs.
+        .executableTarget(name: "touchline-fuzz", dependencies: ["TouchlineCore", "TouchlineRuntime", "Touchline"], path: "Fuzz",
+                          exclude: ["Corpus"]),
 
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
@@ -53,6 +56,7 @@ let package = Package(
         .testTarget(name: "DeployTests"),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
         .testTarget(name: "LoadScenarioTests", dependencies: ["LoadKit"]),
+        .testTarget(name: "FuzzCorpusTests"),
         .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineStore", "APNs", "HTTP2", "MockAPNs", "TouchlineRuntime", "TouchlineCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -82,7 +82,7 @@ extension GatewayService {
         var retries = counter("touchline_apns_retries_total", "Pushes sent again after a throttle, 5xx or lost answer, by pool.")
         retries.add(broadcastRetries, ["pool": "broadcast"])
         retries.add(loops.personal.retries, ["pool": "personal"])
-        var deactivated = counter("touchline_tokens_deactivated_total", "Registry tokens deactivated after APNs answered 410.")
+        var deactivated = counter("touchline_tokens_deactivated_total", "Registry tokens deactivated after APNs answered 410 (not counting tokens re-registered after APNs' timestamp or already inactive).")
         deactivated.add(loops.personal.tokensDeactivated)
         var deadLetters = counter("touchline_dead_letters_total", "Personal targets given up on, by reason.")
         for (reason, count) in loops.personal.deadLetters.sorted(by: { $0.key < $1.key }) { deadLetters.add(count, ["reason": reason]) }

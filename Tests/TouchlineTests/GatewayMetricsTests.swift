@@ -84,6 +84,51 @@ struct GatewayMetricsTests {
         await apns.shutDown()
     }
 
+    /// `touchline_tokens_deactivated_total` counts tokens the store deactivated, not 410s: two
+    /// tokens listed dead since before they were registered stay active, and a 410 for a token
+    /// already deactivated changes nothing. Every 410 is still a dead letter `Unregistered`.
+    @Test func tokensDeactivatedCountsTokensTheStoreDeactivatedNotFourTens() async throws {
+        let listed = Set([1, 2].map(GatewayPersonalAPITests.token))
+        let apns = try MockAPNsFixture { $0.faults.unregisteredTokens = listed }
+        let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
+        let api = gateway.admin
+        for n in 0..<4 {
+            #expect(try api.request("POST", "/v1/tokens", json: """
+                {"token": "\(GatewayPersonalAPITests.token(n))", "kind": "push-to-start", "userId": "fan-\(n)", "follows": ["team:ARS"]}
+                """).status == 201)
+        }
+        try await Task.sleep(for: .milliseconds(5))
+        let dead = GatewayPersonalAPITests.token(3)
+        apns.mock.unregister(token: dead)
+        func runJob(_ body: String) async throws {
+            let jobID = try #require(try api.request("POST", "/v1/personal", json: body).json?.string("jobId"))
+            try await eventually("job \(jobID) to finish") {
+                (try? api.request("GET", "/v1/personal/\(jobID)").json?.string("status")) == "done"
+            }
+        }
+        try await runJob(GatewayPersonalAPITests.startBody)
+        // A job to the one token now inactive: APNs answers 410 again, nothing is deactivated.
+        try await runJob("""
+            {"audience": {"token": "\(dead)"}, "event": "update", "contentState": {"homeScore": 1}}
+            """)
+        var text = ""
+        try await eventually("every 410 counted as a dead letter") {
+            text = (try? api.request("GET", "/metrics").text) ?? ""
+            return metricValue(text, #"touchline_dead_letters_total{reason="Unregistered"}"#) == 4
+                && metricValue(text, "touchline_tokens_deactivated_total") == 1
+        }
+        #expect(metricValue(text, #"touchline_apns_responses_total{pool="personal",status="410",reason="Unregistered"}"#) == 4)
+        for n in 1...3 {
+            let record = try api.request("GET", "/v1/tokens?userId=fan-\(n)").json
+            guard case .array(let found)? = record?[member: "tokens"], let token = found.first else {
+                Issue.record("no token listed for fan-\(n)"); continue
+            }
+            #expect(token[member: "active"] == .bool(n != 3), "token of fan-\(n)")
+        }
+        await gateway.shutDown()
+        await apns.shutDown()
+    }
+
     @Test func channelsBeyondTheLabelCapAreSummedUnderOther() async throws {
         let gateway = try GatewayFixture(metrics: MetricsSettings(maxChannelLabels: 1))
         let api = gateway.admin

@@ -278,6 +278,8 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     /// What the delivery policy makes of an APNs answer (table in docs/personal-pushes.md).
     static func outcome(of result: Result<APNsResponse, APNsError>) -> PersonalOutcome {
         guard case .failure(let error) = result else { return .accepted }
+        // Never sent, or handed back by every connection tried: not an answer, not an attempt.
+        if error.isUnprocessed { return .notProcessed }
         switch error.disposition {
         case .retryWithBackoff, .refreshTokenAndRetry: return .retryLater
         case .retryOnNewConnection: return .retryOnNewConnection

@@ -199,12 +199,7 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
     /// A loop timer may fire a little before its deadline by the job's clock; the job must
     /// arm it again rather than assume it is still armed (the fan-out would stall).
     @Test func timerFiringEarlyIsArmedAgain() {
-        let exact = PersonalDeliveryPolicy(retryInitialMilliseconds: 1_000, jitter: 0)
-        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 1, pageSize: 10), policy: exact, seed: 1)
-        let start = UnixTime(nanoseconds: 1_000_000_000_000)
-        _ = job.nextSends(now: start)
-        job.targetsFetched(["aa"], exhausted: true, now: start)
-        #expect(job.nextSends(now: start) == [.send(token: "aa", attempt: 1)])
+        var (job, start) = oneTokenJob(PersonalDeliveryPolicy(retryInitialMilliseconds: 1_000, jitter: 0))
         _ = job.outcome(token: "aa", result: .retryLater, now: start)
         #expect(job.nextSends(now: start) == [.armTimer(at: start + .seconds(1))])
         #expect(job.nextSends(now: start).isEmpty, "an armed timer is not asked for twice")
@@ -314,12 +309,7 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
     /// The send numbers and the saved retry row count answers only; a resend after a hand-back
     /// keeps its attempt number, so a restart resumes with the right count.
     @Test func theSavedRetryRowCountsAnswersNotHandBacks() {
-        let exact = PersonalDeliveryPolicy(maxAttempts: 2, retryInitialMilliseconds: 100, jitter: 0)
-        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 1, pageSize: 10), policy: exact, seed: 1)
-        let start = UnixTime(nanoseconds: 1_000_000_000_000)
-        _ = job.nextSends(now: start)
-        job.targetsFetched(["aa"], exhausted: true, now: start)
-        #expect(job.nextSends(now: start) == [.send(token: "aa", attempt: 1)])
+        var (job, start) = oneTokenJob(PersonalDeliveryPolicy(maxAttempts: 2, retryInitialMilliseconds: 100, jitter: 0))
         _ = job.outcome(token: "aa", result: .retryLater, now: start)
         #expect(job.timerFired(now: start + .milliseconds(100)) == [.send(token: "aa", attempt: 2)])
         _ = job.outcome(token: "aa", result: .notProcessed, now: start + .milliseconds(100))
@@ -349,6 +339,16 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
         #expect(Set(simulation.deadLetters.values) == [PersonalDeliveryPolicy.notProcessedReason])
         // Back-offs 100, 200, 400, 800, 1000 ms between the six sends: at least 2.5 s in all.
         #expect(simulation.now - start >= .milliseconds(2_500))
+    }
+
+    /// A job whose audience is the one token "aa", its first send already asked for.
+    private func oneTokenJob(_ policy: PersonalDeliveryPolicy) -> (FanOutJob, UnixTime) {
+        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 1, pageSize: 10), policy: policy, seed: 1)
+        let start = UnixTime(nanoseconds: 1_000_000_000_000)
+        _ = job.nextSends(now: start)
+        job.targetsFetched(["aa"], exhausted: true, now: start)
+        #expect(job.nextSends(now: start) == [.send(token: "aa", attempt: 1)])
+        return (job, start)
     }
 
     @Test func outcomeForATokenNotInFlightIsIgnored() {

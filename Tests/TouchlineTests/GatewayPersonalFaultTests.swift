@@ -53,12 +53,9 @@ struct GatewayPersonalFaultTests {
         }
         let quick = PersonalDeliveryPolicy(maxAttempts: 10, retryInitialMilliseconds: 20, retryMaximumMilliseconds: 200,
                                            throttleInitialMilliseconds: 50, throttleMaximumMilliseconds: 400)
-        let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data",
-                                         personalQueue: PersonalQueueSettings(maxInFlight: 32, delivery: quick))
+        let (fixture, tokens) = try gateway(on: apns, delivery: quick, followers: 120)
         defer { Task { await fixture.shutDown(); await apns.shutDown() } }
         let api = fixture.admin
-        let tokens = (0..<120).map(GatewayPersonalAPITests.token)
-        try registerFollowers(tokens, api)
         try await Task.sleep(for: .milliseconds(5))
         for token in unregisteredLater { apns.mock.unregister(token: token) }
         let (jobID, progress) = try await runStartJob(api)
@@ -97,12 +94,9 @@ struct GatewayPersonalFaultTests {
         let apns = try MockAPNsFixture { $0.faults.goawayAfterRequests = 2 }
         let oneAnswer = PersonalDeliveryPolicy(maxAttempts: 1, maxHandBacks: 100, retryInitialMilliseconds: 5,
                                                retryMaximumMilliseconds: 50)
-        let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data",
-                                         personalQueue: PersonalQueueSettings(maxInFlight: 32, delivery: oneAnswer))
+        let (fixture, tokens) = try gateway(on: apns, delivery: oneAnswer, followers: 60)
         defer { Task { await fixture.shutDown(); await apns.shutDown() } }
         let api = fixture.admin
-        let tokens = (0..<60).map(GatewayPersonalAPITests.token)
-        try registerFollowers(tokens, api)
         let (_, progress) = try await runStartJob(api)
         #expect(progress?.integer("targeted") == 60)
         #expect(progress?.integer("sent") == 60, "\(String(describing: progress))")
@@ -115,6 +109,16 @@ struct GatewayPersonalFaultTests {
         let accepted = device.filter { $0.status == 200 }.compactMap(\.deviceToken)
         #expect(Set(accepted) == Set(tokens))
         #expect(accepted.count == Set(accepted).count, "no token was accepted twice")
+    }
+
+    /// A gateway on `apns` whose personal queue (32 in flight) follows `delivery`, with `followers`
+    /// push-to-start tokens registered; returns it and the tokens.
+    private func gateway(on apns: MockAPNsFixture, delivery: PersonalDeliveryPolicy, followers: Int) throws -> (GatewayFixture, [String]) {
+        let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data",
+                                         personalQueue: PersonalQueueSettings(maxInFlight: 32, delivery: delivery))
+        let tokens = (0..<followers).map(GatewayPersonalAPITests.token)
+        try registerFollowers(tokens, fixture.admin)
+        return (fixture, tokens)
     }
 
     /// Registers `tokens` as push-to-start tokens of users fan-0, fan-1, ... following team:ARS.

@@ -53,6 +53,8 @@ public struct MockAPNsCommandLine: Sendable {
       --goaway-after N          send GOAWAY after N requests on a connection, then close it
       --goaway-reason TEXT      reason in the GOAWAY payload (default Shutdown)
       --seed N                  seed for the fault dice (default 1)
+      --token-clock-offset S    age provider tokens by a clock S seconds ahead (negative:
+                                behind), as if the client's clock were skewed
 
     Output:
       --print-counters          print answer counts by endpoint, status and reason on exit
@@ -125,6 +127,8 @@ public struct MockAPNsCommandLine: Sendable {
             case "--goaway-after": configuration.faults.goawayAfterRequests = try parser.integer(flag, in: 1...Int(Int32.max))
             case "--goaway-reason": configuration.faults.goawayReason = try parser.value(flag)
             case "--seed": configuration.faults.seed = UInt64(try parser.integer(flag, in: 0...Int.max))
+            case "--token-clock-offset":
+                configuration.faults.providerTokenClockOffset = .seconds(try parser.integer(flag, in: -86_400...86_400))
             case "--print-counters": result.printCounters = true
             case "--arrival-latency": configuration.arrivalLatencyField = try parser.value(flag)
             default: throw MockAPNsSetupError("unknown option \(flag) (see --help)")

@@ -68,10 +68,15 @@ public struct MockAPNsConfiguration: Sendable {
         public var goawayReason: String
         /// Seed for the fault dice; connection n uses `seed + n`, so runs repeat exactly.
         public var seed: UInt64
+        /// How far APNs's clock runs ahead of the configured clock when it ages provider tokens
+        /// (negative: behind): a client whose clock is this much behind sees its tokens called
+        /// expired (403 ExpiredProviderToken) that much earlier, as with a real skewed clock.
+        public var providerTokenClockOffset: Duration
 
         public init(unregisteredTokens: Set<String> = [], tooManyRequestsRate: Double = 0, internalServerErrorRate: Double = 0,
                     shutdownRate: Double = 0, rateEndpoints: Set<MockAPNsEndpoint> = [.device, .broadcast],
-                    latency: Duration = .zero, goawayAfterRequests: Int? = nil, goawayReason: String = "Shutdown", seed: UInt64 = 1) {
+                    latency: Duration = .zero, goawayAfterRequests: Int? = nil, goawayReason: String = "Shutdown", seed: UInt64 = 1,
+                    providerTokenClockOffset: Duration = .zero) {
             self.unregisteredTokens = unregisteredTokens
             self.tooManyRequestsRate = tooManyRequestsRate
             self.internalServerErrorRate = internalServerErrorRate
@@ -81,6 +86,7 @@ public struct MockAPNsConfiguration: Sendable {
             self.goawayAfterRequests = goawayAfterRequests
             self.goawayReason = goawayReason
             self.seed = seed
+            self.providerTokenClockOffset = providerTokenClockOffset
         }
     }
 

@@ -36,6 +36,8 @@ final class MockAPNsConnection: @unchecked Sendable {
     private let clock: any WallClock
     private let diagnosticHeader: Bool
     private let streamLimits: (initial: Int, raised: Int)
+    /// `faults.providerTokenClockOffset` in whole seconds, added to the clock for token checks.
+    private let tokenClockOffsetSeconds: Int64
 
     init(number: Int, port: MockAPNsPort, worker: MockAPNsWorker) {
         self.number = number
@@ -50,6 +52,7 @@ final class MockAPNsConnection: @unchecked Sendable {
         clock = configuration.clock
         diagnosticHeader = configuration.diagnosticHeader
         streamLimits = (configuration.initialMaxConcurrentStreams, configuration.maxConcurrentStreams)
+        tokenClockOffsetSeconds = configuration.faults.providerTokenClockOffset.inNanoseconds / 1_000_000_000
         faultDice = SplitMix64(seed: faults.seed &+ UInt64(number))
         var seeder = SystemRandomNumberGenerator()
         ids = SplitMix64(seed: seeder.next())
@@ -115,7 +118,7 @@ final class MockAPNsConnection: @unchecked Sendable {
 
     private func authorize(_ head: MockAPNsRequestHead, _ headers: HTTP2HeaderBlock, now: UnixTime) throws(MockAPNsRejection) {
         let value = head.authorizationIndex.map { headers.valueBytes(at: $0) }
-        try tokens.authorize(value, now: now.seconds, verifier: shared.verifier)
+        try tokens.authorize(value, now: now.seconds + tokenClockOffsetSeconds, verifier: shared.verifier)
     }
 
     private func rollFaultDice(_ endpoint: MockAPNsEndpoint) throws(MockAPNsRejection) {

@@ -11,8 +11,12 @@ import TouchlineRuntime
 /// for control paths and tests.
 ///
 /// **Retry policy.** The client retries exactly one thing itself: a `403 ExpiredProviderToken`
-/// renews the shared ``ProviderToken`` (subject to its 20-minute rule) and sends the request
-/// once more. Everything else comes back as an ``APNsError`` with an ``APNsDisposition``, and
+/// renews the shared ``ProviderToken`` and sends the request once more. When the 20-minute rule
+/// forbids the renewal (APNs's clock is ahead of ours), the token is in a renewal hold: that
+/// request and every new one are *held* here, not failed and not sent with a token APNs refuses,
+/// and go out with the new token as soon as the rule allows (checked at least every second, so
+/// a wall clock that steps is followed, and by the first request after the hold), oldest first.
+/// Callers bound what they have in flight, and so the hold. Everything else comes back as an ``APNsError`` with an ``APNsDisposition``, and
 /// the caller decides, because only the caller knows whether a retry still makes sense: the
 /// channel engine coalesces (a newer state supersedes a failed one, and re-sending an old state
 /// after back-off would publish it out of order), the personal queue keeps durable jobs with
@@ -28,6 +32,20 @@ public final class APNsClient: @unchecked Sendable {
     /// Told of every request's end (an answer or a transport failure) with how long it took:
     /// the hook for metrics. Set and called on ``loop``.
     public var exchangeObserver: ((APNsExchange) -> Void)?
+    /// Requests waiting for the provider token's renewal hold to end, oldest first.
+    private var held: [HeldRequest] = []
+    private var holdTimer: LoopTimer?
+    /// The longest the client waits before asking the token again during a hold.
+    static let holdRecheckInterval: Duration = .seconds(1)
+
+    /// A request kept during a renewal hold: how to send it again, and how to fail it at shutdown.
+    private struct HeldRequest {
+        let resend: () -> Void
+        let fail: () -> Void
+    }
+
+    /// Requests held until the provider token may be renewed (a gauge for metrics). Loop only.
+    public var heldRequestCount: Int { held.count }
 
     public init(encoder: APNsRequestEncoder, providerToken: ProviderToken, pushSender: any HTTP2RequestSender,
                 managementSender: any HTTP2RequestSender, loop: EventLoop) {
@@ -111,7 +129,17 @@ public final class APNsClient: @unchecked Sendable {
                             completion: @escaping (Result<T, APNsError>) -> Void) {
         let bearer: String
         do {
-            bearer = try providerToken.current()
+            switch try providerToken.authorization() {
+            case .bearer(let current):
+                bearer = current
+                // A hold that just ended: the older requests go first.
+                if !held.isEmpty { releaseHeldRequests() }
+            case .hold(let until):
+                hold(until: until, resend: { [self] in
+                    attempt(unsigned, endpoint: endpoint, sentID: sentID, mayRetry: mayRetry, decode: decode, completion: completion)
+                }, fail: { completion(.failure(APNsError(transport: .shutdown, endpoint: endpoint, sentID: sentID))) })
+                return
+            }
         } catch {
             completion(.failure(APNsError(endpoint: endpoint, failure: .providerToken(error), disposition: .configuration, requestID: sentID)))
             return
@@ -136,31 +164,67 @@ public final class APNsClient: @unchecked Sendable {
                 completion(.failure(error))
                 return
             }
-            switch renewToken(after: error, observedToken: bearer) {
-            case .success where mayRetry:
-                attempt(unsigned, endpoint: endpoint, sentID: sentID, mayRetry: false, decode: decode, completion: completion)
-            case .success: completion(.failure(error))
-            case .failure(let final): completion(.failure(final))
+            let invalidation: ProviderToken.Invalidation
+            do throws(APNsConfigurationError) {
+                invalidation = try providerToken.invalidate(observedToken: bearer)
+            } catch let signing {
+                completion(.failure(APNsError(endpoint: endpoint, failure: .providerToken(signing), disposition: .configuration,
+                                              requestID: error.requestID)))
+                return
             }
+            guard mayRetry else {
+                // Its one retry was rejected too: the caller decides (the token may be far off).
+                completion(.failure(Self.refusedAgain(error, invalidation)))
+                return
+            }
+            // Sent once more with the new token: at once, or when the renewal hold ends (then
+            // `authorization()` holds it like any new request).
+            attempt(unsigned, endpoint: endpoint, sentID: sentID, mayRetry: false, decode: decode, completion: completion)
         }
     }
 
-    /// Asks the shared token to renew after an expiry rejection; success means a retry may help.
-    private func renewToken(after rejection: APNsError, observedToken: String) -> Result<Void, APNsError> {
-        do {
-            switch try providerToken.invalidate(observedToken: observedToken) {
-            case .alreadyReplaced, .renewed: return .success(())
-            case .refused(let notBefore):
-                var refused = rejection
-                refused.disposition = .configuration
-                refused.detail = "the rejected token is younger than 20 minutes by our clock, so the local clock is "
-                    + "probably behind APNs's (check NTP); the next token may be made at \(notBefore.seconds)"
-                return .failure(refused)
-            }
-        } catch {
-            return .failure(APNsError(endpoint: rejection.endpoint, failure: .providerToken(error), disposition: .configuration,
-                                      requestID: rejection.requestID))
+    /// The error of a request whose retry was rejected as expired as well.
+    private static func refusedAgain(_ error: APNsError, _ invalidation: ProviderToken.Invalidation) -> APNsError {
+        guard case .refused(let notBefore) = invalidation else { return error }
+        var refused = error
+        refused.disposition = .configuration
+        refused.detail = "a token younger than 20 minutes was rejected as expired again, so the local clock is far behind "
+            + "APNs's (check NTP); the next token may be made at \(notBefore.seconds)"
+        return refused
+    }
+
+    // MARK: - Renewal hold
+
+    /// Keeps a request until the renewal hold ends at `until`.
+    private func hold(until: UnixTime, resend: @escaping () -> Void, fail: @escaping () -> Void) {
+        held.append(HeldRequest(resend: resend, fail: fail))
+        armHoldTimer(until: until)
+    }
+
+    private func armHoldTimer(until: UnixTime) {
+        let timer = holdTimer ?? LoopTimer(loop: loop) { [unowned self] in releaseHeldRequests() }
+        holdTimer = timer
+        guard !timer.isScheduled else { return }
+        timer.schedule(after: min(max(.zero, until - providerToken.clock.now()), Self.holdRecheckInterval))
+    }
+
+    /// Sends the held requests again, oldest first, once the hold is over; else waits on.
+    private func releaseHeldRequests() {
+        if let until = providerToken.renewalHold, providerToken.clock.now() < until {
+            armHoldTimer(until: until)
+            return
         }
+        let waiting = held
+        held.removeAll()
+        for request in waiting { request.resend() }
+    }
+
+    /// Fails every held request with `.shutdown`: the client is being shut down. Loop only.
+    public func failHeldRequests() {
+        holdTimer?.cancel()
+        let waiting = held
+        held.removeAll()
+        for request in waiting { request.fail() }
     }
 
     // MARK: - Decoding successful answers

@@ -60,12 +60,13 @@ public final class APNsConnections: Sendable {
     /// Connection and queue figures of the push pool (index 0) and the management pool (index 1). Loop only.
     public var poolStats: [HTTP2ConnectionPool.Stats] { pools.map(\.stats) }
 
-    /// Closes every connection gracefully and returns when they are closed: queued requests fail
-    /// with `.shutdown` at once, in-flight ones may finish within `gracePeriod` (default: the
+    /// Closes every connection gracefully and returns when they are closed: queued requests (and
+    /// those the client holds for a provider-token renewal) fail with `.shutdown` at once, in-flight ones may finish within `gracePeriod` (default: the
     /// pools' drain timeout, 30 s) and fail with `.shutdown` after it. The pools close together.
     public func shutdown(gracePeriod: Duration? = nil) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            loop.execute { [pools] in
+            loop.execute { [pools, client] in
+                client.failHeldRequests()
                 var open = pools.count
                 for pool in pools {
                     pool.shutdown(gracePeriod: gracePeriod) {

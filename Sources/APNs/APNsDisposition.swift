@@ -79,7 +79,7 @@ public enum APNsDisposition: Sendable, Hashable, CustomStringConvertible {
     /// caused by another stream, so this request is simply sent again elsewhere.
     public static func forTransportFailure(_ error: HTTP2RequestError, endpoint: APNsEndpointKind) -> APNsDisposition {
         switch error {
-        case .transport, .streamReset: return .retryOnNewConnection
+        case .transport, .notConnected, .streamReset: return .retryOnNewConnection
         case .queueFull, .shutdown, .retriesExhausted, .timedOut: return .retryWithBackoff
         case .goaway(_, let reasonName):
             guard let reasonName else { return .retryOnNewConnection }

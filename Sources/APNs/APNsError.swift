@@ -66,6 +66,14 @@ public struct APNsError: Error, Sendable, CustomStringConvertible {
                   disposition: .forRejection(status: reason.status ?? 400, reason: reason, endpoint: endpoint))
     }
 
+    /// True when APNs provably did not process the request (never sent, or handed back by every
+    /// connection tried: see `HTTP2RequestError.isUnprocessed`). Such a failure is not an answer,
+    /// so callers bounding delivery attempts should not count it as one.
+    public var isUnprocessed: Bool {
+        if case .transport(let error) = failure { return error.isUnprocessed }
+        return false
+    }
+
     /// The HTTP status, when APNs answered.
     public var status: Int? {
         switch failure {

@@ -36,7 +36,7 @@ public struct APNsExchange: Sendable, Equatable {
     /// A short, bounded name for a transport failure (a metric label, so never free text).
     static func kind(of error: HTTP2RequestError) -> String {
         switch error {
-        case .transport: "transport"
+        case .transport, .notConnected: "transport"
         case .goaway: "goaway"
         case .streamReset: "stream_reset"
         case .timedOut: "timeout"

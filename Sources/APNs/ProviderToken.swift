@@ -1,5 +1,6 @@
 import Synchronization
 import TouchlineCore
+import TouchlineRuntime
 
 /// The one provider token of the process, shared by every connection and every loop.
 ///
@@ -8,9 +9,18 @@ import TouchlineCore
 /// `429 TooManyProviderTokenUpdates`. So the token is signed once, reused by everyone, and
 /// replaced when it reaches ``refreshInterval`` (50 minutes by default).
 ///
-/// ``current()`` is on every request's path: it reads the clock, takes a lock, compares, and
-/// returns the cached `bearer <jwt>` string, which shares its storage with the cache.
+/// ``authorization()`` is on every request's path: it reads the clock, takes a lock, compares,
+/// and returns the cached `bearer <jwt>` string, which shares its storage with the cache.
 /// Thread-safe: the state lives in a `Mutex`.
+///
+/// **Clock skew.** When APNs calls a token expired that is younger than 20 minutes by our clock,
+/// APNs's clock is ahead of ours, and a new token may not be signed yet (20-minute rule). The
+/// token then enters a *renewal hold* until 20 minutes after it was signed: ``authorization()``
+/// answers ``Authorization/hold(until:)`` and senders keep their requests instead of failing them
+/// or sending them with a token APNs refuses. At that time the next call signs a new token and the
+/// hold ends. Once skew was seen, tokens are renewed every 20 minutes (the shortest interval APNs
+/// allows) instead of every ``refreshInterval``, so that a token is replaced before APNs's clock
+/// calls it expired whenever that is possible at all. Each hold is logged at error level.
 public final class ProviderToken: Sendable {
     /// The default age at which a token is replaced: well inside the 60-minute limit.
     public static let defaultRefreshInterval: Duration = .seconds(50 * 60)
@@ -21,6 +31,15 @@ public final class ProviderToken: Sendable {
     /// Minimum time between two tokens, also when APNs claims ours has expired.
     public static let minimumRenewalSpacing: Duration = .seconds(20 * 60)
 
+    /// What a request should carry, from ``authorization()``.
+    public enum Authorization: Sendable, Equatable {
+        /// The `authorization` header value, `bearer <jwt>`.
+        case bearer(String)
+        /// APNs rejected the current token as expired and no new one may be signed before
+        /// `until`: keep the request (do not fail it) and ask again then.
+        case hold(until: UnixTime)
+    }
+
     /// The outcome of ``invalidate(observedToken:)``.
     public enum Invalidation: Sendable, Equatable {
         /// The rejected token had already been replaced: retry with ``current()``.
@@ -30,8 +49,8 @@ public final class ProviderToken: Sendable {
         /// disagree; operators should check NTP.
         case renewed(clockSkewSuspected: Bool)
         /// The token is younger than 20 minutes by our clock, so renewing would break APNs's
-        /// renewal limit and would not help: our clock is probably behind. Do not retry; a new
-        /// token will be allowed at `notBefore`.
+        /// renewal limit: our clock is probably behind. The token is in a renewal hold: keep the
+        /// request and send it again at `notBefore`, when ``authorization()`` signs a new token.
         case refused(notBefore: UnixTime)
     }
 
@@ -43,48 +62,84 @@ public final class ProviderToken: Sendable {
         public var clockSkewSuspicions = 0
         /// Rejections answered with ``Invalidation/refused(notBefore:)``.
         public var renewalsRefused = 0
+        /// Renewal holds entered: periods in which requests waited for the 20-minute rule.
+        public var renewalHolds = 0
     }
 
     private struct State {
         var bearer: String
         var issuedAt: UnixTime
         var statistics: Statistics
+        /// Set while the current token is rejected and may not be replaced yet: the time it may.
+        var holdUntil: UnixTime?
+        /// APNs's clock was seen ahead of ours: renew as often as APNs allows from now on.
+        var skewSeen = false
     }
 
     private let signer: ProviderTokenSigner
-    private let clock: any WallClock
-    /// How old a token may get before ``current()`` replaces it.
+    /// The clock tokens are dated and aged by; senders holding requests wait by it too.
+    let clock: any WallClock
+    private let log: GatewayLog?
+    /// How old a token may get before it is replaced (20 minutes once clock skew was seen).
     public let refreshInterval: Duration
     private let state: Mutex<State>
 
-    /// Signs the first token right away, so key problems surface at start-up.
+    /// Signs the first token right away, so key problems surface at start-up. `log` receives the
+    /// error-level line of each renewal hold (clock skew), for operators.
     public init(signer: ProviderTokenSigner, clock: any WallClock = SystemClock(),
-                refreshInterval: Duration = ProviderToken.defaultRefreshInterval) throws(APNsConfigurationError) {
+                refreshInterval: Duration = ProviderToken.defaultRefreshInterval, log: GatewayLog? = nil) throws(APNsConfigurationError) {
         guard Self.allowedRefreshIntervals.contains(refreshInterval) else {
             throw .refreshIntervalOutOfRange(refreshInterval)
         }
         self.signer = signer
         self.clock = clock
         self.refreshInterval = refreshInterval
+        self.log = log
         let now = clock.now()
         let first = State(bearer: try Self.bearer(signer, now), issuedAt: now, statistics: Statistics(tokensSigned: 1))
         state = Mutex(first)
     }
 
     /// Loads the key named by `configuration` and signs the first token.
-    public convenience init(configuration: APNsConfiguration, clock: any WallClock = SystemClock()) throws(APNsConfigurationError) {
+    public convenience init(configuration: APNsConfiguration, clock: any WallClock = SystemClock(),
+                            log: GatewayLog? = nil) throws(APNsConfigurationError) {
         let signer = try ProviderTokenSigner(keyFile: configuration.keyPath, keyID: configuration.keyID, teamID: configuration.teamID)
-        try self.init(signer: signer, clock: clock, refreshInterval: configuration.tokenRefreshInterval)
+        try self.init(signer: signer, clock: clock, refreshInterval: configuration.tokenRefreshInterval, log: log)
     }
 
-    /// The `authorization` header value, `bearer <jwt>`, renewed once it is ``refreshInterval`` old.
-    public func current() throws(APNsConfigurationError) -> String {
+    /// What the next request should carry: the current token (renewed once it is due, or once a
+    /// renewal hold is over), or ``Authorization/hold(until:)`` during a renewal hold.
+    public func authorization() throws(APNsConfigurationError) -> Authorization {
         let now = clock.now()
-        return try state.withLock { (state) throws(APNsConfigurationError) -> String in
-            if now - state.issuedAt >= refreshInterval { try renew(&state, now) }
-            return state.bearer
+        var endedHold = false
+        let result = try state.withLock { (state) throws(APNsConfigurationError) -> Authorization in
+            if let until = state.holdUntil {
+                guard now >= until else { return .hold(until: until) }
+                try renew(&state, now)
+                endedHold = true
+            } else if now - state.issuedAt >= (state.skewSeen ? Self.minimumRenewalSpacing : refreshInterval) {
+                try renew(&state, now)
+            }
+            return .bearer(state.bearer)
+        }
+        if endedHold {
+            log?.notice("a new APNs provider token was signed after the renewal hold; held requests are sent again")
+        }
+        return result
+    }
+
+    /// The `authorization` header value, `bearer <jwt>`, renewed when due. During a renewal hold
+    /// this is the token APNs rejected: senders use ``authorization()``, which says to wait.
+    public func current() throws(APNsConfigurationError) -> String {
+        switch try authorization() {
+        case .bearer(let bearer): return bearer
+        case .hold: return state.withLock { $0.bearer }
         }
     }
+
+    /// The end of the renewal hold in force, if any (it ends at the first ``authorization()``
+    /// at or after that time).
+    public var renewalHold: UnixTime? { state.withLock { $0.holdUntil } }
 
     /// Handles `403 ExpiredProviderToken` for a request that carried `observedToken`.
     ///
@@ -92,23 +147,48 @@ public final class ProviderToken: Sendable {
     /// ``Invalidation/alreadyReplaced``), and never within 20 minutes of the last renewal unless
     /// the token really is 60 minutes old: a rejection of a fresh token means clock skew, which a
     /// storm of new tokens would only turn into `429 TooManyProviderTokenUpdates`.
+    ///
+    /// A refusal puts the token in a renewal hold until 20 minutes after it was signed (see the
+    /// type's notes); the first refusal of a hold is logged at error level, as is a renewal
+    /// because of suspected skew.
     public func invalidate(observedToken: String) throws(APNsConfigurationError) -> Invalidation {
         let now = clock.now()
-        return try state.withLock { (state) throws(APNsConfigurationError) -> Invalidation in
+        var age = Duration.zero
+        var newHold = false
+        let result = try state.withLock { (state) throws(APNsConfigurationError) -> Invalidation in
             guard state.bearer == observedToken else { return .alreadyReplaced }
-            let age = now - state.issuedAt
+            age = now - state.issuedAt
             if age >= Self.maximumAge {
                 try renew(&state, now)
                 return .renewed(clockSkewSuspected: false)
             }
             state.statistics.clockSkewSuspicions += 1
+            state.skewSeen = true
             if age >= Self.minimumRenewalSpacing {
                 try renew(&state, now)
                 return .renewed(clockSkewSuspected: true)
             }
             state.statistics.renewalsRefused += 1
-            return .refused(notBefore: state.issuedAt + Self.minimumRenewalSpacing)
+            let notBefore = state.issuedAt + Self.minimumRenewalSpacing
+            if state.holdUntil == nil {
+                state.holdUntil = notBefore
+                state.statistics.renewalHolds += 1
+                newHold = true
+            }
+            return .refused(notBefore: notBefore)
         }
+        switch result {
+        case .refused(let notBefore) where newHold:
+            log?.error("APNs rejected the provider token as expired (ExpiredProviderToken) \(Self.minutes(age)) after it was signed, "
+                + "so APNs's clock is ahead of ours: check NTP. A new token may be signed only 20 minutes after the last one; "
+                + "requests are held until then (Unix time \(notBefore.seconds)), and tokens are renewed every 20 minutes from now on")
+        case .renewed(clockSkewSuspected: true):
+            log?.error("APNs rejected the provider token as expired (ExpiredProviderToken) \(Self.minutes(age)) after it was signed, "
+                + "so APNs's clock is ahead of ours: check NTP. A new token was signed; tokens are renewed every 20 minutes from now on")
+        default:
+            break
+        }
+        return result
     }
 
     /// When the current token was issued (its `iat`).
@@ -120,7 +200,13 @@ public final class ProviderToken: Sendable {
     private func renew(_ state: inout State, _ now: UnixTime) throws(APNsConfigurationError) {
         state.bearer = try Self.bearer(signer, now)
         state.issuedAt = now
+        state.holdUntil = nil
         state.statistics.tokensSigned += 1
+    }
+
+    private static func minutes(_ age: Duration) -> String {
+        let seconds = Int(age.inSeconds.rounded())
+        return "\(seconds / 60) min \(seconds % 60) s"
     }
 
     private static func bearer(_ signer: ProviderTokenSigner, _ now: UnixTime) throws(APNsConfigurationError) -> String {

@@ -13,7 +13,7 @@ import TouchlineRuntime
 /// configured ``Backoff`` (reset once a connection is ready). While no connection is ready,
 /// requests wait in the pool's bounded queue; each failed connection attempt counts as one
 /// attempt for every waiting request, so that they fail with the connection error instead of
-/// waiting forever when the server stays unreachable.
+/// waiting forever when the server stays unreachable (`.notConnected`: never sent).
 ///
 /// Loop-confined, hence `@unchecked Sendable`: create it, send on it and shut it down on its
 /// loop's thread only; completions run on that loop.
@@ -158,7 +158,7 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
         for request in waiting.removeAll() {
             request.attempts += 1
             if request.attempts > configuration.maxRetriesPerRequest {
-                request.complete(.failure(.transport(error)))
+                request.complete(.failure(.notConnected(error)))
             } else {
                 waiting.append(request)
             }

@@ -119,8 +119,11 @@ public struct HTTP2Response: Sendable {
 
 /// Why a request got no HTTP response.
 public enum HTTP2RequestError: Error, Sendable, CustomStringConvertible {
-    /// The connection could not be made or broke (the transport's own words).
+    /// The connection broke (the transport's own words). The request may have reached the server.
     case transport(TransportError)
+    /// No connection could be made while the request waited for one, within its retries: it
+    /// was never sent. `error` is the last connection attempt's failure.
+    case notConnected(TransportError)
     /// The server sent GOAWAY and this stream was at or below its last-stream-id but did not
     /// complete; `reason` is the JSON `reason` of the GOAWAY payload when present.
     case goaway(errorCode: UInt32, reason: String?)
@@ -139,12 +142,30 @@ public enum HTTP2RequestError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .transport(let e): "\(e)"
+        case .notConnected(let e): "not sent, no connection could be made: \(e)"
         case .goaway(let code, let reason): "server sent GOAWAY (code \(code))" + (reason.map { ": \($0)" } ?? "")
         case .streamReset(let code): "server reset the stream (code \(code))"
         case .timedOut(let after): "no response within \(after)"
         case .queueFull: "request queue is full"
         case .shutdown: "client is shut down"
         case .retriesExhausted(let last): "gave up after retries: \(last)"
+        }
+    }
+}
+
+extension HTTP2RequestError {
+    /// True when the server provably did not process the request: it was never sent (no
+    /// connection, queue full), or every connection that had it handed it back unprocessed
+    /// (REFUSED_STREAM, above a GOAWAY's last-stream-id, lost before its HEADERS went out).
+    ///
+    /// Callers that count delivery attempts count only the others: a GOAWAY or a reconnect storm
+    /// says nothing about the request, and counting it would give up on requests the server
+    /// never saw. `shutdown` is not included: a stream still open when a shutdown's grace period
+    /// ends fails with it too, and may have been processed.
+    public var isUnprocessed: Bool {
+        switch self {
+        case .notConnected, .queueFull, .retriesExhausted: true
+        case .transport, .goaway, .streamReset, .timedOut, .shutdown: false
         }
     }
 }

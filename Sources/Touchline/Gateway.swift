@@ -86,7 +86,7 @@ public final class Gateway: Sendable {
     private func start(settings: GatewayConfiguration.APNsSettings, mock: MockAPNsServer?) throws -> Running {
         let apns = APNsConfiguration(keyPath: settings.keyPath, keyID: settings.keyID, teamID: settings.teamID,
                                      bundleID: settings.bundleID, environment: settings.environment)
-        let token = try ProviderToken(configuration: apns, clock: clock)
+        let token = try ProviderToken(configuration: apns, clock: clock, log: self.log.named("apns"))
         let channelsPath = configuration.dataDirectory + "/touchline.sqlite"
         let personalPath = configuration.dataDirectory + "/personal.sqlite"
         try PersonalStoreSplit.copyLegacyRows(from: channelsPath, to: personalPath)

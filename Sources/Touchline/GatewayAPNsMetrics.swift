@@ -41,8 +41,10 @@ final class GatewayAPNsMetrics: @unchecked Sendable {
         let stats = connections.poolStats
         var pools = [GatewayAPNsSnapshot.Pool(name: pushPool, stats: stats[0])]
         if let managementPool { pools.append(.init(name: managementPool, stats: stats[1])) }
+        let token = connections.client.providerToken
         return GatewayAPNsSnapshot(responses: responses, responseTimes: responseTimes, pools: pools,
-                                   providerTokenIssuedAt: connections.client.providerToken.issuedAt)
+                                   providerTokenIssuedAt: token.issuedAt, providerTokenStatistics: token.statistics,
+                                   providerTokenRenewalHold: token.renewalHold, heldRequests: connections.client.heldRequestCount)
     }
 }
 
@@ -71,4 +73,10 @@ struct GatewayAPNsSnapshot: Sendable {
     var responseTimes: [String: Histogram]
     var pools: [Pool]
     var providerTokenIssuedAt: UnixTime
+    /// The shared token's counters (the same for every loop: there is one token).
+    var providerTokenStatistics: ProviderToken.Statistics
+    /// The end of the token's renewal hold in force, if any (APNs rejects it as expired, clock skew).
+    var providerTokenRenewalHold: UnixTime?
+    /// Requests this loop's client holds until the token may be renewed.
+    var heldRequests: Int
 }

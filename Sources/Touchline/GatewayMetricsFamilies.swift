@@ -82,7 +82,8 @@ extension GatewayService {
         var retries = counter("touchline_apns_retries_total", "Pushes sent again after a throttle, 5xx or lost answer, by pool.")
         retries.add(broadcastRetries, ["pool": "broadcast"])
         retries.add(loops.personal.retries, ["pool": "personal"])
-        var deactivated = counter("touchline_tokens_deactivated_total", "Registry tokens deactivated after APNs answered 410.")
+        var deactivated = counter("touchline_tokens_deactivated_total",
+                                  "Registry tokens deactivated after a 410 (re-registered or already inactive tokens are not).")
         deactivated.add(loops.personal.tokensDeactivated)
         var deadLetters = counter("touchline_dead_letters_total", "Personal targets given up on, by reason.")
         for (reason, count) in loops.personal.deadLetters.sorted(by: { $0.key < $1.key }) { deadLetters.add(count, ["reason": reason]) }
@@ -106,6 +107,18 @@ extension GatewayService {
         }
         var tokenAge = MetricFamily("touchline_provider_token_age_seconds", help: "Age of the APNs provider token (JWT) in use.", kind: .gauge)
         tokenAge.add((now - loops.broadcast.providerTokenIssuedAt).inSeconds)
+        var skew = counter("touchline_provider_token_skew_rejections_total",
+                           "ExpiredProviderToken answers for a token younger than an hour by the gateway's clock (clock skew).")
+        skew.add(loops.broadcast.providerTokenStatistics.clockSkewSuspicions)
+        var hold = MetricFamily("touchline_provider_token_renewal_hold_seconds",
+                                help: "Seconds until a new provider token may be signed while APNs rejects the current one (0: none).",
+                                kind: .gauge)
+        hold.add(max(0, loops.broadcast.providerTokenRenewalHold.map { ($0 - now).inSeconds } ?? 0))
+        var held = MetricFamily("touchline_apns_requests_held", help: "Requests held until the provider token may be renewed, by pool.",
+                                kind: .gauge)
+        for snapshot in [loops.broadcast, loops.personal.apns] {
+            held.add(snapshot.heldRequests, ["pool": snapshot.pools.first?.name ?? "unknown"])
+        }
         var jobs = MetricFamily("touchline_personal_jobs", help: "Personal fan-out jobs, by status.", kind: .gauge)
         jobs.add(loops.personal.jobsRunning, ["status": "running"])
         var targets = MetricFamily("touchline_personal_targets_pending", help: "Fetched personal targets not yet sent, failed or expired.",
@@ -118,7 +131,8 @@ extension GatewayService {
             latency.add(metrics.ingestToAPNs[priority] ?? Histogram(), ["priority": String(priority.rawValue)])
         }
         return [channelCount, received, duplicates, rejected, stateChanges, pushes, coalesced, deferrals, downgrades, responses, retries,
-                deactivated, deadLetters, queues, inFlight, open, maxStreams, budget, tokenAge, jobs, targets, latency, responseTimes]
+                deactivated, deadLetters, queues, inFlight, open, maxStreams, budget, tokenAge, skew, hold, held, jobs, targets, latency,
+                responseTimes]
     }
 
     private func counter(_ name: String, _ help: String) -> MetricFamily { MetricFamily(name, help: help, kind: .counter) }

@@ -183,8 +183,8 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
             let now = clock.now()
             // Without APNs' timestamp the 410 alone decides: anything registered until now goes.
             let apnsTime = timestampMilliseconds.map { UnixTime(nanoseconds: $0 * 1_000_000) } ?? now
+            // Counted when the save commits: the store decides whether the token is deactivated.
             running.record(.deactivateToken(token, unlessRegisteredAfter: apnsTime, at: now))
-            metrics.tokensDeactivated += 1
             metrics.deadLettered(reason: PersonalDeliveryPolicy.tokenDeadReason)
             // Listed with the other failures, so the dead letters account for every failed target.
             running.record(.deadLetter(DeadLetterRecord(jobID: running.id, token: token, reason: PersonalDeliveryPolicy.tokenDeadReason,
@@ -246,10 +246,11 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
         case .now:
             let operations = running.takeSave(now: now)
             let id = running.id
-            store.submit(operations) { [self] result in
+            store.submit(summarizing: operations) { [self] result in
                 loop.execute { [self] in
                     switch result {
-                    case .success:
+                    case .success(let summary):
+                        metrics.tokensDeactivated += summary.tokensDeactivated
                         running.saveEnded(failed: nil)
                         saveIfDue(running)
                     case .failure(let error):
@@ -277,6 +278,8 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     /// What the delivery policy makes of an APNs answer (table in docs/personal-pushes.md).
     static func outcome(of result: Result<APNsResponse, APNsError>) -> PersonalOutcome {
         guard case .failure(let error) = result else { return .accepted }
+        // Never sent, or handed back by every connection tried: not an answer, not an attempt.
+        if error.isUnprocessed { return .notProcessed }
         switch error.disposition {
         case .retryWithBackoff, .refreshTokenAndRetry: return .retryLater
         case .retryOnNewConnection: return .retryOnNewConnection

@@ -10,6 +10,8 @@ import TouchlineCore
 /// that hand-off).
 final class GatewayPersonalMetrics: @unchecked Sendable {
     let apns: GatewayAPNsMetrics
+    /// Registry tokens deactivated after a 410, as counted by the store at each save's commit
+    /// (not the 410s: a re-registered or already inactive token is not deactivated).
     var tokensDeactivated = 0
     var deadLetters: [String: Int] = [:]
     private var retriesOfFinishedJobs = 0

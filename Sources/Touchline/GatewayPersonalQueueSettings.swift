@@ -64,12 +64,13 @@ public struct PersonalQueueSettings: Sendable, Equatable {
         yieldInFlight = try Self.integer(members, "yieldInFlight", 0...100_000) ?? yieldInFlight
         yieldThreshold = try Self.integer(members, "yieldThresholdMicroseconds", 0...10_000_000).map { .microseconds($0) } ?? yieldThreshold
         guard let delivery = members["delivery"] else { return }
-        let policy = try Self.members(of: delivery, allowed: ["maxAttempts", "retryInitialMilliseconds", "retryMaximumMilliseconds",
+        let policy = try Self.members(of: delivery, allowed: ["maxAttempts", "maxHandBacks", "retryInitialMilliseconds", "retryMaximumMilliseconds",
                                                              "throttleInitialMilliseconds", "throttleMaximumMilliseconds",
                                                              "multiplier", "jitter"], path: "delivery")
         let day = 86_400_000
         var d = self.delivery
         d.maxAttempts = try Self.integer(policy, "delivery.maxAttempts", 1...100, key: "maxAttempts") ?? d.maxAttempts
+        d.maxHandBacks = try Self.integer(policy, "delivery.maxHandBacks", 1...1_000, key: "maxHandBacks") ?? d.maxHandBacks
         d.retryInitialMilliseconds = try Self.integer(policy, "delivery.retryInitialMilliseconds", 1...day, key: "retryInitialMilliseconds")
             .map(Int64.init) ?? d.retryInitialMilliseconds
         d.retryMaximumMilliseconds = try Self.integer(policy, "delivery.retryMaximumMilliseconds", 1...day, key: "retryMaximumMilliseconds")

@@ -29,18 +29,22 @@ enum TokenRows {
     /// The first 8 hex digits: enough to find a token in the registry, too little to push to it.
     static func redacted(_ token: String) -> String { String(token.prefix(8)) + "…" }
 
-    static func apply(_ operation: TokenOperation, on db: SQLiteConnection) throws {
+    /// Applies `operation`; returns the tokens it deactivated (only `.deactivateToken` does, and
+    /// only a token still active and not registered again after APNs' timestamp: 0 or 1).
+    @discardableResult
+    static func apply(_ operation: TokenOperation, on db: SQLiteConnection) throws -> Int {
         switch operation {
         case .registerToken(let record):
             try register(record, on: db)
         case .deleteToken(let token):
             try db.run("DELETE FROM tokens WHERE token = ?", [.text(token.lowercased())])
         case .deactivateToken(let token, let apnsTimestamp, let at):
-            try db.run("UPDATE tokens SET active = 0, deactivated_at = ? WHERE token = ? AND active = 1 AND registered_at <= ?",
-                       [.integer(at.nanoseconds), .text(token.lowercased()), .integer(apnsTimestamp.nanoseconds)])
+            return try db.run("UPDATE tokens SET active = 0, deactivated_at = ? WHERE token = ? AND active = 1 AND registered_at <= ?",
+                              [.integer(at.nanoseconds), .text(token.lowercased()), .integer(apnsTimestamp.nanoseconds)])
         case .createJob, .advanceJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed:
             try PersonalJobRows.apply(operation, on: db)
         }
+        return 0
     }
 
     private static func register(_ record: TokenRecord, on db: SQLiteConnection) throws {

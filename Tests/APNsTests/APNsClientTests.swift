@@ -120,16 +120,67 @@ final class Collector<T>: @unchecked Sendable {
         }
     }
 
-    @Test func aRejectedFreshTokenIsNeitherRenewedNorRetried() async throws {
+    /// APNs calls a 5-minute-old token expired: its clock is ahead of ours, and a new token may
+    /// not be signed before 20 minutes. The request is held, not failed (it came back
+    /// `configuration` and was dead-lettered or dropped), and so is every request meanwhile,
+    /// unsent. Once the rule allows, a new token is signed and the held requests go out with it,
+    /// oldest first, ahead of the request that found the hold over.
+    @Test func aRejectedFreshTokenHoldsRequestsUntilANewTokenMayBeSigned() async throws {
+        try await withLoop { loop in
+            let sender = FakeSender(loop: loop) { _, index in
+                index == 0 ? .success(errorResponse(403, "ExpiredProviderToken")) : .success(Self.ok)
+            }
+            let client = try makeClient(loop: loop, push: sender)
+            let rejected = try token.current()
+            clock.advance(by: .seconds(5 * 60))
+            let collector = Collector<APNsResponse>()
+            let (p1, p3, p4) = (push(id: "p-1"), push(id: "p-3"), push(id: "p-4"))
+            let broadcast = Broadcast(channelID: "Y2g=", payload: payload, priority: .immediate)
+            try await loop.submit { client.send(p1) { collector.results.append($0) } }
+            try await loop.submit {}  // the 403 arrives
+            try await loop.submit { client.broadcast(broadcast) { collector.results.append($0) } }
+            #expect(try await requests(sender).count == 1, "nothing is sent during the hold")
+            #expect(try await loop.submit { (client.heldRequestCount, collector.results.count) } == (2, 0))
+            #expect(token.renewalHold == clock.now() + .seconds(15 * 60))
+            #expect(try token.authorization() == .hold(until: clock.now() + .seconds(15 * 60)))
+
+            clock.advance(by: .seconds(15 * 60) - .seconds(1))
+            try await loop.submit { client.send(p3) { collector.results.append($0) } }
+            #expect(try await requests(sender).count == 1, "still one second to wait")
+            clock.advance(by: .seconds(1))
+            try await loop.submit { client.send(p4) { collector.results.append($0) } }
+            try await loop.submit {}
+            let sent = try await requests(sender)
+            #expect(sent.count == 5)
+            let renewed = try token.current()
+            #expect(renewed != rejected)
+            #expect(sent.dropFirst().allSatisfy { $0.headers.value(of: "authorization") == renewed })
+            #expect(sent.map { $0.headers.value(of: "apns-id") ?? "broadcast" } == ["p-1", "p-1", "broadcast", "p-3", "p-4"])
+            let results = try await loop.submit { collector.results.map { (try? $0.get())?.status } }
+            #expect(results == [200, 200, 200, 200])
+            #expect(try await loop.submit { client.heldRequestCount } == 0)
+            #expect(token.statistics.tokensSigned == 2 && token.statistics.renewalHolds == 1)
+            #expect(token.renewalHold == nil)
+        }
+    }
+
+    @Test func heldRequestsFailWithShutdownWhenTheClientStops() async throws {
         try await withLoop { loop in
             let sender = FakeSender(loop: loop) { _, _ in .success(errorResponse(403, "ExpiredProviderToken")) }
             let client = try makeClient(loop: loop, push: sender)
-            clock.advance(by: .seconds(5 * 60))
-            let error = try await #require(throws: APNsError.self) { try await client.broadcast(Broadcast(channelID: "Y2g=", payload: payload, priority: .immediate)) }
+            clock.advance(by: .seconds(60))
+            let collector = Collector<APNsResponse>()
+            let p1 = push(id: "p-1")
+            try await loop.submit { client.send(p1) { collector.results.append($0) } }
+            try await loop.submit {}
+            #expect(try await loop.submit { client.heldRequestCount } == 1)
+            try await loop.submit { client.failHeldRequests() }
+            let failure = try await loop.submit { () -> APNsError? in
+                if case .failure(let error)? = collector.results.first { error } else { nil }
+            }
+            #expect(collector.results.count == 1)
+            if case .transport(.shutdown)? = failure?.failure {} else { Issue.record("not a shutdown failure: \(String(describing: failure))") }
             #expect(try await requests(sender).count == 1)
-            #expect(error.disposition == .configuration)
-            #expect(error.status == 403)
-            #expect(token.statistics.tokensSigned == 1)
         }
     }
 

@@ -1,6 +1,8 @@
 import APNs
+import Synchronization
 import Testing
 import TouchlineCore
+import TouchlineRuntime
 
 @Suite struct ProviderTokenTests {
     let directory: TemporaryDirectory
@@ -117,14 +119,80 @@ import TouchlineCore
     @Test func repeatedRejectionsNeverRenewTwiceWithinTwentyMinutes() throws {
         let token = try ProviderToken(signer: signer, clock: clock)
         var renewals: [UnixTime] = []
-        // APNs's clock runs ahead: every request is rejected. One request per 30 s for 3 hours.
+        var last = try token.current()
+        var held = 0
+        // APNs's clock runs ahead: every request sent is rejected. One request per 30 s for 3 hours.
         for _ in 0..<360 {
-            let sent = try token.current()
-            if case .renewed = try token.invalidate(observedToken: sent) { renewals.append(clock.now()) }
+            switch try token.authorization() {
+            case .bearer(let sent):
+                if sent != last { renewals.append(clock.now()) }
+                last = sent
+                _ = try token.invalidate(observedToken: sent)
+            case .hold:
+                held += 1
+            }
             clock.advance(by: .seconds(30))
         }
         #expect(renewals.count == 8)
         for (earlier, later) in zip(renewals, renewals.dropFirst()) { #expect(later - earlier >= minutes(20)) }
+        #expect(held == 360 - 9, "every request but the first with each token waits for the next one")
+    }
+
+    // MARK: - Renewal hold (clock skew)
+
+    /// A token rejected 5 minutes after it was signed puts the token in a renewal hold: senders
+    /// are told to wait until 20 minutes after the signing, and the first ask after that signs a
+    /// new token and ends the hold.
+    @Test func aRefusedRenewalHoldsUntilTheTwentyMinuteRuleAllowsANewToken() throws {
+        let token = try ProviderToken(signer: signer, clock: clock)
+        let first = try token.current()
+        let allowed = clock.now() + minutes(20)
+        clock.advance(by: minutes(5))
+        #expect(try token.authorization() == .bearer(first))
+        #expect(try token.invalidate(observedToken: first) == .refused(notBefore: allowed))
+        #expect(token.renewalHold == allowed)
+        #expect(try token.authorization() == .hold(until: allowed))
+        clock.advance(by: minutes(15) - .seconds(1))
+        #expect(try token.authorization() == .hold(until: allowed))
+        clock.advance(by: .seconds(1))
+        guard case .bearer(let second) = try token.authorization() else { Issue.record("still held"); return }
+        #expect(second != first && token.issuedAt == allowed)
+        #expect(token.renewalHold == nil)
+        #expect(token.statistics.renewalHolds == 1 && token.statistics.tokensSigned == 2)
+    }
+
+    /// Once skew was seen, tokens are replaced every 20 minutes (the least APNs allows) instead
+    /// of every refresh interval: a token APNs will call expired early is replaced before that.
+    @Test func afterSkewTokensAreRenewedEveryTwentyMinutes() throws {
+        let token = try ProviderToken(signer: signer, clock: clock)
+        let first = try token.current()
+        clock.advance(by: minutes(25))
+        #expect(try token.invalidate(observedToken: first) == .renewed(clockSkewSuspected: true))
+        let second = try token.current()
+        clock.advance(by: minutes(20) - .seconds(1))
+        #expect(try token.current() == second)
+        clock.advance(by: .seconds(1))
+        #expect(try token.current() != second)
+        #expect(token.statistics.tokensSigned == 3)
+    }
+
+    @Test func eachHoldAndEachEarlyRenewalIsLoggedAtErrorLevel() throws {
+        let lines = Mutex<[String]>([])
+        let log = GatewayLog(component: "apns", output: LogOutput { line in lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) } })
+        let token = try ProviderToken(signer: signer, clock: clock, log: log)
+        let first = try token.current()
+        clock.advance(by: minutes(5))
+        _ = try token.invalidate(observedToken: first)
+        _ = try token.invalidate(observedToken: first)  // the same hold: no second line
+        clock.advance(by: minutes(15))
+        let second = try token.current()
+        clock.advance(by: minutes(20))
+        _ = try token.invalidate(observedToken: second)
+        let logged = lines.withLock { $0 }
+        #expect(logged.count == 3, "\(logged)")
+        #expect(logged[0].contains(#""level":"error""#) && logged[0].contains("5 min 0 s") && logged[0].contains("held"))
+        #expect(logged[1].contains("renewal hold"))
+        #expect(logged[2].contains(#""level":"error""#) && logged[2].contains("NTP"))
     }
 
     @Test func everyThreadGetsTheSameToken() async throws {

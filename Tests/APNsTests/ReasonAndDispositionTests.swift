@@ -131,6 +131,7 @@ let broadcastTable: [Row] = [APNsEndpointKind.broadcast, .channelManagement].fla
 
     @Test(arguments: [
         (HTTP2RequestError.transport(.closedByPeer), APNsDisposition.retryOnNewConnection),
+        (.notConnected(.closedByPeer), .retryOnNewConnection),
         (.streamReset(errorCode: 2), .retryOnNewConnection),
         (.queueFull, .retryWithBackoff),
         (.shutdown, .retryWithBackoff),
@@ -148,6 +149,18 @@ let broadcastTable: [Row] = [APNsEndpointKind.broadcast, .channelManagement].fla
         #expect(error.disposition == expected)
         #expect(error.status == nil)
         #expect(error.requestID == "id-1")
+    }
+
+    /// Only failures APNs provably did not process are "unprocessed": the personal queue does not
+    /// count them as delivery attempts. A stream at or below a GOAWAY's last-stream-id, a reset,
+    /// a timeout or a connection lost after sending may have been processed.
+    @Test func onlyRequestsAPNsNeverProcessedAreUnprocessed() {
+        let unprocessed: [HTTP2RequestError] = [.notConnected(.closedByPeer), .queueFull, .retriesExhausted(last: "REFUSED_STREAM")]
+        let maybeProcessed: [HTTP2RequestError] = [.transport(.closedByPeer), .goaway(errorCode: 0, reason: "Shutdown"),
+                                                   .streamReset(errorCode: 2), .timedOut(after: .seconds(30)), .shutdown]
+        for failure in unprocessed { #expect(APNsError(transport: failure, endpoint: .device, sentID: nil).isUnprocessed, "\(failure)") }
+        for failure in maybeProcessed { #expect(!APNsError(transport: failure, endpoint: .device, sentID: nil).isUnprocessed, "\(failure)") }
+        #expect(!APNsError(rejection: errorResponse(500, "InternalServerError"), endpoint: .device).isUnprocessed)
     }
 
     @Test func aGoawayReasonIsReported() {

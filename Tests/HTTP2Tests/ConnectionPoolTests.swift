@@ -140,6 +140,10 @@ struct ConnectionPoolTests {
         }
         #expect(queueFull.count == 3, "the pool queue holds 5 requests")
         #expect(refused.count == 5, "waiting requests fail with the connection error: \(outcome.failures)")
+        // Never sent, and said so: callers counting delivery attempts do not count these.
+        #expect(outcome.failures.allSatisfy { failure in
+            if case .transport = failure { false } else { failure.isUnprocessed }
+        }, "\(outcome.failures)")
     }
 
     @Test func unansweredRequestsTimeOutAndTheConnectionStaysUsable() async throws {

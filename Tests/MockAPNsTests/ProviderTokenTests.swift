@@ -74,6 +74,22 @@ import TouchlineCore
         #expect(try mock.send(device(mock, authorization: "bearer \(second)")).status == 200)
     }
 
+    /// A clock offset stands for a client whose clock is behind APNs's: with 45 minutes, a token
+    /// the client signed 15 minutes ago is more than an hour old for the mock.
+    @Test func aTokenClockOffsetAgesTokensAsASkewedClockWould() throws {
+        let fixture = try TestFixture.get()
+        let clock = ManualClock(UnixTime(seconds: 1_767_225_600))
+        let mock = try RunningMock(fixture.configuration(clock: clock, faults: .init(providerTokenClockOffset: .seconds(45 * 60))),
+                                   fixture: fixture)
+        let fresh = try fixture.token(issuedAt: UnixTime(seconds: 1_767_225_600 - 15 * 60))
+        let older = try fixture.token(issuedAt: UnixTime(seconds: 1_767_225_600 - 15 * 60 - 1))
+        #expect(try mock.send(device(mock, authorization: "bearer \(fresh)")).status == 200)
+        let response = try mock.send(device(mock, authorization: "bearer \(older)"))
+        #expect(response.status == 403 && response.reason == "ExpiredProviderToken")
+        // A token the client dates now is 45 minutes old for the mock: still valid.
+        #expect(try mock.send(device(mock, authorization: "bearer \(try fixture.token(issuedAt: clock.now()))")).status == 200)
+    }
+
     @Test func thePrivateP8KeyCanBeConfiguredDirectly() throws {
         let fixture = try TestFixture.get()
         var configuration = fixture.configuration()

@@ -53,9 +53,10 @@ struct VirtualShell {
         perform(try engine.apply(state: state, importance: importance, alert: alert, now: now))
     }
 
-    mutating func end(_ finalState: JSONValue? = nil, dismissAt: UnixTime? = nil, at time: UnixTime? = nil) throws(ChannelEngine.Failure) {
+    mutating func end(_ finalState: JSONValue? = nil, _ importance: Importance = .normal, alert: LiveActivityAlert? = nil,
+                      dismissAt: UnixTime? = nil, at time: UnixTime? = nil) throws(ChannelEngine.Failure) {
         if let time { advance(to: time) }
-        perform(try engine.end(finalState: finalState, dismissAt: dismissAt, now: now))
+        perform(try engine.end(finalState: finalState, importance: importance, alert: alert, dismissAt: dismissAt, now: now))
     }
 
     mutating func answer(_ failure: ChannelEngine.PushFailure? = nil) {
@@ -278,6 +279,59 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
         let end = try #require(shell.sent.last)
         #expect(shell.sent.count == 4 && end.isEnd)
         #expect(end.minute == 94 && end.priority == .immediate && end.hasAlert)
+    }
+
+    /// A final whistle posted with the end (`POST /v1/channels/{id}/end` with an `event`) is a
+    /// critical change: with budget left the end push goes at priority 10 with its alert. It went
+    /// at 5 without alert because the end was always built as a normal change.
+    @Test func aCriticalChangeCarriedByTheEndGoesAtPriorityTenWithItsAlert() throws {
+        let whistle = LiveActivityAlert(title: "Full time", body: "Home 2-1 Away")
+        var shell = VirtualShell(policy: policy, start: t0)
+        try shell.apply(match(home: 2, away: 1, minute: 90))
+        try shell.end(match(home: 2, away: 1, minute: 94), .critical, alert: whistle, dismissAt: t0 + .seconds(900),
+                      at: t0 + .seconds(10))
+        let end = try #require(shell.sent.last)
+        #expect(shell.sent.count == 2 && end.isEnd)
+        #expect(end.priority == .immediate)
+        #expect((end.aps["alert"] as? [String: Any])?["title"] as? String == "Full time")
+        #expect(end.aps["dismissal-date"] as? Int64 == t0.seconds + 900)
+        #expect(shell.engine.counters.immediatePushes == 1 && shell.engine.counters.budgetDowngrades == 0)
+
+        // Held back by the pace, the folded end keeps its importance and alert too.
+        var paced = VirtualShell(policy: policy, start: t0)
+        try spendTheBurst(&paced)
+        try paced.apply(match(home: 1, minute: 93), .low)
+        try paced.end(match(home: 2, minute: 94), .critical, alert: whistle)
+        paced.advance(to: t0 + .seconds(2))
+        let pacedEnd = try #require(paced.sent.last)
+        #expect(paced.sent.count == policy.burst + 1 && pacedEnd.isEnd && pacedEnd.minute == 94)
+        #expect(pacedEnd.priority == .immediate && pacedEnd.hasAlert)
+    }
+
+    @Test func aCriticalEndBeyondTheBudgetGoesAtFiveWithoutItsAlert() throws {
+        var shell = VirtualShell(policy: policy, start: t0)
+        for goal in 0..<policy.priorityBudgetPerHour {
+            try shell.apply(match(home: Int64(goal + 1), minute: Int64(goal)), .critical, alert: goalAlert, at: t0 + .seconds(10 * goal))
+        }
+        #expect(shell.engine.priorityBudgetRemaining(now: shell.now) == 0)
+        try shell.end(match(home: 20, minute: 90), .critical, alert: goalAlert, at: t0 + .seconds(600))
+        let end = try #require(shell.sent.last)
+        #expect(end.isEnd && end.priority == .powerConsiderate && !end.hasAlert)
+        #expect(shell.engine.counters.budgetDowngrades == 1)
+    }
+
+    /// A normal end must not drop the importance of a critical update still pending, nor take
+    /// its alert away; an end's own alert replaces the pending one.
+    @Test func theEndsOwnAlertWinsOverThePendingOneAndImportanceOnlyFoldsUpwards() throws {
+        let whistle = LiveActivityAlert(title: "Full time", body: "Home 1-0 Away")
+        var shell = VirtualShell(policy: policy, start: t0)
+        try spendTheBurst(&shell)
+        try shell.apply(match(home: 1, minute: 90), .critical, alert: goalAlert)
+        try shell.end(match(home: 1, minute: 94), .critical, alert: whistle)
+        shell.advance(to: t0 + .seconds(2))
+        let end = try #require(shell.sent.last)
+        #expect(end.isEnd && end.priority == .immediate)
+        #expect((end.aps["alert"] as? [String: Any])?["title"] as? String == "Full time")
     }
 
     @Test func anEndWaitsForTheUpdateInFlightAndCarriesTheNewestStateAfterA429() throws {

@@ -17,11 +17,31 @@ import TouchlineCore
 
     @Test func retryableOutcomesBackOffExponentiallyUntilAttemptsRunOut() {
         var rng = SplitMix64(seed: 1)
-        for outcome in [PersonalOutcome.retryLater, .retryOnNewConnection, .transport] {
+        for outcome in [PersonalOutcome.retryLater, .retryOnNewConnection] {
             #expect(policy.decide(outcome, attempt: 1, using: &rng) == .retry(after: .milliseconds(100)))
             #expect(policy.decide(outcome, attempt: 2, using: &rng) == .retry(after: .milliseconds(200)))
             #expect(policy.decide(outcome, attempt: 3, using: &rng) == .deadLetter(reason: PersonalDeliveryPolicy.retriesExhaustedReason))
         }
+    }
+
+    @Test func handBacksUseTheirOwnBoundAndLeaveAttemptsAlone() {
+        var rng = SplitMix64(seed: 1)
+        let bounded = PersonalDeliveryPolicy(maxAttempts: 1, maxHandBacks: 3, retryInitialMilliseconds: 100, jitter: 0)
+        // attempt 1 is the last maxAttempts allows, yet a hand-back is retried with the back-off.
+        #expect(bounded.decide(.notProcessed, attempt: 0, handBacks: 1, using: &rng) == .retry(after: .milliseconds(100)))
+        #expect(bounded.decide(.notProcessed, attempt: 1, handBacks: 2, using: &rng) == .retry(after: .milliseconds(200)))
+        #expect(bounded.decide(.notProcessed, attempt: 1, handBacks: 3, using: &rng)
+                    == .deadLetter(reason: PersonalDeliveryPolicy.notProcessedReason))
+        #expect(bounded.decide(.retryLater, attempt: 1, handBacks: 2, using: &rng)
+                    == .deadLetter(reason: PersonalDeliveryPolicy.retriesExhaustedReason))
+    }
+
+    @Test func aPolicySavedWithoutMaxHandBacksDecodesWithTheDefault() throws {
+        let saved = #"{"maxAttempts": 3, "retryInitialMilliseconds": 100, "retryMaximumMilliseconds": 1000,"#
+            + #" "throttleInitialMilliseconds": 5000, "throttleMaximumMilliseconds": 60000, "multiplier": 2, "jitter": 0}"#
+        let decoded = try JSONDecoder().decode(PersonalDeliveryPolicy.self, from: Data(saved.utf8))
+        #expect(decoded == policy)
+        #expect(decoded.maxHandBacks == PersonalDeliveryPolicy().maxHandBacks)
     }
 
     @Test func throttledTokenWaitsOnItsOwnLongerBackoff() {

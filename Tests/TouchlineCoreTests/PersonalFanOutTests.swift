@@ -60,7 +60,7 @@ private struct FanOutSimulation {
                 endedSinceSave.insert(token)
                 switch result {
                 case .throttledToken: notBefore[token] = now + minimumThrottleDelay
-                case .retryLater, .retryOnNewConnection, .transport: notBefore[token] = now + minimumRetryDelay
+                case .retryLater, .retryOnNewConnection, .notProcessed: notBefore[token] = now + minimumRetryDelay
                 default: notBefore[token] = nil
                 }
                 perform(job.outcome(token: token, result: result, now: now), on: &job)
@@ -199,12 +199,7 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
     /// A loop timer may fire a little before its deadline by the job's clock; the job must
     /// arm it again rather than assume it is still armed (the fan-out would stall).
     @Test func timerFiringEarlyIsArmedAgain() {
-        let exact = PersonalDeliveryPolicy(retryInitialMilliseconds: 1_000, jitter: 0)
-        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 1, pageSize: 10), policy: exact, seed: 1)
-        let start = UnixTime(nanoseconds: 1_000_000_000_000)
-        _ = job.nextSends(now: start)
-        job.targetsFetched(["aa"], exhausted: true, now: start)
-        #expect(job.nextSends(now: start) == [.send(token: "aa", attempt: 1)])
+        var (job, start) = oneTokenJob(PersonalDeliveryPolicy(retryInitialMilliseconds: 1_000, jitter: 0))
         _ = job.outcome(token: "aa", result: .retryLater, now: start)
         #expect(job.nextSends(now: start) == [.armTimer(at: start + .seconds(1))])
         #expect(job.nextSends(now: start).isEmpty, "an armed timer is not asked for twice")
@@ -288,6 +283,72 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
         #expect(doubleSent.allSatisfy { inFlightAtCrash.contains($0) || unsaved.contains($0) })
         #expect(simulation.acceptedByAPNs.values.allSatisfy { $0 <= 2 })
         #expect(Set(simulation.acceptedByAPNs.keys) == Set(reference.acceptedByAPNs.keys))
+    }
+
+    /// Requests APNs provably did not process (GOAWAY above the last-stream-id, REFUSED_STREAM, no
+    /// connection) are hand-backs, not attempts: three real answers plus any number of hand-backs
+    /// within `maxHandBacks` still leave a fourth attempt. Before, every hand-back used one of
+    /// `maxAttempts`, and tokens were dead-lettered `RetriesExhausted` after three real answers.
+    @Test func handBacksDoNotUseUpAttempts() {
+        // Per token: a 500, two hand-backs, a 503, a hand-back, a 500, then accepted: four answers.
+        let pattern: [PersonalOutcome] = [.retryLater, .notProcessed, .notProcessed, .retryOnNewConnection, .notProcessed,
+                                          .retryLater, .accepted]
+        var simulation = FanOutSimulation(count: 1_000, policy: policy) { index, request in
+            index % 2 == 0 ? pattern[min(request, pattern.count - 1)] : .accepted
+        }
+        var job = FanOutJob(payload: [], limits: limits, policy: policy, seed: 5)
+        simulation.run(&job)
+
+        #expect(simulation.violations.isEmpty, "\(simulation.violations.prefix(5))")
+        #expect(job.isFinished)
+        #expect(job.counters.sent == 1_000 && job.counters.deadLettered == 0)
+        #expect(job.counters.retries == 500 * (pattern.count - 1), "every resend is a retry, hand-backs included")
+        #expect(simulation.requestsSeen.filter { simulation.index(of: $0.key) % 2 == 0 }.values.allSatisfy { $0 == pattern.count })
+    }
+
+    /// The send numbers and the saved retry row count answers only; a resend after a hand-back
+    /// keeps its attempt number, so a restart resumes with the right count.
+    @Test func theSavedRetryRowCountsAnswersNotHandBacks() {
+        var (job, start) = oneTokenJob(PersonalDeliveryPolicy(maxAttempts: 2, retryInitialMilliseconds: 100, jitter: 0))
+        _ = job.outcome(token: "aa", result: .retryLater, now: start)
+        #expect(job.timerFired(now: start + .milliseconds(100)) == [.send(token: "aa", attempt: 2)])
+        _ = job.outcome(token: "aa", result: .notProcessed, now: start + .milliseconds(100))
+        #expect(job.takeProgress().retryRows == [FanOutCheckpoint.PendingTarget(token: "aa", attempts: 1,
+                                                                               notBeforeNanoseconds: (start + .milliseconds(200)).nanoseconds)])
+        #expect(job.timerFired(now: start + .milliseconds(200)) == [.send(token: "aa", attempt: 2)])
+        // The second real answer is the last one maxAttempts allows.
+        #expect(job.outcome(token: "aa", result: .retryLater, now: start + .milliseconds(200))
+                    == [.deadLetter(token: "aa", reason: PersonalDeliveryPolicy.retriesExhaustedReason)])
+        #expect(job.isFinished && job.counters.retries == 2)
+    }
+
+    /// A transport that never recovers still ends every target: after `maxHandBacks` hand-backs,
+    /// spaced by the growing retry back-off, the target is dead-lettered `NotProcessed`.
+    @Test func aTransportThatNeverRecoversEndsAfterMaxHandBacks() {
+        let bounded = PersonalDeliveryPolicy(maxAttempts: 2, maxHandBacks: 6, retryInitialMilliseconds: 100,
+                                             retryMaximumMilliseconds: 1_000, jitter: 0)
+        var simulation = FanOutSimulation(count: 40, policy: bounded) { _, _ in .notProcessed }
+        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 40, maxInFlight: 8, pageSize: 40), policy: bounded, seed: 1)
+        let start = simulation.now
+        simulation.run(&job)
+
+        #expect(simulation.violations.isEmpty, "\(simulation.violations.prefix(5))")
+        #expect(job.isFinished)
+        #expect(job.counters.failedByReason == [PersonalDeliveryPolicy.notProcessedReason: 40])
+        #expect(simulation.requestsSeen.values.allSatisfy { $0 == 6 })
+        #expect(Set(simulation.deadLetters.values) == [PersonalDeliveryPolicy.notProcessedReason])
+        // Back-offs 100, 200, 400, 800, 1000 ms between the six sends: at least 2.5 s in all.
+        #expect(simulation.now - start >= .milliseconds(2_500))
+    }
+
+    /// A job whose audience is the one token "aa", its first send already asked for.
+    private func oneTokenJob(_ policy: PersonalDeliveryPolicy) -> (FanOutJob, UnixTime) {
+        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 1, pageSize: 10), policy: policy, seed: 1)
+        let start = UnixTime(nanoseconds: 1_000_000_000_000)
+        _ = job.nextSends(now: start)
+        job.targetsFetched(["aa"], exhausted: true, now: start)
+        #expect(job.nextSends(now: start) == [.send(token: "aa", attempt: 1)])
+        return (job, start)
     }
 
     @Test func outcomeForATokenNotInFlightIsIgnored() {

@@ -103,6 +103,41 @@ func hexToken(_ n: Int) -> String { String(format: "%064X", n) }
         #expect(try reader.token("dd03")?.active == false, "registered exactly at the timestamp is not after it")
     }
 
+    /// The commit reports the tokens it really deactivated, which is what the gateway's
+    /// `touchline_tokens_deactivated_total` counts: not the 410s.
+    @Test func aSummarizedCommitCountsOnlyTokensReallyDeactivated() async throws {
+        let dir = TemporaryDirectory()
+        let writer = try StoreWriter(path: dir.file("store.db"))
+        defer { writer.close() }
+        try await writer.submit([
+            .registerToken(TokenRecord(token: "ee01", kind: .pushToStart, registeredAt: t0)),
+            .registerToken(TokenRecord(token: "ee02", kind: .pushToStart, registeredAt: t0 + .seconds(100))),
+            .registerToken(TokenRecord(token: "ee03", kind: .pushToStart, registeredAt: t0)),
+        ])
+        func commit(_ operations: [TokenOperation]) async throws -> TokenWriteSummary {
+            try await withCheckedThrowingContinuation { continuation in
+                writer.submit(summarizing: operations) { continuation.resume(with: $0) }
+            }
+        }
+        let apnsTimestamp = t0 + .seconds(50)
+        let first = try await commit([
+            .deactivateToken("EE01", unlessRegisteredAfter: apnsTimestamp, at: t0 + .seconds(200)),
+            .deactivateToken("ee01", unlessRegisteredAfter: apnsTimestamp, at: t0 + .seconds(200)),  // a second 410
+            .deactivateToken("ee02", unlessRegisteredAfter: apnsTimestamp, at: t0 + .seconds(200)),  // registered again
+            .deactivateToken("ee99", unlessRegisteredAfter: apnsTimestamp, at: t0 + .seconds(200)),  // not registered
+        ])
+        #expect(first == TokenWriteSummary(tokensDeactivated: 1))
+        let second = try await commit([
+            .deactivateToken("ee01", unlessRegisteredAfter: t0 + .seconds(300), at: t0 + .seconds(300)),  // already inactive
+            .deactivateToken("ee03", unlessRegisteredAfter: t0 + .seconds(300), at: t0 + .seconds(300)),
+        ])
+        #expect(second == TokenWriteSummary(tokensDeactivated: 1))
+        let reader = try SQLiteTokenReader(path: writer.path)
+        defer { reader.close() }
+        #expect(try reader.token("ee01")?.deactivatedAt == t0 + .seconds(200), "deactivated once, by the first 410")
+        #expect(try reader.token("ee02")?.active == true)
+    }
+
     @Test func deleteRemovesTheTokenAndItsFollows() async throws {
         let dir = TemporaryDirectory()
         let writer = try StoreWriter(path: dir.file("store.db"))

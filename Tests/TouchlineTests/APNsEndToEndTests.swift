@@ -187,6 +187,48 @@ import TouchlineRuntime
         #expect(fixture.providerToken.statistics.clockSkewSuspicions == 1)
     }
 
+    /// APNs's clock runs 45 minutes ahead of ours, so a token is expired for it 15 minutes after
+    /// we signed it, and a new one may only be signed 20 minutes after the last. The request
+    /// rejected then and the one sent meanwhile are held, not failed (they came back
+    /// `configuration`, so fan-outs dead-lettered them and broadcasts were dropped), and go out
+    /// with the new token once the rule allows it; the mock does not see a token change too soon.
+    @Test func aClockBehindAPNsHoldsRequestsUntilTheTokenMayBeRenewed() async throws {
+        let clock = ManualClock()
+        let fixture = try MockAPNsFixture(clientClock: clock) { configuration in
+            configuration.clock = clock
+            configuration.faults.providerTokenClockOffset = .seconds(45 * 60)
+        }
+        defer { Task { await fixture.shutDown() } }
+        let tokens = MockAPNsFixture.tokens(3)
+        let client = fixture.client
+        func push(_ token: String) -> LiveActivityPush {
+            LiveActivityPush(deviceToken: token, payload: MockAPNsFixture.updatePayload(at: clock.now()), priority: .powerConsiderate)
+        }
+        #expect(try await client.send(push(tokens[0])).status == 200)
+        clock.advance(by: .seconds(16 * 60))
+        let (first, second) = (push(tokens[1]), push(tokens[2]))
+        let rejected = Task { try await client.send(first).status }
+        let meanwhile = Task { try await client.send(second).status }
+        let loop = fixture.loop
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await loop.submit({ client.heldRequestCount }) < 2, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try await loop.submit { client.heldRequestCount } == 2)
+        #expect(fixture.mock.counters().count(endpoint: .device, status: 200) == 1)
+        #expect(fixture.providerToken.renewalHold == clock.now() + .seconds(4 * 60))
+
+        clock.advance(by: .seconds(4 * 60))
+        #expect(try await rejected.value == 200)
+        #expect(try await meanwhile.value == 200)
+        let counters = fixture.mock.counters()
+        #expect(counters.count(endpoint: .device, status: 200) == 3)
+        #expect(counters.count(endpoint: .device, status: 403, reason: .expiredProviderToken) >= 1)
+        #expect(counters.count(endpoint: .device, status: 429, reason: .tooManyProviderTokenUpdates) == 0)
+        #expect(fixture.providerToken.statistics.tokensSigned == 2 && fixture.providerToken.statistics.renewalHolds == 1)
+        #expect(try await loop.submit { client.heldRequestCount } == 0)
+    }
+
     @Test func channelLifecycleOnTheManagementHost() async throws {
         let fixture = try MockAPNsFixture { $0.channelLimit = 2 }
         defer { Task { await fixture.shutDown() } }

@@ -66,8 +66,11 @@ struct GatewayMetricsTests {
         try await eventually("a throttled broadcast and the dead tokens") {
             text = (try? api.request("GET", "/metrics").text) ?? ""
             return metricValue(text, #"touchline_apns_retries_total{pool="broadcast"}"#) ?? 0 >= 1
-                && metricValue(text, "touchline_tokens_deactivated_total") == 2
+                && metricValue(text, #"touchline_dead_letters_total{reason="Unregistered"}"#) == 2
         }
+        // The mock dates its listed tokens' 410s from its start, before they were registered: the
+        // registry keeps them, so no token was deactivated (see the test of touchline_tokens_deactivated_total below).
+        #expect(metricValue(text, "touchline_tokens_deactivated_total") == 0)
         #expect(metricValue(text, #"touchline_apns_responses_total{pool="broadcast",status="429",reason="TooManyRequests"}"#) ?? 0 >= 1)
         #expect(metricValue(text, #"touchline_apns_responses_total{pool="broadcast",status="200",reason=""}"#) == nil)
         #expect(metricValue(text, #"touchline_apns_responses_total{pool="personal",status="410",reason="Unregistered"}"#) == 2)
@@ -80,6 +83,82 @@ struct GatewayMetricsTests {
         if case .array(let pushes)? = stats[member: "recentPushes"] {
             #expect(pushes.first?.string("outcome") == "TooManyRequests")
         }
+        await gateway.shutDown()
+        await apns.shutDown()
+    }
+
+    /// `touchline_tokens_deactivated_total` counts tokens the store deactivated, not 410s: two
+    /// tokens listed dead since before they were registered stay active, and a 410 for a token
+    /// already deactivated changes nothing. Every 410 is still a dead letter `Unregistered`.
+    @Test func tokensDeactivatedCountsTokensTheStoreDeactivatedNotFourTens() async throws {
+        let listed = Set([1, 2].map(GatewayPersonalAPITests.token))
+        let apns = try MockAPNsFixture { $0.faults.unregisteredTokens = listed }
+        let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
+        let api = gateway.admin
+        for n in 0..<4 {
+            #expect(try api.request("POST", "/v1/tokens", json: """
+                {"token": "\(GatewayPersonalAPITests.token(n))", "kind": "push-to-start", "userId": "fan-\(n)", "follows": ["team:ARS"]}
+                """).status == 201)
+        }
+        try await Task.sleep(for: .milliseconds(5))
+        let dead = GatewayPersonalAPITests.token(3)
+        apns.mock.unregister(token: dead)
+        func runJob(_ body: String) async throws {
+            let jobID = try #require(try api.request("POST", "/v1/personal", json: body).json?.string("jobId"))
+            try await eventually("job \(jobID) to finish") {
+                (try? api.request("GET", "/v1/personal/\(jobID)").json?.string("status")) == "done"
+            }
+        }
+        try await runJob(GatewayPersonalAPITests.startBody)
+        // A job to the one token now inactive: APNs answers 410 again, nothing is deactivated.
+        try await runJob("""
+            {"audience": {"token": "\(dead)"}, "event": "update", "contentState": {"homeScore": 1}}
+            """)
+        var text = ""
+        try await eventually("every 410 counted as a dead letter") {
+            text = (try? api.request("GET", "/metrics").text) ?? ""
+            return metricValue(text, #"touchline_dead_letters_total{reason="Unregistered"}"#) == 4
+                && metricValue(text, "touchline_tokens_deactivated_total") == 1
+        }
+        #expect(metricValue(text, #"touchline_apns_responses_total{pool="personal",status="410",reason="Unregistered"}"#) == 4)
+        for n in 1...3 {
+            let record = try api.request("GET", "/v1/tokens?userId=fan-\(n)").json
+            guard case .array(let found)? = record?[member: "tokens"], let token = found.first else {
+                Issue.record("no token listed for fan-\(n)"); continue
+            }
+            #expect(token[member: "active"] == .bool(n != 3), "token of fan-\(n)")
+        }
+        await gateway.shutDown()
+        await apns.shutDown()
+    }
+
+    /// APNs's clock an hour and a minute ahead: even a fresh token is expired for it, and a new
+    /// one may not be signed for 20 minutes. The personal sends are held (not dead-lettered), and
+    /// /metrics shows the skew, the hold and the held requests.
+    @Test func aProviderTokenRenewalHoldShowsOnMetricsAndDeadLettersNothing() async throws {
+        let apns = try MockAPNsFixture { $0.faults.providerTokenClockOffset = .seconds(61 * 60) }
+        let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
+        let api = gateway.admin
+        for n in 0..<3 {
+            #expect(try api.request("POST", "/v1/tokens", json: """
+                {"token": "\(GatewayPersonalAPITests.token(n))", "kind": "push-to-start", "userId": "fan-\(n)", "follows": ["team:ARS"]}
+                """).status == 201)
+        }
+        let jobID = try #require(try api.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody).json?.string("jobId"))
+        var text = ""
+        try await eventually("the personal sends to be held") {
+            text = (try? api.request("GET", "/metrics").text) ?? ""
+            return metricValue(text, #"touchline_apns_requests_held{pool="personal"}"#) == 3
+        }
+        #expect(metricValue(text, #"touchline_apns_requests_held{pool="broadcast"}"#) == 0)
+        #expect(metricValue(text, "touchline_provider_token_skew_rejections_total").map { $0 >= 1 } == true)
+        #expect(metricValue(text, "touchline_provider_token_renewal_hold_seconds").map { $0 > 19 * 60 && $0 <= 20 * 60 } == true)
+        // Sends already queued on the connection carried the token before the hold began.
+        #expect(metricValue(text, #"touchline_apns_responses_total{pool="personal",status="403",reason="ExpiredProviderToken"}"#)
+                    .map { $0 >= 1 && $0 <= 3 } == true)
+        #expect(metricValue(text, #"touchline_dead_letters_total{reason="ExpiredProviderToken"}"#) == nil)
+        let job = try api.request("GET", "/v1/personal/\(jobID)").json
+        #expect(job?.string("status") != "done")
         await gateway.shutDown()
         await apns.shutDown()
     }

@@ -53,12 +53,9 @@ struct GatewayPersonalFaultTests {
         }
         let quick = PersonalDeliveryPolicy(maxAttempts: 10, retryInitialMilliseconds: 20, retryMaximumMilliseconds: 200,
                                            throttleInitialMilliseconds: 50, throttleMaximumMilliseconds: 400)
-        let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data",
-                                         personalQueue: PersonalQueueSettings(maxInFlight: 32, delivery: quick))
+        let (fixture, tokens) = try gateway(on: apns, delivery: quick, followers: 120)
         defer { Task { await fixture.shutDown(); await apns.shutDown() } }
         let api = fixture.admin
-        let tokens = (0..<120).map(GatewayPersonalAPITests.token)
-        try registerFollowers(tokens, api)
         try await Task.sleep(for: .milliseconds(5))
         for token in unregisteredLater { apns.mock.unregister(token: token) }
         let (jobID, progress) = try await runStartJob(api)
@@ -87,6 +84,41 @@ struct GatewayPersonalFaultTests {
         #expect(accepted.count == Set(accepted).count, "no token was accepted twice")
         #expect(device.contains { $0.status == 429 }, "the mock did throttle")
         #expect(device.count >= 120 + 3, "throttled requests were sent again")
+    }
+
+    /// A GOAWAY every two requests per connection: most requests are handed back again and again,
+    /// until the pool gives up on them (`retries_exhausted`), yet APNs never processed them. With
+    /// one attempt allowed, every target must still be sent: before, each such hand-back used an
+    /// attempt and these targets were dead-lettered `RetriesExhausted` without a single answer.
+    @Test func handedBackRequestsDoNotUseUpDeliveryAttempts() async throws {
+        let apns = try MockAPNsFixture { $0.faults.goawayAfterRequests = 2 }
+        let oneAnswer = PersonalDeliveryPolicy(maxAttempts: 1, maxHandBacks: 100, retryInitialMilliseconds: 5,
+                                               retryMaximumMilliseconds: 50)
+        let (fixture, tokens) = try gateway(on: apns, delivery: oneAnswer, followers: 60)
+        defer { Task { await fixture.shutDown(); await apns.shutDown() } }
+        let api = fixture.admin
+        let (_, progress) = try await runStartJob(api)
+        #expect(progress?.integer("targeted") == 60)
+        #expect(progress?.integer("sent") == 60, "\(String(describing: progress))")
+        if case .object(let reasons)? = progress?[member: "failed"] { #expect(reasons.isEmpty, "dead-lettered: \(reasons)") }
+
+        let metrics = try api.request("GET", "/metrics").text
+        let exhausted = metricValue(metrics, #"touchline_apns_responses_total{pool="personal",status="none",reason="retries_exhausted"}"#)
+        #expect((exhausted ?? 0) >= 1, "the pool did give requests up after hand-backs")
+        let device = apns.mock.recordedRequests().filter { $0.endpoint == .device }
+        let accepted = device.filter { $0.status == 200 }.compactMap(\.deviceToken)
+        #expect(Set(accepted) == Set(tokens))
+        #expect(accepted.count == Set(accepted).count, "no token was accepted twice")
+    }
+
+    /// A gateway on `apns` whose personal queue (32 in flight) follows `delivery`, with `followers`
+    /// push-to-start tokens registered; returns it and the tokens.
+    private func gateway(on apns: MockAPNsFixture, delivery: PersonalDeliveryPolicy, followers: Int) throws -> (GatewayFixture, [String]) {
+        let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data",
+                                         personalQueue: PersonalQueueSettings(maxInFlight: 32, delivery: delivery))
+        let tokens = (0..<followers).map(GatewayPersonalAPITests.token)
+        try registerFollowers(tokens, fixture.admin)
+        return (fixture, tokens)
     }
 
     /// Registers `tokens` as push-to-start tokens of users fan-0, fan-1, ... following team:ARS.

@@ -123,7 +123,13 @@ public struct ChannelEngine: Sendable {
     /// Ends the activity: sends `event: end` with the final state (or, without one, the newest
     /// state, pending or sent) and `dismissal-date`, then deletes the channel after the grace
     /// period. Ending a broken channel only closes it.
-    public mutating func end(finalState: JSONValue?, dismissAt: UnixTime?, now: UnixTime) throws(Failure) -> [Action] {
+    ///
+    /// `importance` and `alert` are those of the change that produced `finalState` (a final
+    /// whistle posted with the end is critical): the end push folds them in like any update, so
+    /// it goes at priority 10 with that alert while the budget lasts, instead of quietly at 5.
+    /// A critical update still pending is folded in the same way, whatever `importance` says.
+    public mutating func end(finalState: JSONValue?, importance: Importance = .normal, alert: LiveActivityAlert? = nil,
+                             dismissAt: UnixTime?, now: UnixTime) throws(Failure) -> [Action] {
         switch phase {
         case .live: break
         case .broken:
@@ -133,7 +139,7 @@ public struct ChannelEngine: Sendable {
         case .ending, .ended, .closed: throw .channelEnded
         }
         guard let bytes = finalState?.encoded ?? latestState else { throw .noContentState }
-        try accept(PendingPush(state: bytes, importance: .normal, alert: nil, isEnd: true, dismissAt: dismissAt), now: now)
+        try accept(PendingPush(state: bytes, importance: importance, alert: alert, isEnd: true, dismissAt: dismissAt), now: now)
         phase = .ending
         return finish(pump(now: now))
     }

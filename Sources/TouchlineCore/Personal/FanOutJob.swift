@@ -29,7 +29,9 @@ public struct FanOutJob: Sendable {
         /// Fetch up to `limit` audience tokens after the token `after` (from the start if nil), in
         /// token order, then call `targetsFetched`.
         case fetchTargets(after: String?, limit: Int)
-        /// Send the job's payload to `token`; `attempt` is 1 for the first send. Report with `outcome`.
+        /// Send the job's payload to `token`; `attempt` counts the sends APNs may have processed,
+        /// this one included (1 for the first; a resend after a hand-back keeps its number).
+        /// Report with `outcome`.
         case send(token: String, attempt: Int)
         /// Call `nextSends` again at this time (a back-off or the expiration is due then).
         case armTimer(at: UnixTime)
@@ -41,7 +43,12 @@ public struct FanOutJob: Sendable {
     }
 
     private struct Target: Sendable {
+        /// Sends APNs may have processed (answers, and failures it may have acted on); the one
+        /// in flight is included until its outcome says it was not processed.
         var attempts: Int
+        /// Sends APNs provably did not process (``PersonalOutcome/notProcessed``), since the job
+        /// started or resumed: bounded by the policy's `maxHandBacks`, not saved.
+        var handBacks = 0
         var notBefore: UnixTime?
         var isInFlight = false
         /// An outcome asked for a retry: from the next progress on, a durable retry row stands
@@ -170,7 +177,7 @@ public struct FanOutJob: Sendable {
                 targets.values[index].isInFlight = true
                 targets.values[index].attempts += 1
                 let attempt = targets.values[index].attempts
-                if attempt > 1 { counters.retries += 1 }
+                if attempt + targets.values[index].handBacks > 1 { counters.retries += 1 }
                 actions.append(.send(token: token, attempt: attempt))
             }
         }
@@ -223,7 +230,13 @@ public struct FanOutJob: Sendable {
         guard let index = targets.index(forKey: token), targets.values[index].isInFlight else { return [] }
         targets.values[index].isInFlight = false
         inFlightCount -= 1
-        switch policy.decide(result, attempt: targets.values[index].attempts, using: &random) {
+        if case .notProcessed = result {
+            // APNs never saw this send: it was a hand-back, not an attempt.
+            targets.values[index].attempts -= 1
+            targets.values[index].handBacks += 1
+        }
+        let target = targets.values[index]
+        switch policy.decide(result, attempt: target.attempts, handBacks: target.handBacks, using: &random) {
         case .sent:
             end(at: index) { $0.sent += 1 }
             return []

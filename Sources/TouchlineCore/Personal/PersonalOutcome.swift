@@ -17,8 +17,13 @@ public enum PersonalOutcome: Sendable, Hashable {
     case permanent(reason: String)
     /// Credentials or account setup are wrong: dead-letter it, operators must fix the setup.
     case configuration(reason: String)
-    /// No request reached APNs (no connection could be made): send again after a back-off.
-    case transport
+    /// APNs provably did not process the request: it was never sent (no connection could be
+    /// made, the local queue was full) or every connection tried handed it back (REFUSED_STREAM,
+    /// above a GOAWAY's last-stream-id). Not an answer from APNs, so it does not use up one of
+    /// `maxAttempts` (a GOAWAY storm would otherwise dead-letter tokens APNs never saw); the
+    /// policy's separate `maxHandBacks` bounds it instead, so a transport that never recovers
+    /// cannot loop forever.
+    case notProcessed
 }
 
 /// What the job does with a target after an outcome.

@@ -127,8 +127,11 @@ enum TestRequests {
 }
 
 extension HTTP2RequestError {
-    /// The transport error inside, if this is one.
+    /// The transport error inside, if this is one (a broken connection or none at all).
     var transportError: TransportError? {
-        if case .transport(let error) = self { error } else { nil }
+        switch self {
+        case .transport(let error), .notConnected(let error): error
+        default: nil
+        }
     }
 }

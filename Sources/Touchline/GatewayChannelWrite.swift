@@ -92,10 +92,15 @@ struct GatewayChannelWrite {
         let body = try GatewayRequestBody(parsing: request.body.isEmpty ? Array("{}".utf8) : request.body,
                                           allowed: ["finalState", "event", "dismissAt"])
         var finalState = try body.object("finalState")
+        // A last event keeps its importance and alert: a critical final change (full time)
+        // goes at priority 10 with its alert, like any update.
+        var importance = Importance.normal
+        var alert: LiveActivityAlert?
         if let event = try body.object("event") {
             guard finalState == nil else { throw body.invalid("event", "cannot be given together with 'finalState'") }
-            finalState = try GatewayEventBatch.change(GatewayEventBatch.parse(event, name: "event"), to: contentState,
-                                                      attributes: channel.attributes, now: now, name: "event").state
+            let change = try GatewayEventBatch.change(GatewayEventBatch.parse(event, name: "event"), to: contentState,
+                                                      attributes: channel.attributes, now: now, name: "event")
+            (finalState, importance, alert) = (change.state, change.importance, change.alert)
         } else if let finalState {
             try GatewayEventBatch.requireWithinLimits(finalState, "finalState")
             try GatewayEventBatch.requireMatchState(finalState, on: channel.attributes, name: "finalState")
@@ -110,7 +115,8 @@ struct GatewayChannelWrite {
         var ended = engine
         let endActions: [ChannelEngine.Action]
         do {
-            endActions = try ended.end(finalState: finalState ?? contentState, dismissAt: dismissAt, now: now)
+            endActions = try ended.end(finalState: finalState ?? contentState, importance: importance, alert: alert,
+                                       dismissAt: dismissAt, now: now)
         } catch {
             throw GatewayEventBatch.refusal(error, name: "finalState")
         }

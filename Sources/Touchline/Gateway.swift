@@ -144,8 +144,8 @@ public final class Gateway: Sendable {
                                          personal: personal,
                                          configuration: configuration, clock: clock, log: log.named("channels"))
             let httpConfiguration = configuration.http.serverConfiguration(
-                HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort, maxBodySize: configuration.maxBodyBytes,
-                                        admission: GatewayAdmission(access: GatewayAccess(keys: configuration.apiKeys)).refusal))
+                HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort, maxBodySize: configuration.maxBodyBytes))
+            let access = GatewayAccess(keys: configuration.apiKeys)
             let httpLog = log.named("http")
             // Queued on the personal loop before the API can hand it a new job.
             personal.resumeStoredJobs()
@@ -153,7 +153,9 @@ public final class Gateway: Sendable {
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
                 try service.restore(from: unsafeReader.reader)
                 let router = service.router
-                return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: httpConfiguration, log: httpLog) {
+                var serverConfiguration = httpConfiguration
+                serverConfiguration.admission = GatewayAdmission(access: access, router: router).refusal
+                return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog) {
                     router.handle($0)
                 })
             }

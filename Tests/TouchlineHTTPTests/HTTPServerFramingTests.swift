@@ -100,6 +100,20 @@ import TouchlineRuntime
         #expect(recorder.seen.withLock { $0 }.isEmpty)
     }
 
+    @Test func theServerOwnsTheResponseFramingAndNoHeaderValueStartsAnotherHeader() throws {
+        let fixture = try ServerFixture { request in
+            request.respond(HTTPResponse(status: 200, headers: [("X-Echo", "a\r\nSet-Cookie: evil"), ("Content-Length", "999"),
+                                                                ("Connection", "upgrade")], body: Array("ok".utf8)))
+        }
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port)
+        let response = try client.exchange("GET", "/")
+        #expect(response.text == "ok" && response.headers["content-length"] == "2")
+        #expect(response.headers["set-cookie"] == nil && response.headers["x-echo"] == "a  Set-Cookie: evil")
+        #expect(response.headers["connection"] == nil && response.headers["date"]?.hasSuffix(" GMT") == true)
+        #expect(try client.exchange("GET", "/").status == 200)
+    }
+
     @Test func duringShutdownANewRequestOnAnOpenConnectionGets503() throws {
         let parked = Mutex<[HTTPRequest]>([])
         let fixture = try ServerFixture { request in

@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 import TouchlineRuntime
 
-/// Streamed responses (the transport of Server-Sent Events) over a real evhttp server.
+/// Streamed responses (the transport of Server-Sent Events) over a real server and socket.
 @Suite struct HTTPResponseStreamTests {
     /// The streams the handler opened and how many of them reported their close.
     private final class Streams: Sendable {

@@ -143,8 +143,8 @@ public final class Gateway: Sendable {
                                                                        pressure: broadcastPressure),
                                          personal: personal,
                                          configuration: configuration, clock: clock, log: log.named("channels"))
-            let httpConfiguration = configuration.http.serverConfiguration(
-                HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort, maxBodySize: configuration.maxBodyBytes))
+            let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
+                                                            maxBodySize: configuration.maxBodyBytes, connectionLimits: configuration.http)
             let access = GatewayAccess(keys: configuration.apiKeys)
             let httpLog = log.named("http")
             // Queued on the personal loop before the API can hand it a new job.

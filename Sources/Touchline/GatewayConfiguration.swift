@@ -29,7 +29,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// `/metrics`: whether it needs a key, and the cap on `channel` labels.
     public var metrics: MetricsSettings
     /// The provider API's connection cap, body budget and deadlines (`http`).
-    public var http: HTTPSettings
+    public var http: HTTPConnectionLimits
 
     /// Apple credentials and endpoint.
     public struct APNsSettings: Sendable, Equatable {
@@ -76,7 +76,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public init(apns: APNsSettings? = nil, listenHost: String = "127.0.0.1", listenPort: Int = 8080,
                 dataDirectory: String = "./touchline-data", apiKeys: [APIKey] = [], defaultPolicy: ChannelPolicy = .default,
                 maxBodyBytes: Int = 1 << 20, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
-                logLevel: LogLevel = .info, metrics: MetricsSettings = MetricsSettings(), http: HTTPSettings = HTTPSettings()) {
+                logLevel: LogLevel = .info, metrics: MetricsSettings = MetricsSettings(), http: HTTPConnectionLimits = HTTPConnectionLimits()) {
         self.apns = apns
         self.listenHost = listenHost
         self.listenPort = listenPort

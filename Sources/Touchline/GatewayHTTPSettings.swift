@@ -1,49 +1,13 @@
 import TouchlineCore
 import TouchlineRuntime
 
-/// The provider API's connection limits and deadlines: how many clients it serves at once, how
-/// much request body it holds in memory, and how long each phase of a request may take.
+/// The gateway's `http` settings: the provider API's connection cap, body budget and deadlines
+/// (``HTTPConnectionLimits``, whose members document each one).
 ///
 /// Set as one JSON object (`http` in the file, `TOUCHLINE_HTTP` or `--http`); members left out
-/// keep their defaults. docs/configuration.md explains each; the body limit itself stays
-/// `maxBodyBytes`.
-public struct HTTPSettings: Sendable, Equatable {
-    /// Connections open at once; one more gets 503 `too_many_connections` and is closed.
-    public var maxConnections: Int
-    /// Request bodies held in memory at once, all connections together; a body that would pass
-    /// it gets 503 `server_busy` with `Retry-After`. At least `maxBodyBytes`.
-    public var maxBufferedBodyBytes: Int
-    /// A request head must be complete this long after its first byte (408 otherwise).
-    public var headTimeout: Duration
-    /// A request body must be complete this long after its head (408 otherwise).
-    public var bodyTimeout: Duration
-    /// A keep-alive connection without a request under way is closed after this long.
-    public var idleTimeout: Duration
-    /// A client that takes no byte of its answer for this long is disconnected.
-    public var writeTimeout: Duration
-
-    public init(maxConnections: Int = 1024, maxBufferedBodyBytes: Int = 64 << 20, headTimeout: Duration = .seconds(10),
-                bodyTimeout: Duration = .seconds(30), idleTimeout: Duration = .seconds(60), writeTimeout: Duration = .seconds(30)) {
-        self.maxConnections = maxConnections
-        self.maxBufferedBodyBytes = maxBufferedBodyBytes
-        self.headTimeout = headTimeout
-        self.bodyTimeout = bodyTimeout
-        self.idleTimeout = idleTimeout
-        self.writeTimeout = writeTimeout
-    }
-
-    /// `base` with these settings.
-    func serverConfiguration(_ base: HTTPServerConfiguration) -> HTTPServerConfiguration {
-        var configuration = base
-        configuration.maxConnections = maxConnections
-        configuration.maxBufferedBodyBytes = maxBufferedBodyBytes
-        configuration.headTimeout = headTimeout
-        configuration.bodyTimeout = bodyTimeout
-        configuration.idleTimeout = idleTimeout
-        configuration.writeTimeout = writeTimeout
-        return configuration
-    }
-
+/// keep their defaults, durations are in milliseconds. docs/configuration.md explains each; the
+/// body limit itself stays `maxBodyBytes`.
+extension HTTPConnectionLimits {
     private static let names = ["maxConnections", "maxBufferedBodyBytes", "headTimeoutMilliseconds", "bodyTimeoutMilliseconds",
                                 "idleTimeoutMilliseconds", "writeTimeoutMilliseconds"]
 

@@ -40,7 +40,7 @@ private func joined(_ outcomes: [HTTP1RequestParser.Outcome]) -> [HTTP1RequestPa
 }
 
 /// The error the input ends in, if any.
-private func refusal(_ text: String, limits: HTTP1ParserLimits = HTTP1ParserLimits()) -> HTTP1ParseError? {
+private func refusal(_ text: String, limits: HTTP1ParserLimits = HTTP1ParserLimits()) -> HTTPError? {
     guard case .error(let error)? = parse(text, limits: limits).last else { return nil }
     return error
 }

@@ -88,7 +88,7 @@ import TouchlineRuntime
 
     @Test func aQuietClientIsNotDroppedByTheReadTimeout() async throws {
         let streams = Streams()
-        let fixture = try streamingServer(streams, configuration: HTTPServerConfiguration(headTimeout: .milliseconds(200), bodyTimeout: .milliseconds(200), idleTimeout: .milliseconds(200)))
+        let fixture = try streamingServer(streams, configuration: HTTPServerConfiguration(connectionLimits: .init(headTimeout: .milliseconds(200), bodyTimeout: .milliseconds(200), idleTimeout: .milliseconds(200))))
         defer { fixture.stop() }
         let client = try openedStream(on: fixture.port)
         // Several read timeouts long without a byte from the client.

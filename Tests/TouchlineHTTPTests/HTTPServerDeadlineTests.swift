@@ -15,7 +15,7 @@ import TouchlineRuntime
 
     @Test func aHeadTrickledAByteAtATimeIsCutOffAtTheHeadDeadline() throws {
         let handled = Counter()
-        let fixture = try Self.answering(HTTPServerConfiguration(headTimeout: .milliseconds(300)), handled: handled)
+        let fixture = try Self.answering(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(headTimeout: .milliseconds(300))), handled: handled)
         defer { fixture.stop() }
         let client = try RawHTTPClient(port: fixture.port)
         let head = Array("GET /slow HTTP/1.1\r\nHost: gw\r\nX-Padding: \(String(repeating: "p", count: 200))\r\n\r\n".utf8)
@@ -41,7 +41,7 @@ import TouchlineRuntime
     }
 
     @Test func aConnectionThatNeverSendsAByteIsClosedAtTheIdleDeadlineWithoutAnAnswer() throws {
-        let fixture = try Self.answering(HTTPServerConfiguration(idleTimeout: .milliseconds(200)))
+        let fixture = try Self.answering(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(idleTimeout: .milliseconds(200))))
         defer { fixture.stop() }
         let client = try RawHTTPClient(port: fixture.port, receiveTimeoutSeconds: 5)
         let (bytes, reset) = client.readUntilClosed()
@@ -49,7 +49,7 @@ import TouchlineRuntime
     }
 
     @Test func anIdleKeepAliveConnectionIsClosedAfterItsLastAnswer() throws {
-        let fixture = try Self.answering(HTTPServerConfiguration(idleTimeout: .milliseconds(200)))
+        let fixture = try Self.answering(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(idleTimeout: .milliseconds(200))))
         defer { fixture.stop() }
         let client = try RawHTTPClient(port: fixture.port, receiveTimeoutSeconds: 5)
         #expect(try client.exchange("GET", "/one").status == 200)
@@ -61,7 +61,7 @@ import TouchlineRuntime
 
     @Test func aBodyThatStopsArrivingIsCutOffAtTheBodyDeadline() throws {
         let handled = Counter()
-        let fixture = try Self.answering(HTTPServerConfiguration(bodyTimeout: .milliseconds(300)), handled: handled)
+        let fixture = try Self.answering(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(bodyTimeout: .milliseconds(300))), handled: handled)
         defer { fixture.stop() }
         let client = try RawHTTPClient(port: fixture.port)
         try client.send("POST /upload HTTP/1.1\r\nHost: gw\r\nContent-Length: 100\r\n\r\n0123456789")
@@ -76,7 +76,7 @@ import TouchlineRuntime
     @Test func aStreamClientThatStopsReadingIsDroppedAtTheWriteDeadline() async throws {
         let closes = Atomic<Int>(0)
         let streams = Mutex<[HTTPResponseStream]>([])
-        let fixture = try ServerFixture(configuration: HTTPServerConfiguration(writeTimeout: .milliseconds(300))) { request in
+        let fixture = try ServerFixture(configuration: HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(writeTimeout: .milliseconds(300)))) { request in
             guard let stream = request.startStream(headers: [("Content-Type", "text/event-stream")], onClose: {
                 closes.add(1, ordering: .relaxed)
             }) else { return }

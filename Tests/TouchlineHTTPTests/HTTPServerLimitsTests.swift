@@ -61,7 +61,7 @@ import TouchlineRuntime
 
     @Test func connectionsOverTheCapGetA503AndTheCapFreesAsConnectionsClose() throws {
         let handled = Counter()
-        let fixture = try Self.guarded(HTTPServerConfiguration(maxConnections: 3), handled: handled)
+        let fixture = try Self.guarded(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(maxConnections: 3)), handled: handled)
         defer { fixture.stop() }
         var open = try (0..<3).map { _ in try RawHTTPClient(port: fixture.port) }
         for client in open { #expect(try client.exchange("GET", "/", headers: ["Authorization: Bearer good"]).status == 202) }
@@ -86,7 +86,7 @@ import TouchlineRuntime
 
     @Test func bodiesTogetherAreCappedAndAFullBudgetAnswers503() throws {
         let handled = Counter()
-        let fixture = try Self.guarded(HTTPServerConfiguration(maxBodySize: 800, maxBufferedBodyBytes: 1000), handled: handled)
+        let fixture = try Self.guarded(HTTPServerConfiguration(maxBodySize: 800, connectionLimits: HTTPConnectionLimits(maxBufferedBodyBytes: 1000)), handled: handled)
         defer { fixture.stop() }
         let first = try RawHTTPClient(port: fixture.port)
         try first.send("POST /a HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer good\r\nContent-Length: 800\r\n\r\n")
@@ -109,7 +109,7 @@ import TouchlineRuntime
 
     @Test func aChunkedBodyCountsAgainstTheBudgetAsItArrives() throws {
         let handled = Counter()
-        let fixture = try Self.guarded(HTTPServerConfiguration(maxBodySize: 800, maxBufferedBodyBytes: 1000), handled: handled)
+        let fixture = try Self.guarded(HTTPServerConfiguration(maxBodySize: 800, connectionLimits: HTTPConnectionLimits(maxBufferedBodyBytes: 1000)), handled: handled)
         defer { fixture.stop() }
         let holder = try RawHTTPClient(port: fixture.port)
         try holder.send("POST /a HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer good\r\nContent-Length: 800\r\n\r\n")

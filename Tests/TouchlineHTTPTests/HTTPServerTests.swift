@@ -161,7 +161,7 @@ private func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
     }
 
     @Test func anIdleKeepAliveConnectionIsClosedAfterTheTimeout() throws {
-        let fixture = try ServerFixture(configuration: HTTPServerConfiguration(idleTimeout: .milliseconds(200)),
+        let fixture = try ServerFixture(configuration: HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(idleTimeout: .milliseconds(200))),
                                         router: echoRouter())
         defer { fixture.stop() }
         let client = try RawHTTPClient(port: fixture.port, receiveTimeoutSeconds: 5)

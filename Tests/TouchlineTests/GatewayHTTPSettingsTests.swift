@@ -1,13 +1,14 @@
 import Foundation
 import Testing
 import Touchline
+import TouchlineRuntime
 
 /// `http`: the provider API's connection cap, body budget and deadlines, from any source,
 /// checked member by member.
 @Suite struct GatewayHTTPSettingsTests {
     @Test func theDefaultsAndEachSource() throws {
-        #expect(try GatewayConfiguration.load(arguments: [], environment: [:]).http == HTTPSettings())
-        let defaults = HTTPSettings()
+        #expect(try GatewayConfiguration.load(arguments: [], environment: [:]).http == HTTPConnectionLimits())
+        let defaults = HTTPConnectionLimits()
         #expect(defaults.maxConnections == 1024 && defaults.maxBufferedBodyBytes == 64 << 20)
         #expect(defaults.headTimeout == .seconds(10) && defaults.bodyTimeout == .seconds(30))
         #expect(defaults.idleTimeout == .seconds(60) && defaults.writeTimeout == .seconds(30))
@@ -15,13 +16,13 @@ import Touchline
         let files = try ConfigurationFiles()
         let file = try files.write("http.json", #"{"http": {"maxConnections": 4096, "headTimeoutMilliseconds": 5000}}"#)
         let fromFile = try GatewayConfiguration.load(arguments: ["--config", file], environment: [:]).http
-        #expect(fromFile == HTTPSettings(maxConnections: 4096, headTimeout: .seconds(5)))
+        #expect(fromFile == HTTPConnectionLimits(maxConnections: 4096, headTimeout: .seconds(5)))
         let fromEnvironment = try GatewayConfiguration.load(arguments: ["--config", file],
                                                             environment: ["TOUCHLINE_HTTP": #"{"idleTimeoutMilliseconds": 15000}"#]).http
-        #expect(fromEnvironment == HTTPSettings(idleTimeout: .seconds(15)), "a later source replaces the whole object")
+        #expect(fromEnvironment == HTTPConnectionLimits(idleTimeout: .seconds(15)), "a later source replaces the whole object")
         let fromFlag = try GatewayConfiguration.load(arguments: ["--http", #"{"maxBufferedBodyBytes": 8388608, "writeTimeoutMilliseconds": 1000}"#],
                                                      environment: [:]).http
-        #expect(fromFlag == HTTPSettings(maxBufferedBodyBytes: 8 << 20, writeTimeout: .seconds(1)))
+        #expect(fromFlag == HTTPConnectionLimits(maxBufferedBodyBytes: 8 << 20, writeTimeout: .seconds(1)))
     }
 
     @Test func badMembersAreNamed() {

@@ -74,7 +74,7 @@ struct HTTP1ChunkedDecoder: Sendable {
     }
 
     /// One byte of a chunk-size line: `1*16HEXDIG [ BWS ";" chunk-ext ] CRLF`.
-    private mutating func sizeLineByte(_ byte: UInt8) -> HTTP1ParseError? {
+    private mutating func sizeLineByte(_ byte: UInt8) -> HTTPError? {
         lineBytes += 1
         guard lineBytes <= limits.maxChunkLineBytes else {
             return .badRequest("chunk_line_too_long",
@@ -106,7 +106,7 @@ struct HTTP1ChunkedDecoder: Sendable {
         return nil
     }
 
-    private mutating func sizeLineComplete() -> HTTP1ParseError? {
+    private mutating func sizeLineComplete() -> HTTPError? {
         defer {
             digits = 0
             size = 0
@@ -124,7 +124,7 @@ struct HTTP1ChunkedDecoder: Sendable {
             return nil
         }
         guard size <= UInt64(limits.maxBodyBytes) && decodedBytes + size <= UInt64(limits.maxBodyBytes) else {
-            return HTTP1ParseError(status: 413, code: "body_too_large",
+            return HTTPError(status: 413, code: "body_too_large",
                                    message: "the chunked request body is over the limit of \(limits.maxBodyBytes) bytes")
         }
         state = .data(remaining: size)
@@ -132,10 +132,10 @@ struct HTTP1ChunkedDecoder: Sendable {
     }
 
     /// One byte of the trailer section; true once its empty last line has ended.
-    private mutating func trailerByte(_ byte: UInt8) -> Result<Bool, HTTP1ParseError> {
+    private mutating func trailerByte(_ byte: UInt8) -> Result<Bool, HTTPError> {
         trailerBytes += 1
         guard trailerBytes <= limits.maxTrailerBytes else {
-            return .failure(HTTP1ParseError(status: 431, code: "trailers_too_large",
+            return .failure(HTTPError(status: 431, code: "trailers_too_large",
                                             message: "the chunked body's trailer section is over \(limits.maxTrailerBytes) bytes"))
         }
         if sawCR {

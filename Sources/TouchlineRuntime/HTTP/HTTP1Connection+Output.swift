@@ -124,7 +124,7 @@ extension HTTP1Connection {
             writeTimer = LoopTimer(loop: loop) { [unowned self] in close() }
         }
         writeWatcher?.resume()
-        if progressed || writeTimer?.isScheduled != true { writeTimer?.schedule(after: server.configuration.writeTimeout) }
+        if progressed || writeTimer?.isScheduled != true { writeTimer?.schedule(after: server.configuration.connectionLimits.writeTimeout) }
     }
 
     private func outputDrained() {

@@ -247,9 +247,9 @@ final class HTTP1Connection: @unchecked Sendable {
         guard let wanted else { return readTimer?.cancel() ?? () }
         let configuration = server.configuration
         let delay = switch wanted {
-        case .idle: configuration.idleTimeout
-        case .head: configuration.headTimeout
-        case .body: configuration.bodyTimeout
+        case .idle: configuration.connectionLimits.idleTimeout
+        case .head: configuration.connectionLimits.headTimeout
+        case .body: configuration.connectionLimits.bodyTimeout
         case .linger: configuration.lingerTimeout
         }
         readTimer?.schedule(after: delay)
@@ -261,11 +261,11 @@ final class HTTP1Connection: @unchecked Sendable {
         case .head?:
             readDeadline = nil
             refuse(.error(status: 408, error: "request_timeout",
-                          message: "the request head was not complete within \(secondsText(configuration.headTimeout))"), head: nil)
+                          message: "the request head was not complete within \(secondsText(configuration.connectionLimits.headTimeout))"), head: nil)
         case .body?:
             readDeadline = nil
             refuse(.error(status: 408, error: "request_timeout",
-                          message: "the request body was not complete within \(secondsText(configuration.bodyTimeout))"), head: nil)
+                          message: "the request body was not complete within \(secondsText(configuration.connectionLimits.bodyTimeout))"), head: nil)
         case .idle?, .linger?, nil:
             close()
         }

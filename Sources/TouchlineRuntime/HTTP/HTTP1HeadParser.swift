@@ -5,13 +5,13 @@
 /// Anything this parser cannot read one way only is refused: a field a proxy in front of the
 /// gateway might read differently is how request smuggling works.
 enum HTTP1HeadParser {
-    static func parse(_ head: [UInt8], limits: HTTP1ParserLimits) throws(HTTP1ParseError) -> HTTPRequestHead {
+    static func parse(_ head: [UInt8], limits: HTTP1ParserLimits) throws(HTTPError) -> HTTPRequestHead {
         var lines = splitLines(head)
         guard !lines.isEmpty else { throw .badRequest("malformed_request_line", "the request has no request line") }
         let requestLine = lines.removeFirst()
         var (method, target, minorVersion) = try parseRequestLine(requestLine)
         guard lines.count <= limits.maxHeaderCount else {
-            throw HTTP1ParseError(status: 431, code: "too_many_headers",
+            throw HTTPError(status: 431, code: "too_many_headers",
                                   message: "the request has \(lines.count) header fields; the limit is \(limits.maxHeaderCount)")
         }
         var fields: [HTTPHeaderField] = []
@@ -49,9 +49,9 @@ enum HTTP1HeadParser {
     }
 
     /// `method SP request-target SP HTTP-version`, single spaces only.
-    private static func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTP1ParseError)
+    private static func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPError)
         -> (method: ArraySlice<UInt8>, target: ArraySlice<UInt8>, minorVersion: Int) {
-        let malformed = HTTP1ParseError.badRequest("malformed_request_line",
+        let malformed = HTTPError.badRequest("malformed_request_line",
                                                    "the request line must be METHOD SP target SP HTTP/1.1, separated by single spaces")
         let parts = line.split(separator: HTTP1Grammar.space, omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else { throw malformed }
@@ -70,7 +70,7 @@ enum HTTP1HeadParser {
         guard version.count == 8, version.starts(with: Array("HTTP/".utf8)), version[6] == UInt8(ascii: "."),
               let major = digit(version[5]), let minor = digit(version[7]) else { throw malformed }
         guard major == 1 else {
-            throw HTTP1ParseError(status: 505, code: "http_version_not_supported",
+            throw HTTPError(status: 505, code: "http_version_not_supported",
                                   message: "HTTP/\(major).\(minor) is not supported; send HTTP/1.1")
         }
         // A later 1.x is read as the highest minor version this server implements (RFC 9110 §2.5).
@@ -102,7 +102,7 @@ enum HTTP1HeadParser {
 
     /// `field-name ":" OWS field-value OWS`: no whitespace before the colon, no obs-fold, a token
     /// for a name and no control character in the value.
-    static func parseFieldLine(_ line: ArraySlice<UInt8>) throws(HTTP1ParseError)
+    static func parseFieldLine(_ line: ArraySlice<UInt8>) throws(HTTPError)
         -> (name: ArraySlice<UInt8>, value: ArraySlice<UInt8>) {
         if let first = line.first, HTTP1Grammar.isWhitespace(first) {
             throw .badRequest("obsolete_line_folding",
@@ -139,7 +139,7 @@ private struct FieldSemantics {
     var connectionKeepAlive = false
     var expectsContinue = false
 
-    mutating func note(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>) throws(HTTP1ParseError) {
+    mutating func note(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>) throws(HTTPError) {
         if HTTP1Grammar.equalsIgnoringCase(name, "host") {
             hostCount += 1
             hostValid = hostValid && value.allSatisfy(HTTP1Grammar.isHostChar)
@@ -155,7 +155,7 @@ private struct FieldSemantics {
             }
         } else if HTTP1Grammar.equalsIgnoringCase(name, "expect") {
             guard HTTP1Grammar.equalsIgnoringCase(value, "100-continue") else {
-                throw HTTP1ParseError(status: 417, code: "expectation_failed",
+                throw HTTPError(status: 417, code: "expectation_failed",
                                       message: "Expect \(quotedForMessage(value)) is not supported; only 100-continue is")
             }
             expectsContinue = true
@@ -163,7 +163,7 @@ private struct FieldSemantics {
     }
 
     /// RFC 9112 §3.2: exactly one valid Host in HTTP/1.1, at most one in HTTP/1.0.
-    func checkHost(minorVersion: Int) throws(HTTP1ParseError) {
+    func checkHost(minorVersion: Int) throws(HTTPError) {
         if hostCount > 1 {
             throw .badRequest("duplicate_host", "the request has \(hostCount) Host headers; send exactly one")
         }
@@ -174,7 +174,7 @@ private struct FieldSemantics {
     }
 
     /// RFC 9112 §6.1–6.3: one unambiguous way to find the body's end, or a refusal.
-    func framing(minorVersion: Int, maxBodyBytes: Int) throws(HTTP1ParseError) -> HTTPBodyFraming {
+    func framing(minorVersion: Int, maxBodyBytes: Int) throws(HTTPError) -> HTTPBodyFraming {
         if sawTransferEncoding {
             guard contentLengths.isEmpty else {
                 throw .badRequest("conflicting_framing", "the request has both Transfer-Encoding and Content-Length; send one of them")
@@ -190,13 +190,13 @@ private struct FieldSemantics {
         }
         let length = try contentLength(contentLengths[0])
         guard length <= UInt64(maxBodyBytes) else {
-            throw HTTP1ParseError(status: 413, code: "body_too_large",
+            throw HTTPError(status: 413, code: "body_too_large",
                                   message: "the request body is \(length) bytes; the limit is \(maxBodyBytes) bytes")
         }
         return .length(length)
     }
 
-    private func transferFraming() throws(HTTP1ParseError) -> HTTPBodyFraming {
+    private func transferFraming() throws(HTTPError) -> HTTPBodyFraming {
         guard let last = transferCodings.last else {
             throw .badRequest("invalid_transfer_encoding", "the Transfer-Encoding header is empty")
         }
@@ -209,14 +209,14 @@ private struct FieldSemantics {
             throw .badRequest("invalid_transfer_encoding", "chunked is applied \(chunkedCount) times in Transfer-Encoding; send it once")
         }
         guard transferCodings.count == 1 else {
-            throw HTTP1ParseError(status: 501, code: "unsupported_transfer_encoding",
+            throw HTTPError(status: 501, code: "unsupported_transfer_encoding",
                                   message: "only Transfer-Encoding: chunked is supported, got \(quotedForMessage(transferCodings[0]))")
         }
         return .chunked
     }
 
     /// Digits only; a list is accepted only when every element is the same number (RFC 9110 §8.6).
-    private func contentLength(_ value: ArraySlice<UInt8>) throws(HTTP1ParseError) -> UInt64 {
+    private func contentLength(_ value: ArraySlice<UInt8>) throws(HTTPError) -> UInt64 {
         let elements = value.split(separator: HTTP1Grammar.comma, omittingEmptySubsequences: false).map(HTTP1Grammar.trimmed)
         var result: UInt64?
         for element in elements {

@@ -40,7 +40,7 @@ public struct HTTP1RequestParser: Sendable {
         /// Body bytes: this range of the input passed to ``next(_:)``.
         case body(Range<Int>)
         case end
-        case error(HTTP1ParseError)
+        case error(HTTPError)
     }
 
     private enum State: Sendable {
@@ -48,7 +48,7 @@ public struct HTTP1RequestParser: Sendable {
         case lengthBody(remaining: UInt64)
         case chunkedBody(HTTP1ChunkedDecoder)
         case end
-        case failed(HTTP1ParseError)
+        case failed(HTTPError)
     }
 
     public let limits: HTTP1ParserLimits
@@ -107,7 +107,7 @@ public struct HTTP1RequestParser: Sendable {
             index += 1
             headBytes += 1
             guard headBytes <= limits.maxHeadBytes else {
-                return fail(HTTP1ParseError(status: 431, code: "head_too_large",
+                return fail(HTTPError(status: 431, code: "head_too_large",
                                             message: "the request head is over \(limits.maxHeadBytes) bytes"), index)
             }
             if sawCR {
@@ -153,7 +153,7 @@ public struct HTTP1RequestParser: Sendable {
         return (.head(head), consumed)
     }
 
-    private mutating func fail(_ error: HTTP1ParseError, _ consumed: Int) -> (event: Event?, consumed: Int) {
+    private mutating func fail(_ error: HTTPError, _ consumed: Int) -> (event: Event?, consumed: Int) {
         state = .failed(error)
         headBuffer = []
         return (.error(error), consumed)
@@ -167,7 +167,7 @@ extension HTTP1RequestParser {
         case head(HTTPRequestHead)
         case body([UInt8])
         case end
-        case error(HTTP1ParseError)
+        case error(HTTPError)
     }
 
     /// Parses all of `bytes` (a connection's whole input) and returns the outcomes in order;

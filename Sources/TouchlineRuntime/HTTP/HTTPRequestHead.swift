@@ -3,11 +3,6 @@
 public struct HTTPHeaderField: Sendable, Equatable {
     public var name: String
     public var value: String
-
-    public init(name: String, value: String) {
-        self.name = name
-        self.value = value
-    }
 }
 
 /// How the body of a request is delimited (RFC 9112 §6.3).
@@ -37,17 +32,6 @@ public struct HTTPRequestHead: Sendable, Equatable {
     public var keepAlive: Bool
     /// `Expect: 100-continue`: the client waits for an interim 100 before sending the body.
     public var expectsContinue: Bool
-
-    public init(method: String, target: String, minorVersion: Int = 1, fields: [HTTPHeaderField] = [],
-                framing: HTTPBodyFraming = .none, keepAlive: Bool = true, expectsContinue: Bool = false) {
-        self.method = method
-        self.target = target
-        self.minorVersion = minorVersion
-        self.fields = fields
-        self.framing = framing
-        self.keepAlive = keepAlive
-        self.expectsContinue = expectsContinue
-    }
 
     /// True when body bytes follow the head (a `Content-Length` above 0, or chunked).
     public var hasBody: Bool {

@@ -91,7 +91,7 @@ public final class HTTPServer: @unchecked Sendable {
     private func accepted(_ fd: Int32) {
         let socket = StreamSocket(fd: fd)
         socket.disableNagle()
-        if openConnections >= configuration.maxConnections {
+        if openConnections >= configuration.connectionLimits.maxConnections {
             return refuseConnection(socket)
         }
         let connection = HTTP1Connection(server: self, socket: socket)
@@ -106,7 +106,7 @@ public final class HTTPServer: @unchecked Sendable {
                         + (suppressed > 0 ? "; \(suppressed) more refused since the last line" : ""))
         }
         var refusal = HTTPResponse.error(status: 503, error: "too_many_connections",
-                                         message: "the server has \(configuration.maxConnections) connections open, its limit; retry shortly")
+                                         message: "the server has \(configuration.connectionLimits.maxConnections) connections open, its limit; retry shortly")
         refusal.headers.append(("Retry-After", "1"))
         guard refusals < Self.maxLingeringRefusals else {
             let bytes = HTTP1ResponseEncoder.head(status: 503, headers: refusal.headers, framing: .length(refusal.body.count),
@@ -164,7 +164,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Takes `bytes` from the body budget; false (nothing taken) when it would pass the limit.
     func reserveBody(_ bytes: Int) -> Bool {
-        guard bytes <= configuration.maxBufferedBodyBytes - bufferedBodyBytes else { return false }
+        guard bytes <= configuration.connectionLimits.maxBufferedBodyBytes - bufferedBodyBytes else { return false }
         bufferedBodyBytes += bytes
         return true
     }
@@ -177,7 +177,7 @@ public final class HTTPServer: @unchecked Sendable {
     var budgetRefusal: HTTPResponse {
         var response = HTTPResponse.error(status: 503, error: "server_busy",
                                           message: "the server is holding \(bufferedBodyBytes) bytes of request bodies, close to its limit "
-                                              + "of \(configuration.maxBufferedBodyBytes); retry shortly")
+                                              + "of \(configuration.connectionLimits.maxBufferedBodyBytes); retry shortly")
         response.headers.append(("Retry-After", "1"))
         return response
     }

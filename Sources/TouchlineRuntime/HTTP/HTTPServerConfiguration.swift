@@ -1,10 +1,9 @@
 /// Limits, deadlines and address of an ``HTTPServer``.
 ///
 /// Every input is bounded before it costs memory: a head by size and field count, a body by
-/// `maxBodySize` (refused from its `Content-Length` before it is read), all bodies together by
-/// `maxBufferedBodyBytes`, connections by `maxConnections`, and each phase of a request by a
-/// deadline. The defaults suit the provider API: small JSON requests from a few dozen keep-alive
-/// connections.
+/// `maxBodySize` (refused from its `Content-Length` before it is read), all bodies together,
+/// connections and each phase of a request by ``connectionLimits``. The defaults suit the
+/// provider API: small JSON requests from a few dozen keep-alive connections.
 public struct HTTPServerConfiguration: Sendable {
     /// A numeric IPv4 or IPv6 address (no name lookup on the loop).
     public var host: String
@@ -18,26 +17,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxHeaderSize: Int
     /// More header field lines are refused with 431. Default 100.
     public var maxHeaderCount: Int
-    /// Connections open at once; one more is answered with a canned 503 `too_many_connections`
-    /// (`Connection: close`) and closed, so a flood of connections costs neither memory nor
-    /// descriptors beyond this. Default 1024.
-    public var maxConnections: Int
-    /// Request bodies held in memory at once, all connections together (a `Content-Length` is
-    /// reserved whole when its head arrives, a chunked body as it arrives). A body that would pass
-    /// it gets 503 `server_busy` with `Retry-After: 1`. Default 64 MiB, 64 bodies at the limit.
-    public var maxBufferedBodyBytes: Int
-    /// A request head must be complete this long after its first byte, or the client gets 408 and
-    /// the connection is closed: a head trickled in a byte at a time (slowloris) holds a
-    /// connection this long at most. Default 10 s.
-    public var headTimeout: Duration
-    /// A body must be complete this long after its head, or 408 and close. Default 30 s (a 1 MiB
-    /// body needs about 35 KB/s).
-    public var bodyTimeout: Duration
-    /// A keep-alive connection with no request under way is closed after this long. Default 60 s.
-    public var idleTimeout: Duration
-    /// A connection whose socket takes no byte of a pending response for this long is closed
-    /// (a client that stopped reading, also a streamed response's). Default 30 s.
-    public var writeTimeout: Duration
+    /// Connections, buffered bodies and deadlines.
+    public var connectionLimits: HTTPConnectionLimits
     /// After an answer that closes the connection, the server shuts its sending side and reads
     /// (and drops) what the client still sends for up to this long, so that the client reads the
     /// answer rather than a reset. Default 2 s.
@@ -52,9 +33,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var admission: (@Sendable (HTTPRequestHead) -> HTTPError?)?
 
     public init(host: String = "127.0.0.1", port: Int = 0, maxBodySize: Int = 1 << 20, maxHeaderSize: Int = 16 << 10,
-                maxHeaderCount: Int = 100, maxConnections: Int = 1024, maxBufferedBodyBytes: Int = 64 << 20,
-                headTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(30), idleTimeout: Duration = .seconds(60),
-                writeTimeout: Duration = .seconds(30), lingerTimeout: Duration = .seconds(2), maxLingerBytes: Int = 1 << 20,
+                maxHeaderCount: Int = 100, connectionLimits: HTTPConnectionLimits = HTTPConnectionLimits(),
+                lingerTimeout: Duration = .seconds(2), maxLingerBytes: Int = 1 << 20,
                 allowedMethods: Set<HTTPMethod> = [.get, .post, .put, .delete, .patch],
                 admission: (@Sendable (HTTPRequestHead) -> HTTPError?)? = nil) {
         self.host = host
@@ -62,12 +42,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.maxBodySize = maxBodySize
         self.maxHeaderSize = maxHeaderSize
         self.maxHeaderCount = maxHeaderCount
-        self.maxConnections = maxConnections
-        self.maxBufferedBodyBytes = maxBufferedBodyBytes
-        self.headTimeout = headTimeout
-        self.bodyTimeout = bodyTimeout
-        self.idleTimeout = idleTimeout
-        self.writeTimeout = writeTimeout
+        self.connectionLimits = connectionLimits
         self.lingerTimeout = lingerTimeout
         self.maxLingerBytes = maxLingerBytes
         self.allowedMethods = allowedMethods

@@ -49,11 +49,11 @@ import TouchlineRuntime
     }
 
     @Test func anIdleKeepAliveConnectionIsClosedAfterItsLastAnswer() throws {
-        let fixture = try Self.answering(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(idleTimeout: .milliseconds(200))))
+        let fixture = try Self.answering(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(idleTimeout: .milliseconds(600))))
         defer { fixture.stop() }
         let client = try RawHTTPClient(port: fixture.port, receiveTimeoutSeconds: 5)
         #expect(try client.exchange("GET", "/one").status == 200)
-        usleep(100_000)
+        usleep(150_000)
         // Each answer starts the idle time again.
         #expect(try client.exchange("GET", "/two").status == 200)
         #expect(client.isClosedByServer())

@@ -21,6 +21,9 @@ import TouchlineRuntime
         }
     }
 
+    /// Bodies up to 800 bytes, 1000 bytes of them held at once.
+    private static let budgetOf1000 = HTTPServerConfiguration(maxBodySize: 800, connectionLimits: HTTPConnectionLimits(maxBufferedBodyBytes: 1000))
+
     @Test func theAdmissionHookAnswersBeforeTheBodyIsRead() throws {
         let handled = Counter()
         let fixture = try Self.guarded(handled: handled)
@@ -86,7 +89,7 @@ import TouchlineRuntime
 
     @Test func bodiesTogetherAreCappedAndAFullBudgetAnswers503() throws {
         let handled = Counter()
-        let fixture = try Self.guarded(HTTPServerConfiguration(maxBodySize: 800, connectionLimits: HTTPConnectionLimits(maxBufferedBodyBytes: 1000)), handled: handled)
+        let fixture = try Self.guarded(Self.budgetOf1000, handled: handled)
         defer { fixture.stop() }
         let first = try RawHTTPClient(port: fixture.port)
         try first.send("POST /a HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer good\r\nContent-Length: 800\r\n\r\n")
@@ -109,7 +112,7 @@ import TouchlineRuntime
 
     @Test func aChunkedBodyCountsAgainstTheBudgetAsItArrives() throws {
         let handled = Counter()
-        let fixture = try Self.guarded(HTTPServerConfiguration(maxBodySize: 800, connectionLimits: HTTPConnectionLimits(maxBufferedBodyBytes: 1000)), handled: handled)
+        let fixture = try Self.guarded(Self.budgetOf1000, handled: handled)
         defer { fixture.stop() }
         let holder = try RawHTTPClient(port: fixture.port)
         try holder.send("POST /a HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer good\r\nContent-Length: 800\r\n\r\n")

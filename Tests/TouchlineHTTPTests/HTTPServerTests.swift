@@ -210,13 +210,13 @@ private func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
         try leaving.send(RawHTTPClient.request("POST", "/slow", body: Array("{}".utf8)))
         while parked.withLock({ $0.count }) == 0 { usleep(1000) }
         leaving.closeNow()
-        usleep(50_000)
         let request = parked.withLock { $0[0] }
+        // The server keeps reading while a request is handled, so it notices the departure.
+        for _ in 0..<500 where try fixture.loop.sync({ request.isPending }) { usleep(10_000) }
         let sent = try fixture.loop.sync { request.respond(.json(status: 202, ["late": true])) }
         let secondAnswer = try fixture.loop.sync { request.respond(HTTPResponse(status: 500)) }
         #expect(!secondAnswer)
-        // The server keeps reading while a request is handled, so it notices the departure and
-        // drops the request: the late answer goes nowhere, and nothing is sent twice.
+        // The request was dropped: the late answer goes nowhere, and nothing is sent twice.
         #expect(!sent)
         usleep(50_000)
         #expect(fixture.inFlightRequests == 0)

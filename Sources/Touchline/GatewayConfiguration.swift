@@ -76,7 +76,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public init(apns: APNsSettings? = nil, listenHost: String = "127.0.0.1", listenPort: Int = 8080,
                 dataDirectory: String = "./touchline-data", apiKeys: [APIKey] = [], defaultPolicy: ChannelPolicy = .default,
                 maxBodyBytes: Int = 1 << 20, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
-                logLevel: LogLevel = .info, metrics: MetricsSettings = MetricsSettings(), http: HTTPConnectionLimits = HTTPConnectionLimits()) {
+                logLevel: LogLevel = .info, metrics: MetricsSettings = MetricsSettings(),
+                http: HTTPConnectionLimits = HTTPConnectionLimits()) {
         self.apns = apns
         self.listenHost = listenHost
         self.listenPort = listenPort

@@ -58,7 +58,9 @@ struct ConfigurationFile {
         layer.metrics = members["metrics"].flatMap { convert($0, at: "metrics") { value throws(InvalidConfigurationValue) in
             try MetricsSettings(json: value)
         } }
-        layer.http = members["http"].flatMap { convert($0, at: "http") { value throws(InvalidConfigurationValue) in try HTTPConnectionLimits(json: value) } }
+        layer.http = members["http"].flatMap { convert($0, at: "http") { value throws(InvalidConfigurationValue) in
+            try HTTPConnectionLimits(json: value)
+        } }
     }
 
     private mutating func readAPNs(_ value: JSONValue) {

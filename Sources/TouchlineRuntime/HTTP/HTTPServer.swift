@@ -105,8 +105,9 @@ public final class HTTPServer: @unchecked Sendable {
             log.warning("refusing connections: \(openConnections) are open, the limit (http.maxConnections)"
                         + (suppressed > 0 ? "; \(suppressed) more refused since the last line" : ""))
         }
+        let limit = configuration.connectionLimits.maxConnections
         var refusal = HTTPResponse.error(status: 503, error: "too_many_connections",
-                                         message: "the server has \(configuration.connectionLimits.maxConnections) connections open, its limit; retry shortly")
+                                         message: "the server has \(limit) connections open, its limit; retry shortly")
         refusal.headers.append(("Retry-After", "1"))
         guard refusals < Self.maxLingeringRefusals else {
             let bytes = HTTP1ResponseEncoder.head(status: 503, headers: refusal.headers, framing: .length(refusal.body.count),

@@ -60,6 +60,7 @@ public final class Gateway: Sendable {
     @discardableResult
     public func start() throws -> Int {
         if let port = running.withLock({ $0?.port }) { return port }
+        GatewayProcessSetup.prepare(log: log)
         let directory = configuration.dataDirectory
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -144,14 +145,20 @@ public final class Gateway: Sendable {
                                          personal: personal,
                                          configuration: configuration, clock: clock, log: log.named("channels"))
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
-                                                            maxBodySize: configuration.maxBodyBytes)
+                                                            maxBodySize: configuration.maxBodyBytes, connectionLimits: configuration.http)
+            let access = GatewayAccess(keys: configuration.apiKeys)
+            let httpLog = log.named("http")
             // Queued on the personal loop before the API can hand it a new job.
             personal.resumeStoredJobs()
             let unsafeReader = UncheckedReader(reader: reader)
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
                 try service.restore(from: unsafeReader.reader)
                 let router = service.router
-                return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: httpConfiguration) { router.handle($0) })
+                var serverConfiguration = httpConfiguration
+                serverConfiguration.admission = GatewayAdmission(access: access, router: router).refusal
+                return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog) {
+                    router.handle($0)
+                })
             }
             return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, personal: personal, store: store,
                            personalStore: personalStore, connections: connections,

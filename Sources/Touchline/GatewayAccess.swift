@@ -6,7 +6,13 @@ struct GatewayAccess: Sendable {
 
     /// The key the request carries: 401 when it is missing or unknown.
     func key(for request: HTTPRequest) throws(HTTPError) -> GatewayConfiguration.APIKey {
-        let token = try request.bearerToken()
+        try key(authorization: request.header("Authorization"))
+    }
+
+    /// The key an `Authorization` value (nil: the header is absent) names: 401 when it is
+    /// missing or unknown.
+    func key(authorization: String?) throws(HTTPError) -> GatewayConfiguration.APIKey {
+        let token = try HTTPRequest.bearerToken(fromAuthorization: authorization)
         guard let key = keys.first(where: { $0.key == token }) else {
             throw HTTPError(status: 401, code: "invalid_api_key", message: "the API key is not known to this gateway",
                             headers: [("WWW-Authenticate", "Bearer")])

@@ -28,6 +28,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var logLevel: LogLevel
     /// `/metrics`: whether it needs a key, and the cap on `channel` labels.
     public var metrics: MetricsSettings
+    /// The provider API's connection cap, body budget and deadlines (`http`).
+    public var http: HTTPConnectionLimits
     /// A test hook, never set in production: while this file exists, every commit of both
     /// stores fails as on a full disk (docs/reliability.md). `touchline serve` takes it from
     /// `TOUCHLINE_STORE_FAULT_FILE`, so tests and the soak scenario can fail the disk of a real
@@ -79,7 +81,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public init(apns: APNsSettings? = nil, listenHost: String = "127.0.0.1", listenPort: Int = 8080,
                 dataDirectory: String = "./touchline-data", apiKeys: [APIKey] = [], defaultPolicy: ChannelPolicy = .default,
                 maxBodyBytes: Int = 1 << 20, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
-                logLevel: LogLevel = .info, metrics: MetricsSettings = MetricsSettings()) {
+                logLevel: LogLevel = .info, metrics: MetricsSettings = MetricsSettings(),
+                http: HTTPConnectionLimits = HTTPConnectionLimits()) {
         self.apns = apns
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -90,5 +93,6 @@ public struct GatewayConfiguration: Sendable, Equatable {
         self.personalQueue = personalQueue
         self.logLevel = logLevel
         self.metrics = metrics
+        self.http = http
     }
 }

@@ -34,7 +34,7 @@ struct ConfigurationFile {
 
     private mutating func read(_ root: JSONValue) {
         guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy",
-                                                          "personalQueue", "log", "metrics"]) else {
+                                                          "personalQueue", "log", "metrics", "http"]) else {
             return
         }
         layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
@@ -57,6 +57,9 @@ struct ConfigurationFile {
         } }
         layer.metrics = members["metrics"].flatMap { convert($0, at: "metrics") { value throws(InvalidConfigurationValue) in
             try MetricsSettings(json: value)
+        } }
+        layer.http = members["http"].flatMap { convert($0, at: "http") { value throws(InvalidConfigurationValue) in
+            try HTTPConnectionLimits(json: value)
         } }
     }
 

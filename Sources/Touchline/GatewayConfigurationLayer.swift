@@ -31,6 +31,7 @@ struct ConfigurationLayer {
     var personalQueue: SourcedSetting<PersonalQueueSettings>?
     var logLevel: SourcedSetting<LogLevel>?
     var metrics: SourcedSetting<MetricsSettings>?
+    var http: SourcedSetting<HTTPConnectionLimits>?
 
     mutating func overlay(_ later: ConfigurationLayer) {
         configPath = later.configPath ?? configPath
@@ -49,6 +50,7 @@ struct ConfigurationLayer {
         personalQueue = later.personalQueue ?? personalQueue
         logLevel = later.logLevel ?? logLevel
         metrics = later.metrics ?? metrics
+        http = later.http ?? http
     }
 
     /// Sets `setting` from the text of an environment variable or flag. Admin and provider keys
@@ -71,6 +73,7 @@ struct ConfigurationLayer {
         case .personalQueue: personalQueue = SourcedSetting(value: try PersonalQueueSettings(json: try parseJSON(text)), source: source)
         case .logLevel: logLevel = SourcedSetting(value: try LogLevel(configurationText: text), source: source)
         case .metrics: metrics = SourcedSetting(value: try MetricsSettings(json: try parseJSON(text)), source: source)
+        case .http: http = SourcedSetting(value: try HTTPConnectionLimits(json: try parseJSON(text)), source: source)
         }
     }
 

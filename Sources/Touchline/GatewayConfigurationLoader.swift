@@ -108,6 +108,7 @@ extension GatewayConfiguration {
         note(layer.personalQueue, .personalQueue) { configuration.personalQueue = $0 }
         note(layer.logLevel, .logLevel) { configuration.logLevel = $0 }
         note(layer.metrics, .metrics) { configuration.metrics = $0 }
+        note(layer.http, .http) { configuration.http = $0 }
         let keys = (layer.adminKeys ?? []).map { SourcedSetting(value: APIKey(key: $0.value, scope: .admin), source: $0.source) }
             + (layer.providerKeys ?? [])
         configuration.apiKeys = keys.map(\.value)

@@ -5,7 +5,7 @@
 enum ConfigurationSetting: CaseIterable {
     case config, listen, dataDirectory, maxBodyBytes
     case apnsKeyPath, apnsKeyID, apnsTeamID, apnsBundleID, apnsEnvironment, apnsCAFile
-    case adminKey, apiKeys, defaultPolicy, personalQueue, logLevel, metrics
+    case adminKey, apiKeys, defaultPolicy, personalQueue, logLevel, metrics, http
 
     /// The member path in the JSON file; nil for `--config` itself.
     var fileKey: String? {
@@ -26,6 +26,7 @@ enum ConfigurationSetting: CaseIterable {
         case .personalQueue: "personalQueue"
         case .logLevel: "log.level"
         case .metrics: "metrics"
+        case .http: "http"
         }
     }
 
@@ -47,6 +48,7 @@ enum ConfigurationSetting: CaseIterable {
         case .personalQueue: "TOUCHLINE_PERSONAL_QUEUE"
         case .logLevel: "TOUCHLINE_LOG_LEVEL"
         case .metrics: "TOUCHLINE_METRICS"
+        case .http: "TOUCHLINE_HTTP"
         }
     }
 
@@ -68,6 +70,7 @@ enum ConfigurationSetting: CaseIterable {
         case .personalQueue: "--personal-queue"
         case .logLevel: "--log-level"
         case .metrics: "--metrics"
+        case .http: "--http"
         }
     }
 
@@ -83,7 +86,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsEnvironment: "ENV"
         case .adminKey: "KEY"
         case .apiKeys: "KEY=PREFIX"
-        case .defaultPolicy, .personalQueue, .metrics: "JSON"
+        case .defaultPolicy, .personalQueue, .metrics, .http: "JSON"
         case .logLevel: "LEVEL"
         }
     }
@@ -107,6 +110,7 @@ enum ConfigurationSetting: CaseIterable {
         case .personalQueue: "personal queue settings"
         case .logLevel: "log level"
         case .metrics: "metrics settings"
+        case .http: "HTTP settings"
         }
     }
 
@@ -129,6 +133,7 @@ enum ConfigurationSetting: CaseIterable {
         case .personalQueue: "personal queue: connections, maxInFlight, window, delivery policy..., as JSON"
         case .logLevel: "lowest level logged: debug, info (default), notice, warning or error"
         case .metrics: "/metrics: requireKey (default false), maxChannelLabels (default 200), as JSON"
+        case .http: "provider API: maxConnections (1024), maxBufferedBodyBytes, head/body/idle/write timeouts..., as JSON"
         }
     }
 

@@ -39,6 +39,10 @@ extension GatewayConfiguration {
         if !(0...65535).contains(listenPort) { report("listen port \(listenPort) must be between 0 and 65535", .listen) }
         if dataDirectory.isEmpty { report("data directory must not be empty", .dataDirectory) }
         if maxBodyBytes <= 0 { report("maximum body size must be positive, got \(maxBodyBytes)", .maxBodyBytes) }
+        if http.maxBufferedBodyBytes < maxBodyBytes {
+            report("http.maxBufferedBodyBytes (\(http.maxBufferedBodyBytes)) must be at least maxBodyBytes (\(maxBodyBytes)), "
+                   + "or a body at the limit could never be accepted", .http)
+        }
         if let apns { apns.check(report: report, readFile: readFile) }
         problems += apiKeyProblems(origins: origins)
         guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }

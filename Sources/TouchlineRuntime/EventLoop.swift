@@ -26,10 +26,12 @@ public final class EventLoop: @unchecked Sendable {
     private let mailbox = Mutex(Mailbox())
     private let finished = DispatchSemaphore(value: 0)
 
-    /// One-time process setup for loops: libevent locking, and SIGPIPE ignored so that writing to
-    /// a socket the peer has closed fails with EPIPE instead of killing the process.
+    /// One-time process setup for loops: libevent locking, libevent's messages into the JSON log
+    /// (``LibeventLog``), and SIGPIPE ignored so that writing to a socket the peer has closed
+    /// fails with EPIPE instead of killing the process.
     private static let threadingEnabled: Bool = {
         signal(SIGPIPE, SIG_IGN)
+        LibeventLog.installDefault()
         return evthread_use_pthreads() == 0
     }()
 

@@ -51,18 +51,35 @@ public final class FDWatcher: @unchecked Sendable {
     /// Keeps the `event_base` alive until the event is freed.
     private let loop: EventLoop
 
-    /// Starts watching `fd` for `interest`; `callback` runs on the loop each time the fd is ready.
-    public init(loop: EventLoop, fd: Int32, interest: Readiness, _ callback: @escaping (Readiness) -> Void) {
+    /// Watches `fd` for `interest` (from now on, or from the first ``resume()`` when `watching` is
+    /// false); `callback` runs on the loop each time the fd is ready.
+    public init(loop: EventLoop, fd: Int32, interest: Readiness, watching: Bool = true, _ callback: @escaping (Readiness) -> Void) {
         self.loop = loop
         self.callback = callback
         event = event_new(loop.base, fd, interest.rawValue | Int16(EV_PERSIST), { _, what, ctx in
             Unmanaged<FDWatcher>.fromOpaque(ctx!).takeUnretainedValue().callback(Readiness(rawValue: what))
         }, Unmanaged.passUnretained(self).toOpaque())
-        event_add(event, nil)
+        isWatching = watching
+        if watching { event_add(event, nil) }
     }
 
-    /// Stops watching; the fd itself is left open (it belongs to the caller).
-    public func stop() { event_del(event) }
+    /// True while the descriptor is watched (from creation until ``stop()``, again after ``resume()``).
+    public private(set) var isWatching = true
+
+    /// Stops watching; the fd itself is left open (it belongs to the caller). Harmless when
+    /// stopped already (no system call then).
+    public func stop() {
+        guard isWatching else { return }
+        isWatching = false
+        event_del(event)
+    }
+
+    /// Watches again after ``stop()``; harmless when watching already.
+    public func resume() {
+        guard !isWatching else { return }
+        isWatching = true
+        event_add(event, nil)
+    }
 
     deinit { if let event { event_free(event) } }
 }

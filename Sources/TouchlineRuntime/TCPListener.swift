@@ -9,11 +9,25 @@ import Glibc
 /// another loop through ``EventLoop/execute(_:)`` (a plain `Int32` is safe to hand over).
 public final class TCPListener: @unchecked Sendable {
     private var listener: OpaquePointer?
-    private let onAccept: (Int32) -> Void
+    /// Receives each accepted socket (non-blocking, close-on-exec); replaceable on the loop.
+    var onAccept: (Int32) -> Void
     /// Keeps the `event_base` alive until the listener is freed.
     private let loop: EventLoop
     /// The bound port (useful after binding port 0).
     public private(set) var port: Int = 0
+    /// Runs with `errno` when `accept()` fails for a reason other than a retriable one (EMFILE,
+    /// ENFILE, ENOBUFS, ENOMEM). Without it libevent only logs a warning and keeps trying on every
+    /// turn of the loop, which spins a CPU while descriptors are exhausted; with it the owner can
+    /// ``pause()`` and ``resume()`` later.
+    public var onAcceptError: ((Int32) -> Void)? {
+        didSet {
+            guard let listener else { return }
+            evconnlistener_set_error_cb(listener, onAcceptError == nil ? nil : { _, ctx in
+                let error = errno
+                Unmanaged<TCPListener>.fromOpaque(ctx!).takeUnretainedValue().onAcceptError?(error)
+            })
+        }
+    }
 
     /// Binds `host:port` (port 0 = any free port) and starts accepting.
     public init(loop: EventLoop, host: String, port: Int, backlog: Int32 = 1024, onAccept: @escaping (Int32) -> Void) throws {
@@ -40,6 +54,16 @@ public final class TCPListener: @unchecked Sendable {
             }
         }
         self.port = socketPort(bound)
+    }
+
+    /// Stops accepting for now; connections wait in the kernel's backlog until ``resume()``.
+    public func pause() {
+        if let listener { evconnlistener_disable(listener) }
+    }
+
+    /// Accepts again after ``pause()``.
+    public func resume() {
+        if let listener { evconnlistener_enable(listener) }
     }
 
     /// Stops accepting and closes the listening socket.

@@ -75,7 +75,9 @@ import TouchlineRuntime
         let cases: [(String?, String, String)] = [
             (nil, "missing_api_key", "the Authorization header is missing; send Authorization: Bearer <api key>"),
             ("Bearer", "missing_api_key", "the Authorization header has no API key after Bearer"),
-            ("Basic dTpw", "invalid_authorization", "the Authorization header must use the Bearer scheme, got Basic"),
+            ("Basic dTpw", "invalid_authorization", "the Authorization header must use the Bearer scheme: send Authorization: Bearer <api key>"),
+            ("sk-live-0123456789abcdefghij", "invalid_authorization",
+             "the Authorization header must use the Bearer scheme: send Authorization: Bearer <api key>"),
             ("Bearer a b", "invalid_authorization", "the API key after Bearer must not contain spaces"),
         ]
         for (value, code, message) in cases {

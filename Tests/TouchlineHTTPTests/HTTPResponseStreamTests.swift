@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 import TouchlineRuntime
 
-/// Streamed responses (the transport of Server-Sent Events) over a real evhttp server.
+/// Streamed responses (the transport of Server-Sent Events) over a real server and socket.
 @Suite struct HTTPResponseStreamTests {
     /// The streams the handler opened and how many of them reported their close.
     private final class Streams: Sendable {
@@ -88,7 +88,7 @@ import TouchlineRuntime
 
     @Test func aQuietClientIsNotDroppedByTheReadTimeout() async throws {
         let streams = Streams()
-        let fixture = try streamingServer(streams, configuration: HTTPServerConfiguration(connectionTimeout: .milliseconds(200)))
+        let fixture = try streamingServer(streams, configuration: HTTPServerConfiguration(connectionLimits: .init(headTimeout: .milliseconds(200), bodyTimeout: .milliseconds(200), idleTimeout: .milliseconds(200))))
         defer { fixture.stop() }
         let client = try openedStream(on: fixture.port)
         // Several read timeouts long without a byte from the client.

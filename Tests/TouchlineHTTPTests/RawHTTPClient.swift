@@ -1,15 +1,20 @@
 import Foundation
+import Synchronization
 import TouchlineRuntime
 
 /// A minimal HTTP/1.1 client over a blocking POSIX socket, so tests control exactly what goes on
 /// the wire: several requests on one connection, pipelining, garbage, closing early.
-final class RawHTTPClient {
+/// `@unchecked Sendable` so one thread may send (a trickle) while another reads; only readers
+/// touch the read buffer.
+final class RawHTTPClient: @unchecked Sendable {
     struct Response {
         var status: Int
         /// Header names lowercased.
         var headers: [String: String]
         var body: [UInt8]
         var text: String { String(decoding: body, as: UTF8.self) }
+        /// The body as a JSON object (empty when it is not one).
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:] }
     }
 
     struct Failure: Error, CustomStringConvertible {
@@ -114,6 +119,25 @@ final class RawHTTPClient {
         (try? fill()) == false
     }
 
+    /// Sends `text` as it is (no framing added).
+    func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    /// Everything the server sends until it closes (or the receive timeout passes), and whether
+    /// it closed with a reset instead of an orderly end.
+    func readUntilClosed() -> (bytes: [UInt8], reset: Bool) {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                buffer.append(contentsOf: chunk[..<count])
+                continue
+            }
+            let reset = count < 0 && errno == ECONNRESET
+            defer { buffer.removeAll() }
+            return (buffer, reset)
+        }
+    }
+
     /// Closes the socket now (the client going away).
     func closeNow() { shutdown(fd, Int32(SHUT_RDWR)) }
 
@@ -128,6 +152,13 @@ final class RawHTTPClient {
         buffer.append(contentsOf: chunk[..<count])
         return true
     }
+}
+
+/// A count shared between a test and its handler.
+final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+    func add() { value.add(1, ordering: .relaxed) }
+    var count: Int { value.load(ordering: .relaxed) }
 }
 
 /// A server on its own loop for one test.
@@ -149,6 +180,8 @@ final class ServerFixture: Sendable {
     var port: Int { server.port }
 
     var inFlightRequests: Int { (try? loop.sync { [server] in server.inFlightRequests }) ?? -1 }
+    var bufferedBodyBytes: Int { (try? loop.sync { [server] in server.bufferedBodyBytes }) ?? -1 }
+    var openConnections: Int { (try? loop.sync { [server] in server.openConnections }) ?? -1 }
 
     func stop() {
         let done = DispatchSemaphore(value: 0)

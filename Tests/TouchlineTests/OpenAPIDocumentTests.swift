@@ -177,11 +177,11 @@ struct OpenAPIDocumentTests {
             #expect(guide.contains("`\(path)`") || guide.contains(" \(path)"), "docs/api.md does not mention \(path)")
         }
         // Every `error` code the gateway and its HTTP server can send has a row in the guide.
-        let pattern = try Regex(#"(?:code|error): "([a-z_]+)"|unauthorized\("([a-z_]+)""#)
+        let pattern = try Regex(#"(?:code|error): "([a-z_]+)"|(?:unauthorized|badRequest)\("([a-z_]+)""#)
         var codes: Set<String> = []
         for directory in ["Sources/Touchline", "Sources/TouchlineRuntime"] {
             let url = Self.root.appendingPathComponent(directory)
-            for file in try FileManager.default.contentsOfDirectory(atPath: url.path) where file.hasSuffix(".swift") {
+            for file in try FileManager.default.subpathsOfDirectory(atPath: url.path) where file.hasSuffix(".swift") {
                 let source = try String(contentsOf: url.appendingPathComponent(file), encoding: .utf8)
                 for match in source.matches(of: pattern) {
                     if let code = match.output[1].substring ?? match.output[2].substring { codes.insert(String(code)) }

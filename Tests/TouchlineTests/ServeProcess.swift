@@ -8,6 +8,8 @@ struct ServeProcess {
     static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("touchline").path
     static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: executable) }
+    /// util-linux's `prlimit`, which runs a command under other resource limits.
+    static let prlimit = "/usr/bin/prlimit"
 
     let process: Process
     let port: Int
@@ -15,12 +17,18 @@ struct ServeProcess {
     /// child never blocks on a full pipe.
     private let output = CapturedText()
 
-    /// Starts `touchline serve` on a free port with the admin key and `arguments` added.
-    init(dataDirectory: String, arguments: [String] = []) throws {
+    /// Starts `touchline serve` on a free port with the admin key and `arguments` added; with
+    /// `descriptorLimit`, under `prlimit` with that soft and hard open-file limit.
+    init(dataDirectory: String, arguments: [String] = [], descriptorLimit: Int? = nil) throws {
         process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--admin-key", GatewayFixture.adminKey]
-            + arguments
+        let serve = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--admin-key", GatewayFixture.adminKey] + arguments
+        if let descriptorLimit {
+            process.executableURL = URL(fileURLWithPath: Self.prlimit)
+            process.arguments = ["--nofile=\(descriptorLimit):\(descriptorLimit)", "--", Self.executable] + serve
+        } else {
+            process.executableURL = URL(fileURLWithPath: Self.executable)
+            process.arguments = serve
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         // Not the test runner's standard error: should this test process die, a child left

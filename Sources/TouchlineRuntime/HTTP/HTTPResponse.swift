@@ -2,7 +2,8 @@ import TouchlineCore
 
 /// An HTTP/1.1 response to send with ``HTTPRequest/respond(_:)``.
 ///
-/// `Content-Length` and `Date` are added by the server; the rest is what is given here.
+/// `Content-Length`, `Date` and, when the connection closes after it, `Connection: close` are
+/// added by the server (which drops those given here); the rest is what is given here.
 public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
     public var headers: [(name: String, value: String)]
@@ -67,6 +68,7 @@ public struct HTTPError: Error, Sendable, Equatable {
 /// The reason phrase for the status line.
 func reasonPhrase(_ status: Int) -> String {
     switch status {
+    case 100: "Continue"
     case 200: "OK"
     case 201: "Created"
     case 202: "Accepted"
@@ -76,15 +78,19 @@ func reasonPhrase(_ status: Int) -> String {
     case 403: "Forbidden"
     case 404: "Not Found"
     case 405: "Method Not Allowed"
+    case 408: "Request Timeout"
     case 409: "Conflict"
     case 413: "Payload Too Large"
     case 415: "Unsupported Media Type"
+    case 417: "Expectation Failed"
     case 422: "Unprocessable Content"
     case 429: "Too Many Requests"
+    case 431: "Request Header Fields Too Large"
     case 500: "Internal Server Error"
     case 501: "Not Implemented"
     case 502: "Bad Gateway"
     case 503: "Service Unavailable"
+    case 505: "HTTP Version Not Supported"
     default: "Status \(status)"
     }
 }

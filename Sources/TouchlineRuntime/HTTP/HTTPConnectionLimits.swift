@@ -1,0 +1,35 @@
+/// How many clients an ``HTTPServer`` serves at once, how much request body it holds in memory,
+/// and how long each phase of a request may take: the limits an operator tunes (the gateway's
+/// `http` settings). A client beyond one of them is refused or cut off, never buffered.
+public struct HTTPConnectionLimits: Sendable, Equatable {
+    /// Connections open at once; one more is answered with a canned 503 `too_many_connections`
+    /// (`Connection: close`) and closed, so a flood of connections costs neither memory nor
+    /// descriptors beyond this. Default 1024.
+    public var maxConnections: Int
+    /// Request bodies held in memory at once, all connections together (a `Content-Length` is
+    /// reserved whole when its head arrives, a chunked body as it arrives). A body that would pass
+    /// it gets 503 `server_busy` with `Retry-After: 1`. Default 64 MiB, 64 bodies at 1 MiB.
+    public var maxBufferedBodyBytes: Int
+    /// A request head must be complete this long after its first byte, or the client gets 408 and
+    /// the connection is closed: a head trickled in a byte at a time (slowloris) holds a
+    /// connection this long at most. Default 10 s.
+    public var headTimeout: Duration
+    /// A body must be complete this long after its head, or 408 and close. Default 30 s (a 1 MiB
+    /// body needs about 35 KB/s).
+    public var bodyTimeout: Duration
+    /// A keep-alive connection with no request under way is closed after this long. Default 60 s.
+    public var idleTimeout: Duration
+    /// A connection whose socket takes no byte of a pending response for this long is closed
+    /// (a client that stopped reading, also a streamed response's). Default 30 s.
+    public var writeTimeout: Duration
+
+    public init(maxConnections: Int = 1024, maxBufferedBodyBytes: Int = 64 << 20, headTimeout: Duration = .seconds(10),
+                bodyTimeout: Duration = .seconds(30), idleTimeout: Duration = .seconds(60), writeTimeout: Duration = .seconds(30)) {
+        self.maxConnections = maxConnections
+        self.maxBufferedBodyBytes = maxBufferedBodyBytes
+        self.headTimeout = headTimeout
+        self.bodyTimeout = bodyTimeout
+        self.idleTimeout = idleTimeout
+        self.writeTimeout = writeTimeout
+    }
+}

@@ -1,0 +1,76 @@
+/// The request methods the server knows; the server answers any other itself (501).
+public enum HTTPMethod: String, Sendable, Hashable, CaseIterable {
+    case get = "GET", post = "POST", put = "PUT", delete = "DELETE", patch = "PATCH", head = "HEAD", options = "OPTIONS"
+}
+
+/// One request received by an ``HTTPServer``, answered later with ``respond(_:)``.
+///
+/// Loop-confined (`@unchecked Sendable` only so it can travel in closures that come back to its
+/// loop): the handler may keep it, do work elsewhere (a durable commit on another thread) and
+/// answer from the loop later. Method, target, head and body are plain values read on arrival.
+///
+/// If the client goes away first, or the server is freed, the request becomes abandoned:
+/// ``isPending`` turns false and a late ``respond(_:)`` is dropped safely.
+public final class HTTPRequest: @unchecked Sendable {
+    public let method: HTTPMethod
+    public let target: HTTPRequestTarget
+    public let body: [UInt8]
+    /// The head as received: every header field, the HTTP version, the body's framing.
+    public let head: HTTPRequestHead
+    /// The loop the request must be answered on.
+    public let loop: EventLoop
+    /// The connection it came on, until it is answered or abandoned.
+    private(set) weak var connection: HTTP1Connection?
+    /// Runs once when the request is answered or abandoned (a streamed answer's end).
+    var finished: (() -> Void)?
+    /// True once a streamed answer has begun (``startStream(status:headers:onClose:)``):
+    /// ``respond(_:)`` then does nothing.
+    var isStreaming = false
+
+    /// The path, still percent-encoded.
+    public var path: String { target.path }
+
+    /// True until the request is answered or its connection is gone.
+    public var isPending: Bool { connection != nil }
+
+    init(head: HTTPRequestHead, method: HTTPMethod, body: [UInt8], connection: HTTP1Connection) {
+        self.head = head
+        self.method = method
+        self.body = body
+        self.connection = connection
+        loop = connection.server.loop
+        target = HTTPRequestTarget(parsing: head.target)
+    }
+
+    /// The server the request arrived at, while it is pending.
+    var server: HTTPServer? { connection?.server }
+
+    /// The first value of a request header (case-insensitive), or nil.
+    public func header(_ name: String) -> String? {
+        head.header(name)
+    }
+
+    /// Sends `response`. Call once, on the loop; returns false when nothing was sent because the
+    /// request was already answered or its connection is gone. A call from another thread is
+    /// forwarded to the loop through ``EventLoop/execute(_:)`` and returns false at once, as
+    /// the outcome is not known yet.
+    @discardableResult
+    public func respond(_ response: HTTPResponse) -> Bool {
+        guard loop.inEventLoop else {
+            loop.execute { self.respond(response) }
+            return false
+        }
+        guard !isStreaming, let connection else { return false }
+        connection.respond(response, to: self)
+        return true
+    }
+
+    /// Answered or abandoned: no longer pending; `finished` runs once.
+    func markFinished() {
+        guard connection != nil else { return }
+        connection = nil
+        let finished = self.finished
+        self.finished = nil
+        finished?()
+    }
+}

@@ -1,0 +1,47 @@
+import CLibevent
+import Foundation
+import Testing
+import TouchlineRuntime
+
+/// libevent's own messages arrive as JSON log lines, rate-limited; the limiter and the
+/// descriptor limit on their own.
+@Suite("libevent log and process limits")
+struct LibeventLogTests {
+    @Test func aRateLimiterLetsTheFirstLinesOfEachIntervalThroughAndCountsTheRest() {
+        var limiter = LogRateLimiter(maxLines: 2, per: .seconds(1))
+        let start = ContinuousClock.now
+        #expect(limiter.admit(at: start) == 0)
+        #expect(limiter.admit(at: start + .milliseconds(10)) == 0)
+        #expect(limiter.admit(at: start + .milliseconds(20)) == nil)
+        #expect(limiter.admit(at: start + .milliseconds(30)) == nil)
+        // The next interval's first line reports the two dropped.
+        #expect(limiter.admit(at: start + .seconds(1)) == 2)
+        #expect(limiter.admit(at: start + .seconds(1) + .milliseconds(1)) == 0)
+    }
+
+    @Test func libeventWarningsBecomeRateLimitedJSONLines() async throws {
+        let lines = GatewayLogTests.Lines()
+        LibeventLog.install(log: GatewayLog(component: "gateway", level: .info, output: lines.output))
+        defer { LibeventLog.install(log: GatewayLog(component: "libevent")) }
+        _ = EventLoop(name: "log-test")
+        // Each failed call makes libevent warn; a burst must not flood the log.
+        for _ in 0..<50 { _ = evutil_make_socket_nonblocking(-1) }
+        let burst = try lines.objects()
+        #expect((1...LibeventLog.maxLinesPerSecond).contains(burst.count), "\(burst.count) lines")
+        #expect(burst.allSatisfy { $0["component"] == "libevent" && $0["level"] == "warning" })
+        #expect(burst.first?["message"]?.contains("fcntl") == true, "\(burst)")
+        try await Task.sleep(for: .milliseconds(1100))
+        _ = evutil_make_socket_nonblocking(-1)
+        let after = try lines.objects()
+        #expect(after.count == burst.count + 1)
+        #expect(after.last?["message"]?.contains("libevent messages dropped by the rate limit") == true, "\(after.last ?? [:])")
+    }
+
+    @Test func theOpenFileLimitIsRaisedToTheHardLimit() throws {
+        let change = try #require(DescriptorLimit.raiseToHardLimit())
+        let now = try #require(DescriptorLimit.current())
+        #expect(now.soft == change.current)
+        #expect(change.current >= change.previous)
+        #expect(now.hard == change.hard)
+    }
+}

@@ -10,6 +10,7 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "event-decoding", run: EventDecodingTarget.run),
         FuzzTarget(name: "sports-reducer", run: SportsReducerTarget.run),
         FuzzTarget(name: "configuration-file", run: ConfigurationFileTarget.run),
+        FuzzTarget(name: "http-request-head", run: HTTPRequestHeadTarget.run),
     ]
 }
 

@@ -17,9 +17,15 @@ enum StoreIntegrity {
 
     /// `PRAGMA quick_check` (pages, records and indexes, without cross-checking every index
     /// entry): a partly overwritten file is refused naming the first problems SQLite found.
+    ///
+    /// A row whose values break a CHECK or NOT NULL constraint is not a damaged file: the
+    /// gateway reads it, finds it invalid and serves it as a broken record beside the others,
+    /// so those findings do not stop the start.
     static func check(_ connection: SQLiteConnection) throws {
-        let findings = try connection.query("PRAGMA quick_check(5)") { $0.text(at: 0) ?? "" }
-        guard findings != ["ok"] else { return }
+        let findings = try connection.query("PRAGMA quick_check(1000)") { $0.text(at: 0) ?? "" }
+            .filter { !$0.hasPrefix("CHECK constraint failed") && !$0.hasPrefix("NOT NULL constraint failed") }
+            .prefix(5)
+        guard !findings.isEmpty, findings.first != "ok" else { return }
         throw SQLiteError(code: SQLITE_CORRUPT,
                           message: "\(connection.path) failed its integrity check (\(findings.joined(separator: "; "))): restore it from a backup",
                           statement: "PRAGMA quick_check")

@@ -148,8 +148,6 @@ public final class Gateway: Sendable {
                                                             maxBodySize: configuration.maxBodyBytes, connectionLimits: configuration.http)
             let access = GatewayAccess(keys: configuration.apiKeys)
             let httpLog = log.named("http")
-            // Queued on the personal loop before the API can hand it a new job.
-            personal.resumeStoredJobs()
             let unsafeReader = UncheckedReader(reader: reader)
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
                 try service.restore(from: unsafeReader.reader)

@@ -160,6 +160,7 @@ extension GatewayService {
     /// The APNs id is saved: the channel is active; the waiting requests get it (the first 201).
     func markCreated(_ channel: GatewayChannel, apnsID: String) {
         channel.apnsChannelID = apnsID
+        personal.openKickoffs(into: apnsID)
         channel.persistedStatus = .active
         let body = channel.json(now: clock.now())
         let waiters = channel.createWaiters
@@ -219,12 +220,15 @@ extension GatewayService {
             }
         }
         guard let apnsID = channel.apnsChannelID, !channel.apnsDeleted else { return forget() }
-        dispatcher.deleteChannel(apnsID) { result in
-            if case .failure(let error) = result, error.disposition != .channelGone {
-                request.respond(.error(status: 502, error: "apns_error", message: "APNs did not delete the channel: \(error)"))
-                return
+        // Kickoffs into the channel are cancelled and their sends in flight answered first.
+        personal.closeKickoffs(into: apnsID) { [self] in
+            dispatcher.deleteChannel(apnsID) { result in
+                if case .failure(let error) = result, error.disposition != .channelGone {
+                    request.respond(.error(status: 502, error: "apns_error", message: "APNs did not delete the channel: \(error)"))
+                    return
+                }
+                forget()
             }
-            forget()
         }
     }
 

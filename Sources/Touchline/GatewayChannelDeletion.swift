@@ -10,7 +10,9 @@ import TouchlineRuntime
 /// operator may fix) is tried again with capped back-off for as long as the gateway runs, and
 /// a restart picks up every closed channel still undeleted, so no channel leaks toward Apple's
 /// 10,000-channel limit. Only an answer that can never succeed (`drop`: the request itself is
-/// wrong) stops the retries, with an error log naming the channel.
+/// wrong) stops the retries, with an error log naming the channel. Before each attempt the
+/// channel's kickoffs are cancelled and their sends in flight answered, so no start naming a
+/// deleted channel reaches APNs.
 extension GatewayService {
     /// Back-off between deletion attempts: 1 s doubling to 5 min, jitter half (a throttled
     /// management API recovers in seconds; a broken setup is tried every few minutes).
@@ -20,6 +22,14 @@ extension GatewayService {
     func deleteAtAPNs(_ channel: GatewayChannel) {
         guard let apnsID = channel.apnsChannelID, !channel.apnsDeleted, !isStopping, channels[channel.id] === channel else { return }
         channel.deletionTimer?.cancel()
+        // No kickoff start naming the channel may still be on its way (GatewayKickoffChannels).
+        personal.closeKickoffs(into: apnsID) { [self] in
+            loop.execute { [self] in sendDeletion(of: channel, apnsID: apnsID) }
+        }
+    }
+
+    private func sendDeletion(of channel: GatewayChannel, apnsID: String) {
+        guard !isStopping, channels[channel.id] === channel, !channel.apnsDeleted else { return }
         dispatcher.deleteChannel(apnsID) { [self] result in
             guard channels[channel.id] === channel, !channel.apnsDeleted else { return }
             switch result {

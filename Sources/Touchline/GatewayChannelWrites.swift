@@ -105,7 +105,11 @@ extension GatewayService {
             channel.engine = write.engine
             channel.contentState = write.contentState
             channel.lastSeq = write.lastSeq
-            if let status = write.endedStatus { channel.persistedStatus = status }
+            if let status = write.endedStatus {
+                channel.persistedStatus = status
+                // The end is durable: no kickoff start may subscribe devices to this channel any more.
+                if let apnsID = channel.apnsChannelID { personal.closeKickoffs(into: apnsID) }
+            }
             channel.activity.duplicateEvents += write.duplicates
             if let accepted = write.firstAcceptedAt { channel.activity.eventsAccepted(at: accepted) }
             for (request, answer) in write.answers { request.respond(response(answer, channel)) }

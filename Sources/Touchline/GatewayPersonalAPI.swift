@@ -129,6 +129,12 @@ extension GatewayService {
     }
 
     private func showPersonalJob(_ request: HTTPRequest, id: String) throws(HTTPError) {
+        if let reason = brokenJobs[id] {
+            // Found unusable at start: never run (docs/reliability.md).
+            request.respond(.json(status: 200, .object([.init("jobId", .string(id)), .init("status", "broken"),
+                                                        .init("brokenReason", .string(reason))])))
+            return
+        }
         let job: (status: PersonalJobStatus, counts: PersonalJobCounts)?
         do { job = try tokenReader.jobProgress(id: id) } catch {
             throw HTTPError(status: 500, code: "store_failed", message: "reading the job failed: \(error)")

@@ -33,6 +33,10 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     /// turn: one batch of new sends per read instead of one call per answer.
     private var answeredJobs: [GatewayPersonalJobRun] = []
     private var turnEnd: LoopTimer?
+    /// The channels kickoffs may still name (see ``GatewayKickoffChannels``).
+    private var kickoffChannels = GatewayKickoffChannels()
+    /// Stored jobs that failed their check at resume, with the reason: never run, shown to operators.
+    private(set) var brokenJobs: [String: String] = [:]
     /// Counters for `/metrics` and the stats, on this loop.
     let metrics: GatewayPersonalMetrics
 
@@ -64,8 +68,12 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
 
     /// Resumes the jobs left `pending` or `running` in the store (any thread): each continues
     /// from its saved progress, so what APNs accepted before the restart is not sent again.
-    func resumeStoredJobs() {
+    /// `openChannels` are the channels kickoffs may name (the active ones); a kickoff into any
+    /// other is cancelled. A job that fails its check is not run: `broken` gets every such job
+    /// with the reason (on the personal loop).
+    func resumeStoredJobs(openChannels: Set<String>, broken: @escaping @Sendable ([String: String]) -> Void) {
         loop.execute { [self] in
+            kickoffChannels = GatewayKickoffChannels(open: openChannels)
             do {
                 for status in [PersonalJobStatus.running, .pending] {
                     for record in try reader.jobs(status: status, limit: 10_000) { start(record) }
@@ -73,7 +81,35 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
             } catch {
                 log.error("reading unfinished personal jobs failed; they resume at the next start", error: error)
             }
+            broken(brokenJobs)
         }
+    }
+
+    /// Kickoffs may name this channel from now on (its APNs create is saved). Any thread.
+    func openKickoffs(into apnsChannelID: String) {
+        loop.execute { [self] in kickoffChannels.opened(apnsChannelID) }
+    }
+
+    /// Cancels the kickoffs into a channel that ends or is deleted (``GatewayKickoffChannels``);
+    /// `settled` runs on the personal loop once none of them has a send in flight. Any thread.
+    func closeKickoffs(into apnsChannelID: String, settled: @escaping @Sendable () -> Void = {}) {
+        loop.execute { [self] in
+            kickoffChannels.closed(apnsChannelID, settled: settled)
+            let now = clock.now()
+            for running in jobs.values where running.inputPushChannel == apnsChannelID {
+                log.notice("the job's channel ended: targets not sent yet count as expired", job: running.id)
+                running.job.expire(at: now)
+                advance(running, [])
+            }
+            settleKickoffs(into: apnsChannelID)
+        }
+    }
+
+    /// Runs what waits for the channel once none of its jobs has a send in flight.
+    private func settleKickoffs(into apnsChannelID: String) {
+        guard kickoffChannels.isAwaited(apnsChannelID),
+              !jobs.values.contains(where: { $0.inputPushChannel == apnsChannelID && $0.job.inFlightCount > 0 }) else { return }
+        for settled in kickoffChannels.takeSettled(apnsChannelID) { settled() }
     }
 
     /// Stops sending and arming timers, closes the personal APNs connections, saves each job's
@@ -107,8 +143,12 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
 
     private func start(_ record: PersonalJobRecord) {
         guard !isStopping, jobs[record.id] == nil, record.status != .done else { return }
-        guard let audience = GatewayPersonalAudience(storedText: record.audience) else {
-            log.error("the job's stored audience cannot be read; skipped", job: record.id)
+        let stored: GatewayStoredJob
+        do {
+            stored = try GatewayStoredJob(record)
+        } catch {
+            log.error("the stored job cannot run: \(error); it is shown as broken and never sent", job: record.id)
+            brokenJobs[record.id] = error.description
             return
         }
         let retries: [PersonalJobRetry]
@@ -118,9 +158,12 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
             log.error("reading the job's retries failed; it resumes at the next start", job: record.id, error: error)
             return
         }
-        let kind: TokenKind = Self.event(of: record.payload) == "start" ? .pushToStart : .update
-        let running = GatewayPersonalJobRun(record: record, retries: retries, audience: audience, tokenKind: kind, settings: settings,
+        let kind: TokenKind = stored.event == "start" ? .pushToStart : .update
+        let running = GatewayPersonalJobRun(record: record, retries: retries, audience: stored.audience, tokenKind: kind,
+                                            inputPushChannel: stored.inputPushChannel, settings: settings,
                                             seed: UInt64(bitPattern: clock.now().nanoseconds))
+        // A kickoff into a channel that has ended since it was accepted is cancelled at once.
+        if let channel = stored.inputPushChannel, !kickoffChannels.isOpen(channel) { running.job.expire(at: clock.now()) }
         jobs[record.id] = running
         running.noteProgress()
         for job in jobs.values { advance(job, []) }
@@ -211,6 +254,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
             for action in running.job.outcome(token: token, result: Self.outcome(of: result), now: clock.now()) {
                 perform(action, for: running)
             }
+            if let channel = running.inputPushChannel, running.job.inFlightCount == 0 { settleKickoffs(into: channel) }
             advanceAtTurnEnd(running)
         }
     }
@@ -266,14 +310,6 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     }
 
     // MARK: Mapping
-
-    /// The `aps.event` of a stored payload.
-    private static func event(of payload: [UInt8]) -> String? {
-        guard case .object(let members)? = try? JSONParser.parse(payload),
-              case .object(let aps)? = members.first(where: { $0.name == "aps" })?.value,
-              case .string(let event)? = aps.first(where: { $0.name == "event" })?.value else { return nil }
-        return event
-    }
 
     /// What the delivery policy makes of an APNs answer (table in docs/personal-pushes.md).
     static func outcome(of result: Result<APNsResponse, APNsError>) -> PersonalOutcome {

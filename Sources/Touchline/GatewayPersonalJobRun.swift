@@ -15,6 +15,8 @@ final class GatewayPersonalJobRun: @unchecked Sendable {
     let id: String
     let audience: GatewayPersonalAudience
     let tokenKind: TokenKind
+    /// The channel a kickoff's starts subscribe to (`input-push-channel`), nil for other jobs.
+    let inputPushChannel: String?
     var job: FanOutJob
     var timer: LoopTimer?
     var saveTimer: LoopTimer?
@@ -27,10 +29,12 @@ final class GatewayPersonalJobRun: @unchecked Sendable {
     private var hasStarted: Bool
 
     init(record: PersonalJobRecord, retries: [PersonalJobRetry], audience: GatewayPersonalAudience, tokenKind: TokenKind,
+         inputPushChannel: String? = nil,
          settings: PersonalQueueSettings, seed: UInt64) {
         id = record.id
         self.audience = audience
         self.tokenKind = tokenKind
+        self.inputPushChannel = inputPushChannel
         hasStarted = record.status != .pending
         var counters = FanOutCounters()
         counters.targeted = Int(record.counts.targeted)

@@ -33,6 +33,9 @@ final class GatewayService: @unchecked Sendable {
     /// True while lost creates are reconciled at start-up; new creates wait (503) meanwhile, so
     /// their fresh APNs channels are never taken for orphans.
     var isReconciling = false
+    /// Stored personal jobs the personal queue found unusable at start, with the reason
+    /// (reported once it has read them): shown by `GET /v1/personal/{job}` and `/metrics`.
+    var brokenJobs: [String: String] = [:]
     /// Dead letters of replays whose commit is still out: a second replay of any of them is
     /// refused until the first has committed (then the store shows them `replayed`).
     var deadLettersBeingReplayed: Set<Int64> = []
@@ -82,6 +85,12 @@ final class GatewayService: @unchecked Sendable {
             }
             after = last.id
         }
+        // Queued on the personal loop before the API can hand it a new job, and before any
+        // deletion below closes a channel's kickoffs.
+        let open = Set(channels.values.filter { $0.status == .active }.compactMap(\.apnsChannelID))
+        personal.resumeStoredJobs(openChannels: open) { [self] broken in
+            loop.execute { [self] in brokenJobs = broken }
+        }
         for channel in channels.values where channel.apnsChannelID != nil && !channel.apnsDeleted && channel.damage == nil {
             perform(channel.engine.tick(now: now), on: channel)
             // A deletion asked for before the restart and not confirmed: ask again.
@@ -111,6 +120,7 @@ final class GatewayService: @unchecked Sendable {
                 deleteAtAPNs(channel)
             case .markBroken(let reason):
                 channel.brokenReason = reason
+                if let apnsID = channel.apnsChannelID { personal.closeKickoffs(into: apnsID) }
             }
         }
         if needsSave { save(channel) }

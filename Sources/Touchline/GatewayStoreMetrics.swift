@@ -13,6 +13,7 @@ extension GatewayService {
                                    help: "Stored records that failed validation at start and are served as broken, by kind.",
                                    kind: .gauge)
         damaged.add(channels.values.count(where: { $0.damage != nil }), ["kind": "channel"])
+        damaged.add(brokenJobs.count, ["kind": "personal_job"])
         return [writable, damaged]
     }
 }

@@ -83,6 +83,9 @@ public struct PersonalJobRecord: Sendable, Equatable {
     public var endedAfterCursor: [String]
     public var counts: PersonalJobCounts
     public var updatedAt: UnixTime
+    /// Why the stored row could not be read in full (the other members are then stand-ins).
+    /// Never written.
+    public var unreadable: String?
 
     public init(id: String, createdAt: UnixTime, audience: String, payload: [UInt8], priority: Int = 10,
                 expiration: UnixTime? = nil, status: PersonalJobStatus = .pending, cursor: String? = nil,

@@ -10,21 +10,26 @@ enum PersonalJobRows {
         """
     static let deadLetterColumns = "id, job_id, token, reason, status, at"
 
-    static func job(_ row: SQLiteStatement) throws -> PersonalJobRecord {
+    /// The row as a record; a status, failure counts or ended list it cannot read is named in
+    /// `unreadable` (with stand-ins), so one bad row never hides the others.
+    static func job(_ row: SQLiteStatement) -> PersonalJobRecord {
         let id = row.text(at: 0) ?? ""
-        guard let status = row.text(at: 6).flatMap(PersonalJobStatus.init(rawValue:)),
-              let failed = PersonalJobCounts.failed(fromJSON: row.text(at: 10) ?? ""),
-              let endedAfterCursor = PersonalJobCounts.tokens(fromText: row.text(at: 14) ?? "") else {
-            throw SQLiteError(code: SQLITE_CORRUPT, message: "personal job \"\(id)\" has an unreadable status, failure counts or ended list",
-                              statement: nil)
-        }
-        let counts = PersonalJobCounts(targeted: row.int64(at: 8), sent: row.int64(at: 9), failed: failed,
+        let status = row.text(at: 6).flatMap(PersonalJobStatus.init(rawValue:))
+        let failed = PersonalJobCounts.failed(fromJSON: row.text(at: 10) ?? "")
+        let endedAfterCursor = PersonalJobCounts.tokens(fromText: row.text(at: 14) ?? "")
+        var unreadable: String?
+        if endedAfterCursor == nil { unreadable = "its list of tokens ended after the cursor cannot be read" }
+        if failed == nil { unreadable = "its failure counts are not a JSON object of counts" }
+        if status == nil { unreadable = "its status \"\(row.text(at: 6) ?? "")\" is not one of the known statuses" }
+        let counts = PersonalJobCounts(targeted: row.int64(at: 8), sent: row.int64(at: 9), failed: failed ?? [:],
                                        expired: row.int64(at: 11), pending: row.int64(at: 12))
-        return PersonalJobRecord(
+        var record = PersonalJobRecord(
             id: id, createdAt: UnixTime(nanoseconds: row.int64(at: 1)), audience: row.text(at: 2) ?? "{}",
             payload: row.blob(at: 3) ?? [], priority: Int(row.int64(at: 4)),
-            expiration: row.optionalInt64(at: 5).map(UnixTime.init(nanoseconds:)), status: status, cursor: row.text(at: 7),
-            endedAfterCursor: endedAfterCursor, counts: counts, updatedAt: UnixTime(nanoseconds: row.int64(at: 13)))
+            expiration: row.optionalInt64(at: 5).map(UnixTime.init(nanoseconds:)), status: status ?? .pending, cursor: row.text(at: 7),
+            endedAfterCursor: endedAfterCursor ?? [], counts: counts, updatedAt: UnixTime(nanoseconds: row.int64(at: 13)))
+        record.unreadable = unreadable
+        return record
     }
 
     static func deadLetter(_ row: SQLiteStatement) throws -> DeadLetterRecord {

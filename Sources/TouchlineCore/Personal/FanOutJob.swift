@@ -59,8 +59,8 @@ public struct FanOutJob: Sendable {
     public let payload: [UInt8]
     /// `apns-priority` of every send (5 or 10).
     public let priority: Int
-    /// `apns-expiration`: no send starts at or after this time.
-    public let expiration: UnixTime?
+    /// `apns-expiration`: no send starts at or after this time (moved earlier by ``expire(at:)``).
+    public private(set) var expiration: UnixTime?
     public let limits: Limits
     public let policy: PersonalDeliveryPolicy
 
@@ -193,6 +193,13 @@ public struct FanOutJob: Sendable {
             actions.append(.armTimer(at: due))
         }
         return actions
+    }
+
+    /// Ends the job's reason to send from `now` on, as if it expired then (a kickoff whose
+    /// channel ended): sends in flight still report their outcome, every other target, fetched
+    /// or not, counts as expired, and nothing new is sent. Call `nextSends` afterwards.
+    public mutating func expire(at now: UnixTime) {
+        expiration = min(expiration ?? now, now)
     }
 
     /// The timer of the last `armTimer` fired: nothing is armed any more. Returns `nextSends`.

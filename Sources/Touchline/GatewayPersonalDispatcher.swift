@@ -214,6 +214,14 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
             running.noteProgress()
         case .send(let token, _):
             guard !isStopping else { return }
+            // A token stored by an older, laxer version (odd length, not hex) is dead-lettered
+            // as broken rather than sent for APNs to refuse.
+            guard GatewayService.isWellFormedToken(token) else {
+                for action in running.job.outcome(token: token, result: .permanent(reason: Self.invalidStoredTokenReason), now: clock.now()) {
+                    perform(action, for: running)
+                }
+                return
+            }
             send(token, for: running)
         case .armTimer(let time):
             let timer = running.timer ?? LoopTimer(loop: loop) { [self] in
@@ -310,6 +318,9 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     }
 
     // MARK: Mapping
+
+    /// The dead-letter reason of a stored token that is not a well-formed device token.
+    static let invalidStoredTokenReason = "InvalidStoredToken"
 
     /// What the delivery policy makes of an APNs answer (table in docs/personal-pushes.md).
     static func outcome(of result: Result<APNsResponse, APNsError>) -> PersonalOutcome {

@@ -134,11 +134,16 @@ extension GatewayService {
     /// A device token as APNs takes it: whole bytes in hex, 64 to 200 digits (ActivityKit tokens
     /// are 32 bytes and more), stored lowercase. `body` names the field in the error.
     static func validToken(_ token: String, field body: GatewayRequestBody) throws(HTTPError) -> String {
-        guard (64...200).contains(token.utf8.count), token.utf8.count.isMultiple(of: 2),
-              token.utf8.allSatisfy({ $0 < 128 && Character(Unicode.Scalar($0)).isHexDigit }) else {
+        guard isWellFormedToken(token) else {
             throw body.invalid("token", "must be an even number (64 to 200) of hex digits (the ActivityKit push token)")
         }
         return token.lowercased()
+    }
+
+    /// Whole bytes in hex, 64 to 200 digits: what APNs takes in `/3/device/{token}`.
+    static func isWellFormedToken(_ token: String) -> Bool {
+        (64...200).contains(token.utf8.count) && token.utf8.count.isMultiple(of: 2)
+            && token.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) }
     }
 
     /// Follows per token at most: a fan's teams, competitions and matches, not a catalogue.

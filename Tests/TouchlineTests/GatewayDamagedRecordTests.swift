@@ -48,4 +48,23 @@ struct GatewayDamagedRecordTests {
         #expect(second.mock.channels()[apnsID] == nil)
         #expect(try api.request("GET", "/readyz", key: .some(nil)).status == 200)
     }
+
+    /// A token an older version stored without today's checks (odd length) is dead-lettered as
+    /// broken, never sent for APNs to refuse; the other followers get their push.
+    @Test func aMalformedStoredTokenIsDeadLetteredNotSent() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        try GatewayDeadLetterTests.register(GatewayPersonalAPITests.token(1), follows: "team:ARS", user: "fan", on: api)
+        let odd = String(repeating: "a", count: 65)
+        let raw = try SQLiteConnection(path: fixture.directory + "/personal.sqlite")
+        try raw.run("INSERT INTO tokens (token, kind, environment, registered_at, active) VALUES (?, 'pushToStart', 'production', 1, 1)",
+                    [.text(odd)])
+        try raw.run("INSERT INTO token_follows (follow, token) VALUES ('team:ARS', ?)", [.text(odd)])
+        raw.close()
+        let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: api)
+        #expect(job.progress?.integer("sent") == 1)
+        #expect(job.progress?[member: "failed"] == .object([.init("InvalidStoredToken", .integer(1))]))
+        #expect(fixture.mock.recordedRequests().filter { $0.endpoint == .device }.count == 1)
+    }
 }

@@ -33,6 +33,7 @@ struct GatewayChannelDeletionTests {
 
     @Test func aDeletionNotConfirmedBeforeARestartIsSentAfterIt() async throws {
         let shared = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: shared) }
         let channelsFile = shared + "/channels.json"
         let refusing = try MockAPNsFixture {
             $0.faults.tooManyRequestsRate = 1

@@ -18,6 +18,7 @@ struct GatewayStoreFailureTests {
     /// stored as new events, not as duplicates, and nothing of the failed batch reaches APNs first.
     @Test func aFailedCommitChangesNothingAndTheRetryIsStored() async throws {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         let fault = directory + "/disk-full"
         let fixture = try GatewayFixture(directory: directory + "/data", storeFaultFile: fault)
         let api = fixture.admin
@@ -68,6 +69,7 @@ struct GatewayStoreFailureTests {
     /// that write fails they are refused too (the store is failing), and none of them is applied.
     @Test func requestsWaitingBehindAFailedWriteAreNotApplied() async throws {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         let fault = directory + "/disk-full"
         let fixture = try GatewayFixture(directory: directory + "/data", storeFaultFile: fault)
         defer { Task { await fixture.shutDown() } }

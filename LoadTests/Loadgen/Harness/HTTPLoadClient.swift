@@ -4,22 +4,37 @@ import Foundation
 /// (no pipelining), for driving the provider API from benchmark threads.
 ///
 /// Deliberately tiny: it writes a request with `Content-Length`, reads the status line, the
-/// headers and a `Content-Length` body, and keeps the connection for the next request. Each
-/// instance is used by one thread only.
+/// headers and a `Content-Length` body, and keeps the connection for the next request. A
+/// connection that sat idle for ``idleReconnect`` is replaced before the next request, as a
+/// pooling client does: the gateway closes keep-alive connections idle for 60 s. Each instance
+/// is used by one thread only.
 final class HTTPLoadClient {
+    /// Idle time after which the next request opens a new connection (half the gateway's default).
+    static let idleReconnect = Duration.seconds(30)
+
     struct Response {
         var status: Int
         var body: [UInt8]
         var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    private let descriptor: Int32
+    private var descriptor: Int32
+    private let host: String
+    private let port: Int
     private let fixedHeaders: String
     private var received: [UInt8] = []
     private var scratch = [UInt8](repeating: 0, count: 65_536)
+    private var lastUsed = ContinuousClock.now
 
     /// Connects to a numeric IPv4 `host`; every request carries `Authorization: Bearer apiKey`.
     init(host: String, port: Int, apiKey: String) throws {
+        descriptor = try Self.openConnection(host: host, port: port)
+        self.host = host
+        self.port = port
+        fixedHeaders = "Host: \(host):\(port)\r\nAuthorization: Bearer \(apiKey)\r\nContent-Type: application/json\r\n"
+    }
+
+    private static func openConnection(host: String, port: Int) throws -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw LoadError("socket() failed: \(String(cString: strerror(errno)))") }
         var address = sockaddr_in()
@@ -39,17 +54,22 @@ final class HTTPLoadClient {
         }
         var one: Int32 = 1
         setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        self.descriptor = descriptor
-        fixedHeaders = "Host: \(host):\(port)\r\nAuthorization: Bearer \(apiKey)\r\nContent-Type: application/json\r\n"
+        return descriptor
     }
 
     deinit { close(descriptor) }
 
     /// Sends one request and waits for its whole response.
     func send(_ method: String, _ path: String, body: [UInt8] = []) throws -> Response {
+        if ContinuousClock.now - lastUsed > Self.idleReconnect {
+            close(descriptor)
+            descriptor = try Self.openConnection(host: host, port: port)
+            received = []
+        }
         var message = Array("\(method) \(path) HTTP/1.1\r\n\(fixedHeaders)Content-Length: \(body.count)\r\n\r\n".utf8)
         message += body
         try writeAll(message)
+        defer { lastUsed = .now }
         return try readResponse()
     }
 

@@ -14,7 +14,16 @@ public struct JSONMemberName: Hashable, Sendable, CustomStringConvertible, Expre
     public var description: String { text }
 
     public static func == (lhs: JSONMemberName, rhs: JSONMemberName) -> Bool {
-        lhs.text.utf8.elementsEqual(rhs.text.utf8)
+        sameCodeUnits(lhs.text, rhs.text)
+    }
+
+    /// True when both strings hold the same UTF-8 bytes: compared as contiguous buffers (a
+    /// generic `elementsEqual` over the UTF-8 views was measurable on the ingest path).
+    @inlinable
+    public static func sameCodeUnits(_ lhs: String, _ rhs: String) -> Bool {
+        guard lhs.utf8.count == rhs.utf8.count else { return false }
+        var lhs = lhs, rhs = rhs
+        return lhs.withUTF8 { left in rhs.withUTF8 { right in left.elementsEqual(right) } }
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -28,7 +37,7 @@ public struct JSONMemberName: Hashable, Sendable, CustomStringConvertible, Expre
 
 extension JSONValue.Member {
     /// True when this member is named `name`, compared by code units (see ``JSONMemberName``).
-    public func isNamed(_ name: String) -> Bool { self.name.utf8.elementsEqual(name.utf8) }
+    public func isNamed(_ name: String) -> Bool { JSONMemberName.sameCodeUnits(self.name, name) }
 }
 
 extension Set<JSONMemberName> {

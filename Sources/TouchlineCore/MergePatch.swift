@@ -12,7 +12,12 @@ extension JSONValue {
     /// searched for or moved more than once per level.
     public func applyingMergePatch(_ patch: JSONValue) -> JSONValue {
         guard case .object(let patchMembers) = patch else { return patch }
-        var members: [Member?] = if case .object(let existing) = self { existing } else { [] }
+        let existing: [Member] = if case .object(let existing) = self { existing } else { [] }
+        // The usual patch (a few members into a small state) is merged in place.
+        guard existing.count + patchMembers.count > MemberFinder.indexThreshold else {
+            return .object(Self.mergedSmall(existing, patchMembers))
+        }
+        var members = existing.map(Optional.some)
         var finder = MemberFinder(members)
         var removed = 0
         for change in patchMembers {
@@ -34,6 +39,22 @@ extension JSONValue {
         return .object(removed == 0 ? members.map { $0! } : members.compactMap { $0 })
     }
 
+    /// A merge of a few members: searched one by one and removed at once, with no index and no
+    /// holes (a handful of members is cheaper to search than to index).
+    private static func mergedSmall(_ existing: [Member], _ changes: [Member]) -> [Member] {
+        var members = existing
+        for change in changes {
+            let position = members.firstIndex { $0.isNamed(change.name) }
+            switch (position, change.value) {
+            case (let position?, .null): members.remove(at: position)
+            case (nil, .null): continue
+            case (let position?, let value): members[position].value = members[position].value.applyingMergePatch(value)
+            case (nil, let value): members.append(Member(change.name, JSONValue.null.applyingMergePatch(value)))
+            }
+        }
+        return members
+    }
+
     /// The value of the member `name` of an object (the first, should names repeat); `nil` for
     /// a missing member or a value that is not an object. Names compare by code units.
     public subscript(member name: String) -> JSONValue? {
@@ -45,7 +66,7 @@ extension JSONValue {
 /// Finds an object's members by name during one merge: a linear scan while the object is
 /// small (no allocation for the usual few-member patch), an index once it is not.
 private struct MemberFinder {
-    private static let indexThreshold = 16
+    static let indexThreshold = 16
     private var index: [JSONMemberName: Int]?
 
     init(_ members: [JSONValue.Member?]) {

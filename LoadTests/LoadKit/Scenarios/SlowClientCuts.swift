@@ -13,8 +13,12 @@ public struct SlowClientCuts: Sendable, Equatable {
         public var afterSeconds: Double
         /// The HTTP status the gateway sent before closing, if any.
         public var status: Int?
+        /// When the cut came, in seconds from the start of the run.
+        public var at: Double
 
-        public init(afterSeconds: Double, status: Int?) { (self.afterSeconds, self.status) = (afterSeconds, status) }
+        public init(afterSeconds: Double, status: Int?, at: Double = 0) {
+            (self.afterSeconds, self.status, self.at) = (afterSeconds, status, at)
+        }
     }
 
     public let kind: String

@@ -20,6 +20,8 @@ final class GatedClient {
     private var client: HTTPLoadClient?
     private var lastUsed: Int64 = 0
     private var connectedAt: Int64 = 0
+    /// The gate's generation when the connection was made: one made before a kill dies with it.
+    private var connectionGeneration = 0
     private var requestsOnConnection = 0
     private var previousAnswer = "none"
 
@@ -39,7 +41,7 @@ final class GatedClient {
             if client == nil || Double(now - lastUsed) / 1e9 > idleLimit {
                 client = nil
                 client = try HTTPLoadClient(host: target.host, port: target.port, apiKey: target.adminKey, timeout: timeout)
-                (connectedAt, lastUsed, requestsOnConnection) = (now, now, 0)
+                (connectedAt, lastUsed, requestsOnConnection, connectionGeneration) = (now, now, 0, generation)
             }
             let started = monotonicNanoseconds()
             requestsOnConnection += 1
@@ -54,8 +56,9 @@ final class GatedClient {
             let connection = client == nil ? "connecting"
                 : String(format: "request %d of a connection made %.2f s before; %.2f s since the previous answer, ",
                          requestsOnConnection, Double(now - connectedAt) / 1e9, Double(now - lastUsed) / 1e9) + previousAnswer
+            let madeBefore = client == nil ? generation : connectionGeneration
             client = nil
-            return .lost(killed: gate.isKillCasualty(startedIn: generation), reason: "\(error) (\(connection))")
+            return .lost(killed: gate.isKillCasualty(startedIn: madeBefore), reason: "\(error) (\(connection))")
         }
     }
 }

@@ -51,7 +51,7 @@ let usage = """
       --batch N               events per request (default 100)
       --seconds N             length of the burst and of the paced phase (default 10)
     soak:
-      --seconds N             how long the load runs (default 150; the checks add about 30 s)
+      --seconds N             how long the load runs, checks after the faults included (default 150)
       --kills N               kill -9 and restart of the gateway (default 3; 0 for none)
       --disk-seconds N        the disk stays full this long once writes are refused (default 5; 0: no
                               disk episode)

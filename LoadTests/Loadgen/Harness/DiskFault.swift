@@ -34,7 +34,7 @@ final class DiskFault {
         let mountPoint = directory + "/disk"
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
         let mounted = choice != .faultFile && getuid() == 0
-            && Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(bytes)", "tmpfs", mountPoint])
+            && runTool("/bin/mount", ["-t", "tmpfs", "-o", "size=\(bytes)", "tmpfs", mountPoint])
         if choice == .tmpfs && !mounted { throw LoadError("cannot mount a tmpfs for the data directory (needs root); try --disk-fault fault-file") }
         mode = mounted ? .tmpfs : .faultFile
         self.mountPoint = mounted ? mountPoint : nil
@@ -65,26 +65,9 @@ final class DiskFault {
         try? FileManager.default.removeItem(atPath: mode == .tmpfs ? filler : faultFile)
     }
 
-    /// Bytes free on the data directory's filesystem.
-    var freeBytes: Int {
-        var stats = statvfs()
-        guard statvfs(mountPoint ?? dataDirectory, &stats) == 0 else { return -1 }
-        return Int(stats.f_bavail) * Int(stats.f_frsize)
-    }
-
     /// Frees the disk and unmounts the tmpfs (the gateway must be stopped first).
     func release() {
         free()
-        if let mountPoint { _ = Self.run("/bin/umount", ["-l", mountPoint]) }
-    }
-
-    private static func run(_ tool: String, _ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        if let mountPoint { _ = runTool("/bin/umount", ["-l", mountPoint]) }
     }
 }

@@ -75,15 +75,7 @@ extension HTTPLoadClient.Response {
 }
 
 extension JSONValue {
-    /// A member that is a string.
-    func string(_ name: String) -> String? {
-        if case .string(let value)? = self[member: name] { return value }
-        return nil
-    }
-
-    /// A member that is an integer.
-    func integer(_ name: String) -> Int64? {
-        if case .integer(let value)? = self[member: name] { return value }
-        return nil
-    }
+    /// A member that is a string, or one that is an integer.
+    func string(_ name: String) -> String? { if case .string(let value)? = self[member: name] { value } else { nil } }
+    func integer(_ name: String) -> Int64? { if case .integer(let value)? = self[member: name] { value } else { nil } }
 }

@@ -126,13 +126,22 @@ func pinned(_ executable: String, _ arguments: [String], to cpus: String?) -> (U
 
 /// Keeps every thread of this process, and those it starts later, on the CPUs `cpus`.
 func pinThisProcess(to cpus: String) throws {
-    let taskset = Process()
-    taskset.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
-    taskset.arguments = ["-a", "-p", "-c", cpus, String(getpid())]
-    taskset.standardOutput = FileHandle.nullDevice
-    try taskset.run()
-    taskset.waitUntilExit()
-    guard taskset.terminationStatus == 0 else { throw LoadError("taskset could not pin touchline-load to CPU \(cpus)") }
+    guard runTool("/usr/bin/taskset", ["-a", "-p", "-c", cpus, String(getpid())]) else {
+        throw LoadError("taskset could not pin touchline-load to CPU \(cpus)")
+    }
+}
+
+/// Runs a system tool (`taskset`, `mount`) to its end with its output dropped; true when it
+/// could be started and exited with status 0.
+func runTool(_ path: String, _ arguments: [String]) -> Bool {
+    let tool = Process()
+    tool.executableURL = URL(fileURLWithPath: path)
+    tool.arguments = arguments
+    tool.standardOutput = FileHandle.nullDevice
+    tool.standardError = FileHandle.nullDevice
+    guard (try? tool.run()) != nil else { return false }
+    tool.waitUntilExit()
+    return tool.terminationStatus == 0
 }
 
 /// Output of a process shared between the pipe's reading thread and the benchmark.

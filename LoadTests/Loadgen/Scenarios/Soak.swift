@@ -86,9 +86,9 @@ struct Soak {
         let churn = SoakChannelChurn(interval: options.churnInterval, seed: options.seed &+ 1_000)
         let personal = SoakPersonalTraffic(tokensPerJob: options.tokens, unregisteredPerJob: max(1, options.tokens / 50),
                                            interval: options.jobInterval, kickoffChannel: base[0])
-        for work: @Sendable () -> Void in [{ churn.run(client: GatedClient(target: target, gate: gate, idleLimit: idleLimit), ledger: ledger, tally: tally, stop: stop) },
-                     { personal.run(client: GatedClient(target: target, gate: gate, idleLimit: idleLimit), mock: mock, ledger: ledger,
-                                    tally: tally, stop: stop) }] {
+        let client: @Sendable () -> GatedClient = { GatedClient(target: target, gate: gate, idleLimit: idleLimit) }
+        for work: @Sendable () -> Void in [{ churn.run(client: client(), ledger: ledger, tally: tally, stop: stop) },
+                                           { personal.run(client: client(), mock: mock, ledger: ledger, tally: tally, stop: stop) }] {
             finished.enter()
             Thread { work(); finished.leave() }.start()
         }

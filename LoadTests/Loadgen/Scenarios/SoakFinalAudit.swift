@@ -83,17 +83,9 @@ struct SoakFinalAudit {
     /// Every job some dead letter names, with the job number its token belongs to.
     private static func jobsNamedByDeadLetters(_ client: HTTPLoadClient) throws -> [String: Int] {
         var jobs: [String: Int] = [:]
-        var after: Int64?
-        repeat {
-            let response = try client.send("GET", "/v1/deadletters?limit=1000" + (after.map { "&after=\($0)" } ?? ""))
-            guard response.status == 200, case .array(let letters)? = response.json?[member: "deadLetters"] else {
-                throw LoadError("GET /v1/deadletters answered \(response.status): \(response.text.prefix(200))")
-            }
-            for letter in letters {
-                if let id = letter.string("jobId"), let number = letter.string("token").flatMap(SoakPersonalTraffic.job(ofToken:)) { jobs[id] = number }
-            }
-            after = response.json?.integer("next")
-        } while after != nil
+        for letter in try client.allPages("/v1/deadletters", member: "deadLetters") {
+            if let id = letter.string("jobId"), let number = letter.string("token").flatMap(SoakPersonalTraffic.job(ofToken:)) { jobs[id] = number }
+        }
         return jobs
     }
 
@@ -126,7 +118,8 @@ struct SoakFinalAudit {
             if status == "deleted", let apnsID = channel.apnsID, !atAPNs.contains(apnsID) {
                 endedGone += 1
             } else {
-                deletionProblems.append("\(id): ended, shown as \(status ?? "gone")\(channel.apnsID.map { atAPNs.contains($0) ? ", still at APNs" : "" } ?? "")")
+                let stillAtAPNs = channel.apnsID.map(atAPNs.contains) == true ? ", still at APNs" : ""
+                deletionProblems.append("\(id): ended, shown as \(status ?? "gone")\(stillAtAPNs)")
             }
         }
         for (id, channel) in deleted.sorted(by: { $0.key < $1.key }) {

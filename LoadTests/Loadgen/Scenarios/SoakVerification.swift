@@ -45,15 +45,7 @@ struct SoakVerifier {
     func listChannels() throws -> [String: JSONValue] {
         let client = try HTTPLoadClient(host: target.host, port: target.port, apiKey: target.adminKey, timeout: 30)
         var channels: [String: JSONValue] = [:]
-        var after: String?
-        repeat {
-            let response = try client.send("GET", "/v1/channels?limit=1000" + (after.map { "&after=\($0)" } ?? ""))
-            guard response.status == 200, case .array(let page)? = response.json?[member: "channels"] else {
-                throw LoadError("GET /v1/channels answered \(response.status): \(response.text.prefix(200))")
-            }
-            for channel in page { if let id = channel.string("id") { channels[id] = channel } }
-            after = response.json?.string("next")
-        } while after != nil
+        for channel in try client.allPages("/v1/channels", member: "channels") { if let id = channel.string("id") { channels[id] = channel } }
         return channels
     }
 

@@ -18,6 +18,10 @@ let usage = """
       client-ceiling  Touchline's APNs client against h2load on the same mock, back to back
       merge-patch     cost per member of a merge patch from 1,000 to 100,000 members (in-process)
       standard        all five with their standard options (what `make bench` runs)
+      soak            events, channel creates/ends/deletes and personal jobs under load while the
+                      gateway is killed with kill -9 at random moments, its disk filled and freed,
+                      and slow clients attached; checks every 202, APNs channels and job counts
+                      after each restart (not part of standard)
 
     options of every scenario:
       --check                 exit 1 when a figure misses its target (ratios of earlier issues)
@@ -46,6 +50,19 @@ let usage = """
       --connections N         keep-alive connections of the burst (default 8)
       --batch N               events per request (default 100)
       --seconds N             length of the burst and of the paced phase (default 10)
+    soak:
+      --seconds N             how long the load runs, checks after the faults included (default 150)
+      --kills N               kill -9 and restart of the gateway (default 3; 0 for none)
+      --disk-seconds N        the disk stays full this long once writes are refused (default 5; 0: no
+                              disk episode)
+      --disk-fault MODE       auto (a tmpfs when it can be mounted, i.e. as root), tmpfs, or fault-file
+                              (the gateway's TOUCHLINE_STORE_FAULT_FILE hook)
+      --seed N                the moments of the faults and the traffic's randomness (default 1)
+      --channels N            channels taking events all run (default 20)
+      --tokens N              push-to-start tokens in each personal job's audience (default 1500)
+      --slow-clients N        slow clients of each kind: trickled heads, stalled bodies, idle
+                              connections (default 4)
+      --http-deadlines H,B,I  the gateway's head, body and idle deadlines in seconds (default 5,10,15)
     client-ceiling:
       --requests N            pushes per round (default 200000)
       --concurrency N         streams in flight (default 100)
@@ -83,6 +100,12 @@ struct Flags {
         return arguments[index]
     }
 
+    /// The value after `flag`, which must be a whole number, 0 or more.
+    mutating func wholeNumber(after flag: String) -> Int {
+        guard let value = Int(value(after: flag)), value >= 0 else { fail("\(flag) needs a whole number, 0 or more") }
+        return value
+    }
+
     /// The value after `flag`, which must be a positive whole number.
     mutating func positiveInteger(after flag: String) -> Int {
         guard let value = Int(value(after: flag)), value > 0 else { fail("\(flag) needs a positive whole number") }
@@ -101,7 +124,8 @@ var matchday = Matchday.Options()
 var storm = KickoffStorm.Options()
 var burst = IngestBurst.Options()
 var ceiling = ClientCeiling.Options()
-let scenarios = ["matchday", "kickoff-storm", "ingest-burst", "client-ceiling", "merge-patch", "standard"]
+var soak = Soak.Options()
+let scenarios = ["matchday", "kickoff-storm", "ingest-burst", "client-ceiling", "merge-patch", "standard", "soak"]
 guard scenarios.contains(scenario) else { fail("unknown scenario '\(scenario)' (try --help)") }
 
 while let flag = flags.next() {
@@ -129,6 +153,20 @@ while let flag = flags.next() {
     case ("ingest-burst", "--seconds"):
         burst.burstSeconds = Double(flags.positiveInteger(after: flag))
         burst.latencySeconds = burst.burstSeconds
+    case ("soak", "--seconds"): soak.seconds = Double(flags.positiveInteger(after: flag))
+    case ("soak", "--kills"): soak.kills = flags.wholeNumber(after: flag)
+    case ("soak", "--disk-seconds"): soak.diskSeconds = Double(flags.wholeNumber(after: flag))
+    case ("soak", "--disk-fault"):
+        guard let choice = DiskFault.Choice(rawValue: flags.value(after: flag)) else { fail("--disk-fault takes auto, tmpfs or fault-file") }
+        soak.diskFault = choice
+    case ("soak", "--seed"): soak.seed = UInt64(flags.positiveInteger(after: flag))
+    case ("soak", "--channels"): soak.channels = flags.positiveInteger(after: flag)
+    case ("soak", "--tokens"): soak.tokens = flags.positiveInteger(after: flag)
+    case ("soak", "--slow-clients"): soak.slowClientsPerKind = flags.wholeNumber(after: flag)
+    case ("soak", "--http-deadlines"):
+        let seconds = flags.value(after: flag).split(separator: ",").compactMap { Double($0) }
+        guard seconds.count == 3, seconds.allSatisfy({ $0 > 0 }) else { fail("--http-deadlines takes three positive numbers of seconds: HEAD,BODY,IDLE") }
+        soak.deadlines = SlowClients.Deadlines(head: seconds[0], body: seconds[1], idle: seconds[2])
     case ("client-ceiling", "--requests"): ceiling.requests = flags.positiveInteger(after: flag)
     case ("client-ceiling", "--concurrency"): ceiling.concurrency = flags.positiveInteger(after: flag)
     case ("client-ceiling", "--rounds"): ceiling.rounds = flags.positiveInteger(after: flag)
@@ -146,6 +184,7 @@ case "kickoff-storm": await run.finish([{ try KickoffStorm(options: storm, setti
 case "ingest-burst": await run.finish([{ try IngestBurst(options: burst, settings: settings).run() }])
 case "client-ceiling": await run.finish([{ try await ClientCeiling(options: ceiling, settings: settings).run() }])
 case "merge-patch": await run.finish([{ try MergePatchCost(options: MergePatchCost.Options()).run() }])
+case "soak": await run.finish([{ try Soak(options: soak, settings: settings).run() }])
 default:
     // The standard set: every scenario with its defaults, client-ceiling with 3 rounds.
     var standardCeiling = ClientCeiling.Options()

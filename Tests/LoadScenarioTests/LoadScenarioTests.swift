@@ -60,10 +60,55 @@ import Testing
         #expect(scenario.latencies.allSatisfy { $0.summary.count > 0 })
     }
 
+    /// A small soak, about 35 s: one `kill -9` and restart, then two seconds of a full disk
+    /// (the gateway's fault file, so the refusals start at once), two slow clients of each kind
+    /// with short deadlines, four event channels, channel churn and jobs of 100 tokens. Seed 2
+    /// puts the kill before the disk episode. Every check must pass but one, which an open
+    /// gateway bug can fail when a channel create is at APNs as the disk fills: the failed save
+    /// of its APNs id is answered 503, the provider's repeat makes a second APNs channel, and
+    /// the first is never reconciled (the disk episode before a kill shows a second open bug, a
+    /// channel's failed saves lost at the restart; the default run has that order).
+    @Test func aSmallSoakChecksEvery202AndLeavesAWholeReport() throws {
+        let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let started = ContinuousClock.now
+        let result = try run(["soak", "--seconds", "30", "--kills", "1", "--disk-seconds", "2", "--disk-fault", "fault-file", "--seed", "2",
+                              "--channels", "4", "--tokens", "100", "--slow-clients", "2", "--http-deadlines", "2,3,4", "--results", root])
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(ContinuousClock.now - started < .seconds(60))
+        let scenario = try #require(try report(under: root).scenarios.first)
+        #expect(scenario.name == "soak")
+        let checkpoints = try #require(scenario.tables.first { $0.title == "Checks after each fault" })
+        #expect(checkpoints.rows.map(\.first) == ["kill 1", "disk full", "end"])
+        // The restart was timed, and every acknowledged event was found after it and at the end.
+        #expect(checkpoints.rows[0][2] != "–")
+        for row in checkpoints.rows {
+            let verified = row[9].split(separator: "/").map { $0.trimmingCharacters(in: .whitespaces) }
+            #expect(verified.count == 2 && verified[0] == verified[1] && verified[0] != "0", "\(row)")
+        }
+        let jobs = try #require(scenario.tables.first { $0.title == "Personal jobs" })
+        #expect(jobs.rows.count >= 4 && jobs.rows.allSatisfy { $0.last == "exact" }, "\(jobs.rows)")
+        #expect(scenario.tables.contains { $0.title == "Slow clients" && $0.rows.count == 3 })
+        #expect(scenario.tables.contains { $0.title == "Disk full" && $0.rows.first?.first?.hasPrefix("fault file") == true })
+        let leakCheck = "APNs channels leaked or missing (every check, and the end)"
+        #expect(scenario.checks.count == 13)
+        for check in scenario.checks where check.name != leakCheck {
+            #expect(check.passed, "\(check.name) = \(check.measured)")
+        }
+        withKnownIssue("a create's APNs channel leaks when saving its id fails on a full disk", isIntermittent: true) {
+            #expect(scenario.checks.first { $0.name == leakCheck }?.passed == true)
+        }
+        for file in ["summary.md", "soak.svg"] {
+            #expect(FileManager.default.fileExists(atPath: root + "/latest/" + file))
+        }
+        #expect(result.output.contains("soak: kill 1 at") && result.output.contains("results: "))
+    }
+
     @Test func badOptionsGetAOneLineMessageAndStatus64() throws {
         for (arguments, message) in [(["matchday", "--matches", "0"], "--matches needs a positive whole number"),
                                      (["penalty-shootout"], "unknown scenario 'penalty-shootout'"),
                                      (["ingest-burst", "--tokens", "5"], "unknown option '--tokens' for ingest-burst"),
+                                     (["soak", "--http-deadlines", "5,10"], "--http-deadlines takes three positive numbers of seconds"),
                                      (["matchday", "--gateway-config", "/nonexistent/touchline.json"], "cannot read /nonexistent/touchline.json")] {
             let result = try run(arguments)
             #expect(result.status == 64)

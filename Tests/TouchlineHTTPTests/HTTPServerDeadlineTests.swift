@@ -59,6 +59,25 @@ import TouchlineRuntime
         #expect(client.isClosedByServer())
     }
 
+    /// Requests answered on the spot (as the gateway answers reads, and every write while its
+    /// store is failing) each start the idle time again, like answers that come later: a busy
+    /// connection stays open for as long as it is busy. The idle timer used to keep the deadline
+    /// it had before such a request, and closed a busy connection one idle timeout after it was
+    /// first idle, under the client's next request (found by `touchline-load soak`).
+    @Test func aConnectionKeptBusyWithAnswersOnTheSpotStaysOpen() throws {
+        let fixture = try Self.answering(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(idleTimeout: .milliseconds(300))))
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port, receiveTimeoutSeconds: 5)
+        var lastAnswer = ContinuousClock.now
+        for number in 1...10 {
+            usleep(100_000)
+            #expect(try client.exchange("GET", "/busy").status == 200, "request \(number), \(number * 100) ms into the connection")
+            lastAnswer = ContinuousClock.now
+        }
+        #expect(client.isClosedByServer())
+        #expect(ContinuousClock.now - lastAnswer >= .milliseconds(250), "closed before an idle timeout had passed since the last answer")
+    }
+
     @Test func aBodyThatStopsArrivingIsCutOffAtTheBodyDeadline() throws {
         let handled = Counter()
         let fixture = try Self.answering(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(bodyTimeout: .milliseconds(300))), handled: handled)

@@ -57,9 +57,7 @@ public enum MarkdownReport {
         if !scenario.latencies.isEmpty { blocks += ["### Latency (ms)", latencyTable(scenario.latencies)] }
         if !scenario.processes.isEmpty { blocks += ["### Processes", processTable(scenario.processes)] }
         for extra in scenario.tables {
-            var table = MarkdownTable(extra.columns.map { ($0, .left) })
-            extra.rows.forEach { table.append($0) }
-            blocks += ["### \(Markdown.inline(extra.title))", table.rendered]
+            blocks += ["### \(Markdown.inline(extra.title))", table(extra)]
         }
         if let chart {
             blocks.append("![\(Markdown.inline(scenario.name)) over time](\(chart))")
@@ -69,6 +67,13 @@ public enum MarkdownReport {
             blocks += ["### Notes", scenario.notes.map { "- " + Markdown.inline($0) }.joined(separator: "\n")]
         }
         return blocks
+    }
+
+    /// One of a scenario's extra tables as Markdown (without its title), as the summary shows it.
+    public static func table(_ table: ScenarioResult.Table) -> String {
+        var rendered = MarkdownTable(table.columns.map { ($0, .left) })
+        table.rows.forEach { rendered.append($0) }
+        return rendered.rendered
     }
 
     private static func throughputTable(_ throughputs: [ScenarioResult.Throughput]) -> String {

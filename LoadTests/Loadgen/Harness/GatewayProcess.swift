@@ -8,12 +8,15 @@ final class GatewayProcess {
     /// The provider API's port on 127.0.0.1.
     let port: Int
 
-    /// Starts `touchline serve` with `arguments`, which must include `--listen 127.0.0.1:0`, on
+    /// Starts `touchline serve` with `arguments`, which must include `--listen 127.0.0.1:PORT`, on
     /// the CPUs `cpus` (nil: any), and waits for it to print the port it listens on.
-    /// `executable` replaces the `touchline` next to `touchline-load`.
-    init(arguments: [String], cpus: String? = nil, executable: String? = nil) throws {
+    /// `executable` replaces the `touchline` next to `touchline-load`; `environment` and
+    /// `transcript` are ``SiblingProcess``'s.
+    init(arguments: [String], cpus: String? = nil, executable: String? = nil, environment: [String: String] = [:],
+         transcript: String? = nil) throws {
         let marker = "provider API on http://127.0.0.1:"
-        child = try SiblingProcess(executable ?? "touchline", arguments: ["serve"] + arguments, readyMarker: marker, cpus: cpus)
+        child = try SiblingProcess(executable ?? "touchline", arguments: ["serve"] + arguments, readyMarker: marker, cpus: cpus,
+                                   environment: environment, transcript: transcript)
         guard let port = child.line(containing: marker)?.components(separatedBy: marker).last?
             .split(separator: "/").first.flatMap({ Int($0) }) else {
             throw LoadError("cannot read the gateway's port from:\n\(child.startupOutput)")
@@ -21,17 +24,19 @@ final class GatewayProcess {
         self.port = port
     }
 
-    /// `touchline serve` on SQLite under `directory`, with `adminKey`, sending to the mock APNs at
-    /// `host` (its push and management ports, trusting `caFile`) with the load identity's `key`.
+    /// `touchline serve` on SQLite under `directory` (in `dataDirectory` when given), with
+    /// `adminKey`, on `listenPort` (0: any free port), sending to the mock APNs at `host` (its push
+    /// and management ports, trusting `caFile`) with the load identity's `key`.
     convenience init(directory: String, adminKey: String, key: MockAPNsProviderKeyFiles.Files, host: String, pushPort: Int,
                      managementPort: Int, caFile: String, extraArguments: [String] = [], cpus: String? = nil,
-                     executable: String? = nil) throws {
+                     executable: String? = nil, listenPort: Int = 0, dataDirectory: String? = nil, environment: [String: String] = [:],
+                     transcript: String? = nil) throws {
         try self.init(arguments: [
-            "--listen", "127.0.0.1:0", "--data-dir", directory + "/data", "--admin-key", adminKey,
+            "--listen", "127.0.0.1:\(listenPort)", "--data-dir", dataDirectory ?? directory + "/data", "--admin-key", adminKey,
             "--apns-key", key.privateKeyFile, "--apns-key-id", LoadIdentity.keyID, "--apns-team-id", LoadIdentity.teamID,
             "--apns-bundle-id", LoadIdentity.bundleID, "--apns-ca-file", caFile,
             "--apns-environment", "\(host):\(pushPort),\(host):\(managementPort)",
-        ] + extraArguments, cpus: cpus, executable: executable)
+        ] + extraArguments, cpus: cpus, executable: executable, environment: environment, transcript: transcript)
     }
 
     /// A random admin key for one run.
@@ -41,4 +46,7 @@ final class GatewayProcess {
     var cpuSeconds: Double { child.cpuSeconds }
     var peakResidentBytes: Int { child.peakResidentBytes }
     func stop() { child.stop() }
+    /// `kill -9`: gone at once, without its shutdown.
+    func kill() { child.kill() }
+    var isRunning: Bool { child.process.isRunning }
 }

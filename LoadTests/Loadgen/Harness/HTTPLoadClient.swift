@@ -15,46 +15,28 @@ final class HTTPLoadClient {
     struct Response {
         var status: Int
         var body: [UInt8]
+        /// The answer said `Connection: close`: it is the connection's last.
+        var closesConnection = false
         var text: String { String(decoding: body, as: UTF8.self) }
     }
 
     private var descriptor: Int32
     private let host: String
     private let port: Int
+    private let timeout: Double
     private let fixedHeaders: String
     private var received: [UInt8] = []
     private var scratch = [UInt8](repeating: 0, count: 65_536)
     private var lastUsed = ContinuousClock.now
 
     /// Connects to a numeric IPv4 `host`; every request carries `Authorization: Bearer apiKey`.
-    init(host: String, port: Int, apiKey: String) throws {
-        descriptor = try Self.openConnection(host: host, port: port)
+    /// With a `timeout` (seconds), a response that does not arrive within it fails the request.
+    init(host: String, port: Int, apiKey: String, timeout: Double = 0) throws {
+        descriptor = try TCPSocket.connect(host: host, port: port, receiveTimeout: timeout)
         self.host = host
         self.port = port
+        self.timeout = timeout
         fixedHeaders = "Host: \(host):\(port)\r\nAuthorization: Bearer \(apiKey)\r\nContent-Type: application/json\r\n"
-    }
-
-    private static func openConnection(host: String, port: Int) throws -> Int32 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw LoadError("socket() failed: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
-            close(descriptor)
-            throw LoadError("'\(host)' is not a numeric IPv4 address")
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(descriptor)
-            throw LoadError("cannot connect to \(host):\(port): \(reason)")
-        }
-        var one: Int32 = 1
-        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        return descriptor
     }
 
     deinit { close(descriptor) }
@@ -63,7 +45,7 @@ final class HTTPLoadClient {
     func send(_ method: String, _ path: String, body: [UInt8] = []) throws -> Response {
         if ContinuousClock.now - lastUsed > Self.idleReconnect {
             close(descriptor)
-            descriptor = try Self.openConnection(host: host, port: port)
+            descriptor = try TCPSocket.connect(host: host, port: port, receiveTimeout: timeout)
             received = []
         }
         var message = Array("\(method) \(path) HTTP/1.1\r\n\(fixedHeaders)Content-Length: \(body.count)\r\n\r\n".utf8)
@@ -74,13 +56,7 @@ final class HTTPLoadClient {
     }
 
     private func writeAll(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { throw LoadError("sending to the gateway failed: \(String(cString: strerror(errno)))") }
-            offset += written
-        }
+        try TCPSocket.writeAll(descriptor, bytes)
     }
 
     private func readResponse() throws -> Response {
@@ -95,15 +71,17 @@ final class HTTPLoadClient {
                       let status = statusLine.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else {
                     throw LoadError("not an HTTP/1.1 response: \(head.prefix(200))")
                 }
-                let length = lines.dropFirst().lazy.compactMap { line -> Int? in
+                let fields = lines.dropFirst().compactMap { line -> (String, String)? in
                     let parts = line.split(separator: ":", maxSplits: 1)
-                    guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
-                    return Int(parts[1].trimmingCharacters(in: .whitespaces))
-                }.first ?? 0
+                    guard parts.count == 2 else { return nil }
+                    return (parts[0].lowercased(), parts[1].trimmingCharacters(in: .whitespaces))
+                }
+                let length = fields.first { $0.0 == "content-length" }.flatMap { Int($0.1) } ?? 0
                 if received.count >= end + length {
                     let body = Array(received[end..<(end + length)])
                     received.removeFirst(end + length)
-                    return Response(status: status, body: body)
+                    return Response(status: status, body: body,
+                                    closesConnection: fields.contains { $0.0 == "connection" && $0.1.lowercased() == "close" })
                 }
             }
             let count = scratch.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }

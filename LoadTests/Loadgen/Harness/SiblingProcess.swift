@@ -16,8 +16,10 @@ final class SiblingProcess {
 
     /// Starts `name` (an executable next to `touchline-load`, or a path) with `arguments`, on the CPUs `cpus` (a `taskset -c` list; nil: any), and
     /// waits until a complete line containing `readyMarker` has been printed; its later output is
-    /// drained so a chatty process never blocks on the pipe.
-    init(_ name: String, arguments: [String], readyMarker: String, cpus: String? = nil) throws {
+    /// drained so a chatty process never blocks on the pipe. `environment` is added to this
+    /// process's own; with a `transcript` path, everything the process prints is also appended there.
+    init(_ name: String, arguments: [String], readyMarker: String, cpus: String? = nil, environment: [String: String] = [:],
+         transcript: String? = nil) throws {
         self.name = name
         // A name is looked for next to touchline-load; a path is taken as it is.
         let executable = name.contains("/") ? name
@@ -27,6 +29,13 @@ final class SiblingProcess {
                                                : "cannot find \(name) next to touchline-load (\(executable)); build all products")
         }
         (process.executableURL, process.arguments) = pinned(executable, arguments, to: cpus)
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        let transcriptFile = transcript.flatMap { path -> FileHandle? in
+            if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+            let file = FileHandle(forWritingAtPath: path)
+            file?.seekToEndOfFile()
+            return file
+        }
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -35,12 +44,20 @@ final class SiblingProcess {
         while !(text.contains(readyMarker) && text.hasSuffix("\n")) {
             let chunk = reader.availableData
             if chunk.isEmpty { throw LoadError("\(name) exited before it was ready:\n\(text)") }
+            transcriptFile?.write(chunk)
             text += String(decoding: chunk, as: UTF8.self)
         }
         startupOutput = text
         reader.readabilityHandler = { [laterOutput] handle in
-            let chunk = String(decoding: handle.availableData, as: UTF8.self)
-            guard !chunk.isEmpty else { return }
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                // End of output: the process is gone; stop watching, or the handler fires for ever.
+                handle.readabilityHandler = nil
+                try? transcriptFile?.close()
+                return
+            }
+            transcriptFile?.write(data)
+            let chunk = String(decoding: data, as: UTF8.self)
             laterOutput.text.withLock { output in
                 output += chunk
                 let excess = output.utf8.count - (1 << 20)
@@ -69,7 +86,7 @@ final class SiblingProcess {
 
     /// Sends `signal` to the process (e.g. SIGUSR1 to ask the mock for a report).
     func send(signal: Int32) {
-        kill(process.processIdentifier, signal)
+        Glibc.kill(process.processIdentifier, signal)
     }
 
     /// The first line of the startup output containing `marker`.
@@ -82,6 +99,13 @@ final class SiblingProcess {
 
     /// Peak resident memory in bytes.
     var peakResidentBytes: Int { processPeakResidentBytes(pid: process.processIdentifier) }
+
+    /// Kills it at once (SIGKILL: no shutdown, no last writes) and waits until it is gone.
+    func kill() {
+        guard process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
 
     /// Stops it gracefully (SIGTERM) and waits for it to exit.
     func stop() {
@@ -102,13 +126,22 @@ func pinned(_ executable: String, _ arguments: [String], to cpus: String?) -> (U
 
 /// Keeps every thread of this process, and those it starts later, on the CPUs `cpus`.
 func pinThisProcess(to cpus: String) throws {
-    let taskset = Process()
-    taskset.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
-    taskset.arguments = ["-a", "-p", "-c", cpus, String(getpid())]
-    taskset.standardOutput = FileHandle.nullDevice
-    try taskset.run()
-    taskset.waitUntilExit()
-    guard taskset.terminationStatus == 0 else { throw LoadError("taskset could not pin touchline-load to CPU \(cpus)") }
+    guard runTool("/usr/bin/taskset", ["-a", "-p", "-c", cpus, String(getpid())]) else {
+        throw LoadError("taskset could not pin touchline-load to CPU \(cpus)")
+    }
+}
+
+/// Runs a system tool (`taskset`, `mount`) to its end with its output dropped; true when it
+/// could be started and exited with status 0.
+func runTool(_ path: String, _ arguments: [String]) -> Bool {
+    let tool = Process()
+    tool.executableURL = URL(fileURLWithPath: path)
+    tool.arguments = arguments
+    tool.standardOutput = FileHandle.nullDevice
+    tool.standardError = FileHandle.nullDevice
+    guard (try? tool.run()) != nil else { return false }
+    tool.waitUntilExit()
+    return tool.terminationStatus == 0
 }
 
 /// Output of a process shared between the pipe's reading thread and the benchmark.

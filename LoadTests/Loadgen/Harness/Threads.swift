@@ -35,3 +35,11 @@ func sleep(untilMonotonic deadline: Int64) {
     var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
     while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil) == EINTR {}
 }
+
+/// A one-way signal for worker threads to finish: set once, read by every thread.
+final class StopFlag: Sendable {
+    private let flag = Atomic(false)
+
+    func set() { flag.store(true, ordering: .releasing) }
+    var isSet: Bool { flag.load(ordering: .acquiring) }
+}

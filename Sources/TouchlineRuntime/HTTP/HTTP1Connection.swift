@@ -151,6 +151,11 @@ final class HTTP1Connection: @unchecked Sendable {
     }
 
     private func headReceived(_ head: HTTPRequestHead) {
+        // The deadline that ran until this head (idle, or head) is over. Forgetting it here makes
+        // the next `updateReadDeadline` arm a fresh one even when the request is answered before
+        // this read is done: otherwise the idle timer of before the request would stay armed.
+        readTimer?.cancel()
+        readDeadline = nil
         guard let method = HTTPMethod(rawValue: head.method), server.configuration.allowedMethods.contains(method) else {
             return refuse(.error(status: 501, error: "method_not_implemented",
                                  message: "the server does not implement \(head.method.prefix(40))"), head: head)

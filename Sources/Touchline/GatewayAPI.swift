@@ -131,28 +131,43 @@ extension GatewayService {
             return
         }
         channel.createWaiters.append(request)
-        if channel.createWaiters.count == 1 && !channel.isAdopting { callCreate(channel) }
+        callCreate(channel)
     }
 
+    /// Asks APNs for the channel, unless a create of it is already under way; when APNs gave an
+    /// id whose save failed, saves that id again instead: a repeated create never makes a
+    /// second APNs channel (the first would leak toward Apple's limit).
     func callCreate(_ channel: GatewayChannel) {
+        guard !channel.createInFlight, !channel.isAdopting else { return }
+        channel.createInFlight = true
+        if let apnsID = channel.unsavedAPNsChannelID { return saveAPNsChannelID(apnsID, of: channel) }
         dispatcher.createChannel(storage: channel.storage) { [self] result in
             switch result {
             case .failure(let error):
+                channel.createInFlight = false
                 let response: HTTPResponse = error.reason == .cannotCreateChannelConfig
                     ? .error(status: 409, error: "channel_limit",
                              message: "APNs refused to create another channel (CannotCreateChannelConfig): the app's channel limit is reached")
                     : .error(status: 502, error: "apns_error", message: "APNs did not create the channel: \(error)")
                 answerWaiters(channel, response)
             case .success(let apnsID):
-                let now = clock.now()
-                store.submit(WriteBatch([.channelCreated(channelID: channel.id, apnsChannelID: apnsID, at: now)])) { [self] stored in
-                    loop.execute { [self] in
-                        if case .failure(let error) = stored {
-                            return answerWaiters(channel, Self.writeFailed(error, saving: "the APNs channel id").response)
-                        }
-                        markCreated(channel, apnsID: apnsID)
-                    }
+                channel.unsavedAPNsChannelID = apnsID
+                saveAPNsChannelID(apnsID, of: channel)
+            }
+        }
+    }
+
+    /// Saves the id APNs gave; when that fails the id is kept for the next attempt (and a
+    /// restart finds the channel `creating` and adopts the APNs channel by reconciliation).
+    private func saveAPNsChannelID(_ apnsID: String, of channel: GatewayChannel) {
+        store.submit(WriteBatch([.channelCreated(channelID: channel.id, apnsChannelID: apnsID, at: clock.now())])) { [self] stored in
+            loop.execute { [self] in
+                channel.createInFlight = false
+                if case .failure(let error) = stored {
+                    return answerWaiters(channel, Self.writeFailed(error, saving: "the APNs channel id").response)
                 }
+                channel.unsavedAPNsChannelID = nil
+                markCreated(channel, apnsID: apnsID)
             }
         }
     }
@@ -202,7 +217,7 @@ extension GatewayService {
 
     private func delete(_ request: HTTPRequest, id: String) throws(HTTPError) {
         let channel = try channel(request, id: id)
-        guard channel.createWaiters.isEmpty && !channel.isAdopting else {
+        guard channel.createWaiters.isEmpty && !channel.isAdopting && !channel.createInFlight else {
             throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is being created at APNs; delete it once that has answered")
         }
         let forget: @Sendable () -> Void = { [self] in
@@ -219,7 +234,8 @@ extension GatewayService {
                 }
             }
         }
-        guard let apnsID = channel.apnsChannelID, !channel.apnsDeleted else { return forget() }
+        // An id APNs gave but the store never took is deleted too, so it does not leak.
+        guard let apnsID = channel.apnsChannelID ?? channel.unsavedAPNsChannelID, !channel.apnsDeleted else { return forget() }
         // Kickoffs into the channel are cancelled and their sends in flight answered first.
         personal.closeKickoffs(into: apnsID) { [self] in
             dispatcher.deleteChannel(apnsID) { result in

@@ -38,6 +38,14 @@ final class GatewayChannel: @unchecked Sendable {
     var deletionTimer: LoopTimer?
     /// A lost create is being matched to an APNs channel (see `reconcileLostCreates`).
     var isAdopting = false
+    /// The APNs create call, or the save of the id it gave, is under way.
+    var createInFlight = false
+    /// The id APNs gave whose save failed: the next create request saves it again rather than
+    /// asking APNs for a second channel.
+    var unsavedAPNsChannelID: String?
+    /// A fire-and-forget save of the state or status failed: it is made again once the store
+    /// takes writes (see `GatewayService.retryFailedSaves`).
+    var needsSave = false
     /// An acknowledged write (events, an end) is in the store. Until it completes the channel's
     /// memory stays as the last commit left it and the engine takes no input, so a failed
     /// commit changes nothing (see `GatewayChannelWrites.swift`).

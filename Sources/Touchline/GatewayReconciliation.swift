@@ -46,6 +46,8 @@ extension GatewayService {
             loop.execute { [self] in
                 channel.isAdopting = false
                 if case .failure(let error) = result {
+                    // Kept, so the next create request saves this id instead of asking for another channel.
+                    channel.unsavedAPNsChannelID = apnsID
                     return log.error("saving the adopted APNs channel \(apnsID) failed", channel: channel.id, error: error)
                 }
                 log.notice("adopted APNs channel \(apnsID) from a create whose answer was lost", channel: channel.id)
@@ -64,7 +66,7 @@ extension GatewayService {
                 }
             }
         }
-        for channel in channels.values where channel.apnsChannelID == nil && !channel.isAdopting && channel.createWaiters.isEmpty {
+        for channel in channels.values where channel.apnsChannelID == nil && !channel.isAdopting && !channel.createInFlight {
             callCreate(channel)
         }
         isReconciling = false

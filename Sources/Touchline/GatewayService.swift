@@ -45,6 +45,10 @@ final class GatewayService: @unchecked Sendable {
     var metrics: GatewayIngestMetrics
     /// The broadcast loop's APNs counters (read there, through `execute`).
     let apnsMetrics: GatewayAPNsMetrics
+    /// Channels whose fire-and-forget save failed, saved again by a timer once the store takes
+    /// writes (see `GatewayChannelSaves.swift`).
+    var channelsNeedingSave: [String: GatewayChannel] = [:]
+    var saveRetryTimer: LoopTimer?
     /// The dashboard's live feed, made by the first `GET /v1/stream`; the HTTP server ends its
     /// streams at shutdown.
     var eventStream: GatewayEventStream?
@@ -134,23 +138,6 @@ final class GatewayService: @unchecked Sendable {
         dispatcher.broadcast(push, on: apnsID) { [self] result in
             guard channels[channel.id] === channel else { return }
             feed(.pushAnswered(sequence: push.sequence, result), to: channel)
-        }
-    }
-
-    /// Writes the channel's state (fire and forget: the store keeps the order of writes).
-    func save(_ channel: GatewayChannel) {
-        store.submit(WriteBatch([.updateState(channel.stateUpdate(at: clock.now()))])) { [log] result in
-            if case .failure(let error) = result { log.error("saving the channel failed", channel: channel.id, error: error) }
-        }
-    }
-
-    /// Writes the status when it changed since the last write.
-    func saveStatus(of channel: GatewayChannel) {
-        let status = channel.status
-        guard status != channel.persistedStatus, status != .creating else { return }
-        channel.persistedStatus = status
-        store.submit(WriteBatch([.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now())])) { [log] result in
-            if case .failure(let error) = result { log.error("saving the channel status failed", channel: channel.id, error: error) }
         }
     }
 

@@ -1,0 +1,67 @@
+import Foundation
+import MockAPNs
+import Testing
+import Touchline
+import TouchlineCore
+
+/// What the disk failing in the middle of a channel's life must not leave behind: an APNs
+/// channel nobody accounts for, or a channel that comes back from a restart as it was before
+/// the failure (both found by the soak scenario).
+@Suite("Gateway store failure recovery")
+struct GatewayStoreFailureRecoveryTests {
+    /// APNs created the channel, but saving its id failed: the provider's repeat saves that id
+    /// instead of asking APNs for a second channel.
+    @Test func aCreateWhoseIDCouldNotBeSavedIsNotCreatedTwice() async throws {
+        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(600) }
+        let fault = apns.directory + "/disk-full"
+        let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data", storeFaultFile: fault)
+        defer { Task { await fixture.shutDown(); await apns.shutDown() } }
+        let api = fixture.admin
+        let body = #"{"id": "c1", "storagePolicy": "no-storage"}"#
+        async let first = Task.detached { try api.request("POST", "/v1/channels", json: body) }.value
+        try await Task.sleep(for: .milliseconds(300))
+        FileManager.default.createFile(atPath: fault, contents: Data())
+        let refused = try await first
+        #expect(refused.status == 503 && refused.errorCode == "store_unavailable", "\(refused.text)")
+        #expect(apns.mock.channels().count == 1, "APNs holds the channel whose id was not saved")
+        try FileManager.default.removeItem(atPath: fault)
+        try await eventually("the store to recover", timeout: .seconds(5)) {
+            (try? api.request("GET", "/readyz", key: .some(nil)).status) == 200
+        }
+        let repeated = try api.request("POST", "/v1/channels", json: body)
+        #expect(repeated.status == 201, "\(repeated.text)")
+        let apnsIDs = Set(apns.mock.channels().keys)
+        #expect(apnsIDs.count == 1 && repeated.json?.string("apnsChannelId").map(apnsIDs.contains) == true,
+                "a second APNs channel was created: \(apnsIDs)")
+    }
+
+    /// A channel ended and deleted while the disk was full is saved again once the disk
+    /// recovers, so a restart finds it deleted (not back in its last committed state).
+    @Test func savesThatFailedOnAFullDiskAreMadeAgain() async throws {
+        let apns = try MockAPNsFixture()
+        let fault = apns.directory + "/disk-full"
+        let data = apns.directory + "/data"
+        let first = try GatewayFixture(apns: apns.gatewaySettings, directory: data, storeFaultFile: fault)
+        let api = first.admin
+        let created = try api.request("POST", "/v1/channels", json: #"{"id": "e1", "storagePolicy": "no-storage", "policy": {"endGracePeriodSeconds": 1}}"#)
+        let apnsID = try #require(created.json?.string("apnsChannelId"))
+        #expect(try api.request("POST", "/v1/channels/e1/end").status == 202)
+        FileManager.default.createFile(atPath: fault, contents: Data())
+        try await eventually("the channel deleted at APNs", timeout: .seconds(10)) { apns.mock.channels()[apnsID] == nil }
+        try await eventually("the channel shown deleted") { (try? api.request("GET", "/v1/channels/e1").json?.string("status")) == "deleted" }
+        try FileManager.default.removeItem(atPath: fault)
+        try await eventually("the store to recover", timeout: .seconds(5)) {
+            (try? api.request("GET", "/readyz", key: .some(nil)).status) == 200
+        }
+        // The failed saves are made again about a second later.
+        try await Task.sleep(for: .milliseconds(2_500))
+        await first.shutDown(removingData: false)
+
+        let second = try GatewayFixture(apns: apns.gatewaySettings, directory: data)
+        defer { Task { await second.shutDown(); await apns.shutDown() } }
+        #expect(try second.admin.request("GET", "/v1/channels/e1").json?.string("status") == "deleted")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!apns.mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.status == 400 },
+                "the restarted gateway sent to the deleted channel")
+    }
+}

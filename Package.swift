@@ -10,9 +10,13 @@ import PackageDescription
 /// - `TouchlineStore`: channels and the event log behind small protocols, on SQLite with group commit;
 /// - `HTTP2`: nghttp2 client and server sessions on top of the runtime;
 /// - `APNs`: provider tokens, typed APNs requests and errors, connection pools;
-/// - `touchline`: the command-line entry point;
-/// - `LoadTests/`: the strict mock APNs server, the load generator and `LoadKit`, its pure parts
-///   (histograms, process sampling, match-day schedules, reports).
+/// - `Touchline`: the gateway (provider API, channels, personal queue), on the modules above;
+/// - `APNsMock`: the strict mock APNs server (a test server as a product of its own), which the
+///   gateway starts in development mode; `Measurements`: the arrival histograms it shares with
+///   the load tools;
+/// - `touchline`, `touchline-mock-apns`: the command-line entry points;
+/// - `LoadTests/`: the load generator and `LoadKit`, its pure parts (process sampling, match-day
+///   schedules, reports), which the production binary never links (`ProductGraphTests`).
 let package = Package(
     name: "Touchline",
     platforms: [.macOS(.v15)],
@@ -20,6 +24,11 @@ let package = Package(
         .executable(name: "touchline", targets: ["touchline"]),
         .executable(name: "touchline-mock-apns", targets: ["touchline-mock-apns"]),
         .executable(name: "touchline-load", targets: ["touchline-load"]),
+        // The reusable parts, for other Swift projects: the pure core (engine, policies, payloads),
+        // the APNs client with its HTTP/2 transport, and the strict mock APNs to test against.
+        .library(name: "TouchlineCore", targets: ["TouchlineCore"]),
+        .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "APNsMock", targets: ["APNsMock"]),
     ],
     targets: [
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
@@ -33,14 +42,14 @@ let package = Package(
         .target(name: "TouchlineStore", dependencies: ["TouchlineCore", "TouchlineRuntime", "CSQLite"]),
         .target(name: "HTTP2", dependencies: ["TouchlineCore", "TouchlineRuntime", "CNGHTTP2", "CShims"]),
         .target(name: "APNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
-        .target(name: "Touchline", dependencies: ["TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs", "MockAPNs"]),
-        .executableTarget(name: "touchline", dependencies: ["Touchline", "APNs", "MockAPNs", "TouchlineRuntime"]),
+        .target(name: "Touchline", dependencies: ["TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs", "APNsMock"]),
+        .executableTarget(name: "touchline", dependencies: ["Touchline", "APNs", "APNsMock", "TouchlineRuntime"]),
+        .target(name: "Measurements"),
+        .target(name: "APNsMock", dependencies: ["Measurements", "TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
+        .executableTarget(name: "touchline-mock-apns", dependencies: ["APNsMock"]),
 
-        .target(name: "LoadKit", dependencies: ["TouchlineCore"], path: "LoadTests/LoadKit"),
-        .target(name: "MockAPNs", dependencies: ["LoadKit", "TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"],
-                path: "LoadTests/MockAPNs"),
-        .executableTarget(name: "touchline-mock-apns", dependencies: ["MockAPNs"], path: "LoadTests/MockAPNsServer"),
-        .executableTarget(name: "touchline-load", dependencies: ["APNs", "LoadKit", "MockAPNs", "Touchline", "TouchlineRuntime"],
+        .target(name: "LoadKit", dependencies: ["Measurements", "TouchlineCore"], path: "LoadTests/LoadKit"),
+        .executableTarget(name: "touchline-load", dependencies: ["APNs", "APNsMock", "LoadKit", "Measurements", "Touchline", "TouchlineRuntime"],
                           path: "LoadTests/Loadgen"),
         // libFuzzer targets (`make fuzz`); the ordinary build replays their stored inputs.
         .executableTarget(name: "touchline-fuzz", dependencies: ["TouchlineCore", "TouchlineRuntime", "Touchline"], path: "Fuzz",
@@ -51,13 +60,14 @@ let package = Package(
         .testTarget(name: "TouchlineStoreTests", dependencies: ["TouchlineStore", "TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims"]),
-        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "HTTP2", "TouchlineRuntime", "TouchlineCore"]),
+        .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "Measurements", "HTTP2", "TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "TouchlineHTTPTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "DeployTests"),
-        .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
-        .testTarget(name: "LoadScenarioTests", dependencies: ["LoadKit"]),
+        .testTarget(name: "MeasurementsTests", dependencies: ["Measurements"]),
+        .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
+        .testTarget(name: "LoadScenarioTests", dependencies: ["LoadKit", "Measurements"]),
         .testTarget(name: "FuzzCorpusTests"),
-        .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineStore", "APNs", "HTTP2", "MockAPNs", "TouchlineRuntime", "TouchlineCore"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

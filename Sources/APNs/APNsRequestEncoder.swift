@@ -1,5 +1,5 @@
-import TouchlineCore
 import HTTP2
+import TouchlineCore
 
 /// Turns typed APNs requests into ``HTTP2Request``s for one app in one environment.
 ///

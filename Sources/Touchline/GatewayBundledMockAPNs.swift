@@ -1,5 +1,5 @@
+import APNsMock
 import Foundation
-import MockAPNs
 
 /// The mock APNs the gateway starts in-process when no Apple credentials are configured, so a
 /// new user sees pushes happen without an Apple account.

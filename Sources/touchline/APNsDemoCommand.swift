@@ -1,6 +1,6 @@
 import APNs
+import APNsMock
 import Foundation
-import MockAPNs
 import TouchlineCore
 import TouchlineRuntime
 

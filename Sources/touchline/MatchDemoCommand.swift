@@ -1,5 +1,5 @@
+import APNsMock
 import Foundation
-import MockAPNs
 import Touchline
 
 /// `touchline demo`: the gateway on its embedded defaults (SQLite in a temporary directory, the

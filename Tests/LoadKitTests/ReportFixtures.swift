@@ -1,5 +1,6 @@
 import Foundation
 import LoadKit
+import Measurements
 
 /// Reports built by hand for the report tests: one passing scenario with every kind of figure,
 /// one failing scenario, and helpers for scenarios with chosen series.

@@ -1,4 +1,5 @@
 import LoadKit
+import Measurements
 import Testing
 
 @Suite struct TimeSeriesJoiningTests {

@@ -1,5 +1,5 @@
+import APNsMock
 import Foundation
-import MockAPNs
 import Testing
 
 /// `touchline serve` at its open-file limit: it stops accepting for a while instead of retrying

@@ -1,5 +1,5 @@
+import APNsMock
 import Foundation
-import MockAPNs
 import Testing
 import Touchline
 import TouchlineCore

@@ -1,5 +1,5 @@
+import APNsMock
 import Foundation
-import MockAPNs
 import Testing
 
 /// `touchline health`, the container health check: 0 for a live gateway's `/healthz`, 1 with

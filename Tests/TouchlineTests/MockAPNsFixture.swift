@@ -1,7 +1,7 @@
 import APNs
+import APNsMock
 import Foundation
 import HTTP2
-import MockAPNs
 import TouchlineCore
 import TouchlineRuntime
 

@@ -1,4 +1,5 @@
 import Foundation
+import Measurements
 import Synchronization
 
 /// What one process used while a ``ProcessMonitor`` watched it.

@@ -1,3 +1,5 @@
+import Measurements
+
 extension TimeSeries {
     /// Series of phases measured one after another, on one time axis: each part's values are
     /// placed from its offset (seconds from the start of the first phase, rounded to whole

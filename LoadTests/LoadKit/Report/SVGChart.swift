@@ -1,3 +1,5 @@
+import Measurements
+
 /// A scenario's figures over time as one self-contained SVG: throughput series (per second) in
 /// an upper panel and latency series (milliseconds) in a lower one, sharing a time axis in
 /// seconds. A panel without series is left out; resource series are not drawn.

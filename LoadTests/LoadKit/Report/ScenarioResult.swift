@@ -1,3 +1,5 @@
+import Measurements
+
 /// What one scenario of a load run measured, in the shapes the report renders.
 ///
 /// Scenarios fill in what they have and leave the rest empty: the summary and the chart leave

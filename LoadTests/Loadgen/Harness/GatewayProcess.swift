@@ -1,5 +1,5 @@
+import APNsMock
 import Foundation
-import MockAPNs
 
 /// `touchline serve` running as a separate process, so that the load generator and the gateway
 /// do not share threads and the gateway's CPU time can be read on its own.

@@ -1,7 +1,7 @@
 import APNs
+import APNsMock
 import Foundation
 import LoadKit
-import MockAPNs
 import TouchlineCore
 
 /// The processes of one scenario, started fresh for it: the mock APNs, the gateway

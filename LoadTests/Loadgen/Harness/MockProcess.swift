@@ -1,6 +1,7 @@
+import APNsMock
 import Foundation
 import LoadKit
-import MockAPNs
+import Measurements
 
 /// `touchline-mock-apns` running as a separate process, so that benchmarks measure the client
 /// and the server on their own threads and CPU accounting stays per process.

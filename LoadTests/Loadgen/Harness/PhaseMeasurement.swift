@@ -1,5 +1,6 @@
 import Foundation
 import LoadKit
+import Measurements
 
 /// Measures one phase of a scenario: CPU and memory of every process of the stage, sampled
 /// from /proc, and what the mock saw arrive (its arrival report starts a new period when the

@@ -1,5 +1,5 @@
+import APNsMock
 import Foundation
-import MockAPNs
 
 /// `touchline serve` that can be killed with SIGKILL and started again on the same data, at the
 /// same address, as a supervisor (systemd, Kubernetes) restarts a crashed gateway: providers

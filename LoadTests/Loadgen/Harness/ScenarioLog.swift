@@ -1,5 +1,6 @@
 import Foundation
 import LoadKit
+import Measurements
 
 /// Progress lines of a scenario, printed at once (also into a pipe or file) so a long run shows
 /// where it is.

@@ -1,4 +1,5 @@
 import LoadKit
+import Measurements
 
 /// The phases of a scenario on one time axis, for its chart: pushes arriving at the mock per
 /// second (device and broadcast), the broadcasts' ingest→APNs p50 and p99 per second, and each

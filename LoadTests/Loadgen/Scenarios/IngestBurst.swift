@@ -1,5 +1,6 @@
 import Foundation
 import LoadKit
+import Measurements
 import Synchronization
 import TouchlineCore
 

@@ -1,5 +1,6 @@
 import Foundation
 import LoadKit
+import Measurements
 import Touchline
 
 /// `kickoff-storm`: push-to-start to M tokens at kickoff (`POST /v1/channels/{id}/start`) while

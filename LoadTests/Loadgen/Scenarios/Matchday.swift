@@ -1,5 +1,6 @@
 import Foundation
 import LoadKit
+import Measurements
 
 /// `matchday`: N concurrent matches played in real time (``MatchdaySchedule``): what a busy
 /// Saturday looks like to the gateway.

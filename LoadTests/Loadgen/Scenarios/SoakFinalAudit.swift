@@ -1,6 +1,6 @@
+import APNsMock
 import Foundation
 import LoadKit
-import MockAPNs
 import TouchlineCore
 
 /// The soak's last checks, after the load stopped and the last restart is long past: every

@@ -1,6 +1,6 @@
+import APNsMock
 import Foundation
 import LoadKit
-import MockAPNs
 import Synchronization
 
 /// Personal jobs started through the run, one every `interval` seconds, each to an audience of

@@ -1,5 +1,6 @@
 import Foundation
 import LoadKit
+import Measurements
 
 /// The soak's figures and checks, as the report shows them and as the run prints them. Its
 /// checks are in `SoakReportChecks.swift`, its tables in `SoakReportTables.swift`.

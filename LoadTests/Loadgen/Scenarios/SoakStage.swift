@@ -1,6 +1,6 @@
+import APNsMock
 import Foundation
 import LoadKit
-import MockAPNs
 
 /// What a soak run plays against: the mock APNs, the gateway's disk and the gateway.
 ///

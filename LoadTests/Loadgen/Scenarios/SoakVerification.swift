@@ -1,6 +1,6 @@
+import APNsMock
 import Foundation
 import LoadKit
-import MockAPNs
 import TouchlineCore
 
 /// The figures of one check of the soak: after a restart, after the disk episode, at the end.

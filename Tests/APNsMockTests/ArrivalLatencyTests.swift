@@ -1,5 +1,5 @@
-import LoadKit
-@testable import MockAPNs
+@testable import APNsMock
+import Measurements
 import Testing
 import TouchlineCore
 

@@ -1,4 +1,4 @@
-import LoadKit
+import Measurements
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
+import APNsMock
 import Foundation
-import MockAPNs
 import TouchlineCore
 
 /// Key material shared by all tests of this process: generated once with the `openssl` command.

@@ -1,5 +1,5 @@
 import Foundation
-import LoadKit
+import Measurements
 import Testing
 
 @Suite struct LatencyTimelineTests {

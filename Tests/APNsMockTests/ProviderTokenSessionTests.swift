@@ -1,4 +1,4 @@
-@testable import MockAPNs
+@testable import APNsMock
 import Testing
 import TouchlineCore
 

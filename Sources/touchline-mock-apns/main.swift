@@ -1,5 +1,5 @@
+import APNsMock
 import Foundation
-import MockAPNs
 
 /// `touchline-mock-apns`: runs the strict mock APNs server until SIGINT or SIGTERM.
 

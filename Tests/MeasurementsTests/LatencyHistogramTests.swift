@@ -1,5 +1,5 @@
 import Foundation
-@testable import LoadKit
+@testable import Measurements
 import Testing
 
 @Suite struct LatencyHistogramTests {

@@ -1,4 +1,4 @@
-import LoadKit
+import Measurements
 import Synchronization
 import TouchlineRuntime
 

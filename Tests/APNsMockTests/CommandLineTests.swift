@@ -1,4 +1,4 @@
-import MockAPNs
+import APNsMock
 import Testing
 
 @Suite struct CommandLineTests {

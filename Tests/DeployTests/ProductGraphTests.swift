@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+/// The production binary carries no test tooling: `touchline` reaches the mock APNs it starts in
+/// development mode (and the arrival histograms the mock keeps), never `LoadKit`'s report writers,
+/// process samplers and match-day schedules. Read from the package's own description, so a new
+/// dependency edge anywhere in the graph is caught, and from the linked binary's symbols.
+@Suite struct ProductGraphTests {
+    /// The package as `swift package describe` sees it: module name → its target and product
+    /// dependencies, and the names of the library products.
+    static func describePackage() throws -> (graph: [String: [String]], libraries: Set<String>) {
+        // A scratch path of its own: the test runs while `swift test` holds the package's `.build`.
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("touchline-describe-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let (status, output) = try DeployTool.run("swift", ["package", "--scratch-path", scratch, "describe", "--type", "json"])
+        try #require(status == 0, "swift package describe failed: \(output)")
+        let start = try #require(output.firstIndex(of: "{"), "no JSON in: \(output)")
+        let document = try JSONSerialization.jsonObject(with: Data(output[start...].utf8)) as? [String: Any]
+        let targets = try #require(document?["targets"] as? [[String: Any]])
+        var graph: [String: [String]] = [:]
+        for target in targets {
+            guard let name = target["name"] as? String else { continue }
+            graph[name] = (target["target_dependencies"] as? [String] ?? []) + (target["product_dependencies"] as? [String] ?? [])
+        }
+        let products = try #require(document?["products"] as? [[String: Any]])
+        let libraries = products.filter { ($0["type"] as? [String: Any])?["library"] != nil }.compactMap { $0["name"] as? String }
+        return (graph, Set(libraries))
+    }
+
+    /// Every module `root` depends on, directly or not.
+    static func closure(of root: String, in graph: [String: [String]]) -> Set<String> {
+        var seen: Set<String> = []
+        var pending = graph[root] ?? []
+        while let next = pending.popLast() {
+            guard seen.insert(next).inserted else { continue }
+            pending += graph[next] ?? []
+        }
+        return seen
+    }
+
+    @Test func theGatewayExecutableDoesNotDependOnLoadKit() throws {
+        let graph = try Self.describePackage().graph
+        let gateway = Self.closure(of: "touchline", in: graph)
+        #expect(gateway.contains("Touchline") && gateway.contains("APNsMock"), "\(gateway.sorted())")
+        #expect(!gateway.contains("LoadKit"), "touchline reaches LoadKit: \(gateway.sorted())")
+        #expect(!gateway.contains("touchline-load"))
+        // The same walk finds LoadKit where it belongs, so the check above can fail.
+        #expect(Self.closure(of: "touchline-load", in: graph).contains("LoadKit"))
+        // The mock is usable on its own, without the load tools.
+        #expect(!Self.closure(of: "APNsMock", in: graph).contains("LoadKit"))
+    }
+
+    @Test func theReusablePartsAreLibraryProducts() throws {
+        let libraries = try Self.describePackage().libraries
+        #expect(libraries.isSuperset(of: ["TouchlineCore", "APNs", "APNsMock"]), "library products: \(libraries.sorted())")
+    }
+
+    @Test func theLinkedGatewayHoldsNoLoadKitSymbols() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: DeployTool.touchline), "build the touchline executable first")
+        guard DeployTool.exists("nm") else { return }
+        let (status, symbols) = try DeployTool.run("nm", [DeployTool.touchline])
+        try #require(status == 0, "nm failed: \(symbols.prefix(200))")
+        // Swift mangles a module name into each symbol as its length and name: `7LoadKit`.
+        #expect(symbols.contains("8APNsMock"), "nm output does not look like the gateway's symbols")
+        #expect(!symbols.contains("7LoadKit"), "the touchline binary links LoadKit code")
+    }
+}

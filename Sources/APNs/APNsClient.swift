@@ -28,6 +28,7 @@ public final class APNsClient: @unchecked Sendable {
     public let encoder: APNsRequestEncoder
     public let providerToken: ProviderToken
     private let pushSender: any HTTP2RequestSender
+    private let broadcastSender: any HTTP2RequestSender
     private let managementSender: any HTTP2RequestSender
     /// Told of every request's end (an answer or a transport failure) with how long it took:
     /// the hook for metrics. Set and called on ``loop``.
@@ -47,11 +48,13 @@ public final class APNsClient: @unchecked Sendable {
     /// Requests held until the provider token may be renewed (a gauge for metrics). Loop only.
     public var heldRequestCount: Int { held.count }
 
+    /// - Parameter broadcastSender: where broadcasts go; nil: `pushSender` (the same host).
     public init(encoder: APNsRequestEncoder, providerToken: ProviderToken, pushSender: any HTTP2RequestSender,
-                managementSender: any HTTP2RequestSender, loop: EventLoop) {
+                broadcastSender: (any HTTP2RequestSender)? = nil, managementSender: any HTTP2RequestSender, loop: EventLoop) {
         self.encoder = encoder
         self.providerToken = providerToken
         self.pushSender = pushSender
+        self.broadcastSender = broadcastSender ?? pushSender
         self.managementSender = managementSender
         self.loop = loop
     }
@@ -59,9 +62,12 @@ public final class APNsClient: @unchecked Sendable {
     /// A client for `configuration`'s bundle id and environment; the token is shared and made
     /// once per process (``ProviderToken/init(configuration:clock:)``).
     public convenience init(configuration: APNsConfiguration, providerToken: ProviderToken, pushSender: any HTTP2RequestSender,
-                            managementSender: any HTTP2RequestSender, loop: EventLoop) throws(APNsConfigurationError) {
-        self.init(encoder: try APNsRequestEncoder(bundleID: configuration.bundleID, environment: configuration.environment),
-                  providerToken: providerToken, pushSender: pushSender, managementSender: managementSender, loop: loop)
+                            broadcastSender: (any HTTP2RequestSender)? = nil, managementSender: any HTTP2RequestSender,
+                            loop: EventLoop) throws(APNsConfigurationError) {
+        self.init(encoder: try APNsRequestEncoder(bundleID: configuration.bundleID, environment: configuration.environment,
+                                                  broadcastEndpoint: configuration.broadcastHost),
+                  providerToken: providerToken, pushSender: pushSender, broadcastSender: broadcastSender,
+                  managementSender: managementSender, loop: loop)
     }
 
     /// Sends one Live Activity push to one device token.
@@ -146,7 +152,11 @@ public final class APNsClient: @unchecked Sendable {
         }
         var request = unsigned
         request.headers.add("authorization", bearer, indexed: true)
-        let sender = endpoint == .channelManagement ? managementSender : pushSender
+        let sender = switch endpoint {
+        case .channelManagement: managementSender
+        case .broadcast: broadcastSender
+        case .device: pushSender
+        }
         let started = ContinuousClock.now
         sender.send(request) { [self] result in
             let error: APNsError

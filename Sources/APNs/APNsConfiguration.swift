@@ -17,13 +17,19 @@ public struct APNsConfiguration: Sendable, Equatable {
     public var bundleID: String
     /// Production, sandbox, or a custom server (tests and load runs).
     public var environment: APNsEnvironment
+    /// Where broadcasts go when not to the environment's push host. Apple's broadcast guide names
+    /// `api.push.apple.com` in its prose and `api-broadcast.push.apple.com` in its examples, so
+    /// operators can follow whichever Apple confirms without a rebuild. nil: the push host.
+    public var broadcastHost: APNsEndpoint?
     /// How long one provider token is reused before a new one is signed. APNs rejects tokens older
     /// than 60 minutes and throttles new tokens more often than every 20, so it must lie in
     /// ``ProviderToken/allowedRefreshIntervals``; 50 minutes leaves room for clock drift.
     public var tokenRefreshInterval: Duration
 
     public init(keyPath: String, keyID: String, teamID: String, bundleID: String,
-                environment: APNsEnvironment, tokenRefreshInterval: Duration = ProviderToken.defaultRefreshInterval) {
+                environment: APNsEnvironment, broadcastHost: APNsEndpoint? = nil,
+                tokenRefreshInterval: Duration = ProviderToken.defaultRefreshInterval) {
+        self.broadcastHost = broadcastHost
         self.keyPath = keyPath
         self.keyID = keyID
         self.teamID = teamID
@@ -31,6 +37,9 @@ public struct APNsConfiguration: Sendable, Equatable {
         self.environment = environment
         self.tokenRefreshInterval = tokenRefreshInterval
     }
+
+    /// Where broadcast publishes go: ``broadcastHost``, or the environment's push host.
+    public var broadcastEndpoint: APNsEndpoint { broadcastHost ?? environment.pushEndpoint }
 }
 
 /// A configuration problem found at start-up (or, for ``signingFailed(_:)``, when signing).

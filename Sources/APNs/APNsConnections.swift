@@ -2,8 +2,12 @@ import HTTP2
 import TouchlineCore
 import TouchlineRuntime
 
-/// An ``APNsClient`` with its own connection pools, one per host (push, channel management),
-/// all on one loop.
+/// An ``APNsClient`` with its own connection pools, one per kind of request (device pushes,
+/// broadcasts, channel management), all on one loop. A pool connects on first use, so a
+/// purpose that never sends one kind never opens its connections.
+///
+/// Broadcasts have a pool of their own even on the same host as device pushes, so
+/// `apns.broadcastHost` can move them to another host without touching anything else.
 ///
 /// Each purpose (broadcast, personal pushes) gets its own `APNsConnections`, so their
 /// connections, stream limits and queues never mix: a million-token backlog on the personal
@@ -11,7 +15,7 @@ import TouchlineRuntime
 public final class APNsConnections: Sendable {
     /// How the pools are sized and how TLS is set up.
     public struct Options: Sendable {
-        /// Connections to the push host (device pushes and broadcasts).
+        /// Connections to the push host for device pushes, and to the broadcast host for broadcasts.
         public var pushConnections: Int
         /// Connections to the channel-management host (low volume).
         public var managementConnections: Int
@@ -46,10 +50,11 @@ public final class APNsConnections: Sendable {
                                                                           maxQueuedRequests: options.maxQueuedRequests))
             }
             let push = pool(configuration.environment.pushEndpoint, options.pushConnections)
+            let broadcast = pool(configuration.broadcastEndpoint, options.pushConnections)
             let management = pool(configuration.environment.managementEndpoint, options.managementConnections)
             let client = try APNsClient(configuration: configuration, providerToken: providerToken,
-                                        pushSender: push, managementSender: management, loop: loop)
-            return UncheckedResult((client, [push, management]))
+                                        pushSender: push, broadcastSender: broadcast, managementSender: management, loop: loop)
+            return UncheckedResult((client, [push, broadcast, management]))
         }
         let (client, pools) = (loop.inEventLoop ? try build() : try loop.sync(build)).value
         self.loop = loop
@@ -57,7 +62,12 @@ public final class APNsConnections: Sendable {
         self.pools = pools
     }
 
-    /// Connection and queue figures of the push pool (index 0) and the management pool (index 1). Loop only.
+    /// Which pool ``poolStats`` lists where.
+    public enum Pool: Int, CaseIterable, Sendable {
+        case device, broadcast, management
+    }
+
+    /// Connection and queue figures of each ``Pool``, in its order. Loop only.
     public var poolStats: [HTTP2ConnectionPool.Stats] { pools.map(\.stats) }
 
     /// Closes every connection gracefully and returns when they are closed: queued requests (and

@@ -14,6 +14,8 @@ import TouchlineCore
 public final class APNsRequestEncoder: Sendable {
     public let bundleID: String
     public let environment: APNsEnvironment
+    /// Where broadcasts go (their `:authority`): the push host unless configured otherwise.
+    public let broadcastEndpoint: APNsEndpoint
 
     private let deviceTemplate: HeaderTemplate
     private let broadcastTemplate: HeaderTemplate
@@ -28,10 +30,11 @@ public final class APNsRequestEncoder: Sendable {
     /// The suffix Live Activity device pushes need on `apns-topic`.
     public static let liveActivityTopicSuffix = ".push-type.liveactivity"
 
-    public init(bundleID: String, environment: APNsEnvironment) throws(APNsConfigurationError) {
+    public init(bundleID: String, environment: APNsEnvironment, broadcastEndpoint: APNsEndpoint? = nil) throws(APNsConfigurationError) {
         try Self.validate(bundleID: bundleID)
         self.bundleID = bundleID
         self.environment = environment
+        self.broadcastEndpoint = broadcastEndpoint ?? environment.pushEndpoint
         let push = environment.pushEndpoint.authority
         let manage = environment.managementEndpoint.authority
         let json = HTTP2Header("content-type", "application/json")
@@ -39,7 +42,7 @@ public final class APNsRequestEncoder: Sendable {
         deviceTemplate = HeaderTemplate(method: .post, authority: push, headers: [
             liveActivity, HTTP2Header("apns-topic", bundleID + Self.liveActivityTopicSuffix), json,
         ])
-        broadcastTemplate = HeaderTemplate(method: .post, authority: push, headers: [liveActivity, json])
+        broadcastTemplate = HeaderTemplate(method: .post, authority: self.broadcastEndpoint.authority, headers: [liveActivity, json])
         createChannelTemplate = HeaderTemplate(method: .post, authority: manage, headers: [json])
         readChannelTemplate = HeaderTemplate(method: .get, authority: manage)
         deleteChannelTemplate = HeaderTemplate(method: .delete, authority: manage)

@@ -69,10 +69,15 @@ public final class Gateway: Sendable {
         }
         var mock: MockAPNsServer?
         let settings: GatewayConfiguration.APNsSettings
-        if let configured = configuration.apns {
+        switch (configuration.apnsMode, configuration.apns) {
+        case (.apple, let configured?):
             settings = configured
-        } else {
+        case (.apple, nil):
+            throw GatewayError.startup(GatewayConfiguration.missingCredentials)
+        case (.mock, nil):
             (mock, settings) = try GatewayBundledMockAPNs.start(dataDirectory: directory)
+        case (.mock, _?):
+            throw GatewayError.startup("APNs credentials are set but development mode sends to the bundled mock APNs: remove one of them")
         }
         do {
             let started = try start(settings: settings, mock: mock)
@@ -86,7 +91,7 @@ public final class Gateway: Sendable {
 
     private func start(settings: GatewayConfiguration.APNsSettings, mock: MockAPNsServer?) throws -> Running {
         let apns = APNsConfiguration(keyPath: settings.keyPath, keyID: settings.keyID, teamID: settings.teamID,
-                                     bundleID: settings.bundleID, environment: settings.environment)
+                                     bundleID: settings.bundleID, environment: settings.environment, broadcastHost: settings.broadcastHost)
         let token = try ProviderToken(configuration: apns, clock: clock, log: self.log.named("apns"))
         let channelsPath = configuration.dataDirectory + "/touchline.sqlite"
         let personalPath = configuration.dataDirectory + "/personal.sqlite"

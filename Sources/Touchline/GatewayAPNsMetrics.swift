@@ -11,6 +11,8 @@ import TouchlineCore
 final class GatewayAPNsMetrics: @unchecked Sendable {
     /// The `pool` label of the push pool's series (`broadcast` or `personal`).
     let pushPool: String
+    /// Which of the connections' pools carries those pushes: broadcasts or device pushes.
+    let pushPoolKind: APNsConnections.Pool
     /// The `pool` label of the management pool, or nil when that pool is not used (personal).
     let managementPool: String?
     private let connections: APNsConnections
@@ -18,9 +20,10 @@ final class GatewayAPNsMetrics: @unchecked Sendable {
     private var responseTimes: [String: Histogram] = [:]
 
     /// Installs the observer on the connections' loop, ahead of any request handed to it later.
-    init(connections: APNsConnections, pushPool: String, managementPool: String?) {
+    init(connections: APNsConnections, pushPool: String, kind: APNsConnections.Pool, managementPool: String?) {
         self.connections = connections
         self.pushPool = pushPool
+        pushPoolKind = kind
         self.managementPool = managementPool
         connections.loop.execute { [self] in connections.client.exchangeObserver = { [self] in record($0) } }
     }
@@ -39,8 +42,8 @@ final class GatewayAPNsMetrics: @unchecked Sendable {
     /// The figures now (on the connections' loop).
     func snapshot() -> GatewayAPNsSnapshot {
         let stats = connections.poolStats
-        var pools = [GatewayAPNsSnapshot.Pool(name: pushPool, stats: stats[0])]
-        if let managementPool { pools.append(.init(name: managementPool, stats: stats[1])) }
+        var pools = [GatewayAPNsSnapshot.Pool(name: pushPool, stats: stats[pushPoolKind.rawValue])]
+        if let managementPool { pools.append(.init(name: managementPool, stats: stats[APNsConnections.Pool.management.rawValue])) }
         let token = connections.client.providerToken
         return GatewayAPNsSnapshot(responses: responses, responseTimes: responseTimes, pools: pools,
                                    providerTokenIssuedAt: token.issuedAt, providerTokenStatistics: token.statistics,

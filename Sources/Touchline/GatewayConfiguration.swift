@@ -8,7 +8,11 @@ import TouchlineRuntime
 /// environment variables, command-line flags (see `load(arguments:environment:readFile:)`).
 /// `validate()` reports every problem found, one line each.
 public struct GatewayConfiguration: Sendable, Equatable {
-    /// APNs credentials; nil = no Apple credentials: the gateway starts the bundled mock APNs.
+    /// Where pushes go. `.apple` (the default) needs ``apns``: a gateway without credentials
+    /// refuses to start rather than come up ready and push to nothing. `.mock` is development
+    /// mode: the bundled mock APNs, started in-process, and a generated admin key if none is set.
+    public var apnsMode: APNsMode
+    /// Apple credentials and endpoints; set exactly when ``apnsMode`` is `.apple`.
     public var apns: APNsSettings?
     /// Where the provider API listens (numeric address).
     public var listenHost: String
@@ -36,6 +40,12 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// process where no small filesystem can be mounted.
     public var storeFaultFile: String?
 
+    /// Apple's servers, or the bundled mock (development mode).
+    public enum APNsMode: String, Sendable, Equatable {
+        case apple
+        case mock
+    }
+
     /// Apple credentials and endpoint.
     public struct APNsSettings: Sendable, Equatable {
         /// Path of the `.p8` signing key.
@@ -50,8 +60,13 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var environment: APNsEnvironment
         /// Trust this CA file instead of the system bundle (custom environments).
         public var caFile: String?
+        /// Where broadcasts go, when not to the environment's push host (`apns.broadcastHost`):
+        /// Apple's prose names the push host, its examples an `api-broadcast` host.
+        public var broadcastHost: APNsEndpoint?
 
-        public init(keyPath: String, keyID: String, teamID: String, bundleID: String, environment: APNsEnvironment, caFile: String? = nil) {
+        public init(keyPath: String, keyID: String, teamID: String, bundleID: String, environment: APNsEnvironment, caFile: String? = nil,
+                    broadcastHost: APNsEndpoint? = nil) {
+            self.broadcastHost = broadcastHost
             self.keyPath = keyPath
             self.keyID = keyID
             self.teamID = teamID
@@ -78,11 +93,12 @@ public struct GatewayConfiguration: Sendable, Equatable {
         }
     }
 
-    public init(apns: APNsSettings? = nil, listenHost: String = "127.0.0.1", listenPort: Int = 8080,
+    public init(apnsMode: APNsMode = .apple, apns: APNsSettings? = nil, listenHost: String = "127.0.0.1", listenPort: Int = 8080,
                 dataDirectory: String = "./touchline-data", apiKeys: [APIKey] = [], defaultPolicy: ChannelPolicy = .default,
                 maxBodyBytes: Int = 1 << 20, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
                 logLevel: LogLevel = .info, metrics: MetricsSettings = MetricsSettings(),
                 http: HTTPConnectionLimits = HTTPConnectionLimits()) {
+        self.apnsMode = apnsMode
         self.apns = apns
         self.listenHost = listenHost
         self.listenPort = listenPort

@@ -64,9 +64,20 @@ struct ConfigurationFile {
     }
 
     private mutating func readAPNs(_ value: JSONValue) {
-        guard let members = object(value, at: "apns", allowed: ["keyPath", "keyID", "teamID", "bundleID", "environment", "caFile"]) else {
+        guard let members = object(value, at: "apns", allowed: ["mode", "keyPath", "keyID", "teamID", "bundleID", "environment", "caFile",
+                                                               "broadcastHost"]) else {
             return
         }
+        layer.development = members["mode"].flatMap { convert($0, at: "apns.mode") { value throws(InvalidConfigurationValue) in
+            switch try text(value) {
+            case "mock": return true
+            case "apple": return false
+            case let other: throw InvalidConfigurationValue("must be \"apple\" or \"mock\", got \"\(other)\"")
+            }
+        } }
+        layer.broadcastHost = members["broadcastHost"].flatMap { convert($0, at: "apns.broadcastHost") { value throws(InvalidConfigurationValue) in
+            try parseBroadcastHost(try text(value))
+        } }
         layer.keyPath = members["keyPath"].flatMap { convertPath($0, at: "apns.keyPath") }
         layer.keyID = members["keyID"].flatMap { convert($0, at: "apns.keyID", text) }
         layer.teamID = members["teamID"].flatMap { convert($0, at: "apns.teamID", text) }

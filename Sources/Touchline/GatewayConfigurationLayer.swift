@@ -16,6 +16,8 @@ struct SourcedSetting<Value> {
 /// later source can take every key of one kind away from an earlier one.
 struct ConfigurationLayer {
     var configPath: SourcedSetting<String>?
+    /// Development mode (`--dev`, `TOUCHLINE_DEV`, `apns.mode`): true = the bundled mock APNs.
+    var development: SourcedSetting<Bool>?
     var listen: SourcedSetting<ConfigurationHostPort>?
     var dataDirectory: SourcedSetting<String>?
     var maxBodyBytes: SourcedSetting<Int>?
@@ -25,6 +27,7 @@ struct ConfigurationLayer {
     var bundleID: SourcedSetting<String>?
     var environment: SourcedSetting<APNsEnvironment>?
     var caFile: SourcedSetting<String>?
+    var broadcastHost: SourcedSetting<APNsEndpoint>?
     var adminKeys: [SourcedSetting<String>]?
     var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>]?
     var defaultPolicy: SourcedSetting<ChannelPolicy>?
@@ -35,6 +38,7 @@ struct ConfigurationLayer {
 
     mutating func overlay(_ later: ConfigurationLayer) {
         configPath = later.configPath ?? configPath
+        development = later.development ?? development
         listen = later.listen ?? listen
         dataDirectory = later.dataDirectory ?? dataDirectory
         maxBodyBytes = later.maxBodyBytes ?? maxBodyBytes
@@ -44,6 +48,7 @@ struct ConfigurationLayer {
         bundleID = later.bundleID ?? bundleID
         environment = later.environment ?? environment
         caFile = later.caFile ?? caFile
+        broadcastHost = later.broadcastHost ?? broadcastHost
         adminKeys = later.adminKeys ?? adminKeys
         providerKeys = later.providerKeys ?? providerKeys
         defaultPolicy = later.defaultPolicy ?? defaultPolicy
@@ -58,6 +63,7 @@ struct ConfigurationLayer {
     mutating func set(_ setting: ConfigurationSetting, text: String, source: ConfigurationSource) throws(InvalidConfigurationValue) {
         switch setting {
         case .config: configPath = SourcedSetting(value: text, source: source)
+        case .development: development = SourcedSetting(value: try parseSwitch(text), source: source)
         case .listen: listen = SourcedSetting(value: try ConfigurationHostPort(parsing: text), source: source)
         case .dataDirectory: dataDirectory = SourcedSetting(value: text, source: source)
         case .maxBodyBytes: maxBodyBytes = SourcedSetting(value: try parseByteCount(text), source: source)
@@ -67,6 +73,7 @@ struct ConfigurationLayer {
         case .apnsBundleID: bundleID = SourcedSetting(value: text, source: source)
         case .apnsEnvironment: environment = SourcedSetting(value: try APNsEnvironment(configurationText: text), source: source)
         case .apnsCAFile: caFile = SourcedSetting(value: text, source: source)
+        case .apnsBroadcastHost: broadcastHost = SourcedSetting(value: try parseBroadcastHost(text), source: source)
         case .adminKey: adminKeys = (adminKeys ?? []) + [SourcedSetting(value: text, source: source)]
         case .apiKeys: providerKeys = (providerKeys ?? []) + (try parseProviderKeys(text)).map { SourcedSetting(value: $0, source: source) }
         case .defaultPolicy: defaultPolicy = SourcedSetting(value: try ChannelPolicy(configured: try parseJSON(text)), source: source)
@@ -124,6 +131,35 @@ struct ConfigurationHostPort: Equatable {
         }
         self.init(host: String(hostPart), port: port)
     }
+}
+
+/// On or off, as environment variables and flags say it: `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.
+private func parseSwitch(_ text: String) throws(InvalidConfigurationValue) -> Bool {
+    switch text.lowercased() {
+    case "1", "true", "yes", "on": return true
+    case "0", "false", "no", "off": return false
+    default: throw InvalidConfigurationValue("must be 1 or 0 (true or false), got \"\(text)\"")
+    }
+}
+
+/// `HOST` (port 443) or `HOST:PORT`: where broadcasts go.
+func parseBroadcastHost(_ text: String) throws(InvalidConfigurationValue) -> APNsEndpoint {
+    let endpoint: APNsEndpoint
+    if text.contains(":") {
+        let parsed = try ConfigurationHostPort(parsing: text)
+        guard (1...65535).contains(parsed.port) else { throw InvalidConfigurationValue("has port \(parsed.port), outside 1-65535") }
+        endpoint = APNsEndpoint(host: parsed.host, port: parsed.port)
+    } else {
+        endpoint = APNsEndpoint(host: text, port: 443)
+    }
+    let allowed = endpoint.host.utf8.allSatisfy { byte in
+        (0x61...0x7A).contains(byte | 0x20) || (0x30...0x39).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+            || byte == UInt8(ascii: ":")
+    }
+    guard !endpoint.host.isEmpty, endpoint.host.utf8.count <= 253, allowed else {
+        throw InvalidConfigurationValue("must be a host name or address, optionally with :PORT, got \"\(text)\"")
+    }
+    return endpoint
 }
 
 /// A positive decimal count of bytes.

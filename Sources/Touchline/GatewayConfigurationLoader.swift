@@ -49,7 +49,8 @@ extension GatewayConfiguration {
         return loaded
     }
 
-    /// Flags as `--name VALUE` or `--name=VALUE`; `--admin-key` and `--api-key` may repeat.
+    /// Flags as `--name VALUE` or `--name=VALUE`; `--admin-key` and `--api-key` may repeat; `--dev`
+    /// stands alone (or `--dev=false`).
     private static func commandLineLayer(_ arguments: [String], problems: inout [GatewayConfigurationError.Problem]) -> ConfigurationLayer {
         var layer = ConfigurationLayer()
         var remaining = arguments[...]
@@ -68,7 +69,9 @@ extension GatewayConfiguration {
                 continue
             }
             let value: String
-            if let equals {
+            if setting.valueName.isEmpty, equals == nil {
+                value = "true"
+            } else if let equals {
                 value = String(argument[argument.index(after: equals)...])
             } else if let next = remaining.first, !next.hasPrefix("--") {
                 value = next
@@ -109,6 +112,7 @@ extension GatewayConfiguration {
         note(layer.logLevel, .logLevel) { configuration.logLevel = $0 }
         note(layer.metrics, .metrics) { configuration.metrics = $0 }
         note(layer.http, .http) { configuration.http = $0 }
+        note(layer.development, .development) { configuration.apnsMode = $0 ? .mock : .apple }
         let keys = (layer.adminKeys ?? []).map { SourcedSetting(value: APIKey(key: $0.value, scope: .admin), source: $0.source) }
             + (layer.providerKeys ?? [])
         configuration.apiKeys = keys.map(\.value)
@@ -119,11 +123,23 @@ extension GatewayConfiguration {
             (.apnsTeamID, "team id", layer.teamID), (.apnsBundleID, "bundle id", layer.bundleID),
         ]
         var problems: [GatewayConfigurationError.Problem] = []
-        if credentials.allSatisfy({ $0.2 == nil }) {
-            for (setting, source) in [(ConfigurationSetting.apnsEnvironment, layer.environment?.source), (.apnsCAFile, layer.caFile?.source)] {
+        let endpointSettings = [(ConfigurationSetting.apnsEnvironment, layer.environment?.source), (.apnsCAFile, layer.caFile?.source),
+                                (.apnsBroadcastHost, layer.broadcastHost?.source)]
+        if configuration.apnsMode == .mock, let development = layer.development {
+            // Development mode and Apple's settings together: which one was meant is not ours to guess.
+            for (setting, source) in credentials.map({ ($0.0, $0.2?.source) }) + endpointSettings {
                 guard let source else { continue }
-                problems.append(.init("\(setting.title) is set but there are no APNs credentials: give the key path, key id, team id and bundle id, or remove it to use the bundled mock APNs", source: source))
+                problems.append(.init("\(setting.title) is set but development mode (\(development.source)) sends to the bundled mock APNs: "
+                                      + "remove one of them", source: source))
             }
+            return (configuration, origins, problems)
+        }
+        if credentials.allSatisfy({ $0.2 == nil }) {
+            let unused = endpointSettings.compactMap { setting, source in source.map { (setting, $0) } }
+            for (setting, source) in unused {
+                problems.append(.init("\(setting.title) is set but there are no APNs credentials: give the key path, key id, team id and bundle id", source: source))
+            }
+            if unused.isEmpty { problems.append(.init(Self.missingCredentials)) }
         } else {
             for (setting, name, value) in credentials where value == nil {
                 problems.append(.init("APNs credentials incomplete: missing \(name) (\(setting.whereToSet))"))
@@ -131,13 +147,21 @@ extension GatewayConfiguration {
         }
         if let keyPath = layer.keyPath, let keyID = layer.keyID, let teamID = layer.teamID, let bundleID = layer.bundleID {
             configuration.apns = APNsSettings(keyPath: keyPath.value, keyID: keyID.value, teamID: teamID.value, bundleID: bundleID.value,
-                                              environment: layer.environment?.value ?? .production, caFile: layer.caFile?.value)
+                                              environment: layer.environment?.value ?? .production, caFile: layer.caFile?.value,
+                                              broadcastHost: layer.broadcastHost?.value)
             for (setting, _, value) in credentials { origins.settings[setting] = value?.source }
             origins.settings[.apnsEnvironment] = layer.environment?.source
             origins.settings[.apnsCAFile] = layer.caFile?.source
+            origins.settings[.apnsBroadcastHost] = layer.broadcastHost?.source
         }
         return (configuration, origins, problems)
     }
+
+    /// The one line a gateway without Apple credentials stops with: what is missing, and how to
+    /// ask for development mode instead.
+    static let missingCredentials = "no APNs credentials: give apns.keyPath, apns.keyID, apns.teamID and apns.bundleID "
+        + "(TOUCHLINE_APNS_KEY_PATH, _KEY_ID, _TEAM_ID, _BUNDLE_ID or --apns-key, --apns-key-id, --apns-team-id, --apns-bundle-id), "
+        + "or run development mode with the bundled mock APNs: --dev, TOUCHLINE_DEV=1 or \"apns\": {\"mode\": \"mock\"}"
 
     /// The whole file at `path` (at most 16 MiB), failing with the system's reason.
     public static func readWholeFile(_ path: String) throws -> [UInt8] {

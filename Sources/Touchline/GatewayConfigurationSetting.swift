@@ -3,14 +3,15 @@
 /// Flag parsing, environment reading, error hints ("set apns.teamID, TOUCHLINE_APNS_TEAM_ID or
 /// --apns-team-id") and the `--help` text all come from this one table, so they cannot drift apart.
 enum ConfigurationSetting: CaseIterable {
-    case config, listen, dataDirectory, maxBodyBytes
-    case apnsKeyPath, apnsKeyID, apnsTeamID, apnsBundleID, apnsEnvironment, apnsCAFile
+    case config, development, listen, dataDirectory, maxBodyBytes
+    case apnsKeyPath, apnsKeyID, apnsTeamID, apnsBundleID, apnsEnvironment, apnsCAFile, apnsBroadcastHost
     case adminKey, apiKeys, defaultPolicy, personalQueue, logLevel, metrics, http
 
     /// The member path in the JSON file; nil for `--config` itself.
     var fileKey: String? {
         switch self {
         case .config: nil
+        case .development: "apns.mode"
         case .listen: "listen"
         case .dataDirectory: "dataDirectory"
         case .maxBodyBytes: "maxBodyBytes"
@@ -20,6 +21,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsBundleID: "apns.bundleID"
         case .apnsEnvironment: "apns.environment"
         case .apnsCAFile: "apns.caFile"
+        case .apnsBroadcastHost: "apns.broadcastHost"
         case .adminKey: "apiKeys[].admin"
         case .apiKeys: "apiKeys[].channelPrefix"
         case .defaultPolicy: "defaultPolicy"
@@ -33,6 +35,7 @@ enum ConfigurationSetting: CaseIterable {
     var environmentVariable: String {
         switch self {
         case .config: "TOUCHLINE_CONFIG"
+        case .development: "TOUCHLINE_DEV"
         case .listen: "TOUCHLINE_LISTEN"
         case .dataDirectory: "TOUCHLINE_DATA_DIR"
         case .maxBodyBytes: "TOUCHLINE_MAX_BODY_BYTES"
@@ -42,6 +45,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsBundleID: "TOUCHLINE_APNS_BUNDLE_ID"
         case .apnsEnvironment: "TOUCHLINE_APNS_ENVIRONMENT"
         case .apnsCAFile: "TOUCHLINE_APNS_CA_FILE"
+        case .apnsBroadcastHost: "TOUCHLINE_APNS_BROADCAST_HOST"
         case .adminKey: "TOUCHLINE_ADMIN_KEY"
         case .apiKeys: "TOUCHLINE_API_KEYS"
         case .defaultPolicy: "TOUCHLINE_DEFAULT_POLICY"
@@ -55,6 +59,7 @@ enum ConfigurationSetting: CaseIterable {
     var flag: String {
         switch self {
         case .config: "--config"
+        case .development: "--dev"
         case .listen: "--listen"
         case .dataDirectory: "--data-dir"
         case .maxBodyBytes: "--max-body-bytes"
@@ -64,6 +69,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsBundleID: "--apns-bundle-id"
         case .apnsEnvironment: "--apns-environment"
         case .apnsCAFile: "--apns-ca-file"
+        case .apnsBroadcastHost: "--apns-broadcast-host"
         case .adminKey: "--admin-key"
         case .apiKeys: "--api-key"
         case .defaultPolicy: "--default-policy"
@@ -78,6 +84,8 @@ enum ConfigurationSetting: CaseIterable {
     var valueName: String {
         switch self {
         case .config, .apnsKeyPath, .apnsCAFile: "PATH"
+        case .development: ""
+        case .apnsBroadcastHost: "HOST[:PORT]"
         case .listen: "ADDRESS:PORT"
         case .dataDirectory: "DIR"
         case .maxBodyBytes: "BYTES"
@@ -95,6 +103,7 @@ enum ConfigurationSetting: CaseIterable {
     var title: String {
         switch self {
         case .config: "configuration file"
+        case .development: "development mode"
         case .listen: "listen address"
         case .dataDirectory: "data directory"
         case .maxBodyBytes: "maximum body size"
@@ -104,6 +113,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsBundleID: "APNs bundle id"
         case .apnsEnvironment: "APNs environment"
         case .apnsCAFile: "APNs CA file"
+        case .apnsBroadcastHost: "APNs broadcast host"
         case .adminKey: "admin API key"
         case .apiKeys: "provider API keys"
         case .defaultPolicy: "default channel policy"
@@ -118,6 +128,7 @@ enum ConfigurationSetting: CaseIterable {
     var summary: String {
         switch self {
         case .config: "JSON configuration file (lowest precedence after the defaults)"
+        case .development: "development mode: the bundled mock APNs instead of Apple (TOUCHLINE_DEV=1, apns.mode \"mock\"); never in production"
         case .listen: "provider API address, numeric (default 127.0.0.1:8080; port 0 = any free port)"
         case .dataDirectory: "SQLite database and generated files (default ./touchline-data)"
         case .maxBodyBytes: "largest accepted request body (default 1048576)"
@@ -127,6 +138,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsBundleID: "the app's bundle id, without .push-type.liveactivity"
         case .apnsEnvironment: "production (default), sandbox, or PUSHHOST:PORT,MANAGEMENTHOST:PORT"
         case .apnsCAFile: "trust this CA file for APNs instead of the system bundle"
+        case .apnsBroadcastHost: "send broadcasts here instead of the push host (default: the push host, api.push.apple.com)"
         case .adminKey: "API key allowed everything (repeatable)"
         case .apiKeys: "API key allowed channels whose id starts with PREFIX (repeatable; several: K1=P1,K2=P2)"
         case .defaultPolicy: "channel policy for channels without their own, as JSON"
@@ -150,7 +162,7 @@ extension GatewayConfiguration {
     /// The flags `touchline serve` accepts, one per line with its environment variable, for `--help`.
     public static var commandLineHelp: String {
         ConfigurationSetting.allCases.map { setting in
-            let usage = "\(setting.flag) \(setting.valueName)"
+            let usage = setting.valueName.isEmpty ? setting.flag : "\(setting.flag) \(setting.valueName)"
             let padded = usage.count < 34 ? usage + String(repeating: " ", count: 34 - usage.count) : usage + "  "
             return "  \(padded)\(setting.summary) [\(setting.environmentVariable)]"
         }.joined(separator: "\n")

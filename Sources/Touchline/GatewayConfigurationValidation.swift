@@ -17,8 +17,8 @@ extension GatewayConfiguration {
     /// - APNs: key id and team id are 10 letters or digits, the bundle id is usable in APNs paths,
     ///   the key file is readable and holds a P-256 key, custom servers have ports in 1...65535,
     ///   the CA file is readable and holds a PEM certificate;
-    /// - API keys: at least one when APNs credentials are set (without them the gateway talks to
-    ///   the bundled mock, a development set-up that may run without keys); every key at least
+    /// - API keys: at least one when APNs credentials are set (development mode may run without:
+    ///   `touchline serve` then generates one); every key at least
     ///   ``minimumAPIKeyLength`` characters of `A-Z a-z 0-9 - . _ ~ + /` and unique; channel
     ///   prefixes non-empty, without spaces or control characters.
     ///
@@ -142,6 +142,15 @@ private func isASCIILetterOrDigit(_ byte: UInt8) -> Bool {
 /// RFC 6750 `b64token` characters without `=`, which separates key and prefix in `KEY=PREFIX`.
 private func isAPIKeyCharacter(_ byte: UInt8) -> Bool {
     isASCIILetterOrDigit(byte) || "-._~+/".utf8.contains(byte)
+}
+
+extension GatewayConfiguration {
+    /// Whether `host` (numeric) is a loopback address, reachable from this machine only.
+    public static func isLoopback(_ host: String) -> Bool {
+        var address = in_addr()
+        if inet_pton(AF_INET, host, &address) == 1 { return UInt32(bigEndian: address.s_addr) >> 24 == 127 }
+        return host == "::1"
+    }
 }
 
 private func isNumericAddress(_ host: String) -> Bool {

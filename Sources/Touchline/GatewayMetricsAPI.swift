@@ -49,6 +49,7 @@ extension GatewayService {
         }
         return (ready, .object([
             .init("status", .string(ready ? "ready" : "not_ready")),
+            .init("apnsMode", .string(apnsMode.rawValue)),
             .init("store", storeJSON(store)),
             .init("personalStore", storeJSON(personalStore)),
             .init("apnsPools", .array(loops.apnsPools.map(Self.poolJSON))),

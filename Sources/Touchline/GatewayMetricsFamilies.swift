@@ -130,7 +130,11 @@ extension GatewayService {
         for priority in [ChannelEngine.Priority.immediate, .powerConsiderate] {
             latency.add(metrics.ingestToAPNs[priority] ?? Histogram(), ["priority": String(priority.rawValue)])
         }
-        return [channelCount, received, duplicates, rejected, stateChanges, pushes, coalesced, deferrals, downgrades, responses, retries,
+        var mode = MetricFamily("touchline_apns_mode",
+                                help: "Where pushes go: 1 for the mode in force (apple, or mock in development mode), 0 for the other.",
+                                kind: .gauge)
+        for candidate in [GatewayConfiguration.APNsMode.apple, .mock] { mode.add(candidate == apnsMode ? 1 : 0, ["mode": candidate.rawValue]) }
+        return [mode, channelCount, received, duplicates, rejected, stateChanges, pushes, coalesced, deferrals, downgrades, responses, retries,
                 deactivated, deadLetters, queues, inFlight, open, maxStreams, budget, tokenAge, skew, hold, held, jobs, targets, latency,
                 responseTimes]
     }

@@ -17,7 +17,7 @@ final class GatewayPersonalMetrics: @unchecked Sendable {
     private var retriesOfFinishedJobs = 0
 
     init(connections: APNsConnections) {
-        apns = GatewayAPNsMetrics(connections: connections, pushPool: "personal", managementPool: nil)
+        apns = GatewayAPNsMetrics(connections: connections, pushPool: "personal", kind: .device, managementPool: nil)
     }
 
     func deadLettered(reason: String) { deadLetters[reason, default: 0] += 1 }

@@ -24,6 +24,8 @@ final class GatewayService: @unchecked Sendable {
     let personal: GatewayPersonalDispatcher
     let access: GatewayAccess
     let defaultPolicy: ChannelPolicy
+    /// Apple's servers or the bundled mock (development mode): shown wherever operators look.
+    let apnsMode: GatewayConfiguration.APNsMode
     let clock: any WallClock
     let log: GatewayLog
     var channels: [String: GatewayChannel] = [:]
@@ -65,11 +67,13 @@ final class GatewayService: @unchecked Sendable {
         self.personal = personal
         access = GatewayAccess(keys: configuration.apiKeys)
         defaultPolicy = configuration.defaultPolicy
+        apnsMode = configuration.apnsMode
         self.clock = clock
         self.log = log
         metricsSettings = configuration.metrics
         metrics = GatewayIngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
-        apnsMetrics = GatewayAPNsMetrics(connections: dispatcher.connections, pushPool: "broadcast", managementPool: "management")
+        apnsMetrics = GatewayAPNsMetrics(connections: dispatcher.connections, pushPool: "broadcast", kind: .broadcast,
+                                         managementPool: "management")
     }
 
     // MARK: Restart

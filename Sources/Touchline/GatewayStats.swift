@@ -67,7 +67,7 @@ extension GatewayService {
                              "coalesced": integer(totals.coalesced), "rateLimitDeferrals": integer(totals.rateLimitDeferrals),
                              "budgetDowngrades": integer(totals.budgetDowngrades), "throttled": integer(totals.throttled),
                              "retried": integer(totals.retries), "dropped": integer(totals.dropped)]),
-            .init("apns", ["responses": .array(responses),
+            .init("apns", ["mode": .string(apnsMode.rawValue), "responses": .array(responses),
                            "providerTokenAgeSeconds": .number((now - loops.broadcast.providerTokenIssuedAt).inSeconds)]),
             .init("queues", .object([.init("store", integer(store.queueDepth)), .init("personalStore", integer(personalStore.queueDepth)),
                                      .init("broadcastPending", integer(pending))]

@@ -29,7 +29,7 @@ enum MatchDemoCommand {
         let dataDirectory = NSTemporaryDirectory() + "touchline-demo-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
         let adminKey = "demo-admin-" + UUID().uuidString
-        let gateway = Gateway(configuration: GatewayConfiguration(listenHost: "127.0.0.1", listenPort: 0, dataDirectory: dataDirectory,
+        let gateway = Gateway(configuration: GatewayConfiguration(apnsMode: .mock, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: dataDirectory,
                                                                   apiKeys: [.init(key: adminKey, scope: .admin)]))
         do {
             let port = try gateway.start()

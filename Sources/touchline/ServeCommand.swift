@@ -15,8 +15,9 @@ enum ServeCommand {
 
         \(GatewayConfiguration.commandLineHelp)
 
-        Without Apple credentials the bundled mock APNs is started on loopback; without any API
-        key a development admin key is generated and printed.
+        Without Apple credentials the gateway refuses to start. Development mode (--dev,
+        TOUCHLINE_DEV=1 or "apns": {"mode": "mock"}) sends to the bundled mock APNs instead, and
+        generates and prints an admin key when none is given.
         """
     }
 
@@ -35,7 +36,7 @@ enum ServeCommand {
         // Caught from here on, so a stop request during start-up still ends in an orderly shutdown.
         let signals = TerminationSignals()
         let log = GatewayLog(component: "serve", level: configuration.logLevel)
-        if configuration.apiKeys.isEmpty {
+        if configuration.apnsMode == .mock, configuration.apiKeys.isEmpty {
             let key = (0..<32).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined()
             configuration.apiKeys = [.init(key: key, scope: .admin)]
             log.warning("no API key configured: generated development admin key \(key)")
@@ -46,10 +47,14 @@ enum ServeCommand {
             log.notice("provider API on http://\(configuration.listenHost):\(port)/v1")
             log.info("data in \(configuration.dataDirectory)")
             if let mock = gateway.bundledMockAPNs?.addresses {
-                log.notice("no Apple credentials configured: using the bundled mock APNs on \(mock.host) "
-                           + "(push port \(mock.pushPort), management port \(mock.managementPort))")
+                log.warning("development mode: pushes go to the bundled mock APNs on \(mock.host) (push port \(mock.pushPort), "
+                            + "management port \(mock.managementPort)), never to Apple; do not use it in production")
+                if !GatewayConfiguration.isLoopback(configuration.listenHost) {
+                    log.warning("development mode listening on \(configuration.listenHost), beyond this machine")
+                }
             } else if let apns = configuration.apns {
-                log.notice("APNs \(apns.environment), bundle \(apns.bundleID)")
+                log.notice("APNs \(apns.environment), bundle \(apns.bundleID)"
+                           + (apns.broadcastHost.map { ", broadcasts to \($0)" } ?? ""))
             }
         } catch {
             log.error("cannot start", error: error)

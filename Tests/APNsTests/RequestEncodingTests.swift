@@ -34,6 +34,20 @@ func templateHeaders(_ request: HTTP2Request) -> [String] {
         #expect(custom.endpoint(for: .channelManagement).authority == "[::1]:9443")
     }
 
+    @Test func aBroadcastHostMovesBroadcastsOnly() throws {
+        let configuration = APNsConfiguration(keyPath: "k.p8", keyID: "ABCDE12345", teamID: "TEAM123456", bundleID: "com.example.sports",
+                                              environment: .production)
+        #expect(configuration.broadcastEndpoint == APNsEndpoint(host: "api.push.apple.com", port: 443), "default: the push host")
+        var moved = configuration
+        moved.broadcastHost = APNsEndpoint(host: "api-broadcast.push.apple.com", port: 443)
+        let encoder = try APNsRequestEncoder(bundleID: "com.example.sports", environment: .production, broadcastEndpoint: moved.broadcastEndpoint)
+        let broadcast = try encoder.request(for: Broadcast(channelID: "dHN0LTEyMzQ1Ng==", payload: payload, priority: .immediate))
+        #expect(broadcast.template.authority == "api-broadcast.push.apple.com")
+        let device = try encoder.request(for: LiveActivityPush(deviceToken: hexToken, payload: payload, priority: .immediate))
+        #expect(device.template.authority == "api.push.apple.com", "device pushes stay on the push host")
+        #expect(encoder.createChannelRequest(policy: .noStorage).template.authority == "api-manage-broadcast.push.apple.com:2196")
+    }
+
     // MARK: - Device pushes
 
     @Test func aDevicePushHasTheLiveActivityTopicAndPath() throws {

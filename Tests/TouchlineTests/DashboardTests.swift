@@ -180,6 +180,9 @@ struct DashboardTests {
         let scoreCell = "document.querySelector('tr[data-channel=\"club-ars-che\"] .score')?.textContent ?? ''"
         try await browser.waitFor("the match row", scoreCell) { $0 == "0 – 0" }
         #expect(try await browser.evaluate("document.querySelector('#connection').textContent") == "live")
+        // The bundled mock, in the header: these pushes reach no phone.
+        #expect(try await browser.evaluate("document.querySelector('#apns-mode').textContent") == "APNs: mock (development mode)")
+        #expect(try await browser.evaluate("String(document.querySelector('#apns-mode').hidden)") == "false")
         #expect(try await browser.evaluate("document.querySelector('tr[data-channel=\"club-quiz\"] .summary').textContent") == #"{"question":1}"#)
         try await browser.waitFor("the broadcast pool's tile", "[...document.querySelectorAll('#health .tile')].map((tile) => tile.textContent).join('|')") {
             $0.contains("APNs broadcastready")
@@ -194,6 +197,7 @@ struct DashboardTests {
 
         try await browser.navigate(to: base + "/channels/club-ars-che")
         try await browser.waitFor("the activity card", "document.querySelector('#activity .score')?.textContent ?? ''") { $0 == "1 – 0" }
+        #expect(try await browser.evaluate("document.querySelector('#apns-mode').dataset.mode") == "mock", "the header on a channel's page too")
         #expect(try await browser.evaluate("document.querySelector('#activity .code').textContent") == "ARS")
         try post(#"{"seq": 4, "type": "goal", "team": "away", "player": "Palmer", "minute": 52}"#, to: "club-ars-che", on: fixture)
         try await browser.waitFor("the equaliser on the card", "document.querySelector('#activity .score')?.textContent ?? ''") { $0 == "1 – 1" }

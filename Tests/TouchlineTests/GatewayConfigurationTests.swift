@@ -59,11 +59,67 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
 @Suite struct GatewayConfigurationTests {
     // MARK: Sources and precedence
 
-    @Test func nothingGivenMeansTheDevelopmentDefaultsWithTheBundledMock() throws {
-        let configuration = try GatewayConfiguration.load(arguments: [], environment: ["HOME": "/root", "TOUCHLINE_UNRELATED": "x"])
-        #expect(configuration == GatewayConfiguration())
-        #expect(configuration.apns == nil)
-        #expect(configuration.listenHost == "127.0.0.1" && configuration.listenPort == 8080)
+    /// Development mode, as the tests of settings other than APNs ask for it.
+    static let dev = ["TOUCHLINE_DEV": "1"]
+
+    @Test func nothingGivenIsRefusedWithOneLineNamingWhatIsMissingAndDevelopmentMode() {
+        let found = problems([], ["HOME": "/root", "TOUCHLINE_UNRELATED": "x"]).map(\.description)
+        #expect(found.count == 1, "\(found)")
+        #expect(found.first?.hasPrefix("no APNs credentials: give apns.keyPath, apns.keyID, apns.teamID and apns.bundleID") == true)
+        for way in ["--dev", "TOUCHLINE_DEV=1", #""apns": {"mode": "mock"}"#] { #expect(found.first?.contains(way) == true, "\(way)") }
+        // Saying "apple" explicitly is the same.
+        #expect(problems(["--dev=false"]).map(\.description) == found)
+        #expect(problems([], ["TOUCHLINE_DEV": "0"]).map(\.description) == found)
+    }
+
+    @Test func developmentModeIsAskedForByFlagVariableOrFileAndListensOnLoopback() throws {
+        let files = try ConfigurationFiles()
+        let file = try files.write("dev.json", #"{"apns": {"mode": "mock"}}"#)
+        for (arguments, environment) in [(["--dev"], [String: String]()), ([], ["TOUCHLINE_DEV": "1"]), ([], ["TOUCHLINE_DEV": "true"]),
+                                         (["--config", file], [:])] {
+            let configuration = try GatewayConfiguration.load(arguments: arguments, environment: environment)
+            #expect(configuration == GatewayConfiguration(apnsMode: .mock), "\(arguments) \(environment)")
+            #expect(configuration.apns == nil && configuration.apiKeys.isEmpty)
+            #expect(configuration.listenHost == "127.0.0.1" && configuration.listenPort == 8080)
+        }
+        // Told otherwise, it listens where it is told (a container publishing its port).
+        #expect(try GatewayConfiguration.load(arguments: ["--dev", "--listen", "0.0.0.0:9000"], environment: [:]).listenHost == "0.0.0.0")
+        // A later source turns it off again.
+        #expect(problems(["--config", file, "--dev=0"]).first?.description.hasPrefix("no APNs credentials") == true)
+    }
+
+    @Test func developmentModeWithAppleSettingsIsRefusedNamingBoth() throws {
+        let files = try ConfigurationFiles()
+        var environment = files.credentials
+        environment["TOUCHLINE_APNS_BROADCAST_HOST"] = "api-broadcast.push.apple.com"
+        let found = problems(["--dev"], environment).map(\.description)
+        #expect(found.count == 5, "\(found)")
+        #expect(found.allSatisfy { $0.contains("development mode (flag --dev) sends to the bundled mock APNs") })
+        #expect(found.contains { $0.contains("APNs team id") && $0.contains("TOUCHLINE_APNS_TEAM_ID") })
+        #expect(found.contains { $0.contains("APNs broadcast host") && $0.contains("TOUCHLINE_APNS_BROADCAST_HOST") })
+        let badMode = problems([], ["TOUCHLINE_DEV": "maybe"]).map(\.description)
+        #expect(badMode.first == #"development mode must be 1 or 0 (true or false), got "maybe" (environment variable TOUCHLINE_DEV)"#, "\(badMode)")
+        let badFile = try files.write("bad-mode.json", #"{"apns": {"mode": "sandbox"}}"#)
+        #expect(problems(["--config", badFile]).first?.description.contains(#"apns.mode must be "apple" or "mock", got "sandbox""#) == true)
+    }
+
+    @Test func theBroadcastHostIsASettingOfItsOwn() throws {
+        let files = try ConfigurationFiles()
+        var environment = files.credentials
+        #expect(try GatewayConfiguration.load(arguments: [], environment: environment).apns?.broadcastHost == nil)
+        environment["TOUCHLINE_APNS_BROADCAST_HOST"] = "api-broadcast.push.apple.com"
+        #expect(try GatewayConfiguration.load(arguments: [], environment: environment).apns?.broadcastHost
+                == APNsEndpoint(host: "api-broadcast.push.apple.com", port: 443))
+        let flagged = try GatewayConfiguration.load(arguments: ["--apns-broadcast-host", "localhost:2197"], environment: environment)
+        #expect(flagged.apns?.broadcastHost == APNsEndpoint(host: "localhost", port: 2197))
+        let file = try files.write("broadcast.json", #"{"apns": {"broadcastHost": "[::1]:8443"}}"#)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: files.credentials).apns?.broadcastHost
+                == APNsEndpoint(host: "::1", port: 8443))
+        for bad in ["https://api.push.apple.com", "api.push.apple.com:0", "host with space", ""] where !bad.isEmpty {
+            let found = problems(["--apns-broadcast-host", bad], files.credentials).map(\.description)
+            #expect(found.count == 1 && found[0].hasPrefix("APNs broadcast host") && found[0].contains("(flag --apns-broadcast-host)"),
+                    "\(bad): \(found)")
+        }
     }
 
     @Test func flagsBeatEnvironmentWhichBeatsTheFile() throws {
@@ -91,14 +147,14 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
             {"apiKeys": [{"key": "file-admin-0123456789", "admin": true}, {"key": "file-acme-0123456789", "channelPrefix": "acme-"}]}
             """)
         let fromFileAndEnvironment = try GatewayConfiguration.load(
-            arguments: ["--config", file], environment: ["TOUCHLINE_API_KEYS": "env-beta-0123456789=beta-, env-gamma-012345678=gamma-"])
+            arguments: ["--config", file], environment: Self.dev.merging(["TOUCHLINE_API_KEYS": "env-beta-0123456789=beta-, env-gamma-012345678=gamma-"]) { $1 })
         #expect(fromFileAndEnvironment.apiKeys == [
             .init(key: "file-admin-0123456789", scope: .admin),
             .init(key: "env-beta-0123456789", scope: .channelPrefix("beta-")),
             .init(key: "env-gamma-012345678", scope: .channelPrefix("gamma-")),
         ])
         let withFlags = try GatewayConfiguration.load(
-            arguments: ["--config", file, "--admin-key", "flag-admin-0123456789", "--admin-key=flag-admin-9876543210"], environment: [:])
+            arguments: ["--config", file, "--admin-key", "flag-admin-0123456789", "--admin-key=flag-admin-9876543210"], environment: Self.dev)
         #expect(withFlags.apiKeys == [
             .init(key: "flag-admin-0123456789", scope: .admin), .init(key: "flag-admin-9876543210", scope: .admin),
             .init(key: "file-acme-0123456789", scope: .channelPrefix("acme-")),
@@ -156,13 +212,13 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
     }
 
     @Test func theLogLevelIsInfoUnlessTheFileTheEnvironmentOrAFlagSaysOtherwise() throws {
-        #expect(try GatewayConfiguration.load(arguments: [], environment: [:]).logLevel == .info)
+        #expect(try GatewayConfiguration.load(arguments: [], environment: Self.dev).logLevel == .info)
         let files = try ConfigurationFiles()
         let file = try files.write("log.json", #"{"log": {"level": "warning"}}"#)
-        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: [:]).logLevel == .warning)
-        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: ["TOUCHLINE_LOG_LEVEL": "debug"]).logLevel == .debug)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: Self.dev).logLevel == .warning)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: ["TOUCHLINE_LOG_LEVEL": "debug", "TOUCHLINE_DEV": "1"]).logLevel == .debug)
         #expect(try GatewayConfiguration.load(arguments: ["--config", file, "--log-level", "error"],
-                                              environment: ["TOUCHLINE_LOG_LEVEL": "debug"]).logLevel == .error)
+                                              environment: ["TOUCHLINE_LOG_LEVEL": "debug", "TOUCHLINE_DEV": "1"]).logLevel == .error)
     }
 
     @Test func relativePathsInTheFileAreRelativeToTheFile() throws {
@@ -178,7 +234,7 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
 
     @Test func thePolicyCanAlsoComeFromTheEnvironment() throws {
         let configuration = try GatewayConfiguration.load(
-            arguments: [], environment: ["TOUCHLINE_DEFAULT_POLICY": #"{"priorityBudgetPerHour": 0, "endGracePeriodSeconds": 0}"#])
+            arguments: [], environment: ["TOUCHLINE_DEV": "1", "TOUCHLINE_DEFAULT_POLICY": #"{"priorityBudgetPerHour": 0, "endGracePeriodSeconds": 0}"#])
         #expect(configuration.defaultPolicy.priorityBudgetPerHour == 0)
         #expect(configuration.defaultPolicy.endGracePeriod == .zero)
         #expect(configuration.defaultPolicy.burst == ChannelPolicy.default.burst)
@@ -190,28 +246,28 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
             {"personalQueue": {"connections": 4, "maxInFlight": 2000, "saveIntervalMilliseconds": 50,
                                "delivery": {"maxAttempts": 3, "retryInitialMilliseconds": 100, "jitter": 0}}}
             """)
-        let queue = try GatewayConfiguration.load(arguments: ["--config", file], environment: [:]).personalQueue
+        let queue = try GatewayConfiguration.load(arguments: ["--config", file], environment: Self.dev).personalQueue
         var delivery = PersonalDeliveryPolicy()
         delivery.maxAttempts = 3
         delivery.retryInitialMilliseconds = 100
         delivery.jitter = 0
         #expect(queue == PersonalQueueSettings(connections: 4, maxInFlight: 2_000, saveInterval: .milliseconds(50), delivery: delivery))
         let flagged = try GatewayConfiguration.load(arguments: ["--config", file, "--personal-queue", #"{"window": 500, "pageSize": 100}"#],
-                                                    environment: [:]).personalQueue
+                                                    environment: Self.dev).personalQueue
         #expect(flagged == PersonalQueueSettings(window: 500, pageSize: 100), "a later source replaces the whole object")
     }
 
     @Test func metricsSettingsComeFromTheFileAndAreChecked() throws {
         let files = try ConfigurationFiles()
         let file = try files.write("metrics.json", #"{"metrics": {"requireKey": true, "maxChannelLabels": 50}}"#)
-        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: [:]).metrics
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: Self.dev).metrics
                 == MetricsSettings(requireKey: true, maxChannelLabels: 50))
-        #expect(try GatewayConfiguration.load(arguments: [], environment: [:]).metrics == MetricsSettings(requireKey: false, maxChannelLabels: 200))
-        let flagged = try GatewayConfiguration.load(arguments: ["--config", file, "--metrics", #"{"maxChannelLabels": 0}"#], environment: [:])
+        #expect(try GatewayConfiguration.load(arguments: [], environment: Self.dev).metrics == MetricsSettings(requireKey: false, maxChannelLabels: 200))
+        let flagged = try GatewayConfiguration.load(arguments: ["--config", file, "--metrics", #"{"maxChannelLabels": 0}"#], environment: Self.dev)
         #expect(flagged.metrics == MetricsSettings(maxChannelLabels: 0), "a later source replaces the whole object")
-        let typo = problems(["--metrics", #"{"requireKeys": true}"#]).map(\.description)
+        let typo = problems(["--dev", "--metrics", #"{"requireKeys": true}"#]).map(\.description)
         #expect(typo.count == 1 && typo[0].contains("requireKeys") && typo[0].contains("did you mean 'requireKey'"), "\(typo)")
-        let range = problems([], ["TOUCHLINE_METRICS": #"{"maxChannelLabels": 100001}"#]).map(\.description)
+        let range = problems(["--dev"], ["TOUCHLINE_METRICS": #"{"maxChannelLabels": 100001}"#]).map(\.description)
         #expect(range.count == 1 && range[0].contains("maxChannelLabels must be a whole number from 0 to 100000"), "\(range)")
     }
 
@@ -235,7 +291,7 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
 
     @Test func anEnvironmentWithoutCredentialsIsRefusedRatherThanIgnored() {
         let found = problems([], ["TOUCHLINE_APNS_ENVIRONMENT": "sandbox"])
-        #expect(found == [.init("APNs environment is set but there are no APNs credentials: give the key path, key id, team id and bundle id, or remove it to use the bundled mock APNs",
+        #expect(found == [.init("APNs environment is set but there are no APNs credentials: give the key path, key id, team id and bundle id",
                                 source: .environment("TOUCHLINE_APNS_ENVIRONMENT"))])
     }
 
@@ -452,9 +508,10 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         let help = GatewayConfiguration.commandLineHelp
         for (flag, variable) in [("--config PATH", "TOUCHLINE_CONFIG"), ("--apns-key PATH", "TOUCHLINE_APNS_KEY_PATH"),
                                  ("--api-key KEY=PREFIX", "TOUCHLINE_API_KEYS"), ("--default-policy JSON", "TOUCHLINE_DEFAULT_POLICY"),
-                                 ("--metrics JSON", "TOUCHLINE_METRICS"), ("--http JSON", "TOUCHLINE_HTTP")] {
+                                 ("--metrics JSON", "TOUCHLINE_METRICS"), ("--http JSON", "TOUCHLINE_HTTP"),
+                                 ("--dev ", "TOUCHLINE_DEV"), ("--apns-broadcast-host HOST[:PORT]", "TOUCHLINE_APNS_BROADCAST_HOST")] {
             #expect(help.split(separator: "\n").contains { $0.contains(flag) && $0.contains("[\(variable)]") }, "\(flag)")
         }
-        #expect(help.split(separator: "\n").count == 17)
+        #expect(help.split(separator: "\n").count == 19)
     }
 }

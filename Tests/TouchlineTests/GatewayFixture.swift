@@ -19,7 +19,7 @@ final class GatewayFixture: Sendable {
          metrics: MetricsSettings = MetricsSettings(), storeFaultFile: String? = nil) throws {
         self.directory = try directory ?? MockAPNsDevelopmentCertificates.temporaryDirectory()
         var configuration = GatewayConfiguration(
-            apns: apns, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: self.directory,
+            apnsMode: apns == nil ? .mock : .apple, apns: apns, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: self.directory,
             apiKeys: [.init(key: Self.adminKey, scope: .admin), .init(key: Self.clubKey, scope: .channelPrefix("club-"))],
             defaultPolicy: policy, maxBodyBytes: maxBodyBytes, personalQueue: personalQueue, metrics: metrics)
         configuration.storeFaultFile = storeFaultFile

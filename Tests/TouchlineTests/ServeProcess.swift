@@ -17,11 +17,13 @@ struct ServeProcess {
     /// child never blocks on a full pipe.
     private let output = CapturedText()
 
-    /// Starts `touchline serve` on a free port with the admin key and `arguments` added; with
-    /// `descriptorLimit`, under `prlimit` with that soft and hard open-file limit.
+    /// Starts `touchline serve` on a free port with the admin key and `arguments` added (in
+    /// development mode unless `arguments` give Apple credentials); with `descriptorLimit`, under
+    /// `prlimit` with that soft and hard open-file limit.
     init(dataDirectory: String, arguments: [String] = [], descriptorLimit: Int? = nil) throws {
         process = Process()
-        let serve = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--admin-key", GatewayFixture.adminKey] + arguments
+        let mode = arguments.contains("--apns-key") ? [] : ["--dev"]
+        let serve = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--admin-key", GatewayFixture.adminKey] + mode + arguments
         if let descriptorLimit {
             process.executableURL = URL(fileURLWithPath: Self.prlimit)
             process.arguments = ["--nofile=\(descriptorLimit):\(descriptorLimit)", "--", Self.executable] + serve

@@ -15,6 +15,7 @@ enum DashboardPage {
     <header class="bar">
       <a class="brand" href="/">Touchline</a>
       <span id="connection" class="pill" data-state="idle">not connected</span>
+      <span id="apns-mode" class="pill" hidden></span>
       <span id="updated" class="muted"></span>
       <button id="forget-key" type="button" hidden>Forget key</button>
     </header>

@@ -180,6 +180,15 @@ enum DashboardScript {
         return tile('APNs ' + pool.pool, pool.ready ? 'ready' : 'not ready', detail, pool.ready ? null : 'bad');
       }
 
+      /// Development mode is shown in the header on every page: its pushes reach no phone.
+      function renderMode(mode) {
+        const pill = $('#apns-mode');
+        if (!mode) return;
+        pill.hidden = false;
+        pill.dataset.mode = mode;
+        pill.textContent = mode === 'mock' ? 'APNs: mock (development mode)' : 'APNs: apple';
+      }
+
       function renderHealth(stats, channels) {
         const byStatus = stats.channels || {};
         const statuses = Object.entries(byStatus).filter(([name, count]) => name !== 'total' && count > 0).map(([name, count]) => count + ' ' + name);
@@ -306,6 +315,7 @@ enum DashboardScript {
       }
 
       function render(snapshot) {
+        renderMode(((snapshot.stats || {}).apns || {}).mode);
         if (channelID === null) renderOverview(snapshot); else renderChannel(snapshot);
         $('#updated').textContent = 'updated ' + new Date(snapshot.time * 1000).toLocaleTimeString();
       }

@@ -23,6 +23,7 @@ enum DashboardStyle {
     .pill[data-state="live"] { color: var(--good); border-color: var(--good); }
     .pill[data-state="retrying"], .pill[data-state="idle"] { color: var(--warn); border-color: var(--warn); }
     .pill[data-state="refused"] { color: var(--bad); border-color: var(--bad); }
+    .pill[data-mode="mock"] { color: var(--warn); border-color: var(--warn); font-weight: 600; }
     #forget-key { margin-left: auto; }
     button { font: inherit; padding: 4px 12px; border-radius: 6px; border: 1px solid var(--line); background: var(--panel);
              color: var(--text); cursor: pointer; }

@@ -2,9 +2,10 @@ import HTTP2
 import TouchlineCore
 import TouchlineRuntime
 
-/// An ``APNsClient`` with its own connection pools, one per kind of request (device pushes,
-/// broadcasts, channel management), all on one loop. A pool connects on first use, so a
-/// purpose that never sends one kind never opens its connections.
+/// An ``APNsClient`` with its own connection pools, one per kind of request it sends (device
+/// pushes, broadcasts, channel management), all on one loop. Pools connect at once, so the first
+/// push does not wait for a TLS handshake; a purpose therefore asks only for the pools it uses
+/// (``Options/pools``).
 ///
 /// Broadcasts have a pool of their own even on the same host as device pushes, so
 /// `apns.broadcastHost` can move them to another host without touching anything else.
@@ -23,9 +24,13 @@ public final class APNsConnections: Sendable {
         public var maxQueuedRequests: Int
         /// TLS settings; set `caFile` to trust a private CA (the mock APNs).
         public var tls: TLSConfiguration
+        /// The pools to open. A request of a kind without its pool fails at once with
+        /// `.shutdown`: these connections do not serve it.
+        public var pools: Set<Pool>
 
         public init(pushConnections: Int = 2, managementConnections: Int = 1, maxQueuedRequests: Int = 100_000,
-                    tls: TLSConfiguration = .client) {
+                    tls: TLSConfiguration = .client, pools: Set<Pool> = Set(Pool.allCases)) {
+            self.pools = pools
             self.pushConnections = pushConnections
             self.managementConnections = managementConnections
             self.maxQueuedRequests = maxQueuedRequests
@@ -37,24 +42,29 @@ public final class APNsConnections: Sendable {
     public let loop: EventLoop
     /// The typed client; use it on ``loop`` (or through its async wrappers).
     public let client: APNsClient
-    private let pools: [HTTP2ConnectionPool]
+    private let pools: [Pool: HTTP2ConnectionPool]
 
     /// Creates the pools and the client on `loop`. Connections open on first use.
     public init(configuration: APNsConfiguration, providerToken: ProviderToken, options: Options = Options(),
                 loop: EventLoop) throws {
         let context = try TLSContext.client(options.tls)
-        let build = { @Sendable () throws -> UncheckedResult<(APNsClient, [HTTP2ConnectionPool])> in
-            func pool(_ endpoint: APNsEndpoint, _ count: Int) -> HTTP2ConnectionPool {
-                HTTP2ConnectionPool(loop: loop, context: context,
-                                    configuration: HTTP2PoolConfiguration(host: endpoint.host, port: endpoint.port, connectionCount: count,
-                                                                          maxQueuedRequests: options.maxQueuedRequests))
+        let build = { @Sendable () throws -> UncheckedResult<(APNsClient, [Pool: HTTP2ConnectionPool])> in
+            var pools: [Pool: HTTP2ConnectionPool] = [:]
+            for kind in options.pools {
+                let (endpoint, count) = switch kind {
+                case .device: (configuration.environment.pushEndpoint, options.pushConnections)
+                case .broadcast: (configuration.broadcastEndpoint, options.pushConnections)
+                case .management: (configuration.environment.managementEndpoint, options.managementConnections)
+                }
+                pools[kind] = HTTP2ConnectionPool(loop: loop, context: context,
+                                                  configuration: HTTP2PoolConfiguration(host: endpoint.host, port: endpoint.port, connectionCount: count,
+                                                                                        maxQueuedRequests: options.maxQueuedRequests))
             }
-            let push = pool(configuration.environment.pushEndpoint, options.pushConnections)
-            let broadcast = pool(configuration.broadcastEndpoint, options.pushConnections)
-            let management = pool(configuration.environment.managementEndpoint, options.managementConnections)
+            let absent = NoPoolSender()
             let client = try APNsClient(configuration: configuration, providerToken: providerToken,
-                                        pushSender: push, broadcastSender: broadcast, managementSender: management, loop: loop)
-            return UncheckedResult((client, [push, broadcast, management]))
+                                        pushSender: pools[.device] ?? absent, broadcastSender: pools[.broadcast] ?? absent,
+                                        managementSender: pools[.management] ?? absent, loop: loop)
+            return UncheckedResult((client, pools))
         }
         let (client, pools) = (loop.inEventLoop ? try build() : try loop.sync(build)).value
         self.loop = loop
@@ -62,13 +72,13 @@ public final class APNsConnections: Sendable {
         self.pools = pools
     }
 
-    /// Which pool ``poolStats`` lists where.
-    public enum Pool: Int, CaseIterable, Sendable {
+    /// The pools, by the kind of request they carry.
+    public enum Pool: CaseIterable, Hashable, Sendable {
         case device, broadcast, management
     }
 
-    /// Connection and queue figures of each ``Pool``, in its order. Loop only.
-    public var poolStats: [HTTP2ConnectionPool.Stats] { pools.map(\.stats) }
+    /// Connection and queue figures of `pool`, nil when these connections have none. Loop only.
+    public func stats(of pool: Pool) -> HTTP2ConnectionPool.Stats? { pools[pool]?.stats }
 
     /// Closes every connection gracefully and returns when they are closed: queued requests (and
     /// those the client holds for a provider-token renewal) fail with `.shutdown` at once, in-flight ones may finish within `gracePeriod` (default: the
@@ -78,7 +88,8 @@ public final class APNsConnections: Sendable {
             loop.execute { [pools, client] in
                 client.failHeldRequests()
                 var open = pools.count
-                for pool in pools {
+                if open == 0 { return done.resume() }
+                for pool in pools.values {
                     pool.shutdown(gracePeriod: gracePeriod) {
                         open -= 1
                         if open == 0 { done.resume() }
@@ -86,6 +97,13 @@ public final class APNsConnections: Sendable {
                 }
             }
         }
+    }
+}
+
+/// Stands for a pool a purpose did not ask for: refuses every request at once.
+private final class NoPoolSender: HTTP2RequestSender {
+    func send(_ request: HTTP2Request, completion: @escaping (Result<HTTP2Response, HTTP2RequestError>) -> Void) {
+        completion(.failure(.shutdown))
     }
 }
 

@@ -129,9 +129,11 @@ public final class Gateway: Sendable {
             log.warning("the personal loop's thread priority could not be lowered; it runs at the same priority as the others")
         }
         do {
-            let options = APNsConnections.Options(tls: TLSConfiguration(caFile: settings.caFile))
+            // Broadcasts and channel management on the broadcast loop; device pushes on the personal loop.
+            let options = APNsConnections.Options(tls: TLSConfiguration(caFile: settings.caFile), pools: [.broadcast, .management])
             let connections = try APNsConnections(configuration: apns, providerToken: token, options: options, loop: broadcastLoop)
             var personalOptions = options
+            personalOptions.pools = [.device]
             personalOptions.pushConnections = configuration.personalQueue.connections
             let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions,
                                                           loop: personalLoop)

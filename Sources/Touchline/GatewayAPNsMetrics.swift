@@ -41,9 +41,9 @@ final class GatewayAPNsMetrics: @unchecked Sendable {
 
     /// The figures now (on the connections' loop).
     func snapshot() -> GatewayAPNsSnapshot {
-        let stats = connections.poolStats
-        var pools = [GatewayAPNsSnapshot.Pool(name: pushPool, stats: stats[pushPoolKind.rawValue])]
-        if let managementPool { pools.append(.init(name: managementPool, stats: stats[APNsConnections.Pool.management.rawValue])) }
+        var pools: [GatewayAPNsSnapshot.Pool] = []
+        if let stats = connections.stats(of: pushPoolKind) { pools.append(.init(name: pushPool, stats: stats)) }
+        if let managementPool, let stats = connections.stats(of: .management) { pools.append(.init(name: managementPool, stats: stats)) }
         let token = connections.client.providerToken
         return GatewayAPNsSnapshot(responses: responses, responseTimes: responseTimes, pools: pools,
                                    providerTokenIssuedAt: token.issuedAt, providerTokenStatistics: token.statistics,

@@ -30,7 +30,7 @@ import TouchlineRuntime
         #expect(after.peakInFlight > 1)
         let counters = fixture.mock.counters()
         #expect(counters.count(endpoint: .device, status: 200) == 300)
-        #expect(counters.connectionsAccepted == 2, "one push and one management connection")
+        #expect(counters.connectionsAccepted == 3, "one connection each for device pushes, broadcasts and channel management")
         #expect(counters.framesRejected == 0, "the client opened more streams than the server allowed")
     }
 
@@ -45,7 +45,7 @@ import TouchlineRuntime
         let stats = try #require(try await fixture.pushConnectionStats().first)
         #expect(stats.completed == 1000)
         #expect(stats.peakInFlight > 100)
-        #expect(fixture.mock.counters().connectionsAccepted == 2, "one push and one management connection")
+        #expect(fixture.mock.counters().connectionsAccepted == 3, "one connection each for device pushes, broadcasts and channel management")
         #expect(Set(fixture.mock.recordedRequests().compactMap(\.deviceToken)) == Set(tokens))
     }
 

@@ -7,7 +7,7 @@ import TouchlineRuntime
 /// checked member by member.
 @Suite struct GatewayHTTPSettingsTests {
     @Test func theDefaultsAndEachSource() throws {
-        #expect(try GatewayConfiguration.load(arguments: [], environment: [:]).http == HTTPConnectionLimits())
+        #expect(try GatewayConfiguration.load(arguments: [], environment: GatewayConfigurationTests.dev).http == HTTPConnectionLimits())
         let defaults = HTTPConnectionLimits()
         #expect(defaults.maxConnections == 1024 && defaults.maxBufferedBodyBytes == 64 << 20)
         #expect(defaults.headTimeout == .seconds(10) && defaults.bodyTimeout == .seconds(30))
@@ -15,13 +15,13 @@ import TouchlineRuntime
 
         let files = try ConfigurationFiles()
         let file = try files.write("http.json", #"{"http": {"maxConnections": 4096, "headTimeoutMilliseconds": 5000}}"#)
-        let fromFile = try GatewayConfiguration.load(arguments: ["--config", file], environment: [:]).http
+        let fromFile = try GatewayConfiguration.load(arguments: ["--config", file], environment: GatewayConfigurationTests.dev).http
         #expect(fromFile == HTTPConnectionLimits(maxConnections: 4096, headTimeout: .seconds(5)))
         let fromEnvironment = try GatewayConfiguration.load(arguments: ["--config", file],
-                                                            environment: ["TOUCHLINE_HTTP": #"{"idleTimeoutMilliseconds": 15000}"#]).http
+                                                            environment: ["TOUCHLINE_DEV": "1", "TOUCHLINE_HTTP": #"{"idleTimeoutMilliseconds": 15000}"#]).http
         #expect(fromEnvironment == HTTPConnectionLimits(idleTimeout: .seconds(15)), "a later source replaces the whole object")
         let fromFlag = try GatewayConfiguration.load(arguments: ["--http", #"{"maxBufferedBodyBytes": 8388608, "writeTimeoutMilliseconds": 1000}"#],
-                                                     environment: [:]).http
+                                                     environment: GatewayConfigurationTests.dev).http
         #expect(fromFlag == HTTPConnectionLimits(maxBufferedBodyBytes: 8 << 20, writeTimeout: .seconds(1)))
     }
 
@@ -35,7 +35,7 @@ import TouchlineRuntime
     }
 
     @Test func theBodyBudgetMustHoldOneBodyAtTheLimit() {
-        #expect(problems(["--max-body-bytes", "2097152", "--http", #"{"maxBufferedBodyBytes": 1048576}"#]).map(\.message)
+        #expect(problems(["--dev", "--max-body-bytes", "2097152", "--http", #"{"maxBufferedBodyBytes": 1048576}"#]).map(\.message)
             == ["http.maxBufferedBodyBytes (1048576) must be at least maxBodyBytes (2097152), or a body at the limit could never be accepted"])
     }
 }

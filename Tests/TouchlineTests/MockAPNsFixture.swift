@@ -67,7 +67,7 @@ final class MockAPNsFixture: Sendable {
     /// The push pool's connection figures (read on the loop).
     func pushConnectionStats() async throws -> [HTTP2ClientConnection.Stats] {
         let connections = self.connections
-        return try await loop.submit { UncheckedSendable(connections.poolStats[APNsConnections.Pool.device.rawValue].connections) }.value
+        return try await loop.submit { UncheckedSendable(connections.stats(of: .device)?.connections ?? []) }.value
     }
 
     func shutDown() async {

@@ -109,6 +109,7 @@ extension GatewayConfiguration {
         note(layer.logLevel, .logLevel) { configuration.logLevel = $0 }
         note(layer.metrics, .metrics) { configuration.metrics = $0 }
         note(layer.http, .http) { configuration.http = $0 }
+        note(layer.webhooks, .webhooks) { configuration.webhooks = $0 }
         let keys = (layer.adminKeys ?? []).map { SourcedSetting(value: APIKey(key: $0.value, scope: .admin), source: $0.source) }
             + (layer.providerKeys ?? [])
         configuration.apiKeys = keys.map(\.value)

@@ -153,7 +153,7 @@ final class GatewayWebhooks: @unchecked Sendable {
         case .retry(let at):
             update.nextAt = at
             counters[key.endpoint, default: Counters()].failedAttempts += 1
-            log.warning("webhook delivery to \(key.endpoint) failed (\(Self.describe(outcome))); attempt \(attempts), trying again in \(Int((at - now).inSeconds)) s")
+            log.warning("webhook delivery to \(key.endpoint) failed (\(Self.describe(outcome))); attempt \(attempts), trying again in \(Int((at - now).inSeconds * 1000)) ms")
         case .dead:
             update.status = .dead
             counters[key.endpoint, default: Counters()].failedAttempts += 1

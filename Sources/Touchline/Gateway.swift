@@ -25,6 +25,8 @@ public final class Gateway: Sendable {
         var ingestLoop: EventLoop
         var broadcastLoop: EventLoop
         var personalLoop: EventLoop
+        var webhookLoop: EventLoop
+        var webhooks: GatewayWebhooks
         var personal: GatewayPersonalDispatcher
         var store: StoreWriter
         var personalStore: StoreWriter
@@ -118,6 +120,8 @@ public final class Gateway: Sendable {
         let broadcastLoop = EventLoop.start(name: "touchline-broadcast")
         let ingestLoop = EventLoop.start(name: "touchline-ingest")
         let personalLoop = EventLoop.start(name: "touchline-personal")
+        // Webhook delivery waits on receivers, never on the broadcast path: a loop of its own.
+        let webhookLoop = EventLoop.start(name: "touchline-webhooks")
         // Short time slices, on kernels that honour them: the broadcast path's loops (the ingest
         // loop also serves the provider API) preempt background work as soon as they wake, and
         // the personal loop, once preempted... holds a CPU for at most a short slice at a time.
@@ -137,19 +141,21 @@ public final class Gateway: Sendable {
             personalOptions.pushConnections = configuration.personalQueue.connections
             let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions,
                                                           loop: personalLoop)
+            let webhooks = try GatewayWebhooks.started(loop: webhookLoop, settings: configuration.webhooks, store: store,
+                                                       personalStore: personalStore, clock: clock, log: log.named("webhooks"))
             let broadcastPressure = GatewayBroadcastPressure(threshold: configuration.personalQueue.yieldThreshold)
             let personal = GatewayPersonalDispatcher(loop: personalLoop, connections: personalConnections,
                                                      reader: try SQLiteTokenReader(path: personalStore.path), store: personalStore, clock: clock,
                                                      settings: configuration.personalQueue,
                                                      tokenEnvironment: TokenEnvironment(apns: settings.environment),
-                                                     broadcastPressure: broadcastPressure,
+                                                     broadcastPressure: broadcastPressure, webhooks: webhooks,
                                                      log: log.named("personal"))
             let tokenReader = try SQLiteTokenReader(path: personalStore.path)
             let service = GatewayService(loop: ingestLoop, store: store, personalStore: personalStore,
                                          broadcastPressure: broadcastPressure, tokenReader: tokenReader,
                                          dispatcher: GatewayDispatcher(connections: connections, ingestLoop: ingestLoop,
                                                                        pressure: broadcastPressure),
-                                         personal: personal,
+                                         personal: personal, webhooks: webhooks,
                                          configuration: configuration, clock: clock, log: log.named("channels"))
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
                                                             maxBodySize: configuration.maxBodyBytes, connectionLimits: configuration.http)
@@ -165,13 +171,16 @@ public final class Gateway: Sendable {
                     router.handle($0)
                 })
             }
-            return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, personal: personal, store: store,
+            webhooks.start()
+            return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, webhookLoop: webhookLoop,
+                           webhooks: webhooks, personal: personal, store: store,
                            personalStore: personalStore, connections: connections,
                            service: service, server: server, mock: mock, port: server.server.port)
         } catch {
             ingestLoop.stopAndWait()
             broadcastLoop.stopAndWait()
             personalLoop.stopAndWait()
+            webhookLoop.stopAndWait()
             store.close()
             personalStore.close()
             throw error
@@ -193,7 +202,8 @@ public final class Gateway: Sendable {
     /// 3. closes the broadcast and personal APNs connections together, giving pushes in flight
     ///    up to `apnsGracePeriod` for their answers (a push still unanswered is saved as pending;
     ///    personal jobs save their progress and resume);
-    /// 4. commits everything queued to the store and closes it, then stops the loops and the mock.
+    /// 4. stops webhook delivery (outcomes decided are saved; attempts in flight stay pending);
+    /// 5. commits everything queued to the store and closes it, then stops the loops and the mock.
     public func shutdown(requestGracePeriod: Duration = .seconds(2), apnsGracePeriod: Duration = .seconds(3)) async {
         guard let current = running.withLock({ state -> Running? in defer { state = nil }; return state }) else { return }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -209,6 +219,11 @@ public final class Gateway: Sendable {
         _ = await (broadcast, personal)
         // Answers delivered during the pool shutdown run (and queue their saves) before the close.
         _ = try? await current.ingestLoop.submit {}
+        // Delivery outcomes already decided are queued before the stores close; attempts still
+        // out stay pending and go again after the next start.
+        await current.webhooks.stop()
+        current.webhooks.close()
+        current.webhookLoop.stopAndWait()
         current.store.close()
         current.personalStore.close()
         current.ingestLoop.stopAndWait()

@@ -32,6 +32,7 @@ extension GatewayService {
         addPersonalRoutes(to: &router)
         addKickoffRoutes(to: &router)
         addDeadLetterRoutes(to: &router)
+        addEventRoutes(to: &router)
         addStatsRoutes(to: &router)
         addOperatorRoutes(to: &router)
         addDashboardRoutes(to: &router)
@@ -145,6 +146,7 @@ extension GatewayService {
             switch result {
             case .failure(let error):
                 channel.createInFlight = false
+                if error.reason == .cannotCreateChannelConfig { webhooks?.channelLimitReached(channelID: channel.id) }
                 let response: HTTPResponse = error.reason == .cannotCreateChannelConfig
                     ? .error(status: 409, error: "channel_limit",
                              message: "APNs refused to create another channel (CannotCreateChannelConfig): the app's channel limit is reached")
@@ -221,7 +223,7 @@ extension GatewayService {
             throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is being created at APNs; delete it once that has answered")
         }
         let forget: @Sendable () -> Void = { [self] in
-            store.submit(WriteBatch([.deleteChannel(channelID: id)])) { [self] result in
+            store.submit(WriteBatch([.deleteChannel(channelID: id)] + (channel.apnsDeleted ? [] : channelEvent(.channelDeleted, of: channel)))) { [self] result in
                 loop.execute { [self] in
                     if case .failure(let error) = result {
                         request.respond(Self.writeFailed(error, saving: "the channel's deletion").response)

@@ -18,13 +18,17 @@ final class GatewayAPNsMetrics: @unchecked Sendable {
     private let connections: APNsConnections
     private var responses: [GatewayAPNsSnapshot.ResponseKey: Int] = [:]
     private var responseTimes: [String: Histogram] = [:]
+    /// Told each answer that rejects the gateway's credentials (reason, pool): the webhook event.
+    private let credentialsRejected: (@Sendable (String, String) -> Void)?
 
     /// Installs the observer on the connections' loop, ahead of any request handed to it later.
-    init(connections: APNsConnections, pushPool: String, kind: APNsConnections.Pool, managementPool: String?) {
+    init(connections: APNsConnections, pushPool: String, kind: APNsConnections.Pool, managementPool: String?,
+         credentialsRejected: (@Sendable (String, String) -> Void)? = nil) {
         self.connections = connections
         self.pushPool = pushPool
         pushPoolKind = kind
         self.managementPool = managementPool
+        self.credentialsRejected = credentialsRejected
         connections.loop.execute { [self] in connections.client.exchangeObserver = { [self] in record($0) } }
     }
 
@@ -32,12 +36,19 @@ final class GatewayAPNsMetrics: @unchecked Sendable {
         let pool = exchange.endpoint == .channelManagement ? managementPool ?? pushPool : pushPool
         let key: GatewayAPNsSnapshot.ResponseKey
         switch exchange.outcome {
-        case .answered(let status, let reason): key = .init(pool: pool, status: String(status), reason: reason ?? "")
+        case .answered(let status, let reason):
+            key = .init(pool: pool, status: String(status), reason: reason ?? "")
+            if status == 403, let reason, Self.credentialReasons.contains(reason) { credentialsRejected?(reason, pool) }
         case .noResponse(let kind): key = .init(pool: pool, status: "none", reason: kind)
         }
         responses[key, default: 0] += 1
         responseTimes[pool, default: Histogram()].observe(exchange.duration.inSeconds)
     }
+
+    /// 403 reasons that say Apple does not accept the gateway's key, token or certificate (an
+    /// operator must act); `ExpiredProviderToken` is not one, the client renews the token itself.
+    static let credentialReasons: Set<String> = ["InvalidProviderToken", "MissingProviderToken", "BadCertificate", "BadCertificateEnvironment",
+                                                 "UnrelatedKeyIdInToken", "BadEnvironmentKeyInToken", "TopicMismatch", "Forbidden"]
 
     /// The figures now (on the connections' loop).
     func snapshot() -> GatewayAPNsSnapshot {

@@ -46,6 +46,12 @@ final class GatewayChannel: @unchecked Sendable {
     /// A fire-and-forget save of the state or status failed: it is made again once the store
     /// takes writes (see `GatewayService.retryFailedSaves`).
     var needsSave = false
+    /// Webhook events of a failed save, written (with the same event ids) by the next save.
+    var unsavedWebhookEvents: [StoreOperation] = []
+    /// Budget downgrades already looked at for the `channel.budget_exhausted` event, and when
+    /// the last such event was recorded (see `GatewayWebhookFacts.swift`).
+    var downgradesSeen: Int
+    var budgetExhaustedReportedAt: UnixTime?
     /// An acknowledged write (events, an end) is in the store. Until it completes the channel's
     /// memory stays as the last commit left it and the engine takes no input, so a failed
     /// commit changes nothing (see `GatewayChannelWrites.swift`).
@@ -67,6 +73,7 @@ final class GatewayChannel: @unchecked Sendable {
         self.createdAt = createdAt
         self.apnsChannelID = apnsChannelID
         self.engine = engine
+        downgradesSeen = engine.counters.budgetDowngrades
         self.contentState = contentState
         self.lastSeq = lastSeq
         self.persistedStatus = persistedStatus

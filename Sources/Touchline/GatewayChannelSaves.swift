@@ -16,7 +16,8 @@ extension GatewayService {
 
     /// Writes the channel's state (the store keeps the order of writes).
     func save(_ channel: GatewayChannel) {
-        submitSave([.updateState(channel.stateUpdate(at: clock.now()))], of: channel, what: "the channel")
+        submitSave([.updateState(channel.stateUpdate(at: clock.now()))] + budgetExhaustedEvent(of: channel, engine: channel.engine),
+                   of: channel, what: "the channel")
     }
 
     /// Writes the status when it changed since the last write.
@@ -24,16 +25,22 @@ extension GatewayService {
         let status = channel.status
         guard status != channel.persistedStatus, status != .creating else { return }
         channel.persistedStatus = status
-        submitSave([.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now())], of: channel, what: "the channel status")
+        submitSave([.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now())] + statusEvent(of: channel, status: status),
+                   of: channel, what: "the channel status")
     }
 
+    /// Saves `operations` with the webhook events an earlier failed save left; a failure keeps
+    /// this save's events for the next one.
     private func submitSave(_ operations: [StoreOperation], of channel: GatewayChannel, what: String) {
+        let operations = operations + channel.unsavedWebhookEvents
+        channel.unsavedWebhookEvents = []
         store.submit(WriteBatch(operations)) { [self] result in
             guard case .failure(let error) = result else { return }
             loop.execute { [self] in
                 // A channel deleted meanwhile has nothing left to save.
                 guard channels[channel.id] === channel, !isStopping else { return }
                 log.error("saving \(what) failed; it is saved again once the store takes writes", channel: channel.id, error: error)
+                channel.unsavedWebhookEvents += operations.filter(\.isWebhook)
                 noteFailedSave(of: channel)
             }
         }

@@ -87,9 +87,14 @@ extension GatewayService {
         }
         channel.isWriting = true
         let submitted = GatewayBroadcastPressure.now()
-        store.submit(write.batch(channelID: channel.id, now: now)) { [self, write] result in
+        var batch = write.batch(channelID: channel.id, now: now)
+        let budgetMemo = (channel.downgradesSeen, channel.budgetExhaustedReportedAt)
+        for event in budgetExhaustedEvent(of: channel, engine: write.engine) { batch.append(event) }
+        store.submit(batch) { [self, write] result in
             loop.execute { [self] in
                 broadcastPressure.observeWait(since: submitted)
+                // Nothing of a failed write happened, its downgrades neither.
+                if case .failure = result { (channel.downgradesSeen, channel.budgetExhaustedReportedAt) = budgetMemo }
                 complete(write, of: channel, result)
             }
         }

@@ -34,6 +34,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var metrics: MetricsSettings
     /// The provider API's connection cap, body budget and deadlines (`http`).
     public var http: HTTPConnectionLimits
+    /// Webhook endpoints and their delivery settings (`webhooks`; docs/api.md, "Webhooks").
+    public var webhooks = WebhookSettings()
     /// A test hook, never set in production: while this file exists, every commit of both
     /// stores fails as on a full disk (docs/reliability.md). `touchline serve` takes it from
     /// `TOUCHLINE_STORE_FAULT_FILE`, so tests and the soak scenario can fail the disk of a real

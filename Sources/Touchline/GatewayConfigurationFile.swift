@@ -34,7 +34,7 @@ struct ConfigurationFile {
 
     private mutating func read(_ root: JSONValue) {
         guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy",
-                                                          "personalQueue", "log", "metrics", "http"]) else {
+                                                          "personalQueue", "log", "metrics", "http", "webhooks"]) else {
             return
         }
         layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
@@ -60,6 +60,10 @@ struct ConfigurationFile {
         } }
         layer.http = members["http"].flatMap { convert($0, at: "http") { value throws(InvalidConfigurationValue) in
             try HTTPConnectionLimits(json: value)
+        } }
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) }
+        layer.webhooks = members["webhooks"].flatMap { convert($0, at: "webhooks") { value throws(InvalidConfigurationValue) in
+            try WebhookSettings(json: value, pathsRelativeTo: directory)
         } }
     }
 

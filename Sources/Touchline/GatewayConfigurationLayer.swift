@@ -35,6 +35,7 @@ struct ConfigurationLayer {
     var logLevel: SourcedSetting<LogLevel>?
     var metrics: SourcedSetting<MetricsSettings>?
     var http: SourcedSetting<HTTPConnectionLimits>?
+    var webhooks: SourcedSetting<WebhookSettings>?
 
     mutating func overlay(_ later: ConfigurationLayer) {
         configPath = later.configPath ?? configPath
@@ -56,6 +57,7 @@ struct ConfigurationLayer {
         logLevel = later.logLevel ?? logLevel
         metrics = later.metrics ?? metrics
         http = later.http ?? http
+        webhooks = later.webhooks ?? webhooks
     }
 
     /// Sets `setting` from the text of an environment variable or flag. Admin and provider keys
@@ -81,6 +83,7 @@ struct ConfigurationLayer {
         case .logLevel: logLevel = SourcedSetting(value: try LogLevel(configurationText: text), source: source)
         case .metrics: metrics = SourcedSetting(value: try MetricsSettings(json: try parseJSON(text)), source: source)
         case .http: http = SourcedSetting(value: try HTTPConnectionLimits(json: try parseJSON(text)), source: source)
+        case .webhooks: webhooks = SourcedSetting(value: try WebhookSettings(json: try parseJSON(text)), source: source)
         }
     }
 

@@ -113,6 +113,7 @@ extension GatewayConfiguration {
         note(layer.metrics, .metrics) { configuration.metrics = $0 }
         note(layer.http, .http) { configuration.http = $0 }
         note(layer.development, .development) { configuration.apnsMode = $0 ? .mock : .apple }
+        note(layer.webhooks, .webhooks) { configuration.webhooks = $0 }
         let keys = (layer.adminKeys ?? []).map { SourcedSetting(value: APIKey(key: $0.value, scope: .admin), source: $0.source) }
             + (layer.providerKeys ?? [])
         configuration.apiKeys = keys.map(\.value)

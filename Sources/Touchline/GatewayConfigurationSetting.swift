@@ -5,7 +5,7 @@
 enum ConfigurationSetting: CaseIterable {
     case config, development, listen, dataDirectory, maxBodyBytes
     case apnsKeyPath, apnsKeyID, apnsTeamID, apnsBundleID, apnsEnvironment, apnsCAFile, apnsBroadcastHost
-    case adminKey, apiKeys, defaultPolicy, personalQueue, logLevel, metrics, http
+    case adminKey, apiKeys, defaultPolicy, personalQueue, logLevel, metrics, http, webhooks
 
     /// The member path in the JSON file; nil for `--config` itself.
     var fileKey: String? {
@@ -29,6 +29,7 @@ enum ConfigurationSetting: CaseIterable {
         case .logLevel: "log.level"
         case .metrics: "metrics"
         case .http: "http"
+        case .webhooks: "webhooks"
         }
     }
 
@@ -53,6 +54,7 @@ enum ConfigurationSetting: CaseIterable {
         case .logLevel: "TOUCHLINE_LOG_LEVEL"
         case .metrics: "TOUCHLINE_METRICS"
         case .http: "TOUCHLINE_HTTP"
+        case .webhooks: "TOUCHLINE_WEBHOOKS"
         }
     }
 
@@ -77,6 +79,7 @@ enum ConfigurationSetting: CaseIterable {
         case .logLevel: "--log-level"
         case .metrics: "--metrics"
         case .http: "--http"
+        case .webhooks: "--webhooks"
         }
     }
 
@@ -94,7 +97,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsEnvironment: "ENV"
         case .adminKey: "KEY"
         case .apiKeys: "KEY=PREFIX"
-        case .defaultPolicy, .personalQueue, .metrics, .http: "JSON"
+        case .defaultPolicy, .personalQueue, .metrics, .http, .webhooks: "JSON"
         case .logLevel: "LEVEL"
         }
     }
@@ -121,6 +124,7 @@ enum ConfigurationSetting: CaseIterable {
         case .logLevel: "log level"
         case .metrics: "metrics settings"
         case .http: "HTTP settings"
+        case .webhooks: "webhook settings"
         }
     }
 
@@ -146,6 +150,7 @@ enum ConfigurationSetting: CaseIterable {
         case .logLevel: "lowest level logged: debug, info (default), notice, warning or error"
         case .metrics: "/metrics: requireKey (default false), maxChannelLabels (default 200), as JSON"
         case .http: "provider API: maxConnections (1024), maxBufferedBodyBytes, head/body/idle/write timeouts..., as JSON"
+        case .webhooks: "webhook endpoints (url, secret, events, name) and retry, dead-letter age, timeout, retention, as JSON"
         }
     }
 

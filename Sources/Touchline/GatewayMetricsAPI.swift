@@ -14,9 +14,13 @@ extension GatewayService {
             guarded(request) { () throws(HTTPError) in
                 if metricsSettings.requireKey { _ = try access.key(for: request) }
                 gatherLoopSnapshots { [self] loops in
-                    let text = PrometheusTextEncoder.encode(metricFamilies(loops) + storeMetricFamilies())
-                    request.respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusTextEncoder.contentType)],
-                                                 body: Array(text.utf8)))
+                    let respond: @Sendable ([MetricFamily]) -> Void = { [self] webhookFamilies in
+                        let text = PrometheusTextEncoder.encode(metricFamilies(loops) + storeMetricFamilies() + webhookFamilies)
+                        request.respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusTextEncoder.contentType)],
+                                                     body: Array(text.utf8)))
+                    }
+                    guard let webhooks else { return respond([]) }
+                    webhooks.snapshot { [self] snapshot in loop.execute { [self] in respond(webhookMetricFamilies(snapshot)) } }
                 }
             }
         }

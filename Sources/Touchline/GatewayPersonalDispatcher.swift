@@ -26,6 +26,8 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     private let tokenEnvironment: TokenEnvironment?
     private let broadcastPressure: GatewayBroadcastPressure
     private let log: GatewayLog
+    /// Records the webhook events of job ends and dead letters in the saves that carry them.
+    private let webhooks: GatewayWebhooks?
     private var jobs: [String: GatewayPersonalJobRun] = [:]
     private var inFlight = 0
     private var isStopping = false
@@ -43,7 +45,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
     /// `connections` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, connections: APNsConnections, reader: SQLiteTokenReader, store: StoreWriter, clock: any WallClock,
          settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?,
-         broadcastPressure: GatewayBroadcastPressure = GatewayBroadcastPressure(), log: GatewayLog) {
+         broadcastPressure: GatewayBroadcastPressure = GatewayBroadcastPressure(), webhooks: GatewayWebhooks? = nil, log: GatewayLog) {
         self.loop = loop
         self.connections = connections
         self.reader = reader
@@ -53,7 +55,8 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
         self.tokenEnvironment = tokenEnvironment
         self.broadcastPressure = broadcastPressure
         self.log = log
-        metrics = GatewayPersonalMetrics(connections: connections)
+        self.webhooks = webhooks
+        metrics = GatewayPersonalMetrics(connections: connections, credentialsRejected: webhooks?.credentialsReporter)
     }
 
     /// The queue's figures now; call on ``loop``.
@@ -296,7 +299,7 @@ final class GatewayPersonalDispatcher: @unchecked Sendable {
             running.saveTimer = timer
             if !timer.isScheduled { timer.schedule(after: max(Duration.zero, due - now)) }
         case .now:
-            let operations = running.takeSave(now: now)
+            let operations = running.takeSave(now: now, outbox: webhooks?.outbox)
             let id = running.id
             store.submit(summarizing: operations) { [self] result in
                 loop.execute { [self] in

@@ -76,8 +76,10 @@ final class GatewayPersonalJobRun: @unchecked Sendable {
         return due <= now ? .now : .at(due)
     }
 
-    /// The operations of one save, in commit order; marks a save as being in the store.
-    func takeSave(now: UnixTime) -> [TokenOperation] {
+    /// The operations of one save, in commit order; marks a save as being in the store. With an
+    /// `outbox`, the save also records its webhook events: the dead letters it writes (one event
+    /// per save, counted by reason) and, when the job is finished, its final counts.
+    func takeSave(now: UnixTime, outbox: GatewayWebhookOutbox? = nil) -> [TokenOperation] {
         let progress = job.takeProgress()
         let finished = job.isFinished
         var operations: [TokenOperation] = progress.removedRetryRows.map { .clearTarget(jobID: id, token: $0) }
@@ -93,6 +95,7 @@ final class GatewayPersonalJobRun: @unchecked Sendable {
         let status: PersonalJobStatus? = finished ? .done : (hasStarted ? nil : .running)
         operations.append(.advanceJob(PersonalJobProgress(jobID: id, cursor: progress.cursor, endedAfterCursor: progress.endedAfterCursor,
                                                           counts: counts, status: status, at: now)))
+        if let outbox { operations += webhookEvents(of: operations, counts: counts, finished: finished, outbox: outbox) }
         hasStarted = true
         unsavedWrites = []
         hasUnsavedProgress = false
@@ -106,7 +109,35 @@ final class GatewayPersonalJobRun: @unchecked Sendable {
     func saveEnded(failed operations: [TokenOperation]?) {
         saveInStore = false
         guard let operations else { return }
-        unsavedWrites = operations.filter { if case .advanceJob = $0 { false } else { true } } + unsavedWrites
+        // The job's progress and its webhook events are made again by the next save.
+        unsavedWrites = operations.filter {
+            switch $0 {
+            case .advanceJob, .webhook: false
+            default: true
+            }
+        } + unsavedWrites
         hasUnsavedProgress = true
+    }
+
+    /// The events one save reports: its dead letters by reason, and the job's end.
+    private func webhookEvents(of operations: [TokenOperation], counts: PersonalJobCounts, finished: Bool,
+                               outbox: GatewayWebhookOutbox) -> [TokenOperation] {
+        var reasons: [String: Int64] = [:]
+        for case .deadLetter(let letter) in operations { reasons[letter.reason, default: 0] += 1 }
+        var events: [TokenOperation] = []
+        if !reasons.isEmpty {
+            events.append(.webhook(outbox.record(.deadLettersCreated, [
+                .init("jobId", .string(id)), .init("count", .integer(reasons.values.reduce(0, +))),
+                .init("reasons", .object(reasons.sorted { $0.key < $1.key }.map { .init($0.key, .integer($0.value)) })),
+            ])))
+        }
+        if finished {
+            events.append(.webhook(outbox.record(.personalJobFinished, [
+                .init("jobId", .string(id)), .init("targeted", .integer(counts.targeted)), .init("sent", .integer(counts.sent)),
+                .init("failed", .object(counts.failed.sorted { $0.key < $1.key }.map { .init($0.key, .integer($0.value)) })),
+                .init("expired", .integer(counts.expired)), .init("pending", .integer(counts.pending)),
+            ])))
+        }
+        return events
     }
 }

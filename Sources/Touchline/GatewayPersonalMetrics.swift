@@ -16,8 +16,9 @@ final class GatewayPersonalMetrics: @unchecked Sendable {
     var deadLetters: [String: Int] = [:]
     private var retriesOfFinishedJobs = 0
 
-    init(connections: APNsConnections) {
-        apns = GatewayAPNsMetrics(connections: connections, pushPool: "personal", kind: .device, managementPool: nil)
+    init(connections: APNsConnections, credentialsRejected: (@Sendable (String, String) -> Void)? = nil) {
+        apns = GatewayAPNsMetrics(connections: connections, pushPool: "personal", kind: .device, managementPool: nil,
+                                  credentialsRejected: credentialsRejected)
     }
 
     func deadLettered(reason: String) { deadLetters[reason, default: 0] += 1 }

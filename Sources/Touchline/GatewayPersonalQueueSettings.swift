@@ -51,33 +51,33 @@ public struct PersonalQueueSettings: Sendable, Equatable {
     /// Settings from JSON; every member is optional and checked against its range.
     init(json value: JSONValue) throws(InvalidConfigurationValue) {
         self.init()
-        let members = try Self.members(of: value, allowed: ["connections", "maxInFlight", "window", "pageSize",
+        let members = try ConfigurationMembers.members(of: value, allowed: ["connections", "maxInFlight", "window", "pageSize",
                                                             "saveIntervalMilliseconds", "niceness", "yieldInFlight", "yieldThresholdMicroseconds",
                                                             "delivery"], path: nil)
-        connections = try Self.integer(members, "connections", 1...64) ?? connections
-        maxInFlight = try Self.integer(members, "maxInFlight", 1...100_000) ?? maxInFlight
-        window = try Self.integer(members, "window", 1...10_000_000) ?? window
-        pageSize = try Self.integer(members, "pageSize", 1...100_000) ?? pageSize
+        connections = try ConfigurationMembers.integer(members, "connections", 1...64) ?? connections
+        maxInFlight = try ConfigurationMembers.integer(members, "maxInFlight", 1...100_000) ?? maxInFlight
+        window = try ConfigurationMembers.integer(members, "window", 1...10_000_000) ?? window
+        pageSize = try ConfigurationMembers.integer(members, "pageSize", 1...100_000) ?? pageSize
         guard pageSize <= window else { throw InvalidConfigurationValue("member pageSize must be at most window (\(window)), got \(pageSize)") }
-        saveInterval = try Self.integer(members, "saveIntervalMilliseconds", 1...60_000).map { .milliseconds($0) } ?? saveInterval
-        niceness = try Self.integer(members, "niceness", 0...19) ?? niceness
-        yieldInFlight = try Self.integer(members, "yieldInFlight", 0...100_000) ?? yieldInFlight
-        yieldThreshold = try Self.integer(members, "yieldThresholdMicroseconds", 0...10_000_000).map { .microseconds($0) } ?? yieldThreshold
+        saveInterval = try ConfigurationMembers.integer(members, "saveIntervalMilliseconds", 1...60_000).map { .milliseconds($0) } ?? saveInterval
+        niceness = try ConfigurationMembers.integer(members, "niceness", 0...19) ?? niceness
+        yieldInFlight = try ConfigurationMembers.integer(members, "yieldInFlight", 0...100_000) ?? yieldInFlight
+        yieldThreshold = try ConfigurationMembers.integer(members, "yieldThresholdMicroseconds", 0...10_000_000).map { .microseconds($0) } ?? yieldThreshold
         guard let delivery = members["delivery"] else { return }
-        let policy = try Self.members(of: delivery, allowed: ["maxAttempts", "maxHandBacks", "retryInitialMilliseconds", "retryMaximumMilliseconds",
+        let policy = try ConfigurationMembers.members(of: delivery, allowed: ["maxAttempts", "maxHandBacks", "retryInitialMilliseconds", "retryMaximumMilliseconds",
                                                              "throttleInitialMilliseconds", "throttleMaximumMilliseconds",
                                                              "multiplier", "jitter"], path: "delivery")
         let day = 86_400_000
         var d = self.delivery
-        d.maxAttempts = try Self.integer(policy, "delivery.maxAttempts", 1...100, key: "maxAttempts") ?? d.maxAttempts
-        d.maxHandBacks = try Self.integer(policy, "delivery.maxHandBacks", 1...1_000, key: "maxHandBacks") ?? d.maxHandBacks
-        d.retryInitialMilliseconds = try Self.integer(policy, "delivery.retryInitialMilliseconds", 1...day, key: "retryInitialMilliseconds")
+        d.maxAttempts = try ConfigurationMembers.integer(policy, "delivery.maxAttempts", 1...100, key: "maxAttempts") ?? d.maxAttempts
+        d.maxHandBacks = try ConfigurationMembers.integer(policy, "delivery.maxHandBacks", 1...1_000, key: "maxHandBacks") ?? d.maxHandBacks
+        d.retryInitialMilliseconds = try ConfigurationMembers.integer(policy, "delivery.retryInitialMilliseconds", 1...day, key: "retryInitialMilliseconds")
             .map(Int64.init) ?? d.retryInitialMilliseconds
-        d.retryMaximumMilliseconds = try Self.integer(policy, "delivery.retryMaximumMilliseconds", 1...day, key: "retryMaximumMilliseconds")
+        d.retryMaximumMilliseconds = try ConfigurationMembers.integer(policy, "delivery.retryMaximumMilliseconds", 1...day, key: "retryMaximumMilliseconds")
             .map(Int64.init) ?? d.retryMaximumMilliseconds
-        d.throttleInitialMilliseconds = try Self.integer(policy, "delivery.throttleInitialMilliseconds", 1...day,
+        d.throttleInitialMilliseconds = try ConfigurationMembers.integer(policy, "delivery.throttleInitialMilliseconds", 1...day,
                                                          key: "throttleInitialMilliseconds").map(Int64.init) ?? d.throttleInitialMilliseconds
-        d.throttleMaximumMilliseconds = try Self.integer(policy, "delivery.throttleMaximumMilliseconds", 1...day,
+        d.throttleMaximumMilliseconds = try ConfigurationMembers.integer(policy, "delivery.throttleMaximumMilliseconds", 1...day,
                                                          key: "throttleMaximumMilliseconds").map(Int64.init) ?? d.throttleMaximumMilliseconds
         d.multiplier = try Self.number(policy, "delivery.multiplier", 1...10, key: "multiplier") ?? d.multiplier
         d.jitter = try Self.number(policy, "delivery.jitter", 0...1, key: "jitter") ?? d.jitter
@@ -85,30 +85,6 @@ public struct PersonalQueueSettings: Sendable, Equatable {
             throw InvalidConfigurationValue("member delivery: each initial back-off must be at most its maximum")
         }
         self.delivery = d
-    }
-
-    private static func members(of value: JSONValue, allowed: [String], path: String?) throws(InvalidConfigurationValue) -> [String: JSONValue] {
-        guard case .object(let members) = value else {
-            throw InvalidConfigurationValue(path.map { "member \($0) must be an object" } ?? "must be an object")
-        }
-        var result: [String: JSONValue] = [:]
-        for member in members {
-            guard allowed.contains(member.name) else {
-                let hint = GatewayConfigurationError.closestName(to: member.name, among: allowed).map { " (did you mean '\($0)'?)" } ?? ""
-                throw InvalidConfigurationValue("has unknown key '\(path.map { "\($0)." } ?? "")\(member.name)'\(hint)")
-            }
-            result[member.name] = member.value
-        }
-        return result
-    }
-
-    private static func integer(_ members: [String: JSONValue], _ path: String, _ range: ClosedRange<Int>,
-                                key: String? = nil) throws(InvalidConfigurationValue) -> Int? {
-        guard let value = members[key ?? path] else { return nil }
-        guard case .integer(let number) = value, let integer = Int(exactly: number), range.contains(integer) else {
-            throw InvalidConfigurationValue("member \(path) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
-        }
-        return integer
     }
 
     private static func number(_ members: [String: JSONValue], _ path: String, _ range: ClosedRange<Double>,

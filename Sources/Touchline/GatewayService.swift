@@ -54,10 +54,14 @@ final class GatewayService: @unchecked Sendable {
     /// The dashboard's live feed, made by the first `GET /v1/stream`; the HTTP server ends its
     /// streams at shutdown.
     var eventStream: GatewayEventStream?
+    /// Webhook delivery (its own loop); nil in a gateway built without one. Channel facts are
+    /// recorded with `webhooks.outbox` in the batches that change the channel.
+    let webhooks: GatewayWebhooks?
 
     init(loop: EventLoop, store: StoreWriter, personalStore: StoreWriter, broadcastPressure: GatewayBroadcastPressure,
          tokenReader: SQLiteTokenReader, dispatcher: GatewayDispatcher,
-         personal: GatewayPersonalDispatcher, configuration: GatewayConfiguration, clock: any WallClock, log: GatewayLog) {
+         personal: GatewayPersonalDispatcher, webhooks: GatewayWebhooks? = nil, configuration: GatewayConfiguration, clock: any WallClock,
+         log: GatewayLog) {
         self.loop = loop
         self.store = store
         self.personalStore = personalStore
@@ -72,8 +76,9 @@ final class GatewayService: @unchecked Sendable {
         self.log = log
         metricsSettings = configuration.metrics
         metrics = GatewayIngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
+        self.webhooks = webhooks
         apnsMetrics = GatewayAPNsMetrics(connections: dispatcher.connections, pushPool: "broadcast", kind: .broadcast,
-                                         managementPool: "management")
+                                         managementPool: "management", credentialsRejected: webhooks?.credentialsReporter)
     }
 
     // MARK: Restart

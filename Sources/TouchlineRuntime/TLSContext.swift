@@ -45,18 +45,22 @@ public struct TLSConfiguration: Sendable {
 public final class TLSContext: @unchecked Sendable {
     let ctx: OpaquePointer
     public let isServer: Bool
+    /// The protocol a client offers via ALPN and requires the server to select; nil offers none
+    /// (an HTTP/1.1 client such as webhook delivery, whose receivers need not speak ALPN).
+    public let applicationProtocol: String?
 
-    private init(ctx: OpaquePointer, isServer: Bool) {
+    private init(ctx: OpaquePointer, isServer: Bool, applicationProtocol: String?) {
         self.ctx = ctx
         self.isServer = isServer
+        self.applicationProtocol = applicationProtocol
     }
 
     deinit { SSL_CTX_free(ctx) }
 
-    /// A client context offering only `h2` via ALPN.
-    public static func client(_ configuration: TLSConfiguration = .client) throws -> TLSContext {
+    /// A client context offering only `h2` via ALPN (or, with `applicationProtocol: nil`, no ALPN).
+    public static func client(_ configuration: TLSConfiguration = .client, applicationProtocol: String? = "h2") throws -> TLSContext {
         guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw TLSError.fromOpenSSL("cannot create TLS context") }
-        let context = TLSContext(ctx: ctx, isServer: false)
+        let context = TLSContext(ctx: ctx, isServer: false, applicationProtocol: applicationProtocol)
         try context.applyCommon()
         if configuration.verifyPeer {
             SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
@@ -70,7 +74,8 @@ public final class TLSContext: @unchecked Sendable {
         } else {
             SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nil)
         }
-        let alpn: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
+        guard let applicationProtocol else { return context }
+        let alpn = [UInt8(applicationProtocol.utf8.count)] + Array(applicationProtocol.utf8)
         guard SSL_CTX_set_alpn_protos(ctx, alpn, UInt32(alpn.count)) == 0 else {
             throw TLSError.fromOpenSSL("cannot set ALPN")
         }
@@ -83,7 +88,7 @@ public final class TLSContext: @unchecked Sendable {
             throw TLSError("a TLS server needs a certificate file and a private key file")
         }
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError.fromOpenSSL("cannot create TLS context") }
-        let context = TLSContext(ctx: ctx, isServer: true)
+        let context = TLSContext(ctx: ctx, isServer: true, applicationProtocol: "h2")
         try context.applyCommon()
         guard SSL_CTX_use_certificate_chain_file(ctx, cert) == 1 else {
             throw TLSError.fromOpenSSL("cannot load certificate \(cert)")

@@ -51,6 +51,10 @@ public protocol TLSStreamDelegate: AnyObject {
 
 /// A TLS connection over TCP, built on libevent's OpenSSL bufferevent. Loop-confined.
 ///
+/// A client stream may also be plain TCP (``connect(loop:context:host:port:connectTimeout:delegate:)``
+/// with no context), for webhook receivers on `http://`: the same resolver, timeouts and
+/// callbacks, without the TLS layer.
+///
 /// Output is buffered by libevent; callers apply back-pressure by checking
 /// ``pendingOutputBytes`` and waiting for ``TLSStreamDelegate/streamDidDrain(_:)``.
 public final class TLSStream: @unchecked Sendable {
@@ -62,6 +66,8 @@ public final class TLSStream: @unchecked Sendable {
     private var ssl: OpaquePointer?
     private var connected = false
     private var closed = false
+    /// What ALPN must select for the stream to count as connected (nil: anything, or no TLS).
+    private var requiredProtocol: String?
     /// The output size under which ``TLSStreamDelegate/streamDidDrain(_:)`` is called.
     public static let lowWaterMark = 64 * 1024
 
@@ -74,18 +80,24 @@ public final class TLSStream: @unchecked Sendable {
         if let bev { bufferevent_free(bev) }
     }
 
-    /// Starts connecting to `host:port` (fresh DNS lookup, TCP, TLS handshake, ALPN check).
-    /// The outcome arrives at the delegate: `streamDidConnect` or `didCloseWith`.
-    public static func connect(loop: EventLoop, context: TLSContext, host: String, port: Int,
+    /// Starts connecting to `host:port` (fresh DNS lookup, TCP, TLS handshake, ALPN check; with
+    /// a nil `context`, plain TCP). The outcome arrives at the delegate: `streamDidConnect` or `didCloseWith`.
+    public static func connect(loop: EventLoop, context: TLSContext?, host: String, port: Int,
                                connectTimeout: Duration = .seconds(10), delegate: TLSStreamDelegate) -> TLSStream {
         let stream = TLSStream(loop: loop, peerName: "\(host):\(port)")
         stream.delegate = delegate
         do {
-            let ssl = try context.makeSSL(verifyingHost: host)
-            stream.ssl = ssl
-            guard let bev = bufferevent_openssl_socket_new(loop.base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
-                                                           Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
-                SSL_free(ssl)
+            let made: OpaquePointer?
+            if let context {
+                let ssl = try context.makeSSL(verifyingHost: host)
+                stream.ssl = ssl
+                stream.requiredProtocol = context.applicationProtocol
+                made = bufferevent_openssl_socket_new(loop.base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
+                if made == nil { SSL_free(ssl) }
+            } else {
+                made = bufferevent_socket_new(loop.base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
+            }
+            guard let bev = made else {
                 stream.failSoon(.socket("cannot create socket buffer"))
                 return stream
             }
@@ -106,6 +118,7 @@ public final class TLSStream: @unchecked Sendable {
         stream.delegate = delegate
         guard let ssl = try? context.makeSSL(verifyingHost: nil) else { Glibc.close(fd); return nil }
         stream.ssl = ssl
+        stream.requiredProtocol = context.applicationProtocol
         guard let bev = bufferevent_openssl_socket_new(loop.base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
                                                        Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
             SSL_free(ssl)
@@ -119,7 +132,7 @@ public final class TLSStream: @unchecked Sendable {
     }
 
     private func install(timeout: Duration) {
-        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1)
+        if ssl != nil { bufferevent_openssl_set_allow_dirty_shutdown(bev, 1) }
         bufferevent_setcb(bev, { _, ctx in
             Unmanaged<TLSStream>.fromOpaque(ctx!).takeUnretainedValue().readable()
         }, { _, ctx in
@@ -237,14 +250,16 @@ public final class TLSStream: @unchecked Sendable {
     }
 
     private func handshakeDone() {
-        guard let ssl, let bev else { return }
-        var proto: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &proto, &length)
-        let selected = proto.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) }
-        guard selected == "h2" else {
-            finish(.alpnNotH2(selected: selected))
-            return
+        guard let bev else { return }
+        if let ssl, let requiredProtocol {
+            var proto: UnsafePointer<UInt8>?
+            var length: UInt32 = 0
+            SSL_get0_alpn_selected(ssl, &proto, &length)
+            let selected = proto.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) }
+            guard selected == requiredProtocol else {
+                finish(.alpnNotH2(selected: selected))
+                return
+            }
         }
         setNoDelay(bufferevent_getfd(bev))
         connected = true

@@ -88,6 +88,8 @@ enum SQLiteChannelRows {
             }
         case .truncateEvents(let id, let throughSeq):
             try db.run("DELETE FROM events WHERE channel_id = ? AND seq <= ?", [.text(id), .integer(throughSeq)])
+        case .webhook(let operation):
+            try WebhookOutboxRows.apply(operation, on: db)
         }
     }
 

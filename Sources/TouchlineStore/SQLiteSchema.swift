@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 4
+    static let version: Int64 = 5
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -104,9 +104,33 @@ enum SQLiteSchema {
         CREATE TABLE IF NOT EXISTS store_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
         """
 
+    /// Version 5: the webhook outbox (docs/storage.md, "Webhook outbox"): events in commit order
+    /// (`AUTOINCREMENT`, so an id is never reused after pruning and the pull cursor only moves
+    /// forward) and each endpoint's delivery of each event.
+    static let webhookStatements = """
+        CREATE TABLE IF NOT EXISTS webhook_outbox (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            event_id   TEXT NOT NULL UNIQUE,
+            type       TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            body       BLOB NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS webhook_outbox_by_age ON webhook_outbox (created_at);
+        CREATE TABLE IF NOT EXISTS webhook_deliveries (
+            endpoint  TEXT NOT NULL,
+            outbox_id INTEGER NOT NULL REFERENCES webhook_outbox (id) ON DELETE CASCADE,
+            attempts  INTEGER NOT NULL,
+            next_at   INTEGER NOT NULL,
+            status    TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'dead')),
+            PRIMARY KEY (endpoint, outbox_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (status, endpoint, next_at);
+        CREATE INDEX IF NOT EXISTS webhook_deliveries_by_event ON webhook_deliveries (outbox_id);
+        """
+
     /// What each version adds, applied in order from the database's version.
     static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements),
-                                                                 (4, probeStatements)]
+                                                                 (4, probeStatements), (5, webhookStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

@@ -29,4 +29,7 @@ public enum TokenOperation: Sendable, Equatable {
     case deadLetter(DeadLetterRecord)
     /// Marks dead letters as handed to a replay.
     case markReplayed(ids: [Int64])
+    /// Records a webhook event (or a delivery outcome) in this file's outbox, in the same
+    /// commit as the job progress or dead letters it reports.
+    case webhook(WebhookOperation)
 }

@@ -43,6 +43,8 @@ enum TokenRows {
                               [.integer(at.nanoseconds), .text(token.lowercased()), .integer(apnsTimestamp.nanoseconds)])
         case .createJob, .advanceJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed:
             try PersonalJobRows.apply(operation, on: db)
+        case .webhook(let operation):
+            try WebhookOutboxRows.apply(operation, on: db)
         }
         return 0
     }

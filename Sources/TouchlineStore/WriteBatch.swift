@@ -42,6 +42,9 @@ public enum StoreOperation: Sendable, Equatable {
     case appendEvents([StoredEvent])
     /// Drops a channel's events with `seq <= throughSeq`, once a durable snapshot covers them.
     case truncateEvents(channelID: String, throughSeq: Int64)
+    /// Records a webhook event (or a delivery outcome) in this file's outbox, in the same
+    /// commit as the channel change it reports.
+    case webhook(WebhookOperation)
 }
 
 /// Writes that commit together or not at all.

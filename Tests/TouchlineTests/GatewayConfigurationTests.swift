@@ -509,9 +509,10 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         for (flag, variable) in [("--config PATH", "TOUCHLINE_CONFIG"), ("--apns-key PATH", "TOUCHLINE_APNS_KEY_PATH"),
                                  ("--api-key KEY=PREFIX", "TOUCHLINE_API_KEYS"), ("--default-policy JSON", "TOUCHLINE_DEFAULT_POLICY"),
                                  ("--metrics JSON", "TOUCHLINE_METRICS"), ("--http JSON", "TOUCHLINE_HTTP"),
-                                 ("--dev ", "TOUCHLINE_DEV"), ("--apns-broadcast-host HOST[:PORT]", "TOUCHLINE_APNS_BROADCAST_HOST")] {
+                                 ("--dev ", "TOUCHLINE_DEV"), ("--apns-broadcast-host HOST[:PORT]", "TOUCHLINE_APNS_BROADCAST_HOST"),
+                                 ("--webhooks JSON", "TOUCHLINE_WEBHOOKS")] {
             #expect(help.split(separator: "\n").contains { $0.contains(flag) && $0.contains("[\(variable)]") }, "\(flag)")
         }
-        #expect(help.split(separator: "\n").count == 19)
+        #expect(help.split(separator: "\n").count == 20)
     }
 }

@@ -16,13 +16,14 @@ final class GatewayFixture: Sendable {
 
     init(apns: GatewayConfiguration.APNsSettings? = nil, directory: String? = nil, maxBodyBytes: Int = 8192,
          policy: ChannelPolicy = .default, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
-         metrics: MetricsSettings = MetricsSettings(), storeFaultFile: String? = nil) throws {
+         metrics: MetricsSettings = MetricsSettings(), webhooks: WebhookSettings = WebhookSettings(), storeFaultFile: String? = nil) throws {
         self.directory = try directory ?? MockAPNsDevelopmentCertificates.temporaryDirectory()
         var configuration = GatewayConfiguration(
             apnsMode: apns == nil ? .mock : .apple, apns: apns, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: self.directory,
             apiKeys: [.init(key: Self.adminKey, scope: .admin), .init(key: Self.clubKey, scope: .channelPrefix("club-"))],
             defaultPolicy: policy, maxBodyBytes: maxBodyBytes, personalQueue: personalQueue, metrics: metrics)
         configuration.storeFaultFile = storeFaultFile
+        configuration.webhooks = webhooks
         gateway = Gateway(configuration: configuration)
         port = try gateway.start()
     }

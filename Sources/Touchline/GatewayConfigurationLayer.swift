@@ -25,13 +25,15 @@ struct ConfigurationLayer {
     var bundleID: SourcedSetting<String>?
     var environment: SourcedSetting<APNsEnvironment>?
     var caFile: SourcedSetting<String>?
-    var adminKeys: [SourcedSetting<String>]?
+    var adminKeys: [SourcedSetting<GatewayConfiguration.APIKey>]?
     var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>]?
     var defaultPolicy: SourcedSetting<ChannelPolicy>?
     var personalQueue: SourcedSetting<PersonalQueueSettings>?
     var logLevel: SourcedSetting<LogLevel>?
     var metrics: SourcedSetting<MetricsSettings>?
     var http: SourcedSetting<HTTPConnectionLimits>?
+    var idempotency: SourcedSetting<IdempotencySettings>?
+    var providerRateLimit: SourcedSetting<KeyRateLimit>?
 
     mutating func overlay(_ later: ConfigurationLayer) {
         configPath = later.configPath ?? configPath
@@ -51,6 +53,8 @@ struct ConfigurationLayer {
         logLevel = later.logLevel ?? logLevel
         metrics = later.metrics ?? metrics
         http = later.http ?? http
+        idempotency = later.idempotency ?? idempotency
+        providerRateLimit = later.providerRateLimit ?? providerRateLimit
     }
 
     /// Sets `setting` from the text of an environment variable or flag. Admin and provider keys
@@ -67,13 +71,15 @@ struct ConfigurationLayer {
         case .apnsBundleID: bundleID = SourcedSetting(value: text, source: source)
         case .apnsEnvironment: environment = SourcedSetting(value: try APNsEnvironment(configurationText: text), source: source)
         case .apnsCAFile: caFile = SourcedSetting(value: text, source: source)
-        case .adminKey: adminKeys = (adminKeys ?? []) + [SourcedSetting(value: text, source: source)]
+        case .adminKey: adminKeys = (adminKeys ?? []) + [SourcedSetting(value: .init(key: text, scope: .admin), source: source)]
         case .apiKeys: providerKeys = (providerKeys ?? []) + (try parseProviderKeys(text)).map { SourcedSetting(value: $0, source: source) }
         case .defaultPolicy: defaultPolicy = SourcedSetting(value: try ChannelPolicy(configured: try parseJSON(text)), source: source)
         case .personalQueue: personalQueue = SourcedSetting(value: try PersonalQueueSettings(json: try parseJSON(text)), source: source)
         case .logLevel: logLevel = SourcedSetting(value: try LogLevel(configurationText: text), source: source)
         case .metrics: metrics = SourcedSetting(value: try MetricsSettings(json: try parseJSON(text)), source: source)
         case .http: http = SourcedSetting(value: try HTTPConnectionLimits(json: try parseJSON(text)), source: source)
+        case .idempotency: idempotency = SourcedSetting(value: try IdempotencySettings(json: try parseJSON(text)), source: source)
+        case .providerRateLimit: providerRateLimit = SourcedSetting(value: try KeyRateLimit(json: try parseJSON(text)), source: source)
         }
     }
 

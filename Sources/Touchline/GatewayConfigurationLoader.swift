@@ -46,6 +46,7 @@ extension GatewayConfiguration {
         guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }
         var loaded = configuration
         loaded.storeFaultFile = environment["TOUCHLINE_STORE_FAULT_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        loaded.idempotency.exitAfterCommit = environment["TOUCHLINE_IDEMPOTENCY_EXIT_AFTER_COMMIT"] == "1"
         return loaded
     }
 
@@ -109,8 +110,9 @@ extension GatewayConfiguration {
         note(layer.logLevel, .logLevel) { configuration.logLevel = $0 }
         note(layer.metrics, .metrics) { configuration.metrics = $0 }
         note(layer.http, .http) { configuration.http = $0 }
-        let keys = (layer.adminKeys ?? []).map { SourcedSetting(value: APIKey(key: $0.value, scope: .admin), source: $0.source) }
-            + (layer.providerKeys ?? [])
+        note(layer.idempotency, .idempotency) { configuration.idempotency = $0 }
+        note(layer.providerRateLimit, .providerRateLimit) { configuration.providerRateLimit = $0 }
+        let keys = (layer.adminKeys ?? []) + (layer.providerKeys ?? [])
         configuration.apiKeys = keys.map(\.value)
         origins.apiKeys = keys.map(\.source)
 

@@ -6,6 +6,7 @@ enum ConfigurationSetting: CaseIterable {
     case config, listen, dataDirectory, maxBodyBytes
     case apnsKeyPath, apnsKeyID, apnsTeamID, apnsBundleID, apnsEnvironment, apnsCAFile
     case adminKey, apiKeys, defaultPolicy, personalQueue, logLevel, metrics, http
+    case idempotency, providerRateLimit
 
     /// The member path in the JSON file; nil for `--config` itself.
     var fileKey: String? {
@@ -27,6 +28,8 @@ enum ConfigurationSetting: CaseIterable {
         case .logLevel: "log.level"
         case .metrics: "metrics"
         case .http: "http"
+        case .idempotency: "idempotency"
+        case .providerRateLimit: "providerRateLimit"
         }
     }
 
@@ -49,6 +52,8 @@ enum ConfigurationSetting: CaseIterable {
         case .logLevel: "TOUCHLINE_LOG_LEVEL"
         case .metrics: "TOUCHLINE_METRICS"
         case .http: "TOUCHLINE_HTTP"
+        case .idempotency: "TOUCHLINE_IDEMPOTENCY"
+        case .providerRateLimit: "TOUCHLINE_PROVIDER_RATE_LIMIT"
         }
     }
 
@@ -71,6 +76,8 @@ enum ConfigurationSetting: CaseIterable {
         case .logLevel: "--log-level"
         case .metrics: "--metrics"
         case .http: "--http"
+        case .idempotency: "--idempotency"
+        case .providerRateLimit: "--provider-rate-limit"
         }
     }
 
@@ -86,7 +93,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsEnvironment: "ENV"
         case .adminKey: "KEY"
         case .apiKeys: "KEY=PREFIX"
-        case .defaultPolicy, .personalQueue, .metrics, .http: "JSON"
+        case .defaultPolicy, .personalQueue, .metrics, .http, .idempotency, .providerRateLimit: "JSON"
         case .logLevel: "LEVEL"
         }
     }
@@ -111,6 +118,8 @@ enum ConfigurationSetting: CaseIterable {
         case .logLevel: "log level"
         case .metrics: "metrics settings"
         case .http: "HTTP settings"
+        case .idempotency: "idempotency settings"
+        case .providerRateLimit: "provider rate limit"
         }
     }
 
@@ -134,6 +143,8 @@ enum ConfigurationSetting: CaseIterable {
         case .logLevel: "lowest level logged: debug, info (default), notice, warning or error"
         case .metrics: "/metrics: requireKey (default false), maxChannelLabels (default 200), as JSON"
         case .http: "provider API: maxConnections (1024), maxBufferedBodyBytes, head/body/idle/write timeouts..., as JSON"
+        case .idempotency: "Idempotency-Key records: keyLifetimeSeconds (default 86400), as JSON"
+        case .providerRateLimit: "request limit of provider keys without their own: requestsPerSecond and burst, as JSON (default none)"
         }
     }
 

@@ -39,6 +39,8 @@ final class GatewayService: @unchecked Sendable {
     /// Dead letters of replays whose commit is still out: a second replay of any of them is
     /// refused until the first has committed (then the store shows them `replayed`).
     var deadLettersBeingReplayed: Set<Int64> = []
+    /// `Idempotency-Key`s of the job-creating routes: settings and the keys being committed.
+    let idempotencyKeys: GatewayIdempotencyKeys
     /// `/metrics` exposure settings.
     let metricsSettings: MetricsSettings
     /// Counters of the ingest loop not kept by the channels themselves.
@@ -64,6 +66,7 @@ final class GatewayService: @unchecked Sendable {
         self.dispatcher = dispatcher
         self.personal = personal
         access = GatewayAccess(keys: configuration.apiKeys)
+        idempotencyKeys = GatewayIdempotencyKeys(settings: configuration.idempotency)
         defaultPolicy = configuration.defaultPolicy
         self.clock = clock
         self.log = log

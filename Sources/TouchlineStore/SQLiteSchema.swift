@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 4
+    static let version: Int64 = 5
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -104,9 +104,26 @@ enum SQLiteSchema {
         CREATE TABLE IF NOT EXISTS store_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
         """
 
+    /// Version 5: the `Idempotency-Key`s of requests that created personal jobs, with a digest of
+    /// the request and the answer it got, until they expire (docs/storage.md, "Idempotency keys").
+    static let idempotencyStatements = """
+        CREATE TABLE IF NOT EXISTS idempotency_keys (
+            scope        TEXT NOT NULL,
+            route        TEXT NOT NULL,
+            key          TEXT NOT NULL,
+            request_hash BLOB NOT NULL,
+            status       INTEGER NOT NULL,
+            response     BLOB NOT NULL,
+            created_at   INTEGER NOT NULL,
+            expires_at   INTEGER NOT NULL,
+            PRIMARY KEY (scope, route, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS idempotency_keys_by_expiry ON idempotency_keys (expires_at);
+        """
+
     /// What each version adds, applied in order from the database's version.
     static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements),
-                                                                 (4, probeStatements)]
+                                                                 (4, probeStatements), (5, idempotencyStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

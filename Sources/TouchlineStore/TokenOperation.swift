@@ -29,4 +29,11 @@ public enum TokenOperation: Sendable, Equatable {
     case deadLetter(DeadLetterRecord)
     /// Marks dead letters as handed to a replay.
     case markReplayed(ids: [Int64])
+
+    /// Remembers a request's `Idempotency-Key` with its answer, in the same list as the jobs the
+    /// request created; replaces an expired record of the same key, and fails the list when
+    /// the key is still held by another request.
+    case rememberIdempotencyKey(IdempotencyRecord)
+    /// Deletes at most `limit` idempotency records that expired by then, oldest first.
+    case pruneIdempotencyKeys(expiredBy: UnixTime, limit: Int)
 }

@@ -43,6 +43,10 @@ enum TokenRows {
                               [.integer(at.nanoseconds), .text(token.lowercased()), .integer(apnsTimestamp.nanoseconds)])
         case .createJob, .advanceJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed:
             try PersonalJobRows.apply(operation, on: db)
+        case .rememberIdempotencyKey(let record):
+            try IdempotencyRows.remember(record, on: db)
+        case .pruneIdempotencyKeys(let expiredBy, let limit):
+            try IdempotencyRows.prune(expiredBy: expiredBy, limit: limit, on: db)
         }
         return 0
     }

@@ -16,14 +16,16 @@ final class GatewayFixture: Sendable {
 
     init(apns: GatewayConfiguration.APNsSettings? = nil, directory: String? = nil, maxBodyBytes: Int = 8192,
          policy: ChannelPolicy = .default, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
-         metrics: MetricsSettings = MetricsSettings(), storeFaultFile: String? = nil) throws {
+         metrics: MetricsSettings = MetricsSettings(), storeFaultFile: String? = nil, clock: any WallClock = SystemClock(),
+         configure: (inout GatewayConfiguration) -> Void = { _ in }) throws {
         self.directory = try directory ?? MockAPNsDevelopmentCertificates.temporaryDirectory()
         var configuration = GatewayConfiguration(
             apns: apns, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: self.directory,
             apiKeys: [.init(key: Self.adminKey, scope: .admin), .init(key: Self.clubKey, scope: .channelPrefix("club-"))],
             defaultPolicy: policy, maxBodyBytes: maxBodyBytes, personalQueue: personalQueue, metrics: metrics)
         configuration.storeFaultFile = storeFaultFile
-        gateway = Gateway(configuration: configuration)
+        configure(&configuration)
+        gateway = Gateway(configuration: configuration, clock: clock)
         port = try gateway.start()
     }
 

@@ -17,10 +17,12 @@ struct ServeProcess {
     /// child never blocks on a full pipe.
     private let output = CapturedText()
 
-    /// Starts `touchline serve` on a free port with the admin key and `arguments` added; with
-    /// `descriptorLimit`, under `prlimit` with that soft and hard open-file limit.
-    init(dataDirectory: String, arguments: [String] = [], descriptorLimit: Int? = nil) throws {
+    /// Starts `touchline serve` on a free port with the admin key and `arguments` added, and
+    /// `environment` over the test's own; with `descriptorLimit`, under `prlimit` with that soft
+    /// and hard open-file limit.
+    init(dataDirectory: String, arguments: [String] = [], environment: [String: String] = [:], descriptorLimit: Int? = nil) throws {
         process = Process()
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let serve = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--admin-key", GatewayFixture.adminKey] + arguments
         if let descriptorLimit {
             process.executableURL = URL(fileURLWithPath: Self.prlimit)

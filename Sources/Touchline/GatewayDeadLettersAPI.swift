@@ -18,7 +18,7 @@ extension GatewayService {
         }
         router.add(.post, "/v1/deadletters/replay") { [self] request, _ in
             adminRequest(request, for: "dead letters") { () throws(HTTPError) in
-                try idempotently(request, route: Self.idempotentRoutes.replay, key: try access.key(for: request)) { claim throws(HTTPError) in
+                try idempotently(request, route: Self.idempotentRoutes.replay) { claim throws(HTTPError) in
                     try replayDeadLetters(request, idempotency: claim)
                 }
             }

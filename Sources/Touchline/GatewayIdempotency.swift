@@ -103,13 +103,14 @@ extension GatewayService {
     static let idempotentRoutes = (personal: "POST /v1/personal", kickoff: "POST /v1/channels/{id}/start",
                                    replay: "POST /v1/deadletters/replay")
 
-    /// Runs `body` (a route that creates personal jobs, for an authenticated `key`) under the
-    /// request's `Idempotency-Key`: without one, as is; with one already stored for the same
+    /// Runs `body` (a route that creates personal jobs) under the request's `Idempotency-Key`,
+    /// once its API key is known (401 otherwise): without one, as is; with one already stored for the same
     /// request, answers the stored answer instead; with one stored for another request, 422;
     /// with one whose request is still being committed, 409. Otherwise `body` gets the claim to
     /// commit with its jobs (``submitPersonalJobs(_:with:for:answer:idempotency:settled:)``).
-    func idempotently(_ request: HTTPRequest, route: String, key: GatewayConfiguration.APIKey,
+    func idempotently(_ request: HTTPRequest, route: String,
                       _ body: (GatewayIdempotencyClaim?) throws(HTTPError) -> Void) throws(HTTPError) {
+        let key = try access.key(for: request)
         guard let clientKey = try GatewayIdempotencyClaim.clientKey(in: request.head.fields) else { return try body(nil) }
         let claim = GatewayIdempotencyClaim(slot: .init(scope: GatewayIdempotencyClaim.scope(of: key), route: route, key: clientKey),
                                             requestHash: GatewayIdempotencyClaim.requestHash(of: request))
@@ -142,10 +143,10 @@ extension GatewayService {
                 .rememberIdempotencyKey(claim.record(status: status, response: answer, at: now, lifetime: idempotencyKeys.settings.keyLifetime))]
     }
 
-    /// The commit of `claim` is over (on the writer's thread): with the test hook set and the
-    /// commit made, the process ends here, before the answer is written.
-    func idempotentCommitFinished(_ claim: GatewayIdempotencyClaim?, succeeded: Bool) {
-        guard claim != nil, succeeded, idempotencyKeys.settings.exitAfterCommit else { return }
+    /// The commit of `claim` has succeeded (on the writer's thread): with the test hook set, the
+    /// process ends here, before the answer is written.
+    func idempotentCommitSucceeded(_ claim: GatewayIdempotencyClaim?) {
+        guard claim != nil, idempotencyKeys.settings.exitAfterCommit else { return }
         _exit(86)
     }
 }

@@ -14,7 +14,7 @@ extension GatewayService {
     func addKickoffRoutes(to router: inout HTTPRouter) {
         router.add(.post, "/v1/channels/{id}/start") { [self] request, parameters in
             guarded(request) { () throws(HTTPError) in
-                try idempotently(request, route: Self.idempotentRoutes.kickoff, key: try access.key(for: request)) { claim throws(HTTPError) in
+                try idempotently(request, route: Self.idempotentRoutes.kickoff) { claim throws(HTTPError) in
                     try startActivities(request, channelID: parameters["id"]!, idempotency: claim)
                 }
             }

@@ -14,7 +14,7 @@ extension GatewayService {
     func addPersonalRoutes(to router: inout HTTPRouter) {
         router.add(.post, "/v1/personal") { [self] request, _ in
             adminRequest(request, for: "personal pushes") { () throws(HTTPError) in
-                try idempotently(request, route: Self.idempotentRoutes.personal, key: try access.key(for: request)) { claim throws(HTTPError) in
+                try idempotently(request, route: Self.idempotentRoutes.personal) { claim throws(HTTPError) in
                     try createPersonalJob(request, idempotency: claim)
                 }
             }
@@ -122,7 +122,7 @@ extension GatewayService {
         try requireWritableStore(personalStore)
         let kept = claim.map { holdIdempotencyKey($0, status: 202, answer: answer) } ?? []
         personalStore.submit(jobs.map(TokenOperation.createJob) + operations + kept) { [self] result in
-            if case .success = result { idempotentCommitFinished(claim, succeeded: true) }
+            if case .success = result { idempotentCommitSucceeded(claim) }
             loop.execute { [self] in
                 if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
                 settled?()

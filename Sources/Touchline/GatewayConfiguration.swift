@@ -41,6 +41,11 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// `TOUCHLINE_STORE_FAULT_FILE`, so tests and the soak scenario can fail the disk of a real
     /// process where no small filesystem can be mounted.
     public var storeFaultFile: String?
+    /// How long `Idempotency-Key`s are kept (`idempotency`; GatewayIdempotencySettings.swift).
+    public var idempotency = IdempotencySettings()
+    /// The request rate limit of provider keys without a `rateLimit` of their own
+    /// (`providerRateLimit`); nil: none. Admin keys are limited only by their own.
+    public var providerRateLimit: KeyRateLimit?
 
     /// Apple's servers, or the bundled mock (development mode).
     public enum APNsMode: String, Sendable, Equatable {
@@ -88,10 +93,13 @@ public struct GatewayConfiguration: Sendable, Equatable {
         }
         public var key: String
         public var scope: Scope
+        /// This key's request rate limit (`apiKeys[].rateLimit`), over `providerRateLimit`.
+        public var rateLimit: KeyRateLimit?
 
-        public init(key: String, scope: Scope) {
+        public init(key: String, scope: Scope, rateLimit: KeyRateLimit? = nil) {
             self.key = key
             self.scope = scope
+            self.rateLimit = rateLimit
         }
     }
 

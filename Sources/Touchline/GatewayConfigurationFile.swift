@@ -34,7 +34,8 @@ struct ConfigurationFile {
 
     private mutating func read(_ root: JSONValue) {
         guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy",
-                                                          "personalQueue", "log", "metrics", "http", "webhooks"]) else {
+                                                          "personalQueue", "log", "metrics", "http", "webhooks", "idempotency",
+                                                          "providerRateLimit"]) else {
             return
         }
         layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
@@ -64,6 +65,12 @@ struct ConfigurationFile {
         let directory = path.lastIndex(of: "/").map { String(path[..<$0]) }
         layer.webhooks = members["webhooks"].flatMap { convert($0, at: "webhooks") { value throws(InvalidConfigurationValue) in
             try WebhookSettings(json: value, pathsRelativeTo: directory)
+        } }
+        layer.idempotency = members["idempotency"].flatMap { convert($0, at: "idempotency") { value throws(InvalidConfigurationValue) in
+            try IdempotencySettings(json: value)
+        } }
+        layer.providerRateLimit = members["providerRateLimit"].flatMap { convert($0, at: "providerRateLimit") { value throws(InvalidConfigurationValue) in
+            try KeyRateLimit(json: value)
         } }
     }
 
@@ -116,23 +123,27 @@ struct ConfigurationFile {
             problems.append(.init("apiKeys must be an array (got \(kind(of: value)))", source: source("apiKeys")))
             return
         }
-        var adminKeys: [SourcedSetting<String>] = []
+        var adminKeys: [SourcedSetting<GatewayConfiguration.APIKey>] = []
         var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>] = []
         for (index, entry) in entries.enumerated() {
             let keyPath = "apiKeys[\(index)]"
-            guard let members = object(entry, at: keyPath, allowed: ["key", "channelPrefix", "admin"]) else { continue }
+            guard let members = object(entry, at: keyPath, allowed: ["key", "channelPrefix", "admin", "rateLimit"]) else { continue }
             guard let key = members["key"].map({ convert($0, at: keyPath + ".key", text) }) else {
                 problems.append(.init("\(keyPath) has no key", source: source(keyPath)))
                 continue
             }
             let prefix = members["channelPrefix"].flatMap { convert($0, at: keyPath + ".channelPrefix", text) }
             let admin = members["admin"].flatMap { convert($0, at: keyPath + ".admin", boolean) }
+            let rateLimit = members["rateLimit"].flatMap { convert($0, at: keyPath + ".rateLimit") { value throws(InvalidConfigurationValue) in
+                try KeyRateLimit(json: value)
+            } }
             guard let key else { continue }
             switch (admin?.value ?? false, prefix) {
             case (true, nil):
-                adminKeys.append(SourcedSetting(value: key.value, source: source(keyPath)))
+                adminKeys.append(SourcedSetting(value: .init(key: key.value, scope: .admin, rateLimit: rateLimit?.value), source: source(keyPath)))
             case (false, let prefix?):
-                providerKeys.append(SourcedSetting(value: .init(key: key.value, scope: .channelPrefix(prefix.value)), source: source(keyPath)))
+                providerKeys.append(SourcedSetting(value: .init(key: key.value, scope: .channelPrefix(prefix.value), rateLimit: rateLimit?.value),
+                                                   source: source(keyPath)))
             case (true, _?):
                 problems.append(.init("\(keyPath) has both \"admin\": true and a channelPrefix; an admin key has no prefix", source: source(keyPath)))
             case (false, nil):

@@ -28,7 +28,7 @@ struct ConfigurationLayer {
     var environment: SourcedSetting<APNsEnvironment>?
     var caFile: SourcedSetting<String>?
     var broadcastHost: SourcedSetting<APNsEndpoint>?
-    var adminKeys: [SourcedSetting<String>]?
+    var adminKeys: [SourcedSetting<GatewayConfiguration.APIKey>]?
     var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>]?
     var defaultPolicy: SourcedSetting<ChannelPolicy>?
     var personalQueue: SourcedSetting<PersonalQueueSettings>?
@@ -36,6 +36,8 @@ struct ConfigurationLayer {
     var metrics: SourcedSetting<MetricsSettings>?
     var http: SourcedSetting<HTTPConnectionLimits>?
     var webhooks: SourcedSetting<WebhookSettings>?
+    var idempotency: SourcedSetting<IdempotencySettings>?
+    var providerRateLimit: SourcedSetting<KeyRateLimit>?
 
     mutating func overlay(_ later: ConfigurationLayer) {
         configPath = later.configPath ?? configPath
@@ -58,6 +60,8 @@ struct ConfigurationLayer {
         metrics = later.metrics ?? metrics
         http = later.http ?? http
         webhooks = later.webhooks ?? webhooks
+        idempotency = later.idempotency ?? idempotency
+        providerRateLimit = later.providerRateLimit ?? providerRateLimit
     }
 
     /// Sets `setting` from the text of an environment variable or flag. Admin and provider keys
@@ -76,7 +80,7 @@ struct ConfigurationLayer {
         case .apnsEnvironment: environment = SourcedSetting(value: try APNsEnvironment(configurationText: text), source: source)
         case .apnsCAFile: caFile = SourcedSetting(value: text, source: source)
         case .apnsBroadcastHost: broadcastHost = SourcedSetting(value: try parseBroadcastHost(text), source: source)
-        case .adminKey: adminKeys = (adminKeys ?? []) + [SourcedSetting(value: text, source: source)]
+        case .adminKey: adminKeys = (adminKeys ?? []) + [SourcedSetting(value: .init(key: text, scope: .admin), source: source)]
         case .apiKeys: providerKeys = (providerKeys ?? []) + (try parseProviderKeys(text)).map { SourcedSetting(value: $0, source: source) }
         case .defaultPolicy: defaultPolicy = SourcedSetting(value: try ChannelPolicy(configured: try parseJSON(text)), source: source)
         case .personalQueue: personalQueue = SourcedSetting(value: try PersonalQueueSettings(json: try parseJSON(text)), source: source)
@@ -84,6 +88,8 @@ struct ConfigurationLayer {
         case .metrics: metrics = SourcedSetting(value: try MetricsSettings(json: try parseJSON(text)), source: source)
         case .http: http = SourcedSetting(value: try HTTPConnectionLimits(json: try parseJSON(text)), source: source)
         case .webhooks: webhooks = SourcedSetting(value: try WebhookSettings(json: try parseJSON(text)), source: source)
+        case .idempotency: idempotency = SourcedSetting(value: try IdempotencySettings(json: try parseJSON(text)), source: source)
+        case .providerRateLimit: providerRateLimit = SourcedSetting(value: try KeyRateLimit(json: try parseJSON(text)), source: source)
         }
     }
 

@@ -46,6 +46,7 @@ extension GatewayConfiguration {
         guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }
         var loaded = configuration
         loaded.storeFaultFile = environment["TOUCHLINE_STORE_FAULT_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        loaded.idempotency.exitAfterCommit = environment["TOUCHLINE_IDEMPOTENCY_EXIT_AFTER_COMMIT"] == "1"
         return loaded
     }
 
@@ -114,8 +115,9 @@ extension GatewayConfiguration {
         note(layer.http, .http) { configuration.http = $0 }
         note(layer.development, .development) { configuration.apnsMode = $0 ? .mock : .apple }
         note(layer.webhooks, .webhooks) { configuration.webhooks = $0 }
-        let keys = (layer.adminKeys ?? []).map { SourcedSetting(value: APIKey(key: $0.value, scope: .admin), source: $0.source) }
-            + (layer.providerKeys ?? [])
+        note(layer.idempotency, .idempotency) { configuration.idempotency = $0 }
+        note(layer.providerRateLimit, .providerRateLimit) { configuration.providerRateLimit = $0 }
+        let keys = (layer.adminKeys ?? []) + (layer.providerKeys ?? [])
         configuration.apiKeys = keys.map(\.value)
         origins.apiKeys = keys.map(\.source)
 

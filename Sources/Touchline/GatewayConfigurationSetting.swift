@@ -6,6 +6,7 @@ enum ConfigurationSetting: CaseIterable {
     case config, development, listen, dataDirectory, maxBodyBytes
     case apnsKeyPath, apnsKeyID, apnsTeamID, apnsBundleID, apnsEnvironment, apnsCAFile, apnsBroadcastHost
     case adminKey, apiKeys, defaultPolicy, personalQueue, logLevel, metrics, http, webhooks
+    case idempotency, providerRateLimit
 
     /// The member path in the JSON file; nil for `--config` itself.
     var fileKey: String? {
@@ -30,6 +31,8 @@ enum ConfigurationSetting: CaseIterable {
         case .metrics: "metrics"
         case .http: "http"
         case .webhooks: "webhooks"
+        case .idempotency: "idempotency"
+        case .providerRateLimit: "providerRateLimit"
         }
     }
 
@@ -55,6 +58,8 @@ enum ConfigurationSetting: CaseIterable {
         case .metrics: "TOUCHLINE_METRICS"
         case .http: "TOUCHLINE_HTTP"
         case .webhooks: "TOUCHLINE_WEBHOOKS"
+        case .idempotency: "TOUCHLINE_IDEMPOTENCY"
+        case .providerRateLimit: "TOUCHLINE_PROVIDER_RATE_LIMIT"
         }
     }
 
@@ -80,6 +85,8 @@ enum ConfigurationSetting: CaseIterable {
         case .metrics: "--metrics"
         case .http: "--http"
         case .webhooks: "--webhooks"
+        case .idempotency: "--idempotency"
+        case .providerRateLimit: "--provider-rate-limit"
         }
     }
 
@@ -97,7 +104,7 @@ enum ConfigurationSetting: CaseIterable {
         case .apnsEnvironment: "ENV"
         case .adminKey: "KEY"
         case .apiKeys: "KEY=PREFIX"
-        case .defaultPolicy, .personalQueue, .metrics, .http, .webhooks: "JSON"
+        case .defaultPolicy, .personalQueue, .metrics, .http, .webhooks, .idempotency, .providerRateLimit: "JSON"
         case .logLevel: "LEVEL"
         }
     }
@@ -125,6 +132,8 @@ enum ConfigurationSetting: CaseIterable {
         case .metrics: "metrics settings"
         case .http: "HTTP settings"
         case .webhooks: "webhook settings"
+        case .idempotency: "idempotency settings"
+        case .providerRateLimit: "provider rate limit"
         }
     }
 
@@ -151,6 +160,8 @@ enum ConfigurationSetting: CaseIterable {
         case .metrics: "/metrics: requireKey (default false), maxChannelLabels (default 200), as JSON"
         case .http: "provider API: maxConnections (1024), maxBufferedBodyBytes, head/body/idle/write timeouts..., as JSON"
         case .webhooks: "webhook endpoints (url, secret, events, name) and retry, dead-letter age, timeout, retention, as JSON"
+        case .idempotency: "Idempotency-Key records: keyLifetimeSeconds (default 86400), as JSON"
+        case .providerRateLimit: "request limit of provider keys without their own: requestsPerSecond and burst, as JSON (default none)"
         }
     }
 

@@ -17,7 +17,11 @@ extension GatewayService {
             adminRequest(request, for: "dead letters") { () throws(HTTPError) in try listDeadLetters(request) }
         }
         router.add(.post, "/v1/deadletters/replay") { [self] request, _ in
-            adminRequest(request, for: "dead letters") { () throws(HTTPError) in try replayDeadLetters(request) }
+            adminRequest(request, for: "dead letters") { () throws(HTTPError) in
+                try idempotently(request, route: Self.idempotentRoutes.replay) { claim throws(HTTPError) in
+                    try replayDeadLetters(request, idempotency: claim)
+                }
+            }
         }
     }
 
@@ -80,7 +84,7 @@ extension GatewayService {
     ///
     /// Letters already replayed are refused when named by id (409 `already_replayed`, nothing
     /// applied) and never taken by a filter, so no letter is replayed twice.
-    private func replayDeadLetters(_ request: HTTPRequest) throws(HTTPError) {
+    private func replayDeadLetters(_ request: HTTPRequest, idempotency claim: GatewayIdempotencyClaim?) throws(HTTPError) {
         let body = try GatewayRequestBody(parsing: request.body, allowed: ["ids", "jobId", "reason", "limit", "expiration"])
         let now = clock.now()
         let newExpiration = try Self.expiration(in: body)
@@ -118,7 +122,7 @@ extension GatewayService {
         try requireWritableStore(personalStore)
         deadLettersBeingReplayed.formUnion(ids)
         let answer = JSONValue.object([.init("replayed", .integer(Int64(ids.count))), .init("jobs", .array(summary))])
-        try submitPersonalJobs(jobs, with: [.markReplayed(ids: ids)], for: request, answer: answer) { [self] in
+        try submitPersonalJobs(jobs, with: [.markReplayed(ids: ids)], for: request, answer: answer, idempotency: claim) { [self] in
             deadLettersBeingReplayed.subtract(ids)
         }
     }

@@ -13,11 +13,15 @@ import TouchlineStore
 extension GatewayService {
     func addKickoffRoutes(to router: inout HTTPRouter) {
         router.add(.post, "/v1/channels/{id}/start") { [self] request, parameters in
-            guarded(request) { () throws(HTTPError) in try startActivities(request, channelID: parameters["id"]!) }
+            guarded(request) { () throws(HTTPError) in
+                try idempotently(request, route: Self.idempotentRoutes.kickoff) { claim throws(HTTPError) in
+                    try startActivities(request, channelID: parameters["id"]!, idempotency: claim)
+                }
+            }
         }
     }
 
-    private func startActivities(_ request: HTTPRequest, channelID: String) throws(HTTPError) {
+    private func startActivities(_ request: HTTPRequest, channelID: String, idempotency claim: GatewayIdempotencyClaim?) throws(HTTPError) {
         let channel = try channel(request, id: channelID)
         guard let apnsID = channel.apnsChannelID else {
             throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is still being created at APNs")
@@ -47,6 +51,6 @@ extension GatewayService {
                                           attributesType: attributesType, attributes: attributes, inputPushChannel: apnsID).encoded()
         let job = try personalJob(audience: .follows(follow), payload: payload, priority: try Self.priority(in: body),
                                   expiration: try Self.expiration(in: body))
-        try submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]))
+        try submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
     }
 }

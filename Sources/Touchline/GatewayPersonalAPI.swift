@@ -13,7 +13,11 @@ import TouchlineStore
 extension GatewayService {
     func addPersonalRoutes(to router: inout HTTPRouter) {
         router.add(.post, "/v1/personal") { [self] request, _ in
-            adminRequest(request, for: "personal pushes") { () throws(HTTPError) in try createPersonalJob(request) }
+            adminRequest(request, for: "personal pushes") { () throws(HTTPError) in
+                try idempotently(request, route: Self.idempotentRoutes.personal) { claim throws(HTTPError) in
+                    try createPersonalJob(request, idempotency: claim)
+                }
+            }
         }
         router.add(.get, "/v1/personal/{job}") { [self] request, parameters in
             adminRequest(request, for: "personal pushes") { () throws(HTTPError) in try showPersonalJob(request, id: parameters["job"]!) }
@@ -32,7 +36,7 @@ extension GatewayService {
         }
     }
 
-    private func createPersonalJob(_ request: HTTPRequest) throws(HTTPError) {
+    private func createPersonalJob(_ request: HTTPRequest, idempotency claim: GatewayIdempotencyClaim?) throws(HTTPError) {
         let body = try GatewayRequestBody(parsing: request.body, allowed: ["audience", "event", "contentState", "alert", "attributesType",
                                                                            "attributes", "priority", "expiration"])
         let audience = try Self.audience(try body.required(body.object("audience"), "audience"))
@@ -59,7 +63,7 @@ extension GatewayService {
         let payload = LiveActivityPayload(timestamp: clock.now(), event: event, contentState: contentState, alert: alert,
                                           attributesType: attributesType, attributes: attributes).encoded()
         let job = try personalJob(audience: audience, payload: payload, priority: priority, expiration: expiration)
-        try submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]))
+        try submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
     }
 
     // MARK: Shared by every route that creates personal jobs
@@ -110,12 +114,17 @@ extension GatewayService {
 
     /// Saves `jobs` and `operations` in one commit (all or nothing), then answers 202 with
     /// `answer` and hands the jobs to the personal queue; a failed commit answers 503 (500 when the store
-    /// refused the write itself) and runs nothing. `settled` runs on the ingest loop once the commit has succeeded or failed.
+    /// refused the write itself) and runs nothing. With an idempotency `claim`, its record (the
+    /// 202 and `answer`) is in the same commit. `settled` runs on the ingest loop once the commit has succeeded or failed.
     func submitPersonalJobs(_ jobs: [PersonalJobRecord], with operations: [TokenOperation] = [], for request: HTTPRequest,
-                            answer: JSONValue, settled: (@Sendable () -> Void)? = nil) throws(HTTPError) {
+                            answer: JSONValue, idempotency claim: GatewayIdempotencyClaim? = nil,
+                            settled: (@Sendable () -> Void)? = nil) throws(HTTPError) {
         try requireWritableStore(personalStore)
-        personalStore.submit(jobs.map(TokenOperation.createJob) + operations) { [self] result in
+        let kept = claim.map { holdIdempotencyKey($0, status: 202, answer: answer) } ?? []
+        personalStore.submit(jobs.map(TokenOperation.createJob) + operations + kept) { [self] result in
+            if case .success = result { idempotentCommitSucceeded(claim) }
             loop.execute { [self] in
+                if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
                 settled?()
                 switch result {
                 case .success:

@@ -41,6 +41,8 @@ final class GatewayService: @unchecked Sendable {
     /// Dead letters of replays whose commit is still out: a second replay of any of them is
     /// refused until the first has committed (then the store shows them `replayed`).
     var deadLettersBeingReplayed: Set<Int64> = []
+    /// `Idempotency-Key`s of the job-creating routes: settings and the keys being committed.
+    let idempotencyKeys: GatewayIdempotencyKeys
     /// `/metrics` exposure settings.
     let metricsSettings: MetricsSettings
     /// Counters of the ingest loop not kept by the channels themselves.
@@ -70,6 +72,7 @@ final class GatewayService: @unchecked Sendable {
         self.dispatcher = dispatcher
         self.personal = personal
         access = GatewayAccess(keys: configuration.apiKeys)
+        idempotencyKeys = GatewayIdempotencyKeys(settings: configuration.idempotency)
         defaultPolicy = configuration.defaultPolicy
         apnsMode = configuration.apnsMode
         self.clock = clock

@@ -89,7 +89,7 @@ enum PersonalJobRows {
                     throw SQLiteError(code: SQLITE_CONSTRAINT, message: "dead letter \(id) is unknown or was already replayed", statement: nil)
                 }
             }
-        case .registerToken, .deleteToken, .deactivateToken, .webhook:
+        case .registerToken, .deleteToken, .deactivateToken, .webhook, .rememberIdempotencyKey, .pruneIdempotencyKeys:
             try TokenRows.apply(operation, on: db)
         }
     }

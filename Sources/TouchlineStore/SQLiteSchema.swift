@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 5
+    static let version: Int64 = 6
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -128,9 +128,27 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS webhook_deliveries_by_event ON webhook_deliveries (outbox_id);
         """
 
+    /// Version 6: the `Idempotency-Key`s of requests that created personal jobs, with a digest of
+    /// the request and the answer it got, until they expire (docs/storage.md, "Idempotency keys").
+    static let idempotencyStatements = """
+        CREATE TABLE IF NOT EXISTS idempotency_keys (
+            scope        TEXT NOT NULL,
+            route        TEXT NOT NULL,
+            key          TEXT NOT NULL,
+            request_hash BLOB NOT NULL,
+            status       INTEGER NOT NULL,
+            response     BLOB NOT NULL,
+            created_at   INTEGER NOT NULL,
+            expires_at   INTEGER NOT NULL,
+            PRIMARY KEY (scope, route, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS idempotency_keys_by_expiry ON idempotency_keys (expires_at);
+        """
+
     /// What each version adds, applied in order from the database's version.
     static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements),
-                                                                 (4, probeStatements), (5, webhookStatements)]
+                                                                 (4, probeStatements), (5, webhookStatements),
+                                                                 (6, idempotencyStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

@@ -32,4 +32,11 @@ public enum TokenOperation: Sendable, Equatable {
     /// Records a webhook event (or a delivery outcome) in this file's outbox, in the same
     /// commit as the job progress or dead letters it reports.
     case webhook(WebhookOperation)
+
+    /// Remembers a request's `Idempotency-Key` with its answer, in the same list as the jobs the
+    /// request created; replaces an expired record of the same key, and fails the list when
+    /// the key is still held by another request.
+    case rememberIdempotencyKey(IdempotencyRecord)
+    /// Deletes at most `limit` idempotency records that expired by then, oldest first.
+    case pruneIdempotencyKeys(expiredBy: UnixTime, limit: Int)
 }

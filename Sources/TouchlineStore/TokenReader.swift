@@ -10,7 +10,8 @@ import TouchlineRuntime
 /// `@unchecked Sendable` only so it can be handed to that thread. Open it after the writer,
 /// which creates the schema.
 public final class SQLiteTokenReader: @unchecked Sendable {
-    private let connection: SQLiteConnection
+    /// Internal (not private) for the readers of other tables in extensions of their own files.
+    let connection: SQLiteConnection
 
     public init(path: String) throws(StoreError) {
         connection = try StoreError.wrapping {

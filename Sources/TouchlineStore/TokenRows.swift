@@ -45,6 +45,10 @@ enum TokenRows {
             try PersonalJobRows.apply(operation, on: db)
         case .webhook(let operation):
             try WebhookOutboxRows.apply(operation, on: db)
+        case .rememberIdempotencyKey(let record):
+            try IdempotencyRows.remember(record, on: db)
+        case .pruneIdempotencyKeys(let expiredBy, let limit):
+            try IdempotencyRows.prune(expiredBy: expiredBy, limit: limit, on: db)
         }
         return 0
     }

@@ -510,9 +510,10 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                                  ("--api-key KEY=PREFIX", "TOUCHLINE_API_KEYS"), ("--default-policy JSON", "TOUCHLINE_DEFAULT_POLICY"),
                                  ("--metrics JSON", "TOUCHLINE_METRICS"), ("--http JSON", "TOUCHLINE_HTTP"),
                                  ("--dev ", "TOUCHLINE_DEV"), ("--apns-broadcast-host HOST[:PORT]", "TOUCHLINE_APNS_BROADCAST_HOST"),
-                                 ("--webhooks JSON", "TOUCHLINE_WEBHOOKS")] {
+                                 ("--webhooks JSON", "TOUCHLINE_WEBHOOKS"),
+                                 ("--idempotency JSON", "TOUCHLINE_IDEMPOTENCY"), ("--provider-rate-limit JSON", "TOUCHLINE_PROVIDER_RATE_LIMIT")] {
             #expect(help.split(separator: "\n").contains { $0.contains(flag) && $0.contains("[\(variable)]") }, "\(flag)")
         }
-        #expect(help.split(separator: "\n").count == 20)
+        #expect(help.split(separator: "\n").count == 22)
     }
 }

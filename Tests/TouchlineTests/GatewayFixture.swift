@@ -16,7 +16,8 @@ final class GatewayFixture: Sendable {
 
     init(apns: GatewayConfiguration.APNsSettings? = nil, directory: String? = nil, maxBodyBytes: Int = 8192,
          policy: ChannelPolicy = .default, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
-         metrics: MetricsSettings = MetricsSettings(), webhooks: WebhookSettings = WebhookSettings(), storeFaultFile: String? = nil) throws {
+         metrics: MetricsSettings = MetricsSettings(), webhooks: WebhookSettings = WebhookSettings(), storeFaultFile: String? = nil,
+         clock: any WallClock = SystemClock(), configure: (inout GatewayConfiguration) -> Void = { _ in }) throws {
         self.directory = try directory ?? MockAPNsDevelopmentCertificates.temporaryDirectory()
         var configuration = GatewayConfiguration(
             apnsMode: apns == nil ? .mock : .apple, apns: apns, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: self.directory,
@@ -24,7 +25,8 @@ final class GatewayFixture: Sendable {
             defaultPolicy: policy, maxBodyBytes: maxBodyBytes, personalQueue: personalQueue, metrics: metrics)
         configuration.storeFaultFile = storeFaultFile
         configuration.webhooks = webhooks
-        gateway = Gateway(configuration: configuration)
+        configure(&configuration)
+        gateway = Gateway(configuration: configuration, clock: clock)
         port = try gateway.start()
     }
 

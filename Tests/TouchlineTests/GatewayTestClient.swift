@@ -33,8 +33,9 @@ struct GatewayTestClient {
     let port: Int
     var key: String?
 
-    func request(_ method: String, _ path: String, json: String? = nil, key overrideKey: String?? = nil) throws -> Response {
-        try request(method, path, body: json.map { Array($0.utf8) }, key: overrideKey ?? key)
+    func request(_ method: String, _ path: String, json: String? = nil, key overrideKey: String?? = nil,
+                 headers: [(name: String, value: String)] = []) throws -> Response {
+        try request(method, path, body: json.map { Array($0.utf8) }, key: overrideKey ?? key, headers: headers)
     }
 
     /// A blocking TCP socket connected to 127.0.0.1:`port`, reads timing out after `timeout` seconds.
@@ -58,11 +59,12 @@ struct GatewayTestClient {
         return fd
     }
 
-    func request(_ method: String, _ path: String, body: [UInt8]?, key: String?) throws -> Response {
+    func request(_ method: String, _ path: String, body: [UInt8]?, key: String?, headers: [(name: String, value: String)] = []) throws -> Response {
         let fd = try Self.connectLoopback(port: port)
         defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         if let key { head += "Authorization: Bearer \(key)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
         let bytes = Array((head + "\r\n").utf8) + (body ?? [])
         var sent = 0

@@ -18,10 +18,11 @@ struct ServeProcess {
     private let output = CapturedText()
 
     /// Starts `touchline serve` on a free port with the admin key and `arguments` added (in
-    /// development mode unless `arguments` give Apple credentials); with `descriptorLimit`, under
-    /// `prlimit` with that soft and hard open-file limit.
-    init(dataDirectory: String, arguments: [String] = [], descriptorLimit: Int? = nil) throws {
+    /// development mode unless `arguments` give Apple credentials), and `environment` over the
+    /// test's own; with `descriptorLimit`, under `prlimit` with that soft and hard open-file limit.
+    init(dataDirectory: String, arguments: [String] = [], environment: [String: String] = [:], descriptorLimit: Int? = nil) throws {
         process = Process()
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let mode = arguments.contains("--apns-key") ? [] : ["--dev"]
         let serve = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--admin-key", GatewayFixture.adminKey] + mode + arguments
         if let descriptorLimit {

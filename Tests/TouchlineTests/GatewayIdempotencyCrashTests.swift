@@ -1,0 +1,61 @@
+import APNsMock
+import Foundation
+import Testing
+import TouchlineCore
+
+/// The lost 202 itself: `touchline serve` dies right after a fan-out's commit and before its
+/// answer (`TOUCHLINE_IDEMPOTENCY_EXIT_AFTER_COMMIT`). The client's retry with the same
+/// `Idempotency-Key` against the restarted gateway gets the same job, and APNs sees each
+/// follower once: the stored job resumed, the retry created nothing.
+@Suite("Gateway idempotency keys across a crash")
+struct GatewayIdempotencyCrashTests {
+    static let audience = 20
+
+    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    func aRetryAfterACrashBetweenCommitAndReplyGetsTheSameJobAndSendsNothingTwice() async throws {
+        let apns = try MockAPNsFixture()
+        defer { Task { await apns.shutDown() } }
+        let settings = apns.gatewaySettings
+        guard case .custom(let pushHost, let pushPort, let managementHost, let managementPort) = settings.environment else {
+            Issue.record("the mock fixture is a custom environment")
+            return
+        }
+        let arguments = [
+            "--apns-key", settings.keyPath, "--apns-key-id", settings.keyID, "--apns-team-id", settings.teamID,
+            "--apns-bundle-id", settings.bundleID, "--apns-ca-file", settings.caFile!,
+            "--apns-environment", "\(pushHost):\(pushPort),\(managementHost):\(managementPort)",
+        ]
+        let data = apns.directory + "/data"
+        let first = try ServeProcess(dataDirectory: data, arguments: arguments, environment: ["TOUCHLINE_IDEMPOTENCY_EXIT_AFTER_COMMIT": "1"])
+        let tokens = (0..<Self.audience).map(GatewayPersonalAPITests.token)
+        for token in tokens {
+            let registered = try first.admin.request("POST", "/v1/tokens", json: #"{"token": "\#(token)", "kind": "push-to-start", "follows": ["team:ARS"]}"#)
+            #expect(registered.status == 201)
+        }
+        let key = GatewayIdempotencyTests.key("kickoff-ars-2026-01-01")
+        #expect(throws: GatewayTestClient.Failure.self, "the gateway died before answering") {
+            try first.admin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody, headers: key)
+        }
+        first.process.waitUntilExit()
+        #expect(first.process.terminationStatus == 86, "ended by the hook, right after the commit")
+        #expect(apns.mock.recordedRequests().filter { $0.endpoint == .device }.isEmpty, "nothing was sent before the crash")
+
+        let second = try ServeProcess(dataDirectory: data, arguments: arguments)
+        let retried = try second.admin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody, headers: key)
+        #expect(retried.status == 202 && retried.header("Idempotent-Replayed") == "true", "\(retried.text)")
+        let jobID = try #require(retried.json?.string("jobId"))
+        var progress: JSONValue?
+        try await eventually("the stored job to finish", timeout: .seconds(30)) {
+            progress = try? second.admin.request("GET", "/v1/personal/\(jobID)").json
+            return progress?.string("status") == "done"
+        }
+        #expect(progress?.integer("sent") == Int64(Self.audience))
+        // Once more, after the job is done: still the same job, nothing new.
+        let late = try second.admin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody, headers: key)
+        #expect(late.json?.string("jobId") == jobID)
+        #expect(second.terminate() == 0)
+
+        let sent = apns.mock.recordedRequests().filter { $0.endpoint == .device }.compactMap(\.deviceToken)
+        #expect(sent.count == Self.audience && Set(sent) == Set(tokens), "each follower exactly once: \(sent.count) pushes")
+    }
+}

@@ -160,16 +160,13 @@ public final class Gateway: Sendable {
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
                                                             maxBodySize: configuration.maxBodyBytes, connectionLimits: configuration.http)
             let access = GatewayAccess(keys: configuration.apiKeys)
-            // Made here, used on the ingest loop only (the admission hook runs there).
-            let limits = GatewayAdmission.RequestLimits(keys: configuration.apiKeys, providerDefault: configuration.providerRateLimit,
-                                                        clock: clock)
             let httpLog = log.named("http")
             let unsafeReader = UncheckedReader(reader: reader)
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
                 try service.restore(from: unsafeReader.reader)
                 let router = service.router
                 var serverConfiguration = httpConfiguration
-                serverConfiguration.admission = GatewayAdmission(access: access, router: router, limits: limits).refusal
+                serverConfiguration.admission = GatewayAdmission(access: access, router: router, limits: service.requestLimits).refusal
                 return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog) {
                     router.handle($0)
                 })

@@ -40,13 +40,27 @@ struct GatewayAdmission: Sendable {
     final class RequestLimits: @unchecked Sendable {
         private var buckets: GatewayKeyRateLimits
         private let clock: any WallClock
+        /// Requests refused with 429, by the scope of their key (`admin` or the channel prefix:
+        /// never the secret), for `/metrics`.
+        private(set) var refusedByScope: [String: Int] = [:]
+        private let scopes: [String]
 
         init(keys: [GatewayConfiguration.APIKey], providerDefault: KeyRateLimit?, clock: any WallClock) {
             buckets = GatewayKeyRateLimits(keys: keys, providerDefault: providerDefault, now: clock.now())
             self.clock = clock
+            scopes = keys.map { key in
+                switch key.scope {
+                case .admin: "admin"
+                case .channelPrefix(let prefix): prefix
+                }
+            }
         }
 
         /// nil when admitted, else the seconds for `Retry-After`.
-        func admit(keyIndex: Int) -> Int64? { buckets.admit(keyIndex: keyIndex, now: clock.now()) }
+        func admit(keyIndex: Int) -> Int64? {
+            let refusal = buckets.admit(keyIndex: keyIndex, now: clock.now())
+            if refusal != nil { refusedByScope[scopes[keyIndex], default: 0] += 1 }
+            return refusal
+        }
     }
 }

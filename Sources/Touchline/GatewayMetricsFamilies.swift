@@ -134,7 +134,10 @@ extension GatewayService {
                                 help: "Where pushes go: 1 for the mode in force (apple, or mock in development mode), 0 for the other.",
                                 kind: .gauge)
         for candidate in [GatewayConfiguration.APNsMode.apple, .mock] { mode.add(candidate == apnsMode ? 1 : 0, ["mode": candidate.rawValue]) }
-        return [mode, channelCount, received, duplicates, rejected, stateChanges, pushes, coalesced, deferrals, downgrades, responses, retries,
+        var rateLimited = counter("touchline_api_rate_limited_total",
+                                  "Provider API requests refused with 429 by their key's rate limit, by the key's scope (admin or channel prefix).")
+        for (scope, count) in requestLimits.refusedByScope.sorted(by: { $0.key < $1.key }) { rateLimited.add(count, ["scope": scope]) }
+        return [mode, rateLimited, channelCount, received, duplicates, rejected, stateChanges, pushes, coalesced, deferrals, downgrades, responses, retries,
                 deactivated, deadLetters, queues, inFlight, open, maxStreams, budget, tokenAge, skew, hold, held, jobs, targets, latency,
                 responseTimes]
     }

@@ -23,6 +23,8 @@ final class GatewayService: @unchecked Sendable {
     /// Runs personal jobs on the personal loop; handed a job once it is durable.
     let personal: GatewayPersonalDispatcher
     let access: GatewayAccess
+    /// The API keys' request buckets, taken by the admission hook (on this loop: the HTTP server's).
+    let requestLimits: GatewayAdmission.RequestLimits
     let defaultPolicy: ChannelPolicy
     /// Apple's servers or the bundled mock (development mode): shown wherever operators look.
     let apnsMode: GatewayConfiguration.APNsMode
@@ -72,6 +74,8 @@ final class GatewayService: @unchecked Sendable {
         self.dispatcher = dispatcher
         self.personal = personal
         access = GatewayAccess(keys: configuration.apiKeys)
+        requestLimits = GatewayAdmission.RequestLimits(keys: configuration.apiKeys, providerDefault: configuration.providerRateLimit,
+                                                       clock: clock)
         idempotencyKeys = GatewayIdempotencyKeys(settings: configuration.idempotency)
         defaultPolicy = configuration.defaultPolicy
         apnsMode = configuration.apnsMode

@@ -61,6 +61,10 @@ struct GatewayRateLimitTests {
         for _ in 0..<20 { #expect(try fixture.admin.request("GET", "/v1/channels").status == 200) }
         // Requests without a known key are not counted against it, and still get their 401.
         #expect(try provider.request("GET", "/v1/channels", key: .some("club-unknown-key-000")).status == 401)
+        // Operators see the refusals by the key's scope, never by its secret.
+        let metrics = try fixture.admin.request("GET", "/metrics").text
+        #expect(metrics.contains(#"touchline_api_rate_limited_total{scope="club-"} 3"#), "\(metrics.prefix(600))")
+        #expect(!metrics.contains(GatewayFixture.clubKey))
     }
 
     // MARK: Comparison

@@ -11,11 +11,7 @@ public final class SQLiteWebhookReader: @unchecked Sendable {
     private let connection: SQLiteConnection
 
     public init(path: String) throws(StoreError) {
-        connection = try StoreError.wrapping {
-            let connection = try SQLiteConnection(path: path)
-            try connection.execute("PRAGMA query_only = ON")
-            return connection
-        }
+        connection = try SQLiteConnection.openForReading(path: path)
     }
 
     public func close() { connection.close() }

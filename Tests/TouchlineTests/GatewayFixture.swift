@@ -70,6 +70,17 @@ extension JSONValue {
 }
 
 extension MockAPNsFixture {
+    /// The `touchline serve` flags that point a gateway process at this fixture's mock.
+    var serveArguments: [String] {
+        let settings = gatewaySettings
+        var arguments = ["--apns-key", settings.keyPath, "--apns-key-id", settings.keyID, "--apns-team-id", settings.teamID,
+                         "--apns-bundle-id", settings.bundleID, "--apns-ca-file", settings.caFile!]
+        if case .custom(let pushHost, let pushPort, let managementHost, let managementPort) = settings.environment {
+            arguments += ["--apns-environment", "\(pushHost):\(pushPort),\(managementHost):\(managementPort)"]
+        }
+        return arguments
+    }
+
     /// APNs settings that point a gateway at this fixture's mock (a mock that outlives gateways).
     var gatewaySettings: GatewayConfiguration.APNsSettings {
         GatewayConfiguration.APNsSettings(

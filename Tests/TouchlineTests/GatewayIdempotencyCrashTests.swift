@@ -15,16 +15,7 @@ struct GatewayIdempotencyCrashTests {
     func aRetryAfterACrashBetweenCommitAndReplyGetsTheSameJobAndSendsNothingTwice() async throws {
         let apns = try MockAPNsFixture()
         defer { Task { await apns.shutDown() } }
-        let settings = apns.gatewaySettings
-        guard case .custom(let pushHost, let pushPort, let managementHost, let managementPort) = settings.environment else {
-            Issue.record("the mock fixture is a custom environment")
-            return
-        }
-        let arguments = [
-            "--apns-key", settings.keyPath, "--apns-key-id", settings.keyID, "--apns-team-id", settings.teamID,
-            "--apns-bundle-id", settings.bundleID, "--apns-ca-file", settings.caFile!,
-            "--apns-environment", "\(pushHost):\(pushPort),\(managementHost):\(managementPort)",
-        ]
+        let arguments = apns.serveArguments
         let data = apns.directory + "/data"
         let first = try ServeProcess(dataDirectory: data, arguments: arguments, environment: ["TOUCHLINE_IDEMPOTENCY_EXIT_AFTER_COMMIT": "1"])
         let tokens = (0..<Self.audience).map(GatewayPersonalAPITests.token)

@@ -15,15 +15,7 @@ struct GatewayPersonalResumeTests {
     func fanOutKilledMidwayResumesWithoutResendingWhatWasAccepted() async throws {
         let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(10) }
         defer { Task { await apns.shutDown() } }
-        let settings = apns.gatewaySettings
-        guard case .custom(let pushHost, let pushPort, let managementHost, let managementPort) = settings.environment else {
-            Issue.record("the mock fixture is a custom environment")
-            return
-        }
-        let arguments = [
-            "--apns-key", settings.keyPath, "--apns-key-id", settings.keyID, "--apns-team-id", settings.teamID,
-            "--apns-bundle-id", settings.bundleID, "--apns-ca-file", settings.caFile!,
-            "--apns-environment", "\(pushHost):\(pushPort),\(managementHost):\(managementPort)",
+        let arguments = apns.serveArguments + [
             "--personal-queue", #"{"maxInFlight": \#(Self.maxInFlight), "saveIntervalMilliseconds": 1}"#,
         ]
         let data = apns.directory + "/data"

@@ -38,7 +38,7 @@ struct ClientCeiling {
         let apns = try APNsConnections(configuration: configuration, providerToken: providerToken,
                                        options: .init(pushConnections: 1, managementConnections: 1,
                                                       maxQueuedRequests: options.requests + options.concurrency,
-                                                      tls: TLSConfiguration(caFile: mock.caFile)),
+                                                      tls: TLSConfiguration(caFile: mock.caFile), pools: [.device]),
                                        loop: loop)
         let pushes = LoadStage.DevicePushes(tokens: (0..<options.requests).map { String(format: "%064x", $0 + 1) },
                                             payload: LoadPayloads.update(bytes: options.bodyBytes), priority: 5)

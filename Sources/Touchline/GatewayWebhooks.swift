@@ -37,6 +37,12 @@ final class GatewayWebhooks: @unchecked Sendable {
     private var lastPrune: UnixTime?
     private var random = SystemRandomNumberGenerator()
     private var isStopping = false
+    /// Exchanges started and not yet answered; at shutdown they get a short grace.
+    private var outstanding = 0
+    /// Set once the shutdown grace has ended: answers arriving later are not recorded (those
+    /// deliveries stay pending and go again after the next start).
+    private var isAbandoning = false
+    private var drained: (() -> Void)?
 
     /// How often due deliveries are looked for.
     static let pollInterval = Duration.milliseconds(250)
@@ -84,14 +90,25 @@ final class GatewayWebhooks: @unchecked Sendable {
         loop.execute { [self] in poll() }
     }
 
-    /// Stops taking new deliveries and hands the decided outcomes to their stores; called before
-    /// the stores close. Attempts still in flight are abandoned: they stay pending in the store
-    /// and go again after the next start (the receiver drops a repeat by its event id).
-    func stop() async {
-        _ = try? await loop.submit { [self] in
-            isStopping = true
-            pollTimer?.cancel()
-            flush()
+    /// Stops taking new deliveries, gives the attempts in flight up to `gracePeriod` for their
+    /// answers, and hands the decided outcomes to their stores; called before the stores close.
+    /// An attempt still unanswered after the grace is abandoned: it stays pending in the store
+    /// and goes again after the next start (the receiver drops the repeat by its event id).
+    func stop(gracePeriod: Duration) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute { [self] in
+                isStopping = true
+                pollTimer?.cancel()
+                let grace = LoopTimer(loop: loop) { [self] in drained?() }
+                drained = { [self] in
+                    drained = nil
+                    grace.cancel()
+                    isAbandoning = true
+                    flush()
+                    done.resume()
+                }
+                if outstanding == 0 { drained?() } else { grace.schedule(after: gracePeriod) }
+            }
         }
     }
 
@@ -132,6 +149,7 @@ final class GatewayWebhooks: @unchecked Sendable {
     private func attempt(_ delivery: DueWebhookDelivery, to endpoint: WebhookSettings.Endpoint, source: Int) {
         let key = DeliveryKey(source: source, endpoint: endpoint.name, outboxID: delivery.event.id)
         inFlight.insert(key)
+        outstanding += 1
         let request = Self.request(for: delivery.event, to: endpoint, at: clock.now())
         HTTP1ClientExchange.start(loop: loop, tls: endpoint.url.isTLS ? tls : nil, host: endpoint.url.host, port: endpoint.url.port,
                                   request: request, timeout: settings.requestTimeout) { [self] outcome in
@@ -140,6 +158,9 @@ final class GatewayWebhooks: @unchecked Sendable {
     }
 
     private func answered(_ delivery: DueWebhookDelivery, key: DeliveryKey, outcome: HTTP1ClientExchange.Outcome) {
+        outstanding -= 1
+        guard !isAbandoning else { return }
+        defer { if isStopping && outstanding == 0 { drained?() } }
         let succeeded = if case .status(let status) = outcome { (200..<300).contains(status) } else { false }
         let attempts = delivery.attempts + 1
         let now = clock.now()

@@ -96,6 +96,24 @@ struct GatewayWebhookTests {
         #expect(event[member: "data"]?.string("channelId") == "hooked-2")
     }
 
+    @Test("an attempt in flight at shutdown is answered within the grace and not sent again after the restart")
+    func attemptInFlightAtShutdownIsNotRepeated() async throws {
+        let receiver = try WebhookTestReceiver(delay: .milliseconds(700))
+        receiver.listen()
+        defer { receiver.stop() }
+        let settings = try Self.settings(url: receiver.url)
+        let first = try GatewayFixture(webhooks: settings)
+        try Self.createAndDelete("hooked-3", on: first.admin)
+        try await eventually("the attempt to arrive") { receiver.requests.count == 1 }
+        // Shut down while the receiver holds its answer back.
+        await first.shutDown(removingData: false)
+        let second = try GatewayFixture(directory: first.directory, webhooks: settings)
+        defer { Task { await second.shutDown() } }
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(receiver.requests.count == 1, "the delivery answered during the grace went again")
+        #expect(try second.admin.request("GET", "/metrics").text.contains(#"touchline_webhook_pending{endpoint="receiver"} 0"#))
+    }
+
     @Test("/v1/events needs an admin key and a cursor it gave")
     func eventsRouteRefusals() async throws {
         let fixture = try GatewayFixture()

@@ -23,7 +23,7 @@ struct GatewayWebhookDurabilityTests {
         let api = fixture.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "f-del", "storagePolicy": "no-storage"}"#).status == 201)
 
-        FileManager.default.createFile(atPath: fault, contents: Data())
+        #expect(FileManager.default.createFile(atPath: fault, contents: Data()))
         let failed = try api.request("DELETE", "/v1/channels/f-del")
         #expect(failed.status == 503 && failed.errorCode == "store_unavailable", "\(failed.text)")
         // Neither the fact (the channel is still there) nor its event (not sent, not stored).
@@ -44,6 +44,33 @@ struct GatewayWebhookDurabilityTests {
         #expect(receiver.events("channel.deleted").first?[member: "data"]?.string("channelId") == "f-del")
         guard case .array(let stored)? = try api.request("GET", "/v1/events").json?[member: "events"] else { Issue.record("no events"); return }
         #expect(stored.count == 1 && stored.first?.string("type") == "channel.deleted")
+    }
+
+    @Test("an outcome whose save fails keeps its delivery in flight: not sent again while the disk is full, saved once it takes writes")
+    func failedOutcomeSaveDoesNotResend() async throws {
+        let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let fault = directory + "/disk-full"
+        let receiver = try WebhookTestReceiver(delay: .milliseconds(400))
+        receiver.listen()
+        defer { receiver.stop() }
+        let fixture = try GatewayFixture(directory: directory + "/data", webhooks: try GatewayWebhookTests.settings(url: receiver.url),
+                                         storeFaultFile: fault)
+        defer { Task { await fixture.shutDown(removingData: false) } }
+        let api = fixture.admin
+        try GatewayWebhookTests.createAndDelete("o-1", on: api)
+        try await eventually("the attempt to arrive") { receiver.requests.count == 1 }
+        // The disk fills while the receiver takes its time: the 2xx cannot be saved.
+        #expect(FileManager.default.createFile(atPath: fault, contents: Data()))
+        try await Task.sleep(for: .milliseconds(1_500))
+        #expect(receiver.requests.count == 1, "a delivery the receiver took was sent again while its outcome could not be saved")
+
+        try FileManager.default.removeItem(atPath: fault)
+        try await eventually("the outcome saved", timeout: .seconds(10)) {
+            (try? api.request("GET", "/metrics").text.contains(#"touchline_webhook_pending{endpoint="receiver"} 0"#)) == true
+        }
+        #expect(receiver.requests.count == 1)
+        #expect(try api.request("GET", "/metrics").text.contains(#"touchline_webhook_deliveries_total{endpoint="receiver"} 1"#))
     }
 
     @Test("a delivery pending when the process is killed (-9) is delivered after the restart, once", .enabled(if: ServeProcess.isAvailable))

@@ -114,6 +114,27 @@ struct GatewayWebhookTests {
         #expect(try second.admin.request("GET", "/metrics").text.contains(#"touchline_webhook_pending{endpoint="receiver"} 0"#))
     }
 
+    @Test("events older than the retention are pruned while the gateway runs, not once a minute")
+    func oldEventsArePruned() async throws {
+        let receiver = try WebhookTestReceiver()
+        receiver.listen()
+        defer { receiver.stop() }
+        var settings = try Self.settings(url: receiver.url)
+        settings.retention = .seconds(1)
+        let fixture = try GatewayFixture(webhooks: settings)
+        defer { Task { await fixture.shutDown() } }
+        func stored() -> Int? {
+            guard case .array(let events)? = try? fixture.admin.request("GET", "/v1/events").json?[member: "events"] else { return nil }
+            return events.count
+        }
+        // Twice: the second prune follows the first by seconds, not by a fixed minute.
+        for round in 1...2 {
+            try Self.createAndDelete("pruned-\(round)", on: fixture.admin)
+            try await eventually("delivery \(round)") { receiver.requests.count == round }
+            try await eventually("the events pruned", timeout: .seconds(10)) { stored() == 0 }
+        }
+    }
+
     @Test("/v1/events needs an admin key and a cursor it gave")
     func eventsRouteRefusals() async throws {
         let fixture = try GatewayFixture()

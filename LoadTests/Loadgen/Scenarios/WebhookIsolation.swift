@@ -43,6 +43,8 @@ struct WebhookIsolation {
         let matchIDs = (0..<options.matches).map { String(format: "hook-match-%04d", $0) }
         var timeline = ScenarioTimeline()
         var latencies: [Receiver: [LatencyHistogram]] = [:]
+        /// Connections each bad receiver took per round: the proof that deliveries were under way.
+        var reached: [Receiver: [Int]] = [:]
         var complete = true
         var phaseNumber = 0
         for round in 1...options.rounds {
@@ -82,12 +84,13 @@ struct WebhookIsolation {
                 let broadcasts = figures.arrivals.latency(endpoint: "broadcast")
                 complete = complete && broadcasts.count == timings.count
                 latencies[receiver, default: []].append(broadcasts)
+                reached[receiver, default: []].append(sink?.connections ?? 0)
                 log.say(String(format: "round %d, %@: broadcast p99 %.2f ms (%d broadcasts); %d connections to the receiver", round, receiver.label,
                                broadcasts.summary.p99, broadcasts.count, sink?.connections ?? 0))
             }
         }
         stage.gatewayProcess?.stop()
-        return result(latencies, complete: complete, timeline: timeline, placement: stage.placement)
+        return result(latencies, reached: reached, complete: complete, timeline: timeline, placement: stage.placement)
     }
 
     /// One endpoint for every event type, with the default retry, timeout and concurrency.
@@ -95,7 +98,7 @@ struct WebhookIsolation {
         #"{"endpoints": [{"name": "\#(name)", "url": "\#(url)", "secret": "load-secret-0123456789", "events": ["*"]}]}"#
     }
 
-    private func result(_ latencies: [Receiver: [LatencyHistogram]], complete: Bool, timeline: ScenarioTimeline,
+    private func result(_ latencies: [Receiver: [LatencyHistogram]], reached: [Receiver: [Int]], complete: Bool, timeline: ScenarioTimeline,
                         placement: CPUPlacement) -> ScenarioResult {
         let baseline = latencies[.none] ?? []
         // Each bad-receiver phase against the baseline of its own round, then the median.
@@ -109,7 +112,8 @@ struct WebhookIsolation {
         }
         let rows = (0..<options.rounds).map { index in
             [String(index + 1)] + Receiver.allCases.map { String(format: "%.2f", latencies[$0]?[index].summary.p99 ?? 0) }
-                + [String(format: "%.2f", ratios(.stalled)[index]), String(format: "%.2f", ratios(.failing)[index])]
+                + [String(format: "%.2f", ratios(.stalled)[index]), String(format: "%.2f", ratios(.failing)[index]),
+                   String(reached[.stalled]?[index] ?? 0), String(reached[.failing]?[index] ?? 0)]
         }
         return ScenarioResult(
             name: Self.name,
@@ -123,7 +127,8 @@ struct WebhookIsolation {
             durationSeconds: timeline.seconds,
             latencies: Receiver.allCases.map { .init(name: "broadcast ingest→APNs, \($0.label)", summary: merged($0).summary) },
             tables: [.init(title: "Rounds (broadcast ingest→APNs p99, ms)",
-                           columns: ["round"] + Receiver.allCases.map(\.label) + ["never answers / none", "500 / none"], rows: rows),
+                           columns: ["round"] + Receiver.allCases.map(\.label) + ["never answers / none", "500 / none",
+                                                                              "connections to the silent receiver", "connections to the 500 receiver"], rows: rows),
                      timeline.phaseTable],
             series: timeline.series,
             checks: [.init(name: "broadcast p99, receiver never answers / no webhooks", measured: median(ratios(.stalled)),

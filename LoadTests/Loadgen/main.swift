@@ -18,6 +18,9 @@ let usage = """
       client-ceiling  Touchline's APNs client against h2load on the same mock, back to back
       merge-patch     cost per member of a merge patch from 1,000 to 100,000 members (in-process)
       standard        all five with their standard options (what `make bench` runs)
+      webhook-isolation
+                      the same broadcast load without webhooks, with a receiver that never
+                      answers and with one that answers 500; p99 ratios (not part of standard)
       soak            events, channel creates/ends/deletes and personal jobs under load while the
                       gateway is killed with kill -9 at random moments, its disk filled and freed,
                       and slow clients attached; checks every 202, APNs channels and job counts
@@ -63,6 +66,10 @@ let usage = """
       --slow-clients N        slow clients of each kind: trickled heads, stalled bodies, idle
                               connections (default 4)
       --http-deadlines H,B,I  the gateway's head, body and idle deadlines in seconds (default 5,10,15)
+    webhook-isolation:
+      --rounds N              rounds of the three phases (default 2)
+      --matches N             broadcasting channels (default 200)
+      --seconds N             length of each phase (default 10)
     client-ceiling:
       --requests N            pushes per round (default 200000)
       --concurrency N         streams in flight (default 100)
@@ -125,7 +132,8 @@ var storm = KickoffStorm.Options()
 var burst = IngestBurst.Options()
 var ceiling = ClientCeiling.Options()
 var soak = Soak.Options()
-let scenarios = ["matchday", "kickoff-storm", "ingest-burst", "client-ceiling", "merge-patch", "standard", "soak"]
+var hooks = WebhookIsolation.Options()
+let scenarios = ["matchday", "kickoff-storm", "ingest-burst", "client-ceiling", "merge-patch", "standard", "soak", "webhook-isolation"]
 guard scenarios.contains(scenario) else { fail("unknown scenario '\(scenario)' (try --help)") }
 
 while let flag = flags.next() {
@@ -167,6 +175,9 @@ while let flag = flags.next() {
         let seconds = flags.value(after: flag).split(separator: ",").compactMap { Double($0) }
         guard seconds.count == 3, seconds.allSatisfy({ $0 > 0 }) else { fail("--http-deadlines takes three positive numbers of seconds: HEAD,BODY,IDLE") }
         soak.deadlines = SlowClients.Deadlines(head: seconds[0], body: seconds[1], idle: seconds[2])
+    case ("webhook-isolation", "--rounds"): hooks.rounds = flags.positiveInteger(after: flag)
+    case ("webhook-isolation", "--matches"): hooks.matches = flags.positiveInteger(after: flag)
+    case ("webhook-isolation", "--seconds"): hooks.seconds = Double(flags.positiveInteger(after: flag))
     case ("client-ceiling", "--requests"): ceiling.requests = flags.positiveInteger(after: flag)
     case ("client-ceiling", "--concurrency"): ceiling.concurrency = flags.positiveInteger(after: flag)
     case ("client-ceiling", "--rounds"): ceiling.rounds = flags.positiveInteger(after: flag)
@@ -185,6 +196,7 @@ case "ingest-burst": await run.finish([{ try IngestBurst(options: burst, setting
 case "client-ceiling": await run.finish([{ try await ClientCeiling(options: ceiling, settings: settings).run() }])
 case "merge-patch": await run.finish([{ try MergePatchCost(options: MergePatchCost.Options()).run() }])
 case "soak": await run.finish([{ try Soak(options: soak, settings: settings).run() }])
+case "webhook-isolation": await run.finish([{ try WebhookIsolation(options: hooks, settings: settings).run() }])
 default:
     // The standard set: every scenario with its defaults, client-ceiling with 3 rounds.
     var standardCeiling = ClientCeiling.Options()

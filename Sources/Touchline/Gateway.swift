@@ -202,7 +202,8 @@ public final class Gateway: Sendable {
     /// 3. closes the broadcast and personal APNs connections together, giving pushes in flight
     ///    up to `apnsGracePeriod` for their answers (a push still unanswered is saved as pending;
     ///    personal jobs save their progress and resume);
-    /// 4. stops webhook delivery (outcomes decided are saved; attempts in flight stay pending);
+    /// 4. meanwhile stops webhook delivery, giving attempts in flight the same grace for their
+    ///    answers (outcomes are saved; an attempt still unanswered stays pending and goes again);
     /// 5. commits everything queued to the store and closes it, then stops the loops and the mock.
     public func shutdown(requestGracePeriod: Duration = .seconds(2), apnsGracePeriod: Duration = .seconds(3)) async {
         guard let current = running.withLock({ state -> Running? in defer { state = nil }; return state }) else { return }
@@ -214,14 +215,14 @@ public final class Gateway: Sendable {
                 }
             }
         }
+        // Webhook attempts in flight get the same grace as pushes, at the same time; their
+        // outcomes are queued before the stores close, and attempts still out then stay pending.
         async let broadcast: Void = current.connections.shutdown(gracePeriod: apnsGracePeriod)
         async let personal: Void = current.personal.shutdown(gracePeriod: apnsGracePeriod)
-        _ = await (broadcast, personal)
+        async let webhooks: Void = current.webhooks.stop(gracePeriod: apnsGracePeriod)
+        _ = await (broadcast, personal, webhooks)
         // Answers delivered during the pool shutdown run (and queue their saves) before the close.
         _ = try? await current.ingestLoop.submit {}
-        // Delivery outcomes already decided are queued before the stores close; attempts still
-        // out stay pending and go again after the next start.
-        await current.webhooks.stop()
         current.webhooks.close()
         current.webhookLoop.stopAndWait()
         current.store.close()

@@ -1,4 +1,5 @@
 import TouchlineCore
+import TouchlineStore
 
 /// The webhook series of `/metrics`, one `endpoint` label per configured endpoint (at most
 /// ``WebhookSettings/maximumEndpoints``, so the cardinality is bounded by the configuration).
@@ -23,4 +24,15 @@ extension GatewayService {
         }
         return [delivered, failed, dead, pending, oldest]
     }
+}
+
+/// The webhook figures at one moment, carried to the ingest loop for `/metrics`.
+struct GatewayWebhookSnapshot: Sendable {
+    struct Endpoint: Sendable {
+        var name: String
+        var counters: GatewayWebhooks.Counters
+        var backlog: WebhookEndpointBacklog
+    }
+    var endpoints: [Endpoint]
+    var now: UnixTime
 }

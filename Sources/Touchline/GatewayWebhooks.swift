@@ -10,11 +10,13 @@ import TouchlineStore
 /// and decides with ``WebhookRetryPolicy``: delivered, tried again later, or dead. Outcomes are
 /// written back to the file the event came from, all outcomes of one loop turn in one small
 /// write, and a delivery stays in flight until that write has committed, so it is never sent
-/// twice at once; an outcome whose write failed is simply tried again (at least once).
+/// twice at once; an outcome whose write failed is written again a second later, its delivery
+/// still in flight (not sent again while the disk is full).
 ///
 /// Nothing here runs on the broadcast path: a slow or dead receiver holds at most
 /// `maxConcurrentPerEndpoint` connections of this loop, and its outcomes are a few rows in a
-/// group commit. Old events are pruned after the retention, a bounded batch at a time.
+/// group commit. Old events are pruned after the retention, a bounded batch at a time, as long
+/// as a file holds any.
 ///
 /// **Thread confinement:** everything but `loop` is touched on `loop` only (`@unchecked
 /// Sendable` so that store completions and other loops can hand work to it with `execute`).
@@ -34,15 +36,26 @@ final class GatewayWebhooks: @unchecked Sendable {
     private var flushTimer: LoopTimer?
     /// Facts that recur on every request (rejected credentials, the channel limit): one event per key per five minutes.
     private var alerts = WebhookAlertThrottle(interval: .seconds(300))
-    private var lastPrune: UnixTime?
+    /// Per source: when its last prune was written, and whether that write is still out.
+    private var lastPrune: [UnixTime?]
+    private var pruning: Set<Int> = []
     private var random = SystemRandomNumberGenerator()
     private var isStopping = false
+    /// Exchanges started and not yet answered; at shutdown they get a short grace.
+    private var outstanding = 0
+    /// Set once the shutdown grace has ended: answers arriving later are not recorded (those
+    /// deliveries stay pending and go again after the next start).
+    private var isAbandoning = false
+    private var drained: (() -> Void)?
 
     /// How often due deliveries are looked for.
     static let pollInterval = Duration.milliseconds(250)
-    /// How often old events are pruned, and how many one prune drops at most.
-    static let pruneInterval = Duration.seconds(60)
-    static let pruneBatch = 1_000
+    /// How often a file holding events older than the retention is pruned, and how many one
+    /// prune drops at most: up to 43 million events a day per file, in small writes.
+    static let pruneInterval = Duration.seconds(1)
+    static let pruneBatch = 500
+    /// How long outcomes whose write failed wait before they are written again.
+    static let saveRetryInterval = Duration.seconds(1)
 
     /// One store file's outbox: its reader (on this loop) and how outcomes are written to it.
     /// The gateway passes the channels' file first and the personal file last; facts without a
@@ -75,6 +88,7 @@ final class GatewayWebhooks: @unchecked Sendable {
         self.log = log
         outbox = GatewayWebhookOutbox(settings: settings, clock: clock)
         unsaved = sources.map { _ in [] }
+        lastPrune = sources.map { _ in nil }
         let needsTLS = settings.endpoints.contains { $0.url.isTLS }
         tls = needsTLS ? try TLSContext.client(TLSConfiguration(caFile: settings.caFile), applicationProtocol: nil) : nil
     }
@@ -84,14 +98,25 @@ final class GatewayWebhooks: @unchecked Sendable {
         loop.execute { [self] in poll() }
     }
 
-    /// Stops taking new deliveries and hands the decided outcomes to their stores; called before
-    /// the stores close. Attempts still in flight are abandoned: they stay pending in the store
-    /// and go again after the next start (the receiver drops a repeat by its event id).
-    func stop() async {
-        _ = try? await loop.submit { [self] in
-            isStopping = true
-            pollTimer?.cancel()
-            flush()
+    /// Stops taking new deliveries, gives the attempts in flight up to `gracePeriod` for their
+    /// answers, and hands the decided outcomes to their stores; called before the stores close.
+    /// An attempt still unanswered after the grace is abandoned: it stays pending in the store
+    /// and goes again after the next start (the receiver drops the repeat by its event id).
+    func stop(gracePeriod: Duration) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute { [self] in
+                isStopping = true
+                pollTimer?.cancel()
+                let grace = LoopTimer(loop: loop) { [self] in drained?() }
+                drained = { [self] in
+                    drained = nil
+                    grace.cancel()
+                    isAbandoning = true
+                    flush()
+                    done.resume()
+                }
+                if outstanding == 0 { drained?() } else { grace.schedule(after: gracePeriod) }
+            }
         }
     }
 
@@ -118,20 +143,32 @@ final class GatewayWebhooks: @unchecked Sendable {
                 }
             }
         }
-        if lastPrune.map({ now - $0 >= Self.pruneInterval }) ?? true {
-            lastPrune = now
-            for source in sources {
-                source.write(.prune(createdBefore: UnixTime(nanoseconds: now.nanoseconds - settings.retention.inNanoseconds), limit: Self.pruneBatch)) { _ in }
-            }
-        }
+        prune(now: now)
         let timer = pollTimer ?? LoopTimer(loop: loop) { [self] in poll() }
         pollTimer = timer
         timer.schedule(after: Self.pollInterval)
     }
 
+    /// Drops events older than the retention (with their deliveries) from each file that holds
+    /// any, one bounded batch per file and `pruneInterval`, so a backlog left by a busy day
+    /// drains in small writes instead of outgrowing a fixed rate.
+    private func prune(now: UnixTime) {
+        let cutoff = UnixTime(nanoseconds: now.nanoseconds - settings.retention.inNanoseconds)
+        for (index, source) in sources.enumerated() where !pruning.contains(index) {
+            guard lastPrune[index].map({ now - $0 >= Self.pruneInterval }) ?? true,
+                  let oldest = try? source.reader.oldestEventCreatedAt(), oldest < cutoff else { continue }
+            lastPrune[index] = now
+            pruning.insert(index)
+            source.write(.prune(createdBefore: cutoff, limit: Self.pruneBatch)) { [self] _ in
+                loop.execute { [self] in pruning.remove(index) }
+            }
+        }
+    }
+
     private func attempt(_ delivery: DueWebhookDelivery, to endpoint: WebhookSettings.Endpoint, source: Int) {
         let key = DeliveryKey(source: source, endpoint: endpoint.name, outboxID: delivery.event.id)
         inFlight.insert(key)
+        outstanding += 1
         let request = Self.request(for: delivery.event, to: endpoint, at: clock.now())
         HTTP1ClientExchange.start(loop: loop, tls: endpoint.url.isTLS ? tls : nil, host: endpoint.url.host, port: endpoint.url.port,
                                   request: request, timeout: settings.requestTimeout) { [self] outcome in
@@ -140,6 +177,9 @@ final class GatewayWebhooks: @unchecked Sendable {
     }
 
     private func answered(_ delivery: DueWebhookDelivery, key: DeliveryKey, outcome: HTTP1ClientExchange.Outcome) {
+        outstanding -= 1
+        guard !isAbandoning else { return }
+        defer { if isStopping && outstanding == 0 { drained?() } }
         let succeeded = if case .status(let status) = outcome { (200..<300).contains(status) } else { false }
         let attempts = delivery.attempts + 1
         let now = clock.now()
@@ -161,26 +201,37 @@ final class GatewayWebhooks: @unchecked Sendable {
             log.error("webhook event \(delivery.event.eventID) to \(key.endpoint) is dead after \(attempts) attempts (\(Self.describe(outcome)))")
         }
         unsaved[key.source].append(update)
-        let timer = flushTimer ?? LoopTimer(loop: loop) { [self] in flush() }
-        flushTimer = timer
-        if !timer.isScheduled { timer.schedule(after: .zero) }
+        scheduleFlush(after: .zero)
     }
 
     /// Writes the outcomes decided since the last flush, one write per source; their
-    /// deliveries leave the in-flight set once it has committed (or failed: then they are due
-    /// again as they were, and go once more).
+    /// deliveries leave the in-flight set once it has committed. A failed write (a full disk)
+    /// keeps them in flight and is made again a second later: a delivery the receiver already
+    /// took is not sent again on every poll while the store refuses writes. The outcomes held
+    /// are bounded by the in-flight slots (`maxConcurrentPerEndpoint` per endpoint), which they
+    /// keep taken until saved; a shutdown meanwhile leaves them pending (sent again after the start).
     private func flush() {
         for (index, updates) in unsaved.enumerated() where !updates.isEmpty {
             unsaved[index] = []
             sources[index].write(.updateDeliveries(updates)) { [self] result in
                 loop.execute { [self] in
                     if case .failure(let error) = result {
-                        log.error("saving webhook delivery outcomes failed; those deliveries go again", error: error)
+                        guard !isAbandoning else { return }
+                        log.error("saving webhook delivery outcomes failed; they are saved again in a second", error: error)
+                        unsaved[index] = updates + unsaved[index]
+                        scheduleFlush(after: Self.saveRetryInterval)
+                        return
                     }
                     for update in updates { inFlight.remove(DeliveryKey(source: index, endpoint: update.endpoint, outboxID: update.outboxID)) }
                 }
             }
         }
+    }
+
+    private func scheduleFlush(after delay: Duration) {
+        let timer = flushTimer ?? LoopTimer(loop: loop) { [self] in flush() }
+        flushTimer = timer
+        if !timer.isScheduled { timer.schedule(after: delay) }
     }
 
     /// The whole POST: `Connection: close`, the event id and type, and the signature.
@@ -291,38 +342,6 @@ final class GatewayWebhooks: @unchecked Sendable {
     func close() {
         try? loop.sync { [self] in for source in sources { source.reader.close() } }
     }
-}
-
-/// The webhook figures at one moment, carried to the ingest loop for `/metrics`.
-struct GatewayWebhookSnapshot: Sendable {
-    struct Endpoint: Sendable {
-        var name: String
-        var counters: GatewayWebhooks.Counters
-        var backlog: WebhookEndpointBacklog
-    }
-    var endpoints: [Endpoint]
-    var now: UnixTime
-}
-
-/// Where a `GET /v1/events` reader stands in the two outboxes: the last event id it has seen
-/// in each file. Shown as `<channels>-<personal>` (opaque to clients: they only hand back `next`).
-struct GatewayEventsCursor: Sendable, Equatable {
-    var positions: [Int64]
-
-    static let start = GatewayEventsCursor(positions: [0, 0])
-
-    init(positions: [Int64]) { self.positions = positions }
-
-    /// Parses a cursor given back by a client; nil when it is not one.
-    init?(_ text: String) {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 2, text.utf8.count <= 41,
-              let positions = Optional(parts.compactMap { $0.allSatisfy(\.isASCII) ? Int64($0) : nil }), positions.count == 2,
-              positions.allSatisfy({ $0 >= 0 }) else { return nil }
-        self.positions = positions
-    }
-
-    var text: String { positions.map(String.init).joined(separator: "-") }
 }
 
 extension GatewayWebhooks {

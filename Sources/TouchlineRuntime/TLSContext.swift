@@ -82,13 +82,14 @@ public final class TLSContext: @unchecked Sendable {
         return context
     }
 
-    /// A server context that answers ALPN with `h2` only.
-    public static func server(_ configuration: TLSConfiguration) throws -> TLSContext {
+    /// A server context that answers ALPN with `h2` only (or, with `negotiatingH2: false`,
+    /// ignores ALPN: an HTTP/1.1 server such as a test's webhook receiver).
+    public static func server(_ configuration: TLSConfiguration, negotiatingH2: Bool = true) throws -> TLSContext {
         guard let cert = configuration.certificateFile, let key = configuration.privateKeyFile else {
             throw TLSError("a TLS server needs a certificate file and a private key file")
         }
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError.fromOpenSSL("cannot create TLS context") }
-        let context = TLSContext(ctx: ctx, isServer: true, applicationProtocol: "h2")
+        let context = TLSContext(ctx: ctx, isServer: true, applicationProtocol: negotiatingH2 ? "h2" : nil)
         try context.applyCommon()
         guard SSL_CTX_use_certificate_chain_file(ctx, cert) == 1 else {
             throw TLSError.fromOpenSSL("cannot load certificate \(cert)")
@@ -99,7 +100,7 @@ public final class TLSContext: @unchecked Sendable {
         guard SSL_CTX_check_private_key(ctx) == 1 else {
             throw TLSError.fromOpenSSL("private key \(key) does not match certificate \(cert)")
         }
-        tl_ssl_ctx_select_alpn_h2(ctx)
+        if negotiatingH2 { tl_ssl_ctx_select_alpn_h2(ctx) }
         return context
     }
 

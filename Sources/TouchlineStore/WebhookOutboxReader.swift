@@ -44,6 +44,14 @@ public final class SQLiteWebhookReader: @unchecked Sendable {
         }
     }
 
+    /// When the oldest event kept was created (nil: none): an index lookup, cheap enough to ask
+    /// on every turn of the delivery loop whether anything is due for pruning.
+    public func oldestEventCreatedAt() throws(StoreError) -> UnixTime? {
+        try StoreError.wrapping {
+            try connection.query("SELECT min(created_at) FROM webhook_outbox") { $0.optionalInt64(at: 0).map(UnixTime.init(nanoseconds:)) }.first ?? nil
+        }
+    }
+
     /// The highest event id stored (0: none yet).
     public func lastEventID() throws(StoreError) -> Int64 {
         try StoreError.wrapping { try connection.query("SELECT coalesce(max(id), 0) FROM webhook_outbox") { $0.int64(at: 0) }.first ?? 0 }

@@ -60,6 +60,20 @@ import Testing
         #expect(scenario.latencies.allSatisfy { $0.summary.count > 0 })
     }
 
+    @Test func aSmallWebhookIsolationRunReachesBothBadReceivers() throws {
+        let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let result = try run(["webhook-isolation", "--rounds", "1", "--matches", "10", "--seconds", "2", "--results", root])
+        #expect(result.status == 0, "\(result.errors)")
+        let scenario = try #require(try report(under: root).scenarios.first)
+        #expect(scenario.checks.map(\.name) == ["broadcast p99, receiver never answers / no webhooks", "broadcast p99, receiver answers 500 / no webhooks",
+                                                "every event broadcast"])
+        #expect(scenario.latencies.count == 3 && scenario.latencies.allSatisfy { $0.summary.count > 0 })
+        // Deliveries were under way in both bad phases: each receiver took connections.
+        let round = try #require(scenario.tables.first { $0.title.hasPrefix("Rounds") }?.rows.first)
+        #expect(round.suffix(2).allSatisfy { (Int($0) ?? 0) > 0 }, "\(round)")
+    }
+
     /// A small soak, about 35 s: one `kill -9` and restart, then two seconds of a full disk
     /// (the gateway's fault file, so the refusals start at once), two slow clients of each kind
     /// with short deadlines, four event channels, channel churn and jobs of 100 tokens. Seed 2

@@ -71,11 +71,14 @@ import TouchlineStore
         #expect(due.map(\.event.eventID) == ["old"] && due.first?.attempts == 2)
         #expect(try reader.dueDeliveries(endpoint: "b", at: UnixTime(seconds: 8_999), limit: 10).isEmpty)
         #expect(try reader.backlog(endpoint: "b").dead == 1)
+        #expect(try reader.oldestEventCreatedAt() == UnixTime(seconds: 100))
         try await writer.submit(WriteBatch([.webhook(.prune(createdBefore: UnixTime(seconds: 1_000), limit: 100))]))
         #expect(try reader.events(after: 0, limit: 10).map(\.eventID) == ["new"])
+        #expect(try reader.oldestEventCreatedAt() == UnixTime(seconds: 5_000))
         #expect(try reader.dueDeliveries(endpoint: "b", at: UnixTime(seconds: 9_000), limit: 10).isEmpty)
         // Ids are never reused after pruning, so a pull cursor only moves forward.
         try await writer.submit(WriteBatch([.webhook(.prune(createdBefore: UnixTime(seconds: 10_000), limit: 100))]))
+        #expect(try reader.oldestEventCreatedAt() == nil)
         try await writer.submit(WriteBatch([.webhook(.record(Self.entry("later", at: 6_000)))]))
         #expect(try reader.events(after: 0, limit: 10).first.map { $0.id > events[1].id } == true)
     }

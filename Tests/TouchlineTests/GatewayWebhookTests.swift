@@ -96,6 +96,67 @@ struct GatewayWebhookTests {
         #expect(event[member: "data"]?.string("channelId") == "hooked-2")
     }
 
+    @Test("an attempt in flight at shutdown is answered within the grace and not sent again after the restart")
+    func attemptInFlightAtShutdownIsNotRepeated() async throws {
+        let receiver = try WebhookTestReceiver(delay: .milliseconds(700))
+        receiver.listen()
+        defer { receiver.stop() }
+        let settings = try Self.settings(url: receiver.url)
+        let first = try GatewayFixture(webhooks: settings)
+        try Self.createAndDelete("hooked-3", on: first.admin)
+        try await eventually("the attempt to arrive") { receiver.requests.count == 1 }
+        // Shut down while the receiver holds its answer back.
+        await first.shutDown(removingData: false)
+        let second = try GatewayFixture(directory: first.directory, webhooks: settings)
+        defer { Task { await second.shutDown() } }
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(receiver.requests.count == 1, "the delivery answered during the grace went again")
+        #expect(try second.admin.request("GET", "/metrics").text.contains(#"touchline_webhook_pending{endpoint="receiver"} 0"#))
+    }
+
+    @Test("events older than the retention are pruned while the gateway runs, not once a minute")
+    func oldEventsArePruned() async throws {
+        let receiver = try WebhookTestReceiver()
+        receiver.listen()
+        defer { receiver.stop() }
+        var settings = try Self.settings(url: receiver.url)
+        settings.retention = .seconds(1)
+        let fixture = try GatewayFixture(webhooks: settings)
+        defer { Task { await fixture.shutDown() } }
+        func stored() -> Int? {
+            guard case .array(let events)? = try? fixture.admin.request("GET", "/v1/events").json?[member: "events"] else { return nil }
+            return events.count
+        }
+        // Twice: the second prune follows the first by seconds, not by a fixed minute.
+        for round in 1...2 {
+            try Self.createAndDelete("pruned-\(round)", on: fixture.admin)
+            try await eventually("delivery \(round)") { receiver.requests.count == round }
+            try await eventually("the events pruned", timeout: .seconds(10)) { stored() == 0 }
+        }
+    }
+
+    @Test("an endpoint whose receiver stalls does not hold up another endpoint's deliveries")
+    func aStalledEndpointDoesNotDelayAnother() async throws {
+        // Answers one connection at a time, each after 5 s: its endpoint's slots stay taken.
+        let slow = try WebhookTestReceiver(delay: .seconds(5))
+        let fast = try WebhookTestReceiver()
+        slow.listen()
+        fast.listen()
+        defer { slow.stop(); fast.stop() }
+        var settings = try Self.settings(url: fast.url)
+        settings.endpoints[0].name = "fast"
+        settings.endpoints.append(.init(name: "slow", url: try WebhookURL(parsing: slow.url), secret: Array(Self.secret.utf8),
+                                        events: Set(WebhookEventType.allCases)))
+        settings.requestTimeout = .seconds(10)
+        let fixture = try GatewayFixture(webhooks: settings)
+        defer { Task { await fixture.shutDown() } }
+        for n in 1...6 { try Self.createAndDelete("both-\(n)", on: fixture.admin) }
+        // Every event reaches the fast receiver while the slow one still sits on its first.
+        try await eventually("the fast endpoint's deliveries", timeout: .seconds(4)) { fast.requests.count == 6 }
+        #expect(slow.requests.count == 1)
+        #expect(Set(fast.events("channel.deleted").compactMap { $0[member: "data"]?.string("channelId") }) == Set((1...6).map { "both-\($0)" }))
+    }
+
     @Test("/v1/events needs an admin key and a cursor it gave")
     func eventsRouteRefusals() async throws {
         let fixture = try GatewayFixture()

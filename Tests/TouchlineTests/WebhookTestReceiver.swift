@@ -25,13 +25,16 @@ final class WebhookTestReceiver: @unchecked Sendable {
     let port: Int
     private let fd: Int32
     private let script: @Sendable (Int) -> Int
+    private let delay: Duration
     private let lock = NSLock()
     private var recorded: [Request] = []
     private var stopped = false
 
-    /// `script(n)`: the status answered to request number `n` (0-based).
-    init(script: @escaping @Sendable (Int) -> Int = { _ in 200 }) throws {
+    /// `script(n)`: the status answered to request number `n` (0-based), `delay` after the
+    /// request arrived (it is recorded on arrival).
+    init(delay: Duration = .zero, script: @escaping @Sendable (Int) -> Int = { _ in 200 }) throws {
         self.script = script
+        self.delay = delay
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         var one: Int32 = 1
@@ -85,7 +88,7 @@ final class WebhookTestReceiver: @unchecked Sendable {
             let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
             guard count > 0 else { return }
             bytes += buffer[..<count]
-            if headEnd == nil, let range = findHeadEnd(bytes) {
+            if headEnd == nil, let range = Self.headEnd(bytes) {
                 headEnd = range
                 let head = String(decoding: bytes[..<range], as: UTF8.self)
                 bodyLength = Request(head: head, body: [], status: 0).header("Content-Length").flatMap(Int.init) ?? 0
@@ -96,11 +99,13 @@ final class WebhookTestReceiver: @unchecked Sendable {
         let request = Request(head: String(decoding: bytes[..<(end - 4)], as: UTF8.self), body: Array(bytes[end..<(end + bodyLength)]),
                               status: status)
         lock.withLock { recorded.append(request) }
+        if delay > .zero { Thread.sleep(forTimeInterval: delay.inSeconds) }
         let answer = Array("HTTP/1.1 \(status) Whatever\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".utf8)
         _ = answer.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
-    private func findHeadEnd(_ bytes: [UInt8]) -> Int? {
+    /// Where the body starts: just past the head's blank line (nil: the head is not complete).
+    static func headEnd(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 4 else { return nil }
         for index in 0...(bytes.count - 4) where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
             return index + 4

@@ -23,6 +23,10 @@ public final class HTTP1ClientExchange: TLSStreamDelegate, @unchecked Sendable {
     private var stream: TLSStream?
     private var deadline: LoopTimer?
     private var received: [UInt8] = []
+    /// Where the search for the head's end goes on in `received`, and where the head starts
+    /// (after any interim 1xx heads).
+    private var scanned = 0
+    private var headStart = 0
     private var completion: ((Outcome) -> Void)?
 
     private init(request: [UInt8], completion: @escaping (Outcome) -> Void) {
@@ -50,14 +54,24 @@ public final class HTTP1ClientExchange: TLSStreamDelegate, @unchecked Sendable {
     public func stream(_ stream: TLSStream, didRead bytes: UnsafeRawBufferPointer) {
         guard completion != nil else { return }
         received.append(contentsOf: bytes.prefix(Self.maximumHeadBytes + 1 - received.count))
-        if let status = Self.status(inHead: received) { return finish(status) }
+        // An interim (1xx) head is skipped: the final answer follows it (all within the 16 KiB).
+        while let end = Self.headEnd(in: received, from: scanned) {
+            let outcome = Self.status(ofHead: received[headStart..<end])
+            guard case .status(100..<200) = outcome else { return finish(outcome) }
+            headStart = end + 4
+            scanned = headStart
+        }
+        // Only the last three bytes can start a terminator that the next read completes: each
+        // byte is looked at a bounded number of times, even when the answer trickles in.
+        scanned = max(headStart, received.count - 3)
         if received.count > Self.maximumHeadBytes { finish(.failed("the answer's head is larger than \(Self.maximumHeadBytes) bytes")) }
     }
 
     public func streamDidDrain(_ stream: TLSStream) {}
 
     public func stream(_ stream: TLSStream, didCloseWith error: TransportError) {
-        finish(Self.status(inHead: received) ?? .failed(received.isEmpty ? "\(error)" : "the connection closed before the answer's head ended"))
+        let closed: Outcome = received.isEmpty ? .failed("\(error)") : .failed("the connection closed before the answer's head ended")
+        finish(Self.headEnd(in: received, from: scanned).map { Self.status(ofHead: received[headStart..<$0]) } ?? closed)
     }
 
     private func finish(_ outcome: Outcome) {
@@ -75,14 +89,22 @@ public final class HTTP1ClientExchange: TLSStreamDelegate, @unchecked Sendable {
     /// The status of a complete response head (`HTTP/1.x NNN ...` up to the blank line), a
     /// failure when the status line is malformed, nil while the head is incomplete.
     static func status(inHead bytes: [UInt8]) -> Outcome? {
-        let terminator: [UInt8] = [13, 10, 13, 10]
-        guard bytes.count >= 4, let end = (0...(bytes.count - 4)).first(where: { Array(bytes[$0..<$0 + 4]) == terminator }) else {
-            return nil
-        }
-        let line = bytes[..<(bytes[..<end].firstIndex(of: 13) ?? end)]
+        headEnd(in: bytes, from: 0).map { status(ofHead: bytes[..<$0]) }
+    }
+
+    /// Where the blank line that ends a head starts (at or after `start`), nil without one.
+    static func headEnd(in bytes: [UInt8], from start: Int) -> Int? {
+        guard bytes.count >= 4, start <= bytes.count - 4 else { return nil }
+        return (start...(bytes.count - 4)).first { bytes[$0] == 13 && bytes[$0 + 1] == 10 && bytes[$0 + 2] == 13 && bytes[$0 + 3] == 10 }
+    }
+
+    /// The status on the first line of `head` (without its blank line), or a failure.
+    static func status(ofHead head: ArraySlice<UInt8>) -> Outcome {
+        let line = head[..<(head.firstIndex(of: 13) ?? head.endIndex)]
         let parts = line.split(separator: 32, maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count >= 2, parts[0].starts(with: Array("HTTP/1.".utf8)), parts[0].count == 8, parts[1].count == 3,
-              let code = Int(String(decoding: parts[1], as: UTF8.self)), (100...599).contains(code) else {
+              parts[1].allSatisfy({ (48...57).contains($0) }), let code = Int(String(decoding: parts[1], as: UTF8.self)),
+              (100...599).contains(code) else {
             return .failed("the answer does not start with an HTTP/1.x status line")
         }
         return .status(code)

@@ -14,8 +14,7 @@ struct GatewayWebhookDurabilityTests {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let fault = directory + "/disk-full"
-        let receiver = try WebhookTestReceiver()
-        receiver.listen()
+        let receiver = try WebhookTestReceiver.listening()
         defer { receiver.stop() }
         let fixture = try GatewayFixture(directory: directory + "/data", webhooks: try GatewayWebhookTests.settings(url: receiver.url),
                                          storeFaultFile: fault)
@@ -51,8 +50,7 @@ struct GatewayWebhookDurabilityTests {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let fault = directory + "/disk-full"
-        let receiver = try WebhookTestReceiver(delay: .milliseconds(400))
-        receiver.listen()
+        let receiver = try WebhookTestReceiver.listening(delay: .milliseconds(400))
         defer { receiver.stop() }
         let fixture = try GatewayFixture(directory: directory + "/data", webhooks: try GatewayWebhookTests.settings(url: receiver.url),
                                          storeFaultFile: fault)
@@ -78,8 +76,7 @@ struct GatewayWebhookDurabilityTests {
         let data = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: data) }
         let failing = Failing()
-        let receiver = try WebhookTestReceiver { _ in failing.on.load(ordering: .relaxed) ? 503 : 200 }
-        receiver.listen()
+        let receiver = try WebhookTestReceiver.listening { _ in failing.on.load(ordering: .relaxed) ? 503 : 200 }
         defer { receiver.stop() }
         let webhooks = """
             {"endpoints": [{"name": "r", "url": "\(receiver.url)", "secret": "\(GatewayWebhookTests.secret)", "events": ["*"]}],

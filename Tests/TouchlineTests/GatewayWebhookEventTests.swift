@@ -24,8 +24,7 @@ struct GatewayWebhookEventTests {
 
     @Test("channel.ended and channel.deleted carry the channel's id and APNs id")
     func endedAndDeleted() async throws {
-        let receiver = try WebhookTestReceiver()
-        receiver.listen()
+        let receiver = try WebhookTestReceiver.listening()
         defer { receiver.stop() }
         let fixture = try GatewayFixture(webhooks: try GatewayWebhookTests.settings(url: receiver.url))
         defer { Task { await fixture.shutDown() } }
@@ -45,8 +44,7 @@ struct GatewayWebhookEventTests {
     @Test("channel.broken when APNs answers ChannelNotRegistered")
     func broken() async throws {
         let apns = try MockAPNsFixture()
-        let receiver = try WebhookTestReceiver()
-        receiver.listen()
+        let receiver = try WebhookTestReceiver.listening()
         defer { receiver.stop() }
         let fixture = try Self.gateway(apns, receiver)
         defer { Task { await fixture.shutDown(); await apns.shutDown() } }
@@ -66,8 +64,7 @@ struct GatewayWebhookEventTests {
 
     @Test("channel.budget_exhausted once per channel and hour, with the budget and the downgrades")
     func budgetExhausted() async throws {
-        let receiver = try WebhookTestReceiver()
-        receiver.listen()
+        let receiver = try WebhookTestReceiver.listening()
         defer { receiver.stop() }
         let fixture = try GatewayFixture(webhooks: try GatewayWebhookTests.settings(url: receiver.url))
         defer { Task { await fixture.shutDown() } }
@@ -105,8 +102,7 @@ struct GatewayWebhookEventTests {
     @Test("channel.limit_reached names the create refused, once per five minutes")
     func limitReached() async throws {
         let apns = try MockAPNsFixture { $0.channelLimit = 1 }
-        let receiver = try WebhookTestReceiver()
-        receiver.listen()
+        let receiver = try WebhookTestReceiver.listening()
         defer { receiver.stop() }
         let fixture = try Self.gateway(apns, receiver)
         defer { Task { await fixture.shutDown(); await apns.shutDown() } }
@@ -123,8 +119,7 @@ struct GatewayWebhookEventTests {
     @Test("apns.credentials_rejected when APNs does not know the gateway's key")
     func credentialsRejected() async throws {
         let apns = try MockAPNsFixture()
-        let receiver = try WebhookTestReceiver()
-        receiver.listen()
+        let receiver = try WebhookTestReceiver.listening()
         defer { receiver.stop() }
         // A key of the right shape that the mock was not given: InvalidProviderToken.
         let stranger = try MockAPNsProviderKeyFiles.generate(keyID: "STRANGER01", in: apns.directory + "/stranger")
@@ -144,8 +139,7 @@ struct GatewayWebhookEventTests {
 
     @Test("personal.job.finished with counts by outcome, personal.deadletters.created with the reasons")
     func personalJob() async throws {
-        let receiver = try WebhookTestReceiver()
-        receiver.listen()
+        let receiver = try WebhookTestReceiver.listening()
         defer { receiver.stop() }
         let fixture = try GatewayFixture(webhooks: try GatewayWebhookTests.settings(url: receiver.url))
         defer { Task { await fixture.shutDown() } }

@@ -25,8 +25,7 @@ struct GatewayWebhookTests {
 
     @Test("a receiver that fails three times gets the event once more after recovery, signed, and the same event is pulled from /v1/events")
     func retriesUntilDelivered() async throws {
-        let receiver = try WebhookTestReceiver { $0 < 3 ? 500 : 200 }
-        receiver.listen()
+        let receiver = try WebhookTestReceiver.listening { $0 < 3 ? 500 : 200 }
         defer { receiver.stop() }
         let fixture = try GatewayFixture(webhooks: try Self.settings(url: receiver.url))
         defer { Task { await fixture.shutDown() } }
@@ -98,8 +97,7 @@ struct GatewayWebhookTests {
 
     @Test("an attempt in flight at shutdown is answered within the grace and not sent again after the restart")
     func attemptInFlightAtShutdownIsNotRepeated() async throws {
-        let receiver = try WebhookTestReceiver(delay: .milliseconds(700))
-        receiver.listen()
+        let receiver = try WebhookTestReceiver.listening(delay: .milliseconds(700))
         defer { receiver.stop() }
         let settings = try Self.settings(url: receiver.url)
         let first = try GatewayFixture(webhooks: settings)
@@ -116,8 +114,7 @@ struct GatewayWebhookTests {
 
     @Test("events older than the retention are pruned while the gateway runs, not once a minute")
     func oldEventsArePruned() async throws {
-        let receiver = try WebhookTestReceiver()
-        receiver.listen()
+        let receiver = try WebhookTestReceiver.listening()
         defer { receiver.stop() }
         var settings = try Self.settings(url: receiver.url)
         settings.retention = .seconds(1)

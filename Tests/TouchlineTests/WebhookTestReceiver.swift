@@ -58,6 +58,13 @@ final class WebhookTestReceiver: @unchecked Sendable {
 
     var requests: [Request] { lock.withLock { recorded } }
 
+    /// A receiver already accepting: what almost every test wants.
+    static func listening(delay: Duration = .zero, script: @escaping @Sendable (Int) -> Int = { _ in 200 }) throws -> WebhookTestReceiver {
+        let receiver = try WebhookTestReceiver(delay: delay, script: script)
+        receiver.listen()
+        return receiver
+    }
+
     /// Starts accepting, on a thread of its own.
     func listen() {
         _ = Glibc.listen(fd, 16)

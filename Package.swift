@@ -42,7 +42,11 @@ let package = Package(
         .target(name: "TouchlineStore", dependencies: ["TouchlineCore", "TouchlineRuntime", "CSQLite"]),
         .target(name: "HTTP2", dependencies: ["TouchlineCore", "TouchlineRuntime", "CNGHTTP2", "CShims"]),
         .target(name: "APNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
-        .target(name: "Touchline", dependencies: ["TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs", "APNsMock"]),
+        // The dashboard's page, script and style are real files, compiled into the binary as bytes
+        // (`PackageResources`), so the gateway stays one file to deploy.
+        .target(name: "Touchline", dependencies: ["TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs", "APNsMock"],
+                resources: [.embedInCode("Dashboard/dashboard.html"), .embedInCode("Dashboard/dashboard.js"),
+                            .embedInCode("Dashboard/dashboard.css")]),
         .executableTarget(name: "touchline", dependencies: ["Touchline", "APNs", "APNsMock", "TouchlineRuntime"]),
         .target(name: "Measurements"),
         .target(name: "APNsMock", dependencies: ["Measurements", "TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),

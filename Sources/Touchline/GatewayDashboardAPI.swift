@@ -45,11 +45,12 @@ enum DashboardAssets {
         ("Cache-Control", "no-cache"),
     ]
 
-    static let page = asset(DashboardPage.html, type: "text/html; charset=utf-8")
-    static let script = asset(DashboardScript.source, type: "text/javascript; charset=utf-8")
-    static let style = asset(DashboardStyle.source, type: "text/css; charset=utf-8")
+    /// `Dashboard/dashboard.html`, `.js` and `.css`, embedded at build time.
+    static let page = asset(PackageResources.dashboard_html, type: "text/html; charset=utf-8")
+    static let script = asset(PackageResources.dashboard_js, type: "text/javascript; charset=utf-8")
+    static let style = asset(PackageResources.dashboard_css, type: "text/css; charset=utf-8")
 
-    private static func asset(_ text: String, type: String) -> HTTPResponse {
-        HTTPResponse(status: 200, headers: [("Content-Type", type)] + securityHeaders, body: Array(text.utf8))
+    private static func asset(_ bytes: [UInt8], type: String) -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [("Content-Type", type)] + securityHeaders, body: bytes)
     }
 }

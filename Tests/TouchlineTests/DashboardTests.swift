@@ -41,7 +41,27 @@ struct DashboardTests {
             let withoutNamespace = text.replacingOccurrences(of: "http://www.w3.org/2000/svg", with: "")
             #expect(!withoutNamespace.contains("http://") && !withoutNamespace.contains("https://") && !withoutNamespace.contains("src=\"//"))
         }
+        // What is served is the repository's files, byte for byte, embedded at build time.
+        for (served, file) in [(anonymous.text, "dashboard.html"), (script.text, "dashboard.js"), (style.text, "dashboard.css")] {
+            let source = try String(contentsOfFile: Self.root.appendingPathComponent("Sources/Touchline/Dashboard/" + file).path, encoding: .utf8)
+            #expect(served == source, "\(file) differs from what the gateway serves")
+        }
         await fixture.shutDown()
+    }
+
+    /// The script is real JavaScript: Node's syntax check (Debian package nodejs; make deps installs it).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/node"), "node is not installed"))
+    func theScriptPassesNodesSyntaxCheck() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/node")
+        process.arguments = ["--check", Self.root.appendingPathComponent("Sources/Touchline/Dashboard/dashboard.js").path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "node --check: \(text)")
     }
 
     @Test func theStreamSendsSnapshotsOfTheChannelsTheKeyMaySeeAndFollowsChanges() async throws {

@@ -65,7 +65,6 @@ let package = Package(
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims"]),
         .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "Measurements", "HTTP2", "TouchlineRuntime", "TouchlineCore"]),
-        .testTarget(name: "TouchlineHTTPTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "DeployTests"),
         .testTarget(name: "MeasurementsTests", dependencies: ["Measurements"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),

@@ -175,7 +175,7 @@ final class GatewayChannel: @unchecked Sendable {
                   apnsChannelID: record.apnsChannelID, engine: engine, contentState: contentState,
                   lastSeq: record.lastSeq, persistedStatus: record.status)
         apnsDeleted = record.status == .deleted
-        if record.status == .broken { brokenReason = "APNs reports the channel as not registered (ChannelNotRegistered)" }
+        if record.status == .broken { brokenReason = ChannelEngine.Action.channelNotRegisteredReason }
     }
 
     // MARK: API view

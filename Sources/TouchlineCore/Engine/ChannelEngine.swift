@@ -188,7 +188,7 @@ public struct ChannelEngine: Sendable {
         case .channelGone:
             phase = .broken
             pending = nil
-            return finish([.markBroken(reason: "APNs reports the channel as not registered (ChannelNotRegistered)")])
+            return finish([.markBroken(reason: Action.channelNotRegisteredReason)])
         }
         return finish(pump(now: now))
     }

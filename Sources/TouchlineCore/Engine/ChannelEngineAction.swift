@@ -34,6 +34,10 @@ extension ChannelEngine {
         case deleteChannel
         /// APNs no longer knows the channel: show it as broken to operators; nothing more is sent.
         case markBroken(reason: String)
+
+        /// Why a channel is broken after APNs answered `ChannelNotRegistered`: the reason the engine
+        /// gives, and the one a channel stored as broken is shown with after a restart.
+        public static let channelNotRegisteredReason = "APNs reports the channel as not registered (ChannelNotRegistered)"
     }
 
     /// Which parts of the snapshot changed.

@@ -141,7 +141,7 @@ public final class Gateway: Sendable {
             personalOptions.pushConnections = configuration.personalQueue.connections
             let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions,
                                                           loop: personalLoop)
-            let webhooks = try GatewayWebhooks.started(loop: webhookLoop, settings: configuration.webhooks, store: store,
+            let webhooks = try GatewayWebhooks.forStores(loop: webhookLoop, settings: configuration.webhooks, store: store,
                                                        personalStore: personalStore, clock: clock, log: log.named("webhooks"))
             let broadcastPressure = GatewayBroadcastPressure(threshold: configuration.personalQueue.yieldThreshold)
             let personal = GatewayPersonalDispatcher(loop: personalLoop, connections: personalConnections,

@@ -27,18 +27,9 @@ public struct IdempotencySettings: Sendable, Equatable {
     /// Settings from JSON: `{"keyLifetimeSeconds": 1...2592000}`.
     init(json value: JSONValue) throws(InvalidConfigurationValue) {
         self.init()
-        guard case .object(let members) = value else { throw InvalidConfigurationValue("must be an object") }
-        for member in members {
-            switch member.name {
-            case "keyLifetimeSeconds":
-                guard case .integer(let seconds) = member.value, (1...Int64(Self.maximumLifetimeSeconds)).contains(seconds) else {
-                    throw InvalidConfigurationValue("member keyLifetimeSeconds must be a whole number from 1 to \(Self.maximumLifetimeSeconds)")
-                }
-                keyLifetime = .seconds(seconds)
-            default:
-                let hint = GatewayConfigurationError.closestName(to: member.name, among: ["keyLifetimeSeconds"]).map { " (did you mean '\($0)'?)" } ?? ""
-                throw InvalidConfigurationValue("has unknown key '\(member.name)'\(hint)")
-            }
+        let members = try ConfigurationMembers.members(of: value, allowed: ["keyLifetimeSeconds"], path: nil)
+        if let seconds = try ConfigurationMembers.integer(members, "keyLifetimeSeconds", 1...Self.maximumLifetimeSeconds) {
+            keyLifetime = .seconds(seconds)
         }
     }
 }

@@ -25,24 +25,14 @@ public struct KeyRateLimit: Sendable, Equatable {
 
     /// `{"requestsPerSecond": 0.001...100000, "burst": 1...100000}`, both required.
     init(json value: JSONValue) throws(InvalidConfigurationValue) {
-        guard case .object(let members) = value else { throw InvalidConfigurationValue("must be an object") }
-        var rate: Double?
-        var burst: Int?
-        let names = ["requestsPerSecond", "burst"]
-        for member in members {
-            switch (member.name, member.value) {
-            case ("requestsPerSecond", .integer(let number)) where Self.rateRange.contains(Double(number)): rate = Double(number)
-            case ("requestsPerSecond", .number(let number)) where Self.rateRange.contains(number): rate = number
-            case ("requestsPerSecond", _):
-                throw InvalidConfigurationValue("member requestsPerSecond must be a number from 0.001 to 100000")
-            case ("burst", .integer(let number)) where Self.burstRange.contains(Int(clamping: number)): burst = Int(number)
-            case ("burst", _):
-                throw InvalidConfigurationValue("member burst must be a whole number from 1 to 100000")
-            default:
-                let hint = GatewayConfigurationError.closestName(to: member.name, among: names).map { " (did you mean '\($0)'?)" } ?? ""
-                throw InvalidConfigurationValue("has unknown key '\(member.name)'\(hint)")
-            }
+        let members = try ConfigurationMembers.members(of: value, allowed: ["requestsPerSecond", "burst"], path: nil)
+        let rate: Double? = switch members["requestsPerSecond"] {
+        case nil: nil
+        case .integer(let number)? where Self.rateRange.contains(Double(number)): Double(number)
+        case .number(let number)? where Self.rateRange.contains(number): number
+        default: throw InvalidConfigurationValue("member requestsPerSecond must be a number from 0.001 to 100000")
         }
+        let burst = try ConfigurationMembers.integer(members, "burst", Self.burstRange)
         guard let rate, let burst else {
             throw InvalidConfigurationValue("needs both requestsPerSecond and burst, as in {\"requestsPerSecond\": 10, \"burst\": 20}")
         }

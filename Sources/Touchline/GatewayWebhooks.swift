@@ -271,23 +271,22 @@ final class GatewayWebhooks: @unchecked Sendable {
     /// APNs rejected the gateway's credentials (`reason`, on pool `pool`): one event per reason
     /// per five minutes, written on its own to the personal outbox.
     func credentialsRejected(reason: String, pool: String) {
-        loop.execute { [self] in
-            guard !isStopping, alerts.admit(reason, now: clock.now()), let personal = sources.last else { return }
-            let operation = outbox.record(.apnsCredentialsRejected, [.init("reason", .string(reason)), .init("pool", .string(pool))])
-            personal.write(operation) { [self] result in
-                if case .failure(let error) = result { log.error("recording the credentials-rejected webhook event failed", error: error) }
-            }
-        }
+        recordAlert(.apnsCredentialsRejected, throttledBy: reason, [.init("reason", .string(reason)), .init("pool", .string(pool))])
     }
 
     /// APNs refused a channel create for the app's channel limit: one event per five minutes
     /// (every create meets the limit until channels are deleted), written on its own to the personal outbox.
     func channelLimitReached(channelID: String) {
+        recordAlert(.channelLimitReached, throttledBy: "channel.limit_reached", [.init("channelId", .string(channelID))])
+    }
+
+    /// Records an event of `type` on its own in the personal outbox, unless one with the same
+    /// throttle key went within the last five minutes.
+    private func recordAlert(_ type: WebhookEventType, throttledBy key: String, _ data: [JSONValue.Member]) {
         loop.execute { [self] in
-            guard !isStopping, alerts.admit("channel.limit_reached", now: clock.now()), let personal = sources.last else { return }
-            let operation = outbox.record(.channelLimitReached, [.init("channelId", .string(channelID))])
-            personal.write(operation) { [self] result in
-                if case .failure(let error) = result { log.error("recording the channel-limit webhook event failed", error: error) }
+            guard !isStopping, alerts.admit(key, now: clock.now()), let personal = sources.last else { return }
+            personal.write(outbox.record(type, data)) { [self] result in
+                if case .failure(let error) = result { log.error("recording the \(type.rawValue) webhook event failed", error: error) }
             }
         }
     }
@@ -348,7 +347,7 @@ extension GatewayWebhooks {
     /// Delivery for the gateway's two store files, on `loop`: outcomes go to the file the event
     /// came from (one small batch per loop turn and file), facts without a store change of their
     /// own to the personal file. Not yet polling: call ``start()`` once the gateway serves.
-    static func started(loop: EventLoop, settings: WebhookSettings, store: StoreWriter, personalStore: StoreWriter,
+    static func forStores(loop: EventLoop, settings: WebhookSettings, store: StoreWriter, personalStore: StoreWriter,
                         clock: any WallClock, log: GatewayLog) throws -> GatewayWebhooks {
         let channelsReader = try SQLiteWebhookReader(path: store.path)
         let personalReader: SQLiteWebhookReader

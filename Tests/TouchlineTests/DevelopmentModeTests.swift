@@ -8,28 +8,9 @@ import TouchlineCore
 /// Development mode is explicit: without Apple credentials the gateway refuses to start, and in
 /// development mode every place an operator looks says `mock`.
 @Suite struct DevelopmentModeTests {
-    /// Runs `touchline` with `arguments` to its end (on a thread of its own) or until `stopAfter`,
-    /// then SIGTERM; its status and everything it printed.
+    /// `touchline` with `arguments` to its end, in an environment of its own (`PATH` and `environment`).
     static func run(_ arguments: [String], environment: [String: String] = [:], stopAfter: Duration? = nil) async throws -> (Int32, String) {
-        try await withCheckedThrowingContinuation { (done: CheckedContinuation<(Int32, String), Error>) in
-            Thread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: ServeProcess.executable)
-                process.arguments = arguments
-                process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
-                let output = Pipe()
-                process.standardOutput = output
-                process.standardError = output
-                do { try process.run() } catch { return done.resume(throwing: error) }
-                if let stopAfter {
-                    Thread.sleep(forTimeInterval: stopAfter.inSeconds)
-                    process.terminate()
-                }
-                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                done.resume(returning: (process.terminationStatus, text))
-            }.start()
-        }
+        try await ServeProcess.runToEnd(arguments, environment: ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }, stopAfter: stopAfter)
     }
 
     @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))

@@ -8,22 +8,8 @@ import Testing
 struct QuickStartTests {
     @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
     func demoFeedsTheSampleMatchThroughTheGateway() async throws {
-        // The demo takes about ten seconds: wait for it on a thread of its own, not on one of the
-        // few threads that run the other tests.
-        let (status, text) = try await withCheckedThrowingContinuation { (done: CheckedContinuation<(Int32, String), Error>) in
-            Thread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: ServeProcess.executable)
-                process.arguments = ["demo"]
-                let output = Pipe()
-                process.standardOutput = output
-                process.standardError = output
-                do { try process.run() } catch { return done.resume(throwing: error) }
-                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                done.resume(returning: (process.terminationStatus, text))
-            }.start()
-        }
+        // The demo takes about ten seconds.
+        let (status, text) = try await ServeProcess.runToEnd(["demo"])
 
         #expect(status == 0, "\(text)")
         #expect(text.contains("POST /v1/channels -> 201"))

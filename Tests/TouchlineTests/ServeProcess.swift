@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TouchlineCore
 
 /// A running `touchline serve` child process and the port it logged.
 struct ServeProcess {
@@ -8,6 +9,32 @@ struct ServeProcess {
     static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("touchline").path
     static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: executable) }
+
+    /// Runs `touchline` with `arguments` to its end, or until `stopAfter` and then SIGTERM, on a
+    /// thread of its own (not one of the few that run the other tests); `environment` replaces
+    /// the test's own when given. Its status and everything it printed.
+    static func runToEnd(_ arguments: [String], environment: [String: String]? = nil,
+                         stopAfter: Duration? = nil) async throws -> (status: Int32, output: String) {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<(status: Int32, output: String), Error>) in
+            Thread {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: executable)
+                process.arguments = arguments
+                if let environment { process.environment = environment }
+                let output = Pipe()
+                process.standardOutput = output
+                process.standardError = output
+                do { try process.run() } catch { return done.resume(throwing: error) }
+                if let stopAfter {
+                    Thread.sleep(forTimeInterval: stopAfter.inSeconds)
+                    process.terminate()
+                }
+                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                done.resume(returning: (process.terminationStatus, text))
+            }.start()
+        }
+    }
     /// util-linux's `prlimit`, which runs a command under other resource limits.
     static let prlimit = "/usr/bin/prlimit"
 

@@ -11,8 +11,8 @@ import TouchlineStore
 /// Threads: the ingest loop owns the HTTP server, the router and every channel (engine,
 /// content-state, last `seq`); the store writer commits on its own thread and its completions
 /// hop back to the ingest loop with `execute`; the broadcast loop owns the APNs connection pools
-/// (push and management), reached and answered through ``GatewayDispatcher``; the personal loop
-/// owns a pool of its own and runs personal fan-out jobs (``GatewayPersonalDispatcher``).
+/// (push and management), reached and answered through ``BroadcastDispatcher``; the personal loop
+/// owns a pool of its own and runs personal fan-out jobs (``PersonalDispatcher``).
 ///
 /// `start()` and `shutdown()` are control calls: make them from one task, not concurrently.
 public final class Gateway: Sendable {
@@ -26,12 +26,12 @@ public final class Gateway: Sendable {
         var broadcastLoop: EventLoop
         var personalLoop: EventLoop
         var webhookLoop: EventLoop
-        var webhooks: GatewayWebhooks
-        var personal: GatewayPersonalDispatcher
+        var webhooks: WebhookDelivery
+        var personal: PersonalDispatcher
         var store: StoreWriter
         var personalStore: StoreWriter
         var connections: APNsConnections
-        var service: GatewayService
+        var service: ChannelService
         var server: UncheckedServer
         var mock: MockAPNsServer?
         var port: Int
@@ -62,7 +62,7 @@ public final class Gateway: Sendable {
     @discardableResult
     public func start() throws -> Int {
         if let port = running.withLock({ $0?.port }) { return port }
-        GatewayProcessSetup.prepare(log: log)
+        ProcessSetup.prepare(log: log)
         let directory = configuration.dataDirectory
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -77,7 +77,7 @@ public final class Gateway: Sendable {
         case (.apple, nil):
             throw GatewayError.startup(GatewayConfiguration.missingCredentials)
         case (.mock, nil):
-            (mock, settings) = try GatewayBundledMockAPNs.start(dataDirectory: directory)
+            (mock, settings) = try BundledMockAPNs.start(dataDirectory: directory)
         case (.mock, _?):
             throw GatewayError.startup("APNs credentials are set but development mode sends to the bundled mock APNs: remove one of them")
         }
@@ -141,32 +141,32 @@ public final class Gateway: Sendable {
             personalOptions.pushConnections = configuration.personalQueue.connections
             let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions,
                                                           loop: personalLoop)
-            let webhooks = try GatewayWebhooks.forStores(loop: webhookLoop, settings: configuration.webhooks, store: store,
+            let webhooks = try WebhookDelivery.forStores(loop: webhookLoop, settings: configuration.webhooks, store: store,
                                                        personalStore: personalStore, clock: clock, log: log.named("webhooks"))
-            let broadcastPressure = GatewayBroadcastPressure(threshold: configuration.personalQueue.yieldThreshold)
-            let personal = GatewayPersonalDispatcher(loop: personalLoop, connections: personalConnections,
+            let broadcastPressure = BroadcastPressure(threshold: configuration.personalQueue.yieldThreshold)
+            let personal = PersonalDispatcher(loop: personalLoop, connections: personalConnections,
                                                      reader: try SQLiteTokenReader(path: personalStore.path), store: personalStore, clock: clock,
                                                      settings: configuration.personalQueue,
                                                      tokenEnvironment: TokenEnvironment(apns: settings.environment),
                                                      broadcastPressure: broadcastPressure, webhooks: webhooks,
                                                      log: log.named("personal"))
             let tokenReader = try SQLiteTokenReader(path: personalStore.path)
-            let service = GatewayService(loop: ingestLoop, store: store, personalStore: personalStore,
+            let service = ChannelService(loop: ingestLoop, store: store, personalStore: personalStore,
                                          broadcastPressure: broadcastPressure, tokenReader: tokenReader,
-                                         dispatcher: GatewayDispatcher(connections: connections, ingestLoop: ingestLoop,
+                                         dispatcher: BroadcastDispatcher(connections: connections, ingestLoop: ingestLoop,
                                                                        pressure: broadcastPressure),
                                          personal: personal, webhooks: webhooks,
                                          configuration: configuration, clock: clock, log: log.named("channels"))
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
                                                             maxBodySize: configuration.maxBodyBytes, connectionLimits: configuration.http)
-            let access = GatewayAccess(keys: configuration.apiKeys)
+            let access = APIAccess(keys: configuration.apiKeys)
             let httpLog = log.named("http")
             let unsafeReader = UncheckedReader(reader: reader)
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
                 try service.restore(from: unsafeReader.reader)
                 let router = service.router
                 var serverConfiguration = httpConfiguration
-                serverConfiguration.admission = GatewayAdmission(access: access, router: router, limits: service.requestLimits).refusal
+                serverConfiguration.admission = Admission(access: access, router: router, limits: service.requestLimits).refusal
                 return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog) {
                     router.handle($0)
                 })

@@ -148,7 +148,7 @@ struct DashboardTests {
             }
             provider.append(client)
         }
-        #expect(provider.count == GatewayEventStream.maxPerProviderKey)
+        #expect(provider.count == LiveFeed.maxPerProviderKey)
         let admin = try EventStreamClient(port: fixture.port, path: "/v1/stream", key: GatewayFixture.adminKey)
         #expect(admin.head.status == 200)
         _ = try await admin.nextSnapshot()

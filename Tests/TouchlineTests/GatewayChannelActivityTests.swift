@@ -10,7 +10,7 @@ import Testing
     }
 
     @Test func latencyRunsFromTheOldestEventThePushCarries() {
-        var activity = GatewayChannelActivity()
+        var activity = ChannelActivity()
         let start = ContinuousClock.now
         activity.eventsAccepted(at: start)
         activity.eventsAccepted(at: start + .milliseconds(30))
@@ -22,7 +22,7 @@ import Testing
     }
 
     @Test func aRetriedPushHandsItsEventsToTheNextOneAndADroppedPushForgetsThem() {
-        var activity = GatewayChannelActivity()
+        var activity = ChannelActivity()
         let start = ContinuousClock.now
         activity.eventsAccepted(at: start)
         activity.pushSent(push(1), at: UnixTime(seconds: 100))
@@ -40,9 +40,9 @@ import Testing
     }
 
     @Test func theHistoryKeepsTheLastFiftyPushesAndCountsTheLastMinute() {
-        var activity = GatewayChannelActivity()
+        var activity = ChannelActivity()
         for n in 1...60 { activity.pushSent(push(UInt64(n)), at: UnixTime(seconds: Int64(n * 10))) }
-        #expect(activity.recentPushes.count == GatewayChannelActivity.historyLimit)
+        #expect(activity.recentPushes.count == ChannelActivity.historyLimit)
         #expect(activity.recentPushes.first?.sequence == 11)
         #expect(activity.pushes(within: .seconds(60), before: UnixTime(seconds: 600)) == 7)
     }

@@ -14,7 +14,7 @@ struct GatewayRateLimitTests {
 
     @Test func aBucketAdmitsItsBurstThenOneRequestPerIntervalInVirtualTime() {
         let start = UnixTime(seconds: 1_767_225_600)
-        var limits = GatewayKeyRateLimits(keys: [Self.provider, Self.admin], providerDefault: KeyRateLimit(requestsPerSecond: 0.5, burst: 3),
+        var limits = KeyRateLimits(keys: [Self.provider, Self.admin], providerDefault: KeyRateLimit(requestsPerSecond: 0.5, burst: 3),
                                           now: start)
         #expect((0..<3).map { _ in limits.admit(keyIndex: 0, now: start) } == [nil, nil, nil])
         #expect(limits.admit(keyIndex: 0, now: start) == 2, "one request comes back every 2 s")
@@ -34,7 +34,7 @@ struct GatewayRateLimitTests {
         own.rateLimit = KeyRateLimit(requestsPerSecond: 100, burst: 1)
         var limitedAdmin = Self.admin
         limitedAdmin.rateLimit = KeyRateLimit(requestsPerSecond: 1, burst: 2)
-        var limits = GatewayKeyRateLimits(keys: [own, limitedAdmin, Self.provider], providerDefault: nil, now: start)
+        var limits = KeyRateLimits(keys: [own, limitedAdmin, Self.provider], providerDefault: nil, now: start)
         #expect(limits.admit(keyIndex: 0, now: start) == nil && limits.admit(keyIndex: 0, now: start) == 1)
         #expect(limits.admit(keyIndex: 0, now: start + .milliseconds(10)) == nil, "100 per second: one back every 10 ms")
         #expect((0..<3).map { _ in limits.admit(keyIndex: 1, now: start) } == [nil, nil, 1])
@@ -88,12 +88,12 @@ struct GatewayRateLimitTests {
 
     @Test func aPresentedKeyIsFoundAmongTheConfiguredOnesByDigest() throws {
         let keys = [Self.admin, Self.provider, GatewayConfiguration.APIKey(key: "third-key-0123456789", scope: .channelPrefix("x-"))]
-        let access = GatewayAccess(keys: keys)
+        let access = APIAccess(keys: keys)
         let digests = keys.map { SHA256.digest($0.key.utf8) }
-        #expect(GatewayAccess.match(digests[2], among: digests) == 2)
-        #expect(GatewayAccess.match(digests[0], among: digests) == 0)
-        #expect(GatewayAccess.match(SHA256.digest("nobody".utf8), among: digests) == nil)
-        #expect(GatewayAccess.match(digests[0], among: []) == nil)
+        #expect(APIAccess.match(digests[2], among: digests) == 2)
+        #expect(APIAccess.match(digests[0], among: digests) == 0)
+        #expect(APIAccess.match(SHA256.digest("nobody".utf8), among: digests) == nil)
+        #expect(APIAccess.match(digests[0], among: []) == nil)
         #expect(try access.key(authorization: "Bearer provider-key-0123456789") == Self.provider)
         #expect(try access.index(authorization: "bearer third-key-0123456789") == 2)
         // A prefix or an extension of a key is not the key.

@@ -46,7 +46,7 @@ struct OpenAPIDocumentTests {
         let directory = Self.root.appendingPathComponent("Sources/Touchline")
         let pattern = try Regex(#"router\.add\(\.([a-z]+),\s*"([^"]+)""#)
         var routes: Set<Operation> = []
-        for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
+        for file in try FileManager.default.subpathsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
             let source = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
             for match in source.matches(of: pattern) {
                 routes.insert(Operation(method: String(match.output[1].substring!).uppercased(), path: String(match.output[2].substring!)))

@@ -1,0 +1,210 @@
+import Foundation
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// One channel as the ingest loop holds it: the engine, the content-state the reducer folds
+/// into, the provider's last `seq`, and what the API shows about it.
+///
+/// Confined to the ingest loop (`@unchecked Sendable` only so loop jobs can capture it).
+final class Channel: @unchecked Sendable {
+    let id: String
+    let storage: ChannelStorage
+    let policy: ChannelPolicy
+    /// Set for sports channels: sports events go through `SportsReducer` with these.
+    let attributes: MatchAttributes?
+    let createdAt: UnixTime
+    /// Apple's id; nil while the create call has not answered.
+    var apnsChannelID: String?
+    var engine: ChannelEngine
+    /// The full current content-state (also before the first push).
+    var contentState: JSONValue
+    /// The highest provider `seq` applied (0 before the first event).
+    var lastSeq: Int64
+    /// The status last written to the store.
+    var persistedStatus: ChannelStatus
+    /// True once the APNs channel has been deleted (after the end's grace period).
+    var apnsDeleted = false
+    var brokenReason: String?
+    /// Set when the stored record could not be used at start: the channel is shown as broken
+    /// with this reason and takes nothing but a delete, while every other channel is served.
+    private(set) var damage: String?
+    /// Requests waiting for the APNs create call (the first one and idempotent repeats).
+    var createWaiters: [HTTPRequest] = []
+    var timer: LoopTimer?
+    /// Failed attempts at deleting the APNs channel since the last success, and the timer of the
+    /// next one (see `ChannelService+Deletion.swift`).
+    var deletionAttempts = 0
+    var deletionTimer: LoopTimer?
+    /// A lost create is being matched to an APNs channel (see `reconcileLostCreates`).
+    var isAdopting = false
+    /// The APNs create call, or the save of the id it gave, is under way.
+    var createInFlight = false
+    /// The id APNs gave whose save failed: the next create request saves it again rather than
+    /// asking APNs for a second channel.
+    var unsavedAPNsChannelID: String?
+    /// A fire-and-forget save of the state or status failed: it is made again once the store
+    /// takes writes (see `ChannelService.retryFailedSaves`).
+    var needsSave = false
+    /// Webhook events of a failed save, written (with the same event ids) by the next save.
+    var unsavedWebhookEvents: [StoreOperation] = []
+    /// Budget downgrades already looked at for the `channel.budget_exhausted` event, and when
+    /// the last such event was recorded (see `ChannelService+WebhookFacts.swift`).
+    var downgradesSeen: Int
+    var budgetExhaustedReportedAt: UnixTime?
+    /// An acknowledged write (events, an end) is in the store. Until it completes the channel's
+    /// memory stays as the last commit left it and the engine takes no input, so a failed
+    /// commit changes nothing (see `ChannelService+Writes.swift`).
+    var isWriting = false
+    /// Events and end requests that came during the write, taken in order when it completes.
+    var waitingRequests: [ChannelRequest] = []
+    /// Engine inputs (APNs answers, timer fires) that came during the write, fed to the engine
+    /// in order when it completes.
+    var heldInputs: [ChannelInput] = []
+    /// Recent pushes and latency bookkeeping for metrics and stats.
+    var activity = ChannelActivity()
+
+    init(id: String, storage: ChannelStorage, policy: ChannelPolicy, attributes: MatchAttributes?, createdAt: UnixTime,
+         apnsChannelID: String?, engine: ChannelEngine, contentState: JSONValue, lastSeq: Int64, persistedStatus: ChannelStatus) {
+        self.id = id
+        self.storage = storage
+        self.policy = policy
+        self.attributes = attributes
+        self.createdAt = createdAt
+        self.apnsChannelID = apnsChannelID
+        self.engine = engine
+        downgradesSeen = engine.counters.budgetDowngrades
+        self.contentState = contentState
+        self.lastSeq = lastSeq
+        self.persistedStatus = persistedStatus
+    }
+
+    /// The status the API shows and the store keeps, derived from the engine's phase.
+    var status: ChannelStatus { status(of: engine) }
+
+    /// The status the channel would have with `engine` (a write's engine, before it is applied).
+    func status(of engine: ChannelEngine) -> ChannelStatus {
+        if damage != nil { return .broken }
+        guard apnsChannelID != nil else { return .creating }
+        if apnsDeleted { return .deleted }
+        switch engine.phase {
+        case .live: return .active
+        case .ending: return .ending
+        case .ended, .closed: return .ended
+        case .broken: return .broken
+        }
+    }
+
+    /// A different seed per channel, so channels throttled together do not retry together (FNV-1a).
+    static func jitterSeed(for id: String) -> UInt64 {
+        id.utf8.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+    }
+
+    // MARK: Saved form
+
+    /// What the record's `policyJSON` holds: the channel's policy and, for sports channels, its
+    /// match attributes (both fixed at creation).
+    var settingsJSON: String {
+        var members = [JSONValue.Member("policy", policy.json)]
+        if let attributes { members.append(.init("attributes", attributes.json)) }
+        return String(decoding: JSONValue.object(members).encoded, as: UTF8.self)
+    }
+
+    /// The record to insert before the APNs create call.
+    var creationRecord: ChannelRecord {
+        ChannelRecord(id: id, storagePolicy: storage, policyJSON: settingsJSON, status: .creating, createdAt: createdAt,
+                      contentState: contentState.encoded, engineSnapshot: Self.encodedJSON(engine.snapshot))
+    }
+
+    /// The state update that saves everything that changes while the channel lives.
+    func stateUpdate(at now: UnixTime) -> ChannelStateUpdate {
+        Self.stateUpdate(id: id, engine: engine, contentState: contentState, lastSeq: lastSeq, at: now)
+    }
+
+    /// The state update for a channel in the given state (a write's state before it is applied).
+    static func stateUpdate(id: String, engine: ChannelEngine, contentState: JSONValue, lastSeq: Int64, at now: UnixTime) -> ChannelStateUpdate {
+        ChannelStateUpdate(channelID: id, updatedAt: now, contentState: contentState.encoded, lastSeq: lastSeq,
+                           lastSentState: engine.lastSentState, engineSnapshot: encodedJSON(engine.snapshot),
+                           countersJSON: String(decoding: encodedJSON(engine.counters), as: UTF8.self))
+    }
+
+    /// Rebuilds a channel from its record, or, when the record cannot be used, a damaged
+    /// channel that names the broken part.
+    static func restored(from record: ChannelRecord, now: UnixTime) -> Channel {
+        do {
+            return try Channel(record: record, now: now)
+        } catch {
+            let channel = Channel(id: record.id, storage: record.storagePolicy, policy: .default, attributes: nil,
+                                         createdAt: record.createdAt, apnsChannelID: record.apnsChannelID,
+                                         engine: ChannelEngine(storage: record.storagePolicy, jitterSeed: jitterSeed(for: record.id), now: now),
+                                         contentState: .object([]), lastSeq: record.lastSeq, persistedStatus: .broken)
+            channel.damage = "the stored record cannot be read: \(error)"
+            channel.brokenReason = channel.damage
+            return channel
+        }
+    }
+
+    /// Rebuilds a channel from its record; throws a message naming the broken part. Everything
+    /// is validated as the API validates it, so a restored channel can take its next event.
+    private convenience init(record: ChannelRecord, now: UnixTime) throws {
+        func part<T>(_ name: String, _ read: () throws -> T) throws -> T {
+            do { return try read() } catch { throw GatewayError.startup("\(name): \(error)") }
+        }
+        if let unreadable = record.unreadable { throw GatewayError.startup(unreadable) }
+        let settings = try part("its settings") { try JSONParser.parse(Array(record.policyJSON.utf8)) }
+        let policy = try part("its policy") { try settings[member: "policy"].map { (value) throws in try ChannelPolicy(json: value) } ?? .default }
+        let attributes = try part("its match attributes") { try settings[member: "attributes"].map { (value) throws in try MatchAttributes(json: value) } }
+        let engine = try part("its engine snapshot") { () throws -> ChannelEngine in
+            guard let saved = record.engineSnapshot else {
+                return ChannelEngine(policy: policy, storage: record.storagePolicy, jitterSeed: Self.jitterSeed(for: record.id), now: now)
+            }
+            return ChannelEngine(policy: policy, storage: record.storagePolicy,
+                                 snapshot: try JSONDecoder().decode(ChannelEngine.Snapshot.self, from: Data(saved)))
+        }
+        let contentState = try part("its content-state") { () throws -> JSONValue in
+            let state = try JSONParser.parse(record.contentState)
+            guard case .object = state else { throw GatewayError.startup("is not a JSON object") }
+            try ContentStateLimits.check(state)
+            if attributes != nil { _ = try MatchContentState(json: state) }
+            return state
+        }
+        guard (0...EventBatch.maximumSeq).contains(record.lastSeq) else {
+            throw GatewayError.startup("its last seq \(record.lastSeq) is outside 0...\(EventBatch.maximumSeq)")
+        }
+        self.init(id: record.id, storage: record.storagePolicy, policy: policy, attributes: attributes, createdAt: record.createdAt,
+                  apnsChannelID: record.apnsChannelID, engine: engine, contentState: contentState,
+                  lastSeq: record.lastSeq, persistedStatus: record.status)
+        apnsDeleted = record.status == .deleted
+        if record.status == .broken { brokenReason = ChannelEngine.Action.channelNotRegisteredReason }
+    }
+
+    // MARK: API view
+
+    /// The channel as `GET /v1/channels/{id}` shows it.
+    func json(now: UnixTime) -> JSONValue {
+        var members: [JSONValue.Member] = [
+            .init("id", .string(id)),
+            .init("apnsChannelId", apnsChannelID.map(JSONValue.string) ?? .null),
+            .init("storagePolicy", .string(storage.rawValue)),
+            .init("status", .string(status.rawValue)),
+            .init("policy", policy.json),
+        ]
+        if let attributes { members.append(.init("attributes", attributes.json)) }
+        members += [
+            .init("contentState", contentState),
+            .init("lastSeq", .integer(lastSeq)),
+            .init("pushInFlight", .bool(engine.hasPushInFlight)),
+            .init("priorityBudgetRemaining", .integer(Int64(engine.priorityBudgetRemaining(now: now)))),
+            .init("counters", .raw(Self.encodedJSON(engine.counters))),
+        ]
+        if let brokenReason { members.append(.init("brokenReason", .string(brokenReason))) }
+        return .object(members)
+    }
+
+    /// JSON of a Codable value with sorted keys (the types encoded here cannot fail).
+    static func encodedJSON<T: Encodable>(_ value: T) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return Array((try? encoder.encode(value)) ?? Data("null".utf8))
+    }
+}

@@ -1,0 +1,262 @@
+import APNs
+import Foundation
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// The provider API under `/v1`, on the ingest loop. Replies that acknowledge a change are sent
+/// only after the store has committed it.
+extension ChannelService {
+    var router: HTTPRouter {
+        var router = HTTPRouter()
+        router.add(.post, "/v1/channels") { [self] request, _ in guarded(request) { () throws(HTTPError) in try create(request) } }
+        router.add(.get, "/v1/channels") { [self] request, _ in guarded(request) { () throws(HTTPError) in try list(request) } }
+        router.add(.get, "/v1/channels/{id}") { [self] request, parameters in
+            guarded(request) { () throws(HTTPError) in try show(request, id: parameters["id"]!) }
+        }
+        router.add(.delete, "/v1/channels/{id}") { [self] request, parameters in
+            guarded(request) { () throws(HTTPError) in try delete(request, id: parameters["id"]!) }
+        }
+        router.add(.post, "/v1/channels/{id}/events") { [self] request, parameters in
+            guarded(request) { () throws(HTTPError) in
+                do throws(HTTPError) { try events(request, id: parameters["id"]!) } catch {
+                    metrics.rejectedEvents[error.code, default: 0] += 1
+                    throw error
+                }
+            }
+        }
+        router.add(.post, "/v1/channels/{id}/end") { [self] request, parameters in
+            guarded(request) { () throws(HTTPError) in try end(request, id: parameters["id"]!) }
+        }
+        addTokenRoutes(to: &router)
+        addPersonalRoutes(to: &router)
+        addKickoffRoutes(to: &router)
+        addDeadLetterRoutes(to: &router)
+        addEventRoutes(to: &router)
+        addStatsRoutes(to: &router)
+        addOperatorRoutes(to: &router)
+        addDashboardRoutes(to: &router)
+        return router
+    }
+
+    /// Runs a route's handler, answering any refusal it throws.
+    func guarded(_ request: HTTPRequest, _ body: () throws(HTTPError) -> Void) {
+        do { try body() } catch { request.respond(error.response) }
+    }
+
+    /// The channel `id`, for a key whose scope covers it: 401/403 for the key, 404 for an unknown id.
+    func channel(_ request: HTTPRequest, id: String) throws(HTTPError) -> Channel {
+        _ = try access.key(for: request, channelID: id)
+        guard let channel = channels[id] else {
+            throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(id)'")
+        }
+        return channel
+    }
+
+    // MARK: Channels
+
+    private func create(_ request: HTTPRequest) throws(HTTPError) {
+        _ = try access.key(for: request)
+        let body = try RequestBody(parsing: request.body, allowed: ["id", "storagePolicy", "policy", "attributes", "initialState"])
+        let id = try body.required(body.string("id"), "id")
+        guard (1...128).contains(id.utf8.count), id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }) else {
+            throw body.invalid("id", "must be 1 to 128 characters of A-Z, a-z, 0-9, '-', '_', '.', ':'")
+        }
+        _ = try access.key(for: request, channelID: id)
+        let storageName = try body.required(body.string("storagePolicy"), "storagePolicy")
+        guard let storage = ChannelStorage(rawValue: storageName) else {
+            throw body.invalid("storagePolicy", "must be \"no-storage\" or \"most-recent\", got \"\(storageName)\"")
+        }
+        var policy = defaultPolicy
+        if let value = try body.object("policy") {
+            do {
+                policy = try ChannelPolicy(json: value, base: defaultPolicy)
+            } catch {
+                throw body.invalid("policy.\(error.field)", error.problem)
+            }
+        }
+        var attributes: MatchAttributes?
+        if let value = try body.object("attributes") {
+            do { attributes = try MatchAttributes(json: value) } catch {
+                throw body.invalid("attributes\(error.field.map { ".\($0)" } ?? "")", "is invalid: \(error.description)")
+            }
+        }
+        var state = try body.object("initialState") ?? (attributes == nil ? .object([]) : MatchContentState.initial.json)
+        try EventBatch.requireWithinLimits(state, "initialState")
+        if attributes != nil {
+            do { state = try MatchContentState(json: state).json } catch {
+                throw body.invalid("initialState", "is not a match content-state: \(error.description)")
+            }
+        }
+
+        try requireWritableStore()
+        guard !isReconciling else {
+            throw HTTPError(status: 503, code: "reconciling", message: "the gateway is reconciling channel creates after a restart; retry shortly",
+                            headers: [("Retry-After", "1")])
+        }
+        if let existing = channels[id] {
+            // Idempotent only for the same channel: a create that asks for something else is a
+            // conflict, not something to drop silently.
+            let differing = [("storagePolicy", existing.storage != storage),
+                             ("policy", try body.object("policy") != nil && existing.policy != policy),
+                             ("attributes", attributes != nil && existing.attributes?.json != attributes?.json)]
+                .filter(\.1).map(\.0)
+            guard differing.isEmpty else {
+                throw HTTPError(status: 409, code: "channel_exists",
+                                message: "channel '\(id)' exists with a different \(differing.joined(separator: " and ")); delete it first or use another id")
+            }
+            return resumeCreate(existing, request: request)
+        }
+        let now = clock.now()
+        let channel = Channel(id: id, storage: storage, policy: policy, attributes: attributes, createdAt: now, apnsChannelID: nil,
+                                     engine: ChannelEngine(policy: policy, storage: storage, jitterSeed: Channel.jitterSeed(for: id), now: now),
+                                     contentState: state, lastSeq: 0, persistedStatus: .creating)
+        channels[id] = channel
+        channel.createWaiters.append(request)
+        // The intent is durable before Apple is asked, so a lost answer can be reconciled.
+        store.createChannel(channel.creationRecord) { [self] result in
+            loop.execute { [self] in
+                if case .failure(let error) = result {
+                    channels[id] = nil
+                    return answerWaiters(channel, Self.writeFailed(error, saving: "the channel").response)
+                }
+                callCreate(channel)
+            }
+        }
+    }
+
+    /// An existing id: answer with the channel, or join (or restart) its pending APNs create.
+    private func resumeCreate(_ channel: Channel, request: HTTPRequest) {
+        guard channel.apnsChannelID == nil else {
+            request.respond(.json(status: 200, channel.json(now: clock.now())))
+            return
+        }
+        channel.createWaiters.append(request)
+        callCreate(channel)
+    }
+
+    /// Asks APNs for the channel, unless a create of it is already under way; when APNs gave an
+    /// id whose save failed, saves that id again instead: a repeated create never makes a
+    /// second APNs channel (the first would leak toward Apple's limit).
+    func callCreate(_ channel: Channel) {
+        guard !channel.createInFlight, !channel.isAdopting else { return }
+        channel.createInFlight = true
+        if let apnsID = channel.unsavedAPNsChannelID { return saveAPNsChannelID(apnsID, of: channel) }
+        dispatcher.createChannel(storage: channel.storage) { [self] result in
+            switch result {
+            case .failure(let error):
+                channel.createInFlight = false
+                if error.reason == .cannotCreateChannelConfig { webhooks?.channelLimitReached(channelID: channel.id) }
+                let response: HTTPResponse = error.reason == .cannotCreateChannelConfig
+                    ? .error(status: 409, error: "channel_limit",
+                             message: "APNs refused to create another channel (CannotCreateChannelConfig): the app's channel limit is reached")
+                    : .error(status: 502, error: "apns_error", message: "APNs did not create the channel: \(error)")
+                answerWaiters(channel, response)
+            case .success(let apnsID):
+                channel.unsavedAPNsChannelID = apnsID
+                saveAPNsChannelID(apnsID, of: channel)
+            }
+        }
+    }
+
+    /// Saves the id APNs gave; when that fails the id is kept for the next attempt (and a
+    /// restart finds the channel `creating` and adopts the APNs channel by reconciliation).
+    private func saveAPNsChannelID(_ apnsID: String, of channel: Channel) {
+        store.submit(WriteBatch([.channelCreated(channelID: channel.id, apnsChannelID: apnsID, at: clock.now())])) { [self] stored in
+            loop.execute { [self] in
+                channel.createInFlight = false
+                if case .failure(let error) = stored {
+                    return answerWaiters(channel, Self.writeFailed(error, saving: "the APNs channel id").response)
+                }
+                channel.unsavedAPNsChannelID = nil
+                markCreated(channel, apnsID: apnsID)
+            }
+        }
+    }
+
+    /// The APNs id is saved: the channel is active; the waiting requests get it (the first 201).
+    func markCreated(_ channel: Channel, apnsID: String) {
+        channel.apnsChannelID = apnsID
+        personal.openKickoffs(into: apnsID)
+        channel.persistedStatus = .active
+        let body = channel.json(now: clock.now())
+        let waiters = channel.createWaiters
+        channel.createWaiters = []
+        for (index, waiter) in waiters.enumerated() { waiter.respond(.json(status: index == 0 ? 201 : 200, body)) }
+    }
+
+    private func answerWaiters(_ channel: Channel, _ response: HTTPResponse) {
+        let waiters = channel.createWaiters
+        channel.createWaiters = []
+        for waiter in waiters { waiter.respond(response) }
+    }
+
+    /// Channels the key may see, by id, a page at a time: `?limit=` (1 to 1000, default 100) and
+    /// `?after=<id>`; the answer's `next` is the `after` of the following page (absent on the last).
+    private func list(_ request: HTTPRequest) throws(HTTPError) {
+        let key = try access.key(for: request)
+        var limit = 100
+        if let text = request.target.queryValue("limit") {
+            guard let value = Int(text), (1...1000).contains(value) else {
+                throw HTTPError(status: 400, code: "invalid_query", message: "query 'limit' must be a whole number from 1 to 1000, got \"\(text)\"")
+            }
+            limit = value
+        }
+        let after = request.target.queryValue("after")
+        let now = clock.now()
+        let visible = channels.values
+            .filter { channel in APIAccess.allows(key, channel.id) && after.map { channel.id > $0 } ?? true }
+            .sorted { $0.id < $1.id }
+        let page = visible.prefix(limit)
+        var members = [JSONValue.Member("channels", .array(page.map { $0.json(now: now) }))]
+        if visible.count > limit, let last = page.last { members.append(.init("next", .string(last.id))) }
+        request.respond(.json(status: 200, .object(members)))
+    }
+
+    private func show(_ request: HTTPRequest, id: String) throws(HTTPError) {
+        request.respond(.json(status: 200, try channel(request, id: id).json(now: clock.now())))
+    }
+
+    private func delete(_ request: HTTPRequest, id: String) throws(HTTPError) {
+        let channel = try channel(request, id: id)
+        guard channel.createWaiters.isEmpty && !channel.isAdopting && !channel.createInFlight else {
+            throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is being created at APNs; delete it once that has answered")
+        }
+        let forget: @Sendable () -> Void = { [self] in
+            store.submit(WriteBatch([.deleteChannel(channelID: id)] + (channel.apnsDeleted ? [] : channelEvent(.channelDeleted, of: channel)))) { [self] result in
+                loop.execute { [self] in
+                    if case .failure(let error) = result {
+                        request.respond(Self.writeFailed(error, saving: "the channel's deletion").response)
+                        return
+                    }
+                    channel.timer?.cancel()
+                    channel.deletionTimer?.cancel()
+                    if channels[id] === channel { channels[id] = nil }
+                    request.respond(.json(status: 200, ["id": .string(id), "deleted": true]))
+                }
+            }
+        }
+        // An id APNs gave but the store never took is deleted too, so it does not leak.
+        guard let apnsID = channel.apnsChannelID ?? channel.unsavedAPNsChannelID, !channel.apnsDeleted else { return forget() }
+        // Kickoffs into the channel are cancelled and their sends in flight answered first.
+        personal.closeKickoffs(into: apnsID) { [self] in
+            dispatcher.deleteChannel(apnsID) { result in
+                if case .failure(let error) = result, error.disposition != .channelGone {
+                    request.respond(.error(status: 502, error: "apns_error", message: "APNs did not delete the channel: \(error)"))
+                    return
+                }
+                forget()
+            }
+        }
+    }
+
+    // MARK: Events
+
+    private func events(_ request: HTTPRequest, id: String) throws(HTTPError) {
+        take(.events(request, receivedAt: .now), for: try channel(request, id: id))
+    }
+
+    private func end(_ request: HTTPRequest, id: String) throws(HTTPError) {
+        take(.end(request), for: try channel(request, id: id))
+    }
+}

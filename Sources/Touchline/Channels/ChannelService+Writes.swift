@@ -1,0 +1,152 @@
+import APNs
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// Acknowledged channel input (events, ends): a 202 means stored, and a failed commit changes
+/// nothing.
+///
+/// Each channel has at most one such write in the store at a time. The write is built on a copy
+/// of the channel (``ChannelWrite``) and reaches the channel's memory (engine,
+/// content-state, last `seq`, counters) only together with its commit; pushes it asks for go
+/// out only then, so nothing reaches APNs that is not on disk. While it is out:
+/// - the engine takes no input: APNs answers and timer fires are held and fed to it afterwards,
+///   so a failed write leaves the engine exactly as it was;
+/// - further requests for the channel wait (at most ``maximumWaitingRequests``) and are
+///   validated when the write completes, against what it left, all in the next write: one
+///   commit for however many came meanwhile.
+///
+/// When the commit fails, every request of the write is answered 503 with `Retry-After` and
+/// their retry is stored like any first attempt. While the store is failing (``StoreHealth``)
+/// new input is refused at once, until the writer's probe finds the disk writable again.
+extension ChannelService {
+    /// Requests a channel holds while its write is in the store; more are refused with 503.
+    static let maximumWaitingRequests = 64
+
+    /// Takes an events or end request for `channel` (already authorized and found).
+    func take(_ input: ChannelRequest, for channel: Channel) {
+        do throws(HTTPError) {
+            if let damage = channel.damage { throw HTTPError(status: 409, code: "channel_broken", message: damage) }
+            guard channel.apnsChannelID != nil else {
+                throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is still being created at APNs")
+            }
+            try requireWritableStore()
+            guard !channel.isWriting else {
+                guard channel.waitingRequests.count < Self.maximumWaitingRequests else {
+                    throw HTTPError(status: 503, code: "channel_busy",
+                                    message: "channel '\(channel.id)' has \(Self.maximumWaitingRequests) requests waiting for the store; send one request at a time per channel",
+                                    headers: [("Retry-After", "1")])
+                }
+                channel.waitingRequests.append(input)
+                return
+            }
+        } catch {
+            return refuse(input, error)
+        }
+        startWrite(of: [input], for: channel)
+    }
+
+    /// 503 with `Retry-After` while `store` cannot write: nothing is taken that could not be stored.
+    func requireWritableStore(_ store: StoreWriter? = nil) throws(HTTPError) {
+        let health = (store ?? self.store).health
+        guard let failure = health.failure else { return }
+        throw Self.storeUnavailable(failure)
+    }
+
+    /// The answer to input whose commit failed, or that came while the store is failing.
+    static func storeUnavailable(_ failure: StoreError) -> HTTPError {
+        HTTPError(status: 503, code: "store_unavailable",
+                  message: "the store cannot write (\(failure)); nothing was stored, retry the same request",
+                  headers: [("Retry-After", "1")])
+    }
+
+    /// The answer to a write that failed: 503 with `Retry-After` when the storage failed (the
+    /// retry will be stored once it recovers), 500 when the store refused this write itself.
+    static func writeFailed(_ error: StoreError, saving what: String) -> HTTPError {
+        error.isStorageFailure ? storeUnavailable(error)
+            : HTTPError(status: 500, code: "store_failed", message: "saving \(what) failed: \(error)")
+    }
+
+    private func refuse(_ input: ChannelRequest, _ error: HTTPError) {
+        if case .events = input { metrics.rejectedEvents[error.code, default: 0] += 1 }
+        input.request.respond(error.response)
+    }
+
+    /// Validates `inputs` in order on a copy of the channel and stores what they change as one write.
+    private func startWrite(of inputs: [ChannelRequest], for channel: Channel) {
+        let now = clock.now()
+        var write = ChannelWrite(for: channel)
+        for input in inputs {
+            do throws(HTTPError) { try write.add(input, to: channel, now: now) } catch { refuse(input, error) }
+        }
+        if write.isEmpty {
+            // Only duplicates and stale events: nothing to store, and nothing earlier is uncommitted.
+            channel.activity.duplicateEvents += write.duplicates
+            for (request, answer) in write.answers { request.respond(response(answer, channel)) }
+            return
+        }
+        channel.isWriting = true
+        let submitted = BroadcastPressure.now()
+        var batch = write.batch(channelID: channel.id, now: now)
+        let budgetMemo = (channel.downgradesSeen, channel.budgetExhaustedReportedAt)
+        for event in budgetExhaustedEvent(of: channel, engine: write.engine) { batch.append(event) }
+        store.submit(batch) { [self, write] result in
+            loop.execute { [self] in
+                broadcastPressure.observeWait(since: submitted)
+                // Nothing of a failed write happened, its downgrades neither.
+                if case .failure = result { (channel.downgradesSeen, channel.budgetExhaustedReportedAt) = budgetMemo }
+                complete(write, of: channel, result)
+            }
+        }
+    }
+
+    /// The write's commit answered: apply it (or not), feed the engine what it held back, then
+    /// take the requests that waited.
+    private func complete(_ write: ChannelWrite, of channel: Channel, _ result: Result<Void, StoreError>) {
+        channel.isWriting = false
+        let isCurrent = channels[channel.id] === channel
+        switch result {
+        case .success:
+            channel.engine = write.engine
+            channel.contentState = write.contentState
+            channel.lastSeq = write.lastSeq
+            if let status = write.endedStatus {
+                channel.persistedStatus = status
+                // The end is durable: no kickoff start may subscribe devices to this channel any more.
+                if let apnsID = channel.apnsChannelID { personal.closeKickoffs(into: apnsID) }
+            }
+            channel.activity.duplicateEvents += write.duplicates
+            if let accepted = write.firstAcceptedAt { channel.activity.eventsAccepted(at: accepted) }
+            for (request, answer) in write.answers { request.respond(response(answer, channel)) }
+            // The state is already saved with the write: the engine's own `.persist` is skipped.
+            if isCurrent { perform(write.actions.filter { if case .persist = $0 { false } else { true } }, on: channel) }
+        case .failure(let error):
+            let refusal = Self.writeFailed(error, saving: "the channel's input")
+            if error.isStorageFailure { log.error("a channel write failed; nothing of it was applied", channel: channel.id, error: error) }
+            for (request, _) in write.answers {
+                metrics.rejectedEvents[refusal.code, default: 0] += 1
+                request.respond(refusal.response)
+            }
+        }
+        let held = channel.heldInputs
+        channel.heldInputs = []
+        if isCurrent { for input in held { feed(input, to: channel) } }
+        let waiting = channel.waitingRequests
+        channel.waitingRequests = []
+        guard !waiting.isEmpty else { return }
+        if let failure = store.health.failure {
+            for input in waiting { refuse(input, Self.storeUnavailable(failure)) }
+        } else if isCurrent {
+            startWrite(of: waiting, for: channel)
+        } else {
+            for input in waiting { refuse(input, HTTPError(status: 404, code: "channel_not_found", message: "channel '\(channel.id)' was deleted")) }
+        }
+    }
+
+    private func response(_ answer: ChannelWrite.Answer, _ channel: Channel) -> HTTPResponse {
+        switch answer {
+        case .fixed(let body): .json(status: 202, body)
+        case .channel: .json(status: 202, channel.json(now: clock.now()))
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import APNs
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// The ingest side of the gateway: the channels, their engines, and the actions they ask for.
+///
+/// Everything here runs on the ingest loop (`@unchecked Sendable` only so loop jobs can capture
+/// it). Store completions arrive on the writer's thread and hop back with `execute`; APNs
+/// answers come back through ``BroadcastDispatcher``. The provider API is in `ChannelService+ChannelRoutes.swift`.
+final class ChannelService: @unchecked Sendable {
+    let loop: EventLoop
+    /// Channels and their events.
+    let store: StoreWriter
+    /// Tokens, personal jobs and dead letters: a file and writer thread of their own, so that
+    /// personal writes never queue in front of a channel's commit.
+    let personalStore: StoreWriter
+    /// Told how long commits and broadcasts wait, so that the personal queue yields when they wait long.
+    let broadcastPressure: BroadcastPressure
+    /// Reads of the token registry; used on the ingest loop only.
+    let tokenReader: SQLiteTokenReader
+    let dispatcher: BroadcastDispatcher
+    /// Runs personal jobs on the personal loop; handed a job once it is durable.
+    let personal: PersonalDispatcher
+    let access: APIAccess
+    /// The API keys' request buckets, taken by the admission hook (on this loop: the HTTP server's).
+    let requestLimits: Admission.RequestLimits
+    let defaultPolicy: ChannelPolicy
+    /// Apple's servers or the bundled mock (development mode): shown wherever operators look.
+    let apnsMode: GatewayConfiguration.APNsMode
+    let clock: any WallClock
+    let log: GatewayLog
+    var channels: [String: Channel] = [:]
+    /// Set at shutdown: no more pushes, timers or deletions; what is pending stays in the
+    /// snapshots (a push in flight is saved as pending) and goes out after the next start.
+    private(set) var isStopping = false
+    /// True while lost creates are reconciled at start-up; new creates wait (503) meanwhile, so
+    /// their fresh APNs channels are never taken for orphans.
+    var isReconciling = false
+    /// Stored personal jobs the personal queue found unusable at start, with the reason
+    /// (reported once it has read them): shown by `GET /v1/personal/{job}` and `/metrics`.
+    var brokenJobs: [String: String] = [:]
+    /// Dead letters of replays whose commit is still out: a second replay of any of them is
+    /// refused until the first has committed (then the store shows them `replayed`).
+    var deadLettersBeingReplayed: Set<Int64> = []
+    /// `Idempotency-Key`s of the job-creating routes: settings and the keys being committed.
+    let idempotencyKeys: IdempotencyKeys
+    /// `/metrics` exposure settings.
+    let metricsSettings: MetricsSettings
+    /// Counters of the ingest loop not kept by the channels themselves.
+    var metrics: IngestMetrics
+    /// The broadcast loop's APNs counters (read there, through `execute`).
+    let apnsMetrics: APNsMetrics
+    /// Channels whose fire-and-forget save failed, saved again by a timer once the store takes
+    /// writes (see `ChannelService+Saves.swift`).
+    var channelsNeedingSave: [String: Channel] = [:]
+    var saveRetryTimer: LoopTimer?
+    /// The dashboard's live feed, made by the first `GET /v1/stream`; the HTTP server ends its
+    /// streams at shutdown.
+    var eventStream: LiveFeed?
+    /// Webhook delivery (its own loop); nil in a gateway built without one. Channel facts are
+    /// recorded with `webhooks.outbox` in the batches that change the channel.
+    let webhooks: WebhookDelivery?
+
+    init(loop: EventLoop, store: StoreWriter, personalStore: StoreWriter, broadcastPressure: BroadcastPressure,
+         tokenReader: SQLiteTokenReader, dispatcher: BroadcastDispatcher,
+         personal: PersonalDispatcher, webhooks: WebhookDelivery? = nil, configuration: GatewayConfiguration, clock: any WallClock,
+         log: GatewayLog) {
+        self.loop = loop
+        self.store = store
+        self.personalStore = personalStore
+        self.broadcastPressure = broadcastPressure
+        self.tokenReader = tokenReader
+        self.dispatcher = dispatcher
+        self.personal = personal
+        access = APIAccess(keys: configuration.apiKeys)
+        requestLimits = Admission.RequestLimits(keys: configuration.apiKeys, providerDefault: configuration.providerRateLimit,
+                                                       clock: clock)
+        idempotencyKeys = IdempotencyKeys(settings: configuration.idempotency)
+        defaultPolicy = configuration.defaultPolicy
+        apnsMode = configuration.apnsMode
+        self.clock = clock
+        self.log = log
+        metricsSettings = configuration.metrics
+        metrics = IngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
+        self.webhooks = webhooks
+        apnsMetrics = APNsMetrics(connections: dispatcher.connections, pushPool: "broadcast", kind: .broadcast,
+                                         managementPool: "management", credentialsRejected: webhooks?.credentialsReporter)
+    }
+
+    // MARK: Restart
+
+    /// Loads every channel from the store and resumes the live ones (sends what was pending,
+    /// arms timers, finishes deletions that were due).
+    func restore(from reader: SQLiteChannelReader) throws {
+        let now = clock.now()
+        var after: String?
+        while true {
+            let page = try reader.channels(after: after, limit: 500)
+            guard let last = page.last else { break }
+            for record in page {
+                let channel = Channel.restored(from: record, now: now)
+                if let damage = channel.damage { log.error("channel restored as broken: \(damage)", channel: record.id) }
+                channels[record.id] = channel
+            }
+            after = last.id
+        }
+        // Queued on the personal loop before the API can hand it a new job, and before any
+        // deletion below closes a channel's kickoffs.
+        let open = Set(channels.values.filter { $0.status == .active }.compactMap(\.apnsChannelID))
+        personal.resumeStoredJobs(openChannels: open) { [self] broken in
+            loop.execute { [self] in brokenJobs = broken }
+        }
+        for channel in channels.values where channel.apnsChannelID != nil && !channel.apnsDeleted && channel.damage == nil {
+            perform(channel.engine.tick(now: now), on: channel)
+            // A deletion asked for before the restart and not confirmed: ask again.
+            if channel.engine.phase == .closed { deleteAtAPNs(channel) }
+        }
+        reconcileLostCreates()
+    }
+
+    // MARK: Engine actions
+
+    /// Performs the engine's actions for `channel`, in order, then saves what changed.
+    func perform(_ actions: [ChannelEngine.Action], on channel: Channel) {
+        var needsSave = false
+        for action in actions {
+            if isStopping, action.isOutgoing { continue }
+            switch action {
+            case .send(let push):
+                send(push, on: channel)
+            case .armTimer(let time):
+                let timer = channel.timer ?? LoopTimer(loop: loop) { [self] in timerFired(channel) }
+                channel.timer = timer
+                let delay = time - clock.now()
+                timer.schedule(after: delay > .zero ? delay : .zero)
+            case .persist:
+                needsSave = true
+            case .deleteChannel:
+                deleteAtAPNs(channel)
+            case .markBroken(let reason):
+                channel.brokenReason = reason
+                if let apnsID = channel.apnsChannelID { personal.closeKickoffs(into: apnsID) }
+            }
+        }
+        if needsSave { save(channel) }
+        saveStatus(of: channel)
+        eventStream?.channelChanged()
+    }
+
+    private func send(_ push: ChannelEngine.OutgoingPush, on channel: Channel) {
+        guard let apnsID = channel.apnsChannelID else { return }
+        channel.activity.pushSent(push, at: clock.now())
+        dispatcher.broadcast(push, on: apnsID) { [self] result in
+            guard channels[channel.id] === channel else { return }
+            feed(.pushAnswered(sequence: push.sequence, result), to: channel)
+        }
+    }
+
+    private func timerFired(_ channel: Channel) {
+        guard channels[channel.id] === channel else { return }
+        feed(.timerFired, to: channel)
+    }
+
+    /// Gives the engine an input, or holds it while a write of the channel is in the store (the
+    /// engine must stay as the last commit left it until the write completes).
+    func feed(_ input: ChannelInput, to channel: Channel) {
+        if channel.isWriting { return channel.heldInputs.append(input) }
+        switch input {
+        case .timerFired: perform(channel.engine.tick(now: clock.now()), on: channel)
+        case .pushAnswered(let sequence, let result): pushAnswered(channel, sequence, result)
+        }
+    }
+
+    /// An APNs answer to a publish, back on the ingest loop.
+    private func pushAnswered(_ channel: Channel, _ sequence: UInt64, _ result: Result<APNsResponse, APNsError>) {
+        let now = clock.now()
+        switch result {
+        case .success:
+            recordAnswer(of: sequence, on: channel, outcome: "accepted", retried: false)
+            perform(channel.engine.pushSucceeded(sequence: sequence, now: now), on: channel)
+        case .failure(let error):
+            log.warning("APNs broadcast failed", channel: channel.id, apnsID: error.requestID, error: error)
+            let failure = BroadcastDispatcher.pushFailure(for: error)
+            recordAnswer(of: sequence, on: channel, outcome: error.reason?.name ?? error.status.map { "HTTP\($0)" } ?? "no_response",
+                         retried: failure == .throttled || failure == .retryLater)
+            perform(channel.engine.pushFailed(sequence: sequence, failure, now: now), on: channel)
+        }
+    }
+
+    /// Stops sending and cancels every timer (shutdown).
+    func stop() {
+        isStopping = true
+        for channel in channels.values {
+            channel.timer?.cancel()
+            channel.deletionTimer?.cancel()
+        }
+        tokenReader.close()
+    }
+}
+
+extension ChannelEngine.Action {
+    /// Actions that start something new: skipped once the gateway is stopping.
+    fileprivate var isOutgoing: Bool {
+        switch self {
+        case .send, .armTimer, .deleteChannel: true
+        case .persist, .markBroken: false
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import APNs
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// An events or end request for a channel that waits while an earlier write of the channel is
+/// in the store; it is validated only when its turn comes, against the state that write left.
+enum ChannelRequest {
+    case events(HTTPRequest, receivedAt: ContinuousClock.Instant)
+    case end(HTTPRequest)
+
+    var request: HTTPRequest {
+        switch self {
+        case .events(let request, _), .end(let request): request
+        }
+    }
+}
+
+/// An engine input that came while a write of the channel was in the store; fed to the engine
+/// once the write has completed, in arrival order.
+enum ChannelInput {
+    case pushAnswered(sequence: UInt64, Result<APNsResponse, APNsError>)
+    case timerFired
+}
+
+/// One acknowledged write of a channel: the events and end requests it answers, and the state
+/// they leave, built on a copy of the channel and applied to it only once the store commits.
+///
+/// Requests are validated in order, each on top of the ones before it; a refused request is
+/// answered at once and leaves the rest unchanged (as if it had not come).
+struct ChannelWrite {
+    private(set) var engine: ChannelEngine
+    private(set) var contentState: JSONValue
+    private(set) var lastSeq: Int64
+    /// The channel's last `seq` before the write: its saved state covers the log up to there.
+    private let coveredSeq: Int64
+    private(set) var events: [StoredEvent] = []
+    private(set) var duplicates = 0
+    /// When the earliest request with new events arrived (latency bookkeeping).
+    private(set) var firstAcceptedAt: ContinuousClock.Instant?
+    /// The end, when one of the requests ended the channel.
+    private var end: (status: ChannelStatus, end: ChannelEnd)?
+    /// What the engine asked for; performed once the write is durable.
+    private(set) var actions: [ChannelEngine.Action] = []
+    /// The requests to answer after the commit, and how.
+    private(set) var answers: [(request: HTTPRequest, answer: Answer)] = []
+
+    enum Answer {
+        /// 202 with this body (an events request).
+        case fixed(JSONValue)
+        /// 202 with the channel as it is after the write (an end request).
+        case channel
+    }
+
+    init(for channel: Channel) {
+        engine = channel.engine
+        contentState = channel.contentState
+        lastSeq = channel.lastSeq
+        coveredSeq = channel.lastSeq
+    }
+
+    /// True when nothing needs storing: every request held only duplicates and stale events
+    /// (their answers can go at once).
+    var isEmpty: Bool { events.isEmpty && end == nil }
+
+    /// Adds one request, or throws its refusal (then nothing of it is kept).
+    mutating func add(_ request: ChannelRequest, to channel: Channel, now: UnixTime) throws(HTTPError) {
+        switch request {
+        case .events(let request, let receivedAt):
+            try addEvents(request, receivedAt: receivedAt, channel: channel, now: now)
+        case .end(let request):
+            try addEnd(request, channel: channel, now: now)
+        }
+    }
+
+    private mutating func addEvents(_ request: HTTPRequest, receivedAt: ContinuousClock.Instant, channel: Channel,
+                                    now: UnixTime) throws(HTTPError) {
+        let batch = try EventBatch(EventBatch.events(in: request.body), channelID: channel.id, attributes: channel.attributes,
+                                          engine: engine, contentState: contentState, lastSeq: lastSeq, now: now)
+        engine = batch.engine
+        contentState = batch.contentState
+        lastSeq = batch.lastSeq
+        events += batch.accepted
+        duplicates += batch.duplicates
+        actions += batch.actions
+        if !batch.accepted.isEmpty, firstAcceptedAt == nil { firstAcceptedAt = receivedAt }
+        answers.append((request, .fixed(["accepted": .integer(Int64(batch.accepted.count)), "duplicates": .integer(Int64(batch.duplicates)),
+                                         "stale": .array(batch.stale.map(JSONValue.integer)), "lastSeq": .integer(batch.lastSeq)])))
+    }
+
+    private mutating func addEnd(_ request: HTTPRequest, channel: Channel, now: UnixTime) throws(HTTPError) {
+        let body = try RequestBody(parsing: request.body.isEmpty ? Array("{}".utf8) : request.body,
+                                          allowed: ["finalState", "event", "dismissAt"])
+        var finalState = try body.object("finalState")
+        // A last event keeps its importance and alert: a critical final change (full time)
+        // goes at priority 10 with its alert, like any update.
+        var importance = Importance.normal
+        var alert: LiveActivityAlert?
+        if let event = try body.object("event") {
+            guard finalState == nil else { throw body.invalid("event", "cannot be given together with 'finalState'") }
+            let change = try EventBatch.change(EventBatch.parse(event, name: "event"), to: contentState,
+                                                      attributes: channel.attributes, now: now, name: "event")
+            (finalState, importance, alert) = (change.state, change.importance, change.alert)
+        } else if let finalState {
+            try EventBatch.requireWithinLimits(finalState, "finalState")
+            try EventBatch.requireMatchState(finalState, on: channel.attributes, name: "finalState")
+        }
+        let dismissAt = try body.integer("dismissAt").map { (seconds: Int64) throws(HTTPError) -> UnixTime in
+            // APNs takes any Unix second, but a date beyond 2100 is certainly a unit mistake (ms?).
+            guard (0...4_102_444_800).contains(seconds) else {
+                throw body.invalid("dismissAt", "must be Unix seconds between 0 and 4102444800 (2100-01-01), got \(seconds)")
+            }
+            return UnixTime(seconds: seconds)
+        }
+        var ended = engine
+        let endActions: [ChannelEngine.Action]
+        do {
+            endActions = try ended.end(finalState: finalState ?? contentState, importance: importance, alert: alert,
+                                       dismissAt: dismissAt, now: now)
+        } catch {
+            throw EventBatch.refusal(error, name: "finalState")
+        }
+        engine = ended
+        if let finalState { contentState = finalState }
+        actions += endActions
+        end = (channel.status(of: engine), ChannelEnd(dismissAt: dismissAt, endedAt: now))
+        answers.append((request, .channel))
+    }
+
+    /// The store operations, in one batch: the new events, the log entries the saved state now
+    /// covers dropped, the state, and the end's status.
+    func batch(channelID: String, now: UnixTime) -> WriteBatch {
+        var operations: [StoreOperation] = []
+        if !events.isEmpty { operations += [.truncateEvents(channelID: channelID, throughSeq: coveredSeq), .appendEvents(events)] }
+        operations.append(.updateState(Channel.stateUpdate(id: channelID, engine: engine, contentState: contentState,
+                                                                  lastSeq: lastSeq, at: now)))
+        if let end { operations.append(.markStatus(channelID: channelID, status: end.status, end: end.end, at: now)) }
+        return WriteBatch(operations)
+    }
+
+    /// The status the write leaves, when it ended the channel.
+    var endedStatus: ChannelStatus? { end?.status }
+}

@@ -1,0 +1,124 @@
+import APNs
+import TouchlineCore
+import TouchlineRuntime
+
+/// Everything `touchline serve` needs, as one documented value.
+///
+/// Sources, later ones winning: defaults, the JSON file given with `--config`, `TOUCHLINE_*`
+/// environment variables, command-line flags (see `load(arguments:environment:readFile:)`).
+/// `validate()` reports every problem found, one line each.
+public struct GatewayConfiguration: Sendable, Equatable {
+    /// Where pushes go. `.apple` (the default) needs ``apns``: a gateway without credentials
+    /// refuses to start rather than come up ready and push to nothing. `.mock` is development
+    /// mode: the bundled mock APNs, started in-process, and a generated admin key if none is set.
+    public var apnsMode: APNsMode
+    /// Apple credentials and endpoints; set exactly when ``apnsMode`` is `.apple`.
+    public var apns: APNsSettings?
+    /// Where the provider API listens (numeric address).
+    public var listenHost: String
+    /// Provider API port (0 = any free port, printed at start).
+    public var listenPort: Int
+    /// Directory of the SQLite database and generated development files.
+    public var dataDirectory: String
+    /// API keys: each scoped to a channel-id prefix, or an admin key for everything.
+    public var apiKeys: [APIKey]
+    /// Publishing rules for channels that do not set their own.
+    public var defaultPolicy: ChannelPolicy
+    /// Largest accepted request body, in bytes.
+    public var maxBodyBytes: Int
+    /// The personal (per-token) queue: connections, concurrency, window, delivery policy.
+    public var personalQueue: PersonalQueueSettings
+    /// Log lines below this level are dropped (`log.level`; docs/operations.md describes the lines).
+    public var logLevel: LogLevel
+    /// `/metrics`: whether it needs a key, and the cap on `channel` labels.
+    public var metrics: MetricsSettings
+    /// The provider API's connection cap, body budget and deadlines (`http`).
+    public var http: HTTPConnectionLimits
+    /// Webhook endpoints and their delivery settings (`webhooks`; docs/api.md, "Webhooks").
+    public var webhooks = WebhookSettings()
+    /// A test hook, never set in production: while this file exists, every commit of both
+    /// stores fails as on a full disk (docs/reliability.md). `touchline serve` takes it from
+    /// `TOUCHLINE_STORE_FAULT_FILE`, so tests and the soak scenario can fail the disk of a real
+    /// process where no small filesystem can be mounted.
+    public var storeFaultFile: String?
+    /// How long `Idempotency-Key`s are kept (`idempotency`; IdempotencySettings.swift).
+    public var idempotency = IdempotencySettings()
+    /// The request rate limit of provider keys without a `rateLimit` of their own
+    /// (`providerRateLimit`); nil: none. Admin keys are limited only by their own.
+    public var providerRateLimit: KeyRateLimit?
+
+    /// Apple's servers, or the bundled mock (development mode).
+    public enum APNsMode: String, Sendable, Equatable {
+        case apple
+        case mock
+    }
+
+    /// Apple credentials and endpoint.
+    public struct APNsSettings: Sendable, Equatable {
+        /// Path of the `.p8` signing key.
+        public var keyPath: String
+        /// 10-character key id.
+        public var keyID: String
+        /// 10-character team id.
+        public var teamID: String
+        /// The app's bundle id.
+        public var bundleID: String
+        /// production, sandbox, or custom host:port pairs (tests, the mock).
+        public var environment: APNsEnvironment
+        /// Trust this CA file instead of the system bundle (custom environments).
+        public var caFile: String?
+        /// Where broadcasts go, when not to the environment's push host (`apns.broadcastHost`):
+        /// Apple's prose names the push host, its examples an `api-broadcast` host.
+        public var broadcastHost: APNsEndpoint?
+
+        public init(keyPath: String, keyID: String, teamID: String, bundleID: String, environment: APNsEnvironment, caFile: String? = nil,
+                    broadcastHost: APNsEndpoint? = nil) {
+            self.broadcastHost = broadcastHost
+            self.keyPath = keyPath
+            self.keyID = keyID
+            self.teamID = teamID
+            self.bundleID = bundleID
+            self.environment = environment
+            self.caFile = caFile
+        }
+    }
+
+    /// A bearer key and what it may touch.
+    public struct APIKey: Sendable, Equatable {
+        public enum Scope: Sendable, Equatable {
+            /// Every channel and every admin operation.
+            case admin
+            /// Channels whose id starts with this prefix.
+            case channelPrefix(String)
+        }
+        public var key: String
+        public var scope: Scope
+        /// This key's request rate limit (`apiKeys[].rateLimit`), over `providerRateLimit`.
+        public var rateLimit: KeyRateLimit?
+
+        public init(key: String, scope: Scope, rateLimit: KeyRateLimit? = nil) {
+            self.key = key
+            self.scope = scope
+            self.rateLimit = rateLimit
+        }
+    }
+
+    public init(apnsMode: APNsMode = .apple, apns: APNsSettings? = nil, listenHost: String = "127.0.0.1", listenPort: Int = 8080,
+                dataDirectory: String = "./touchline-data", apiKeys: [APIKey] = [], defaultPolicy: ChannelPolicy = .default,
+                maxBodyBytes: Int = 1 << 20, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
+                logLevel: LogLevel = .info, metrics: MetricsSettings = MetricsSettings(),
+                http: HTTPConnectionLimits = HTTPConnectionLimits()) {
+        self.apnsMode = apnsMode
+        self.apns = apns
+        self.listenHost = listenHost
+        self.listenPort = listenPort
+        self.dataDirectory = dataDirectory
+        self.apiKeys = apiKeys
+        self.defaultPolicy = defaultPolicy
+        self.maxBodyBytes = maxBodyBytes
+        self.personalQueue = personalQueue
+        self.logLevel = logLevel
+        self.metrics = metrics
+        self.http = http
+    }
+}

@@ -1,0 +1,96 @@
+import APNs
+import HTTP2
+import TouchlineCore
+
+/// Counts and times the APNs answers of one ``APNsConnections`` (its client's exchange
+/// observer), and reads its pools' figures when metrics are collected.
+///
+/// Loop-confined to the connections' loop, like the client it observes: plain counters, no
+/// locks. The ingest loop asks for a ``snapshot()`` with `execute` when `/metrics` or the stats
+/// are requested (`@unchecked Sendable` only so that hand-off can capture it).
+final class APNsMetrics: @unchecked Sendable {
+    /// The `pool` label of the push pool's series (`broadcast` or `personal`).
+    let pushPool: String
+    /// Which of the connections' pools carries those pushes: broadcasts or device pushes.
+    let pushPoolKind: APNsConnections.Pool
+    /// The `pool` label of the management pool, or nil when that pool is not used (personal).
+    let managementPool: String?
+    private let connections: APNsConnections
+    private var responses: [APNsSnapshot.ResponseKey: Int] = [:]
+    private var responseTimes: [String: Histogram] = [:]
+    /// Told each answer that rejects the gateway's credentials (reason, pool): the webhook event.
+    private let credentialsRejected: (@Sendable (String, String) -> Void)?
+
+    /// Installs the observer on the connections' loop, ahead of any request handed to it later.
+    init(connections: APNsConnections, pushPool: String, kind: APNsConnections.Pool, managementPool: String?,
+         credentialsRejected: (@Sendable (String, String) -> Void)? = nil) {
+        self.connections = connections
+        self.pushPool = pushPool
+        pushPoolKind = kind
+        self.managementPool = managementPool
+        self.credentialsRejected = credentialsRejected
+        connections.loop.execute { [self] in connections.client.exchangeObserver = { [self] in record($0) } }
+    }
+
+    private func record(_ exchange: APNsExchange) {
+        let pool = exchange.endpoint == .channelManagement ? managementPool ?? pushPool : pushPool
+        let key: APNsSnapshot.ResponseKey
+        switch exchange.outcome {
+        case .answered(let status, let reason):
+            key = .init(pool: pool, status: String(status), reason: reason ?? "")
+            if status == 403, let reason, Self.credentialReasons.contains(reason) { credentialsRejected?(reason, pool) }
+        case .noResponse(let kind): key = .init(pool: pool, status: "none", reason: kind)
+        }
+        responses[key, default: 0] += 1
+        responseTimes[pool, default: Histogram()].observe(exchange.duration.inSeconds)
+    }
+
+    /// 403 reasons that say Apple does not accept the gateway's key, token or certificate (an
+    /// operator must act); `ExpiredProviderToken` is not one, the client renews the token itself.
+    static let credentialReasons: Set<String> = ["InvalidProviderToken", "MissingProviderToken", "BadCertificate", "BadCertificateEnvironment",
+                                                 "UnrelatedKeyIdInToken", "BadEnvironmentKeyInToken", "TopicMismatch", "Forbidden"]
+
+    /// The figures now (on the connections' loop).
+    func snapshot() -> APNsSnapshot {
+        var pools: [APNsSnapshot.Pool] = []
+        if let stats = connections.stats(of: pushPoolKind) { pools.append(.init(name: pushPool, stats: stats)) }
+        if let managementPool, let stats = connections.stats(of: .management) { pools.append(.init(name: managementPool, stats: stats)) }
+        let token = connections.client.providerToken
+        return APNsSnapshot(responses: responses, responseTimes: responseTimes, pools: pools,
+                                   providerTokenIssuedAt: token.issuedAt, providerTokenStatistics: token.statistics,
+                                   providerTokenRenewalHold: token.renewalHold, heldRequests: connections.client.heldRequestCount)
+    }
+}
+
+/// The APNs figures of one loop at one moment, carried to the ingest loop.
+struct APNsSnapshot: Sendable {
+    struct ResponseKey: Hashable, Sendable {
+        var pool: String
+        /// The HTTP status, or `none` when no answer came.
+        var status: String
+        /// APNs' reason (empty on success), or how the request failed without an answer.
+        var reason: String
+    }
+
+    struct Pool: Sendable {
+        var name: String
+        var stats: HTTP2ConnectionPool.Stats
+
+        /// Connected, or still making its first connections without a failure: no back-off under way.
+        var isReady: Bool {
+            stats.readyConnections > 0
+                || stats.slots.contains { $0.connectionState == .connecting && $0.consecutiveFailures == 0 }
+        }
+    }
+
+    var responses: [ResponseKey: Int]
+    var responseTimes: [String: Histogram]
+    var pools: [Pool]
+    var providerTokenIssuedAt: UnixTime
+    /// The shared token's counters (the same for every loop: there is one token).
+    var providerTokenStatistics: ProviderToken.Statistics
+    /// The end of the token's renewal hold in force, if any (APNs rejects it as expired, clock skew).
+    var providerTokenRenewalHold: UnixTime?
+    /// Requests this loop's client holds until the token may be renewed.
+    var heldRequests: Int
+}

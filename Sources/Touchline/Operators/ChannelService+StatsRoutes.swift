@@ -1,0 +1,103 @@
+import APNs
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// `GET /v1/stats` and `GET /v1/channels/{id}/stats`: the operator's figures as JSON.
+///
+/// Channel figures cover the channels the key may see (a provider key sees its prefix); queue,
+/// connection and personal-queue figures are the gateway's. The per-channel builder is
+/// ``Channel/statsJSON(now:)``.
+extension ChannelService {
+    func addStatsRoutes(to router: inout HTTPRouter) {
+        router.add(.get, "/v1/stats") { [self] request, _ in
+            guarded(request) { () throws(HTTPError) in
+                let key = try access.key(for: request)
+                gatherLoopSnapshots { [self] loops in
+                    request.respond(.json(status: 200, statsJSON(visibleTo: key, loops: loops)))
+                }
+            }
+        }
+        router.add(.get, "/v1/channels/{id}/stats") { [self] request, parameters in
+            guarded(request) { () throws(HTTPError) in
+                request.respond(.json(status: 200, try channel(request, id: parameters["id"]!).statsJSON(now: clock.now())))
+            }
+        }
+    }
+
+    /// The global figures for `key`; on the ingest loop, with the other loops' `loops`.
+    func statsJSON(visibleTo key: GatewayConfiguration.APIKey, loops: LoopSnapshots) -> JSONValue {
+        let now = clock.now()
+        var byStatus = Dictionary(uniqueKeysWithValues: ChannelStatus.allCases.map { ($0, 0) })
+        var totals = ChannelEngine.Counters()
+        var duplicates = 0
+        var pending = 0
+        for channel in channels.values where APIAccess.allows(key, channel.id) {
+            byStatus[channel.status, default: 0] += 1
+            let counters = channel.engine.counters
+            totals.eventsApplied += counters.eventsApplied
+            totals.stateChanges += counters.stateChanges
+            totals.immediatePushes += counters.immediatePushes
+            totals.powerConsideratePushes += counters.powerConsideratePushes
+            totals.coalesced += counters.coalesced
+            totals.rateLimitDeferrals += counters.rateLimitDeferrals
+            totals.budgetDowngrades += counters.budgetDowngrades
+            totals.throttled += counters.throttled
+            totals.retries += counters.retries
+            totals.dropped += counters.dropped
+            duplicates += channel.activity.duplicateEvents
+            if channel.engine.pendingState != nil { pending += 1 }
+        }
+        func integer(_ value: Int) -> JSONValue { .integer(Int64(value)) }
+        let responses = (loops.broadcast.responses.map { $0 } + loops.personal.apns.responses.map { $0 })
+            .sorted { ($0.key.pool, $0.key.status, $0.key.reason) < ($1.key.pool, $1.key.status, $1.key.reason) }
+            .map { entry -> JSONValue in
+                ["pool": .string(entry.key.pool), "status": .string(entry.key.status), "reason": .string(entry.key.reason),
+                 "count": integer(entry.value)]
+            }
+        let personal = loops.personal
+        return .object([
+            .init("time", .integer(now.seconds)),
+            .init("channels", .object([.init("total", integer(byStatus.values.reduce(0, +)))]
+                + ChannelStatus.allCases.map { .init($0.rawValue, integer(byStatus[$0] ?? 0)) })),
+            .init("events", ["received": integer(totals.eventsApplied), "duplicates": integer(duplicates),
+                             "stateChanges": integer(totals.stateChanges),
+                             "rejected": .object(metrics.rejectedEvents.sorted { $0.key < $1.key }.map { .init($0.key, integer($0.value)) })]),
+            .init("pushes", ["byPriority": ["10": integer(totals.immediatePushes), "5": integer(totals.powerConsideratePushes)],
+                             "coalesced": integer(totals.coalesced), "rateLimitDeferrals": integer(totals.rateLimitDeferrals),
+                             "budgetDowngrades": integer(totals.budgetDowngrades), "throttled": integer(totals.throttled),
+                             "retried": integer(totals.retries), "dropped": integer(totals.dropped)]),
+            .init("apns", ["mode": .string(apnsMode.rawValue), "responses": .array(responses),
+                           "providerTokenAgeSeconds": .number((now - loops.broadcast.providerTokenIssuedAt).inSeconds)]),
+            .init("queues", .object([.init("store", integer(store.queueDepth)), .init("personalStore", integer(personalStore.queueDepth)),
+                                     .init("broadcastPending", integer(pending))]
+                + loops.apnsPools.map { .init("apns_\($0.name)", integer($0.stats.waiting + $0.stats.connections.reduce(0) { $0 + $1.queued })) })),
+            .init("connections", .array(loops.apnsPools.map(Self.poolJSON))),
+            .init("personal", ["jobsRunning": integer(personal.jobsRunning), "targetsPending": integer(personal.targetsPending),
+                               "inFlight": integer(personal.inFlight), "tokensDeactivated": integer(personal.tokensDeactivated),
+                               "retries": integer(personal.retries),
+                               "deadLetters": .object(personal.deadLetters.sorted { $0.key < $1.key }.map { .init($0.key, integer($0.value)) })]),
+        ])
+    }
+
+    /// A pool's connections (state, streams in flight, the server's current stream limit) and
+    /// each connection slot's reconnect state: shared by `/v1/stats` and `/readyz`.
+    static func poolJSON(_ pool: APNsSnapshot.Pool) -> JSONValue {
+        .object([
+            .init("pool", .string(pool.name)),
+            .init("ready", .bool(pool.isReady)),
+            .init("connections", .array(pool.stats.connections.map { connection in
+                ["state": .string("\(connection.state)"), "inFlight": .integer(Int64(connection.inFlight)),
+                 "queued": .integer(Int64(connection.queued)),
+                 "maxConcurrentStreams": connection.remoteMaxConcurrentStreams == 0 ? .null : .integer(Int64(connection.remoteMaxConcurrentStreams))]
+            })),
+            .init("slots", .array(pool.stats.slots.map { slot in
+                .object([.init("state", .string(slot.connectionState.map { "\($0)" } ?? "backing_off")),
+                         .init("consecutiveFailures", .integer(Int64(slot.consecutiveFailures))),
+                         .init("lastError", slot.lastError.map(JSONValue.string) ?? .null)])
+            })),
+            .init("waiting", .integer(Int64(pool.stats.waiting))),
+            .init("connectionAttempts", .integer(Int64(pool.stats.connectionAttempts))),
+        ])
+    }
+}

@@ -1,0 +1,56 @@
+import APNs
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// Kickoff: `POST /v1/channels/{id}/start` starts the match's Live Activity on every
+/// push-to-start token following a topic, subscribed to the channel's broadcasts.
+///
+/// The start payload carries `input-push-channel` = the channel's APNs id, so each new activity
+/// receives the channel's broadcasts from then on. It is a personal job like `POST /v1/personal`
+/// (one payload encoded once, fanned out on the personal loop, answered 202 once durable), but
+/// scoped like the channel's other routes: an admin key or a provider key whose prefix covers it.
+extension ChannelService {
+    func addKickoffRoutes(to router: inout HTTPRouter) {
+        router.add(.post, "/v1/channels/{id}/start") { [self] request, parameters in
+            guarded(request) { () throws(HTTPError) in
+                try idempotently(request, route: Self.idempotentRoutes.kickoff) { claim throws(HTTPError) in
+                    try startActivities(request, channelID: parameters["id"]!, idempotency: claim)
+                }
+            }
+        }
+    }
+
+    private func startActivities(_ request: HTTPRequest, channelID: String, idempotency claim: IdempotencyClaim?) throws(HTTPError) {
+        let channel = try channel(request, id: channelID)
+        guard let apnsID = channel.apnsChannelID else {
+            throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is still being created at APNs")
+        }
+        guard channel.status == .active else {
+            throw HTTPError(status: 409, code: "channel_not_active",
+                            message: "channel '\(channelID)' is \(channel.status.rawValue); activities started now would subscribe to a channel that no longer updates")
+        }
+        let body = try RequestBody(parsing: request.body, allowed: ["audience", "attributesType", "attributes", "alert", "contentState",
+                                                                           "priority", "expiration"])
+        let audienceFields = try RequestBody(try body.required(body.object("audience"), "audience"), allowed: ["follows"], prefix: "audience.")
+        let follow = try ChannelService.validFollow(try audienceFields.required(audienceFields.string("follows"), "follows"),
+                                                    field: "follows", in: audienceFields)
+        let attributesType = try body.required(body.string("attributesType"), "attributesType")
+        guard !attributesType.isEmpty else { throw body.invalid("attributesType", "must not be empty (the app's ActivityAttributes type)") }
+        let attributes = try body.required(body.object("attributes"), "attributes")
+        try EventBatch.requireWithinLimits(attributes, "attributes")
+        let contentState: JSONValue
+        if let given = try body.object("contentState") {
+            try EventBatch.requireWithinLimits(given, "contentState")
+            try EventBatch.requireMatchState(given, on: channel.attributes, name: "contentState")
+            contentState = given
+        } else {
+            contentState = channel.contentState
+        }
+        let payload = LiveActivityPayload(timestamp: clock.now(), event: .start, contentState: contentState, alert: try Self.alert(in: body, requiredFor: "a kickoff's start"),
+                                          attributesType: attributesType, attributes: attributes, inputPushChannel: apnsID).encoded()
+        let job = try personalJob(audience: .follows(follow), payload: payload, priority: try Self.priority(in: body),
+                                  expiration: try Self.expiration(in: body))
+        try submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
+    }
+}

@@ -1,0 +1,347 @@
+import APNs
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// Runs personal fan-out jobs, isolated from broadcasts: its own loop and thread, its own APNs
+/// connection pool and its own read connection, so a million-token backlog never delays a
+/// broadcast (nothing on the broadcast path waits for anything here).
+///
+/// Each job is a ``FanOutJob`` (the pure state machine); this class carries out its actions:
+/// reads audience pages from the registry, sends the job's payload (encoded once) to each token,
+/// maps APNs answers to ``PersonalOutcome``, and saves progress (``PersonalJobRun``).
+/// Sends in flight over all jobs stay within `maxInFlight`, shared evenly between running jobs.
+/// At start, ``resumeStoredJobs()`` picks up the jobs a previous process left unfinished.
+///
+/// **Thread confinement:** everything but ``run(_:)``, ``resumeStoredJobs()`` and
+/// ``shutdown()`` runs on ``loop``; `@unchecked Sendable` only so loop jobs can capture it.
+final class PersonalDispatcher: @unchecked Sendable {
+    let loop: EventLoop
+    private let connections: APNsConnections
+    private let reader: SQLiteTokenReader
+    private let store: StoreWriter
+    private let clock: any WallClock
+    private let settings: PersonalQueueSettings
+    /// Registry tokens of this APNs environment only are targeted (nil: any, for custom endpoints).
+    private let tokenEnvironment: TokenEnvironment?
+    private let broadcastPressure: BroadcastPressure
+    private let log: GatewayLog
+    /// Records the webhook events of job ends and dead letters in the saves that carry them.
+    private let webhooks: WebhookDelivery?
+    private var jobs: [String: PersonalJobRun] = [:]
+    private var inFlight = 0
+    private var isStopping = false
+    /// Jobs with answers since their last `nextSends`, advanced once at the end of the loop
+    /// turn: one batch of new sends per read instead of one call per answer.
+    private var answeredJobs: [PersonalJobRun] = []
+    private var turnEnd: LoopTimer?
+    /// The channels kickoffs may still name (see ``KickoffChannels``).
+    private var kickoffChannels = KickoffChannels()
+    /// Stored jobs that failed their check at resume, with the reason: never run, shown to operators.
+    private(set) var brokenJobs: [String: String] = [:]
+    /// Counters for `/metrics` and the stats, on this loop.
+    let metrics: PersonalMetrics
+
+    /// `connections` must live on `loop`; `reader` is used on `loop` only from now on.
+    init(loop: EventLoop, connections: APNsConnections, reader: SQLiteTokenReader, store: StoreWriter, clock: any WallClock,
+         settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?,
+         broadcastPressure: BroadcastPressure = BroadcastPressure(), webhooks: WebhookDelivery? = nil, log: GatewayLog) {
+        self.loop = loop
+        self.connections = connections
+        self.reader = reader
+        self.store = store
+        self.clock = clock
+        self.settings = settings
+        self.tokenEnvironment = tokenEnvironment
+        self.broadcastPressure = broadcastPressure
+        self.log = log
+        self.webhooks = webhooks
+        metrics = PersonalMetrics(connections: connections, credentialsRejected: webhooks?.credentialsReporter)
+    }
+
+    /// The queue's figures now; call on ``loop``.
+    func metricsSnapshot() -> PersonalSnapshot {
+        metrics.snapshot(running: jobs.values.map(\.job), inFlight: inFlight)
+    }
+
+    /// Starts fanning out a durable job (any thread; the work moves to the personal loop).
+    func run(_ record: PersonalJobRecord) {
+        loop.execute { [self] in start(record) }
+    }
+
+    /// Resumes the jobs left `pending` or `running` in the store (any thread): each continues
+    /// from its saved progress, so what APNs accepted before the restart is not sent again.
+    /// `openChannels` are the channels kickoffs may name (the active ones); a kickoff into any
+    /// other is cancelled. A job that fails its check is not run: `broken` gets every such job
+    /// with the reason (on the personal loop).
+    func resumeStoredJobs(openChannels: Set<String>, broken: @escaping @Sendable ([String: String]) -> Void) {
+        loop.execute { [self] in
+            kickoffChannels = KickoffChannels(open: openChannels)
+            do {
+                for status in [PersonalJobStatus.running, .pending] {
+                    for record in try reader.jobs(status: status, limit: 10_000) { start(record) }
+                }
+            } catch {
+                log.error("reading unfinished personal jobs failed; they resume at the next start", error: error)
+            }
+            broken(brokenJobs)
+        }
+    }
+
+    /// Kickoffs may name this channel from now on (its APNs create is saved). Any thread.
+    func openKickoffs(into apnsChannelID: String) {
+        loop.execute { [self] in kickoffChannels.opened(apnsChannelID) }
+    }
+
+    /// Cancels the kickoffs into a channel that ends or is deleted (``KickoffChannels``);
+    /// `settled` runs on the personal loop once none of them has a send in flight. Any thread.
+    func closeKickoffs(into apnsChannelID: String, settled: @escaping @Sendable () -> Void = {}) {
+        loop.execute { [self] in
+            kickoffChannels.closed(apnsChannelID, settled: settled)
+            let now = clock.now()
+            for running in jobs.values where running.inputPushChannel == apnsChannelID {
+                log.notice("the job's channel ended: targets not sent yet count as expired", job: running.id)
+                running.job.expire(at: now)
+                advance(running, [])
+            }
+            settleKickoffs(into: apnsChannelID)
+        }
+    }
+
+    /// Runs what waits for the channel once none of its jobs has a send in flight.
+    private func settleKickoffs(into apnsChannelID: String) {
+        guard kickoffChannels.isAwaited(apnsChannelID),
+              !jobs.values.contains(where: { $0.inputPushChannel == apnsChannelID && $0.job.inFlightCount > 0 }) else { return }
+        for settled in kickoffChannels.takeSettled(apnsChannelID) { settled() }
+    }
+
+    /// Stops sending and arming timers, closes the personal APNs connections, saves each job's
+    /// progress one last time and closes the reader. Jobs stay `running` in the store and resume
+    /// at the next start; requests still in flight are sent again then. In-flight sends get up to
+    /// `gracePeriod` for their answers.
+    func shutdown(gracePeriod: Duration) async {
+        _ = try? await loop.submit { [self] in
+            isStopping = true
+            for running in jobs.values {
+                running.timer?.cancel()
+                running.saveTimer?.cancel()
+            }
+        }
+        await connections.shutdown(gracePeriod: gracePeriod)
+        let finalSaves = (try? await loop.submit { [self] in
+            jobs.values.map { $0.takeSave(now: clock.now()) }
+        }) ?? []
+        for operations in finalSaves {
+            _ = await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                store.submit(operations) { _ in done.resume() }
+            }
+        }
+        _ = try? await loop.submit { [self] in
+            jobs = [:]
+            reader.close()
+        }
+    }
+
+    // MARK: Driving a job
+
+    private func start(_ record: PersonalJobRecord) {
+        guard !isStopping, jobs[record.id] == nil, record.status != .done else { return }
+        let stored: StoredJob
+        do {
+            stored = try StoredJob(record)
+        } catch {
+            log.error("the stored job cannot run: \(error); it is shown as broken and never sent", job: record.id)
+            brokenJobs[record.id] = error.description
+            return
+        }
+        let retries: [PersonalJobRetry]
+        do {
+            retries = try reader.retriesDue(jobID: record.id, at: UnixTime(nanoseconds: .max), limit: .max)
+        } catch {
+            log.error("reading the job's retries failed; it resumes at the next start", job: record.id, error: error)
+            return
+        }
+        let kind: TokenKind = stored.event == "start" ? .pushToStart : .update
+        let running = PersonalJobRun(record: record, retries: retries, audience: stored.audience, tokenKind: kind,
+                                            inputPushChannel: stored.inputPushChannel, settings: settings,
+                                            seed: UInt64(bitPattern: clock.now().nanoseconds))
+        // A kickoff into a channel that has ended since it was accepted is cancelled at once.
+        if let channel = stored.inputPushChannel, !kickoffChannels.isOpen(channel) { running.job.expire(at: clock.now()) }
+        jobs[record.id] = running
+        running.noteProgress()
+        for job in jobs.values { advance(job, []) }
+    }
+
+    /// Carries out `actions`, then asks the job for more until it has nothing to do now.
+    private func advance(_ running: PersonalJobRun, _ actions: [FanOutJob.Action]) {
+        var actions = actions
+        while true {
+            for action in actions { perform(action, for: running) }
+            guard !isStopping, jobs[running.id] === running else { return }
+            let more = running.job.nextSends(now: clock.now(), sendLimit: sendAllowance(for: running))
+            if more.isEmpty { break }
+            actions = more
+        }
+        if running.job.isFinished {
+            metrics.jobFinished(running.job)
+            jobs[running.id] = nil
+            running.timer?.cancel()
+            running.saveTimer?.cancel()
+            for job in jobs.values { advance(job, []) }
+        }
+        saveIfDue(running)
+    }
+
+    /// New sends `running` may start: its even share of `maxInFlight` (of `yieldInFlight` while
+    /// the broadcast path is slowed down), within what is free.
+    private func sendAllowance(for running: PersonalJobRun) -> Int {
+        let limit = settings.yieldInFlight > 0 && broadcastPressure.isUnderPressure ? min(settings.yieldInFlight, settings.maxInFlight)
+                                                                              : settings.maxInFlight
+        let share = max(1, limit / max(1, jobs.count))
+        return max(0, min(limit - inFlight, share - running.job.inFlightCount))
+    }
+
+    private func perform(_ action: FanOutJob.Action, for running: PersonalJobRun) {
+        switch action {
+        case .fetchTargets(let cursor, let limit):
+            let page: (tokens: [String], exhausted: Bool)
+            do {
+                page = try running.audience.page(after: cursor, limit: limit, kind: running.tokenKind, environment: tokenEnvironment,
+                                                reader: reader)
+            } catch {
+                // The job keeps what it has; the rest of the audience is not reachable now.
+                log.error("reading the job's audience failed; the rest of it is not sent", job: running.id, error: error)
+                page = ([], true)
+            }
+            running.job.targetsFetched(page.tokens, exhausted: page.exhausted, now: clock.now())
+            running.noteProgress()
+        case .send(let token, _):
+            guard !isStopping else { return }
+            // A token stored by an older, laxer version (odd length, not hex) is dead-lettered
+            // as broken rather than sent for APNs to refuse.
+            guard ChannelService.isWellFormedToken(token) else {
+                for action in running.job.outcome(token: token, result: .permanent(reason: Self.invalidStoredTokenReason), now: clock.now()) {
+                    perform(action, for: running)
+                }
+                return
+            }
+            send(token, for: running)
+        case .armTimer(let time):
+            let timer = running.timer ?? LoopTimer(loop: loop) { [self] in
+                guard !isStopping, jobs[running.id] === running else { return }
+                advance(running, running.job.timerFired(now: clock.now()))
+            }
+            running.timer = timer
+            timer.schedule(after: max(Duration.zero, time - clock.now()))
+        case .deactivateToken(let token, let timestampMilliseconds):
+            let now = clock.now()
+            // Without APNs' timestamp the 410 alone decides: anything registered until now goes.
+            let apnsTime = timestampMilliseconds.map { UnixTime(nanoseconds: $0 * 1_000_000) } ?? now
+            // Counted when the save commits: the store decides whether the token is deactivated.
+            running.record(.deactivateToken(token, unlessRegisteredAfter: apnsTime, at: now))
+            metrics.deadLettered(reason: PersonalDeliveryPolicy.tokenDeadReason)
+            // Listed with the other failures, so the dead letters account for every failed target.
+            running.record(.deadLetter(DeadLetterRecord(jobID: running.id, token: token, reason: PersonalDeliveryPolicy.tokenDeadReason,
+                                                        at: now)))
+        case .deadLetter(let token, let reason):
+            metrics.deadLettered(reason: reason)
+            running.record(.deadLetter(DeadLetterRecord(jobID: running.id, token: token, reason: reason, at: clock.now())))
+        }
+    }
+
+    private func send(_ token: String, for running: PersonalJobRun) {
+        // Fields read one by one: a copy of the whole job would make the next mutation copy its tables.
+        let push = LiveActivityPush(deviceToken: token, payload: running.job.payload,
+                                    priority: running.job.priority == 5 ? .powerConsiderate : .immediate,
+                                    expiration: running.job.expiration.map { .at($0) })
+        inFlight += 1
+        connections.client.send(push) { [self] result in
+            inFlight -= 1
+            guard !isStopping, jobs[running.id] === running else { return }
+            if case .failure(let error) = result {
+                log.debug("APNs push failed", job: running.id, apnsID: error.requestID, token: RedactedToken(token), error: error)
+            }
+            running.noteProgress()
+            for action in running.job.outcome(token: token, result: Self.outcome(of: result), now: clock.now()) {
+                perform(action, for: running)
+            }
+            if let channel = running.inputPushChannel, running.job.inFlightCount == 0 { settleKickoffs(into: channel) }
+            advanceAtTurnEnd(running)
+        }
+    }
+
+    private func advanceAtTurnEnd(_ running: PersonalJobRun) {
+        if !running.isAnswered {
+            running.isAnswered = true
+            answeredJobs.append(running)
+        }
+        let timer = turnEnd ?? LoopTimer(loop: loop) { [unowned self] in
+            let answered = answeredJobs
+            answeredJobs.removeAll(keepingCapacity: true)
+            for running in answered {
+                running.isAnswered = false
+                if !isStopping, jobs[running.id] === running { advance(running, []) }
+            }
+        }
+        turnEnd = timer
+        if !timer.isScheduled { timer.schedule(after: .zero) }
+    }
+
+    /// Saves the job's progress now, or arms its save timer for when the interval has passed.
+    private func saveIfDue(_ running: PersonalJobRun) {
+        guard !isStopping else { return }
+        let now = clock.now()
+        switch running.saveTiming(now: now, interval: settings.saveInterval) {
+        case .notNeeded:
+            return
+        case .at(let due):
+            let timer = running.saveTimer ?? LoopTimer(loop: loop) { [self] in saveIfDue(running) }
+            running.saveTimer = timer
+            if !timer.isScheduled { timer.schedule(after: max(Duration.zero, due - now)) }
+        case .now:
+            let operations = running.takeSave(now: now, outbox: webhooks?.outbox)
+            let id = running.id
+            store.submit(summarizing: operations) { [self] result in
+                loop.execute { [self] in
+                    switch result {
+                    case .success(let summary):
+                        metrics.tokensDeactivated += summary.tokensDeactivated
+                        running.saveEnded(failed: nil)
+                        saveIfDue(running)
+                    case .failure(let error):
+                        log.error("saving the job's progress failed; trying again in a second", job: id, error: error)
+                        running.saveEnded(failed: operations)
+                        let timer = running.saveTimer ?? LoopTimer(loop: loop) { [self] in saveIfDue(running) }
+                        running.saveTimer = timer
+                        timer.schedule(after: .seconds(1))
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: Mapping
+
+    /// The dead-letter reason of a stored token that is not a well-formed device token.
+    static let invalidStoredTokenReason = "InvalidStoredToken"
+
+    /// What the delivery policy makes of an APNs answer (table in docs/personal-pushes.md).
+    static func outcome(of result: Result<APNsResponse, APNsError>) -> PersonalOutcome {
+        guard case .failure(let error) = result else { return .accepted }
+        // Never sent, or handed back by every connection tried: not an answer, not an attempt.
+        if error.isUnprocessed { return .notProcessed }
+        switch error.disposition {
+        case .retryWithBackoff, .refreshTokenAndRetry: return .retryLater
+        case .retryOnNewConnection: return .retryOnNewConnection
+        case .backOffToken: return .throttledToken
+        case .tokenDead: return .tokenDead(timestampMilliseconds: error.timestampMilliseconds)
+        case .configuration: return .configuration(reason: reasonName(of: error))
+        case .drop, .channelGone, .backOffChannel: return .permanent(reason: reasonName(of: error))
+        }
+    }
+
+    private static func reasonName(of error: APNsError) -> String {
+        if let name = error.reason?.name, !name.isEmpty { return name }
+        return error.status.map { "HTTP\($0)" } ?? "NoResponse"
+    }
+}

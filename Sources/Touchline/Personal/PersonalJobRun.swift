@@ -1,0 +1,143 @@
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// One personal job on the personal loop: its ``FanOutJob`` and the bookkeeping of its saves.
+///
+/// Progress is saved as one store commit holding the job's ``FanOutProgress`` together with the
+/// dead letters and 410 deactivations gathered since the previous save, so the committed cursor,
+/// counters, retry rows and dead letters never disagree. At most one save is in the store at a
+/// time, and saves are at least `saveInterval` apart while sends are in flight.
+///
+/// **Thread confinement:** created and used on the personal loop only; `@unchecked Sendable` so
+/// that store completions can hand it back to that loop.
+final class PersonalJobRun: @unchecked Sendable {
+    let id: String
+    let audience: PersonalAudience
+    let tokenKind: TokenKind
+    /// The channel a kickoff's starts subscribe to (`input-push-channel`), nil for other jobs.
+    let inputPushChannel: String?
+    var job: FanOutJob
+    var timer: LoopTimer?
+    var saveTimer: LoopTimer?
+    /// Waits in the dispatcher's list of jobs to advance at the end of the loop turn.
+    var isAnswered = false
+    private var unsavedWrites: [TokenOperation] = []
+    private var hasUnsavedProgress = false
+    private var saveInStore = false
+    private var lastSave: UnixTime?
+    private var hasStarted: Bool
+
+    init(record: PersonalJobRecord, retries: [PersonalJobRetry], audience: PersonalAudience, tokenKind: TokenKind,
+         inputPushChannel: String? = nil,
+         settings: PersonalQueueSettings, seed: UInt64) {
+        id = record.id
+        self.audience = audience
+        self.tokenKind = tokenKind
+        self.inputPushChannel = inputPushChannel
+        hasStarted = record.status != .pending
+        var counters = FanOutCounters()
+        counters.targeted = Int(record.counts.targeted)
+        counters.sent = Int(record.counts.sent)
+        counters.expired = Int(record.counts.expired)
+        counters.failedByReason = record.counts.failed.mapValues(Int.init)
+        counters.deadLettered = counters.failedByReason.values.reduce(0, +)
+        let pending = retries.map {
+            FanOutCheckpoint.PendingTarget(token: $0.token, attempts: $0.attempts, notBeforeNanoseconds: $0.retryAt.nanoseconds)
+        }
+        let checkpoint = FanOutCheckpoint(cursor: record.cursor, counters: counters, pending: pending,
+                                          endedAfterCursor: record.endedAfterCursor)
+        job = FanOutJob(payload: record.payload, priority: record.priority, expiration: record.expiration, limits: settings.jobLimits,
+                        policy: settings.delivery, seed: seed, checkpoint: checkpoint)
+    }
+
+    /// Something changed that the next save must carry.
+    func noteProgress() { hasUnsavedProgress = true }
+
+    /// A write to commit with the next save (a dead letter, a deactivation).
+    func record(_ write: TokenOperation) {
+        unsavedWrites.append(write)
+        hasUnsavedProgress = true
+    }
+
+    /// When the next save may go: now, later (arm a timer), or not at all (nothing to save, or
+    /// a save is still in the store and its completion will ask again).
+    enum SaveTiming: Equatable {
+        case now
+        case at(UnixTime)
+        case notNeeded
+    }
+
+    func saveTiming(now: UnixTime, interval: Duration) -> SaveTiming {
+        guard hasUnsavedProgress, !saveInStore else { return .notNeeded }
+        if job.isFinished || job.inFlightCount == 0 { return .now }
+        guard let lastSave else { return .now }
+        let due = lastSave + interval
+        return due <= now ? .now : .at(due)
+    }
+
+    /// The operations of one save, in commit order; marks a save as being in the store. With an
+    /// `outbox`, the save also records its webhook events: the dead letters it writes (one event
+    /// per save, counted by reason) and, when the job is finished, its final counts.
+    func takeSave(now: UnixTime, outbox: WebhookOutbox? = nil) -> [TokenOperation] {
+        let progress = job.takeProgress()
+        let finished = job.isFinished
+        var operations: [TokenOperation] = progress.removedRetryRows.map { .clearTarget(jobID: id, token: $0) }
+        operations += unsavedWrites
+        operations += progress.retryRows.map {
+            .scheduleRetry(PersonalJobRetry(jobID: id, token: $0.token, attempts: $0.attempts,
+                                            retryAt: UnixTime(nanoseconds: $0.notBeforeNanoseconds ?? 0)))
+        }
+        let counters = progress.counters
+        let counts = PersonalJobCounts(targeted: Int64(counters.targeted), sent: Int64(counters.sent),
+                                       failed: counters.failedByReason.mapValues(Int64.init), expired: Int64(counters.expired),
+                                       pending: Int64(counters.pending))
+        let status: PersonalJobStatus? = finished ? .done : (hasStarted ? nil : .running)
+        operations.append(.advanceJob(PersonalJobProgress(jobID: id, cursor: progress.cursor, endedAfterCursor: progress.endedAfterCursor,
+                                                          counts: counts, status: status, at: now)))
+        if let outbox { operations += webhookEvents(of: operations, counts: counts, finished: finished, outbox: outbox) }
+        hasStarted = true
+        unsavedWrites = []
+        hasUnsavedProgress = false
+        saveInStore = true
+        lastSave = now
+        return operations
+    }
+
+    /// The store committed the last save, or failed it: then its writes go again with the next
+    /// save (ahead of newer ones; each is idempotent), so no dead letter or retry row is lost.
+    func saveEnded(failed operations: [TokenOperation]?) {
+        saveInStore = false
+        guard let operations else { return }
+        // The job's progress and its webhook events are made again by the next save.
+        unsavedWrites = operations.filter {
+            switch $0 {
+            case .advanceJob, .webhook: false
+            default: true
+            }
+        } + unsavedWrites
+        hasUnsavedProgress = true
+    }
+
+    /// The events one save reports: its dead letters by reason, and the job's end.
+    private func webhookEvents(of operations: [TokenOperation], counts: PersonalJobCounts, finished: Bool,
+                               outbox: WebhookOutbox) -> [TokenOperation] {
+        var reasons: [String: Int64] = [:]
+        for case .deadLetter(let letter) in operations { reasons[letter.reason, default: 0] += 1 }
+        var events: [TokenOperation] = []
+        if !reasons.isEmpty {
+            events.append(.webhook(outbox.record(.deadLettersCreated, [
+                .init("jobId", .string(id)), .init("count", .integer(reasons.values.reduce(0, +))),
+                .init("reasons", .object(reasons.sorted { $0.key < $1.key }.map { .init($0.key, .integer($0.value)) })),
+            ])))
+        }
+        if finished {
+            events.append(.webhook(outbox.record(.personalJobFinished, [
+                .init("jobId", .string(id)), .init("targeted", .integer(counts.targeted)), .init("sent", .integer(counts.sent)),
+                .init("failed", .object(counts.failed.sorted { $0.key < $1.key }.map { .init($0.key, .integer($0.value)) })),
+                .init("expired", .integer(counts.expired)), .init("pending", .integer(counts.pending)),
+            ])))
+        }
+        return events
+    }
+}

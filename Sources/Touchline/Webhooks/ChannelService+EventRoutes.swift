@@ -1,0 +1,54 @@
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// `GET /v1/events?after=CURSOR&limit=N`: the webhook events for providers who prefer to pull.
+///
+/// The same documents the webhooks POST, from both outboxes as one stream (see
+/// ``EventsCursor``): each answer carries `next`, the cursor to pass as `after` for the
+/// following page, also when the page is empty, so a poller keeps its place. Events stay for
+/// the webhook retention (`webhooks.retentionSeconds`). Admin keys only: the stream covers
+/// every channel and every personal job, whatever a prefix key may see.
+extension ChannelService {
+    func addEventRoutes(to router: inout HTTPRouter) {
+        router.add(.get, "/v1/events") { [self] request, _ in
+            adminRequest(request, for: "webhook events") { () throws(HTTPError) in try listEvents(request) }
+        }
+    }
+
+    private func listEvents(_ request: HTTPRequest) throws(HTTPError) {
+        var limit = 100
+        if let text = request.target.queryValue("limit") {
+            guard let value = Int(text), (1...1000).contains(value) else {
+                throw HTTPError(status: 400, code: "invalid_query", message: "query 'limit' must be a whole number from 1 to 1000, got \"\(text.prefix(40))\"")
+            }
+            limit = value
+        }
+        var cursor = EventsCursor.start
+        if let text = request.target.queryValue("after") {
+            guard let parsed = EventsCursor(text) else {
+                throw HTTPError(status: 400, code: "invalid_cursor", message: "query 'after' must be a 'next' value from an earlier answer")
+            }
+            cursor = parsed
+        }
+        guard let webhooks else { throw HTTPError(status: 503, code: "events_unavailable", message: "this gateway records no webhook events") }
+        let ingest = loop
+        webhooks.events(after: cursor, limit: limit) { result in
+            ingest.execute {
+                switch result {
+                case .failure(let error):
+                    request.respond(.error(status: 500, error: "store_failed", message: "reading webhook events failed: \(error)"))
+                case .success(let page):
+                    // The stored documents as they were signed, byte for byte.
+                    var body = Array(#"{"events":["#.utf8)
+                    for (index, event) in page.events.enumerated() {
+                        if index > 0 { body.append(UInt8(ascii: ",")) }
+                        body += event.body
+                    }
+                    body += Array(#"],"next":"\#(page.next.text)"}"#.utf8)
+                    request.respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body))
+                }
+            }
+        }
+    }
+}

@@ -32,9 +32,16 @@ public final class Gateway: Sendable {
         var personalStore: StoreWriter
         var connections: APNsConnections
         var service: ChannelService
+        var router: APIRouter
         var server: UncheckedServer
         var mock: MockAPNsServer?
         var port: Int
+    }
+
+    /// The routes the running gateway serves, with who may call each (empty once shut down):
+    /// the API document is checked against this table.
+    var routes: [APIRouter.Route] {
+        running.withLock { $0?.router.routes ?? [] }
     }
 
     /// The time slice the broadcast path's threads ask for: far below the default (1.4 ms on two
@@ -162,9 +169,14 @@ public final class Gateway: Sendable {
             let access = APIAccess(keys: configuration.apiKeys)
             let httpLog = log.named("http")
             let unsafeReader = UncheckedReader(reader: reader)
+            let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
+                                   isKnownChannel: { [service] id in service.channels[id] != nil })
+            // Every route of the gateway with its scope: the admission hook and the API
+            // document's test read this same table.
+            let router = APIRouter(access: access, features: [service, tokens, WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks),
+                                                              DashboardAPI(service: service)])
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
                 try service.restore(from: unsafeReader.reader)
-                let router = service.router
                 var serverConfiguration = httpConfiguration
                 serverConfiguration.admission = Admission(access: access, router: router, limits: service.requestLimits).refusal
                 return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog) {
@@ -175,7 +187,7 @@ public final class Gateway: Sendable {
             return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, webhookLoop: webhookLoop,
                            webhooks: webhooks, personal: personal, store: store,
                            personalStore: personalStore, connections: connections,
-                           service: service, server: server, mock: mock, port: server.server.port)
+                           service: service, router: router, server: server, mock: mock, port: server.server.port)
         } catch {
             ingestLoop.stopAndWait()
             broadcastLoop.stopAndWait()

@@ -22,9 +22,9 @@ import TouchlineRuntime
 
     @Test func routerMatchesParametersAndExplains404And405() throws {
         var router = HTTPRouter()
-        router.add(.post, "/v1/channels/{id}/events") { _, _ in }
-        router.add(.post, "/v1/channels") { _, _ in }
-        router.add(.get, "/v1/channels") { _, _ in }
+        router.add(.post, "/v1/channels/{id}/events") { _ in }
+        router.add(.post, "/v1/channels") { _ in }
+        router.add(.get, "/v1/channels") { _ in }
         guard case .found(_, let parameters) = router.resolve(method: .post, path: "/v1/channels/m%20x/events/") else {
             Issue.record("route not found")
             return
@@ -45,8 +45,8 @@ import TouchlineRuntime
 
     @Test func aLiteralSegmentOwnsItsPathOverAParameter() throws {
         var router = HTTPRouter()
-        router.add(.delete, "/v1/tokens/{token}") { _, _ in }
-        router.add(.post, "/v1/tokens/batch") { _, _ in }
+        router.add(.delete, "/v1/tokens/{token}") { _ in }
+        router.add(.post, "/v1/tokens/batch") { _ in }
         guard case .found(_, let parameters) = router.resolve(method: .post, path: "/v1/tokens/batch") else {
             Issue.record("the literal route was not found")
             return

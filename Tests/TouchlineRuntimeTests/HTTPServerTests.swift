@@ -4,28 +4,43 @@ import Testing
 import TouchlineCore
 import TouchlineRuntime
 
-/// The router the server tests share: an echo of what the server parsed, behind a bearer key.
-private func echoRouter() -> HTTPRouter {
-    var router = HTTPRouter()
-    router.add(.post, "/v1/channels/{id}/events") { request, parameters in
-        do throws(HTTPError) {
-            let key = try request.bearerToken()
-            request.respond(.json(status: 202, [
-                "id": .string(parameters["id"] ?? ""),
-                "key": .string(key),
-                "limit": request.target.queryValue("limit").map { .string($0) } ?? .null,
-                "note": request.target.queryValue("note").map { .string($0) } ?? .null,
-                "trace": request.header("x-TRACE-id").map { .string($0) } ?? .null,
-                "bytes": .integer(Int64(request.body.count)),
-            ]))
-        } catch {
-            request.respond(error.response)
-        }
+/// The server tests' authorizer: `.bearer` routes need `Authorization: Bearer <key>` and hand
+/// the key to the handler; `.open` routes take anyone.
+private struct BearerAuthorizer: HTTPRouteAuthorizer {
+    enum Scope: Sendable { case open, bearer }
+
+    func authorize(_ request: HTTPRequest, for scope: Scope, parameters: HTTPRouteParameters) throws(HTTPError) -> String? {
+        scope == .bearer ? try request.bearerToken() : nil
     }
-    router.add(.get, "/v1/channels/{id}") { request, parameters in
-        request.respond(.json(status: 200, ["id": .string(parameters["id"] ?? "")]))
+}
+
+/// The router the server tests share: an echo of what the server parsed, behind a bearer key,
+/// and routes whose handlers refuse (a thrown error, a number segment, a misdeclared parameter).
+private func echoRouter() -> HTTPRouter<BearerAuthorizer> {
+    var router = HTTPRouter(authorizer: BearerAuthorizer())
+    router.add(.post, "/v1/channels/{id}/events", scope: .bearer) { call throws(HTTPError) in
+        let request = call.request
+        call.respond(.json(status: 202, [
+            "id": .string(try call.parameters.string("id")),
+            "key": .string(call.caller ?? ""),
+            "limit": request.target.queryValue("limit").map { .string($0) } ?? .null,
+            "note": request.target.queryValue("note").map { .string($0) } ?? .null,
+            "trace": request.header("x-TRACE-id").map { .string($0) } ?? .null,
+            "bytes": .integer(Int64(request.body.count)),
+        ]))
     }
-    router.add(.delete, "/v1/channels/{id}") { request, _ in request.respond(HTTPResponse(status: 204)) }
+    router.add(.get, "/v1/channels/{id}", scope: .open) { call throws(HTTPError) in
+        call.respond(.json(status: 200, ["id": .string(try call.parameters.string("id"))]))
+    }
+    router.add(.delete, "/v1/channels/{id}", scope: .open) { call throws(HTTPError) in call.respond(HTTPResponse(status: 204)) }
+    router.add(.get, "/v1/items/{number}", scope: .open) { call throws(HTTPError) in
+        let number = try call.parameters.value("number", as: Int64.self)
+        guard number > 0 else { throw HTTPError(status: 422, code: "not_positive", message: "item numbers start at 1") }
+        call.respond(.json(status: 200, ["number": .integer(number)]))
+    }
+    router.add(.get, "/v1/misdeclared/{x}", scope: .open) { call throws(HTTPError) in
+        call.respond(.json(status: 200, ["y": .string(try call.parameters.string("y"))]))
+    }
     return router
 }
 
@@ -89,6 +104,34 @@ private func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
         #expect(schemeless.status == 401)
         #expect(schemeless.json["error"] as? String == "invalid_authorization")
         #expect(!schemeless.text.contains(String(bareKey.prefix(6))), "\(schemeless.text)")
+    }
+
+    @Test func theRouterAnswersWhatHandlersThrowAndRefusesBadPathSegmentsWith400() throws {
+        let fixture = try ServerFixture(router: echoRouter())
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port)
+
+        let item = try client.exchange("GET", "/v1/items/42")
+        #expect(item.status == 200 && item.json["number"] as? Int == 42, "\(item.text)")
+        let thrown = try client.exchange("GET", "/v1/items/0")
+        #expect(thrown.status == 422 && thrown.json["error"] as? String == "not_positive", "\(thrown.text)")
+        let notANumber = try client.exchange("GET", "/v1/items/abc")
+        #expect(notANumber.status == 400 && notANumber.json["error"] as? String == "invalid_path", "\(notANumber.text)")
+        #expect((notANumber.json["message"] as? String)?.contains("'number'") == true, "\(notANumber.text)")
+        // A handler asking for a segment its pattern does not declare gets a 400, not a trap.
+        let misdeclared = try client.exchange("GET", "/v1/misdeclared/1")
+        #expect(misdeclared.status == 400 && misdeclared.json["error"] as? String == "invalid_path", "\(misdeclared.text)")
+        // The server still serves after every refusal.
+        #expect(try client.exchange("GET", "/v1/channels/abc").status == 200)
+    }
+
+    @Test func theRouteTableListsEveryRouteWithItsScope() {
+        let routes = echoRouter().routes
+        #expect(routes.map { "\($0.method.rawValue) \($0.pattern)" } == [
+            "POST /v1/channels/{id}/events", "GET /v1/channels/{id}", "DELETE /v1/channels/{id}", "GET /v1/items/{number}",
+            "GET /v1/misdeclared/{x}",
+        ])
+        #expect(routes.map(\.scope) == [.bearer, .open, .open, .open, .open])
     }
 
     @Test func keepAliveAndPipelinedRequestsAreAnsweredInOrderOnOneConnection() throws {

@@ -173,7 +173,7 @@ final class ServerFixture: Sendable {
         server = try loop.sync { try HTTPServer(loop: loop, configuration: configuration, handler: handler) }
     }
 
-    convenience init(configuration: HTTPServerConfiguration = HTTPServerConfiguration(), router: HTTPRouter) throws {
+    convenience init<Authorizer>(configuration: HTTPServerConfiguration = HTTPServerConfiguration(), router: HTTPRouter<Authorizer>) throws {
         try self.init(configuration: configuration) { router.handle($0) }
     }
 

@@ -1,13 +1,14 @@
 import Foundation
 import Testing
+@testable import Touchline
 import TouchlineCore
 
 /// docs/openapi.json and docs/api.md against the gateway as built: the document is OpenAPI
 /// 3.0.x and self-consistent, and it describes exactly the routes the router serves.
 ///
-/// The router keeps its routes private, so the served routes are found in two ways: the
-/// `router.add(...)` registrations read from the sources, and a running gateway probed over
-/// HTTP (a served route answers 401 without a key, another method on its path 405).
+/// The served routes come from the running gateway's route table (method, pattern, scope), and
+/// the same gateway is probed over HTTP (a keyed route answers 401 without a key, another method
+/// on its path 405), so the table is checked against what the server really does.
 @Suite("OpenAPI document")
 struct OpenAPIDocumentTests {
     /// The repository root, found from this file's place in `Tests/TouchlineTests/`.
@@ -41,17 +42,11 @@ struct OpenAPIDocumentTests {
         }
     }
 
-    /// The routes registered in the gateway's sources (`router.add(.post, "/v1/...")`).
-    private func registeredRoutes() throws -> Set<Operation> {
-        let directory = Self.root.appendingPathComponent("Sources/Touchline")
-        let pattern = try Regex(#"router\.add\(\.([a-z]+),\s*"([^"]+)""#)
-        var routes: Set<Operation> = []
-        for file in try FileManager.default.subpathsOfDirectory(atPath: directory.path) where file.hasSuffix(".swift") {
-            let source = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
-            for match in source.matches(of: pattern) {
-                routes.insert(Operation(method: String(match.output[1].substring!).uppercased(), path: String(match.output[2].substring!)))
-            }
-        }
+    /// The route table of a running gateway; `requireMetricsKey` decides the scope of `/metrics`.
+    private func routeTable(requireMetricsKey: Bool = false) async throws -> [APIRouter.Route] {
+        let fixture = try GatewayFixture(metrics: MetricsSettings(requireKey: requireMetricsKey))
+        let routes = fixture.gateway.routes
+        await fixture.shutDown()
         return routes
     }
 
@@ -66,10 +61,12 @@ struct OpenAPIDocumentTests {
         #expect(bearer?.string("scheme") == "bearer")
     }
 
-    @Test func documentsExactlyTheRegisteredRoutes() throws {
+    @Test func documentsExactlyTheRegisteredRoutes() async throws {
         let documented = documentedOperations(try document())
         #expect(Set(documented).count == documented.count)
-        let registered = try registeredRoutes()
+        let table = try await routeTable()
+        let registered = Set(table.map { Operation(method: $0.method.rawValue, path: $0.pattern) })
+        #expect(registered.count == table.count, "a route is declared twice")
         #expect(registered.count >= 6, "found only \(registered) in the sources")
         #expect(Set(documented).subtracting(registered).isEmpty, "documented but not served: \(Set(documented).subtracting(registered))")
         #expect(registered.subtracting(documented).isEmpty, "served but not documented: \(registered.subtracting(documented))")
@@ -81,6 +78,26 @@ struct OpenAPIDocumentTests {
         guard case .array(let requirements)? = document[member: "paths"]?[member: operation.path]?[member: operation.method.lowercased()]?[member: "security"]
         else { return false }
         return requirements.isEmpty || requirements.contains { members($0).isEmpty }
+    }
+
+    /// Open routes are documented without a security requirement, keyed ones with one; a
+    /// channel route's scope names a parameter of its path; `/metrics` follows `metrics.requireKey`.
+    @Test func theDocumentedSecurityMatchesEachRoutesScope() async throws {
+        let document = try document()
+        for route in try await routeTable() {
+            let operation = Operation(method: route.method.rawValue, path: route.pattern)
+            switch route.scope {
+            case .open:
+                #expect(isPublic(operation, in: document), "\(operation) is open but documented with a key")
+            case .anyKey, .admin:
+                #expect(!isPublic(operation, in: document), "\(operation) needs a key but is documented open")
+            case .channel(let parameter):
+                #expect(!isPublic(operation, in: document), "\(operation) needs a key but is documented open")
+                #expect(route.pattern.contains("{\(parameter)}"), "\(operation) takes its channel from a missing '\(parameter)'")
+            }
+        }
+        let metrics = try await routeTable(requireMetricsKey: true).first { $0.pattern == "/metrics" }
+        #expect(metrics?.scope == .anyKey)
     }
 
     @Test func theRunningRouterServesExactlyTheDocumentedMethods() async throws {

@@ -52,14 +52,18 @@ struct APIAccess: Sendable {
     /// The key of a request that touches channel `channelID`: 403 when the id is outside its scope.
     func key(for request: HTTPRequest, channelID: String) throws(HTTPError) -> GatewayConfiguration.APIKey {
         let key = try key(for: request)
-        guard Self.allows(key, channelID) else {
-            if case .channelPrefix(let prefix) = key.scope {
-                throw HTTPError(status: 403, code: "forbidden",
-                                message: "this API key may only touch channels whose id starts with '\(prefix)', not '\(channelID)'")
-            }
-            throw HTTPError(status: 403, code: "forbidden", message: "this API key may not touch channel '\(channelID)'")
-        }
+        try Self.require(key, covers: channelID)
         return key
+    }
+
+    /// 403 when `channelID` is outside `key`'s scope, naming the key's prefix (never the key).
+    static func require(_ key: GatewayConfiguration.APIKey, covers channelID: String) throws(HTTPError) {
+        guard !allows(key, channelID) else { return }
+        if case .channelPrefix(let prefix) = key.scope {
+            throw HTTPError(status: 403, code: "forbidden",
+                            message: "this API key may only touch channels whose id starts with '\(prefix)', not '\(channelID)'")
+        }
+        throw HTTPError(status: 403, code: "forbidden", message: "this API key may not touch channel '\(channelID)'")
     }
 
     static func allows(_ key: GatewayConfiguration.APIKey, _ channelID: String) -> Bool {

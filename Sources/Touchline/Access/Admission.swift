@@ -14,7 +14,7 @@ import TouchlineRuntime
 /// without a body and without a known key goes to them as is.
 struct Admission: Sendable {
     let access: APIAccess
-    let router: HTTPRouter
+    let router: APIRouter
     let limits: RequestLimits
 
     /// The server's admission hook: nil admits the request.

@@ -6,47 +6,36 @@ import TouchlineStore
 
 /// The provider API under `/v1`, on the ingest loop. Replies that acknowledge a change are sent
 /// only after the store has committed it.
-extension ChannelService {
-    var router: HTTPRouter {
-        var router = HTTPRouter()
-        router.add(.post, "/v1/channels") { [self] request, _ in guarded(request) { () throws(HTTPError) in try create(request) } }
-        router.add(.get, "/v1/channels") { [self] request, _ in guarded(request) { () throws(HTTPError) in try list(request) } }
-        router.add(.get, "/v1/channels/{id}") { [self] request, parameters in
-            guarded(request) { () throws(HTTPError) in try show(request, id: parameters["id"]!) }
+extension ChannelService: APIFeature {
+    /// The channel routes, and (until they become features of their own) the personal,
+    /// kickoff, dead-letter and operator routes.
+    func addRoutes(to router: inout APIRouter) {
+        router.add(.post, "/v1/channels", scope: .anyKey) { [self] call throws(HTTPError) in try create(call) }
+        router.add(.get, "/v1/channels", scope: .anyKey) { [self] call throws(HTTPError) in try list(call) }
+        router.add(.get, "/v1/channels/{id}", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+            call.respond(.json(status: 200, try channel(call).json(now: clock.now())))
         }
-        router.add(.delete, "/v1/channels/{id}") { [self] request, parameters in
-            guarded(request) { () throws(HTTPError) in try delete(request, id: parameters["id"]!) }
-        }
-        router.add(.post, "/v1/channels/{id}/events") { [self] request, parameters in
-            guarded(request) { () throws(HTTPError) in
-                do throws(HTTPError) { try events(request, id: parameters["id"]!) } catch {
-                    metrics.rejectedEvents[error.code, default: 0] += 1
-                    throw error
-                }
+        router.add(.delete, "/v1/channels/{id}", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in try delete(call) }
+        router.add(.post, "/v1/channels/{id}/events", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+            do throws(HTTPError) { take(.events(call.request, receivedAt: .now), for: try channel(call)) } catch {
+                metrics.rejectedEvents[error.code, default: 0] += 1
+                throw error
             }
         }
-        router.add(.post, "/v1/channels/{id}/end") { [self] request, parameters in
-            guarded(request) { () throws(HTTPError) in try end(request, id: parameters["id"]!) }
+        router.add(.post, "/v1/channels/{id}/end", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+            take(.end(call.request), for: try channel(call))
         }
-        addTokenRoutes(to: &router)
         addPersonalRoutes(to: &router)
         addKickoffRoutes(to: &router)
         addDeadLetterRoutes(to: &router)
-        addEventRoutes(to: &router)
         addStatsRoutes(to: &router)
         addOperatorRoutes(to: &router)
-        addDashboardRoutes(to: &router)
-        return router
     }
 
-    /// Runs a route's handler, answering any refusal it throws.
-    func guarded(_ request: HTTPRequest, _ body: () throws(HTTPError) -> Void) {
-        do { try body() } catch { request.respond(error.response) }
-    }
-
-    /// The channel `id`, for a key whose scope covers it: 401/403 for the key, 404 for an unknown id.
-    func channel(_ request: HTTPRequest, id: String) throws(HTTPError) -> Channel {
-        _ = try access.key(for: request, channelID: id)
+    /// The channel of a ``APIScope/channel(parameter:)`` route (its key is already checked):
+    /// 404 for an unknown id.
+    func channel(_ call: APICall, parameter: String = "id") throws(HTTPError) -> Channel {
+        let id = try call.parameters.string(parameter)
         guard let channel = channels[id] else {
             throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(id)'")
         }
@@ -55,14 +44,14 @@ extension ChannelService {
 
     // MARK: Channels
 
-    private func create(_ request: HTTPRequest) throws(HTTPError) {
-        _ = try access.key(for: request)
+    private func create(_ call: APICall) throws(HTTPError) {
+        let request = call.request
         let body = try RequestBody(parsing: request.body, allowed: ["id", "storagePolicy", "policy", "attributes", "initialState"])
         let id = try body.required(body.string("id"), "id")
         guard (1...128).contains(id.utf8.count), id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }) else {
             throw body.invalid("id", "must be 1 to 128 characters of A-Z, a-z, 0-9, '-', '_', '.', ':'")
         }
-        _ = try access.key(for: request, channelID: id)
+        try APIAccess.require(try call.caller.requiredKey(), covers: id)
         let storageName = try body.required(body.string("storagePolicy"), "storagePolicy")
         guard let storage = ChannelStorage(rawValue: storageName) else {
             throw body.invalid("storagePolicy", "must be \"no-storage\" or \"most-recent\", got \"\(storageName)\"")
@@ -118,7 +107,7 @@ extension ChannelService {
             loop.execute { [self] in
                 if case .failure(let error) = result {
                     channels[id] = nil
-                    return answerWaiters(channel, Self.writeFailed(error, saving: "the channel").response)
+                    return answerWaiters(channel, HTTPError.writeFailed(error, saving: "the channel").response)
                 }
                 callCreate(channel)
             }
@@ -166,7 +155,7 @@ extension ChannelService {
             loop.execute { [self] in
                 channel.createInFlight = false
                 if case .failure(let error) = stored {
-                    return answerWaiters(channel, Self.writeFailed(error, saving: "the APNs channel id").response)
+                    return answerWaiters(channel, HTTPError.writeFailed(error, saving: "the APNs channel id").response)
                 }
                 channel.unsavedAPNsChannelID = nil
                 markCreated(channel, apnsID: apnsID)
@@ -193,8 +182,9 @@ extension ChannelService {
 
     /// Channels the key may see, by id, a page at a time: `?limit=` (1 to 1000, default 100) and
     /// `?after=<id>`; the answer's `next` is the `after` of the following page (absent on the last).
-    private func list(_ request: HTTPRequest) throws(HTTPError) {
-        let key = try access.key(for: request)
+    private func list(_ call: APICall) throws(HTTPError) {
+        let request = call.request
+        let key = try call.caller.requiredKey()
         var limit = 100
         if let text = request.target.queryValue("limit") {
             guard let value = Int(text), (1...1000).contains(value) else {
@@ -213,12 +203,10 @@ extension ChannelService {
         request.respond(.json(status: 200, .object(members)))
     }
 
-    private func show(_ request: HTTPRequest, id: String) throws(HTTPError) {
-        request.respond(.json(status: 200, try channel(request, id: id).json(now: clock.now())))
-    }
-
-    private func delete(_ request: HTTPRequest, id: String) throws(HTTPError) {
-        let channel = try channel(request, id: id)
+    private func delete(_ call: APICall) throws(HTTPError) {
+        let request = call.request
+        let channel = try channel(call)
+        let id = channel.id
         guard channel.createWaiters.isEmpty && !channel.isAdopting && !channel.createInFlight else {
             throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is being created at APNs; delete it once that has answered")
         }
@@ -226,7 +214,7 @@ extension ChannelService {
             store.submit(WriteBatch([.deleteChannel(channelID: id)] + (channel.apnsDeleted ? [] : channelEvent(.channelDeleted, of: channel)))) { [self] result in
                 loop.execute { [self] in
                     if case .failure(let error) = result {
-                        request.respond(Self.writeFailed(error, saving: "the channel's deletion").response)
+                        request.respond(HTTPError.writeFailed(error, saving: "the channel's deletion").response)
                         return
                     }
                     channel.timer?.cancel()
@@ -248,15 +236,5 @@ extension ChannelService {
                 forget()
             }
         }
-    }
-
-    // MARK: Events
-
-    private func events(_ request: HTTPRequest, id: String) throws(HTTPError) {
-        take(.events(request, receivedAt: .now), for: try channel(request, id: id))
-    }
-
-    private func end(_ request: HTTPRequest, id: String) throws(HTTPError) {
-        take(.end(request), for: try channel(request, id: id))
     }
 }

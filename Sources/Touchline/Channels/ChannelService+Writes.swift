@@ -46,25 +46,9 @@ extension ChannelService {
         startWrite(of: [input], for: channel)
     }
 
-    /// 503 with `Retry-After` while `store` cannot write: nothing is taken that could not be stored.
+    /// 503 with `Retry-After` while `store` (default: the channel store) cannot write.
     func requireWritableStore(_ store: StoreWriter? = nil) throws(HTTPError) {
-        let health = (store ?? self.store).health
-        guard let failure = health.failure else { return }
-        throw Self.storeUnavailable(failure)
-    }
-
-    /// The answer to input whose commit failed, or that came while the store is failing.
-    static func storeUnavailable(_ failure: StoreError) -> HTTPError {
-        HTTPError(status: 503, code: "store_unavailable",
-                  message: "the store cannot write (\(failure)); nothing was stored, retry the same request",
-                  headers: [("Retry-After", "1")])
-    }
-
-    /// The answer to a write that failed: 503 with `Retry-After` when the storage failed (the
-    /// retry will be stored once it recovers), 500 when the store refused this write itself.
-    static func writeFailed(_ error: StoreError, saving what: String) -> HTTPError {
-        error.isStorageFailure ? storeUnavailable(error)
-            : HTTPError(status: 500, code: "store_failed", message: "saving \(what) failed: \(error)")
+        try (store ?? self.store).requireWritable()
     }
 
     private func refuse(_ input: ChannelRequest, _ error: HTTPError) {
@@ -121,7 +105,7 @@ extension ChannelService {
             // The state is already saved with the write: the engine's own `.persist` is skipped.
             if isCurrent { perform(write.actions.filter { if case .persist = $0 { false } else { true } }, on: channel) }
         case .failure(let error):
-            let refusal = Self.writeFailed(error, saving: "the channel's input")
+            let refusal = HTTPError.writeFailed(error, saving: "the channel's input")
             if error.isStorageFailure { log.error("a channel write failed; nothing of it was applied", channel: channel.id, error: error) }
             for (request, _) in write.answers {
                 metrics.rejectedEvents[refusal.code, default: 0] += 1
@@ -135,7 +119,7 @@ extension ChannelService {
         channel.waitingRequests = []
         guard !waiting.isEmpty else { return }
         if let failure = store.health.failure {
-            for input in waiting { refuse(input, Self.storeUnavailable(failure)) }
+            for input in waiting { refuse(input, HTTPError.storeUnavailable(failure)) }
         } else if isCurrent {
             startWrite(of: waiting, for: channel)
         } else {

@@ -9,28 +9,25 @@ import TouchlineStore
 /// `/healthz` and `/readyz` never need a key (probes and load balancers carry none); `/metrics`
 /// needs one only with `metrics.requireKey`.
 extension ChannelService {
-    func addOperatorRoutes(to router: inout HTTPRouter) {
-        router.add(.get, "/metrics") { [self] request, _ in
-            guarded(request) { () throws(HTTPError) in
-                if metricsSettings.requireKey { _ = try access.key(for: request) }
-                gatherLoopSnapshots { [self] loops in
-                    let respond: @Sendable ([MetricFamily]) -> Void = { [self] webhookFamilies in
-                        let text = PrometheusTextEncoder.encode(metricFamilies(loops) + storeMetricFamilies() + webhookFamilies)
-                        request.respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusTextEncoder.contentType)],
-                                                     body: Array(text.utf8)))
-                    }
-                    guard let webhooks else { return respond([]) }
-                    webhooks.snapshot { [self] snapshot in loop.execute { [self] in respond(webhookMetricFamilies(snapshot)) } }
+    func addOperatorRoutes(to router: inout APIRouter) {
+        router.add(.get, "/metrics", scope: metricsSettings.requireKey ? .anyKey : .open) { [self] call throws(HTTPError) in
+            gatherLoopSnapshots { [self] loops in
+                let respond: @Sendable ([MetricFamily]) -> Void = { [self] webhookFamilies in
+                    let text = PrometheusTextEncoder.encode(metricFamilies(loops) + storeMetricFamilies() + webhookFamilies)
+                    call.respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusTextEncoder.contentType)],
+                                              body: Array(text.utf8)))
                 }
+                guard let webhooks else { return respond([]) }
+                webhooks.snapshot { [self] snapshot in loop.execute { [self] in respond(webhookMetricFamilies(snapshot)) } }
             }
         }
-        router.add(.get, "/healthz") { request, _ in
-            request.respond(.json(status: 200, ["status": "alive"]))
+        router.add(.get, "/healthz", scope: .open) { call throws(HTTPError) in
+            call.respond(.json(status: 200, ["status": "alive"]))
         }
-        router.add(.get, "/readyz") { [self] request, _ in
+        router.add(.get, "/readyz", scope: .open) { [self] call throws(HTTPError) in
             gatherLoopSnapshots { [self] loops in
                 let readiness = readinessJSON(loops)
-                request.respond(.json(status: readiness.ready ? 200 : 503, readiness.body))
+                call.respond(.json(status: readiness.ready ? 200 : 503, readiness.body))
             }
         }
     }

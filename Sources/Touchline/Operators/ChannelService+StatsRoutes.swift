@@ -9,19 +9,15 @@ import TouchlineStore
 /// connection and personal-queue figures are the gateway's. The per-channel builder is
 /// ``Channel/statsJSON(now:)``.
 extension ChannelService {
-    func addStatsRoutes(to router: inout HTTPRouter) {
-        router.add(.get, "/v1/stats") { [self] request, _ in
-            guarded(request) { () throws(HTTPError) in
-                let key = try access.key(for: request)
-                gatherLoopSnapshots { [self] loops in
-                    request.respond(.json(status: 200, statsJSON(visibleTo: key, loops: loops)))
-                }
+    func addStatsRoutes(to router: inout APIRouter) {
+        router.add(.get, "/v1/stats", scope: .anyKey) { [self] call throws(HTTPError) in
+            let key = try call.caller.requiredKey()
+            gatherLoopSnapshots { [self] loops in
+                call.respond(.json(status: 200, statsJSON(visibleTo: key, loops: loops)))
             }
         }
-        router.add(.get, "/v1/channels/{id}/stats") { [self] request, parameters in
-            guarded(request) { () throws(HTTPError) in
-                request.respond(.json(status: 200, try channel(request, id: parameters["id"]!).statsJSON(now: clock.now())))
-            }
+        router.add(.get, "/v1/channels/{id}/stats", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+            call.respond(.json(status: 200, try channel(call).statsJSON(now: clock.now())))
         }
     }
 

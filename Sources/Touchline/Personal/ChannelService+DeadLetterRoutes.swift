@@ -12,15 +12,12 @@ extension ChannelService {
     /// Dead letters one replay takes at most.
     static let maximumReplay = 10_000
 
-    func addDeadLetterRoutes(to router: inout HTTPRouter) {
-        router.add(.get, "/v1/deadletters") { [self] request, _ in
-            adminRequest(request, for: "dead letters") { () throws(HTTPError) in try listDeadLetters(request) }
-        }
-        router.add(.post, "/v1/deadletters/replay") { [self] request, _ in
-            adminRequest(request, for: "dead letters") { () throws(HTTPError) in
-                try idempotently(request, route: Self.idempotentRoutes.replay) { claim throws(HTTPError) in
-                    try replayDeadLetters(request, idempotency: claim)
-                }
+    func addDeadLetterRoutes(to router: inout APIRouter) {
+        let scope = APIScope.admin(purpose: "dead letters")
+        router.add(.get, "/v1/deadletters", scope: scope) { [self] call throws(HTTPError) in try listDeadLetters(call.request) }
+        router.add(.post, "/v1/deadletters/replay", scope: scope) { [self] call throws(HTTPError) in
+            try idempotently(call, route: Self.idempotentRoutes.replay) { claim throws(HTTPError) in
+                try replayDeadLetters(call.request, idempotency: claim)
             }
         }
     }

@@ -11,18 +11,18 @@ import TouchlineStore
 /// (one payload encoded once, fanned out on the personal loop, answered 202 once durable), but
 /// scoped like the channel's other routes: an admin key or a provider key whose prefix covers it.
 extension ChannelService {
-    func addKickoffRoutes(to router: inout HTTPRouter) {
-        router.add(.post, "/v1/channels/{id}/start") { [self] request, parameters in
-            guarded(request) { () throws(HTTPError) in
-                try idempotently(request, route: Self.idempotentRoutes.kickoff) { claim throws(HTTPError) in
-                    try startActivities(request, channelID: parameters["id"]!, idempotency: claim)
-                }
+    func addKickoffRoutes(to router: inout APIRouter) {
+        router.add(.post, "/v1/channels/{id}/start", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+            try idempotently(call, route: Self.idempotentRoutes.kickoff) { claim throws(HTTPError) in
+                try startActivities(call, idempotency: claim)
             }
         }
     }
 
-    private func startActivities(_ request: HTTPRequest, channelID: String, idempotency claim: IdempotencyClaim?) throws(HTTPError) {
-        let channel = try channel(request, id: channelID)
+    private func startActivities(_ call: APICall, idempotency claim: IdempotencyClaim?) throws(HTTPError) {
+        let request = call.request
+        let channel = try channel(call)
+        let channelID = channel.id
         guard let apnsID = channel.apnsChannelID else {
             throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is still being created at APNs")
         }
@@ -33,7 +33,7 @@ extension ChannelService {
         let body = try RequestBody(parsing: request.body, allowed: ["audience", "attributesType", "attributes", "alert", "contentState",
                                                                            "priority", "expiration"])
         let audienceFields = try RequestBody(try body.required(body.object("audience"), "audience"), allowed: ["follows"], prefix: "audience.")
-        let follow = try ChannelService.validFollow(try audienceFields.required(audienceFields.string("follows"), "follows"),
+        let follow = try TokenRegistration.validFollow(try audienceFields.required(audienceFields.string("follows"), "follows"),
                                                     field: "follows", in: audienceFields)
         let attributesType = try body.required(body.string("attributesType"), "attributesType")
         guard !attributesType.isEmpty else { throw body.invalid("attributesType", "must not be empty (the app's ActivityAttributes type)") }

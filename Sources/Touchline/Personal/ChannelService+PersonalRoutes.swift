@@ -11,28 +11,15 @@ import TouchlineStore
 /// built and encoded here, once; the job is answered 202 once it is durable and then handed to
 /// the personal loop, so the fan-out never runs on the ingest loop.
 extension ChannelService {
-    func addPersonalRoutes(to router: inout HTTPRouter) {
-        router.add(.post, "/v1/personal") { [self] request, _ in
-            adminRequest(request, for: "personal pushes") { () throws(HTTPError) in
-                try idempotently(request, route: Self.idempotentRoutes.personal) { claim throws(HTTPError) in
-                    try createPersonalJob(request, idempotency: claim)
-                }
+    func addPersonalRoutes(to router: inout APIRouter) {
+        let scope = APIScope.admin(purpose: "personal pushes")
+        router.add(.post, "/v1/personal", scope: scope) { [self] call throws(HTTPError) in
+            try idempotently(call, route: Self.idempotentRoutes.personal) { claim throws(HTTPError) in
+                try createPersonalJob(call.request, idempotency: claim)
             }
         }
-        router.add(.get, "/v1/personal/{job}") { [self] request, parameters in
-            adminRequest(request, for: "personal pushes") { () throws(HTTPError) in try showPersonalJob(request, id: parameters["job"]!) }
-        }
-    }
-
-    /// Runs `body` for an admin key; any other key is refused with 403 naming `purpose`.
-    func adminRequest(_ request: HTTPRequest, for purpose: String, _ body: () throws(HTTPError) -> Void) {
-        do throws(HTTPError) {
-            guard try access.key(for: request).scope == .admin else {
-                throw HTTPError(status: 403, code: "forbidden", message: "\(purpose) need an admin API key")
-            }
-            try body()
-        } catch {
-            request.respond(error.response)
+        router.add(.get, "/v1/personal/{job}", scope: scope) { [self] call throws(HTTPError) in
+            try showPersonalJob(call.request, id: try call.parameters.string("job"))
         }
     }
 
@@ -131,7 +118,7 @@ extension ChannelService {
                     request.respond(.json(status: 202, answer))
                     for job in jobs { personal.run(job) }
                 case .failure(let error):
-                    request.respond(Self.writeFailed(error, saving: "the job").response)
+                    request.respond(HTTPError.writeFailed(error, saving: "the job").response)
                 }
             }
         }
@@ -164,9 +151,9 @@ extension ChannelService {
         let token = try fields.string("token"), userID = try fields.string("userId"), follow = try fields.string("follows")
         switch (token, userID, follow) {
         case (let token?, nil, nil):
-            return .token(try validToken(token, field: fields))
-        case (nil, let userID?, nil): return .userID(try ChannelService.validUserID(userID, field: "userId", in: fields))
-        case (nil, nil, let follow?): return .follows(try ChannelService.validFollow(follow, field: "follows", in: fields))
+            return .token(try TokenRegistration.validToken(token, field: fields))
+        case (nil, let userID?, nil): return .userID(try TokenRegistration.validUserID(userID, field: "userId", in: fields))
+        case (nil, nil, let follow?): return .follows(try TokenRegistration.validFollow(follow, field: "follows", in: fields))
         default:
             throw HTTPError(status: 400, code: "invalid_field",
                             message: "field 'audience' must hold exactly one non-empty 'token', 'userId' or 'follows'")

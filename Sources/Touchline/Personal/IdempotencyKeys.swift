@@ -108,9 +108,10 @@ extension ChannelService {
     /// request, answers the stored answer instead; with one stored for another request, 422;
     /// with one whose request is still being committed, 409. Otherwise `body` gets the claim to
     /// commit with its jobs (``submitPersonalJobs(_:with:for:answer:idempotency:settled:)``).
-    func idempotently(_ request: HTTPRequest, route: String,
+    func idempotently(_ call: APICall, route: String,
                       _ body: (IdempotencyClaim?) throws(HTTPError) -> Void) throws(HTTPError) {
-        let key = try access.key(for: request)
+        let request = call.request
+        let key = try call.caller.requiredKey()
         guard let clientKey = try IdempotencyClaim.clientKey(in: request.head.fields) else { return try body(nil) }
         let claim = IdempotencyClaim(slot: .init(scope: IdempotencyClaim.scope(of: key), route: route, key: clientKey),
                                             requestHash: IdempotencyClaim.requestHash(of: request))

@@ -219,7 +219,7 @@ final class PersonalDispatcher: @unchecked Sendable {
             guard !isStopping else { return }
             // A token stored by an older, laxer version (odd length, not hex) is dead-lettered
             // as broken rather than sent for APNs to refuse.
-            guard ChannelService.isWellFormedToken(token) else {
+            guard TokenRegistration.isWellFormedToken(token) else {
                 for action in running.job.outcome(token: token, result: .permanent(reason: Self.invalidStoredTokenReason), now: clock.now()) {
                     perform(action, for: running)
                 }

@@ -1,53 +1,77 @@
-/// Dispatches requests by method and path pattern, e.g. `POST /v1/channels/{id}/events`.
+/// Dispatches requests by method and path pattern, e.g. `POST /v1/channels/{id}/events`, after
+/// checking each route's declared authorization scope, and answers whatever a handler throws.
+///
+/// Routes are a table (``routes``): method, pattern and scope are data, so what the server
+/// serves can be listed and checked (the API document's test reads this table), and no handler
+/// repeats its own authorization or error wrapper. The scope's meaning belongs to the
+/// application: its ``HTTPRouteAuthorizer`` turns a request and a scope into the caller the
+/// handler gets, or refuses it (401, 403) before the handler runs.
 ///
 /// A path no route matches gets a 404 JSON error; a path that matches only under other methods
 /// gets a 405 JSON error with `Allow`. A literal segment wins over a parameter: when
 /// `POST /v1/tokens/batch` and `DELETE /v1/tokens/{token}` both exist, `/v1/tokens/batch` belongs
-/// to the first alone (a `DELETE` there is a 405, not a delete of a token named "batch"). Parameters are percent-decoded; a parameter whose encoding
-/// is invalid makes its route not match. Built once at start-up, then used on the server's loop.
-public struct HTTPRouter: Sendable {
-    /// The route's handler, on the server's loop, with the path parameters by name.
-    public typealias Handler = @Sendable (HTTPRequest, HTTPRouteParameters) -> Void
+/// to the first alone (a `DELETE` there is a 405, not a delete of a token named "batch").
+/// Parameters are percent-decoded; a parameter whose encoding is invalid makes its route not
+/// match. Built once at start-up, then used on the server's loop.
+public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
+    /// A route's handler, on the server's loop; what it throws is answered for it.
+    public typealias Handler = @Sendable (HTTPRouteCall<Authorizer.Caller>) throws(HTTPError) -> Void
 
-    private enum Segment: Sendable, Equatable {
+    /// One row of the table.
+    public struct Route: Sendable {
+        public let method: HTTPMethod
+        /// The path as declared, `{name}` marking a parameter segment.
+        public let pattern: String
+        public let scope: Authorizer.Scope
+        fileprivate let segments: [Segment]
+        fileprivate let handler: Handler
+
+        /// 1 for a literal segment, 0 for a parameter: the larger mask (compared in order) is
+        /// the more specific pattern.
+        fileprivate var literalMask: [Int] { segments.map { if case .literal = $0 { 1 } else { 0 } } }
+    }
+
+    fileprivate enum Segment: Sendable, Equatable {
         case literal(String)
         case parameter(String)
     }
 
-    private struct Route: Sendable {
-        var method: HTTPMethod
-        var segments: [Segment]
-        var handler: Handler
+    /// Every route, in the order added.
+    public private(set) var routes: [Route] = []
+    private let authorizer: Authorizer
 
-        /// 1 for a literal segment, 0 for a parameter: the larger mask (compared in order) is
-        /// the more specific pattern.
-        var literalMask: [Int] { segments.map { if case .literal = $0 { 1 } else { 0 } } }
+    public init(authorizer: Authorizer) {
+        self.authorizer = authorizer
     }
 
-    private var routes: [Route] = []
-
-    public init() {}
-
     /// Adds a route; `pattern` is a path whose `{name}` segments capture one path segment each.
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, handler: @escaping Handler) {
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, scope: Authorizer.Scope, handler: @escaping Handler) {
         let segments = pathSegments(pattern).map { segment -> Segment in
             if segment.hasPrefix("{") && segment.hasSuffix("}") { return .parameter(String(segment.dropFirst().dropLast())) }
             return .literal(String(segment))
         }
-        routes.append(Route(method: method, segments: segments, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, scope: scope, segments: segments, handler: handler))
     }
 
-    /// Routes `request` to its handler or answers it with a 404 or 405 error.
+    /// Routes `request`: authorizes it for its route's scope and runs the handler, or answers
+    /// with the refusal (404, 405, the authorizer's, or what the handler threw).
     public func handle(_ request: HTTPRequest) {
-        switch resolve(method: request.method, path: request.path) {
-        case .found(let handler, let parameters): handler(request, parameters)
-        case .refused(let error): request.respond(error.response)
+        do throws(HTTPError) {
+            switch resolve(method: request.method, path: request.path) {
+            case .found(let route, let parameters):
+                let caller = try authorizer.authorize(request, for: route.scope, parameters: parameters)
+                try route.handler(HTTPRouteCall(request: request, caller: caller, parameters: parameters))
+            case .refused(let error):
+                throw error
+            }
+        } catch {
+            request.respond(error.response)
         }
     }
 
-    /// What ``handle(_:)`` would do for `method` and `path`.
+    /// What ``handle(_:)`` would route `method` and `path` to.
     public enum Resolution: Sendable {
-        case found(Handler, HTTPRouteParameters)
+        case found(Route, HTTPRouteParameters)
         case refused(HTTPError)
     }
 
@@ -58,7 +82,7 @@ public struct HTTPRouter: Sendable {
         let owner = matches.map { $0.0.literalMask }.max { $0.lexicographicallyPrecedes($1) }
         var allowed: [HTTPMethod] = []
         for (route, parameters) in matches where route.literalMask == owner {
-            if route.method == method { return .found(route.handler, parameters) }
+            if route.method == method { return .found(route, parameters) }
             if !allowed.contains(route.method) { allowed.append(route.method) }
         }
         if allowed.isEmpty {
@@ -86,16 +110,11 @@ public struct HTTPRouter: Sendable {
     }
 }
 
-/// The values captured by a route's `{name}` segments.
-public struct HTTPRouteParameters: Sendable {
-    fileprivate(set) var values: [(name: String, value: String)] = []
-
-    public subscript(name: String) -> String? {
-        values.first { $0.name == name }?.value
-    }
+/// Splits a path on `/`, ignoring a trailing slash (`/v1/channels/` is `/v1/channels`).
+private func pathSegments(_ path: Substring) -> [Substring] {
+    path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().reversed().drop { $0.isEmpty }.reversed()
 }
 
-/// Splits a path on `/`, ignoring a trailing slash (`/v1/channels/` is `/v1/channels`).
 private func pathSegments(_ path: String) -> [Substring] {
-    path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().reversed().drop { $0.isEmpty }.reversed()
+    pathSegments(path[...])
 }

@@ -10,25 +10,29 @@ import TouchlineRuntime
 /// page asks the operator for an API key, keeps it in `sessionStorage` and sends it as
 /// `Authorization: Bearer` on every call, including `GET /v1/stream`, which it reads with
 /// `fetch` rather than `EventSource` so the key never has to travel in a URL.
-extension ChannelService {
-    func addDashboardRoutes(to router: inout HTTPRouter) {
-        router.add(.get, "/") { request, _ in request.respond(DashboardAssets.page) }
-        router.add(.get, "/channels/{id}") { request, _ in request.respond(DashboardAssets.page) }
-        router.add(.get, "/dashboard.js") { request, _ in request.respond(DashboardAssets.script) }
-        router.add(.get, "/dashboard.css") { request, _ in request.respond(DashboardAssets.style) }
-        router.add(.get, "/v1/stream") { [self] request, _ in
-            guarded(request) { () throws(HTTPError) in try openEventStream(request) }
-        }
+///
+/// The live feed reads the channels, so this feature holds the ``ChannelService`` (on the
+/// ingest loop, like the feed) and makes the feed on the first `GET /v1/stream`.
+struct DashboardAPI: APIFeature {
+    let service: ChannelService
+
+    func addRoutes(to router: inout APIRouter) {
+        router.add(.get, "/", scope: .open) { call throws(HTTPError) in call.respond(DashboardAssets.page) }
+        router.add(.get, "/channels/{id}", scope: .open) { call throws(HTTPError) in call.respond(DashboardAssets.page) }
+        router.add(.get, "/dashboard.js", scope: .open) { call throws(HTTPError) in call.respond(DashboardAssets.script) }
+        router.add(.get, "/dashboard.css", scope: .open) { call throws(HTTPError) in call.respond(DashboardAssets.style) }
+        router.add(.get, "/v1/stream", scope: .anyKey) { call throws(HTTPError) in try openEventStream(call) }
     }
 
     /// `GET /v1/stream[?channel=<id>]`: Server-Sent Events with snapshots of the channels the
     /// key may see (see ``LiveFeed``).
-    private func openEventStream(_ request: HTTPRequest) throws(HTTPError) {
-        let key = try access.key(for: request)
+    private func openEventStream(_ call: APICall) throws(HTTPError) {
+        let request = call.request
+        let key = try call.caller.requiredKey()
         let channelID = request.target.queryValue("channel")
-        if let channelID { _ = try access.key(for: request, channelID: channelID) }
-        let stream = eventStream ?? LiveFeed(service: self)
-        eventStream = stream
+        if let channelID { try APIAccess.require(key, covers: channelID) }
+        let stream = service.eventStream ?? LiveFeed(service: service)
+        service.eventStream = stream
         try stream.connect(request, key: key, channelID: channelID)
     }
 }

@@ -9,10 +9,16 @@ import TouchlineStore
 /// following page, also when the page is empty, so a poller keeps its place. Events stay for
 /// the webhook retention (`webhooks.retentionSeconds`). Admin keys only: the stream covers
 /// every channel and every personal job, whatever a prefix key may see.
-extension ChannelService {
-    func addEventRoutes(to router: inout HTTPRouter) {
-        router.add(.get, "/v1/events") { [self] request, _ in
-            adminRequest(request, for: "webhook events") { () throws(HTTPError) in try listEvents(request) }
+///
+/// Owns only the ingest loop (where answers are made) and the webhook delivery that reads both
+/// outboxes; nil in a gateway built without webhooks (503 `events_unavailable`).
+struct WebhookEventsAPI: APIFeature {
+    let loop: EventLoop
+    let webhooks: WebhookDelivery?
+
+    func addRoutes(to router: inout APIRouter) {
+        router.add(.get, "/v1/events", scope: .admin(purpose: "webhook events")) { call throws(HTTPError) in
+            try listEvents(call.request)
         }
     }
 

@@ -1,0 +1,57 @@
+import TouchlineRuntime
+
+/// Who may call a route of the provider API, declared with the route (``APIRouter``).
+enum APIScope: Sendable, Equatable {
+    /// Anyone, without a key: the probes, the dashboard's files, `/metrics` unless it needs a key.
+    case open
+    /// Any known key; what a prefix key sees is narrowed by the handler (lists, stats).
+    case anyKey
+    /// Admin keys only; `purpose` names the routes in the 403 ("personal pushes need an admin API key").
+    case admin(purpose: String)
+    /// A key whose scope covers the channel id in the path segment `parameter`.
+    case channel(parameter: String)
+}
+
+/// The caller of a route as the authorizer found it.
+struct APICaller: Sendable {
+    /// The key the request presented; nil on ``APIScope/open`` routes.
+    let key: GatewayConfiguration.APIKey?
+
+    /// The caller's key: a 401 (never a trap) should an open route ask for one.
+    func requiredKey() throws(HTTPError) -> GatewayConfiguration.APIKey {
+        guard let key else {
+            throw HTTPError(status: 401, code: "missing_api_key", message: "this route needs an API key; send Authorization: Bearer <api key>",
+                            headers: [("WWW-Authenticate", "Bearer")])
+        }
+        return key
+    }
+}
+
+/// Checks a request against its route's ``APIScope`` with the configured keys, before the
+/// handler runs: 401 without a known key, 403 outside the key's scope.
+struct APIAuthorizer: HTTPRouteAuthorizer {
+    let access: APIAccess
+
+    func authorize(_ request: HTTPRequest, for scope: APIScope, parameters: HTTPRouteParameters) throws(HTTPError) -> APICaller {
+        switch scope {
+        case .open:
+            return APICaller(key: nil)
+        case .anyKey:
+            return APICaller(key: try access.key(for: request))
+        case .admin(let purpose):
+            let key = try access.key(for: request)
+            guard key.scope == .admin else {
+                throw HTTPError(status: 403, code: "forbidden", message: "\(purpose) need an admin API key")
+            }
+            return APICaller(key: key)
+        case .channel(let parameter):
+            return APICaller(key: try access.key(for: request, channelID: try parameters.string(parameter)))
+        }
+    }
+}
+
+/// The provider API's router: routes declared with their ``APIScope``.
+typealias APIRouter = HTTPRouter<APIAuthorizer>
+
+/// What a provider-API handler gets.
+typealias APICall = HTTPRouteCall<APICaller>

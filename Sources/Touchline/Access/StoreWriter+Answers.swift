@@ -1,0 +1,28 @@
+import TouchlineRuntime
+import TouchlineStore
+
+/// How the API answers for its stores: every feature refuses the same way while a store is
+/// failing, and answers a failed write the same way.
+extension StoreWriter {
+    /// 503 with `Retry-After` while the store cannot write: nothing is taken that could not be stored.
+    func requireWritable() throws(HTTPError) {
+        guard let failure = health.failure else { return }
+        throw HTTPError.storeUnavailable(failure)
+    }
+}
+
+extension HTTPError {
+    /// The answer to input whose commit failed, or that came while the store is failing.
+    static func storeUnavailable(_ failure: StoreError) -> HTTPError {
+        HTTPError(status: 503, code: "store_unavailable",
+                  message: "the store cannot write (\(failure)); nothing was stored, retry the same request",
+                  headers: [("Retry-After", "1")])
+    }
+
+    /// The answer to a write that failed: 503 with `Retry-After` when the storage failed (the
+    /// retry will be stored once it recovers), 500 when the store refused this write itself.
+    static func writeFailed(_ error: StoreError, saving what: String) -> HTTPError {
+        error.isStorageFailure ? storeUnavailable(error)
+            : HTTPError(status: 500, code: "store_failed", message: "saving \(what) failed: \(error)")
+    }
+}

@@ -1,0 +1,114 @@
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// The token registry under `/v1/tokens`: the app's backend registers the ActivityKit push
+/// tokens of its users here, for personal pushes and push-to-start.
+///
+/// Tokens belong to the app, not to a provider's channels, so these routes need an admin key.
+/// Writes are answered after the store has committed them; reads use the gateway's own
+/// read connection on the ingest loop (small indexed look-ups).
+///
+/// Owns what the routes need: the personal store (writes), the registry's read connection, and
+/// a look-up of the channels an update token may name. On the ingest loop (`@unchecked
+/// Sendable` only so route closures and store completions can capture it).
+final class TokensAPI: APIFeature, @unchecked Sendable {
+    private let loop: EventLoop
+    private let clock: any WallClock
+    private let personalStore: StoreWriter
+    private let tokenReader: SQLiteTokenReader
+    /// Whether a channel id names a channel of this gateway (an update token must).
+    private let isKnownChannel: (String) -> Bool
+
+    init(loop: EventLoop, clock: any WallClock, personalStore: StoreWriter, tokenReader: SQLiteTokenReader,
+         isKnownChannel: @escaping (String) -> Bool) {
+        self.loop = loop
+        self.clock = clock
+        self.personalStore = personalStore
+        self.tokenReader = tokenReader
+        self.isKnownChannel = isKnownChannel
+    }
+
+    func addRoutes(to router: inout APIRouter) {
+        let scope = APIScope.admin(purpose: "token registry routes")
+        router.add(.post, "/v1/tokens", scope: scope) { [self] call throws(HTTPError) in try registerToken(call.request) }
+        router.add(.post, "/v1/tokens/batch", scope: scope) { [self] call throws(HTTPError) in try registerTokens(call.request) }
+        router.add(.get, "/v1/tokens", scope: scope) { [self] call throws(HTTPError) in try listTokens(call.request) }
+        router.add(.delete, "/v1/tokens/{token}", scope: scope) { [self] call throws(HTTPError) in
+            try deleteToken(call.request, token: try call.parameters.string("token"))
+        }
+    }
+
+
+    private func registerToken(_ request: HTTPRequest) throws(HTTPError) {
+        let record = try TokenRegistration.record(RequestBody(parsing: request.body, allowed: TokenRegistration.fields), now: clock.now(), isKnownChannel: isKnownChannel)
+        try commit([record], for: request, savedAs: "the token") { .json(status: 201, TokenRegistration.json(record)) }
+    }
+
+    /// `{"tokens": [registration, ...]}`: every registration is validated before anything is
+    /// written (the first bad one is named by its index), then all of them commit in one store
+    /// submit, so a bulk import costs one group commit per request instead of one per token.
+    private func registerTokens(_ request: HTTPRequest) throws(HTTPError) {
+        let body = try RequestBody(parsing: request.body, allowed: ["tokens"])
+        guard case .array(let items) = try body.required(body.value("tokens"), "tokens"),
+              (1...TokenRegistration.maximumBatchSize).contains(items.count) else {
+            throw body.invalid("tokens", "must be an array of 1 to \(TokenRegistration.maximumBatchSize) token registrations")
+        }
+        let now = clock.now()
+        var records: [TokenRecord] = []
+        records.reserveCapacity(items.count)
+        for (index, item) in items.enumerated() {
+            records.append(try TokenRegistration.record(RequestBody(item, allowed: TokenRegistration.fields, prefix: "tokens[\(index)]."), now: now,
+                                                        isKnownChannel: isKnownChannel))
+        }
+        let registered = JSONValue.object([.init("registered", .integer(Int64(records.count)))])
+        try commit(records, for: request, savedAs: "the tokens") { .json(status: 201, registered) }
+    }
+
+    /// Registers `records` in one store submit and answers with `response()` once committed.
+    private func commit(_ records: [TokenRecord], for request: HTTPRequest, savedAs what: String,
+                        response: @escaping @Sendable () -> HTTPResponse) throws(HTTPError) {
+        try personalStore.requireWritable()
+        personalStore.submit(records.map { .registerToken($0) }) { [self] result in
+            loop.execute {
+                switch result {
+                case .success: request.respond(response())
+                case .failure(let error):
+                    request.respond(HTTPError.writeFailed(error, saving: what).response)
+                }
+            }
+        }
+    }
+
+    private func listTokens(_ request: HTTPRequest) throws(HTTPError) {
+        guard let userID = request.target.queryValue("userId"), !userID.isEmpty else {
+            throw HTTPError(status: 400, code: "invalid_query", message: "query 'userId' is required (tokens are listed per user)")
+        }
+        let records: [TokenRecord]
+        do { records = try tokenReader.tokens(userID: userID) } catch {
+            throw HTTPError(status: 500, code: "store_failed", message: "reading tokens failed: \(error)")
+        }
+        request.respond(.json(status: 200, .object([.init("tokens", .array(records.map(TokenRegistration.json)))])))
+    }
+
+    private func deleteToken(_ request: HTTPRequest, token rawToken: String) throws(HTTPError) {
+        let token = rawToken.lowercased()
+        let known: TokenRecord?
+        do { known = try tokenReader.token(token) } catch {
+            throw HTTPError(status: 500, code: "store_failed", message: "reading the token failed: \(error)")
+        }
+        guard known != nil else {
+            throw HTTPError(status: 404, code: "token_not_found", message: "no token \(token.prefix(8))… is registered")
+        }
+        try personalStore.requireWritable()
+        personalStore.submit([.deleteToken(token)]) { [self] result in
+            loop.execute {
+                switch result {
+                case .success: request.respond(.json(status: 200, .object([.init("deleted", true)])))
+                case .failure(let error):
+                    request.respond(HTTPError.writeFailed(error, saving: "the token's deletion").response)
+                }
+            }
+        }
+    }
+}

@@ -32,6 +32,8 @@ public final class Gateway: Sendable {
         var personalStore: StoreWriter
         var connections: APNsConnections
         var service: ChannelService
+        /// The registry's read connection of the ingest loop's features, closed there at shutdown.
+        var tokenReader: UncheckedTokenReader
         var router: APIRouter
         var server: UncheckedServer
         var mock: MockAPNsServer?
@@ -159,7 +161,7 @@ public final class Gateway: Sendable {
                                                      log: log.named("personal"))
             let tokenReader = try SQLiteTokenReader(path: personalStore.path)
             let service = ChannelService(loop: ingestLoop, store: store, personalStore: personalStore,
-                                         broadcastPressure: broadcastPressure, tokenReader: tokenReader,
+                                         broadcastPressure: broadcastPressure,
                                          dispatcher: BroadcastDispatcher(connections: connections, ingestLoop: ingestLoop,
                                                                        pressure: broadcastPressure),
                                          personal: personal, webhooks: webhooks,
@@ -169,14 +171,25 @@ public final class Gateway: Sendable {
             let access = APIAccess(keys: configuration.apiKeys)
             let httpLog = log.named("http")
             let unsafeReader = UncheckedReader(reader: reader)
+            let intake = PersonalJobIntake(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
+                                           personal: personal, idempotency: configuration.idempotency)
             let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
                                    isKnownChannel: { [service] id in service.channels[id] != nil })
             // Every route of the gateway with its scope: the admission hook and the API
             // document's test read this same table.
-            let router = APIRouter(access: access, features: [service, tokens, WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks),
-                                                              DashboardAPI(service: service)])
+            let router = APIRouter(access: access, features: [
+                service, tokens, PersonalAPI(intake: intake), KickoffAPI(channels: service, intake: intake), DeadLettersAPI(intake: intake),
+                WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), OperatorsAPI(service: service, intake: intake),
+                DashboardAPI(service: service),
+            ])
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
-                try service.restore(from: unsafeReader.reader)
+                // Stored personal jobs are queued on the personal loop before the API can hand
+                // it a new job; those found unusable are reported back to the intake.
+                try service.restore(from: unsafeReader.reader) { openChannels in
+                    personal.resumeStoredJobs(openChannels: openChannels) { broken in
+                        ingestLoop.execute { intake.brokenJobs = broken }
+                    }
+                }
                 var serverConfiguration = httpConfiguration
                 serverConfiguration.admission = Admission(access: access, router: router, limits: service.requestLimits).refusal
                 return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog) {
@@ -187,7 +200,7 @@ public final class Gateway: Sendable {
             return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, webhookLoop: webhookLoop,
                            webhooks: webhooks, personal: personal, store: store,
                            personalStore: personalStore, connections: connections,
-                           service: service, router: router, server: server, mock: mock, port: server.server.port)
+                           service: service, tokenReader: UncheckedTokenReader(reader: tokenReader), router: router, server: server, mock: mock, port: server.server.port)
         } catch {
             ingestLoop.stopAndWait()
             broadcastLoop.stopAndWait()
@@ -201,6 +214,8 @@ public final class Gateway: Sendable {
 
     /// The reader is opened here and used once on the ingest loop while this thread waits.
     private struct UncheckedReader: @unchecked Sendable { let reader: SQLiteChannelReader }
+    /// The ingest loop's registry reader, carried in `Running`; used and closed on that loop only.
+    private struct UncheckedTokenReader: @unchecked Sendable { let reader: SQLiteTokenReader }
 
     /// Stops within a bounded time (about `requestGracePeriod + apnsGracePeriod`, well inside
     /// the 10 s a container runtime waits before SIGKILL) without losing anything acknowledged:
@@ -223,6 +238,7 @@ public final class Gateway: Sendable {
             current.ingestLoop.execute {
                 current.server.server.shutdown(gracePeriod: requestGracePeriod) {
                     current.service.stop()
+                    current.tokenReader.reader.close()
                     done.resume()
                 }
             }

@@ -7,8 +7,7 @@ import TouchlineStore
 /// The provider API under `/v1`, on the ingest loop. Replies that acknowledge a change are sent
 /// only after the store has committed it.
 extension ChannelService: APIFeature {
-    /// The channel routes, and (until they become features of their own) the personal,
-    /// kickoff, dead-letter and operator routes.
+    /// The channel routes: create, list, show, delete, events, end.
     func addRoutes(to router: inout APIRouter) {
         router.add(.post, "/v1/channels", scope: .anyKey) { [self] call throws(HTTPError) in try create(call) }
         router.add(.get, "/v1/channels", scope: .anyKey) { [self] call throws(HTTPError) in try list(call) }
@@ -25,11 +24,6 @@ extension ChannelService: APIFeature {
         router.add(.post, "/v1/channels/{id}/end", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
             take(.end(call.request), for: try channel(call))
         }
-        addPersonalRoutes(to: &router)
-        addKickoffRoutes(to: &router)
-        addDeadLetterRoutes(to: &router)
-        addStatsRoutes(to: &router)
-        addOperatorRoutes(to: &router)
     }
 
     /// The channel of a ``APIScope/channel(parameter:)`` route (its key is already checked):

@@ -17,8 +17,6 @@ final class ChannelService: @unchecked Sendable {
     let personalStore: StoreWriter
     /// Told how long commits and broadcasts wait, so that the personal queue yields when they wait long.
     let broadcastPressure: BroadcastPressure
-    /// Reads of the token registry; used on the ingest loop only.
-    let tokenReader: SQLiteTokenReader
     let dispatcher: BroadcastDispatcher
     /// Runs personal jobs on the personal loop; handed a job once it is durable.
     let personal: PersonalDispatcher
@@ -37,14 +35,6 @@ final class ChannelService: @unchecked Sendable {
     /// True while lost creates are reconciled at start-up; new creates wait (503) meanwhile, so
     /// their fresh APNs channels are never taken for orphans.
     var isReconciling = false
-    /// Stored personal jobs the personal queue found unusable at start, with the reason
-    /// (reported once it has read them): shown by `GET /v1/personal/{job}` and `/metrics`.
-    var brokenJobs: [String: String] = [:]
-    /// Dead letters of replays whose commit is still out: a second replay of any of them is
-    /// refused until the first has committed (then the store shows them `replayed`).
-    var deadLettersBeingReplayed: Set<Int64> = []
-    /// `Idempotency-Key`s of the job-creating routes: settings and the keys being committed.
-    let idempotencyKeys: IdempotencyKeys
     /// `/metrics` exposure settings.
     let metricsSettings: MetricsSettings
     /// Counters of the ingest loop not kept by the channels themselves.
@@ -63,20 +53,18 @@ final class ChannelService: @unchecked Sendable {
     let webhooks: WebhookDelivery?
 
     init(loop: EventLoop, store: StoreWriter, personalStore: StoreWriter, broadcastPressure: BroadcastPressure,
-         tokenReader: SQLiteTokenReader, dispatcher: BroadcastDispatcher,
+         dispatcher: BroadcastDispatcher,
          personal: PersonalDispatcher, webhooks: WebhookDelivery? = nil, configuration: GatewayConfiguration, clock: any WallClock,
          log: GatewayLog) {
         self.loop = loop
         self.store = store
         self.personalStore = personalStore
         self.broadcastPressure = broadcastPressure
-        self.tokenReader = tokenReader
         self.dispatcher = dispatcher
         self.personal = personal
         access = APIAccess(keys: configuration.apiKeys)
         requestLimits = Admission.RequestLimits(keys: configuration.apiKeys, providerDefault: configuration.providerRateLimit,
                                                        clock: clock)
-        idempotencyKeys = IdempotencyKeys(settings: configuration.idempotency)
         defaultPolicy = configuration.defaultPolicy
         apnsMode = configuration.apnsMode
         self.clock = clock
@@ -91,8 +79,9 @@ final class ChannelService: @unchecked Sendable {
     // MARK: Restart
 
     /// Loads every channel from the store and resumes the live ones (sends what was pending,
-    /// arms timers, finishes deletions that were due).
-    func restore(from reader: SQLiteChannelReader) throws {
+    /// arms timers, finishes deletions that were due). `resumePersonalJobs` gets the APNs ids of
+    /// the open channels once they are loaded and before any deletion closes a channel's kickoffs.
+    func restore(from reader: SQLiteChannelReader, resumePersonalJobs: (_ openChannels: Set<String>) -> Void) throws {
         let now = clock.now()
         var after: String?
         while true {
@@ -108,9 +97,7 @@ final class ChannelService: @unchecked Sendable {
         // Queued on the personal loop before the API can hand it a new job, and before any
         // deletion below closes a channel's kickoffs.
         let open = Set(channels.values.filter { $0.status == .active }.compactMap(\.apnsChannelID))
-        personal.resumeStoredJobs(openChannels: open) { [self] broken in
-            loop.execute { [self] in brokenJobs = broken }
-        }
+        resumePersonalJobs(open)
         for channel in channels.values where channel.apnsChannelID != nil && !channel.apnsDeleted && channel.damage == nil {
             perform(channel.engine.tick(now: now), on: channel)
             // A deletion asked for before the restart and not confirmed: ask again.
@@ -195,7 +182,6 @@ final class ChannelService: @unchecked Sendable {
             channel.timer?.cancel()
             channel.deletionTimer?.cancel()
         }
-        tokenReader.close()
     }
 }
 

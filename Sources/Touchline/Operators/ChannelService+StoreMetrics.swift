@@ -3,7 +3,7 @@ import TouchlineStore
 
 extension ChannelService {
     /// The stores' health and the records the gateway could not restore, for `/metrics`.
-    func storeMetricFamilies() -> [MetricFamily] {
+    func storeMetricFamilies(brokenJobs: Int) -> [MetricFamily] {
         var writable = MetricFamily("touchline_store_writable",
                                     help: "1 while the store takes writes, 0 while it is failing (disk full, I/O error) and ingest answers 503.",
                                     kind: .gauge)
@@ -13,7 +13,7 @@ extension ChannelService {
                                    help: "Stored records that failed validation at start and are served as broken, by kind.",
                                    kind: .gauge)
         damaged.add(channels.values.count(where: { $0.damage != nil }), ["kind": "channel"])
-        damaged.add(brokenJobs.count, ["kind": "personal_job"])
+        damaged.add(brokenJobs, ["kind": "personal_job"])
         return [writable, damaged]
     }
 }

@@ -3,24 +3,12 @@ import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
-/// `GET /v1/stats` and `GET /v1/channels/{id}/stats`: the operator's figures as JSON.
+/// The figures of `GET /v1/stats` and `GET /v1/channels/{id}/stats` (served by ``OperatorsAPI``).
 ///
 /// Channel figures cover the channels the key may see (a provider key sees its prefix); queue,
 /// connection and personal-queue figures are the gateway's. The per-channel builder is
 /// ``Channel/statsJSON(now:)``.
 extension ChannelService {
-    func addStatsRoutes(to router: inout APIRouter) {
-        router.add(.get, "/v1/stats", scope: .anyKey) { [self] call throws(HTTPError) in
-            let key = try call.caller.requiredKey()
-            gatherLoopSnapshots { [self] loops in
-                call.respond(.json(status: 200, statsJSON(visibleTo: key, loops: loops)))
-            }
-        }
-        router.add(.get, "/v1/channels/{id}/stats", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
-            call.respond(.json(status: 200, try channel(call).statsJSON(now: clock.now())))
-        }
-    }
-
     /// The global figures for `key`; on the ingest loop, with the other loops' `loops`.
     func statsJSON(visibleTo key: GatewayConfiguration.APIKey, loops: LoopSnapshots) -> JSONValue {
         let now = clock.now()

@@ -8,15 +8,26 @@ import TouchlineStore
 /// Admin keys only. Tokens are shown whole here (they are the registry's own data, and support
 /// needs them to find the device) but never logged. A replay is one commit: the new jobs and the
 /// `replayed` marks of their dead letters land together or not at all.
-extension ChannelService {
+///
+/// On the ingest loop (`@unchecked Sendable` only so route closures can capture it).
+final class DeadLettersAPI: APIFeature, @unchecked Sendable {
+    private let intake: PersonalJobIntake
+    /// Dead letters of replays whose commit is still out: a second replay of any of them is
+    /// refused until the first has committed (then the store shows them `replayed`).
+    private var beingReplayed: Set<Int64> = []
+
+    init(intake: PersonalJobIntake) {
+        self.intake = intake
+    }
+
     /// Dead letters one replay takes at most.
     static let maximumReplay = 10_000
 
-    func addDeadLetterRoutes(to router: inout APIRouter) {
+    func addRoutes(to router: inout APIRouter) {
         let scope = APIScope.admin(purpose: "dead letters")
         router.add(.get, "/v1/deadletters", scope: scope) { [self] call throws(HTTPError) in try listDeadLetters(call.request) }
         router.add(.post, "/v1/deadletters/replay", scope: scope) { [self] call throws(HTTPError) in
-            try idempotently(call, route: Self.idempotentRoutes.replay) { claim throws(HTTPError) in
+            try intake.idempotently(call, route: PersonalJobIntake.idempotentRoutes.replay) { claim throws(HTTPError) in
                 try replayDeadLetters(call.request, idempotency: claim)
             }
         }
@@ -40,8 +51,8 @@ extension ChannelService {
         }
         let jobID = try Self.textQuery(target, "jobId"), reason = try Self.textQuery(target, "reason")
         // One row more than asked tells whether another page follows.
-        let rows = try stored("dead letters") { () throws(StoreError) in
-            try tokenReader.deadLetters(status: status, jobID: jobID, reason: reason, after: after, limit: Int(limit) + 1)
+        let rows = try intake.stored("dead letters") { () throws(StoreError) in
+            try intake.tokenReader.deadLetters(status: status, jobID: jobID, reason: reason, after: after, limit: Int(limit) + 1)
         }
         let page = rows.prefix(Int(limit))
         var members = [JSONValue.Member("deadLetters", .array(page.map(Self.json)))]
@@ -83,14 +94,14 @@ extension ChannelService {
     /// applied) and never taken by a filter, so no letter is replayed twice.
     private func replayDeadLetters(_ request: HTTPRequest, idempotency claim: IdempotencyClaim?) throws(HTTPError) {
         let body = try RequestBody(parsing: request.body, allowed: ["ids", "jobId", "reason", "limit", "expiration"])
-        let now = clock.now()
-        let newExpiration = try Self.expiration(in: body)
+        let now = intake.clock.now()
+        let newExpiration = try PersonalJobIntake.expiration(in: body)
         if let newExpiration, newExpiration <= now {
             throw body.invalid("expiration", "must be in the future (Unix seconds), got \(newExpiration.seconds)")
         }
         let letters = try selectedDeadLetters(body)
         let ids = letters.map(\.id)
-        let busy = ids.filter(deadLettersBeingReplayed.contains)
+        let busy = ids.filter(beingReplayed.contains)
         guard busy.isEmpty else {
             throw HTTPError(status: 409, code: "replay_in_progress",
                             message: "dead letters \(Self.listed(busy)) are being replayed by another request; list them again once it has answered")
@@ -98,7 +109,7 @@ extension ChannelService {
         var jobs: [PersonalJobRecord] = []
         var summary: [JSONValue] = []
         for (originalID, group) in Dictionary(grouping: letters, by: \.jobID).sorted(by: { $0.key < $1.key }) {
-            guard let original = try stored("the job \(originalID)", { () throws(StoreError) in try tokenReader.job(id: originalID) }) else {
+            guard let original = try intake.stored("the job \(originalID)", { () throws(StoreError) in try intake.tokenReader.job(id: originalID) }) else {
                 throw HTTPError(status: 409, code: "original_job_missing",
                                 message: "dead letters \(Self.listed(group.map(\.id))) belong to job '\(originalID)', which the store no longer has")
             }
@@ -110,17 +121,17 @@ extension ChannelService {
                 }
                 expiration = newExpiration
             }
-            let job = try personalJob(audience: .tokenList(group.map(\.token)), payload: original.payload, priority: original.priority,
+            let job = try intake.personalJob(audience: .tokenList(group.map(\.token)), payload: original.payload, priority: original.priority,
                                       expiration: expiration)
             jobs.append(job)
             summary.append(.object([.init("jobId", .string(job.id)), .init("replayOf", .string(originalID)),
                                     .init("deadLetters", .integer(Int64(group.count)))]))
         }
-        try requireWritableStore(personalStore)
-        deadLettersBeingReplayed.formUnion(ids)
+        try intake.personalStore.requireWritable()
+        beingReplayed.formUnion(ids)
         let answer = JSONValue.object([.init("replayed", .integer(Int64(ids.count))), .init("jobs", .array(summary))])
-        try submitPersonalJobs(jobs, with: [.markReplayed(ids: ids)], for: request, answer: answer, idempotency: claim) { [self] in
-            deadLettersBeingReplayed.subtract(ids)
+        try intake.submitPersonalJobs(jobs, with: [.markReplayed(ids: ids)], for: request, answer: answer, idempotency: claim) { [self] in
+            beingReplayed.subtract(ids)
         }
     }
 
@@ -133,7 +144,7 @@ extension ChannelService {
                 throw body.invalid("ids", "selects dead letters by id; it cannot be combined with 'jobId', 'reason' or 'limit'")
             }
             let ids = try Self.replayIDs(value, body)
-            let letters = try stored("dead letters") { () throws(StoreError) in try tokenReader.deadLetters(ids: ids) }
+            let letters = try intake.stored("dead letters") { () throws(StoreError) in try intake.tokenReader.deadLetters(ids: ids) }
             let found = Set(letters.map(\.id))
             let unknown = ids.filter { !found.contains($0) }
             guard unknown.isEmpty else {
@@ -157,7 +168,7 @@ extension ChannelService {
             throw body.invalid("limit", "must be from 1 to \(Self.maximumReplay), got \(limit)")
         }
         let selection = DeadLetterSelection(jobID: jobID, reason: reason, limit: Int(limit))
-        let letters = try stored("dead letters") { () throws(StoreError) in try tokenReader.deadLetters(selectedBy: selection) }
+        let letters = try intake.stored("dead letters") { () throws(StoreError) in try intake.tokenReader.deadLetters(selectedBy: selection) }
         guard !letters.isEmpty else {
             let filter = [jobID.map { "jobId '\($0)'" }, reason.map { "reason '\($0)'" }].compactMap { $0 }.joined(separator: " and ")
             throw HTTPError(status: 404, code: "dead_letter_not_found",
@@ -186,10 +197,5 @@ extension ChannelService {
         return ids.count > 10 ? "\(shown) and \(ids.count - 10) more" : shown
     }
 
-    /// A read of the registry on the ingest loop; a store failure is a 500 naming `what`.
-    private func stored<T>(_ what: String, _ read: () throws(StoreError) -> T) throws(HTTPError) -> T {
-        do { return try read() } catch {
-            throw HTTPError(status: 500, code: "store_failed", message: "reading \(what) failed: \(error)")
-        }
-    }
+
 }

@@ -10,10 +10,16 @@ import TouchlineStore
 /// receives the channel's broadcasts from then on. It is a personal job like `POST /v1/personal`
 /// (one payload encoded once, fanned out on the personal loop, answered 202 once durable), but
 /// scoped like the channel's other routes: an admin key or a provider key whose prefix covers it.
-extension ChannelService {
-    func addKickoffRoutes(to router: inout APIRouter) {
-        router.add(.post, "/v1/channels/{id}/start", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
-            try idempotently(call, route: Self.idempotentRoutes.kickoff) { claim throws(HTTPError) in
+///
+/// Holds the channels (the start names the channel's APNs id and takes its content-state) and
+/// the job intake it shares with the other personal routes.
+struct KickoffAPI: APIFeature {
+    let channels: ChannelService
+    let intake: PersonalJobIntake
+
+    func addRoutes(to router: inout APIRouter) {
+        router.add(.post, "/v1/channels/{id}/start", scope: .channel(parameter: "id")) { call throws(HTTPError) in
+            try intake.idempotently(call, route: PersonalJobIntake.idempotentRoutes.kickoff) { claim throws(HTTPError) in
                 try startActivities(call, idempotency: claim)
             }
         }
@@ -21,7 +27,7 @@ extension ChannelService {
 
     private func startActivities(_ call: APICall, idempotency claim: IdempotencyClaim?) throws(HTTPError) {
         let request = call.request
-        let channel = try channel(call)
+        let channel = try channels.channel(call)
         let channelID = channel.id
         guard let apnsID = channel.apnsChannelID else {
             throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is still being created at APNs")
@@ -47,10 +53,10 @@ extension ChannelService {
         } else {
             contentState = channel.contentState
         }
-        let payload = LiveActivityPayload(timestamp: clock.now(), event: .start, contentState: contentState, alert: try Self.alert(in: body, requiredFor: "a kickoff's start"),
+        let payload = LiveActivityPayload(timestamp: intake.clock.now(), event: .start, contentState: contentState, alert: try PersonalJobIntake.alert(in: body, requiredFor: "a kickoff's start"),
                                           attributesType: attributesType, attributes: attributes, inputPushChannel: apnsID).encoded()
-        let job = try personalJob(audience: .follows(follow), payload: payload, priority: try Self.priority(in: body),
-                                  expiration: try Self.expiration(in: body))
-        try submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
+        let job = try intake.personalJob(audience: .follows(follow), payload: payload, priority: try PersonalJobIntake.priority(in: body),
+                                  expiration: try PersonalJobIntake.expiration(in: body))
+        try intake.submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
     }
 }

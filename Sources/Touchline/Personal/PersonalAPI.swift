@@ -1,0 +1,93 @@
+import APNs
+import Foundation
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// Personal pushes under `/v1/personal`: one Live Activity payload fanned out to a token, a
+/// user's tokens, or every push-to-start token following a topic.
+///
+/// Admin keys only (the audience is the app's users, not a provider's channels). The payload is
+/// built and encoded here, once; the job is answered 202 once it is durable and then handed to
+/// the personal loop, so the fan-out never runs on the ingest loop.
+struct PersonalAPI: APIFeature {
+    let intake: PersonalJobIntake
+
+    func addRoutes(to router: inout APIRouter) {
+        let scope = APIScope.admin(purpose: "personal pushes")
+        router.add(.post, "/v1/personal", scope: scope) { call throws(HTTPError) in
+            try intake.idempotently(call, route: PersonalJobIntake.idempotentRoutes.personal) { claim throws(HTTPError) in
+                try createPersonalJob(call.request, idempotency: claim)
+            }
+        }
+        router.add(.get, "/v1/personal/{job}", scope: scope) { call throws(HTTPError) in
+            try showPersonalJob(call.request, id: try call.parameters.string("job"))
+        }
+    }
+
+    private func createPersonalJob(_ request: HTTPRequest, idempotency claim: IdempotencyClaim?) throws(HTTPError) {
+        let body = try RequestBody(parsing: request.body, allowed: ["audience", "event", "contentState", "alert", "attributesType",
+                                                                           "attributes", "priority", "expiration"])
+        let audience = try Self.audience(try body.required(body.object("audience"), "audience"))
+        let eventName = try body.required(body.string("event"), "event")
+        guard let event = LiveActivityPayload.Event(rawValue: eventName) else {
+            throw body.invalid("event", "must be \"start\", \"update\" or \"end\", got \"\(eventName)\"")
+        }
+        if case .follows = audience, event != .start {
+            throw body.invalid("audience", "'follows' selects push-to-start tokens, so it needs event \"start\"")
+        }
+        let contentState = try body.required(body.object("contentState"), "contentState")
+        try EventBatch.requireWithinLimits(contentState, "contentState")
+        let attributesType = try body.string("attributesType")
+        let attributes = try body.object("attributes")
+        if let attributes { try EventBatch.requireWithinLimits(attributes, "attributes") }
+        if event == .start {
+            guard let attributesType, !attributesType.isEmpty else { throw body.invalid("attributesType", "is required for event \"start\"") }
+            guard attributes != nil else { throw body.invalid("attributes", "is required for event \"start\"") }
+        } else if attributesType != nil || attributes != nil {
+            throw body.invalid(attributesType != nil ? "attributesType" : "attributes", "belongs to event \"start\" only")
+        }
+        let alert = try PersonalJobIntake.alert(in: body, requiredFor: event == .start ? "event \"start\"" : nil)
+        let priority = try PersonalJobIntake.priority(in: body), expiration = try PersonalJobIntake.expiration(in: body)
+        let payload = LiveActivityPayload(timestamp: intake.clock.now(), event: event, contentState: contentState, alert: alert,
+                                          attributesType: attributesType, attributes: attributes).encoded()
+        let job = try intake.personalJob(audience: audience, payload: payload, priority: priority, expiration: expiration)
+        try intake.submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
+    }
+
+    private func showPersonalJob(_ request: HTTPRequest, id: String) throws(HTTPError) {
+        if let reason = intake.brokenJobs[id] {
+            // Found unusable at start: never run (docs/reliability.md).
+            request.respond(.json(status: 200, .object([.init("jobId", .string(id)), .init("status", "broken"),
+                                                        .init("brokenReason", .string(reason))])))
+            return
+        }
+        let job: (status: PersonalJobStatus, counts: PersonalJobCounts)?
+        do { job = try intake.tokenReader.jobProgress(id: id) } catch {
+            throw HTTPError(status: 500, code: "store_failed", message: "reading the job failed: \(error)")
+        }
+        guard let job else { throw HTTPError(status: 404, code: "job_not_found", message: "no personal job with id '\(id)'") }
+        let counts = job.counts
+        let failed = counts.failed.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, .integer($0.value)) }
+        request.respond(.json(status: 200, .object([
+            .init("jobId", .string(id)), .init("status", .string(job.status.rawValue)),
+            .init("targeted", .integer(counts.targeted)), .init("sent", .integer(counts.sent)), .init("failed", .object(failed)),
+            .init("expired", .integer(counts.expired)), .init("pending", .integer(counts.pending)),
+        ])))
+    }
+
+    /// `{token}`, `{userId}` or `{follows}`: exactly one member.
+    private static func audience(_ value: JSONValue) throws(HTTPError) -> PersonalAudience {
+        let fields = try RequestBody(value, allowed: ["token", "userId", "follows"], prefix: "audience.")
+        let token = try fields.string("token"), userID = try fields.string("userId"), follow = try fields.string("follows")
+        switch (token, userID, follow) {
+        case (let token?, nil, nil):
+            return .token(try TokenRegistration.validToken(token, field: fields))
+        case (nil, let userID?, nil): return .userID(try TokenRegistration.validUserID(userID, field: "userId", in: fields))
+        case (nil, nil, let follow?): return .follows(try TokenRegistration.validFollow(follow, field: "follows", in: fields))
+        default:
+            throw HTTPError(status: 400, code: "invalid_field",
+                            message: "field 'audience' must hold exactly one non-empty 'token', 'userId' or 'follows'")
+        }
+    }
+}

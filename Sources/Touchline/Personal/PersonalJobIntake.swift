@@ -1,0 +1,167 @@
+import APNs
+import Foundation
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// How every route that creates personal jobs (`POST /v1/personal`, kickoffs, dead-letter
+/// replays) turns a request into durable jobs: the shared fields (`alert`, `priority`,
+/// `expiration`), the payload-size check, the commit with its `Idempotency-Key`, the 202, and
+/// the hand-off to the personal queue.
+///
+/// On the ingest loop (`@unchecked Sendable` only so store completions can capture it).
+final class PersonalJobIntake: @unchecked Sendable {
+    let loop: EventLoop
+    let clock: any WallClock
+    /// Tokens, personal jobs and dead letters: a file and writer thread of their own, so that
+    /// personal writes never queue in front of a channel's commit.
+    let personalStore: StoreWriter
+    /// Reads of the registry (jobs, dead letters, idempotency records); on the ingest loop only.
+    let tokenReader: SQLiteTokenReader
+    /// Runs personal jobs on the personal loop; handed a job once it is durable.
+    let personal: PersonalDispatcher
+    /// `Idempotency-Key`s of the job-creating routes: settings and the keys being committed.
+    let idempotencyKeys: IdempotencyKeys
+    /// Stored personal jobs the personal queue found unusable at start, with the reason
+    /// (reported once it has read them): shown by `GET /v1/personal/{job}` and `/metrics`.
+    var brokenJobs: [String: String] = [:]
+
+    init(loop: EventLoop, clock: any WallClock, personalStore: StoreWriter, tokenReader: SQLiteTokenReader, personal: PersonalDispatcher,
+         idempotency: IdempotencySettings) {
+        self.loop = loop
+        self.clock = clock
+        self.personalStore = personalStore
+        self.tokenReader = tokenReader
+        self.personal = personal
+        idempotencyKeys = IdempotencyKeys(settings: idempotency)
+    }
+
+    /// `alert` (`{title, body, sound?}`): title and body of 1 to 256 characters, sound of 1 to
+    /// 64. Required when `requiredFor` names why (APNs refuses a start without an alert).
+    static func alert(in body: RequestBody, requiredFor reason: String? = nil) throws(HTTPError) -> LiveActivityAlert? {
+        guard let value = try body.object("alert") else {
+            if let reason { throw body.invalid("alert", "is required for \(reason) (APNs starts no Live Activity without one)") }
+            return nil
+        }
+        let fields = try RequestBody(value, allowed: ["title", "body", "sound"], prefix: "alert.")
+        func text(_ name: String, maximum: Int) throws(HTTPError) -> String? {
+            guard let text = try fields.string(name) else { return nil }
+            guard (1...maximum).contains(text.count) else { throw fields.invalid(name, "must be 1 to \(maximum) characters") }
+            return text
+        }
+        return LiveActivityAlert(title: .plain(try fields.required(text("title", maximum: 256), "title")),
+                                 body: .plain(try fields.required(text("body", maximum: 256), "body")),
+                                 sound: try text("sound", maximum: 64))
+    }
+
+    /// `priority`: 5 or 10, default 10.
+    static func priority(in body: RequestBody) throws(HTTPError) -> Int {
+        let priority = try body.integer("priority") ?? 10
+        guard priority == 5 || priority == 10 else { throw body.invalid("priority", "must be 5 or 10, got \(priority)") }
+        return Int(priority)
+    }
+
+    /// `expiration`: a positive Unix time in seconds, when given.
+    static func expiration(in body: RequestBody) throws(HTTPError) -> UnixTime? {
+        try body.integer("expiration").map { (seconds: Int64) throws(HTTPError) -> UnixTime in
+            guard seconds > 0 else { throw body.invalid("expiration", "must be a positive Unix time in seconds") }
+            return UnixTime(seconds: seconds)
+        }
+    }
+
+    /// A new job (not saved yet) for an encoded payload, refused when APNs would refuse the payload.
+    func personalJob(audience: PersonalAudience, payload: [UInt8], priority: Int, expiration: UnixTime?) throws(HTTPError) -> PersonalJobRecord {
+        guard payload.count <= LiveActivityPush.maximumPayloadSize else {
+            throw HTTPError(status: 422, code: "payload_too_large",
+                            message: "the push payload is \(payload.count) bytes; APNs takes at most \(LiveActivityPush.maximumPayloadSize)")
+        }
+        return PersonalJobRecord(id: "job-" + UUID().uuidString.lowercased(), createdAt: clock.now(),
+                                 audience: String(decoding: audience.json.encoded, as: UTF8.self), payload: payload,
+                                 priority: priority, expiration: expiration)
+    }
+
+    /// Saves `jobs` and `operations` in one commit (all or nothing), then answers 202 with
+    /// `answer` and hands the jobs to the personal queue; a failed commit answers 503 (500 when the store
+    /// refused the write itself) and runs nothing. With an idempotency `claim`, its record (the
+    /// 202 and `answer`) is in the same commit. `settled` runs on the ingest loop once the commit has succeeded or failed.
+    func submitPersonalJobs(_ jobs: [PersonalJobRecord], with operations: [TokenOperation] = [], for request: HTTPRequest,
+                            answer: JSONValue, idempotency claim: IdempotencyClaim? = nil,
+                            settled: (@Sendable () -> Void)? = nil) throws(HTTPError) {
+        try personalStore.requireWritable()
+        let kept = claim.map { holdIdempotencyKey($0, status: 202, answer: answer) } ?? []
+        personalStore.submit(jobs.map(TokenOperation.createJob) + operations + kept) { [self] result in
+            if case .success = result { idempotentCommitSucceeded(claim) }
+            loop.execute { [self] in
+                if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
+                settled?()
+                switch result {
+                case .success:
+                    request.respond(.json(status: 202, answer))
+                    for job in jobs { personal.run(job) }
+                case .failure(let error):
+                    request.respond(HTTPError.writeFailed(error, saving: "the job").response)
+                }
+            }
+        }
+    }
+
+    // MARK: Idempotency-Key
+
+    static let idempotentRoutes = (personal: "POST /v1/personal", kickoff: "POST /v1/channels/{id}/start",
+                                   replay: "POST /v1/deadletters/replay")
+
+    /// Runs `body` (a route that creates personal jobs) under the request's `Idempotency-Key`,
+    /// once its API key is known (401 otherwise): without one, as is; with one already stored for the same
+    /// request, answers the stored answer instead; with one stored for another request, 422;
+    /// with one whose request is still being committed, 409. Otherwise `body` gets the claim to
+    /// commit with its jobs (``submitPersonalJobs(_:with:for:answer:idempotency:settled:)``).
+    func idempotently(_ call: APICall, route: String,
+                      _ body: (IdempotencyClaim?) throws(HTTPError) -> Void) throws(HTTPError) {
+        let request = call.request
+        let key = try call.caller.requiredKey()
+        guard let clientKey = try IdempotencyClaim.clientKey(in: request.head.fields) else { return try body(nil) }
+        let claim = IdempotencyClaim(slot: .init(scope: IdempotencyClaim.scope(of: key), route: route, key: clientKey),
+                                            requestHash: IdempotencyClaim.requestHash(of: request))
+        guard !idempotencyKeys.inFlight.contains(claim.slot) else {
+            throw HTTPError(status: 409, code: "idempotency_key_in_use",
+                            message: "a request with Idempotency-Key \"\(clientKey)\" is still being processed; retry once it has been answered",
+                            headers: [("Retry-After", "1")])
+        }
+        let stored: IdempotencyRecord?
+        do {
+            stored = try tokenReader.idempotencyRecord(scope: claim.slot.scope, route: route, key: clientKey, at: clock.now())
+        } catch {
+            throw HTTPError(status: 500, code: "store_failed", message: "reading the Idempotency-Key's record failed: \(error)")
+        }
+        guard let stored else { return try body(claim) }
+        guard stored.requestHash == claim.requestHash else {
+            throw HTTPError(status: 422, code: "idempotency_key_reused",
+                            message: "Idempotency-Key \"\(clientKey)\" was used for a different request to \(route) (another path or body); use a new key for a new request")
+        }
+        request.respond(HTTPResponse(status: stored.status, headers: [("Content-Type", "application/json"), ("Idempotent-Replayed", "true")],
+                                     body: stored.response))
+    }
+
+    /// The operations that keep `claim` with a request's jobs (answered `status` with
+    /// `answer`), and a bounded prune of expired records; marks the key in flight.
+    func holdIdempotencyKey(_ claim: IdempotencyClaim, status: Int, answer: JSONValue) -> [TokenOperation] {
+        let now = clock.now()
+        idempotencyKeys.inFlight.insert(claim.slot)
+        return [.pruneIdempotencyKeys(expiredBy: now, limit: IdempotencySettings.prunedPerRequest),
+                .rememberIdempotencyKey(claim.record(status: status, response: answer, at: now, lifetime: idempotencyKeys.settings.keyLifetime))]
+    }
+
+    /// The commit of `claim` has succeeded (on the writer's thread): with the test hook set, the
+    /// process ends here, before the answer is written.
+    func idempotentCommitSucceeded(_ claim: IdempotencyClaim?) {
+        guard claim != nil, idempotencyKeys.settings.exitAfterCommit else { return }
+        _exit(86)
+    }
+
+    /// A read of the registry on the ingest loop; a store failure is a 500 naming `what`.
+    func stored<T>(_ what: String, _ read: () throws(StoreError) -> T) throws(HTTPError) -> T {
+        do { return try read() } catch {
+            throw HTTPError(status: 500, code: "store_failed", message: "reading \(what) failed: \(error)")
+        }
+    }
+}

@@ -380,7 +380,7 @@ private let readResponseBody: nghttp2_data_source_read_callback = { _, _, buffer
 }
 
 /// Calls `body` with an nghttp2 header list for `fields` (copied by nghttp2 during the call).
-private func withHeaderList<R>(_ fields: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+func withHeaderList<R>(_ fields: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
     let buffers = fields.flatMap { [Array($0.0.utf8), Array($0.1.utf8)] }.map { bytes -> UnsafeMutableBufferPointer<UInt8> in
         let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, bytes.count))
         _ = buffer.initialize(from: bytes)

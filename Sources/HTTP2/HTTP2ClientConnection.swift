@@ -54,6 +54,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     /// The owner that retries handed-back requests; nil for a standalone connection.
     public weak var delegate: HTTP2ClientConnectionDelegate?
 
+    /// The state machine's state without its details (a pool picks ready connections by it).
     public var state: State {
         switch machine.state {
         case .connecting: .connecting

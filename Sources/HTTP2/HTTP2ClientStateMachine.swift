@@ -78,7 +78,7 @@ struct HTTP2ClientStateMachine {
 
     /// How many queued requests may become streams now.
     var streamsToOpen: Int {
-        guard state == .ready, queued > 0 else { return 0 }
+        guard case .ready = state, queued > 0 else { return 0 }
         let free = Int(remoteMaxConcurrentStreams) - inFlight
         return free > 0 ? min(free, queued) : 0
     }
@@ -287,6 +287,7 @@ struct HTTP2ClientStateMachine {
         case .closed, .draining(.shutdown): return .none
         case .connecting, .ready, .draining: break
         }
+        // From connecting or ready this reports the drain; from another drain it only takes over.
         var action = startDraining(.shutdown, now: now)
         state = .draining(.shutdown)
         action.requests = .failQueued(.shutdown)

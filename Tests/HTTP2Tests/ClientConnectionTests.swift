@@ -50,7 +50,7 @@ struct ClientConnectionTests {
     }
 }
 
-/// A standalone connection on its own loop, for tests.
+/// A standalone connection over TLS on its own loop, for tests.
 final class TestClient: @unchecked Sendable {
     let loop: EventLoop
     let connection: HTTP2ClientConnection
@@ -59,30 +59,19 @@ final class TestClient: @unchecked Sendable {
         try self.init(configuration: HTTP2ConnectionConfiguration(host: host, port: port))
     }
 
-    init(configuration: HTTP2ConnectionConfiguration, context: TLSContext? = nil, delegate: HTTP2ClientConnectionDelegate? = nil) throws {
+    init(configuration: HTTP2ConnectionConfiguration, context: TLSContext? = nil) throws {
         let context = try context ?? TestPKI.shared.clientContext()
         loop = EventLoop.start(name: "test-client")
         let loop = loop
-        let box = DelegateBox(delegate)
-        connection = try loop.sync { HTTP2ClientConnection(loop: loop, context: context, configuration: configuration, delegate: box.delegate) }
+        connection = try loop.sync { HTTP2ClientConnection(loop: loop, context: context, configuration: configuration) }
     }
 
     func stats() throws -> HTTP2ClientConnection.Stats {
         try loop.sync { [connection] in connection.stats }
     }
 
-    func waitUntilReady() async throws {
-        try await waitUntil(on: loop, "connection ready") { [connection] in connection.state == .ready }
-    }
-
     func close() {
         try? loop.sync { [connection] in connection.close() }
         loop.stopAndWait()
     }
-}
-
-/// Carries a loop-confined delegate into the loop's closure.
-private struct DelegateBox: @unchecked Sendable {
-    weak var delegate: HTTP2ClientConnectionDelegate?
-    init(_ delegate: HTTP2ClientConnectionDelegate?) { self.delegate = delegate }
 }

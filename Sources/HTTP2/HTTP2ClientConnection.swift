@@ -1,5 +1,4 @@
 import CNGHTTP2
-import Dispatch
 import TouchlineCore
 import TouchlineRuntime
 
@@ -13,6 +12,11 @@ import TouchlineRuntime
 /// Requests the server did not process (REFUSED_STREAM, above a GOAWAY's last-stream-id, never
 /// sent before the connection died) are handed back to the ``delegate`` (a pool) to be sent again
 /// elsewhere; without a delegate they fail (refused ones are retried here a few times first).
+///
+/// The lifecycle (when it is ready, how many streams it may open, what becomes of each request,
+/// when to PING, drain and close) is decided by an ``HTTP2ClientStateMachine``; this class is the
+/// shell around it: it feeds it what nghttp2, the transport and the timers report, performs the
+/// actions it returns, and owns the I/O (the nghttp2 session, the transport, one ``TimerSet``).
 ///
 /// Loop-confined, hence `@unchecked Sendable`: create it, send on it and read its state on its
 /// loop's thread only. Completions run on that loop, exactly once per request.
@@ -49,12 +53,24 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     public let configuration: HTTP2ConnectionConfiguration
     /// The owner that retries handed-back requests; nil for a standalone connection.
     public weak var delegate: HTTP2ClientConnectionDelegate?
-    public private(set) var state: State = .connecting
-    /// Why the connection closed; nil while open or after a clean drain.
-    public private(set) var closeError: TransportError?
 
+    /// The state machine's state without its details (a pool picks ready connections by it).
+    public var state: State {
+        switch machine.state {
+        case .connecting: .connecting
+        case .ready: .ready
+        case .draining: .draining
+        case .closed: .closed
+        }
+    }
+
+    /// Why the connection closed; nil while open or after a clean drain.
+    public var closeError: TransportError? { machine.closeError }
+
+    @exclusivity(unchecked) private var machine: HTTP2ClientStateMachine
+    private let timers: TimerSet
     var session: OpaquePointer?
-    private var stream: TLSStream?
+    private var transport: (any HTTP2ClientTransport)?
     private let headerLists = HeaderListBuilder()
     private let output = OutputBatch()
     @exclusivity(unchecked) private var queue = FIFOQueue<HTTP2PendingRequest>()
@@ -63,55 +79,45 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     /// that completions and the delegate never run inside nghttp2.
     @exclusivity(unchecked) var closedStreams: [HTTP2PendingRequest] = []
     private var resolvingClosedStreams = false
-    @exclusivity(unchecked) private var completedCount = 0
     @exclusivity(unchecked) private var peakBufferedOutput = 0
-    @exclusivity(unchecked) private var peakInFlight = 0
 
-    private var transportConnected = false
-    private var everReady = false
-    var settingsReceived = false
-    /// The last GOAWAY received, and whether it still has to be acted on.
-    var goaway: ReceivedGoaway?
-    var goawayUnhandled = false
+    // Recorded by nghttp2's callbacks, fed to the state machine after the session call.
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS after the last SETTINGS frame received.
+    var receivedMaxConcurrentStreams: UInt32?
+    var receivedGoaway: ReceivedGoaway?
+    var receivedPingAck = false
     /// nghttp2's description of the last connection-level error, for the close reason.
     var sessionError: String?
-    private var drainReason: HTTP2RetryReason?
-    private var shuttingDown = false
-
-    /// Bumped on every read and submit; the idle timer compares it between ticks.
-    @exclusivity(unchecked) private var activity = 0
-    private var activityAtLastIdleCheck = 0
-    var awaitingPingAck = false
 
     private var flushScheduled = false
     /// True while the results of a read are acted on: a flush follows, so none needs scheduling.
     private var reading = false
-    private var flushTimer: LoopTimer!
-    private var connectTimer: LoopTimer!
-    private var idleTimer: LoopTimer!
-    var pingTimer: LoopTimer!
-    private var drainTimer: LoopTimer!
-    private var responseTimer: LoopTimer!
+    /// The closing work has been done (the state machine may be closed a moment earlier).
+    private var tornDown = false
 
     /// Starts connecting at once (fresh DNS lookup, TCP, TLS with ALPN h2, HTTP/2 preface).
     /// Call on `loop`'s thread.
-    public init(loop: EventLoop, context: TLSContext, configuration: HTTP2ConnectionConfiguration,
-                delegate: HTTP2ClientConnectionDelegate? = nil) {
+    public convenience init(loop: EventLoop, context: TLSContext, configuration: HTTP2ConnectionConfiguration,
+                            delegate: HTTP2ClientConnectionDelegate? = nil) {
+        self.init(loop: loop, configuration: configuration, delegate: delegate, timers: TimerSet(loop: loop)) { connection in
+            TLSStream.connect(loop: loop, context: context, host: configuration.host, port: configuration.port,
+                              connectTimeout: configuration.connectTimeout, delegate: connection)
+        }
+    }
+
+    /// A connection on any transport and timer set (tests: an in-memory pipe and virtual time).
+    /// `makeTransport` starts connecting; the transport reports through the `transportDid…` methods.
+    init(loop: EventLoop, configuration: HTTP2ConnectionConfiguration, delegate: HTTP2ClientConnectionDelegate?,
+         timers: TimerSet, transport makeTransport: (HTTP2ClientConnection) -> any HTTP2ClientTransport) {
         self.loop = loop
         self.configuration = configuration
         self.delegate = delegate
-        flushTimer = LoopTimer(loop: loop) { [unowned self] in flush() }
-        connectTimer = LoopTimer(loop: loop) { [unowned self] in connectTimedOut() }
-        idleTimer = LoopTimer(loop: loop) { [unowned self] in idleCheck() }
-        pingTimer = LoopTimer(loop: loop) { [unowned self] in
-            fail(.timeout("no PING acknowledgement from \(peerName) within \(configuration.pingTimeout)"))
-        }
-        drainTimer = LoopTimer(loop: loop) { [unowned self] in drainTimedOut() }
-        responseTimer = LoopTimer(loop: loop) { [unowned self] in resetOverdueStreams() }
+        self.timers = timers
+        machine = HTTP2ClientStateMachine(configuration: configuration)
+        timers.onFire = { [unowned self] in timerFired($0) }
         session = makeClientSession()
-        connectTimer.schedule(after: configuration.connectTimeout)
-        stream = TLSStream.connect(loop: loop, context: context, host: configuration.host, port: configuration.port,
-                                   connectTimeout: configuration.connectTimeout, delegate: self)
+        perform(machine.connectionStarted(now: timers.now))
+        transport = makeTransport(self)
     }
 
     /// Releasing a connection that is still open fails what it holds rather than dropping it
@@ -125,18 +131,13 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     var peerName: String { "\(configuration.host):\(configuration.port)" }
 
     public var stats: Stats {
-        Stats(state: state, inFlight: inFlight.count, peakInFlight: peakInFlight, queued: queue.count,
-              remoteMaxConcurrentStreams: settingsReceived ? remoteMaxConcurrentStreams : 0, completed: completedCount,
+        Stats(state: state, inFlight: inFlight.count, peakInFlight: machine.peakInFlight, queued: queue.count,
+              remoteMaxConcurrentStreams: session == nil ? 0 : machine.remoteMaxConcurrentStreams, completed: machine.completed,
               peakBufferedOutput: peakBufferedOutput)
     }
 
     /// In-flight plus queued requests: what a pool balances on.
     public var load: Int { inFlight.count + queue.count }
-
-    private var remoteMaxConcurrentStreams: UInt32 {
-        guard let session else { return 0 }
-        return nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
-    }
 
     // MARK: Sending
 
@@ -146,41 +147,30 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
 
     /// Sends a request that may have been handed back by another connection.
     public func send(_ request: HTTP2PendingRequest) {
-        switch state {
-        case .closed:
-            handBack(request, .connectionLost(closeError ?? .closedLocally, wasSent: false))
-        case .draining:
-            if shuttingDown {
-                request.complete(.failure(.shutdown))
-            } else {
-                handBack(request, drainReason ?? .connectionLost(.closedLocally, wasSent: false))
-            }
-        case .connecting, .ready:
-            guard queue.count < configuration.maxQueuedRequests else {
-                request.complete(.failure(.queueFull))
-                return
-            }
+        switch machine.requestArrived() {
+        case .enqueue(let submitNow):
             queue.append(request)
-            submitQueued()
+            if submitNow > 0 { submitQueued() }
+        case .fail(let error):
+            request.complete(.failure(error))
+        case .handBack(let reason):
+            handBack(request, reason)
         }
     }
 
-    /// Submits queued requests while the server's current stream limit allows.
+    /// Submits queued requests, oldest first, while the state machine grants streams (it re-reads
+    /// the server's limit each time: completions and the delegate may have changed things).
     private func submitQueued() {
-        guard state == .ready, session != nil, !queue.isEmpty else { return }
         var submitted = false
-        while !queue.isEmpty, state == .ready, UInt32(clamping: inFlight.count) < remoteMaxConcurrentStreams {
-            submit(queue.popFirst()!)
+        while machine.streamsToOpen > 0, let request = queue.popFirst() {
+            submit(request)
             submitted = true
         }
-        if submitted {
-            peakInFlight = max(peakInFlight, inFlight.count)
-            scheduleFlush()
-        }
+        if submitted { scheduleFlush() }
     }
 
     private func submit(_ request: HTTP2PendingRequest) {
-        guard let session else { return }
+        let session = session!  // the machine grants streams only while ready, and the session lives until closed
         request.prepareForSubmit()
         let userData = Unmanaged.passUnretained(request).toOpaque()
         let streamID = headerLists.withHeaderList(for: request.request) { list, count -> Int32 in
@@ -191,32 +181,28 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
             return nghttp2_submit_request(session, nil, list, count, &body, userData)
         }
         guard streamID > 0 else {
-            if streamID == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue {
-                handBack(request, .streamIDsExhausted)
-                startDraining(.streamIDsExhausted)
-            } else {
-                request.complete(.failure(.streamReset(errorCode: NGHTTP2_INTERNAL_ERROR.rawValue)))
-            }
+            let exhausted = streamID == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue
+            let (outcome, action) = machine.submitFailed(streamIDsExhausted: exhausted, now: timers.now)
+            resolve(request, outcome)
+            perform(action)
             return
         }
+        let now = timers.now
         request.streamID = streamID
-        request.submittedAt = DispatchTime.now().uptimeNanoseconds
-        if inFlight.isEmpty, !responseTimer.isScheduled { responseTimer.schedule(after: configuration.responseTimeout) }
+        request.submittedAt = now
         inFlight.append(request)
-        activity &+= 1
+        if case .arm(let deadline) = machine.streamOpened(now: now) { timers.arm(.response, at: deadline) }
     }
 
-    /// Resets every stream older than the response timeout (oldest first, so the walk stops at the
-    /// first young one) and re-arms for the oldest remaining stream's deadline.
-    private func resetOverdueStreams() {
-        guard let session, state != .closed else { return }
-        let timeout = UInt64(configuration.responseTimeout.inNanoseconds)
-        let now = DispatchTime.now().uptimeNanoseconds
-        var nextDeadline: UInt64?
+    /// Resets every stream whose response deadline has passed (oldest first, so the walk stops at
+    /// the first young one); the state machine re-arms the timer for the oldest one left.
+    private func resetOverdueStreams(now: UInt64) {
+        guard let session else { return }
+        var oldestRemaining: UInt64?
         var reset = false
         inFlight.visitOldest { request in
-            guard now >= request.submittedAt &+ timeout else {
-                nextDeadline = request.submittedAt &+ timeout
+            guard now >= machine.responseDeadline(submittedAt: request.submittedAt) else {
+                oldestRemaining = request.submittedAt
                 return false
             }
             if !request.timedOut {
@@ -226,7 +212,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
             }
             return true
         }
-        if let nextDeadline { responseTimer.schedule(after: .nanoseconds(Int64(nextDeadline - now))) }
+        perform(machine.overdueStreamsReset(oldestRemainingSubmittedAt: oldestRemaining))
         if reset { scheduleFlush() }
     }
 
@@ -238,105 +224,91 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
 
     /// Encodes pending frames on the next loop turn, so that one turn's submits share one write.
     func scheduleFlush() {
-        guard !flushScheduled, !reading, transportConnected, state != .closed else { return }
+        guard !flushScheduled, !reading, machine.isWritable else { return }
         flushScheduled = true
-        flushTimer.schedule(after: .zero)
+        timers.arm(.flush, at: 0)
     }
 
-    /// Moves encoded frames to the TLS stream until nghttp2 has nothing more or the output buffer
-    /// reaches the high-water mark (then ``streamDidDrain(_:)`` resumes).
+    /// Moves encoded frames to the transport until nghttp2 has nothing more or the output buffer
+    /// reaches the high-water mark (then ``transportDidDrain()`` resumes).
     private func flush() {
         if flushScheduled {
             flushScheduled = false
-            flushTimer.cancel()
+            timers.cancel(.flush)
         }
-        guard transportConnected, state != .closed else { return }
-        guard writeFrames(limit: configuration.writeHighWaterMark) else { return }
+        guard machine.isWritable, writeFrames(limit: configuration.writeHighWaterMark) else { return }
         afterSessionCall()
     }
 
     /// Returns false when the session failed (the connection is then closed).
     private func writeFrames(limit: Int) -> Bool {
-        guard let session, let stream else { return false }
-        while stream.pendingOutputBytes + output.count < limit {
+        guard let session, let transport else { return false }
+        while transport.pendingOutputBytes + output.count < limit {
             var data: UnsafePointer<UInt8>?
             let length = nghttp2_session_mem_send(session, &data)
             if length < 0 {
-                output.flush(to: stream)
-                fail(.socket("HTTP/2 session with \(peerName) failed: \(String(cString: nghttp2_strerror(Int32(length))))"))
+                output.flush(to: transport)
+                perform(machine.sessionFailed(.socket("HTTP/2 session with \(peerName) failed: \(String(cString: nghttp2_strerror(Int32(length))))")))
                 return false
             }
             guard length > 0, let data else { break }
-            output.append(UnsafeRawBufferPointer(start: data, count: length), to: stream)
+            output.append(UnsafeRawBufferPointer(start: data, count: length), to: transport)
         }
-        output.flush(to: stream)
-        peakBufferedOutput = max(peakBufferedOutput, stream.pendingOutputBytes)
+        output.flush(to: transport)
+        peakBufferedOutput = max(peakBufferedOutput, transport.pendingOutputBytes)
         return true
     }
 
     // MARK: After each nghttp2 call
 
-    /// Acts on what the last `mem_recv`/`mem_send` recorded: readiness, GOAWAY, closed streams,
-    /// freed stream slots, and the end of a drain.
+    /// Feeds the state machine what the last `mem_recv`/`mem_send` recorded, in this order:
+    /// SETTINGS (readiness, the stream limit), GOAWAY, the PING acknowledgement, closed streams,
+    /// then whether a drain is done or nghttp2 ended the session.
     func afterSessionCall() {
-        if settingsReceived, state == .connecting { becomeReady() }
-        if goawayUnhandled, let goaway {
-            goawayUnhandled = false
-            startDraining(.goaway(errorCode: goaway.errorCode, reason: goaway.reason))
+        if let limit = receivedMaxConcurrentStreams {
+            receivedMaxConcurrentStreams = nil
+            perform(machine.settingsReceived(maxConcurrentStreams: limit, now: timers.now))
+        }
+        if let goaway = receivedGoaway {
+            receivedGoaway = nil
+            perform(machine.goawayReceived(goaway, now: timers.now))
+        }
+        if receivedPingAck {
+            receivedPingAck = false
+            perform(machine.pingAcknowledged())
         }
         resolveClosedStreams()
-        submitQueued()
-        finishDrainIfDone()
-        closeIfSessionEnded()
+        perform(machine.settled(sessionEndedWith: sessionHasEnded ? sessionError ?? "the session ended" : nil))
     }
 
-    /// nghttp2 ends a session on a connection-level error (it queues GOAWAY and then wants neither
-    /// to read nor to write): close with its reason instead of waiting for a timeout.
-    private func closeIfSessionEnded() {
-        guard state != .closed, let session, nghttp2_session_want_read(session) == 0,
-              nghttp2_session_want_write(session) == 0 else { return }
-        fail(.socket("HTTP/2 protocol error with \(peerName): \(sessionError ?? "the session ended")"))
-    }
-
-    private func becomeReady() {
-        state = .ready
-        everReady = true
-        connectTimer.cancel()
-        activityAtLastIdleCheck = activity
-        idleTimer.schedule(after: configuration.idlePingInterval)
-        delegate?.connectionDidBecomeReady(self)
+    /// nghttp2 ends a session on a connection-level error: it queues GOAWAY and then wants
+    /// neither to read nor to write.
+    private var sessionHasEnded: Bool {
+        guard !machine.isClosed, let session else { return false }
+        return nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0
     }
 
     private func resolveClosedStreams() {
-        guard !resolvingClosedStreams else { return }
+        guard !resolvingClosedStreams, !closedStreams.isEmpty else { return }
         resolvingClosedStreams = true
         var index = 0
         while index < closedStreams.count {
             let request = closedStreams[index]
             index += 1
-            resolve(request)
+            let (outcome, action) = machine.streamClosed(streamID: request.streamID, errorCode: request.closeErrorCode,
+                                                         timedOut: request.timedOut, hasResponse: request.status > 0)
+            resolve(request, outcome)
+            perform(action)
         }
         closedStreams.removeAll(keepingCapacity: true)
         resolvingClosedStreams = false
     }
 
-    private func resolve(_ request: HTTP2PendingRequest) {
-        let code = request.closeErrorCode
-        if request.timedOut {
-            request.complete(.failure(.timedOut(after: configuration.responseTimeout)))
-        } else if code == NGHTTP2_NO_ERROR.rawValue, request.status > 0 {
-            completedCount += 1
-            request.complete(.success(request.takeResponse()))
-        } else if code == NGHTTP2_REFUSED_STREAM.rawValue {
-            if let goaway, request.streamID > goaway.lastStreamID {
-                handBack(request, .goaway(errorCode: goaway.errorCode, reason: goaway.reason))
-            } else {
-                handBack(request, .refusedStream)
-            }
-        } else if let goaway, request.streamID <= goaway.lastStreamID {
-            request.complete(.failure(.goaway(errorCode: goaway.errorCode, reason: goaway.reason)))
-        } else {
-            request.complete(.failure(.streamReset(errorCode: code)))
+    private func resolve(_ request: HTTP2PendingRequest, _ outcome: HTTP2StreamOutcome) {
+        switch outcome {
+        case .response: request.complete(.success(request.takeResponse()))
+        case .fail(let error): request.complete(.failure(error))
+        case .handBack(let reason): handBack(request, reason)
         }
     }
 
@@ -365,127 +337,100 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
 
     // MARK: Draining and closing
 
-    private func startDraining(_ reason: HTTP2RetryReason) {
-        guard state == .connecting || state == .ready else { return }
-        state = .draining
-        drainReason = reason
-        connectTimer.cancel()
-        for request in queue.removeAll() { handBack(request, reason) }
-        drainTimer.schedule(after: configuration.drainTimeout)
-        delegate?.connectionDidStartDraining(self)
-    }
-
     /// Stops taking requests, fails the queued ones with `.shutdown`, tells the server with GOAWAY
     /// and closes once in-flight streams have finished or `gracePeriod` (default: the configured
     /// drain timeout) has passed; streams still open then fail with `.shutdown`.
     public func shutdown(gracePeriod: Duration? = nil) {
-        guard state != .closed, !shuttingDown else { return }
-        shuttingDown = true
-        for request in queue.removeAll() { request.complete(.failure(.shutdown)) }
-        if let session {
-            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
-                                  NGHTTP2_NO_ERROR.rawValue, nil, 0)
-        }
-        if state != .draining {
-            startDraining(.connectionLost(.closedLocally, wasSent: false))
-        }
-        drainTimer.schedule(after: gracePeriod ?? configuration.drainTimeout)
-        scheduleFlush()
-        finishDrainIfDone()
+        perform(machine.shutdownRequested(gracePeriod: gracePeriod, now: timers.now))
+        perform(machine.settled(sessionEndedWith: nil))
     }
 
     /// Closes at once; queued and in-flight requests are handed back (or fail, when standalone)
     /// with `.closedLocally`.
     public func close() {
-        fail(.closedLocally)
+        perform(machine.closeRequested())
     }
 
-    private func finishDrainIfDone() {
-        guard state == .draining, inFlight.isEmpty, closedStreams.isEmpty else { return }
-        if transportConnected { _ = writeFrames(limit: .max) }
-        teardown(nil, closeTransport: { $0.closeAfterFlush() })
-    }
-
-    private func drainTimedOut() {
-        guard state == .draining else { return }
-        if shuttingDown {
-            while let request = inFlight.popFirst() { request.complete(.failure(.shutdown)) }
-            teardown(nil, closeTransport: { $0.closeAfterFlush() })
-        } else {
-            fail(.timeout("streams on \(peerName) still open \(configuration.drainTimeout) after the connection began draining"))
+    /// Does what the state machine decided, in the action's order. A completion or the delegate
+    /// may close the connection while the requests are dealt with; the rest of the action is
+    /// then stale and dropped.
+    private func perform(_ action: HTTP2ClientAction) {
+        let wasTornDown = tornDown
+        switch action.requests {
+        case .none: break
+        case .submit: submitQueued()
+        case .handBackQueued(let reason): for request in queue.removeAll() { handBack(request, reason) }
+        case .failQueued(let error): for request in queue.removeAll() { request.complete(.failure(error)) }
+        case .failInFlight(let error): while let request = inFlight.popFirst() { request.complete(.failure(error)) }
+        case .resetOverdueStreams(let now): resetOverdueStreams(now: now)
         }
-    }
-
-    private func connectTimedOut() {
-        guard state == .connecting else { return }
-        fail(.timeout(transportConnected
-            ? "no HTTP/2 SETTINGS from \(peerName) within \(configuration.connectTimeout)"
-            : "connecting to \(peerName) (DNS lookup, TCP, TLS handshake) took longer than \(configuration.connectTimeout)"))
-    }
-
-    /// Closes the connection now because of `error`.
-    func fail(_ error: TransportError) {
-        teardown(error, closeTransport: { $0.close() })
-    }
-
-    /// The one way to the closed state: hands back or fails every request, frees the session,
-    /// closes the transport and tells the delegate.
-    private func teardown(_ error: TransportError?, closeTransport: (TLSStream) -> Void) {
-        guard state != .closed else { return }
-        state = .closed
-        closeError = error
-        for timer in [flushTimer, connectTimer, idleTimer, pingTimer, drainTimer, responseTimer] { timer?.cancel() }
-        let lost = error ?? .closedLocally
-        while let request = inFlight.popFirst() {
-            if let goaway, request.streamID <= goaway.lastStreamID {
-                request.complete(.failure(.goaway(errorCode: goaway.errorCode, reason: goaway.reason)))
-            } else if let goaway, request.headersSent {
-                // Above the GOAWAY's last-stream-id: the server promised not to process it.
-                handBack(request, .goaway(errorCode: goaway.errorCode, reason: goaway.reason))
+        guard wasTornDown || !tornDown else { return }
+        if action.frame != .none, let session {
+            if action.frame == .ping {
+                nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
             } else {
-                handBack(request, .connectionLost(lost, wasSent: request.headersSent))
+                nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
+                                      NGHTTP2_NO_ERROR.rawValue, nil, 0)
             }
+            scheduleFlush()
         }
-        for request in queue.removeAll() { handBack(request, .connectionLost(lost, wasSent: false)) }
+        timers.apply(action.timers)
+        switch action.report {
+        case .none: break
+        case .ready: delegate?.connectionDidBecomeReady(self)
+        case .draining: delegate?.connectionDidStartDraining(self)
+        }
+        if let close = action.close { teardown(close) }
+        if action.flush { flush() }
+    }
+
+    /// The closing work: hands back or fails every request, frees the session, ends the
+    /// transport and tells the delegate.
+    private func teardown(_ close: HTTP2ClientAction.Close) {
+        guard !tornDown else { return }
+        tornDown = true
+        if close.ending == .afterPendingFrames, machine.isTransportConnected { _ = writeFrames(limit: .max) }
+        timers.cancelAll()
+        flushScheduled = false
+        while let request = inFlight.popFirst() {
+            resolve(request, machine.outcomeAtClose(streamID: request.streamID, headersSent: request.headersSent))
+        }
+        for request in queue.removeAll() { handBack(request, .connectionLost(close.error ?? .closedLocally, wasSent: false)) }
         if let session {
             nghttp2_session_del(session)
             self.session = nil
         }
-        if let stream { closeTransport(stream) }
-        delegate?.connection(self, didCloseWith: error, wasReady: everReady)
-    }
-
-    // MARK: Idle PING
-
-    private func idleCheck() {
-        guard state == .ready || state == .draining, let session else { return }
-        if activity == activityAtLastIdleCheck, !awaitingPingAck {
-            nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
-            awaitingPingAck = true
-            pingTimer.schedule(after: configuration.pingTimeout)
-            scheduleFlush()
+        if let transport {
+            if close.ending == .now { transport.close() } else { transport.closeAfterOutput() }
         }
-        activityAtLastIdleCheck = activity
-        idleTimer.schedule(after: configuration.idlePingInterval)
-    }
-}
-
-// MARK: - Transport events
-
-extension HTTP2ClientConnection: TLSStreamDelegate {
-    public func streamDidConnect(_ stream: TLSStream) {
-        guard state != .closed else { return }
-        transportConnected = true
-        flush()
+        delegate?.connection(self, didCloseWith: close.error, wasReady: machine.wasReady)
     }
 
-    public func stream(_ stream: TLSStream, didRead bytes: UnsafeRawBufferPointer) {
-        guard let session, state != .closed, let base = bytes.baseAddress else { return }
-        activity &+= 1
+    private func timerFired(_ kind: HTTP2ClientTimer) {
+        switch kind {
+        case .flush: flush()
+        case .connect: perform(machine.connectTimedOut())
+        case .idle: perform(machine.idleCheck(now: timers.now))
+        case .ping: perform(machine.pingTimedOut())
+        case .drain: perform(machine.drainTimedOut())
+        case .response: perform(machine.responseDeadlineReached(now: timers.now))
+        }
+    }
+
+    // MARK: Transport events
+
+    /// TLS is up (ALPN chose h2): the preface and SETTINGS go out.
+    func transportDidConnect() {
+        perform(machine.transportConnected())
+    }
+
+    func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
+        guard let session, !machine.isClosed, let base = bytes.baseAddress else { return }
+        machine.inputReceived()
         let result = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
         if result < 0 {
             _ = writeFrames(limit: .max)
-            fail(.socket("HTTP/2 protocol error from \(peerName): \(String(cString: nghttp2_strerror(Int32(result))))"))
+            perform(machine.sessionFailed(.socket("HTTP/2 protocol error from \(peerName): \(String(cString: nghttp2_strerror(Int32(result))))")))
             return
         }
         reading = true
@@ -496,11 +441,22 @@ extension HTTP2ClientConnection: TLSStreamDelegate {
         flush()
     }
 
-    public func streamDidDrain(_ stream: TLSStream) {
-        flush()
+    /// The transport's output went below its low-water mark.
+    func transportDidDrain() {
+        perform(machine.writeDrained())
     }
 
-    public func stream(_ stream: TLSStream, didCloseWith error: TransportError) {
-        fail(error)
+    func transportDidClose(_ error: TransportError) {
+        perform(machine.transportClosed(error))
     }
+}
+
+extension HTTP2ClientConnection: TLSStreamDelegate {
+    public func streamDidConnect(_ stream: TLSStream) { transportDidConnect() }
+
+    public func stream(_ stream: TLSStream, didRead bytes: UnsafeRawBufferPointer) { transportDidRead(bytes) }
+
+    public func streamDidDrain(_ stream: TLSStream) { transportDidDrain() }
+
+    public func stream(_ stream: TLSStream, didCloseWith error: TransportError) { transportDidClose(error) }
 }

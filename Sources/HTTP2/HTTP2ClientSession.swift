@@ -76,21 +76,21 @@ extension HTTP2ClientConnection {
         return session
     }
 
-    /// A frame arrived (called inside `nghttp2_session_mem_recv`: record only, act afterwards).
+    /// A frame arrived (called inside `nghttp2_session_mem_recv`: record only; ``afterSessionCall()``
+    /// feeds it to the state machine once nghttp2 has returned).
     fileprivate func didReceive(_ frame: UnsafePointer<nghttp2_frame>) {
         let header = frame.pointee.hd
         let isAck = header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
         switch UInt32(header.type) {
         case NGHTTP2_SETTINGS.rawValue where !isAck:
-            settingsReceived = true
+            // nghttp2 has applied the frame's values by now: this is the limit in force.
+            receivedMaxConcurrentStreams = nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
         case NGHTTP2_GOAWAY.rawValue:
             let frame = frame.pointee.goaway
-            goaway = ReceivedGoaway(lastStreamID: frame.last_stream_id, errorCode: frame.error_code,
-                                    reason: ReceivedGoaway.reason(fromDebugData: UnsafeBufferPointer(start: frame.opaque_data, count: frame.opaque_data_len)))
-            goawayUnhandled = true
+            receivedGoaway = ReceivedGoaway(lastStreamID: frame.last_stream_id, errorCode: frame.error_code,
+                                            reason: ReceivedGoaway.reason(fromDebugData: UnsafeBufferPointer(start: frame.opaque_data, count: frame.opaque_data_len)))
         case NGHTTP2_PING.rawValue where isAck:
-            awaitingPingAck = false
-            pingTimer.cancel()
+            receivedPingAck = true
         default:
             break
         }

@@ -103,43 +103,6 @@ struct ConnectionFailureTests {
         #expect(what.contains("127.0.0.1:\(listener.port)"))
         #expect(state == .closed)
     }
-
-    @Test func serverThatNegotiatesH2ButNeverSendsSettingsTimesOut() async throws {
-        // openssl s_server -www selects h2 via ALPN, then waits for an HTTP/1 request line.
-        let server = try ServerProcess.opensslServer(alpn: "h2")
-        let (error, _) = try await failure(port: server.port, connectTimeout: .milliseconds(500))
-        guard case .timeout(let what) = error.transportError else {
-            Issue.record("expected a timeout, got \(error)")
-            return
-        }
-        #expect(what.contains("no HTTP/2 SETTINGS"))
-    }
-
-    @Test func serverSendingSomethingElseThanHTTP2GivesAProtocolError() async throws {
-        var behaviour = TestHTTP2Server.Behaviour()
-        behaviour.garbage = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
-        let server = try TestHTTP2Server(behaviour)
-        defer { server.stop() }
-        let (error, state) = try await failure(port: server.port)
-        guard case .socket(let reason) = error.transportError else {
-            Issue.record("expected a protocol error, got \(error)")
-            return
-        }
-        #expect(reason.contains("HTTP/2 protocol error"))
-        #expect(reason.contains("SETTINGS"), "nghttp2 names what it expected")
-        #expect(state == .closed)
-    }
-
-    @Test func requestsOnAClosedConnectionFailWithItsError() async throws {
-        let server = try ServerProcess.nghttpd()
-        let client = try TestClient(port: server.port)
-        defer { client.close() }
-        try await client.waitUntilReady()
-        try client.loop.sync { [connection = client.connection] in connection.close() }
-        let request = HTTP2Request(template: TestRequests.getTemplate(port: server.port), path: "/hello.txt")
-        let outcome = try await sendAll([request], via: client.connection, on: client.loop)
-        #expect(outcome.failures.first?.transportError == .closedLocally)
-    }
 }
 
 /// Sockets a test listener accepted, kept open until the test closes them.

@@ -3,57 +3,28 @@ import Foundation
 import TouchlineCore
 import TouchlineRuntime
 
-/// A small HTTP/2 server over real TLS, on nghttp2's server session, for behaviours `nghttpd`
-/// cannot produce on demand: a stream limit that changes while requests flow (APNs starts at 1
-/// and raises it), GOAWAY after N requests, REFUSED_STREAM, reset streams, unanswered PINGs.
-/// It answers every request with 200, the request body (or a greeting for GET) and its request
-/// headers echoed as `x-echo-<name>`, and records what it saw.
+/// A small HTTP/2 server over real TLS, on nghttp2's server session, for the pool tests'
+/// behaviours `nghttpd` cannot produce on demand: GOAWAY after N requests, REFUSED_STREAM,
+/// delayed answers. It answers every request with 200 and the request body (or a greeting for
+/// GET), and counts what it saw. (A single connection's protocol behaviour is tested in memory,
+/// against `InMemoryServer`.)
 ///
 /// Runs on its own loop; ``stats()`` and ``stop()`` may be called from any thread.
 final class TestHTTP2Server: @unchecked Sendable {
-    struct LimitChange: Sendable {
-        /// Advertise `limit` once this many responses have been sent on a connection.
-        var afterResponses: Int
-        var limit: UInt32
-    }
-
     struct Behaviour: Sendable {
-        var maxConcurrentStreams: UInt32 = 100
-        var limitChanges: [LimitChange] = []
         /// Responses are held this long (in batches) so that open streams pile up.
         var responseDelay: Duration = .zero
         /// Reset the first N requests (over all connections) with REFUSED_STREAM.
         var refuseFirst = 0
-        /// Send GOAWAY with last-stream-id = the N-th request's stream, on the first `goawayConnections` connections.
+        /// Send GOAWAY with last-stream-id = the N-th request's stream on the first connection,
+        /// answer the streams up to it and leave the closing to the client.
         var goawayAfter: Int?
-        var goawayConnections = 1
-        var goawayErrorCode: UInt32 = 0
-        var goawayDebugData = #"{"reason":"Shutdown"}"#
-        /// After GOAWAY, answer the streams at or below the last-stream-id and leave the closing to
-        /// the client; else close soon without answering them.
-        var answerBeforeGoawayClose = true
-        var answerPings = true
-        /// Requests to this path are reset with `resetCode`.
-        var resetPath: String?
-        var resetCode: UInt32 = NGHTTP2_CANCEL.rawValue
-        /// Answer the TLS handshake with these bytes instead of HTTP/2 (a broken server).
-        var garbage: String?
     }
 
     struct Stats: Sendable {
         var connections = 0
         var requests = 0
         var requestsPerConnection: [Int] = []
-        /// For each stream limit (once acknowledged by the client), the most streams open at once under it.
-        var peakOpenByLimit: [UInt32: Int] = [:]
-        var peakOpen = 0
-        /// Streams the client opened beyond the limit it had acknowledged.
-        var limitViolations = 0
-        /// RST_STREAM frames nghttp2 sent on its own (e.g. streams over the limit).
-        var resetsByLibrary = 0
-        /// GOAWAY frames with an error that nghttp2 sent on its own (protocol errors).
-        var protocolErrors = 0
-        var pingsReceived = 0
         var goawaysReceived = 0
     }
 
@@ -108,12 +79,7 @@ final class TestHTTP2Server: @unchecked Sendable {
 /// One request as the server sees it.
 private final class TestServerStream {
     let id: Int32
-    var path = ""
     var method = ""
-    /// The regular (non-pseudo) request headers, echoed back as `x-echo-<name>`.
-    var headers: [(String, String)] = []
-    /// Names of headers the client sent as HPACK "never indexed", echoed in `x-never-indexed`.
-    var neverIndexed: [String] = []
     var body: [UInt8] = []
     var responseBody: [UInt8] = []
     var offset = 0
@@ -127,22 +93,15 @@ private final class TestServerConnection: TLSStreamDelegate {
     var stream: TLSStream?
     private var session: OpaquePointer?
     private var streams: [Int32: TestServerStream] = [:]
-    private var open = 0
     private var requests = 0
-    private var responses = 0
-    /// Limits advertised and not yet acknowledged, oldest first; and the one in force.
-    private var unacknowledgedLimits: [UInt32] = []
-    private var acknowledgedLimit: UInt32
     private var delayed: [TestServerStream] = []
     private var delayTimer: LoopTimer?
-    private var ownResets: Set<Int32> = []
     private var goawayLastStreamID: Int32?
     private var behaviour: TestHTTP2Server.Behaviour { server.behaviour }
 
     init(server: TestHTTP2Server, index: Int) {
         self.server = server
         self.index = index
-        acknowledgedLimit = server.behaviour.maxConcurrentStreams
     }
 
     deinit {
@@ -150,19 +109,15 @@ private final class TestServerConnection: TLSStreamDelegate {
     }
 
     func streamDidConnect(_ stream: TLSStream) {
-        if let garbage = behaviour.garbage {
-            Array(garbage.utf8).withUnsafeBytes { stream.write($0) }
-            return
-        }
         session = makeSession()
-        advertise(limit: behaviour.maxConcurrentStreams)
+        var limit = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: 100)
+        nghttp2_submit_settings(session, 0, &limit, 1)
         flush()
     }
 
     func stream(_ stream: TLSStream, didRead bytes: UnsafeRawBufferPointer) {
         guard let session else { return }
-        let result = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
-        if result < 0 { server.statsOnLoop.protocolErrors += 1 }
+        _ = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
         flush()
     }
 
@@ -183,30 +138,14 @@ private final class TestServerConnection: TLSStreamDelegate {
         }
     }
 
-    private func advertise(limit: UInt32) {
-        var entry = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: limit)
-        nghttp2_submit_settings(session, 0, &entry, 1)
-        unacknowledgedLimits.append(limit)
-    }
-
     // MARK: nghttp2 events
 
     fileprivate func beginRequest(_ id: Int32) {
-        open += 1
-        if open > Int(acknowledgedLimit) { server.statsOnLoop.limitViolations += 1 }
-        server.statsOnLoop.peakOpen = max(server.statsOnLoop.peakOpen, open)
-        server.statsOnLoop.peakOpenByLimit[acknowledgedLimit] = max(server.statsOnLoop.peakOpenByLimit[acknowledgedLimit] ?? 0, open)
         streams[id] = TestServerStream(id: id)
     }
 
-    fileprivate func header(_ id: Int32, name: String, value: String, neverIndexed: Bool) {
-        guard let request = streams[id] else { return }
-        if neverIndexed { request.neverIndexed.append(name) }
-        switch name {
-        case ":path": request.path = value
-        case ":method": request.method = value
-        default: if !name.hasPrefix(":") { request.headers.append((name, value)) }
-        }
+    fileprivate func header(_ id: Int32, name: String, value: String) {
+        if name == ":method" { streams[id]?.method = value }
     }
 
     fileprivate func data(_ id: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
@@ -214,14 +153,8 @@ private final class TestServerConnection: TLSStreamDelegate {
     }
 
     fileprivate func frameReceived(_ frame: nghttp2_frame) {
-        let type = UInt32(frame.hd.type)
-        let isAck = frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
         let endsStream = frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-        switch type {
-        case NGHTTP2_SETTINGS.rawValue where isAck:
-            if !unacknowledgedLimits.isEmpty { acknowledgedLimit = unacknowledgedLimits.removeFirst() }
-        case NGHTTP2_PING.rawValue where !isAck:
-            server.statsOnLoop.pingsReceived += 1
+        switch UInt32(frame.hd.type) {
         case NGHTTP2_GOAWAY.rawValue:
             server.statsOnLoop.goawaysReceived += 1
         case NGHTTP2_HEADERS.rawValue where endsStream, NGHTTP2_DATA.rawValue where endsStream:
@@ -231,19 +164,8 @@ private final class TestServerConnection: TLSStreamDelegate {
         }
     }
 
-    fileprivate func frameSent(_ frame: nghttp2_frame) {
-        switch UInt32(frame.hd.type) {
-        case NGHTTP2_RST_STREAM.rawValue where !ownResets.contains(frame.hd.stream_id):
-            server.statsOnLoop.resetsByLibrary += 1
-        case NGHTTP2_GOAWAY.rawValue where frame.goaway.error_code != 0 && goawayLastStreamID == nil:
-            server.statsOnLoop.protocolErrors += 1
-        default:
-            break
-        }
-    }
-
     fileprivate func streamClosed(_ id: Int32) {
-        if streams.removeValue(forKey: id) != nil { open -= 1 }
+        streams.removeValue(forKey: id)
     }
 
     // MARK: Behaviour
@@ -255,14 +177,10 @@ private final class TestServerConnection: TLSStreamDelegate {
         server.statsOnLoop.requestsPerConnection[index] += 1
         if server.refusedSoFar < behaviour.refuseFirst {
             server.refusedSoFar += 1
-            reset(request.id, code: NGHTTP2_REFUSED_STREAM.rawValue)
+            nghttp2_submit_rst_stream(session, 0, request.id, NGHTTP2_REFUSED_STREAM.rawValue)
             return
         }
-        if request.path == behaviour.resetPath {
-            reset(request.id, code: behaviour.resetCode)
-            return
-        }
-        if let goawayAfter = behaviour.goawayAfter, requests == goawayAfter, index < behaviour.goawayConnections {
+        if let goawayAfter = behaviour.goawayAfter, requests == goawayAfter, index == 0 {
             sendGoaway(lastStreamID: request.id, answering: request)
             return
         }
@@ -284,43 +202,24 @@ private final class TestServerConnection: TLSStreamDelegate {
         flush()
     }
 
-    private func reset(_ id: Int32, code: UInt32) {
-        ownResets.insert(id)
-        nghttp2_submit_rst_stream(session, 0, id, code)
-    }
-
+    /// Answers the streams up to `lastStreamID` and leaves the closing to the client.
     private func sendGoaway(lastStreamID: Int32, answering request: TestServerStream) {
         goawayLastStreamID = lastStreamID
         delayTimer?.cancel()
-        if behaviour.answerBeforeGoawayClose {
-            answerDelayed()
-            respond(request)
-        } else {
-            delayed = []
-        }
-        var debug = Array(behaviour.goawayDebugData.utf8)
-        nghttp2_submit_goaway(session, 0, lastStreamID, behaviour.goawayErrorCode, &debug, debug.count)
+        answerDelayed()
+        respond(request)
+        var debug = Array(#"{"reason":"Shutdown"}"#.utf8)
+        nghttp2_submit_goaway(session, 0, lastStreamID, 0, &debug, debug.count)
         flush()
-        guard !behaviour.answerBeforeGoawayClose else { return }  // the client closes once its streams are done
-        // Close a little later: closing with unread input makes the kernel send RST, which could
-        // destroy the GOAWAY before the client has read it.
-        closeTimer = LoopTimer(loop: server.loop) { [unowned self] in stream?.close() }
-        closeTimer?.schedule(after: .milliseconds(50))
     }
-    private var closeTimer: LoopTimer?
 
     private func respond(_ request: TestServerStream) {
         request.responseBody = request.method == "POST" ? request.body : Array(TestPKI.helloBody.utf8)
-        let fields = [(":status", "200"), ("x-request-path", request.path), ("x-request-method", request.method),
-                      ("content-length", "\(request.responseBody.count)"), ("x-never-indexed", request.neverIndexed.joined(separator: ","))]
-            + request.headers.map { ("x-echo-\($0.0)", $0.1) }
-        withHeaderList(fields) { list, count in
+        withHeaderList([(":status", "200"), ("content-length", "\(request.responseBody.count)")]) { list, count in
             var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: Unmanaged.passUnretained(request).toOpaque()),
                                                  read_callback: readResponseBody)
             _ = nghttp2_submit_response(session, request.id, list, count, &provider)
         }
-        responses += 1
-        for change in behaviour.limitChanges where change.afterResponses == responses { advertise(limit: change.limit) }
     }
 
     private func makeSession() -> OpaquePointer {
@@ -331,11 +230,10 @@ private final class TestServerConnection: TLSStreamDelegate {
             if frame!.pointee.headers.cat == NGHTTP2_HCAT_REQUEST { serverConnection(context).beginRequest(frame!.pointee.hd.stream_id) }
             return 0
         }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, flags, context in
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, context in
             serverConnection(context).header(frame!.pointee.hd.stream_id,
                                              name: String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self),
-                                             value: String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self),
-                                             neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0)
+                                             value: String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self))
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, id, data, length, context in
@@ -346,20 +244,12 @@ private final class TestServerConnection: TLSStreamDelegate {
             serverConnection(context).frameReceived(frame!.pointee)
             return 0
         }
-        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, context in
-            serverConnection(context).frameSent(frame!.pointee)
-            return 0
-        }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, id, _, context in
             serverConnection(context).streamClosed(id)
             return 0
         }
-        var option: OpaquePointer?
-        nghttp2_option_new(&option)
-        defer { nghttp2_option_del(option) }
-        nghttp2_option_set_no_auto_ping_ack(option, behaviour.answerPings ? 0 : 1)
         var session: OpaquePointer?
-        nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), option)
+        nghttp2_session_server_new(&session, callbacks, Unmanaged.passUnretained(self).toOpaque())
         return session!
     }
 }
@@ -380,7 +270,7 @@ private let readResponseBody: nghttp2_data_source_read_callback = { _, _, buffer
 }
 
 /// Calls `body` with an nghttp2 header list for `fields` (copied by nghttp2 during the call).
-private func withHeaderList<R>(_ fields: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+func withHeaderList<R>(_ fields: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
     let buffers = fields.flatMap { [Array($0.0.utf8), Array($0.1.utf8)] }.map { bytes -> UnsafeMutableBufferPointer<UInt8> in
         let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, bytes.count))
         _ = buffer.initialize(from: bytes)

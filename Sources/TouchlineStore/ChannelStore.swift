@@ -1,3 +1,5 @@
+import TouchlineCore
+
 /// Durable writes for channels and their event log.
 ///
 /// Small on purpose: a SQLite implementation now, a NATS JetStream one later. Completions run on

@@ -1,3 +1,4 @@
+import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
@@ -14,15 +15,28 @@ extension StoreWriter {
 extension HTTPError {
     /// The answer to input whose commit failed, or that came while the store is failing.
     static func storeUnavailable(_ failure: StoreError) -> HTTPError {
+        storeUnavailable(description: "\(failure)")
+    }
+
+    private static func storeUnavailable(description: String) -> HTTPError {
         HTTPError(status: 503, code: "store_unavailable",
-                  message: "the store cannot write (\(failure)); nothing was stored, retry the same request",
+                  message: "the store cannot write (\(description)); nothing was stored, retry the same request",
                   headers: [("Retry-After", "1")])
     }
 
     /// The answer to a write that failed: 503 with `Retry-After` when the storage failed (the
     /// retry will be stored once it recovers), 500 when the store refused this write itself.
     static func writeFailed(_ error: StoreError, saving what: String) -> HTTPError {
-        error.isStorageFailure ? storeUnavailable(error)
-            : HTTPError(status: 500, code: "store_failed", message: "saving \(what) failed: \(error)")
+        writeFailed(description: "\(error)", isStorageFailure: error.isStorageFailure, saving: what)
+    }
+
+    /// ``writeFailed(_:saving:)`` for a failure the channel lifecycle reported.
+    static func writeFailed(_ failure: ChannelLifecycle<HTTPRequest>.StoreFailure, saving what: String) -> HTTPError {
+        writeFailed(description: failure.message, isStorageFailure: failure.isStorageFailure, saving: what)
+    }
+
+    private static func writeFailed(description: String, isStorageFailure: Bool, saving what: String) -> HTTPError {
+        isStorageFailure ? storeUnavailable(description: description)
+            : HTTPError(status: 500, code: "store_failed", message: "saving \(what) failed: \(description)")
     }
 }

@@ -14,8 +14,11 @@ final class Channel: @unchecked Sendable {
     /// Set for sports channels: sports events go through `SportsReducer` with these.
     let attributes: MatchAttributes?
     let createdAt: UnixTime
-    /// Apple's id; nil while the create call has not answered.
-    var apnsChannelID: String?
+    /// The channel's life at APNs (create, adoption, deletion), and the requests waiting for
+    /// its create to settle.
+    var lifecycle: ChannelLifecycle<HTTPRequest>
+    /// One acknowledged write in the store at a time; what comes meanwhile waits or is held.
+    var gate = CommitGate<ChannelRequest, ChannelInput>()
     var engine: ChannelEngine
     /// The full current content-state (also before the first push).
     var contentState: JSONValue
@@ -23,26 +26,10 @@ final class Channel: @unchecked Sendable {
     var lastSeq: Int64
     /// The status last written to the store.
     var persistedStatus: ChannelStatus
-    /// True once the APNs channel has been deleted (after the end's grace period).
-    var apnsDeleted = false
     var brokenReason: String?
-    /// Set when the stored record could not be used at start: the channel is shown as broken
-    /// with this reason and takes nothing but a delete, while every other channel is served.
-    private(set) var damage: String?
-    /// Requests waiting for the APNs create call (the first one and idempotent repeats).
-    var createWaiters: [HTTPRequest] = []
+    /// The engine's timer, and the timer of the next attempt at deleting the APNs channel.
     var timer: LoopTimer?
-    /// Failed attempts at deleting the APNs channel since the last success, and the timer of the
-    /// next one (see `ChannelService+Deletion.swift`).
-    var deletionAttempts = 0
     var deletionTimer: LoopTimer?
-    /// A lost create is being matched to an APNs channel (see `reconcileLostCreates`).
-    var isAdopting = false
-    /// The APNs create call, or the save of the id it gave, is under way.
-    var createInFlight = false
-    /// The id APNs gave whose save failed: the next create request saves it again rather than
-    /// asking APNs for a second channel.
-    var unsavedAPNsChannelID: String?
     /// A fire-and-forget save of the state or status failed: it is made again once the store
     /// takes writes (see `ChannelService.retryFailedSaves`).
     var needsSave = false
@@ -52,26 +39,17 @@ final class Channel: @unchecked Sendable {
     /// the last such event was recorded (see `ChannelService+WebhookFacts.swift`).
     var downgradesSeen: Int
     var budgetExhaustedReportedAt: UnixTime?
-    /// An acknowledged write (events, an end) is in the store. Until it completes the channel's
-    /// memory stays as the last commit left it and the engine takes no input, so a failed
-    /// commit changes nothing (see `ChannelService+Writes.swift`).
-    var isWriting = false
-    /// Events and end requests that came during the write, taken in order when it completes.
-    var waitingRequests: [ChannelRequest] = []
-    /// Engine inputs (APNs answers, timer fires) that came during the write, fed to the engine
-    /// in order when it completes.
-    var heldInputs: [ChannelInput] = []
     /// Recent pushes and latency bookkeeping for metrics and stats.
     var activity = ChannelActivity()
 
     init(id: String, storage: ChannelStorage, policy: ChannelPolicy, attributes: MatchAttributes?, createdAt: UnixTime,
-         apnsChannelID: String?, engine: ChannelEngine, contentState: JSONValue, lastSeq: Int64, persistedStatus: ChannelStatus) {
+         lifecycle: ChannelLifecycle<HTTPRequest>, engine: ChannelEngine, contentState: JSONValue, lastSeq: Int64, persistedStatus: ChannelStatus) {
         self.id = id
         self.storage = storage
         self.policy = policy
         self.attributes = attributes
         self.createdAt = createdAt
-        self.apnsChannelID = apnsChannelID
+        self.lifecycle = lifecycle
         self.engine = engine
         downgradesSeen = engine.counters.budgetDowngrades
         self.contentState = contentState
@@ -79,20 +57,20 @@ final class Channel: @unchecked Sendable {
         self.persistedStatus = persistedStatus
     }
 
+    /// Apple's id, once saved.
+    var apnsChannelID: String? { lifecycle.apnsChannelID }
+    /// True once APNs confirmed the deletion of the channel (after the end's grace period).
+    var apnsDeleted: Bool { if case .deleted = lifecycle.stage { true } else { false } }
+    /// Set when the stored record could not be used at start: the channel is shown as broken
+    /// with this reason and takes nothing but a delete, while every other channel is served.
+    var damage: String? { if case .damaged(let reason, _) = lifecycle.stage { reason } else { nil } }
+
     /// The status the API shows and the store keeps, derived from the engine's phase.
     var status: ChannelStatus { status(of: engine) }
 
     /// The status the channel would have with `engine` (a write's engine, before it is applied).
     func status(of engine: ChannelEngine) -> ChannelStatus {
-        if damage != nil { return .broken }
-        guard apnsChannelID != nil else { return .creating }
-        if apnsDeleted { return .deleted }
-        switch engine.phase {
-        case .live: return .active
-        case .ending: return .ending
-        case .ended, .closed: return .ended
-        case .broken: return .broken
-        }
+        lifecycle.status(enginePhase: engine.phase)
     }
 
     /// A different seed per channel, so channels throttled together do not retry together (FNV-1a).
@@ -134,12 +112,14 @@ final class Channel: @unchecked Sendable {
         do {
             return try Channel(record: record, now: now)
         } catch {
+            let damage = "the stored record cannot be read: \(error)"
+            let lifecycle = ChannelLifecycle<HTTPRequest>.restored(apnsChannelID: record.apnsChannelID, status: record.status, damage: damage,
+                                                                   jitterSeed: jitterSeed(for: record.id))
             let channel = Channel(id: record.id, storage: record.storagePolicy, policy: .default, attributes: nil,
-                                         createdAt: record.createdAt, apnsChannelID: record.apnsChannelID,
-                                         engine: ChannelEngine(storage: record.storagePolicy, jitterSeed: jitterSeed(for: record.id), now: now),
-                                         contentState: .object([]), lastSeq: record.lastSeq, persistedStatus: .broken)
-            channel.damage = "the stored record cannot be read: \(error)"
-            channel.brokenReason = channel.damage
+                                  createdAt: record.createdAt, lifecycle: lifecycle,
+                                  engine: ChannelEngine(storage: record.storagePolicy, jitterSeed: jitterSeed(for: record.id), now: now),
+                                  contentState: .object([]), lastSeq: record.lastSeq, persistedStatus: .broken)
+            channel.brokenReason = damage
             return channel
         }
     }
@@ -171,10 +151,11 @@ final class Channel: @unchecked Sendable {
         guard (0...EventBatch.maximumSeq).contains(record.lastSeq) else {
             throw GatewayError.startup("its last seq \(record.lastSeq) is outside 0...\(EventBatch.maximumSeq)")
         }
+        let lifecycle = ChannelLifecycle<HTTPRequest>.restored(apnsChannelID: record.apnsChannelID, status: record.status, damage: nil,
+                                                               jitterSeed: Self.jitterSeed(for: record.id))
         self.init(id: record.id, storage: record.storagePolicy, policy: policy, attributes: attributes, createdAt: record.createdAt,
-                  apnsChannelID: record.apnsChannelID, engine: engine, contentState: contentState,
+                  lifecycle: lifecycle, engine: engine, contentState: contentState,
                   lastSeq: record.lastSeq, persistedStatus: record.status)
-        apnsDeleted = record.status == .deleted
         if record.status == .broken { brokenReason = ChannelEngine.Action.channelNotRegisteredReason }
     }
 

@@ -88,90 +88,16 @@ extension ChannelService: APIFeature {
                 throw HTTPError(status: 409, code: "channel_exists",
                                 message: "channel '\(id)' exists with a different \(differing.joined(separator: " and ")); delete it first or use another id")
             }
-            return resumeCreate(existing, request: request)
+            return lifecycle(.createRequested(request), of: existing)
         }
         let now = clock.now()
-        let channel = Channel(id: id, storage: storage, policy: policy, attributes: attributes, createdAt: now, apnsChannelID: nil,
-                                     engine: ChannelEngine(policy: policy, storage: storage, jitterSeed: Channel.jitterSeed(for: id), now: now),
-                                     contentState: state, lastSeq: 0, persistedStatus: .creating)
-        channels[id] = channel
-        channel.createWaiters.append(request)
         // The intent is durable before Apple is asked, so a lost answer can be reconciled.
-        store.createChannel(channel.creationRecord) { [self] result in
-            loop.execute { [self] in
-                if case .failure(let error) = result {
-                    channels[id] = nil
-                    return answerWaiters(channel, HTTPError.writeFailed(error, saving: "the channel").response)
-                }
-                callCreate(channel)
-            }
-        }
-    }
-
-    /// An existing id: answer with the channel, or join (or restart) its pending APNs create.
-    private func resumeCreate(_ channel: Channel, request: HTTPRequest) {
-        guard channel.apnsChannelID == nil else {
-            request.respond(.json(status: 200, channel.json(now: clock.now())))
-            return
-        }
-        channel.createWaiters.append(request)
-        callCreate(channel)
-    }
-
-    /// Asks APNs for the channel, unless a create of it is already under way; when APNs gave an
-    /// id whose save failed, saves that id again instead: a repeated create never makes a
-    /// second APNs channel (the first would leak toward Apple's limit).
-    func callCreate(_ channel: Channel) {
-        guard !channel.createInFlight, !channel.isAdopting else { return }
-        channel.createInFlight = true
-        if let apnsID = channel.unsavedAPNsChannelID { return saveAPNsChannelID(apnsID, of: channel) }
-        dispatcher.createChannel(storage: channel.storage) { [self] result in
-            switch result {
-            case .failure(let error):
-                channel.createInFlight = false
-                if error.reason == .cannotCreateChannelConfig { webhooks?.channelLimitReached(channelID: channel.id) }
-                let response: HTTPResponse = error.reason == .cannotCreateChannelConfig
-                    ? .error(status: 409, error: "channel_limit",
-                             message: "APNs refused to create another channel (CannotCreateChannelConfig): the app's channel limit is reached")
-                    : .error(status: 502, error: "apns_error", message: "APNs did not create the channel: \(error)")
-                answerWaiters(channel, response)
-            case .success(let apnsID):
-                channel.unsavedAPNsChannelID = apnsID
-                saveAPNsChannelID(apnsID, of: channel)
-            }
-        }
-    }
-
-    /// Saves the id APNs gave; when that fails the id is kept for the next attempt (and a
-    /// restart finds the channel `creating` and adopts the APNs channel by reconciliation).
-    private func saveAPNsChannelID(_ apnsID: String, of channel: Channel) {
-        store.submit(WriteBatch([.channelCreated(channelID: channel.id, apnsChannelID: apnsID, at: clock.now())])) { [self] stored in
-            loop.execute { [self] in
-                channel.createInFlight = false
-                if case .failure(let error) = stored {
-                    return answerWaiters(channel, HTTPError.writeFailed(error, saving: "the APNs channel id").response)
-                }
-                channel.unsavedAPNsChannelID = nil
-                markCreated(channel, apnsID: apnsID)
-            }
-        }
-    }
-
-    /// The APNs id is saved: the channel is active; the waiting requests get it (the first 201).
-    func markCreated(_ channel: Channel, apnsID: String) {
-        channel.apnsChannelID = apnsID
-        personal.openKickoffs(into: apnsID)
-        channel.persistedStatus = .active
-        let body = channel.json(now: clock.now())
-        let waiters = channel.createWaiters
-        channel.createWaiters = []
-        for (index, waiter) in waiters.enumerated() { waiter.respond(.json(status: index == 0 ? 201 : 200, body)) }
-    }
-
-    private func answerWaiters(_ channel: Channel, _ response: HTTPResponse) {
-        let waiters = channel.createWaiters
-        channel.createWaiters = []
-        for waiter in waiters { waiter.respond(response) }
+        let (lifecycle, actions) = Lifecycle.created(for: request, jitterSeed: Channel.jitterSeed(for: id))
+        let channel = Channel(id: id, storage: storage, policy: policy, attributes: attributes, createdAt: now, lifecycle: lifecycle,
+                              engine: ChannelEngine(policy: policy, storage: storage, jitterSeed: Channel.jitterSeed(for: id), now: now),
+                              contentState: state, lastSeq: 0, persistedStatus: .creating)
+        channels[id] = channel
+        perform(actions, on: channel)
     }
 
     /// Channels the key may see, by id, a page at a time: `?limit=` (1 to 1000, default 100) and
@@ -201,7 +127,7 @@ extension ChannelService: APIFeature {
         let request = call.request
         let channel = try channel(call)
         let id = channel.id
-        guard channel.createWaiters.isEmpty && !channel.isAdopting && !channel.createInFlight else {
+        guard !channel.lifecycle.isCreateUnderWay else {
             throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is being created at APNs; delete it once that has answered")
         }
         let forget: @Sendable () -> Void = { [self] in
@@ -219,7 +145,7 @@ extension ChannelService: APIFeature {
             }
         }
         // An id APNs gave but the store never took is deleted too, so it does not leak.
-        guard let apnsID = channel.apnsChannelID ?? channel.unsavedAPNsChannelID, !channel.apnsDeleted else { return forget() }
+        guard let apnsID = channel.lifecycle.apnsChannelToDelete else { return forget() }
         // Kickoffs into the channel are cancelled and their sends in flight answered first.
         personal.closeKickoffs(into: apnsID) { [self] in
             dispatcher.deleteChannel(apnsID) { result in

@@ -12,8 +12,10 @@ import TouchlineStore
 /// are deleted at Apple. So no channel leaks toward Apple's limit (docs/storage.md). This
 /// assumes the app's channels in this environment belong to this gateway alone.
 extension ChannelService {
+    /// Lists the app's APNs channels, reads the policy of each orphan, and performs
+    /// ``ChannelReconciliation``'s plan: adoptions, creates again, deletions of leftovers.
     func reconcileLostCreates() {
-        guard channels.values.contains(where: { $0.apnsChannelID == nil }) else { return }
+        guard channels.values.contains(where: { $0.lifecycle.awaitsReconciliation }) else { return }
         isReconciling = true
         dispatcher.listChannels { [self] result in
             switch result {
@@ -21,14 +23,13 @@ extension ChannelService {
                 log.error("cannot list the APNs channels to reconcile lost creates", apnsID: error.requestID, error: error)
                 isReconciling = false
             case .success(let listed):
-                let accounted = Set(channels.values.compactMap(\.apnsChannelID))
-                let orphans = listed.filter { !accounted.contains($0) }
-                let round = ReconciliationRound(outstanding: orphans.count)
+                let orphans = ChannelReconciliation.orphans(listed: listed, accounted: Set(channels.values.compactMap(\.apnsChannelID)))
+                let round = ReconciliationRound(listed: orphans)
                 if orphans.isEmpty { finish(round) }
                 for orphan in orphans {
                     dispatcher.readChannel(orphan) { [self] read in
-                        let adopted = if case .success(let configuration) = read { adopt(orphan, storage: configuration.storagePolicy) } else { false }
-                        if !adopted { round.leftovers.append(orphan) }
+                        let storage = if case .success(let configuration) = read { configuration.storagePolicy } else { ChannelStorage?.none }
+                        round.orphans.append(.init(apnsID: orphan, storage: storage))
                         round.outstanding -= 1
                         if round.outstanding == 0 { finish(round) }
                     }
@@ -37,37 +38,26 @@ extension ChannelService {
         }
     }
 
-    /// Gives `apnsID` to the oldest `creating` channel with that storage policy; false if none.
-    private func adopt(_ apnsID: String, storage: ChannelStorage) -> Bool {
-        let candidates = channels.values.filter { $0.apnsChannelID == nil && !$0.isAdopting && $0.storage == storage }
-        guard let channel = candidates.min(by: { $0.createdAt < $1.createdAt }) else { return false }
-        channel.isAdopting = true
-        store.submit(WriteBatch([.channelCreated(channelID: channel.id, apnsChannelID: apnsID, at: clock.now())])) { [self] result in
-            loop.execute { [self] in
-                channel.isAdopting = false
-                if case .failure(let error) = result {
-                    // Kept, so the next create request saves this id instead of asking for another channel.
-                    channel.unsavedAPNsChannelID = apnsID
-                    return log.error("saving the adopted APNs channel \(apnsID) failed", channel: channel.id, error: error)
-                }
-                log.notice("adopted APNs channel \(apnsID) from a create whose answer was lost", channel: channel.id)
-                markCreated(channel, apnsID: apnsID)
-            }
-        }
-        return true
-    }
-
-    /// Deletes the orphans nobody adopted, creates the rest again and opens creates to callers.
+    /// Every orphan is read: adopt, delete the leftovers, create the rest again, and open
+    /// creates to callers.
     private func finish(_ round: ReconciliationRound) {
-        for orphan in round.leftovers {
+        let pending = channels.values.filter { $0.lifecycle.awaitsReconciliation }
+            .map { ChannelReconciliation.Pending(id: $0.id, storage: $0.storage, createdAt: $0.createdAt) }
+        // Orphans in the order APNs listed them, whatever order their reads came back in.
+        let order = Dictionary(uniqueKeysWithValues: round.listed.enumerated().map { ($1, $0) })
+        let plan = ChannelReconciliation.plan(pending: pending, orphans: round.orphans.sorted { order[$0.apnsID, default: 0] < order[$1.apnsID, default: 0] })
+        for (channelID, apnsID) in plan.adoptions {
+            if let channel = channels[channelID] { lifecycle(.adopt(apnsID), of: channel) }
+        }
+        for orphan in plan.delete {
             dispatcher.deleteChannel(orphan) { [self] result in
                 if case .failure(let error) = result {
                     log.warning("deleting orphan APNs channel \(orphan) failed", apnsID: error.requestID, error: error)
                 }
             }
         }
-        for channel in channels.values where channel.apnsChannelID == nil && !channel.isAdopting && !channel.createInFlight {
-            callCreate(channel)
+        for channelID in plan.recreate {
+            if let channel = channels[channelID] { lifecycle(.recreate, of: channel) }
         }
         isReconciling = false
     }
@@ -76,7 +66,11 @@ extension ChannelService {
 /// The progress of one reconciliation, on the ingest loop (`@unchecked Sendable` so the APNs
 /// replies, which run there, can capture it).
 private final class ReconciliationRound: @unchecked Sendable {
+    let listed: [String]
     var outstanding: Int
-    var leftovers: [String] = []
-    init(outstanding: Int) { self.outstanding = outstanding }
+    var orphans: [ChannelReconciliation.Orphan] = []
+    init(listed: [String]) {
+        self.listed = listed
+        outstanding = listed.count
+    }
 }

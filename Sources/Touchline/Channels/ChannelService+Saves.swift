@@ -59,7 +59,7 @@ extension ChannelService {
     private func retryFailedSaves() {
         guard !isStopping else { return }
         guard !store.health.isFailing else { return saveRetryTimer?.schedule(after: Self.saveRetryInterval) ?? () }
-        let due = channelsNeedingSave.values.filter { !$0.isWriting }
+        let due = channelsNeedingSave.values.filter { !$0.gate.isWriting }
         for channel in due {
             channelsNeedingSave[channel.id] = nil
             guard channels[channel.id] === channel, channel.needsSave else { continue }

@@ -12,17 +12,15 @@ import TouchlineStore
 /// out only then, so nothing reaches APNs that is not on disk. While it is out:
 /// - the engine takes no input: APNs answers and timer fires are held and fed to it afterwards,
 ///   so a failed write leaves the engine exactly as it was;
-/// - further requests for the channel wait (at most ``maximumWaitingRequests``) and are
+/// - further requests for the channel wait (at most ``CommitGate/maximumWaiting``) and are
 ///   validated when the write completes, against what it left, all in the next write: one
 ///   commit for however many came meanwhile.
 ///
 /// When the commit fails, every request of the write is answered 503 with `Retry-After` and
 /// their retry is stored like any first attempt. While the store is failing (``StoreHealth``)
-/// new input is refused at once, until the writer's probe finds the disk writable again.
+/// new input is refused at once, until the writer's probe finds the disk writable again. The
+/// rule itself is ``CommitGate``'s (TouchlineCore), tested in virtual time.
 extension ChannelService {
-    /// Requests a channel holds while its write is in the store; more are refused with 503.
-    static let maximumWaitingRequests = 64
-
     /// Takes an events or end request for `channel` (already authorized and found).
     func take(_ input: ChannelRequest, for channel: Channel) {
         do throws(HTTPError) {
@@ -31,14 +29,14 @@ extension ChannelService {
                 throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is still being created at APNs")
             }
             try requireWritableStore()
-            guard !channel.isWriting else {
-                guard channel.waitingRequests.count < Self.maximumWaitingRequests else {
-                    throw HTTPError(status: 503, code: "channel_busy",
-                                    message: "channel '\(channel.id)' has \(Self.maximumWaitingRequests) requests waiting for the store; send one request at a time per channel",
-                                    headers: [("Retry-After", "1")])
-                }
-                channel.waitingRequests.append(input)
-                return
+            switch channel.gate.admit(input) {
+            case .write: break
+            case .queued: return
+            case .busy:
+                let limit = CommitGate<ChannelRequest, ChannelInput>.maximumWaiting
+                throw HTTPError(status: 503, code: "channel_busy",
+                                message: "channel '\(channel.id)' has \(limit) requests waiting for the store; send one request at a time per channel",
+                                headers: [("Retry-After", "1")])
             }
         } catch {
             return refuse(input, error)
@@ -69,7 +67,7 @@ extension ChannelService {
             for (request, answer) in write.answers { request.respond(response(answer, channel)) }
             return
         }
-        channel.isWriting = true
+        channel.gate.writeStarted()
         let submitted = BroadcastPressure.now()
         var batch = write.batch(channelID: channel.id, now: now)
         let budgetMemo = (channel.downgradesSeen, channel.budgetExhaustedReportedAt)
@@ -87,7 +85,8 @@ extension ChannelService {
     /// The write's commit answered: apply it (or not), feed the engine what it held back, then
     /// take the requests that waited.
     private func complete(_ write: ChannelWrite, of channel: Channel, _ result: Result<Void, StoreError>) {
-        channel.isWriting = false
+        let succeeded = if case .success = result { true } else { false }
+        let completion = channel.gate.writeCompleted(succeeded: succeeded)
         let isCurrent = channels[channel.id] === channel
         switch result {
         case .success:
@@ -112,11 +111,8 @@ extension ChannelService {
                 request.respond(refusal.response)
             }
         }
-        let held = channel.heldInputs
-        channel.heldInputs = []
-        if isCurrent { for input in held { feed(input, to: channel) } }
-        let waiting = channel.waitingRequests
-        channel.waitingRequests = []
+        if isCurrent { for input in completion.heldInputs { feed(input, to: channel) } }
+        let waiting = completion.nextRequests
         guard !waiting.isEmpty else { return }
         if let failure = store.health.failure {
             for input in waiting { refuse(input, HTTPError.storeUnavailable(failure)) }

@@ -98,10 +98,10 @@ final class ChannelService: @unchecked Sendable {
         // deletion below closes a channel's kickoffs.
         let open = Set(channels.values.filter { $0.status == .active }.compactMap(\.apnsChannelID))
         resumePersonalJobs(open)
-        for channel in channels.values where channel.apnsChannelID != nil && !channel.apnsDeleted && channel.damage == nil {
+        for channel in channels.values where channel.lifecycle.isLive {
             perform(channel.engine.tick(now: now), on: channel)
             // A deletion asked for before the restart and not confirmed: ask again.
-            if channel.engine.phase == .closed { deleteAtAPNs(channel) }
+            if channel.engine.phase == .closed { lifecycle(.deletionDue, of: channel) }
         }
         reconcileLostCreates()
     }
@@ -124,7 +124,7 @@ final class ChannelService: @unchecked Sendable {
             case .persist:
                 needsSave = true
             case .deleteChannel:
-                deleteAtAPNs(channel)
+                lifecycle(.deletionDue, of: channel)
             case .markBroken(let reason):
                 channel.brokenReason = reason
                 if let apnsID = channel.apnsChannelID { personal.closeKickoffs(into: apnsID) }
@@ -152,7 +152,7 @@ final class ChannelService: @unchecked Sendable {
     /// Gives the engine an input, or holds it while a write of the channel is in the store (the
     /// engine must stay as the last commit left it until the write completes).
     func feed(_ input: ChannelInput, to channel: Channel) {
-        if channel.isWriting { return channel.heldInputs.append(input) }
+        guard channel.gate.pass(input) else { return }
         switch input {
         case .timerFired: perform(channel.engine.tick(now: clock.now()), on: channel)
         case .pushAnswered(let sequence, let result): pushAnswered(channel, sequence, result)

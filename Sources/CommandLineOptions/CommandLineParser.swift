@@ -9,7 +9,10 @@ public enum CommandLineParser {
     /// reported: the user asked how to use the command, which is the answer to any mistake.
     public static func parse(_ arguments: [String], command: CommandDeclaration) throws(UsageError) -> ParsedArguments {
         let (parsed, errors) = parseReportingAll(arguments, command: command)
-        if let first = errors.first, !parsed.helpRequested { throw first }
+        if var first = errors.first, !parsed.helpRequested {
+            first.command = parsed.commandName
+            throw first
+        }
         return parsed
     }
 

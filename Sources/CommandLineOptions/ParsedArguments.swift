@@ -53,7 +53,7 @@ public struct ParsedArguments: Sendable, Equatable {
     /// The last value as a whole number within `range`; nil when not given.
     public func integer(_ option: OptionDeclaration, in range: ClosedRange<Int>) throws(UsageError) -> Int? {
         guard let text = value(option) else { return nil }
-        guard let number = Int(text), range.contains(number) else { throw .invalidValue(option.name, Self.describe(range) + ", got \(text)") }
+        guard let number = Int(text), range.contains(number) else { throw invalid(option, Self.describe(range) + ", got \(text)") }
         return number
     }
 
@@ -61,7 +61,7 @@ public struct ParsedArguments: Sendable, Equatable {
     public func number(_ option: OptionDeclaration, in range: ClosedRange<Double>) throws(UsageError) -> Double? {
         guard let text = value(option) else { return nil }
         guard let number = Double(text), number.isFinite, range.contains(number) else {
-            throw .invalidValue(option.name, "takes a number from \(Self.plain(range.lowerBound)) to \(Self.plain(range.upperBound)), got \(text)")
+            throw invalid(option, "takes a number from \(Self.plain(range.lowerBound)) to \(Self.plain(range.upperBound)), got \(text)")
         }
         return number
     }
@@ -73,7 +73,7 @@ public struct ParsedArguments: Sendable, Equatable {
         guard let choice = Choice(rawValue: text) else {
             let names = Choice.allCases.map(\.rawValue)
             let listed = names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
-            throw .invalidValue(option.name, "takes \(listed), got \(text)")
+            throw invalid(option, "takes \(listed), got \(text)")
         }
         return choice
     }
@@ -81,8 +81,14 @@ public struct ParsedArguments: Sendable, Equatable {
     /// A toggle's last value as on or off (`true`/`1`/`yes`/`on`, `false`/`0`/`no`/`off`); nil when not given.
     public func toggle(_ option: OptionDeclaration) throws(UsageError) -> Bool? {
         guard let text = occurrences.last(where: { $0.option.name == option.name })?.value ?? (isSet(option) ? "true" : nil) else { return nil }
-        guard let on = Self.switchWord(text) else { throw .invalidValue(option.name, "takes true or false, got \(text)") }
+        guard let on = Self.switchWord(text) else { throw invalid(option, "takes true or false, got \(text)") }
         return on
+    }
+
+    /// A ``UsageError`` for a bad value of `option`, naming this command: for checks of the
+    /// caller's own ("takes three positive numbers of seconds").
+    public func invalid(_ option: OptionDeclaration, _ reason: String) -> UsageError {
+        UsageError(.invalidValue(option: option.name, reason: reason), command: commandName)
     }
 
     /// On or off as flags and environment variables say it; nil for any other word.

@@ -25,8 +25,14 @@ public struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var kind: Kind
+    /// The command it concerns (`touchline-load ingest-burst`), set by the parser and the typed
+    /// readers of ``ParsedArguments``; names the program in ``line(program:)``.
+    public var command: String?
 
-    public init(_ kind: Kind) { self.kind = kind }
+    public init(_ kind: Kind, command: String? = nil) {
+        self.kind = kind
+        self.command = command
+    }
 
     /// `invalidValue`: `option` and what is wrong, as in "takes auto, tmpfs or fault-file, got x".
     public static func invalidValue(_ option: String, _ reason: String) -> UsageError {
@@ -58,9 +64,11 @@ public struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// What `program` (`touchline-load ingest-burst`) prints on standard error: one line, with a
-    /// pointer to `--help` when the command line's shape is wrong and there is no suggestion.
-    public func line(program: String) -> String {
+    /// What `program` (by default ``command``, as `touchline-load ingest-burst`) prints on
+    /// standard error: one line, with a pointer to `--help` when the command line's shape is
+    /// wrong and there is no suggestion.
+    public func line(program: String? = nil) -> String {
+        let program = program ?? command ?? "error"
         let pointer: Bool = switch kind {
         case .unknownOption(_, let suggestion), .unknownCommand(_, _, let suggestion): suggestion == nil
         case .missingCommand, .unexpectedArgument, .missingOption: true

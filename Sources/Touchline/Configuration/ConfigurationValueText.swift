@@ -14,7 +14,7 @@ enum ConfigurationValueText {
     /// `{connections: 2, maxInFlight: 1000, saveInterval: 100 ms, delivery: {...}}`
     static func fields(of value: Any) -> String {
         let mirror = Mirror(reflecting: value)
-        guard mirror.displayStyle == .struct, !mirror.children.isEmpty else { return scalar(value) }
+        guard mirror.displayStyle == .struct, !mirror.children.isEmpty, !(value is Duration), !(value is WebhookURL) else { return scalar(value) }
         let members = mirror.children.map { child in
             let name = child.label ?? "_"
             return "\(name): " + (name.lowercased().contains("secret") ? redacted : fields(of: child.value))

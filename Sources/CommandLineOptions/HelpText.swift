@@ -15,7 +15,7 @@ public enum HelpText {
         if let description = command.description { sections.append(description) }
         if !command.subcommands.isEmpty {
             let rows = command.subcommands.map { ($0.name, $0.summary) }
-            sections.append("\(command.subcommandNoun)s:\n" + table(rows, widest: 16))
+            sections.append("\(command.subcommandNoun)s:\n" + table(rows, widest: 18))
         }
         var groups = command.groups + commands.reversed().flatMap(\.sharedGroups)
         if groups.isEmpty { groups = [OptionGroup(nil, [])] }

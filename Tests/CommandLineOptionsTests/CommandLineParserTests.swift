@@ -58,6 +58,7 @@ enum Sample {
     func misuseIsOneTypedError(_ arguments: [String], message: String) {
         let error = #expect(throws: UsageError.self) { try CommandLineParser.parse(arguments, command: Sample.tool) }
         #expect(error?.description == message)
+        #expect(error?.command == (arguments.first == "matchday" ? "sample matchday" : "sample"), "the error names the command")
     }
 
     @Test func requiredOptionsAreReportedAfterEverythingElse() {
@@ -85,18 +86,16 @@ enum Sample {
 
     @Test func typedReadersNameTheOptionAndTheValue() throws {
         let parsed = try CommandLineParser.parse(["matchday", "--matches", "zero", "--results", "0.5"], command: Sample.tool)
-        #expect(throws: UsageError.invalidValue("--matches", "takes a positive whole number, got zero")) {
-            try parsed.integer(Sample.matches, in: 1...Int.max)
+        func message(_ read: () throws -> Void) -> String? {
+            do { try read(); return nil } catch { return (error as? UsageError)?.line() }
         }
-        #expect(throws: UsageError.invalidValue("--results", "takes a whole number from 1 to 256, got 0.5")) {
-            try parsed.integer(Sample.results, in: 1...256)
-        }
+        #expect(message { _ = try parsed.integer(Sample.matches, in: 1...Int.max) } == "sample matchday: --matches takes a positive whole number, got zero")
+        #expect(message { _ = try parsed.integer(Sample.results, in: 1...256) } == "sample matchday: --results takes a whole number from 1 to 256, got 0.5")
+        #expect(message { _ = try parsed.integer(Sample.matches, in: 0...Int.max) } == "sample matchday: --matches takes a whole number, 0 or more, got zero")
         #expect(try parsed.number(Sample.results, in: 0...1) == 0.5)
-        #expect(throws: UsageError.invalidValue("--matches", "takes a number from 0 to 1, got zero")) { try parsed.number(Sample.matches, in: 0...1) }
+        #expect(message { _ = try parsed.number(Sample.matches, in: 0...1) } == "sample matchday: --matches takes a number from 0 to 1, got zero")
         enum Fault: String, CaseIterable { case auto, tmpfs, faultFile = "fault-file" }
-        #expect(throws: UsageError.invalidValue("--matches", "takes auto, tmpfs or fault-file, got zero")) {
-            try parsed.choice(Sample.matches, as: Fault.self)
-        }
+        #expect(message { _ = try parsed.choice(Sample.matches, as: Fault.self) } == "sample matchday: --matches takes auto, tmpfs or fault-file, got zero")
         #expect(try parsed.integer(Sample.tokens, in: 0...1) == nil, "not given")
     }
 

@@ -5,7 +5,7 @@ import Testing
     @Test func theRootListsScenariosSharedOptionsAndEachScenariosOptions() {
         let help = HelpText.render(Sample.tool)
         #expect(help.hasPrefix("usage: sample <scenario> [options]\n\nRuns samples.\n\nscenarios:\n"), "\(help)")
-        #expect(help.contains("\n  matchday         N concurrent matches\n"), "\(help)")
+        #expect(help.contains("\n  matchday       N concurrent matches\n"), "\(help)")
         #expect(help.contains("options of every scenario:\n  --check"), "\(help)")
         #expect(help.contains("\n  --help, -h"))
         #expect(help.contains("matchday:\n  --matches N") && help.contains("kickoff-storm:\n  --tokens N"), "\(help)")

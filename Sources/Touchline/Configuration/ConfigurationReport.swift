@@ -28,6 +28,8 @@ public struct ConfigurationReport: Sendable, Equatable, CustomStringConvertible 
 
     public var entries: [Entry]
 
+    public init(entries: [Entry]) { self.entries = entries }
+
     /// Three aligned columns; a long value pushes its source further right rather than onto another line.
     public var description: String {
         let nameWidth = entries.map(\.name.count).max() ?? 0

@@ -504,6 +504,15 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         ])
     }
 
+    @Test func theDocumentationNamesEveryFlagAndVariable() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/configuration.md")
+        let page = try String(contentsOf: docs, encoding: .utf8)
+        for option in GatewayConfiguration.commandLineOptions {
+            #expect(page.contains("`\(option.name)"), "\(option.name)")
+            #expect(page.contains("`\(option.environmentVariable ?? "")"), "\(option.name)")
+        }
+    }
+
     @Test func theHelpTextListsEveryFlagWithItsVariable() {
         // One entry per setting: its first line starts with the flag, continuation lines are indented further.
         var entries: [String] = []

@@ -21,27 +21,28 @@ public enum HelpText {
         if groups.isEmpty { groups = [OptionGroup(nil, [])] }
         groups[groups.count - 1].options.append(.help)
         let named = commands.count > 1 ? " of \(command.name)" : ""
-        for group in groups {
-            sections.append("\(group.title ?? "options\(named)"):\n" + optionTable(group.options))
-        }
+        var tables = groups.map { ("\($0.title ?? "options\(named)"):", $0.options) }
         if command.helpListsSubcommandOptions {
             for subcommand in command.subcommands {
                 for group in subcommand.groups where !group.options.isEmpty {
-                    sections.append("\(subcommand.name)\(group.title.map { ", \($0)" } ?? ""):\n" + optionTable(group.options))
+                    tables.append(("\(subcommand.name)\(group.title.map { ", \($0)" } ?? ""):", group.options))
                 }
             }
         }
+        // One column for the whole page, so the tables line up.
+        let widest = min(tables.flatMap { $0.1.map(\.helpName.count) }.max() ?? 0, 30)
+        for (title, options) in tables { sections.append(title + "\n" + optionTable(options, widest: widest, aligned: true)) }
         if let epilogue = command.epilogue { sections.append(epilogue) }
         return sections.joined(separator: "\n\n")
     }
 
     /// The options as help lines (`  --listen ADDRESS:PORT   provider API address… [TOUCHLINE_LISTEN]`).
-    public static func optionTable(_ options: [OptionDeclaration]) -> String {
+    /// `widest`: the width of the option column at most (longer ones put their text below);
+    /// `aligned`: exactly that wide, to line up with other tables of the page.
+    public static func optionTable(_ options: [OptionDeclaration], widest: Int = 30, aligned: Bool = false) -> String {
         table(options.map { option in
-            let names = ([option.synopsis] + option.aliases).joined(separator: ", ")
-            let help = option.help + (option.environmentVariable.map { " [\($0)]" } ?? "")
-            return (names, help)
-        }, widest: 30)
+            (option.helpName, option.help + (option.environmentVariable.map { " [\($0)]" } ?? ""))
+        }, widest: widest, aligned: aligned)
     }
 
     /// What follows the command's name on the usage line.
@@ -61,8 +62,8 @@ public enum HelpText {
 
     /// Two columns: the first as wide as its widest entry up to `widest` (a longer one puts its
     /// text on the next line), the second wrapped to ``width``.
-    static func table(_ rows: [(String, String)], widest: Int) -> String {
-        let column = min(rows.map(\.0.count).max() ?? 0, widest) + 4
+    static func table(_ rows: [(String, String)], widest: Int, aligned: Bool = false) -> String {
+        let column = (aligned ? widest : min(rows.map(\.0.count).max() ?? 0, widest)) + 4
         var lines: [String] = []
         for (left, right) in rows {
             let wrapped = wrap(right, width: width - column)
@@ -97,6 +98,11 @@ public enum HelpText {
         if !line.isEmpty { lines.append(line) }
         return lines
     }
+}
+
+extension OptionDeclaration {
+    /// `--results DIR`, `--help, -h`: the option's first column.
+    fileprivate var helpName: String { ([synopsis] + aliases).joined(separator: ", ") }
 }
 
 extension String {

@@ -14,7 +14,8 @@ import PackageDescription
 /// - `APNsMock`: the strict mock APNs server (a test server as a product of its own), which the
 ///   gateway starts in development mode; `Measurements`: the arrival histograms it shares with
 ///   the load tools;
-/// - `touchline`, `touchline-mock-apns`: the command-line entry points;
+/// - `touchline`, `touchline-mock-apns`: the command-line entry points, on `CommandLineOptions`
+///   (options declared once, usage generated from them, one-line errors with exit status 64);
 /// - `LoadTests/`: the load generator and `LoadKit`, its pure parts (process sampling, match-day
 ///   schedules, reports), which the production binary never links (`ProductGraphTests`).
 let package = Package(
@@ -38,27 +39,32 @@ let package = Package(
         .target(name: "CShims", dependencies: ["COpenSSL", "CLibevent"]),
 
         .target(name: "TouchlineCore"),
+        // The command-line layer of the three executables: options declared once, parsed, and
+        // turned into usage text and one-line errors (pure, no dependencies).
+        .target(name: "CommandLineOptions"),
         .target(name: "TouchlineRuntime", dependencies: ["TouchlineCore", "CShims", "CLibevent", "COpenSSL", "CSQLite"]),
         .target(name: "TouchlineStore", dependencies: ["TouchlineCore", "TouchlineRuntime", "CSQLite"]),
         .target(name: "HTTP2", dependencies: ["TouchlineCore", "TouchlineRuntime", "CNGHTTP2", "CShims"]),
         .target(name: "APNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
         // The dashboard's page, script and style are real files, compiled into the binary as bytes
         // (`PackageResources`), so the gateway stays one file to deploy.
-        .target(name: "Touchline", dependencies: ["TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs", "APNsMock"],
+        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
+                                                 "APNsMock"],
                 resources: [.embedInCode("Dashboard/dashboard.html"), .embedInCode("Dashboard/dashboard.js"),
                             .embedInCode("Dashboard/dashboard.css")]),
-        .executableTarget(name: "touchline", dependencies: ["Touchline", "APNs", "APNsMock", "TouchlineRuntime"]),
+        .executableTarget(name: "touchline", dependencies: ["CommandLineOptions", "Touchline", "APNs", "APNsMock", "TouchlineRuntime"]),
         .target(name: "Measurements"),
-        .target(name: "APNsMock", dependencies: ["Measurements", "TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
-        .executableTarget(name: "touchline-mock-apns", dependencies: ["APNsMock"]),
+        .target(name: "APNsMock", dependencies: ["CommandLineOptions", "Measurements", "TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
+        .executableTarget(name: "touchline-mock-apns", dependencies: ["APNsMock", "CommandLineOptions"]),
 
         .target(name: "LoadKit", dependencies: ["Measurements", "TouchlineCore"], path: "LoadTests/LoadKit"),
-        .executableTarget(name: "touchline-load", dependencies: ["APNs", "APNsMock", "LoadKit", "Measurements", "Touchline", "TouchlineRuntime"],
+        .executableTarget(name: "touchline-load", dependencies: ["APNs", "APNsMock", "CommandLineOptions", "LoadKit", "Measurements", "Touchline", "TouchlineRuntime"],
                           path: "LoadTests/Loadgen"),
         // libFuzzer targets (`make fuzz`); the ordinary build replays their stored inputs.
         .executableTarget(name: "touchline-fuzz", dependencies: ["TouchlineCore", "TouchlineRuntime", "Touchline"], path: "Fuzz",
                           exclude: ["Corpus"]),
 
+        .testTarget(name: "CommandLineOptionsTests", dependencies: ["CommandLineOptions"]),
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "TouchlineStoreTests", dependencies: ["TouchlineStore", "TouchlineRuntime", "TouchlineCore"]),

@@ -1,7 +1,9 @@
 import APNsMock
+import CommandLineOptions
 import Foundation
 
-/// `touchline-mock-apns`: runs the strict mock APNs server until SIGINT or SIGTERM.
+/// `touchline-mock-apns`: runs the strict mock APNs server until SIGINT or SIGTERM. Its options
+/// are declared in `MockAPNsCommandLine`; a command line it cannot run exits 64 with one line.
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("touchline-mock-apns: \(message)\n".utf8))
@@ -13,7 +15,7 @@ do {
     commandLine = try MockAPNsCommandLine.parse(Array(CommandLine.arguments.dropFirst()))
 } catch {
     FileHandle.standardError.write(Data("touchline-mock-apns: \(error)\n".utf8))
-    exit(2)
+    exit(UsageError.exitStatus)
 }
 if commandLine.showHelp {
     print(MockAPNsCommandLine.usage)

@@ -14,11 +14,7 @@ enum APNsDemoCommand {
     /// A device token the mock treats as uninstalled (410 Unregistered).
     static let uninstalledToken = String(repeating: "de", count: 32)
 
-    static func run(arguments: [String]) async -> Int32 {
-        if !arguments.isEmpty {
-            printError("touchline apns-demo takes no options (got \(arguments.joined(separator: " ")))")
-            return 64
-        }
+    static func run() async -> Int32 {
         do {
             try await narrate()
             return 0
@@ -100,8 +96,4 @@ enum APNsDemoCommand {
     }
 
     private static func say(_ line: String) { print("• " + line) }
-}
-
-func printError(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
 }

@@ -1,3 +1,4 @@
+import CommandLineOptions
 import Foundation
 
 /// `touchline health [URL]`: asks a running gateway whether it is alive, for container health
@@ -6,23 +7,13 @@ import Foundation
 enum HealthCommand {
     static let defaultURL = "http://127.0.0.1:8080/healthz"
 
-    static let usage = """
-        usage: touchline health [URL]
+    static let declaration = CommandDeclaration(
+        name: "health", summary: "ask a running gateway whether it is alive (GET /healthz): for container health checks",
+        description: "GETs URL (default \(defaultURL)) and exits 0 if the answer is 2xx, 1 otherwise.\nGives up after 5 seconds.",
+        positional: PositionalArguments("URL"))
 
-        GETs URL (default \(defaultURL)) and exits 0 if the answer is 2xx, 1 otherwise.
-        Gives up after 5 seconds.
-        """
-
-    static func run(arguments: [String]) -> Int32 {
-        if arguments.contains("--help") || arguments.contains("-h") {
-            print(usage)
-            return 0
-        }
-        guard arguments.count <= 1 else {
-            printError("touchline health takes at most one URL (got \(arguments.joined(separator: " ")))")
-            return 64
-        }
-        let url = arguments.first ?? defaultURL
+    static func run(url given: String?) -> Int32 {
+        let url = given ?? defaultURL
         do {
             let (client, path) = try PlainHTTPClient.parse(url)
             let response = try client.request("GET", path)

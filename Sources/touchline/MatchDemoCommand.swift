@@ -21,11 +21,7 @@ enum MatchDemoCommand {
         (2.2, #"{"seq": 8, "type": "status", "status": "finished"}"#),
     ]
 
-    static func run(arguments: [String]) async -> Int32 {
-        if !arguments.isEmpty {
-            printError("touchline demo takes no options (got \(arguments.joined(separator: " ")))")
-            return 64
-        }
+    static func run() async -> Int32 {
         let dataDirectory = NSTemporaryDirectory() + "touchline-demo-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
         let adminKey = "demo-admin-" + UUID().uuidString

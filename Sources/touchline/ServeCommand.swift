@@ -1,38 +1,50 @@
+import CommandLineOptions
 import Dispatch
 import Foundation
 import Synchronization
 import Touchline
 import TouchlineRuntime
 
-/// `touchline serve`: runs the gateway until SIGINT or SIGTERM, then shuts it down gracefully.
+/// `touchline serve`: runs the gateway until SIGINT or SIGTERM, then shuts it down gracefully;
+/// with `--check-config`, only resolves and checks the configuration.
 enum ServeCommand {
-    static var usage: String {
-        """
-        usage: touchline serve [options]
+    static let checkConfig = OptionDeclaration.flag(
+        "--check-config",
+        help: "resolve the configuration as serve would, print every setting with its value and source (secrets redacted), "
+            + "and exit: 0 if the gateway would start, 1 with its problems; opens no port and writes nothing")
 
-        Settings come from defaults, then the JSON file given with --config, then TOUCHLINE_*
-        environment variables, then these flags (see docs/configuration.md):
+    static let declaration = CommandDeclaration(
+        name: "serve", summary: "run the gateway: provider API, store, APNs (the bundled mock in development mode)",
+        description: """
+            Settings come from defaults, then the JSON file given with --config, then TOUCHLINE_*
+            environment variables, then these flags (see docs/configuration.md).
+            """,
+        groups: [OptionGroup("settings", GatewayConfiguration.commandLineOptions), OptionGroup("checks", [checkConfig])],
+        epilogue: """
+            Without Apple credentials the gateway refuses to start. Development mode (--dev,
+            TOUCHLINE_DEV=1 or "apns": {"mode": "mock"}) sends to the bundled mock APNs instead, and
+            generates and prints an admin key when none is given.
+            """)
 
-        \(GatewayConfiguration.commandLineHelp)
-
-        Without Apple credentials the gateway refuses to start. Development mode (--dev,
-        TOUCHLINE_DEV=1 or "apns": {"mode": "mock"}) sends to the bundled mock APNs instead, and
-        generates and prints an admin key when none is given.
-        """
-    }
-
-    static func run(arguments: [String]) async -> Int32 {
-        if arguments.contains("--help") || arguments.contains("-h") {
-            print(usage)
-            return 0
-        }
-        var configuration: GatewayConfiguration
+    static func run(_ commandLine: ParsedArguments) async -> Int32 {
+        let checking = commandLine.isSet(checkConfig)
+        let resolved: ResolvedConfiguration
         do {
-            configuration = try GatewayConfiguration.load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
+            resolved = try GatewayConfiguration.resolve(commandLine: commandLine, environment: ProcessInfo.processInfo.environment)
         } catch {
+            if checking {
+                printError("touchline serve --check-config: the gateway would not start:\n\(error)")
+                return 1
+            }
             printError("touchline serve: invalid configuration:\n\(error)")
             return 64
         }
+        if checking {
+            print(resolved.report)
+            print("configuration OK: touchline serve would start with these settings")
+            return 0
+        }
+        var configuration = resolved.configuration
         // Caught from here on, so a stop request during start-up still ends in an orderly shutdown.
         let signals = TerminationSignals()
         let log = GatewayLog(component: "serve", level: configuration.logLevel)

@@ -1,35 +1,44 @@
+import CommandLineOptions
 import Foundation
 
-/// The `touchline` command line. Each subcommand is one type with a `run(arguments:)`.
-let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = """
-    usage: touchline <command> [options]
+/// The `touchline` command line: one declaration (``TouchlineCommands/root``) gives the parser,
+/// the help of every command and its one-line errors; each subcommand is one type with a `run`.
+let parsed: ParsedArguments
+do {
+    parsed = try CommandLineParser.parse(Array(CommandLine.arguments.dropFirst()), command: TouchlineCommands.root)
+} catch {
+    printError(error.line())
+    exit(UsageError.exitStatus)
+}
+if parsed.helpRequested {
+    print(HelpText.render(TouchlineCommands.root, path: parsed.subcommandPath))
+    exit(0)
+}
 
-    commands:
-      serve     run the gateway: provider API, store, APNs (the bundled mock without credentials)
-      demo      run the gateway on its embedded defaults (SQLite, bundled mock APNs) and feed it
-                a short sample match, printing the broadcasts APNs receives
-      health    ask a running gateway whether it is alive (GET /healthz): for container health checks
-      apns-demo show the APNs client alone against the bundled mock: create a broadcast
-                channel, publish to it, push to device tokens
-      version   print the version
-      help      print this text
-    """
-
-switch arguments.first {
+switch parsed.subcommand {
 case "serve":
-    exit(await ServeCommand.run(arguments: Array(arguments.dropFirst())))
+    exit(await ServeCommand.run(parsed))
 case "demo":
-    exit(await MatchDemoCommand.run(arguments: Array(arguments.dropFirst())))
+    exit(await MatchDemoCommand.run())
 case "health":
-    exit(HealthCommand.run(arguments: Array(arguments.dropFirst())))
+    exit(HealthCommand.run(url: parsed.positionals.first))
 case "apns-demo":
-    exit(await APNsDemoCommand.run(arguments: Array(arguments.dropFirst())))
-case "version", "--version":
+    exit(await APNsDemoCommand.run())
+case "version":
     print("touchline \(touchlineVersion)")
-case "help", "--help", "-h", nil:
-    print(usage)
-case let other?:
-    FileHandle.standardError.write(Data("touchline: unknown command '\(other)' (try 'touchline help')\n".utf8))
-    exit(64)
+case "help":
+    let topic = parsed.positionals.first
+    guard topic.map({ TouchlineCommands.root.subcommand($0) != nil }) ?? true else {
+        let names = TouchlineCommands.root.subcommands.map(\.name)
+        printError(UsageError(.unknownCommand(topic!, noun: "command", suggestion: NameSuggestion.closest(to: topic!, among: names)),
+                              command: "touchline help").line())
+        exit(UsageError.exitStatus)
+    }
+    print(HelpText.render(TouchlineCommands.root, path: topic.map { [$0] } ?? []))
+default:
+    if parsed.isSet(TouchlineCommands.version) {
+        print("touchline \(touchlineVersion)")
+    } else {
+        print(HelpText.render(TouchlineCommands.root))
+    }
 }

@@ -43,7 +43,7 @@ import Testing
         (["--bundle-id", "b", "--team-id", "T", "--key", "K=/nonexistent/key.p8"], "cannot read /nonexistent/key.p8"),
         (["--bundle-id", "b", "--team-id", "T", "--key", "K=/dev/null", "--rate-429", "2"], "--rate-429 takes a number from 0 to 1"),
         (["--bundle-id", "b", "--team-id", "T", "--key", "K=/dev/null", "--threads", "zero"], "--threads takes a whole number"),
-        (["--bundle-id", "b", "--team-id", "T", "--key", "K=/dev/null", "--cert", "/nonexistent.pem"], "--cert: cannot read"),
+        (["--bundle-id", "b", "--team-id", "T", "--key", "K=/dev/null", "--cert", "/nonexistent.pem"], "--cert cannot read"),
         (["--bundle-id", "b", "--team-id", "T", "--key", "K=/dev/null", "--cert", "/dev/null"], "both a certificate file and a private key"),
         (["--bundle-id", "b", "--team-id", "T", "--key", "K=/dev/null", "--fault-endpoints", "device,nowhere"], "unknown endpoint nowhere"),
         (["--bundle-id", "b", "--team-id", "T", "--key", "K=/dev/null", "--rate-429", "0.6", "--rate-500", "0.6"], "add up to more than 1"),

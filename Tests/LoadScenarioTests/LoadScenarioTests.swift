@@ -115,9 +115,10 @@ import Testing
     }
 
     @Test func badOptionsGetAOneLineMessageAndStatus64() throws {
-        for (arguments, message) in [(["matchday", "--matches", "0"], "--matches needs a positive whole number"),
+        for (arguments, message) in [(["matchday", "--matches", "0"], "--matches takes a positive whole number, got 0"),
                                      (["penalty-shootout"], "unknown scenario 'penalty-shootout'"),
-                                     (["ingest-burst", "--tokens", "5"], "unknown option '--tokens' for ingest-burst"),
+                                     (["ingest-burst", "--tokens", "5"], "touchline-load ingest-burst: unknown option --tokens"),
+                                     (["matchday", "--matchs", "5"], "unknown option --matchs (did you mean --matches?)"),
                                      (["soak", "--http-deadlines", "5,10"], "--http-deadlines takes three positive numbers of seconds"),
                                      (["matchday", "--gateway-config", "/nonexistent/touchline.json"], "cannot read /nonexistent/touchline.json")] {
             let result = try run(arguments)

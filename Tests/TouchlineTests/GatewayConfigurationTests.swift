@@ -504,16 +504,30 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         ])
     }
 
+    @Test func theDocumentationNamesEveryFlagAndVariable() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/configuration.md")
+        let page = try String(contentsOf: docs, encoding: .utf8)
+        for option in GatewayConfiguration.commandLineOptions {
+            #expect(page.contains("`\(option.name)"), "\(option.name)")
+            #expect(page.contains("`\(option.environmentVariable ?? "")"), "\(option.name)")
+        }
+    }
+
     @Test func theHelpTextListsEveryFlagWithItsVariable() {
-        let help = GatewayConfiguration.commandLineHelp
+        // One entry per setting: its first line starts with the flag, continuation lines are indented further.
+        var entries: [String] = []
+        for line in GatewayConfiguration.commandLineHelp.split(separator: "\n") {
+            if line.hasPrefix("  --") { entries.append(String(line)) } else { entries[entries.count - 1] += " " + line }
+        }
         for (flag, variable) in [("--config PATH", "TOUCHLINE_CONFIG"), ("--apns-key PATH", "TOUCHLINE_APNS_KEY_PATH"),
                                  ("--api-key KEY=PREFIX", "TOUCHLINE_API_KEYS"), ("--default-policy JSON", "TOUCHLINE_DEFAULT_POLICY"),
                                  ("--metrics JSON", "TOUCHLINE_METRICS"), ("--http JSON", "TOUCHLINE_HTTP"),
                                  ("--dev ", "TOUCHLINE_DEV"), ("--apns-broadcast-host HOST[:PORT]", "TOUCHLINE_APNS_BROADCAST_HOST"),
                                  ("--webhooks JSON", "TOUCHLINE_WEBHOOKS"),
                                  ("--idempotency JSON", "TOUCHLINE_IDEMPOTENCY"), ("--provider-rate-limit JSON", "TOUCHLINE_PROVIDER_RATE_LIMIT")] {
-            #expect(help.split(separator: "\n").contains { $0.contains(flag) && $0.contains("[\(variable)]") }, "\(flag)")
+            #expect(entries.contains { $0.hasPrefix("  \(flag)") && $0.hasSuffix("[\(variable)]") }, "\(flag)")
         }
-        #expect(help.split(separator: "\n").count == 22)
+        #expect(entries.count == 22)
+        #expect(GatewayConfiguration.commandLineOptions.map(\.name).count == Set(GatewayConfiguration.commandLineOptions.map(\.name)).count)
     }
 }

@@ -1,4 +1,5 @@
 import APNs
+import CommandLineOptions
 import Foundation
 import TouchlineCore
 import TouchlineRuntime
@@ -67,38 +68,7 @@ struct ConfigurationLayer {
     /// Sets `setting` from the text of an environment variable or flag. Admin and provider keys
     /// accumulate within the layer (repeated flags); everything else is last-one-wins.
     mutating func set(_ setting: ConfigurationSetting, text: String, source: ConfigurationSource) throws(InvalidConfigurationValue) {
-        switch setting {
-        case .config: configPath = SourcedSetting(value: text, source: source)
-        case .development: development = SourcedSetting(value: try parseSwitch(text), source: source)
-        case .listen: listen = SourcedSetting(value: try ConfigurationHostPort(parsing: text), source: source)
-        case .dataDirectory: dataDirectory = SourcedSetting(value: text, source: source)
-        case .maxBodyBytes: maxBodyBytes = SourcedSetting(value: try parseByteCount(text), source: source)
-        case .apnsKeyPath: keyPath = SourcedSetting(value: text, source: source)
-        case .apnsKeyID: keyID = SourcedSetting(value: text, source: source)
-        case .apnsTeamID: teamID = SourcedSetting(value: text, source: source)
-        case .apnsBundleID: bundleID = SourcedSetting(value: text, source: source)
-        case .apnsEnvironment: environment = SourcedSetting(value: try APNsEnvironment(configurationText: text), source: source)
-        case .apnsCAFile: caFile = SourcedSetting(value: text, source: source)
-        case .apnsBroadcastHost: broadcastHost = SourcedSetting(value: try parseBroadcastHost(text), source: source)
-        case .adminKey: adminKeys = (adminKeys ?? []) + [SourcedSetting(value: .init(key: text, scope: .admin), source: source)]
-        case .apiKeys: providerKeys = (providerKeys ?? []) + (try parseProviderKeys(text)).map { SourcedSetting(value: $0, source: source) }
-        case .defaultPolicy: defaultPolicy = SourcedSetting(value: try ChannelPolicy(configured: try parseJSON(text)), source: source)
-        case .personalQueue: personalQueue = SourcedSetting(value: try PersonalQueueSettings(json: try parseJSON(text)), source: source)
-        case .logLevel: logLevel = SourcedSetting(value: try LogLevel(configurationText: text), source: source)
-        case .metrics: metrics = SourcedSetting(value: try MetricsSettings(json: try parseJSON(text)), source: source)
-        case .http: http = SourcedSetting(value: try HTTPConnectionLimits(json: try parseJSON(text)), source: source)
-        case .webhooks: webhooks = SourcedSetting(value: try WebhookSettings(json: try parseJSON(text)), source: source)
-        case .idempotency: idempotency = SourcedSetting(value: try IdempotencySettings(json: try parseJSON(text)), source: source)
-        case .providerRateLimit: providerRateLimit = SourcedSetting(value: try KeyRateLimit(json: try parseJSON(text)), source: source)
-        }
-    }
-
-    private func parseJSON(_ text: String) throws(InvalidConfigurationValue) -> JSONValue {
-        do {
-            return try JSONParser.parse(Array(text.utf8))
-        } catch {
-            throw InvalidConfigurationValue("is not valid JSON: \(error)")
-        }
+        try setting.read(&self, text, source)
     }
 }
 
@@ -143,12 +113,9 @@ struct ConfigurationHostPort: Equatable {
 }
 
 /// On or off, as environment variables and flags say it: `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.
-private func parseSwitch(_ text: String) throws(InvalidConfigurationValue) -> Bool {
-    switch text.lowercased() {
-    case "1", "true", "yes", "on": return true
-    case "0", "false", "no", "off": return false
-    default: throw InvalidConfigurationValue("must be 1 or 0 (true or false), got \"\(text)\"")
-    }
+func parseSwitch(_ text: String) throws(InvalidConfigurationValue) -> Bool {
+    guard let on = ParsedArguments.switchWord(text) else { throw InvalidConfigurationValue("must be 1 or 0 (true or false), got \"\(text)\"") }
+    return on
 }
 
 /// `HOST` (port 443) or `HOST:PORT`: where broadcasts go.
@@ -172,7 +139,7 @@ func parseBroadcastHost(_ text: String) throws(InvalidConfigurationValue) -> APN
 }
 
 /// A positive decimal count of bytes.
-private func parseByteCount(_ text: String) throws(InvalidConfigurationValue) -> Int {
+func parseByteCount(_ text: String) throws(InvalidConfigurationValue) -> Int {
     guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }), let value = Int(text) else {
         throw InvalidConfigurationValue("must be a whole number of bytes, got \"\(text)\"")
     }
@@ -210,7 +177,7 @@ extension LogLevel {
 
 /// `KEY=PREFIX[,KEY=PREFIX...]`, spaces around entries ignored. Messages number the entries and
 /// never repeat a key.
-private func parseProviderKeys(_ text: String) throws(InvalidConfigurationValue) -> [GatewayConfiguration.APIKey] {
+func parseProviderKeys(_ text: String) throws(InvalidConfigurationValue) -> [GatewayConfiguration.APIKey] {
     var keys: [GatewayConfiguration.APIKey] = []
     let entries = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
     for (index, entry) in entries.enumerated() {

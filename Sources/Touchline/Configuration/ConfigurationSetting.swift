@@ -1,169 +1,35 @@
-/// The table of gateway settings: for each one, its JSON key, environment variable and flag.
+import APNs
+import CommandLineOptions
+import TouchlineCore
+import TouchlineRuntime
+
+/// One gateway setting, declared once: its JSON key, its command-line option (flag, value name,
+/// help, environment variable), how it is named in messages, whether it is a secret, how its
+/// text is read, and how its resolved value is shown.
 ///
 /// Flag parsing, environment reading, error hints ("set apns.teamID, TOUCHLINE_APNS_TEAM_ID or
-/// --apns-team-id") and the `--help` text all come from this one table, so they cannot drift apart.
-enum ConfigurationSetting: CaseIterable {
-    case config, development, listen, dataDirectory, maxBodyBytes
-    case apnsKeyPath, apnsKeyID, apnsTeamID, apnsBundleID, apnsEnvironment, apnsCAFile, apnsBroadcastHost
-    case adminKey, apiKeys, defaultPolicy, personalQueue, logLevel, metrics, http, webhooks
-    case idempotency, providerRateLimit
-
+/// --apns-team-id"), `touchline serve --help` and `--check-config` all read ``all``, so a new
+/// setting is one more declaration here and cannot be missing from any of them.
+struct ConfigurationSetting: Sendable, Hashable {
     /// The member path in the JSON file; nil for `--config` itself.
-    var fileKey: String? {
-        switch self {
-        case .config: nil
-        case .development: "apns.mode"
-        case .listen: "listen"
-        case .dataDirectory: "dataDirectory"
-        case .maxBodyBytes: "maxBodyBytes"
-        case .apnsKeyPath: "apns.keyPath"
-        case .apnsKeyID: "apns.keyID"
-        case .apnsTeamID: "apns.teamID"
-        case .apnsBundleID: "apns.bundleID"
-        case .apnsEnvironment: "apns.environment"
-        case .apnsCAFile: "apns.caFile"
-        case .apnsBroadcastHost: "apns.broadcastHost"
-        case .adminKey: "apiKeys[].admin"
-        case .apiKeys: "apiKeys[].channelPrefix"
-        case .defaultPolicy: "defaultPolicy"
-        case .personalQueue: "personalQueue"
-        case .logLevel: "log.level"
-        case .metrics: "metrics"
-        case .http: "http"
-        case .webhooks: "webhooks"
-        case .idempotency: "idempotency"
-        case .providerRateLimit: "providerRateLimit"
-        }
-    }
-
-    var environmentVariable: String {
-        switch self {
-        case .config: "TOUCHLINE_CONFIG"
-        case .development: "TOUCHLINE_DEV"
-        case .listen: "TOUCHLINE_LISTEN"
-        case .dataDirectory: "TOUCHLINE_DATA_DIR"
-        case .maxBodyBytes: "TOUCHLINE_MAX_BODY_BYTES"
-        case .apnsKeyPath: "TOUCHLINE_APNS_KEY_PATH"
-        case .apnsKeyID: "TOUCHLINE_APNS_KEY_ID"
-        case .apnsTeamID: "TOUCHLINE_APNS_TEAM_ID"
-        case .apnsBundleID: "TOUCHLINE_APNS_BUNDLE_ID"
-        case .apnsEnvironment: "TOUCHLINE_APNS_ENVIRONMENT"
-        case .apnsCAFile: "TOUCHLINE_APNS_CA_FILE"
-        case .apnsBroadcastHost: "TOUCHLINE_APNS_BROADCAST_HOST"
-        case .adminKey: "TOUCHLINE_ADMIN_KEY"
-        case .apiKeys: "TOUCHLINE_API_KEYS"
-        case .defaultPolicy: "TOUCHLINE_DEFAULT_POLICY"
-        case .personalQueue: "TOUCHLINE_PERSONAL_QUEUE"
-        case .logLevel: "TOUCHLINE_LOG_LEVEL"
-        case .metrics: "TOUCHLINE_METRICS"
-        case .http: "TOUCHLINE_HTTP"
-        case .webhooks: "TOUCHLINE_WEBHOOKS"
-        case .idempotency: "TOUCHLINE_IDEMPOTENCY"
-        case .providerRateLimit: "TOUCHLINE_PROVIDER_RATE_LIMIT"
-        }
-    }
-
-    var flag: String {
-        switch self {
-        case .config: "--config"
-        case .development: "--dev"
-        case .listen: "--listen"
-        case .dataDirectory: "--data-dir"
-        case .maxBodyBytes: "--max-body-bytes"
-        case .apnsKeyPath: "--apns-key"
-        case .apnsKeyID: "--apns-key-id"
-        case .apnsTeamID: "--apns-team-id"
-        case .apnsBundleID: "--apns-bundle-id"
-        case .apnsEnvironment: "--apns-environment"
-        case .apnsCAFile: "--apns-ca-file"
-        case .apnsBroadcastHost: "--apns-broadcast-host"
-        case .adminKey: "--admin-key"
-        case .apiKeys: "--api-key"
-        case .defaultPolicy: "--default-policy"
-        case .personalQueue: "--personal-queue"
-        case .logLevel: "--log-level"
-        case .metrics: "--metrics"
-        case .http: "--http"
-        case .webhooks: "--webhooks"
-        case .idempotency: "--idempotency"
-        case .providerRateLimit: "--provider-rate-limit"
-        }
-    }
-
-    /// What the value looks like, for the help text.
-    var valueName: String {
-        switch self {
-        case .config, .apnsKeyPath, .apnsCAFile: "PATH"
-        case .development: ""
-        case .apnsBroadcastHost: "HOST[:PORT]"
-        case .listen: "ADDRESS:PORT"
-        case .dataDirectory: "DIR"
-        case .maxBodyBytes: "BYTES"
-        case .apnsKeyID, .apnsTeamID: "ID"
-        case .apnsBundleID: "BUNDLE_ID"
-        case .apnsEnvironment: "ENV"
-        case .adminKey: "KEY"
-        case .apiKeys: "KEY=PREFIX"
-        case .defaultPolicy, .personalQueue, .metrics, .http, .webhooks, .idempotency, .providerRateLimit: "JSON"
-        case .logLevel: "LEVEL"
-        }
-    }
-
+    let fileKey: String?
+    /// The flag, its value, its help line and its environment variable.
+    let option: OptionDeclaration
     /// The setting in words, as messages name it.
-    var title: String {
-        switch self {
-        case .config: "configuration file"
-        case .development: "development mode"
-        case .listen: "listen address"
-        case .dataDirectory: "data directory"
-        case .maxBodyBytes: "maximum body size"
-        case .apnsKeyPath: "APNs key path"
-        case .apnsKeyID: "APNs key id"
-        case .apnsTeamID: "APNs team id"
-        case .apnsBundleID: "APNs bundle id"
-        case .apnsEnvironment: "APNs environment"
-        case .apnsCAFile: "APNs CA file"
-        case .apnsBroadcastHost: "APNs broadcast host"
-        case .adminKey: "admin API key"
-        case .apiKeys: "provider API keys"
-        case .defaultPolicy: "default channel policy"
-        case .personalQueue: "personal queue settings"
-        case .logLevel: "log level"
-        case .metrics: "metrics settings"
-        case .http: "HTTP settings"
-        case .webhooks: "webhook settings"
-        case .idempotency: "idempotency settings"
-        case .providerRateLimit: "provider rate limit"
-        }
-    }
+    let title: String
+    /// Whether the value is shown by `--check-config` (key contents are not; key paths are).
+    let isSecret: Bool
+    /// Sets the setting in a layer from the text of an environment variable or flag; a failure
+    /// is a predicate ("must be HOST:PORT, got …") the caller puts the title in front of.
+    let read: @Sendable (inout ConfigurationLayer, String, ConfigurationSource) throws(InvalidConfigurationValue) -> Void
+    /// The resolved value as `--check-config` prints it (nil: not set); secrets are left out by the report.
+    let show: @Sendable (GatewayConfiguration) -> String?
 
-    /// One line of help.
-    var summary: String {
-        switch self {
-        case .config: "JSON configuration file (lowest precedence after the defaults)"
-        case .development: "development mode: the bundled mock APNs instead of Apple (TOUCHLINE_DEV=1, apns.mode \"mock\"); never in production"
-        case .listen: "provider API address, numeric (default 127.0.0.1:8080; port 0 = any free port)"
-        case .dataDirectory: "SQLite database and generated files (default ./touchline-data)"
-        case .maxBodyBytes: "largest accepted request body (default 1048576)"
-        case .apnsKeyPath: "APNs .p8 signing key; the four APNs credentials go together"
-        case .apnsKeyID: "10-character key id of that key"
-        case .apnsTeamID: "10-character team id"
-        case .apnsBundleID: "the app's bundle id, without .push-type.liveactivity"
-        case .apnsEnvironment: "production (default), sandbox, or PUSHHOST:PORT,MANAGEMENTHOST:PORT"
-        case .apnsCAFile: "trust this CA file for APNs instead of the system bundle"
-        case .apnsBroadcastHost: "send broadcasts here instead of the push host (default: the push host, api.push.apple.com)"
-        case .adminKey: "API key allowed everything (repeatable)"
-        case .apiKeys: "API key allowed channels whose id starts with PREFIX (repeatable; several: K1=P1,K2=P2)"
-        case .defaultPolicy: "channel policy for channels without their own, as JSON"
-        case .personalQueue: "personal queue: connections, maxInFlight, window, delivery policy..., as JSON"
-        case .logLevel: "lowest level logged: debug, info (default), notice, warning or error"
-        case .metrics: "/metrics: requireKey (default false), maxChannelLabels (default 200), as JSON"
-        case .http: "provider API: maxConnections (1024), maxBufferedBodyBytes, head/body/idle/write timeouts..., as JSON"
-        case .webhooks: "webhook endpoints (url, secret, events, name) and retry, dead-letter age, timeout, retention, as JSON"
-        case .idempotency: "Idempotency-Key records: keyLifetimeSeconds (default 86400), as JSON"
-        case .providerRateLimit: "request limit of provider keys without their own: requestsPerSecond and burst, as JSON (default none)"
-        }
-    }
+    var flag: String { option.name }
+    /// Every setting has one.
+    var environmentVariable: String { option.environmentVariable! }
+    /// What the value looks like, for messages ("--listen ADDRESS:PORT"); empty for `--dev`.
+    var valueName: String { option.valueName ?? "" }
 
     /// "set apns.teamID, TOUCHLINE_APNS_TEAM_ID or --apns-team-id"
     var whereToSet: String {
@@ -171,40 +37,182 @@ enum ConfigurationSetting: CaseIterable {
         return "set " + places.dropLast().joined(separator: ", ") + " or " + places.last!
     }
 
-    static let byFlag: [String: ConfigurationSetting] = Dictionary(uniqueKeysWithValues: allCases.map { ($0.flag, $0) })
+    static func == (a: Self, b: Self) -> Bool { a.flag == b.flag }
+    func hash(into hasher: inout Hasher) { hasher.combine(flag) }
+
+    static func byFlag(_ flag: String) -> ConfigurationSetting? { all.first { $0.flag == flag } }
+
+    /// Every setting, in the order of the help text.
+    static let all: [ConfigurationSetting] = [
+        .config, .development, .listen, .dataDirectory, .maxBodyBytes, .apnsKeyPath, .apnsKeyID, .apnsTeamID, .apnsBundleID,
+        .apnsEnvironment, .apnsCAFile, .apnsBroadcastHost, .adminKey, .apiKeys, .defaultPolicy, .personalQueue, .logLevel, .metrics,
+        .http, .webhooks, .idempotency, .providerRateLimit,
+    ]
+}
+
+extension ConfigurationSetting {
+    private init(_ flag: String, _ valueName: String?, file fileKey: String?, environment variable: String, title: String,
+                 secret: Bool = false, repeatable: Bool = false, help: String,
+                 read: @escaping @Sendable (inout ConfigurationLayer, String, ConfigurationSource) throws(InvalidConfigurationValue) -> Void,
+                 show: @escaping @Sendable (GatewayConfiguration) -> String?) {
+        let option: OptionDeclaration = switch (valueName, repeatable) {
+        case (nil, _): .toggle(flag, help: help, environmentVariable: variable)
+        case (let name?, false): .value(flag, name, help: help, environmentVariable: variable)
+        case (let name?, true): .repeated(flag, name, help: help, environmentVariable: variable)
+        }
+        self.init(fileKey: fileKey, option: option, title: title, isSecret: secret, read: read, show: show)
+    }
+
+    static let config = Self(
+        "--config", "PATH", file: nil, environment: "TOUCHLINE_CONFIG", title: "configuration file",
+        help: "JSON configuration file (lowest precedence after the defaults)",
+        read: { $0.configPath = SourcedSetting(value: $1, source: $2) }, show: { _ in nil })
+    static let development = Self(
+        "--dev", nil, file: "apns.mode", environment: "TOUCHLINE_DEV", title: "development mode",
+        help: "development mode: the bundled mock APNs instead of Apple (TOUCHLINE_DEV=1, apns.mode \"mock\"); never in production",
+        read: { layer, text, source throws(InvalidConfigurationValue) in layer.development = SourcedSetting(value: try parseSwitch(text), source: source) },
+        show: { $0.apnsMode == .mock ? "on (mock: the bundled mock APNs)" : "off (apple)" })
+    static let listen = Self(
+        "--listen", "ADDRESS:PORT", file: "listen", environment: "TOUCHLINE_LISTEN", title: "listen address",
+        help: "provider API address, numeric (default 127.0.0.1:8080; port 0 = any free port)",
+        read: { layer, text, source throws(InvalidConfigurationValue) in layer.listen = SourcedSetting(value: try ConfigurationHostPort(parsing: text), source: source) },
+        show: { $0.listenHost.contains(":") ? "[\($0.listenHost)]:\($0.listenPort)" : "\($0.listenHost):\($0.listenPort)" })
+    static let dataDirectory = Self(
+        "--data-dir", "DIR", file: "dataDirectory", environment: "TOUCHLINE_DATA_DIR", title: "data directory",
+        help: "SQLite database and generated files (default ./touchline-data)",
+        read: { $0.dataDirectory = SourcedSetting(value: $1, source: $2) }, show: { $0.dataDirectory })
+    static let maxBodyBytes = Self(
+        "--max-body-bytes", "BYTES", file: "maxBodyBytes", environment: "TOUCHLINE_MAX_BODY_BYTES", title: "maximum body size",
+        help: "largest accepted request body (default 1048576)",
+        read: { layer, text, source throws(InvalidConfigurationValue) in layer.maxBodyBytes = SourcedSetting(value: try parseByteCount(text), source: source) },
+        show: { String($0.maxBodyBytes) })
+    static let apnsKeyPath = Self(
+        "--apns-key", "PATH", file: "apns.keyPath", environment: "TOUCHLINE_APNS_KEY_PATH", title: "APNs key path",
+        help: "APNs .p8 signing key; the four APNs credentials go together",
+        read: { $0.keyPath = SourcedSetting(value: $1, source: $2) }, show: { $0.apns?.keyPath })
+    static let apnsKeyID = Self(
+        "--apns-key-id", "ID", file: "apns.keyID", environment: "TOUCHLINE_APNS_KEY_ID", title: "APNs key id",
+        help: "10-character key id of that key",
+        read: { $0.keyID = SourcedSetting(value: $1, source: $2) }, show: { $0.apns?.keyID })
+    static let apnsTeamID = Self(
+        "--apns-team-id", "ID", file: "apns.teamID", environment: "TOUCHLINE_APNS_TEAM_ID", title: "APNs team id",
+        help: "10-character team id",
+        read: { $0.teamID = SourcedSetting(value: $1, source: $2) }, show: { $0.apns?.teamID })
+    static let apnsBundleID = Self(
+        "--apns-bundle-id", "BUNDLE_ID", file: "apns.bundleID", environment: "TOUCHLINE_APNS_BUNDLE_ID", title: "APNs bundle id",
+        help: "the app's bundle id, without .push-type.liveactivity",
+        read: { $0.bundleID = SourcedSetting(value: $1, source: $2) }, show: { $0.apns?.bundleID })
+    static let apnsEnvironment = Self(
+        "--apns-environment", "ENV", file: "apns.environment", environment: "TOUCHLINE_APNS_ENVIRONMENT", title: "APNs environment",
+        help: "production (default), sandbox, or PUSHHOST:PORT,MANAGEMENTHOST:PORT",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.environment = SourcedSetting(value: try APNsEnvironment(configurationText: text), source: source)
+        },
+        show: { $0.apns.map { ConfigurationValueText.environment($0.environment) } })
+    static let apnsCAFile = Self(
+        "--apns-ca-file", "PATH", file: "apns.caFile", environment: "TOUCHLINE_APNS_CA_FILE", title: "APNs CA file",
+        help: "trust this CA file for APNs instead of the system bundle",
+        read: { $0.caFile = SourcedSetting(value: $1, source: $2) }, show: { $0.apns?.caFile })
+    static let apnsBroadcastHost = Self(
+        "--apns-broadcast-host", "HOST[:PORT]", file: "apns.broadcastHost", environment: "TOUCHLINE_APNS_BROADCAST_HOST",
+        title: "APNs broadcast host",
+        help: "send broadcasts here instead of the push host (default: the push host, api.push.apple.com)",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.broadcastHost = SourcedSetting(value: try parseBroadcastHost(text), source: source)
+        },
+        show: { $0.apns?.broadcastHost.map { "\($0.host):\($0.port)" } })
+    static let adminKey = Self(
+        "--admin-key", "KEY", file: "apiKeys[].admin", environment: "TOUCHLINE_ADMIN_KEY", title: "admin API key", secret: true,
+        repeatable: true, help: "API key allowed everything (repeatable)",
+        read: { $0.adminKeys = ($0.adminKeys ?? []) + [SourcedSetting(value: .init(key: $1, scope: .admin), source: $2)] },
+        show: { _ in nil })
+    static let apiKeys = Self(
+        "--api-key", "KEY=PREFIX", file: "apiKeys[].channelPrefix", environment: "TOUCHLINE_API_KEYS", title: "provider API keys",
+        secret: true, repeatable: true,
+        help: "API key allowed channels whose id starts with PREFIX (repeatable; several: K1=P1,K2=P2)",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.providerKeys = (layer.providerKeys ?? []) + (try parseProviderKeys(text)).map { SourcedSetting(value: $0, source: source) }
+        },
+        show: { _ in nil })
+    static let defaultPolicy = Self(
+        "--default-policy", "JSON", file: "defaultPolicy", environment: "TOUCHLINE_DEFAULT_POLICY", title: "default channel policy",
+        help: "channel policy for channels without their own, as JSON",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.defaultPolicy = SourcedSetting(value: try ChannelPolicy(configured: try parseJSON(text)), source: source)
+        },
+        show: { String(decoding: $0.defaultPolicy.json.encoded, as: UTF8.self) })
+    static let personalQueue = Self(
+        "--personal-queue", "JSON", file: "personalQueue", environment: "TOUCHLINE_PERSONAL_QUEUE", title: "personal queue settings",
+        help: "personal queue: connections, maxInFlight, window, delivery policy..., as JSON",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.personalQueue = SourcedSetting(value: try PersonalQueueSettings(json: try parseJSON(text)), source: source)
+        },
+        show: { ConfigurationValueText.fields(of: $0.personalQueue) })
+    static let logLevel = Self(
+        "--log-level", "LEVEL", file: "log.level", environment: "TOUCHLINE_LOG_LEVEL", title: "log level",
+        help: "lowest level logged: debug, info (default), notice, warning or error",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.logLevel = SourcedSetting(value: try LogLevel(configurationText: text), source: source)
+        },
+        show: { $0.logLevel.name })
+    static let metrics = Self(
+        "--metrics", "JSON", file: "metrics", environment: "TOUCHLINE_METRICS", title: "metrics settings",
+        help: "/metrics: requireKey (default false), maxChannelLabels (default 200), as JSON",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.metrics = SourcedSetting(value: try MetricsSettings(json: try parseJSON(text)), source: source)
+        },
+        show: { ConfigurationValueText.fields(of: $0.metrics) })
+    static let http = Self(
+        "--http", "JSON", file: "http", environment: "TOUCHLINE_HTTP", title: "HTTP settings",
+        help: "provider API: maxConnections (1024), maxBufferedBodyBytes, head/body/idle/write timeouts..., as JSON",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.http = SourcedSetting(value: try HTTPConnectionLimits(json: try parseJSON(text)), source: source)
+        },
+        show: { ConfigurationValueText.fields(of: $0.http) })
+    static let webhooks = Self(
+        "--webhooks", "JSON", file: "webhooks", environment: "TOUCHLINE_WEBHOOKS", title: "webhook settings",
+        help: "webhook endpoints (url, secret, events, name) and retry, dead-letter age, timeout, retention, as JSON",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.webhooks = SourcedSetting(value: try WebhookSettings(json: try parseJSON(text)), source: source)
+        },
+        show: { ConfigurationValueText.webhooks($0.webhooks) })
+    static let idempotency = Self(
+        "--idempotency", "JSON", file: "idempotency", environment: "TOUCHLINE_IDEMPOTENCY", title: "idempotency settings",
+        help: "Idempotency-Key records: keyLifetimeSeconds (default 86400), as JSON",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.idempotency = SourcedSetting(value: try IdempotencySettings(json: try parseJSON(text)), source: source)
+        },
+        show: { "keyLifetime: \(ConfigurationValueText.duration($0.idempotency.keyLifetime))" })
+    static let providerRateLimit = Self(
+        "--provider-rate-limit", "JSON", file: "providerRateLimit", environment: "TOUCHLINE_PROVIDER_RATE_LIMIT",
+        title: "provider rate limit",
+        help: "request limit of provider keys without their own: requestsPerSecond and burst, as JSON (default none)",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.providerRateLimit = SourcedSetting(value: try KeyRateLimit(json: try parseJSON(text)), source: source)
+        },
+        show: { $0.providerRateLimit.map { ConfigurationValueText.fields(of: $0) } ?? "none" })
 }
 
 extension GatewayConfiguration {
-    /// The flags `touchline serve` accepts, one per line with its environment variable, for `--help`.
-    public static var commandLineHelp: String {
-        ConfigurationSetting.allCases.map { setting in
-            let usage = setting.valueName.isEmpty ? setting.flag : "\(setting.flag) \(setting.valueName)"
-            let padded = usage.count < 34 ? usage + String(repeating: " ", count: 34 - usage.count) : usage + "  "
-            return "  \(padded)\(setting.summary) [\(setting.environmentVariable)]"
-        }.joined(separator: "\n")
-    }
+    /// The options of every setting, for `touchline serve`'s declaration: its parser and `--help`.
+    public static var commandLineOptions: [OptionDeclaration] { ConfigurationSetting.all.map(\.option) }
+
+    /// The flags `touchline serve` accepts with their help and environment variables, as `--help` lists them.
+    public static var commandLineHelp: String { HelpText.optionTable(commandLineOptions) }
 }
 
 extension GatewayConfigurationError {
-    /// The closest of `candidates` to a mistyped `name`, for "did you mean" hints: a case-only
-    /// difference, or an edit distance of at most 2 on names long enough for that to be telling.
+    /// The closest of `candidates` to a mistyped `name`, for "did you mean" hints (the
+    /// command line's rule, so flags and file keys are suggested alike).
     static func closestName(to name: String, among candidates: [String]) -> String? {
-        if let sameLetters = candidates.first(where: { $0.lowercased() == name.lowercased() }) { return sameLetters }
-        let scored = candidates.map { ($0, editDistance(Array(name.lowercased().utf8), Array($0.lowercased().utf8))) }
-        guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= 2, best.1 * 3 <= name.utf8.count else { return nil }
-        return best.0
+        NameSuggestion.closest(to: name, among: candidates)
     }
 }
 
-/// Levenshtein distance, one row at a time.
-private func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
-    var previous = Array(0...b.count)
-    for (i, x) in a.enumerated() {
-        var current = [i + 1]
-        for (j, y) in b.enumerated() {
-            current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
-        }
-        previous = current
+private func parseJSON(_ text: String) throws(InvalidConfigurationValue) -> JSONValue {
+    do {
+        return try JSONParser.parse(Array(text.utf8))
+    } catch {
+        throw InvalidConfigurationValue("is not valid JSON: \(error)")
     }
-    return previous[b.count]
 }

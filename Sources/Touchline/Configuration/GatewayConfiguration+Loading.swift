@@ -1,4 +1,5 @@
 import APNs
+import CommandLineOptions
 import TouchlineCore
 
 #if canImport(Glibc)
@@ -19,8 +20,33 @@ extension GatewayConfiguration {
     /// - Parameter readFile: reads the configuration, key and CA files (injected by tests).
     public static func load(arguments: [String], environment: [String: String],
                             readFile: (String) throws -> [UInt8] = GatewayConfiguration.readWholeFile) throws(GatewayConfigurationError) -> GatewayConfiguration {
-        var problems: [GatewayConfigurationError.Problem] = []
-        let flags = commandLineLayer(arguments, problems: &problems)
+        try resolve(arguments: arguments, environment: environment, readFile: readFile).configuration
+    }
+
+    /// ``load(arguments:environment:readFile:)`` with where each value came from, for
+    /// `touchline serve --check-config`. Flags are read with the options of
+    /// ``commandLineOptions``; a flag that is not a setting is a problem like any other.
+    public static func resolve(arguments: [String], environment: [String: String],
+                               readFile: (String) throws -> [UInt8] = GatewayConfiguration.readWholeFile) throws(GatewayConfigurationError) -> ResolvedConfiguration {
+        let settingsOnly = CommandDeclaration(name: "serve", groups: [OptionGroup(nil, commandLineOptions)])
+        let (parsed, errors) = CommandLineParser.parseReportingAll(arguments, command: settingsOnly)
+        var problems = errors.map(problem(for:))
+        if parsed.helpRequested { problems.append(.init("unknown flag --help: the flags here are settings")) }
+        return try resolve(flags: parsed.occurrences, environment: environment, readFile: readFile, problems: problems)
+    }
+
+    /// The configuration from flags `touchline serve` has already parsed with a declaration that
+    /// includes ``commandLineOptions`` (its own options, such as `--check-config`, are skipped),
+    /// resolved and checked exactly as ``load(arguments:environment:readFile:)`` does.
+    public static func resolve(commandLine: ParsedArguments, environment: [String: String],
+                               readFile: (String) throws -> [UInt8] = GatewayConfiguration.readWholeFile) throws(GatewayConfigurationError) -> ResolvedConfiguration {
+        try resolve(flags: commandLine.occurrences, environment: environment, readFile: readFile, problems: [])
+    }
+
+    private static func resolve(flags occurrences: [OptionOccurrence], environment: [String: String], readFile: (String) throws -> [UInt8],
+                                problems flagProblems: [GatewayConfigurationError.Problem]) throws(GatewayConfigurationError) -> ResolvedConfiguration {
+        var problems = flagProblems
+        let flags = commandLineLayer(occurrences, problems: &problems)
         let variables = environmentLayer(environment, problems: &problems)
         var merged = ConfigurationLayer()
         if let configPath = flags.configPath ?? variables.configPath {
@@ -45,50 +71,47 @@ extension GatewayConfiguration {
         }
         guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }
         var loaded = configuration
+        var report = ConfigurationReport(configuration: configuration, origins: origins)
         loaded.storeFaultFile = environment["TOUCHLINE_STORE_FAULT_FILE"].flatMap { $0.isEmpty ? nil : $0 }
         loaded.idempotency.exitAfterCommit = environment["TOUCHLINE_IDEMPOTENCY_EXIT_AFTER_COMMIT"] == "1"
-        return loaded
+        if let file = loaded.storeFaultFile {
+            report.entries.append(.init(name: "test hook: store fault file", value: file, source: "environment variable TOUCHLINE_STORE_FAULT_FILE"))
+        }
+        if loaded.idempotency.exitAfterCommit {
+            report.entries.append(.init(name: "test hook: exit after idempotency commit", value: "on",
+                                        source: "environment variable TOUCHLINE_IDEMPOTENCY_EXIT_AFTER_COMMIT"))
+        }
+        return ResolvedConfiguration(configuration: loaded, report: report)
     }
 
-    /// Flags as `--name VALUE` or `--name=VALUE`; `--admin-key` and `--api-key` may repeat; `--dev`
-    /// stands alone (or `--dev=false`).
-    private static func commandLineLayer(_ arguments: [String], problems: inout [GatewayConfigurationError.Problem]) -> ConfigurationLayer {
+    /// A command-line mistake as a configuration problem, in the words the configuration uses for flags.
+    private static func problem(for error: UsageError) -> GatewayConfigurationError.Problem {
+        switch error.kind {
+        case .unknownOption(let name, let suggestion):
+            .init("unknown flag \(name)" + (suggestion.map { " (did you mean \($0)?)" } ?? ""))
+        case .missingValue(let option, let valueName):
+            .init("flag \(option) needs a value: \(option) \(valueName)")
+        case .unexpectedArgument(let argument):
+            .init("unexpected argument '\(argument)': settings are given as --flag VALUE")
+        default:
+            .init(error.description)
+        }
+    }
+
+    /// The flags that are settings, each read into the flags' layer (`--admin-key` and
+    /// `--api-key` accumulate; for the others the last one wins).
+    private static func commandLineLayer(_ occurrences: [OptionOccurrence], problems: inout [GatewayConfigurationError.Problem]) -> ConfigurationLayer {
         var layer = ConfigurationLayer()
-        var remaining = arguments[...]
-        while let argument = remaining.popFirst() {
-            guard argument.hasPrefix("--") else {
-                problems.append(.init("unexpected argument '\(argument)': settings are given as --flag VALUE"))
-                continue
-            }
-            let equals = argument.firstIndex(of: "=")
-            let name = equals.map { String(argument[..<$0]) } ?? argument
-            guard let setting = ConfigurationSetting.byFlag[name] else {
-                let hint = GatewayConfigurationError.closestName(to: name, among: ConfigurationSetting.allCases.map(\.flag)).map { " (did you mean \($0)?)" } ?? ""
-                problems.append(.init("unknown flag \(name)\(hint)"))
-                // Its value, if any, goes with it rather than being reported a second time.
-                if equals == nil, let next = remaining.first, !next.hasPrefix("--") { remaining.removeFirst() }
-                continue
-            }
-            let value: String
-            if setting.valueName.isEmpty, equals == nil {
-                value = "true"
-            } else if let equals {
-                value = String(argument[argument.index(after: equals)...])
-            } else if let next = remaining.first, !next.hasPrefix("--") {
-                value = next
-                remaining.removeFirst()
-            } else {
-                problems.append(.init("flag \(name) needs a value: \(name) \(setting.valueName)"))
-                continue
-            }
-            layer.set(setting, text: value, source: .flag(name), problems: &problems)
+        for occurrence in occurrences {
+            guard let setting = ConfigurationSetting.byFlag(occurrence.option.name), let value = occurrence.value else { continue }
+            layer.set(setting, text: value, source: .flag(occurrence.spelling), problems: &problems)
         }
         return layer
     }
 
     private static func environmentLayer(_ environment: [String: String], problems: inout [GatewayConfigurationError.Problem]) -> ConfigurationLayer {
         var layer = ConfigurationLayer()
-        for setting in ConfigurationSetting.allCases {
+        for setting in ConfigurationSetting.all {
             guard let text = environment[setting.environmentVariable], !text.isEmpty else { continue }
             layer.set(setting, text: text, source: .environment(setting.environmentVariable), problems: &problems)
         }
@@ -105,6 +128,7 @@ extension GatewayConfiguration {
             apply(value.value)
             origins.settings[setting] = value.source
         }
+        note(layer.configPath, .config) { origins.configPath = $0 }
         note(layer.listen, .listen) { configuration.listenHost = $0.host; configuration.listenPort = $0.port }
         note(layer.dataDirectory, .dataDirectory) { configuration.dataDirectory = $0 }
         note(layer.maxBodyBytes, .maxBodyBytes) { configuration.maxBodyBytes = $0 }
@@ -196,6 +220,8 @@ private struct FileReadError: Error, CustomStringConvertible {
 /// Where each setting of a loaded configuration came from, for validation messages.
 struct ConfigurationOrigins {
     var settings: [ConfigurationSetting: ConfigurationSource] = [:]
+    /// The configuration file read, if any.
+    var configPath: String?
     /// Parallel to `GatewayConfiguration.apiKeys`; empty for a configuration built in code.
     var apiKeys: [ConfigurationSource] = []
 

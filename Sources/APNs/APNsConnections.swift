@@ -83,14 +83,26 @@ public final class APNsConnections: Sendable {
     /// Closes every connection gracefully and returns when they are closed: queued requests (and
     /// those the client holds for a provider-token renewal) fail with `.shutdown` at once, in-flight ones may finish within `gracePeriod` (default: the
     /// pools' drain timeout, 30 s) and fail with `.shutdown` after it. The pools close together.
-    public func shutdown(gracePeriod: Duration? = nil) async {
+    /// Ends the grace of a ``shutdown(gracePeriod:)`` under way at once (an escalated stop):
+    /// requests still unanswered fail as closed locally, so their owners keep them pending.
+    public func cutShutdownShort() {
+        loop.execute { [pools] in
+            for pool in pools.values { pool.cutShutdownShort() }
+        }
+    }
+
+    ///
+    /// `isCutShort` is asked on the loop as the shutdown begins: true gives no grace (a stop
+    /// escalated before this step began; one escalated later calls ``cutShutdownShort()``).
+    public func shutdown(gracePeriod: Duration? = nil, isCutShort: @escaping @Sendable () -> Bool = { false }) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             loop.execute { [pools, client] in
                 client.failHeldRequests()
                 var open = pools.count
                 if open == 0 { return done.resume() }
+                let grace = isCutShort() ? .zero : gracePeriod
                 for pool in pools.values {
-                    pool.shutdown(gracePeriod: gracePeriod) {
+                    pool.shutdown(gracePeriod: grace) {
                         open -= 1
                         if open == 0 { done.resume() }
                     }

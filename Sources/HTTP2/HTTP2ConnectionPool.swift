@@ -113,6 +113,16 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
         finishShutdownIfDone()
     }
 
+    /// Ends a shutdown's grace at once (an escalated stop): every connection closes now and its
+    /// queued and in-flight requests are handed back with `.closedLocally`; the shutdown's
+    /// completion then runs as usual. Does nothing before ``shutdown(gracePeriod:completion:)``.
+    public func cutShutdownShort() {
+        guard isShutDown else { return }
+        for slot in slots { slot.connection?.close() }
+        for connection in retiring { connection.close() }
+        finishShutdownIfDone()
+    }
+
     private func connect(_ slot: Slot) {
         guard !isShutDown else { return }
         connectionAttempts += 1

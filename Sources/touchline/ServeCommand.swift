@@ -45,56 +45,62 @@ enum ServeCommand {
             return 0
         }
         var configuration = resolved.configuration
-        // Caught from here on, so a stop request during start-up still ends in an orderly shutdown.
-        let signals = TerminationSignals()
         let log = GatewayLog(component: "serve", level: configuration.logLevel)
+        // Caught from here on, so a stop request during start-up still ends in an orderly
+        // shutdown; a second one during the shutdown stops at once (still consistent).
+        let requests = ShutdownRequests()
+        let signals = TerminationSignals { name in
+            if requests.reasons.isEmpty {
+                log.notice("\(name) received, shutting down")
+            } else {
+                log.warning("\(name) received again, stopping now")
+            }
+            requests.request(name)
+        }
         if configuration.apnsMode == .mock, configuration.apiKeys.isEmpty {
             let key = (0..<32).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined()
             configuration.apiKeys = [.init(key: key, scope: .admin)]
             log.warning("no API key configured: generated development admin key \(key)")
         }
         let gateway = Gateway(configuration: configuration, log: log.named("gateway"))
+        var stopping = ContinuousClock.now
         do {
-            let port = try gateway.start()
-            log.notice("provider API on http://\(configuration.listenHost):\(port)/v1")
-            log.info("data in \(configuration.dataDirectory)")
-            if let mock = gateway.bundledMockAPNs?.addresses {
-                log.warning("development mode: pushes go to the bundled mock APNs on \(mock.host) (push port \(mock.pushPort), "
-                            + "management port \(mock.managementPort)), never to Apple; do not use it in production")
-                if !GatewayConfiguration.isLoopback(configuration.listenHost) {
-                    log.warning("development mode listening on \(configuration.listenHost), beyond this machine")
-                }
-            } else if let apns = configuration.apns {
-                log.notice("APNs \(apns.environment), bundle \(apns.bundleID)"
-                           + (apns.broadcastHost.map { ", broadcasts to \($0)" } ?? ""))
+            try await gateway.run(until: requests) { port in
+                started(gateway, configuration: configuration, port: port, log: log)
             }
         } catch {
             log.error("cannot start", error: error)
             return 1
         }
-        let signal = await signals.next()
-        log.notice("\(signal) received, shutting down")
-        let started = ContinuousClock.now
-        await gateway.shutdown()
-        log.notice("stopped after \((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds])))")
+        _ = signals
+        stopping = requests.stoppedAt ?? stopping
+        log.notice("stopped after \((ContinuousClock.now - stopping).formatted(.units(allowed: [.milliseconds])))")
         return 0
+    }
+
+    private static func started(_ gateway: Gateway, configuration: GatewayConfiguration, port: Int, log: GatewayLog) {
+        log.notice("provider API on http://\(configuration.listenHost):\(port)/v1")
+        log.info("data in \(configuration.dataDirectory)")
+        if let mock = gateway.bundledMockAPNs?.addresses {
+            log.warning("development mode: pushes go to the bundled mock APNs on \(mock.host) (push port \(mock.pushPort), "
+                        + "management port \(mock.managementPort)), never to Apple; do not use it in production")
+            if !GatewayConfiguration.isLoopback(configuration.listenHost) {
+                log.warning("development mode listening on \(configuration.listenHost), beyond this machine")
+            }
+        } else if let apns = configuration.apns {
+            log.notice("APNs \(apns.environment), bundle \(apns.bundleID)"
+                       + (apns.broadcastHost.map { ", broadcasts to \($0)" } ?? ""))
+        }
     }
 }
 
-/// SIGINT and SIGTERM, delivered to ``next()`` instead of ending the process. Dispatch sources,
+/// SIGINT and SIGTERM, handed to a closure instead of ending the process. Dispatch sources,
 /// not signal handlers: the default actions are turned off and the sources run on a queue of
-/// their own. A signal that arrives before anyone waits is kept for the first ``next()``.
-/// `@unchecked Sendable`: the sources are set up in `init` and afterwards only kept alive; what
-/// changes is behind the mutex.
+/// their own. `@unchecked Sendable`: the sources are set up in `init` and afterwards only kept alive.
 private final class TerminationSignals: @unchecked Sendable {
-    private struct State {
-        var received: [String] = []
-        var waiter: CheckedContinuation<String, Never>?
-    }
-    private let state = Mutex(State())
     private let sources: [any DispatchSourceSignal]
 
-    init() {
+    init(_ received: @escaping @Sendable (String) -> Void) {
         let queue = DispatchQueue(label: "touchline.signals")
         let signals = [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")]
         sources = signals.map { number, _ in
@@ -102,29 +108,8 @@ private final class TerminationSignals: @unchecked Sendable {
             return DispatchSource.makeSignalSource(signal: number, queue: queue)
         }
         for (source, (_, name)) in zip(sources, signals) {
-            source.setEventHandler { [self] in deliver(name) }
+            source.setEventHandler { received(name) }
             source.resume()
         }
-    }
-
-    /// Suspends until a signal arrives (or returns one already received) and gives its name.
-    func next() async -> String {
-        await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-            let ready = state.withLock { state -> String? in
-                guard state.received.isEmpty else { return state.received.removeFirst() }
-                state.waiter = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-    }
-
-    private func deliver(_ name: String) {
-        let waiter = state.withLock { state -> CheckedContinuation<String, Never>? in
-            defer { state.waiter = nil }
-            if state.waiter == nil { state.received.append(name) }
-            return state.waiter
-        }
-        waiter?.resume(returning: name)
     }
 }

@@ -119,7 +119,13 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// progress one last time and closes the reader. Jobs stay `running` in the store and resume
     /// at the next start; requests still in flight are sent again then. In-flight sends get up to
     /// `gracePeriod` for their answers.
-    func shutdown(gracePeriod: Duration) async {
+    /// Ends the grace of ``shutdown(gracePeriod:)`` at once (an escalated stop): sends still
+    /// unanswered count as not sent, and the jobs' progress is saved as in a graceful stop.
+    func cutShutdownShort() {
+        connections.cutShutdownShort()
+    }
+
+    func shutdown(gracePeriod: Duration, isCutShort: @escaping @Sendable () -> Bool = { false }) async {
         _ = try? await loop.submit { [self] in
             isStopping = true
             for running in jobs.values {
@@ -127,7 +133,7 @@ final class PersonalDispatcher: @unchecked Sendable {
                 running.saveTimer?.cancel()
             }
         }
-        await connections.shutdown(gracePeriod: gracePeriod)
+        await connections.shutdown(gracePeriod: gracePeriod, isCutShort: isCutShort)
         let finalSaves = (try? await loop.submit { [self] in
             jobs.values.map { $0.takeSave(now: clock.now()) }
         }) ?? []

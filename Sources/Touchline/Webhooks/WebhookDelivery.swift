@@ -102,7 +102,7 @@ final class WebhookDelivery: @unchecked Sendable {
     /// answers, and hands the decided outcomes to their stores; called before the stores close.
     /// An attempt still unanswered after the grace is abandoned: it stays pending in the store
     /// and goes again after the next start (the receiver drops the repeat by its event id).
-    func stop(gracePeriod: Duration) async {
+    func stop(gracePeriod: Duration, isCutShort: @escaping @Sendable () -> Bool = { false }) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             loop.execute { [self] in
                 isStopping = true
@@ -115,9 +115,15 @@ final class WebhookDelivery: @unchecked Sendable {
                     flush()
                     done.resume()
                 }
-                if outstanding == 0 { drained?() } else { grace.schedule(after: gracePeriod) }
+                if outstanding == 0 || isCutShort() { drained?() } else { grace.schedule(after: gracePeriod) }
             }
         }
+    }
+
+    /// Ends the grace of ``stop(gracePeriod:)`` at once (an escalated stop): attempts still out
+    /// stay pending and go again after the next start.
+    func cutStopShort() {
+        loop.execute { [self] in drained?() }
     }
 
     // MARK: Delivering

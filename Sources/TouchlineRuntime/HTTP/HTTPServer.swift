@@ -224,6 +224,14 @@ public final class HTTPServer: @unchecked Sendable {
         shutdownTimer = timer
     }
 
+    /// Ends the grace of a shutdown under way at once (an escalated stop): requests still
+    /// pending are abandoned with their connections (none was acknowledged), and the shutdown's
+    /// completion runs. Does nothing before ``shutdown(gracePeriod:completion:)``. Loop thread only.
+    public func cutShutdownShort() {
+        guard isShuttingDown, !isFinished else { return }
+        finishShutdown()
+    }
+
     /// Drained: nothing in flight and no connection still writing its last answer. Finished on
     /// a later turn of the loop, never inside a connection's own callback.
     private func finishShutdownIfDrained() {

@@ -14,7 +14,8 @@ import TouchlineStore
 /// (push and management), reached and answered through ``BroadcastDispatcher``; the personal loop
 /// owns a pool of its own and runs personal fan-out jobs (``PersonalDispatcher``).
 ///
-/// `start()` and `shutdown()` are control calls: make them from one task, not concurrently.
+/// `run(until:)` is the whole life in one call; `start()` and `shutdown()` are its two halves
+/// (for tests and embedding): make them from one task, not concurrently.
 public final class Gateway: Sendable {
     public let configuration: GatewayConfiguration
     private let clock: any WallClock
@@ -38,6 +39,14 @@ public final class Gateway: Sendable {
         var server: UncheckedServer
         var mock: MockAPNsServer?
         var port: Int
+
+        /// Ends every grace under way at once (see ``ShutdownRequests``).
+        func cutShort() {
+            ingestLoop.execute { [server] in server.server.cutShutdownShort() }
+            connections.cutShutdownShort()
+            personal.cutShutdownShort()
+            webhooks.cutStopShort()
+        }
     }
 
     /// The routes the running gateway serves, with who may call each (empty once shut down):
@@ -217,6 +226,25 @@ public final class Gateway: Sendable {
     /// The ingest loop's registry reader, carried in `Running`; used and closed on that loop only.
     private struct UncheckedTokenReader: @unchecked Sendable { let reader: SQLiteTokenReader }
 
+    /// Runs the gateway as a service: starts it (stores, loops, APNs connections, webhook
+    /// delivery, the personal queue, the channels, then the HTTP server; the blocking parts on a
+    /// thread of their own, never on Swift's cooperative threads), tells `started` the bound
+    /// port, waits for the first of `requests`, shuts down gracefully in the reverse order (a
+    /// second request cuts every grace short: see ``ShutdownRequests``), and returns once all is
+    /// closed. Cancelling the task is an immediate stop. Throws only when the start fails.
+    public func run(until requests: ShutdownRequests, requestGracePeriod: Duration = .seconds(2), apnsGracePeriod: Duration = .seconds(3),
+                    started: (Int) -> Void = { _ in }) async throws {
+        let port = try await DedicatedThread.run(name: "touchline-start") { [self] in try start() }
+        started(port)
+        await withTaskCancellationHandler {
+            await requests.firstRequest()
+        } onCancel: {
+            requests.request("task cancelled")
+            requests.request("task cancelled")
+        }
+        await shutdown(requestGracePeriod: requestGracePeriod, apnsGracePeriod: apnsGracePeriod, requests: requests)
+    }
+
     /// Stops within a bounded time (about `requestGracePeriod + apnsGracePeriod`, well inside
     /// the 10 s a container runtime waits before SIGKILL) without losing anything acknowledged:
     ///
@@ -233,10 +261,27 @@ public final class Gateway: Sendable {
     ///    answers (outcomes are saved; an attempt still unanswered stays pending and goes again);
     /// 5. commits everything queued to the store and closes it, then stops the loops and the mock.
     public func shutdown(requestGracePeriod: Duration = .seconds(2), apnsGracePeriod: Duration = .seconds(3)) async {
+        await shutdown(requestGracePeriod: requestGracePeriod, apnsGracePeriod: apnsGracePeriod, requests: nil)
+    }
+
+    /// The shutdown, in the reverse order of the start; a second of `requests` cuts every grace
+    /// short (the step under way at once, the later ones by taking no grace).
+    func shutdown(requestGracePeriod: Duration, apnsGracePeriod: Duration, requests: ShutdownRequests?) async {
         guard let current = running.withLock({ state -> Running? in defer { state = nil }; return state }) else { return }
+        let isCutShort: @Sendable () -> Bool = { requests?.isEscalated ?? false }
+        // Each step reads `isCutShort` on its own loop as it begins, and the cut is queued on the
+        // same loops after the flag is set: a step begun before the escalation is cut by it, one
+        // begun after takes no grace.
+        let escalation = Task {
+            guard let requests else { return }
+            await requests.escalation()
+            guard !Task.isCancelled else { return }
+            log.warning("a second stop request: stopping now, without waiting for answers in flight")
+            current.cutShort()
+        }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             current.ingestLoop.execute {
-                current.server.server.shutdown(gracePeriod: requestGracePeriod) {
+                current.server.server.shutdown(gracePeriod: isCutShort() ? .zero : requestGracePeriod) {
                     current.service.stop()
                     current.tokenReader.reader.close()
                     done.resume()
@@ -245,19 +290,23 @@ public final class Gateway: Sendable {
         }
         // Webhook attempts in flight get the same grace as pushes, at the same time; their
         // outcomes are queued before the stores close, and attempts still out then stay pending.
-        async let broadcast: Void = current.connections.shutdown(gracePeriod: apnsGracePeriod)
-        async let personal: Void = current.personal.shutdown(gracePeriod: apnsGracePeriod)
-        async let webhooks: Void = current.webhooks.stop(gracePeriod: apnsGracePeriod)
+        async let broadcast: Void = current.connections.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort)
+        async let personal: Void = current.personal.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort)
+        async let webhooks: Void = current.webhooks.stop(gracePeriod: apnsGracePeriod, isCutShort: isCutShort)
         _ = await (broadcast, personal, webhooks)
+        escalation.cancel()
         // Answers delivered during the pool shutdown run (and queue their saves) before the close.
         _ = try? await current.ingestLoop.submit {}
-        current.webhooks.close()
-        current.webhookLoop.stopAndWait()
-        current.store.close()
-        current.personalStore.close()
-        current.ingestLoop.stopAndWait()
-        current.broadcastLoop.stopAndWait()
-        current.personalLoop.stopAndWait()
-        current.mock?.stop()
+        // Commits what is queued and joins the threads: blocking, so on a thread of its own.
+        await DedicatedThread.run(name: "touchline-shutdown") {
+            current.webhooks.close()
+            current.webhookLoop.stopAndWait()
+            current.store.close()
+            current.personalStore.close()
+            current.ingestLoop.stopAndWait()
+            current.broadcastLoop.stopAndWait()
+            current.personalLoop.stopAndWait()
+            current.mock?.stop()
+        }
     }
 }

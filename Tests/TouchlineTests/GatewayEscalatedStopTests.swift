@@ -1,0 +1,106 @@
+import APNsMock
+import Foundation
+import Synchronization
+import Testing
+import Touchline
+import TouchlineCore
+
+/// The gateway's life as a service: `run(until:)` returns after a graceful shutdown, and a second
+/// stop request during it stops at once without losing what was acknowledged.
+@Suite("Gateway run and escalated stop")
+struct GatewayEscalatedStopTests {
+    /// APNs that never answers would hold a graceful stop for its whole grace period; a second
+    /// request ends it at once, and the push it left unanswered goes out after the next start.
+    @Test func aSecondRequestCutsTheGraceShortAndThePendingPushSurvives() async throws {
+        let shared = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: shared) }
+        let data = shared + "/data"
+        let channelsFile = shared + "/channels.json"
+        let answering = try MockAPNsFixture { $0.channelsFile = channelsFile }
+        let first = try GatewayFixture(apns: answering.gatewaySettings, directory: data)
+        let created = try first.admin.request("POST", "/v1/channels", json: #"{"id": "quiet", "storagePolicy": "no-storage"}"#)
+        let apnsID = try #require(created.json?.string("apnsChannelId"))
+        await first.shutDown(removingData: false)
+        await answering.shutDown()
+
+        let silent = try MockAPNsFixture {
+            $0.channelsFile = channelsFile
+            $0.faults.latency = .seconds(60)
+        }
+        var configuration = GatewayConfiguration(apnsMode: .apple, apns: silent.gatewaySettings, listenHost: "127.0.0.1", listenPort: 0,
+                                                 dataDirectory: data, apiKeys: [.init(key: GatewayFixture.adminKey, scope: .admin)])
+        configuration.logLevel = .error
+        let gateway = Gateway(configuration: configuration)
+        let requests = ShutdownRequests()
+        let port = Mutex<Int?>(nil)
+        let running = Task { try await gateway.run(until: requests, apnsGracePeriod: .seconds(30)) { bound in port.withLock { $0 = bound } } }
+        try await eventually("the gateway started") { port.withLock { $0 } != nil }
+        let api = GatewayTestClient(port: try #require(port.withLock { $0 }), key: GatewayFixture.adminKey)
+        #expect(try api.request("POST", "/v1/channels/quiet/events", json: #"{"seq": 1, "patch": {"minute": 61}}"#).status == 202)
+        try await Task.sleep(for: .milliseconds(300))  // the broadcast is on its way to the silent APNs
+
+        requests.request("first")
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(!requests.isEscalated)
+        let escalated = ContinuousClock.now
+        requests.request("second")
+        try await running.value
+        #expect(ContinuousClock.now - escalated < .seconds(5), "the 30 s grace was cut short")
+        #expect(requests.isEscalated && requests.reasons == ["first", "second"])
+        await silent.shutDown()
+
+        let again = try MockAPNsFixture { $0.channelsFile = channelsFile }
+        let third = try GatewayFixture(apns: again.gatewaySettings, directory: data)
+        try await eventually("the broadcast kept over the escalated stop") {
+            again.mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.channelID == apnsID && $0.bodyText.contains(#""minute":61"#) }
+        }
+        await third.shutDown(removingData: false)
+        await again.shutDown()
+    }
+
+    @Test func cancellingTheTaskStopsTheGatewayAndRunReturns() async throws {
+        let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = GatewayConfiguration(apnsMode: .mock, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: directory,
+                                                 apiKeys: [.init(key: GatewayFixture.adminKey, scope: .admin)])
+        configuration.logLevel = .error
+        let gateway = Gateway(configuration: configuration)
+        let requests = ShutdownRequests()
+        let port = Mutex<Int?>(nil)
+        let running = Task { try await gateway.run(until: requests) { bound in port.withLock { $0 = bound } } }
+        try await eventually("the gateway started") { port.withLock { $0 } != nil }
+        running.cancel()
+        try await running.value
+        #expect(gateway.port == nil, "shut down")
+        #expect(requests.isEscalated, "a cancelled task stops at once")
+    }
+
+    /// The real process: SIGTERM starts the graceful stop, a second SIGTERM ends it at once.
+    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    func aSecondSigtermStopsTheProcessAtOnce() async throws {
+        let silent = try MockAPNsFixture { $0.faults.latency = .seconds(60) }
+        let directory = silent.directory + "/data"
+        let serve = try ServeProcess(dataDirectory: directory, arguments: silent.serveArguments)
+        // A create the silent mock never answers holds both graces (the request's, then APNs').
+        let client = serve.admin
+        Thread { _ = try? client.request("POST", "/v1/channels", json: #"{"id": "s1", "storagePolicy": "no-storage"}"#) }.start()
+        try await Task.sleep(for: .milliseconds(500))
+        kill(serve.process.processIdentifier, SIGTERM)
+        // Past the 2 s request grace, inside the 3 s APNs grace: 2.5 s more to wait without the cut.
+        try await Task.sleep(for: .milliseconds(2_500))
+        let signalled = ContinuousClock.now
+        kill(serve.process.processIdentifier, SIGTERM)
+        let status = await withCheckedContinuation { (done: CheckedContinuation<Int32, Never>) in
+            Thread {
+                serve.process.waitUntilExit()
+                done.resume(returning: serve.process.terminationStatus)
+            }.start()
+        }
+        #expect(status == 0)
+        #expect(ContinuousClock.now - signalled < .milliseconds(1_500), "the APNs grace was cut short")
+        let log = serve.logLines
+        #expect(log.contains { $0.contains("SIGTERM received again, stopping now") }, "\(log.suffix(5))")
+        #expect(log.last?.contains(#""message":"stopped after "#) == true, "\(log.suffix(3))")
+        await silent.shutDown()
+    }
+}

@@ -12,16 +12,9 @@ struct GatewayEscalatedStopTests {
     /// APNs that never answers would hold a graceful stop for its whole grace period; a second
     /// request ends it at once, and the push it left unanswered goes out after the next start.
     @Test func aSecondRequestCutsTheGraceShortAndThePendingPushSurvives() async throws {
-        let shared = try MockAPNsDevelopmentCertificates.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: shared) }
-        let data = shared + "/data"
-        let channelsFile = shared + "/channels.json"
-        let answering = try MockAPNsFixture { $0.channelsFile = channelsFile }
-        let first = try GatewayFixture(apns: answering.gatewaySettings, directory: data)
-        let created = try first.admin.request("POST", "/v1/channels", json: #"{"id": "quiet", "storagePolicy": "no-storage"}"#)
-        let apnsID = try #require(created.json?.string("apnsChannelId"))
-        await first.shutDown(removingData: false)
-        await answering.shutDown()
+        let quiet = try await GatewayShutdownTests.QuietChannel.created()
+        defer { try? FileManager.default.removeItem(atPath: quiet.shared) }
+        let (data, channelsFile, apnsID) = (quiet.data, quiet.channelsFile, quiet.apnsID)
 
         let silent = try MockAPNsFixture {
             $0.channelsFile = channelsFile

@@ -100,17 +100,30 @@ struct GatewayShutdownTests {
 
     /// APNs that stops answering does not hold the shutdown up: pushes in flight get the grace
     /// period, then are kept as pending and go out after the next start.
+    /// A data directory holding channel `quiet`, created at a mock whose channels are kept in
+    /// `channelsFile`, so a later mock (silent, then answering again) knows the channel.
+    struct QuietChannel {
+        let shared: String
+        var data: String { shared + "/data" }
+        var channelsFile: String { shared + "/channels.json" }
+        let apnsID: String
+
+        static func created() async throws -> QuietChannel {
+            let shared = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+            let answering = try MockAPNsFixture { $0.channelsFile = shared + "/channels.json" }
+            let first = try GatewayFixture(apns: answering.gatewaySettings, directory: shared + "/data")
+            let created = try first.admin.request("POST", "/v1/channels", json: #"{"id": "quiet", "storagePolicy": "no-storage"}"#)
+            let apnsID = try #require(created.json?.string("apnsChannelId"))
+            await first.shutDown(removingData: false)
+            await answering.shutDown()
+            return QuietChannel(shared: shared, apnsID: apnsID)
+        }
+    }
+
     @Test func aSilentAPNsDelaysShutdownOnlyByTheGracePeriod() async throws {
-        let shared = try MockAPNsDevelopmentCertificates.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: shared) }
-        let data = shared + "/data"
-        let channelsFile = shared + "/channels.json"
-        let answering = try MockAPNsFixture { $0.channelsFile = channelsFile }
-        let first = try GatewayFixture(apns: answering.gatewaySettings, directory: data)
-        let created = try first.admin.request("POST", "/v1/channels", json: #"{"id": "quiet", "storagePolicy": "no-storage"}"#)
-        let apnsID = try #require(created.json?.string("apnsChannelId"))
-        await first.shutDown(removingData: false)
-        await answering.shutDown()
+        let quiet = try await QuietChannel.created()
+        defer { try? FileManager.default.removeItem(atPath: quiet.shared) }
+        let (data, channelsFile, apnsID) = (quiet.data, quiet.channelsFile, quiet.apnsID)
 
         let silent = try MockAPNsFixture {
             $0.channelsFile = channelsFile

@@ -4,9 +4,10 @@ import TouchlineRuntime
 enum ProcessSetup {
     /// Raises the open-file limit to the hard limit (each connection costs a descriptor; the
     /// server's connection cap only protects what the limit allows) and sends libevent's own
-    /// messages into `log`, rate-limited. Logs what it did.
+    /// messages into `log`, rate-limited, unless the process installed a log for them. Logs
+    /// what it did.
     static func prepare(log: GatewayLog) {
-        LibeventLog.install(log: log)
+        LibeventLog.adopt(log: log)
         guard let change = DescriptorLimit.raiseToHardLimit() else {
             return log.warning("the open-file limit could not be raised; connections beyond it wait for a free descriptor")
         }

@@ -15,6 +15,8 @@ public enum LibeventLog {
     private struct Sink {
         var log: GatewayLog
         var limiter: LogRateLimiter
+        /// Set by ``install(log:)``; ``adopt(log:)`` then leaves the log alone.
+        var isExplicit = false
     }
 
     private static let sink = Mutex(Sink(log: GatewayLog(component: "libevent"),
@@ -31,7 +33,29 @@ public enum LibeventLog {
     /// output). Safe from any thread; a later call replaces the log.
     public static func install(log: GatewayLog) {
         _ = installed
-        sink.withLock { $0.log = log.named("libevent") }
+        sink.withLock {
+            $0.log = log.named("libevent")
+            $0.isExplicit = true
+        }
+    }
+
+    /// Sends libevent's messages to `log` unless a log was installed explicitly: what each
+    /// gateway start does, so a process that chose where libevent's messages go (or several
+    /// gateways in one process) keeps that choice.
+    public static func adopt(log: GatewayLog) {
+        _ = installed
+        sink.withLock { sink in
+            guard !sink.isExplicit else { return }
+            sink.log = log.named("libevent")
+        }
+    }
+
+    /// Back to the default log (standard output), which the next ``adopt(log:)`` replaces.
+    public static func resetToDefault() {
+        sink.withLock {
+            $0.log = GatewayLog(component: "libevent")
+            $0.isExplicit = false
+        }
     }
 
     /// Installs the callback with the default log, once (the loops' one-time setup).

@@ -12,7 +12,7 @@ import TouchlineRuntime
 ///
 /// It keeps the dispatch contract: requests are made on ``loop`` and every completion runs
 /// there, later (one `execute` hop), exactly once; after ``shutdown(gracePeriod:)`` requests
-/// fail with `.shutdown` as unprocessed.
+/// fail with the transport failure `.shutdown`.
 package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @unchecked Sendable {
     /// One request, as made.
     package enum Request: Sendable {

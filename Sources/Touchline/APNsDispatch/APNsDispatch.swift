@@ -14,13 +14,16 @@ import TouchlineRuntime
 ///
 /// The contract:
 /// - **Thread.** Every request and every figure is asked for on ``loop``, and every completion
-///   runs on ``loop``, later (never inside the call that made the request).
+///   runs on ``loop``: later for a request that is sent, and possibly before the call returns for
+///   one refused without being sent (after a shutdown, an invalid request), so callers count a
+///   request as in flight before making it.
 /// - **Exactly one answer.** Each request's completion runs once: the answer, or the failure
 ///   (``APNsError``; `isUnprocessed` when the request provably never reached APNs, so it may be
 ///   sent again).
 /// - **No repeats.** A request is sent at most once by the dispatch itself.
 /// - **Shutdown.** ``shutdown(gracePeriod:)`` fails what is queued at once (`.shutdown`), lets
-///   requests in flight answer within the grace and fails them after it, then returns.
+///   requests in flight answer within the grace and fails them after it, then returns; requests
+///   made afterwards fail with the transport failure `.shutdown`.
 package protocol APNsDispatch: AnyObject, Sendable {
     /// The loop requests are made on and answers delivered on.
     var loop: EventLoop { get }

@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
         .testTarget(name: "LoadScenarioTests", dependencies: ["LoadKit", "Measurements"]),
         .testTarget(name: "FuzzCorpusTests"),
-        .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineTesting", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -125,9 +125,7 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
             return s.script?(request) ?? Self.defaultAnswer(request, &s)
         }
         let result: Result<T, APNsError> = outcome.flatMap { reply in
-            fit(reply).map { .success($0) } ?? .failure(APNsError(endpoint: request.endpoint,
-                                                                 failure: .unexpectedResponse(status: 200, detail: "scripted reply \(reply) does not fit \(request)"),
-                                                                 disposition: .drop))
+            fit(reply).map { .success($0) } ?? .failure(Self.misfit(reply, request))
         }
         let exchange = APNsExchange(endpoint: request.endpoint, outcome: Self.outcome(of: outcome), duration: .zero)
         let delivery = UncheckedDelivery { [self] in
@@ -135,6 +133,11 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
             completion(result)
         }
         loop.execute { delivery.run() }
+    }
+
+    private static func misfit(_ reply: Reply, _ request: Request) -> APNsError {
+        APNsError(endpoint: request.endpoint, failure: .unexpectedResponse(status: 200, detail: "scripted reply \(reply) does not fit \(request)"),
+                  disposition: .drop)
     }
 
     private static func outcome(of result: Result<Reply, APNsError>) -> APNsExchange.Outcome {

@@ -41,11 +41,12 @@ import TouchlineTesting
 
         // The failure switch: a full disk answers 503, and the gateway takes writes again once it recovers.
         channels.failStorage()
-        let refused = try api.request("POST", "/v1/channels/m1/events", json: #"{"events": [{"seq": 2, "type": "goal", "team": "home", "player": "Saka", "minute": 31}]}"#)
+        let goal = #"{"events": [{"seq": 2, "type": "goal", "team": "home", "player": "Saka", "minute": 31}]}"#
+        let refused = try api.request("POST", "/v1/channels/m1/events", json: goal)
         #expect(refused.status == 503 && refused.errorCode == "store_unavailable", "\(refused.text)")
         channels.restoreStorage()
         try await eventually("the store healthy again") { !channels.health.isFailing }
-        let accepted = try api.request("POST", "/v1/channels/m1/events", json: #"{"events": [{"seq": 2, "type": "goal", "team": "home", "player": "Saka", "minute": 31}]}"#)
+        let accepted = try api.request("POST", "/v1/channels/m1/events", json: goal)
         #expect(accepted.status == 202, "\(accepted.text)")
         await gateway.shutdown()
 

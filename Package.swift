@@ -11,6 +11,8 @@ import PackageDescription
 /// - `HTTP2`: nghttp2 client and server sessions on top of the runtime;
 /// - `APNs`: provider tokens, typed APNs requests and errors, connection pools;
 /// - `Touchline`: the gateway (provider API, channels, personal queue), on the modules above;
+/// - `TouchlineTesting`: in-memory stores and APNs dispatch for tests, held to the contract tests
+///   that SQLite passes (`StoreContractTests`);
 /// - `APNsMock`: the strict mock APNs server (a test server as a product of its own), which the
 ///   gateway starts in development mode; `Measurements`: the arrival histograms it shares with
 ///   the load tools;
@@ -53,6 +55,9 @@ let package = Package(
                 resources: [.embedInCode("Dashboard/dashboard.html"), .embedInCode("Dashboard/dashboard.js"),
                             .embedInCode("Dashboard/dashboard.css")]),
         .executableTarget(name: "touchline", dependencies: ["CommandLineOptions", "Touchline", "APNs", "APNsMock", "TouchlineRuntime"]),
+        // In-memory stores and APNs dispatch for tests, held to the same contract tests as SQLite
+        // (`StoreContractTests`); never linked into an executable (`ProductGraphTests`).
+        .target(name: "TouchlineTesting", dependencies: ["Touchline", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs", "HTTP2"]),
         .target(name: "Measurements"),
         .target(name: "APNsMock", dependencies: ["CommandLineOptions", "Measurements", "TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
         .executableTarget(name: "touchline-mock-apns", dependencies: ["APNsMock", "CommandLineOptions"]),
@@ -68,6 +73,9 @@ let package = Package(
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
         .testTarget(name: "TouchlineStoreTests", dependencies: ["TouchlineStore", "TouchlineRuntime", "TouchlineCore"]),
+        // One contract suite per store and dispatch protocol, run against every implementation.
+        .testTarget(name: "StoreContractTests", dependencies: ["TouchlineTesting", "Touchline", "TouchlineStore", "TouchlineRuntime",
+                                                               "TouchlineCore", "APNs", "APNsMock"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims"]),
         .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "Measurements", "HTTP2", "TouchlineRuntime", "TouchlineCore"]),
@@ -76,7 +84,7 @@ let package = Package(
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
         .testTarget(name: "LoadScenarioTests", dependencies: ["LoadKit", "Measurements"]),
         .testTarget(name: "FuzzCorpusTests"),
-        .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineTesting", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -64,6 +64,13 @@ public final class ProviderToken: Sendable {
         public var renewalsRefused = 0
         /// Renewal holds entered: periods in which requests waited for the 20-minute rule.
         public var renewalHolds = 0
+
+        public init(tokensSigned: Int = 0, clockSkewSuspicions: Int = 0, renewalsRefused: Int = 0, renewalHolds: Int = 0) {
+            self.tokensSigned = tokensSigned
+            self.clockSkewSuspicions = clockSkewSuspicions
+            self.renewalsRefused = renewalsRefused
+            self.renewalHolds = renewalHolds
+        }
     }
 
     private struct State {

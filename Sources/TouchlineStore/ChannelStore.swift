@@ -1,32 +1,43 @@
 import TouchlineCore
 
-/// Durable writes for channels and their event log.
-///
-/// Small on purpose: a SQLite implementation now, a NATS JetStream one later. Completions run on
-/// the store's own thread, only after the write is durable (or has failed); hop back to your
-/// loop with `EventLoop.execute`.
-public protocol ChannelStoreWriter: Sendable {
-    /// Commits `batch` all-or-nothing.
+/// Durable writes for channels and their event log: a SQLite implementation now
+/// (``StoreWriter``), a NATS JetStream one later. Keeps the contract of ``DurableStoreWriter``
+/// (completion only once durable, on the writer's thread; all-or-nothing batches; submission
+/// order).
+public protocol ChannelStoreWriter: DurableStoreWriter {
+    /// Commits `batch` all-or-nothing, with the channel state and events it carries. An update,
+    /// status change or `channelCreated` for a channel the store does not have fails the batch
+    /// with ``StoreError/unknownChannel(_:)``; an event whose `(channel, seq)` is logged already,
+    /// or whose channel is unknown, fails it too. A webhook event recorded in the batch
+    /// (``StoreOperation/webhook(_:)``) commits with it or not at all.
     func submit(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void)
 
-    /// Inserts `record` unless its id exists; answers with the stored record either way.
+    /// The create intent: inserts `record` unless its id exists; answers with the stored record
+    /// either way and whether this call inserted it (a second create must not call APNs again).
     func createChannel(_ record: ChannelRecord, completion: @escaping @Sendable (Result<ChannelCreation, StoreError>) -> Void)
 }
 
-/// Reads of committed data. An implementation may be confined to the thread that uses it.
-public protocol ChannelStoreReader {
+/// Reads of committed channels and events. A reader sees only what a completed write committed
+/// (never part of a batch), and each call sees one consistent state. An implementation may be
+/// confined to the thread that uses it: open one per thread or loop, and close it there.
+public protocol ChannelStoreReader: AnyObject {
     func channel(id: String) throws(StoreError) -> ChannelRecord?
 
     /// The channel Apple knows as `apnsChannelID`, if any: reconciliation uses it to find the
     /// ids in APNs' list-all that no channel accounts for (creates whose answer was lost).
     func channel(apnsChannelID: String) throws(StoreError) -> ChannelRecord?
 
-    /// Channels ordered by id, starting after `afterID`: keyset pagination for `GET /v1/channels`.
+    /// Up to `limit` channels in id order, starting after `afterID` (nil: from the first): keyset
+    /// pagination for `GET /v1/channels`; the last id of a page is the next cursor, an empty page
+    /// the end. Channels created while paging are seen if they sort after the cursor.
     func channels(after afterID: String?, limit: Int) throws(StoreError) -> [ChannelRecord]
 
-    /// Channels in `status`; at startup `.creating` lists the create intents to reconcile.
+    /// Channels in `status`, in id order; at startup `.creating` lists the create intents to reconcile.
     func channels(status: ChannelStatus) throws(StoreError) -> [ChannelRecord]
 
-    /// A channel's logged events with `seq > afterSeq`, in seq order.
+    /// Up to `limit` of a channel's logged events with `seq > afterSeq`, in seq order.
     func events(channelID: String, afterSeq: Int64, limit: Int) throws(StoreError) -> [StoredEvent]
+
+    /// Releases the reader (on its thread); it is not used afterwards.
+    func close()
 }

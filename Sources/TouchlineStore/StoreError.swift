@@ -31,6 +31,18 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// A storage failure met by a backend other than SQLite (disk full, storage unreachable),
+    /// classified like SQLite's own: ``isStorageFailure`` is true, callers answer 503.
+    public static func storageFailure(_ message: String) -> StoreError {
+        .database(SQLiteError(code: SQLITE_IOERR, message: message, statement: nil))
+    }
+
+    /// A write refused by the store's rules rather than its storage (a duplicate key, a key
+    /// still held, a dead letter replayed already), from any backend: ``isStorageFailure`` is false.
+    public static func refused(_ message: String) -> StoreError {
+        .database(SQLiteError(code: SQLITE_CONSTRAINT, message: message, statement: nil))
+    }
+
     /// Any error met while writing or reading, as a `StoreError`.
     init(_ error: any Error) {
         switch error {

@@ -14,6 +14,13 @@ public struct StoreWriterStatistics: Sendable, Equatable {
     public var failedBatches = 0
     /// Probe transactions tried while the store was failing.
     public var probes = 0
+
+    public init(transactions: Int = 0, batches: Int = 0, failedBatches: Int = 0, probes: Int = 0) {
+        self.transactions = transactions
+        self.batches = batches
+        self.failedBatches = failedBatches
+        self.probes = probes
+    }
 }
 
 /// Whether a ``StoreWriter`` can write: set by its own thread after every commit.

@@ -3,8 +3,8 @@ import TouchlineCore
 /// One write on the personal-push side: the token registry, personal jobs and dead letters.
 ///
 /// A parallel enum rather than new ``StoreOperation`` cases: channel batches stay as they are
-/// (other backends replay them), and a list of these commits through the same ``StoreWriter``
-/// and its group commit (`StoreWriter.submit(_: [TokenOperation], completion:)`), all-or-nothing,
+/// (other backends replay them), and a list of these commits through a ``PersonalStoreWriter``
+/// (for SQLite the same ``StoreWriter`` type and its group commit), all-or-nothing,
 /// so a job's progress, its target outcomes and a 410's token deactivation land together.
 public enum TokenOperation: Sendable, Equatable {
     /// Inserts or re-registers the token (active again, new `registeredAt` and follows) and

@@ -60,6 +60,14 @@ public struct StoredWebhookEvent: Sendable, Equatable {
     public var type: String
     public var createdAt: UnixTime
     public var body: [UInt8]
+
+    public init(id: Int64, eventID: String, type: String, createdAt: UnixTime, body: [UInt8]) {
+        self.id = id
+        self.eventID = eventID
+        self.type = type
+        self.createdAt = createdAt
+        self.body = body
+    }
 }
 
 /// A pending delivery whose time has come, with the event it carries.
@@ -67,6 +75,12 @@ public struct DueWebhookDelivery: Sendable, Equatable {
     public var endpoint: String
     public var attempts: Int
     public var event: StoredWebhookEvent
+
+    public init(endpoint: String, attempts: Int, event: StoredWebhookEvent) {
+        self.endpoint = endpoint
+        self.attempts = attempts
+        self.event = event
+    }
 }
 
 /// One endpoint's deliveries still in the outbox, for metrics.

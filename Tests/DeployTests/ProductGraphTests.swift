@@ -50,12 +50,25 @@ import Testing
         #expect(!Self.closure(of: "APNsMock", in: graph).contains("LoadKit"))
     }
 
+    /// The in-memory stores and APNs dispatch are for tests only: no executable links them, and
+    /// they are no product of the package.
+    @Test func theTestSupportModuleIsLinkedByTestsOnly() throws {
+        let (graph, libraries) = try Self.describePackage()
+        #expect(graph["TouchlineTesting"] != nil, "the module is gone or renamed: \(graph.keys.sorted())")
+        for executable in ["touchline", "touchline-mock-apns", "touchline-load", "touchline-fuzz"] {
+            #expect(!Self.closure(of: executable, in: graph).contains("TouchlineTesting"), "\(executable) reaches TouchlineTesting")
+        }
+        #expect(!libraries.contains("TouchlineTesting"))
+        // The same walk finds it from the contract tests, so the checks above can fail.
+        #expect(Self.closure(of: "StoreContractTests", in: graph).contains("TouchlineTesting"))
+    }
+
     @Test func theReusablePartsAreLibraryProducts() throws {
         let libraries = try Self.describePackage().libraries
         #expect(libraries.isSuperset(of: ["TouchlineCore", "APNs", "APNsMock"]), "library products: \(libraries.sorted())")
     }
 
-    @Test func theLinkedGatewayHoldsNoLoadKitSymbols() throws {
+    @Test func theLinkedGatewayHoldsNoLoadKitOrTestSupportSymbols() throws {
         try #require(FileManager.default.isExecutableFile(atPath: DeployTool.touchline), "build the touchline executable first")
         guard DeployTool.exists("nm") else { return }
         let (status, symbols) = try DeployTool.run("nm", [DeployTool.touchline])
@@ -63,5 +76,6 @@ import Testing
         // Swift mangles a module name into each symbol as its length and name: `7LoadKit`.
         #expect(symbols.contains("8APNsMock"), "nm output does not look like the gateway's symbols")
         #expect(!symbols.contains("7LoadKit"), "the touchline binary links LoadKit code")
+        #expect(!symbols.contains("16TouchlineTesting"), "the touchline binary links the in-memory test doubles")
     }
 }

@@ -5,11 +5,11 @@ import TouchlineRuntime
 /// The bridge between the ingest loop and the broadcast loop.
 ///
 /// Hand-off 1: the ingest loop calls these methods; each one moves the request to the
-/// broadcast loop with `execute`, where ``APNsConnections`` (push and management pools) lives.
+/// broadcast loop with `execute`, where the ``BroadcastAPNsDispatch`` (push and management) lives.
 /// Hand-off 2: the APNs answer comes back to the ingest loop with `execute`, so every reply
 /// closure runs on the ingest loop and may touch channel state. Nothing else crosses.
 struct BroadcastDispatcher: Sendable {
-    let connections: APNsConnections
+    let apns: any BroadcastAPNsDispatch
     let ingestLoop: EventLoop
     /// Told how long a broadcast waited to reach the broadcast loop.
     let pressure: BroadcastPressure
@@ -22,38 +22,38 @@ struct BroadcastDispatcher: Sendable {
                                   expiration: push.expiration == 0 ? .immediately : .at(UnixTime(seconds: push.expiration)))
         let queued = BroadcastPressure.now()
         let pressure = self.pressure
-        forward(reply) { client, done in
+        forward(reply) { apns, done in
             pressure.observeWait(since: queued)
-            client.broadcast(broadcast, completion: done)
+            apns.broadcast(broadcast, completion: done)
         }
     }
 
     /// Creates an APNs channel (management pool); answers its id.
     func createChannel(storage: ChannelStorage, reply: @escaping @Sendable (Result<String, APNsError>) -> Void) {
-        forward(reply) { client, done in client.createChannel(policy: storage, completion: done) }
+        forward(reply) { apns, done in apns.createChannel(storage: storage, completion: done) }
     }
 
     /// Deletes an APNs channel (management pool).
     func deleteChannel(_ apnsChannelID: String, reply: @escaping @Sendable (Result<APNsResponse, APNsError>) -> Void) {
-        forward(reply) { client, done in client.deleteChannel(apnsChannelID, completion: done) }
+        forward(reply) { apns, done in apns.deleteChannel(apnsChannelID, completion: done) }
     }
 
     /// Lists the ids of every channel of the app (management pool).
     func listChannels(reply: @escaping @Sendable (Result<[String], APNsError>) -> Void) {
-        forward(reply) { client, done in client.listChannels(completion: done) }
+        forward(reply) { apns, done in apns.listChannels(completion: done) }
     }
 
     /// Reads a channel's storage policy (management pool).
     func readChannel(_ apnsChannelID: String, reply: @escaping @Sendable (Result<APNsChannelConfiguration, APNsError>) -> Void) {
-        forward(reply) { client, done in client.readChannel(apnsChannelID, completion: done) }
+        forward(reply) { apns, done in apns.readChannel(apnsChannelID, completion: done) }
     }
 
     private func forward<T: Sendable>(_ reply: @escaping @Sendable (Result<T, APNsError>) -> Void,
-                                      _ call: @escaping @Sendable (APNsClient, @escaping (Result<T, APNsError>) -> Void) -> Void) {
-        let client = connections.client
+                                      _ call: @escaping @Sendable (any BroadcastAPNsDispatch, @escaping (Result<T, APNsError>) -> Void) -> Void) {
+        let apns = self.apns
         let ingestLoop = self.ingestLoop
-        connections.loop.execute {
-            call(client) { result in ingestLoop.execute { reply(result) } }
+        apns.loop.execute {
+            call(apns) { result in ingestLoop.execute { reply(result) } }
         }
     }
 

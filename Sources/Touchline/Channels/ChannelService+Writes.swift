@@ -45,7 +45,7 @@ extension ChannelService {
     }
 
     /// 503 with `Retry-After` while `store` (default: the channel store) cannot write.
-    func requireWritableStore(_ store: StoreWriter? = nil) throws(HTTPError) {
+    func requireWritableStore(_ store: (any DurableStoreWriter)? = nil) throws(HTTPError) {
         try (store ?? self.store).requireWritable()
     }
 

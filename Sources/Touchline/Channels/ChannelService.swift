@@ -11,10 +11,10 @@ import TouchlineStore
 final class ChannelService: @unchecked Sendable {
     let loop: EventLoop
     /// Channels and their events.
-    let store: StoreWriter
+    let store: any ChannelStoreWriter
     /// Tokens, personal jobs and dead letters: a file and writer thread of their own, so that
     /// personal writes never queue in front of a channel's commit.
-    let personalStore: StoreWriter
+    let personalStore: any PersonalStoreWriter
     /// Told how long commits and broadcasts wait, so that the personal queue yields when they wait long.
     let broadcastPressure: BroadcastPressure
     let dispatcher: BroadcastDispatcher
@@ -52,7 +52,7 @@ final class ChannelService: @unchecked Sendable {
     /// recorded with `webhooks.outbox` in the batches that change the channel.
     let webhooks: WebhookDelivery?
 
-    init(loop: EventLoop, store: StoreWriter, personalStore: StoreWriter, broadcastPressure: BroadcastPressure,
+    init(loop: EventLoop, store: any ChannelStoreWriter, personalStore: any PersonalStoreWriter, broadcastPressure: BroadcastPressure,
          dispatcher: BroadcastDispatcher,
          personal: PersonalDispatcher, webhooks: WebhookDelivery? = nil, configuration: GatewayConfiguration, clock: any WallClock,
          log: GatewayLog) {
@@ -72,7 +72,7 @@ final class ChannelService: @unchecked Sendable {
         metricsSettings = configuration.metrics
         metrics = IngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
         self.webhooks = webhooks
-        apnsMetrics = APNsMetrics(connections: dispatcher.connections, pushPool: "broadcast", kind: .broadcast,
+        apnsMetrics = APNsMetrics(apns: dispatcher.apns, pushPool: "broadcast", kind: .broadcast,
                                          managementPool: "management", credentialsRejected: webhooks?.credentialsReporter)
     }
 
@@ -81,7 +81,7 @@ final class ChannelService: @unchecked Sendable {
     /// Loads every channel from the store and resumes the live ones (sends what was pending,
     /// arms timers, finishes deletions that were due). `resumePersonalJobs` gets the APNs ids of
     /// the open channels once they are loaded and before any deletion closes a channel's kickoffs.
-    func restore(from reader: SQLiteChannelReader, resumePersonalJobs: (_ openChannels: Set<String>) -> Void) throws {
+    func restore(from reader: any ChannelStoreReader, resumePersonalJobs: (_ openChannels: Set<String>) -> Void) throws {
         let now = clock.now()
         var after: String?
         while true {

@@ -2,10 +2,10 @@ import APNs
 import HTTP2
 import TouchlineCore
 
-/// Counts and times the APNs answers of one ``APNsConnections`` (its client's exchange
-/// observer), and reads its pools' figures when metrics are collected.
+/// Counts and times the APNs answers of one ``APNsDispatch`` (its exchange observer), and
+/// reads its pools' figures when metrics are collected.
 ///
-/// Loop-confined to the connections' loop, like the client it observes: plain counters, no
+/// Loop-confined to the dispatch's loop, like the client it observes: plain counters, no
 /// locks. The ingest loop asks for a ``snapshot()`` with `execute` when `/metrics` or the stats
 /// are requested (`@unchecked Sendable` only so that hand-off can capture it).
 final class APNsMetrics: @unchecked Sendable {
@@ -15,21 +15,21 @@ final class APNsMetrics: @unchecked Sendable {
     let pushPoolKind: APNsConnections.Pool
     /// The `pool` label of the management pool, or nil when that pool is not used (personal).
     let managementPool: String?
-    private let connections: APNsConnections
+    private let apns: any APNsDispatch
     private var responses: [APNsSnapshot.ResponseKey: Int] = [:]
     private var responseTimes: [String: Histogram] = [:]
     /// Told each answer that rejects the gateway's credentials (reason, pool): the webhook event.
     private let credentialsRejected: (@Sendable (String, String) -> Void)?
 
     /// Installs the observer on the connections' loop, ahead of any request handed to it later.
-    init(connections: APNsConnections, pushPool: String, kind: APNsConnections.Pool, managementPool: String?,
+    init(apns: any APNsDispatch, pushPool: String, kind: APNsConnections.Pool, managementPool: String?,
          credentialsRejected: (@Sendable (String, String) -> Void)? = nil) {
-        self.connections = connections
+        self.apns = apns
         self.pushPool = pushPool
         pushPoolKind = kind
         self.managementPool = managementPool
         self.credentialsRejected = credentialsRejected
-        connections.loop.execute { [self] in connections.client.exchangeObserver = { [self] in record($0) } }
+        apns.loop.execute { [self] in apns.observeExchanges { [self] in record($0) } }
     }
 
     private func record(_ exchange: APNsExchange) {
@@ -50,15 +50,15 @@ final class APNsMetrics: @unchecked Sendable {
     static let credentialReasons: Set<String> = ["InvalidProviderToken", "MissingProviderToken", "BadCertificate", "BadCertificateEnvironment",
                                                  "UnrelatedKeyIdInToken", "BadEnvironmentKeyInToken", "TopicMismatch", "Forbidden"]
 
-    /// The figures now (on the connections' loop).
+    /// The figures now (on the dispatch's loop).
     func snapshot() -> APNsSnapshot {
         var pools: [APNsSnapshot.Pool] = []
-        if let stats = connections.stats(of: pushPoolKind) { pools.append(.init(name: pushPool, stats: stats)) }
-        if let managementPool, let stats = connections.stats(of: .management) { pools.append(.init(name: managementPool, stats: stats)) }
-        let token = connections.client.providerToken
+        if let stats = apns.poolStats(pushPoolKind) { pools.append(.init(name: pushPool, stats: stats)) }
+        if let managementPool, let stats = apns.poolStats(.management) { pools.append(.init(name: managementPool, stats: stats)) }
+        let token = apns.credentialFigures()
         return APNsSnapshot(responses: responses, responseTimes: responseTimes, pools: pools,
                                    providerTokenIssuedAt: token.issuedAt, providerTokenStatistics: token.statistics,
-                                   providerTokenRenewalHold: token.renewalHold, heldRequests: connections.client.heldRequestCount)
+                                   providerTokenRenewalHold: token.renewalHold, heldRequests: token.heldRequests)
     }
 }
 

@@ -7,9 +7,9 @@ extension ChannelService {
     /// Ready when both stores take writes (open, and not failing: see ``StoreHealth``) and no
     /// APNs pool is backing off without a connection.
     func readinessJSON(_ loops: LoopSnapshots) -> (ready: Bool, body: JSONValue) {
-        let writable = { (store: StoreWriter) in store.isOpen && !store.health.isFailing }
+        let writable = { (store: any DurableStoreWriter) in store.isOpen && !store.health.isFailing }
         let ready = writable(store) && writable(personalStore) && loops.apnsPools.allSatisfy(\.isReady)
-        let storeJSON = { (store: StoreWriter) -> JSONValue in
+        let storeJSON = { (store: any DurableStoreWriter) -> JSONValue in
             let health = store.health
             var members: [JSONValue.Member] = [
                 .init("open", .bool(store.isOpen)), .init("writable", .bool(!health.isFailing)),

@@ -17,7 +17,7 @@ extension ChannelService {
         let apns = apnsMetrics
         let personal = self.personal
         let ingest = loop
-        dispatcher.connections.loop.execute {
+        dispatcher.apns.loop.execute {
             let broadcast = apns.snapshot()
             personal.loop.execute {
                 let queue = personal.metricsSnapshot()

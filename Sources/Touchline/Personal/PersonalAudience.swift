@@ -54,7 +54,7 @@ enum PersonalAudience: Sendable, Equatable {
     /// `environment` keeps registry tokens of the gateway's APNs environment only (nil: any); a
     /// `.token` audience is sent as given.
     func page(after cursor: String?, limit: Int, kind: TokenKind, environment: TokenEnvironment?,
-              reader: SQLiteTokenReader) throws(StoreError) -> (tokens: [String], exhausted: Bool) {
+              reader: any TokenRegistryReader) throws(StoreError) -> (tokens: [String], exhausted: Bool) {
         switch self {
         case .token(let token):
             return (cursor == nil ? [token] : [], true)

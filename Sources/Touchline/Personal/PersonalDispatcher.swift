@@ -17,9 +17,9 @@ import TouchlineStore
 /// ``shutdown()`` runs on ``loop``; `@unchecked Sendable` only so loop jobs can capture it.
 final class PersonalDispatcher: @unchecked Sendable {
     let loop: EventLoop
-    private let connections: APNsConnections
-    private let reader: SQLiteTokenReader
-    private let store: StoreWriter
+    private let apns: any PersonalAPNsDispatch
+    private let reader: any PersonalStoreReader
+    private let store: any PersonalStoreWriter
     private let clock: any WallClock
     private let settings: PersonalQueueSettings
     /// Registry tokens of this APNs environment only are targeted (nil: any, for custom endpoints).
@@ -42,12 +42,12 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// Counters for `/metrics` and the stats, on this loop.
     let metrics: PersonalMetrics
 
-    /// `connections` must live on `loop`; `reader` is used on `loop` only from now on.
-    init(loop: EventLoop, connections: APNsConnections, reader: SQLiteTokenReader, store: StoreWriter, clock: any WallClock,
+    /// `apns` must live on `loop`; `reader` is used on `loop` only from now on.
+    init(loop: EventLoop, apns: any PersonalAPNsDispatch, reader: any PersonalStoreReader, store: any PersonalStoreWriter, clock: any WallClock,
          settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?,
          broadcastPressure: BroadcastPressure = BroadcastPressure(), webhooks: WebhookDelivery? = nil, log: GatewayLog) {
         self.loop = loop
-        self.connections = connections
+        self.apns = apns
         self.reader = reader
         self.store = store
         self.clock = clock
@@ -56,7 +56,7 @@ final class PersonalDispatcher: @unchecked Sendable {
         self.broadcastPressure = broadcastPressure
         self.log = log
         self.webhooks = webhooks
-        metrics = PersonalMetrics(connections: connections, credentialsRejected: webhooks?.credentialsReporter)
+        metrics = PersonalMetrics(apns: apns, credentialsRejected: webhooks?.credentialsReporter)
     }
 
     /// The queue's figures now; call on ``loop``.
@@ -122,7 +122,7 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// Ends the grace of ``shutdown(gracePeriod:)`` at once (an escalated stop): sends still
     /// unanswered count as not sent, and the jobs' progress is saved as in a graceful stop.
     func cutShutdownShort() {
-        connections.cutShutdownShort()
+        apns.cutShutdownShort()
     }
 
     func shutdown(gracePeriod: Duration, isCutShort: @escaping @Sendable () -> Bool = { false }) async {
@@ -133,7 +133,7 @@ final class PersonalDispatcher: @unchecked Sendable {
                 running.saveTimer?.cancel()
             }
         }
-        await connections.shutdown(gracePeriod: gracePeriod, isCutShort: isCutShort)
+        await apns.shutdown(gracePeriod: gracePeriod, isCutShort: isCutShort)
         let finalSaves = (try? await loop.submit { [self] in
             jobs.values.map { $0.takeSave(now: clock.now()) }
         }) ?? []
@@ -261,7 +261,7 @@ final class PersonalDispatcher: @unchecked Sendable {
                                     priority: running.job.priority == 5 ? .powerConsiderate : .immediate,
                                     expiration: running.job.expiration.map { .at($0) })
         inFlight += 1
-        connections.client.send(push) { [self] result in
+        apns.send(push) { [self] result in
             inFlight -= 1
             guard !isStopping, jobs[running.id] === running else { return }
             if case .failure(let error) = result {

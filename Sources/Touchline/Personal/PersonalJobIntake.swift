@@ -15,9 +15,9 @@ final class PersonalJobIntake: @unchecked Sendable {
     let clock: any WallClock
     /// Tokens, personal jobs and dead letters: a file and writer thread of their own, so that
     /// personal writes never queue in front of a channel's commit.
-    let personalStore: StoreWriter
+    let personalStore: any PersonalStoreWriter
     /// Reads of the registry (jobs, dead letters, idempotency records); on the ingest loop only.
-    let tokenReader: SQLiteTokenReader
+    let tokenReader: any PersonalStoreReader
     /// Runs personal jobs on the personal loop; handed a job once it is durable.
     let personal: PersonalDispatcher
     /// `Idempotency-Key`s of the job-creating routes: settings and the keys being committed.
@@ -26,7 +26,7 @@ final class PersonalJobIntake: @unchecked Sendable {
     /// (reported once it has read them): shown by `GET /v1/personal/{job}` and `/metrics`.
     var brokenJobs: [String: String] = [:]
 
-    init(loop: EventLoop, clock: any WallClock, personalStore: StoreWriter, tokenReader: SQLiteTokenReader, personal: PersonalDispatcher,
+    init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any PersonalStoreReader, personal: PersonalDispatcher,
          idempotency: IdempotencySettings) {
         self.loop = loop
         self.clock = clock

@@ -16,8 +16,8 @@ final class PersonalMetrics: @unchecked Sendable {
     var deadLetters: [String: Int] = [:]
     private var retriesOfFinishedJobs = 0
 
-    init(connections: APNsConnections, credentialsRejected: (@Sendable (String, String) -> Void)? = nil) {
-        apns = APNsMetrics(connections: connections, pushPool: "personal", kind: .device, managementPool: nil,
+    init(apns dispatch: any PersonalAPNsDispatch, credentialsRejected: (@Sendable (String, String) -> Void)? = nil) {
+        apns = APNsMetrics(apns: dispatch, pushPool: "personal", kind: .device, managementPool: nil,
                                   credentialsRejected: credentialsRejected)
     }
 

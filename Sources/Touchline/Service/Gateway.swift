@@ -21,6 +21,7 @@ public final class Gateway: Sendable {
     private let clock: any WallClock
     private let log: GatewayLog
     private let running = Mutex<Running?>(nil)
+    private let backends: Backends
 
     private struct Running: Sendable {
         var ingestLoop: EventLoop
@@ -29,9 +30,9 @@ public final class Gateway: Sendable {
         var webhookLoop: EventLoop
         var webhooks: WebhookDelivery
         var personal: PersonalDispatcher
-        var store: StoreWriter
-        var personalStore: StoreWriter
-        var connections: APNsConnections
+        var store: any ChannelStoreWriter
+        var personalStore: any PersonalStoreWriter
+        var connections: any BroadcastAPNsDispatch
         var service: ChannelService
         /// The registry's read connection of the ingest loop's features, closed there at shutdown.
         var tokenReader: UncheckedTokenReader
@@ -63,10 +64,16 @@ public final class Gateway: Sendable {
     private struct UncheckedServer: @unchecked Sendable { let server: HTTPServer }
 
     /// `log` defaults to standard output at the configured level, as component `gateway`.
-    public init(configuration: GatewayConfiguration, clock: any WallClock = SystemClock(), log: GatewayLog? = nil) {
+    public convenience init(configuration: GatewayConfiguration, clock: any WallClock = SystemClock(), log: GatewayLog? = nil) {
+        self.init(configuration: configuration, clock: clock, log: log, backends: .standard)
+    }
+
+    /// A gateway on other stores and APNs dispatches (tests: the in-memory ones).
+    package init(configuration: GatewayConfiguration, clock: any WallClock = SystemClock(), log: GatewayLog? = nil, backends: Backends) {
         self.configuration = configuration
         self.clock = clock
         self.log = log ?? GatewayLog(component: "gateway", level: configuration.logLevel)
+        self.backends = backends
     }
 
     /// The mock APNs started in-process because `configuration.apns` is nil (nil otherwise).
@@ -110,28 +117,13 @@ public final class Gateway: Sendable {
     }
 
     private func start(settings: GatewayConfiguration.APNsSettings, mock: MockAPNsServer?) throws -> Running {
-        let apns = APNsConfiguration(keyPath: settings.keyPath, keyID: settings.keyID, teamID: settings.teamID,
-                                     bundleID: settings.bundleID, environment: settings.environment, broadcastHost: settings.broadcastHost)
-        let token = try ProviderToken(configuration: apns, clock: clock, log: self.log.named("apns"))
-        let channelsPath = configuration.dataDirectory + "/touchline.sqlite"
-        let personalPath = configuration.dataDirectory + "/personal.sqlite"
-        try PersonalStoreSplit.copyLegacyRows(from: channelsPath, to: personalPath)
-        // Every 202 waits for this writer's commit: it preempts background work when it wakes.
-        let faultFile = configuration.storeFaultFile
-        let store = try StoreWriter(path: channelsPath, slice: Self.broadcastPathSlice, faultFile: faultFile)
-        let personalStore: StoreWriter
-        let reader: SQLiteChannelReader
-        do {
-            // The personal queue's commits (saves, registrations) give way to the broadcast path's, like its loop.
-            personalStore = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness), faultFile: faultFile)
-            do {
-                reader = try SQLiteChannelReader(path: store.path)
-            } catch {
-                personalStore.close()
-                throw error
-            }
-        } catch {
-            store.close()
+        // The stores and APNs through their protocols: SQLite and APNs connections by default (`Backends`).
+        let connectAPNs = try backends.apns(APNsContext(configuration: configuration, settings: settings, clock: clock, log: log))
+        let stores = try backends.stores(configuration)
+        let (store, personalStore) = (stores.channels, stores.personal)
+        let reader: any ChannelStoreReader
+        do { reader = try stores.channelReader() } catch {
+            stores.close()
             throw error
         }
         defer { reader.close() }
@@ -152,26 +144,21 @@ public final class Gateway: Sendable {
         }
         do {
             // Broadcasts and channel management on the broadcast loop; device pushes on the personal loop.
-            let options = APNsConnections.Options(tls: TLSConfiguration(caFile: settings.caFile), pools: [.broadcast, .management])
-            let connections = try APNsConnections(configuration: apns, providerToken: token, options: options, loop: broadcastLoop)
-            var personalOptions = options
-            personalOptions.pools = [.device]
-            personalOptions.pushConnections = configuration.personalQueue.connections
-            let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions,
-                                                          loop: personalLoop)
-            let webhooks = try WebhookDelivery.forStores(loop: webhookLoop, settings: configuration.webhooks, store: store,
-                                                       personalStore: personalStore, clock: clock, log: log.named("webhooks"))
+            let apns = try connectAPNs(broadcastLoop, personalLoop)
+            let connections = apns.broadcast
+            let webhooks = try WebhookDelivery.forStores(loop: webhookLoop, settings: configuration.webhooks, stores: stores,
+                                                       clock: clock, log: log.named("webhooks"))
             let broadcastPressure = BroadcastPressure(threshold: configuration.personalQueue.yieldThreshold)
-            let personal = PersonalDispatcher(loop: personalLoop, connections: personalConnections,
-                                                     reader: try SQLiteTokenReader(path: personalStore.path), store: personalStore, clock: clock,
+            let personal = PersonalDispatcher(loop: personalLoop, apns: apns.personal,
+                                                     reader: try stores.personalReader(), store: personalStore, clock: clock,
                                                      settings: configuration.personalQueue,
                                                      tokenEnvironment: TokenEnvironment(apns: settings.environment),
                                                      broadcastPressure: broadcastPressure, webhooks: webhooks,
                                                      log: log.named("personal"))
-            let tokenReader = try SQLiteTokenReader(path: personalStore.path)
+            let tokenReader = try stores.personalReader()
             let service = ChannelService(loop: ingestLoop, store: store, personalStore: personalStore,
                                          broadcastPressure: broadcastPressure,
-                                         dispatcher: BroadcastDispatcher(connections: connections, ingestLoop: ingestLoop,
+                                         dispatcher: BroadcastDispatcher(apns: connections, ingestLoop: ingestLoop,
                                                                        pressure: broadcastPressure),
                                          personal: personal, webhooks: webhooks,
                                          configuration: configuration, clock: clock, log: log.named("channels"))
@@ -222,9 +209,9 @@ public final class Gateway: Sendable {
     }
 
     /// The reader is opened here and used once on the ingest loop while this thread waits.
-    private struct UncheckedReader: @unchecked Sendable { let reader: SQLiteChannelReader }
+    private struct UncheckedReader: @unchecked Sendable { let reader: any ChannelStoreReader }
     /// The ingest loop's registry reader, carried in `Running`; used and closed on that loop only.
-    private struct UncheckedTokenReader: @unchecked Sendable { let reader: SQLiteTokenReader }
+    private struct UncheckedTokenReader: @unchecked Sendable { let reader: any PersonalStoreReader }
 
     /// Runs the gateway as a service: starts it (stores, loops, APNs connections, webhook
     /// delivery, the personal queue, the channels, then the HTTP server; the blocking parts on a

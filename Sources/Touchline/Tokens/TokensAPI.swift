@@ -15,12 +15,12 @@ import TouchlineStore
 final class TokensAPI: APIFeature, @unchecked Sendable {
     private let loop: EventLoop
     private let clock: any WallClock
-    private let personalStore: StoreWriter
-    private let tokenReader: SQLiteTokenReader
+    private let personalStore: any PersonalStoreWriter
+    private let tokenReader: any TokenRegistryReader
     /// Whether a channel id names a channel of this gateway (an update token must).
     private let isKnownChannel: (String) -> Bool
 
-    init(loop: EventLoop, clock: any WallClock, personalStore: StoreWriter, tokenReader: SQLiteTokenReader,
+    init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any TokenRegistryReader,
          isKnownChannel: @escaping (String) -> Bool) {
         self.loop = loop
         self.clock = clock
@@ -85,7 +85,7 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
             throw HTTPError(status: 400, code: "invalid_query", message: "query 'userId' is required (tokens are listed per user)")
         }
         let records: [TokenRecord]
-        do { records = try tokenReader.tokens(userID: userID) } catch {
+        do { records = try tokenReader.tokens(userID: userID, limit: 100) } catch {
             throw HTTPError(status: 500, code: "store_failed", message: "reading tokens failed: \(error)")
         }
         request.respond(.json(status: 200, .object([.init("tokens", .array(records.map(TokenRegistration.json)))])))

@@ -63,7 +63,7 @@ final class WebhookDelivery: @unchecked Sendable {
     /// channel's commit).
     struct Source {
         var name: String
-        var reader: SQLiteWebhookReader
+        var reader: any WebhookOutboxReader
         var write: @Sendable (WebhookOperation, @escaping @Sendable (Result<Void, StoreError>) -> Void) -> Void
     }
 
@@ -353,11 +353,12 @@ extension WebhookDelivery {
     /// Delivery for the gateway's two store files, on `loop`: outcomes go to the file the event
     /// came from (one small batch per loop turn and file), facts without a store change of their
     /// own to the personal file. Not yet polling: call ``start()`` once the gateway serves.
-    static func forStores(loop: EventLoop, settings: WebhookSettings, store: StoreWriter, personalStore: StoreWriter,
+    static func forStores(loop: EventLoop, settings: WebhookSettings, stores: Gateway.Stores,
                         clock: any WallClock, log: GatewayLog) throws -> WebhookDelivery {
-        let channelsReader = try SQLiteWebhookReader(path: store.path)
-        let personalReader: SQLiteWebhookReader
-        do { personalReader = try SQLiteWebhookReader(path: personalStore.path) } catch {
+        let (store, personalStore) = (stores.channels, stores.personal)
+        let channelsReader = try stores.channelOutboxReader()
+        let personalReader: any WebhookOutboxReader
+        do { personalReader = try stores.personalOutboxReader() } catch {
             channelsReader.close()
             throw error
         }

@@ -4,7 +4,7 @@ import TouchlineStore
 
 /// How the API answers for its stores: every feature refuses the same way while a store is
 /// failing, and answers a failed write the same way.
-extension StoreWriter {
+extension DurableStoreWriter {
     /// 503 with `Retry-After` while the store cannot write: nothing is taken that could not be stored.
     func requireWritable() throws(HTTPError) {
         guard let failure = health.failure else { return }

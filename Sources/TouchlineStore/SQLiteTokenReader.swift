@@ -9,7 +9,7 @@ import TouchlineRuntime
 /// confinement:** like ``SQLiteChannelReader``, one reader per thread or event loop; it is
 /// `@unchecked Sendable` only so it can be handed to that thread. Open it after the writer,
 /// which creates the schema.
-public final class SQLiteTokenReader: @unchecked Sendable {
+public final class SQLiteTokenReader: TokenRegistryReader, PersonalJobReader, @unchecked Sendable {
     /// Internal (not private) for the readers of other tables in extensions of their own files.
     let connection: SQLiteConnection
 

@@ -1,0 +1,131 @@
+import APNs
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+extension Gateway {
+    /// What a started gateway stores into and sends through. The gateway depends only on the
+    /// protocols (``ChannelStoreWriter``, ``PersonalStoreWriter``, the readers, the APNs
+    /// dispatches); ``standard`` opens the SQLite files in the data directory and connects to
+    /// APNs (or the bundled mock), and tests inject other implementations.
+    package struct Backends: Sendable {
+        /// Opens both stores (at start, before the loops).
+        package var stores: @Sendable (_ configuration: GatewayConfiguration) throws -> Stores
+        /// Prepares the APNs side (at start, before the stores: credentials are checked first) and
+        /// answers how to connect it once the broadcast and personal loops run.
+        package var apns: @Sendable (_ context: APNsContext) throws -> APNsConnector
+
+        package init(stores: @escaping @Sendable (GatewayConfiguration) throws -> Stores,
+                     apns: @escaping @Sendable (APNsContext) throws -> APNsConnector) {
+            self.stores = stores
+            self.apns = apns
+        }
+
+        /// SQLite in the data directory, and APNs connections.
+        package static let standard = Backends(stores: Stores.sqlite, apns: APNsContext.connections)
+    }
+
+    /// The two stores, and how to open readers of what each commits (one per thread that reads).
+    package struct Stores: Sendable {
+        package var channels: any ChannelStoreWriter
+        package var personal: any PersonalStoreWriter
+        package var channelReader: @Sendable () throws -> any ChannelStoreReader
+        package var personalReader: @Sendable () throws -> any PersonalStoreReader
+        package var channelOutboxReader: @Sendable () throws -> any WebhookOutboxReader
+        package var personalOutboxReader: @Sendable () throws -> any WebhookOutboxReader
+
+        package init(channels: any ChannelStoreWriter, personal: any PersonalStoreWriter,
+                     channelReader: @escaping @Sendable () throws -> any ChannelStoreReader,
+                     personalReader: @escaping @Sendable () throws -> any PersonalStoreReader,
+                     channelOutboxReader: @escaping @Sendable () throws -> any WebhookOutboxReader,
+                     personalOutboxReader: @escaping @Sendable () throws -> any WebhookOutboxReader) {
+            self.channels = channels
+            self.personal = personal
+            self.channelReader = channelReader
+            self.personalReader = personalReader
+            self.channelOutboxReader = channelOutboxReader
+            self.personalOutboxReader = personalOutboxReader
+        }
+
+        /// Closes both writers (a start that failed).
+        func close() {
+            channels.close()
+            personal.close()
+        }
+
+        /// `touchline.sqlite` and `personal.sqlite` in the data directory, each with a writer
+        /// thread of its own (the personal one at the personal queue's priority).
+        static func sqlite(_ configuration: GatewayConfiguration) throws -> Stores {
+            let channelsPath = configuration.dataDirectory + "/touchline.sqlite"
+            let personalPath = configuration.dataDirectory + "/personal.sqlite"
+            try PersonalStoreSplit.copyLegacyRows(from: channelsPath, to: personalPath)
+            // Every 202 waits for this writer's commit: it preempts background work when it wakes.
+            let faultFile = configuration.storeFaultFile
+            let store = try StoreWriter(path: channelsPath, slice: Gateway.broadcastPathSlice, faultFile: faultFile)
+            let personalStore: StoreWriter
+            do {
+                // The personal queue's commits (saves, registrations) give way to the broadcast path's, like its loop.
+                personalStore = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness), faultFile: faultFile)
+            } catch {
+                store.close()
+                throw error
+            }
+            return Stores(channels: store, personal: personalStore,
+                          channelReader: { try SQLiteChannelReader(path: channelsPath) },
+                          personalReader: { try SQLiteTokenReader(path: personalPath) },
+                          channelOutboxReader: { try SQLiteWebhookReader(path: channelsPath) },
+                          personalOutboxReader: { try SQLiteWebhookReader(path: personalPath) })
+        }
+    }
+
+    /// Connects the APNs dispatches on the loops that will own them.
+    package typealias APNsConnector = @Sendable (_ broadcastLoop: EventLoop, _ personalLoop: EventLoop) throws -> APNsDispatches
+
+    /// The broadcast and management dispatch (on the broadcast loop) and the device-push
+    /// dispatch (on the personal loop).
+    package struct APNsDispatches: Sendable {
+        package var broadcast: any BroadcastAPNsDispatch
+        package var personal: any PersonalAPNsDispatch
+
+        package init(broadcast: any BroadcastAPNsDispatch, personal: any PersonalAPNsDispatch) {
+            self.broadcast = broadcast
+            self.personal = personal
+        }
+    }
+
+    /// What the APNs side is prepared from.
+    package struct APNsContext: Sendable {
+        package var configuration: GatewayConfiguration
+        package var settings: GatewayConfiguration.APNsSettings
+        package var clock: any WallClock
+        package var log: GatewayLog
+
+        package init(configuration: GatewayConfiguration, settings: GatewayConfiguration.APNsSettings, clock: any WallClock,
+                     log: GatewayLog) {
+            self.configuration = configuration
+            self.settings = settings
+            self.clock = clock
+            self.log = log
+        }
+
+        /// The provider token (checked now), then two ``APNsConnections`` sharing it: broadcasts
+        /// and management on the broadcast loop, device pushes on the personal loop.
+        static func connections(_ context: APNsContext) throws -> APNsConnector {
+            let settings = context.settings
+            let apns = APNsConfiguration(keyPath: settings.keyPath, keyID: settings.keyID, teamID: settings.teamID,
+                                         bundleID: settings.bundleID, environment: settings.environment, broadcastHost: settings.broadcastHost)
+            let token = try ProviderToken(configuration: apns, clock: context.clock, log: context.log.named("apns"))
+            let personalQueue = context.configuration.personalQueue
+            return { broadcastLoop, personalLoop in
+                let options = APNsConnections.Options(tls: TLSConfiguration(caFile: settings.caFile), pools: [.broadcast, .management])
+                let connections = try APNsConnections(configuration: apns, providerToken: token, options: options, loop: broadcastLoop)
+                var personalOptions = options
+                personalOptions.pools = [.device]
+                personalOptions.pushConnections = personalQueue.connections
+                let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions,
+                                                              loop: personalLoop)
+                return APNsDispatches(broadcast: APNsConnectionsDispatch(connections), personal: APNsConnectionsDispatch(personalConnections))
+            }
+        }
+    }
+}

@@ -1,0 +1,183 @@
+import APNs
+import HTTP2
+import Synchronization
+import Touchline
+import TouchlineCore
+import TouchlineRuntime
+
+/// An APNs dispatch in memory, for tests: a ``BroadcastAPNsDispatch`` and a
+/// ``PersonalAPNsDispatch`` on one loop, that records every request and answers with scripted
+/// results (see ``script(_:)``), or by default like a well-behaved APNs: broadcasts and pushes
+/// accepted (200), channels created with fresh ids, listed, read and deleted.
+///
+/// It keeps the dispatch contract: requests are made on ``loop`` and every completion runs
+/// there, later (one `execute` hop), exactly once; after ``shutdown(gracePeriod:)`` requests
+/// fail with the transport failure `.shutdown`.
+package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @unchecked Sendable {
+    /// One request, as made.
+    package enum Request: Sendable {
+        case broadcast(Broadcast)
+        case createChannel(ChannelStorage)
+        case deleteChannel(String)
+        case listChannels
+        case readChannel(String)
+        case push(LiveActivityPush)
+
+        var endpoint: APNsEndpointKind {
+            switch self {
+            case .broadcast: .broadcast
+            case .push: .device
+            case .createChannel, .deleteChannel, .listChannels, .readChannel: .channelManagement
+            }
+        }
+    }
+
+    /// A scripted success; it must fit the request (a channel id for a create, ids for a list,
+    /// a configuration for a read, a response for the others), or the request fails.
+    package enum Reply: Sendable {
+        case response(APNsResponse)
+        case channelID(String)
+        case channelIDs([String])
+        case configuration(APNsChannelConfiguration)
+    }
+
+    /// Answers a request: nil takes the default answer.
+    package typealias Script = @Sendable (Request) -> Result<Reply, APNsError>?
+
+    private struct State {
+        var requests: [Request] = []
+        var script: Script?
+        var channels: [String: ChannelStorage] = [:]
+        var nextChannel = 1
+        var isShutDown = false
+    }
+
+    package let loop: EventLoop
+    private let state = Mutex(State())
+    /// Touched on ``loop`` only.
+    private var observer: ((APNsExchange) -> Void)?
+
+    package init(loop: EventLoop) { self.loop = loop }
+
+    /// Every request made so far, in order (any thread).
+    package var requests: [Request] { state.withLock { $0.requests } }
+
+    /// Answers requests with `script` from now on (nil: the defaults again).
+    package func script(_ script: Script?) { state.withLock { $0.script = script } }
+
+    /// The channels the default answers know (created and not deleted), by id.
+    package var channels: [String: ChannelStorage] { state.withLock { $0.channels } }
+
+    /// An APNs rejection as the real client reports it: `status` and `reason`, classified.
+    package static func rejection(status: Int, reason: String, endpoint: APNsEndpointKind, timestampMilliseconds: Int64? = nil) -> APNsError {
+        var body = #"{"reason":"\#(reason)""#
+        if let timestampMilliseconds { body += #","timestamp":\#(timestampMilliseconds)"# }
+        return APNsError(rejection: HTTP2Response(status: status, body: Array((body + "}").utf8)), endpoint: endpoint)
+    }
+
+    // MARK: APNsDispatch
+
+    package func observeExchanges(_ observer: @escaping (APNsExchange) -> Void) { self.observer = observer }
+
+    package func poolStats(_ pool: APNsConnections.Pool) -> HTTP2ConnectionPool.Stats? { nil }
+
+    package func credentialFigures() -> APNsCredentialFigures {
+        APNsCredentialFigures(issuedAt: UnixTime(nanoseconds: 0), statistics: ProviderToken.Statistics(tokensSigned: 1))
+    }
+
+    package func shutdown(gracePeriod: Duration?, isCutShort: @escaping @Sendable () -> Bool) async {
+        state.withLock { $0.isShutDown = true }
+    }
+
+    /// Answers come as requests are made, so nothing is in flight to cut.
+    package func cutShutdownShort() {}
+
+    // MARK: Requests
+
+    package func broadcast(_ broadcast: Broadcast, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        answer(.broadcast(broadcast), completion) { if case .response(let r) = $0 { r } else { nil } }
+    }
+
+    package func createChannel(storage: ChannelStorage, completion: @escaping (Result<String, APNsError>) -> Void) {
+        answer(.createChannel(storage), completion) { if case .channelID(let id) = $0 { id } else { nil } }
+    }
+
+    package func deleteChannel(_ apnsChannelID: String, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        answer(.deleteChannel(apnsChannelID), completion) { if case .response(let r) = $0 { r } else { nil } }
+    }
+
+    package func listChannels(completion: @escaping (Result<[String], APNsError>) -> Void) {
+        answer(.listChannels, completion) { if case .channelIDs(let ids) = $0 { ids } else { nil } }
+    }
+
+    package func readChannel(_ apnsChannelID: String, completion: @escaping (Result<APNsChannelConfiguration, APNsError>) -> Void) {
+        answer(.readChannel(apnsChannelID), completion) { if case .configuration(let c) = $0 { c } else { nil } }
+    }
+
+    package func send(_ push: LiveActivityPush, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        answer(.push(push), completion) { if case .response(let r) = $0 { r } else { nil } }
+    }
+
+    /// Records `request`, decides its answer now and delivers it on the loop's next turn.
+    private func answer<T>(_ request: Request, _ completion: @escaping (Result<T, APNsError>) -> Void, _ fit: (Reply) -> T?) {
+        let outcome: Result<Reply, APNsError> = state.withLock { s in
+            s.requests.append(request)
+            if s.isShutDown {
+                return .failure(APNsError(transport: .shutdown, endpoint: request.endpoint, sentID: nil))
+            }
+            return s.script?(request) ?? Self.defaultAnswer(request, &s)
+        }
+        let result: Result<T, APNsError> = outcome.flatMap { reply in
+            fit(reply).map { .success($0) } ?? .failure(Self.misfit(reply, request))
+        }
+        let exchange = APNsExchange(endpoint: request.endpoint, outcome: Self.outcome(of: outcome), duration: .zero)
+        let delivery = UncheckedDelivery { [self] in
+            observer?(exchange)
+            completion(result)
+        }
+        loop.execute { delivery.run() }
+    }
+
+    private static func misfit(_ reply: Reply, _ request: Request) -> APNsError {
+        APNsError(endpoint: request.endpoint, failure: .unexpectedResponse(status: 200, detail: "scripted reply \(reply) does not fit \(request)"),
+                  disposition: .drop)
+    }
+
+    private static func outcome(of result: Result<Reply, APNsError>) -> APNsExchange.Outcome {
+        switch result {
+        case .success: return .answered(status: 200, reason: nil)
+        case .failure(let error):
+            if let status = error.status { return .answered(status: status, reason: error.reason?.name) }
+            return .noResponse(kind: "transport")
+        }
+    }
+
+    private static func defaultAnswer(_ request: Request, _ state: inout State) -> Result<Reply, APNsError> {
+        switch request {
+        case .broadcast, .push:
+            return .success(.response(APNsResponse(status: 200)))
+        case .createChannel(let storage):
+            let id = "in-memory-channel-\(state.nextChannel)"
+            state.nextChannel += 1
+            state.channels[id] = storage
+            return .success(.channelID(id))
+        case .deleteChannel(let id):
+            guard state.channels.removeValue(forKey: id) != nil else {
+                return .failure(rejection(status: 404, reason: "ChannelNotRegistered", endpoint: .channelManagement))
+            }
+            return .success(.response(APNsResponse(status: 204)))
+        case .listChannels:
+            return .success(.channelIDs(state.channels.keys.sorted()))
+        case .readChannel(let id):
+            guard let storage = state.channels[id] else {
+                return .failure(rejection(status: 404, reason: "ChannelNotRegistered", endpoint: .channelManagement))
+            }
+            return .success(.configuration(APNsChannelConfiguration(channelID: id, storagePolicy: storage, pushType: "LiveActivity")))
+        }
+    }
+}
+
+/// A completion carried to the dispatch's loop, where it runs; loop-confined closures inside.
+private struct UncheckedDelivery: @unchecked Sendable {
+    let run: () -> Void
+}

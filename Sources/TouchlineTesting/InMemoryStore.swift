@@ -1,0 +1,154 @@
+import Dispatch
+import Synchronization
+import TouchlineCore
+import TouchlineStore
+
+/// A store held in memory, for tests: the writer of both families (``ChannelStoreWriter`` and
+/// ``PersonalStoreWriter``, like one SQLite file's ``StoreWriter``) and, through
+/// ``openReader()``, readers of what it committed.
+///
+/// It keeps the writers' contract as the SQLite store does: each batch is applied to a copy of
+/// the tables that replaces them only when every operation succeeded (all or nothing); batches
+/// commit one at a time in submission order on a serial queue of their own, and their
+/// completions run there, after the commit is visible to every reader (never on the submitter's
+/// thread, never inside `submit`). ``failStorage(with:)`` is the failure switch: every commit
+/// then fails as a full disk would, and health turns failing until ``restoreStorage()``, after
+/// which a probe makes it healthy again.
+public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unchecked Sendable {
+    private struct Control {
+        var closed = false
+        var queued = 0
+        var failure: StoreError?
+        var statistics = StoreWriterStatistics()
+        var health = StoreHealth.healthy
+    }
+
+    /// The committed tables, shared with the readers.
+    let committed: InMemoryCommitted
+    private let control = Mutex(Control())
+    private let queue: DispatchQueue
+    private let clock: any WallClock
+    private let name: String
+
+    /// `name` labels the writer's queue (seen in thread listings).
+    public convenience init(name: String = "in-memory-store", clock: any WallClock = SystemClock()) {
+        self.init(name: name, clock: clock, committed: InMemoryCommitted())
+    }
+
+    private init(name: String, clock: any WallClock, committed: InMemoryCommitted) {
+        queue = DispatchQueue(label: name)
+        self.name = name
+        self.clock = clock
+        self.committed = committed
+    }
+
+    /// A new writer on what this one committed, as a store file is opened again after a restart
+    /// (close this one first: like a file, the tables have one writer at a time).
+    public func reopened() -> InMemoryStore { InMemoryStore(name: name, clock: clock, committed: committed) }
+
+    /// A reader of the committed tables (any thread; close it when done).
+    public func openReader() -> InMemoryStoreReader { InMemoryStoreReader(store: self) }
+
+    // MARK: The failure switch
+
+    /// From now on every commit fails with `error` (by default a storage failure, as a full disk).
+    public func failStorage(with error: StoreError = .storageFailure("database or disk is full (simulated)")) {
+        control.withLock { $0.failure = error }
+    }
+
+    /// Commits succeed again; the writer's probe (on its queue) makes the store healthy.
+    public func restoreStorage() {
+        control.withLock { $0.failure = nil }
+        queue.async { [self] in
+            control.withLock { c in
+                c.statistics.probes += 1
+                if c.failure == nil { c.health = .healthy }
+            }
+        }
+    }
+
+    // MARK: DurableStoreWriter
+
+    public var health: StoreHealth { control.withLock { $0.health } }
+    public var isOpen: Bool { control.withLock { !$0.closed } }
+    public var queueDepth: Int { control.withLock { $0.queued } }
+    public var statistics: StoreWriterStatistics { control.withLock { $0.statistics } }
+
+    /// Commits what is queued (waits for it), then refuses later writes. Not on the writer's queue.
+    public func close() {
+        control.withLock { $0.closed = true }
+        queue.sync {}
+    }
+
+    // MARK: Writes
+
+    public func submit(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        enqueue({ tables throws(StoreError) in
+            for operation in batch.operations { try tables.apply(operation) }
+        }, completion: completion)
+    }
+
+    public func createChannel(_ record: ChannelRecord, completion: @escaping @Sendable (Result<ChannelCreation, StoreError>) -> Void) {
+        enqueue({ tables throws(StoreError) in
+            let inserted = try tables.insert(record)
+            return ChannelCreation(record: tables.channels[record.id] ?? record, inserted: inserted)
+        }, completion: completion)
+    }
+
+    public func submit(summarizing operations: [TokenOperation],
+                       completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
+        enqueue({ tables throws(StoreError) in
+            var deactivated = 0
+            for operation in operations { deactivated += try tables.apply(operation) }
+            return TokenWriteSummary(tokensDeactivated: deactivated)
+        }, completion: completion)
+    }
+
+    /// Queues one batch: `apply` runs on a copy of the tables on the writer's queue.
+    private func enqueue<T: Sendable>(_ apply: @escaping @Sendable (inout InMemoryTables) throws(StoreError) -> T,
+                                      completion: @escaping @Sendable (Result<T, StoreError>) -> Void) {
+        let admitted = control.withLock { c -> Bool in
+            if c.closed { return false }
+            c.queued += 1
+            return true
+        }
+        guard admitted else { return queue.async { completion(.failure(.closed)) } }
+        queue.async { [self] in
+            let failure = control.withLock { c -> StoreError? in
+                c.queued -= 1
+                return c.failure
+            }
+            let result: Result<T, StoreError>
+            if let failure {
+                result = .failure(failure)
+            } else {
+                result = committed.tables.withLock { tables in
+                    var copy = tables
+                    do throws(StoreError) {
+                        let value = try apply(&copy)
+                        tables = copy
+                        return .success(value)
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            let now = clock.now()
+            control.withLock { c in
+                switch result {
+                case .success:
+                    c.statistics.transactions += 1
+                    c.statistics.batches += 1
+                    c.health = .healthy
+                case .failure(let error):
+                    c.statistics.failedBatches += 1
+                    if error.isStorageFailure {
+                        if c.health.failure == nil { c.health.failingSince = now }
+                        c.health.failure = error
+                    }
+                }
+            }
+            completion(result)
+        }
+    }
+}

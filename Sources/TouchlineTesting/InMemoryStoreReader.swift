@@ -1,0 +1,174 @@
+import TouchlineCore
+import TouchlineStore
+
+/// Reads an ``InMemoryStore``'s committed tables: channels and events, the token registry,
+/// personal jobs and dead letters, idempotency records and the webhook outbox, with the orders
+/// and bounds the reader protocols document. Each call reads one committed state (under the
+/// store's lock). After ``close()`` every read fails with ``StoreError/closed``.
+public final class InMemoryStoreReader: ChannelStoreReader, PersonalJobReader, TokenRegistryReader, WebhookOutboxReader,
+    @unchecked Sendable {
+    private let store: InMemoryStore
+    private var closed = false
+
+    init(store: InMemoryStore) { self.store = store }
+
+    public func close() { closed = true }
+
+    private func read<T>(_ body: (InMemoryTables) -> T) throws(StoreError) -> T {
+        guard !closed else { throw .closed }
+        return store.committed.tables.withLock { body($0) }
+    }
+
+    private static let precedes = InMemoryTables.precedes
+
+    // MARK: Channels
+
+    public func channel(id: String) throws(StoreError) -> ChannelRecord? { try read { $0.channels[id] } }
+
+    public func channel(apnsChannelID: String) throws(StoreError) -> ChannelRecord? {
+        try read { $0.channels.values.first { $0.apnsChannelID == apnsChannelID } }
+    }
+
+    public func channels(after afterID: String?, limit: Int) throws(StoreError) -> [ChannelRecord] {
+        try read { tables in
+            Array(tables.channels.values.filter { Self.precedes(afterID ?? "", $0.id) }.sorted { Self.precedes($0.id, $1.id) }
+                .prefix(max(0, limit)))
+        }
+    }
+
+    public func channels(status: ChannelStatus) throws(StoreError) -> [ChannelRecord] {
+        try read { $0.channels.values.filter { $0.status == status }.sorted { Self.precedes($0.id, $1.id) } }
+    }
+
+    public func events(channelID: String, afterSeq: Int64, limit: Int) throws(StoreError) -> [StoredEvent] {
+        try read { tables in
+            Array((tables.events[channelID] ?? [:]).values.filter { $0.seq > afterSeq }.sorted { $0.seq < $1.seq }.prefix(max(0, limit)))
+        }
+    }
+
+    // MARK: Tokens
+
+    public func token(_ token: String) throws(StoreError) -> TokenRecord? { try read { $0.tokens[token.lowercased()] } }
+
+    public func tokens(userID: String, limit: Int) throws(StoreError) -> [TokenRecord] {
+        try read { tables in
+            Array(tables.tokens.values.filter { $0.userID == userID }.sorted {
+                $0.registeredAt != $1.registeredAt ? $0.registeredAt > $1.registeredAt : Self.precedes($0.token, $1.token)
+            }.prefix(max(0, limit)))
+        }
+    }
+
+    public func pushToStartTokens(following follow: String, after cursor: String?, limit: Int,
+                                  environment: TokenEnvironment?) throws(StoreError) -> [TokenTarget] {
+        try read { tables in
+            tables.tokens.values.filter {
+                $0.kind == .pushToStart && $0.active && (environment == nil || $0.environment == environment)
+                    && Self.precedes(cursor ?? "", $0.token) && $0.follows.contains(follow)
+            }.sorted { Self.precedes($0.token, $1.token) }.prefix(max(0, limit)).map { TokenTarget(token: $0.token, environment: $0.environment) }
+        }
+    }
+
+    public func activeTokens(among tokens: [String], environment: TokenEnvironment?) throws(StoreError) -> [String] {
+        try read { tables in
+            Set(tokens.map { $0.lowercased() }).filter { token in
+                tables.tokens[token].map { $0.active && (environment == nil || $0.environment == environment) } ?? false
+            }.sorted(by: Self.precedes)
+        }
+    }
+
+    // MARK: Jobs
+
+    public func job(id: String) throws(StoreError) -> PersonalJobRecord? { try read { $0.jobs[id] } }
+
+    public func jobProgress(id: String) throws(StoreError) -> (status: PersonalJobStatus, counts: PersonalJobCounts)? {
+        try read { $0.jobs[id].map { (status: $0.status, counts: $0.counts) } }
+    }
+
+    public func jobs(status: PersonalJobStatus, limit: Int) throws(StoreError) -> [PersonalJobRecord] {
+        try read { tables in
+            Array(tables.jobs.values.filter { $0.status == status }.sorted {
+                $0.createdAt != $1.createdAt ? $0.createdAt < $1.createdAt : Self.precedes($0.id, $1.id)
+            }.prefix(max(0, limit)))
+        }
+    }
+
+    public func retriesDue(jobID: String, at time: UnixTime, limit: Int) throws(StoreError) -> [PersonalJobRetry] {
+        try read { tables in
+            tables.targets.compactMap { key, target -> PersonalJobRetry? in
+                guard key.jobID == jobID, target.state == .retry, let retryAt = target.retryAt, retryAt <= time else { return nil }
+                return PersonalJobRetry(jobID: jobID, token: key.token, attempts: target.attempts, retryAt: retryAt)
+            }.sorted { $0.retryAt != $1.retryAt ? $0.retryAt < $1.retryAt : Self.precedes($0.token, $1.token) }.prefix(max(0, limit)).map { $0 }
+        }
+    }
+
+    public func deadLetters(status: DeadLetterStatus? = nil, jobID: String? = nil, reason: String? = nil, after afterID: Int64,
+                            limit: Int) throws(StoreError) -> [DeadLetterRecord] {
+        try read { tables in
+            Array(tables.deadLetters.values.filter {
+                $0.id > afterID && (status == nil || $0.status == status) && (jobID == nil || $0.jobID == jobID)
+                    && (reason == nil || $0.reason == reason)
+            }.sorted { $0.id < $1.id }.prefix(max(0, limit)))
+        }
+    }
+
+    public func deadLetters(ids: [Int64]) throws(StoreError) -> [DeadLetterRecord] {
+        try read { tables in Set(ids).compactMap { tables.deadLetters[$0] }.sorted { $0.id < $1.id } }
+    }
+
+    public func deadLetters(selectedBy selection: DeadLetterSelection) throws(StoreError) -> [DeadLetterRecord] {
+        try deadLetters(status: .dead, jobID: selection.jobID, reason: selection.reason, after: 0, limit: selection.limit)
+    }
+
+    public func idempotencyRecord(scope: String, route: String, key: String, at now: UnixTime) throws(StoreError) -> IdempotencyRecord? {
+        try read { tables in
+            tables.idempotency[.init(scope: scope, route: route, key: key)].flatMap { $0.expiresAt > now ? $0 : nil }
+        }
+    }
+
+    public func idempotencyRecordCount() throws(StoreError) -> Int { try read { $0.idempotency.count } }
+
+    // MARK: Webhook outbox
+
+    public func dueDeliveries(endpoint: String, at now: UnixTime, limit: Int) throws(StoreError) -> [DueWebhookDelivery] {
+        try read { tables in
+            tables.deliveries.filter { $0.key.endpoint == endpoint && $0.value.status == .pending && $0.value.nextAt <= now }
+                .sorted { ($0.value.nextAt, $0.key.outboxID) < ($1.value.nextAt, $1.key.outboxID) }
+                .prefix(max(0, limit))
+                .compactMap { key, delivery in
+                    tables.outbox[key.outboxID].map { DueWebhookDelivery(endpoint: endpoint, attempts: delivery.attempts, event: $0) }
+                }
+        }
+    }
+
+    public func nextDue(endpoint: String) throws(StoreError) -> UnixTime? {
+        try read { tables in
+            tables.deliveries.filter { $0.key.endpoint == endpoint && $0.value.status == .pending }.map(\.value.nextAt).min()
+        }
+    }
+
+    public func events(after: Int64, limit: Int) throws(StoreError) -> [StoredWebhookEvent] {
+        try read { tables in Array(tables.outbox.values.filter { $0.id > after }.sorted { $0.id < $1.id }.prefix(max(0, limit))) }
+    }
+
+    public func oldestEventCreatedAt() throws(StoreError) -> UnixTime? { try read { $0.outbox.values.map(\.createdAt).min() } }
+
+    public func lastEventID() throws(StoreError) -> Int64 { try read { $0.outbox.keys.max() ?? 0 } }
+
+    public func backlog(endpoint: String) throws(StoreError) -> WebhookEndpointBacklog {
+        try read { tables in
+            var backlog = WebhookEndpointBacklog()
+            for (key, delivery) in tables.deliveries where key.endpoint == endpoint {
+                switch delivery.status {
+                case .pending:
+                    backlog.pending += 1
+                    if let created = tables.outbox[key.outboxID]?.createdAt, backlog.oldestPendingAt.map({ created < $0 }) ?? true {
+                        backlog.oldestPendingAt = created
+                    }
+                case .dead: backlog.dead += 1
+                case .delivered: break
+                }
+            }
+            return backlog
+        }
+    }
+}

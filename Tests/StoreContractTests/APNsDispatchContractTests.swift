@@ -1,0 +1,149 @@
+import APNs
+import Foundation
+import Testing
+@testable import Touchline
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineTesting
+
+/// The contract of ``BroadcastAPNsDispatch`` and ``PersonalAPNsDispatch``, on the real
+/// connections (against the strict mock APNs over TLS) and on ``InMemoryAPNs``.
+@Suite struct APNsDispatchContractTests {
+    enum DispatchKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case apnsConnections
+        case inMemory
+
+        var testDescription: String { rawValue }
+    }
+
+    /// Both dispatches on loops of their own, and what to stop afterwards.
+    final class Dispatches: @unchecked Sendable {
+        let broadcast: any BroadcastAPNsDispatch
+        let personal: any PersonalAPNsDispatch
+        let loops: [EventLoop]
+        private let stopMock: () -> Void
+        private let directory: String?
+
+        init(_ kind: DispatchKind) throws {
+            let broadcastLoop = EventLoop.start(name: "contract-broadcast")
+            let personalLoop = EventLoop.start(name: "contract-personal")
+            loops = [broadcastLoop, personalLoop]
+            switch kind {
+            case .inMemory:
+                broadcast = InMemoryAPNs(loop: broadcastLoop)
+                personal = InMemoryAPNs(loop: personalLoop)
+                stopMock = {}
+                directory = nil
+            case .apnsConnections:
+                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchline-dispatch-\(UUID().uuidString)").path
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                let (mock, settings) = try BundledMockAPNs.start(dataDirectory: directory)
+                var configuration = GatewayConfiguration()
+                configuration.dataDirectory = directory
+                let context = Gateway.APNsContext(configuration: configuration, settings: settings, clock: SystemClock(),
+                                                  log: GatewayLog(component: "contract", level: .error))
+                let made = try Gateway.Backends.standard.apns(context)(broadcastLoop, personalLoop)
+                broadcast = made.broadcast
+                personal = made.personal
+                stopMock = { mock.stop() }
+                self.directory = directory
+            }
+        }
+
+        func stop() async {
+            await broadcast.shutdown(gracePeriod: .seconds(1))
+            await personal.shutdown(gracePeriod: .seconds(1))
+            for loop in loops { loop.stopAndWait() }
+            stopMock()
+            if let directory { try? FileManager.default.removeItem(atPath: directory) }
+        }
+    }
+
+    /// What a completion saw: its result, whether it ran on the dispatch's loop, and whether the
+    /// call that made the request had returned by then.
+    struct Answer<T: Sendable>: Sendable {
+        var result: Result<T, APNsError>
+        var onLoop: Bool
+        var afterTheCall: Bool
+    }
+
+    /// Makes one request on `dispatch`'s loop and waits for its single answer.
+    static func request<T: Sendable, D: APNsDispatch>(_ dispatch: D,
+                                                      _ make: @escaping @Sendable (D, @escaping (Result<T, APNsError>) -> Void) -> Void)
+        async -> Answer<T> {
+        let loop = dispatch.loop
+        let box = UncheckedDispatch(dispatch)
+        return await withCheckedContinuation { continuation in
+            loop.execute {
+                var returned = false
+                var answers = 0
+                make(box.dispatch) { result in
+                    answers += 1
+                    if answers == 1 { continuation.resume(returning: Answer(result: result, onLoop: loop.inEventLoop, afterTheCall: returned)) }
+                }
+                returned = true
+            }
+        }
+    }
+
+    static let payload = Array(#"{"aps":{"timestamp":1767225600,"event":"update","content-state":{"home":1,"away":0}}}"#.utf8)
+
+    @Test(arguments: DispatchKind.allCases)
+    func channelsAreCreatedListedReadBroadcastToAndDeleted(kind: DispatchKind) async throws {
+        let dispatches = try Dispatches(kind)
+        let apns = dispatches.broadcast
+        let created = await Self.request(apns) { $0.createChannel(storage: .mostRecent, completion: $1) }
+        #expect(created.onLoop && created.afterTheCall, "answers come on the dispatch's loop, after the call returned")
+        let id = try created.result.get()
+        #expect(try await Self.request(apns) { $0.listChannels(completion: $1) }.result.get().contains(id))
+        #expect(try await Self.request(apns) { $0.readChannel(id, completion: $1) }.result.get().storagePolicy == .mostRecent)
+
+        let broadcast = Broadcast(channelID: id, payload: Self.payload, priority: .immediate, expiration: .at(UnixTime(seconds: 1_767_229_200)))
+        let sent = await Self.request(apns) { $0.broadcast(broadcast, completion: $1) }
+        #expect(sent.onLoop && sent.afterTheCall)
+        #expect(try sent.result.get().status == 200)
+
+        _ = try await Self.request(apns) { $0.deleteChannel(id, completion: $1) }.result.get()
+        #expect(try await !Self.request(apns) { $0.listChannels(completion: $1) }.result.get().contains(id))
+        await dispatches.stop()
+    }
+
+    @Test(arguments: DispatchKind.allCases)
+    func devicePushesAreAnsweredOnTheirLoopAndObserved(kind: DispatchKind) async throws {
+        let dispatches = try Dispatches(kind)
+        let apns = dispatches.personal
+        let observed = Mutex<[APNsEndpointKind]>([])
+        try await apns.loop.submit { apns.observeExchanges { exchange in observed.withLock { $0.append(exchange.endpoint) } } }
+        let push = LiveActivityPush(deviceToken: hexToken(42), payload: Self.payload, priority: .powerConsiderate)
+        let sent = await Self.request(apns) { $0.send(push, completion: $1) }
+        #expect(sent.onLoop && sent.afterTheCall)
+        #expect(try sent.result.get().status == 200)
+        #expect(observed.withLock { $0 } == [.device], "each exchange is observed once, on the loop")
+        let figures = try await apns.loop.submit { apns.credentialFigures() }
+        #expect(figures.statistics.tokensSigned >= 1)
+        await dispatches.stop()
+    }
+
+    @Test(arguments: DispatchKind.allCases)
+    func afterShutdownRequestsFailWithShutdown(kind: DispatchKind) async throws {
+        let dispatches = try Dispatches(kind)
+        let apns = dispatches.personal
+        await apns.shutdown(gracePeriod: .seconds(1))
+        let push = LiveActivityPush(deviceToken: hexToken(42), payload: Self.payload, priority: .powerConsiderate)
+        let refused = await Self.request(apns) { $0.send(push, completion: $1) }
+        #expect(refused.onLoop)
+        guard case .failure(let error) = refused.result, case .transport(.shutdown) = error.failure else {
+            Issue.record("a request after the shutdown got \(refused.result)")
+            return await dispatches.stop()
+        }
+        await dispatches.stop()
+    }
+}
+
+import Synchronization
+
+/// Hands a dispatch to its own loop inside a `@Sendable` job.
+private struct UncheckedDispatch<D>: @unchecked Sendable {
+    let dispatch: D
+    init(_ dispatch: D) { self.dispatch = dispatch }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+import TouchlineTesting
+
+/// The implementations every contract suite runs against: one set of tests, run on each, so
+/// that a new backend is added here once and held to the same contract.
+enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite
+    case inMemory
+
+    var testDescription: String { rawValue }
+
+    /// A fresh, empty store of this kind, on a virtual clock.
+    func open(clock: ManualClock = ManualClock()) throws -> StoreUnderTest {
+        switch self {
+        case .sqlite: try SQLiteStoreUnderTest(clock: clock)
+        case .inMemory: InMemoryStoreUnderTest(clock: clock)
+        }
+    }
+}
+
+/// One store as the contract tests see it: its writer, fresh readers of it (for SQLite each a new
+/// connection, so what it reads was durable when it was opened), and the failure switch.
+protocol StoreUnderTest: AnyObject, Sendable {
+    var writer: any ChannelStoreWriter & PersonalStoreWriter { get }
+    func channelReader() throws -> any ChannelStoreReader
+    func personalReader() throws -> any PersonalStoreReader
+    func outboxReader() throws -> any WebhookOutboxReader
+    /// Every commit fails as on a full disk, until ``restoreStorage()``.
+    func failStorage()
+    func restoreStorage()
+    /// Closes the writer; the store's contents stay for ``reopen()``.
+    func close()
+    /// A new writer on what was committed (after ``close()``), as after a restart.
+    func reopen() throws
+}
+
+final class SQLiteStoreUnderTest: StoreUnderTest, @unchecked Sendable {
+    let directory: String
+    var path: String { directory + "/store.sqlite" }
+    var fault: String { directory + "/disk-full" }
+    private(set) var writer: any ChannelStoreWriter & PersonalStoreWriter
+    private let clock: ManualClock
+
+    init(clock: ManualClock) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchline-contract-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        self.clock = clock
+        writer = try StoreWriter(path: directory + "/store.sqlite", faultFile: directory + "/disk-full", clock: clock)
+    }
+
+    deinit {
+        writer.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func channelReader() throws -> any ChannelStoreReader { try SQLiteChannelReader(path: path) }
+    func personalReader() throws -> any PersonalStoreReader { try SQLiteTokenReader(path: path) }
+    func outboxReader() throws -> any WebhookOutboxReader { try SQLiteWebhookReader(path: path) }
+    func failStorage() { FileManager.default.createFile(atPath: fault, contents: Data()) }
+    func restoreStorage() { try? FileManager.default.removeItem(atPath: fault) }
+    func close() { writer.close() }
+    func reopen() throws { writer = try StoreWriter(path: path, faultFile: fault, clock: clock) }
+}
+
+final class InMemoryStoreUnderTest: StoreUnderTest, @unchecked Sendable {
+    private var store: InMemoryStore
+    var writer: any ChannelStoreWriter & PersonalStoreWriter { store }
+
+    init(clock: ManualClock) { store = InMemoryStore(name: "contract-store", clock: clock) }
+
+    deinit { store.close() }
+
+    func channelReader() throws -> any ChannelStoreReader { store.openReader() }
+    func personalReader() throws -> any PersonalStoreReader { store.openReader() }
+    func outboxReader() throws -> any WebhookOutboxReader { store.openReader() }
+    func failStorage() { store.failStorage() }
+    func restoreStorage() { store.restoreStorage() }
+    func close() { store.close() }
+    func reopen() throws { store = store.reopened() }
+}
+
+// MARK: Records
+
+let t0 = UnixTime(seconds: 1_767_225_600)
+
+func channel(_ id: String, status: ChannelStatus = .active, apnsID: String? = nil) -> ChannelRecord {
+    ChannelRecord(id: id, apnsChannelID: apnsID, storagePolicy: .mostRecent, policyJSON: #"{"minInterval":2}"#,
+                  status: status, createdAt: t0, contentState: Array(#"{"home":0,"away":0}"#.utf8))
+}
+
+func event(_ channelID: String, _ seq: Int64) -> StoredEvent {
+    StoredEvent(channelID: channelID, seq: seq, receivedAt: t0 + .seconds(seq), body: Array(#"{"seq":\#(seq)}"#.utf8))
+}
+
+/// A device token of 64 hex digits from a number (ascending numbers sort as ascending tokens).
+func hexToken(_ n: Int) -> String {
+    let digits = String(n, radix: 16)
+    return String(repeating: "0", count: 64 - digits.count) + digits
+}
+
+func job(_ id: String, at: UnixTime = t0, status: PersonalJobStatus = .pending) -> PersonalJobRecord {
+    PersonalJobRecord(id: id, createdAt: at, audience: #"{"follows":"team:ARS"}"#, payload: Array(#"{"aps":{}}"#.utf8), status: status)
+}
+
+/// Waits for a completion (tests only; never from a completion).
+func awaitResult<T: Sendable>(_ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) -> Result<T, StoreError> {
+    let done = DispatchSemaphore(value: 0)
+    let box = ResultBox<T>()
+    start { result in
+        box.value = result
+        done.signal()
+    }
+    done.wait()
+    return box.value!
+}
+
+final class ResultBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Result<T, StoreError>?
+    var value: Result<T, StoreError>? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

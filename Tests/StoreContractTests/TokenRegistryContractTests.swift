@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+import TouchlineCore
+import TouchlineStore
+
+/// The contract of the token registry: ``PersonalStoreWriter``'s token operations and
+/// ``TokenRegistryReader``, on every implementation.
+@Suite struct TokenRegistryContractTests {
+    static func write(_ store: StoreUnderTest, _ operations: [TokenOperation]) throws -> TokenWriteSummary {
+        try awaitResult { store.writer.submit(summarizing: operations, completion: $0) }.get()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aRegistrationReplacesTheTokenItSucceeds(kind: StoreKind) throws {
+        let store = try kind.open()
+        _ = try Self.write(store, [
+            .registerToken(TokenRecord(token: hexToken(1), kind: .update, channelID: "m1", userID: "fan", registeredAt: t0)),
+            .registerToken(TokenRecord(token: hexToken(2), kind: .update, channelID: "m2", userID: "fan", registeredAt: t0)),
+            .registerToken(TokenRecord(token: hexToken(3), kind: .pushToStart, userID: "fan", registeredAt: t0)),
+            .registerToken(TokenRecord(token: hexToken(4), kind: .pushToStart, registeredAt: t0)),
+        ])
+        let later = t0 + .seconds(10)
+        _ = try Self.write(store, [
+            .registerToken(TokenRecord(token: hexToken(11), kind: .update, channelID: "m1", userID: "fan", registeredAt: later)),
+            .registerToken(TokenRecord(token: hexToken(13), kind: .pushToStart, userID: "fan", registeredAt: later)),
+            .registerToken(TokenRecord(token: hexToken(14), kind: .pushToStart, registeredAt: later)),
+        ])
+        let reader = try store.personalReader()
+        defer { reader.close() }
+        let replaced = try #require(try reader.token(hexToken(1)))
+        #expect(!replaced.active && replaced.deactivatedAt == later, "the same activity's older update token")
+        #expect(try reader.token(hexToken(2))?.active == true, "the user's activity of another match stays")
+        #expect(try reader.token(hexToken(3))?.active == false, "the user's older push-to-start token")
+        #expect(try reader.token(hexToken(4))?.active == true, "a token without a user replaces nothing")
+        #expect(try reader.tokens(userID: "fan", limit: 100).map(\.token) == [11, 13, 1, 2, 3].map(hexToken),
+                "newest first, ties in token order")
+        #expect(try reader.tokens(userID: "fan", limit: 2).count == 2)
+
+        // Registering a known token again makes it active with the new registration and follows.
+        _ = try Self.write(store, [.registerToken(TokenRecord(token: hexToken(3).uppercased(), kind: .pushToStart, userID: "fan",
+                                                              follows: ["team:B", "team:A", "team:A"], registeredAt: later + .seconds(1)))])
+        let again = try #require(try reader.token(hexToken(3).uppercased()))
+        #expect(again.active && again.deactivatedAt == nil && again.follows == ["team:A", "team:B"] && again.registeredAt == later + .seconds(1))
+        #expect(try reader.token(hexToken(13))?.active == false, "and replaces the one registered in between")
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aDeactivationKeepsATokenRegisteredAfterAPNsTimestamp(kind: StoreKind) throws {
+        let store = try kind.open()
+        let registered = t0 + .seconds(100)
+        _ = try Self.write(store, (1...3).map { .registerToken(TokenRecord(token: hexToken($0), kind: .pushToStart, registeredAt: registered)) })
+        let now = t0 + .seconds(500)
+        let before = try Self.write(store, [.deactivateToken(hexToken(1), unlessRegisteredAfter: t0 + .seconds(99), at: now)])
+        let equal = try Self.write(store, [.deactivateToken(hexToken(2), unlessRegisteredAfter: registered, at: now)])
+        let after = try Self.write(store, [.deactivateToken(hexToken(3), unlessRegisteredAfter: registered + .seconds(1), at: now)])
+        let twice = try Self.write(store, [.deactivateToken(hexToken(3), unlessRegisteredAfter: registered + .seconds(1), at: now),
+                                           .deactivateToken(hexToken(9), unlessRegisteredAfter: now, at: now)])
+        #expect([before, equal, after, twice].map(\.tokensDeactivated) == [0, 1, 1, 0])
+        let reader = try store.personalReader()
+        defer { reader.close() }
+        #expect(try reader.token(hexToken(1))?.active == true, "registered after APNs learned of the failure")
+        #expect(try reader.token(hexToken(2))?.deactivatedAt == now)
+        #expect(try reader.token(hexToken(3))?.active == false)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func theFollowsScanVisitsEveryActivePushToStartTokenOnceInOrder(kind: StoreKind) throws {
+        let store = try kind.open()
+        let followers = (0..<500).map { $0 * 7 + 1 }
+        var operations: [TokenOperation] = followers.map {
+            .registerToken(TokenRecord(token: hexToken($0), kind: .pushToStart, follows: ["team:ARS", "team:X"],
+                                       environment: $0 % 3 == 0 ? .sandbox : .production, registeredAt: t0))
+        }
+        operations += [
+            .registerToken(TokenRecord(token: hexToken(2), kind: .pushToStart, follows: ["team:CHE"], registeredAt: t0)),
+            .registerToken(TokenRecord(token: hexToken(3), kind: .update, channelID: "m1", follows: ["team:ARS"], registeredAt: t0)),
+            .registerToken(TokenRecord(token: hexToken(4), kind: .pushToStart, follows: ["team:ARS"], registeredAt: t0)),
+            .deactivateToken(hexToken(4), unlessRegisteredAfter: t0, at: t0),
+            .registerToken(TokenRecord(token: hexToken(5), kind: .pushToStart, follows: ["team:ARS"], registeredAt: t0)),
+            .deleteToken(hexToken(5)),
+        ]
+        _ = try Self.write(store, operations)
+        let reader = try store.personalReader()
+        defer { reader.close() }
+        func walk(_ environment: TokenEnvironment?) throws -> [String] {
+            var seen: [String] = []
+            while case let page = try reader.pushToStartTokens(following: "team:ARS", after: seen.last, limit: 37, environment: environment),
+                  !page.isEmpty {
+                #expect(page.count <= 37)
+                #expect(environment == nil || page.allSatisfy { $0.environment == environment })
+                seen += page.map(\.token)
+            }
+            return seen
+        }
+        #expect(try walk(nil) == followers.map(hexToken), "every follower once, in token order, nothing else")
+        #expect(try walk(.sandbox) == followers.filter { $0 % 3 == 0 }.map(hexToken))
+        #expect(try reader.pushToStartTokens(following: "team:ARS", after: hexToken(followers.last!), limit: 10, environment: nil).isEmpty)
+        #expect(try reader.token(hexToken(5)) == nil, "deleted with its follows")
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aTokenListAudienceKeepsTheActiveRegisteredTokensInOrder(kind: StoreKind) throws {
+        let store = try kind.open()
+        _ = try Self.write(store, [
+            .registerToken(TokenRecord(token: hexToken(1), kind: .update, channelID: "m1", registeredAt: t0)),
+            .registerToken(TokenRecord(token: hexToken(2), kind: .pushToStart, registeredAt: t0)),
+            .registerToken(TokenRecord(token: hexToken(3), kind: .pushToStart, environment: .sandbox, registeredAt: t0)),
+            .registerToken(TokenRecord(token: hexToken(4), kind: .pushToStart, registeredAt: t0)),
+            .deactivateToken(hexToken(4), unlessRegisteredAfter: t0, at: t0),
+        ])
+        let reader = try store.personalReader()
+        defer { reader.close() }
+        let asked = [hexToken(3), hexToken(9), hexToken(4), hexToken(1).uppercased(), hexToken(2)]
+        #expect(try reader.activeTokens(among: asked, environment: nil) == [1, 2, 3].map(hexToken), "any kind, token order, lowercase")
+        #expect(try reader.activeTokens(among: asked, environment: .production) == [1, 2].map(hexToken))
+        #expect(try reader.activeTokens(among: [], environment: nil).isEmpty)
+    }
+}

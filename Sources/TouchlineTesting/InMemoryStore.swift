@@ -37,6 +37,7 @@ public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unch
 
     private init(name: String, clock: any WallClock, committed: InMemoryCommitted) {
         queue = DispatchQueue(label: name)
+        queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(queue))
         self.name = name
         self.clock = clock
         self.committed = committed
@@ -74,11 +75,16 @@ public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unch
     public var queueDepth: Int { control.withLock { $0.queued } }
     public var statistics: StoreWriterStatistics { control.withLock { $0.statistics } }
 
-    /// Commits what is queued (waits for it), then refuses later writes. Not on the writer's queue.
+    /// Commits what is queued (waits for it), then refuses later writes. On the writer's own
+    /// queue (the last owner released in a completion) it cannot wait for itself: it only refuses.
     public func close() {
         control.withLock { $0.closed = true }
+        guard DispatchQueue.getSpecific(key: Self.queueKey) != ObjectIdentifier(queue) else { return }
         queue.sync {}
     }
+
+    /// Marks each writer's queue, so ``close()`` knows when it runs on it.
+    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     // MARK: Writes
 

@@ -12,20 +12,12 @@ final class ChannelService: @unchecked Sendable {
     let loop: EventLoop
     /// Channels and their events.
     let store: any ChannelStoreWriter
-    /// Tokens, personal jobs and dead letters: a file and writer thread of their own, so that
-    /// personal writes never queue in front of a channel's commit.
-    let personalStore: any PersonalStoreWriter
     /// Told how long commits and broadcasts wait, so that the personal queue yields when they wait long.
     let broadcastPressure: BroadcastPressure
     let dispatcher: BroadcastDispatcher
     /// Runs personal jobs on the personal loop; handed a job once it is durable.
     let personal: PersonalDispatcher
-    let access: APIAccess
-    /// The API keys' request buckets, taken by the admission hook (on this loop: the HTTP server's).
-    let requestLimits: Admission.RequestLimits
     let defaultPolicy: ChannelPolicy
-    /// Apple's servers or the bundled mock (development mode): shown wherever operators look.
-    let apnsMode: GatewayConfiguration.APNsMode
     let clock: any WallClock
     let log: GatewayLog
     var channels: [String: Channel] = [:]
@@ -35,12 +27,8 @@ final class ChannelService: @unchecked Sendable {
     /// True while lost creates are reconciled at start-up; new creates wait (503) meanwhile, so
     /// their fresh APNs channels are never taken for orphans.
     var isReconciling = false
-    /// `/metrics` exposure settings.
-    let metricsSettings: MetricsSettings
     /// Counters of the ingest loop not kept by the channels themselves.
     var metrics: IngestMetrics
-    /// The broadcast loop's APNs counters (read there, through `execute`).
-    let apnsMetrics: APNsMetrics
     /// Channels whose fire-and-forget save failed, saved again by a timer once the store takes
     /// writes (see `ChannelService+Saves.swift`).
     var channelsNeedingSave: [String: Channel] = [:]
@@ -52,28 +40,20 @@ final class ChannelService: @unchecked Sendable {
     /// recorded with `webhooks.outbox` in the batches that change the channel.
     let webhooks: WebhookDelivery?
 
-    init(loop: EventLoop, store: any ChannelStoreWriter, personalStore: any PersonalStoreWriter, broadcastPressure: BroadcastPressure,
+    init(loop: EventLoop, store: any ChannelStoreWriter, broadcastPressure: BroadcastPressure,
          dispatcher: BroadcastDispatcher,
          personal: PersonalDispatcher, webhooks: WebhookDelivery? = nil, configuration: GatewayConfiguration, clock: any WallClock,
          log: GatewayLog) {
         self.loop = loop
         self.store = store
-        self.personalStore = personalStore
         self.broadcastPressure = broadcastPressure
         self.dispatcher = dispatcher
         self.personal = personal
-        access = APIAccess(keys: configuration.apiKeys)
-        requestLimits = Admission.RequestLimits(keys: configuration.apiKeys, providerDefault: configuration.providerRateLimit,
-                                                       clock: clock)
         defaultPolicy = configuration.defaultPolicy
-        apnsMode = configuration.apnsMode
         self.clock = clock
         self.log = log
-        metricsSettings = configuration.metrics
         metrics = IngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
         self.webhooks = webhooks
-        apnsMetrics = APNsMetrics(apns: dispatcher.apns, pushPool: "broadcast", kind: .broadcast,
-                                         managementPool: "management", credentialsRejected: webhooks?.credentialsReporter)
     }
 
     // MARK: Restart

@@ -15,6 +15,7 @@ import TouchlineRuntime
 /// ingest loop, like the feed) and makes the feed on the first `GET /v1/stream`.
 struct DashboardAPI: APIFeature {
     let service: ChannelService
+    let operators: OperatorsAPI
 
     func addRoutes(to router: inout APIRouter) {
         router.add(.get, "/", scope: .open) { call throws(HTTPError) in call.respond(DashboardAssets.page) }
@@ -31,7 +32,7 @@ struct DashboardAPI: APIFeature {
         let key = try call.caller.requiredKey()
         let channelID = request.target.queryValue("channel")
         if let channelID { try APIAccess.require(key, covers: channelID) }
-        let stream = service.eventStream ?? LiveFeed(service: service)
+        let stream = service.eventStream ?? LiveFeed(service: service, operators: operators)
         service.eventStream = stream
         try stream.connect(request, key: key, channelID: channelID)
     }

@@ -36,14 +36,17 @@ final class LiveFeed: @unchecked Sendable {
     }
 
     private unowned let service: ChannelService
+    /// Where the global figures come from (`GET /v1/stats`, the other loops' snapshots).
+    private unowned let operators: OperatorsAPI
     private var clients: [ObjectIdentifier: Client] = [:]
     private var heartbeatTimer: LoopTimer?
     private var changeTimer: LoopTimer?
     /// The other loops' figures, as of the last heartbeat (nil before the first gathering).
     private var loops: LoopSnapshots?
 
-    init(service: ChannelService) {
+    init(service: ChannelService, operators: OperatorsAPI) {
         self.service = service
+        self.operators = operators
     }
 
     /// Opens a stream for `request` and sends the first snapshot.
@@ -63,7 +66,7 @@ final class LiveFeed: @unchecked Sendable {
         // A reconnecting EventSource waits this long; the dashboard's own reader does the same.
         stream.write(Array("retry: 2000\n\n".utf8))
         if let loops {
-            send(to: client, SnapshotContext(service: service, loops: loops))
+            send(to: client, SnapshotContext(service: service, operators: operators, loops: loops))
         } else {
             refresh()
         }
@@ -115,7 +118,7 @@ final class LiveFeed: @unchecked Sendable {
 
     /// Gathers the other loops' figures, then sends everyone a snapshot.
     private func refresh() {
-        service.gatherLoopSnapshots { [weak self] loops in
+        operators.gatherLoopSnapshots { [weak self] loops in
             guard let self, !clients.isEmpty else { return }
             self.loops = loops
             broadcast()
@@ -125,7 +128,7 @@ final class LiveFeed: @unchecked Sendable {
     private func broadcast() {
         changeTimer?.cancel()
         guard let loops else { return }
-        let context = SnapshotContext(service: service, loops: loops)
+        let context = SnapshotContext(service: service, operators: operators, loops: loops)
         for client in clients.values where client.stream.bufferedBytes <= Self.maxBufferedBytes {
             send(to: client, context)
         }
@@ -144,13 +147,15 @@ final class LiveFeed: @unchecked Sendable {
 /// what its key may see.
 private final class SnapshotContext {
     private let service: ChannelService
+    private let operators: OperatorsAPI
     private let loops: LoopSnapshots
     private let now: UnixTime
     private var rows: [String: JSONValue] = [:]
     private var globals: [String: JSONValue] = [:]
 
-    init(service: ChannelService, loops: LoopSnapshots) {
+    init(service: ChannelService, operators: OperatorsAPI, loops: LoopSnapshots) {
         self.service = service
+        self.operators = operators
         self.loops = loops
         now = service.clock.now()
     }
@@ -174,7 +179,7 @@ private final class SnapshotContext {
 
     private func globalStats(for key: GatewayConfiguration.APIKey) -> JSONValue {
         if let stats = globals[key.key] { return stats }
-        let stats = service.statsJSON(visibleTo: key, loops: loops)
+        let stats = operators.statsJSON(visibleTo: key, loops: loops)
         globals[key.key] = stats
         return stats
     }

@@ -18,3 +18,12 @@ struct IngestMetrics {
         ingestToAPNs[priority, default: Histogram()].observe(latency.inSeconds)
     }
 }
+
+extension ChannelService {
+    /// Notes APNs' answer to push `sequence` in the channel's history and, when APNs accepted
+    /// it, its ingest-to-APNs latency.
+    func recordAnswer(of sequence: UInt64, on channel: Channel, outcome: String, retried: Bool) {
+        guard let accepted = channel.activity.pushAnswered(sequence: sequence, outcome: outcome, retried: retried, at: .now) else { return }
+        metrics.observeIngestToAPNs(accepted.latency, priority: accepted.priority)
+    }
+}

@@ -10,7 +10,7 @@ struct LoopSnapshots: Sendable {
     var apnsPools: [APNsSnapshot.Pool] { broadcast.pools + personal.apns.pools }
 }
 
-extension ChannelService {
+extension OperatorsAPI {
     /// Reads the broadcast loop's and then the personal loop's figures, each on its own loop
     /// (the hand-offs are `execute`); `done` runs on the ingest loop.
     func gatherLoopSnapshots(_ done: @escaping @Sendable (LoopSnapshots) -> Void) {
@@ -26,11 +26,11 @@ extension ChannelService {
         }
     }
 
-    /// Every metric, named as docs/metrics.md lists them. Runs on the ingest loop, reading the
+    /// Every metric, named as docs/service.metrics.md lists them. Runs on the ingest loop, reading the
     /// channels directly and the other loops through `loops`.
     func metricFamilies(_ loops: LoopSnapshots) -> [MetricFamily] {
         let now = clock.now()
-        metrics.channelLabels.release { channels[$0] == nil }
+        service.metrics.channelLabels.release { channels[$0] == nil }
         // The oldest channels get the labels first, so which ones do is stable across scrapes.
         let ordered = channels.values.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
 
@@ -50,7 +50,7 @@ extension ChannelService {
         var pendingChannels = 0
         for channel in ordered {
             channelCount.add(1, ["status": channel.status.rawValue])
-            let channelLabel = metrics.channelLabels.label(for: channel.id)
+            let channelLabel = service.metrics.channelLabels.label(for: channel.id)
             let label: MetricLabels = ["channel": channelLabel]
             let counters = channel.engine.counters
             received.add(counters.eventsApplied, label)
@@ -67,7 +67,7 @@ extension ChannelService {
         }
 
         var rejected = counter("touchline_events_rejected_total", "Event requests refused, by the API error code.")
-        for (reason, count) in metrics.rejectedEvents.sorted(by: { $0.key < $1.key }) { rejected.add(count, ["reason": reason]) }
+        for (reason, count) in service.metrics.rejectedEvents.sorted(by: { $0.key < $1.key }) { rejected.add(count, ["reason": reason]) }
 
         var responses = counter("touchline_apns_responses_total",
                                 "APNs answers by pool, HTTP status and reason (status \"none\": no answer, reason says why).")
@@ -128,7 +128,7 @@ extension ChannelService {
                                    help: "From accepting the oldest event a push carries to APNs accepting that push, by priority.",
                                    kind: .histogram)
         for priority in [ChannelEngine.Priority.immediate, .powerConsiderate] {
-            latency.add(metrics.ingestToAPNs[priority] ?? Histogram(), ["priority": String(priority.rawValue)])
+            latency.add(service.metrics.ingestToAPNs[priority] ?? Histogram(), ["priority": String(priority.rawValue)])
         }
         var mode = MetricFamily("touchline_apns_mode",
                                 help: "Where pushes go: 1 for the mode in force (apple, or mock in development mode), 0 for the other.",
@@ -143,11 +143,5 @@ extension ChannelService {
     }
 
     private func counter(_ name: String, _ help: String) -> MetricFamily { MetricFamily(name, help: help, kind: .counter) }
-
-    /// Notes APNs' answer to push `sequence` in the channel's history and, when APNs accepted
-    /// it, its ingest-to-APNs latency.
-    func recordAnswer(of sequence: UInt64, on channel: Channel, outcome: String, retried: Bool) {
-        guard let accepted = channel.activity.pushAnswered(sequence: sequence, outcome: outcome, retried: retried, at: .now) else { return }
-        metrics.observeIngestToAPNs(accepted.latency, priority: accepted.priority)
-    }
 }
+

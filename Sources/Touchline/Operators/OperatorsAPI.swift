@@ -8,45 +8,80 @@ import TouchlineStore
 ///
 /// `/healthz` and `/readyz` never need a key (probes and load balancers carry none); `/metrics`
 /// needs one only with `metrics.requireKey`. The figures are the channel service's and the
-/// other loops' (gathered through ``ChannelService/gatherLoopSnapshots(_:)``), plus the
-/// personal jobs found broken at start.
-struct OperatorsAPI: APIFeature {
+/// other loops' (gathered through ``gatherLoopSnapshots(_:)``), plus the personal jobs found
+/// broken at start.
+///
+/// Owns what only operators read: the broadcast loop's APNs counters, the `/metrics` settings,
+/// the keys' rate-limit refusals (the admission hook takes from the same buckets) and the
+/// personal store's health. On the ingest loop (`@unchecked Sendable` only so route closures
+/// and loop jobs can capture it).
+final class OperatorsAPI: APIFeature, @unchecked Sendable {
     let service: ChannelService
     let intake: PersonalJobIntake
+    /// Tokens, personal jobs and dead letters: its health and queue are shown beside the channels'.
+    let personalStore: any PersonalStoreWriter
+    /// Apple's servers or the bundled mock (development mode): shown wherever operators look.
+    let apnsMode: GatewayConfiguration.APNsMode
+    /// `/metrics` exposure settings.
+    let metricsSettings: MetricsSettings
+    /// The broadcast loop's APNs counters (read there, through `execute`).
+    let apnsMetrics: APNsMetrics
+    /// The API keys' request buckets, taken by the admission hook (on this loop: the HTTP server's).
+    let requestLimits: Admission.RequestLimits
+
+    init(service: ChannelService, intake: PersonalJobIntake, personalStore: any PersonalStoreWriter, configuration: GatewayConfiguration,
+         clock: any WallClock) {
+        self.service = service
+        self.intake = intake
+        self.personalStore = personalStore
+        apnsMode = configuration.apnsMode
+        metricsSettings = configuration.metrics
+        apnsMetrics = APNsMetrics(apns: service.dispatcher.apns, pushPool: "broadcast", kind: .broadcast, managementPool: "management",
+                                  credentialsRejected: service.webhooks?.credentialsReporter)
+        requestLimits = Admission.RequestLimits(keys: configuration.apiKeys, providerDefault: configuration.providerRateLimit, clock: clock)
+    }
+
+    // The channel service's state the figures are built from (all on the ingest loop).
+    var channels: [String: Channel] { service.channels }
+    var clock: any WallClock { service.clock }
+    var loop: EventLoop { service.loop }
+    var store: any ChannelStoreWriter { service.store }
+    var dispatcher: BroadcastDispatcher { service.dispatcher }
+    var personal: PersonalDispatcher { service.personal }
 
     func addRoutes(to router: inout APIRouter) {
         addStatsRoutes(to: &router)
-        router.add(.get, "/metrics", scope: service.metricsSettings.requireKey ? .anyKey : .open) { call throws(HTTPError) in
-            service.gatherLoopSnapshots { loops in
-                let respond: @Sendable ([MetricFamily]) -> Void = { webhookFamilies in
-                    let text = PrometheusTextEncoder.encode(service.metricFamilies(loops) + service.storeMetricFamilies(brokenJobs: intake.brokenJobs.count)
+        router.add(.get, "/metrics", scope: metricsSettings.requireKey ? .anyKey : .open) { [self] call throws(HTTPError) in
+            gatherLoopSnapshots { [self] loops in
+                let respond: @Sendable ([MetricFamily]) -> Void = { [self] webhookFamilies in
+                    let text = PrometheusTextEncoder.encode(metricFamilies(loops) + storeMetricFamilies(brokenJobs: intake.brokenJobs.count)
                                                            + webhookFamilies)
                     call.respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusTextEncoder.contentType)],
                                               body: Array(text.utf8)))
                 }
                 guard let webhooks = service.webhooks else { return respond([]) }
-                webhooks.snapshot { snapshot in service.loop.execute { respond(service.webhookMetricFamilies(snapshot)) } }
+                webhooks.snapshot { [self] snapshot in service.loop.execute { [self] in respond(webhookMetricFamilies(snapshot)) } }
             }
         }
         router.add(.get, "/healthz", scope: .open) { call throws(HTTPError) in
             call.respond(.json(status: 200, ["status": "alive"]))
         }
-        router.add(.get, "/readyz", scope: .open) { call throws(HTTPError) in
-            service.gatherLoopSnapshots { loops in
-                let readiness = service.readinessJSON(loops)
+        router.add(.get, "/readyz", scope: .open) { [self] call throws(HTTPError) in
+            gatherLoopSnapshots { [self] loops in
+                let readiness = readinessJSON(loops)
                 call.respond(.json(status: readiness.ready ? 200 : 503, readiness.body))
             }
         }
     }
 
     func addStatsRoutes(to router: inout APIRouter) {
-        router.add(.get, "/v1/stats", scope: .anyKey) { call throws(HTTPError) in
+        router.add(.get, "/v1/stats", scope: .anyKey) { [self] call throws(HTTPError) in
             let key = try call.caller.requiredKey()
-            service.gatherLoopSnapshots { loops in
-                call.respond(.json(status: 200, service.statsJSON(visibleTo: key, loops: loops)))
+            gatherLoopSnapshots { [self] loops in
+                call.respond(.json(status: 200, statsJSON(visibleTo: key, loops: loops)))
             }
         }
-        router.add(.get, "/v1/channels/{id}/stats", scope: .channel(parameter: "id")) { call throws(HTTPError) in
+        router.add(.get, "/v1/channels/{id}/stats", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
             call.respond(.json(status: 200, try service.channel(call).statsJSON(now: service.clock.now())))
         }
     }

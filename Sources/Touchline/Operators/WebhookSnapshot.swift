@@ -3,7 +3,7 @@ import TouchlineStore
 
 /// The webhook series of `/metrics`, one `endpoint` label per configured endpoint (at most
 /// ``WebhookSettings/maximumEndpoints``, so the cardinality is bounded by the configuration).
-extension ChannelService {
+extension OperatorsAPI {
     func webhookMetricFamilies(_ snapshot: WebhookSnapshot) -> [MetricFamily] {
         var delivered = MetricFamily("touchline_webhook_deliveries_total",
                                      help: "Webhook deliveries answered 2xx, by endpoint (since the start).", kind: .counter)

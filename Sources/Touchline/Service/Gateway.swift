@@ -156,7 +156,7 @@ public final class Gateway: Sendable {
                                                      broadcastPressure: broadcastPressure, webhooks: webhooks,
                                                      log: log.named("personal"))
             let tokenReader = try stores.personalReader()
-            let service = ChannelService(loop: ingestLoop, store: store, personalStore: personalStore,
+            let service = ChannelService(loop: ingestLoop, store: store,
                                          broadcastPressure: broadcastPressure,
                                          dispatcher: BroadcastDispatcher(apns: connections, ingestLoop: ingestLoop,
                                                                        pressure: broadcastPressure),
@@ -173,10 +173,12 @@ public final class Gateway: Sendable {
                                    isKnownChannel: { [service] id in service.channels[id] != nil })
             // Every route of the gateway with its scope: the admission hook and the API
             // document's test read this same table.
+            let operators = OperatorsAPI(service: service, intake: intake, personalStore: personalStore, configuration: configuration,
+                                         clock: clock)
             let router = APIRouter(access: access, features: [
                 service, tokens, PersonalAPI(intake: intake), KickoffAPI(channels: service, intake: intake), DeadLettersAPI(intake: intake),
-                WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), OperatorsAPI(service: service, intake: intake),
-                DashboardAPI(service: service),
+                WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators,
+                DashboardAPI(service: service, operators: operators),
             ])
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
                 // Stored personal jobs are queued on the personal loop before the API can hand
@@ -187,7 +189,7 @@ public final class Gateway: Sendable {
                     }
                 }
                 var serverConfiguration = httpConfiguration
-                serverConfiguration.admission = Admission(access: access, router: router, limits: service.requestLimits).refusal
+                serverConfiguration.admission = Admission(access: access, router: router, limits: operators.requestLimits).refusal
                 return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog) {
                     router.handle($0)
                 })

@@ -1,7 +1,7 @@
 import TouchlineCore
 import TouchlineStore
 
-extension ChannelService {
+extension OperatorsAPI {
     /// The stores' health and the records the gateway could not restore, for `/metrics`.
     func storeMetricFamilies(brokenJobs: Int) -> [MetricFamily] {
         var writable = MetricFamily("touchline_store_writable",

@@ -8,7 +8,7 @@ import TouchlineStore
 /// Channel figures cover the channels the key may see (a provider key sees its prefix); queue,
 /// connection and personal-queue figures are the gateway's. The per-channel builder is
 /// ``Channel/statsJSON(now:)``.
-extension ChannelService {
+extension OperatorsAPI {
     /// The global figures for `key`; on the ingest loop, with the other loops' `loops`.
     func statsJSON(visibleTo key: GatewayConfiguration.APIKey, loops: LoopSnapshots) -> JSONValue {
         let now = clock.now()
@@ -46,7 +46,7 @@ extension ChannelService {
                 + ChannelStatus.allCases.map { .init($0.rawValue, integer(byStatus[$0] ?? 0)) })),
             .init("events", ["received": integer(totals.eventsApplied), "duplicates": integer(duplicates),
                              "stateChanges": integer(totals.stateChanges),
-                             "rejected": .object(metrics.rejectedEvents.sorted { $0.key < $1.key }.map { .init($0.key, integer($0.value)) })]),
+                             "rejected": .object(service.metrics.rejectedEvents.sorted { $0.key < $1.key }.map { .init($0.key, integer($0.value)) })]),
             .init("pushes", ["byPriority": ["10": integer(totals.immediatePushes), "5": integer(totals.powerConsideratePushes)],
                              "coalesced": integer(totals.coalesced), "rateLimitDeferrals": integer(totals.rateLimitDeferrals),
                              "budgetDowngrades": integer(totals.budgetDowngrades), "throttled": integer(totals.throttled),

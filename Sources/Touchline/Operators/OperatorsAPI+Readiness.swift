@@ -3,7 +3,7 @@ import TouchlineRuntime
 import TouchlineStore
 
 /// `GET /readyz`'s report (served by ``OperatorsAPI``).
-extension ChannelService {
+extension OperatorsAPI {
     /// Ready when both stores take writes (open, and not failing: see ``StoreHealth``) and no
     /// APNs pool is backing off without a connection.
     func readinessJSON(_ loops: LoopSnapshots) -> (ready: Bool, body: JSONValue) {

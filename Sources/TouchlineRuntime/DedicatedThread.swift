@@ -15,13 +15,6 @@ public enum DedicatedThread {
 
     /// ``run(name:_:)`` for work that cannot fail.
     public static func run(name: String, _ body: @escaping @Sendable () -> Void) async {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
-                body()
-                done.resume()
-            }
-            thread.name = name
-            thread.start()
-        }
+        _ = try? await run(name: name) { () throws -> Void in body() }
     }
 }

@@ -111,10 +111,6 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
 }
 
 /// Splits a path on `/`, ignoring a trailing slash (`/v1/channels/` is `/v1/channels`).
-private func pathSegments(_ path: Substring) -> [Substring] {
-    path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().reversed().drop { $0.isEmpty }.reversed()
-}
-
 private func pathSegments(_ path: String) -> [Substring] {
-    pathSegments(path[...])
+    path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().reversed().drop { $0.isEmpty }.reversed()
 }

@@ -12,7 +12,8 @@ import PackageDescription
 /// - `APNs`: provider tokens, typed APNs requests and errors, connection pools;
 /// - `Touchline`: the gateway (provider API, channels, personal queue), on the modules above;
 /// - `TouchlineTesting`: in-memory stores and APNs dispatch for tests, held to the contract tests
-///   that SQLite passes (`StoreContractTests`);
+///   that SQLite passes (`StoreContractTests`); `ChildProcesses`: the programs tests run beside
+///   themselves, started with `posix_spawn`;
 /// - `APNsMock`: the strict mock APNs server (a test server as a product of its own), which the
 ///   gateway starts in development mode; `Measurements`: the arrival histograms it shares with
 ///   the load tools;
@@ -58,6 +59,10 @@ let package = Package(
         // In-memory stores and APNs dispatch for tests, held to the same contract tests as SQLite
         // (`StoreContractTests`); never linked into an executable (`ProductGraphTests`).
         .target(name: "TouchlineTesting", dependencies: ["Touchline", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs", "HTTP2"]),
+        // Child processes for tests (posix_spawn: Foundation's `Process` crashes a busy process on
+        // Linux, see `ChildProcess`); test-only, like TouchlineTesting.
+        .target(name: "CSpawn"),
+        .target(name: "ChildProcesses", dependencies: ["CSpawn"]),
         .target(name: "Measurements"),
         .target(name: "APNsMock", dependencies: ["CommandLineOptions", "Measurements", "TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
         .executableTarget(name: "touchline-mock-apns", dependencies: ["APNsMock", "CommandLineOptions"]),
@@ -70,21 +75,22 @@ let package = Package(
                           exclude: ["Corpus"]),
 
         .testTarget(name: "CommandLineOptionsTests", dependencies: ["CommandLineOptions"]),
+        .testTarget(name: "ChildProcessesTests", dependencies: ["ChildProcesses"]),
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
-        .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore"]),
-        .testTarget(name: "TouchlineStoreTests", dependencies: ["TouchlineStore", "TouchlineRuntime", "TouchlineCore"]),
+        .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
+        .testTarget(name: "TouchlineStoreTests", dependencies: ["TouchlineStore", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         // One contract suite per store and dispatch protocol, run against every implementation.
         .testTarget(name: "StoreContractTests", dependencies: ["TouchlineTesting", "Touchline", "TouchlineStore", "TouchlineRuntime",
                                                                "TouchlineCore", "APNs", "APNsMock"]),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims"]),
-        .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "Measurements", "HTTP2", "TouchlineRuntime", "TouchlineCore"]),
-        .testTarget(name: "DeployTests"),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2", "ChildProcesses"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims", "ChildProcesses"]),
+        .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "Measurements", "HTTP2", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
+        .testTarget(name: "DeployTests", dependencies: ["ChildProcesses"]),
         .testTarget(name: "MeasurementsTests", dependencies: ["Measurements"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
-        .testTarget(name: "LoadScenarioTests", dependencies: ["LoadKit", "Measurements"]),
-        .testTarget(name: "FuzzCorpusTests"),
-        .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineTesting", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore"]),
+        .testTarget(name: "LoadScenarioTests", dependencies: ["LoadKit", "Measurements", "ChildProcesses"]),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["ChildProcesses"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineTesting", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import ChildProcesses
 import APNs
 import CShims
 import Foundation
@@ -32,16 +33,8 @@ struct CommandFailed: Error, CustomStringConvertible {
 /// Runs the `openssl` command-line tool, an implementation independent of the code under test.
 @discardableResult
 func openssl(_ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["openssl"] + arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, output)
+    let (termination, output) = try ChildProcess.run("openssl", arguments)
+    return (termination.status, output)
 }
 
 /// Test keys: P-256 `.p8` keys are made in-process (many tests need one, and every child

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 /// An external checker (systemd-analyze, promtool, hadolint...) found on `PATH`, and the
@@ -22,17 +23,8 @@ enum DeployTool {
     /// Runs `name` with `arguments` from the repository root; its exit status and its standard
     /// output and error together.
     static func run(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path(of: name) ?? name)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: root)
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        let (termination, output) = try ChildProcess.run(path(of: name) ?? name, arguments, directory: root)
+        return (termination.status, output)
     }
 
     /// The text of a repository file.

@@ -50,17 +50,18 @@ import Testing
         #expect(!Self.closure(of: "APNsMock", in: graph).contains("LoadKit"))
     }
 
-    /// The in-memory stores and APNs dispatch are for tests only: no executable links them, and
-    /// they are no product of the package.
-    @Test func theTestSupportModuleIsLinkedByTestsOnly() throws {
+    /// The in-memory stores and APNs dispatch, and the child processes the tests start, are for
+    /// tests only: no executable links them, and they are no product of the package.
+    @Test(arguments: [("TouchlineTesting", "StoreContractTests"), ("ChildProcesses", "TouchlineTests")])
+    func theTestSupportModulesAreLinkedByTestsOnly(module: String, aTestTargetUsingIt: String) throws {
         let (graph, libraries) = try Self.describePackage()
-        #expect(graph["TouchlineTesting"] != nil, "the module is gone or renamed: \(graph.keys.sorted())")
+        #expect(graph[module] != nil, "the module is gone or renamed: \(graph.keys.sorted())")
         for executable in ["touchline", "touchline-mock-apns", "touchline-load", "touchline-fuzz"] {
-            #expect(!Self.closure(of: executable, in: graph).contains("TouchlineTesting"), "\(executable) reaches TouchlineTesting")
+            #expect(!Self.closure(of: executable, in: graph).contains(module), "\(executable) reaches \(module)")
         }
-        #expect(!libraries.contains("TouchlineTesting"))
-        // The same walk finds it from the contract tests, so the checks above can fail.
-        #expect(Self.closure(of: "StoreContractTests", in: graph).contains("TouchlineTesting"))
+        #expect(!libraries.contains(module))
+        // The same walk finds it from a test target, so the checks above can fail.
+        #expect(Self.closure(of: aTestTargetUsingIt, in: graph).contains(module))
     }
 
     @Test func theReusablePartsAreLibraryProducts() throws {

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Testing
 
@@ -21,16 +22,8 @@ import Testing
 
     @Test(arguments: targets)
     func storedInputsPass(target: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = [target, Self.corpus + "/" + target]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let (termination, text) = try ChildProcess.run(Self.executable, [target, Self.corpus + "/" + target])
+        #expect(termination == .exited(0), "\(text)")
         #expect(text.contains("every invariant held") && !text.contains(": 0 inputs"), "\(text)")
     }
 }

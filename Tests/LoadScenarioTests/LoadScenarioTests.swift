@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import LoadKit
 import Testing
@@ -11,17 +12,8 @@ import Testing
 
     /// Runs `touchline-load` with `arguments`; returns its exit status and output.
     func run(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = arguments
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let text = output.fileHandleForReading.readDataToEndOfFile()
-        let errorText = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: text, as: UTF8.self), String(decoding: errorText, as: UTF8.self))
+        let result = try ChildProcess.runSeparately(Self.executable, arguments)
+        return (result.termination.status, result.output, result.errors)
     }
 
     func report(under root: String) throws -> BenchmarkReport {

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Synchronization
 import Testing
@@ -46,15 +47,8 @@ private func echoRouter() -> HTTPRouter<BearerAuthorizer> {
 
 /// Runs curl and returns (status, body).
 private func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    process.arguments = ["-s", "-w", "\n%{http_code}"] + arguments
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    var lines = String(decoding: data, as: UTF8.self).components(separatedBy: "\n")
+    var lines = try ChildProcess.run("/usr/bin/curl", ["-s", "-w", "\n%{http_code}"] + arguments, errors: .null).output
+        .components(separatedBy: "\n")
     let status = Int(lines.removeLast()) ?? -1
     return (status, lines.joined(separator: "\n"))
 }

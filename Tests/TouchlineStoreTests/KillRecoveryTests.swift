@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Testing
 import TouchlineCore
@@ -14,23 +15,17 @@ import TouchlineStore
     @Test func everyAcknowledgedBatchSurvivesSIGKILL() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("store.db")
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        child.arguments = ["--testing-library", "swift-testing", "--filter", "writeBatchesUntilKilled"]
-        child.environment = ProcessInfo.processInfo.environment.merging([Self.databaseVariable: path]) { $1 }
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        let watchdog = DispatchWorkItem { kill(child.processIdentifier, SIGKILL) }
+        let child = try ChildProcess(URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+                                     ["--testing-library", "swift-testing", "--filter", "writeBatchesUntilKilled"],
+                                     environment: ProcessInfo.processInfo.environment.merging([Self.databaseVariable: path]) { $1 },
+                                     output: .pipe, errors: .null)
+        let watchdog = DispatchWorkItem { child.signal(SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
 
         var acknowledged: Int64 = 0
         var pending = ""
-        let reading = output.fileHandleForReading
         while acknowledged < 2_000 {
-            let data = reading.availableData
-            if data.isEmpty { break }
+            guard let data = child.output!.read() else { break }
             pending += String(decoding: data, as: UTF8.self)
             while let newline = pending.firstIndex(of: "\n") {
                 let line = pending[..<newline]
@@ -40,16 +35,15 @@ import TouchlineStore
                 }
             }
         }
-        kill(child.processIdentifier, SIGKILL)
-        child.waitUntilExit()
+        child.signal(SIGKILL)
         watchdog.cancel()
-        #expect(child.terminationReason == .uncaughtSignal, "the child was killed, it did not finish")
+        #expect(child.wait() == .signalled(SIGKILL), "the child was killed, it did not finish")
         try #require(acknowledged >= 2_000, "the child acknowledged \(acknowledged) batches before its output ended")
 
         let reader = try SQLiteChannelReader(path: path)
         let stored = try #require(try reader.channel(id: "m"))
         #expect(stored.lastSeq >= acknowledged)
-        print("kill -9: child \(child.processIdentifier) acknowledged \(acknowledged) batches; the database holds \(stored.lastSeq)")
+        print("kill -9: child \(child.pid) acknowledged \(acknowledged) batches; the database holds \(stored.lastSeq)")
         let seqs = try reader.events(channelID: "m", afterSeq: 0, limit: 100_000).map(\.seq)
         #expect(Array(seqs.prefix(Int(acknowledged))) == Array(1...acknowledged))
     }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Testing
 @testable import Touchline
@@ -52,16 +53,8 @@ struct DashboardTests {
     /// The script is real JavaScript: Node's syntax check (Debian package nodejs; make deps installs it).
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/node"), "node is not installed"))
     func theScriptPassesNodesSyntaxCheck() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/node")
-        process.arguments = ["--check", Self.root.appendingPathComponent("Sources/Touchline/Dashboard/dashboard.js").path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "node --check: \(text)")
+        let (termination, text) = try ChildProcess.run("/usr/bin/node", ["--check", Self.root.appendingPathComponent("Sources/Touchline/Dashboard/dashboard.js").path])
+        #expect(termination == .exited(0), "node --check: \(text)")
     }
 
     @Test func theStreamSendsSnapshotsOfTheChannelsTheKeyMaySeeAndFollowsChanges() async throws {

@@ -1,3 +1,4 @@
+import ChildProcesses
 import APNsMock
 import Foundation
 import Testing
@@ -29,7 +30,7 @@ struct GatewayDescriptorLimitTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let serve = try ServeProcess(dataDirectory: directory, descriptorLimit: Self.limit)
         defer { _ = serve.terminate() }
-        let pid = serve.process.processIdentifier
+        let pid = serve.process.pid
         #expect(try serve.admin.request("GET", "/healthz").status == 200)
 
         // More keep-alive clients than descriptors are left; the rest wait in the backlog.

@@ -1,3 +1,4 @@
+import ChildProcesses
 import APNsMock
 import Foundation
 import Synchronization
@@ -78,15 +79,14 @@ struct GatewayEscalatedStopTests {
         let client = serve.admin
         Thread { _ = try? client.request("POST", "/v1/channels", json: #"{"id": "s1", "storagePolicy": "no-storage"}"#) }.start()
         try await Task.sleep(for: .milliseconds(500))
-        kill(serve.process.processIdentifier, SIGTERM)
+        serve.process.signal(SIGTERM)
         // Past the 2 s request grace, inside the 3 s APNs grace: 2.5 s more to wait without the cut.
         try await Task.sleep(for: .milliseconds(2_500))
         let signalled = ContinuousClock.now
-        kill(serve.process.processIdentifier, SIGTERM)
+        serve.process.signal(SIGTERM)
         let status = await withCheckedContinuation { (done: CheckedContinuation<Int32, Never>) in
             Thread {
-                serve.process.waitUntilExit()
-                done.resume(returning: serve.process.terminationStatus)
+                done.resume(returning: serve.process.wait().status)
             }.start()
         }
         #expect(status == 0)

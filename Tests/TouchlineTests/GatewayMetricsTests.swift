@@ -1,3 +1,4 @@
+import ChildProcesses
 import APNsMock
 import Foundation
 import Testing
@@ -226,18 +227,6 @@ func executable(_ name: String) -> String? {
 
 /// Runs a program to completion with `input` on stdin; returns its status and combined output.
 func run(_ path: String, _ arguments: [String], input: [UInt8] = []) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let stdin = Pipe()
-    let output = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input))
-    try stdin.fileHandleForWriting.close()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, text)
+    let (termination, text) = try ChildProcess.run(path, arguments, input: .bytes(Data(input)))
+    return (termination.status, text)
 }

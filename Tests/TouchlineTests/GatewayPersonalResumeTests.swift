@@ -1,3 +1,4 @@
+import ChildProcesses
 import APNsMock
 import Foundation
 import Testing
@@ -27,7 +28,7 @@ struct GatewayPersonalResumeTests {
         }
         // The kill comes from a thread of its own watching the mock: a polling task could be
         // starved by the cooperative pool on a busy machine and miss the middle of the fan-out.
-        let mock = apns.mock, pid = first.process.processIdentifier
+        let mock = apns.mock, pid = first.process.pid
         let killed = DispatchSemaphore(value: 0)
         Thread {
             let deadline = ContinuousClock.now + .seconds(30)
@@ -42,7 +43,7 @@ struct GatewayPersonalResumeTests {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().async { killed.wait(); done.resume() }
         }
-        first.process.waitUntilExit()
+        first.process.wait()
         let acceptedBeforeKill = apns.mock.recordedRequests().count { $0.endpoint == .device && $0.status == 200 }
         #expect(acceptedBeforeKill < Self.audience, "the kill came in the middle of the fan-out")
 

@@ -1,3 +1,4 @@
+import ChildProcesses
 import APNsMock
 import Foundation
 import Synchronization
@@ -62,16 +63,15 @@ struct GatewayShutdownTests {
         }
 
         let signalled = ContinuousClock.now
-        kill(first.process.processIdentifier, SIGTERM)
+        first.process.signal(SIGTERM)
         let status = await withCheckedContinuation { (done: CheckedContinuation<Int32, Never>) in
             Thread {
-                first.process.waitUntilExit()
-                done.resume(returning: first.process.terminationStatus)
+                done.resume(returning: first.process.wait().status)
             }.start()
         }
         let stopTime = ContinuousClock.now - signalled
         #expect(status == 0)
-        #expect(first.process.terminationReason == .exit)
+        #expect(first.process.wait() == .exited(0), "it exited by itself, not by a signal")
         #expect(stopTime < .seconds(10), "a container runtime would have killed it")
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in finished.notify(queue: .global()) { done.resume() } }
 

@@ -1,3 +1,4 @@
+import ChildProcesses
 import APNsMock
 import Foundation
 import Testing
@@ -179,12 +180,6 @@ final class ScratchFilesystem: Sendable {
     }
 
     private static func run(_ tool: String, _ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        (try? ChildProcess.run(tool, arguments, errors: .null))?.termination == .exited(0)
     }
 }

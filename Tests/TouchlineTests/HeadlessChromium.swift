@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 /// A headless Chromium driven over the DevTools protocol, for tests of the dashboard in a real
@@ -19,11 +20,10 @@ final class HeadlessChromium {
     static let executable: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
         .first { FileManager.default.isExecutableFile(atPath: $0) }
 
-    private let process: Process
-    /// The wrapper's standard input: when the test process ends, even by a crash, the pipe
-    /// closes and the wrapper stops the browser and removes its profile, so no Chromium
-    /// outlives its test.
-    private let lifeline = Pipe()
+    /// A shell around the browser, whose standard input is a lifeline: when the test process
+    /// ends, even by a crash, the pipe closes and the wrapper stops the browser and removes its
+    /// profile, so no Chromium outlives its test.
+    private let process: ChildProcess
     private let socket: WebSocket
     private var nextID = 0
 
@@ -31,8 +31,6 @@ final class HeadlessChromium {
         guard let executable = Self.executable else { throw Failure(description: "chromium is not installed") }
         let profile = NSTemporaryDirectory() + "touchline-chromium-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: profile, withIntermediateDirectories: true)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
         // --no-sandbox: test machines and containers often run as root, where the sandbox refuses to start.
         // The rest keep background work (updates, sync, networking) off a machine busy with tests.
         let arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
@@ -40,17 +38,14 @@ final class HeadlessChromium {
                          "--disable-component-update", "--disable-sync", "--disable-default-apps", "--mute-audio",
                          "--remote-debugging-address=127.0.0.1",
                          "--remote-debugging-port=0", "--user-data-dir=\(profile)", "--window-size=\(width),\(height)", "about:blank"]
-        process.arguments = ["-c", #"profile=$1; shift; "$@" </dev/null & browser=$!; cat >/dev/null; kill $browser; wait $browser; rm -rf "$profile""#,
-                             "chromium-lifeline", profile, executable] + arguments
-        process.standardInput = lifeline
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess("/bin/sh", ["-c", #"profile=$1; shift; "$@" </dev/null & browser=$!; cat >/dev/null; kill $browser; wait $browser; rm -rf "$profile""#,
+                                               "chromium-lifeline", profile, executable] + arguments,
+                                   input: .pipe, output: .null, errors: .null)
         do {
             let port = try await Self.devToolsPort(in: profile)
             socket = try WebSocket(port: port, path: try await Self.pageTargetPath(port: port))
         } catch {
-            Self.stop(process, lifeline: lifeline)
+            Self.stop(process)
             throw error
         }
     }
@@ -85,13 +80,13 @@ final class HeadlessChromium {
 
     func close() {
         socket.close()
-        Self.stop(process, lifeline: lifeline)
+        Self.stop(process)
     }
 
     /// Closes the lifeline (the wrapper then stops the browser) and waits for the wrapper.
-    private static func stop(_ process: Process, lifeline: Pipe) {
-        try? lifeline.fileHandleForWriting.close()
-        process.waitUntilExit()
+    private static func stop(_ process: ChildProcess) {
+        process.input!.close()
+        process.wait()
     }
 
     /// Sends one command and returns its `result` (events that arrive meanwhile are skipped).

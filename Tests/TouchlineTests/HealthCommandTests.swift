@@ -1,3 +1,4 @@
+import ChildProcesses
 import APNsMock
 import Foundation
 import Testing
@@ -7,15 +8,9 @@ import Testing
 @Suite("touchline health")
 struct HealthCommandTests {
     static func health(_ arguments: [String]) throws -> (status: Int32, errors: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ServeProcess.executable)
-        process.arguments = ["health"] + arguments
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
+        let child = try ChildProcess(ServeProcess.executable, ["health"] + arguments, output: .null, errors: .pipe)
+        let text = String(decoding: child.errors!.readToEnd(), as: UTF8.self)
+        return (child.wait().status, text)
     }
 
     @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))

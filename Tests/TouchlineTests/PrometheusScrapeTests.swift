@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Testing
 import TouchlineCore
@@ -26,22 +27,14 @@ struct PrometheusScrapeTests {
             """.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
         let port = freeLoopbackPort()
         // The server runs under a shell that stops it once its stdin closes: when this test ends,
-        // or when the test process dies, so a crashed run cannot leave the server behind. The
-        // shell only reads and kills: children of the test process inherit a signal mask that
-        // blocks SIGTERM and SIGCHLD, so it could neither be terminated nor `wait` for the server.
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/bin/sh")
-        server.arguments = ["-c", #""$0" "$@" </dev/null & server=$!; read -r _; kill "$server""#, executable("prometheus")!,
-                            "--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/data",
-                            "--web.listen-address=127.0.0.1:\(port)"]
-        let lifeline = Pipe()
-        server.standardInput = lifeline
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        // or when the test process dies, so a crashed run cannot leave the server behind.
+        let server = try ChildProcess("/bin/sh", ["-c", #""$0" "$@" </dev/null & server=$!; read -r _; kill "$server"; wait "$server""#,
+                                                  executable("prometheus")!, "--config.file=\(directory)/prometheus.yml",
+                                                  "--storage.tsdb.path=\(directory)/data", "--web.listen-address=127.0.0.1:\(port)"],
+                                      input: .pipe, output: .null, errors: .null)
         defer {
-            try? lifeline.fileHandleForWriting.close()
-            server.waitUntilExit()
+            server.input!.close()
+            server.wait()
         }
 
         let prometheus = GatewayTestClient(port: port)

@@ -1,3 +1,4 @@
+import ChildProcesses
 import APNsMock
 import Foundation
 import Testing
@@ -100,16 +101,10 @@ import Testing
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: mock), "needs the touchline-mock-apns executable"))
     func theMockSaysWhatIsWrongInOneLineWithStatus64() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.mock)
-        process.arguments = ["--bundle-id", "b", "--team-id", "t", "--key", "K=/dev/null", "--push-prot", "0"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 64)
+        let child = try ChildProcess(Self.mock, ["--bundle-id", "b", "--team-id", "t", "--key", "K=/dev/null", "--push-prot", "0"],
+                                     output: .null, errors: .pipe)
+        let text = String(decoding: child.errors!.readToEnd(), as: UTF8.self)
+        #expect(child.wait() == .exited(64))
         #expect(text == "touchline-mock-apns: unknown option --push-prot (did you mean --push-port?)\n")
     }
 }

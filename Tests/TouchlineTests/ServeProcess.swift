@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Synchronization
 import Testing
@@ -17,28 +18,21 @@ struct ServeProcess {
                          stopAfter: Duration? = nil) async throws -> (status: Int32, output: String) {
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<(status: Int32, output: String), Error>) in
             Thread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: executable)
-                process.arguments = arguments
-                if let environment { process.environment = environment }
-                let output = Pipe()
-                process.standardOutput = output
-                process.standardError = output
-                do { try process.run() } catch { return done.resume(throwing: error) }
+                let child: ChildProcess
+                do { child = try ChildProcess(executable, arguments, environment: environment) } catch { return done.resume(throwing: error) }
                 if let stopAfter {
                     Thread.sleep(forTimeInterval: stopAfter.inSeconds)
-                    process.terminate()
+                    child.signal(SIGTERM)
                 }
-                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                done.resume(returning: (process.terminationStatus, text))
+                let text = String(decoding: child.output!.readToEnd(), as: UTF8.self)
+                done.resume(returning: (child.wait().status, text))
             }.start()
         }
     }
     /// util-linux's `prlimit`, which runs a command under other resource limits.
     static let prlimit = "/usr/bin/prlimit"
 
-    let process: Process
+    let process: ChildProcess
     let port: Int
     /// Everything it has written to standard output (its log), read as it arrives so the
     /// child never blocks on a full pipe.
@@ -48,41 +42,30 @@ struct ServeProcess {
     /// development mode unless `arguments` give Apple credentials), and `environment` over the
     /// test's own; with `descriptorLimit`, under `prlimit` with that soft and hard open-file limit.
     init(dataDirectory: String, arguments: [String] = [], environment: [String: String] = [:], descriptorLimit: Int? = nil) throws {
-        process = Process()
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let mode = arguments.contains("--apns-key") ? [] : ["--dev"]
         let serve = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--admin-key", GatewayFixture.adminKey] + mode + arguments
-        if let descriptorLimit {
-            process.executableURL = URL(fileURLWithPath: Self.prlimit)
-            process.arguments = ["--nofile=\(descriptorLimit):\(descriptorLimit)", "--", Self.executable] + serve
-        } else {
-            process.executableURL = URL(fileURLWithPath: Self.executable)
-            process.arguments = serve
-        }
-        let pipe = Pipe()
-        process.standardOutput = pipe
+        let command = descriptorLimit.map { [Self.prlimit, "--nofile=\($0):\($0)", "--", Self.executable] } ?? [Self.executable]
         // Not the test runner's standard error: should this test process die, a child left
         // holding it would keep `swift test` waiting for its end of file.
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(command[0], Array(command.dropFirst()) + serve,
+                                   environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 },
+                                   output: .pipe, errors: .null)
+        let log = process.output!
         var text = ""
         let marker = /provider API on http:\/\/127\.0\.0\.1:(\d+)\/v1/
         var port: Int?
         while port == nil {
-            let chunk = pipe.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { throw GatewayTestClient.Failure(description: "touchline serve exited: \(text)") }
+            guard let chunk = log.read() else { throw GatewayTestClient.Failure(description: "touchline serve exited: \(text)") }
             text += String(decoding: chunk, as: UTF8.self)
             port = text.split(separator: "\n").lazy.compactMap { try? marker.firstMatch(in: String($0)) }.first.flatMap { Int($0.1) }
         }
         self.port = port!
         let output = output
         output.text.withLock { $0 = text }
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let chunk = handle.availableData
-            // End of file (the process is gone): stop, or the handler would fire without end.
-            guard !chunk.isEmpty else { return handle.readabilityHandler = nil }
-            output.text.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
-        }
+        // The rest of the log, read on a thread of its own until the process has gone.
+        Thread {
+            while let chunk = log.read() { output.text.withLock { $0 += String(decoding: chunk, as: UTF8.self) } }
+        }.start()
     }
 
     var admin: GatewayTestClient { GatewayTestClient(port: port, key: GatewayFixture.adminKey) }
@@ -93,15 +76,14 @@ struct ServeProcess {
     }
 
     func kill9() {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.signal(SIGKILL)
+        process.wait()
     }
 
     /// SIGTERM, then the exit status once it has stopped.
     func terminate() -> Int32 {
-        process.terminate()
-        process.waitUntilExit()
-        return process.terminationStatus
+        process.signal(SIGTERM)
+        return process.wait().status
     }
 }
 

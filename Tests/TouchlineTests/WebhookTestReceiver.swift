@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import TouchlineCore
 
@@ -123,16 +124,6 @@ final class WebhookTestReceiver: @unchecked Sendable {
 
 /// HMAC-SHA256 in hex computed by the `openssl` command, independently of the gateway's code.
 func opensslHMAC(key: String, message: [UInt8]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["openssl", "dgst", "-sha256", "-hmac", key, "-r"]
-    let input = Pipe(), output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    try process.run()
-    input.fileHandleForWriting.write(Data(message))
-    try input.fileHandleForWriting.close()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+    let text = try ChildProcess.run("openssl", ["dgst", "-sha256", "-hmac", key, "-r"], input: .bytes(Data(message)), errors: .null).output
+    return text.split(separator: " ").first.map(String.init) ?? ""
 }

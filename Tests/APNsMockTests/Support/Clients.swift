@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 /// Runs a command and returns its exit status and output (written to files, so large outputs cannot block).
@@ -9,24 +10,8 @@ enum Command {
     }
 
     static func run(_ executable: String, _ arguments: [String], stdin: [UInt8]? = nil) throws -> Output {
-        let directory = NSTemporaryDirectory() + "mockapns-cmd-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let outPath = directory + "/out", errPath = directory + "/err", inPath = directory + "/in"
-        try writeFile(outPath, [])
-        try writeFile(errPath, [])
-        try writeFile(inPath, stdin ?? [])
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [executable] + arguments
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
-        try process.run()
-        process.waitUntilExit()
-        return Output(status: process.terminationStatus,
-                      stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-                      stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+        let result = try ChildProcess.runSeparately(executable, arguments, input: stdin.map { .bytes(Data($0)) } ?? .null)
+        return Output(status: result.termination.status, stdout: result.output, stderr: result.errors)
     }
 }
 

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -6,17 +7,13 @@ import Glibc
 /// A server run as a subprocess for a test (`nghttpd`, `openssl s_server`), on 127.0.0.1.
 final class ServerProcess: @unchecked Sendable {
     let port: Int
-    private let process: Process
+    private let executable: String
+    private let process: ChildProcess
 
     private init(executable: String, arguments: [String], port: Int) throws {
         self.port = port
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        self.executable = executable
+        process = try ChildProcess(executable, arguments, output: .null, errors: .null)
         try waitUntilListening()
     }
 
@@ -48,8 +45,8 @@ final class ServerProcess: @unchecked Sendable {
     /// Kills the server at once (SIGKILL), as a crash would; nghttpd does not exit on SIGTERM.
     func kill() {
         guard process.isRunning else { return }
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.signal(SIGKILL)
+        process.wait()
     }
 
 
@@ -60,7 +57,7 @@ final class ServerProcess: @unchecked Sendable {
             usleep(20_000)
         }
         kill()
-        throw ToolFailure(description: "\(process.executableURL!.path) did not start listening on port \(port)")
+        throw ToolFailure(description: "\(executable) did not start listening on port \(port)")
     }
 }
 

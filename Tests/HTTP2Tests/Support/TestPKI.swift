@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import TouchlineRuntime
 
@@ -55,17 +56,8 @@ struct ToolFailure: Error, CustomStringConvertible {
 
 /// Runs a command to completion; throws with its output when it fails.
 func runTool(_ path: String, _ arguments: [String], in directory: String? = nil) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw ToolFailure(description: "\(path) \(arguments.joined(separator: " ")) failed (\(process.terminationStatus)): \(text)")
+    let (termination, text) = try ChildProcess.run(path, arguments, directory: directory)
+    guard termination == .exited(0) else {
+        throw ToolFailure(description: "\(path) \(arguments.joined(separator: " ")) failed (\(termination)): \(text)")
     }
 }

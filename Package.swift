@@ -12,8 +12,8 @@ import PackageDescription
 /// - `APNs`: provider tokens, typed APNs requests and errors, connection pools;
 /// - `Touchline`: the gateway (provider API, channels, personal queue), on the modules above;
 /// - `TouchlineTesting`: in-memory stores and APNs dispatch for tests, held to the contract tests
-///   that SQLite passes (`StoreContractTests`); `ChildProcesses`: the programs tests run beside
-///   themselves, started with `posix_spawn`;
+///   that SQLite passes (`StoreContractTests`); `ChildProcesses`: the programs the tests and the
+///   load tool run beside themselves, started with `posix_spawn`;
 /// - `APNsMock`: the strict mock APNs server (a test server as a product of its own), which the
 ///   gateway starts in development mode; `Measurements`: the arrival histograms it shares with
 ///   the load tools;
@@ -59,8 +59,8 @@ let package = Package(
         // In-memory stores and APNs dispatch for tests, held to the same contract tests as SQLite
         // (`StoreContractTests`); never linked into an executable (`ProductGraphTests`).
         .target(name: "TouchlineTesting", dependencies: ["Touchline", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs", "HTTP2"]),
-        // Child processes for tests (posix_spawn: Foundation's `Process` crashes a busy process on
-        // Linux, see `ChildProcess`); test-only, like TouchlineTesting.
+        // The programs the tests and the load tool start (posix_spawn: Foundation's `Process` can
+        // crash a busy process on Linux, see `ChildProcess`); never linked into the gateway.
         .target(name: "CSpawn"),
         .target(name: "ChildProcesses", dependencies: ["CSpawn"]),
         .target(name: "Measurements"),
@@ -68,7 +68,8 @@ let package = Package(
         .executableTarget(name: "touchline-mock-apns", dependencies: ["APNsMock", "CommandLineOptions"]),
 
         .target(name: "LoadKit", dependencies: ["Measurements", "TouchlineCore"], path: "LoadTests/LoadKit"),
-        .executableTarget(name: "touchline-load", dependencies: ["APNs", "APNsMock", "CommandLineOptions", "LoadKit", "Measurements", "Touchline", "TouchlineRuntime"],
+        .executableTarget(name: "touchline-load", dependencies: ["APNs", "APNsMock", "ChildProcesses", "CommandLineOptions", "LoadKit", "Measurements",
+                                                             "Touchline", "TouchlineRuntime"],
                           path: "LoadTests/Loadgen"),
         // libFuzzer targets (`make fuzz`); the ordinary build replays their stored inputs.
         .executableTarget(name: "touchline-fuzz", dependencies: ["TouchlineCore", "TouchlineRuntime", "Touchline"], path: "Fuzz",

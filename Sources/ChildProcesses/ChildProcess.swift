@@ -41,6 +41,8 @@ public final class ChildProcess: Sendable {
         case pipe
         /// Standard error only: the same pipe or file as standard output.
         case sameAsOutput
+        /// This process's own (the terminal, or whatever it was started with).
+        case inherit
     }
 
     /// How the child ended.
@@ -111,6 +113,7 @@ public final class ChildProcess: Sendable {
         var outputEnd: PipeEnd?
         switch output {
         case .null, .sameAsOutput: posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        case .inherit: break
         case .pipe:
             let ends = try pipeEnds()
             childEnds.append(ends.write)
@@ -122,6 +125,7 @@ public final class ChildProcess: Sendable {
         switch errors {
         case .null: posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         case .sameAsOutput: posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        case .inherit: break
         case .pipe:
             let ends = try pipeEnds()
             childEnds.append(ends.write)
@@ -205,6 +209,36 @@ public final class ChildProcess: Sendable {
         let output = child.output!.readToEnd()
         errorsRead.wait()
         return (child.wait(), String(decoding: output, as: UTF8.self), String(decoding: errors.withLock { $0 }, as: UTF8.self))
+    }
+
+    /// ``run(_:_:environment:directory:input:errors:)`` on a thread of its own, for async code:
+    /// a test that blocked one of the few threads of Swift's task pool while a program runs for
+    /// seconds would hold up every other test waiting for one.
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                           directory: String? = nil, input: Input = .null, errors: Output = .sameAsOutput)
+        async throws -> (termination: Termination, output: String) {
+        try await onOwnThread { try run(executable, arguments, environment: environment, directory: directory, input: input, errors: errors) }
+    }
+
+    /// ``runSeparately(_:_:environment:directory:input:)`` on a thread of its own, for async code.
+    public static func runSeparately(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                                     directory: String? = nil, input: Input = .null)
+        async throws -> (termination: Termination, output: String, errors: String) {
+        try await onOwnThread { try runSeparately(executable, arguments, environment: environment, directory: directory, input: input) }
+    }
+
+    /// Waits for the child to end on a thread of its own, for async code.
+    @discardableResult
+    public func ended() async -> Termination {
+        await withCheckedContinuation { (done: CheckedContinuation<Termination, Never>) in
+            Thread { done.resume(returning: self.wait()) }.start()
+        }
+    }
+
+    private static func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Result, Error>) in
+            Thread { done.resume(with: Swift.Result { try body() }) }.start()
+        }
     }
 
     /// Sends `signal` (SIGTERM unless told), unless the child was already reaped.

@@ -22,17 +22,29 @@ package final class InMemoryAPNsPair: Sendable {
     }
 }
 
+extension Gateway.Stores {
+    /// Both stores in memory, each with readers of what it committed.
+    package static func inMemory(channels: InMemoryStore, personal: InMemoryStore) -> Self {
+        Self(channels: channels, personal: personal,
+             channelReader: { channels.openReader() }, personalReader: { personal.openReader() },
+             channelOutboxReader: { channels.openReader() }, personalOutboxReader: { personal.openReader() })
+    }
+}
+
 extension Gateway.Backends {
     /// A gateway on in-memory stores (`channels`, `personal`) and in-memory APNs (`apns`), with
     /// no file and no connection: the configuration's data directory and APNs settings are not
     /// used (configure `apnsMode: .apple` with any settings, or the bundled mock starts).
     package static func inMemory(channels: InMemoryStore, personal: InMemoryStore, apns: InMemoryAPNsPair) -> Self {
-        Self(stores: { _ in
-            Gateway.Stores(channels: channels, personal: personal,
-                           channelReader: { channels.openReader() }, personalReader: { personal.openReader() },
-                           channelOutboxReader: { channels.openReader() }, personalOutboxReader: { personal.openReader() })
-        }, apns: { _ in
+        Self(stores: { _ in .inMemory(channels: channels, personal: personal) }, apns: { _ in
             { broadcastLoop, personalLoop in apns.make(broadcastLoop: broadcastLoop, personalLoop: personalLoop) }
         })
+    }
+
+    /// A gateway on in-memory stores (`channels`, `personal`) that connects to APNs as its
+    /// configuration says (the bundled mock in development mode): for tests of the API and the
+    /// pushes that want a store they can hold or fail at will, and no file.
+    package static func inMemoryStores(channels: InMemoryStore, personal: InMemoryStore) -> Self {
+        Self(stores: { _ in .inMemory(channels: channels, personal: personal) }, apns: standard.apns)
     }
 }

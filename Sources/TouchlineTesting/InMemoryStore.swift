@@ -13,7 +13,8 @@ import TouchlineStore
 /// completions run there, after the commit is visible to every reader (never on the submitter's
 /// thread, never inside `submit`). ``failStorage(with:)`` is the failure switch: every commit
 /// then fails as a full disk would, and health turns failing until ``restoreStorage()``, after
-/// which a probe makes it healthy again.
+/// which a probe makes it healthy again. ``holdCommits()`` is the hold switch: commits then wait
+/// as they would behind another connection's write lock.
 public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unchecked Sendable {
     private struct Control {
         var closed = false
@@ -21,6 +22,7 @@ public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unch
         var failure: StoreError?
         var statistics = StoreWriterStatistics()
         var health = StoreHealth.healthy
+        var held = false
     }
 
     /// The committed tables, shared with the readers.
@@ -66,6 +68,28 @@ public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unch
                 if c.failure == nil { c.health = .healthy }
             }
         }
+    }
+
+    // MARK: The hold switch
+
+    /// From now on commits wait, queued in order, until ``releaseCommits()``: as behind another
+    /// connection that holds the file's write lock, for as long as the test wants (a commit
+    /// already running finishes first). Release before the store goes away.
+    public func holdCommits() {
+        control.withLock { c in
+            precondition(!c.held, "the commits are held already")
+            c.held = true
+        }
+        queue.suspend()
+    }
+
+    /// Commits go on, in the order they were submitted.
+    public func releaseCommits() {
+        control.withLock { c in
+            precondition(c.held, "the commits are not held")
+            c.held = false
+        }
+        queue.resume()
     }
 
     // MARK: DurableStoreWriter

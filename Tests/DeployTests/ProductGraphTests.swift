@@ -8,11 +8,11 @@ import Testing
 @Suite struct ProductGraphTests {
     /// The package as `swift package describe` sees it: module name → its target and product
     /// dependencies, and the names of the library products.
-    static func describePackage() throws -> (graph: [String: [String]], libraries: Set<String>) {
+    static func describePackage() async throws -> (graph: [String: [String]], libraries: Set<String>) {
         // A scratch path of its own: the test runs while `swift test` holds the package's `.build`.
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("touchline-describe-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let (status, output) = try DeployTool.run("swift", ["package", "--scratch-path", scratch, "describe", "--type", "json"])
+        let (status, output) = try await DeployTool.run("swift", ["package", "--scratch-path", scratch, "describe", "--type", "json"])
         try #require(status == 0, "swift package describe failed: \(output)")
         let start = try #require(output.firstIndex(of: "{"), "no JSON in: \(output)")
         let document = try JSONSerialization.jsonObject(with: Data(output[start...].utf8)) as? [String: Any]
@@ -38,8 +38,8 @@ import Testing
         return seen
     }
 
-    @Test func theGatewayExecutableDoesNotDependOnLoadKit() throws {
-        let graph = try Self.describePackage().graph
+    @Test func theGatewayExecutableDoesNotDependOnLoadKit() async throws {
+        let graph = try await Self.describePackage().graph
         let gateway = Self.closure(of: "touchline", in: graph)
         #expect(gateway.contains("Touchline") && gateway.contains("APNsMock"), "\(gateway.sorted())")
         #expect(!gateway.contains("LoadKit"), "touchline reaches LoadKit: \(gateway.sorted())")
@@ -50,13 +50,13 @@ import Testing
         #expect(!Self.closure(of: "APNsMock", in: graph).contains("LoadKit"))
     }
 
-    /// The in-memory stores and APNs dispatch, and the child processes the tests start, are for
-    /// tests only: no executable links them, and they are no product of the package.
-    @Test(arguments: [("TouchlineTesting", "StoreContractTests"), ("ChildProcesses", "TouchlineTests")])
-    func theTestSupportModulesAreLinkedByTestsOnly(module: String, aTestTargetUsingIt: String) throws {
-        let (graph, libraries) = try Self.describePackage()
+    /// The in-memory stores and APNs dispatch are for tests only, and the child processes for the
+    /// tests and the load tool: neither is linked into the gateway, and neither is a product.
+    @Test(arguments: [("TouchlineTesting", "StoreContractTests", ["touchline-load"]), ("ChildProcesses", "TouchlineTests", [])])
+    func theTestSupportModulesAreLinkedByTestsOnly(module: String, aTestTargetUsingIt: String, alsoKeptFrom: [String]) async throws {
+        let (graph, libraries) = try await Self.describePackage()
         #expect(graph[module] != nil, "the module is gone or renamed: \(graph.keys.sorted())")
-        for executable in ["touchline", "touchline-mock-apns", "touchline-load", "touchline-fuzz"] {
+        for executable in ["touchline", "touchline-mock-apns", "touchline-fuzz"] + alsoKeptFrom {
             #expect(!Self.closure(of: executable, in: graph).contains(module), "\(executable) reaches \(module)")
         }
         #expect(!libraries.contains(module))
@@ -64,19 +64,20 @@ import Testing
         #expect(Self.closure(of: aTestTargetUsingIt, in: graph).contains(module))
     }
 
-    @Test func theReusablePartsAreLibraryProducts() throws {
-        let libraries = try Self.describePackage().libraries
+    @Test func theReusablePartsAreLibraryProducts() async throws {
+        let libraries = try await Self.describePackage().libraries
         #expect(libraries.isSuperset(of: ["TouchlineCore", "APNs", "APNsMock"]), "library products: \(libraries.sorted())")
     }
 
-    @Test func theLinkedGatewayHoldsNoLoadKitOrTestSupportSymbols() throws {
+    @Test func theLinkedGatewayHoldsNoLoadKitOrTestSupportSymbols() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: DeployTool.touchline), "build the touchline executable first")
         guard DeployTool.exists("nm") else { return }
-        let (status, symbols) = try DeployTool.run("nm", [DeployTool.touchline])
+        let (status, symbols) = try await DeployTool.run("nm", [DeployTool.touchline])
         try #require(status == 0, "nm failed: \(symbols.prefix(200))")
         // Swift mangles a module name into each symbol as its length and name: `7LoadKit`.
         #expect(symbols.contains("8APNsMock"), "nm output does not look like the gateway's symbols")
         #expect(!symbols.contains("7LoadKit"), "the touchline binary links LoadKit code")
         #expect(!symbols.contains("16TouchlineTesting"), "the touchline binary links the in-memory test doubles")
+        #expect(!symbols.contains("14ChildProcesses"), "the touchline binary links the tests' process starter")
     }
 }

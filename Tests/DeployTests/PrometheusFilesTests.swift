@@ -6,21 +6,21 @@ import Testing
 @Suite("Prometheus files")
 struct PrometheusFilesTests {
     @Test(.enabled(if: DeployTool.exists("promtool"), "promtool (Debian prometheus) is not installed"))
-    func promtoolAcceptsTheScrapeConfiguration() throws {
-        let checked = try DeployTool.run("promtool", ["check", "config", "deploy/prometheus.yml"])
+    func promtoolAcceptsTheScrapeConfiguration() async throws {
+        let checked = try await DeployTool.run("promtool", ["check", "config", "deploy/prometheus.yml"])
         #expect(checked.status == 0, "\(checked.output)")
         #expect(checked.output.contains("1 rule files found"), "the scrape configuration loads the alert rules: \(checked.output)")
     }
 
     @Test(.enabled(if: DeployTool.exists("promtool"), "promtool (Debian prometheus) is not installed"))
-    func promtoolAcceptsTheAlertRules() throws {
-        let checked = try DeployTool.run("promtool", ["check", "rules", "deploy/alerts.yml"])
+    func promtoolAcceptsTheAlertRules() async throws {
+        let checked = try await DeployTool.run("promtool", ["check", "rules", "deploy/alerts.yml"])
         #expect(checked.status == 0, "\(checked.output)")
     }
 
     @Test(.enabled(if: DeployTool.exists("promtool"), "promtool (Debian prometheus) is not installed"))
-    func theAlertsFireOnTheirUnitTestSeries() throws {
-        let tested = try DeployTool.run("promtool", ["test", "rules", "deploy/alerts-test.yml"])
+    func theAlertsFireOnTheirUnitTestSeries() async throws {
+        let tested = try await DeployTool.run("promtool", ["test", "rules", "deploy/alerts-test.yml"])
         #expect(tested.status == 0, "\(tested.output)")
     }
 

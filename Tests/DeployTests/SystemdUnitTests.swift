@@ -20,10 +20,10 @@ struct SystemdUnitTests {
 
     @Test(.enabled(if: DeployTool.exists("systemd-analyze"), "systemd-analyze (Debian systemd) is not installed"),
           .enabled(if: FileManager.default.isExecutableFile(atPath: DeployTool.touchline), "needs the touchline executable"))
-    func systemdVerifiesTheUnitWithoutWarnings() throws {
+    func systemdVerifiesTheUnitWithoutWarnings() async throws {
         let (directory, unit) = try Self.unitCopy()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let verified = try DeployTool.run("systemd-analyze", ["verify", unit])
+        let verified = try await DeployTool.run("systemd-analyze", ["verify", unit])
         #expect(verified.status == 0, "\(verified.output)")
         // Unknown keys and bad values are only warnings for verify: none may appear.
         #expect(verified.output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "\(verified.output)")
@@ -31,10 +31,10 @@ struct SystemdUnitTests {
 
     @Test(.enabled(if: DeployTool.exists("systemd-analyze"), "systemd-analyze (Debian systemd) is not installed"),
           .enabled(if: FileManager.default.isExecutableFile(atPath: DeployTool.touchline), "needs the touchline executable"))
-    func theSandboxKeepsTheExposureScoreLow() throws {
+    func theSandboxKeepsTheExposureScoreLow() async throws {
         let (directory, unit) = try Self.unitCopy()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let security = try DeployTool.run("systemd-analyze", ["security", "--offline=yes", "--no-pager", unit])
+        let security = try await DeployTool.run("systemd-analyze", ["security", "--offline=yes", "--no-pager", unit])
         let match = try #require(security.output.firstMatch(of: /Overall exposure level for touchline\.service: (\d+\.\d+)/),
                                  "\(security.output.suffix(500))")
         let score = try #require(Double(match.1))

@@ -21,8 +21,8 @@ import Testing
     }
 
     @Test(arguments: targets)
-    func storedInputsPass(target: String) throws {
-        let (termination, text) = try ChildProcess.run(Self.executable, [target, Self.corpus + "/" + target])
+    func storedInputsPass(target: String) async throws {
+        let (termination, text) = try await ChildProcess.run(Self.executable, [target, Self.corpus + "/" + target])
         #expect(termination == .exited(0), "\(text)")
         #expect(text.contains("every invariant held") && !text.contains(": 0 inputs"), "\(text)")
     }

@@ -6,13 +6,13 @@ import Testing
 /// `touchline-load` as users run it: real gateway and mock processes, a small run of each
 /// scenario, and the results folder it leaves. Figures are not judged here (a debug build on a
 /// shared machine); what is checked is that the run ends by itself and its report is whole.
-@Suite(.serialized) struct LoadScenarioTests {
+@Suite struct LoadScenarioTests {
     static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("touchline-load").path
 
     /// Runs `touchline-load` with `arguments`; returns its exit status and output.
-    func run(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
-        let result = try ChildProcess.runSeparately(Self.executable, arguments)
+    func run(_ arguments: [String]) async throws -> (status: Int32, output: String, errors: String) {
+        let result = try await ChildProcess.runSeparately(Self.executable, arguments)
         return (result.termination.status, result.output, result.errors)
     }
 
@@ -20,10 +20,10 @@ import Testing
         try BenchmarkReport.decode(fromJSON: Data(contentsOf: URL(fileURLWithPath: root + "/latest/result.json")))
     }
 
-    @Test func aSmallMatchDayEndsEveryMatchAndWritesItsReport() throws {
+    @Test func aSmallMatchDayEndsEveryMatchAndWritesItsReport() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let result = try run(["matchday", "--matches", "4", "--match-seconds", "10", "--half-time-seconds", "2", "--kickoff-spread", "2",
+        let result = try await run(["matchday", "--matches", "4", "--match-seconds", "10", "--half-time-seconds", "2", "--kickoff-spread", "2",
                               "--results", root])
         #expect(result.status == 0, "\(result.errors)")
         let report = try report(under: root)
@@ -39,10 +39,10 @@ import Testing
         #expect(result.output.contains("results: "))
     }
 
-    @Test func aSmallKickoffStormSendsEveryPushAndComparesWithH2load() throws {
+    @Test func aSmallKickoffStormSendsEveryPushAndComparesWithH2load() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let result = try run(["kickoff-storm", "--tokens", "5000", "--rounds", "1", "--matches", "20", "--results", root])
+        let result = try await run(["kickoff-storm", "--tokens", "5000", "--rounds", "1", "--matches", "20", "--results", root])
         #expect(result.status == 0, "\(result.errors)")
         let scenario = try #require(try report(under: root).scenarios.first)
         let fanOut = try #require(scenario.throughputs.first { $0.name == "kickoff fan-out, no broadcasts" })
@@ -52,10 +52,10 @@ import Testing
         #expect(scenario.latencies.allSatisfy { $0.summary.count > 0 })
     }
 
-    @Test func aSmallWebhookIsolationRunReachesBothBadReceivers() throws {
+    @Test func aSmallWebhookIsolationRunReachesBothBadReceivers() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let result = try run(["webhook-isolation", "--rounds", "1", "--matches", "10", "--seconds", "2", "--results", root])
+        let result = try await run(["webhook-isolation", "--rounds", "1", "--matches", "10", "--seconds", "2", "--results", root])
         #expect(result.status == 0, "\(result.errors)")
         let scenario = try #require(try report(under: root).scenarios.first)
         #expect(scenario.checks.map(\.name) == ["broadcast p99, receiver never answers / no webhooks", "broadcast p99, receiver answers 500 / no webhooks",
@@ -74,11 +74,11 @@ import Testing
     /// of its APNs id is answered 503, the provider's repeat makes a second APNs channel, and
     /// the first is never reconciled (the disk episode before a kill shows a second open bug, a
     /// channel's failed saves lost at the restart; the default run has that order).
-    @Test func aSmallSoakChecksEvery202AndLeavesAWholeReport() throws {
+    @Test func aSmallSoakChecksEvery202AndLeavesAWholeReport() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
         let started = ContinuousClock.now
-        let result = try run(["soak", "--seconds", "30", "--kills", "1", "--disk-seconds", "2", "--disk-fault", "fault-file", "--seed", "2",
+        let result = try await run(["soak", "--seconds", "30", "--kills", "1", "--disk-seconds", "2", "--disk-fault", "fault-file", "--seed", "2",
                               "--channels", "4", "--tokens", "100", "--slow-clients", "2", "--http-deadlines", "2,3,4", "--results", root])
         #expect(result.status == 0, "\(result.errors)")
         #expect(ContinuousClock.now - started < .seconds(60))
@@ -106,14 +106,14 @@ import Testing
         #expect(result.output.contains("soak: kill 1 at") && result.output.contains("results: "))
     }
 
-    @Test func badOptionsGetAOneLineMessageAndStatus64() throws {
+    @Test func badOptionsGetAOneLineMessageAndStatus64() async throws {
         for (arguments, message) in [(["matchday", "--matches", "0"], "--matches takes a positive whole number, got 0"),
                                      (["penalty-shootout"], "unknown scenario 'penalty-shootout'"),
                                      (["ingest-burst", "--tokens", "5"], "touchline-load ingest-burst: unknown option --tokens"),
                                      (["matchday", "--matchs", "5"], "unknown option --matchs (did you mean --matches?)"),
                                      (["soak", "--http-deadlines", "5,10"], "--http-deadlines takes three positive numbers of seconds"),
                                      (["matchday", "--gateway-config", "/nonexistent/touchline.json"], "cannot read /nonexistent/touchline.json")] {
-            let result = try run(arguments)
+            let result = try await run(arguments)
             #expect(result.status == 64)
             #expect(result.errors.contains(message), "\(arguments): \(result.errors)")
             #expect(result.errors.split(separator: "\n").count == 1)

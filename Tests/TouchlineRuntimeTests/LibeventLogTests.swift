@@ -33,9 +33,11 @@ struct LibeventLogTests {
         #expect(burst.first?["message"]?.contains("fcntl") == true, "\(burst)")
         try await Task.sleep(for: .milliseconds(1100))
         _ = evutil_make_socket_nonblocking(-1)
-        let after = try lines.objects()
-        #expect(after.count == burst.count + 1)
-        #expect(after.last?["message"]?.contains("libevent messages dropped by the rate limit") == true, "\(after.last ?? [:])")
+        // libevent's log callback is one per process: tests running beside this one may add
+        // lines of their own, so what is looked for is this test's line and the summary.
+        let after = try lines.objects().dropFirst(burst.count)
+        #expect(after.contains { $0["message"]?.contains("fcntl") == true }, "\(after)")
+        #expect(after.contains { $0["message"]?.contains("libevent messages dropped by the rate limit") == true }, "\(after)")
     }
 
     @Test func theOpenFileLimitIsRaisedToTheHardLimit() throws {

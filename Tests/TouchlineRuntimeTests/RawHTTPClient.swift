@@ -38,11 +38,10 @@ final class RawHTTPClient: @unchecked Sendable {
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard result == 0 else {
-            let reason = errno
-            Glibc.close(fd)
-            throw Failure(description: "connect: \(String(cString: strerror(reason)))")
-        }
+        // No close here: a class whose init throws once every property is set still runs its
+        // deinit, which closes `fd`; a second close could take a descriptor another test
+        // has opened since (a SQLite file, a socket) from under it.
+        guard result == 0 else { throw Failure(description: "connect: \(String(cString: strerror(errno)))") }
     }
 
     deinit { Glibc.close(fd) }

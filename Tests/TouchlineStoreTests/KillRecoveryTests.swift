@@ -12,7 +12,7 @@ import TouchlineStore
     static let databaseVariable = "TOUCHLINE_STORE_KILL_CHILD_DB"
     static let ackPrefix = "store-kill-child ack "
 
-    @Test func everyAcknowledgedBatchSurvivesSIGKILL() throws {
+    @Test func everyAcknowledgedBatchSurvivesSIGKILL() async throws {
         let dir = TemporaryDirectory()
         let path = dir.file("store.db")
         let child = try ChildProcess(URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
@@ -22,22 +22,29 @@ import TouchlineStore
         let watchdog = DispatchWorkItem { child.signal(SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
 
-        var acknowledged: Int64 = 0
-        var pending = ""
-        while acknowledged < 2_000 {
-            guard let data = child.output!.read() else { break }
-            pending += String(decoding: data, as: UTF8.self)
-            while let newline = pending.firstIndex(of: "\n") {
-                let line = pending[..<newline]
-                pending = String(pending[pending.index(after: newline)...])
-                if line.hasPrefix(Self.ackPrefix), let seq = Int64(line.dropFirst(Self.ackPrefix.count)) {
-                    acknowledged = max(acknowledged, seq)
+        // The child's output is read on a thread of its own: blocking one of the task pool's few
+        // threads for seconds would hold up the tests running beside this one.
+        let acknowledged = await withCheckedContinuation { (done: CheckedContinuation<Int64, Never>) in
+            Thread {
+                var acknowledged: Int64 = 0
+                var pending = ""
+                while acknowledged < 2_000 {
+                    guard let data = child.output!.read() else { break }
+                    pending += String(decoding: data, as: UTF8.self)
+                    while let newline = pending.firstIndex(of: "\n") {
+                        let line = pending[..<newline]
+                        pending = String(pending[pending.index(after: newline)...])
+                        if line.hasPrefix(Self.ackPrefix), let seq = Int64(line.dropFirst(Self.ackPrefix.count)) {
+                            acknowledged = max(acknowledged, seq)
+                        }
+                    }
                 }
-            }
+                done.resume(returning: acknowledged)
+            }.start()
         }
         child.signal(SIGKILL)
         watchdog.cancel()
-        #expect(child.wait() == .signalled(SIGKILL), "the child was killed, it did not finish")
+        #expect(await child.ended() == .signalled(SIGKILL), "the child was killed, it did not finish")
         try #require(acknowledged >= 2_000, "the child acknowledged \(acknowledged) batches before its output ended")
 
         let reader = try SQLiteChannelReader(path: path)

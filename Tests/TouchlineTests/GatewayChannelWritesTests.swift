@@ -4,6 +4,7 @@ import Testing
 import Touchline
 import TouchlineCore
 import TouchlineRuntime
+import TouchlineTesting
 
 /// One acknowledged write per channel in the store at a time: requests that come meanwhile wait
 /// and go together in the next commit, up to a bound beyond which they are refused.
@@ -13,13 +14,15 @@ struct GatewayChannelWritesTests {
     static let waitingLimit = 64
 
     @Test func requestsWaitBehindTheChannelsWriteUpToTheBound() async throws {
-        let fixture = try GatewayFixture()
+        let store = InMemoryStore(name: "channels")
+        let fixture = try GatewayFixture(backends: .inMemoryStores(channels: store, personal: InMemoryStore(name: "personal")))
         defer { Task { await fixture.shutDown() } }
-        let api = fixture.admin
+        // The held requests wait for as long as this test takes to release them on a busy machine.
+        let api = fixture.admin.waiting(upTo: 60)
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "q1", "storagePolicy": "no-storage"}"#).status == 201)
-        // Another connection holds SQLite's write lock: the channel's first write waits in the store.
-        let holder = try SQLiteConnection(path: fixture.directory + "/touchline.sqlite")
-        try holder.execute("BEGIN IMMEDIATE")
+        // The store holds its commits (as behind another connection's write lock): the
+        // channel's first write waits there, for as long as the test takes.
+        store.holdCommits()
         let total = 70
         // Blocking clients on threads of their own (the task pool has only as many as CPUs).
         let answers = Mutex<[Int: GatewayTestClient.Response]>([:])
@@ -33,10 +36,14 @@ struct GatewayChannelWritesTests {
                 done.leave()
             }.start()
         }
-        try await Task.sleep(for: .milliseconds(3_000))
-        try holder.execute("COMMIT")
-        holder.close()
-        #expect(done.wait(timeout: .now() + 20) == .success)
+        // Every request has arrived once all but the first 1 + 64 have been refused.
+        try await eventually("the requests beyond the bound to be refused", timeout: .seconds(30)) {
+            answers.withLock { $0.count } == total - 1 - Self.waitingLimit
+        }
+        store.releaseCommits()
+        // Awaited, not waited for: a blocked thread of the task pool holds up other tests (each
+        // request is bounded by its client's 10 s timeout).
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in done.notify(queue: .global()) { finished.resume() } }
         let byStatus = Dictionary(grouping: answers.withLock { Array($0.values) }, by: \.status)
         let busy = byStatus[503] ?? []
         #expect(busy.count == total - 1 - Self.waitingLimit, "\(byStatus.mapValues(\.count))")

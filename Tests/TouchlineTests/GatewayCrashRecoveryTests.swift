@@ -10,7 +10,7 @@ struct GatewayCrashRecoveryTests {
     func acknowledgedEventsSurviveKillNine() async throws {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let first = try ServeProcess(dataDirectory: directory)
+        let first = try await ServeProcess(dataDirectory: directory)
         let api = GatewayTestClient(port: first.port, key: GatewayFixture.adminKey)
         let created = try api.request("POST", "/v1/channels", json: #"{"id": "k9", "storagePolicy": "no-storage"}"#)
         let apnsID = try #require(created.json?.string("apnsChannelId"))
@@ -20,7 +20,7 @@ struct GatewayCrashRecoveryTests {
         }
         first.kill9()
 
-        let second = try ServeProcess(dataDirectory: directory)
+        let second = try await ServeProcess(dataDirectory: directory)
         let shown = try GatewayTestClient(port: second.port, key: GatewayFixture.adminKey).request("GET", "/v1/channels/k9")
         #expect(shown.status == 200)
         #expect(shown.json?.string("apnsChannelId") == apnsID)

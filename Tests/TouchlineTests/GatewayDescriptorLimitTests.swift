@@ -28,7 +28,7 @@ struct GatewayDescriptorLimitTests {
     func acceptingPausesAtTheLimitInsteadOfSpinning() async throws {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let serve = try ServeProcess(dataDirectory: directory, descriptorLimit: Self.limit)
+        let serve = try await ServeProcess(dataDirectory: directory, descriptorLimit: Self.limit)
         defer { _ = serve.terminate() }
         let pid = serve.process.pid
         #expect(try serve.admin.request("GET", "/healthz").status == 200)
@@ -37,6 +37,7 @@ struct GatewayDescriptorLimitTests {
         var clients: [Int32] = []
         defer { clients.forEach { close($0) } }
         let request = Array("GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n".utf8)
+        let flooding = ContinuousClock.now
         for _ in 0..<(Self.limit + 50 - openDescriptors(pid)) {
             let fd = try GatewayTestClient.connectLoopback(port: serve.port)
             _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -55,7 +56,10 @@ struct GatewayDescriptorLimitTests {
             #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "not a JSON object: \(line)")
         }
         #expect(lines.contains { $0.contains("accept() failed: Too many open files") }, "\(lines.suffix(5))")
-        #expect(lines.filter { $0.contains("accept() failed") }.count <= 10, "\(lines.count) lines")
+        // At most a line a second (however long a loaded machine made this test), where a retry
+        // on every turn would log thousands.
+        let seconds = Int((ContinuousClock.now - flooding).components.seconds) + 1
+        #expect(lines.filter { $0.contains("accept() failed") }.count <= seconds, "\(lines.count) lines in \(seconds) s")
 
         clients.forEach { close($0) }
         clients = []

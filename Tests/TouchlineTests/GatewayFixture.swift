@@ -5,7 +5,8 @@ import Touchline
 import TouchlineCore
 
 /// A gateway on a fresh data directory, listening on a free loopback port, with an admin key
-/// and a key scoped to channels starting with `club-`.
+/// and a key scoped to channels starting with `club-`; on SQLite and the bundled mock APNs unless
+/// `backends` says otherwise (e.g. `.inMemoryStores`, for a store the test can hold or fail).
 final class GatewayFixture: Sendable {
     static let adminKey = "admin-secret-0123456789"
     static let clubKey = "club-secret"
@@ -17,7 +18,8 @@ final class GatewayFixture: Sendable {
     init(apns: GatewayConfiguration.APNsSettings? = nil, directory: String? = nil, maxBodyBytes: Int = 8192,
          policy: ChannelPolicy = .default, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
          metrics: MetricsSettings = MetricsSettings(), webhooks: WebhookSettings = WebhookSettings(), storeFaultFile: String? = nil,
-         clock: any WallClock = SystemClock(), configure: (inout GatewayConfiguration) -> Void = { _ in }) throws {
+         clock: any WallClock = SystemClock(), backends: Gateway.Backends = .standard,
+         configure: (inout GatewayConfiguration) -> Void = { _ in }) throws {
         self.directory = try directory ?? MockAPNsDevelopmentCertificates.temporaryDirectory()
         var configuration = GatewayConfiguration(
             apnsMode: apns == nil ? .mock : .apple, apns: apns, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: self.directory,
@@ -26,7 +28,7 @@ final class GatewayFixture: Sendable {
         configuration.storeFaultFile = storeFaultFile
         configuration.webhooks = webhooks
         configure(&configuration)
-        gateway = Gateway(configuration: configuration, clock: clock)
+        gateway = Gateway(configuration: configuration, clock: clock, backends: backends)
         port = try gateway.start()
     }
 
@@ -46,8 +48,10 @@ final class GatewayFixture: Sendable {
         """
 }
 
-/// Waits (a bounded while, so a bug fails instead of hanging) until `condition` holds.
-func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws {
+/// Waits (a bounded while, so a bug fails instead of hanging) until `condition` holds. The
+/// default bound is generous: the suite runs its tests in parallel, and a gateway started on a
+/// busy 2-core machine can take seconds to answer.
+func eventually(_ what: String, timeout: Duration = .seconds(30), _ condition: () -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
         guard ContinuousClock.now < deadline else { throw GatewayTestClient.Failure(description: "timed out waiting for \(what)") }

@@ -18,7 +18,7 @@ struct GatewayIdempotencyCrashTests {
         defer { Task { await apns.shutDown() } }
         let arguments = apns.serveArguments
         let data = apns.directory + "/data"
-        let first = try ServeProcess(dataDirectory: data, arguments: arguments, environment: ["TOUCHLINE_IDEMPOTENCY_EXIT_AFTER_COMMIT": "1"])
+        let first = try await ServeProcess(dataDirectory: data, arguments: arguments, environment: ["TOUCHLINE_IDEMPOTENCY_EXIT_AFTER_COMMIT": "1"])
         let tokens = (0..<Self.audience).map(GatewayPersonalAPITests.token)
         for token in tokens {
             let registered = try first.admin.request("POST", "/v1/tokens", json: #"{"token": "\#(token)", "kind": "push-to-start", "follows": ["team:ARS"]}"#)
@@ -31,12 +31,12 @@ struct GatewayIdempotencyCrashTests {
         #expect(first.process.wait() == .exited(86), "ended by the hook, right after the commit")
         #expect(apns.mock.recordedRequests().filter { $0.endpoint == .device }.isEmpty, "nothing was sent before the crash")
 
-        let second = try ServeProcess(dataDirectory: data, arguments: arguments)
+        let second = try await ServeProcess(dataDirectory: data, arguments: arguments)
         let retried = try second.admin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody, headers: key)
         #expect(retried.status == 202 && retried.header("Idempotent-Replayed") == "true", "\(retried.text)")
         let jobID = try #require(retried.json?.string("jobId"))
         var progress: JSONValue?
-        try await eventually("the stored job to finish", timeout: .seconds(30)) {
+        try await eventually("the stored job to finish", timeout: .seconds(60)) {
             progress = try? second.admin.request("GET", "/v1/personal/\(jobID)").json
             return progress?.string("status") == "done"
         }

@@ -6,6 +6,7 @@ import Touchline
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineTesting
 
 /// `Idempotency-Key` on the routes that create personal jobs: a repeat answers the first 202
 /// and creates nothing, another request under the same key is 422, a repeat while the first is
@@ -106,12 +107,14 @@ struct GatewayIdempotencyTests {
     }
 
     @Test func aRepeatWhileTheFirstIsBeingCommittedIsRefusedWith409() async throws {
-        let fixture = try GatewayFixture()
+        let personal = InMemoryStore(name: "personal")
+        let fixture = try GatewayFixture(backends: .inMemoryStores(channels: InMemoryStore(name: "channels"), personal: personal))
         defer { Task { await fixture.shutDown() } }
-        let api = fixture.admin
-        // Another connection holds the personal store's write lock: the first commit waits.
-        let holder = try SQLiteConnection(path: fixture.directory + "/personal.sqlite")
-        try holder.execute("BEGIN IMMEDIATE")
+        // The held requests wait for as long as this test takes to release them on a busy machine.
+        let api = fixture.admin.waiting(upTo: 60)
+        // The personal store holds its commits (as behind another connection's write lock):
+        // the first request's commit waits, for as long as the test takes.
+        personal.holdCommits()
         let answers = Mutex<[GatewayTestClient.Response]>([])
         let done = DispatchGroup()
         for _ in 0..<2 {
@@ -124,10 +127,11 @@ struct GatewayIdempotencyTests {
                 done.leave()
             }.start()
         }
-        try await eventually("the second request to be refused") { answers.withLock { $0.contains { $0.status == 409 } } }
-        try holder.execute("COMMIT")
-        holder.close()
-        #expect(done.wait(timeout: .now() + 20) == .success)
+        try await eventually("the second request to be refused", timeout: .seconds(30)) { answers.withLock { $0.contains { $0.status == 409 } } }
+        personal.releaseCommits()
+        // Awaited, not waited for: a blocked thread of the task pool holds up other tests (each
+        // request is bounded by its client's 10 s timeout).
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in done.notify(queue: .global()) { finished.resume() } }
         let both = answers.withLock { $0 }.sorted { $0.status < $1.status }
         #expect(both.map(\.status) == [202, 409], "\(both.map(\.text))")
         let busy = try #require(both.last)
@@ -135,7 +139,8 @@ struct GatewayIdempotencyTests {
         let jobID = try #require(both.first?.json?.string("jobId"))
         let later = try api.request("POST", "/v1/personal", json: Self.emptyAudienceBody, headers: Self.key("busy-1"))
         #expect(later.status == 202 && later.json?.string("jobId") == jobID && later.header("Idempotent-Replayed") == "true")
-        #expect(try Self.storedJobs(in: fixture) == [jobID])
+        let reader = personal.openReader()
+        #expect(try PersonalJobStatus.allCases.flatMap { try reader.jobs(status: $0, limit: 10).map(\.id) } == [jobID])
     }
 
     @Test func aFailedCommitKeepsNothingSoTheRetryRunsAsNew() async throws {

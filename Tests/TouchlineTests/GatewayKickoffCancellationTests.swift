@@ -11,7 +11,9 @@ import TouchlineRuntime
 @Suite("Gateway kickoff cancellation")
 struct GatewayKickoffCancellationTests {
     @Test func endingAChannelCancelsItsKickoffBeforeTheDeletion() async throws {
-        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(20) }
+        // 4 sends in flight, each answered after 250 ms: the 400 starts take 25 s, far longer
+        // than the test needs to end the channel, however loaded the machine.
+        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(250) }
         let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data", maxBodyBytes: 1 << 20,
                                          personalQueue: PersonalQueueSettings(maxInFlight: 4))
         defer { Task { await fixture.shutDown(); await apns.shutDown() } }

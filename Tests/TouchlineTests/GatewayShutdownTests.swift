@@ -21,7 +21,7 @@ struct GatewayShutdownTests {
     func sigtermUnderLoadLosesNothingAcknowledged() async throws {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let first = try ServeProcess(dataDirectory: directory)
+        let first = try await ServeProcess(dataDirectory: directory)
         let channels = (0..<4).map { "stop-\($0)" }
         for channel in channels {
             let created = try first.admin.request("POST", "/v1/channels", json: #"{"id": "\#(channel)", "storagePolicy": "no-storage"}"#)
@@ -75,6 +75,7 @@ struct GatewayShutdownTests {
         #expect(stopTime < .seconds(10), "a container runtime would have killed it")
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in finished.notify(queue: .global()) { done.resume() } }
 
+        try await eventually("the whole log read") { first.logEnded }
         let log = first.logLines
         for line in log {
             #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "not a JSON object: \(line)")
@@ -83,7 +84,7 @@ struct GatewayShutdownTests {
         #expect(log.last?.contains(#""message":"stopped after "#) == true, "\(log.suffix(3))")
 
         let seen = records.withLock { $0 }
-        let second = try ServeProcess(dataDirectory: directory)
+        let second = try await ServeProcess(dataDirectory: directory)
         for channel in channels {
             let record = try #require(seen[channel])
             #expect(!record.ending.isEmpty, "\(channel): posting ended once the gateway stopped")

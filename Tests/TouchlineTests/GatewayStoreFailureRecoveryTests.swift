@@ -12,14 +12,16 @@ struct GatewayStoreFailureRecoveryTests {
     /// APNs created the channel, but saving its id failed: the provider's repeat saves that id
     /// instead of asking APNs for a second channel.
     @Test func aCreateWhoseIDCouldNotBeSavedIsNotCreatedTwice() async throws {
-        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(600) }
+        // The mock makes the channel when the create arrives and answers 1.5 s later: the disk
+        // fails in between, whatever the machine's load.
+        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(1_500) }
         let fault = apns.directory + "/disk-full"
         let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data", storeFaultFile: fault)
         defer { Task { await fixture.shutDown(); await apns.shutDown() } }
         let api = fixture.admin
         let body = #"{"id": "c1", "storagePolicy": "no-storage"}"#
         async let first = Task.detached { try api.request("POST", "/v1/channels", json: body) }.value
-        try await Task.sleep(for: .milliseconds(300))
+        try await eventually("APNs to have made the channel") { apns.mock.channels().count == 1 }
         FileManager.default.createFile(atPath: fault, contents: Data())
         let refused = try await first
         #expect(refused.status == 503 && refused.errorCode == "store_unavailable", "\(refused.text)")

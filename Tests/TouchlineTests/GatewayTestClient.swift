@@ -32,6 +32,15 @@ struct GatewayTestClient {
 
     let port: Int
     var key: String?
+    /// How long a response may take, in seconds (longer for requests a test holds on purpose).
+    var timeoutSeconds = 10
+
+    /// The same client, waiting up to `seconds` for each response.
+    func waiting(upTo seconds: Int) -> GatewayTestClient {
+        var client = self
+        client.timeoutSeconds = seconds
+        return client
+    }
 
     func request(_ method: String, _ path: String, json: String? = nil, key overrideKey: String?? = nil,
                  headers: [(name: String, value: String)] = []) throws -> Response {
@@ -60,7 +69,7 @@ struct GatewayTestClient {
     }
 
     func request(_ method: String, _ path: String, body: [UInt8]?, key: String?, headers: [(name: String, value: String)] = []) throws -> Response {
-        let fd = try Self.connectLoopback(port: port)
+        let fd = try Self.connectLoopback(port: port, timeout: timeoutSeconds)
         defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         if let key { head += "Authorization: Bearer \(key)\r\n" }

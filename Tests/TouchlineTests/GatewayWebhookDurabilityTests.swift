@@ -82,7 +82,7 @@ struct GatewayWebhookDurabilityTests {
             {"endpoints": [{"name": "r", "url": "\(receiver.url)", "secret": "\(GatewayWebhookTests.secret)", "events": ["*"]}],
              "retryInitialMilliseconds": 20, "retryMaximumMilliseconds": 100}
             """
-        let first = try ServeProcess(dataDirectory: data, arguments: ["--webhooks", webhooks])
+        let first = try await ServeProcess(dataDirectory: data, arguments: ["--webhooks", webhooks])
         try GatewayWebhookTests.createAndDelete("killed", on: first.admin)
         try await eventually("failed attempts before the kill") { receiver.requests.count >= 2 }
         first.kill9()
@@ -90,7 +90,7 @@ struct GatewayWebhookDurabilityTests {
         #expect(before.allSatisfy { $0.status == 503 })
 
         failing.on.store(false, ordering: .relaxed)
-        let second = try ServeProcess(dataDirectory: data, arguments: ["--webhooks", webhooks])
+        let second = try await ServeProcess(dataDirectory: data, arguments: ["--webhooks", webhooks])
         defer { _ = second.terminate() }
         try await eventually("the delivery after the restart") { receiver.requests.contains { $0.status == 200 } }
         try await Task.sleep(for: .milliseconds(600))

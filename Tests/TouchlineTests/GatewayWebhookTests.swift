@@ -134,8 +134,9 @@ struct GatewayWebhookTests {
 
     @Test("an endpoint whose receiver stalls does not hold up another endpoint's deliveries")
     func aStalledEndpointDoesNotDelayAnother() async throws {
-        // Answers one connection at a time, each after 5 s: its endpoint's slots stay taken.
-        let slow = try WebhookTestReceiver(delay: .seconds(5))
+        // Answers one connection at a time, each after 30 s: its endpoint's slots stay taken for
+        // longer than the test can take, however loaded the machine.
+        let slow = try WebhookTestReceiver(delay: .seconds(30))
         let fast = try WebhookTestReceiver()
         slow.listen()
         fast.listen()
@@ -144,12 +145,12 @@ struct GatewayWebhookTests {
         settings.endpoints[0].name = "fast"
         settings.endpoints.append(.init(name: "slow", url: try WebhookURL(parsing: slow.url), secret: Array(Self.secret.utf8),
                                         events: Set(WebhookEventType.allCases)))
-        settings.requestTimeout = .seconds(10)
+        settings.requestTimeout = .seconds(40)
         let fixture = try GatewayFixture(webhooks: settings)
         defer { Task { await fixture.shutDown() } }
         for n in 1...6 { try Self.createAndDelete("both-\(n)", on: fixture.admin) }
         // Every event reaches the fast receiver while the slow one still sits on its first.
-        try await eventually("the fast endpoint's deliveries", timeout: .seconds(4)) { fast.requests.count == 6 }
+        try await eventually("the fast endpoint's deliveries", timeout: .seconds(20)) { fast.requests.count == 6 }
         #expect(slow.requests.count == 1)
         #expect(Set(fast.events("channel.deleted").compactMap { $0[member: "data"]?.string("channelId") }) == Set((1...6).map { "both-\($0)" }))
     }

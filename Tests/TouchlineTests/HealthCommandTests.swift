@@ -17,7 +17,7 @@ struct HealthCommandTests {
     func passesForALiveGatewayAndFailsOtherwiseNamingTheReason() async throws {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let gateway = try ServeProcess(dataDirectory: directory)
+        let gateway = try await ServeProcess(dataDirectory: directory)
         let base = "http://127.0.0.1:\(gateway.port)"
 
         #expect(try Self.health([base + "/healthz"]).status == 0)

@@ -41,7 +41,7 @@ struct ServeProcess {
     /// Starts `touchline serve` on a free port with the admin key and `arguments` added (in
     /// development mode unless `arguments` give Apple credentials), and `environment` over the
     /// test's own; with `descriptorLimit`, under `prlimit` with that soft and hard open-file limit.
-    init(dataDirectory: String, arguments: [String] = [], environment: [String: String] = [:], descriptorLimit: Int? = nil) throws {
+    init(dataDirectory: String, arguments: [String] = [], environment: [String: String] = [:], descriptorLimit: Int? = nil) async throws {
         let mode = arguments.contains("--apns-key") ? [] : ["--dev"]
         let serve = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--admin-key", GatewayFixture.adminKey] + mode + arguments
         let command = descriptorLimit.map { [Self.prlimit, "--nofile=\($0):\($0)", "--", Self.executable] } ?? [Self.executable]
@@ -51,24 +51,37 @@ struct ServeProcess {
                                    environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 },
                                    output: .pipe, errors: .null)
         let log = process.output!
-        var text = ""
-        let marker = /provider API on http:\/\/127\.0\.0\.1:(\d+)\/v1/
-        var port: Int?
-        while port == nil {
-            guard let chunk = log.read() else { throw GatewayTestClient.Failure(description: "touchline serve exited: \(text)") }
-            text += String(decoding: chunk, as: UTF8.self)
-            port = text.split(separator: "\n").lazy.compactMap { try? marker.firstMatch(in: String($0)) }.first.flatMap { Int($0.1) }
+        // The log is read up to the line with the port on a thread of its own: a gateway starting
+        // on a busy machine must not hold one of the task pool's few threads meanwhile.
+        let (port, text) = try await withCheckedThrowingContinuation { (done: CheckedContinuation<(Int, String), Error>) in
+            Thread {
+                var text = ""
+                let marker = /provider API on http:\/\/127\.0\.0\.1:(\d+)\/v1/
+                while true {
+                    guard let chunk = log.read() else {
+                        return done.resume(throwing: GatewayTestClient.Failure(description: "touchline serve exited: \(text)"))
+                    }
+                    text += String(decoding: chunk, as: UTF8.self)
+                    let found = text.split(separator: "\n").lazy.compactMap { try? marker.firstMatch(in: String($0)) }.first.flatMap { Int($0.1) }
+                    if let found { return done.resume(returning: (found, text)) }
+                }
+            }.start()
         }
-        self.port = port!
+        self.port = port
         let output = output
         output.text.withLock { $0 = text }
         // The rest of the log, read on a thread of its own until the process has gone.
         Thread {
             while let chunk = log.read() { output.text.withLock { $0 += String(decoding: chunk, as: UTF8.self) } }
+            output.ended.withLock { $0 = true }
         }.start()
     }
 
     var admin: GatewayTestClient { GatewayTestClient(port: port, key: GatewayFixture.adminKey) }
+
+    /// True once the process has gone and its whole log has been read (read ``logLines`` after
+    /// this to see its last lines: they may still be in the pipe when the process has exited).
+    var logEnded: Bool { output.ended.withLock { $0 } }
 
     /// The complete lines logged so far.
     var logLines: [String] {
@@ -90,4 +103,6 @@ struct ServeProcess {
 /// Text appended from a reading thread and read from the test.
 final class CapturedText: Sendable {
     let text = Mutex("")
+    /// True once the writer closed its end and everything it wrote is in `text`.
+    let ended = Mutex(false)
 }

@@ -42,7 +42,7 @@ final class GatewayProcess {
     /// A random admin key for one run.
     static func randomAdminKey() -> String { (0..<32).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined() }
 
-    var pid: Int32 { child.process.processIdentifier }
+    var pid: Int32 { child.process.pid }
     var cpuSeconds: Double { child.cpuSeconds }
     var peakResidentBytes: Int { child.peakResidentBytes }
     func stop() { child.stop() }

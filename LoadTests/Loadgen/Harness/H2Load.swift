@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 /// Debian's `h2load` (nghttp2-client): the reference HTTP/2 client whose rate is the ceiling
@@ -17,21 +18,14 @@ enum H2Load {
         guard let executable = ["/usr/bin/h2load", "/usr/local/bin/h2load"].first(where: FileManager.default.isExecutableFile) else {
             throw LoadError("h2load not found: install Debian's nghttp2-client")
         }
-        let process = Process()
         let arguments = ["-n", String(requests), "-c", String(connections), "-m", String(concurrency), "-t", "1",
                          "-d", bodyFile, "-i", uriFile] + headers.flatMap { ["-H", "\($0.0): \($0.1)"] }
-        (process.executableURL, process.arguments) = niceness > 0 ? pinned("/usr/bin/nice", ["-n", String(niceness), executable] + arguments, to: cpus)
-                                                                  : pinned(executable, arguments, to: cpus)
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
+        let command = niceness > 0 ? pinned("/usr/bin/nice", ["-n", String(niceness), executable] + arguments, to: cpus)
+                                   : pinned(executable, arguments, to: cpus)
         var usage = rusage()
         let before = childrenCPUSeconds(&usage)
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0,
+        let (termination, text) = try ChildProcess.run(command.executable, command.arguments)
+        guard termination == .exited(0),
               let rateLine = text.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
               let statusLine = text.split(separator: "\n").first(where: { $0.contains("2xx,") }) else {
             throw LoadError("h2load failed:\n\(text)")

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import LoadKit
 
@@ -40,15 +41,8 @@ struct LoadRun {
 
     /// The load tool's version, with the source commit when it runs from a git checkout.
     static var version: String {
-        let git = Process()
-        git.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-        git.arguments = ["rev-parse", "--short", "HEAD"]
-        let output = Pipe()
-        git.standardOutput = output
-        git.standardError = FileHandle.nullDevice
-        guard (try? git.run()) != nil else { return "touchline-load" }
-        git.waitUntilExit()
-        let commit = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return git.terminationStatus == 0 && !commit.isEmpty ? "touchline-load (commit \(commit))" : "touchline-load"
+        guard let git = try? ChildProcess.run("/usr/bin/git", ["rev-parse", "--short", "HEAD"], errors: .null) else { return "touchline-load" }
+        let commit = git.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        return git.termination == .exited(0) && !commit.isEmpty ? "touchline-load (commit \(commit))" : "touchline-load"
     }
 }

@@ -50,7 +50,7 @@ final class MockProcess {
         return try ArrivalReport(output: child.waitForOutput(through: ArrivalReport.endMarker, timeout: 10))
     }
 
-    var pid: Int32 { child.process.processIdentifier }
+    var pid: Int32 { child.process.pid }
     var cpuSeconds: Double { child.cpuSeconds }
     var peakResidentBytes: Int { child.peakResidentBytes }
     func stop() { child.stop() }

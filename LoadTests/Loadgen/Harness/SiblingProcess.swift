@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import LoadKit
 import Synchronization
@@ -6,7 +7,7 @@ import Synchronization
 /// its own, so that benchmarks measure it on its own threads and read its CPU time and memory
 /// separately.
 final class SiblingProcess {
-    let process = Process()
+    let process: ChildProcess
     let name: String
     /// What it printed up to and including the line that said it was ready.
     let startupOutput: String
@@ -28,42 +29,37 @@ final class SiblingProcess {
             throw LoadError(name.contains("/") ? "\(name) is not an executable file"
                                                : "cannot find \(name) next to touchline-load (\(executable)); build all products")
         }
-        (process.executableURL, process.arguments) = pinned(executable, arguments, to: cpus)
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        let command = pinned(executable, arguments, to: cpus)
         let transcriptFile = transcript.flatMap { path -> FileHandle? in
             if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
             let file = FileHandle(forWritingAtPath: path)
             file?.seekToEndOfFile()
             return file
         }
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        process = try ChildProcess(command.executable, command.arguments,
+                                   environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 },
+                                   output: .pipe, errors: .inherit)
         var text = ""
-        let reader = output.fileHandleForReading
+        let reader = process.output!
         while !(text.contains(readyMarker) && text.hasSuffix("\n")) {
-            let chunk = reader.availableData
-            if chunk.isEmpty { throw LoadError("\(name) exited before it was ready:\n\(text)") }
+            guard let chunk = reader.read() else { throw LoadError("\(name) exited before it was ready:\n\(text)") }
             transcriptFile?.write(chunk)
             text += String(decoding: chunk, as: UTF8.self)
         }
         startupOutput = text
-        reader.readabilityHandler = { [laterOutput] handle in
-            let data = handle.availableData
-            guard !data.isEmpty else {
-                // End of output: the process is gone; stop watching, or the handler fires for ever.
-                handle.readabilityHandler = nil
-                try? transcriptFile?.close()
-                return
+        // The rest, read on a thread of its own until the process has gone.
+        Thread { [laterOutput] in
+            while let data = reader.read() {
+                transcriptFile?.write(data)
+                let chunk = String(decoding: data, as: UTF8.self)
+                laterOutput.text.withLock { output in
+                    output += chunk
+                    let excess = output.utf8.count - (1 << 20)
+                    if excess > 0 { output = String(output.utf8.dropFirst(excess))! }
+                }
             }
-            transcriptFile?.write(data)
-            let chunk = String(decoding: data, as: UTF8.self)
-            laterOutput.text.withLock { output in
-                output += chunk
-                let excess = output.utf8.count - (1 << 20)
-                if excess > 0 { output = String(output.utf8.dropFirst(excess))! }
-            }
-        }
+            try? transcriptFile?.close()
+        }.start()
     }
 
     /// Waits until the process has printed `marker` since the last call, and returns that
@@ -86,7 +82,7 @@ final class SiblingProcess {
 
     /// Sends `signal` to the process (e.g. SIGUSR1 to ask the mock for a report).
     func send(signal: Int32) {
-        Glibc.kill(process.processIdentifier, signal)
+        process.signal(signal)
     }
 
     /// The first line of the startup output containing `marker`.
@@ -95,23 +91,23 @@ final class SiblingProcess {
     }
 
     /// CPU seconds (user + system) the process has used so far.
-    var cpuSeconds: Double { processCPUSeconds(pid: process.processIdentifier) }
+    var cpuSeconds: Double { processCPUSeconds(pid: process.pid) }
 
     /// Peak resident memory in bytes.
-    var peakResidentBytes: Int { processPeakResidentBytes(pid: process.processIdentifier) }
+    var peakResidentBytes: Int { processPeakResidentBytes(pid: process.pid) }
 
     /// Kills it at once (SIGKILL: no shutdown, no last writes) and waits until it is gone.
     func kill() {
         guard process.isRunning else { return }
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.signal(SIGKILL)
+        process.wait()
     }
 
     /// Stops it gracefully (SIGTERM) and waits for it to exit.
     func stop() {
         guard process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
+        process.signal(SIGTERM)
+        process.wait()
     }
 
     deinit { stop() }
@@ -119,9 +115,9 @@ final class SiblingProcess {
 
 /// The executable and arguments that start `executable` with `arguments` on the CPUs `cpus`
 /// (through util-linux's `taskset`), or as they are when `cpus` is nil.
-func pinned(_ executable: String, _ arguments: [String], to cpus: String?) -> (URL, [String]) {
-    guard let cpus else { return (URL(fileURLWithPath: executable), arguments) }
-    return (URL(fileURLWithPath: "/usr/bin/taskset"), ["-c", cpus, executable] + arguments)
+func pinned(_ executable: String, _ arguments: [String], to cpus: String?) -> (executable: String, arguments: [String]) {
+    guard let cpus else { return (executable, arguments) }
+    return ("/usr/bin/taskset", ["-c", cpus, executable] + arguments)
 }
 
 /// Keeps every thread of this process, and those it starts later, on the CPUs `cpus`.
@@ -134,14 +130,7 @@ func pinThisProcess(to cpus: String) throws {
 /// Runs a system tool (`taskset`, `mount`) to its end with its output dropped; true when it
 /// could be started and exited with status 0.
 func runTool(_ path: String, _ arguments: [String]) -> Bool {
-    let tool = Process()
-    tool.executableURL = URL(fileURLWithPath: path)
-    tool.arguments = arguments
-    tool.standardOutput = FileHandle.nullDevice
-    tool.standardError = FileHandle.nullDevice
-    guard (try? tool.run()) != nil else { return false }
-    tool.waitUntilExit()
-    return tool.terminationStatus == 0
+    (try? ChildProcess(path, arguments, output: .null, errors: .null))?.wait() == .exited(0)
 }
 
 /// Output of a process shared between the pipe's reading thread and the benchmark.

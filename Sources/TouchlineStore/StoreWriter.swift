@@ -79,6 +79,8 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     private let queue = Mutex(Queue())
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
+    /// The writer thread, so ``close()`` knows when it runs there (set once it has started).
+    private let writerThread = Mutex<pthread_t?>(nil)
     /// While this file exists every commit fails as if the disk were full: a fault-injection
     /// hook for tests of the failure path where a real full filesystem cannot be made.
     private let faultFile: String?
@@ -107,6 +109,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         }
         checkpointer = try StoreError.wrapping { try WALCheckpointer(path: path, synchronous: synchronous, niceness: niceness) }
         let thread = Thread { [self] in
+            writerThread.withLock { $0 = pthread_self() }
             nameCurrentThread("store-writer")
             if niceness > 0 { _ = lowerCurrentThreadPriority(niceness: niceness) }
             if let slice { _ = requestCurrentThreadSlice(slice) }
@@ -148,7 +151,9 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     }
 
     /// Commits what is queued, then stops the thread and closes the connection. Later submits
-    /// fail with `.closed`.
+    /// fail with `.closed`. On the writer thread itself (the last owner released in a
+    /// completion) it cannot wait for itself: it refuses later writes, and the thread closes the
+    /// connection once it has drained the queue.
     public func close() {
         let wasOpen = queue.withLock { q -> Bool in
             defer { q.closed = true }
@@ -156,7 +161,8 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         }
         guard wasOpen else { return }
         wake.signal()
-        finished.wait()
+        let onWriterThread = writerThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        if !onWriterThread { finished.wait() }
         checkpointer.stop()
     }
 

@@ -187,6 +187,27 @@ import TouchlineStore
         defer { reader.close() }
         #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 100).map(\.seq) == Array(1...50))
     }
+
+    /// Completions run on the writer's own thread or queue; one that closes the store (its last
+    /// owner let go there) must not wait for that thread to finish, which would be itself.
+    @Test(arguments: StoreKind.allCases)
+    func aCloseFromACompletionReturnsAndRefusesLaterWrites(kind: StoreKind) throws {
+        let store = try kind.open()
+        try awaitResult { store.writer.createChannel(channel("m1"), completion: $0) }.get()
+        let closed = DispatchSemaphore(value: 0)
+        store.writer.submit(WriteBatch([.appendEvents([event("m1", 1)])])) { _ in
+            store.close()
+            closed.signal()
+        }
+        #expect(closed.wait(timeout: .now() + 10) == .success, "close() from a completion waited for its own thread")
+        #expect(!store.writer.isOpen)
+        let late = awaitResult { store.writer.submit(WriteBatch([.appendEvents([event("m1", 2)])]), completion: $0) }
+        #expect(late.failure == .closed)
+        try store.reopen()
+        let reader = try store.channelReader()
+        defer { reader.close() }
+        #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1])
+    }
 }
 
 extension ResultBox where T == [Int64] {

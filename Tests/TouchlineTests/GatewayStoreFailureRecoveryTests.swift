@@ -12,9 +12,9 @@ struct GatewayStoreFailureRecoveryTests {
     /// APNs created the channel, but saving its id failed: the provider's repeat saves that id
     /// instead of asking APNs for a second channel.
     @Test func aCreateWhoseIDCouldNotBeSavedIsNotCreatedTwice() async throws {
-        // The mock makes the channel when the create arrives and answers 1.5 s later: the disk
+        // The mock makes the channel when the create arrives and answers 5 s later: the disk
         // fails in between, whatever the machine's load.
-        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(1_500) }
+        let apns = try MockAPNsFixture { $0.faults.latency = .seconds(5) }
         let fault = apns.directory + "/disk-full"
         let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data", storeFaultFile: fault)
         defer { Task { await fixture.shutDown(); await apns.shutDown() } }

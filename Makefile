@@ -39,11 +39,10 @@ run: build
 	$(SWIFT) run touchline demo
 
 ## test: the whole test suite (executables first: the crash-recovery tests run the real binaries),
-## one test at a time: the end-to-end tests start real servers and child processes, and run
-## together they hold thousands of descriptors, where Foundation's Process.run can crash.
+## tests in parallel (docs/architecture.md, "Tests in parallel").
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --no-parallel
+	$(SWIFT) test
 
 ## bench: the standard load scenarios in a release build (client-ceiling, ingest-burst, matchday,
 ## kickoff-storm; report under results/latest), held to their targets, then the mock APNs against

@@ -86,8 +86,9 @@ func sendAll<Sender: HTTP2RequestSender & Sendable>(_ requests: [HTTP2Request], 
     }
 }
 
-/// Polls `condition` on `loop` until it holds; throws after `timeout`.
-func waitUntil(on loop: EventLoop, timeout: Duration = .seconds(10), _ what: String,
+/// Polls `condition` on `loop` until it holds; throws after `timeout` (generous by default: the
+/// suite runs its tests in parallel on machines with few cores).
+func waitUntil(on loop: EventLoop, timeout: Duration = .seconds(30), _ what: String,
                _ condition: @escaping @Sendable () -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {

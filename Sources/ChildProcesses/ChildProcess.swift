@@ -110,29 +110,26 @@ public final class ChildProcess: Sendable {
             parentEnds.append(PipeEnd(ends.write))
             posix_spawn_file_actions_adddup2(&actions, ends.read, 0)
         }
-        var outputEnd: PipeEnd?
-        switch output {
-        case .null, .sameAsOutput: posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        case .inherit: break
-        case .pipe:
-            let ends = try pipeEnds()
-            childEnds.append(ends.write)
-            outputEnd = PipeEnd(ends.read)
-            parentEnds.append(outputEnd!)
-            posix_spawn_file_actions_adddup2(&actions, ends.write, 1)
+        // Descriptor 1 or 2 of the child as `destination` says; the reading end of its pipe.
+        func direct(_ destination: Output, to descriptor: Int32) throws -> PipeEnd? {
+            switch destination {
+            case .null: posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", O_WRONLY, 0)
+            case .sameAsOutput:
+                if descriptor == 1 { posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0) }
+                else { posix_spawn_file_actions_adddup2(&actions, 1, descriptor) }
+            case .inherit: break
+            case .pipe:
+                let ends = try pipeEnds()
+                childEnds.append(ends.write)
+                let reading = PipeEnd(ends.read)
+                parentEnds.append(reading)
+                posix_spawn_file_actions_adddup2(&actions, ends.write, descriptor)
+                return reading
+            }
+            return nil
         }
-        var errorsEnd: PipeEnd?
-        switch errors {
-        case .null: posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        case .sameAsOutput: posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        case .inherit: break
-        case .pipe:
-            let ends = try pipeEnds()
-            childEnds.append(ends.write)
-            errorsEnd = PipeEnd(ends.read)
-            parentEnds.append(errorsEnd!)
-            posix_spawn_file_actions_adddup2(&actions, ends.write, 2)
-        }
+        let outputEnd = try direct(output, to: 1)
+        let errorsEnd = try direct(errors, to: 2)
         tl_spawn_add_close_from(&actions, 3)
         if let directory { tl_spawn_add_chdir(&actions, directory) }
 

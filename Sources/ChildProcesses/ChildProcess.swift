@@ -245,10 +245,15 @@ public final class ChildProcess: Sendable {
         }
     }
 
-    /// Waits for the child to end (reaping it once), and how it ended.
+    /// Waits for the child to end (reaping it once), and how it ended. The wait itself holds no
+    /// lock: ``signal(_:)`` from another thread meanwhile still reaches the child. It waits
+    /// without reaping (`WNOWAIT`), so the pid stays this child's until it is reaped under the lock.
     @discardableResult
     public func wait() -> Termination {
-        reaped.withLock { termination in
+        if let termination = reaped.withLock({ $0 }) { return termination }
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0, errno == EINTR {}
+        return reaped.withLock { termination in
             if let termination { return termination }
             let ended = Self.reap(pid, blocking: true)!
             termination = ended

@@ -94,6 +94,17 @@ import Glibc
         #expect(!child.isRunning)
     }
 
+    @Test func aSignalReachesTheChildWhileAnotherThreadWaitsForIt() async throws {
+        let child = try ChildProcess("/bin/sleep", ["60"], output: .null)
+        let ended = Task.detached { await child.ended() }
+        try await Task.sleep(for: .milliseconds(200))
+        let signalled = Thread {
+            child.signal(SIGTERM)
+        }
+        signalled.start()
+        #expect(await ended.value == .signalled(SIGTERM))
+    }
+
     @Test func writingToAChildThatIsGoneFailsWithoutEndingTheTestProcess() throws {
         let child = try ChildProcess("/bin/true", [], input: .pipe, output: .null)
         child.wait()

@@ -79,14 +79,15 @@ struct GatewayEscalatedStopTests {
         let client = serve.admin
         Thread { _ = try? client.request("POST", "/v1/channels", json: #"{"id": "s1", "storagePolicy": "no-storage"}"#) }.start()
         try await eventually("the create at APNs") { silent.mock.recordedRequests().contains { $0.endpoint == .createChannel } }
-        let firstSignal = ContinuousClock.now
-        serve.process.signal(SIGTERM)
-        // Not waiting to see the first logged: on a busy machine this test may read the log
-        // seconds late, after both graces. Past the 2 s request grace, inside the 3 s APNs
-        // grace: without the cut, the stop would take 5 s from the first signal (the create is
-        // never answered).
-        try await Task.sleep(until: firstSignal + .milliseconds(2_500))
-        serve.process.signal(SIGTERM)
+        // Both signals from a thread of its own, 2.5 s apart: past the 2 s request grace, inside
+        // the 3 s APNs grace (without the cut, the stop would take 5 s from the first, the create
+        // being never answered). A task could resume seconds late on a busy machine, after both.
+        let process = serve.process
+        Thread {
+            process.signal(SIGTERM)
+            Thread.sleep(forTimeInterval: 2.5)
+            process.signal(SIGTERM)
+        }.start()
         let status = await withCheckedContinuation { (done: CheckedContinuation<Int32, Never>) in
             Thread {
                 done.resume(returning: serve.process.wait().status)

@@ -20,10 +20,15 @@ struct GatewayStoreFailureRecoveryTests {
         defer { Task { await fixture.shutDown(); await apns.shutDown() } }
         let api = fixture.admin
         let body = #"{"id": "c1", "storagePolicy": "no-storage"}"#
-        async let first = Task.detached { try api.request("POST", "/v1/channels", json: body) }.value
-        try await eventually("APNs to have made the channel") { apns.mock.channels().count == 1 }
-        FileManager.default.createFile(atPath: fault, contents: Data())
-        let refused = try await first
+        // The disk fails from a thread of its own watching the mock: a polling task could be
+        // starved by the task pool on a busy machine for longer than the answer's delay.
+        let mock = apns.mock
+        Thread {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while mock.channels().isEmpty, ContinuousClock.now < deadline { usleep(1_000) }
+            FileManager.default.createFile(atPath: fault, contents: Data())
+        }.start()
+        let refused = try await Task.detached { try api.request("POST", "/v1/channels", json: body) }.value
         #expect(refused.status == 503 && refused.errorCode == "store_unavailable", "\(refused.text)")
         #expect(apns.mock.channels().count == 1, "APNs holds the channel whose id was not saved")
         try FileManager.default.removeItem(atPath: fault)

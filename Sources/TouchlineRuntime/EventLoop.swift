@@ -88,9 +88,12 @@ public final class EventLoop: @unchecked Sendable {
     private func run(onStart: () -> Void) {
         mailbox.withLock { $0.thread = pthread_self() }
         onStart()
-        event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
-        drainMailbox()
-        mailbox.withLock { $0.thread = nil }
+        // A loop that fails (its epoll descriptor closed under it, say) would leave everything it
+        // owns frozen and every job handed to it unrun: that must not pass quietly.
+        if event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY) < 0 {
+            fatalError("event loop \(name) failed: \(String(cString: strerror(errno)))")
+        }
+        drainMailbox(thenStop: true)
         finished.signal()
     }
 
@@ -99,19 +102,34 @@ public final class EventLoop: @unchecked Sendable {
         mailbox.withLock { m in m.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
+    /// A loop that has left ``run()``: a job handed to it now would never run.
+    public struct Stopped: Error, CustomStringConvertible {
+        public let loop: String
+        public var description: String { "event loop \(loop) has stopped" }
+    }
+
     /// Runs `job` on the loop's thread, soon. Safe from any thread; jobs run in submission order.
+    /// Once the loop has stopped, `job` is dropped (``sync(_:)`` and ``submit(_:)`` throw instead).
     public func execute(_ job: @escaping @Sendable () -> Void) {
-        let wasEmpty = mailbox.withLock { m -> Bool in
+        _ = enqueue(job)
+    }
+
+    /// Hands `job` to the mailbox, waking the loop if it was empty; false once the loop has stopped.
+    private func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool {
+        let (accepted, wasEmpty) = mailbox.withLock { m -> (Bool, Bool) in
+            if m.stopped { return (false, false) }
             m.jobs.append(job)
-            return m.jobs.count == 1
+            return (true, m.jobs.count == 1)
         }
         if wasEmpty { event_active(wakeEvent, EV_READ, 0) }
+        return accepted
     }
 
     /// Runs `body` on the loop and returns its result to an async caller (control paths and tests).
     public func submit<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            execute { continuation.resume(with: Result { try body() }) }
+            let accepted = enqueue { continuation.resume(with: Result { try body() }) }
+            if !accepted { continuation.resume(throwing: Stopped(loop: name)) }
         }
     }
 
@@ -120,19 +138,27 @@ public final class EventLoop: @unchecked Sendable {
         precondition(!inEventLoop, "EventLoop.sync called on its own loop")
         let box = UncheckedBox<Result<T, Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        execute {
+        let accepted = enqueue {
             box.value = Result { try body() }
             done.signal()
         }
+        // A stopped loop would never run the job: waiting for it would wait for ever.
+        guard accepted else { throw Stopped(loop: name) }
         done.wait()
         return try box.value!.get()
     }
 
-    private func drainMailbox() {
+    /// Runs the jobs in the mailbox until it is empty; with `thenStop` (the loop's last drain),
+    /// the mailbox is closed in the same step that finds it empty, so no job is left behind.
+    private func drainMailbox(thenStop: Bool = false) {
         while true {
             let jobs = mailbox.withLock { m -> [@Sendable () -> Void] in
                 let j = m.jobs
                 m.jobs.removeAll(keepingCapacity: true)
+                if j.isEmpty, thenStop {
+                    m.stopped = true
+                    m.thread = nil
+                }
                 return j
             }
             if jobs.isEmpty { return }
@@ -142,13 +168,21 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Asks the loop to stop after the jobs already queued; returns at once.
     public func stop() {
-        execute { [self] in event_base_loopbreak(self.base) }
+        requestStop()
     }
 
-    /// Stops the loop and waits until its thread has left ``run()``.
+    /// Queues the loop's break after the jobs already queued; false if it has stopped already.
+    @discardableResult
+    private func requestStop() -> Bool {
+        enqueue { [self] in event_base_loopbreak(self.base) }
+    }
+
+    /// Stops the loop and waits until its thread has left ``run()`` (at once if it already has).
     public func stopAndWait() {
-        stop()
+        guard requestStop() else { return }
         finished.wait()
+        // For any other caller waiting too.
+        finished.signal()
     }
 
     /// The loop's asynchronous DNS resolver, created on first use. Loop thread only.

@@ -24,6 +24,44 @@ import TouchlineRuntime
         for (_, values) in result { #expect(values == Array(0..<1000)) }
     }
 
+    /// A job handed to a loop that has stopped can never run: waiting for it must not hang.
+    @Test func aStoppedLoopRefusesWorkInsteadOfLeavingItUnrun() async throws {
+        let loop = EventLoop.start(name: "stopped-loop")
+        let ranBeforeTheStop = Atomic<Bool>(false)
+        loop.execute { ranBeforeTheStop.store(true, ordering: .relaxed) }
+        loop.stopAndWait()
+        let ranBefore = ranBeforeTheStop.load(ordering: .relaxed)
+        #expect(ranBefore, "a job queued before the stop still ran")
+        #expect(throws: EventLoop.Stopped.self) { try loop.sync { 1 } }
+        await #expect(throws: EventLoop.Stopped.self) { try await loop.submit { 1 } }
+        let ranAfterTheStop = Atomic<Bool>(false)
+        loop.execute { ranAfterTheStop.store(true, ordering: .relaxed) }
+        loop.stopAndWait()
+        let ranAfter = ranAfterTheStop.load(ordering: .relaxed)
+        #expect(!ranAfter)
+    }
+
+    @Test func twoThreadsWaitingForTheStopBothReturn() async throws {
+        let loop = EventLoop.start(name: "stopped-twice")
+        let blocker = DispatchSemaphore(value: 0)
+        loop.execute { blocker.wait() }
+        let returned = Atomic<Int>(0)
+        let both = DispatchGroup()
+        for _ in 0..<2 {
+            both.enter()
+            Thread {
+                loop.stopAndWait()
+                returned.add(1, ordering: .relaxed)
+                both.leave()
+            }.start()
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        blocker.signal()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in both.notify(queue: .global()) { done.resume() } }
+        let returnedCount = returned.load(ordering: .relaxed)
+        #expect(returnedCount == 2)
+    }
+
     @Test func inEventLoopIsFalseElsewhere() throws {
         let loop = EventLoop.start(name: "test-loop")
         defer { loop.stopAndWait() }

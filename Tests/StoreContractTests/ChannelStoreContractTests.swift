@@ -160,7 +160,7 @@ import TouchlineStore
         #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 10).isEmpty)
 
         store.restoreStorage()
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(30)
         while store.writer.health.isFailing && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(!store.writer.health.isFailing, "the store did not find its storage writable again by itself")
         try awaitResult { store.writer.submit(WriteBatch([.appendEvents([event("m1", 1)])]), completion: $0) }.get()

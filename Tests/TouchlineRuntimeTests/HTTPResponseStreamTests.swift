@@ -77,7 +77,7 @@ import TouchlineRuntime
         defer { fixture.stop() }
         let client = try openedStream(on: fixture.port)
         client.closeNow()
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while streams.closes.load(ordering: .sequentiallyConsistent) == 0 && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }

@@ -113,7 +113,7 @@ import TouchlineRuntime
             buffered = try fixture.loop.sync { stream.write(chunk) ? stream.bufferedBytes : -1 }
         }
         #expect(buffered > 0)
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(30)
         while closes.load(ordering: .relaxed) == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(closes.load(ordering: .relaxed) == 1)
         #expect(try fixture.loop.sync { stream.isOpen } == false)

@@ -69,7 +69,7 @@ import TouchlineStore
             try await writer.submit(WriteBatch([.appendEvents([StoredEvent(channelID: "m", seq: seq, receivedAt: t0, body: body)])]))
         }
         // 500 events of 400 bytes: about 200 KB that only a checkpoint moves into the database file.
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while databaseFileSize() < before + 150_000, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }

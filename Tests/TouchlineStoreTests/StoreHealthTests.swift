@@ -29,7 +29,7 @@ import TouchlineStore
         #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 10).isEmpty)
 
         try FileManager.default.removeItem(atPath: fault)
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(30)
         while writer.health.isFailing && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!writer.health.isFailing, "the probe did not find the store writable again")
         #expect(writer.statistics.probes >= 1)

@@ -210,7 +210,7 @@ import TouchlineRuntime
         let rejected = Task { try await client.send(first).status }
         let meanwhile = Task { try await client.send(second).status }
         let loop = fixture.loop
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while try await loop.submit({ client.heldRequestCount }) < 2, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }

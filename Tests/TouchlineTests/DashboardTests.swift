@@ -82,14 +82,14 @@ struct DashboardTests {
         #expect(try await detail.nextSnapshot()[member: "channel"]?[member: "contentState"]?.integer("homeScore") == 0)
 
         try post(#"{"seq": 2, "type": "goal", "team": "home", "player": "Saka", "minute": 31}"#, to: "club-live", on: fixture)
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         var score: Int64?
         while score != 1 && ContinuousClock.now < deadline {
             score = try await detail.nextSnapshot()[member: "channel"]?[member: "contentState"]?.integer("homeScore")
         }
         #expect(score == 1)
         var acceptedPush = false
-        let historyDeadline = ContinuousClock.now + .seconds(10)
+        let historyDeadline = ContinuousClock.now + .seconds(30)
         while !acceptedPush && ContinuousClock.now < historyDeadline {
             if case .array(let pushes)? = try await detail.nextSnapshot()[member: "channel"]?[member: "recentPushes"] {
                 acceptedPush = pushes.contains { $0.string("outcome") == "accepted" }

@@ -166,20 +166,16 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Asks the loop to stop after the jobs already queued; returns at once.
-    public func stop() {
-        requestStop()
-    }
-
-    /// Queues the loop's break after the jobs already queued; false if it has stopped already.
+    /// Asks the loop to stop after the jobs already queued; returns at once, false if it has
+    /// stopped already.
     @discardableResult
-    private func requestStop() -> Bool {
+    public func stop() -> Bool {
         enqueue { [self] in event_base_loopbreak(self.base) }
     }
 
     /// Stops the loop and waits until its thread has left ``run()`` (at once if it already has).
     public func stopAndWait() {
-        guard requestStop() else { return }
+        guard stop() else { return }
         finished.wait()
         // For any other caller waiting too.
         finished.signal()

@@ -39,11 +39,11 @@ run: build
 	$(SWIFT) run touchline demo
 
 ## test: the whole test suite (executables first: the crash-recovery tests run the real binaries),
-## one test at a time until a rare hang of parallel runs is found (docs/architecture.md, "Tests in
-## parallel"); `swift test` runs it in parallel in a quarter of the time.
+## tests in parallel (docs/architecture.md, "Tests in parallel"); `--no-parallel` runs them one at
+## a time, in about four times as long.
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --no-parallel
+	$(SWIFT) test
 
 ## bench: the standard load scenarios in a release build (client-ceiling, ingest-burst, matchday,
 ## kickoff-storm; report under results/latest), held to their targets, then the mock APNs against

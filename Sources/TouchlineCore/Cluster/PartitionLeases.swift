@@ -1,0 +1,194 @@
+/// One instance's side of partition ownership in a cluster: which partitions it holds, as leases
+/// in a shared key-value bucket with per-key revisions and compare-and-set writes.
+///
+/// Pure: no I/O, no clock, no threads. Every input comes with `now` from the instance's
+/// monotonic clock (`ContinuousClock`, which keeps counting while the machine sleeps, so a
+/// suspended owner wakes up knowing its leases ran out), and returns the ``Action``s the shell
+/// performs: conditional writes, start or stop owning a partition, and the end of a shutdown.
+/// The shell reports back every write's outcome and whatever the bucket's watch shows.
+///
+/// The rules (docs/cluster.md, "Partition leases", has them with the reasons):
+/// - **Expiry is judged by observers on their own clock**: a lease (or heartbeat) whose key
+///   shows no new revision for ``LeaseSettings/leaseTTL`` (``LeaseSettings/memberTTL``), from
+///   when the observer learned its latest one, is dead. Taking it over is an update expecting
+///   that stale revision, so it fails if the owner renewed meanwhile.
+/// - **An owner stops before anyone may take over**: its lease counts as held until the send time
+///   of its last stored write of the lease plus `leaseTTL` minus ``LeaseSettings/safetyMargin``,
+///   and not after a conflict or a foreign write of the key. ``fence(for:now:)`` says whether a
+///   push may go.
+/// - **Balance**: each instance aims at its ``PartitionShares`` share among the live members,
+///   never above ⌈P/N⌉, acquiring free or dead partitions in its own ``PartitionPreference``
+///   order and releasing from the other end.
+/// - **Nothing is assumed**: a new run (also a restart under the same ``InstanceID``) owns only
+///   what it acquired itself; an earlier run's leases are somebody else's until they expire.
+public struct PartitionLeases: Sendable {
+    public typealias Instant = ContinuousClock.Instant
+
+    public let instance: InstanceID
+    /// Random per process start: tells this run's writes from an earlier run's (``LeaseRecord``).
+    public let incarnation: UInt64
+    public let settings: LeaseSettings
+    public internal(set) var phase = Phase.joining
+
+    /// A partition this instance owns.
+    struct Lease: Sendable {
+        let fence: Fence
+        /// Pushes may go until then: last stored write's send time + TTL − margin.
+        var validUntil: Instant
+        var renewDue: Instant
+    }
+
+    var partitions: [KeyKnowledge]
+    var leases: [Lease?]
+    /// This instance's own heartbeat key.
+    var membership = KeyKnowledge()
+    var heartbeatDue: Instant?
+    /// The other members' heartbeat keys.
+    var peers: [InstanceID: KeyKnowledge] = [:]
+    var isCaughtUp = false
+    var lastWrite: UInt64 = 0
+    /// The latest `now` seen: the machine's clock never goes back.
+    var latestNow: Instant
+    /// When the last plan ran: expiries up to then have been weighed.
+    var plannedAt: Instant?
+    var needsPlan = false
+    var leavingSince: Instant?
+    let preference: PartitionPreference
+
+    /// A new run of `instance`. `incarnation` must be fresh at every process start (a random
+    /// number: `UInt64.random(in: .min ... .max)`). The shell then starts the bucket's watch and
+    /// feeds what it reports; nothing is written before ``Input/caughtUp``.
+    public init(instance: InstanceID, incarnation: UInt64, settings: LeaseSettings, now: Instant) {
+        self.instance = instance
+        self.incarnation = incarnation
+        self.settings = settings
+        partitions = Array(repeating: KeyKnowledge(), count: settings.partitionCount)
+        leases = Array(repeating: nil, count: settings.partitionCount)
+        latestNow = now
+        preference = PartitionPreference(instance: instance, partitionCount: settings.partitionCount)
+    }
+
+    public mutating func handle(_ input: Input, now: Instant) -> [Action] {
+        guard phase != .left else { return [] }
+        let now = max(now, latestNow)
+        latestNow = now
+        var actions: [Action] = []
+        settleOverdue(now: now, into: &actions)
+        switch input {
+        case .observed(let key, let revision, let value):
+            observe(key, revision: revision, value: value, now: now, into: &actions)
+        case .caughtUp:
+            if !isCaughtUp {
+                isCaughtUp = true
+                heartbeatDue = now
+                needsPlan = true
+            }
+        case .completed(let write, let outcome):
+            complete(write, outcome, now: now, into: &actions)
+        case .tick:
+            needsPlan = true
+        case .shutdown:
+            leave(now: now, into: &actions)
+        }
+        if needsPlan { plan(now: now, into: &actions) }
+        return actions
+    }
+
+    /// The fence of `partition` if this instance may act as its owner at `now`: check it before
+    /// every push, since the lease can run out between two inputs. nil once the lease may have
+    /// been lost, even before the `stopOwning` of the next input.
+    public func fence(for partition: Int, now: Instant) -> Fence? {
+        guard leases.indices.contains(partition), let lease = leases[partition], now < lease.validUntil else { return nil }
+        return lease.fence
+    }
+
+    /// The partitions owned as of the last input (``fence(for:now:)`` says until when).
+    public var ownedPartitions: [Int] { leases.indices.filter { leases[$0] != nil } }
+
+    /// The members that count in the balance at `now`: this instance while joining or running,
+    /// and every other whose heartbeat is fresh.
+    public func liveMembers(now: Instant) -> [InstanceID] {
+        let others = peers.filter { !$0.value.isExpired(ttl: settings.memberTTL, now: now) && $0.value.isWritten }.map(\.key)
+        return ((phase == .joining || phase == .running) ? [instance] + others : others).sorted()
+    }
+
+    /// When the shell should feed the next ``Input/tick``: the next renewal, write timeout or
+    /// lease end, and the next expiry of somebody else's key. nil after the shutdown, and
+    /// before the watch caught up (nothing is due until an input comes).
+    public var nextTick: Instant? {
+        guard phase != .left else { return nil }
+        var earliest: Instant?
+        func due(_ instant: Instant?) {
+            if let instant, earliest.map({ instant < $0 }) ?? true { earliest = instant }
+        }
+        // Conditions (expiries, retry delays) that passed before the last plan were weighed then.
+        let weighedUntil = plannedAt ?? latestNow
+        func condition(_ instant: Instant?) {
+            if let instant, instant > weighedUntil { due(instant) }
+        }
+        for (knowledge, lease) in zip(partitions, leases) {
+            if let pending = knowledge.pending {
+                due(pending.sentAt + settings.writeTimeout)
+            } else if let lease {
+                due(max(lease.renewDue, knowledge.notBefore ?? lease.renewDue))
+            } else {
+                condition(knowledge.notBefore)
+                condition(knowledge.expiry(ttl: settings.leaseTTL))
+            }
+            due(lease?.validUntil)
+        }
+        if let pending = membership.pending {
+            due(pending.sentAt + settings.writeTimeout)
+        } else if phase == .joining || phase == .running, let heartbeatDue {
+            due(max(heartbeatDue, membership.notBefore ?? heartbeatDue))
+        } else {
+            condition(membership.notBefore)
+        }
+        for knowledge in peers.values {
+            if let pending = knowledge.pending { due(pending.sentAt + settings.writeTimeout) }
+            condition(knowledge.notBefore)
+            condition(knowledge.expiry(ttl: settings.memberTTL))
+        }
+        if let leavingSince { due(leavingSince + settings.leaseTTL) }
+        return earliest
+    }
+
+    /// Leases past their end stop; writes past their timeout count as failed.
+    private mutating func settleOverdue(now: Instant, into actions: inout [Action]) {
+        let retryDelay = settings.retryDelay
+        for partition in leases.indices {
+            if let lease = leases[partition], lease.validUntil <= now {
+                leases[partition] = nil
+                actions.append(.stopOwning(partition: partition))
+                needsPlan = true
+            }
+            if isOverdue(partitions[partition], now: now) {
+                partitions[partition].giveUpPending(now: now, delay: retryDelay)
+                needsPlan = true
+            }
+        }
+        if isOverdue(membership, now: now) {
+            membership.giveUpPending(now: now, delay: retryDelay)
+            needsPlan = true
+        }
+        for peer in peers.keys.filter({ isOverdue(peers[$0], now: now) }) {
+            peers[peer]?.giveUpPending(now: now, delay: retryDelay)
+            needsPlan = true
+        }
+    }
+
+    private func isOverdue(_ knowledge: KeyKnowledge?, now: Instant) -> Bool {
+        knowledge?.pending.map { $0.sentAt + settings.writeTimeout <= now } ?? false
+    }
+
+    private mutating func leave(now: Instant, into actions: inout [Action]) {
+        guard phase == .joining || phase == .running else { return }
+        phase = .leaving
+        leavingSince = now
+        for partition in ownedPartitions {
+            leases[partition] = nil
+            actions.append(.stopOwning(partition: partition))
+        }
+        needsPlan = true
+    }
+}

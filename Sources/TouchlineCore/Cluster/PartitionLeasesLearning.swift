@@ -1,0 +1,132 @@
+/// What the instance learns: the watch's reports and the outcomes of its own writes.
+extension PartitionLeases {
+    mutating func observe(_ key: LeaseKey, revision: Revision, value: ObservedValue, now: Instant, into actions: inout [Action]) {
+        if case .record(let record) = value, record.holder == instance, record.incarnation == incarnation,
+           let sent = withKnowledge(of: key, { $0.take(record.write) }) ?? nil {
+            // One of this run's writes, seen before (or instead of) its answer.
+            stored(sent, revision: revision, now: now, into: &actions)
+            return
+        }
+        switch key {
+        case .partition(let partition):
+            guard partitions.indices.contains(partition) else { return }
+            let before = partitions[partition].value
+            guard partitions[partition].learn(revision, value, now: now) else { return }
+            if leases[partition] != nil {
+                // Somebody else wrote the lease (or an own write whose send time is not known
+                // any more): it is not held as far as this instance can prove.
+                leases[partition] = nil
+                actions.append(.stopOwning(partition: partition))
+                needsPlan = true
+            }
+            if !Self.sameAuthor(before, value) { needsPlan = true }
+        case .member(let member) where member == instance:
+            // An earlier run's late heartbeat, or a delete by an operator: the next heartbeat
+            // expects this revision.
+            _ = membership.learn(revision, value, now: now)
+        case .member(let member):
+            var knowledge = peers[member] ?? KeyKnowledge()
+            let before = knowledge.value
+            guard knowledge.learn(revision, value, now: now) else { return }
+            peers[member] = knowledge
+            if !Self.sameAuthor(before, value) { needsPlan = true }
+        }
+    }
+
+    mutating func complete(_ write: BucketWrite, _ outcome: WriteOutcome, now: Instant, into actions: inout [Action]) {
+        // An answer to a write already given up on still tells whether and when it was stored.
+        guard let status = knowledge(of: write.key)?.status(of: write.id) else { return }
+        needsPlan = true
+        switch outcome {
+        case .stored(let revision):
+            if let sent = withKnowledge(of: write.key, { $0.take(write.id) }) ?? nil {
+                stored(sent, revision: revision, now: now, into: &actions)
+            }
+        case .conflict:
+            // The key moved on: wait for the watch to show how (a renew interval at most).
+            let wait = now + settings.renewInterval
+            withKnowledge(of: write.key) { knowledge in
+                _ = knowledge.take(write.id)
+                if status == .pending { knowledge.notBefore = wait }
+            }
+            // Only the write out expected the revision known now: a late conflict of an older
+            // one says nothing about the lease.
+            if status == .pending, case .partition(let partition) = write.key, leases[partition] != nil {
+                leases[partition] = nil
+                actions.append(.stopOwning(partition: partition))
+            }
+        case .failed:
+            if status == .pending {
+                let delay = settings.retryDelay
+                withKnowledge(of: write.key) { $0.giveUpPending(now: now, delay: delay) }
+            }
+        }
+    }
+
+    /// One of this run's writes was stored at `revision` (its answer, or the watch showing it).
+    private mutating func stored(_ sent: KeyKnowledge.SentWrite, revision: Revision, now: Instant, into actions: inout [Action]) {
+        let value = sent.write.record.map(ObservedValue.record) ?? .deleted
+        needsPlan = true
+        switch sent.write.key {
+        case .partition(let partition):
+            // Superseded already (the watch showed a later write): the write grants nothing.
+            guard partitions[partition].learn(revision, value, now: now), sent.write.record != nil else { return }
+            let validUntil = sent.sentAt + settings.leaseTTL - settings.safetyMargin
+            // While leaving, or stored too late to be of use, the record stays for the plan to
+            // delete or renew.
+            guard phase == .running, validUntil > now else { return }
+            let renewDue = sent.sentAt + settings.renewInterval
+            if var lease = leases[partition] {
+                lease.validUntil = max(lease.validUntil, validUntil)
+                lease.renewDue = renewDue
+                leases[partition] = lease
+            } else {
+                let fence = Fence(revision)
+                leases[partition] = Lease(fence: fence, validUntil: validUntil, renewDue: renewDue)
+                actions.append(.startOwning(partition: partition, fence: fence))
+            }
+        case .member(let member) where member == instance:
+            guard membership.learn(revision, value, now: now), sent.write.record != nil else { return }
+            heartbeatDue = sent.sentAt + settings.renewInterval
+            if phase == .joining { phase = .running }
+        case .member(let member):
+            // A dead member's heartbeat, deleted.
+            _ = peers[member]?.learn(revision, value, now: now)
+        }
+    }
+
+    /// The knowledge of `key`; nil for a partition out of range or a peer never seen.
+    func knowledge(of key: LeaseKey) -> KeyKnowledge? {
+        switch key {
+        case .partition(let partition): partitions.indices.contains(partition) ? partitions[partition] : nil
+        case .member(let member) where member == instance: membership
+        case .member(let member): peers[member]
+        }
+    }
+
+    /// Runs `body` on the knowledge of `key`; nil for a partition out of range or a peer never seen.
+    @discardableResult
+    mutating func withKnowledge<Result>(of key: LeaseKey, _ body: (inout KeyKnowledge) -> Result) -> Result? {
+        switch key {
+        case .partition(let partition):
+            guard partitions.indices.contains(partition) else { return nil }
+            return body(&partitions[partition])
+        case .member(let member) where member == instance:
+            return body(&membership)
+        case .member(let member):
+            guard var knowledge = peers[member] else { return nil }
+            defer { peers[member] = knowledge }
+            return body(&knowledge)
+        }
+    }
+
+    /// The same holder in the same run (or both absent, or both unreadable): a renewal, which
+    /// changes nothing in the balance.
+    private static func sameAuthor(_ before: ObservedValue?, _ after: ObservedValue) -> Bool {
+        switch (before, after) {
+        case (.record(let old), .record(let new)): old.holder == new.holder && old.incarnation == new.incarnation
+        case (.unreadable, .unreadable), (.deleted, .deleted), (nil, .deleted): true
+        default: false
+        }
+    }
+}

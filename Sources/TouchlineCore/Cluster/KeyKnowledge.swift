@@ -17,7 +17,11 @@ struct KeyKnowledge: Sendable {
     /// stall the key).
     var notBefore: ContinuousClock.Instant?
     /// The write out on the key: there is never more than one.
-    private(set) var pending: SentWrite?
+    private(set) var pending: SentWrite? {
+        didSet { pendingSentAt = pending?.sentAt }
+    }
+    /// When `pending` left (kept apart: the schedule reads it for every key, often).
+    private(set) var pendingSentAt: ContinuousClock.Instant?
     /// Writes given up on (failed, unanswered) that the bucket may still have stored, kept for a
     /// lease TTL: if the watch shows one of them, the instance knows when it was sent.
     private(set) var unresolved: [SentWrite] = []
@@ -59,7 +63,7 @@ struct KeyKnowledge: Sendable {
 
     /// A new write may leave now: none is out and no delay holds it back.
     func isWritable(now: ContinuousClock.Instant) -> Bool {
-        pending == nil && notBefore.map { $0 <= now } ?? true
+        pendingSentAt == nil && notBefore.map { $0 <= now } ?? true
     }
 
     /// The change that puts `record` in the key: a create when it is absent as far as known,
@@ -67,6 +71,15 @@ struct KeyKnowledge: Sendable {
     func replacing(with record: LeaseRecord) -> BucketWrite.Change {
         guard let revision, isWritten else { return .create(record) }
         return .update(record, expected: revision)
+    }
+
+    /// Whether `change` expects the key as it is known now (a create: absent; otherwise: the
+    /// known revision).
+    func expects(_ change: BucketWrite.Change) -> Bool {
+        switch change {
+        case .create: !isWritten
+        case .update(_, let expected), .delete(let expected): revision == expected
+        }
     }
 
     /// A delete of the known revision; nil when the key is absent.
@@ -110,6 +123,6 @@ struct KeyKnowledge: Sendable {
 
     /// Forgets unresolved writes sent before `instant`: too old to grant anything.
     mutating func forgetUnresolved(sentBefore instant: ContinuousClock.Instant) {
-        if unresolved.contains(where: { $0.sentAt < instant }) { unresolved.removeAll { $0.sentAt < instant } }
+        if !unresolved.isEmpty && unresolved.contains(where: { $0.sentAt < instant }) { unresolved.removeAll { $0.sentAt < instant } }
     }
 }

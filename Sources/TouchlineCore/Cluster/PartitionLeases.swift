@@ -52,7 +52,14 @@ public struct PartitionLeases: Sendable {
     /// When the last plan ran: expiries up to then have been weighed.
     var plannedAt: Instant?
     var needsPlan = false
+    /// When the shell should feed the next ``Input/tick``: the next renewal, write timeout or
+    /// lease end, and the next expiry of somebody else's key. nil after the shutdown, and
+    /// before the watch caught up (nothing is due until an input comes).
+    public private(set) var nextTick: Instant?
+    /// The earliest lease end or write timeout; none passed before it.
+    var settleDeadline: Instant?
     var leavingSince: Instant?
+    var housekeepingDue: Instant?
     let preference: PartitionPreference
 
     /// A new run of `instance`. `incarnation` must be fresh at every process start (a random
@@ -73,10 +80,14 @@ public struct PartitionLeases: Sendable {
         let now = max(now, latestNow)
         latestNow = now
         var actions: [Action] = []
-        settleOverdue(now: now, into: &actions)
+        // Most inputs are the watch showing somebody renew, or a renewal stored: those only move
+        // times later and leave the schedule as it was (a tick that comes early is harmless).
+        let isPastDeadline = settleDeadline.map { $0 <= now } ?? false
+        if isPastDeadline { settleOverdue(now: now, into: &actions) }
+        var reschedule = true
         switch input {
         case .observed(let key, let revision, let value):
-            observe(key, revision: revision, value: value, now: now, into: &actions)
+            reschedule = observe(key, revision: revision, value: value, now: now, into: &actions) || isPastDeadline
         case .caughtUp:
             if !isCaughtUp {
                 isCaughtUp = true
@@ -84,13 +95,17 @@ public struct PartitionLeases: Sendable {
                 needsPlan = true
             }
         case .completed(let write, let outcome):
-            complete(write, outcome, now: now, into: &actions)
+            reschedule = complete(write, outcome, now: now, into: &actions) || isPastDeadline
         case .tick:
             needsPlan = true
         case .shutdown:
             leave(now: now, into: &actions)
         }
-        if needsPlan { plan(now: now, into: &actions) }
+        if needsPlan {
+            plan(now: now, into: &actions)
+            reschedule = true
+        }
+        if reschedule { (nextTick, settleDeadline) = schedule() }
         return actions
     }
 
@@ -108,49 +123,59 @@ public struct PartitionLeases: Sendable {
     /// The members that count in the balance at `now`: this instance while joining or running,
     /// and every other whose heartbeat is fresh.
     public func liveMembers(now: Instant) -> [InstanceID] {
-        let others = peers.filter { !$0.value.isExpired(ttl: settings.memberTTL, now: now) && $0.value.isWritten }.map(\.key)
-        return ((phase == .joining || phase == .running) ? [instance] + others : others).sorted()
+        ((phase == .joining || phase == .running) ? [instance] + livePeers(now: now) : livePeers(now: now)).sorted()
     }
 
-    /// When the shell should feed the next ``Input/tick``: the next renewal, write timeout or
-    /// lease end, and the next expiry of somebody else's key. nil after the shutdown, and
-    /// before the watch caught up (nothing is due until an input comes).
-    public var nextTick: Instant? {
-        guard phase != .left else { return nil }
+    /// The other members whose heartbeat is fresh, in no particular order.
+    func livePeers(now: Instant) -> [InstanceID] {
+        let memberTTL = settings.memberTTL
+        return peers.compactMap { peer, knowledge in knowledge.isWritten && !knowledge.isExpired(ttl: memberTTL, now: now) ? peer : nil }
+    }
+
+    /// When the next tick is due, and the earliest lease end or write timeout (past it, an
+    /// input settles what is overdue before anything else).
+    private func schedule() -> (tick: Instant?, deadline: Instant?) {
+        guard phase != .left else { return (nil, nil) }
         var earliest: Instant?
-        func due(_ instant: Instant?) {
-            if let instant, earliest.map({ instant < $0 }) ?? true { earliest = instant }
+        var deadline: Instant?
+        func due(_ instant: Instant) {
+            if earliest.map({ instant < $0 }) ?? true { earliest = instant }
+        }
+        func settles(_ instant: Instant) {
+            due(instant)
+            if deadline.map({ instant < $0 }) ?? true { deadline = instant }
         }
         // Conditions (expiries, retry delays) that passed before the last plan were weighed then.
         let weighedUntil = plannedAt ?? latestNow
         func condition(_ instant: Instant?) {
             if let instant, instant > weighedUntil { due(instant) }
         }
-        for (knowledge, lease) in zip(partitions, leases) {
-            if let pending = knowledge.pending {
-                due(pending.sentAt + settings.writeTimeout)
-            } else if let lease {
-                due(max(lease.renewDue, knowledge.notBefore ?? lease.renewDue))
+        let writeTimeout = settings.writeTimeout
+        for partition in partitions.indices {
+            if let sentAt = partitions[partition].pendingSentAt {
+                settles(sentAt + writeTimeout)
+            } else if let renewDue = leases[partition]?.renewDue {
+                due(max(renewDue, partitions[partition].notBefore ?? renewDue))
             } else {
-                condition(knowledge.notBefore)
-                condition(knowledge.expiry(ttl: settings.leaseTTL))
+                condition(partitions[partition].notBefore)
+                condition(partitions[partition].expiry(ttl: settings.leaseTTL))
             }
-            due(lease?.validUntil)
+            if let validUntil = leases[partition]?.validUntil { settles(validUntil) }
         }
-        if let pending = membership.pending {
-            due(pending.sentAt + settings.writeTimeout)
+        if let sentAt = membership.pendingSentAt {
+            settles(sentAt + writeTimeout)
         } else if phase == .joining || phase == .running, let heartbeatDue {
             due(max(heartbeatDue, membership.notBefore ?? heartbeatDue))
         } else {
             condition(membership.notBefore)
         }
         for knowledge in peers.values {
-            if let pending = knowledge.pending { due(pending.sentAt + settings.writeTimeout) }
+            if let sentAt = knowledge.pendingSentAt { settles(sentAt + writeTimeout) }
             condition(knowledge.notBefore)
             condition(knowledge.expiry(ttl: settings.memberTTL))
         }
         if let leavingSince { due(leavingSince + settings.leaseTTL) }
-        return earliest
+        return (earliest, deadline)
     }
 
     /// Leases past their end stop; writes past their timeout count as failed.
@@ -178,7 +203,7 @@ public struct PartitionLeases: Sendable {
     }
 
     private func isOverdue(_ knowledge: KeyKnowledge?, now: Instant) -> Bool {
-        knowledge?.pending.map { $0.sentAt + settings.writeTimeout <= now } ?? false
+        knowledge?.pendingSentAt.map { $0 + settings.writeTimeout <= now } ?? false
     }
 
     private mutating func leave(now: Instant, into actions: inout [Action]) {

@@ -3,14 +3,18 @@ extension PartitionLeases {
     mutating func plan(now: Instant, into actions: inout [Action]) {
         needsPlan = false
         plannedAt = now
-        forgetStaleKnowledge(now: now)
+        if housekeepingDue.map({ $0 <= now }) ?? true {
+            forgetStaleKnowledge(now: now)
+            housekeepingDue = now + settings.renewInterval
+        }
         switch phase {
         case .joining:
             if isCaughtUp && membership.isWritable(now: now) { put(.member(instance), now: now, into: &actions) }
         case .running:
-            rebalance(now: now, into: &actions)
+            let livePeers = livePeers(now: now)
+            rebalance(livePeers: livePeers, now: now, into: &actions)
             renew(now: now, into: &actions)
-            deleteDeadHeartbeats(now: now, into: &actions)
+            if !livePeers.contains(where: { $0 < instance }) { deleteDeadHeartbeats(now: now, into: &actions) }
         case .leaving:
             deleteOwnRecords(now: now, into: &actions)
         case .left:
@@ -21,8 +25,8 @@ extension PartitionLeases {
     // MARK: Balance
 
     /// Acquires or releases partitions toward this instance's share.
-    private mutating func rebalance(now: Instant, into actions: inout [Action]) {
-        var holdings = Dictionary(uniqueKeysWithValues: liveMembers(now: now).map { ($0, 0) })
+    private mutating func rebalance(livePeers: [InstanceID], now: Instant, into actions: inout [Action]) {
+        var holdings = Dictionary(uniqueKeysWithValues: livePeers.map { ($0, 0) })
         var held = 0
         for partition in partitions.indices {
             let knowledge = partitions[partition]
@@ -85,39 +89,42 @@ extension PartitionLeases {
     /// Once a lease or the heartbeat is due, renews it together with every other due within half
     /// a renew interval: early renewals only lengthen validity, and batches need fewer ticks.
     private mutating func renew(now: Instant, into actions: inout [Action]) {
-        let renewable = leases.indices.filter { leases[$0] != nil && partitions[$0].isWritable(now: now) }
         let heartbeatWritable = membership.isWritable(now: now)
-        let isAnyDue = renewable.contains { leases[$0].map { $0.renewDue <= now } ?? false }
-            || (heartbeatWritable && heartbeatDue.map { $0 <= now } ?? false)
+        let isAnyDue = (heartbeatWritable && heartbeatDue.map { $0 <= now } ?? false)
+            || leases.indices.contains { leases[$0].map { $0.renewDue <= now } ?? false && partitions[$0].isWritable(now: now) }
         guard isAnyDue else { return }
         let horizon = now + settings.renewInterval / 2
         if heartbeatWritable, heartbeatDue.map({ $0 <= horizon }) ?? false { put(.member(instance), now: now, into: &actions) }
-        for partition in renewable where leases[partition].map({ $0.renewDue <= horizon }) ?? false {
+        for partition in leases.indices where leases[partition].map({ $0.renewDue <= horizon }) ?? false && partitions[partition].isWritable(now: now) {
             put(.partition(partition), now: now, into: &actions)
         }
     }
 
     // MARK: Housekeeping
 
-    /// The first live member (by name) deletes heartbeats that expired, so that an instance
-    /// starting later does not count the dead for a member TTL. The delete expects the stale
+    /// Deletes heartbeats that expired (the first live member by name does, so that an instance
+    /// starting later does not count the dead for a member TTL). The delete expects the stale
     /// revision: a member that was only slow and heartbeats again keeps its key.
     private mutating func deleteDeadHeartbeats(now: Instant, into actions: inout [Action]) {
-        guard liveMembers(now: now).first == instance else { return }
-        for (peer, knowledge) in peers where knowledge.isExpired(ttl: settings.memberTTL, now: now) && knowledge.isWritable(now: now) {
-            delete(.member(peer), now: now, into: &actions)
+        let memberTTL = settings.memberTTL
+        let dead = peers.compactMap { peer, knowledge in
+            knowledge.isExpired(ttl: memberTTL, now: now) && knowledge.isWritable(now: now) ? peer : nil
         }
+        // In name order, so that a run repeats exactly from the same inputs.
+        for peer in dead.sorted() { delete(.member(peer), now: now, into: &actions) }
     }
 
-    /// Forgets unresolved writes too old to grant anything, and members deleted a member TTL ago.
+    /// Forgets unresolved writes too old to grant anything, and members deleted a member TTL
+    /// ago (once per renew interval: nothing depends on it being sooner).
     private mutating func forgetStaleKnowledge(now: Instant) {
         let oldestUseful = now - settings.leaseTTL
         for partition in partitions.indices { partitions[partition].forgetUnresolved(sentBefore: oldestUseful) }
         membership.forgetUnresolved(sentBefore: oldestUseful)
-        let forgotten = peers.filter { _, knowledge in
-            knowledge.value == .deleted && knowledge.pending == nil && knowledge.learnedAt.map { $0 + settings.memberTTL <= now } ?? false
+        let memberTTL = settings.memberTTL
+        let forgotten = peers.compactMap { peer, knowledge in
+            knowledge.value == .deleted && knowledge.pendingSentAt == nil && knowledge.learnedAt.map { $0 + memberTTL <= now } ?? false ? peer : nil
         }
-        for peer in forgotten.keys { peers[peer] = nil }
+        for peer in forgotten { peers[peer] = nil }
     }
 
     // MARK: Leaving

@@ -12,24 +12,21 @@
 /// views, and a partition two instances reach for at once goes to one by compare-and-set.
 public struct PartitionShares: Sendable, Equatable {
     public let partitionCount: Int
-    /// Every live member's share.
-    public let shares: [InstanceID: Int]
+    /// Every live member with the number of partitions it holds now.
+    public let holdings: [InstanceID: Int]
 
     /// `holdings`: every live member with the number of partitions it holds now (0 for none).
     public init(partitionCount: Int, holdings: [InstanceID: Int]) {
         self.partitionCount = partitionCount
-        guard !holdings.isEmpty else {
-            shares = [:]
-            return
-        }
-        let base = partitionCount / holdings.count
-        let larger = partitionCount % holdings.count
-        let ranked = holdings.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
-        var shares: [InstanceID: Int] = [:]
-        for (rank, member) in ranked.enumerated() { shares[member.key] = rank < larger ? base + 1 : base }
-        self.shares = shares
+        self.holdings = holdings
     }
 
     /// The share of `member`; 0 for one that is not live.
-    public subscript(member: InstanceID) -> Int { shares[member] ?? 0 }
+    public subscript(member: InstanceID) -> Int {
+        guard let held = holdings[member] else { return 0 }
+        let base = partitionCount / holdings.count
+        let larger = partitionCount % holdings.count
+        let rank = holdings.count(where: { $0.value > held || ($0.value == held && $0.key < member) })
+        return rank < larger ? base + 1 : base
+    }
 }

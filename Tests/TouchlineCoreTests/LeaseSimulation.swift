@@ -38,7 +38,9 @@ struct LeaseSimulation {
         case killed
     }
 
-    struct Instance {
+    /// A class: the checks after every event read every instance, and copying one each time
+    /// (with its whole state machine) would dominate a run.
+    final class Instance {
         let id: InstanceID
         var leases: PartitionLeases
         var connection = Connection.up
@@ -54,6 +56,19 @@ struct LeaseSimulation {
         var shutdownCompletedAt: Int64?
         var ticksWithoutTimePassing = 0
         var lastTickAt: Int64 = -1
+
+        init(id: InstanceID, leases: PartitionLeases, clockStart: Int64, clockRate: Double, partitionCount: Int) {
+            self.id = id
+            self.leases = leases
+            self.clockStart = clockStart
+            self.clockRate = clockRate
+            owns = Array(repeating: false, count: partitionCount)
+        }
+
+        /// What its clock reads at virtual time `time`.
+        func localNow(at time: Int64) -> ContinuousClock.Instant {
+            LeaseSimulation.origin + .nanoseconds(clockStart + Int64((Double(time) * clockRate).rounded(.down)))
+        }
     }
 
     private enum Event {
@@ -101,17 +116,17 @@ struct LeaseSimulation {
 
     // MARK: Scenario
 
-    /// Starts a new instance now; returns its index.
+    /// Starts a new instance now, its clock at `clockRate` (default: drawn within the drift);
+    /// returns its index.
     @discardableResult
-    mutating func start(_ name: String) -> Int {
+    mutating func start(_ name: String, clockRate: Double? = nil) -> Int {
         guard let id = InstanceID(name) else { fatalError("bad instance name \(name)") }
-        let rate = 1 + (random.unit() * 2 - 1) * faults.maximumDrift
+        let rate = clockRate ?? 1 + (random.unit() * 2 - 1) * faults.maximumDrift
         let clockStart = Int64(random.next() % 1_000_000) * 1_000_000
         let index = instances.count
         let leases = PartitionLeases(instance: id, incarnation: random.next(), settings: settings,
                                      now: Self.origin + .nanoseconds(clockStart + Int64((Double(time) * rate).rounded(.down))))
-        instances.append(Instance(id: id, leases: leases, clockStart: clockStart, clockRate: rate,
-                                  owns: Array(repeating: false, count: settings.partitionCount)))
+        instances.append(Instance(id: id, leases: leases, clockStart: clockStart, clockRate: rate, partitionCount: settings.partitionCount))
         subscribe(index)
         return index
     }
@@ -142,6 +157,12 @@ struct LeaseSimulation {
     mutating func heal(_ index: Int) {
         guard instances[index].connection == .isolated else { return }
         instances[index].connection = .up
+        subscribe(index)
+    }
+
+    /// The watch starts again with every key (as a watch that lost messages recovers).
+    mutating func resubscribe(_ index: Int) {
+        guard instances[index].connection == .up else { return }
         subscribe(index)
     }
 
@@ -193,11 +214,9 @@ struct LeaseSimulation {
         return nil
     }
 
-    var counts: [String: Int] = [:]
     private mutating func step() {
         guard let (at, event) = events.pop() else { return }
         time = at
-        switch event { case .request: counts["request", default: 0] += 1; case .answer: counts["answer", default: 0] += 1; case .report: counts["report", default: 0] += 1; case .tick: counts["tick", default: 0] += 1 }
         switch event {
         case .request(let index, let run, let write):
             arrive(write, from: index, run: run)
@@ -315,16 +334,12 @@ struct LeaseSimulation {
     // MARK: Clocks
 
     /// What the instance's clock reads now.
-    func localNow(_ index: Int) -> Instant {
-        let instance = instances[index]
-        return Self.origin + .nanoseconds(instance.clockStart + Int64((Double(time) * instance.clockRate).rounded(.down)))
-    }
+    func localNow(_ index: Int) -> Instant { instances[index].localNow(at: time) }
 
     /// The first virtual time at which the instance's clock reads `instant` or later.
     private func virtualTime(of instant: Instant, on index: Int) -> Int64 {
-        let instance = instances[index]
-        let local = (instant - Self.origin).inNanoseconds - instance.clockStart
-        return Int64((Double(local) / instance.clockRate).rounded(.up)) + 1
+        let local = (instant - Self.origin).inNanoseconds - instances[index].clockStart
+        return Int64((Double(local) / instances[index].clockRate).rounded(.up)) + 1
     }
 
     // MARK: Checks
@@ -337,12 +352,11 @@ struct LeaseSimulation {
             }
         }
         guard checksEveryFence else { return }
-        for index in instances.indices where instances[index].connection != .killed {
-            let now = localNow(index)
-            for partition in owners.indices where !instances[index].owns[partition] {
-                if instances[index].leases.fence(for: partition, now: now) != nil {
-                    fail("\(instances[index].id) has a fence for partition \(partition) it was never told to own")
-                }
+        for instance in instances where instance.connection != .killed {
+            let now = instance.localNow(at: time)
+            let leases = instance.leases
+            for partition in owners.indices where !instance.owns[partition] && leases.fence(for: partition, now: now) != nil {
+                fail("\(instance.id) has a fence for partition \(partition) it was never told to own")
             }
         }
     }
@@ -361,9 +375,10 @@ struct LeaseSimulation {
     /// Partitions each instance (not killed) holds a fence for now.
     func holdings() -> [Int: [Int]] {
         var held: [Int: [Int]] = [:]
-        for index in instances.indices where instances[index].connection != .killed {
-            let now = localNow(index)
-            held[index] = (0..<settings.partitionCount).filter { instances[index].leases.fence(for: $0, now: now) != nil }
+        for (index, instance) in instances.enumerated() where instance.connection != .killed {
+            let now = instance.localNow(at: time)
+            let leases = instance.leases
+            held[index] = (0..<settings.partitionCount).filter { leases.fence(for: $0, now: now) != nil }
         }
         return held
     }

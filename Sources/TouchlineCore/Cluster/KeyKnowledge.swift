@@ -3,7 +3,7 @@ struct KeyKnowledge: Sendable {
     /// A write of this instance to the key, and when it left.
     struct SentWrite: Sendable {
         let write: BucketWrite
-        let sentAt: ContinuousClock.Instant
+        let sentAt: Moment
     }
 
     /// The newest revision known (from the watch or from an answer); nil while nothing is known.
@@ -11,24 +11,24 @@ struct KeyKnowledge: Sendable {
     /// The value at `revision`; nil while nothing is known (after the watch caught up: absent).
     private(set) var value: PartitionLeases.ObservedValue?
     /// When `revision` was learned: the clock a TTL runs on for whoever wrote it.
-    private(set) var learnedAt: ContinuousClock.Instant?
+    private(set) var learnedAt: Moment?
     /// No write of the key before this: the retry delay after a failure; after a conflict, until
     /// a newer revision is learned (a renew interval at most, so a lost watch message cannot
     /// stall the key).
-    var notBefore: ContinuousClock.Instant?
+    var notBefore: Moment?
     /// The write out on the key: there is never more than one.
     private(set) var pending: SentWrite? {
         didSet { pendingSentAt = pending?.sentAt }
     }
     /// When `pending` left (kept apart: the schedule reads it for every key, often).
-    private(set) var pendingSentAt: ContinuousClock.Instant?
+    private(set) var pendingSentAt: Moment?
     /// Writes given up on (failed, unanswered) that the bucket may still have stored, kept for a
     /// lease TTL: if the watch shows one of them, the instance knows when it was sent.
     private(set) var unresolved: [SentWrite] = []
 
     /// Takes a revision newer than the known one; false, changing nothing, for an older or equal
     /// one (a late or repeated report).
-    mutating func learn(_ revision: Revision, _ value: PartitionLeases.ObservedValue, now: ContinuousClock.Instant) -> Bool {
+    mutating func learn(_ revision: Revision, _ value: PartitionLeases.ObservedValue, now: Moment) -> Bool {
         if let known = self.revision, revision <= known { return false }
         self.revision = revision
         self.value = value
@@ -52,17 +52,17 @@ struct KeyKnowledge: Sendable {
 
     /// When the author of the value is presumed dead: a TTL after its revision was learned; nil
     /// when no value is there.
-    func expiry(ttl: Duration) -> ContinuousClock.Instant? {
+    func expiry(ttl: Span) -> Moment? {
         guard isWritten, let learnedAt else { return nil }
         return learnedAt + ttl
     }
 
-    func isExpired(ttl: Duration, now: ContinuousClock.Instant) -> Bool {
+    func isExpired(ttl: Span, now: Moment) -> Bool {
         expiry(ttl: ttl).map { $0 <= now } ?? false
     }
 
     /// A new write may leave now: none is out and no delay holds it back.
-    func isWritable(now: ContinuousClock.Instant) -> Bool {
+    func isWritable(now: Moment) -> Bool {
         pendingSentAt == nil && notBefore.map { $0 <= now } ?? true
     }
 
@@ -114,7 +114,7 @@ struct KeyKnowledge: Sendable {
     }
 
     /// The write out got no answer: it stays known as unresolved, and the key waits `delay`.
-    mutating func giveUpPending(now: ContinuousClock.Instant, delay: Duration) {
+    mutating func giveUpPending(now: Moment, delay: Span) {
         guard let pending else { return }
         unresolved.append(pending)
         self.pending = nil
@@ -122,7 +122,7 @@ struct KeyKnowledge: Sendable {
     }
 
     /// Forgets unresolved writes sent before `instant`: too old to grant anything.
-    mutating func forgetUnresolved(sentBefore instant: ContinuousClock.Instant) {
+    mutating func forgetUnresolved(sentBefore instant: Moment) {
         if !unresolved.isEmpty && unresolved.contains(where: { $0.sentAt < instant }) { unresolved.removeAll { $0.sentAt < instant } }
     }
 }

@@ -34,32 +34,36 @@ public struct PartitionLeases: Sendable {
     struct Lease: Sendable {
         let fence: Fence
         /// Pushes may go until then: last stored write's send time + TTL − margin.
-        var validUntil: Instant
-        var renewDue: Instant
+        var validUntil: Moment
+        var renewDue: Moment
     }
 
     var partitions: [KeyKnowledge]
     var leases: [Lease?]
     /// This instance's own heartbeat key.
     var membership = KeyKnowledge()
-    var heartbeatDue: Instant?
+    var heartbeatDue: Moment?
     /// The other members' heartbeat keys.
     var peers: [InstanceID: KeyKnowledge] = [:]
     var isCaughtUp = false
     var lastWrite: UInt64 = 0
     /// The latest `now` seen: the machine's clock never goes back.
-    var latestNow: Instant
+    var latestNow: Moment
+    /// The instant `Moment`s count from (the `now` of the initializer).
+    let origin: Instant
+    let timing: LeaseTiming
     /// When the last plan ran: expiries up to then have been weighed.
-    var plannedAt: Instant?
+    var plannedAt: Moment?
     var needsPlan = false
     /// When the shell should feed the next ``Input/tick``: the next renewal, write timeout or
     /// lease end, and the next expiry of somebody else's key. nil after the shutdown, and
     /// before the watch caught up (nothing is due until an input comes).
-    public private(set) var nextTick: Instant?
+    public var nextTick: Instant? { scheduledTick.map(instant) }
+    var scheduledTick: Moment?
     /// The earliest lease end or write timeout; none passed before it.
-    var settleDeadline: Instant?
-    var leavingSince: Instant?
-    var housekeepingDue: Instant?
+    var settleDeadline: Moment?
+    var leavingSince: Moment?
+    var housekeepingDue: Moment?
     let preference: PartitionPreference
 
     /// A new run of `instance`. `incarnation` must be fresh at every process start (a random
@@ -71,13 +75,15 @@ public struct PartitionLeases: Sendable {
         self.settings = settings
         partitions = Array(repeating: KeyKnowledge(), count: settings.partitionCount)
         leases = Array(repeating: nil, count: settings.partitionCount)
-        latestNow = now
+        origin = now
+        latestNow = Moment(nanoseconds: 0)
+        timing = LeaseTiming(settings)
         preference = PartitionPreference(instance: instance, partitionCount: settings.partitionCount)
     }
 
-    public mutating func handle(_ input: Input, now: Instant) -> [Action] {
+    public mutating func handle(_ input: Input, now instant: Instant) -> [Action] {
         guard phase != .left else { return [] }
-        let now = max(now, latestNow)
+        let now = max(moment(instant), latestNow)
         latestNow = now
         var actions: [Action] = []
         // Most inputs are the watch showing somebody renew, or a renewal stored: those only move
@@ -105,7 +111,7 @@ public struct PartitionLeases: Sendable {
             plan(now: now, into: &actions)
             reschedule = true
         }
-        if reschedule { (nextTick, settleDeadline) = schedule() }
+        if reschedule { (scheduledTick, settleDeadline) = schedule() }
         return actions
     }
 
@@ -113,7 +119,7 @@ public struct PartitionLeases: Sendable {
     /// every push, since the lease can run out between two inputs. nil once the lease may have
     /// been lost, even before the `stopOwning` of the next input.
     public func fence(for partition: Int, now: Instant) -> Fence? {
-        guard leases.indices.contains(partition), let lease = leases[partition], now < lease.validUntil else { return nil }
+        guard isPartition(partition), let lease = leases[partition], moment(now) < lease.validUntil else { return nil }
         return lease.fence
     }
 
@@ -123,34 +129,35 @@ public struct PartitionLeases: Sendable {
     /// The members that count in the balance at `now`: this instance while joining or running,
     /// and every other whose heartbeat is fresh.
     public func liveMembers(now: Instant) -> [InstanceID] {
-        ((phase == .joining || phase == .running) ? [instance] + livePeers(now: now) : livePeers(now: now)).sorted()
+        let peers = livePeers(now: moment(now))
+        return ((phase == .joining || phase == .running) ? [instance] + peers : peers).sorted()
     }
 
     /// The other members whose heartbeat is fresh, in no particular order.
-    func livePeers(now: Instant) -> [InstanceID] {
-        let memberTTL = settings.memberTTL
+    func livePeers(now: Moment) -> [InstanceID] {
+        let memberTTL = timing.memberTTL
         return peers.compactMap { peer, knowledge in knowledge.isWritten && !knowledge.isExpired(ttl: memberTTL, now: now) ? peer : nil }
     }
 
     /// When the next tick is due, and the earliest lease end or write timeout (past it, an
     /// input settles what is overdue before anything else).
-    private func schedule() -> (tick: Instant?, deadline: Instant?) {
+    private func schedule() -> (tick: Moment?, deadline: Moment?) {
         guard phase != .left else { return (nil, nil) }
-        var earliest: Instant?
-        var deadline: Instant?
-        func due(_ instant: Instant) {
+        var earliest: Moment?
+        var deadline: Moment?
+        func due(_ instant: Moment) {
             if earliest.map({ instant < $0 }) ?? true { earliest = instant }
         }
-        func settles(_ instant: Instant) {
+        func settles(_ instant: Moment) {
             due(instant)
             if deadline.map({ instant < $0 }) ?? true { deadline = instant }
         }
         // Conditions (expiries, retry delays) that passed before the last plan were weighed then.
         let weighedUntil = plannedAt ?? latestNow
-        func condition(_ instant: Instant?) {
+        func condition(_ instant: Moment?) {
             if let instant, instant > weighedUntil { due(instant) }
         }
-        let writeTimeout = settings.writeTimeout
+        let writeTimeout = timing.writeTimeout
         for partition in partitions.indices {
             if let sentAt = partitions[partition].pendingSentAt {
                 settles(sentAt + writeTimeout)
@@ -158,7 +165,7 @@ public struct PartitionLeases: Sendable {
                 due(max(renewDue, partitions[partition].notBefore ?? renewDue))
             } else {
                 condition(partitions[partition].notBefore)
-                condition(partitions[partition].expiry(ttl: settings.leaseTTL))
+                condition(partitions[partition].expiry(ttl: timing.leaseTTL))
             }
             if let validUntil = leases[partition]?.validUntil { settles(validUntil) }
         }
@@ -172,15 +179,22 @@ public struct PartitionLeases: Sendable {
         for knowledge in peers.values {
             if let sentAt = knowledge.pendingSentAt { settles(sentAt + writeTimeout) }
             condition(knowledge.notBefore)
-            condition(knowledge.expiry(ttl: settings.memberTTL))
+            condition(knowledge.expiry(ttl: timing.memberTTL))
         }
-        if let leavingSince { due(leavingSince + settings.leaseTTL) }
+        if let leavingSince { due(leavingSince + timing.leaseTTL) }
         return (earliest, deadline)
     }
 
+    /// A partition number this cluster has (anything else is some other cluster's key, or junk).
+    func isPartition(_ partition: Int) -> Bool { partition >= 0 && partition < settings.partitionCount }
+
+    private func moment(_ instant: Instant) -> Moment { Moment(nanoseconds: (instant - origin).inNanoseconds) }
+
+    private func instant(_ moment: Moment) -> Instant { origin + .nanoseconds(moment.nanoseconds) }
+
     /// Leases past their end stop; writes past their timeout count as failed.
-    private mutating func settleOverdue(now: Instant, into actions: inout [Action]) {
-        let retryDelay = settings.retryDelay
+    private mutating func settleOverdue(now: Moment, into actions: inout [Action]) {
+        let retryDelay = timing.retryDelay
         for partition in leases.indices {
             if let lease = leases[partition], lease.validUntil <= now {
                 leases[partition] = nil
@@ -202,11 +216,11 @@ public struct PartitionLeases: Sendable {
         }
     }
 
-    private func isOverdue(_ knowledge: KeyKnowledge?, now: Instant) -> Bool {
-        knowledge?.pendingSentAt.map { $0 + settings.writeTimeout <= now } ?? false
+    private func isOverdue(_ knowledge: KeyKnowledge?, now: Moment) -> Bool {
+        knowledge?.pendingSentAt.map { $0 + timing.writeTimeout <= now } ?? false
     }
 
-    private mutating func leave(now: Instant, into actions: inout [Action]) {
+    private mutating func leave(now: Moment, into actions: inout [Action]) {
         guard phase == .joining || phase == .running else { return }
         phase = .leaving
         leavingSince = now

@@ -2,7 +2,7 @@
 extension PartitionLeases {
     /// Takes in a watch report; false when it can only have moved an expiry later (somebody's
     /// renewal, or nothing new), so the schedule still holds.
-    mutating func observe(_ key: LeaseKey, revision: Revision, value: ObservedValue, now: Instant, into actions: inout [Action]) -> Bool {
+    mutating func observe(_ key: LeaseKey, revision: Revision, value: ObservedValue, now: Moment, into actions: inout [Action]) -> Bool {
         if case .record(let record) = value, record.holder == instance, record.incarnation == incarnation,
            let sent = withKnowledge(of: key, { $0.take(record.write) }) ?? nil {
             // One of this run's writes, seen before (or instead of) its answer.
@@ -10,7 +10,7 @@ extension PartitionLeases {
         }
         switch key {
         case .partition(let partition):
-            guard partitions.indices.contains(partition) else { return false }
+            guard isPartition(partition) else { return false }
             let before = partitions[partition].value
             guard partitions[partition].learn(revision, value, now: now) else { return false }
             if leases[partition] != nil {
@@ -37,7 +37,7 @@ extension PartitionLeases {
 
     /// Takes in a write's outcome; false when it only moved times later (a renewal stored), so
     /// the schedule still holds.
-    mutating func complete(_ write: BucketWrite, _ outcome: WriteOutcome, now: Instant, into actions: inout [Action]) -> Bool {
+    mutating func complete(_ write: BucketWrite, _ outcome: WriteOutcome, now: Moment, into actions: inout [Action]) -> Bool {
         // An answer to a write already given up on still tells whether and when it was stored.
         guard let status = knowledge(of: write.key)?.status(of: write.id) else { return false }
         switch outcome {
@@ -49,7 +49,7 @@ extension PartitionLeases {
             // the key moved on too (another write of this run was stored meanwhile), that
             // explains it and says nothing about the lease; otherwise somebody else wrote: stop,
             // and wait for the watch to show what (a renew interval at most).
-            let wait = now + settings.renewInterval
+            let wait = now + timing.renewInterval
             let isExplained = withKnowledge(of: write.key) { knowledge in
                 _ = knowledge.take(write.id)
                 guard knowledge.expects(write.change) else { return true }
@@ -62,7 +62,7 @@ extension PartitionLeases {
             }
         case .failed:
             if status == .pending {
-                let delay = settings.retryDelay
+                let delay = timing.retryDelay
                 withKnowledge(of: write.key) { $0.giveUpPending(now: now, delay: delay) }
             }
         }
@@ -72,17 +72,17 @@ extension PartitionLeases {
 
     /// One of this run's writes was stored at `revision` (its answer, or the watch showing it).
     /// False for a renewal, which only moves times later: nothing to plan or reschedule.
-    private mutating func stored(_ sent: KeyKnowledge.SentWrite, revision: Revision, now: Instant, into actions: inout [Action]) -> Bool {
+    private mutating func stored(_ sent: KeyKnowledge.SentWrite, revision: Revision, now: Moment, into actions: inout [Action]) -> Bool {
         let value = sent.write.record.map(ObservedValue.record) ?? .deleted
         switch sent.write.key {
         case .partition(let partition):
             // Superseded already (the watch showed a later write): the write grants nothing.
             // While leaving, or stored too late to be of use, the record stays for the plan to
             // delete or renew.
-            let validUntil = sent.sentAt + settings.leaseTTL - settings.safetyMargin
+            let validUntil = sent.sentAt + timing.leaseTTL - timing.safetyMargin
             guard partitions[partition].learn(revision, value, now: now), sent.write.record != nil,
                   phase == .running, validUntil > now else { break }
-            let renewDue = sent.sentAt + settings.renewInterval
+            let renewDue = sent.sentAt + timing.renewInterval
             if var lease = leases[partition] {
                 lease.validUntil = max(lease.validUntil, validUntil)
                 lease.renewDue = renewDue
@@ -94,7 +94,7 @@ extension PartitionLeases {
             actions.append(.startOwning(partition: partition, fence: fence))
         case .member(let member) where member == instance:
             guard membership.learn(revision, value, now: now), sent.write.record != nil else { break }
-            heartbeatDue = sent.sentAt + settings.renewInterval
+            heartbeatDue = sent.sentAt + timing.renewInterval
             guard phase == .joining else { return false }
             phase = .running
         case .member(let member):
@@ -108,7 +108,7 @@ extension PartitionLeases {
     /// The knowledge of `key`; nil for a partition out of range or a peer never seen.
     func knowledge(of key: LeaseKey) -> KeyKnowledge? {
         switch key {
-        case .partition(let partition): partitions.indices.contains(partition) ? partitions[partition] : nil
+        case .partition(let partition): isPartition(partition) ? partitions[partition] : nil
         case .member(let member) where member == instance: membership
         case .member(let member): peers[member]
         }
@@ -119,7 +119,7 @@ extension PartitionLeases {
     mutating func withKnowledge<Result>(of key: LeaseKey, _ body: (inout KeyKnowledge) -> Result) -> Result? {
         switch key {
         case .partition(let partition):
-            guard partitions.indices.contains(partition) else { return nil }
+            guard isPartition(partition) else { return nil }
             return body(&partitions[partition])
         case .member(let member) where member == instance:
             return body(&membership)

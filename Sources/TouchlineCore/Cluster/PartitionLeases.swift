@@ -142,7 +142,8 @@ public struct PartitionLeases: Sendable {
     /// When the next tick is due, and the earliest lease end or write timeout (past it, an
     /// input settles what is overdue before anything else).
     private func schedule() -> (tick: Moment?, deadline: Moment?) {
-        guard phase != .left else { return (nil, nil) }
+        // Before the watch caught up nothing is written, so nothing can fall due.
+        guard phase != .left, isCaughtUp else { return (nil, nil) }
         var earliest: Moment?
         var deadline: Moment?
         func due(_ instant: Moment) {

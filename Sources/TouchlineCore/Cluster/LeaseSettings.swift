@@ -6,8 +6,10 @@
 /// - `renewInterval` 1 s: an owner gets two or three tries (with `safetyMargin`) before its
 ///   lease lapses, so one lost write costs nothing;
 /// - `safetyMargin` 500 ms: an owner stops this long before the earliest moment anyone may take
-///   over; it covers clock-rate differences between machines (tolerable up to about
-///   `safetyMargin / (2 × leaseTTL)`, 8 % here, where real clocks differ by far under 0.1 %);
+///   over; it covers clock-rate differences between machines (an observer's clock may run up to
+///   `leaseTTL / (leaseTTL − safetyMargin) − 1` faster than an owner's, 20 % here, where real
+///   clocks differ by far under 0.1 %) and a push checked just before the end and sent a moment
+///   later;
 /// - `memberTTL` 3 s: a dead member stops counting in the balance about when its leases expire,
 ///   so the others' shares grow in time to take its partitions;
 /// - `writeTimeout` 500 ms: an unanswered write is given up in time for a retry before the lease

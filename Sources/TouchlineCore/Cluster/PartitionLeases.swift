@@ -55,10 +55,6 @@ public struct PartitionLeases: Sendable {
     /// When the last plan ran: expiries up to then have been weighed.
     var plannedAt: Moment?
     var needsPlan = false
-    /// When the shell should feed the next ``Input/tick``: the next renewal, write timeout or
-    /// lease end, and the next expiry of somebody else's key. nil after the shutdown, and
-    /// before the watch caught up (nothing is due until an input comes).
-    public var nextTick: Instant? { scheduledTick.map(instant) }
     var scheduledTick: Moment?
     /// The earliest lease end or write timeout; none passed before it.
     var settleDeadline: Moment?
@@ -125,6 +121,11 @@ public struct PartitionLeases: Sendable {
 
     /// The partitions owned as of the last input (``fence(for:now:)`` says until when).
     public var ownedPartitions: [Int] { leases.indices.filter { leases[$0] != nil } }
+
+    /// When the shell should feed the next ``Input/tick``: the next renewal, write timeout or
+    /// lease end, and the next expiry of somebody else's key. nil after the shutdown, and
+    /// before the watch caught up (nothing is due until an input comes).
+    public var nextTick: Instant? { scheduledTick.map(instant) }
 
     /// The members that count in the balance at `now`: this instance while joining or running,
     /// and every other whose heartbeat is fresh.

@@ -83,7 +83,7 @@ let package = Package(
 
         .testTarget(name: "CommandLineOptionsTests", dependencies: ["CommandLineOptions"]),
         .testTarget(name: "ChildProcessesTests", dependencies: ["ChildProcesses"]),
-        .testTarget(name: "NATSTests", dependencies: ["NATS", "TouchlineRuntime", "TouchlineTesting"]),
+        .testTarget(name: "NATSTests", dependencies: ["NATS", "TouchlineCore", "TouchlineRuntime", "TouchlineTesting"]),
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         .testTarget(name: "TouchlineStoreTests", dependencies: ["TouchlineStore", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),

@@ -3,6 +3,7 @@ import Synchronization
 import NATS
 import Testing
 import TouchlineRuntime
+import TouchlineCore
 import TouchlineTesting
 
 /// The NATS wrapper against a real 3-node JetStream cluster on loopback.
@@ -182,5 +183,25 @@ extension Result {
     var failure: Failure? {
         if case .failure(let failure) = self { return failure }
         return nil
+    }
+}
+
+@Suite("Partitions as the servers map them")
+struct PartitionMappingTests {
+    @Test func theGatewaysPartitionOfAChannelIsTheOneTheServersMappingChooses() async throws {
+        let cluster = try await NATSCluster.start(size: 1, mappings: ["in.*": "part.{{partition(64,1)}}.{{wildcard(1)}}"])
+        let client = try await Client.connect(to: cluster)
+        try client.jetStream.ensureStream(.init(name: "PARTS", subjects: ["part.*.*"], replicas: 1))
+        let channels = (0..<300).map { "match-\($0)" } + ["WC2026.FINAL", "league:epl.2026.ars-che", String(repeating: "x", count: 128)]
+        for channel in channels {
+            _ = try await client.publish(Array(channel.utf8), to: "in.\(ChannelPartitioning.subjectToken(channel))").get()
+        }
+        let stored = try await client.collect(channels.count, from: "part.*.*", start: .all)
+        let partitioning = try #require(ChannelPartitioning(count: 64))
+        for message in stored {
+            let partition = message.subject.split(separator: ".")[1]
+            #expect(Int(partition) == partitioning.partition(of: String(decoding: message.payload, as: UTF8.self)), "\(message.subject)")
+        }
+        #expect(Set(stored.map { $0.subject.split(separator: ".")[1] }).count > 50, "the channels spread over the partitions")
     }
 }

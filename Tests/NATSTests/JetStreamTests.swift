@@ -205,3 +205,36 @@ struct PartitionMappingTests {
         #expect(Set(stored.map { $0.subject.split(separator: ".")[1] }).count > 50, "the channels spread over the partitions")
     }
 }
+
+@Suite("Request-reply from a loop")
+struct NATSRequestsTests {
+    @Test func aRequestGetsItsAnswerOrNoRespondersOrATimeoutOnItsLoop() async throws {
+        let cluster = try await NATSCluster.start(size: 1)
+        let client = try await Client.connect(to: cluster)
+        let responder = try NATSSubscription.subscribe(client.connection, to: "owner.p1", loop: client.loop) { request in
+            guard let reply = request.reply else { return }
+            try? client.connection.publish(request.payload.reversed(), to: reply)
+        }
+        let silent = try NATSSubscription.subscribe(client.connection, to: "owner.p2", loop: client.loop) { _ in }
+        try client.connection.flush(timeout: .seconds(5))
+        let results = Mailbox<String>()
+        let requests = try client.loop.sync { try NATSRequests(connection: client.connection, loop: client.loop) }
+        client.loop.execute {
+            for (subject, payload) in [("owner.p1", "abc"), ("owner.p9", "x"), ("owner.p2", "y"), ("owner.p1", "123")] {
+                requests.request(Array(payload.utf8), to: subject, timeout: .milliseconds(300)) { result in
+                    #expect(client.loop.inEventLoop)
+                    switch result {
+                    case .success(let answer): results.put("\(subject) answered \(String(decoding: answer.payload, as: UTF8.self))")
+                    case .failure(let failure): results.put(failure.description)
+                    }
+                }
+            }
+        }
+        var seen: Set<String> = []
+        for _ in 0..<4 { seen.insert(try await results.take(timeout: .seconds(10))) }
+        #expect(seen == ["owner.p1 answered cba", "owner.p1 answered 321", "no responder on owner.p9",
+                         "no answer on owner.p2 within 0.3 seconds"])
+        #expect(try client.loop.sync { requests.outstanding } == 0)
+        withExtendedLifetime((responder, silent)) {}
+    }
+}

@@ -102,6 +102,31 @@ extension JetStream {
                            leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) })
     }
 
+    /// A key-value bucket: a stream (`KV_<name>`) keeping the last `history` values of each key
+    /// on subjects `$KV.<name>.<key>`. Writes are publishes to ``keySubject(bucket:key:)`` (with
+    /// ``PublishConditions/expectedLastSubjectSequence`` as the revision for compare-and-set),
+    /// reads an ordered consumer from ``DeliveryStart/lastPerSubject``: the same messages the
+    /// client's own key-value calls exchange, without blocking a loop. Creating an existing
+    /// bucket with the same settings succeeds.
+    public func ensureKeyValueBucket(_ name: String, replicas: Int, history: Int = 1, maximumValueSize: Int = 1_024) throws(NATSError) {
+        var config = kvConfig()
+        try NATSError.check(kvConfig_Init(&config), "bucket settings")
+        var bucket: OpaquePointer?
+        let status = name.withCString { bucketName in
+            config.Bucket = bucketName
+            config.Replicas = Int32(replicas)
+            config.History = UInt8(clamping: history)
+            config.MaxValueSize = Int32(maximumValueSize)
+            config.StorageType = js_FileStorage
+            return js_CreateKeyValue(&bucket, context, &config)
+        }
+        kvStore_Destroy(bucket)
+        try NATSError.check(status, "create key-value bucket \(name)")
+    }
+
+    /// The subject a bucket stores `key` under.
+    public static func keySubject(bucket: String, key: String) -> String { "$KV.\(bucket).\(key)" }
+
     /// Where an ordered consumer starts.
     public enum DeliveryStart: Sendable, Equatable {
         /// Everything the stream holds.

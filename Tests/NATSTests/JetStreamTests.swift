@@ -238,3 +238,27 @@ struct NATSRequestsTests {
         withExtendedLifetime((responder, silent)) {}
     }
 }
+
+@Suite("Key-value buckets without blocking calls")
+struct KeyValueBucketTests {
+    @Test func aBucketKeepsTheLastValueOfEachKeyAndItsRevisionIsTheCompareAndSetSequence() async throws {
+        let cluster = try await NATSCluster.start()
+        let client = try await Client.connect(to: cluster)
+        try client.jetStream.ensureKeyValueBucket("leases", replicas: 3)
+        try client.jetStream.ensureKeyValueBucket("leases", replicas: 3)
+        let p0 = JetStream.keySubject(bucket: "leases", key: "partition.0")
+
+        let created = try await client.publish(Array("a".utf8), to: p0, conditions: .init(expectedLastSubjectSequence: 0)).get()
+        let renewed = try await client.publish(Array("a2".utf8), to: p0, conditions: .init(expectedLastSubjectSequence: created.sequence)).get()
+        let stolen = await client.publish(Array("b".utf8), to: p0, conditions: .init(expectedLastSubjectSequence: created.sequence))
+        _ = try await client.publish(Array("c".utf8), to: JetStream.keySubject(bucket: "leases", key: "member.c"),
+                                     conditions: .init(expectedLastSubjectSequence: 0)).get()
+
+        #expect(stolen.failure?.isWrongLastSequence == true)
+        let values = try await client.collect(2, from: "$KV.leases.>", start: .lastPerSubject)
+        #expect(values.map { "\($0.subject)=\(String(decoding: $0.payload, as: UTF8.self))" } == ["$KV.leases.partition.0=a2", "$KV.leases.member.c=c"])
+        #expect(values.first?.stream?.sequence == renewed.sequence)
+        let state = try #require(try client.jetStream.streamState("KV_leases"))
+        #expect(state.messages == 2 && state.replicas == 3, "history 1: one value per key")
+    }
+}

@@ -114,14 +114,14 @@ public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unch
 
     public func submit(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         enqueue({ tables throws(StoreError) in
-            for operation in batch.operations { try tables.apply(operation) }
+            for operation in batch.operations { try tables.channelTables.apply(operation) }
         }, completion: completion)
     }
 
     public func createChannel(_ record: ChannelRecord, completion: @escaping @Sendable (Result<ChannelCreation, StoreError>) -> Void) {
         enqueue({ tables throws(StoreError) in
-            let inserted = try tables.insert(record)
-            return ChannelCreation(record: tables.channels[record.id] ?? record, inserted: inserted)
+            let inserted = try tables.channelTables.insert(record)
+            return ChannelCreation(record: tables.channelTables.channels[record.id] ?? record, inserted: inserted)
         }, completion: completion)
     }
 

@@ -52,6 +52,8 @@ let package = Package(
         // The NATS C client wrapped for the loops: connections, JetStream publishes that complete
         // when the cluster has stored them, ordered consumers, streams (docs/cluster.md).
         .target(name: "NATS", dependencies: ["CNATS", "TouchlineRuntime"]),
+        // The JetStream backend: the stores behind the gateway's seams, on a NATS cluster.
+        .target(name: "TouchlineJetStream", dependencies: ["NATS", "TouchlineCore", "TouchlineRuntime", "TouchlineStore"]),
         .target(name: "HTTP2", dependencies: ["TouchlineCore", "TouchlineRuntime", "CNGHTTP2", "CShims"]),
         .target(name: "APNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
         // The dashboard's page, script and style are real files, compiled into the binary as bytes
@@ -84,12 +86,14 @@ let package = Package(
         .testTarget(name: "CommandLineOptionsTests", dependencies: ["CommandLineOptions"]),
         .testTarget(name: "ChildProcessesTests", dependencies: ["ChildProcesses"]),
         .testTarget(name: "NATSTests", dependencies: ["NATS", "TouchlineCore", "TouchlineRuntime", "TouchlineTesting"]),
+        .testTarget(name: "TouchlineJetStreamTests", dependencies: ["NATS", "TouchlineCore", "TouchlineJetStream", "TouchlineRuntime",
+                                                                    "TouchlineStore", "TouchlineTesting"]),
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         .testTarget(name: "TouchlineStoreTests", dependencies: ["TouchlineStore", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         // One contract suite per store and dispatch protocol, run against every implementation.
         .testTarget(name: "StoreContractTests", dependencies: ["TouchlineTesting", "Touchline", "TouchlineStore", "TouchlineRuntime",
-                                                               "TouchlineCore", "APNs", "APNsMock"]),
+                                                               "TouchlineCore", "APNs", "APNsMock", "NATS", "TouchlineJetStream"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2", "ChildProcesses"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims", "ChildProcesses"]),
         .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "Measurements", "HTTP2", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),

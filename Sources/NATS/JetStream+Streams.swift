@@ -26,10 +26,12 @@ extension JetStream {
         /// How long a message id is remembered for deduplication.
         public var duplicateWindow: Duration
         public var maximumMessageSize: Int?
+        /// The stream's size limit; a publish beyond it is refused (nothing old is dropped).
+        public var maximumBytes: Int?
 
         public init(name: String, subjects: [String], replicas: Int = 3, retention: Retention = .limits,
                     maximumAge: Duration? = nil, maximumMessagesPerSubject: Int? = nil,
-                    duplicateWindow: Duration = .seconds(120), maximumMessageSize: Int? = nil) {
+                    duplicateWindow: Duration = .seconds(120), maximumMessageSize: Int? = nil, maximumBytes: Int? = nil) {
             self.name = name
             self.subjects = subjects
             self.replicas = replicas
@@ -38,6 +40,7 @@ extension JetStream {
             self.maximumMessagesPerSubject = maximumMessagesPerSubject
             self.duplicateWindow = duplicateWindow
             self.maximumMessageSize = maximumMessageSize
+            self.maximumBytes = maximumBytes
         }
     }
 
@@ -73,6 +76,8 @@ extension JetStream {
                 config.MaxMsgsPerSubject = settings.maximumMessagesPerSubject.map(Int64.init) ?? -1
                 config.Duplicates = settings.duplicateWindow.milliseconds * 1_000_000
                 config.MaxMsgSize = settings.maximumMessageSize.map(Int32.init) ?? -1
+                config.MaxBytes = settings.maximumBytes.map(Int64.init) ?? -1
+                config.Discard = settings.maximumBytes == nil ? js_DiscardOld : js_DiscardNew
                 let added = js_AddStream(&info, context, &config, nil, &code)
                 guard added != NATS_OK, code == JSStreamNameExistErr else { return added }
                 code = jsErrCode(0)
@@ -93,6 +98,17 @@ extension JetStream {
         if status == NATS_NOT_FOUND || code == JSStreamNotFoundErr { return nil }
         try NATSError.check(status, jetStreamCode: code, "read stream \(name)")
         return Self.state(of: info!)
+    }
+
+    /// The sequence of the last message stored on `subject` in `stream`, or nil if it has none.
+    public func lastSequence(stream: String, subject: String) throws(NATSError) -> UInt64? {
+        var message: OpaquePointer?
+        var code = jsErrCode(0)
+        let status = js_GetLastMsg(&message, context, stream, subject, nil, &code)
+        defer { natsMsg_Destroy(message) }
+        if status == NATS_NOT_FOUND || code == JSNoMessageFoundErr { return nil }
+        try NATSError.check(status, jetStreamCode: code, "read the last message of \(subject)")
+        return natsMsg_GetSequence(message)
     }
 
     private static func state(of info: UnsafeMutablePointer<jsStreamInfo>) -> StreamState {

@@ -96,11 +96,12 @@ public final class NATSCluster: Sendable {
         processes.withLock { $0[index] = process }
     }
 
-    /// Polls each node's `/healthz?js-enabled-only=true` then `/healthz` until it answers ok.
+    /// Polls each node's `/healthz` until it answers ok and, in a cluster, its `/jsz` until it
+    /// names the JetStream meta leader (before that, creating a stream times out).
     private func waitUntilHealthy(nodes indices: [Int]? = nil, timeout: Duration = .seconds(30)) async throws {
         let deadline = ContinuousClock.now + timeout
         for index in indices ?? Array(nodes.indices) {
-            while !(await Self.healthy(port: nodes[index].monitorPort)) {
+            while !(await Self.healthy(port: nodes[index].monitorPort, clustered: nodes.count > 1)) {
                 guard ContinuousClock.now < deadline else {
                     throw StartFailure(description: "NATS node \(nodes[index].name) not healthy within \(timeout):\n\(logTail(index))")
                 }
@@ -109,11 +110,14 @@ public final class NATSCluster: Sendable {
         }
     }
 
-    private static func healthy(port: Int) async -> Bool {
-        guard let result = try? await ChildProcess.run("/usr/bin/curl", ["-s", "-m", "2", "http://127.0.0.1:\(port)/healthz"]) else {
+    private static func healthy(port: Int, clustered: Bool) async -> Bool {
+        guard let health = try? await ChildProcess.run("/usr/bin/curl", ["-s", "-m", "2", "http://127.0.0.1:\(port)/healthz"]),
+              health.output.contains("\"ok\"") else { return false }
+        guard clustered else { return true }
+        guard let jetStream = try? await ChildProcess.run("/usr/bin/curl", ["-s", "-m", "2", "http://127.0.0.1:\(port)/jsz"]) else {
             return false
         }
-        return result.output.contains("\"ok\"")
+        return jetStream.output.contains("\"leader\"")
     }
 
     private static func configuration(of node: Node, in directory: String, routes: [Int], mappings: [String: String]) -> String {

@@ -38,6 +38,12 @@ struct JetStreamTests {
         let stale = await client.publish(Array("b".utf8), to: "lease.p0", conditions: .init(expectedLastSubjectSequence: created.sequence))
         let otherKey = await client.publish(Array("b".utf8), to: "lease.p1", conditions: .init(expectedLastSubjectSequence: 0))
 
+        // The same publish again (a retry after a lost acknowledgement) is recognised by its id
+        // before its condition is checked: the retry learns its first attempt was stored.
+        let retried = try await client.publish(Array("a".utf8), to: "lease.p9", conditions: .init(messageID: "w1", expectedLastSubjectSequence: 0)).get()
+        let retriedAgain = try await client.publish(Array("a".utf8), to: "lease.p9",
+                                                    conditions: .init(messageID: "w1", expectedLastSubjectSequence: 0)).get()
+        #expect(retriedAgain.duplicate && retriedAgain.sequence == retried.sequence)
         #expect(secondCreate.failure?.isWrongLastSequence == true, "\(secondCreate)")
         #expect(renewed.sequence > created.sequence)
         #expect(stale.failure?.isWrongLastSequence == true, "\(stale)")

@@ -26,13 +26,6 @@ import TouchlineStore
 ///
 /// Completions run on the store's loop. Reads (``openReader()``) see the acknowledged tables.
 public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendable {
-    private struct Control {
-        var closed = false
-        var queued = 0
-        var statistics = StoreWriterStatistics()
-        var health = StoreHealth.healthy
-    }
-
     /// How long a batch whose publish got no answer is tried again (same message id) before it fails.
     public static let retryLimit: Duration = .seconds(10)
 
@@ -42,7 +35,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     private let clock: any WallClock
     /// The tables as the acknowledged batches left them, shared with the readers.
     let committed = CommittedTables()
-    private let control = Mutex(Control())
+    private let control = Mutex(WriterState())
     /// Unique per opened store: the prefix of its message ids.
     private let writerID: String
 
@@ -88,7 +81,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// Refuses later writes and waits until the queued ones are logged (on the store's loop it
     /// cannot wait for itself: it only refuses).
     public func close() {
-        control.withLock { $0.closed = true }
+        control.withLock { $0.close() }
         guard !loop.inEventLoop else { return }
         let waiter = try? loop.sync { [self] () -> DispatchSemaphore? in
             guard writing || !waiting.isEmpty else { return nil }
@@ -128,11 +121,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// nothing, the answer stands as it is).
     private func enqueue<T: Sendable>(_ apply: @escaping @Sendable (inout ChannelTables) throws(StoreError) -> (WriteBatch?, T),
                                       completion: @escaping @Sendable (Result<T, StoreError>) -> Void) {
-        let admitted = control.withLock { c -> Bool in
-            if c.closed { return false }
-            c.queued += 1
-            return true
-        }
+        let admitted = control.withLock { $0.admit() }
         loop.execute { [self] in
             guard admitted else { return completion(.failure(.closed)) }
             waiting.append { [self] in perform(apply, completion: completion) }
@@ -146,7 +135,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             return
         }
         writing = true
-        control.withLock { $0.queued -= 1 }
+        control.withLock { $0.started() }
         waiting.removeFirst()()
     }
 
@@ -208,20 +197,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
 
     private func finish<T>(_ result: Result<T, StoreError>, completion: @Sendable (Result<T, StoreError>) -> Void) {
         let now = clock.now()
-        control.withLock { c in
-            switch result {
-            case .success:
-                c.statistics.transactions += 1
-                c.statistics.batches += 1
-                c.health = .healthy
-            case .failure(let error):
-                c.statistics.failedBatches += 1
-                if error.isStorageFailure, error != .closed {
-                    if c.health.failure == nil { c.health.failingSince = now }
-                    c.health.failure = error
-                }
-            }
-        }
+        control.withLock { $0.record(result, at: now) }
         completion(result)
         writing = false
         startNext()

@@ -145,8 +145,7 @@ private final class Client: Sendable {
 
     static func connect(to cluster: NATSCluster) async throws -> Client {
         let loop = EventLoop.start(name: "nats-test")
-        let settings = NATSSettings(servers: cluster.urls, name: "test", requestTimeout: .seconds(2))
-        let connection = try NATSConnection.connect(settings, loop: loop, events: { _ in })
+        let connection = try cluster.connect(name: "test", loop: loop)
         return Client(loop: loop, connection: connection, jetStream: try JetStream(connection))
     }
 

@@ -199,8 +199,7 @@ final class JetStreamStoreUnderTest: ChannelStoreUnderTest, @unchecked Sendable 
     static func start(clock: ManualClock) async throws -> JetStreamStoreUnderTest {
         let cluster = try await NATSCluster.start(size: 1)
         let loop = EventLoop.start(name: "contract-jetstream")
-        let connection = try NATSConnection.connect(NATSSettings(servers: cluster.urls, name: "contract", requestTimeout: .seconds(2)),
-                                                    loop: loop, events: { _ in })
+        let connection = try cluster.connect(name: "contract", loop: loop)
         return try JetStreamStoreUnderTest(cluster: cluster, loop: loop, connection: connection, jetStream: try JetStream(connection),
                                            clock: clock)
     }

@@ -120,8 +120,7 @@ private final class Node: Sendable {
     static func start(size: Int) async throws -> Node {
         let cluster = try await NATSCluster.start(size: size)
         let loop = EventLoop.start(name: "jetstream-store-test")
-        let connection = try NATSConnection.connect(NATSSettings(servers: cluster.urls, name: "store-test", requestTimeout: .seconds(2)),
-                                                    loop: loop, events: { _ in })
+        let connection = try cluster.connect(name: "store-test", loop: loop)
         return Node(cluster: cluster, loop: loop, connection: connection, jetStream: try JetStream(connection))
     }
 

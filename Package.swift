@@ -8,6 +8,7 @@ import PackageDescription
 /// - `TouchlineCore`: pure domain logic, no I/O;
 /// - `TouchlineRuntime`: the shell around libevent and OpenSSL (event loops, TLS streams);
 /// - `TouchlineStore`: channels and the event log behind small protocols, on SQLite with group commit;
+/// - `NATS`: the NATS C client for the loops (JetStream publishes, ordered consumers, streams);
 /// - `HTTP2`: nghttp2 client and server sessions on top of the runtime;
 /// - `APNs`: provider tokens, typed APNs requests and errors, connection pools;
 /// - `Touchline`: the gateway (provider API, channels, personal queue), on the modules above;
@@ -39,6 +40,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibevent", pkgConfig: "libevent_core", providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CNATS", pkgConfig: "libnats", providers: [.apt(["libnats-dev"])]),
         .target(name: "CShims", dependencies: ["COpenSSL", "CLibevent"]),
 
         .target(name: "TouchlineCore"),
@@ -47,6 +49,11 @@ let package = Package(
         .target(name: "CommandLineOptions"),
         .target(name: "TouchlineRuntime", dependencies: ["TouchlineCore", "CShims", "CLibevent", "COpenSSL", "CSQLite"]),
         .target(name: "TouchlineStore", dependencies: ["TouchlineCore", "TouchlineRuntime", "CSQLite"]),
+        // The NATS C client wrapped for the loops: connections, JetStream publishes that complete
+        // when the cluster has stored them, ordered consumers, streams (docs/cluster.md).
+        .target(name: "NATS", dependencies: ["CNATS", "TouchlineRuntime"]),
+        // The JetStream backend: the stores behind the gateway's seams, on a NATS cluster.
+        .target(name: "TouchlineJetStream", dependencies: ["NATS", "TouchlineCore", "TouchlineRuntime", "TouchlineStore"]),
         .target(name: "HTTP2", dependencies: ["TouchlineCore", "TouchlineRuntime", "CNGHTTP2", "CShims"]),
         .target(name: "APNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
         // The dashboard's page, script and style are real files, compiled into the binary as bytes
@@ -58,7 +65,8 @@ let package = Package(
         .executableTarget(name: "touchline", dependencies: ["CommandLineOptions", "Touchline", "APNs", "APNsMock", "TouchlineRuntime"]),
         // In-memory stores and APNs dispatch for tests, held to the same contract tests as SQLite
         // (`StoreContractTests`); never linked into an executable (`ProductGraphTests`).
-        .target(name: "TouchlineTesting", dependencies: ["Touchline", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs", "HTTP2"]),
+        .target(name: "TouchlineTesting", dependencies: ["ChildProcesses", "NATS", "Touchline", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs",
+                                                        "HTTP2"]),
         // The programs the tests and the load tool start (posix_spawn: Foundation's `Process` can
         // crash a busy process on Linux, see `ChildProcess`); never linked into the gateway.
         .target(name: "CSpawn"),
@@ -77,12 +85,15 @@ let package = Package(
 
         .testTarget(name: "CommandLineOptionsTests", dependencies: ["CommandLineOptions"]),
         .testTarget(name: "ChildProcessesTests", dependencies: ["ChildProcesses"]),
+        .testTarget(name: "NATSTests", dependencies: ["NATS", "TouchlineCore", "TouchlineRuntime", "TouchlineTesting"]),
+        .testTarget(name: "TouchlineJetStreamTests", dependencies: ["NATS", "TouchlineCore", "TouchlineJetStream", "TouchlineRuntime",
+                                                                    "TouchlineStore", "TouchlineTesting"]),
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         .testTarget(name: "TouchlineStoreTests", dependencies: ["TouchlineStore", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         // One contract suite per store and dispatch protocol, run against every implementation.
         .testTarget(name: "StoreContractTests", dependencies: ["TouchlineTesting", "Touchline", "TouchlineStore", "TouchlineRuntime",
-                                                               "TouchlineCore", "APNs", "APNsMock"]),
+                                                               "TouchlineCore", "APNs", "APNsMock", "NATS", "TouchlineJetStream"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2", "ChildProcesses"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims", "ChildProcesses"]),
         .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "Measurements", "HTTP2", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),

@@ -1,15 +1,18 @@
 import TouchlineCore
 
-/// Durable writes for channels and their event log: a SQLite implementation now
-/// (``StoreWriter``), a NATS JetStream one later. Keeps the contract of ``DurableStoreWriter``
-/// (completion only once durable, on the writer's thread; all-or-nothing batches; submission
-/// order).
+/// Durable writes for channels and their event log: on SQLite (``StoreWriter``), in memory for
+/// tests, and on a NATS JetStream log (`JetStreamChannelStore`). Keeps the contract of
+/// ``DurableStoreWriter`` (completion only once durable, on the writer's thread; all-or-nothing
+/// batches; submission order).
 public protocol ChannelStoreWriter: DurableStoreWriter {
     /// Commits `batch` all-or-nothing, with the channel state and events it carries. An update,
     /// status change or `channelCreated` for a channel the store does not have fails the batch
     /// with ``StoreError/unknownChannel(_:)``; an event whose `(channel, seq)` is logged already,
     /// or whose channel is unknown, fails it too. A webhook event recorded in the batch
-    /// (``StoreOperation/webhook(_:)``) commits with it or not at all.
+    /// (``StoreOperation/webhook(_:)``) commits with it or not at all. A batch carries one
+    /// channel's operations (the gateway never writes two channels together): a store split
+    /// into partitions (the JetStream backend) refuses a batch whose channels are in different
+    /// partitions, since it could not commit it as one.
     func submit(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void)
 
     /// The create intent: inserts `record` unless its id exists; answers with the stored record

@@ -17,11 +17,8 @@ import TouchlineStore
 /// as they would behind another connection's write lock.
 public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unchecked Sendable {
     private struct Control {
-        var closed = false
-        var queued = 0
+        var writer = WriterState()
         var failure: StoreError?
-        var statistics = StoreWriterStatistics()
-        var health = StoreHealth.healthy
         var held = false
     }
 
@@ -64,8 +61,8 @@ public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unch
         control.withLock { $0.failure = nil }
         queue.async { [self] in
             control.withLock { c in
-                c.statistics.probes += 1
-                if c.failure == nil { c.health = .healthy }
+                c.writer.statistics.probes += 1
+                if c.failure == nil { c.writer.health = .healthy }
             }
         }
     }
@@ -94,15 +91,15 @@ public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unch
 
     // MARK: DurableStoreWriter
 
-    public var health: StoreHealth { control.withLock { $0.health } }
-    public var isOpen: Bool { control.withLock { !$0.closed } }
-    public var queueDepth: Int { control.withLock { $0.queued } }
-    public var statistics: StoreWriterStatistics { control.withLock { $0.statistics } }
+    public var health: StoreHealth { control.withLock { $0.writer.health } }
+    public var isOpen: Bool { control.withLock { !$0.writer.closed } }
+    public var queueDepth: Int { control.withLock { $0.writer.queued } }
+    public var statistics: StoreWriterStatistics { control.withLock { $0.writer.statistics } }
 
     /// Commits what is queued (waits for it), then refuses later writes. On the writer's own
     /// queue (the last owner released in a completion) it cannot wait for itself: it only refuses.
     public func close() {
-        control.withLock { $0.closed = true }
+        control.withLock { $0.writer.close() }
         guard DispatchQueue.getSpecific(key: Self.queueKey) != ObjectIdentifier(queue) else { return }
         queue.sync {}
     }
@@ -114,14 +111,14 @@ public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unch
 
     public func submit(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         enqueue({ tables throws(StoreError) in
-            for operation in batch.operations { try tables.apply(operation) }
+            for operation in batch.operations { try tables.channelTables.apply(operation) }
         }, completion: completion)
     }
 
     public func createChannel(_ record: ChannelRecord, completion: @escaping @Sendable (Result<ChannelCreation, StoreError>) -> Void) {
         enqueue({ tables throws(StoreError) in
-            let inserted = try tables.insert(record)
-            return ChannelCreation(record: tables.channels[record.id] ?? record, inserted: inserted)
+            let inserted = try tables.channelTables.insert(record)
+            return ChannelCreation(record: tables.channelTables.channels[record.id] ?? record, inserted: inserted)
         }, completion: completion)
     }
 
@@ -137,15 +134,10 @@ public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unch
     /// Queues one batch: `apply` runs on a copy of the tables on the writer's queue.
     private func enqueue<T: Sendable>(_ apply: @escaping @Sendable (inout InMemoryTables) throws(StoreError) -> T,
                                       completion: @escaping @Sendable (Result<T, StoreError>) -> Void) {
-        let admitted = control.withLock { c -> Bool in
-            if c.closed { return false }
-            c.queued += 1
-            return true
-        }
-        guard admitted else { return queue.async { completion(.failure(.closed)) } }
+        guard control.withLock({ $0.writer.admit() }) else { return queue.async { completion(.failure(.closed)) } }
         queue.async { [self] in
             let failure = control.withLock { c -> StoreError? in
-                c.queued -= 1
+                c.writer.started()
                 return c.failure
             }
             let result: Result<T, StoreError>
@@ -164,20 +156,7 @@ public final class InMemoryStore: ChannelStoreWriter, PersonalStoreWriter, @unch
                 }
             }
             let now = clock.now()
-            control.withLock { c in
-                switch result {
-                case .success:
-                    c.statistics.transactions += 1
-                    c.statistics.batches += 1
-                    c.health = .healthy
-                case .failure(let error):
-                    c.statistics.failedBatches += 1
-                    if error.isStorageFailure {
-                        if c.health.failure == nil { c.health.failingSince = now }
-                        c.health.failure = error
-                    }
-                }
-            }
+            control.withLock { $0.writer.record(result, at: now) }
             completion(result)
         }
     }

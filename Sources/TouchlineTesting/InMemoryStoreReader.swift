@@ -19,31 +19,26 @@ public final class InMemoryStoreReader: ChannelStoreReader, PersonalJobReader, T
         return store.committed.tables.withLock { body($0) }
     }
 
-    private static let precedes = InMemoryTables.precedes
+    private static let precedes = ChannelTables.precedes
 
     // MARK: Channels
 
-    public func channel(id: String) throws(StoreError) -> ChannelRecord? { try read { $0.channels[id] } }
+    public func channel(id: String) throws(StoreError) -> ChannelRecord? { try read { $0.channelTables.channel(id: id) } }
 
     public func channel(apnsChannelID: String) throws(StoreError) -> ChannelRecord? {
-        try read { $0.channels.values.first { $0.apnsChannelID == apnsChannelID } }
+        try read { $0.channelTables.channel(apnsChannelID: apnsChannelID) }
     }
 
     public func channels(after afterID: String?, limit: Int) throws(StoreError) -> [ChannelRecord] {
-        try read { tables in
-            Array(tables.channels.values.filter { Self.precedes(afterID ?? "", $0.id) }.sorted { Self.precedes($0.id, $1.id) }
-                .prefix(max(0, limit)))
-        }
+        try read { $0.channelTables.channels(after: afterID, limit: limit) }
     }
 
     public func channels(status: ChannelStatus) throws(StoreError) -> [ChannelRecord] {
-        try read { $0.channels.values.filter { $0.status == status }.sorted { Self.precedes($0.id, $1.id) } }
+        try read { $0.channelTables.channels(status: status) }
     }
 
     public func events(channelID: String, afterSeq: Int64, limit: Int) throws(StoreError) -> [StoredEvent] {
-        try read { tables in
-            Array((tables.events[channelID] ?? [:]).values.filter { $0.seq > afterSeq }.sorted { $0.seq < $1.seq }.prefix(max(0, limit)))
-        }
+        try read { $0.channelTables.events(channelID: channelID, afterSeq: afterSeq, limit: limit) }
     }
 
     // MARK: Tokens
@@ -130,45 +125,20 @@ public final class InMemoryStoreReader: ChannelStoreReader, PersonalJobReader, T
     // MARK: Webhook outbox
 
     public func dueDeliveries(endpoint: String, at now: UnixTime, limit: Int) throws(StoreError) -> [DueWebhookDelivery] {
-        try read { tables in
-            tables.deliveries.filter { $0.key.endpoint == endpoint && $0.value.status == .pending && $0.value.nextAt <= now }
-                .sorted { ($0.value.nextAt, $0.key.outboxID) < ($1.value.nextAt, $1.key.outboxID) }
-                .prefix(max(0, limit))
-                .compactMap { key, delivery in
-                    tables.outbox[key.outboxID].map { DueWebhookDelivery(endpoint: endpoint, attempts: delivery.attempts, event: $0) }
-                }
-        }
+        try read { $0.channelTables.dueDeliveries(endpoint: endpoint, at: now, limit: limit) }
     }
 
-    public func nextDue(endpoint: String) throws(StoreError) -> UnixTime? {
-        try read { tables in
-            tables.deliveries.filter { $0.key.endpoint == endpoint && $0.value.status == .pending }.map(\.value.nextAt).min()
-        }
-    }
+    public func nextDue(endpoint: String) throws(StoreError) -> UnixTime? { try read { $0.channelTables.nextDue(endpoint: endpoint) } }
 
     public func events(after: Int64, limit: Int) throws(StoreError) -> [StoredWebhookEvent] {
-        try read { tables in Array(tables.outbox.values.filter { $0.id > after }.sorted { $0.id < $1.id }.prefix(max(0, limit))) }
+        try read { $0.channelTables.outboxEvents(after: after, limit: limit) }
     }
 
-    public func oldestEventCreatedAt() throws(StoreError) -> UnixTime? { try read { $0.outbox.values.map(\.createdAt).min() } }
+    public func oldestEventCreatedAt() throws(StoreError) -> UnixTime? { try read { $0.channelTables.oldestOutboxEventCreatedAt } }
 
-    public func lastEventID() throws(StoreError) -> Int64 { try read { $0.outbox.keys.max() ?? 0 } }
+    public func lastEventID() throws(StoreError) -> Int64 { try read { $0.channelTables.lastOutboxEventID } }
 
     public func backlog(endpoint: String) throws(StoreError) -> WebhookEndpointBacklog {
-        try read { tables in
-            var backlog = WebhookEndpointBacklog()
-            for (key, delivery) in tables.deliveries where key.endpoint == endpoint {
-                switch delivery.status {
-                case .pending:
-                    backlog.pending += 1
-                    if let created = tables.outbox[key.outboxID]?.createdAt, backlog.oldestPendingAt.map({ created < $0 }) ?? true {
-                        backlog.oldestPendingAt = created
-                    }
-                case .dead: backlog.dead += 1
-                case .delivered: break
-                }
-            }
-            return backlog
-        }
+        try read { $0.channelTables.backlog(endpoint: endpoint) }
     }
 }

@@ -55,7 +55,7 @@ extension InMemoryTables {
                 deadLetters[id] = letter
             }
         case .webhook(let operation):
-            apply(operation)
+            channelTables.apply(operation)
         case .rememberIdempotencyKey(let record):
             let key = IdempotencyKey(scope: record.scope, route: record.route, key: record.key)
             if let held = idempotency[key], held.expiresAt > record.createdAt {
@@ -90,7 +90,7 @@ extension InMemoryTables {
         var stored = record
         stored.active = true
         stored.deactivatedAt = nil
-        stored.follows = Set(record.follows).sorted(by: Self.precedes)
+        stored.follows = Set(record.follows).sorted(by: ChannelTables.precedes)
         tokens[record.token] = stored
     }
 }

@@ -6,22 +6,22 @@ import TouchlineStore
 /// The contract of ``ChannelStoreWriter`` and ``ChannelStoreReader`` (docs/storage.md,
 /// "Contracts"), on every implementation.
 @Suite struct ChannelStoreContractTests {
-    @Test(arguments: StoreKind.allCases)
-    func aBatchIsAllOrNothingWhenItFailsInTheMiddle(kind: StoreKind) throws {
-        let store = try kind.open()
-        try awaitResult { store.writer.createChannel(channel("m1"), completion: $0) }.get()
-        let before = awaitResult { store.writer.submit(WriteBatch([.appendEvents([event("m1", 1)])]), completion: $0) }
-        let failed = awaitResult { store.writer.submit(WriteBatch([
+    @Test(arguments: ChannelStoreKind.allCases)
+    func aBatchIsAllOrNothingWhenItFailsInTheMiddle(kind: ChannelStoreKind) async throws {
+        let store = try await kind.open()
+        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
+        let before = awaitResult { store.channelWriter.submit(WriteBatch([.appendEvents([event("m1", 1)])]), completion: $0) }
+        let failed = awaitResult { store.channelWriter.submit(WriteBatch([
             .updateState(ChannelStateUpdate(channelID: "m1", updatedAt: t0 + .seconds(5), lastSeq: 3)),
             .appendEvents([event("m1", 2), event("m1", 3)]),
             .appendEvents([event("m1", 1)]),   // logged already: fails here, in the middle
             .markStatus(channelID: "m1", status: .ending, end: nil, at: t0 + .seconds(5)),
         ]), completion: $0) }
-        let unknown = awaitResult { store.writer.submit(WriteBatch([
+        let unknown = awaitResult { store.channelWriter.submit(WriteBatch([
             .appendEvents([event("m1", 4)]),
             .updateState(ChannelStateUpdate(channelID: "nope", updatedAt: t0, lastSeq: 4)),
         ]), completion: $0) }
-        let after = awaitResult { store.writer.submit(WriteBatch([.appendEvents([event("m1", 2)])]), completion: $0) }
+        let after = awaitResult { store.channelWriter.submit(WriteBatch([.appendEvents([event("m1", 2)])]), completion: $0) }
 
         #expect(before.failure == nil && after.failure == nil, "the batches around the failing ones commit")
         #expect(failed.failure != nil && failed.failure?.isStorageFailure == false)
@@ -33,14 +33,14 @@ import TouchlineStore
         #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 2])
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func theCompletionRunsOnItsOwnThreadOnceTheBatchIsReadableFromAFreshReader(kind: StoreKind) throws {
-        let store = try kind.open()
-        try awaitResult { store.writer.createChannel(channel("m1"), completion: $0) }.get()
+    @Test(arguments: ChannelStoreKind.allCases)
+    func theCompletionRunsOnItsOwnThreadOnceTheBatchIsReadableFromAFreshReader(kind: ChannelStoreKind) async throws {
+        let store = try await kind.open()
+        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
         let submitter = pthread_self()
         let seen = ResultBox<(onSubmitter: Bool, seqs: [Int64], lastSeq: Int64?)>()
         let done = DispatchSemaphore(value: 0)
-        store.writer.submit(WriteBatch([
+        store.channelWriter.submit(WriteBatch([
             .appendEvents([event("m1", 1)]),
             .updateState(ChannelStateUpdate(channelID: "m1", updatedAt: t0 + .seconds(1), lastSeq: 1)),
         ])) { result in
@@ -59,16 +59,16 @@ import TouchlineStore
         #expect(value.seqs == [1] && value.lastSeq == 1)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func batchesCommitAndCompleteInSubmissionOrder(kind: StoreKind) throws {
-        let store = try kind.open()
-        try awaitResult { store.writer.createChannel(channel("m1"), completion: $0) }.get()
+    @Test(arguments: ChannelStoreKind.allCases)
+    func batchesCommitAndCompleteInSubmissionOrder(kind: ChannelStoreKind) async throws {
+        let store = try await kind.open()
+        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
         let order = ResultBox<[Int64]>()
         order.value = .success([])
         let done = DispatchGroup()
         for seq in Int64(1)...200 {
             done.enter()
-            store.writer.submit(WriteBatch([
+            store.channelWriter.submit(WriteBatch([
                 .appendEvents([event("m1", seq)]),
                 .updateState(ChannelStateUpdate(channelID: "m1", updatedAt: t0 + .seconds(seq), lastSeq: seq)),
             ])) { result in
@@ -90,13 +90,13 @@ import TouchlineStore
         #expect(seqs == Array(1...200))
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func aCreateIntentIsIdempotentAndReconcilable(kind: StoreKind) throws {
-        let store = try kind.open()
-        let first = try awaitResult { store.writer.createChannel(channel("m1", status: .creating), completion: $0) }.get()
+    @Test(arguments: ChannelStoreKind.allCases)
+    func aCreateIntentIsIdempotentAndReconcilable(kind: ChannelStoreKind) async throws {
+        let store = try await kind.open()
+        let first = try awaitResult { store.channelWriter.createChannel(channel("m1", status: .creating), completion: $0) }.get()
         var other = channel("m1", status: .creating)
         other.policyJSON = #"{"minInterval":9}"#
-        let second = try awaitResult { store.writer.createChannel(other, completion: $0) }.get()
+        let second = try awaitResult { store.channelWriter.createChannel(other, completion: $0) }.get()
         #expect(first.inserted && !second.inserted)
         #expect(second.record.policyJSON == #"{"minInterval":2}"#, "the second create answers the stored record")
         let reader = try store.channelReader()
@@ -104,21 +104,21 @@ import TouchlineStore
         #expect(try reader.channels(status: .creating).map(\.id) == ["m1"])
         #expect(try reader.channel(apnsChannelID: "apple-1") == nil)
 
-        try awaitResult { store.writer.submit(WriteBatch([.channelCreated(channelID: "m1", apnsChannelID: "apple-1", at: t0 + .seconds(1))]),
+        try awaitResult { store.channelWriter.submit(WriteBatch([.channelCreated(channelID: "m1", apnsChannelID: "apple-1", at: t0 + .seconds(1))]),
                                               completion: $0) }.get()
         #expect(try reader.channels(status: .creating).isEmpty)
         let created = try #require(try reader.channel(apnsChannelID: "apple-1"))
         #expect(created.id == "m1" && created.status == .active && created.updatedAt == t0 + .seconds(1))
-        let lost = awaitResult { store.writer.submit(WriteBatch([.channelCreated(channelID: "m2", apnsChannelID: "apple-2", at: t0)]),
+        let lost = awaitResult { store.channelWriter.submit(WriteBatch([.channelCreated(channelID: "m2", apnsChannelID: "apple-2", at: t0)]),
                                                      completion: $0) }
         #expect(lost.failure == .unknownChannel("m2"))
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func channelsPageInIDOrderWithoutGapsOrRepeats(kind: StoreKind) throws {
-        let store = try kind.open()
+    @Test(arguments: ChannelStoreKind.allCases)
+    func channelsPageInIDOrderWithoutGapsOrRepeats(kind: ChannelStoreKind) async throws {
+        let store = try await kind.open()
         let ids = (0..<53).map { String(format: "match-%03d", ($0 * 37) % 53) }
-        for id in ids { try awaitResult { store.writer.createChannel(channel(id), completion: $0) }.get() }
+        for id in ids { try awaitResult { store.channelWriter.createChannel(channel(id), completion: $0) }.get() }
         let reader = try store.channelReader()
         defer { reader.close() }
         var seen: [String] = []
@@ -126,14 +126,15 @@ import TouchlineStore
         #expect(seen == ids.sorted())
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func endsTruncationAndDeletion(kind: StoreKind) throws {
-        let store = try kind.open()
-        try awaitResult { store.writer.createChannel(channel("m1"), completion: $0) }.get()
-        try awaitResult { store.writer.createChannel(channel("m2"), completion: $0) }.get()
+    @Test(arguments: ChannelStoreKind.allCases)
+    func endsTruncationAndDeletion(kind: ChannelStoreKind) async throws {
+        let store = try await kind.open()
+        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
+        try awaitResult { store.channelWriter.createChannel(channel("m2"), completion: $0) }.get()
         let end = ChannelEnd(dismissAt: t0 + .seconds(600), endedAt: t0 + .seconds(60))
-        try awaitResult { store.writer.submit(WriteBatch([
-            .appendEvents((1...5).map { event("m1", $0) } + [event("m2", 1)]),
+        try awaitResult { store.channelWriter.submit(WriteBatch([.appendEvents([event("m2", 1)])]), completion: $0) }.get()
+        try awaitResult { store.channelWriter.submit(WriteBatch([
+            .appendEvents((1...5).map { event("m1", $0) }),
             .truncateEvents(channelID: "m1", throughSeq: 3),
             .markStatus(channelID: "m1", status: .ended, end: end, at: t0 + .seconds(60)),
         ]), completion: $0) }.get()
@@ -141,45 +142,45 @@ import TouchlineStore
         defer { reader.close() }
         #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [4, 5])
         #expect(try reader.channel(id: "m1")?.end == end)
-        try awaitResult { store.writer.submit(WriteBatch([.deleteChannel(channelID: "m1")]), completion: $0) }.get()
+        try awaitResult { store.channelWriter.submit(WriteBatch([.deleteChannel(channelID: "m1")]), completion: $0) }.get()
         #expect(try reader.channel(id: "m1") == nil)
         #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 10).isEmpty, "a deleted channel's log goes with it")
         #expect(try reader.events(channelID: "m2", afterSeq: 0, limit: 10).count == 1)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func aStorageFailureFailsEveryWriteUntilTheStoreRecovers(kind: StoreKind) async throws {
-        let store = try kind.open()
-        try awaitResult { store.writer.createChannel(channel("m1"), completion: $0) }.get()
+    @Test(arguments: ChannelStoreKind.allCases)
+    func aStorageFailureFailsEveryWriteUntilTheStoreRecovers(kind: ChannelStoreKind) async throws {
+        let store = try await kind.open()
+        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
         store.failStorage()
-        let failed = awaitResult { store.writer.submit(WriteBatch([.appendEvents([event("m1", 1)])]), completion: $0) }
+        let failed = awaitResult { store.channelWriter.submit(WriteBatch([.appendEvents([event("m1", 1)])]), completion: $0) }
         #expect(failed.failure?.isStorageFailure == true)
-        #expect(store.writer.health.isFailing && store.writer.health.failingSince != nil)
+        #expect(store.channelWriter.health.isFailing && store.channelWriter.health.failingSince != nil)
         let reader = try store.channelReader()
         defer { reader.close() }
         #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 10).isEmpty)
 
         store.restoreStorage()
         let deadline = ContinuousClock.now + .seconds(30)
-        while store.writer.health.isFailing && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(!store.writer.health.isFailing, "the store did not find its storage writable again by itself")
-        try awaitResult { store.writer.submit(WriteBatch([.appendEvents([event("m1", 1)])]), completion: $0) }.get()
+        while store.channelWriter.health.isFailing && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(!store.channelWriter.health.isFailing, "the store did not find its storage writable again by itself")
+        try awaitResult { store.channelWriter.submit(WriteBatch([.appendEvents([event("m1", 1)])]), completion: $0) }.get()
         #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1])
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func closeCommitsWhatIsQueuedAndRefusesLaterWrites(kind: StoreKind) throws {
-        let store = try kind.open()
-        try awaitResult { store.writer.createChannel(channel("m1"), completion: $0) }.get()
+    @Test(arguments: ChannelStoreKind.allCases)
+    func closeCommitsWhatIsQueuedAndRefusesLaterWrites(kind: ChannelStoreKind) async throws {
+        let store = try await kind.open()
+        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
         let done = DispatchGroup()
         for seq in Int64(1)...50 {
             done.enter()
-            store.writer.submit(WriteBatch([.appendEvents([event("m1", seq)])])) { _ in done.leave() }
+            store.channelWriter.submit(WriteBatch([.appendEvents([event("m1", seq)])])) { _ in done.leave() }
         }
         store.close()
-        #expect(!store.writer.isOpen)
+        #expect(!store.channelWriter.isOpen)
         done.wait()
-        let late = awaitResult { store.writer.submit(WriteBatch([.appendEvents([event("m1", 51)])]), completion: $0) }
+        let late = awaitResult { store.channelWriter.submit(WriteBatch([.appendEvents([event("m1", 51)])]), completion: $0) }
         #expect(late.failure == .closed)
 
         try store.reopen()
@@ -190,18 +191,18 @@ import TouchlineStore
 
     /// Completions run on the writer's own thread or queue; one that closes the store (its last
     /// owner let go there) must not wait for that thread to finish, which would be itself.
-    @Test(arguments: StoreKind.allCases)
-    func aCloseFromACompletionReturnsAndRefusesLaterWrites(kind: StoreKind) throws {
-        let store = try kind.open()
-        try awaitResult { store.writer.createChannel(channel("m1"), completion: $0) }.get()
+    @Test(arguments: ChannelStoreKind.allCases)
+    func aCloseFromACompletionReturnsAndRefusesLaterWrites(kind: ChannelStoreKind) async throws {
+        let store = try await kind.open()
+        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
         let closed = DispatchSemaphore(value: 0)
-        store.writer.submit(WriteBatch([.appendEvents([event("m1", 1)])])) { _ in
+        store.channelWriter.submit(WriteBatch([.appendEvents([event("m1", 1)])])) { _ in
             store.close()
             closed.signal()
         }
         #expect(closed.wait(timeout: .now() + 10) == .success, "close() from a completion waited for its own thread")
-        #expect(!store.writer.isOpen)
-        let late = awaitResult { store.writer.submit(WriteBatch([.appendEvents([event("m1", 2)])]), completion: $0) }
+        #expect(!store.channelWriter.isOpen)
+        let late = awaitResult { store.channelWriter.submit(WriteBatch([.appendEvents([event("m1", 2)])]), completion: $0) }
         #expect(late.failure == .closed)
         try store.reopen()
         let reader = try store.channelReader()

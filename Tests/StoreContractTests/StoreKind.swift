@@ -4,6 +4,8 @@ import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 import TouchlineTesting
+import NATS
+import TouchlineJetStream
 
 /// The implementations every contract suite runs against: one set of tests, run on each, so
 /// that a new backend is added here once and held to the same contract.
@@ -131,5 +133,98 @@ extension Result {
     var failure: Failure? {
         if case .failure(let error) = self { return error }
         return nil
+    }
+}
+
+// MARK: Channel stores
+
+/// The implementations of the channel side: every ``StoreKind``, and the JetStream backend,
+/// whose channel store logs batches to a real NATS cluster (one node, started per test).
+enum ChannelStoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite
+    case inMemory
+    case jetStream
+
+    var testDescription: String { rawValue }
+
+    func open(clock: ManualClock = ManualClock()) async throws -> any ChannelStoreUnderTest {
+        switch self {
+        case .sqlite: try SQLiteStoreUnderTest(clock: clock)
+        case .inMemory: InMemoryStoreUnderTest(clock: clock)
+        case .jetStream: try await JetStreamStoreUnderTest.start(clock: clock)
+        }
+    }
+}
+
+/// A channel store as the channel contract tests see it (see ``StoreUnderTest``).
+protocol ChannelStoreUnderTest: AnyObject, Sendable {
+    var channelWriter: any ChannelStoreWriter { get }
+    func channelReader() throws -> any ChannelStoreReader
+    func failStorage()
+    func restoreStorage()
+    func close()
+    func reopen() throws
+}
+
+extension SQLiteStoreUnderTest: ChannelStoreUnderTest {
+    var channelWriter: any ChannelStoreWriter { writer }
+}
+
+extension InMemoryStoreUnderTest: ChannelStoreUnderTest {
+    var channelWriter: any ChannelStoreWriter { writer }
+}
+
+/// The JetStream channel store on a one-node cluster. Its storage fails when the log stream is
+/// capped at its current size (the servers then refuse every publish, as a full disk would).
+final class JetStreamStoreUnderTest: ChannelStoreUnderTest, @unchecked Sendable {
+    let cluster: NATSCluster
+    let loop: EventLoop
+    let connection: NATSConnection
+    let jetStream: JetStream
+    let layout = ChannelLogLayout(partitioning: ChannelPartitioning(count: 8)!)
+    private let clock: ManualClock
+    private(set) var store: JetStreamChannelStore
+
+    var channelWriter: any ChannelStoreWriter { store }
+
+    private init(cluster: NATSCluster, loop: EventLoop, connection: NATSConnection, jetStream: JetStream, clock: ManualClock) throws {
+        self.cluster = cluster
+        self.loop = loop
+        self.connection = connection
+        self.jetStream = jetStream
+        self.clock = clock
+        store = try JetStreamChannelStore.open(jetStream: jetStream, layout: layout, replicas: 1, loop: loop, clock: clock)
+    }
+
+    static func start(clock: ManualClock) async throws -> JetStreamStoreUnderTest {
+        let cluster = try await NATSCluster.start(size: 1)
+        let loop = EventLoop.start(name: "contract-jetstream")
+        let connection = try cluster.connect(name: "contract", loop: loop)
+        return try JetStreamStoreUnderTest(cluster: cluster, loop: loop, connection: connection, jetStream: try JetStream(connection),
+                                           clock: clock)
+    }
+
+    deinit {
+        store.close()
+        connection.close()
+        loop.stop()
+    }
+
+    func channelReader() throws -> any ChannelStoreReader { store.openReader() }
+
+    func failStorage() {
+        let bytes = (try? jetStream.streamState(layout.streamName))?.bytes ?? 0
+        _ = try? jetStream.ensureStream(.init(name: layout.streamName, subjects: layout.streamSubjects, replicas: 1,
+                                              maximumBytes: Int(max(bytes, 1))))
+    }
+
+    func restoreStorage() {
+        _ = try? jetStream.ensureStream(.init(name: layout.streamName, subjects: layout.streamSubjects, replicas: 1))
+    }
+
+    func close() { store.close() }
+
+    func reopen() throws {
+        store = try JetStreamChannelStore.open(jetStream: jetStream, layout: layout, replicas: 1, loop: loop, clock: clock)
     }
 }

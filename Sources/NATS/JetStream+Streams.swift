@@ -1,0 +1,181 @@
+import CNATS
+import Glibc
+import TouchlineRuntime
+
+/// Streams, key-value buckets and ordered consumers. Creating and inspecting streams waits for
+/// the cluster (a JetStream API request): call it at start or from a dedicated thread, never
+/// from a loop. Consumers deliver to a loop.
+extension JetStream {
+    /// A stream as Touchline creates it. Everything it stores lives on `replicas` servers.
+    public struct StreamSettings: Sendable, Equatable {
+        public enum Retention: Sendable, Equatable {
+            /// Kept until a limit (age, size, per-subject count) removes it: events, key-value entries.
+            case limits
+            /// Removed once a consumer acknowledges it: work to hand out once (pages of a fan-out).
+            case workQueue
+        }
+
+        public var name: String
+        public var subjects: [String]
+        public var replicas: Int
+        public var retention: Retention
+        /// Older messages are removed past this age (nil: kept).
+        public var maximumAge: Duration?
+        /// Messages kept per subject (nil: all); 1 keeps the last value, as a key-value bucket does.
+        public var maximumMessagesPerSubject: Int?
+        /// How long a message id is remembered for deduplication.
+        public var duplicateWindow: Duration
+        public var maximumMessageSize: Int?
+        /// The stream's size limit; a publish beyond it is refused (nothing old is dropped).
+        public var maximumBytes: Int?
+
+        public init(name: String, subjects: [String], replicas: Int = 3, retention: Retention = .limits,
+                    maximumAge: Duration? = nil, maximumMessagesPerSubject: Int? = nil,
+                    duplicateWindow: Duration = .seconds(120), maximumMessageSize: Int? = nil, maximumBytes: Int? = nil) {
+            self.name = name
+            self.subjects = subjects
+            self.replicas = replicas
+            self.retention = retention
+            self.maximumAge = maximumAge
+            self.maximumMessagesPerSubject = maximumMessagesPerSubject
+            self.duplicateWindow = duplicateWindow
+            self.maximumMessageSize = maximumMessageSize
+            self.maximumBytes = maximumBytes
+        }
+    }
+
+    /// What a stream holds now.
+    public struct StreamState: Sendable, Equatable {
+        public var messages: UInt64
+        public var bytes: UInt64
+        public var firstSequence: UInt64
+        public var lastSequence: UInt64
+        public var replicas: Int
+        /// The server that orders the stream's writes (nil when none is elected).
+        public var leader: String?
+    }
+
+    /// Creates the stream, or updates one of that name to these settings; returns its state.
+    @discardableResult
+    public func ensureStream(_ settings: StreamSettings) throws(NATSError) -> StreamState {
+        var subjects = settings.subjects.map { strdup($0) }
+        defer { subjects.forEach { free($0) } }
+        var config = jsStreamConfig()
+        try NATSError.check(jsStreamConfig_Init(&config), "stream settings")
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let status = settings.name.withCString { name in
+            subjects.withUnsafeMutableBufferPointer { buffer in
+                config.Name = name
+                config.SubjectsLen = Int32(buffer.count)
+                config.Subjects = UnsafeMutableRawPointer(buffer.baseAddress!).assumingMemoryBound(to: UnsafePointer<CChar>?.self)
+                config.Replicas = Int64(settings.replicas)
+                config.Storage = js_FileStorage
+                config.Retention = settings.retention == .limits ? js_LimitsPolicy : js_WorkQueuePolicy
+                config.MaxAge = settings.maximumAge.map { $0.milliseconds * 1_000_000 } ?? 0
+                config.MaxMsgsPerSubject = settings.maximumMessagesPerSubject.map(Int64.init) ?? -1
+                config.Duplicates = settings.duplicateWindow.milliseconds * 1_000_000
+                config.MaxMsgSize = settings.maximumMessageSize.map(Int32.init) ?? -1
+                config.MaxBytes = settings.maximumBytes.map(Int64.init) ?? -1
+                config.Discard = settings.maximumBytes == nil ? js_DiscardOld : js_DiscardNew
+                let added = js_AddStream(&info, context, &config, nil, &code)
+                guard added != NATS_OK, code == JSStreamNameExistErr else { return added }
+                code = jsErrCode(0)
+                return js_UpdateStream(&info, context, &config, nil, &code)
+            }
+        }
+        defer { jsStreamInfo_Destroy(info) }
+        try NATSError.check(status, jetStreamCode: code, "create stream \(settings.name)")
+        return Self.state(of: info!)
+    }
+
+    /// The stream's state, or nil if there is no stream of that name.
+    public func streamState(_ name: String) throws(NATSError) -> StreamState? {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let status = js_GetStreamInfo(&info, context, name, nil, &code)
+        defer { jsStreamInfo_Destroy(info) }
+        if status == NATS_NOT_FOUND || code == JSStreamNotFoundErr { return nil }
+        try NATSError.check(status, jetStreamCode: code, "read stream \(name)")
+        return Self.state(of: info!)
+    }
+
+    /// The sequence of the last message stored on `subject` in `stream`, or nil if it has none.
+    public func lastSequence(stream: String, subject: String) throws(NATSError) -> UInt64? {
+        var message: OpaquePointer?
+        var code = jsErrCode(0)
+        let status = js_GetLastMsg(&message, context, stream, subject, nil, &code)
+        defer { natsMsg_Destroy(message) }
+        if status == NATS_NOT_FOUND || code == JSNoMessageFoundErr { return nil }
+        try NATSError.check(status, jetStreamCode: code, "read the last message of \(subject)")
+        return natsMsg_GetSequence(message)
+    }
+
+    private static func state(of info: UnsafeMutablePointer<jsStreamInfo>) -> StreamState {
+        let state = info.pointee.State
+        return StreamState(messages: state.Msgs, bytes: state.Bytes, firstSequence: state.FirstSeq,
+                           lastSequence: state.LastSeq, replicas: Int(info.pointee.Config?.pointee.Replicas ?? 0),
+                           leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) })
+    }
+
+    /// A key-value bucket: a stream (`KV_<name>`) keeping the last `history` values of each key
+    /// on subjects `$KV.<name>.<key>`. Writes are publishes to ``keySubject(bucket:key:)`` (with
+    /// ``PublishConditions/expectedLastSubjectSequence`` as the revision for compare-and-set),
+    /// reads an ordered consumer from ``DeliveryStart/lastPerSubject``: the same messages the
+    /// client's own key-value calls exchange, without blocking a loop. Creating an existing
+    /// bucket with the same settings succeeds.
+    public func ensureKeyValueBucket(_ name: String, replicas: Int, history: Int = 1, maximumValueSize: Int = 1_024) throws(NATSError) {
+        var config = kvConfig()
+        try NATSError.check(kvConfig_Init(&config), "bucket settings")
+        var bucket: OpaquePointer?
+        let status = name.withCString { bucketName in
+            config.Bucket = bucketName
+            config.Replicas = Int32(replicas)
+            config.History = UInt8(clamping: history)
+            config.MaxValueSize = Int32(maximumValueSize)
+            config.StorageType = js_FileStorage
+            return js_CreateKeyValue(&bucket, context, &config)
+        }
+        kvStore_Destroy(bucket)
+        try NATSError.check(status, "create key-value bucket \(name)")
+    }
+
+    /// The subject a bucket stores `key` under.
+    public static func keySubject(bucket: String, key: String) -> String { "$KV.\(bucket).\(key)" }
+
+    /// Where an ordered consumer starts.
+    public enum DeliveryStart: Sendable, Equatable {
+        /// Everything the stream holds.
+        case all
+        /// The last message of each subject, then every new one: a key-value bucket's watch.
+        case lastPerSubject
+        /// From this stream sequence on: replay after a snapshot that covers the ones before.
+        case sequence(UInt64)
+        /// Only messages stored from now on.
+        case new
+    }
+
+    /// An ordered consumer of `subject` (wildcards allowed): every stored message once, in
+    /// stream order, on `loop`. The client recreates the consumer from the next sequence after a
+    /// gap or a lost server, so the order holds across reconnects; nothing is acknowledged.
+    public func subscribeOrdered(to subject: String, from start: DeliveryStart, loop: EventLoop,
+                                 handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> NATSSubscription {
+        let sink = MessageSink(loop: loop, jetStream: true, handler: handler)
+        let closure = Unmanaged.passRetained(sink).toOpaque()
+        var options = jsSubOptions()
+        jsSubOptions_Init(&options)
+        options.Ordered = true
+        switch start {
+        case .all: options.Config.DeliverPolicy = js_DeliverAll
+        case .lastPerSubject: options.Config.DeliverPolicy = js_DeliverLastPerSubject
+        case .sequence(let sequence):
+            options.Config.DeliverPolicy = js_DeliverByStartSequence
+            options.Config.OptStartSeq = sequence
+        case .new: options.Config.DeliverPolicy = js_DeliverNew
+        }
+        var subscription: OpaquePointer?
+        var code = jsErrCode(0)
+        let status = js_Subscribe(&subscription, context, subject, MessageSink.callback, closure, nil, &options, &code)
+        return try NATSSubscription.finish(status, subscription, subject: subject, context: closure, jetStreamCode: code)
+    }
+}

@@ -1,0 +1,88 @@
+import TouchlineRuntime
+
+/// Requests that one responder answers (NATS request-reply), sent from one loop and answered on
+/// it: the ingest path hands a batch to its partition's owner this way. One subscription to a
+/// private inbox serves every request; each request waits for its answer at most its timeout.
+///
+/// Loop-confined: create it, send requests and receive completions on `loop`.
+public final class NATSRequests: @unchecked Sendable {
+    /// Why a request got no answer.
+    public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// No one subscribes to the subject (the servers say so at once).
+        case noResponders(subject: String)
+        /// No answer within the timeout: the request may or may not have been acted on.
+        case timedOut(subject: String, after: Duration)
+        /// The request could not be sent (connection closed, say).
+        case notSent(NATSError)
+
+        public var description: String {
+            switch self {
+            case .noResponders(let subject): "no responder on \(subject)"
+            case .timedOut(let subject, let after): "no answer on \(subject) within \(after)"
+            case .notSent(let error): error.description
+            }
+        }
+    }
+
+    public typealias Completion = (Result<NATSMessage, Failure>) -> Void
+
+    private struct Pending {
+        let subject: String
+        let timer: LoopTimer
+        let completion: Completion
+    }
+
+    private let connection: NATSConnection
+    private let loop: EventLoop
+    private let inbox: String
+    private var subscription: NATSSubscription?
+    private var pending: [UInt64: Pending] = [:]
+    private var lastID: UInt64 = 0
+
+    public init(connection: NATSConnection, loop: EventLoop) throws(NATSError) {
+        self.connection = connection
+        self.loop = loop
+        inbox = connection.newInbox()
+        subscription = try NATSSubscription.subscribe(connection, to: inbox + ".*", loop: loop) { [weak self] answer in
+            self?.answered(answer)
+        }
+    }
+
+    deinit { subscription?.cancel() }
+
+    /// Sends `payload` to `subject`; `completion` runs on the loop with the answer or the failure,
+    /// once.
+    public func request(_ payload: [UInt8], to subject: String, timeout: Duration, completion: @escaping Completion) {
+        lastID += 1
+        let id = lastID
+        do {
+            try connection.publish(payload, to: subject, reply: "\(inbox).\(id)")
+        } catch {
+            return completion(.failure(.notSent(error)))
+        }
+        let timer = LoopTimer(loop: loop) { [weak self] in
+            self?.finish(id, with: .failure(.timedOut(subject: subject, after: timeout)))
+        }
+        timer.schedule(after: timeout)
+        pending[id] = Pending(subject: subject, timer: timer, completion: completion)
+    }
+
+    /// Requests still waiting for their answer.
+    public var outstanding: Int { pending.count }
+
+    private func answered(_ answer: NATSMessage) {
+        guard let id = answer.subject.split(separator: ".").last.flatMap({ UInt64($0) }), let request = pending[id] else { return }
+        // A status-only message with 503 is the servers saying nobody subscribes.
+        if answer.headers["Status"] == "503", answer.payload.isEmpty {
+            finish(id, with: .failure(.noResponders(subject: request.subject)))
+        } else {
+            finish(id, with: .success(answer))
+        }
+    }
+
+    private func finish(_ id: UInt64, with result: Result<NATSMessage, Failure>) {
+        guard let request = pending.removeValue(forKey: id) else { return }
+        request.timer.cancel()
+        request.completion(result)
+    }
+}

@@ -1,0 +1,72 @@
+import CNATS
+import TouchlineRuntime
+
+/// A subscription whose messages are handed, in the order the client received them, to one
+/// loop. Cancelling stops delivery; messages the client had already taken may still arrive on
+/// the loop afterwards, so a handler that must stop at once checks its own state.
+public final class NATSSubscription: @unchecked Sendable {
+    let handle: OpaquePointer
+    public let subject: String
+
+    init(handle: OpaquePointer, subject: String) {
+        self.handle = handle
+        self.subject = subject
+    }
+
+    deinit {
+        natsSubscription_Unsubscribe(handle)
+        natsSubscription_Destroy(handle)
+    }
+
+    /// Stops the subscription (for a JetStream consumer, the server forgets the consumer).
+    public func cancel() { natsSubscription_Unsubscribe(handle) }
+
+    /// Core NATS: every message on `subject` (wildcards allowed); with `queue`, each message goes
+    /// to one member of the queue group.
+    public static func subscribe(_ connection: NATSConnection, to subject: String, queue: String? = nil,
+                                 loop: EventLoop, handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> NATSSubscription {
+        let sink = MessageSink(loop: loop, jetStream: false, handler: handler)
+        let context = Unmanaged.passRetained(sink).toOpaque()
+        var subscription: OpaquePointer?
+        let status = if let queue {
+            natsConnection_QueueSubscribe(&subscription, connection.handle, subject, queue, MessageSink.callback, context)
+        } else {
+            natsConnection_Subscribe(&subscription, connection.handle, subject, MessageSink.callback, context)
+        }
+        return try finish(status, subscription, subject: subject, context: context)
+    }
+
+    static func finish(_ status: natsStatus, _ subscription: OpaquePointer?, subject: String,
+                       context: UnsafeMutableRawPointer, jetStreamCode: jsErrCode = jsErrCode(0)) throws(NATSError) -> NATSSubscription {
+        guard status == NATS_OK, let subscription else {
+            Unmanaged<MessageSink>.fromOpaque(context).release()
+            throw NATSError(status == NATS_OK ? NATS_ERR : status, jetStreamCode: jetStreamCode, operation: "subscribe to \(subject)")
+        }
+        // The client calls this once no message callback can follow: the sink goes with it.
+        natsSubscription_SetOnCompleteCB(subscription, { context in
+            Unmanaged<MessageSink>.fromOpaque(context!).release()
+        }, context)
+        return NATSSubscription(handle: subscription, subject: subject)
+    }
+}
+
+/// Where a subscription's messages go: copied on the client's thread, handled on the loop.
+final class MessageSink: Sendable {
+    let loop: EventLoop
+    let jetStream: Bool
+    let handler: @Sendable (NATSMessage) -> Void
+
+    init(loop: EventLoop, jetStream: Bool, handler: @escaping @Sendable (NATSMessage) -> Void) {
+        self.loop = loop
+        self.jetStream = jetStream
+        self.handler = handler
+    }
+
+    static let callback: natsMsgHandler = { _, _, message, context in
+        let sink = Unmanaged<MessageSink>.fromOpaque(context!).takeUnretainedValue()
+        let copy = NATSMessage(copying: message!, jetStream: sink.jetStream)
+        natsMsg_Destroy(message)
+        let handler = sink.handler
+        sink.loop.execute { handler(copy) }
+    }
+}

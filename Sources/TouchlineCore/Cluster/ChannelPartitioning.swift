@@ -1,0 +1,39 @@
+/// Which partition a channel's events belong to: the same function NATS servers apply in a
+/// subject mapping `{{partition(count, 1)}}` (FNV-1a, 32 bits, of the channel's subject token,
+/// modulo the count). Gateways publish straight to a partition's subject, providers publish to the
+/// unpartitioned ingest subject and the servers map it, and both land on the same partition;
+/// a test holds this to a real server's mapping.
+///
+/// The count is fixed when the cluster's streams are created: changing it would move channels
+/// between partitions, and with them the order of their events.
+public struct ChannelPartitioning: Sendable, Equatable {
+    public let count: Int
+
+    /// `count` between 1 and 1,024 (a lease per partition is renewed every second).
+    public init?(count: Int) {
+        guard (1...1_024).contains(count) else { return nil }
+        self.count = count
+    }
+
+    /// The channel's partition: the hash of its subject token, as the servers compute it.
+    public func partition(of channelID: String) -> Int {
+        var hash: UInt32 = 2_166_136_261
+        for byte in Self.subjectToken(channelID).utf8 {
+            hash ^= UInt32(byte)
+            hash &*= 16_777_619
+        }
+        return Int(hash % UInt32(count))
+    }
+
+    /// The channel id as one NATS subject token. Channel ids may hold '.', which separates
+    /// tokens, so it is written '~' (a character ids never hold, so no two ids share a token).
+    public static func subjectToken(_ channelID: String) -> String {
+        channelID.contains(".") ? channelID.replacingDots() : channelID
+    }
+}
+
+extension String {
+    fileprivate func replacingDots() -> String {
+        String(unicodeScalars.map { $0 == "." ? "~" : Character($0) })
+    }
+}

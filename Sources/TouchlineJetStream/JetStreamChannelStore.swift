@@ -1,0 +1,278 @@
+import Dispatch
+import Glibc
+import NATS
+import Synchronization
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// ``ChannelStoreWriter`` on a JetStream log: each batch is checked against the tables, logged
+/// as one message to its partition's subject (``ChannelLogLayout``) and applied to the tables
+/// once the cluster has acknowledged it. The tables are rebuilt from the log when the store is
+/// opened, so whatever one gateway committed, the next owner of the partition restores.
+///
+/// - **Durability**: a completion reports success only after the acknowledgement, i.e. once a
+///   quorum of the stream's replicas stored the batch (docs/cluster.md, "What acknowledged
+///   means").
+/// - **Fencing**: every publish expects the log subject's last sequence to be the one this store
+///   applied last. A gateway that lost its partition to another gets "wrong last sequence" and
+///   fails the batch: two gateways never interleave one partition's log.
+/// - **A lost acknowledgement is not a failure**: the publish is repeated with the same message
+///   id; JetStream recognises it (before the sequence check) and answers with the first
+///   attempt's sequence if it was stored. Only after ``retryLimit`` does the batch fail.
+/// - **Order**: one batch is in flight at a time, so batches commit and complete in submission
+///   order (the price: one cluster round trip per batch; pipelining per partition is possible
+///   because partitions are independent, and is left for when a benchmark asks for it).
+///
+/// Completions run on the store's loop. Reads (``openReader()``) see the acknowledged tables.
+public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendable {
+    /// How long a batch whose publish got no answer is tried again (same message id) before it fails.
+    public static let retryLimit: Duration = .seconds(10)
+
+    public let layout: ChannelLogLayout
+    let jetStream: JetStream
+    let loop: EventLoop
+    private let clock: any WallClock
+    /// The tables as the acknowledged batches left them, shared with the readers.
+    let committed = CommittedTables()
+    private let control = Mutex(WriterState())
+    /// Unique per opened store: the prefix of its message ids.
+    private let writerID: String
+
+    // Confined to `loop`.
+    private var waiting: [() -> Void] = []
+    private var writing = false
+    private var lastSequence: [ChannelLogLayout.Log: UInt64] = [:]
+    private var written: UInt64 = 0
+    private var closeWaiters: [DispatchSemaphore] = []
+    private var retryTimer: LoopTimer?
+
+    private init(jetStream: JetStream, layout: ChannelLogLayout, loop: EventLoop, clock: any WallClock, writerID: String) {
+        self.jetStream = jetStream
+        self.layout = layout
+        self.loop = loop
+        self.clock = clock
+        self.writerID = writerID
+    }
+
+    /// Creates the log stream if needed and rebuilds the tables of `partitions` (all of them
+    /// when nil) and of the global log from it. Blocks until the replay is done: call it from a
+    /// starting thread, never from `loop`.
+    public static func open(jetStream: JetStream, layout: ChannelLogLayout, replicas: Int, partitions: [Int]? = nil,
+                            loop: EventLoop, clock: any WallClock = SystemClock()) throws -> JetStreamChannelStore {
+        try Self.retryingTimeouts { () throws(NATSError) in
+            try jetStream.ensureStream(.init(name: layout.streamName, subjects: layout.streamSubjects, replicas: replicas,
+                                             duplicateWindow: .seconds(120)))
+        }
+        let writerID = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 36) }.joined()
+        let store = JetStreamChannelStore(jetStream: jetStream, layout: layout, loop: loop, clock: clock, writerID: writerID)
+        let logs = (partitions ?? Array(0..<layout.partitioning.count)).map(ChannelLogLayout.Log.partition) + [.global]
+        for log in logs { try store.replay(log) }
+        return store
+    }
+
+    // MARK: DurableStoreWriter
+
+    public var health: StoreHealth { control.withLock { $0.health } }
+    public var isOpen: Bool { control.withLock { !$0.closed } }
+    public var queueDepth: Int { control.withLock { $0.queued } }
+    public var statistics: StoreWriterStatistics { control.withLock { $0.statistics } }
+
+    /// Refuses later writes and waits until the queued ones are logged (on the store's loop it
+    /// cannot wait for itself: it only refuses).
+    public func close() {
+        control.withLock { $0.close() }
+        guard !loop.inEventLoop else { return }
+        let waiter = try? loop.sync { [self] () -> DispatchSemaphore? in
+            guard writing || !waiting.isEmpty else { return nil }
+            let semaphore = DispatchSemaphore(value: 0)
+            closeWaiters.append(semaphore)
+            return semaphore
+        }
+        waiter?.wait()
+    }
+
+    /// A reader of the acknowledged tables (any thread; close it when done).
+    public func openReader() -> JetStreamChannelStoreReader { JetStreamChannelStoreReader(committed: committed) }
+
+    /// The acknowledged tables, shared by the writer and its readers.
+    final class CommittedTables: Sendable {
+        let tables = Mutex(ChannelTables())
+    }
+
+    // MARK: Writes
+
+    public func submit(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        enqueue({ tables throws(StoreError) in
+            for operation in batch.operations { try tables.apply(operation) }
+            return (batch, ())
+        }, completion: completion)
+    }
+
+    public func createChannel(_ record: ChannelRecord, completion: @escaping @Sendable (Result<ChannelCreation, StoreError>) -> Void) {
+        enqueue({ tables throws(StoreError) in
+            let inserted = try tables.insert(record)
+            let creation = ChannelCreation(record: tables.channels[record.id] ?? record, inserted: inserted)
+            return (inserted ? WriteBatch([.createChannel(record)]) : nil, creation)
+        }, completion: completion)
+    }
+
+    /// Queues a write: `apply` checks it on a copy of the tables and says what to log (nil:
+    /// nothing, the answer stands as it is).
+    private func enqueue<T: Sendable>(_ apply: @escaping @Sendable (inout ChannelTables) throws(StoreError) -> (WriteBatch?, T),
+                                      completion: @escaping @Sendable (Result<T, StoreError>) -> Void) {
+        let admitted = control.withLock { $0.admit() }
+        loop.execute { [self] in
+            guard admitted else { return completion(.failure(.closed)) }
+            waiting.append { [self] in perform(apply, completion: completion) }
+            startNext()
+        }
+    }
+
+    private func startNext() {
+        guard !writing, !waiting.isEmpty else {
+            if !writing { closeWaiters.forEach { $0.signal() }; closeWaiters = [] }
+            return
+        }
+        writing = true
+        control.withLock { $0.started() }
+        waiting.removeFirst()()
+    }
+
+    private func perform<T: Sendable>(_ apply: (inout ChannelTables) throws(StoreError) -> (WriteBatch?, T),
+                                      completion: @escaping @Sendable (Result<T, StoreError>) -> Void) {
+        var checked = committed.tables.withLock { $0 }
+        let batch: WriteBatch?
+        let answer: T
+        let log: ChannelLogLayout.Log
+        do throws(StoreError) {
+            (batch, answer) = try apply(&checked)
+            log = try batch.map { batch throws(StoreError) in try layout.log(of: batch) } ?? .global
+        } catch {
+            return finish(.failure(error), completion: completion)
+        }
+        guard let batch, !batch.isEmpty else { return finish(.success(answer), completion: completion) }
+        written += 1
+        let tables = checked
+        publish(batch.binaryEncoded, to: log, id: "\(writerID):\(written)", since: ContinuousClock.now) { [self] result in
+            switch result {
+            case .success(let sequence):
+                lastSequence[log] = sequence
+                committed.tables.withLock { $0 = tables }
+                finish(.success(answer), completion: completion)
+            case .failure(let error):
+                finish(.failure(error), completion: completion)
+            }
+        }
+    }
+
+    /// Logs `bytes` to `log`, repeating the same message after a lost answer until
+    /// ``retryLimit`` has passed since `since`.
+    private func publish(_ bytes: [UInt8], to log: ChannelLogLayout.Log, id: String, since: ContinuousClock.Instant,
+                         then done: @escaping @Sendable (Result<UInt64, StoreError>) -> Void) {
+        let conditions = JetStream.PublishConditions(messageID: id, expectedLastSubjectSequence: lastSequence[log] ?? 0)
+        jetStream.publish(bytes, to: layout.subject(of: log), conditions: conditions, loop: loop) { [self] result in
+            switch result {
+            case .success(let acknowledgement):
+                done(.success(acknowledgement.sequence))
+            case .failure(let error) where error.isWrongLastSequence:
+                done(.failure(.storageFailure("\(log) was written by another gateway since this one read it (it no longer owns it): \(error)")))
+            case .failure(let error) where error.jetStreamCode != 0:
+                // The stream answered and refused (full, say): trying again would change nothing.
+                done(.failure(.storageFailure("the cluster refused the batch: \(error)")))
+            case .failure(let error):
+                guard ContinuousClock.now - since < Self.retryLimit else {
+                    return done(.failure(.storageFailure("the cluster did not store the batch within \(Self.retryLimit): \(error)")))
+                }
+                // One write is in flight at a time, so one timer serves its retries.
+                let timer = LoopTimer(loop: loop) { [self] in
+                    retryTimer = nil
+                    publish(bytes, to: log, id: id, since: since, then: done)
+                }
+                retryTimer = timer
+                timer.schedule(after: .milliseconds(100))
+            }
+        }
+    }
+
+    private func finish<T>(_ result: Result<T, StoreError>, completion: @Sendable (Result<T, StoreError>) -> Void) {
+        let now = clock.now()
+        control.withLock { $0.record(result, at: now) }
+        completion(result)
+        writing = false
+        startNext()
+        if health.isFailing { scheduleProbe() }
+    }
+
+    // MARK: Probe
+
+    private var probeTimer: LoopTimer?
+
+    /// While failing, the store tries a write of its own every second (to a subject of the log
+    /// stream that no replay reads), so its health turns back by itself once the stream takes
+    /// writes again, as the SQLite store's probe does.
+    private func scheduleProbe() {
+        guard probeTimer == nil else { return }
+        let timer = LoopTimer(loop: loop) { [self] in
+            probeTimer = nil
+            control.withLock { $0.statistics.probes += 1 }
+            jetStream.publish([], to: "\(layout.prefix).log.probe.\(writerID)", loop: loop) { [self] result in
+                if case .success = result {
+                    control.withLock { $0.health = .healthy }
+                } else if health.isFailing {
+                    scheduleProbe()
+                }
+            }
+        }
+        probeTimer = timer
+        timer.schedule(after: .seconds(1))
+    }
+
+    // MARK: Replay
+
+    /// Applies `log`'s batches, in order, up to its last message at the time of the call.
+    private func replay(_ log: ChannelLogLayout.Log) throws {
+        let subject = layout.subject(of: log)
+        guard let last = try Self.retryingTimeouts({ () throws(NATSError) in try jetStream.lastSequence(stream: layout.streamName, subject: subject) }) else {
+            return
+        }
+        let caughtUp = DispatchSemaphore(value: 0)
+        let failure = Mutex<StoreError?>(nil)
+        let subscription = try Self.retryingTimeouts { () throws(NATSError) in try jetStream.subscribeOrdered(to: subject, from: .all, loop: loop) { [self] message in
+            guard let sequence = message.stream?.sequence, sequence > (lastSequence[log] ?? 0), sequence <= last else { return }
+            do throws(StoreError) {
+                let batch: WriteBatch
+                do { batch = try WriteBatch(binaryEncoded: message.payload) } catch {
+                    throw .refused("\(log), log sequence \(sequence): \(error)")
+                }
+                try committed.tables.withLock { tables throws(StoreError) in
+                    for operation in batch.operations { try tables.apply(operation) }
+                }
+                lastSequence[log] = sequence
+            } catch {
+                failure.withLock { $0 = error }
+                caughtUp.signal()
+                return
+            }
+            if sequence == last { caughtUp.signal() }
+        } }
+        defer { subscription.cancel() }
+        guard caughtUp.wait(timeout: .now() + .seconds(30)) == .success else {
+            throw StoreError.storageFailure("replaying \(log) up to log sequence \(last) did not finish within 30 s")
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    /// Runs a JetStream API call at start, again while it times out (the cluster may be electing
+    /// a leader, which takes seconds), for at most `limit`.
+    static func retryingTimeouts<T>(for limit: Duration = .seconds(15), _ call: () throws(NATSError) -> T) throws(NATSError) -> T {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            do {
+                return try call()
+            } catch where error.isTimeout && ContinuousClock.now < deadline {
+                usleep(200_000)
+            }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import TouchlineCore
+
+/// The reads of ``ChannelStoreReader`` and ``WebhookOutboxReader`` on one state of the tables,
+/// with the orders and bounds those protocols document.
+extension ChannelTables {
+    public func channel(id: String) -> ChannelRecord? { channels[id] }
+
+    public func channel(apnsChannelID: String) -> ChannelRecord? { channels.values.first { $0.apnsChannelID == apnsChannelID } }
+
+    public func channels(after afterID: String?, limit: Int) -> [ChannelRecord] {
+        Array(channels.values.filter { Self.precedes(afterID ?? "", $0.id) }.sorted { Self.precedes($0.id, $1.id) }.prefix(max(0, limit)))
+    }
+
+    public func channels(status: ChannelStatus) -> [ChannelRecord] {
+        channels.values.filter { $0.status == status }.sorted { Self.precedes($0.id, $1.id) }
+    }
+
+    public func events(channelID: String, afterSeq: Int64, limit: Int) -> [StoredEvent] {
+        Array((events[channelID] ?? [:]).values.filter { $0.seq > afterSeq }.sorted { $0.seq < $1.seq }.prefix(max(0, limit)))
+    }
+
+    // MARK: Webhook outbox
+
+    public func dueDeliveries(endpoint: String, at now: UnixTime, limit: Int) -> [DueWebhookDelivery] {
+        deliveries.filter { $0.key.endpoint == endpoint && $0.value.status == .pending && $0.value.nextAt <= now }
+            .sorted { ($0.value.nextAt, $0.key.outboxID) < ($1.value.nextAt, $1.key.outboxID) }
+            .prefix(max(0, limit))
+            .compactMap { key, delivery in
+                outbox[key.outboxID].map { DueWebhookDelivery(endpoint: endpoint, attempts: delivery.attempts, event: $0) }
+            }
+    }
+
+    public func nextDue(endpoint: String) -> UnixTime? {
+        deliveries.filter { $0.key.endpoint == endpoint && $0.value.status == .pending }.map(\.value.nextAt).min()
+    }
+
+    public func outboxEvents(after: Int64, limit: Int) -> [StoredWebhookEvent] {
+        Array(outbox.values.filter { $0.id > after }.sorted { $0.id < $1.id }.prefix(max(0, limit)))
+    }
+
+    public var oldestOutboxEventCreatedAt: UnixTime? { outbox.values.map(\.createdAt).min() }
+
+    public var lastOutboxEventID: Int64 { outbox.keys.max() ?? 0 }
+
+    public func backlog(endpoint: String) -> WebhookEndpointBacklog {
+        var backlog = WebhookEndpointBacklog()
+        for (key, delivery) in deliveries where key.endpoint == endpoint {
+            switch delivery.status {
+            case .pending:
+                backlog.pending += 1
+                if let created = outbox[key.outboxID]?.createdAt, backlog.oldestPendingAt.map({ created < $0 }) ?? true {
+                    backlog.oldestPendingAt = created
+                }
+            case .dead: backlog.dead += 1
+            case .delivered: break
+            }
+        }
+        return backlog
+    }
+}

@@ -1,0 +1,132 @@
+import TouchlineCore
+
+/// A store's channel side as values: channels, their event logs and the webhook outbox, with
+/// the rules the SQLite schema enforces (unique APNs ids, events only for known channels and
+/// once per seq, outbox ids never reused). A store that keeps its tables in memory (the test
+/// store, or the JetStream backend that rebuilds them from its log) applies each batch to a copy
+/// and keeps the copy only when every operation succeeded: the all-or-nothing rule.
+/// Orders follow SQLite's binary collation (byte order of UTF-8), so every backend pages alike.
+public struct ChannelTables: Sendable {
+    struct DeliveryKey: Hashable, Sendable {
+        var endpoint: String
+        var outboxID: Int64
+    }
+
+    struct Delivery: Sendable {
+        var attempts: Int
+        var nextAt: UnixTime
+        var status: WebhookDeliveryStatus
+    }
+
+    public internal(set) var channels: [String: ChannelRecord] = [:]
+    /// Per channel, by seq.
+    var events: [String: [Int64: StoredEvent]] = [:]
+    var outbox: [Int64: StoredWebhookEvent] = [:]
+    var outboxIDs: [String: Int64] = [:]
+    var deliveries: [DeliveryKey: Delivery] = [:]
+    /// Like AUTOINCREMENT: never reused, even after a prune.
+    var lastOutboxID: Int64 = 0
+
+    public init() {}
+
+    /// SQLite's binary collation: byte order of UTF-8, the order every listing pages in.
+    public static func precedes(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
+
+    // MARK: Channel operations
+
+    /// Inserts unless the id exists; answers whether it did.
+    public mutating func insert(_ record: ChannelRecord) throws(StoreError) -> Bool {
+        guard channels[record.id] == nil else { return false }
+        if let apnsID = record.apnsChannelID, channels.values.contains(where: { $0.apnsChannelID == apnsID }) {
+            throw .refused("UNIQUE constraint failed: channels.apns_channel_id")
+        }
+        var stored = record
+        stored.unreadable = nil
+        channels[record.id] = stored
+        return true
+    }
+
+    public mutating func apply(_ operation: StoreOperation) throws(StoreError) {
+        switch operation {
+        case .createChannel(let record):
+            _ = try insert(record)
+        case .channelCreated(let id, let apnsID, let at):
+            if channels.values.contains(where: { $0.apnsChannelID == apnsID && $0.id != id }) {
+                throw .refused("UNIQUE constraint failed: channels.apns_channel_id")
+            }
+            try updateChannel(id) { channel in
+                channel.apnsChannelID = apnsID
+                channel.status = .active
+                channel.updatedAt = at
+            }
+        case .updateState(let update):
+            try updateChannel(update.channelID) { channel in
+                channel.updatedAt = update.updatedAt
+                channel.contentState = update.contentState ?? channel.contentState
+                channel.lastSeq = update.lastSeq ?? channel.lastSeq
+                channel.lastSentState = update.lastSentState ?? channel.lastSentState
+                channel.lastSentTimestamp = update.lastSentTimestamp ?? channel.lastSentTimestamp
+                channel.engineSnapshot = update.engineSnapshot ?? channel.engineSnapshot
+                channel.countersJSON = update.countersJSON ?? channel.countersJSON
+                channel.policyJSON = update.policyJSON ?? channel.policyJSON
+            }
+        case .markStatus(let id, let status, let end, let at):
+            try updateChannel(id) { channel in
+                channel.status = status
+                channel.updatedAt = at
+                if let end { channel.end = ChannelEnd(dismissAt: end.dismissAt ?? channel.end?.dismissAt, endedAt: end.endedAt) }
+            }
+        case .deleteChannel(let id):
+            channels[id] = nil
+            events[id] = nil
+        case .appendEvents(let appended):
+            for event in appended {
+                guard channels[event.channelID] != nil else { throw .refused("FOREIGN KEY constraint failed: events.channel_id") }
+                guard events[event.channelID]?[event.seq] == nil else {
+                    throw .refused("UNIQUE constraint failed: events.channel_id, events.seq")
+                }
+                events[event.channelID, default: [:]][event.seq] = event
+            }
+        case .truncateEvents(let id, let throughSeq):
+            events[id] = events[id]?.filter { $0.key > throughSeq }
+        case .webhook(let operation):
+            apply(operation)
+        }
+    }
+
+    private mutating func updateChannel(_ id: String, _ change: (inout ChannelRecord) -> Void) throws(StoreError) {
+        guard var channel = channels[id] else { throw .unknownChannel(id) }
+        change(&channel)
+        channels[id] = channel
+    }
+
+    // MARK: Outbox
+
+    public mutating func apply(_ operation: WebhookOperation) {
+        switch operation {
+        case .record(let entry):
+            guard outboxIDs[entry.eventID] == nil else { return }
+            lastOutboxID += 1
+            outbox[lastOutboxID] = StoredWebhookEvent(id: lastOutboxID, eventID: entry.eventID, type: entry.type, createdAt: entry.createdAt,
+                                                      body: entry.body)
+            outboxIDs[entry.eventID] = lastOutboxID
+            for endpoint in Set(entry.endpoints) {
+                deliveries[DeliveryKey(endpoint: endpoint, outboxID: lastOutboxID)] = Delivery(attempts: 0, nextAt: entry.createdAt, status: .pending)
+            }
+        case .updateDeliveries(let updates):
+            for update in updates {
+                let key = DeliveryKey(endpoint: update.endpoint, outboxID: update.outboxID)
+                guard deliveries[key] != nil else { continue }
+                deliveries[key] = Delivery(attempts: update.attempts, nextAt: update.nextAt, status: update.status)
+            }
+        case .prune(let before, let limit):
+            let doomed = outbox.values.filter { $0.createdAt < before }
+                .sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }.prefix(max(0, limit)).map(\.id)
+            for id in doomed {
+                if let event = outbox.removeValue(forKey: id) { outboxIDs[event.eventID] = nil }
+            }
+            let gone = Set(doomed)
+            deliveries = deliveries.filter { !gone.contains($0.key.outboxID) }
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import ChildProcesses
+import Foundation
+import Synchronization
+
+/// A real NATS JetStream cluster on loopback for tests: `nats-server` processes on free ports,
+/// each with its data in a temporary directory, started and stopped by their PIDs. A node can
+/// be killed (`SIGKILL`, as a machine loss) and started again on the same ports and data.
+public final class NATSCluster: Sendable {
+    /// One server of the cluster.
+    public struct Node: Sendable {
+        public let name: String
+        public let clientPort: Int
+        public let routePort: Int
+        public let monitorPort: Int
+        public let configurationFile: String
+        public var url: String { "nats://127.0.0.1:\(clientPort)" }
+    }
+
+    public struct StartFailure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public let directory: String
+    public let nodes: [Node]
+    private let processes: Mutex<[ChildProcess?]>
+
+    /// Client URLs of every node, for a client's server list.
+    public var urls: [String] { nodes.map(\.url) }
+
+    /// Starts `size` nodes forming one cluster (a single node runs without a cluster block), with
+    /// `mappings` (subject mappings, e.g. partitioning) on every node, and waits until every node
+    /// reports JetStream healthy.
+    public static func start(size: Int = 3, mappings: [String: String] = [:]) async throws -> NATSCluster {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("touchline-nats-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let ports = uniqueFreePorts(3 * size)
+        let nodes = (0..<size).map { index in
+            Node(name: "n\(index + 1)", clientPort: ports[3 * index], routePort: ports[3 * index + 1],
+                 monitorPort: ports[3 * index + 2], configurationFile: "\(directory)/n\(index + 1).conf")
+        }
+        for node in nodes {
+            try configuration(of: node, in: directory, routes: size > 1 ? nodes.map(\.routePort) : [], mappings: mappings)
+                .write(toFile: node.configurationFile, atomically: true, encoding: .utf8)
+        }
+        let cluster = NATSCluster(directory: directory, nodes: nodes)
+        for index in nodes.indices { try cluster.startNode(index) }
+        try await cluster.waitUntilHealthy()
+        return cluster
+    }
+
+    private init(directory: String, nodes: [Node]) {
+        self.directory = directory
+        self.nodes = nodes
+        processes = Mutex(Array(repeating: nil, count: nodes.count))
+    }
+
+    deinit {
+        let running = processes.withLock { $0 }
+        for process in running.compactMap({ $0 }) {
+            process.signal(SIGKILL)
+            process.wait()
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Kills node `index` at once, as a lost machine (no goodbye to its peers or clients).
+    public func kill(_ index: Int) async {
+        guard let process = processes.withLock({ processes in defer { processes[index] = nil }; return processes[index] }) else { return }
+        process.signal(SIGKILL)
+        await process.ended()
+    }
+
+    /// Starts node `index` again on its ports and data; returns once it is healthy.
+    public func restart(_ index: Int) async throws {
+        try startNode(index)
+        try await waitUntilHealthy(nodes: [index])
+    }
+
+    /// Stops every node gracefully and waits for them.
+    public func stop() async {
+        let running = processes.withLock { processes in defer { processes = processes.map { _ in nil } }; return processes }
+        for process in running.compactMap({ $0 }) { process.signal(SIGTERM) }
+        for process in running.compactMap({ $0 }) { await process.ended() }
+    }
+
+    /// The last lines of node `index`'s log, for a failure message.
+    public func logTail(_ index: Int, lines: Int = 20) -> String {
+        let log = (try? String(contentsOfFile: "\(directory)/\(nodes[index].name).log", encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").suffix(lines).joined(separator: "\n")
+    }
+
+    private func startNode(_ index: Int) throws {
+        let node = nodes[index]
+        let process = try ChildProcess("/usr/sbin/nats-server", ["-c", node.configurationFile], output: .null, errors: .null)
+        processes.withLock { $0[index] = process }
+    }
+
+    /// Polls each node's `/healthz` until it answers ok and, in a cluster, its `/jsz` until it
+    /// names the JetStream meta leader (before that, creating a stream times out).
+    private func waitUntilHealthy(nodes indices: [Int]? = nil, timeout: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        for index in indices ?? Array(nodes.indices) {
+            while !(await Self.healthy(port: nodes[index].monitorPort, clustered: nodes.count > 1)) {
+                guard ContinuousClock.now < deadline else {
+                    throw StartFailure(description: "NATS node \(nodes[index].name) not healthy within \(timeout):\n\(logTail(index))")
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    private static func healthy(port: Int, clustered: Bool) async -> Bool {
+        guard let health = try? await ChildProcess.run("/usr/bin/curl", ["-s", "-m", "2", "http://127.0.0.1:\(port)/healthz"]),
+              health.output.contains("\"ok\"") else { return false }
+        guard clustered else { return true }
+        guard let jetStream = try? await ChildProcess.run("/usr/bin/curl", ["-s", "-m", "2", "http://127.0.0.1:\(port)/jsz"]) else {
+            return false
+        }
+        return jetStream.output.contains("\"leader\"")
+    }
+
+    private static func configuration(of node: Node, in directory: String, routes: [Int], mappings: [String: String]) -> String {
+        var lines = [
+            "server_name: \(node.name)",
+            "listen: 127.0.0.1:\(node.clientPort)",
+            "http: 127.0.0.1:\(node.monitorPort)",
+            "log_file: \"\(directory)/\(node.name).log\"",
+            "jetstream { store_dir: \"\(directory)/\(node.name)\" }",
+        ]
+        if !routes.isEmpty {
+            let urls = routes.map { "\"nats://127.0.0.1:\($0)\"" }.joined(separator: ", ")
+            lines.append("cluster { name: touchline, listen: 127.0.0.1:\(node.routePort), routes: [\(urls)] }")
+        }
+        if !mappings.isEmpty {
+            let entries = mappings.sorted { $0.key < $1.key }.map { "  \"\($0.key)\": \"\($0.value)\"" }
+            lines.append("mappings {\n\(entries.joined(separator: "\n"))\n}")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `count` distinct TCP ports on 127.0.0.1 that were free a moment ago (all held open while
+    /// choosing, so none is chosen twice).
+    private static func uniqueFreePorts(_ count: Int) -> [Int] {
+        var descriptors: [Int32] = []
+        defer { descriptors.forEach { close($0) } }
+        return (0..<count).map { _ in
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            descriptors.append(descriptor)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                    _ = bind(descriptor, socketAddress, length)
+                    _ = getsockname(descriptor, socketAddress, &length)
+                }
+            }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+    }
+}

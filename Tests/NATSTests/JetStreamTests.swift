@@ -1,0 +1,269 @@
+import Foundation
+import Synchronization
+import NATS
+import Testing
+import TouchlineRuntime
+import TouchlineCore
+import TouchlineTesting
+
+/// The NATS wrapper against a real 3-node JetStream cluster on loopback.
+@Suite("JetStream on a real cluster", .serialized)
+struct JetStreamTests {
+    @Test func anAcknowledgedPublishIsStoredOnceAndADuplicateIdIsNotStoredAgain() async throws {
+        let cluster = try await NATSCluster.start()
+        let client = try await Client.connect(to: cluster)
+        try client.jetStream.ensureStream(.init(name: "EVENTS", subjects: ["events.>"], replicas: 3))
+
+        let first = try await client.publish(Array("goal".utf8), to: "events.m1", conditions: .init(messageID: "m1:1")).get()
+        let again = try await client.publish(Array("goal".utf8), to: "events.m1", conditions: .init(messageID: "m1:1")).get()
+        let second = try await client.publish(Array("card".utf8), to: "events.m1", conditions: .init(messageID: "m1:2")).get()
+
+        #expect(first == .init(stream: "EVENTS", sequence: 1, duplicate: false))
+        #expect(again.duplicate && again.sequence == 1)
+        #expect(second.sequence == 2 && !second.duplicate)
+        let state = try #require(try client.jetStream.streamState("EVENTS"))
+        #expect(state.messages == 2 && state.replicas == 3)
+        #expect(try client.jetStream.streamState("MISSING") == nil)
+    }
+
+    @Test func aCompareAndSetOnTheSubjectLosesToTheWriteBeforeIt() async throws {
+        let cluster = try await NATSCluster.start(size: 1)
+        let client = try await Client.connect(to: cluster)
+        try client.jetStream.ensureStream(.init(name: "LEASES", subjects: ["lease.>"], replicas: 1, maximumMessagesPerSubject: 1))
+
+        let created = try await client.publish(Array("a".utf8), to: "lease.p0", conditions: .init(expectedLastSubjectSequence: 0)).get()
+        let secondCreate = await client.publish(Array("b".utf8), to: "lease.p0", conditions: .init(expectedLastSubjectSequence: 0))
+        let renewed = try await client.publish(Array("a".utf8), to: "lease.p0",
+                                               conditions: .init(expectedLastSubjectSequence: created.sequence)).get()
+        let stale = await client.publish(Array("b".utf8), to: "lease.p0", conditions: .init(expectedLastSubjectSequence: created.sequence))
+        let otherKey = await client.publish(Array("b".utf8), to: "lease.p1", conditions: .init(expectedLastSubjectSequence: 0))
+
+        // The same publish again (a retry after a lost acknowledgement) is recognised by its id
+        // before its condition is checked: the retry learns its first attempt was stored.
+        let retried = try await client.publish(Array("a".utf8), to: "lease.p9", conditions: .init(messageID: "w1", expectedLastSubjectSequence: 0)).get()
+        let retriedAgain = try await client.publish(Array("a".utf8), to: "lease.p9",
+                                                    conditions: .init(messageID: "w1", expectedLastSubjectSequence: 0)).get()
+        #expect(retriedAgain.duplicate && retriedAgain.sequence == retried.sequence)
+        #expect(secondCreate.failure?.isWrongLastSequence == true, "\(secondCreate)")
+        #expect(renewed.sequence > created.sequence)
+        #expect(stale.failure?.isWrongLastSequence == true, "\(stale)")
+        #expect(stale.failure?.description.contains("lease.p0") == true)
+        #expect((try? otherKey.get()) != nil)
+    }
+
+    @Test func anOrderedConsumerDeliversInStreamOrderFromASequenceOrTheLastOfEachSubject() async throws {
+        let cluster = try await NATSCluster.start(size: 1)
+        let client = try await Client.connect(to: cluster)
+        try client.jetStream.ensureStream(.init(name: "EVENTS", subjects: ["events.>"], replicas: 1))
+        for index in 1...6 {
+            _ = try await client.publish(Array("\(index)".utf8), to: "events.m\(index % 2)").get()
+        }
+
+        let fromThree = try await client.collect(4, from: "events.>", start: .sequence(3))
+        let lastOfEach = try await client.collect(2, from: "events.>", start: .lastPerSubject)
+
+        #expect(fromThree.map { String(decoding: $0.payload, as: UTF8.self) } == ["3", "4", "5", "6"])
+        #expect(fromThree.map { $0.stream?.sequence } == [3, 4, 5, 6])
+        #expect(fromThree.last?.stream?.pending == 0)
+        #expect(Set(lastOfEach.map { "\($0.subject)=\(String(decoding: $0.payload, as: UTF8.self))" }) == ["events.m0=6", "events.m1=5"])
+    }
+
+    @Test func aGatewayThatCannotReachItsClusterIsToldWhichServersAndWhy() async throws {
+        let loop = EventLoop.start(name: "nats-refused")
+        defer { loop.stop() }
+        let settings = NATSSettings(servers: ["nats://127.0.0.1:1", "nats://127.0.0.1:2"], name: "refused",
+                                    connectTimeout: .milliseconds(200))
+        let failure = #expect(throws: NATSError.self) { try NATSConnection.connect(settings, loop: loop, events: { _ in }) }
+        #expect(failure?.description.contains("nats://127.0.0.1:1, nats://127.0.0.1:2") == true, "\(String(describing: failure))")
+    }
+
+    @Test func killingTheStreamLeaderLosesNoAcknowledgedPublishAndPublishingGoesOn() async throws {
+        let cluster = try await NATSCluster.start()
+        let client = try await Client.connect(to: cluster)
+        let created = try client.jetStream.ensureStream(.init(name: "EVENTS", subjects: ["events.>"], replicas: 3))
+        let leader = try #require(cluster.nodes.firstIndex { $0.name == created.leader }, "leader \(String(describing: created.leader))")
+        var acknowledged = Set<UInt64>()
+        var failures = 0
+        for index in 0..<400 {
+            if index == 100 { await cluster.kill(leader) }
+            // A publish that fails (the leader was lost) is retried with the same id: the id
+            // keeps the retry from storing it twice.
+            while true {
+                let result = await client.publish(Array("\(index)".utf8), to: "events.m\(index % 8)",
+                                                  conditions: .init(messageID: "m:\(index)"))
+                if case .success(let ack) = result { acknowledged.insert(ack.sequence); break }
+                failures += 1
+                #expect(failures < 200, "publishing did not resume after the node was killed")
+                if failures >= 200 { return }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        let state = try #require(try client.jetStream.streamState("EVENTS"))
+        #expect(acknowledged.count == 400)
+        #expect(state.messages == 400, "every acknowledged publish is stored, once")
+        #expect(state.leader != created.leader)
+        try await cluster.restart(leader)
+        #expect(try client.jetStream.streamState("EVENTS")?.messages == 400)
+    }
+
+    @Test func coreSubscriptionsDeliverOnTheirLoopAndAnswersReachAnInbox() async throws {
+        let cluster = try await NATSCluster.start(size: 1)
+        let client = try await Client.connect(to: cluster)
+        let inbox = client.connection.newInbox()
+        let answered = Mailbox<NATSMessage>()
+        let server = try NATSSubscription.subscribe(client.connection, to: "owner.p7", queue: "owners", loop: client.loop) { request in
+            #expect(client.loop.inEventLoop)
+            guard let reply = request.reply else { return }
+            try? client.connection.publish(Array("ok:\(String(decoding: request.payload, as: UTF8.self))".utf8), to: reply)
+        }
+        let replies = try NATSSubscription.subscribe(client.connection, to: inbox, loop: client.loop) { answered.put($0) }
+        try client.connection.flush(timeout: .seconds(5))
+        try client.connection.publish(Array("batch".utf8), to: "owner.p7", reply: inbox)
+
+        let answer = try await answered.take(timeout: .seconds(10))
+        #expect(String(decoding: answer.payload, as: UTF8.self) == "ok:batch")
+        withExtendedLifetime((server, replies)) {}
+    }
+}
+
+/// A connection and JetStream context on a loop of their own, with async helpers.
+private final class Client: Sendable {
+    let loop: EventLoop
+    let connection: NATSConnection
+    let jetStream: JetStream
+
+    private init(loop: EventLoop, connection: NATSConnection, jetStream: JetStream) {
+        self.loop = loop
+        self.connection = connection
+        self.jetStream = jetStream
+    }
+
+    deinit {
+        connection.close()
+        loop.stop()
+    }
+
+    static func connect(to cluster: NATSCluster) async throws -> Client {
+        let loop = EventLoop.start(name: "nats-test")
+        let connection = try cluster.connect(name: "test", loop: loop)
+        return Client(loop: loop, connection: connection, jetStream: try JetStream(connection))
+    }
+
+    func publish(_ payload: [UInt8], to subject: String,
+                 conditions: JetStream.PublishConditions = .init()) async -> Result<JetStream.Acknowledgement, NATSError> {
+        await withCheckedContinuation { done in
+            jetStream.publish(payload, to: subject, conditions: conditions, loop: loop) { done.resume(returning: $0) }
+        }
+    }
+
+    func collect(_ count: Int, from subject: String, start: JetStream.DeliveryStart) async throws -> [NATSMessage] {
+        let received = Mailbox<NATSMessage>()
+        let subscription = try jetStream.subscribeOrdered(to: subject, from: start, loop: loop) { received.put($0) }
+        defer { subscription.cancel() }
+        var messages: [NATSMessage] = []
+        for _ in 0..<count { messages.append(try await received.take(timeout: .seconds(10))) }
+        return messages
+    }
+}
+
+/// Values handed from a loop to a test, taken in order with a bound on the wait.
+final class Mailbox<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+
+    func put(_ value: Value) { values.withLock { $0.append(value) } }
+
+    struct Timeout: Error {}
+
+    func take(timeout: Duration) async throws -> Value {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let value = values.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return value }
+            guard ContinuousClock.now < deadline else { throw Timeout() }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let failure) = self { return failure }
+        return nil
+    }
+}
+
+@Suite("Partitions as the servers map them")
+struct PartitionMappingTests {
+    @Test func theGatewaysPartitionOfAChannelIsTheOneTheServersMappingChooses() async throws {
+        let cluster = try await NATSCluster.start(size: 1, mappings: ["in.*": "part.{{partition(64,1)}}.{{wildcard(1)}}"])
+        let client = try await Client.connect(to: cluster)
+        try client.jetStream.ensureStream(.init(name: "PARTS", subjects: ["part.*.*"], replicas: 1))
+        let channels = (0..<300).map { "match-\($0)" } + ["WC2026.FINAL", "league:epl.2026.ars-che", String(repeating: "x", count: 128)]
+        for channel in channels {
+            _ = try await client.publish(Array(channel.utf8), to: "in.\(ChannelPartitioning.subjectToken(channel))").get()
+        }
+        let stored = try await client.collect(channels.count, from: "part.*.*", start: .all)
+        let partitioning = try #require(ChannelPartitioning(count: 64))
+        for message in stored {
+            let partition = message.subject.split(separator: ".")[1]
+            #expect(Int(partition) == partitioning.partition(of: String(decoding: message.payload, as: UTF8.self)), "\(message.subject)")
+        }
+        #expect(Set(stored.map { $0.subject.split(separator: ".")[1] }).count > 50, "the channels spread over the partitions")
+    }
+}
+
+@Suite("Request-reply from a loop")
+struct NATSRequestsTests {
+    @Test func aRequestGetsItsAnswerOrNoRespondersOrATimeoutOnItsLoop() async throws {
+        let cluster = try await NATSCluster.start(size: 1)
+        let client = try await Client.connect(to: cluster)
+        let responder = try NATSSubscription.subscribe(client.connection, to: "owner.p1", loop: client.loop) { request in
+            guard let reply = request.reply else { return }
+            try? client.connection.publish(request.payload.reversed(), to: reply)
+        }
+        let silent = try NATSSubscription.subscribe(client.connection, to: "owner.p2", loop: client.loop) { _ in }
+        try client.connection.flush(timeout: .seconds(5))
+        let results = Mailbox<String>()
+        let requests = try client.loop.sync { try NATSRequests(connection: client.connection, loop: client.loop) }
+        client.loop.execute {
+            for (subject, payload) in [("owner.p1", "abc"), ("owner.p9", "x"), ("owner.p2", "y"), ("owner.p1", "123")] {
+                requests.request(Array(payload.utf8), to: subject, timeout: .milliseconds(300)) { result in
+                    #expect(client.loop.inEventLoop)
+                    switch result {
+                    case .success(let answer): results.put("\(subject) answered \(String(decoding: answer.payload, as: UTF8.self))")
+                    case .failure(let failure): results.put(failure.description)
+                    }
+                }
+            }
+        }
+        var seen: Set<String> = []
+        for _ in 0..<4 { seen.insert(try await results.take(timeout: .seconds(10))) }
+        #expect(seen == ["owner.p1 answered cba", "owner.p1 answered 321", "no responder on owner.p9",
+                         "no answer on owner.p2 within 0.3 seconds"])
+        #expect(try client.loop.sync { requests.outstanding } == 0)
+        withExtendedLifetime((responder, silent)) {}
+    }
+}
+
+@Suite("Key-value buckets without blocking calls")
+struct KeyValueBucketTests {
+    @Test func aBucketKeepsTheLastValueOfEachKeyAndItsRevisionIsTheCompareAndSetSequence() async throws {
+        let cluster = try await NATSCluster.start()
+        let client = try await Client.connect(to: cluster)
+        try client.jetStream.ensureKeyValueBucket("leases", replicas: 3)
+        try client.jetStream.ensureKeyValueBucket("leases", replicas: 3)
+        let p0 = JetStream.keySubject(bucket: "leases", key: "partition.0")
+
+        let created = try await client.publish(Array("a".utf8), to: p0, conditions: .init(expectedLastSubjectSequence: 0)).get()
+        let renewed = try await client.publish(Array("a2".utf8), to: p0, conditions: .init(expectedLastSubjectSequence: created.sequence)).get()
+        let stolen = await client.publish(Array("b".utf8), to: p0, conditions: .init(expectedLastSubjectSequence: created.sequence))
+        _ = try await client.publish(Array("c".utf8), to: JetStream.keySubject(bucket: "leases", key: "member.c"),
+                                     conditions: .init(expectedLastSubjectSequence: 0)).get()
+
+        #expect(stolen.failure?.isWrongLastSequence == true)
+        let values = try await client.collect(2, from: "$KV.leases.>", start: .lastPerSubject)
+        #expect(values.map { "\($0.subject)=\(String(decoding: $0.payload, as: UTF8.self))" } == ["$KV.leases.partition.0=a2", "$KV.leases.member.c=c"])
+        #expect(values.first?.stream?.sequence == renewed.sequence)
+        let state = try #require(try client.jetStream.streamState("KV_leases"))
+        #expect(state.messages == 2 && state.replicas == 3, "history 1: one value per key")
+    }
+}

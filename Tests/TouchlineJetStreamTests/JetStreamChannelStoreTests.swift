@@ -1,0 +1,173 @@
+import Dispatch
+import Foundation
+import NATS
+import Synchronization
+import Testing
+import TouchlineCore
+import TouchlineJetStream
+import TouchlineRuntime
+import TouchlineStore
+import TouchlineTesting
+
+/// What the JetStream channel store adds to the channel store contract (which it passes in
+/// `StoreContractTests`): the log is shared, fenced, and survives the loss of a NATS node.
+@Suite("JetStream channel store")
+struct JetStreamChannelStoreTests {
+    static let t0 = UnixTime(seconds: 1_767_225_600)
+    static let layout = ChannelLogLayout(partitioning: ChannelPartitioning(count: 8)!)
+
+    static func channel(_ id: String) -> ChannelRecord {
+        ChannelRecord(id: id, storagePolicy: .mostRecent, status: .active, createdAt: t0)
+    }
+
+    static func event(_ id: String, _ seq: Int64) -> StoredEvent {
+        StoredEvent(channelID: id, seq: seq, receivedAt: t0 + .seconds(seq), body: Array(#"{"seq":\#(seq)}"#.utf8))
+    }
+
+    @Test func aGatewayThatLostItsPartitionCannotWriteItsLogAnyMore() async throws {
+        let node = try await Node.start(size: 1)
+        let creator = try node.open()
+        try creator.write(.createChannel(Self.channel("m1")))
+        creator.close()
+        let first = try node.open()
+        let second = try node.open()
+        try first.write(.appendEvents([Self.event("m1", 1)]))
+        // `second` read the log before `first` wrote: for the cluster it is a deposed owner.
+        let stale = second.write([.appendEvents([Self.event("m1", 2)])])
+        #expect(stale.failure?.isStorageFailure == true)
+        #expect(stale.failure?.description.contains("written by another gateway") == true, "\(String(describing: stale.failure))")
+        try first.write(.appendEvents([Self.event("m1", 3)]))
+        let restored = try node.open()
+        let reader = restored.openReader()
+        #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 3])
+        [first, second, restored].forEach { $0.close() }
+    }
+
+    @Test func aBatchForChannelsOfTwoPartitionsIsRefusedWhole() async throws {
+        let node = try await Node.start(size: 1)
+        let store = try node.open()
+        let ids = (0..<50).map { "match-\($0)" }
+        let a = ids[0]
+        let b = try #require(ids.first { Self.layout.partitioning.partition(of: $0) != Self.layout.partitioning.partition(of: a) })
+        try store.write(.createChannel(Self.channel(a)))
+        try store.write(.createChannel(Self.channel(b)))
+        let refused = store.write([.appendEvents([Self.event(a, 1)]), .appendEvents([Self.event(b, 1)])])
+        #expect(refused.failure?.description.contains("cannot commit as one") == true)
+        #expect(try store.openReader().events(channelID: a, afterSeq: 0, limit: 10).isEmpty)
+        store.close()
+    }
+
+    @Test func killingTheLogsLeaderMidWriteLosesNoAcknowledgedBatchAndLogsNoneTwice() async throws {
+        let node = try await Node.start(size: 3)
+        let store = try node.open(replicas: 3)
+        try store.write(.createChannel(Self.channel("m1")))
+        let leader = try #require(node.cluster.nodes.firstIndex { $0.name == (try? node.jetStream.streamState(Self.layout.streamName))??.leader })
+        let acknowledged = Mutex<[Int64]>([])
+        let done = DispatchGroup()
+        for seq in Int64(1)...300 {
+            done.enter()
+            store.submit(WriteBatch([.appendEvents([Self.event("m1", seq)])])) { result in
+                if case .success = result { acknowledged.withLock { $0.append(seq) } }
+                done.leave()
+            }
+            if seq == 100 { await node.cluster.kill(leader) }
+        }
+        await withCheckedContinuation { finished in done.notify(queue: .global()) { finished.resume() } }
+        let acked = acknowledged.withLock { $0 }
+        #expect(acked.count == 300, "the store rode out the election by repeating its publish")
+        store.close()
+        // A new owner rebuilds exactly what was acknowledged, each batch once.
+        let restored = try node.open(replicas: 3)
+        let seqs = try restored.openReader().events(channelID: "m1", afterSeq: 0, limit: 1_000).map(\.seq)
+        #expect(seqs == acked.sorted())
+        #expect(seqs == Array(1...300))
+        restored.close()
+    }
+
+    @Test func aDamagedLogEntryStopsTheRestoreAndNamesWhere() async throws {
+        let node = try await Node.start(size: 1)
+        let store = try node.open()
+        try store.write(.createChannel(Self.channel("m1")))
+        store.close()
+        let partition = Self.layout.partitioning.partition(of: "m1")
+        let damaged = await node.publish([1, 1, 99], to: Self.layout.subject(of: .partition(partition)))
+        #expect(damaged != nil)
+        let failure = #expect(throws: StoreError.self) { try node.open() }
+        #expect(failure?.description.contains("partition \(partition), log sequence \(damaged ?? 0)") == true, "\(String(describing: failure))")
+        #expect(failure?.description.contains("operation tag 99 is not known") == true)
+    }
+}
+
+/// A NATS cluster with a connection and a loop, opening channel stores on it.
+private final class Node: Sendable {
+    let cluster: NATSCluster
+    let loop: EventLoop
+    let connection: NATSConnection
+    let jetStream: JetStream
+
+    private init(cluster: NATSCluster, loop: EventLoop, connection: NATSConnection, jetStream: JetStream) {
+        self.cluster = cluster
+        self.loop = loop
+        self.connection = connection
+        self.jetStream = jetStream
+    }
+
+    deinit {
+        connection.close()
+        loop.stop()
+    }
+
+    static func start(size: Int) async throws -> Node {
+        let cluster = try await NATSCluster.start(size: size)
+        let loop = EventLoop.start(name: "jetstream-store-test")
+        let connection = try cluster.connect(name: "store-test", loop: loop)
+        return Node(cluster: cluster, loop: loop, connection: connection, jetStream: try JetStream(connection))
+    }
+
+    func open(replicas: Int = 1) throws -> JetStreamChannelStore {
+        try JetStreamChannelStore.open(jetStream: jetStream, layout: JetStreamChannelStoreTests.layout, replicas: replicas, loop: loop)
+    }
+
+    /// Publishes raw bytes (as a damaged or foreign writer would); the stored sequence.
+    func publish(_ bytes: [UInt8], to subject: String) async -> UInt64? {
+        await withCheckedContinuation { done in
+            jetStream.publish(bytes, to: subject, loop: loop) { done.resume(returning: try? $0.get().sequence) }
+        }
+    }
+}
+
+extension JetStreamChannelStore {
+    /// Submits and waits (tests only; never from the store's loop).
+    func write(_ operations: [StoreOperation]) -> Result<Void, StoreError> {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<Void, StoreError>?>(nil)
+        submit(WriteBatch(operations)) { outcome in
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
+    }
+
+    func write(_ operation: StoreOperation) throws {
+        if case .createChannel(let record) = operation {
+            let done = DispatchSemaphore(value: 0)
+            let result = Mutex<Result<ChannelCreation, StoreError>?>(nil)
+            createChannel(record) { outcome in
+                result.withLock { $0 = outcome }
+                done.signal()
+            }
+            done.wait()
+            _ = try result.withLock { $0! }.get()
+        } else {
+            try write([operation]).get()
+        }
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let failure) = self { return failure }
+        return nil
+    }
+}

@@ -178,4 +178,18 @@ extension JetStream {
         let status = js_Subscribe(&subscription, context, subject, MessageSink.callback, closure, nil, &options, &code)
         return try NATSSubscription.finish(status, subscription, subject: subject, context: closure, jetStreamCode: code)
     }
+
+    /// Runs a JetStream API call made at start again while it times out, for at most `limit`: a
+    /// cluster that is electing a leader (after a node was lost, or just started) answers with
+    /// timeouts for seconds.
+    public static func retryingTimeouts<T>(for limit: Duration = .seconds(15), _ call: () throws(NATSError) -> T) throws(NATSError) -> T {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            do {
+                return try call()
+            } catch where error.isTimeout && ContinuousClock.now < deadline {
+                usleep(200_000)
+            }
+        }
+    }
 }

@@ -1,5 +1,4 @@
 import Dispatch
-import Glibc
 import NATS
 import Synchronization
 import TouchlineCore
@@ -60,7 +59,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// starting thread, never from `loop`.
     public static func open(jetStream: JetStream, layout: ChannelLogLayout, replicas: Int, partitions: [Int]? = nil,
                             loop: EventLoop, clock: any WallClock = SystemClock()) throws -> JetStreamChannelStore {
-        try Self.retryingTimeouts { () throws(NATSError) in
+        try JetStream.retryingTimeouts { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: layout.streamName, subjects: layout.streamSubjects, replicas: replicas,
                                              duplicateWindow: .seconds(120)))
         }
@@ -233,12 +232,12 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// Applies `log`'s batches, in order, up to its last message at the time of the call.
     private func replay(_ log: ChannelLogLayout.Log) throws {
         let subject = layout.subject(of: log)
-        guard let last = try Self.retryingTimeouts({ () throws(NATSError) in try jetStream.lastSequence(stream: layout.streamName, subject: subject) }) else {
+        guard let last = try JetStream.retryingTimeouts({ () throws(NATSError) in try jetStream.lastSequence(stream: layout.streamName, subject: subject) }) else {
             return
         }
         let caughtUp = DispatchSemaphore(value: 0)
         let failure = Mutex<StoreError?>(nil)
-        let subscription = try Self.retryingTimeouts { () throws(NATSError) in try jetStream.subscribeOrdered(to: subject, from: .all, loop: loop) { [self] message in
+        let subscription = try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.subscribeOrdered(to: subject, from: .all, loop: loop) { [self] message in
             guard let sequence = message.stream?.sequence, sequence > (lastSequence[log] ?? 0), sequence <= last else { return }
             do throws(StoreError) {
                 let batch: WriteBatch
@@ -261,18 +260,5 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             throw StoreError.storageFailure("replaying \(log) up to log sequence \(last) did not finish within 30 s")
         }
         if let error = failure.withLock({ $0 }) { throw error }
-    }
-
-    /// Runs a JetStream API call at start, again while it times out (the cluster may be electing
-    /// a leader, which takes seconds), for at most `limit`.
-    static func retryingTimeouts<T>(for limit: Duration = .seconds(15), _ call: () throws(NATSError) -> T) throws(NATSError) -> T {
-        let deadline = ContinuousClock.now + limit
-        while true {
-            do {
-                return try call()
-            } catch where error.isTimeout && ContinuousClock.now < deadline {
-                usleep(200_000)
-            }
-        }
     }
 }

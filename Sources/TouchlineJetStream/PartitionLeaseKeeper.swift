@@ -37,8 +37,8 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     /// loop) and a keeper for `instance`. Nothing happens until ``start()``.
     public static func make(jetStream: JetStream, bucket: String, replicas: Int, instance: InstanceID, settings: LeaseSettings,
                             loop: EventLoop, onOwnership: @escaping (Ownership) -> Void) throws(NATSError) -> PartitionLeaseKeeper {
-        try jetStream.ensureKeyValueBucket(bucket, replicas: replicas)
-        let hasKeys = (try jetStream.streamState("KV_\(bucket)")?.messages ?? 0) > 0
+        try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.ensureKeyValueBucket(bucket, replicas: replicas) }
+        let hasKeys = (try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }?.messages ?? 0) > 0
         return PartitionLeaseKeeper(jetStream: jetStream, bucket: bucket, instance: instance, settings: settings, loop: loop,
                                     watchStartsCaughtUp: !hasKeys, onOwnership: onOwnership)
     }

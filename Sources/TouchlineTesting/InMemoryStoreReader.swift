@@ -5,7 +5,7 @@ import TouchlineStore
 /// personal jobs and dead letters, idempotency records and the webhook outbox, with the orders
 /// and bounds the reader protocols document. Each call reads one committed state (under the
 /// store's lock). After ``close()`` every read fails with ``StoreError/closed``.
-public final class InMemoryStoreReader: ChannelStoreReader, PersonalJobReader, TokenRegistryReader, WebhookOutboxReader,
+public final class InMemoryStoreReader: ChannelTablesReader, PersonalJobReader, TokenRegistryReader, WebhookOutboxReader,
     @unchecked Sendable {
     private let store: InMemoryStore
     private var closed = false
@@ -23,23 +23,7 @@ public final class InMemoryStoreReader: ChannelStoreReader, PersonalJobReader, T
 
     // MARK: Channels
 
-    public func channel(id: String) throws(StoreError) -> ChannelRecord? { try read { $0.channelTables.channel(id: id) } }
-
-    public func channel(apnsChannelID: String) throws(StoreError) -> ChannelRecord? {
-        try read { $0.channelTables.channel(apnsChannelID: apnsChannelID) }
-    }
-
-    public func channels(after afterID: String?, limit: Int) throws(StoreError) -> [ChannelRecord] {
-        try read { $0.channelTables.channels(after: afterID, limit: limit) }
-    }
-
-    public func channels(status: ChannelStatus) throws(StoreError) -> [ChannelRecord] {
-        try read { $0.channelTables.channels(status: status) }
-    }
-
-    public func events(channelID: String, afterSeq: Int64, limit: Int) throws(StoreError) -> [StoredEvent] {
-        try read { $0.channelTables.events(channelID: channelID, afterSeq: afterSeq, limit: limit) }
-    }
+    public func readTables<T>(_ body: (ChannelTables) -> T) throws(StoreError) -> T { try read { body($0.channelTables) } }
 
     // MARK: Tokens
 

@@ -58,3 +58,27 @@ extension ChannelTables {
         return backlog
     }
 }
+
+/// A ``ChannelStoreReader`` over tables held in memory: it says how to read one committed state
+/// (under the store's lock, failing once the reader is closed), and gets every read from it.
+public protocol ChannelTablesReader: ChannelStoreReader {
+    func readTables<T>(_ body: (ChannelTables) -> T) throws(StoreError) -> T
+}
+
+extension ChannelTablesReader {
+    public func channel(id: String) throws(StoreError) -> ChannelRecord? { try readTables { $0.channel(id: id) } }
+
+    public func channel(apnsChannelID: String) throws(StoreError) -> ChannelRecord? {
+        try readTables { $0.channel(apnsChannelID: apnsChannelID) }
+    }
+
+    public func channels(after afterID: String?, limit: Int) throws(StoreError) -> [ChannelRecord] {
+        try readTables { $0.channels(after: afterID, limit: limit) }
+    }
+
+    public func channels(status: ChannelStatus) throws(StoreError) -> [ChannelRecord] { try readTables { $0.channels(status: status) } }
+
+    public func events(channelID: String, afterSeq: Int64, limit: Int) throws(StoreError) -> [StoredEvent] {
+        try readTables { $0.events(channelID: channelID, afterSeq: afterSeq, limit: limit) }
+    }
+}

@@ -72,6 +72,9 @@ let package = Package(
         .target(name: "CSpawn"),
         .target(name: "ChildProcesses", dependencies: ["CSpawn"]),
         .target(name: "Measurements"),
+        // The `.heavy` trait: tests that occupy the machine (gateways, servers, clusters, child
+        // processes) share a few slots, so a parallel run never starts them all at once.
+        .target(name: "TestSlots"),
         .target(name: "APNsMock", dependencies: ["CommandLineOptions", "Measurements", "TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
         .executableTarget(name: "touchline-mock-apns", dependencies: ["APNsMock", "CommandLineOptions"]),
 
@@ -84,25 +87,25 @@ let package = Package(
                           exclude: ["Corpus"]),
 
         .testTarget(name: "CommandLineOptionsTests", dependencies: ["CommandLineOptions"]),
-        .testTarget(name: "ChildProcessesTests", dependencies: ["ChildProcesses"]),
-        .testTarget(name: "NATSTests", dependencies: ["NATS", "TouchlineCore", "TouchlineRuntime", "TouchlineTesting"]),
-        .testTarget(name: "TouchlineJetStreamTests", dependencies: ["NATS", "TouchlineCore", "TouchlineJetStream", "TouchlineRuntime",
+        .testTarget(name: "ChildProcessesTests", dependencies: ["TestSlots", "ChildProcesses"]),
+        .testTarget(name: "NATSTests", dependencies: ["TestSlots", "NATS", "TouchlineCore", "TouchlineRuntime", "TouchlineTesting"]),
+        .testTarget(name: "TouchlineJetStreamTests", dependencies: ["TestSlots", "NATS", "TouchlineCore", "TouchlineJetStream", "TouchlineRuntime",
                                                                     "TouchlineStore", "TouchlineTesting"]),
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
-        .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
-        .testTarget(name: "TouchlineStoreTests", dependencies: ["TouchlineStore", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
+        .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TestSlots", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
+        .testTarget(name: "TouchlineStoreTests", dependencies: ["TestSlots", "TouchlineStore", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         // One contract suite per store and dispatch protocol, run against every implementation.
-        .testTarget(name: "StoreContractTests", dependencies: ["TouchlineTesting", "Touchline", "TouchlineStore", "TouchlineRuntime",
+        .testTarget(name: "StoreContractTests", dependencies: ["TestSlots", "TouchlineTesting", "Touchline", "TouchlineStore", "TouchlineRuntime",
                                                                "TouchlineCore", "APNs", "APNsMock", "NATS", "TouchlineJetStream"]),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2", "ChildProcesses"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "TouchlineCore", "COpenSSL", "CShims", "ChildProcesses"]),
-        .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "Measurements", "HTTP2", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
-        .testTarget(name: "DeployTests", dependencies: ["ChildProcesses"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["TestSlots", "HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2", "ChildProcesses"]),
+        .testTarget(name: "APNsTests", dependencies: ["TestSlots", "APNs", "TouchlineCore", "COpenSSL", "CShims", "ChildProcesses"]),
+        .testTarget(name: "APNsMockTests", dependencies: ["TestSlots", "APNsMock", "Measurements", "HTTP2", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
+        .testTarget(name: "DeployTests", dependencies: ["TestSlots", "ChildProcesses"]),
         .testTarget(name: "MeasurementsTests", dependencies: ["Measurements"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
-        .testTarget(name: "LoadScenarioTests", dependencies: ["LoadKit", "Measurements", "ChildProcesses"]),
-        .testTarget(name: "FuzzCorpusTests", dependencies: ["ChildProcesses"]),
-        .testTarget(name: "TouchlineTests", dependencies: ["Touchline", "TouchlineTesting", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
+        .testTarget(name: "LoadScenarioTests", dependencies: ["TestSlots", "LoadKit", "Measurements", "ChildProcesses"]),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSlots", "ChildProcesses"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineTesting", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -34,10 +34,14 @@ public final class JetStream: @unchecked Sendable {
         /// sequence (0: the subject has no message yet). A key-value update with the revision
         /// read, or a create.
         public var expectedLastSubjectSequence: UInt64?
+        /// Compare-and-set on the whole stream: stored only if the stream's last message has
+        /// this sequence.
+        public var expectedLastSequence: UInt64?
 
-        public init(messageID: String? = nil, expectedLastSubjectSequence: UInt64? = nil) {
+        public init(messageID: String? = nil, expectedLastSubjectSequence: UInt64? = nil, expectedLastSequence: UInt64? = nil) {
             self.messageID = messageID
             self.expectedLastSubjectSequence = expectedLastSubjectSequence
+            self.expectedLastSequence = expectedLastSequence
         }
     }
 
@@ -98,6 +102,7 @@ public final class JetStream: @unchecked Sendable {
         if let expected = conditions.expectedLastSubjectSequence {
             if expected == 0 { options.ExpectNoMessage = true } else { options.ExpectLastSubjectSeq = expected }
         }
+        if let expected = conditions.expectedLastSequence { options.ExpectLastSeq = expected }
         var owned: OpaquePointer? = message
         let status = withOptionalCString(conditions.messageID) { id in
             options.MsgId = id

@@ -72,7 +72,18 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     /// before every push, since a lease can be lost between two ticks.
     public func fence(for partition: Int) -> Fence? { machine.fence(for: partition, now: ContinuousClock.now) }
 
+    /// ``fence(for:)`` with the instant it runs out unless renewed.
+    public func fenceHold(for partition: Int) -> (fence: Fence, until: ContinuousClock.Instant)? {
+        machine.fenceHold(for: partition, now: ContinuousClock.now)
+    }
+
     public var ownedPartitions: [Int] { machine.ownedPartitions }
+
+    /// Where the machine is (joining, running, leaving, left): for readiness and diagnostics.
+    public var phase: PartitionLeases.Phase { machine.phase }
+
+    /// The members counted in the balance now.
+    public var liveMembers: [InstanceID] { machine.liveMembers(now: ContinuousClock.now) }
 
     /// Stops watching and ticking without a word to the others (a crash, for tests; their
     /// leases then expire).

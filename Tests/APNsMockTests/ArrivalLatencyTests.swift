@@ -1,13 +1,14 @@
 @testable import APNsMock
 import Measurements
 import Testing
+import TestSlots
 import TouchlineCore
 
 /// The arrival report: answers by status per endpoint, accepted pushes per endpoint and priority
 /// over time, and with `--arrival-latency FIELD` the latency of accepted pushes carrying the
 /// sender's time; merged over the worker loops and started afresh by each report. The payload
 /// rules stay as strict.
-@Suite struct ArrivalLatencyTests {
+@Suite(.heavy) struct ArrivalLatencyTests {
     static func update(sentAt: Int64) -> [UInt8] {
         Sample.json(#"{"aps":{"timestamp":1767290400,"event":"update","content-state":{"home":1,"sentAt":\#(sentAt)}}}"#)
     }

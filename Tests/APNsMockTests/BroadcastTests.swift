@@ -1,8 +1,9 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 
-@Suite struct BroadcastTests {
+@Suite(.heavy) struct BroadcastTests {
     static let path = "/4/broadcasts/apps/\(TestFixture.bundleID)"
 
     @Test func validBroadcastIsAcceptedAndEchoesTheRequestID() throws {

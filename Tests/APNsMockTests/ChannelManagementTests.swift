@@ -1,8 +1,9 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 
-@Suite struct ChannelManagementTests {
+@Suite(.heavy) struct ChannelManagementTests {
     static let channels = "/1/apps/\(TestFixture.bundleID)/channels"
     static let allChannels = "/1/apps/\(TestFixture.bundleID)/all-channels"
     static let createBody = Sample.json(#"{"message-storage-policy": 1, "push-type": "LiveActivity"}"#)

@@ -1,7 +1,8 @@
 import APNsMock
 import Testing
+import TestSlots
 
-@Suite struct CommandLineTests {
+@Suite(.heavy) struct CommandLineTests {
     @Test func parsesEveryFlag() throws {
         let fixture = try TestFixture.get()
         let parsed = try MockAPNsCommandLine.parse([

@@ -1,9 +1,10 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 
-@Suite struct ConnectionBehaviourTests {
+@Suite(.heavy) struct ConnectionBehaviourTests {
     /// The values of every SETTINGS_MAX_CONCURRENT_STREAMS the client received, in order.
     private func receivedStreamLimits(_ trace: String) -> [Int] {
         var limits: [Int] = []

@@ -1,8 +1,9 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 
-@Suite struct DevicePushTests {
+@Suite(.heavy) struct DevicePushTests {
     @Test func validLiveActivityUpdateIsAccepted() throws {
         let fixture = try TestFixture.get()
         let mock = try RunningMock(fixture.configuration(), fixture: fixture)
@@ -136,7 +137,7 @@ import Testing
     }
 }
 
-@Suite struct RecordingTests {
+@Suite(.heavy) struct RecordingTests {
     @Test func theRecordingKeepsTheMostRecentRequestsAndCanBeReset() throws {
         let fixture = try TestFixture.get()
         var configuration = fixture.configuration()

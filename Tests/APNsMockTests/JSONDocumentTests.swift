@@ -1,7 +1,8 @@
 @testable import APNsMock
 import Testing
+import TestSlots
 
-@Suite struct JSONDocumentTests {
+@Suite(.heavy) struct JSONDocumentTests {
     @Test(arguments: [
         #"{}"#, #"[]"#, #" {"a" : [1, -2.5e+3, 0.0, true, false, null, "x"]} "#, #""é\u00e9\ud83d\ude00\n""#, "0", "-0", "1E9",
         #"{"nested":{"deeper":{"deepest":[[[]]]}}}"#, "\"\u{1F600}\"",
@@ -41,7 +42,7 @@ import Testing
     }
 }
 
-@Suite struct TextRuleTests {
+@Suite(.heavy) struct TextRuleTests {
     @Test func base64AndUUIDChecks() {
         #expect(MockAPNsText.isBase64("MQrGaZWyYdhDKZZK9ZXn7w=="))
         #expect(!MockAPNsText.isBase64("MQrGaZWyYdhDKZZK9ZXn7w="))

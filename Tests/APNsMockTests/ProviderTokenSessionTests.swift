@@ -1,9 +1,10 @@
 @testable import APNsMock
 import Testing
+import TestSlots
 import TouchlineCore
 
 /// The per-connection token rules in virtual time (no network): cache, expiry, refresh rate.
-@Suite struct ProviderTokenSessionTests {
+@Suite(.heavy) struct ProviderTokenSessionTests {
     private let start: Int64 = 1_767_225_600
 
     /// The reason `session` refuses the `authorization` value `header` with, or nil when it accepts it.

@@ -1,9 +1,10 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 
-@Suite struct ProviderTokenTests {
+@Suite(.heavy) struct ProviderTokenTests {
     private func device(_ mock: RunningMock, authorization: String?) -> CurlRequest {
         var headers = Sample.deviceHeaders(token: "").filter { $0.0 != "authorization" }
         if let authorization { headers.append(("authorization", authorization)) }

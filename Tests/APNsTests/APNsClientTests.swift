@@ -1,6 +1,7 @@
 import APNs
 import HTTP2
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
@@ -9,7 +10,7 @@ final class Collector<T>: @unchecked Sendable {
     var results: [Result<T, APNsError>] = []
 }
 
-@Suite struct APNsClientTests {
+@Suite(.heavy) struct APNsClientTests {
     let directory: TemporaryDirectory
     let clock = ManualClock(UnixTime(seconds: 1_767_225_600))
     let token: ProviderToken

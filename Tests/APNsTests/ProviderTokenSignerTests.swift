@@ -2,9 +2,10 @@ import APNs
 import COpenSSL
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 
-@Suite struct ProviderTokenSignerTests {
+@Suite(.heavy) struct ProviderTokenSignerTests {
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory() }
 

@@ -1,10 +1,11 @@
 import APNs
 import Synchronization
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
-@Suite struct ProviderTokenTests {
+@Suite(.heavy) struct ProviderTokenTests {
     let directory: TemporaryDirectory
     let signer: ProviderTokenSigner
     let clock = ManualClock(UnixTime(seconds: 1_767_225_600))

@@ -1,6 +1,7 @@
 import APNs
 import HTTP2
 import Testing
+import TestSlots
 import TouchlineCore
 
 /// The dynamic headers as (name, value, indexed) triples, in order.
@@ -15,7 +16,7 @@ func templateHeaders(_ request: HTTP2Request) -> [String] {
     request.template.headers.map { "\($0.name)=\($0.value)" }
 }
 
-@Suite struct RequestEncodingTests {
+@Suite(.heavy) struct RequestEncodingTests {
     let encoder: APNsRequestEncoder
     let payload = Array(#"{"aps":{"timestamp":1,"event":"update","content-state":{}}}"#.utf8)
 

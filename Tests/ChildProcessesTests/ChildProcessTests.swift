@@ -1,11 +1,12 @@
 import ChildProcesses
 import Foundation
 import Testing
+import TestSlots
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite struct ChildProcessTests {
+@Suite(.heavy) struct ChildProcessTests {
     @Test func runReturnsTheStatusAndBothStreamsTogether() throws {
         let (termination, output) = try ChildProcess.run("/bin/sh", ["-c", "echo out; echo err >&2; exit 3"])
         #expect(termination == .exited(3))

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestSlots
 
 /// deploy/Dockerfile: a multi-stage build on the Swift toolchain image, a slim Debian runtime
 /// with exactly the libraries the binary links, a non-root user, a volume and a health check.
 /// No container engine runs here, so the file is read and linted rather than built.
-@Suite("Dockerfile")
+@Suite("Dockerfile", .heavy)
 struct DockerfileTests {
     /// The Dockerfile's instructions: continuation lines joined, comments and blanks dropped.
     struct Instruction {

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSlots
 
 /// The production binary carries no test tooling: `touchline` reaches the mock APNs it starts in
 /// development mode (and the arrival histograms the mock keeps), never `LoadKit`'s report writers,
 /// process samplers and match-day schedules. Read from the package's own description, so a new
 /// dependency edge anywhere in the graph is caught, and from the linked binary's symbols.
-@Suite struct ProductGraphTests {
+@Suite(.heavy) struct ProductGraphTests {
     /// The package as `swift package describe` sees it: module name → its target and product
     /// dependencies, and the names of the library products.
     static func describePackage() async throws -> (graph: [String: [String]], libraries: Set<String>) {

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestSlots
 
 /// deploy/prometheus.yml and deploy/alerts.yml pass promtool, the alert rules pass their own
 /// unit tests (deploy/alerts-test.yml), and they only use metrics docs/metrics.md defines.
-@Suite("Prometheus files")
+@Suite("Prometheus files", .heavy)
 struct PrometheusFilesTests {
     @Test(.enabled(if: DeployTool.exists("promtool"), "promtool (Debian prometheus) is not installed"))
     func promtoolAcceptsTheScrapeConfiguration() async throws {

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestSlots
 
 /// deploy/touchline.service is a unit systemd accepts without a single warning, and its
 /// sandboxing keeps systemd's own exposure score low.
-@Suite("systemd unit")
+@Suite("systemd unit", .heavy)
 struct SystemdUnitTests {
     /// The unit with `ExecStart` pointing at the built binary (verify requires it to exist), in a
     /// private directory under the unit's own name.

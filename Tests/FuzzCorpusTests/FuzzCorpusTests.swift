@@ -1,11 +1,12 @@
 import ChildProcesses
 import Foundation
 import Testing
+import TestSlots
 
 /// Every stored fuzz input (the seeds and each finding kept as a regression, under
 /// `Fuzz/Corpus/<target>/`) still passes its target: `touchline-fuzz` of the ordinary build
 /// replays them through the same code the fuzzer drives.
-@Suite struct FuzzCorpusTests {
+@Suite(.heavy) struct FuzzCorpusTests {
     static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("touchline-fuzz").path
     static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

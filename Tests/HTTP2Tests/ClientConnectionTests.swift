@@ -1,13 +1,14 @@
 import Foundation
 import HTTP2
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
 /// A standalone connection over real TLS on loopback, against Debian's nghttpd: what only a real
 /// transport shows (a round trip through TLS, back-pressure on the socket buffer). The protocol
 /// behaviour is tested in memory (`InMemoryStreamTests`, `InMemoryLifecycleTests`).
-@Suite("Client connection round trips", .serialized, .timeLimit(.minutes(3)))
+@Suite("Client connection round trips", .serialized, .timeLimit(.minutes(3)), .heavy)
 struct ClientConnectionTests {
     @Test func getAndPostRoundTripWithStatusHeadersAndBody() async throws {
         let server = try ServerProcess.nghttpd()

@@ -1,11 +1,12 @@
 import Foundation
 import HTTP2
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
 /// Bad peers and bad addresses: each must give a clear transport error, never a hang.
-@Suite("Client connection failures", .serialized, .timeLimit(.minutes(2)))
+@Suite("Client connection failures", .serialized, .timeLimit(.minutes(2)), .heavy)
 struct ConnectionFailureTests {
     /// Sends one request on a fresh standalone connection and returns the error it failed with.
     private func failure(host: String = "127.0.0.1", port: Int, context: TLSContext? = nil,

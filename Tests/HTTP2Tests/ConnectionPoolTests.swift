@@ -1,6 +1,7 @@
 import Foundation
 import HTTP2
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
@@ -41,7 +42,7 @@ private final class ShutdownFlag: @unchecked Sendable {
     var value = false
 }
 
-@Suite("Connection pool", .serialized, .timeLimit(.minutes(3)))
+@Suite("Connection pool", .serialized, .timeLimit(.minutes(3)), .heavy)
 struct ConnectionPoolTests {
     private func configuration(port: Int, connections: Int) -> HTTP2PoolConfiguration {
         HTTP2PoolConfiguration(host: "127.0.0.1", port: port, connectionCount: connections,

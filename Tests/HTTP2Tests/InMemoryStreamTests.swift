@@ -1,6 +1,7 @@
 import CNGHTTP2
 @testable import HTTP2
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
@@ -8,7 +9,7 @@ import TouchlineRuntime
 /// ramp, queueing, header lists, REFUSED_STREAM and other resets. The server counts what the
 /// client put on the wire; the client's own accounting is checked through its peak in-flight
 /// count (nghttp2 would hold back excess HEADERS by itself, hiding an overrun from the server).
-@Suite("Client streams in memory")
+@Suite("Client streams in memory", .heavy)
 struct InMemoryStreamTests {
     private let port = 8443
 

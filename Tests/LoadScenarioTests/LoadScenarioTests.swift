@@ -2,11 +2,12 @@ import ChildProcesses
 import Foundation
 import LoadKit
 import Testing
+import TestSlots
 
 /// `touchline-load` as users run it: real gateway and mock processes, a small run of each
 /// scenario, and the results folder it leaves. Figures are not judged here (a debug build on a
 /// shared machine); what is checked is that the run ends by itself and its report is whole.
-@Suite struct LoadScenarioTests {
+@Suite(.heavy) struct LoadScenarioTests {
     static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("touchline-load").path
 

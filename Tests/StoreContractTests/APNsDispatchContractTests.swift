@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import Testing
+import TestSlots
 @testable import Touchline
 import TouchlineCore
 import TouchlineRuntime
@@ -8,7 +9,7 @@ import TouchlineTesting
 
 /// The contract of ``BroadcastAPNsDispatch`` and ``PersonalAPNsDispatch``, on the real
 /// connections (against the strict mock APNs over TLS) and on ``InMemoryAPNs``.
-@Suite struct APNsDispatchContractTests {
+@Suite(.heavy) struct APNsDispatchContractTests {
     enum DispatchKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case apnsConnections
         case inMemory

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineStore
 
 /// The contract of ``ChannelStoreWriter`` and ``ChannelStoreReader`` (docs/storage.md,
 /// "Contracts"), on every implementation.
-@Suite struct ChannelStoreContractTests {
+@Suite(.heavy) struct ChannelStoreContractTests {
     @Test(arguments: ChannelStoreKind.allCases)
     func aBatchIsAllOrNothingWhenItFailsInTheMiddle(kind: ChannelStoreKind) async throws {
         let store = try await kind.open()

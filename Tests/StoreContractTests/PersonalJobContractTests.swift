@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineStore
 
 /// The contract of personal jobs, dead letters and idempotency records: ``PersonalStoreWriter``
 /// and ``PersonalJobReader``, on every implementation.
-@Suite struct PersonalJobContractTests {
+@Suite(.heavy) struct PersonalJobContractTests {
     static func write(_ store: StoreUnderTest, _ operations: [TokenOperation]) -> Result<Void, StoreError> {
         awaitResult { store.writer.submit(operations, completion: $0) }
     }

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineStore
 
 /// The contract of the token registry: ``PersonalStoreWriter``'s token operations and
 /// ``TokenRegistryReader``, on every implementation.
-@Suite struct TokenRegistryContractTests {
+@Suite(.heavy) struct TokenRegistryContractTests {
     static func write(_ store: StoreUnderTest, _ operations: [TokenOperation]) throws -> TokenWriteSummary {
         try awaitResult { store.writer.submit(summarizing: operations, completion: $0) }.get()
     }

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineStore
 
 /// The contract of the webhook outbox: events written with their facts through either write
 /// family, and ``WebhookOutboxReader``, on every implementation.
-@Suite struct WebhookOutboxContractTests {
+@Suite(.heavy) struct WebhookOutboxContractTests {
     static func entry(_ n: Int, at created: UnixTime, endpoints: [String] = ["a", "b"]) -> WebhookOutboxEntry {
         WebhookOutboxEntry(eventID: "event-\(n)", type: "channel.ended", createdAt: created, body: Array(#"{"n":\#(n)}"#.utf8),
                            endpoints: endpoints)

@@ -3,6 +3,7 @@ import Foundation
 import NATS
 import Synchronization
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
@@ -11,7 +12,7 @@ import TouchlineTesting
 
 /// What the JetStream channel store adds to the channel store contract (which it passes in
 /// `StoreContractTests`): the log is shared, fenced, and survives the loss of a NATS node.
-@Suite("JetStream channel store")
+@Suite("JetStream channel store", .heavy)
 struct JetStreamChannelStoreTests {
     static let t0 = UnixTime(seconds: 1_767_225_600)
     static let layout = ChannelLogLayout(partitioning: ChannelPartitioning(count: 8)!)

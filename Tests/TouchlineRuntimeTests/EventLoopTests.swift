@@ -1,9 +1,10 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import TouchlineRuntime
 
-@Suite struct EventLoopTests {
+@Suite(.heavy) struct EventLoopTests {
     @Test func executeRunsJobsOnTheLoopThreadInOrderFromManyThreads() async throws {
         let loop = EventLoop.start(name: "test-loop")
         defer { loop.stopAndWait() }

@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import TouchlineRuntime
 
 /// The structured log: every line is one JSON object with the documented members, tokens never
 /// appear whole, and lines below the level are neither written nor built.
-@Suite("Gateway log")
+@Suite("Gateway log", .heavy)
 struct GatewayLogTests {
     /// Collects the lines a log writes.
     final class Lines: Sendable {

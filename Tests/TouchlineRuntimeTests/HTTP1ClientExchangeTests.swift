@@ -1,12 +1,13 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 @testable import TouchlineRuntime
 
 /// The webhook client's one exchange against a scripted loopback server: the request goes out
 /// byte for byte, the status is read from the head however the answer is framed or split, and
 /// every abuse (a malformed or endless head, silence, a close mid-head) is a failure, not a hang.
-@Suite struct HTTP1ClientExchangeTests {
+@Suite(.heavy) struct HTTP1ClientExchangeTests {
     static let request = Array("POST /hook HTTP/1.1\r\nHost: r\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello".utf8)
 
     /// Runs one exchange on a fresh loop and returns its outcome (waits for the completion,

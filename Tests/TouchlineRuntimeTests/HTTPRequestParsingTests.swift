@@ -1,7 +1,8 @@
 import Testing
+import TestSlots
 import TouchlineRuntime
 
-@Suite struct HTTPRequestParsingTests {
+@Suite(.heavy) struct HTTPRequestParsingTests {
     @Test func targetSplitsPathAndDecodesQueryItems() {
         let target = HTTPRequestTarget(parsing: "/v1/channels/a%2Fb?limit=10&q=a+b%20c&flag&empty=&limit=20#frag")
         #expect(target.path == "/v1/channels/a%2Fb")

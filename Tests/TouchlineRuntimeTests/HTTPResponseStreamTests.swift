@@ -1,10 +1,11 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import TouchlineRuntime
 
 /// Streamed responses (the transport of Server-Sent Events) over a real server and socket.
-@Suite struct HTTPResponseStreamTests {
+@Suite(.heavy) struct HTTPResponseStreamTests {
     /// The streams the handler opened and how many of them reported their close.
     private final class Streams: Sendable {
         private let open = Mutex<[HTTPResponseStream]>([])

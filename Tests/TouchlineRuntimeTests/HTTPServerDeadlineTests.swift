@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import TouchlineRuntime
 
 /// Slow and silent clients are cut off at their deadline, with a JSON 408 when a request was
 /// under way; a streamed answer's client that stops reading is dropped at the write deadline.
-@Suite struct HTTPServerDeadlineTests {
+@Suite(.heavy) struct HTTPServerDeadlineTests {
     private static func answering(_ configuration: HTTPServerConfiguration, handled: Counter? = nil) throws -> ServerFixture {
         try ServerFixture(configuration: configuration) { request in
             handled?.add()

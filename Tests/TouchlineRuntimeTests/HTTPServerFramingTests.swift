@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import TouchlineRuntime
 
 /// Framing over a real connection: a smuggled request is never executed, chunked bodies arrive
 /// whole, pipelined answers keep their order, HTTP/1.0 is served and closed.
-@Suite struct HTTPServerFramingTests {
+@Suite(.heavy) struct HTTPServerFramingTests {
     /// Records each request's method, path and body and answers with them, after a delay taken
     /// from `?delay=` in milliseconds (answered from another thread, through the loop).
     private final class Recorder: Sendable {

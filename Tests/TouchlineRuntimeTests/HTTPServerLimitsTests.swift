@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import TouchlineRuntime
 
 /// What an unauthenticated or abusive client can make the server hold: a connection each up to
 /// the cap, a head each, and no body at all without passing the admission hook.
-@Suite struct HTTPServerLimitsTests {
+@Suite(.heavy) struct HTTPServerLimitsTests {
     /// Admits only heads carrying `Authorization: Bearer good`; counts what reaches the handler.
     private static func guarded(_ configuration: HTTPServerConfiguration = HTTPServerConfiguration(),
                                 handled: Counter) throws -> ServerFixture {

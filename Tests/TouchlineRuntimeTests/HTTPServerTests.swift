@@ -2,6 +2,7 @@ import ChildProcesses
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
@@ -53,7 +54,7 @@ private func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
     return (status, lines.joined(separator: "\n"))
 }
 
-@Suite struct HTTPServerTests {
+@Suite(.heavy) struct HTTPServerTests {
     @Test func curlReachesARouteWithParametersQueryHeadersAndBody() throws {
         let fixture = try ServerFixture(router: echoRouter())
         defer { fixture.stop() }

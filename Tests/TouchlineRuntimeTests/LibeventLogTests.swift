@@ -1,11 +1,12 @@
 import CLibevent
 import Foundation
 import Testing
+import TestSlots
 import TouchlineRuntime
 
 /// libevent's own messages arrive as JSON log lines, rate-limited; the limiter and the
 /// descriptor limit on their own.
-@Suite("libevent log and process limits")
+@Suite("libevent log and process limits", .heavy)
 struct LibeventLogTests {
     @Test func aRateLimiterLetsTheFirstLinesOfEachIntervalThroughAndCountsTheRest() {
         var limiter = LogRateLimiter(maxLines: 2, per: .seconds(1))

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
-@Suite struct ChannelStoreTests {
+@Suite(.heavy) struct ChannelStoreTests {
     @Test func createIsIdempotentAndReturnsTheExistingRecord() async throws {
         let dir = TemporaryDirectory()
         let writer = try StoreWriter(path: dir.file("store.db"))

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
-@Suite struct DurabilityTests {
+@Suite(.heavy) struct DurabilityTests {
     @Test func committedDataSurvivesCloseAndReopen() async throws {
         let dir = TemporaryDirectory()
         let path = dir.file("store.db")
@@ -52,7 +53,7 @@ import TouchlineStore
     }
 }
 
-@Suite struct CheckpointTests {
+@Suite(.heavy) struct CheckpointTests {
     /// Commits never write the log back into the database themselves (that would stall the
     /// batches queued behind them): the checkpoint thread does. So the database file itself
     /// grows with what was committed, although the writer never checkpoints.

@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
-@Suite struct GroupCommitTests {
+@Suite(.heavy) struct GroupCommitTests {
     /// A failing batch leaves nothing behind, and the batches committed in the same transaction survive.
     @Test func aFailingBatchRollsBackAloneInsideTheGroup() async throws {
         let dir = TemporaryDirectory()
@@ -38,7 +39,7 @@ import TouchlineStore
             }
         }
         try lock.release()
-        done.wait()
+        await everyoneLeft(done)
 
         let outcome = results.withLock { $0 }
         #expect((try? outcome["good-1"]?.get()) != nil)
@@ -73,7 +74,7 @@ import TouchlineStore
         writer.parkBehindHeldLock()
         let done = DispatchGroup()
         let failures = Atomic<Int>(0)
-        onThreads(8) { thread in
+        await onThreads(8) { thread in
             for seq in 1...125 {
                 done.enter()
                 writer.submit(WriteBatch([.appendEvents([event("t\(thread)", Int64(seq))])])) { result in
@@ -83,7 +84,7 @@ import TouchlineStore
             }
         }
         try lock.release()
-        done.wait()
+        await everyoneLeft(done)
 
         let after = writer.statistics
         #expect(failures.load(ordering: .relaxed) == 0)
@@ -103,13 +104,13 @@ import TouchlineStore
         try await writer.submit(WriteBatch((0..<8).map { .createChannel(channel("t\($0)")) }))
         let before = writer.statistics
         let done = DispatchGroup()
-        onThreads(8) { thread in
+        await onThreads(8) { thread in
             for seq in 1...125 {
                 done.enter()
                 writer.submit(WriteBatch([.appendEvents([event("t\(thread)", Int64(seq))])])) { _ in done.leave() }
             }
         }
-        done.wait()
+        await everyoneLeft(done)
         let after = writer.statistics
         #expect(after.batches - before.batches == 1_000)
         print("group commit: 1000 batches from 8 threads in \(after.transactions - before.transactions) transactions")

@@ -1,6 +1,7 @@
 import ChildProcesses
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
@@ -8,7 +9,7 @@ import TouchlineStore
 /// `kill -9` recovery with a real process: the test binary re-runs itself as a child that
 /// commits batches through a `StoreWriter` and reports each acknowledgement on stdout; the
 /// parent SIGKILLs it mid-stream and checks that every acknowledged batch is in the database.
-@Suite struct KillRecoveryTests {
+@Suite(.heavy) struct KillRecoveryTests {
     static let databaseVariable = "TOUCHLINE_STORE_KILL_CHILD_DB"
     static let ackPrefix = "store-kill-child ack "
 

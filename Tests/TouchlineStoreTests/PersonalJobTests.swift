@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
@@ -10,7 +11,7 @@ func personalJob(_ id: String) -> PersonalJobRecord {
                       expiration: t0 + .seconds(3_600))
 }
 
-@Suite struct PersonalJobTests {
+@Suite(.heavy) struct PersonalJobTests {
     /// A fan-out half done when the store closes resumes after its cursor with the same counts,
     /// retry rows and dead letters: they were all written in the same batches.
     @Test func aJobResumesAfterReopenWithItsCursorAndCounters() async throws {

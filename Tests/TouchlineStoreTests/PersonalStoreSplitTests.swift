@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
 /// Personal tables written before they had a file of their own move there once, whole.
-@Suite struct PersonalStoreSplitTests {
+@Suite(.heavy) struct PersonalStoreSplitTests {
     @Test func legacyTokensJobsAndDeadLettersAreCopiedOnceIntoTheNewFile() async throws {
         let dir = TemporaryDirectory()
         let channels = dir.file("touchline.sqlite"), personal = dir.file("personal.sqlite")

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineRuntime
 import TouchlineStore
 
-@Suite struct SQLiteConnectionTests {
+@Suite(.heavy) struct SQLiteConnectionTests {
     @Test func valuesRoundTripIncludingEmptyBlobsAndNulls() throws {
         let dir = TemporaryDirectory()
         let db = try SQLiteConnection(path: dir.file("values.db"))

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
 /// The writer knows when its storage fails, refuses nothing itself, and finds out by its own
 /// probe when writes work again.
-@Suite struct StoreHealthTests {
+@Suite(.heavy) struct StoreHealthTests {
     @Test func aStorageFailureMakesTheStoreFailingUntilAProbeSucceeds() async throws {
         let dir = TemporaryDirectory()
         let fault = dir.file("disk-full")
@@ -86,7 +87,7 @@ import TouchlineStore
 }
 
 /// A damaged file stops the start with the reason; it is never served as an empty store.
-@Suite struct StoreIntegrityTests {
+@Suite(.heavy) struct StoreIntegrityTests {
     @Test func anEmptyFileWhereADatabaseWasExpectedIsRefused() throws {
         let dir = TemporaryDirectory()
         FileManager.default.createFile(atPath: dir.file("store.db"), contents: Data())

@@ -72,9 +72,9 @@ final class ResultBox: @unchecked Sendable {
     func get() -> Result<Void, StoreError> { lock.withLock { value! } }
 }
 
-/// Runs `body(index)` on `count` dedicated threads at once and waits for all of them.
+/// Runs `body(index)` on `count` dedicated threads at once and resumes when all of them are done.
 /// (`DispatchQueue.concurrentPerform` would cap the parallelism at the core count.)
-func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
     let done = DispatchGroup()
     for index in 0..<count {
         done.enter()
@@ -83,5 +83,11 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
             done.leave()
         }.start()
     }
-    done.wait()
+    await everyoneLeft(done)
+}
+
+/// Resumes once every `enter` of `group` is matched by a `leave`: awaited, so that no thread of
+/// Swift's small task pool waits for the commits meanwhile (other tests need it).
+func everyoneLeft(_ group: DispatchGroup) async {
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in group.notify(queue: .global()) { done.resume() } }
 }

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineStore
 
 /// A store opened with a niceness runs its writer and checkpointer threads at that CPU priority
 /// (read back from /proc, where Linux keeps each thread's nice value).
-@Suite struct StoreWriterPriorityTests {
+@Suite(.heavy) struct StoreWriterPriorityTests {
     /// The nice values of this process's threads named `name`.
     func niceValues(ofThreadsNamed name: String) -> [Int] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []

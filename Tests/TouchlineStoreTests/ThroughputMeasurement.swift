@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
@@ -7,7 +8,7 @@ import TouchlineStore
 /// A micro-measurement of durable ingest through group commit: 4 threads, each like a keep-alive
 /// connection that waits for its acknowledgement, append batches of 100 events. The rate is
 /// printed, never asserted (speed belongs to benchmarks, not unit tests).
-@Suite(.serialized) struct ThroughputMeasurement {
+@Suite(.serialized, .heavy) struct ThroughputMeasurement {
     @Test(arguments: [SQLiteSynchronous.normal, .full])
     func groupCommitThroughputIsPrinted(synchronous: SQLiteSynchronous) async throws {
         let dir = TemporaryDirectory()
@@ -18,7 +19,7 @@ import TouchlineStore
         let body = Array(#"{"seq":0,"type":"goal","team":"home","player":"A. Player","minute":67,"score":{"home":2,"away":1}}"#.utf8)
         let before = writer.statistics
         let start = DispatchTime.now()
-        onThreads(threads) { thread in
+        await onThreads(threads) { thread in
             let id = "t\(thread)"
             for batch in 0..<batchesPerThread {
                 let first = Int64(batch * eventsPerBatch + 1)

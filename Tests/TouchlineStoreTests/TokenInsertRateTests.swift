@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineStore
 
 /// Registers 100,000 push-to-start tokens (two follows each) in batches of 1,000 and prints the
 /// rate; never asserted (speed belongs to benchmarks, not unit tests).
-@Suite(.serialized) struct TokenInsertRateTests {
+@Suite(.serialized, .heavy) struct TokenInsertRateTests {
     @Test func tokenInsertRateIsPrinted() async throws {
         let dir = TemporaryDirectory()
         let writer = try StoreWriter(path: dir.file("store.db"))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
@@ -7,7 +8,7 @@ import TouchlineStore
 /// A 64-digit hex token derived from `n`, in upper case to check that the store lowercases it.
 func hexToken(_ n: Int) -> String { String(format: "%064X", n) }
 
-@Suite struct TokenRegistryTests {
+@Suite(.heavy) struct TokenRegistryTests {
     @Test func aTokenIsStoredLowercaseWithItsFollows() async throws {
         let dir = TemporaryDirectory()
         let writer = try StoreWriter(path: dir.file("store.db"))

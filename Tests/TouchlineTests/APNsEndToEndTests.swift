@@ -3,11 +3,12 @@ import APNsMock
 import Foundation
 import HTTP2
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
 /// The APNs client stack against the strict mock over real TLS and HTTP/2 on loopback.
-@Suite struct APNsEndToEndTests {
+@Suite(.heavy) struct APNsEndToEndTests {
     @Test func streamLimitRampsFromOneAfterTheFirstAcceptedRequest() async throws {
         let fixture = try MockAPNsFixture()
         defer { Task { await fixture.shutDown() } }

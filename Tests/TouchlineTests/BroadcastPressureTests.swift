@@ -1,7 +1,8 @@
 import Testing
+import TestSlots
 @testable import Touchline
 
-@Suite struct BroadcastPressureTests {
+@Suite(.heavy) struct BroadcastPressureTests {
     @Test func onlyAWaitAtTheThresholdCountsAndItIsForgottenAfterTheWindow() async throws {
         let pressure = BroadcastPressure(threshold: .milliseconds(5), window: .milliseconds(100))
         #expect(!pressure.isUnderPressure)

@@ -1,12 +1,13 @@
 import ChildProcesses
 import Foundation
 import Testing
+import TestSlots
 @testable import Touchline
 import TouchlineCore
 
 /// The operator dashboard: its page and files, the live stream it reads, and the page itself in
 /// a real headless Chromium against a real gateway (bundled mock APNs).
-@Suite("Dashboard")
+@Suite("Dashboard", .heavy)
 struct DashboardTests {
     /// The repository root, found from this file's place in `Tests/TouchlineTests/`.
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

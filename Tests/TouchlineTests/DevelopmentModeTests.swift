@@ -2,12 +2,13 @@ import APNs
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// Development mode is explicit: without Apple credentials the gateway refuses to start, and in
 /// development mode every place an operator looks says `mock`.
-@Suite struct DevelopmentModeTests {
+@Suite(.heavy) struct DevelopmentModeTests {
     /// `touchline` with `arguments` to its end, in an environment of its own (`PATH` and `environment`).
     static func run(_ arguments: [String], environment: [String: String] = [:], stopAfter: Duration? = nil) async throws -> (Int32, String) {
         try await ServeProcess.runToEnd(arguments, environment: ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }, stopAfter: stopAfter)

@@ -1,11 +1,12 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// The provider API end to end over HTTP, against the mock APNs the gateway starts itself.
-@Suite("Gateway API")
+@Suite("Gateway API", .heavy)
 struct GatewayAPITests {
     /// The `aps` object of a recorded broadcast.
     private func aps(_ request: MockAPNsRecordedRequest) throws -> JSONValue {

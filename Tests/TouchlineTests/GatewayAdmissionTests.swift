@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 
 /// The gateway refuses a body without a known API key from the request head alone, with the
 /// API's own 401, before reading (or holding) any of the body.
-@Suite("Gateway admission")
+@Suite("Gateway admission", .heavy)
 struct GatewayAdmissionTests {
     /// Sends `head` and `partialBody` on a fresh connection, never the rest of the body, and
     /// returns what the gateway answers before it closes.

@@ -2,6 +2,7 @@ import APNs
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
@@ -10,7 +11,7 @@ import Glibc
 #endif
 
 /// `apns.broadcastHost` moves broadcasts, and only broadcasts, to a host of their own.
-@Suite struct GatewayBroadcastHostTests {
+@Suite(.heavy) struct GatewayBroadcastHostTests {
     /// A loopback port nothing listens on (bound, read, closed).
     static func closedPort() throws -> Int {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -1,12 +1,13 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// A channel's deletion after its end is retried until APNs confirms it, and a restart picks up
 /// the deletions not confirmed before it: no channel leaks toward Apple's limit.
-@Suite("Gateway channel deletion")
+@Suite("Gateway channel deletion", .heavy)
 struct GatewayChannelDeletionTests {
     static let quickEnd = #"{"endGracePeriodSeconds": 0}"#
 

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineRuntime
@@ -8,7 +9,7 @@ import TouchlineTesting
 
 /// One acknowledged write per channel in the store at a time: requests that come meanwhile wait
 /// and go together in the next commit, up to a bound beyond which they are refused.
-@Suite("Gateway channel writes")
+@Suite("Gateway channel writes", .heavy)
 struct GatewayChannelWritesTests {
     /// Requests a channel holds while its write is in the store (docs/api.md, Limits).
     static let waitingLimit = 64

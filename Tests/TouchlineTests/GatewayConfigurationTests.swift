@@ -2,6 +2,7 @@ import APNs
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
@@ -56,7 +57,7 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
     }
 }
 
-@Suite struct GatewayConfigurationTests {
+@Suite(.heavy) struct GatewayConfigurationTests {
     // MARK: Sources and precedence
 
     /// Development mode, as the tests of settings other than APNs ask for it.

@@ -1,10 +1,11 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 
 /// `touchline serve` killed with SIGKILL loses nothing it acknowledged.
-@Suite("Gateway crash recovery")
+@Suite("Gateway crash recovery", .heavy)
 struct GatewayCrashRecoveryTests {
     @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
     func acknowledgedEventsSurviveKillNine() async throws {

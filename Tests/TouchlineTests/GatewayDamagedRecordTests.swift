@@ -1,13 +1,14 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineRuntime
 
 /// Nothing stored can stop the next start: a record that fails validation is restored as a
 /// broken channel that names what is wrong, and every other channel is served.
-@Suite("Gateway damaged records")
+@Suite("Gateway damaged records", .heavy)
 struct GatewayDamagedRecordTests {
     @Test func damagedChannelsAreServedAsBrokenAndTheRestAsUsual() async throws {
         let first = try GatewayFixture()

@@ -1,6 +1,7 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineStore
@@ -8,7 +9,7 @@ import TouchlineStore
 /// Dead letters through the gateway against a mock APNs: permanent failures are listed with
 /// paging and filters, and a replay creates new jobs, marks the letters `replayed` in the same
 /// commit, and its sends reach APNs once the cause is fixed.
-@Suite("Gateway dead letters")
+@Suite("Gateway dead letters", .heavy)
 struct GatewayDeadLetterTests {
     /// A well-formed token that the mock answers 400 `BadDeviceToken` once disowned (a token of
     /// the other environment): the registry takes it, APNs refuses it.

@@ -2,11 +2,12 @@ import ChildProcesses
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 
 /// `touchline serve` at its open-file limit: it stops accepting for a while instead of retrying
 /// `accept()` on every turn of its loop, says so in its JSON log a few times (not libevent's
 /// plain text, not once per retry), and serves again once descriptors are free.
-@Suite("Gateway at the descriptor limit")
+@Suite("Gateway at the descriptor limit", .heavy)
 struct GatewayDescriptorLimitTests {
     static let limit = 200
 

@@ -1,12 +1,13 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// APNs answers feed back into the channel engine: a deleted channel is marked broken, 429 and
 /// 5xx are counted and retried later, and the channel stays usable.
-@Suite("Gateway dispatch results")
+@Suite("Gateway dispatch results", .heavy)
 struct GatewayDispatchTests {
     @Test func aChannelAPNsForgotIsMarkedBrokenAndRefusesEvents() async throws {
         let apns = try MockAPNsFixture()

@@ -3,12 +3,13 @@ import APNsMock
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// The gateway's life as a service: `run(until:)` returns after a graceful shutdown, and a second
 /// stop request during it stops at once without losing what was acknowledged.
-@Suite("Gateway run and escalated stop")
+@Suite("Gateway run and escalated stop", .heavy)
 struct GatewayEscalatedStopTests {
     /// APNs that never answers would hold a graceful stop for its whole grace period; a second
     /// request ends it at once, and the push it left unanswered goes out after the next start.

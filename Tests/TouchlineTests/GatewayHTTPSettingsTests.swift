@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineRuntime
 
 /// `http`: the provider API's connection cap, body budget and deadlines, from any source,
 /// checked member by member.
-@Suite struct GatewayHTTPSettingsTests {
+@Suite(.heavy) struct GatewayHTTPSettingsTests {
     @Test func theDefaultsAndEachSource() throws {
         #expect(try GatewayConfiguration.load(arguments: [], environment: GatewayConfigurationTests.dev).http == HTTPConnectionLimits())
         let defaults = HTTPConnectionLimits()

@@ -2,13 +2,14 @@ import ChildProcesses
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 
 /// The lost 202 itself: `touchline serve` dies right after a fan-out's commit and before its
 /// answer (`TOUCHLINE_IDEMPOTENCY_EXIT_AFTER_COMMIT`). The client's retry with the same
 /// `Idempotency-Key` against the restarted gateway gets the same job, and APNs sees each
 /// follower once: the stored job resumed, the retry created nothing.
-@Suite("Gateway idempotency keys across a crash")
+@Suite("Gateway idempotency keys across a crash", .heavy)
 struct GatewayIdempotencyCrashTests {
     static let audience = 20
 

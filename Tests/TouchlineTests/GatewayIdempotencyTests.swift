@@ -2,6 +2,7 @@ import APNsMock
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineRuntime
@@ -11,7 +12,7 @@ import TouchlineTesting
 /// `Idempotency-Key` on the routes that create personal jobs: a repeat answers the first 202
 /// and creates nothing, another request under the same key is 422, a repeat while the first is
 /// committed is 409, malformed keys are 400, and keys expire.
-@Suite("Gateway idempotency keys")
+@Suite("Gateway idempotency keys", .heavy)
 struct GatewayIdempotencyTests {
     static func key(_ value: String) -> [(name: String, value: String)] { [("Idempotency-Key", value)] }
 
@@ -140,7 +141,8 @@ struct GatewayIdempotencyTests {
         let later = try api.request("POST", "/v1/personal", json: Self.emptyAudienceBody, headers: Self.key("busy-1"))
         #expect(later.status == 202 && later.json?.string("jobId") == jobID && later.header("Idempotent-Replayed") == "true")
         let reader = personal.openReader()
-        #expect(try PersonalJobStatus.allCases.flatMap { try reader.jobs(status: $0, limit: 10).map(\.id) } == [jobID])
+        // Read status by status while the empty job may be moving on: once at least, maybe twice.
+        #expect(try Set(PersonalJobStatus.allCases.flatMap { try reader.jobs(status: $0, limit: 10).map(\.id) }) == [jobID])
     }
 
     @Test func aFailedCommitKeepsNothingSoTheRetryRunsAsNew() async throws {

@@ -1,12 +1,13 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// Accepted means deliverable: every input is checked against what it will make (the state,
 /// the push), so nothing acknowledged can later be refused by APNs or by the gateway itself.
-@Suite("Gateway input validation")
+@Suite("Gateway input validation", .heavy)
 struct GatewayInputValidationTests {
     static func nestedPatch(_ levels: Int) -> String {
         String(repeating: #"{"a":"#, count: levels - 1) + "1" + String(repeating: "}", count: levels - 1)

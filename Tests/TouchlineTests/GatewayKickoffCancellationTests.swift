@@ -1,6 +1,7 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineRuntime
@@ -8,7 +9,7 @@ import TouchlineRuntime
 /// Ending a channel cancels its kickoffs: no start naming it is sent once the end is durable
 /// (beyond those already in flight), the rest of the audience counts as expired, and the APNs
 /// deletion waits for the starts in flight, so no start ever names a deleted channel.
-@Suite("Gateway kickoff cancellation")
+@Suite("Gateway kickoff cancellation", .heavy)
 struct GatewayKickoffCancellationTests {
     @Test func endingAChannelCancelsItsKickoffBeforeTheDeletion() async throws {
         // 4 sends in flight, each answered after 250 ms: the 400 starts take 25 s, far longer

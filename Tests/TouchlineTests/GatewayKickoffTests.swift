@@ -1,11 +1,12 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 
 /// `POST /v1/channels/{id}/start` against the gateway's bundled mock: the start reaches every
 /// push-to-start token following the topic, subscribed to the channel's APNs id.
-@Suite("Gateway kickoff start")
+@Suite("Gateway kickoff start", .heavy)
 struct GatewayKickoffTests {
     static let startBody = """
         {"audience": {"follows": "team:ARS"}, "attributesType": "MatchAttributes", "attributes": \(GatewayFixture.matchAttributes),

@@ -2,12 +2,13 @@ import ChildProcesses
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// `/metrics` end to end: events posted through the real gateway, pushes answered by the real
 /// mock APNs over TLS, and the series read back from the Prometheus text.
-@Suite("Gateway metrics")
+@Suite("Gateway metrics", .heavy)
 struct GatewayMetricsTests {
     @Test func eventsPushesAndAPNsAnswersShowUpOnMetrics() async throws {
         let gateway = try GatewayFixture()

@@ -1,11 +1,12 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 
 /// Personal pushes through the gateway against its bundled mock APNs: a push-to-start fan-out
 /// to the followers of a team with dead tokens among them, the job's progress, and the errors.
-@Suite("Gateway personal pushes API")
+@Suite("Gateway personal pushes API", .heavy)
 struct GatewayPersonalAPITests {
     static func token(_ n: Int) -> String { String(repeating: "cd", count: 30) + String(format: "%08x", n) }
 

@@ -1,13 +1,14 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// A personal fan-out through the gateway against a mock that answers a share of requests with
 /// 500 `InternalServerError` and 503 `Shutdown`: every target ends sent or dead-lettered after
 /// its retries, the counts add up exactly, and no token is accepted twice.
-@Suite("Gateway personal pushes under faults")
+@Suite("Gateway personal pushes under faults", .heavy)
 struct GatewayPersonalFaultTests {
     @Test func everyTargetEndsAndTheCountsAddUp() async throws {
         let apns = try MockAPNsFixture { configuration in

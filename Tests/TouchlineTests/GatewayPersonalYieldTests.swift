@@ -1,12 +1,13 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// While the broadcast path waits (here: any wait counts, threshold 0) the personal queue keeps
 /// at most `yieldInFlight` sends in flight; without broadcasts it uses its whole `maxInFlight`.
-@Suite("Personal queue yields to broadcasts")
+@Suite("Personal queue yields to broadcasts", .heavy)
 struct GatewayPersonalYieldTests {
     @Test(arguments: [true, false])
     func inFlightIsCappedOnlyWhileBroadcastsAreActive(broadcasting: Bool) async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSlots
 @testable import Touchline
 import TouchlineCore
 import TouchlineRuntime
@@ -7,7 +8,7 @@ import TouchlineRuntime
 /// Per-key request rate limits: a token bucket per configured key, checked from the head
 /// alone (429 `rate_limited` with `Retry-After`), admin keys exempt unless given their own;
 /// and the constant-time comparison the keys are found with.
-@Suite("Gateway API key rate limits and comparison")
+@Suite("Gateway API key rate limits and comparison", .heavy)
 struct GatewayRateLimitTests {
     static let provider = GatewayConfiguration.APIKey(key: "provider-key-0123456789", scope: .channelPrefix("club-"))
     static let admin = GatewayConfiguration.APIKey(key: "admin-key-0123456789", scope: .admin)

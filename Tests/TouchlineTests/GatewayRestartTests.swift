@@ -1,13 +1,14 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineStore
 
 /// A gateway stopped and started again on the same data directory resumes its channels from
 /// the store, against an APNs (the mock) that outlives it.
-@Suite("Gateway restart")
+@Suite("Gateway restart", .heavy)
 struct GatewayRestartTests {
     @Test func restartResumesChannelsWithoutCreatingThemAgain() async throws {
         let apnsFixture = try MockAPNsFixture()
@@ -70,7 +71,7 @@ extension GatewayRestartTests {
     }
 }
 
-@Suite("Gateway lost creates")
+@Suite("Gateway lost creates", .heavy)
 struct GatewayLostCreateTests {
     /// The process stopped after asking APNs for channels but before saving their ids: at the next
     /// start the gateway adopts an unaccounted channel with the right storage policy, creates

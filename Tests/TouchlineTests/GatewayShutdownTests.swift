@@ -3,11 +3,12 @@ import APNsMock
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import TouchlineCore
 
 /// `touchline serve` stopped with SIGTERM while providers keep posting: it exits 0 in bounded
 /// time, and every event it acknowledged (202) is there after a restart on the same data.
-@Suite("Gateway graceful shutdown")
+@Suite("Gateway graceful shutdown", .heavy)
 struct GatewayShutdownTests {
     /// What one provider thread saw: the last `seq` acknowledged, the last one tried, and how
     /// its posting ended once the gateway went away.

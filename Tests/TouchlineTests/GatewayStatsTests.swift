@@ -1,11 +1,12 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// `/v1/stats`, `/v1/channels/{id}/stats`, `/healthz` and `/readyz` against a real gateway and mock APNs.
-@Suite("Gateway stats and health")
+@Suite("Gateway stats and health", .heavy)
 struct GatewayStatsTests {
     @Test func channelStatsShowPushesHistoryBudgetAndState() async throws {
         let gateway = try GatewayFixture()

@@ -1,13 +1,14 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// What the disk failing in the middle of a channel's life must not leave behind: an APNs
 /// channel nobody accounts for, or a channel that comes back from a restart as it was before
 /// the failure (both found by the soak scenario).
-@Suite("Gateway store failure recovery")
+@Suite("Gateway store failure recovery", .heavy)
 struct GatewayStoreFailureRecoveryTests {
     /// APNs created the channel, but saving its id failed: the provider's repeat saves that id
     /// instead of asking APNs for a second channel.

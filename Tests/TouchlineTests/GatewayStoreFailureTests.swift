@@ -2,6 +2,7 @@ import ChildProcesses
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineStore
@@ -9,7 +10,7 @@ import TouchlineStore
 /// A commit that fails changes nothing: the batch is answered 503 with `Retry-After`, the
 /// channel keeps the state of its last commit, the gateway shows the failing store and recovers
 /// by itself, the provider's retry is stored, and every 202 survives a restart.
-@Suite("Gateway store failures")
+@Suite("Gateway store failures", .heavy)
 struct GatewayStoreFailureTests {
     static func batch(_ seqs: ClosedRange<Int>) -> String {
         #"{"events": ["# + seqs.map { #"{"seq": \#($0), "patch": {"n": \#($0)}}"# }.joined(separator: ",") + "]}"

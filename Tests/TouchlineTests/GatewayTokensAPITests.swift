@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 
 /// The token registry over the provider API: registration with rotation, listing per user,
 /// deletion, and the errors of each.
-@Suite("Gateway tokens API")
+@Suite("Gateway tokens API", .heavy)
 struct GatewayTokensAPITests {
     static func token(_ n: Int) -> String { String(repeating: "ab", count: 31) + String(format: "%04x", n) }
 

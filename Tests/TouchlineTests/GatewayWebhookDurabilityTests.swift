@@ -2,12 +2,13 @@ import APNsMock
 import Foundation
 import Synchronization
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// Webhook events are exactly as durable as their facts: a failed commit leaves neither, its
 /// retry leaves one of each, and a `kill -9` of the real binary loses no pending delivery.
-@Suite("Gateway webhook durability")
+@Suite("Gateway webhook durability", .heavy)
 struct GatewayWebhookDurabilityTests {
     @Test("a failed commit records neither the deletion nor its event; the retried deletion records exactly one")
     func failedCommitRecordsNoEvent() async throws {

@@ -1,12 +1,13 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// Every webhook event type end to end: a real gateway, the mock APNs made to produce the fact,
 /// and a real local receiver; each test checks the event's `data` as docs/api.md documents it.
-@Suite("Gateway webhook events")
+@Suite("Gateway webhook events", .heavy)
 struct GatewayWebhookEventTests {
     /// A gateway against its own mock APNs (for faults the bundled mock cannot be given), with
     /// webhooks to `receiver`.

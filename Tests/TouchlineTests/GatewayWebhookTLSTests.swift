@@ -1,11 +1,12 @@
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// `https://` receivers: verified against `caFile`, never delivered to unverified.
-@Suite("Gateway webhooks over TLS")
+@Suite("Gateway webhooks over TLS", .heavy)
 struct GatewayWebhookTLSTests {
     static func settings(url: String, caFile: String) throws -> WebhookSettings {
         var settings = try GatewayWebhookTests.settings(url: url)

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 
 /// Webhooks end to end: a gateway with the bundled mock APNs posts to a real local receiver.
-@Suite("Gateway webhooks")
+@Suite("Gateway webhooks", .heavy)
 struct GatewayWebhookTests {
     static let secret = "whsec-0123456789abcdef"
 

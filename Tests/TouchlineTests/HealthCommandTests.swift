@@ -2,10 +2,11 @@ import ChildProcesses
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 
 /// `touchline health`, the container health check: 0 for a live gateway's `/healthz`, 1 with
 /// the reason for anything else.
-@Suite("touchline health")
+@Suite("touchline health", .heavy)
 struct HealthCommandTests {
     static func health(_ arguments: [String]) throws -> (status: Int32, errors: String) {
         let child = try ChildProcess(ServeProcess.executable, ["health"] + arguments, output: .null, errors: .pipe)

@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineStore
@@ -8,7 +9,7 @@ import TouchlineTesting
 
 /// A gateway on the in-memory stores and APNs dispatch (`Gateway.Backends.inMemory`): no file,
 /// no connection, the provider API unchanged.
-@Suite struct InMemoryGatewayTests {
+@Suite(.heavy) struct InMemoryGatewayTests {
     static func start(channels: InMemoryStore, personal: InMemoryStore, apns: InMemoryAPNsPair) throws -> (Gateway, Int) {
         // APNs settings are required by `.apple` mode and ignored by the in-memory dispatch.
         let settings = GatewayConfiguration.APNsSettings(keyPath: "/nonexistent/key.p8", keyID: "KEY", teamID: "TEAM",

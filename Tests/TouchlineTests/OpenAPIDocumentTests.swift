@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSlots
 @testable import Touchline
 import TouchlineCore
 
@@ -9,7 +10,7 @@ import TouchlineCore
 /// The served routes come from the running gateway's route table (method, pattern, scope), and
 /// the same gateway is probed over HTTP (a keyed route answers 401 without a key, another method
 /// on its path 405), so the table is checked against what the server really does.
-@Suite("OpenAPI document")
+@Suite("OpenAPI document", .heavy)
 struct OpenAPIDocumentTests {
     /// The repository root, found from this file's place in `Tests/TouchlineTests/`.
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -1,11 +1,12 @@
 import ChildProcesses
 import Foundation
 import Testing
+import TestSlots
 import TouchlineCore
 
 /// A real Prometheus server scrapes the gateway every second; its query API must then return
 /// the gateway's series. Needs the `prometheus` binary (Debian package prometheus, `make deps`).
-@Suite("Prometheus scrape")
+@Suite("Prometheus scrape", .heavy)
 struct PrometheusScrapeTests {
     @Test(.enabled(if: executable("prometheus") != nil, "the prometheus binary is missing: install the Debian package prometheus (make deps)"))
     func aPrometheusServerScrapesTheGateway() async throws {

@@ -2,10 +2,11 @@ import ChildProcesses
 import APNsMock
 import Foundation
 import Testing
+import TestSlots
 
 /// `touchline serve --check-config` and the command line's misuse rules, as operators meet them:
 /// the real executables, their output and exit status.
-@Suite struct ServeCheckConfigTests {
+@Suite(.heavy) struct ServeCheckConfigTests {
     /// `touchline` with `arguments`, in an environment of its own (`PATH` and `environment`).
     static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
         try await ServeProcess.runToEnd(arguments, environment: ["PATH": "/usr/bin:/bin"].merging(environment) { $1 })

@@ -115,8 +115,15 @@ public struct PartitionLeases: Sendable {
     /// every push, since the lease can run out between two inputs. nil once the lease may have
     /// been lost, even before the `stopOwning` of the next input.
     public func fence(for partition: Int, now: Instant) -> Fence? {
+        fenceHold(for: partition, now: now)?.fence
+    }
+
+    /// The fence of `partition` with the instant it stops letting this instance act (unless a
+    /// renewal moves it later), if it lets it act at `now`: for metrics, and for checking across
+    /// instances that no two fences of a partition ever overlap in time.
+    public func fenceHold(for partition: Int, now: Instant) -> (fence: Fence, until: Instant)? {
         guard isPartition(partition), let lease = leases[partition], moment(now) < lease.validUntil else { return nil }
-        return lease.fence
+        return (lease.fence, instant(lease.validUntil))
     }
 
     /// The partitions owned as of the last input (``fence(for:now:)`` says until when).

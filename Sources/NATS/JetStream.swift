@@ -35,7 +35,8 @@ public final class JetStream: @unchecked Sendable {
         /// read, or a create.
         public var expectedLastSubjectSequence: UInt64?
         /// Compare-and-set on the whole stream: stored only if the stream's last message has
-        /// this sequence.
+        /// this sequence (0: the stream is empty). Unlike the subject's, this condition holds
+        /// against concurrent writers on a replicated stream (docs/cluster.md).
         public var expectedLastSequence: UInt64?
 
         public init(messageID: String? = nil, expectedLastSubjectSequence: UInt64? = nil, expectedLastSequence: UInt64? = nil) {
@@ -102,7 +103,10 @@ public final class JetStream: @unchecked Sendable {
         if let expected = conditions.expectedLastSubjectSequence {
             if expected == 0 { options.ExpectNoMessage = true } else { options.ExpectLastSubjectSeq = expected }
         }
-        if let expected = conditions.expectedLastSequence { options.ExpectLastSeq = expected }
+        if let expected = conditions.expectedLastSequence {
+            // The client leaves 0 out (it means "not set" to it); the server reads it as "empty".
+            if expected == 0 { natsMsgHeader_Set(message, "Nats-Expected-Last-Sequence", "0") } else { options.ExpectLastSeq = expected }
+        }
         var owned: OpaquePointer? = message
         let status = withOptionalCString(conditions.messageID) { id in
             options.MsgId = id

@@ -1,9 +1,11 @@
 import TouchlineCore
 import TouchlineStore
 
-/// Where the JetStream backend logs channel batches: one stream, one subject per partition (so
-/// a partition's batches are ordered and its owner writes them by compare-and-set), and one
-/// subject for batches that concern no channel (webhook delivery outcomes, outbox pruning).
+/// Where the JetStream backend logs channel batches: one stream per partition (so a
+/// partition's batches are ordered, and its owner writes them by compare-and-set on the
+/// stream's last sequence, the condition that holds on a replicated stream: docs/cluster.md),
+/// one for batches that concern no channel (webhook delivery outcomes, outbox pruning), and a
+/// small one the store's health probe writes to.
 public struct ChannelLogLayout: Sendable, Equatable {
     /// Names of streams and subjects start with it, so deployments can share a cluster.
     public let prefix: String
@@ -28,15 +30,28 @@ public struct ChannelLogLayout: Sendable, Equatable {
         }
     }
 
-    public var streamName: String { prefix.uppercased() + "_LOG" }
-    public var streamSubjects: [String] { ["\(prefix).log.>"] }
+    /// Every log: the partitions', then the global one.
+    public var logs: [Log] { (0..<partitioning.count).map(Log.partition) + [.global] }
 
+    public func streamName(of log: Log) -> String {
+        switch log {
+        case .partition(let partition): "\(prefix.uppercased())_LOG_\(partition)"
+        case .global: "\(prefix.uppercased())_LOG_GLOBAL"
+        }
+    }
+
+    /// The only subject of the log's stream.
     public func subject(of log: Log) -> String {
         switch log {
         case .partition(let partition): "\(prefix).log.\(partition)"
         case .global: "\(prefix).log.global"
         }
     }
+
+    /// Where the health probe writes (the last write of each store kept, for a minute).
+    public var probeStreamName: String { "\(prefix.uppercased())_LOG_PROBE" }
+    public func probeSubject(writer: String) -> String { "\(prefix).probe.\(writer)" }
+    public var probeSubjects: [String] { ["\(prefix).probe.>"] }
 
     /// The log of `batch`: its channels' partition. A batch for channels of two partitions is
     /// refused (it could not commit all-or-nothing; the gateway writes one channel per batch).

@@ -13,9 +13,11 @@ import TouchlineStore
 /// - **Durability**: a completion reports success only after the acknowledgement, i.e. once a
 ///   quorum of the stream's replicas stored the batch (docs/cluster.md, "What acknowledged
 ///   means").
-/// - **Fencing**: every publish expects the log subject's last sequence to be the one this store
+/// - **Fencing**: every publish expects the log stream's last sequence to be the one this store
 ///   applied last. A gateway that lost its partition to another gets "wrong last sequence" and
-///   fails the batch: two gateways never interleave one partition's log.
+///   fails the batch: two gateways never interleave one partition's log. (The condition is the
+///   stream's, not the subject's: only the stream's holds against a write still in flight on a
+///   replicated stream, docs/cluster.md.)
 /// - **A lost acknowledgement is not a failure**: the publish is repeated with the same message
 ///   id; JetStream recognises it (before the sequence check) and answers with the first
 ///   attempt's sequence if it was stored. Only after ``retryLimit`` does the batch fail.
@@ -59,9 +61,15 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// starting thread, never from `loop`.
     public static func open(jetStream: JetStream, layout: ChannelLogLayout, replicas: Int, partitions: [Int]? = nil,
                             loop: EventLoop, clock: any WallClock = SystemClock()) throws -> JetStreamChannelStore {
+        for log in layout.logs {
+            try JetStream.retryingTimeouts { () throws(NATSError) in
+                try jetStream.ensureStream(.init(name: layout.streamName(of: log), subjects: [layout.subject(of: log)], replicas: replicas,
+                                                 duplicateWindow: .seconds(120)))
+            }
+        }
         try JetStream.retryingTimeouts { () throws(NATSError) in
-            try jetStream.ensureStream(.init(name: layout.streamName, subjects: layout.streamSubjects, replicas: replicas,
-                                             duplicateWindow: .seconds(120)))
+            try jetStream.ensureStream(.init(name: layout.probeStreamName, subjects: layout.probeSubjects, replicas: replicas,
+                                             maximumAge: .seconds(60), maximumMessagesPerSubject: 1, duplicateWindow: .seconds(10)))
         }
         let writerID = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 36) }.joined()
         let store = JetStreamChannelStore(jetStream: jetStream, layout: layout, loop: loop, clock: clock, writerID: writerID)
@@ -169,7 +177,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// ``retryLimit`` has passed since `since`.
     private func publish(_ bytes: [UInt8], to log: ChannelLogLayout.Log, id: String, since: ContinuousClock.Instant,
                          then done: @escaping @Sendable (Result<UInt64, StoreError>) -> Void) {
-        let conditions = JetStream.PublishConditions(messageID: id, expectedLastSubjectSequence: lastSequence[log] ?? 0)
+        let conditions = JetStream.PublishConditions(messageID: id, expectedLastSequence: lastSequence[log] ?? 0)
         jetStream.publish(bytes, to: layout.subject(of: log), conditions: conditions, loop: loop) { [self] result in
             switch result {
             case .success(let acknowledgement):
@@ -207,15 +215,15 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
 
     private var probeTimer: LoopTimer?
 
-    /// While failing, the store tries a write of its own every second (to a subject of the log
-    /// stream that no replay reads), so its health turns back by itself once the stream takes
-    /// writes again, as the SQLite store's probe does.
+    /// While failing, the store tries a write of its own every second (to the probe stream, which
+    /// no replay reads), so its health turns back by itself once the cluster takes writes again,
+    /// as the SQLite store's probe does.
     private func scheduleProbe() {
         guard probeTimer == nil else { return }
         let timer = LoopTimer(loop: loop) { [self] in
             probeTimer = nil
             control.withLock { $0.statistics.probes += 1 }
-            jetStream.publish([], to: "\(layout.prefix).log.probe.\(writerID)", loop: loop) { [self] result in
+            jetStream.publish([], to: layout.probeSubject(writer: writerID), loop: loop) { [self] result in
                 if case .success = result {
                     control.withLock { $0.health = .healthy }
                 } else if health.isFailing {
@@ -232,7 +240,9 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// Applies `log`'s batches, in order, up to its last message at the time of the call.
     private func replay(_ log: ChannelLogLayout.Log) throws {
         let subject = layout.subject(of: log)
-        guard let last = try JetStream.retryingTimeouts({ () throws(NATSError) in try jetStream.lastSequence(stream: layout.streamName, subject: subject) }) else {
+        let stream = layout.streamName(of: log)
+        guard let last = try JetStream.retryingTimeouts({ () throws(NATSError) in try jetStream.streamState(stream) })?.lastSequence,
+              last > 0 else {
             return
         }
         let caughtUp = DispatchSemaphore(value: 0)

@@ -10,9 +10,18 @@ import TouchlineRuntime
 ///
 /// The bucket's own encoding is the client libraries': a key's value is the last message on
 /// `$KV.<bucket>.<key>`, its revision that message's stream sequence, and a delete is a message
-/// with the header `KV-Operation: DEL`. A create after a delete is an update expecting the
-/// delete's revision (as the client libraries do it), so the keeper remembers the revision of
-/// each deleted key it saw.
+/// with the header `KV-Operation: DEL`.
+///
+/// **Compare-and-set that holds on a replicated stream.** nats-server 2.9 checks a publish's
+/// expected last sequence *of its subject* before proposing it to the stream's replicas, without
+/// counting writes still in flight, so two writers expecting the same revision of a key can both
+/// be stored (measured: `JetStreamTests`, docs/cluster.md). Its expected last sequence *of the
+/// stream* does count them, and holds. So every write here expects the stream's last sequence
+/// as the keeper has seen it (its watch delivers every message of the bucket), after checking
+/// the key's revision against what it has seen: stored, the key had that revision when it was
+/// stored, because nothing at all was stored since. A write refused because somebody else wrote
+/// another key meanwhile waits for the watch to show what moved and is sent again if its key is
+/// unchanged; one whose key moved is a conflict. Writes go one at a time, in the order asked.
 public final class PartitionLeaseKeeper: @unchecked Sendable {
     /// What the gateway must do with a partition.
     public enum Ownership: Sendable, Equatable {
@@ -29,7 +38,15 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     private var machine: PartitionLeases
     private var watch: NATSSubscription?
     private var timer: LoopTimer?
-    private var deletedRevisions: [LeaseKey: UInt64] = [:]
+    /// The bucket as the watch and this keeper's own stored writes showed it: the stream's last
+    /// sequence, and each key's last revision with whether it is a delete.
+    private var head: UInt64 = 0
+    private var keys: [LeaseKey: (revision: UInt64, deleted: Bool)] = [:]
+    /// Writes the machine asked for, in order; the first is in flight or waiting for the watch.
+    private var writes: [BucketWrite] = []
+    private var sending: Sending?
+    private var writeTimer: LoopTimer?
+    private let writeTimeout: Duration
     /// Set by ``abandon()``: answers still arriving change nothing and send nothing.
     private var abandoned = false
 
@@ -52,6 +69,7 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
         self.loop = loop
         self.onOwnership = onOwnership
         self.watchStartsCaughtUp = watchStartsCaughtUp
+        writeTimeout = settings.writeTimeout
         machine = PartitionLeases(instance: instance, incarnation: UInt64.random(in: 1 ... .max), settings: settings,
                                   now: ContinuousClock.now)
     }
@@ -93,6 +111,9 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
         watch = nil
         timer?.cancel()
         timer = nil
+        writeTimer?.cancel()
+        writes = []
+        sending = nil
     }
 
     // MARK: Inputs
@@ -101,16 +122,14 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
         guard watch != nil, let revision = message.stream?.sequence,
               let key = LeaseKey(name: String(message.subject.dropFirst("$KV.\(bucket).".count))) else { return }
         let operation = message.headers["KV-Operation"]
-        let value: PartitionLeases.ObservedValue
-        if operation == "DEL" || operation == "PURGE" {
-            deletedRevisions[key] = revision
-            value = .deleted
-        } else {
-            deletedRevisions[key] = nil
-            value = LeaseRecord(encoded: message.payload).map { .record($0) } ?? .unreadable
-        }
+        let deleted = operation == "DEL" || operation == "PURGE"
+        head = max(head, revision)
+        if revision >= keys[key]?.revision ?? 0 { keys[key] = (revision, deleted) }
+        let value: PartitionLeases.ObservedValue = deleted ? .deleted : LeaseRecord(encoded: message.payload).map { .record($0) } ?? .unreadable
         feed(.observed(key, revision: Revision(revision), value: value))
         if message.stream?.pending == 0 { feed(.caughtUp) }
+        // A write refused because the stream had moved on goes again once the watch shows how.
+        if let sending, sending.refusedAt.map({ head > $0 }) == true { send(sending.write, since: sending.since) }
     }
 
     private func feed(_ input: PartitionLeases.Input) {
@@ -132,7 +151,9 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
 
     private func perform(_ action: PartitionLeases.Action) {
         switch action {
-        case .write(let write): send(write)
+        case .write(let write):
+            writes.append(write)
+            sendNext()
         case .startOwning(let partition, let fence): onOwnership(.start(partition: partition, fence: fence))
         case .stopOwning(let partition): onOwnership(.stop(partition: partition))
         case .shutdownComplete:
@@ -141,31 +162,79 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
         }
     }
 
-    private func send(_ write: BucketWrite) {
+    // MARK: Writes
+
+    /// The write at the head of the queue: when it was first sent, and the stream's last
+    /// sequence it expected when the stream refused it (it waits for the watch to pass that).
+    private struct Sending {
+        let write: BucketWrite
+        let since: ContinuousClock.Instant
+        var refusedAt: UInt64?
+    }
+
+    private func sendNext() {
+        guard sending == nil, let write = writes.first else { return }
+        send(write, since: ContinuousClock.now)
+    }
+
+    /// Sends `write` expecting the stream's last sequence, if its key is still as it expects.
+    private func send(_ write: BucketWrite, since: ContinuousClock.Instant) {
+        guard keyMatches(write) else { return finish(write, .conflict) }
+        guard ContinuousClock.now - since < writeTimeout else { return finish(write, .failed) }
+        sending = Sending(write: write, since: since, refusedAt: nil)
+        armWriteTimer(since: since)
+        let expectedHead = head
         let subject = JetStream.keySubject(bucket: bucket, key: write.key.name)
-        let payload: [UInt8]
-        var headers: [String: String] = [:]
-        let expected: UInt64
-        switch write.change {
-        case .create(let record):
-            payload = record.encoded
-            expected = deletedRevisions[write.key] ?? 0
-        case .update(let record, let revision):
-            payload = record.encoded
-            expected = revision.value
-        case .delete(let revision):
-            payload = []
-            headers["KV-Operation"] = "DEL"
-            expected = revision.value
-        }
-        jetStream.publish(payload, to: subject, headers: headers, conditions: .init(expectedLastSubjectSequence: expected),
+        let payload = write.record?.encoded ?? []
+        let headers = write.record == nil ? ["KV-Operation": "DEL"] : [:]
+        jetStream.publish(payload, to: subject, headers: headers, conditions: .init(expectedLastSequence: expectedHead),
                           loop: loop) { [weak self] result in
-            let outcome: WriteOutcome = switch result {
-            case .success(let acknowledgement): .stored(Revision(acknowledgement.sequence))
-            case .failure(let error) where error.isWrongLastSequence: .conflict
-            case .failure: .failed
+            guard let self, !abandoned, sending?.write == write else { return }
+            switch result {
+            case .success(let acknowledgement):
+                // Stored expecting `expectedHead`: it is the very next message of the stream.
+                head = max(head, acknowledgement.sequence)
+                if acknowledgement.sequence >= keys[write.key]?.revision ?? 0 {
+                    keys[write.key] = (acknowledgement.sequence, write.record == nil)
+                }
+                finish(write, .stored(Revision(acknowledgement.sequence)))
+            case .failure(let error) where error.isWrongLastSequence:
+                if head > expectedHead {
+                    send(write, since: since)
+                } else {
+                    sending?.refusedAt = expectedHead
+                }
+            case .failure:
+                finish(write, .failed)
             }
-            self?.feed(.completed(write, outcome))
         }
+    }
+
+    /// Whether the key is as `write` expects, as far as this keeper has seen.
+    private func keyMatches(_ write: BucketWrite) -> Bool {
+        let known = keys[write.key]
+        switch write.change {
+        case .create: return known == nil || known!.deleted
+        case .update(_, let expected), .delete(let expected): return known.map { !$0.deleted && $0.revision == expected.value } ?? false
+        }
+    }
+
+    private func finish(_ write: BucketWrite, _ outcome: WriteOutcome) {
+        if writes.first == write { writes.removeFirst() }
+        sending = nil
+        writeTimer?.cancel()
+        feed(.completed(write, outcome))
+        sendNext()
+    }
+
+    /// A write the watch never shows a way through for fails after the write timeout.
+    private func armWriteTimer(since: ContinuousClock.Instant) {
+        let timer = writeTimer ?? LoopTimer(loop: loop) { [weak self] in
+            guard let self, let sending, ContinuousClock.now - sending.since >= writeTimeout else { return }
+            finish(sending.write, .failed)
+        }
+        writeTimer = timer
+        timer.cancel()
+        timer.schedule(after: max(.zero, since + writeTimeout - ContinuousClock.now))
     }
 }

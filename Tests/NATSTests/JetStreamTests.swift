@@ -64,6 +64,10 @@ struct JetStreamTests {
         let cluster = try await NATSCluster.start(size: replicas)
         let clients = try await [Client.connect(to: cluster), Client.connect(to: cluster), Client.connect(to: cluster)]
         try clients[0].jetStream.ensureStream(.init(name: "ONE", subjects: ["one.>"], replicas: replicas))
+        // 0 expects an empty stream.
+        let first = try await clients[0].publish(Array("a".utf8), to: "one.x", conditions: .init(expectedLastSequence: 0)).get()
+        let notEmpty = await clients[1].publish(Array("a".utf8), to: "one.x", conditions: .init(expectedLastSequence: 0))
+        #expect(first.sequence == 1 && notEmpty.failure?.isWrongLastSequence == true, "\(notEmpty)")
         for round in 0..<20 {
             let last = try await clients[0].publish(Array("a".utf8), to: "one.x").get()
             let stored = await withTaskGroup(of: Bool.self) { group in

@@ -174,8 +174,9 @@ extension InMemoryStoreUnderTest: ChannelStoreUnderTest {
     var channelWriter: any ChannelStoreWriter { writer }
 }
 
-/// The JetStream channel store on a one-node cluster. Its storage fails when the log stream is
-/// capped at its current size (the servers then refuse every publish, as a full disk would).
+/// The JetStream channel store on a one-node cluster. Its storage fails when the log streams
+/// are capped at their current sizes (the servers then refuse every publish, as a full disk
+/// would).
 final class JetStreamStoreUnderTest: ChannelStoreUnderTest, @unchecked Sendable {
     let cluster: NATSCluster
     let loop: EventLoop
@@ -213,13 +214,22 @@ final class JetStreamStoreUnderTest: ChannelStoreUnderTest, @unchecked Sendable 
     func channelReader() throws -> any ChannelStoreReader { store.openReader() }
 
     func failStorage() {
-        let bytes = (try? jetStream.streamState(layout.streamName))?.bytes ?? 0
-        _ = try? jetStream.ensureStream(.init(name: layout.streamName, subjects: layout.streamSubjects, replicas: 1,
-                                              maximumBytes: Int(max(bytes, 1))))
+        for log in layout.logs {
+            let bytes = (try? jetStream.streamState(layout.streamName(of: log)))??.bytes ?? 0
+            _ = try? jetStream.ensureStream(.init(name: layout.streamName(of: log), subjects: [layout.subject(of: log)], replicas: 1,
+                                                  maximumBytes: Int(max(bytes, 1))))
+        }
+        let probe = (try? jetStream.streamState(layout.probeStreamName))??.bytes ?? 0
+        _ = try? jetStream.ensureStream(.init(name: layout.probeStreamName, subjects: layout.probeSubjects, replicas: 1,
+                                              maximumAge: .seconds(60), maximumMessagesPerSubject: 1, duplicateWindow: .seconds(10), maximumBytes: Int(max(probe, 1))))
     }
 
     func restoreStorage() {
-        _ = try? jetStream.ensureStream(.init(name: layout.streamName, subjects: layout.streamSubjects, replicas: 1))
+        for log in layout.logs {
+            _ = try? jetStream.ensureStream(.init(name: layout.streamName(of: log), subjects: [layout.subject(of: log)], replicas: 1))
+        }
+        _ = try? jetStream.ensureStream(.init(name: layout.probeStreamName, subjects: layout.probeSubjects, replicas: 1,
+                                              maximumAge: .seconds(60), maximumMessagesPerSubject: 1, duplicateWindow: .seconds(10)))
     }
 
     func close() { store.close() }

@@ -62,7 +62,8 @@ struct JetStreamChannelStoreTests {
         let node = try await Node.start(size: 3)
         let store = try node.open(replicas: 3)
         try store.write(.createChannel(Self.channel("m1")))
-        let leader = try #require(node.cluster.nodes.firstIndex { $0.name == (try? node.jetStream.streamState(Self.layout.streamName))??.leader })
+        let log = Self.layout.streamName(of: .partition(Self.layout.partitioning.partition(of: "m1")))
+        let leader = try #require(node.cluster.nodes.firstIndex { $0.name == (try? node.jetStream.streamState(log))??.leader })
         let acknowledged = Mutex<[Int64]>([])
         let done = DispatchGroup()
         for seq in Int64(1)...300 {

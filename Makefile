@@ -39,12 +39,11 @@ release: deps
 run: build
 	$(SWIFT) run touchline demo
 
-## test: the whole test suite (executables first: the crash-recovery tests run the real binaries),
-## one test at a time until the last rare symptom of parallel runs is explained (docs/architecture.md,
-## "Tests in parallel"); `swift test` runs it in parallel in about a fifth of the time.
+## test: the whole test suite in parallel (executables first: the crash-recovery tests run the real
+## binaries); suites that occupy the machine share a few slots (docs/architecture.md, "Tests in parallel").
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --no-parallel
+	$(SWIFT) test
 
 ## bench: the standard load scenarios in a release build (client-ceiling, ingest-burst, matchday,
 ## kickoff-storm; report under results/latest), held to their targets, then the mock APNs against

@@ -119,11 +119,12 @@ extension JetStream {
     }
 
     /// A key-value bucket: a stream (`KV_<name>`) keeping the last `history` values of each key
-    /// on subjects `$KV.<name>.<key>`. Writes are publishes to ``keySubject(bucket:key:)`` (with
-    /// ``PublishConditions/expectedLastSubjectSequence`` as the revision for compare-and-set),
+    /// on subjects `$KV.<name>.<key>`. Writes are publishes to ``keySubject(bucket:key:)``,
     /// reads an ordered consumer from ``DeliveryStart/lastPerSubject``: the same messages the
-    /// client's own key-value calls exchange, without blocking a loop. Creating an existing
-    /// bucket with the same settings succeeds.
+    /// client's own key-value calls exchange, without blocking a loop. For a compare-and-set
+    /// that holds on several replicas, expect the stream's last sequence
+    /// (``PublishConditions/expectedLastSequence``), not the key's: see docs/cluster.md.
+    /// Creating an existing bucket with the same settings succeeds.
     public func ensureKeyValueBucket(_ name: String, replicas: Int, history: Int = 1, maximumValueSize: Int = 1_024) throws(NATSError) {
         var config = kvConfig()
         try NATSError.check(kvConfig_Init(&config), "bucket settings")

@@ -30,18 +30,14 @@ public final class JetStream: @unchecked Sendable {
         /// Deduplication id (`Nats-Msg-Id`): a second publish with it inside the stream's
         /// duplicate window is acknowledged as a duplicate and not stored.
         public var messageID: String?
-        /// Compare-and-set on the subject: stored only if the subject's last message has this
-        /// sequence (0: the subject has no message yet). A key-value update with the revision
-        /// read, or a create.
-        public var expectedLastSubjectSequence: UInt64?
         /// Compare-and-set on the whole stream: stored only if the stream's last message has
-        /// this sequence (0: the stream is empty). Unlike the subject's, this condition holds
-        /// against concurrent writers on a replicated stream (docs/cluster.md).
+        /// this sequence (0: the stream is empty). This is the condition that holds against
+        /// concurrent writers on a replicated stream; the subject's expected last sequence does
+        /// not in nats-server 2.9, so it is not offered (docs/cluster.md).
         public var expectedLastSequence: UInt64?
 
-        public init(messageID: String? = nil, expectedLastSubjectSequence: UInt64? = nil, expectedLastSequence: UInt64? = nil) {
+        public init(messageID: String? = nil, expectedLastSequence: UInt64? = nil) {
             self.messageID = messageID
-            self.expectedLastSubjectSequence = expectedLastSubjectSequence
             self.expectedLastSequence = expectedLastSequence
         }
     }
@@ -100,9 +96,6 @@ public final class JetStream: @unchecked Sendable {
         var options = jsPubOptions()
         jsPubOptions_Init(&options)
         options.MaxWait = connection.settings.requestTimeout.milliseconds
-        if let expected = conditions.expectedLastSubjectSequence {
-            if expected == 0 { options.ExpectNoMessage = true } else { options.ExpectLastSubjectSeq = expected }
-        }
         if let expected = conditions.expectedLastSequence {
             // The client leaves 0 out (it means "not set" to it); the server reads it as "empty".
             if expected == 0 { natsMsgHeader_Set(message, "Nats-Expected-Last-Sequence", "0") } else { options.ExpectLastSeq = expected }

@@ -1,5 +1,6 @@
 import CNATS
 import Glibc
+import Synchronization
 import TouchlineRuntime
 
 /// One connection to a NATS cluster: the one place the gateway calls the NATS C client's
@@ -35,19 +36,19 @@ public final class NATSConnection: @unchecked Sendable {
     /// reason. `events` runs on `loop` for every later event.
     public static func connect(_ settings: NATSSettings, loop: EventLoop,
                                events: @escaping @Sendable (Event) -> Void) throws(NATSError) -> NATSConnection {
-        let listener = Unmanaged.passRetained(EventSink(loop: loop, deliver: events))
+        let listener = EventSink.register(EventSink(loop: loop, deliver: events))
         var options: OpaquePointer?
         do {
             try NATSError.check(natsOptions_Create(&options), "create NATS options")
             defer { natsOptions_Destroy(options) }
             try apply(settings, to: options!)
-            try install(listener.toOpaque(), on: options!)
+            try install(listener, on: options!)
             var connection: OpaquePointer?
             try NATSError.check(natsConnection_Connect(&connection, options),
                                 "connect to \(settings.servers.joined(separator: ", "))")
             return NATSConnection(handle: connection!, settings: settings)
         } catch {
-            listener.release()
+            EventSink.unregister(listener)
             throw error
         }
     }
@@ -131,28 +132,32 @@ public final class NATSConnection: @unchecked Sendable {
         }
     }
 
-    /// Connection callbacks: each hands its event to the sink's loop. The closed callback is
-    /// the last one the client makes, so it releases the sink.
+    /// Connection callbacks: each hands its event to the sink's loop. The closed callback
+    /// unregisters the sink; a callback after it (the client's error callback can still come,
+    /// from a subscription's thread) finds no sink and is dropped.
     private static func install(_ sink: UnsafeMutableRawPointer, on options: OpaquePointer) throws(NATSError) {
         try NATSError.check(natsOptions_SetDisconnectedCB(options, { _, context in
-            EventSink.from(context).send(.disconnected)
+            EventSink.find(context)?.send(.disconnected)
         }, sink), "NATS disconnected callback")
         try NATSError.check(natsOptions_SetReconnectedCB(options, { connection, context in
             var buffer = [CChar](repeating: 0, count: 256)
             _ = natsConnection_GetConnectedUrl(connection, &buffer, buffer.count)
-            EventSink.from(context).send(.reconnected(server: buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }))
+            EventSink.find(context)?.send(.reconnected(server: buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }))
         }, sink), "NATS reconnected callback")
         try NATSError.check(natsOptions_SetErrorHandler(options, { _, _, status, context in
-            EventSink.from(context).send(.error(String(cString: natsStatus_GetText(status))))
+            EventSink.find(context)?.send(.error(String(cString: natsStatus_GetText(status))))
         }, sink), "NATS error callback")
         try NATSError.check(natsOptions_SetClosedCB(options, { _, context in
-            let sink = Unmanaged<EventSink>.fromOpaque(context!)
-            sink.takeUnretainedValue().send(.closed)
-            sink.release()
+            EventSink.find(context)?.send(.closed)
+            EventSink.unregister(context)
         }, sink), "NATS closed callback")
     }
 
     /// Where a connection's events go: a loop and its handler.
+    ///
+    /// The client's callbacks carry the sink's number in a registry, not a pointer to it: the
+    /// closed callback is not always the client's last (an error callback after it crashed a
+    /// test run when it released the sink), and a number no longer registered is harmless.
     private final class EventSink: Sendable {
         let loop: EventLoop
         let deliver: @Sendable (Event) -> Void
@@ -160,9 +165,27 @@ public final class NATSConnection: @unchecked Sendable {
             self.loop = loop
             self.deliver = deliver
         }
-        static func from(_ context: UnsafeMutableRawPointer?) -> EventSink {
-            Unmanaged<EventSink>.fromOpaque(context!).takeUnretainedValue()
+
+        private static let registry = Mutex<(next: UInt, sinks: [UInt: EventSink])>((1, [:]))
+
+        /// Registers `sink`; the context the client hands back to the callbacks.
+        static func register(_ sink: EventSink) -> UnsafeMutableRawPointer {
+            let number = registry.withLock { registry in
+                defer { registry.next += 1 }
+                registry.sinks[registry.next] = sink
+                return registry.next
+            }
+            return UnsafeMutableRawPointer(bitPattern: number)!
         }
+
+        static func find(_ context: UnsafeMutableRawPointer?) -> EventSink? {
+            registry.withLock { $0.sinks[UInt(bitPattern: context)] }
+        }
+
+        static func unregister(_ context: UnsafeMutableRawPointer?) {
+            _ = registry.withLock { $0.sinks.removeValue(forKey: UInt(bitPattern: context)) }
+        }
+
         func send(_ event: Event) {
             let deliver = deliver
             loop.execute { deliver(event) }

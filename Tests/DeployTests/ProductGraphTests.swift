@@ -51,9 +51,11 @@ import TestSlots
         #expect(!Self.closure(of: "APNsMock", in: graph).contains("LoadKit"))
     }
 
-    /// The in-memory stores and APNs dispatch are for tests only, and the child processes for the
-    /// tests and the load tool: neither is linked into the gateway, and neither is a product.
-    @Test(arguments: [("TouchlineTesting", "StoreContractTests", ["touchline-load"]), ("ChildProcesses", "TouchlineTests", [])])
+    /// The in-memory stores and APNs dispatch and the heavy tests' slots are for tests only, and
+    /// the child processes for the tests and the load tool: none is linked into the gateway, and
+    /// none is a product.
+    @Test(arguments: [("TouchlineTesting", "StoreContractTests", ["touchline-load"]), ("ChildProcesses", "TouchlineTests", []),
+                      ("TestSlots", "TouchlineTests", ["touchline-load"])])
     func theTestSupportModulesAreLinkedByTestsOnly(module: String, aTestTargetUsingIt: String, alsoKeptFrom: [String]) async throws {
         let (graph, libraries) = try await Self.describePackage()
         #expect(graph[module] != nil, "the module is gone or renamed: \(graph.keys.sorted())")

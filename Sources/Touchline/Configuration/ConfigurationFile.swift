@@ -35,7 +35,7 @@ struct ConfigurationFile {
     private mutating func read(_ root: JSONValue) {
         guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy",
                                                           "personalQueue", "log", "metrics", "http", "webhooks", "idempotency",
-                                                          "providerRateLimit"]) else {
+                                                          "providerRateLimit", "store"]) else {
             return
         }
         layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
@@ -71,6 +71,9 @@ struct ConfigurationFile {
         } }
         layer.providerRateLimit = members["providerRateLimit"].flatMap { convert($0, at: "providerRateLimit") { value throws(InvalidConfigurationValue) in
             try KeyRateLimit(json: value)
+        } }
+        layer.store = members["store"].flatMap { convert($0, at: "store") { value throws(InvalidConfigurationValue) in
+            try StoreSettings(json: value, defaultInstance: StoreSettings.hostInstance)
         } }
     }
 

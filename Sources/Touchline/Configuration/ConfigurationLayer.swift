@@ -39,6 +39,7 @@ struct ConfigurationLayer {
     var webhooks: SourcedSetting<WebhookSettings>?
     var idempotency: SourcedSetting<IdempotencySettings>?
     var providerRateLimit: SourcedSetting<KeyRateLimit>?
+    var store: SourcedSetting<StoreSettings>?
 
     mutating func overlay(_ later: ConfigurationLayer) {
         configPath = later.configPath ?? configPath
@@ -63,6 +64,7 @@ struct ConfigurationLayer {
         webhooks = later.webhooks ?? webhooks
         idempotency = later.idempotency ?? idempotency
         providerRateLimit = later.providerRateLimit ?? providerRateLimit
+        store = later.store ?? store
     }
 
     /// Sets `setting` from the text of an environment variable or flag. Admin and provider keys

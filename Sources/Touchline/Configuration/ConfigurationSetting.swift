@@ -46,7 +46,7 @@ struct ConfigurationSetting: Sendable, Hashable {
     static let all: [ConfigurationSetting] = [
         .config, .development, .listen, .dataDirectory, .maxBodyBytes, .apnsKeyPath, .apnsKeyID, .apnsTeamID, .apnsBundleID,
         .apnsEnvironment, .apnsCAFile, .apnsBroadcastHost, .adminKey, .apiKeys, .defaultPolicy, .personalQueue, .logLevel, .metrics,
-        .http, .webhooks, .idempotency, .providerRateLimit,
+        .http, .webhooks, .idempotency, .providerRateLimit, .store,
     ]
 }
 
@@ -191,6 +191,13 @@ extension ConfigurationSetting {
             layer.providerRateLimit = SourcedSetting(value: try KeyRateLimit(json: try parseJSON(text)), source: source)
         },
         show: { $0.providerRateLimit.map { ConfigurationValueText.fields(of: $0) } ?? "none" })
+    static let store = Self(
+        "--store", "JSON", file: "store", environment: "TOUCHLINE_STORE", title: "store settings",
+        help: "where acknowledged data lives: {\"backend\": \"sqlite\"} (default) or \"jetstream\" with servers, instance, prefix, replicas, partitions..., as JSON",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.store = SourcedSetting(value: try StoreSettings(json: try parseJSON(text), defaultInstance: StoreSettings.hostInstance), source: source)
+        },
+        show: { $0.store.jetStream.map { "jetstream: \($0.summary)" } ?? "sqlite (in the data directory)" })
 }
 
 extension GatewayConfiguration {

@@ -46,6 +46,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// The request rate limit of provider keys without a `rateLimit` of their own
     /// (`providerRateLimit`); nil: none. Admin keys are limited only by their own.
     public var providerRateLimit: KeyRateLimit?
+    /// Where acknowledged data lives: SQLite in ``dataDirectory`` (the default), or a NATS
+    /// JetStream cluster shared with other gateways (`store`; docs/cluster.md).
+    public var store = StoreSettings()
 
     /// Apple's servers, or the bundled mock (development mode).
     public enum APNsMode: String, Sendable, Equatable {

@@ -525,10 +525,11 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                                  ("--metrics JSON", "TOUCHLINE_METRICS"), ("--http JSON", "TOUCHLINE_HTTP"),
                                  ("--dev ", "TOUCHLINE_DEV"), ("--apns-broadcast-host HOST[:PORT]", "TOUCHLINE_APNS_BROADCAST_HOST"),
                                  ("--webhooks JSON", "TOUCHLINE_WEBHOOKS"),
-                                 ("--idempotency JSON", "TOUCHLINE_IDEMPOTENCY"), ("--provider-rate-limit JSON", "TOUCHLINE_PROVIDER_RATE_LIMIT")] {
+                                 ("--idempotency JSON", "TOUCHLINE_IDEMPOTENCY"), ("--provider-rate-limit JSON", "TOUCHLINE_PROVIDER_RATE_LIMIT"),
+                                 ("--store JSON", "TOUCHLINE_STORE")] {
             #expect(entries.contains { $0.hasPrefix("  \(flag)") && $0.hasSuffix("[\(variable)]") }, "\(flag)")
         }
-        #expect(entries.count == 22)
+        #expect(entries.count == 23)
         #expect(GatewayConfiguration.commandLineOptions.map(\.name).count == Set(GatewayConfiguration.commandLineOptions.map(\.name)).count)
     }
 }

@@ -100,15 +100,16 @@ extension JetStream {
         return Self.state(of: info!)
     }
 
-    /// The sequence of the last message stored on `subject` in `stream`, or nil if it has none.
-    public func lastSequence(stream: String, subject: String) throws(NATSError) -> UInt64? {
+    /// The last message stored on `subject` in `stream` (its payload, and its sequence as
+    /// ``NATSMessage/stream``), or nil if it has none.
+    public func lastMessage(stream: String, subject: String) throws(NATSError) -> (payload: [UInt8], sequence: UInt64)? {
         var message: OpaquePointer?
         var code = jsErrCode(0)
         let status = js_GetLastMsg(&message, context, stream, subject, nil, &code)
         defer { natsMsg_Destroy(message) }
         if status == NATS_NOT_FOUND || code == JSNoMessageFoundErr { return nil }
         try NATSError.check(status, jetStreamCode: code, "read the last message of \(subject)")
-        return natsMsg_GetSequence(message)
+        return (NATSMessage(copying: message!, jetStream: false).payload, natsMsg_GetSequence(message))
     }
 
     private static func state(of info: UnsafeMutablePointer<jsStreamInfo>) -> StreamState {

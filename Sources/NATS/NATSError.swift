@@ -28,7 +28,7 @@ public struct NATSError: Error, CustomStringConvertible, Sendable, Equatable {
 
     public var description: String { "\(operation): \(detail)" }
 
-    /// The publish expected another last sequence for its subject: someone else wrote first.
+    /// The publish expected another last sequence of its stream: someone else wrote first.
     public var isWrongLastSequence: Bool { jetStreamCode == Int(JSStreamWrongLastSequenceErr.rawValue) }
     /// No answer in time: the outcome is unknown (the write may or may not be stored).
     public var isTimeout: Bool { status == NATS_TIMEOUT.rawValue }

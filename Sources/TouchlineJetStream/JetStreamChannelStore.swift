@@ -237,17 +237,26 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
 
     // MARK: Replay
 
-    /// Applies `log`'s batches, in order, up to its last message at the time of the call.
+    /// Applies what was logged to `partition` since this store last read it (all of its log the
+    /// first time): a gateway that takes a partition over reads what its previous owner wrote.
+    /// Blocks until done: call it from a thread of its own, never from the store's loop.
+    public func catchUp(partition: Int) throws {
+        try replay(.partition(partition))
+    }
+
+    /// Applies `log`'s batches, in order, from the first this store has not applied up to the
+    /// log's last message at the time of the call.
     private func replay(_ log: ChannelLogLayout.Log) throws {
         let subject = layout.subject(of: log)
         let stream = layout.streamName(of: log)
+        let applied = try loop.sync { [self] in lastSequence[log] ?? 0 }
         guard let last = try JetStream.retryingTimeouts({ () throws(NATSError) in try jetStream.streamState(stream) })?.lastSequence,
-              last > 0 else {
+              last > applied else {
             return
         }
         let caughtUp = DispatchSemaphore(value: 0)
         let failure = Mutex<StoreError?>(nil)
-        let subscription = try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.subscribeOrdered(to: subject, from: .all, loop: loop) { [self] message in
+        let subscription = try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.subscribeOrdered(to: subject, from: .sequence(applied + 1), loop: loop) { [self] message in
             guard let sequence = message.stream?.sequence, sequence > (lastSequence[log] ?? 0), sequence <= last else { return }
             do throws(StoreError) {
                 let batch: WriteBatch

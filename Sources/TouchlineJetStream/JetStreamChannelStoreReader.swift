@@ -1,10 +1,10 @@
 import Synchronization
 import TouchlineStore
 
-/// Reads what a ``JetStreamChannelStore`` has had acknowledged: each call reads one state of the
-/// tables (under their lock), from any thread. After ``close()`` every read fails with
+/// Reads what a ``JetStreamChannelStore`` has had acknowledged (channels, event logs, the
+/// webhook outbox): each call reads one state of the tables (under their lock), from any thread. After ``close()`` every read fails with
 /// ``StoreError/closed``.
-public final class JetStreamChannelStoreReader: ChannelTablesReader, @unchecked Sendable {
+public final class JetStreamChannelStoreReader: ChannelTablesReader, WebhookOutboxReader, @unchecked Sendable {
     private let committed: JetStreamChannelStore.CommittedTables
     private var closed = false
 

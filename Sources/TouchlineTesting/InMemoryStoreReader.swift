@@ -105,24 +105,4 @@ public final class InMemoryStoreReader: ChannelTablesReader, PersonalJobReader, 
     }
 
     public func idempotencyRecordCount() throws(StoreError) -> Int { try read { $0.idempotency.count } }
-
-    // MARK: Webhook outbox
-
-    public func dueDeliveries(endpoint: String, at now: UnixTime, limit: Int) throws(StoreError) -> [DueWebhookDelivery] {
-        try read { $0.channelTables.dueDeliveries(endpoint: endpoint, at: now, limit: limit) }
-    }
-
-    public func nextDue(endpoint: String) throws(StoreError) -> UnixTime? { try read { $0.channelTables.nextDue(endpoint: endpoint) } }
-
-    public func events(after: Int64, limit: Int) throws(StoreError) -> [StoredWebhookEvent] {
-        try read { $0.channelTables.outboxEvents(after: after, limit: limit) }
-    }
-
-    public func oldestEventCreatedAt() throws(StoreError) -> UnixTime? { try read { $0.channelTables.oldestOutboxEventCreatedAt } }
-
-    public func lastEventID() throws(StoreError) -> Int64 { try read { $0.channelTables.lastOutboxEventID } }
-
-    public func backlog(endpoint: String) throws(StoreError) -> WebhookEndpointBacklog {
-        try read { $0.channelTables.backlog(endpoint: endpoint) }
-    }
 }

@@ -18,6 +18,9 @@ final class ChannelService: @unchecked Sendable {
     /// Runs personal jobs on the personal loop; handed a job once it is durable.
     let personal: PersonalDispatcher
     let defaultPolicy: ChannelPolicy
+    /// Whether this gateway acts for a channel now: always on its own, per partition lease in a
+    /// cluster (asked before every push).
+    let ownership: any ChannelOwnership
     let clock: any WallClock
     let log: GatewayLog
     var channels: [String: Channel] = [:]
@@ -42,13 +45,14 @@ final class ChannelService: @unchecked Sendable {
 
     init(loop: EventLoop, store: any ChannelStoreWriter, broadcastPressure: BroadcastPressure,
          dispatcher: BroadcastDispatcher,
-         personal: PersonalDispatcher, webhooks: WebhookDelivery? = nil, configuration: GatewayConfiguration, clock: any WallClock,
-         log: GatewayLog) {
+         personal: PersonalDispatcher, webhooks: WebhookDelivery? = nil, ownership: any ChannelOwnership = AllChannels(),
+         configuration: GatewayConfiguration, clock: any WallClock, log: GatewayLog) {
         self.loop = loop
         self.store = store
         self.broadcastPressure = broadcastPressure
         self.dispatcher = dispatcher
         self.personal = personal
+        self.ownership = ownership
         defaultPolicy = configuration.defaultPolicy
         self.clock = clock
         self.log = log
@@ -62,28 +66,70 @@ final class ChannelService: @unchecked Sendable {
     /// arms timers, finishes deletions that were due). `resumePersonalJobs` gets the APNs ids of
     /// the open channels once they are loaded and before any deletion closes a channel's kickoffs.
     func restore(from reader: any ChannelStoreReader, resumePersonalJobs: (_ openChannels: Set<String>) -> Void) throws {
+        let restored = try load(from: reader) { _ in true }
+        // Queued on the personal loop before the API can hand it a new job, and before any
+        // deletion below closes a channel's kickoffs.
+        let open = Set(restored.filter { $0.status == .active }.compactMap(\.apnsChannelID))
+        resumePersonalJobs(open)
+        resume(restored)
+        reconcileLostCreates()
+    }
+
+    /// Takes up the channels `belongs` picks (a partition this gateway now owns in a cluster),
+    /// as they are in the store, and resumes them as a restart would. Creates whose answer was
+    /// lost are created again: adopting orphans needs every partition's channels (see
+    /// docs/cluster.md).
+    func takeUp(from reader: any ChannelStoreReader, where belongs: (String) -> Bool) throws {
+        let restored = try load(from: reader, where: belongs)
+        for channel in restored where channel.status == .active {
+            if let apnsID = channel.apnsChannelID { personal.openKickoffs(into: apnsID) }
+        }
+        resume(restored)
+        for channel in restored where channel.lifecycle.awaitsReconciliation { lifecycle(.recreate, of: channel) }
+    }
+
+    /// Lets go of the channels `belongs` picks (a partition this gateway no longer owns): their
+    /// timers stop and answers still coming for them are dropped. What they had not sent stays
+    /// in the store for the next owner; requests waiting on them get 503 (retry: it reaches the
+    /// next owner).
+    func letGo(where belongs: (String) -> Bool) {
+        for (id, channel) in channels where belongs(id) {
+            channel.timer?.cancel()
+            channel.deletionTimer?.cancel()
+            channels[id] = nil
+            for request in channel.lifecycle.waiters + channel.gate.waiting.map(\.request) {
+                request.respond(HTTPError(status: 503, code: "channel_moving", message: "channel '\(id)' is moving to another gateway; retry",
+                                          headers: [("Retry-After", "1")]).response)
+            }
+        }
+        eventStream?.channelChanged()
+    }
+
+    private func load(from reader: any ChannelStoreReader, where belongs: (String) -> Bool) throws -> [Channel] {
         let now = clock.now()
+        var restored: [Channel] = []
         var after: String?
         while true {
             let page = try reader.channels(after: after, limit: 500)
             guard let last = page.last else { break }
-            for record in page {
+            for record in page where belongs(record.id) {
                 let channel = Channel.restored(from: record, now: now)
                 if let damage = channel.damage { log.error("channel restored as broken: \(damage)", channel: record.id) }
                 channels[record.id] = channel
+                restored.append(channel)
             }
             after = last.id
         }
-        // Queued on the personal loop before the API can hand it a new job, and before any
-        // deletion below closes a channel's kickoffs.
-        let open = Set(channels.values.filter { $0.status == .active }.compactMap(\.apnsChannelID))
-        resumePersonalJobs(open)
-        for channel in channels.values where channel.lifecycle.isLive {
+        return restored
+    }
+
+    private func resume(_ restored: [Channel]) {
+        let now = clock.now()
+        for channel in restored where channel.lifecycle.isLive {
             perform(channel.engine.tick(now: now), on: channel)
             // A deletion asked for before the restart and not confirmed: ask again.
             if channel.engine.phase == .closed { lifecycle(.deletionDue, of: channel) }
         }
-        reconcileLostCreates()
     }
 
     // MARK: Engine actions
@@ -116,7 +162,8 @@ final class ChannelService: @unchecked Sendable {
     }
 
     private func send(_ push: ChannelEngine.OutgoingPush, on channel: Channel) {
-        guard let apnsID = channel.apnsChannelID else { return }
+        // A cluster gateway whose lease just lapsed sends nothing: the next owner sends it.
+        guard let apnsID = channel.apnsChannelID, ownership.actsFor(channel.id) else { return }
         channel.activity.pushSent(push, at: clock.now())
         dispatcher.broadcast(push, on: apnsID) { [self] result in
             guard channels[channel.id] === channel else { return }

@@ -78,6 +78,18 @@ extension Gateway {
         }
     }
 
+    /// The cluster's channel store, and the personal store still in SQLite in the data directory
+    /// (the personal side is not on the cluster yet: docs/cluster.md, "Status").
+    static func clusterStores(_ node: ClusterNode, _ configuration: GatewayConfiguration) throws -> Stores {
+        let personalPath = configuration.dataDirectory + "/personal.sqlite"
+        let personalStore = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness),
+                                            faultFile: configuration.storeFaultFile)
+        let store = node.store
+        return Stores(channels: store, personal: personalStore,
+                      channelReader: { store.openReader() }, personalReader: { try SQLiteTokenReader(path: personalPath) },
+                      channelOutboxReader: { store.openReader() }, personalOutboxReader: { try SQLiteWebhookReader(path: personalPath) })
+    }
+
     /// Connects the APNs dispatches on the loops that will own them.
     package typealias APNsConnector = @Sendable (_ broadcastLoop: EventLoop, _ personalLoop: EventLoop) throws -> APNsDispatches
 

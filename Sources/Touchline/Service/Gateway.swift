@@ -39,6 +39,8 @@ public final class Gateway: Sendable {
         var router: APIRouter
         var server: UncheckedServer
         var mock: MockAPNsServer?
+        /// This gateway's part in a cluster (the `jetstream` store backend), nil on its own.
+        var cluster: ClusterNode?
         var port: Int
 
         /// Ends every grace under way at once (see ``ShutdownRequests``).
@@ -119,19 +121,35 @@ public final class Gateway: Sendable {
     private func start(settings: GatewayConfiguration.APNsSettings, mock: MockAPNsServer?) throws -> Running {
         // The stores and APNs through their protocols: SQLite and APNs connections by default (`Backends`).
         let connectAPNs = try backends.apns(APNsContext(configuration: configuration, settings: settings, clock: clock, log: log))
-        let stores = try backends.stores(configuration)
-        let (store, personalStore) = (stores.channels, stores.personal)
-        let reader: any ChannelStoreReader
-        do { reader = try stores.channelReader() } catch {
-            stores.close()
-            throw error
-        }
-        defer { reader.close() }
         let broadcastLoop = EventLoop.start(name: "touchline-broadcast")
         let ingestLoop = EventLoop.start(name: "touchline-ingest")
         let personalLoop = EventLoop.start(name: "touchline-personal")
         // Webhook delivery waits on receivers, never on the broadcast path: a loop of its own.
         let webhookLoop = EventLoop.start(name: "touchline-webhooks")
+        let loops = [broadcastLoop, ingestLoop, personalLoop, webhookLoop]
+        // A cluster gateway's channel store is the cluster's (its keeper runs on the ingest loop).
+        let cluster: ClusterNode?
+        let stores: Stores
+        let reader: any ChannelStoreReader
+        do {
+            cluster = try configuration.store.jetStream.map { try ClusterNode.connect($0, ingestLoop: ingestLoop, clock: clock, log: log.named("cluster")) }
+            do {
+                stores = try cluster.map { try Self.clusterStores($0, configuration) } ?? backends.stores(configuration)
+            } catch {
+                cluster?.close()
+                throw error
+            }
+            do { reader = try stores.channelReader() } catch {
+                stores.close()
+                cluster?.close()
+                throw error
+            }
+        } catch {
+            loops.forEach { $0.stopAndWait() }
+            throw error
+        }
+        let (store, personalStore) = (stores.channels, stores.personal)
+        defer { reader.close() }
         // Short time slices, on kernels that honour them: the broadcast path's loops (the ingest
         // loop also serves the provider API) preempt background work as soon as they wake, and
         // the personal loop, once preempted... holds a CPU for at most a short slice at a time.
@@ -160,7 +178,7 @@ public final class Gateway: Sendable {
                                          broadcastPressure: broadcastPressure,
                                          dispatcher: BroadcastDispatcher(apns: connections, ingestLoop: ingestLoop,
                                                                        pressure: broadcastPressure),
-                                         personal: personal, webhooks: webhooks,
+                                         personal: personal, webhooks: webhooks, ownership: cluster ?? AllChannels(),
                                          configuration: configuration, clock: clock, log: log.named("channels"))
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
                                                             maxBodySize: configuration.maxBodyBytes, connectionLimits: configuration.http)
@@ -183,29 +201,36 @@ public final class Gateway: Sendable {
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
                 // Stored personal jobs are queued on the personal loop before the API can hand
                 // it a new job; those found unusable are reported back to the intake.
-                try service.restore(from: unsafeReader.reader) { openChannels in
+                let resumePersonalJobs = { (openChannels: Set<String>) in
                     personal.resumeStoredJobs(openChannels: openChannels) { broken in
                         ingestLoop.execute { intake.brokenJobs = broken }
                     }
                 }
+                if let cluster {
+                    // A cluster gateway owns nothing yet: it takes partitions up as their leases come.
+                    resumePersonalJobs([])
+                    try cluster.start(service: service, router: router)
+                } else {
+                    try service.restore(from: unsafeReader.reader, resumePersonalJobs: resumePersonalJobs)
+                }
                 var serverConfiguration = httpConfiguration
                 serverConfiguration.admission = Admission(access: access, router: router, limits: operators.requestLimits).refusal
-                return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog) {
-                    router.handle($0)
+                return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog) { request in
+                    // In a cluster, a request for a channel another gateway owns is handed to it.
+                    if let cluster { cluster.route(request) } else { router.handle(request) }
                 })
             }
             webhooks.start()
             return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, webhookLoop: webhookLoop,
                            webhooks: webhooks, personal: personal, store: store,
                            personalStore: personalStore, connections: connections,
-                           service: service, tokenReader: UncheckedTokenReader(reader: tokenReader), router: router, server: server, mock: mock, port: server.server.port)
+                           service: service, tokenReader: UncheckedTokenReader(reader: tokenReader), router: router, server: server, mock: mock,
+                           cluster: cluster, port: server.server.port)
         } catch {
-            ingestLoop.stopAndWait()
-            broadcastLoop.stopAndWait()
-            personalLoop.stopAndWait()
-            webhookLoop.stopAndWait()
+            loops.forEach { $0.stopAndWait() }
             store.close()
             personalStore.close()
+            cluster?.close()
             throw error
         }
     }
@@ -286,6 +311,14 @@ public final class Gateway: Sendable {
         escalation.cancel()
         // Answers delivered during the pool shutdown run (and queue their saves) before the close.
         _ = try? await current.ingestLoop.submit {}
+        // A cluster gateway gives its partitions up (the others take them over at once), once
+        // what it queued is stored.
+        if let cluster = current.cluster {
+            await DedicatedThread.run(name: "touchline-store-drain") { current.store.close() }
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                current.ingestLoop.execute { cluster.leave { done.resume() } }
+            }
+        }
         // Commits what is queued and joins the threads: blocking, so on a thread of its own.
         await DedicatedThread.run(name: "touchline-shutdown") {
             current.webhooks.close()
@@ -295,6 +328,7 @@ public final class Gateway: Sendable {
             current.ingestLoop.stopAndWait()
             current.broadcastLoop.stopAndWait()
             current.personalLoop.stopAndWait()
+            current.cluster?.close()
             current.mock?.stop()
         }
     }

@@ -21,6 +21,8 @@ public final class HTTPRequest: @unchecked Sendable {
     public let loop: EventLoop
     /// The connection it came on, until it is answered or abandoned.
     private(set) weak var connection: HTTP1Connection?
+    /// Where the answer of a request that came without a connection goes, until it is answered.
+    private var answer: ((HTTPResponse) -> Void)?
     /// Runs once when the request is answered or abandoned (a streamed answer's end).
     var finished: (() -> Void)?
     /// True once a streamed answer has begun (``startStream(status:headers:onClose:)``):
@@ -31,7 +33,7 @@ public final class HTTPRequest: @unchecked Sendable {
     public var path: String { target.path }
 
     /// True until the request is answered or its connection is gone.
-    public var isPending: Bool { connection != nil }
+    public var isPending: Bool { connection != nil || answer != nil }
 
     init(head: HTTPRequestHead, method: HTTPMethod, body: [UInt8], connection: HTTP1Connection) {
         self.head = head
@@ -40,6 +42,20 @@ public final class HTTPRequest: @unchecked Sendable {
         self.connection = connection
         loop = connection.server.loop
         target = HTTPRequestTarget(parsing: head.target)
+    }
+
+    /// A request that came another way than over one of a server's connections (in a cluster,
+    /// handed over by the gateway that received it): it is routed like any other, and `answer`
+    /// receives its response, once, on `loop`. It cannot be answered with a stream.
+    public init(method: HTTPMethod, target: String, headers: [HTTPHeaderField], body: [UInt8], loop: EventLoop,
+                answer: @escaping (HTTPResponse) -> Void) {
+        head = HTTPRequestHead(method: method.rawValue, target: target, minorVersion: 1, fields: headers,
+                               framing: body.isEmpty ? .none : .length(UInt64(body.count)), keepAlive: true, expectsContinue: false)
+        self.method = method
+        self.body = body
+        self.loop = loop
+        self.answer = answer
+        self.target = HTTPRequestTarget(parsing: target)
     }
 
     /// The server the request arrived at, while it is pending.
@@ -59,6 +75,11 @@ public final class HTTPRequest: @unchecked Sendable {
         guard loop.inEventLoop else {
             loop.execute { self.respond(response) }
             return false
+        }
+        if let answer {
+            self.answer = nil
+            answer(response)
+            return true
         }
         guard !isStreaming, let connection else { return false }
         connection.respond(response, to: self)

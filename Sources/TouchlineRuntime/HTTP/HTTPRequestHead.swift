@@ -3,6 +3,11 @@
 public struct HTTPHeaderField: Sendable, Equatable {
     public var name: String
     public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
 }
 
 /// How the body of a request is delimited (RFC 9112 §6.3).

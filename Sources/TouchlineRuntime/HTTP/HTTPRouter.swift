@@ -69,6 +69,13 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
         }
     }
 
+    /// Whether `request` may use `route` (found by ``resolve(method:path:)``): the caller, or
+    /// the refusal (401, 403). For a front that decides where a request is served before it is
+    /// handled (in a cluster: here, or at the gateway owning its channel).
+    public func authorize(_ request: HTTPRequest, for route: Route, parameters: HTTPRouteParameters) throws(HTTPError) -> Authorizer.Caller {
+        try authorizer.authorize(request, for: route.scope, parameters: parameters)
+    }
+
     /// What ``handle(_:)`` would route `method` and `path` to.
     public enum Resolution: Sendable {
         case found(Route, HTTPRouteParameters)

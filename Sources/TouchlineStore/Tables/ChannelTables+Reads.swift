@@ -82,3 +82,23 @@ extension ChannelTablesReader {
         try readTables { $0.events(channelID: channelID, afterSeq: afterSeq, limit: limit) }
     }
 }
+
+/// The reads of ``WebhookOutboxReader`` for a reader of tables held in memory: one committed
+/// state of the tables' outbox each.
+extension WebhookOutboxReader where Self: ChannelTablesReader {
+    public func dueDeliveries(endpoint: String, at now: UnixTime, limit: Int) throws(StoreError) -> [DueWebhookDelivery] {
+        try readTables { $0.dueDeliveries(endpoint: endpoint, at: now, limit: limit) }
+    }
+
+    public func nextDue(endpoint: String) throws(StoreError) -> UnixTime? { try readTables { $0.nextDue(endpoint: endpoint) } }
+
+    public func events(after: Int64, limit: Int) throws(StoreError) -> [StoredWebhookEvent] {
+        try readTables { $0.outboxEvents(after: after, limit: limit) }
+    }
+
+    public func oldestEventCreatedAt() throws(StoreError) -> UnixTime? { try readTables { $0.oldestOutboxEventCreatedAt } }
+
+    public func lastEventID() throws(StoreError) -> Int64 { try readTables { $0.lastOutboxEventID } }
+
+    public func backlog(endpoint: String) throws(StoreError) -> WebhookEndpointBacklog { try readTables { $0.backlog(endpoint: endpoint) } }
+}

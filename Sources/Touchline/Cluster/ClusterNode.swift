@@ -1,0 +1,323 @@
+import Foundation
+import NATS
+import Synchronization
+import TouchlineCore
+import TouchlineJetStream
+import TouchlineRuntime
+import TouchlineStore
+
+/// One gateway's part in a cluster (the `jetstream` backend, docs/cluster.md): its NATS
+/// connection, the channel store on the partition logs, the lease keeper that says which
+/// partitions it owns, taking partitions up and letting them go, and the hand-over of provider
+/// requests to the gateway that owns their channel.
+///
+/// Threads: the keeper, the partitions' states, forwarding and the owner's subscriptions are
+/// confined to the ingest loop (they work hand in hand with ``ChannelService``); the channel
+/// store has a loop of its own; reading a partition's log when it is taken up blocks, so it runs
+/// on a thread of its own and hops back to the ingest loop with `execute`.
+final class ClusterNode: ChannelOwnership, @unchecked Sendable {
+    /// How long a forwarded request waits for the owner's answer (a create waits for APNs too).
+    static let forwardTimeout: Duration = .seconds(10)
+    /// How soon a partition whose log could not be read is tried again.
+    static let catchUpRetry: Duration = .seconds(1)
+
+    let settings: JetStreamSettings
+    let connection: NATSConnection
+    let store: JetStreamChannelStore
+    let storeLoop: EventLoop
+    let partitioning: ChannelPartitioning
+    private let keeper: PartitionLeaseKeeper
+    private let relay: OwnershipRelay
+    /// How long others wait before taking a silent owner's partitions.
+    private let leaseTTL: Duration
+    private let ingestLoop: EventLoop
+    private let log: GatewayLog
+    private let connectionState: ConnectionState
+
+    // Confined to the ingest loop.
+    private var requests: NATSRequests?
+    private var partitions: [Int: PartitionState] = [:]
+    private var service: ChannelService?
+    private var router: APIRouter?
+    private var left: [() -> Void] = []
+    private var hasLeft = false
+
+    private enum PartitionState {
+        /// Its log is being read; requests for it get 503 meanwhile.
+        case restoring(Fence)
+        /// Its channels run here; forwarded requests for it are served.
+        case serving(Fence, NATSSubscription)
+    }
+
+    /// Connects to the cluster, opens the channel store (creating the streams and the lease
+    /// bucket if needed) and prepares the keeper; nothing is owned until ``start(service:router:)``.
+    /// Blocking: call it while the gateway starts, never on a loop. Throws naming the servers
+    /// and the client's reason when the cluster cannot be reached.
+    static func connect(_ settings: JetStreamSettings, ingestLoop: EventLoop, clock: any WallClock, log: GatewayLog) throws -> ClusterNode {
+        let storeLoop = EventLoop.start(name: "touchline-store")
+        let connectionState = ConnectionState()
+        do {
+            let connection = try NATSConnection.connect(settings.natsSettings, loop: storeLoop) { event in
+                switch event {
+                case .disconnected:
+                    connectionState.isUp.store(false, ordering: .relaxed)
+                    log.warning("lost the NATS server; reconnecting (ingest answers 503 meanwhile)")
+                case .reconnected(let server):
+                    connectionState.isUp.store(true, ordering: .relaxed)
+                    log.notice("reconnected to NATS server \(server)")
+                case .error(let message):
+                    log.warning("NATS: \(message)")
+                case .closed:
+                    break
+                }
+            }
+            do {
+                guard let partitioning = ChannelPartitioning(count: settings.partitions) else {
+                    throw GatewayError.startup("store.partitions \(settings.partitions) is not a partition count")
+                }
+                let jetStream = try JetStream(connection)
+                try ClusterDescriptor.agree(partitions: settings.partitions, prefix: settings.prefix, replicas: settings.replicas,
+                                            jetStream: jetStream, loop: storeLoop)
+                let layout = ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning)
+                let store = try JetStreamChannelStore.open(jetStream: jetStream, layout: layout, replicas: settings.replicas, partitions: [],
+                                                           loop: storeLoop, clock: clock)
+                let relay = OwnershipRelay()
+                let leases = try LeaseSettings(partitionCount: settings.partitions)
+                let keeper = try PartitionLeaseKeeper.make(jetStream: jetStream, bucket: "\(settings.prefix)_leases", replicas: settings.replicas,
+                                                           instance: settings.instance, settings: leases, loop: ingestLoop) { relay.handler?($0) }
+                return ClusterNode(settings: settings, connection: connection, store: store, storeLoop: storeLoop, partitioning: partitioning,
+                                   keeper: keeper, relay: relay, leaseTTL: leases.leaseTTL, ingestLoop: ingestLoop, connectionState: connectionState,
+                                   log: log)
+            } catch {
+                connection.close()
+                throw error
+            }
+        } catch let error as NATSError {
+            storeLoop.stopAndWait()
+            throw GatewayError.startup("cannot use the NATS cluster (store.servers \(settings.servers.joined(separator: ", "))): \(error)")
+        } catch {
+            storeLoop.stopAndWait()
+            throw error
+        }
+    }
+
+    private init(settings: JetStreamSettings, connection: NATSConnection, store: JetStreamChannelStore, storeLoop: EventLoop,
+                 partitioning: ChannelPartitioning, keeper: PartitionLeaseKeeper, relay: OwnershipRelay, leaseTTL: Duration, ingestLoop: EventLoop,
+                 connectionState: ConnectionState, log: GatewayLog) {
+        self.leaseTTL = leaseTTL
+        self.settings = settings
+        self.connection = connection
+        self.store = store
+        self.storeLoop = storeLoop
+        self.partitioning = partitioning
+        self.keeper = keeper
+        self.relay = relay
+        self.ingestLoop = ingestLoop
+        self.connectionState = connectionState
+        self.log = log
+    }
+
+    /// Whether the NATS connection is up, as its events (on the store's loop) report it.
+    private final class ConnectionState: Sendable {
+        let isUp = Atomic<Bool>(true)
+    }
+
+    /// The keeper's ownership changes, handed on to the node once it has started (the keeper
+    /// reports nothing before). Confined to the ingest loop.
+    private final class OwnershipRelay: @unchecked Sendable {
+        var handler: ((PartitionLeaseKeeper.Ownership) -> Void)?
+    }
+
+    // MARK: Running
+
+    /// Starts taking part (on the ingest loop): the keeper joins, and partitions are taken up as
+    /// their leases are granted.
+    func start(service: ChannelService, router: APIRouter) throws {
+        self.service = service
+        self.router = router
+        requests = try NATSRequests(connection: connection, loop: ingestLoop)
+        relay.handler = { [weak self] change in self?.ownershipChanged(change) }
+        try keeper.start()
+    }
+
+    /// Whether this gateway acts for `channelID` now: its partition is taken up here and its
+    /// lease still valid at this instant. Asked before every push.
+    func actsFor(_ channelID: String) -> Bool {
+        let partition = partitioning.partition(of: channelID)
+        guard case .serving? = partitions[partition] else { return false }
+        return keeper.fence(for: partition) != nil
+    }
+
+    /// True while the NATS connection is up (readiness; ingest answers 503 otherwise).
+    var isConnected: Bool { connectionState.isUp.load(ordering: .relaxed) }
+
+    /// The partitions served here, for `/readyz` and `/metrics`.
+    var servedPartitions: [Int] {
+        partitions.compactMap { if case .serving = $1 { $0 } else { nil } }.sorted()
+    }
+
+    private func ownershipChanged(_ change: PartitionLeaseKeeper.Ownership) {
+        switch change {
+        case .start(let partition, let fence):
+            partitions[partition] = .restoring(fence)
+            catchUp(partition, fence: fence)
+        case .stop(let partition):
+            let state = partitions.removeValue(forKey: partition)
+            if case .serving(_, let subscription)? = state {
+                subscription.cancel()
+                service?.letGo { partitioning.partition(of: $0) == partition }
+                log.notice("let go of partition \(partition)")
+            }
+        case .left:
+            hasLeft = true
+            left.forEach { $0() }
+            left = []
+        }
+    }
+
+    /// Reads the partition's log up to its end (another gateway may have written it), then
+    /// takes its channels up, if the lease that asked for it still holds.
+    private func catchUp(_ partition: Int, fence: Fence) {
+        let store = store, ingestLoop = ingestLoop
+        Thread { [weak self] in
+            let failure: (any Error)? = Result(catching: { try store.catchUp(partition: partition) }).failure
+            ingestLoop.execute { [weak self] in self?.caughtUp(partition, fence: fence, failure: failure) }
+        }.start()
+    }
+
+    private func caughtUp(_ partition: Int, fence: Fence, failure: (any Error)?) {
+        guard case .restoring(let asked)? = partitions[partition], asked == fence else { return }
+        if let failure {
+            log.error("reading partition \(partition)'s log failed; trying again", error: failure)
+            let timer = LoopTimer(loop: ingestLoop) { [weak self] in
+                guard let self, case .restoring(let now)? = partitions[partition], now == fence else { return }
+                catchUp(partition, fence: fence)
+            }
+            timer.schedule(after: Self.catchUpRetry)
+            return
+        }
+        do {
+            let subscription = try NATSSubscription.subscribe(connection, to: ownerSubject(partition), queue: "owners", loop: ingestLoop) {
+                [weak self] message in self?.serve(message, partition: partition)
+            }
+            let reader = store.openReader()
+            defer { reader.close() }
+            try service?.takeUp(from: reader) { partitioning.partition(of: $0) == partition }
+            partitions[partition] = .serving(fence, subscription)
+            log.notice("took up partition \(partition) (\(fence))")
+        } catch {
+            log.error("taking up partition \(partition) failed; trying again", error: error)
+            partitions[partition] = .restoring(fence)
+            let timer = LoopTimer(loop: ingestLoop) { [weak self] in self?.catchUp(partition, fence: fence) }
+            timer.schedule(after: Self.catchUpRetry)
+        }
+    }
+
+    // MARK: Requests
+
+    /// Where a provider request is served: here when its channel's partition is served here
+    /// (or it concerns no channel), else at the partition's owner, whose answer is relayed.
+    /// Unauthorized requests are refused here, never sent on.
+    func route(_ request: HTTPRequest) {
+        guard let router else { return }
+        guard case .found(let route, let parameters) = router.resolve(method: request.method, path: request.path),
+              let channelID = channelID(of: request, scope: route.scope, parameters: parameters) else {
+            return router.handle(request)
+        }
+        let partition = partitioning.partition(of: channelID)
+        if case .serving? = partitions[partition], keeper.fence(for: partition) != nil { return router.handle(request) }
+        do throws(HTTPError) {
+            _ = try router.authorize(request, for: route, parameters: parameters)
+            guard isConnected else {
+                throw HTTPError(status: 503, code: "cluster_unavailable", message: "this gateway has lost its NATS cluster; retry shortly",
+                                headers: [("Retry-After", "1")])
+            }
+        } catch {
+            request.respond(error.response)
+            return
+        }
+        forward(request, channelID: channelID, partition: partition)
+    }
+
+    /// The channel a request concerns: the path's for channel routes, the body's `id` for a create.
+    private func channelID(of request: HTTPRequest, scope: APIScope, parameters: HTTPRouteParameters) -> String? {
+        if case .channel(let parameter) = scope { return parameters[parameter] }
+        guard request.method == .post, request.path == "/v1/channels" || request.path == "/v1/channels/",
+              case .string(let id)? = (try? JSONParser.parse(request.body))?[member: "id"] else { return nil }
+        return id
+    }
+
+    private func forward(_ request: HTTPRequest, channelID: String, partition: Int) {
+        guard let requests else { return }
+        requests.request(ForwardedRequest(of: request).encoded, to: ownerSubject(partition), timeout: Self.forwardTimeout) { result in
+            switch result {
+            case .success(let message):
+                do {
+                    request.respond(try ForwardedResponse(decoding: message.payload).response)
+                } catch {
+                    request.respond(HTTPError(status: 502, code: "owner_answer_unreadable",
+                                              message: "the gateway owning channel '\(channelID)' answered with unreadable bytes: \(error)").response)
+                }
+            case .failure(.noResponders):
+                request.respond(HTTPError(status: 503, code: "channel_moving",
+                                          message: "no gateway serves channel '\(channelID)' right now (partition \(partition) is moving); retry",
+                                          headers: [("Retry-After", "1")]).response)
+            case .failure(.timedOut(_, let after)):
+                request.respond(HTTPError(status: 503, code: "owner_timeout",
+                                          message: "the gateway owning channel '\(channelID)' did not answer within \(after); it may have acted on the request: retry it (events are idempotent by seq)",
+                                          headers: [("Retry-After", "1")]).response)
+            case .failure(.notSent(let error)):
+                request.respond(HTTPError(status: 503, code: "cluster_unavailable", message: "the request could not be handed to its channel's gateway: \(error)",
+                                          headers: [("Retry-After", "1")]).response)
+            }
+        }
+    }
+
+    /// A request handed over by another gateway, for a partition served here.
+    private func serve(_ message: NATSMessage, partition: Int) {
+        guard let reply = message.reply, let router else { return }
+        let connection = connection
+        let answer: (HTTPResponse) -> Void = { response in try? connection.publish(ForwardedResponse(response).encoded, to: reply) }
+        guard case .serving? = partitions[partition], keeper.fence(for: partition) != nil else {
+            return answer(HTTPError(status: 503, code: "channel_moving", message: "partition \(partition) is moving to another gateway; retry",
+                                    headers: [("Retry-After", "1")]).response)
+        }
+        do {
+            router.handle(try ForwardedRequest(decoding: message.payload).request(on: ingestLoop, answer: answer))
+        } catch {
+            answer(HTTPError(status: 400, code: "forwarded_request_unreadable", message: "a gateway handed over unreadable bytes: \(error)").response)
+        }
+    }
+
+    private func ownerSubject(_ partition: Int) -> String { "\(settings.prefix).owner.\(partition)" }
+
+    // MARK: Leaving
+
+    /// Gives every partition up (the others take them over at once) and calls `done` on the
+    /// ingest loop when the keeper has left, or after a lease's time at most.
+    func leave(done: @escaping () -> Void) {
+        guard !hasLeft else { return done() }
+        var called = false
+        let once = { if !called { called = true; done() } }
+        left.append(once)
+        let timer = LoopTimer(loop: ingestLoop) { once() }
+        timer.schedule(after: leaseTTL)
+        keeper.shutdown()
+    }
+
+    /// Closes the store (waiting for its queued writes), the connection and the store's loop.
+    /// Blocking: call it off the loops.
+    func close() {
+        store.close()
+        connection.close()
+        storeLoop.stopAndWait()
+    }
+}
+
+extension Result where Success == Void {
+    /// The error, if any.
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

@@ -160,12 +160,22 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         }
         guard let batch, !batch.isEmpty else { return finish(.success(answer), completion: completion) }
         written += 1
-        let tables = checked
         publish(batch.binaryEncoded, to: log, id: "\(writerID):\(written)", since: ContinuousClock.now) { [self] result in
             switch result {
             case .success(let sequence):
                 lastSequence[log] = sequence
-                committed.tables.withLock { $0 = tables }
+                // Applied to the tables as they are now, not to the copy it was checked on: a
+                // partition taken up meanwhile may have been read into them. The batch concerns
+                // only its own partition, which nothing else changes, so it applies as checked.
+                committed.tables.withLock { current in
+                    var next = current
+                    do throws(StoreError) {
+                        for operation in batch.operations { try next.apply(operation) }
+                        current = next
+                    } catch {
+                        preconditionFailure("a logged batch no longer applies to the tables it was checked against: \(error)")
+                    }
+                }
                 finish(.success(answer), completion: completion)
             case .failure(let error):
                 finish(.failure(error), completion: completion)
@@ -263,8 +273,12 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                 do { batch = try WriteBatch(binaryEncoded: message.payload) } catch {
                     throw .refused("\(log), log sequence \(sequence): \(error)")
                 }
-                try committed.tables.withLock { tables throws(StoreError) in
-                    for operation in batch.operations { try tables.apply(operation) }
+                do {
+                    try committed.tables.withLock { tables throws(StoreError) in
+                        for operation in batch.operations { try tables.apply(operation) }
+                    }
+                } catch {
+                    throw .refused("\(log), log sequence \(sequence) cannot be applied: \(error)")
                 }
                 lastSequence[log] = sequence
             } catch {

@@ -61,7 +61,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                 switch event {
                 case .disconnected:
                     connectionState.isUp.store(false, ordering: .relaxed)
-                    log.warning("lost the NATS server; reconnecting (ingest answers 503 meanwhile)")
+                    if !connectionState.isClosing.load(ordering: .relaxed) {
+                        log.warning("lost the NATS server; reconnecting (requests for other gateways' channels answer 503 meanwhile)")
+                    }
                 case .reconnected(let server):
                     connectionState.isUp.store(true, ordering: .relaxed)
                     log.notice("reconnected to NATS server \(server)")
@@ -120,6 +122,8 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// Whether the NATS connection is up, as its events (on the store's loop) report it.
     private final class ConnectionState: Sendable {
         let isUp = Atomic<Bool>(true)
+        /// Set by ``close()``: the disconnection that follows is no news.
+        let isClosing = Atomic<Bool>(false)
     }
 
     /// The keeper's ownership changes, handed on to the node once it has started (the keeper
@@ -200,13 +204,16 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             let subscription = try NATSSubscription.subscribe(connection, to: ownerSubject(partition), queue: "owners", loop: ingestLoop) {
                 [weak self] message in self?.serve(message, partition: partition)
             }
+            // Served from now on: the channels taken up below push what they had pending at once.
+            partitions[partition] = .serving(fence, subscription)
             let reader = store.openReader()
             defer { reader.close() }
             try service?.takeUp(from: reader) { partitioning.partition(of: $0) == partition }
-            partitions[partition] = .serving(fence, subscription)
             log.notice("took up partition \(partition) (\(fence))")
         } catch {
             log.error("taking up partition \(partition) failed; trying again", error: error)
+            if case .serving(_, let subscription)? = partitions[partition] { subscription.cancel() }
+            service?.letGo { partitioning.partition(of: $0) == partition }
             partitions[partition] = .restoring(fence)
             let timer = LoopTimer(loop: ingestLoop) { [weak self] in self?.catchUp(partition, fence: fence) }
             timer.schedule(after: Self.catchUpRetry)
@@ -309,6 +316,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// Blocking: call it off the loops.
     func close() {
         store.close()
+        connectionState.isClosing.store(true, ordering: .relaxed)
         connection.close()
         storeLoop.stopAndWait()
     }

@@ -1,0 +1,224 @@
+import APNsMock
+import Foundation
+import Synchronization
+import Testing
+import TestSlots
+import Touchline
+import TouchlineCore
+import TouchlineTesting
+
+/// Several gateways on one real 3-node NATS JetStream cluster (the `jetstream` store backend):
+/// any of them takes any request, each channel is run by the gateway owning its partition, and
+/// what reaches APNs keeps each channel's order.
+@Suite("Gateways on a cluster", .serialized, .heavy)
+struct ClusterGatewayTests {
+    static let partitions = 8
+
+    /// A gateway of the cluster, in this process, sending to `apns`.
+    static func gateway(_ name: String, cluster: NATSCluster, apns: MockAPNsFixture) throws -> GatewayFixture {
+        try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/\(name)") { configuration in
+            configuration.store = StoreSettings(backend: .jetstream,
+                                                jetStream: JetStreamSettings(servers: cluster.urls, instance: InstanceID(name)!, partitions: Self.partitions))
+        }
+    }
+
+    @Test func eventsPostedToEveryGatewayReachAPNsInEachChannelsOrder() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture()
+        let gateways = try ["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
+        let channels = (1...6).map { "match-\($0)" }
+        for (index, id) in channels.enumerated() {
+            let api = gateways[index % 2].admin
+            var created: GatewayTestClient.Response?
+            try await eventually("channel \(id) created through \(index % 2 == 0 ? "g1" : "g2")") {
+                created = try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#)
+                return created?.status == 201
+            }
+        }
+        // Every event goes to the other gateway than the one before; the owner orders them.
+        for minute in 1...20 {
+            for (index, id) in channels.enumerated() {
+                let api = gateways[(minute + index) % 2].admin
+                let answer = try api.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": \#(minute), "patch": {"minute": \#(minute)}}"#)
+                #expect(answer.status == 202, "\(id) seq \(minute) through g\((minute + index) % 2 + 1): \(answer.text)")
+            }
+        }
+        try await eventually("every channel's last minute at APNs") {
+            let broadcasts = apns.mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.status == 200 }
+            return Set(broadcasts.filter { $0.bodyText.contains(#""minute":20"#) }.compactMap(\.channelID)).count == channels.count
+        }
+        // Each APNs channel saw its minutes in increasing order (coalescing may skip some).
+        var minutes: [String: [Int]] = [:]
+        for request in apns.mock.recordedRequests() where request.endpoint == .broadcast && request.status == 200 {
+            guard let channel = request.channelID, let range = request.bodyText.range(of: #""minute":"#) else { continue }
+            let digits = request.bodyText[range.upperBound...].prefix { $0.isNumber }
+            minutes[channel, default: []].append(Int(digits)!)
+        }
+        #expect(minutes.count == channels.count)
+        for (channel, seen) in minutes {
+            #expect(seen == seen.sorted() && Set(seen).count == seen.count, "\(channel): \(seen)")
+        }
+        for gateway in gateways { await gateway.shutDown(removingData: false) }
+        await apns.shutDown()
+    }
+
+    /// `touchline serve` processes on the cluster; one is killed with SIGKILL while events pour in
+    /// through both. Its partitions move to the other, whose pushes of them resume within 5 s;
+    /// every acknowledged event's state reaches APNs; a state goes twice only where its push was
+    /// in flight at the kill (once per moved channel at most).
+    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    func aKilledGatewaysChannelsMoveAndNothingAcknowledgedIsLost() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture()
+        func serve(_ name: String) async throws -> ServeProcess {
+            let store = #"{"backend": "jetstream", "servers": [\#(cluster.urls.map { "\"\($0)\"" }.joined(separator: ","))], "instance": "\#(name)", "partitions": \#(Self.partitions)}"#
+            return try await ServeProcess(dataDirectory: apns.directory + "/\(name)", arguments: apns.serveArguments + ["--store", store, "--log-level", "notice"])
+        }
+        let gateways = [try await serve("g1"), try await serve("g2")]
+        let partitioning = ChannelPartitioning(count: Self.partitions)!
+        let channels = (1...16).map { "match-\($0)" }
+        for (index, id) in channels.enumerated() {
+            let api = gateways[index % 2].admin
+            try await eventually("channel \(id) created") {
+                (try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status == 201
+            }
+        }
+        try await eventually("both gateways serving") { gateways.allSatisfy { !Self.served(by: $0).isEmpty } }
+
+        // Events every 50 ms per channel, each through the gateways in turn, from a thread of its own.
+        let load = EventLoad(channels: channels, gateways: gateways.map(\.admin))
+        load.start()
+        try await eventually("events acknowledged through both gateways") { load.acknowledgedCount > 200 }
+        let victim = Self.served(by: gateways[0]).count >= Self.served(by: gateways[1]).count ? 0 : 1
+        let moved = Set(channels.filter { Self.served(by: gateways[victim]).contains(partitioning.partition(of: $0)) })
+        let apnsIDs = try Self.apnsIDs(of: channels, through: gateways[1 - victim].admin)
+        let killedAt = UnixTime(nanoseconds: Int64(Date().timeIntervalSince1970 * 1e9))
+        gateways[victim].kill9()
+        load.drop(gateway: victim)
+        try await eventually("a push of every moved channel after the kill") {
+            let after = apns.mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.status == 200 && $0.receivedAt > killedAt }
+            return moved.allSatisfy { id in after.contains { $0.channelID == apnsIDs[id] } }
+        }
+        try await Task.sleep(for: .seconds(1))
+        await load.stop()
+        let acknowledged = load.lastAcknowledged
+
+        // The last acknowledged state of every channel reaches APNs.
+        try await eventually("every channel's last acknowledged minute at APNs", timeout: .seconds(30)) {
+            let minutes = Self.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+            return channels.allSatisfy { minutes[$0]?.last == acknowledged[$0] }
+        }
+        let broadcasts = apns.mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.status == 200 }
+        let minutes = Self.minutes(broadcasts, apnsIDs: apnsIDs)
+        for id in channels {
+            let seen = minutes[id] ?? []
+            let twice = seen.count - Set(seen).count
+            #expect(twice <= (moved.contains(id) ? 1 : 0), "\(id) pushed a state twice \(twice) times: \(seen)")
+            #expect(seen == seen.sorted(), "\(id) went back in time: \(seen)")
+        }
+        // Pushes of the moved channels resumed within 5 s of the kill.
+        let firstAfter = moved.compactMap { id in broadcasts.first { $0.channelID == apnsIDs[id] && $0.receivedAt > killedAt }?.receivedAt }
+        let resumed = Duration.nanoseconds((firstAfter.max() ?? killedAt).nanoseconds - killedAt.nanoseconds)
+        print("cluster failover: the moved channels' first pushes came \(resumed) after the kill (lease TTL 3 s)")
+        #expect(resumed < .seconds(5), "pushes resumed \(resumed) after the kill")
+        #expect(!moved.isEmpty)
+        #expect(gateways[1 - victim].terminate() == 0)
+        await apns.shutDown()
+    }
+
+    /// The partitions a gateway process serves now, from its log.
+    static func served(by gateway: ServeProcess) -> Set<Int> {
+        var served = Set<Int>()
+        for line in gateway.logLines {
+            if let match = line.firstMatch(of: /took up partition (\d+)/) { served.insert(Int(match.1)!) }
+            if let match = line.firstMatch(of: /let go of partition (\d+)/) { served.remove(Int(match.1)!) }
+        }
+        return served
+    }
+
+    /// Each channel's APNs channel id, read through a gateway (any: it forwards).
+    static func apnsIDs(of channels: [String], through api: GatewayTestClient) throws -> [String: String] {
+        var ids: [String: String] = [:]
+        for id in channels {
+            ids[id] = try #require(try api.request("GET", "/v1/channels/\(id)").json?.string("apnsChannelId"), "\(id)")
+        }
+        return ids
+    }
+
+    /// The minutes each channel's broadcasts carried, in arrival order.
+    static func minutes(_ requests: [MockAPNsRecordedRequest], apnsIDs: [String: String]) -> [String: [Int]] {
+        let channelOf = Dictionary(uniqueKeysWithValues: apnsIDs.map { ($1, $0) })
+        var minutes: [String: [Int]] = [:]
+        for request in requests where request.endpoint == .broadcast && request.status == 200 {
+            guard let channel = request.channelID.flatMap({ channelOf[$0] }), let range = request.bodyText.range(of: #""minute":"#) else { continue }
+            minutes[channel, default: []].append(Int(request.bodyText[range.upperBound...].prefix { $0.isNumber })!)
+        }
+        return minutes
+    }
+}
+
+/// Events posted to every channel in turn, round-robin over the gateways still up, from a
+/// thread of its own; remembers each channel's highest acknowledged `seq` (= its `minute`).
+private final class EventLoad: Sendable {
+    private struct State {
+        var running = true
+        var down: Set<Int> = []
+        var acknowledged: [String: Int] = [:]
+        var count = 0
+    }
+
+    private let channels: [String]
+    private let gateways: [GatewayTestClient]
+    private let state = Mutex(State())
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(channels: [String], gateways: [GatewayTestClient]) {
+        self.channels = channels
+        self.gateways = gateways
+    }
+
+    func start() {
+        Thread { [self] in
+            var seq = 0, turn = 0
+            while state.withLock({ $0.running }) {
+                seq += 1
+                for id in channels {
+                    let down = state.withLock { $0.down }
+                    let up = gateways.indices.filter { !down.contains($0) }
+                    turn += 1
+                    let api = gateways[up[turn % up.count]]
+                    // A 503 (the channel moving) is sent again until it is acknowledged.
+                    for _ in 0..<100 {
+                        guard let answer = try? api.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": \#(seq), "patch": {"minute": \#(seq)}}"#) else { break }
+                        if answer.status == 202 {
+                            state.withLock { $0.acknowledged[id] = seq; $0.count += 1 }
+                            break
+                        }
+                        guard answer.status == 503 else { break }
+                        usleep(100_000)
+                    }
+                }
+                usleep(50_000)
+            }
+            finished.signal()
+        }.start()
+    }
+
+    /// The gateway is gone: its requests failed and are not counted; the rest go elsewhere.
+    func drop(gateway: Int) { state.withLock { _ = $0.down.insert(gateway) } }
+
+    var acknowledgedCount: Int { state.withLock { $0.count } }
+    var lastAcknowledged: [String: Int] { state.withLock { $0.acknowledged } }
+
+    /// Stops and returns once the last request is answered (waited for on a thread of its own).
+    func stop() async {
+        state.withLock { $0.running = false }
+        let finished = finished
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread {
+                finished.wait()
+                done.resume()
+            }.start()
+        }
+    }
+}

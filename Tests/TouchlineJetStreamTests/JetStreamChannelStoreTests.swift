@@ -58,6 +58,35 @@ struct JetStreamChannelStoreTests {
         store.close()
     }
 
+    /// A gateway taking a partition up reads its log into the tables while its writes to
+    /// partitions it already serves are in flight: each write's completion applies to the tables
+    /// as they are then, so neither the partition read nor the writes are lost.
+    @Test func aPartitionTakenUpDuringWritesToAnotherKeepsBoth() async throws {
+        let node = try await Node.start(size: 1)
+        let ids = (0..<50).map { "match-\($0)" }
+        let served = ids[0]
+        let takenUp = try #require(ids.first { Self.layout.partitioning.partition(of: $0) != Self.layout.partitioning.partition(of: served) })
+        let previousOwner = try node.open()
+        try previousOwner.write(.createChannel(Self.channel(takenUp)))
+        for seq in Int64(1)...200 { try previousOwner.write(.appendEvents([Self.event(takenUp, seq)])) }
+        previousOwner.close()
+
+        let gateway = try JetStreamChannelStore.open(jetStream: node.jetStream, layout: Self.layout, replicas: 1,
+                                                     partitions: [Self.layout.partitioning.partition(of: served)], loop: node.loop)
+        try gateway.write(.createChannel(Self.channel(served)))
+        let done = DispatchGroup()
+        for seq in Int64(1)...100 {
+            done.enter()
+            gateway.submit(WriteBatch([.appendEvents([Self.event(served, seq)])])) { _ in done.leave() }
+        }
+        try await DedicatedThread.run(name: "catch-up") { try gateway.catchUp(partition: Self.layout.partitioning.partition(of: takenUp)) }
+        await withCheckedContinuation { finished in done.notify(queue: .global()) { finished.resume() } }
+        let reader = gateway.openReader()
+        #expect(try reader.events(channelID: takenUp, afterSeq: 0, limit: 1_000).map(\.seq) == Array(1...200))
+        #expect(try reader.events(channelID: served, afterSeq: 0, limit: 1_000).map(\.seq) == Array(1...100))
+        gateway.close()
+    }
+
     @Test func killingTheLogsLeaderMidWriteLosesNoAcknowledgedBatchAndLogsNoneTwice() async throws {
         let node = try await Node.start(size: 3)
         let store = try node.open(replicas: 3)

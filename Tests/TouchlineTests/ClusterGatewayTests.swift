@@ -58,6 +58,22 @@ struct ClusterGatewayTests {
         for (channel, seen) in minutes {
             #expect(seen == seen.sorted() && Set(seen).count == seen.count, "\(channel): \(seen)")
         }
+        // Operators see the cluster: both connected, the partitions served once each, requests handed over.
+        var served: [[Int64]] = []
+        for gateway in gateways {
+            let ready = try gateway.admin.request("GET", "/readyz")
+            #expect(ready.status == 200, "\(ready.text)")
+            let cluster = try #require(ready.json?[member: "cluster"], "\(ready.text)")
+            #expect(cluster[member: "connected"] == .bool(true))
+            #expect(cluster[member: "members"] == .array([.string("g1"), .string("g2")]), "\(ready.text)")
+            guard case .array(let partitions)? = cluster[member: "servedPartitions"] else { continue }
+            served.append(partitions.compactMap { if case .integer(let number) = $0 { number } else { nil } })
+        }
+        #expect(served.flatMap { $0 }.sorted() == (0..<Int64(Self.partitions)).map { $0 }, "\(served)")
+        let metrics = try gateways[0].admin.request("GET", "/metrics").text
+        #expect(metrics.contains(#"touchline_cluster_connected{instance="g1"} 1"#))
+        #expect(metrics.contains(#"touchline_cluster_partitions_served{instance="g1"} \#(served[0].count)"#), "\(metrics)")
+        #expect(metrics.contains(#"touchline_cluster_forwarded_requests_total{instance="g1",outcome="answered"}"#))
         for gateway in gateways { await gateway.shutDown(removingData: false) }
         await apns.shutDown()
     }

@@ -155,6 +155,12 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// True while the NATS connection is up (readiness; ingest answers 503 otherwise).
     var isConnected: Bool { connectionState.isUp.load(ordering: .relaxed) }
 
+    /// The members the keeper counts as live, this gateway included.
+    var liveMembers: [InstanceID] { keeper.liveMembers }
+
+    /// Requests handed to other gateways, by outcome (`/metrics`).
+    private(set) var forwarded: [String: Int] = [:]
+
     /// The partitions served here, for `/readyz` and `/metrics`.
     var servedPartitions: [Int] {
         partitions.compactMap { if case .serving = $1 { $0 } else { nil } }.sorted()
@@ -256,27 +262,35 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
 
     private func forward(_ request: HTTPRequest, channelID: String, partition: Int) {
         guard let requests else { return }
-        requests.request(ForwardedRequest(of: request).encoded, to: ownerSubject(partition), timeout: Self.forwardTimeout) { result in
-            switch result {
-            case .success(let message):
-                do {
-                    request.respond(try ForwardedResponse(decoding: message.payload).response)
-                } catch {
-                    request.respond(HTTPError(status: 502, code: "owner_answer_unreadable",
-                                              message: "the gateway owning channel '\(channelID)' answered with unreadable bytes: \(error)").response)
-                }
-            case .failure(.noResponders):
-                request.respond(HTTPError(status: 503, code: "channel_moving",
+        requests.request(ForwardedRequest(of: request).encoded, to: ownerSubject(partition), timeout: Self.forwardTimeout) { [self] result in
+            let (outcome, response) = Self.relayed(result, channelID: channelID, partition: partition)
+            forwarded[outcome, default: 0] += 1
+            request.respond(response)
+        }
+    }
+
+    /// What the provider gets for a forwarded request's result, and the outcome's name for `/metrics`.
+    private static func relayed(_ result: Result<NATSMessage, NATSRequests.Failure>, channelID: String,
+                                partition: Int) -> (outcome: String, response: HTTPResponse) {
+        switch result {
+        case .success(let message):
+            do {
+                return ("answered", try ForwardedResponse(decoding: message.payload).response)
+            } catch {
+                return ("unreadable", HTTPError(status: 502, code: "owner_answer_unreadable",
+                                                message: "the gateway owning channel '\(channelID)' answered with unreadable bytes: \(error)").response)
+            }
+        case .failure(.noResponders):
+            return ("no_owner", HTTPError(status: 503, code: "channel_moving",
                                           message: "no gateway serves channel '\(channelID)' right now (partition \(partition) is moving); retry",
                                           headers: [("Retry-After", "1")]).response)
-            case .failure(.timedOut(_, let after)):
-                request.respond(HTTPError(status: 503, code: "owner_timeout",
-                                          message: "the gateway owning channel '\(channelID)' did not answer within \(after); it may have acted on the request: retry it (events are idempotent by seq)",
+        case .failure(.timedOut(_, let after)):
+            return ("timeout", HTTPError(status: 503, code: "owner_timeout",
+                                         message: "the gateway owning channel '\(channelID)' did not answer within \(after); it may have acted on the request: retry it (events are idempotent by seq)",
+                                         headers: [("Retry-After", "1")]).response)
+        case .failure(.notSent(let error)):
+            return ("not_sent", HTTPError(status: 503, code: "cluster_unavailable", message: "the request could not be handed to its channel's gateway: \(error)",
                                           headers: [("Retry-After", "1")]).response)
-            case .failure(.notSent(let error)):
-                request.respond(HTTPError(status: 503, code: "cluster_unavailable", message: "the request could not be handed to its channel's gateway: \(error)",
-                                          headers: [("Retry-After", "1")]).response)
-            }
         }
     }
 

@@ -4,11 +4,12 @@ import TouchlineStore
 
 /// `GET /readyz`'s report (served by ``OperatorsAPI``).
 extension OperatorsAPI {
-    /// Ready when both stores take writes (open, and not failing: see ``StoreHealth``) and no
-    /// APNs pool is backing off without a connection.
+    /// Ready when both stores take writes (open, and not failing: see ``StoreHealth``), no
+    /// APNs pool is backing off without a connection, and a cluster gateway is connected to its
+    /// NATS cluster.
     func readinessJSON(_ loops: LoopSnapshots) -> (ready: Bool, body: JSONValue) {
         let writable = { (store: any DurableStoreWriter) in store.isOpen && !store.health.isFailing }
-        let ready = writable(store) && writable(personalStore) && loops.apnsPools.allSatisfy(\.isReady)
+        let ready = writable(store) && writable(personalStore) && loops.apnsPools.allSatisfy(\.isReady) && (cluster?.isConnected ?? true)
         let storeJSON = { (store: any DurableStoreWriter) -> JSONValue in
             let health = store.health
             var members: [JSONValue.Member] = [
@@ -26,6 +27,6 @@ extension OperatorsAPI {
             .init("store", storeJSON(store)),
             .init("personalStore", storeJSON(personalStore)),
             .init("apnsPools", .array(loops.apnsPools.map(Self.poolJSON))),
-        ]))
+        ] + (clusterJSON().map { [.init("cluster", $0)] } ?? [])))
     }
 }

@@ -28,9 +28,12 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
     let apnsMetrics: APNsMetrics
     /// The API keys' request buckets, taken by the admission hook (on this loop: the HTTP server's).
     let requestLimits: Admission.RequestLimits
+    /// This gateway's part in a cluster (the `jetstream` store backend), nil on its own.
+    let cluster: ClusterNode?
 
-    init(service: ChannelService, intake: PersonalJobIntake, personalStore: any PersonalStoreWriter, configuration: GatewayConfiguration,
-         clock: any WallClock) {
+    init(service: ChannelService, intake: PersonalJobIntake, personalStore: any PersonalStoreWriter, cluster: ClusterNode? = nil,
+         configuration: GatewayConfiguration, clock: any WallClock) {
+        self.cluster = cluster
         self.service = service
         self.intake = intake
         self.personalStore = personalStore
@@ -55,7 +58,7 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
             gatherLoopSnapshots { [self] loops in
                 let respond: @Sendable ([MetricFamily]) -> Void = { [self] webhookFamilies in
                     let text = PrometheusTextEncoder.encode(metricFamilies(loops) + storeMetricFamilies(brokenJobs: intake.brokenJobs.count)
-                                                           + webhookFamilies)
+                                                           + clusterMetricFamilies() + webhookFamilies)
                     call.respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusTextEncoder.contentType)],
                                               body: Array(text.utf8)))
                 }

@@ -191,8 +191,8 @@ public final class Gateway: Sendable {
                                    isKnownChannel: { [service] id in service.channels[id] != nil })
             // Every route of the gateway with its scope: the admission hook and the API
             // document's test read this same table.
-            let operators = OperatorsAPI(service: service, intake: intake, personalStore: personalStore, configuration: configuration,
-                                         clock: clock)
+            let operators = OperatorsAPI(service: service, intake: intake, personalStore: personalStore, cluster: cluster,
+                                         configuration: configuration, clock: clock)
             let router = APIRouter(access: access, features: [
                 service, tokens, PersonalAPI(intake: intake), KickoffAPI(channels: service, intake: intake), DeadLettersAPI(intake: intake),
                 WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators,

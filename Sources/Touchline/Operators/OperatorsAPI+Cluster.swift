@@ -1,0 +1,42 @@
+import TouchlineCore
+
+/// What operators see of a cluster gateway (the `jetstream` store backend): in `/readyz`, its
+/// NATS connection and the partitions it serves; on `/metrics`, the same as gauges, and the
+/// requests it handed to other gateways by outcome.
+extension OperatorsAPI {
+    /// The `cluster` member of `/readyz` (nil for a gateway on its own).
+    func clusterJSON() -> JSONValue? {
+        guard let cluster else { return nil }
+        return .object([
+            .init("instance", .string(cluster.settings.instance.description)),
+            .init("connected", .bool(cluster.isConnected)),
+            .init("servedPartitions", .array(cluster.servedPartitions.map { .integer(Int64($0)) })),
+            .init("partitions", .integer(Int64(cluster.partitioning.count))),
+            .init("members", .array(cluster.liveMembers.map { .string($0.description) })),
+        ])
+    }
+
+    func clusterMetricFamilies() -> [MetricFamily] {
+        guard let cluster else { return [] }
+        let name = cluster.settings.instance.description
+        let instance: MetricLabels = ["instance": name]
+        var connected = MetricFamily("touchline_cluster_connected",
+                                     help: "1 while the gateway is connected to its NATS cluster; 0 while it reconnects (requests it must hand over answer 503).",
+                                     kind: .gauge)
+        connected.add(cluster.isConnected ? 1 : 0, instance)
+        var served = MetricFamily("touchline_cluster_partitions_served",
+                                  help: "Partitions whose channels this gateway runs now (it holds their leases and has read their logs).",
+                                  kind: .gauge)
+        served.add(cluster.servedPartitions.count, instance)
+        var members = MetricFamily("touchline_cluster_members", help: "Gateways this one counts as live members of the cluster, itself included.",
+                                   kind: .gauge)
+        members.add(cluster.liveMembers.count, instance)
+        var forwarded = MetricFamily("touchline_cluster_forwarded_requests_total",
+                                     help: "Provider requests handed to the gateway owning their channel, by outcome (answered, no_owner, timeout, not_sent, unreadable).",
+                                     kind: .counter)
+        for (outcome, count) in cluster.forwarded.sorted(by: { $0.key < $1.key }) {
+            forwarded.add(count, ["instance": name, "outcome": outcome])
+        }
+        return [connected, served, members, forwarded]
+    }
+}

@@ -47,6 +47,11 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     private var written: UInt64 = 0
     private var closeWaiters: [DispatchSemaphore] = []
     private var retryTimer: LoopTimer?
+    /// Partition logs this store may no longer see to their end: a write was refused because the
+    /// log had moved on, or got no answer in time (it may be stored after all). Nothing more is
+    /// written to such a log until it has been read again (``catchUp(partition:)``).
+    private var stale: Set<Int> = []
+    private let staleness = Mutex<(@Sendable (Int) -> Void)?>(nil)
 
     private init(jetStream: JetStream, layout: ChannelLogLayout, loop: EventLoop, clock: any WallClock, writerID: String) {
         self.jetStream = jetStream
@@ -76,6 +81,12 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         let logs = (partitions ?? Array(0..<layout.partitioning.count)).map(ChannelLogLayout.Log.partition) + [.global]
         for log in logs { try store.replay(log) }
         return store
+    }
+
+    /// Told, on the store's loop, when a partition's log turns stale: the gateway reads it again
+    /// and reloads its channels from it (`ClusterNode`).
+    public func onStalePartition(_ handler: @escaping @Sendable (Int) -> Void) {
+        staleness.withLock { $0 = handler }
     }
 
     // MARK: DurableStoreWriter
@@ -159,6 +170,10 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             return finish(.failure(error), completion: completion)
         }
         guard let batch, !batch.isEmpty else { return finish(.success(answer), completion: completion) }
+        if case .partition(let partition) = log, stale.contains(partition) {
+            return finish(.failure(.storageFailure("\(log) is being read again: a write to it was refused or got no answer; retry shortly")),
+                          completion: completion)
+        }
         written += 1
         publish(batch.binaryEncoded, to: log, id: "\(writerID):\(written)", since: ContinuousClock.now) { [self] result in
             switch result {
@@ -183,6 +198,13 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         }
     }
 
+    /// The log may hold what this store has not read (another writer's batch, or its own whose
+    /// answer was lost): no more writes to it until it has been read again.
+    private func markStale(_ log: ChannelLogLayout.Log) {
+        guard case .partition(let partition) = log, stale.insert(partition).inserted else { return }
+        staleness.withLock { $0 }?(partition)
+    }
+
     /// Logs `bytes` to `log`, repeating the same message after a lost answer until
     /// ``retryLimit`` has passed since `since`.
     private func publish(_ bytes: [UInt8], to log: ChannelLogLayout.Log, id: String, since: ContinuousClock.Instant,
@@ -193,12 +215,14 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             case .success(let acknowledgement):
                 done(.success(acknowledgement.sequence))
             case .failure(let error) where error.isWrongLastSequence:
-                done(.failure(.storageFailure("\(log) was written by another gateway since this one read it (it no longer owns it): \(error)")))
+                markStale(log)
+                done(.failure(.storageFailure("\(log) was written since this gateway read it (by another, or a write of its own whose answer was lost): \(error)")))
             case .failure(let error) where error.jetStreamCode != 0:
                 // The stream answered and refused (full, say): trying again would change nothing.
                 done(.failure(.storageFailure("the cluster refused the batch: \(error)")))
             case .failure(let error):
                 guard ContinuousClock.now - since < Self.retryLimit else {
+                    markStale(log)
                     return done(.failure(.storageFailure("the cluster did not store the batch within \(Self.retryLimit): \(error)")))
                 }
                 // One write is in flight at a time, so one timer serves its retries.
@@ -260,9 +284,10 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         let subject = layout.subject(of: log)
         let stream = layout.streamName(of: log)
         let applied = try loop.sync { [self] in lastSequence[log] ?? 0 }
+        let read = { [self] in if case .partition(let partition) = log { loop.execute { [self] in stale.remove(partition) } } }
         guard let last = try JetStream.retryingTimeouts({ () throws(NATSError) in try jetStream.streamState(stream) })?.lastSequence,
               last > applied else {
-            return
+            return read()
         }
         let caughtUp = DispatchSemaphore(value: 0)
         let failure = Mutex<StoreError?>(nil)
@@ -293,5 +318,6 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             throw StoreError.storageFailure("replaying \(log) up to log sequence \(last) did not finish within 30 s")
         }
         if let error = failure.withLock({ $0 }) { throw error }
+        read()
     }
 }

@@ -34,13 +34,24 @@ struct JetStreamChannelStoreTests {
         let second = try node.open()
         try first.write(.appendEvents([Self.event("m1", 1)]))
         // `second` read the log before `first` wrote: for the cluster it is a deposed owner.
+        let told = Mutex<[Int]>([])
+        second.onStalePartition { partition in told.withLock { $0.append(partition) } }
         let stale = second.write([.appendEvents([Self.event("m1", 2)])])
         #expect(stale.failure?.isStorageFailure == true)
-        #expect(stale.failure?.description.contains("written by another gateway") == true, "\(String(describing: stale.failure))")
+        #expect(stale.failure?.description.contains("was written since this gateway read it") == true, "\(String(describing: stale.failure))")
+        // The log is stale for `second` until read again: it is told, and writes nothing meanwhile.
+        let partition = Self.layout.partitioning.partition(of: "m1")
+        #expect(told.withLock { $0 } == [partition])
+        let meanwhile = second.write([.appendEvents([Self.event("m1", 2)])])
+        #expect(meanwhile.failure?.description.contains("is being read again") == true, "\(String(describing: meanwhile.failure))")
         try first.write(.appendEvents([Self.event("m1", 3)]))
         let restored = try node.open()
         let reader = restored.openReader()
         #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 3])
+        // Read again, `second` sees what `first` wrote and may write after it.
+        try second.catchUp(partition: partition)
+        #expect(try second.openReader().events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 3])
+        try second.write(.appendEvents([Self.event("m1", 4)]))
         [first, second, restored].forEach { $0.close() }
     }
 

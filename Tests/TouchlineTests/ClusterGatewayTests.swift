@@ -78,6 +78,66 @@ struct ClusterGatewayTests {
         await apns.shutDown()
     }
 
+    /// One of the three NATS servers killed with SIGKILL under load, then brought back: the
+    /// gateways ride out the elections (a publish without an answer is sent again with its
+    /// message id), ingest goes on (a request may get 503 meanwhile, and is sent again), and
+    /// every acknowledged state reaches APNs. Then every gateway stops and new ones start on the
+    /// same cluster: the channels and their states are all there.
+    @Test func aKilledNATSServerLosesNothingAcknowledgedNorDoesARestartOfEveryGateway() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture()
+        var gateways = try ["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
+        let channels = (1...8).map { "match-\($0)" }
+        for (index, id) in channels.enumerated() {
+            let api = gateways[index % 2].admin
+            try await eventually("channel \(id) created") {
+                (try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status == 201
+            }
+        }
+        let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[0].admin)
+        let load = EventLoad(channels: channels, gateways: gateways.map(\.admin))
+        load.start()
+        try await eventually("events acknowledged") { load.acknowledgedCount > 100 }
+        let before = load.acknowledgedCount
+        await cluster.kill(0)
+        try await eventually("ingest going on without the killed server", timeout: .seconds(60)) { load.acknowledgedCount > before + 200 }
+        try await cluster.restart(0)
+        try await eventually("ingest going on after it is back", timeout: .seconds(60)) { load.acknowledgedCount > before + 400 }
+        await load.stop()
+        let acknowledged = load.lastAcknowledged
+        // An event whose answer was lost may be stored too: the last state at APNs is at least
+        // the last acknowledged one.
+        try await eventually("every channel's last acknowledged minute at APNs") {
+            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+            return channels.allSatisfy { (minutes[$0]?.last ?? 0) >= (acknowledged[$0] ?? 0) }
+        }
+
+        // Every gateway stops; two new ones find every channel as it was.
+        for gateway in gateways { await gateway.shutDown(removingData: false) }
+        gateways = try ["g3", "g4"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
+        var next: [String: Int] = [:]
+        for (index, id) in channels.enumerated() {
+            let api = gateways[index % 2].admin
+            var shown: JSONValue?
+            try await eventually("channel \(id) served again") {
+                shown = try? api.request("GET", "/v1/channels/\(id)").json
+                return shown?.string("apnsChannelId") != nil
+            }
+            #expect(shown?.string("apnsChannelId") == apnsIDs[id])
+            let lastSeq = Int(shown?.integer("lastSeq") ?? -1)
+            #expect(lastSeq >= acknowledged[id] ?? 0, "\(id): \(String(describing: shown))")
+            next[id] = lastSeq + 1
+            let answer = try api.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": \#(next[id]!), "patch": {"minute": \#(next[id]!)}}"#)
+            #expect(answer.status == 202, "\(answer.text)")
+        }
+        try await eventually("the new gateways' pushes at APNs") {
+            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+            return channels.allSatisfy { minutes[$0]?.last == next[$0] }
+        }
+        for gateway in gateways { await gateway.shutDown(removingData: false) }
+        await apns.shutDown()
+    }
+
     /// `touchline serve` processes on the cluster; one is killed with SIGKILL while events pour in
     /// through both. Its partitions move to the other, whose pushes of them resume within 5 s;
     /// every acknowledged event's state reaches APNs; a state goes twice only where its push was

@@ -97,6 +97,7 @@ final class ChannelService: @unchecked Sendable {
             channel.timer?.cancel()
             channel.deletionTimer?.cancel()
             channels[id] = nil
+            channelsNeedingSave[id] = nil
             for request in channel.lifecycle.waiters + channel.gate.waiting.map(\.request) {
                 request.respond(HTTPError(status: 503, code: "channel_moving", message: "channel '\(id)' is moving to another gateway; retry",
                                           headers: [("Retry-After", "1")]).response)

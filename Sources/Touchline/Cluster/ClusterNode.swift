@@ -141,6 +141,8 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         self.router = router
         requests = try NATSRequests(connection: connection, loop: ingestLoop)
         relay.handler = { [weak self] change in self?.ownershipChanged(change) }
+        let ingestLoop = ingestLoop
+        store.onStalePartition { [weak self] partition in ingestLoop.execute { [weak self] in self?.readAgain(partition) } }
         try keeper.start()
     }
 
@@ -183,6 +185,18 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             left.forEach { $0() }
             left = []
         }
+    }
+
+    /// A served partition whose log moved on unseen (a write refused by the log, or one that got
+    /// no answer): its channels are let go, its log read again and its channels taken up from
+    /// it, if the lease still holds (if it does not, the keeper's stop follows).
+    private func readAgain(_ partition: Int) {
+        guard case .serving(let fence, let subscription)? = partitions[partition] else { return }
+        log.warning("partition \(partition)'s log moved on unseen (a write refused, or without an answer): reading it again")
+        subscription.cancel()
+        service?.letGo { partitioning.partition(of: $0) == partition }
+        partitions[partition] = .restoring(fence)
+        catchUp(partition, fence: fence)
     }
 
     /// Reads the partition's log up to its end (another gateway may have written it), then

@@ -29,6 +29,8 @@ import TouchlineStore
 public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendable {
     /// How long a batch whose publish got no answer is tried again (same message id) before it fails.
     public static let retryLimit: Duration = .seconds(10)
+    /// A replay that delivers nothing for this long is given up.
+    static let replayStall: Duration = .seconds(5)
 
     public let layout: ChannelLogLayout
     let jetStream: JetStream
@@ -291,7 +293,9 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         }
         let caughtUp = DispatchSemaphore(value: 0)
         let failure = Mutex<StoreError?>(nil)
+        let delivered = Mutex<Int>(0)
         let subscription = try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.subscribeOrdered(to: subject, from: .sequence(applied + 1), loop: loop) { [self] message in
+            delivered.withLock { $0 += 1 }
             guard let sequence = message.stream?.sequence, sequence > (lastSequence[log] ?? 0), sequence <= last else { return }
             do throws(StoreError) {
                 let batch: WriteBatch
@@ -314,8 +318,15 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             if sequence == last { caughtUp.signal() }
         } }
         defer { subscription.cancel() }
-        guard caughtUp.wait(timeout: .now() + .seconds(30)) == .success else {
-            throw StoreError.storageFailure("replaying \(log) up to log sequence \(last) did not finish within 30 s")
+        // However long the log, a replay that stops moving is given up (and tried again with a
+        // new consumer by the caller): its consumer's server may have died.
+        var seen = 0
+        while caughtUp.wait(timeout: .now() + .seconds(Int(Self.replayStall.components.seconds))) == .timedOut {
+            let now = delivered.withLock { $0 }
+            guard now > seen else {
+                throw StoreError.storageFailure("replaying \(log) up to log sequence \(last) delivered nothing for \(Self.replayStall)")
+            }
+            seen = now
         }
         if let error = failure.withLock({ $0 }) { throw error }
         read()

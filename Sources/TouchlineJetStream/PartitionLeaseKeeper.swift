@@ -1,3 +1,4 @@
+import Foundation
 import NATS
 import TouchlineCore
 import TouchlineRuntime
@@ -76,9 +77,7 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
 
     /// Starts watching the bucket and ticking (on the loop).
     public func start() throws(NATSError) {
-        watch = try jetStream.subscribeOrdered(to: "$KV.\(bucket).>", from: .lastPerSubject, loop: loop) { [weak self] message in
-            self?.observed(message)
-        }
+        watch = try subscribeWatch()
         if watchStartsCaughtUp { feed(.caughtUp) }
         feed(.tick)
     }
@@ -115,6 +114,40 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
         writes = []
         sending = nil
     }
+
+    /// The bucket's watch: the last value of each key, then every change.
+    private func subscribeWatch() throws(NATSError) -> NATSSubscription {
+        try jetStream.subscribeOrdered(to: "$KV.\(bucket).>", from: .lastPerSubject, loop: loop) { [weak self] message in
+            self?.observed(message)
+        }
+    }
+
+    /// A write refused because the stream moved on, and no newer message on the watch for a
+    /// whole write timeout: the watch is not delivering (its server died, and the client's
+    /// ordered consumer can take many seconds to notice). It is made anew, from the last value
+    /// of each key, on a thread of its own (creating a consumer waits for the cluster); what it
+    /// delivers again is old news to the machine.
+    private func renewWatch() {
+        guard !renewingWatch, !abandoned else { return }
+        renewingWatch = true
+        let loop = loop
+        Thread { [weak self] in
+            guard let self else { return }
+            let renewed = Result { () throws(NATSError) in try JetStream.retryingTimeouts { () throws(NATSError) in try subscribeWatch() } }
+            loop.execute { [weak self] in
+                guard let self else { return }
+                renewingWatch = false
+                guard case .success(let subscription) = renewed, !abandoned, watch != nil else {
+                    if case .success(let subscription) = renewed { subscription.cancel() }
+                    return
+                }
+                watch?.cancel()
+                watch = subscription
+            }
+        }.start()
+    }
+
+    private var renewingWatch = false
 
     // MARK: Inputs
 
@@ -231,6 +264,7 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     private func armWriteTimer(since: ContinuousClock.Instant) {
         let timer = writeTimer ?? LoopTimer(loop: loop) { [weak self] in
             guard let self, let sending, ContinuousClock.now - sending.since >= writeTimeout else { return }
+            if sending.refusedAt != nil { renewWatch() }
             finish(sending.write, .failed)
         }
         writeTimer = timer

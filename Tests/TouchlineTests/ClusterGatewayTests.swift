@@ -255,23 +255,20 @@ private final class EventLoad: Sendable {
 
     func start() {
         Thread { [self] in
-            var seq = 0, turn = 0
+            var next = Dictionary(uniqueKeysWithValues: channels.map { ($0, 1) })
+            var turn = 0
             while state.withLock({ $0.running }) {
-                seq += 1
                 for id in channels {
                     let down = state.withLock { $0.down }
                     let up = gateways.indices.filter { !down.contains($0) }
                     turn += 1
-                    let api = gateways[up[turn % up.count]]
-                    // A 503 (the channel moving) is sent again until it is acknowledged.
-                    for _ in 0..<100 {
-                        guard let answer = try? api.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": \#(seq), "patch": {"minute": \#(seq)}}"#) else { break }
-                        if answer.status == 202 {
-                            state.withLock { $0.acknowledged[id] = seq; $0.count += 1 }
-                            break
-                        }
-                        guard answer.status == 503 else { break }
-                        usleep(100_000)
+                    let seq = next[id]!
+                    let answer = try? gateways[up[turn % up.count]].postEvent(to: id, seq: seq)
+                    // A 503 (the channel moving, the cluster electing) is sent again next round;
+                    // the other channels go on meanwhile.
+                    if answer?.status == 202 {
+                        state.withLock { $0.acknowledged[id] = seq; $0.count += 1 }
+                        next[id] = seq + 1
                     }
                 }
                 usleep(50_000)
@@ -296,5 +293,12 @@ private final class EventLoad: Sendable {
                 done.resume()
             }.start()
         }
+    }
+}
+
+extension GatewayTestClient {
+    /// Posts event `seq` (its minute the same number) to channel `id`.
+    fileprivate func postEvent(to id: String, seq: Int) throws -> Response {
+        try request("POST", "/v1/channels/\(id)/events", json: #"{"seq": \#(seq), "patch": {"minute": \#(seq)}}"#)
     }
 }

@@ -163,8 +163,17 @@ final class ChannelService: @unchecked Sendable {
     }
 
     private func send(_ push: ChannelEngine.OutgoingPush, on channel: Channel) {
-        // A cluster gateway whose lease just lapsed sends nothing: the next owner sends it.
-        guard let apnsID = channel.apnsChannelID, ownership.actsFor(channel.id) else { return }
+        guard let apnsID = channel.apnsChannelID else { return }
+        // A cluster gateway whose lease lapsed at this instant sends nothing. The push goes back
+        // to the engine as one to try again after a back-off: by then the lease is renewed and
+        // it goes, or the partition has been let go and the next owner sends it.
+        guard ownership.actsFor(channel.id) else {
+            loop.execute { [self] in
+                guard channels[channel.id] === channel else { return }
+                perform(channel.engine.pushFailed(sequence: push.sequence, .retryLater, now: clock.now()), on: channel)
+            }
+            return
+        }
         channel.activity.pushSent(push, at: clock.now())
         dispatcher.broadcast(push, on: apnsID) { [self] result in
             guard channels[channel.id] === channel else { return }

@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import NATS
 import Synchronization
 import TouchlineCore
@@ -81,7 +82,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         let writerID = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 36) }.joined()
         let store = JetStreamChannelStore(jetStream: jetStream, layout: layout, loop: loop, clock: clock, writerID: writerID)
         let logs = (partitions ?? Array(0..<layout.partitioning.count)).map(ChannelLogLayout.Log.partition) + [.global]
-        for log in logs { try store.replay(log) }
+        for log in logs { try store.replayRetrying(log) }
         return store
     }
 
@@ -280,6 +281,19 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         try replay(.partition(partition))
     }
 
+    /// ``replay(_:)``, tried again for up to 15 s while it fails the way a cluster electing a
+    /// leader makes it fail (a stream that does not answer, a replay that stalls).
+    private func replayRetrying(_ log: ChannelLogLayout.Log) throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        while true {
+            do {
+                return try replay(log)
+            } catch let error as StoreError where error.isStorageFailure && ContinuousClock.now < deadline {
+                usleep(250_000)
+            }
+        }
+    }
+
     /// Applies `log`'s batches, in order, from the first this store has not applied up to the
     /// log's last message at the time of the call.
     private func replay(_ log: ChannelLogLayout.Log) throws {
@@ -287,10 +301,12 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         let stream = layout.streamName(of: log)
         let applied = try loop.sync { [self] in lastSequence[log] ?? 0 }
         let read = { [self] in if case .partition(let partition) = log { loop.execute { [self] in stale.remove(partition) } } }
-        guard let last = try JetStream.retryingTimeouts({ () throws(NATSError) in try jetStream.streamState(stream) })?.lastSequence,
-              last > applied else {
-            return read()
+        // A stream that is not there (its leader being elected, say) is not an empty log.
+        guard let state = try JetStream.retryingTimeouts({ () throws(NATSError) in try jetStream.streamState(stream) }) else {
+            throw StoreError.storageFailure("\(log)'s stream \(stream) did not answer as existing")
         }
+        let last = state.lastSequence
+        guard last > applied else { return read() }
         let caughtUp = DispatchSemaphore(value: 0)
         let failure = Mutex<StoreError?>(nil)
         let delivered = Mutex<Int>(0)

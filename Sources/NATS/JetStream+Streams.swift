@@ -181,6 +181,75 @@ extension JetStream {
         return try NATSSubscription.finish(status, subscription, subject: subject, context: closure, jetStreamCode: code)
     }
 
+    /// A durable push consumer that hands each message to one subscriber of a queue group on its
+    /// deliver subject, and waits for that message's acknowledgement (``acknowledge(_:)``) before
+    /// it delivers more than `maximumAckPending`: with 1, a stream's messages are worked through
+    /// strictly in order, one at a time. A message not acknowledged within `ackWait` is
+    /// delivered again. The subscribers are core subscriptions
+    /// (``NATSSubscription/subscribe(_:to:queue:loop:handler:)``) to `deliverSubject` with
+    /// `group` as their queue, so a subscriber that goes away leaves the consumer and its
+    /// position in place for the next. Creating it again with the same settings succeeds.
+    public struct PushConsumerSettings: Sendable, Equatable {
+        public var stream: String
+        public var name: String
+        public var filterSubject: String
+        public var deliverSubject: String
+        public var group: String
+        public var maximumAckPending: Int
+        public var ackWait: Duration
+
+        public init(stream: String, name: String, filterSubject: String, deliverSubject: String, group: String, maximumAckPending: Int = 1,
+                    ackWait: Duration = .seconds(5)) {
+            self.stream = stream
+            self.name = name
+            self.filterSubject = filterSubject
+            self.deliverSubject = deliverSubject
+            self.group = group
+            self.maximumAckPending = maximumAckPending
+            self.ackWait = ackWait
+        }
+    }
+
+    /// Creates the consumer, or leaves it as it is when it exists with these settings (a
+    /// JetStream API request: not on a loop).
+    public func ensurePushConsumer(_ settings: PushConsumerSettings) throws(NATSError) {
+        var config = jsConsumerConfig()
+        try NATSError.check(jsConsumerConfig_Init(&config), "consumer settings")
+        var info: UnsafeMutablePointer<jsConsumerInfo>?
+        var code = jsErrCode(0)
+        let status = settings.name.withCString { name in
+            settings.filterSubject.withCString { filter in
+                settings.deliverSubject.withCString { deliver in
+                    settings.group.withCString { group in
+                        config.Durable = name
+                        config.FilterSubject = filter
+                        config.DeliverSubject = deliver
+                        config.DeliverGroup = group
+                        config.DeliverPolicy = js_DeliverAll
+                        config.AckPolicy = js_AckExplicit
+                        config.MaxAckPending = Int64(settings.maximumAckPending)
+                        config.AckWait = settings.ackWait.milliseconds * 1_000_000
+                        return js_AddConsumer(&info, context, settings.stream, &config, nil, &code)
+                    }
+                }
+            }
+        }
+        jsConsumerInfo_Destroy(info)
+        try NATSError.check(status, jetStreamCode: code, "create consumer \(settings.name) of \(settings.stream)")
+    }
+
+    /// Acknowledges a message a push consumer delivered: the consumer moves on.
+    public func acknowledge(_ message: NATSMessage) {
+        guard let reply = message.reply else { return }
+        try? connection.publish(Array("+ACK".utf8), to: reply)
+    }
+
+    /// Hands a delivered message back, to be delivered again after `delay`.
+    public func deliverAgain(_ message: NATSMessage, after delay: Duration) {
+        guard let reply = message.reply else { return }
+        try? connection.publish(Array(#"-NAK {"delay": \#(delay.milliseconds * 1_000_000)}"#.utf8), to: reply)
+    }
+
     /// Runs a JetStream API call made at start again while it times out, for at most `limit`: a
     /// cluster that is electing a leader (after a node was lost, or just started) answers with
     /// timeouts for seconds.

@@ -14,22 +14,31 @@ import Testing
 /// a thread; tests without the trait (the pure core, parsers, encoders) run beside them freely.
 ///
 /// Use it on the suite: `@Suite(.heavy) struct ...`. It reaches every test inside, nested suites
-/// included; a test case takes its slot for its whole run and gives it back when it ends.
+/// included; a test case takes its slots for its whole run and gives them back when it ends. A
+/// test that starts a three-node NATS cluster (three servers, their elections, the gateways on
+/// them) takes three (`.heavy(weight: 3)`), so that a run never starts more clusters than the
+/// machine brings up within their health checks.
 public struct HeavyTest: SuiteTrait, TestTrait, TestScoping {
+    /// Slots each test case takes.
+    public let weight: Int
+
     public var isRecursive: Bool { true }
 
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        // Suites themselves only group their tests; only a test case takes a slot.
+        // Suites themselves only group their tests; only a test case takes slots.
         guard testCase != nil else { return try await function() }
-        await HeavyTestSlots.shared.acquire()
-        defer { HeavyTestSlots.shared.release() }
+        await HeavyTestSlots.shared.acquire(weight)
+        defer { HeavyTestSlots.shared.release(weight) }
         try await function()
     }
 }
 
 extension Trait where Self == HeavyTest {
     /// The test occupies the machine (see ``HeavyTest``).
-    public static var heavy: HeavyTest { HeavyTest() }
+    public static var heavy: HeavyTest { HeavyTest(weight: 1) }
+
+    /// The test occupies as much as `weight` ordinary heavy tests.
+    public static func heavy(weight: Int) -> HeavyTest { HeavyTest(weight: weight) }
 }
 
 /// The slots heavy tests share across the whole test process (every test module of the run).
@@ -41,43 +50,48 @@ public final class HeavyTestSlots: Sendable {
     public static let shared = HeavyTestSlots(count: HeavyTestSlots.configuredCount())
 
     private struct State {
+        let count: Int
         var free: Int
-        var waiting: [CheckedContinuation<Void, Never>] = []
+        var waiting: [(weight: Int, granted: CheckedContinuation<Void, Never>)] = []
+
+        /// Grants waiters in arrival order while the first one fits (a heavier one is not passed
+        /// over for ever by lighter ones behind it).
+        mutating func grantable() -> [CheckedContinuation<Void, Never>] {
+            var granted: [CheckedContinuation<Void, Never>] = []
+            while let first = waiting.first, first.weight <= free {
+                free -= first.weight
+                granted.append(waiting.removeFirst().granted)
+            }
+            return granted
+        }
     }
 
     private let state: Mutex<State>
 
     public init(count: Int) {
         precondition(count > 0, "at least one slot")
-        state = Mutex(State(free: count))
+        state = Mutex(State(count: count, free: count))
     }
 
-    /// Waits (suspended, not blocking a thread) until a slot is free, and takes it. First come,
-    /// first served.
-    public func acquire() async {
+    /// Waits (suspended, not blocking a thread) until `weight` slots are free, and takes them.
+    /// First come, first served; a weight above the count takes them all.
+    public func acquire(_ weight: Int = 1) async {
         await withCheckedContinuation { (granted: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
-                guard state.free > 0 else {
-                    state.waiting.append(granted)
-                    return false
-                }
-                state.free -= 1
-                return true
+            let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.waiting.append((min(weight, state.count), granted))
+                return state.grantable()
             }
-            if now { granted.resume() }
+            ready.forEach { $0.resume() }
         }
     }
 
-    /// Gives a slot back: to the longest waiter if there is one.
-    public func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard !state.waiting.isEmpty else {
-                state.free += 1
-                return nil
-            }
-            return state.waiting.removeFirst()
+    /// Gives `weight` slots back, to the waiters in order as far as they fit.
+    public func release(_ weight: Int = 1) {
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.free += min(weight, state.count)
+            return state.grantable()
         }
-        next?.resume()
+        ready.forEach { $0.resume() }
     }
 
     static func configuredCount() -> Int {

@@ -8,7 +8,7 @@ import TouchlineCore
 import TouchlineTesting
 
 /// The NATS wrapper against a real 3-node JetStream cluster on loopback.
-@Suite("JetStream on a real cluster", .serialized, .heavy)
+@Suite("JetStream on a real cluster", .serialized, .heavy(weight: 3))
 struct JetStreamTests {
     @Test func anAcknowledgedPublishIsStoredOnceAndADuplicateIdIsNotStoredAgain() async throws {
         let cluster = try await NATSCluster.start()
@@ -275,7 +275,7 @@ struct NATSRequestsTests {
     }
 }
 
-@Suite("Key-value buckets without blocking calls", .heavy)
+@Suite("Key-value buckets without blocking calls", .heavy(weight: 3))
 struct KeyValueBucketTests {
     @Test func aBucketKeepsTheLastValueOfEachKeyAndItsRevisionIsTheCompareAndSetSequence() async throws {
         let cluster = try await NATSCluster.start()

@@ -12,7 +12,7 @@ import TouchlineTesting
 
 /// What the JetStream channel store adds to the channel store contract (which it passes in
 /// `StoreContractTests`): the log is shared, fenced, and survives the loss of a NATS node.
-@Suite("JetStream channel store", .heavy)
+@Suite("JetStream channel store", .heavy(weight: 3))
 struct JetStreamChannelStoreTests {
     static let t0 = UnixTime(seconds: 1_767_225_600)
     static let layout = ChannelLogLayout(partitioning: ChannelPartitioning(count: 8)!)

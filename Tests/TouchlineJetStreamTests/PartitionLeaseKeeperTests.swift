@@ -10,7 +10,7 @@ import TouchlineTesting
 
 /// Partition leases on a real 3-node cluster: three gateways' keepers, each on its own loop and
 /// connection, share 16 partitions; one crashes, one leaves.
-@Suite("Partition leases on a real cluster", .serialized, .heavy)
+@Suite("Partition leases on a real cluster", .serialized, .heavy(weight: 3))
 struct PartitionLeaseKeeperTests {
     static let settings = try! LeaseSettings(partitionCount: 16)
 

@@ -30,6 +30,8 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     private let relay: OwnershipRelay
     /// How long others wait before taking a silent owner's partitions.
     private let leaseTTL: Duration
+    /// Events published straight to the cluster, taken for the partitions served here.
+    private let ingest: DirectIngest
     private let ingestLoop: EventLoop
     private let log: GatewayLog
     private let connectionState: ConnectionState
@@ -45,8 +47,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     private enum PartitionState {
         /// Its log is being read; requests for it get 503 meanwhile.
         case restoring(Fence)
-        /// Its channels run here; forwarded requests for it are served.
-        case serving(Fence, NATSSubscription)
+        /// Its channels run here; requests handed over for it, and events published for it
+        /// straight to the cluster, are taken (the subscriptions).
+        case serving(Fence, [NATSSubscription])
     }
 
     /// Connects to the cluster, opens the channel store (creating the streams and the lease
@@ -83,13 +86,16 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                 let layout = ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning)
                 let store = try JetStreamChannelStore.open(jetStream: jetStream, layout: layout, replicas: settings.replicas, partitions: [],
                                                            loop: storeLoop, clock: clock)
+                let ingest = DirectIngest(prefix: settings.prefix, jetStream: jetStream, connection: connection, loop: ingestLoop,
+                                          log: log.named("ingest"))
+                try ingest.ensureStreams(replicas: settings.replicas)
                 let relay = OwnershipRelay()
                 let leases = try LeaseSettings(partitionCount: settings.partitions)
                 let keeper = try PartitionLeaseKeeper.make(jetStream: jetStream, bucket: "\(settings.prefix)_leases", replicas: settings.replicas,
                                                            instance: settings.instance, settings: leases, loop: ingestLoop) { relay.handler?($0) }
                 return ClusterNode(settings: settings, connection: connection, store: store, storeLoop: storeLoop, partitioning: partitioning,
-                                   keeper: keeper, relay: relay, leaseTTL: leases.leaseTTL, ingestLoop: ingestLoop, connectionState: connectionState,
-                                   log: log)
+                                   keeper: keeper, relay: relay, leaseTTL: leases.leaseTTL, ingest: ingest, ingestLoop: ingestLoop,
+                                   connectionState: connectionState, log: log)
             } catch {
                 connection.close()
                 throw error
@@ -104,8 +110,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     }
 
     private init(settings: JetStreamSettings, connection: NATSConnection, store: JetStreamChannelStore, storeLoop: EventLoop,
-                 partitioning: ChannelPartitioning, keeper: PartitionLeaseKeeper, relay: OwnershipRelay, leaseTTL: Duration, ingestLoop: EventLoop,
-                 connectionState: ConnectionState, log: GatewayLog) {
+                 partitioning: ChannelPartitioning, keeper: PartitionLeaseKeeper, relay: OwnershipRelay, leaseTTL: Duration, ingest: DirectIngest,
+                 ingestLoop: EventLoop, connectionState: ConnectionState, log: GatewayLog) {
+        self.ingest = ingest
         self.leaseTTL = leaseTTL
         self.settings = settings
         self.connection = connection
@@ -149,7 +156,11 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// Whether this gateway acts for `channelID` now: its partition is taken up here and its
     /// lease still valid at this instant. Asked before every push.
     func actsFor(_ channelID: String) -> Bool {
-        let partition = partitioning.partition(of: channelID)
+        serves(partitioning.partition(of: channelID))
+    }
+
+    /// Whether the partition is taken up here and its lease valid at this instant.
+    func serves(_ partition: Int) -> Bool {
         guard case .serving? = partitions[partition] else { return false }
         return keeper.fence(for: partition) != nil
     }
@@ -175,8 +186,8 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             catchUp(partition, fence: fence)
         case .stop(let partition):
             let state = partitions.removeValue(forKey: partition)
-            if case .serving(_, let subscription)? = state {
-                subscription.cancel()
+            if case .serving(_, let subscriptions)? = state {
+                subscriptions.forEach { $0.cancel() }
                 service?.letGo { partitioning.partition(of: $0) == partition }
                 log.notice("let go of partition \(partition)")
             }
@@ -191,9 +202,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// no answer): its channels are let go, its log read again and its channels taken up from
     /// it, if the lease still holds (if it does not, the keeper's stop follows).
     private func readAgain(_ partition: Int) {
-        guard case .serving(let fence, let subscription)? = partitions[partition] else { return }
+        guard case .serving(let fence, let subscriptions)? = partitions[partition] else { return }
         log.warning("partition \(partition)'s log moved on unseen (a write refused, or without an answer): reading it again")
-        subscription.cancel()
+        subscriptions.forEach { $0.cancel() }
         service?.letGo { partitioning.partition(of: $0) == partition }
         partitions[partition] = .restoring(fence)
         catchUp(partition, fence: fence)
@@ -202,9 +213,12 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// Reads the partition's log up to its end (another gateway may have written it), then
     /// takes its channels up, if the lease that asked for it still holds.
     private func catchUp(_ partition: Int, fence: Fence) {
-        let store = store, ingestLoop = ingestLoop
+        let store = store, ingestLoop = ingestLoop, ingest = ingest
         Thread { [weak self] in
-            let failure: (any Error)? = Result(catching: { try store.catchUp(partition: partition) }).failure
+            let failure: (any Error)? = Result(catching: {
+                try store.catchUp(partition: partition)
+                try ingest.prepare(partition: partition)
+            }).failure
             ingestLoop.execute { [weak self] in self?.caughtUp(partition, fence: fence, failure: failure) }
         }.start()
     }
@@ -221,18 +235,22 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             return
         }
         do {
-            let subscription = try NATSSubscription.subscribe(connection, to: ownerSubject(partition), queue: "owners", loop: ingestLoop) {
+            guard let router else { return }
+            let handedOver = try NATSSubscription.subscribe(connection, to: ownerSubject(partition), queue: "owners", loop: ingestLoop) {
                 [weak self] message in self?.serve(message, partition: partition)
             }
+            let published = try ingest.subscribe(partition: partition, router: router) { [weak self] partition in
+                self?.serves(partition) ?? false
+            }
             // Served from now on: the channels taken up below push what they had pending at once.
-            partitions[partition] = .serving(fence, subscription)
+            partitions[partition] = .serving(fence, [handedOver, published])
             let reader = store.openReader()
             defer { reader.close() }
             try service?.takeUp(from: reader) { partitioning.partition(of: $0) == partition }
             log.notice("took up partition \(partition) (\(fence))")
         } catch {
             log.error("taking up partition \(partition) failed; trying again", error: error)
-            if case .serving(_, let subscription)? = partitions[partition] { subscription.cancel() }
+            if case .serving(_, let subscriptions)? = partitions[partition] { subscriptions.forEach { $0.cancel() } }
             service?.letGo { partitioning.partition(of: $0) == partition }
             partitions[partition] = .restoring(fence)
             let timer = LoopTimer(loop: ingestLoop) { [weak self] in self?.catchUp(partition, fence: fence) }
@@ -252,7 +270,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             return router.handle(request)
         }
         let partition = partitioning.partition(of: channelID)
-        if case .serving? = partitions[partition], keeper.fence(for: partition) != nil { return router.handle(request) }
+        if serves(partition) { return router.handle(request) }
         do throws(HTTPError) {
             _ = try router.authorize(request, for: route, parameters: parameters)
             guard isConnected else {
@@ -313,7 +331,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         guard let reply = message.reply, let router else { return }
         let connection = connection
         let answer: (HTTPResponse) -> Void = { response in try? connection.publish(ForwardedResponse(response).encoded, to: reply) }
-        guard case .serving? = partitions[partition], keeper.fence(for: partition) != nil else {
+        guard serves(partition) else {
             return answer(HTTPError(status: 503, code: "channel_moving", message: "partition \(partition) is moving to another gateway; retry",
                                     headers: [("Retry-After", "1")]).response)
         }

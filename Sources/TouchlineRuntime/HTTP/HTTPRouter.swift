@@ -76,6 +76,22 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
         try authorizer.authorize(request, for: route.scope, parameters: parameters)
     }
 
+    /// Routes a request that was authorized another way (in a cluster, an event published
+    /// straight to the cluster, where the NATS account's permissions stand for an API key): the
+    /// handler runs with `caller`, without its route's scope being checked.
+    public func handle(_ request: HTTPRequest, authorizedAs caller: Authorizer.Caller) {
+        do throws(HTTPError) {
+            switch resolve(method: request.method, path: request.path) {
+            case .found(let route, let parameters):
+                try route.handler(HTTPRouteCall(request: request, caller: caller, parameters: parameters))
+            case .refused(let error):
+                throw error
+            }
+        } catch {
+            request.respond(error.response)
+        }
+    }
+
     /// What ``handle(_:)`` would route `method` and `path` to.
     public enum Resolution: Sendable {
         case found(Route, HTTPRouteParameters)

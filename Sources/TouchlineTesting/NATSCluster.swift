@@ -71,10 +71,12 @@ public final class NATSCluster: Sendable {
         await process.ended()
     }
 
-    /// Starts node `index` again on its ports and data; returns once it is healthy.
+    /// Starts node `index` again on its ports and data; returns once it is healthy, which takes
+    /// as long as it needs to catch up with every stream it replicates (up to 90 s allowed: a
+    /// gateway cluster has about seventy streams, and a loaded machine is slow at it).
     public func restart(_ index: Int) async throws {
         try startNode(index)
-        try await waitUntilHealthy(nodes: [index])
+        try await waitUntilHealthy(nodes: [index], timeout: .seconds(90))
     }
 
     /// Stops every node gracefully and waits for them.

@@ -45,7 +45,9 @@ public final class NATSCluster: Sendable {
         }
         let cluster = NATSCluster(directory: directory, nodes: nodes)
         for index in nodes.indices { try cluster.startNode(index) }
-        try await cluster.waitUntilHealthy()
+        // A fresh cluster elects its JetStream meta leader; beside a parallel suite that has
+        // taken up to half a minute.
+        try await cluster.waitUntilHealthy(timeout: .seconds(60))
         return cluster
     }
 

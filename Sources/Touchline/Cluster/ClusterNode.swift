@@ -43,6 +43,10 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     private var router: APIRouter?
     private var left: [() -> Void] = []
     private var hasLeft = false
+    /// Armed while a partition's log is to be read again after a failure (one per partition),
+    /// and while leaving (a lease's time at most).
+    private var retryTimers: [Int: LoopTimer] = [:]
+    private var leaveTimer: LoopTimer?
 
     private enum PartitionState {
         /// Its log is being read; requests for it get 503 meanwhile.
@@ -227,12 +231,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         guard case .restoring(let asked)? = partitions[partition], asked == fence else { return }
         if let failure {
             log.error("reading partition \(partition)'s log failed; trying again", error: failure)
-            let timer = LoopTimer(loop: ingestLoop) { [weak self] in
-                guard let self, case .restoring(let now)? = partitions[partition], now == fence else { return }
-                catchUp(partition, fence: fence)
-            }
-            timer.schedule(after: Self.catchUpRetry)
-            return
+            return retryCatchUp(partition, fence: fence)
         }
         do {
             guard let router else { return }
@@ -253,9 +252,18 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             if case .serving(_, let subscriptions)? = partitions[partition] { subscriptions.forEach { $0.cancel() } }
             service?.letGo { partitioning.partition(of: $0) == partition }
             partitions[partition] = .restoring(fence)
-            let timer = LoopTimer(loop: ingestLoop) { [weak self] in self?.catchUp(partition, fence: fence) }
-            timer.schedule(after: Self.catchUpRetry)
+            retryCatchUp(partition, fence: fence)
         }
+    }
+
+    /// Reads the partition's log again a little later, if the lease that asked for it still holds.
+    private func retryCatchUp(_ partition: Int, fence: Fence) {
+        let timer = retryTimers[partition] ?? LoopTimer(loop: ingestLoop) { [weak self] in
+            guard let self, case .restoring(let now)? = partitions[partition] else { return }
+            catchUp(partition, fence: now)
+        }
+        retryTimers[partition] = timer
+        timer.schedule(after: Self.catchUpRetry)
     }
 
     // MARK: Requests
@@ -354,6 +362,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         let once = { if !called { called = true; done() } }
         left.append(once)
         let timer = LoopTimer(loop: ingestLoop) { once() }
+        leaveTimer = timer
         timer.schedule(after: leaseTTL)
         keeper.shutdown()
     }

@@ -220,7 +220,11 @@ struct ClusterGatewayTests {
         try await eventually("events acknowledged through both gateways") { load.acknowledgedCount > 200 }
         let victim = Self.served(by: gateways[0]).count >= Self.served(by: gateways[1]).count ? 0 : 1
         let moved = Set(channels.filter { Self.served(by: gateways[victim]).contains(partitioning.partition(of: $0)) })
-        let apnsIDs = try Self.apnsIDs(of: channels, through: gateways[1 - victim].admin)
+        let apnsIDs: [String: String]
+        do { apnsIDs = try Self.apnsIDs(of: channels, through: gateways[1 - victim].admin) } catch {
+            Issue.record("\(error); the gateway's log ends: \(gateways[1 - victim].logLines.suffix(20).joined(separator: "\n"))")
+            throw error
+        }
         let killedAt = UnixTime(nanoseconds: Int64(Date().timeIntervalSince1970 * 1e9))
         gateways[victim].kill9()
         load.drop(gateway: victim)

@@ -46,10 +46,11 @@ struct ServeProcess {
         let serve = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--admin-key", GatewayFixture.adminKey] + mode + arguments
         let command = descriptorLimit.map { [Self.prlimit, "--nofile=\($0):\($0)", "--", Self.executable] } ?? [Self.executable]
         // Not the test runner's standard error: should this test process die, a child left
-        // holding it would keep `swift test` waiting for its end of file.
+        // holding it would keep `swift test` waiting for its end of file. Its own standard error
+        // goes into the same pipe, so the log holds a crash report should it have one.
         process = try ChildProcess(command[0], Array(command.dropFirst()) + serve,
                                    environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 },
-                                   output: .pipe, errors: .null)
+                                   output: .pipe, errors: .sameAsOutput)
         let log = process.output!
         // The log is read up to the line with the port on a thread of its own: a gateway starting
         // on a busy machine must not hold one of the task pool's few threads meanwhile.

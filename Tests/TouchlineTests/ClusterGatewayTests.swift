@@ -29,12 +29,13 @@ struct ClusterGatewayTests {
         let apns = try MockAPNsFixture()
         let gateways = try ["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
         let channels = (1...6).map { "match-\($0)" }
+        // A create answered too late for the client (a busy machine) is answered 200 when sent again.
         for (index, id) in channels.enumerated() {
             let api = gateways[index % 2].admin
             var created: GatewayTestClient.Response?
             try await eventually("channel \(id) created through \(index % 2 == 0 ? "g1" : "g2")") {
                 created = try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#)
-                return created?.status == 201
+                return [200, 201].contains(created?.status ?? 0)
             }
         }
         // Every event goes to the other gateway than the one before; the owner orders them.
@@ -91,7 +92,7 @@ struct ClusterGatewayTests {
         let channels = ["match.1", "match-2", "match:3"]
         for id in channels {
             try await eventually("channel \(id) created") {
-                (try? gateways[0].admin.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status == 201
+                [200, 201].contains((try? gateways[0].admin.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status ?? 0)
             }
         }
         let apnsIDs = try Self.apnsIDs(of: channels, through: gateways[1].admin)
@@ -142,7 +143,7 @@ struct ClusterGatewayTests {
         for (index, id) in channels.enumerated() {
             let api = gateways[index % 2].admin
             try await eventually("channel \(id) created") {
-                (try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status == 201
+                [200, 201].contains((try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status ?? 0)
             }
         }
         let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[0].admin)
@@ -209,7 +210,7 @@ struct ClusterGatewayTests {
         for (index, id) in channels.enumerated() {
             let api = gateways[index % 2].admin
             try await eventually("channel \(id) created") {
-                (try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status == 201
+                [200, 201].contains((try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status ?? 0)
             }
         }
         try await eventually("both gateways serving") { gateways.allSatisfy { !Self.served(by: $0).isEmpty } }

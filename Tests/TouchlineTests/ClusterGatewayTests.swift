@@ -31,7 +31,7 @@ struct ClusterGatewayTests {
         let channels = (1...6).map { "match-\($0)" }
         // A create answered too late for the client (a busy machine) is answered 200 when sent again.
         for (index, id) in channels.enumerated() {
-            let api = gateways[index % 2].admin
+            let api = gateways[index % 2].patientAdmin
             var created: GatewayTestClient.Response?
             try await eventually("channel \(id) created through \(index % 2 == 0 ? "g1" : "g2")") {
                 created = try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#)
@@ -41,7 +41,7 @@ struct ClusterGatewayTests {
         // Every event goes to the other gateway than the one before; the owner orders them.
         for minute in 1...20 {
             for (index, id) in channels.enumerated() {
-                let api = gateways[(minute + index) % 2].admin
+                let api = gateways[(minute + index) % 2].patientAdmin
                 let answer = try api.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": \#(minute), "patch": {"minute": \#(minute)}}"#)
                 #expect(answer.status == 202, "\(id) seq \(minute) through g\((minute + index) % 2 + 1): \(answer.text)")
             }
@@ -64,7 +64,7 @@ struct ClusterGatewayTests {
         // Operators see the cluster: both connected, the partitions served once each, requests handed over.
         var served: [[Int64]] = []
         for gateway in gateways {
-            let ready = try gateway.admin.request("GET", "/readyz")
+            let ready = try gateway.patientAdmin.request("GET", "/readyz")
             #expect(ready.status == 200, "\(ready.text)")
             let cluster = try #require(ready.json?[member: "cluster"], "\(ready.text)")
             #expect(cluster[member: "connected"] == .bool(true))
@@ -73,7 +73,7 @@ struct ClusterGatewayTests {
             served.append(partitions.compactMap { if case .integer(let number) = $0 { number } else { nil } })
         }
         #expect(served.flatMap { $0 }.sorted() == (0..<Int64(Self.partitions)).map { $0 }, "\(served)")
-        let metrics = try gateways[0].admin.request("GET", "/metrics").text
+        let metrics = try gateways[0].patientAdmin.request("GET", "/metrics").text
         #expect(metrics.contains(#"touchline_cluster_connected{instance="g1"} 1"#))
         #expect(metrics.contains(#"touchline_cluster_partitions_served{instance="g1"} \#(served[0].count)"#), "\(metrics)")
         #expect(metrics.contains(#"touchline_cluster_forwarded_requests_total{instance="g1",outcome="answered"}"#))
@@ -92,10 +92,10 @@ struct ClusterGatewayTests {
         let channels = ["match.1", "match-2", "match:3"]
         for id in channels {
             try await eventually("channel \(id) created") {
-                [200, 201].contains((try? gateways[0].admin.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status ?? 0)
+                [200, 201].contains((try? gateways[0].patientAdmin.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status ?? 0)
             }
         }
-        let apnsIDs = try Self.apnsIDs(of: channels, through: gateways[1].admin)
+        let apnsIDs = try Self.apnsIDs(of: channels, through: gateways[1].patientAdmin)
         let provider = try NATSProvider(cluster: cluster)
         for minute in 1...15 {
             for id in channels {
@@ -141,13 +141,13 @@ struct ClusterGatewayTests {
         var gateways = try ["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
         let channels = (1...8).map { "match-\($0)" }
         for (index, id) in channels.enumerated() {
-            let api = gateways[index % 2].admin
+            let api = gateways[index % 2].patientAdmin
             try await eventually("channel \(id) created") {
                 [200, 201].contains((try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status ?? 0)
             }
         }
-        let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[0].admin)
-        let load = EventLoad(channels: channels, gateways: gateways.map(\.admin))
+        let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[0].patientAdmin)
+        let load = EventLoad(channels: channels, gateways: gateways.map(\.patientAdmin))
         load.start()
         try await eventually("events acknowledged") { load.acknowledgedCount > 100 }
         let before = load.acknowledgedCount
@@ -169,7 +169,7 @@ struct ClusterGatewayTests {
         gateways = try ["g3", "g4"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
         var next: [String: Int] = [:]
         for (index, id) in channels.enumerated() {
-            let api = gateways[index % 2].admin
+            let api = gateways[index % 2].patientAdmin
             var shown: JSONValue?
             try await eventually("channel \(id) served again") {
                 shown = try? api.request("GET", "/v1/channels/\(id)").json
@@ -208,7 +208,7 @@ struct ClusterGatewayTests {
         let partitioning = ChannelPartitioning(count: Self.partitions)!
         let channels = (1...16).map { "match-\($0)" }
         for (index, id) in channels.enumerated() {
-            let api = gateways[index % 2].admin
+            let api = gateways[index % 2].patientAdmin
             try await eventually("channel \(id) created") {
                 [200, 201].contains((try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status ?? 0)
             }
@@ -216,13 +216,13 @@ struct ClusterGatewayTests {
         try await eventually("both gateways serving") { gateways.allSatisfy { !Self.served(by: $0).isEmpty } }
 
         // Events every 50 ms per channel, each through the gateways in turn, from a thread of its own.
-        let load = EventLoad(channels: channels, gateways: gateways.map(\.admin))
+        let load = EventLoad(channels: channels, gateways: gateways.map(\.patientAdmin))
         load.start()
         try await eventually("events acknowledged through both gateways") { load.acknowledgedCount > 200 }
         let victim = Self.served(by: gateways[0]).count >= Self.served(by: gateways[1]).count ? 0 : 1
         let moved = Set(channels.filter { Self.served(by: gateways[victim]).contains(partitioning.partition(of: $0)) })
         let apnsIDs: [String: String]
-        do { apnsIDs = try Self.apnsIDs(of: channels, through: gateways[1 - victim].admin) } catch {
+        do { apnsIDs = try Self.apnsIDs(of: channels, through: gateways[1 - victim].patientAdmin) } catch {
             Issue.record("\(error); the gateway's log ends: \(gateways[1 - victim].logLines.suffix(20).joined(separator: "\n"))")
             throw error
         }
@@ -397,4 +397,14 @@ private final class NATSProvider: Sendable {
         try await eventually("\(count) messages on \(subject)") { received.withLock { $0.count } >= count }
         return received.withLock { Array($0.prefix(count)) }
     }
+}
+
+extension GatewayFixture {
+    /// The admin client, waiting up to 30 s for an answer: beside a loaded suite, a request handed
+    /// to another gateway while a partition moves can take longer than the usual 10 s.
+    fileprivate var patientAdmin: GatewayTestClient { admin.waiting(upTo: 30) }
+}
+
+extension ServeProcess {
+    fileprivate var patientAdmin: GatewayTestClient { admin.waiting(upTo: 30) }
 }

@@ -29,15 +29,7 @@ struct ClusterGatewayTests {
         let apns = try MockAPNsFixture()
         let gateways = try ["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
         let channels = (1...6).map { "match-\($0)" }
-        // A create answered too late for the client (a busy machine) is answered 200 when sent again.
-        for (index, id) in channels.enumerated() {
-            let api = gateways[index % 2].patientAdmin
-            var created: GatewayTestClient.Response?
-            try await eventually("channel \(id) created through \(index % 2 == 0 ? "g1" : "g2")") {
-                created = try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#)
-                return [200, 201].contains(created?.status ?? 0)
-            }
-        }
+        try await Self.create(channels, through: gateways.map(\.patientAdmin))
         // Every event goes to the other gateway than the one before; the owner orders them.
         for minute in 1...20 {
             for (index, id) in channels.enumerated() {
@@ -90,11 +82,7 @@ struct ClusterGatewayTests {
         let apns = try MockAPNsFixture()
         let gateways = try ["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
         let channels = ["match.1", "match-2", "match:3"]
-        for id in channels {
-            try await eventually("channel \(id) created") {
-                [200, 201].contains((try? gateways[0].patientAdmin.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status ?? 0)
-            }
-        }
+        try await Self.create(channels, through: [gateways[0].patientAdmin])
         let apnsIDs = try Self.apnsIDs(of: channels, through: gateways[1].patientAdmin)
         let provider = try NATSProvider(cluster: cluster)
         for minute in 1...15 {
@@ -140,12 +128,7 @@ struct ClusterGatewayTests {
         let apns = try MockAPNsFixture()
         var gateways = try ["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
         let channels = (1...8).map { "match-\($0)" }
-        for (index, id) in channels.enumerated() {
-            let api = gateways[index % 2].patientAdmin
-            try await eventually("channel \(id) created") {
-                [200, 201].contains((try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status ?? 0)
-            }
-        }
+        try await Self.create(channels, through: gateways.map(\.patientAdmin))
         let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[0].patientAdmin)
         let load = EventLoad(channels: channels, gateways: gateways.map(\.patientAdmin))
         load.start()
@@ -207,12 +190,7 @@ struct ClusterGatewayTests {
         let gateways = [try await serve("g1"), try await serve("g2")]
         let partitioning = ChannelPartitioning(count: Self.partitions)!
         let channels = (1...16).map { "match-\($0)" }
-        for (index, id) in channels.enumerated() {
-            let api = gateways[index % 2].patientAdmin
-            try await eventually("channel \(id) created") {
-                [200, 201].contains((try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status ?? 0)
-            }
-        }
+        try await Self.create(channels, through: gateways.map(\.patientAdmin))
         try await eventually("both gateways serving") { gateways.allSatisfy { !Self.served(by: $0).isEmpty } }
 
         // Events every 50 ms per channel, each through the gateways in turn, from a thread of its own.
@@ -261,6 +239,18 @@ struct ClusterGatewayTests {
         #expect(!moved.isEmpty)
         #expect(gateways[1 - victim].terminate() == 0)
         await apns.shutDown()
+    }
+
+    /// Creates `channels` through the gateways in turn (each hands a create to its channel's
+    /// owner). A create answered too late for the client, on a busy machine, is answered 200
+    /// when sent again.
+    static func create(_ channels: [String], through gateways: [GatewayTestClient]) async throws {
+        for (index, id) in channels.enumerated() {
+            let api = gateways[index % gateways.count]
+            try await eventually("channel \(id) created") {
+                [200, 201].contains((try? api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#))?.status ?? 0)
+            }
+        }
     }
 
     /// The partitions a gateway process serves now, from its log.

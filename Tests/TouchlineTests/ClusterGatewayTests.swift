@@ -27,7 +27,9 @@ struct ClusterGatewayTests {
     @Test func eventsPostedToEveryGatewayReachAPNsInEachChannelsOrder() async throws {
         let cluster = try await NATSCluster.start()
         let apns = try MockAPNsFixture()
-        let gateways = try ["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) })
         let channels = (1...6).map { "match-\($0)" }
         try await Self.create(channels, through: gateways.map(\.patientAdmin))
         // Every event goes to the other gateway than the one before; the owner orders them.
@@ -69,8 +71,6 @@ struct ClusterGatewayTests {
         #expect(metrics.contains(#"touchline_cluster_connected{instance="g1"} 1"#))
         #expect(metrics.contains(#"touchline_cluster_partitions_served{instance="g1"} \#(served[0].count)"#), "\(metrics)")
         #expect(metrics.contains(#"touchline_cluster_forwarded_requests_total{instance="g1",outcome="answered"}"#))
-        for gateway in gateways { await gateway.shutDown(removingData: false) }
-        await apns.shutDown()
     }
 
     /// Events published straight to the cluster (`touchline.in.<channel>`, as a provider's own
@@ -80,7 +80,9 @@ struct ClusterGatewayTests {
     @Test func eventsPublishedStraightToTheClusterAreTakenLikeHTTPAndRefusedOnesRecorded() async throws {
         let cluster = try await NATSCluster.start(mappings: ["touchline.in.*": "touchline.ingest.{{partition(\(Self.partitions),1)}}.{{wildcard(1)}}"])
         let apns = try MockAPNsFixture()
-        let gateways = try ["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) })
         let channels = ["match.1", "match-2", "match:3"]
         try await Self.create(channels, through: [gateways[0].patientAdmin])
         let apnsIDs = try Self.apnsIDs(of: channels, through: gateways[1].patientAdmin)
@@ -114,8 +116,6 @@ struct ClusterGatewayTests {
         #expect(ofMatch2.last?[member: "event"] == .string("not json"))
         #expect(records.contains { $0.string("channel") == "no-such-match" && $0.string("error") == "channel_not_found" })
         #expect(records.allSatisfy { $0.integer("status") != nil && $0.string("message") != nil })
-        for gateway in gateways { await gateway.shutDown(removingData: false) }
-        await apns.shutDown()
     }
 
     /// One of the three NATS servers killed with SIGKILL under load, then brought back: the
@@ -126,7 +126,9 @@ struct ClusterGatewayTests {
     @Test func aKilledNATSServerLosesNothingAcknowledgedNorDoesARestartOfEveryGateway() async throws {
         let cluster = try await NATSCluster.start()
         let apns = try MockAPNsFixture()
-        var gateways = try ["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        var gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) })
         let channels = (1...8).map { "match-\($0)" }
         try await Self.create(channels, through: gateways.map(\.patientAdmin))
         let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[0].patientAdmin)
@@ -149,7 +151,7 @@ struct ClusterGatewayTests {
 
         // Every gateway stops; two new ones find every channel as it was.
         for gateway in gateways { await gateway.shutDown(removingData: false) }
-        gateways = try ["g3", "g4"].map { try Self.gateway($0, cluster: cluster, apns: apns) }
+        gateways = try started.add(["g3", "g4"].map { try Self.gateway($0, cluster: cluster, apns: apns) })
         var next: [String: Int] = [:]
         for (index, id) in channels.enumerated() {
             let api = gateways[index % 2].patientAdmin
@@ -171,8 +173,6 @@ struct ClusterGatewayTests {
             let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
             return channels.allSatisfy { minutes[$0]?.last == next[$0] }
         }
-        for gateway in gateways { await gateway.shutDown(removingData: false) }
-        await apns.shutDown()
     }
 
     /// `touchline serve` processes on the cluster; one is killed with SIGKILL while events pour in
@@ -183,6 +183,8 @@ struct ClusterGatewayTests {
     func aKilledGatewaysChannelsMoveAndNothingAcknowledgedIsLost() async throws {
         let cluster = try await NATSCluster.start()
         let apns = try MockAPNsFixture()
+        // The processes die with their ServeProcess; the mock is stopped however the test ends.
+        defer { Task { await apns.shutDown(); withExtendedLifetime(cluster) {} } }
         func serve(_ name: String) async throws -> ServeProcess {
             let store = #"{"backend": "jetstream", "servers": [\#(cluster.urls.map { "\"\($0)\"" }.joined(separator: ","))], "instance": "\#(name)", "partitions": \#(Self.partitions)}"#
             return try await ServeProcess(dataDirectory: apns.directory + "/\(name)", arguments: apns.serveArguments + ["--store", store, "--log-level", "notice"])
@@ -238,7 +240,6 @@ struct ClusterGatewayTests {
         #expect(resumed < .seconds(20), "pushes resumed \(resumed) after the kill")
         #expect(!moved.isEmpty)
         #expect(gateways[1 - victim].terminate() == 0)
-        await apns.shutDown()
     }
 
     /// Creates `channels` through the gateways in turn (each hands a create to its channel's
@@ -397,4 +398,25 @@ extension GatewayFixture {
 
 extension ServeProcess {
     fileprivate var patientAdmin: GatewayTestClient { admin.waiting(upTo: 30) }
+}
+
+/// The gateways a test started, shut down when it ends however it ends (a gateway released
+/// while it runs would leave its loops running without it), then the mock, with the cluster
+/// kept until then.
+private final class StartedGateways: Sendable {
+    private let gateways = Mutex<[GatewayFixture]>([])
+
+    func add(_ started: [GatewayFixture]) -> [GatewayFixture] {
+        gateways.withLock { $0 += started }
+        return started
+    }
+
+    func shutDown(after apns: MockAPNsFixture, keeping cluster: NATSCluster) {
+        let gateways = gateways.withLock { $0 }
+        Task {
+            for gateway in gateways { await gateway.shutDown(removingData: false) }
+            await apns.shutDown()
+            withExtendedLifetime(cluster) {}
+        }
+    }
 }

@@ -6,6 +6,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineRuntime
 
 /// The gateway's life as a service: `run(until:)` returns after a graceful shutdown, and a second
 /// stop request during it stops at once without losing what was acknowledged.
@@ -68,6 +69,23 @@ struct GatewayEscalatedStopTests {
         try await running.value
         #expect(gateway.port == nil, "shut down")
         #expect(requests.isEscalated, "a cancelled task stops at once")
+    }
+
+    /// A gateway released without a shutdown (a caller's bug, or a test that failed half-way)
+    /// stops its loops before it is freed (a loop still running a freed server's callbacks
+    /// crashed the test process): the release returns, without waiting on a loop that is gone or
+    /// on itself, and nothing is left listening.
+    @Test func aGatewayReleasedWhileRunningStopsItsLoopsAndClosesItsPort() async throws {
+        let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = GatewayConfiguration(apnsMode: .mock, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: directory,
+                                                 apiKeys: [.init(key: GatewayFixture.adminKey, scope: .admin)])
+        configuration.logLevel = .error
+        let held = Mutex<Gateway?>(Gateway(configuration: configuration))
+        let port = try await DedicatedThread.run(name: "gateway-start") { try held.withLock { try $0!.start() } }
+        #expect(try GatewayTestClient(port: port, key: GatewayFixture.adminKey).request("GET", "/healthz").status == 200)
+        await DedicatedThread.run(name: "gateway-release") { held.withLock { $0 = nil } }
+        #expect(throws: GatewayTestClient.Failure.self) { try GatewayTestClient(port: port, key: GatewayFixture.adminKey).request("GET", "/healthz") }
     }
 
     /// The real process: SIGTERM starts the graceful stop, a second SIGTERM ends it at once.

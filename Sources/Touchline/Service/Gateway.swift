@@ -78,6 +78,19 @@ public final class Gateway: Sendable {
         self.backends = backends
     }
 
+    /// A gateway released while it runs (never shut down: a test that failed half-way, say) stops
+    /// its loops before its parts are taken apart, so that none of them runs on its loop while it
+    /// is freed. Nothing is saved on the way: ``shutdown(requestGracePeriod:apnsGracePeriod:)`` is
+    /// the way to stop.
+    deinit {
+        guard let current = running.withLock({ $0 }) else { return }
+        for loop in [current.ingestLoop, current.broadcastLoop, current.personalLoop, current.webhookLoop] where !loop.inEventLoop {
+            loop.stopAndWait()
+        }
+        current.cluster?.close()
+        current.mock?.stop()
+    }
+
     /// The mock APNs started in-process because `configuration.apns` is nil (nil otherwise).
     public var bundledMockAPNs: MockAPNsServer? { running.withLock { $0?.mock } }
 

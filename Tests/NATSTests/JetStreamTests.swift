@@ -134,7 +134,13 @@ struct JetStreamTests {
         #expect(state.messages == 400, "every acknowledged publish is stored, once")
         #expect(state.leader != created.leader)
         try await cluster.restart(leader)
-        #expect(try client.jetStream.streamState("EVENTS")?.messages == 400)
+        // The node back, the stream may answer nothing for a moment while it rejoins.
+        var afterRestart: JetStream.StreamState?
+        for _ in 0..<100 where afterRestart == nil {
+            afterRestart = try? client.jetStream.streamState("EVENTS")
+            if afterRestart == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(afterRestart?.messages == 400)
     }
 
     @Test func coreSubscriptionsDeliverOnTheirLoopAndAnswersReachAnInbox() async throws {

@@ -73,6 +73,10 @@ public final class NATSConnection: @unchecked Sendable {
     /// True while connected to a server (false while reconnecting or once closed).
     public var isConnected: Bool { natsConnection_Status(handle) == NATS_CONN_STATUS_CONNECTED }
 
+    /// The largest message the connected server accepts (its `max_payload`, headers included),
+    /// or 0 when not connected.
+    public var maximumPayload: Int { Int(natsConnection_GetMaxPayload(handle)) }
+
     /// The URL of the server in use, if connected.
     public var connectedServer: String? {
         var buffer = [CChar](repeating: 0, count: 256)

@@ -48,6 +48,11 @@ public struct ChannelLogLayout: Sendable, Equatable {
         }
     }
 
+    /// The header that marks a partition log's message as a snapshot of the partition's channels
+    /// (``ChannelTables/binaryEncoded``) rather than a batch: replay replaces the partition's
+    /// channels with it, and the messages before it may be trimmed (docs/cluster.md, "Snapshots").
+    public static let snapshotHeader = "Touchline-Snapshot"
+
     /// Where the health probe writes (the last write of each store kept, for a minute).
     public var probeStreamName: String { "\(prefix.uppercased())_LOG_PROBE" }
     public func probeSubject(writer: String) -> String { "\(prefix).probe.\(writer)" }

@@ -26,6 +26,11 @@ import TouchlineStore
 ///   order (the price: one cluster round trip per batch; pipelining per partition is possible
 ///   because partitions are independent, and is left for when a benchmark asks for it).
 ///
+/// - **Snapshots**: once a partition's log has grown by as much as its state
+///   (``SnapshotSchedule``), the store logs a snapshot of the partition's channels to it, fenced
+///   like a batch, and trims the messages before it; replay starts from the snapshot
+///   (`JetStreamChannelStore+Snapshots.swift`).
+///
 /// Completions run on the store's loop. Reads (``openReader()``) see the acknowledged tables.
 public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendable {
     /// How long a batch whose publish got no answer is tried again (same message id) before it fails.
@@ -43,20 +48,33 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// Unique per opened store: the prefix of its message ids.
     private let writerID: String
 
+    /// A write waiting for its turn: a caller's, or a snapshot the store decided on.
+    enum QueuedWrite {
+        case caller(() -> Void)
+        case snapshot(partition: Int)
+    }
+
     // Confined to `loop`.
-    private var waiting: [() -> Void] = []
+    private var waiting: [QueuedWrite] = []
     private var writing = false
-    private var lastSequence: [ChannelLogLayout.Log: UInt64] = [:]
-    private var written: UInt64 = 0
+    var lastSequence: [ChannelLogLayout.Log: UInt64] = [:]
+    var written: UInt64 = 0
+    var schedule: SnapshotSchedule
+    var snapshotQueued: Set<Int> = []
+    /// JetStream API requests sent from the loop (trimming a log), made on first use.
+    var requests: NATSRequests?
+    let snapshotCounts = Mutex(SnapshotStatistics())
     private var closeWaiters: [DispatchSemaphore] = []
     private var retryTimer: LoopTimer?
     /// Partition logs this store may no longer see to their end: a write was refused because the
     /// log had moved on, or got no answer in time (it may be stored after all). Nothing more is
     /// written to such a log until it has been read again (``catchUp(partition:)``).
-    private var stale: Set<Int> = []
+    var stale: Set<Int> = []
     private let staleness = Mutex<(@Sendable (Int) -> Void)?>(nil)
 
-    private init(jetStream: JetStream, layout: ChannelLogLayout, loop: EventLoop, clock: any WallClock, writerID: String) {
+    private init(jetStream: JetStream, layout: ChannelLogLayout, loop: EventLoop, clock: any WallClock, writerID: String,
+                 snapshots: SnapshotSchedule.Settings) {
+        self.schedule = SnapshotSchedule(settings: snapshots)
         self.jetStream = jetStream
         self.layout = layout
         self.loop = loop
@@ -66,8 +84,10 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
 
     /// Creates the log stream if needed and rebuilds the tables of `partitions` (all of them
     /// when nil) and of the global log from it. Blocks until the replay is done: call it from a
-    /// starting thread, never from `loop`.
+    /// starting thread, never from `loop`. Snapshots larger than the servers' `max_payload`
+    /// are never attempted, whatever `snapshots` says.
     public static func open(jetStream: JetStream, layout: ChannelLogLayout, replicas: Int, partitions: [Int]? = nil,
+                            snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(),
                             loop: EventLoop, clock: any WallClock = SystemClock()) throws -> JetStreamChannelStore {
         for log in layout.logs {
             try JetStream.retryingTimeouts { () throws(NATSError) in
@@ -80,7 +100,11 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                                              maximumAge: .seconds(60), maximumMessagesPerSubject: 1, duplicateWindow: .seconds(10)))
         }
         let writerID = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 36) }.joined()
-        let store = JetStreamChannelStore(jetStream: jetStream, layout: layout, loop: loop, clock: clock, writerID: writerID)
+        var snapshots = snapshots
+        let payloadLimit = jetStream.connection.maximumPayload
+        if payloadLimit > 0 { snapshots.maximumSnapshotBytes = min(snapshots.maximumSnapshotBytes, payloadLimit - 4_096) }
+        let store = JetStreamChannelStore(jetStream: jetStream, layout: layout, loop: loop, clock: clock, writerID: writerID,
+                                          snapshots: snapshots)
         let logs = (partitions ?? Array(0..<layout.partitioning.count)).map(ChannelLogLayout.Log.partition) + [.global]
         for log in logs { try store.replayRetrying(log) }
         return store
@@ -145,19 +169,33 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         let admitted = control.withLock { $0.admit() }
         loop.execute { [self] in
             guard admitted else { return completion(.failure(.closed)) }
-            waiting.append { [self] in perform(apply, completion: completion) }
+            waiting.append(.caller { [self] in perform(apply, completion: completion) })
             startNext()
         }
     }
 
-    private func startNext() {
+    func startNext() {
         guard !writing, !waiting.isEmpty else {
             if !writing { closeWaiters.forEach { $0.signal() }; closeWaiters = [] }
             return
         }
         writing = true
-        control.withLock { $0.started() }
-        waiting.removeFirst()()
+        switch waiting.removeFirst() {
+        case .caller(let perform):
+            control.withLock { $0.started() }
+            perform()
+        case .snapshot(let partition):
+            writeSnapshot(of: partition) { [self] in
+                writing = false
+                startNext()
+            }
+        }
+    }
+
+    /// Queues a snapshot of `partition` behind the writes already waiting (once).
+    func queueSnapshot(of partition: Int) {
+        guard snapshotQueued.insert(partition).inserted else { return }
+        waiting.append(.snapshot(partition: partition))
     }
 
     private func perform<T: Sendable>(_ apply: (inout ChannelTables) throws(StoreError) -> (WriteBatch?, T),
@@ -177,11 +215,15 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             return finish(.failure(.storageFailure("\(log) is being read again: a write to it was refused or got no answer; retry shortly")),
                           completion: completion)
         }
-        written += 1
-        publish(batch.binaryEncoded, to: log, id: "\(writerID):\(written)", since: ContinuousClock.now) { [self] result in
+        let bytes = batch.binaryEncoded
+        publish(bytes, to: log, id: nextMessageID(), since: ContinuousClock.now) { [self] result in
             switch result {
             case .success(let sequence):
                 lastSequence[log] = sequence
+                if case .partition(let partition) = log {
+                    schedule.logged(bytes.count, to: partition)
+                    if schedule.isDue(partition) { queueSnapshot(of: partition) }
+                }
                 // Applied to the tables as they are now, not to the copy it was checked on: a
                 // partition taken up meanwhile may have been read into them. The batch concerns
                 // only its own partition, which nothing else changes, so it applies as checked.
@@ -203,17 +245,23 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
 
     /// The log may hold what this store has not read (another writer's batch, or its own whose
     /// answer was lost): no more writes to it until it has been read again.
-    private func markStale(_ log: ChannelLogLayout.Log) {
+    func markStale(_ log: ChannelLogLayout.Log) {
         guard case .partition(let partition) = log, stale.insert(partition).inserted else { return }
         staleness.withLock { $0 }?(partition)
     }
 
+    /// A message id no other write of any store uses.
+    func nextMessageID() -> String {
+        written += 1
+        return "\(writerID):\(written)"
+    }
+
     /// Logs `bytes` to `log`, repeating the same message after a lost answer until
     /// ``retryLimit`` has passed since `since`.
-    private func publish(_ bytes: [UInt8], to log: ChannelLogLayout.Log, id: String, since: ContinuousClock.Instant,
-                         then done: @escaping @Sendable (Result<UInt64, StoreError>) -> Void) {
+    func publish(_ bytes: [UInt8], to log: ChannelLogLayout.Log, headers: [String: String] = [:], id: String,
+                 since: ContinuousClock.Instant, then done: @escaping @Sendable (Result<UInt64, StoreError>) -> Void) {
         let conditions = JetStream.PublishConditions(messageID: id, expectedLastSequence: lastSequence[log] ?? 0)
-        jetStream.publish(bytes, to: layout.subject(of: log), conditions: conditions, loop: loop) { [self] result in
+        jetStream.publish(bytes, to: layout.subject(of: log), headers: headers, conditions: conditions, loop: loop) { [self] result in
             switch result {
             case .success(let acknowledgement):
                 done(.success(acknowledgement.sequence))
@@ -231,7 +279,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                 // One write is in flight at a time, so one timer serves its retries.
                 let timer = LoopTimer(loop: loop) { [self] in
                     retryTimer = nil
-                    publish(bytes, to: log, id: id, since: since, then: done)
+                    publish(bytes, to: log, headers: headers, id: id, since: since, then: done)
                 }
                 retryTimer = timer
                 timer.schedule(after: .milliseconds(100))
@@ -295,7 +343,8 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     }
 
     /// Applies `log`'s batches, in order, from the first this store has not applied up to the
-    /// log's last message at the time of the call.
+    /// log's last message at the time of the call; from a snapshot on when the messages before it
+    /// were trimmed.
     private func replay(_ log: ChannelLogLayout.Log) throws {
         let subject = layout.subject(of: log)
         let stream = layout.streamName(of: log)
@@ -312,19 +361,12 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         let delivered = Mutex<Int>(0)
         let subscription = try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.subscribeOrdered(to: subject, from: .sequence(applied + 1), loop: loop) { [self] message in
             delivered.withLock { $0 += 1 }
-            guard let sequence = message.stream?.sequence, sequence > (lastSequence[log] ?? 0), sequence <= last else { return }
+            // After the first message that cannot be applied, the rest are not read: the error
+            // names that message.
+            guard failure.withLock({ $0 == nil }), let sequence = message.stream?.sequence, sequence > (lastSequence[log] ?? 0),
+                  sequence <= last else { return }
             do throws(StoreError) {
-                let batch: WriteBatch
-                do { batch = try WriteBatch(binaryEncoded: message.payload) } catch {
-                    throw .refused("\(log), log sequence \(sequence): \(error)")
-                }
-                do {
-                    try committed.tables.withLock { tables throws(StoreError) in
-                        for operation in batch.operations { try tables.apply(operation) }
-                    }
-                } catch {
-                    throw .refused("\(log), log sequence \(sequence) cannot be applied: \(error)")
-                }
+                try apply(message, at: sequence, of: log)
                 lastSequence[log] = sequence
             } catch {
                 failure.withLock { $0 = error }

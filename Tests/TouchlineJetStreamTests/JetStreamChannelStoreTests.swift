@@ -152,6 +152,114 @@ struct JetStreamChannelStoreTests {
         #expect(failure?.description.contains("partition \(partition), log sequence \(damaged ?? 0)") == true, "\(String(describing: failure))")
         #expect(failure?.description.contains("operation tag 99 is not known") == true)
     }
+
+    // MARK: Snapshots
+
+    /// The bytes of one partition's channels as `store` has them: equal bytes, equal state.
+    static func partitionState(_ store: JetStreamChannelStore, _ partition: Int) throws -> [UInt8] {
+        try store.openReader().readTables { tables in tables.subset { id in layout.partitioning.partition(of: id) == partition }.binaryEncoded }
+    }
+
+    /// Channels of one partition with events, states, truncations and a deletion logged through
+    /// several snapshots: the log is trimmed below the last snapshot, and a store opened
+    /// afterwards (which reads the snapshot and what follows) has the same state byte for byte.
+    @Test func aSnapshottedPartitionIsTrimmedAndRestoresTheSameState() async throws {
+        let node = try await Node.start(size: 1)
+        let ids = (0..<200).map { "match-\($0)" }
+        let partition = Self.layout.partitioning.partition(of: ids[0])
+        let same = ids.filter { Self.layout.partitioning.partition(of: $0) == partition }.prefix(3).map { $0 }
+        try #require(same.count == 3)
+        let store = try node.open(snapshots: .init(minimumLogBytes: 2_000))
+        for id in same { try store.write(.createChannel(Self.channel(id))) }
+        for seq in Int64(1)...120 {
+            for id in same { try store.write(.appendEvents([Self.event(id, seq)])) }
+            if seq % 40 == 0 { try store.write(.truncateEvents(channelID: same[0], throughSeq: seq - 10)) }
+        }
+        try store.write(.deleteChannel(channelID: same[2]))
+        try store.write(.markStatus(channelID: same[1], status: .ending, end: nil, at: Self.t0 + .seconds(500)))
+        let trimmed = await eventually { store.snapshotStatistics.trimmedMessages > 0 }
+        #expect(trimmed, "\(store.snapshotStatistics)")
+        #expect(store.snapshotStatistics.written >= 2, "\(store.snapshotStatistics)")
+        let log = try #require(try node.jetStream.streamState(Self.layout.streamName(of: .partition(partition))))
+        #expect(log.firstSequence > 1)
+        #expect(log.messages < log.lastSequence / 4, "the log keeps the last snapshot and what follows it: \(log)")
+        let restored = try node.open()
+        #expect(try Self.partitionState(restored, partition) == Self.partitionState(store, partition))
+        #expect(restored.snapshotStatistics.restored == 1)
+        #expect(try restored.openReader().events(channelID: same[1], afterSeq: 0, limit: 1_000).map(\.seq) == Array(1...120))
+        #expect(try restored.openReader().channel(id: same[2]) == nil)
+        // The restored store writes after the snapshot like the one that wrote it.
+        try restored.write(.appendEvents([Self.event(same[1], 121)]))
+        [store, restored].forEach { $0.close() }
+    }
+
+    /// A store that read a partition, fell behind while another wrote and trimmed it, catches up
+    /// from the snapshot: the batches it missed are gone, the snapshot holds them.
+    @Test func aStoreBehindATrimCatchesUpFromTheSnapshot() async throws {
+        let node = try await Node.start(size: 1)
+        let first = try node.open()
+        try first.write(.createChannel(Self.channel("m1")))
+        try first.write(.appendEvents([Self.event("m1", 1)]))
+        let partition = Self.layout.partitioning.partition(of: "m1")
+        let second = try node.open(snapshots: .init(minimumLogBytes: 500))
+        for seq in Int64(2)...60 { try second.write(.appendEvents([Self.event("m1", seq)])) }
+        #expect(await eventually { second.snapshotStatistics.trimmedMessages > 0 })
+        try await DedicatedThread.run(name: "catch-up") { try first.catchUp(partition: partition) }
+        #expect(try Self.partitionState(first, partition) == Self.partitionState(second, partition))
+        #expect(first.snapshotStatistics.restored >= 1)
+        [first, second].forEach { $0.close() }
+    }
+
+    /// A deposed owner's snapshot is refused like its batches: it would put an old state after
+    /// the new owner's writes.
+    @Test func aDeposedOwnersSnapshotIsFenced() async throws {
+        let node = try await Node.start(size: 1)
+        let deposed = try node.open()
+        try deposed.write(.createChannel(Self.channel("m1")))
+        try deposed.write(.appendEvents([Self.event("m1", 1)]))
+        let partition = Self.layout.partitioning.partition(of: "m1")
+        let owner = try node.open()
+        try owner.write(.appendEvents([Self.event("m1", 2)]))
+        deposed.requestSnapshot(of: partition)
+        #expect(await eventually { deposed.snapshotStatistics.failed == 1 }, "\(deposed.snapshotStatistics)")
+        #expect(deposed.snapshotStatistics.written == 0)
+        let restored = try node.open()
+        #expect(try restored.openReader().events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 2])
+        #expect(restored.snapshotStatistics.restored == 0)
+        [deposed, owner, restored].forEach { $0.close() }
+    }
+
+    /// A snapshot larger than the largest message allowed is not written; the log stays whole
+    /// and restores as before.
+    @Test func aSnapshotTooLargeForOneMessageLeavesTheLogWhole() async throws {
+        let node = try await Node.start(size: 1)
+        let store = try node.open(snapshots: .init(minimumLogBytes: 100, maximumSnapshotBytes: 40))
+        try store.write(.createChannel(Self.channel("m1")))
+        for seq in Int64(1)...40 { try store.write(.appendEvents([Self.event("m1", seq)])) }
+        #expect(await eventually { store.snapshotStatistics.skippedTooLarge >= 1 })
+        #expect(store.snapshotStatistics.written == 0)
+        let partition = Self.layout.partitioning.partition(of: "m1")
+        #expect(try node.jetStream.streamState(Self.layout.streamName(of: .partition(partition)))?.firstSequence == 1)
+        let restored = try node.open()
+        #expect(try restored.openReader().events(channelID: "m1", afterSeq: 0, limit: 100).map(\.seq) == Array(1...40))
+        [store, restored].forEach { $0.close() }
+    }
+
+    /// Trimmed without a snapshot (by hand, or by a stream limit someone set), the log cannot be
+    /// restored: the store refuses and names the missing sequences instead of running on half
+    /// a partition.
+    @Test func aLogTrimmedWithoutASnapshotIsRefusedByName() async throws {
+        let node = try await Node.start(size: 1)
+        let store = try node.open()
+        try store.write(.createChannel(Self.channel("m1")))
+        for seq in Int64(1)...5 { try store.write(.appendEvents([Self.event("m1", seq)])) }
+        store.close()
+        let partition = Self.layout.partitioning.partition(of: "m1")
+        let purged = await node.purge(Self.layout.streamName(of: .partition(partition)), below: 3)
+        #expect(purged == 2)
+        let failure = #expect(throws: StoreError.self) { try node.open() }
+        #expect(failure?.description.contains("log sequences 1 to 2 are missing") == true, "\(String(describing: failure))")
+    }
 }
 
 /// A NATS cluster with a connection and a loop, opening channel stores on it.
@@ -180,8 +288,21 @@ private final class Node: Sendable {
         return Node(cluster: cluster, loop: loop, connection: connection, jetStream: try JetStream(connection))
     }
 
-    func open(replicas: Int = 1) throws -> JetStreamChannelStore {
-        try JetStreamChannelStore.open(jetStream: jetStream, layout: JetStreamChannelStoreTests.layout, replicas: replicas, loop: loop)
+    func open(replicas: Int = 1, snapshots: SnapshotSchedule.Settings = .init()) throws -> JetStreamChannelStore {
+        try JetStreamChannelStore.open(jetStream: jetStream, layout: JetStreamChannelStoreTests.layout, replicas: replicas,
+                                       snapshots: snapshots, loop: loop)
+    }
+
+    /// Purges `stream` below `sequence` as an operator would; how many messages went.
+    func purge(_ stream: String, below sequence: UInt64) async -> UInt64? {
+        await withCheckedContinuation { done in
+            loop.execute { [self] in
+                guard let requests = try? NATSRequests(connection: connection, loop: loop) else { return done.resume(returning: nil) }
+                requests.purge(stream: stream, below: sequence, timeout: .seconds(5)) { result in
+                    withExtendedLifetime(requests) { done.resume(returning: try? result.get()) }
+                }
+            }
+        }
     }
 
     /// Publishes raw bytes (as a damaged or foreign writer would); the stored sequence.
@@ -219,6 +340,15 @@ extension JetStreamChannelStore {
             try write([operation]).get()
         }
     }
+}
+
+/// Polls `condition` for up to 10 s.
+func eventually(_ condition: () -> Bool) async -> Bool {
+    for _ in 0..<200 {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
+    return condition()
 }
 
 extension Result {

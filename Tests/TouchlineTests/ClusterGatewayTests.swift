@@ -15,12 +15,15 @@ import TouchlineTesting
 @Suite("Gateways on a cluster", .heavy(weight: 3))
 struct ClusterGatewayTests {
     static let partitions = 8
+    /// Small, so that partitions get snapshots and are taken over from them.
+    static let snapshotLogBytes = 1_024
 
     /// A gateway of the cluster, in this process, sending to `apns`.
     static func gateway(_ name: String, cluster: NATSCluster, apns: MockAPNsFixture) throws -> GatewayFixture {
         try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/\(name)") { configuration in
             configuration.store = StoreSettings(backend: .jetstream,
-                                                jetStream: JetStreamSettings(servers: cluster.urls, instance: InstanceID(name)!, partitions: Self.partitions))
+                                                jetStream: JetStreamSettings(servers: cluster.urls, instance: InstanceID(name)!, partitions: Self.partitions,
+                                                                             snapshotLogBytes: Self.snapshotLogBytes))
         }
     }
 
@@ -71,6 +74,12 @@ struct ClusterGatewayTests {
         #expect(metrics.contains(#"touchline_cluster_connected{instance="g1"} 1"#))
         #expect(metrics.contains(#"touchline_cluster_partitions_served{instance="g1"} \#(served[0].count)"#), "\(metrics)")
         #expect(metrics.contains(#"touchline_cluster_forwarded_requests_total{instance="g1",outcome="answered"}"#))
+        // Partitions were snapshotted along the way (and a partition taken up reads its snapshot).
+        let written = try gateways.enumerated().map { index, gateway in
+            metricValue(try gateway.patientAdmin.request("GET", "/metrics").text,
+                        #"touchline_cluster_snapshots_total{instance="g\#(index + 1)",outcome="written"}"#) ?? 0
+        }
+        #expect(written.reduce(0, +) >= 1, "\(written)")
     }
 
     /// Events published straight to the cluster (`touchline.in.<channel>`, as a provider's own
@@ -186,7 +195,7 @@ struct ClusterGatewayTests {
         // The processes die with their ServeProcess; the mock is stopped however the test ends.
         defer { Task { await apns.shutDown(); withExtendedLifetime(cluster) {} } }
         func serve(_ name: String) async throws -> ServeProcess {
-            let store = #"{"backend": "jetstream", "servers": [\#(cluster.urls.map { "\"\($0)\"" }.joined(separator: ","))], "instance": "\#(name)", "partitions": \#(Self.partitions)}"#
+            let store = #"{"backend": "jetstream", "servers": [\#(cluster.urls.map { "\"\($0)\"" }.joined(separator: ","))], "instance": "\#(name)", "partitions": \#(Self.partitions), "snapshotLogBytes": \#(Self.snapshotLogBytes)}"#
             return try await ServeProcess(dataDirectory: apns.directory + "/\(name)", arguments: apns.serveArguments + ["--store", store, "--log-level", "notice"])
         }
         let gateways = [try await serve("g1"), try await serve("g2")]
@@ -239,7 +248,12 @@ struct ClusterGatewayTests {
         print("cluster failover: the moved channels' first pushes came \(resumed) after the kill (lease TTL 3 s)")
         #expect(resumed < .seconds(20), "pushes resumed \(resumed) after the kill")
         #expect(!moved.isEmpty)
-        #expect(gateways[1 - victim].terminate() == 0)
+        // The survivor took the moved partitions up from the snapshots the killed gateway wrote.
+        let survivor = gateways[1 - victim]
+        let restored = metricValue(try survivor.patientAdmin.request("GET", "/metrics").text,
+                                   #"touchline_cluster_snapshots_total{instance="g\#(2 - victim)",outcome="restored"}"#)
+        #expect((restored ?? 0) >= 1, "snapshots restored by the survivor: \(String(describing: restored))")
+        #expect(survivor.terminate() == 0)
     }
 
     /// Creates `channels` through the gateways in turn (each hands a create to its channel's

@@ -16,7 +16,7 @@ import TouchlineCore
         let file = try files.write("cluster.json", """
             {"store": {"backend": "jetstream", "servers": ["nats://10.0.0.1:4222", "tls://10.0.0.2:4222"], "instance": "gw-1",
                        "credentialsFile": "/etc/touchline/gw.creds", "tls": {"caFile": "/etc/touchline/nats-ca.pem"},
-                       "prefix": "league", "replicas": 5, "partitions": 128}}
+                       "prefix": "league", "replicas": 5, "partitions": 128, "snapshotLogBytes": 65536}}
             """)
         let configuration = try GatewayConfiguration.load(arguments: ["--config", file], environment: GatewayConfigurationTests.dev)
         let cluster = try #require(configuration.store.jetStream)
@@ -25,7 +25,7 @@ import TouchlineCore
         #expect(cluster.instance == InstanceID("gw-1"))
         #expect(cluster.authentication == .credentialsFile("/etc/touchline/gw.creds"))
         #expect(cluster.tls == NATSSettings.TLS(caFile: "/etc/touchline/nats-ca.pem"))
-        #expect(cluster.prefix == "league" && cluster.replicas == 5 && cluster.partitions == 128)
+        #expect(cluster.prefix == "league" && cluster.replicas == 5 && cluster.partitions == 128 && cluster.snapshotLogBytes == 65_536)
 
         // Later sources replace the whole object; members left out take their defaults.
         let flagged = try GatewayConfiguration.load(
@@ -54,6 +54,8 @@ import TouchlineCore
          #"store settings member instance must be 1 to 64 of A-Z, a-z, 0-9, '-' and '_', got "gw.1""#),
         (#"{"backend": "jetstream", "servers": ["nats://n1"], "replicas": 0}"#, "store settings member replicas must be a whole number from 1 to 5"),
         (#"{"backend": "jetstream", "servers": ["nats://n1"], "partitions": 5000}"#, "store settings member partitions must be a whole number from 1 to 4096"),
+        (#"{"backend": "jetstream", "servers": ["nats://n1"], "snapshotLogBytes": 100}"#,
+         "store settings member snapshotLogBytes must be a whole number from 1024 to 1073741824"),
         (#"{"backend": "jetstream", "servers": ["nats://n1"], "prefix": "Touch.line"}"#,
          #"store settings member prefix must be 1 to 32 of a-z, 0-9 and '_', starting with a letter, got "Touch.line""#),
         (#"{"backend": "jetstream", "servers": ["nats://n1"], "token": "t", "credentialsFile": "/c"}"#,

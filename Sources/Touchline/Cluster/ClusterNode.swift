@@ -89,6 +89,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                                             jetStream: jetStream, loop: storeLoop)
                 let layout = ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning)
                 let store = try JetStreamChannelStore.open(jetStream: jetStream, layout: layout, replicas: settings.replicas, partitions: [],
+                                                           snapshots: SnapshotSchedule.Settings(minimumLogBytes: settings.snapshotLogBytes),
                                                            loop: storeLoop, clock: clock)
                 let ingest = DirectIngest(prefix: settings.prefix, jetStream: jetStream, connection: connection, loop: ingestLoop,
                                           log: log.named("ingest"))

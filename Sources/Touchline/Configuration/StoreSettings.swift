@@ -26,7 +26,7 @@ public struct StoreSettings: Sendable, Equatable {
 
     /// Members of the `store` object besides `backend`: the cluster's.
     static let clusterMembers = ["servers", "instance", "token", "user", "password", "credentialsFile", "nkey", "tls", "prefix",
-                                 "replicas", "partitions"]
+                                 "replicas", "partitions", "snapshotLogBytes"]
 
     /// Settings from JSON: `{"backend": "sqlite"}`, or `{"backend": "jetstream", "servers": [...], ...}`.
     init(json value: JSONValue, defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -79,9 +79,14 @@ public struct JetStreamSettings: Sendable, Equatable {
     /// Channels are spread over this many partitions, fixed when the cluster's streams are
     /// first created (a cluster created with another count is refused at start).
     public var partitions: Int
+    /// A partition's log gets a snapshot of its channels once this many bytes of batches were
+    /// logged since its last snapshot (and at least as many as that snapshot weighs), and is
+    /// trimmed below it: a new owner reads the snapshot and what follows (docs/cluster.md,
+    /// "Snapshots"). Lower: faster takeovers, more snapshot writes.
+    public var snapshotLogBytes: Int
 
     public init(servers: [String], instance: InstanceID, authentication: NATSSettings.Authentication = .none, tls: NATSSettings.TLS? = nil,
-                prefix: String = "touchline", replicas: Int = 3, partitions: Int = 64) {
+                prefix: String = "touchline", replicas: Int = 3, partitions: Int = 64, snapshotLogBytes: Int = 262_144) {
         self.servers = servers
         self.instance = instance
         self.authentication = authentication
@@ -89,6 +94,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         self.prefix = prefix
         self.replicas = replicas
         self.partitions = partitions
+        self.snapshotLogBytes = snapshotLogBytes
     }
 
     init(members: [String: JSONValue], defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -117,6 +123,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         }
         replicas = try ConfigurationMembers.integer(members, "replicas", 1...5) ?? 3
         partitions = try ConfigurationMembers.integer(members, "partitions", 1...4096) ?? 64
+        snapshotLogBytes = try ConfigurationMembers.integer(members, "snapshotLogBytes", 1_024...1_073_741_824) ?? 262_144
     }
 
     /// At most one way to authenticate: a token, a user and password, a `.creds` file, or an nkey.
@@ -175,7 +182,7 @@ public struct JetStreamSettings: Sendable, Equatable {
             parts.append("tls: " + [tls.caFile.map { "CA \($0)" }, tls.certificateFile.map { "certificate \($0)" },
                                     tls.expectedHostname.map { "host name \($0)" }].compactMap { $0 }.joined(separator: ", "))
         }
-        parts += ["prefix: \(prefix)", "replicas: \(replicas)", "partitions: \(partitions)"]
+        parts += ["prefix: \(prefix)", "replicas: \(replicas)", "partitions: \(partitions)", "snapshotLogBytes: \(snapshotLogBytes)"]
         return parts.joined(separator: "; ")
     }
 }

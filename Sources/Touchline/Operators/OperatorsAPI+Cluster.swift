@@ -1,8 +1,8 @@
 import TouchlineCore
 
 /// What operators see of a cluster gateway (the `jetstream` store backend): in `/readyz`, its
-/// NATS connection and the partitions it serves; on `/metrics`, the same as gauges, and the
-/// requests it handed to other gateways by outcome.
+/// NATS connection and the partitions it serves; on `/metrics`, the same as gauges, the
+/// requests it handed to other gateways by outcome, and what it did with partition snapshots.
 extension OperatorsAPI {
     /// The `cluster` member of `/readyz` (nil for a gateway on its own).
     func clusterJSON() -> JSONValue? {
@@ -37,6 +37,18 @@ extension OperatorsAPI {
         for (outcome, count) in cluster.forwarded.sorted(by: { $0.key < $1.key }) {
             forwarded.add(count, ["instance": name, "outcome": outcome])
         }
-        return [connected, served, members, forwarded]
+        let counts = cluster.store.snapshotStatistics
+        var snapshots = MetricFamily("touchline_cluster_snapshots_total",
+                                     help: "Partition snapshots by outcome: written to a log, restored while reading one, skipped as larger than the servers' max_payload, failed (fenced or unanswered).",
+                                     kind: .counter)
+        for (outcome, count) in [("failed", counts.failed), ("restored", counts.restored), ("skipped_too_large", counts.skippedTooLarge),
+                                 ("written", counts.written)] {
+            snapshots.add(count, ["instance": name, "outcome": outcome])
+        }
+        var trimmed = MetricFamily("touchline_cluster_log_messages_trimmed_total",
+                                   help: "Partition log messages removed below a snapshot (a new owner reads from the snapshot on).",
+                                   kind: .counter)
+        trimmed.add(Int(clamping: counts.trimmedMessages), instance)
+        return [connected, served, members, forwarded, snapshots, trimmed]
     }
 }

@@ -1,0 +1,124 @@
+import NATS
+import Synchronization
+import TouchlineStore
+
+/// What the store did with snapshots since it was opened (`/metrics`).
+public struct SnapshotStatistics: Sendable, Equatable {
+    /// Snapshots logged (acknowledged by the cluster).
+    public var written = 0
+    /// Snapshots not written because they would exceed the largest message the servers take.
+    public var skippedTooLarge = 0
+    /// Snapshots whose publish failed (refused as fenced, or unanswered); the log stays whole.
+    public var failed = 0
+    /// Snapshots read while replaying a partition.
+    public var restored = 0
+    /// Log messages removed below a snapshot.
+    public var trimmedMessages: UInt64 = 0
+    /// Trims that failed (the next snapshot's trim removes what this one would have).
+    public var failedTrims = 0
+}
+
+/// Snapshots of a partition's channels in the partition's own log (docs/cluster.md,
+/// "Snapshots"). A snapshot is a message of the log like a batch, written by compare-and-set on
+/// the log's last sequence: only the partition's owner, having read the whole log, can write it,
+/// so it holds exactly what replaying the log up to it would give. Replay replaces the
+/// partition's channels with it. Once it is acknowledged, the messages before it are trimmed:
+/// whatever a reader has or has not read of them, it reaches this snapshot next.
+extension JetStreamChannelStore {
+    /// What the store did with snapshots so far.
+    public var snapshotStatistics: SnapshotStatistics { snapshotCounts.withLock { $0 } }
+
+    /// Asks for a snapshot of `partition` behind the writes already queued, whatever the
+    /// schedule says (tests, and an operator's wish to shorten a log).
+    public func requestSnapshot(of partition: Int) {
+        loop.execute { [self] in
+            queueSnapshot(of: partition)
+            startNext()
+        }
+    }
+
+    /// Logs a snapshot of `partition` if this store may write its log (it has read the log to
+    /// its end and wrote or read it last), then trims the log below it. On the loop, as the
+    /// queue's one write in flight; `done` lets the next write start.
+    func writeSnapshot(of partition: Int, done: @escaping @Sendable () -> Void) {
+        snapshotQueued.remove(partition)
+        let log = ChannelLogLayout.Log.partition(partition)
+        guard !stale.contains(partition), lastSequence[log] != nil else { return done() }
+        let partitioning = layout.partitioning
+        let tables = committed.tables.withLock { tables in tables.subset { id in partitioning.partition(of: id) == partition } }
+        let bytes = tables.binaryEncoded
+        guard schedule.decide(snapshotOf: bytes.count, partition: partition) == .write else {
+            snapshotCounts.withLock { $0.skippedTooLarge += 1 }
+            return done()
+        }
+        publish(bytes, to: log, headers: [ChannelLogLayout.snapshotHeader: "1"], id: nextMessageID(), since: .now) { [self] result in
+            switch result {
+            case .success(let sequence):
+                lastSequence[log] = sequence
+                schedule.snapshotted(bytes.count, partition: partition)
+                snapshotCounts.withLock { $0.written += 1 }
+                trim(log, below: sequence)
+            case .failure:
+                snapshotCounts.withLock { $0.failed += 1 }
+            }
+            done()
+        }
+    }
+
+    /// Removes the messages of `log` before the snapshot at `sequence` (not waited for).
+    private func trim(_ log: ChannelLogLayout.Log, below sequence: UInt64) {
+        if requests == nil { requests = try? NATSRequests(connection: jetStream.connection, loop: loop) }
+        guard let requests else {
+            snapshotCounts.withLock { $0.failedTrims += 1 }
+            return
+        }
+        requests.purge(stream: layout.streamName(of: log), below: sequence, timeout: .seconds(5)) { [self] result in
+            snapshotCounts.withLock { counts in
+                switch result {
+                case .success(let removed): counts.trimmedMessages += removed
+                case .failure: counts.failedTrims += 1
+                }
+            }
+        }
+    }
+
+    /// Applies one replayed message of `log`: a batch, or a snapshot that replaces the
+    /// partition's channels. On the loop.
+    func apply(_ message: NATSMessage, at sequence: UInt64, of log: ChannelLogLayout.Log) throws(StoreError) {
+        let expected = (lastSequence[log] ?? 0) + 1
+        if message.headers[ChannelLogLayout.snapshotHeader] != nil {
+            guard case .partition(let partition) = log else { throw .refused("\(log), log sequence \(sequence): a snapshot in the global log") }
+            let snapshot: ChannelTables
+            do { snapshot = try ChannelTables(binaryEncoded: message.payload) } catch {
+                throw .refused("\(log), snapshot at log sequence \(sequence): \(error)")
+            }
+            let partitioning = layout.partitioning
+            do {
+                try committed.tables.withLock { tables throws(StoreError) in
+                    try tables.replaceChannels(where: { id in partitioning.partition(of: id) == partition }, with: snapshot)
+                }
+            } catch {
+                throw .refused("\(log), snapshot at log sequence \(sequence) cannot be restored: \(error)")
+            }
+            schedule.snapshotted(message.payload.count, partition: partition)
+            snapshotCounts.withLock { $0.restored += 1 }
+            return
+        }
+        // Only a snapshot may follow a gap: the log is trimmed below snapshots and nowhere else.
+        guard sequence == expected else {
+            throw .refused("\(log): log sequences \(expected) to \(sequence - 1) are missing and no snapshot follows them")
+        }
+        let batch: WriteBatch
+        do { batch = try WriteBatch(binaryEncoded: message.payload) } catch {
+            throw .refused("\(log), log sequence \(sequence): \(error)")
+        }
+        do {
+            try committed.tables.withLock { tables throws(StoreError) in
+                for operation in batch.operations { try tables.apply(operation) }
+            }
+        } catch {
+            throw .refused("\(log), log sequence \(sequence) cannot be applied: \(error)")
+        }
+        if case .partition(let partition) = log { schedule.logged(message.payload.count, to: partition) }
+    }
+}

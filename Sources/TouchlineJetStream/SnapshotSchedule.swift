@@ -1,0 +1,69 @@
+/// When a partition's log gets a snapshot of its channels (docs/cluster.md, "Snapshots").
+///
+/// A snapshot is due once the batches logged to a partition since its last snapshot weigh as
+/// much as that snapshot (and at least ``Settings/minimumLogBytes``). So a new owner reads at
+/// most about twice the partition's state however long the match, a busy partition is not
+/// snapshotted after every batch, and the log the servers keep stays proportional to the state.
+/// A value type with no I/O: the store tells it what was logged and read, and asks it.
+public struct SnapshotSchedule: Sendable, Equatable {
+    public struct Settings: Sendable, Equatable {
+        /// Batches logged since the last snapshot must weigh at least this much before the next.
+        public var minimumLogBytes: Int
+        /// A snapshot larger than this is not written (a NATS message cannot exceed the
+        /// servers' `max_payload`); the partition is replayed from its log instead, and the next
+        /// try waits until as much has been logged again.
+        public var maximumSnapshotBytes: Int
+
+        /// - Parameters:
+        ///   - minimumLogBytes: default 256 KiB: replaying that much takes milliseconds.
+        ///   - maximumSnapshotBytes: default 1 MiB less room for headers, the servers' default
+        ///     `max_payload`; the store lowers it to what its servers announce.
+        public init(minimumLogBytes: Int = 256 * 1_024, maximumSnapshotBytes: Int = 1_048_576 - 4_096) {
+            self.minimumLogBytes = minimumLogBytes
+            self.maximumSnapshotBytes = maximumSnapshotBytes
+        }
+    }
+
+    /// What to do with a snapshot of a given size.
+    public enum Decision: Sendable, Equatable {
+        case write
+        /// Too large for one message: skipped until as much has been logged again.
+        case skip
+    }
+
+    public let settings: Settings
+    private var loggedSinceSnapshot: [Int: Int] = [:]
+    private var lastSnapshotSize: [Int: Int] = [:]
+
+    public init(settings: Settings = Settings()) {
+        self.settings = settings
+    }
+
+    /// A batch of `bytes` was logged to (or read from) `partition`'s log after its last snapshot.
+    public mutating func logged(_ bytes: Int, to partition: Int) {
+        loggedSinceSnapshot[partition, default: 0] += bytes
+    }
+
+    /// A snapshot of `bytes` was logged to (or read from) `partition`'s log: what came before it
+    /// no longer needs replaying.
+    public mutating func snapshotted(_ bytes: Int, partition: Int) {
+        loggedSinceSnapshot[partition] = 0
+        lastSnapshotSize[partition] = bytes
+    }
+
+    /// Whether `partition` should get a snapshot now.
+    public func isDue(_ partition: Int) -> Bool {
+        let logged = loggedSinceSnapshot[partition] ?? 0
+        return logged > 0 && logged >= max(settings.minimumLogBytes, lastSnapshotSize[partition] ?? 0)
+    }
+
+    /// Whether a snapshot of `bytes` for `partition` is written; a skipped one counts as taken
+    /// (without anything trimmed), so the next try waits until its size has been logged again.
+    public mutating func decide(snapshotOf bytes: Int, partition: Int) -> Decision {
+        guard bytes <= settings.maximumSnapshotBytes else {
+            snapshotted(bytes, partition: partition)
+            return .skip
+        }
+        return .write
+    }
+}

@@ -71,6 +71,9 @@ let package = Package(
         // crash a busy process on Linux, see `ChildProcess`); never linked into the gateway.
         .target(name: "CSpawn"),
         .target(name: "ChildProcesses", dependencies: ["CSpawn"]),
+        // A real NATS JetStream cluster on loopback (nats-server processes), for the tests and the
+        // load tool's scale-out scenario; never linked into the gateway (`ProductGraphTests`).
+        .target(name: "NATSServers", dependencies: ["ChildProcesses", "NATS", "TouchlineRuntime"]),
         .target(name: "Measurements"),
         // The `.heavy` trait: tests that occupy the machine (gateways, servers, clusters, child
         // processes) share a few slots, so a parallel run never starts them all at once.
@@ -80,7 +83,7 @@ let package = Package(
 
         .target(name: "LoadKit", dependencies: ["Measurements", "TouchlineCore"], path: "LoadTests/LoadKit"),
         .executableTarget(name: "touchline-load", dependencies: ["APNs", "APNsMock", "ChildProcesses", "CommandLineOptions", "LoadKit", "Measurements",
-                                                             "Touchline", "TouchlineRuntime"],
+                                                             "NATS", "NATSServers", "Touchline", "TouchlineRuntime"],
                           path: "LoadTests/Loadgen"),
         // libFuzzer targets (`make fuzz`); the ordinary build replays their stored inputs.
         .executableTarget(name: "touchline-fuzz", dependencies: ["TouchlineCore", "TouchlineRuntime", "Touchline"], path: "Fuzz",
@@ -88,15 +91,15 @@ let package = Package(
 
         .testTarget(name: "CommandLineOptionsTests", dependencies: ["CommandLineOptions"]),
         .testTarget(name: "ChildProcessesTests", dependencies: ["TestSlots", "ChildProcesses"]),
-        .testTarget(name: "NATSTests", dependencies: ["TestSlots", "NATS", "TouchlineCore", "TouchlineRuntime", "TouchlineTesting"]),
-        .testTarget(name: "TouchlineJetStreamTests", dependencies: ["TestSlots", "NATS", "TouchlineCore", "TouchlineJetStream", "TouchlineRuntime",
+        .testTarget(name: "NATSTests", dependencies: ["TestSlots", "NATS", "NATSServers", "TouchlineCore", "TouchlineRuntime", "TouchlineTesting"]),
+        .testTarget(name: "TouchlineJetStreamTests", dependencies: ["TestSlots", "NATS", "NATSServers", "TouchlineCore", "TouchlineJetStream", "TouchlineRuntime",
                                                                     "TouchlineStore", "TouchlineTesting"]),
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TestSlots", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         .testTarget(name: "TouchlineStoreTests", dependencies: ["TestSlots", "TouchlineStore", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         // One contract suite per store and dispatch protocol, run against every implementation.
         .testTarget(name: "StoreContractTests", dependencies: ["TestSlots", "TouchlineTesting", "Touchline", "TouchlineStore", "TouchlineRuntime",
-                                                               "TouchlineCore", "APNs", "APNsMock", "NATS", "TouchlineJetStream"]),
+                                                               "TouchlineCore", "APNs", "APNsMock", "NATS", "NATSServers", "TouchlineJetStream"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["TestSlots", "HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2", "ChildProcesses"]),
         .testTarget(name: "APNsTests", dependencies: ["TestSlots", "APNs", "TouchlineCore", "COpenSSL", "CShims", "ChildProcesses"]),
         .testTarget(name: "APNsMockTests", dependencies: ["TestSlots", "APNsMock", "Measurements", "HTTP2", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
@@ -105,7 +108,7 @@ let package = Package(
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
         .testTarget(name: "LoadScenarioTests", dependencies: ["TestSlots", "LoadKit", "Measurements", "ChildProcesses"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSlots", "ChildProcesses"]),
-        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineTesting", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineTesting", "NATSServers", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -45,6 +45,12 @@ enum LoadCommandLine {
         static let seconds = number("--seconds", "length of the burst and of the paced phase (default 10)")
     }
 
+    enum ScaleOutOptions {
+        static let channels = number("--channels", "channels per phase (default 200)")
+        static let partitions = number("--partitions", "partitions of the cluster (default 16)")
+        static let seconds = number("--seconds", "length of each burst, of the ceiling and of the paced phase (default 10)")
+    }
+
     enum SoakOptions {
         static let seconds = number("--seconds", "how long the load runs, checks after the faults included (default 150)")
         static let kills = number("--kills", "kill -9 and restart of the gateway (default 3; 0 for none)")
@@ -100,6 +106,9 @@ enum LoadCommandLine {
             scenario("standard", "all five with their standard options (what `make bench` runs)"),
             scenario("webhook-isolation", "the same broadcast load without webhooks, with a receiver that never answers and with one "
                          + "that answers 500; p99 ratios (not part of standard)", [Hooks.rounds, Hooks.matches, Hooks.seconds]),
+            scenario("scale-out", "two gateways on a three-node NATS JetStream cluster: durable ingest against the cluster's own "
+                         + "ceiling (a plain publisher, same messages), ingest->APNs, CPU per event against SQLite (not part of standard)",
+                     [ScaleOutOptions.channels, ScaleOutOptions.partitions, ScaleOutOptions.seconds]),
             scenario("soak", "events, channel creates/ends/deletes and personal jobs under load while the gateway is killed with "
                          + "kill -9 at random moments, its disk filled and freed, and slow clients attached; checks every 202, "
                          + "APNs channels and job counts after each restart (not part of standard)",

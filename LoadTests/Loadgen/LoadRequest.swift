@@ -13,6 +13,7 @@ struct LoadRequest {
     var ceiling = ClientCeiling.Options()
     var soak = Soak.Options()
     var hooks = WebhookIsolation.Options()
+    var scaleOut = ScaleOut.Options()
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
         typealias Line = LoadCommandLine
@@ -61,6 +62,13 @@ struct LoadRequest {
             hooks.rounds = try positive(Line.Hooks.rounds) ?? hooks.rounds
             hooks.matches = try positive(Line.Hooks.matches) ?? hooks.matches
             hooks.seconds = try positive(Line.Hooks.seconds).map(Double.init) ?? hooks.seconds
+        case "scale-out":
+            scaleOut.channels = try positive(Line.ScaleOutOptions.channels) ?? scaleOut.channels
+            scaleOut.partitions = try parsed.integer(Line.ScaleOutOptions.partitions, in: 1...4096) ?? scaleOut.partitions
+            if let seconds = try positive(Line.ScaleOutOptions.seconds) {
+                scaleOut.burstSeconds = Double(seconds)
+                scaleOut.latencySeconds = scaleOut.burstSeconds
+            }
         case "soak":
             try readSoak(parsed, positive: positive, whole: whole)
         default:

@@ -33,6 +33,7 @@ case "ingest-burst": await run.finish([{ try IngestBurst(options: burst, setting
 case "client-ceiling": await run.finish([{ try await ClientCeiling(options: ceiling, settings: settings).run() }])
 case "merge-patch": await run.finish([{ try MergePatchCost(options: MergePatchCost.Options()).run() }])
 case "soak": await run.finish([{ try Soak(options: soak, settings: settings).run() }])
+case "scale-out": await run.finish([{ try await ScaleOut(options: request.scaleOut, settings: settings).run() }])
 case "webhook-isolation": await run.finish([{ try WebhookIsolation(options: hooks, settings: settings).run() }])
 default:
     // The standard set: every scenario with its defaults, client-ceiling with 3 rounds.

@@ -52,10 +52,10 @@ import TestSlots
     }
 
     /// The in-memory stores and APNs dispatch and the heavy tests' slots are for tests only, and
-    /// the child processes for the tests and the load tool: none is linked into the gateway, and
-    /// none is a product.
+    /// the child processes and the loopback NATS cluster for the tests and the load tool: none is
+    /// linked into the gateway, and none is a product.
     @Test(arguments: [("TouchlineTesting", "StoreContractTests", ["touchline-load"]), ("ChildProcesses", "TouchlineTests", []),
-                      ("TestSlots", "TouchlineTests", ["touchline-load"])])
+                      ("TestSlots", "TouchlineTests", ["touchline-load"]), ("NATSServers", "TouchlineJetStreamTests", [])])
     func theTestSupportModulesAreLinkedByTestsOnly(module: String, aTestTargetUsingIt: String, alsoKeptFrom: [String]) async throws {
         let (graph, libraries) = try await Self.describePackage()
         #expect(graph[module] != nil, "the module is gone or renamed: \(graph.keys.sorted())")
@@ -82,5 +82,6 @@ import TestSlots
         #expect(!symbols.contains("7LoadKit"), "the touchline binary links LoadKit code")
         #expect(!symbols.contains("16TouchlineTesting"), "the touchline binary links the in-memory test doubles")
         #expect(!symbols.contains("14ChildProcesses"), "the touchline binary links the tests' process starter")
+        #expect(!symbols.contains("11NATSServers"), "the touchline binary links the loopback NATS cluster")
     }
 }

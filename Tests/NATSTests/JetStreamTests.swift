@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import NATS
+import NATSServers
 import Testing
 import TestSlots
 import TouchlineRuntime

@@ -5,6 +5,7 @@ import TouchlineRuntime
 import TouchlineStore
 import TouchlineTesting
 import NATS
+import NATSServers
 import TouchlineJetStream
 
 /// The implementations every contract suite runs against: one set of tests, run on each, so

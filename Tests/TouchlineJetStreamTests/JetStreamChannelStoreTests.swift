@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import NATS
+import NATSServers
 import Synchronization
 import Testing
 import TestSlots

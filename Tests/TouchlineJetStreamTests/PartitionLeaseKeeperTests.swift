@@ -1,5 +1,6 @@
 import Foundation
 import NATS
+import NATSServers
 import Synchronization
 import Testing
 import TestSlots

@@ -6,6 +6,7 @@ import TestSlots
 import Touchline
 import TouchlineCore
 import NATS
+import NATSServers
 import TouchlineRuntime
 import TouchlineTesting
 

@@ -18,8 +18,14 @@ final class LoadStage {
     let directory: String
     let key: MockAPNsProviderKeyFiles.Files
     let mock: MockProcess
-    /// The gateway this stage started.
+    /// The gateway this stage started last with ``startGateway(extraArguments:)``.
     private(set) var gatewayProcess: GatewayProcess?
+    /// Gateways started beside it (``startAnotherGateway(extraArguments:)``), in order.
+    private(set) var otherGateways: [GatewayProcess] = []
+    /// The admin key of every gateway of the stage (a cluster's gateways share their keys).
+    let adminKey = GatewayProcess.randomAdminKey()
+    /// Other processes of the scenario whose CPU and memory the report shows (NATS servers).
+    var companionProcesses: [(name: String, pid: Int32)] = []
 
     /// Starts the mock with `mockThreads` loops (default: its CPUs' count) and `--arrival-latency
     /// sentAt`, on CPUs of its own when `pinMock` (and the run allows pinning).
@@ -35,6 +41,7 @@ final class LoadStage {
 
     deinit {
         gatewayProcess?.stop()
+        otherGateways.forEach { $0.stop() }
         mock.stop()
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -42,13 +49,25 @@ final class LoadStage {
     /// Starts the gateway the scenario drives: `touchline serve` (or `--gateway-binary`) on this
     /// stage's mock, with the user's `--gateway-config` if given, plus `extraArguments`.
     func startGateway(extraArguments: [String] = []) throws -> GatewayTarget {
-        let adminKey = GatewayProcess.randomAdminKey()
+        let (gateway, target) = try launchGateway(extraArguments: extraArguments, dataDirectory: directory + "/data")
+        gatewayProcess = gateway
+        return target
+    }
+
+    /// Starts one more gateway beside the first, with a data directory of its own (a cluster's
+    /// gateways share their channels through the cluster, not through files).
+    func startAnotherGateway(extraArguments: [String]) throws -> GatewayTarget {
+        let (gateway, target) = try launchGateway(extraArguments: extraArguments, dataDirectory: directory + "/data-\(otherGateways.count + 2)")
+        otherGateways.append(gateway)
+        return target
+    }
+
+    private func launchGateway(extraArguments: [String], dataDirectory: String) throws -> (GatewayProcess, GatewayTarget) {
         let gateway = try GatewayProcess(directory: directory, adminKey: adminKey, key: key, host: "127.0.0.1", pushPort: mock.pushPort,
                                          managementPort: mock.managementPort, caFile: mock.caFile,
                                          extraArguments: (settings.gatewayConfig.map { ["--config", $0] } ?? []) + extraArguments,
-                                         cpus: placement.clients, executable: settings.gatewayBinary)
-        gatewayProcess = gateway
-        return GatewayTarget(host: "127.0.0.1", port: gateway.port, adminKey: adminKey)
+                                         cpus: placement.clients, executable: settings.gatewayBinary, dataDirectory: dataDirectory)
+        return (gateway, GatewayTarget(host: "127.0.0.1", port: gateway.port, adminKey: adminKey))
     }
 
     /// The processes whose CPU and memory the report shows: the gateway (when it is ours), the
@@ -56,7 +75,9 @@ final class LoadStage {
     var monitoredProcesses: [(name: String, pid: Int32)] {
         var processes: [(String, Int32)] = []
         if let gatewayProcess { processes.append(("gateway", gatewayProcess.pid)) }
+        for (index, gateway) in otherGateways.enumerated() { processes.append(("gateway \(index + 2)", gateway.pid)) }
         processes.append(("mock APNs", mock.pid))
+        processes += companionProcesses
         processes.append(("touchline-load", getpid()))
         return processes
     }

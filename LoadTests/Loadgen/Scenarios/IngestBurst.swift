@@ -41,7 +41,8 @@ struct IngestBurst {
 
         var timeline = ScenarioTimeline()
         var phase = try PhaseMeasurement(stage: stage)
-        let burst = try self.burst(burstChannels, connect: gateway.connector)
+        let burst = try EventBurst(connections: options.connections, batchSize: options.batchSize, seconds: options.burstSeconds)
+            .run(burstChannels, gateways: [gateway.connector])
         let burstFigures = try phase.finish()
         timeline.add(burstFigures, label: "burst")
         log.say(String(format: "%@ events acknowledged in %.1f s: %@ events/s", ReportNumbers.grouped(Double(burst.events)), burst.seconds, ReportNumbers.grouped(burst.rate)))
@@ -89,48 +90,5 @@ struct IngestBurst {
                      .init(name: "ingest→APNs p99 / 5 ms", measured: latency.p99 / options.latencyTargetMilliseconds, target: 1, comparison: .atMost),
                      .init(name: "every paced event broadcast", measured: Double(latency.count) / Double(max(1, timings.count)), target: 1,
                            comparison: .atLeast)])
-    }
-
-    private struct Burst {
-        var events: Int
-        var seconds: Double
-        var perSecond: TimeSeries
-        var rate: Double { Double(events) / seconds }
-    }
-
-    /// Each connection owns every K-th channel, so a channel's `seq` grows in one thread only.
-    private func burst(_ ids: [String], connect: @escaping @Sendable () throws -> HTTPLoadClient) throws -> Burst {
-        let (connections, batchSize) = (options.connections, options.batchSize)
-        let start = monotonicNanoseconds()
-        let deadline = start + Int64(options.burstSeconds * 1e9)
-        let perThread = try onThreads(connections) { index in
-            let client = try connect()
-            let owned = stride(from: index, to: ids.count, by: connections).map { ids[$0] }
-            var lastSeq = [Int](repeating: 0, count: owned.count)
-            var perSecond: [Double] = []
-            var turn = 0
-            while monotonicNanoseconds() < deadline {
-                let channel = turn % owned.count
-                turn += 1
-                var body = #"{"events":["#
-                for number in 0..<batchSize {
-                    lastSeq[channel] += 1
-                    let seq = lastSeq[channel]
-                    body += (number == 0 ? "" : ",") + #"{"seq":\#(seq),"patch":{"home":\#(seq / 7 % 10),"away":\#(seq / 11 % 10),"clock":\#(seq)}}"#
-                }
-                body += "]}"
-                let response = try client.send("POST", "/v1/channels/\(owned[channel])/events", body: Array(body.utf8))
-                guard response.status == 202, let reply = try? JSONParser.parse(response.body), case .integer(let accepted)? = reply[member: "accepted"] else {
-                    throw LoadError("posting events to \(owned[channel]) answered \(response.status): \(response.text)")
-                }
-                let second = Int((monotonicNanoseconds() - start) / 1_000_000_000)
-                if perSecond.count <= second { perSecond += repeatElement(0, count: second + 1 - perSecond.count) }
-                perSecond[second] += Double(accepted)
-            }
-            return perSecond
-        }
-        let seconds = Double(monotonicNanoseconds() - start) / 1e9
-        let series = TimeSeries.joined(perThread.map { (0, TimeSeries(intervalSeconds: 1, values: $0)) })
-        return Burst(events: Int(series.values.reduce(0, +)), seconds: seconds, perSecond: series)
     }
 }

@@ -2,9 +2,10 @@ import ChildProcesses
 import Foundation
 import Synchronization
 
-/// A real NATS JetStream cluster on loopback for tests: `nats-server` processes on free ports,
-/// each with its data in a temporary directory, started and stopped by their PIDs. A node can
-/// be killed (`SIGKILL`, as a machine loss) and started again on the same ports and data.
+/// A real NATS JetStream cluster on loopback for tests and the load tool's `scale-out` scenario:
+/// `nats-server` processes on free ports, each with its data in a temporary directory, started
+/// and stopped by their PIDs. A node can be killed (`SIGKILL`, as a machine loss) and started
+/// again on the same ports and data.
 public final class NATSCluster: Sendable {
     /// One server of the cluster.
     public struct Node: Sendable {
@@ -26,6 +27,13 @@ public final class NATSCluster: Sendable {
 
     /// Client URLs of every node, for a client's server list.
     public var urls: [String] { nodes.map(\.url) }
+
+    /// The running nodes' names and process ids (for CPU and memory readings).
+    public var runningProcesses: [(name: String, pid: Int32)] {
+        processes.withLock { processes in
+            zip(nodes, processes).compactMap { node, process in process.map { (node.name, $0.pid) } }
+        }
+    }
 
     /// Starts `size` nodes forming one cluster (a single node runs without a cluster block), with
     /// `mappings` (subject mappings, e.g. partitioning) on every node, and waits until every node

@@ -1,0 +1,173 @@
+import Foundation
+import LoadKit
+import Measurements
+import NATS
+import NATSServers
+import TouchlineCore
+import TouchlineRuntime
+
+/// `scale-out`: two gateways on a three-node NATS JetStream cluster (`store.backend:
+/// "jetstream"`), all on loopback, against the cluster's own ceiling and a gateway on SQLite, in
+/// one run.
+///
+/// 1. Durable ingest through both gateways (each connection sends its batches to them in turn,
+///    so half of them are handed to the owning gateway), against the ceiling: acknowledged
+///    publishes from one plain client to streams set up like the partition logs, with the
+///    messages' average size measured from the gateways' own logs, converted to events with the
+///    events per logged message of the same burst. Target: at least half of it.
+/// 2. ingest→APNs of paced events posted to the first gateway (half handed over).
+/// 3. The same burst against a gateway on SQLite: gateway CPU per event, cluster against embedded.
+///
+/// Failover times are measured by the cluster tests (a `kill -9` under load), not here yet.
+struct ScaleOut {
+    struct Options {
+        var channels = 200
+        var connections = 8
+        var batchSize = 100
+        var burstSeconds = 10.0
+        var latencySeconds = 10.0
+        var eventsPerChannelPerSecond = 2.0
+        var partitions = 16
+        var replicas = 3
+        var ceilingTarget = 0.5
+    }
+
+    static let name = "scale-out"
+
+    let options: Options
+    let settings: LoadSettings
+
+    func run() async throws -> ScenarioResult {
+        let log = ScenarioLog(Self.name)
+        let cluster = try await NATSCluster.start(size: 3)
+        let stage = try LoadStage(settings: settings, pinMock: false)
+        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
+        let first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")])
+        let second = try stage.startAnotherGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g2")])
+        let gateways = [first, second]
+        log.say("\(options.channels) channels over \(options.partitions) partitions, 2 gateways, 3 NATS servers (\(options.replicas) replicas); "
+                + "\(options.connections) connections x batches of \(options.batchSize); \(stage.placement.description)")
+        try waitUntilBothServe(gateways)
+        let burstChannels = (0..<options.channels).map { String(format: "burst-%05d", $0) }
+        let pacedChannels = (0..<options.channels).map { String(format: "paced-%05d", $0) }
+        try ChannelCreation.create(burstChannels, connect: first.connector)
+        try ChannelCreation.create(pacedChannels, policy: ChannelCreation.unthrottledPolicy, connect: first.connector)
+
+        var timeline = ScenarioTimeline()
+        let burst = EventBurst(connections: options.connections, batchSize: options.batchSize, seconds: options.burstSeconds)
+        let logsBefore = try partitionLogs(cluster)
+        var phase = try PhaseMeasurement(stage: stage)
+        let clustered = try burst.run(burstChannels, gateways: gateways.map(\.connector))
+        let clusteredFigures = try phase.finish()
+        timeline.add(clusteredFigures, label: "burst on JetStream")
+        let logsAfter = try partitionLogs(cluster)
+        let logged = max(1, Int(logsAfter.messages) - Int(logsBefore.messages))
+        let messageBytes = Int((logsAfter.bytes - logsBefore.bytes) / UInt64(logged))
+        let eventsPerMessage = Double(clustered.events) / Double(logged)
+        log.say(String(format: "%@ events acknowledged in %.1f s through both gateways: %@ events/s (%d log messages of %d bytes on average)",
+                       ReportNumbers.grouped(Double(clustered.events)), clustered.seconds, ReportNumbers.grouped(clustered.rate), logged, messageBytes))
+
+        phase = try PhaseMeasurement(stage: stage)
+        let ceiling = try JetStreamPublishCeiling(partitions: options.partitions, replicas: options.replicas, messageBytes: messageBytes,
+                                                  seconds: options.burstSeconds).run(on: cluster)
+        timeline.add(try phase.finish(), label: "ceiling publisher")
+        let ceilingEvents = ceiling.rate * eventsPerMessage
+        log.say(String(format: "ceiling: %@ acknowledged publishes/s of %d bytes, i.e. %@ events/s", ReportNumbers.grouped(ceiling.rate), messageBytes,
+                       ReportNumbers.grouped(ceilingEvents)))
+
+        try await Task.sleep(for: .seconds(3))
+        phase = try PhaseMeasurement(stage: stage)
+        let timings = try PacedEvents(channels: pacedChannels, connections: options.connections,
+                                      eventsPerChannelPerSecond: options.eventsPerChannelPerSecond)
+            .run(seconds: options.latencySeconds, connect: first.connector)
+        try await Task.sleep(for: .seconds(1))
+        let pacedFigures = try phase.finish()
+        timeline.add(pacedFigures, label: "paced events")
+        let latency = pacedFigures.arrivals.latency(endpoint: "broadcast").summary
+        log.say(String(format: "%d paced events, %d broadcasts: ingest→APNs p50 %.2f ms, p99 %.2f ms", timings.count, latency.count, latency.p50, latency.p99))
+
+        let embedded = try stage.startAnotherGateway(extraArguments: [])
+        let embeddedChannels = burstChannels.map { "sqlite-" + $0 }
+        try ChannelCreation.create(embeddedChannels, connect: embedded.connector)
+        phase = try PhaseMeasurement(stage: stage)
+        let alone = try burst.run(embeddedChannels, gateways: [embedded.connector])
+        let embeddedFigures = try phase.finish()
+        timeline.add(embeddedFigures, label: "burst on SQLite")
+        log.say(String(format: "the same burst on one SQLite gateway: %@ events/s", ReportNumbers.grouped(alone.rate)))
+        await cluster.stop()
+
+        let clusterCPU = clusteredFigures.cpuSeconds(of: "gateway") + clusteredFigures.cpuSeconds(of: "gateway 2")
+        let natsCPU = cluster.nodes.map { clusteredFigures.cpuSeconds(of: "NATS \($0.name)") }.reduce(0, +)
+        let embeddedCPU = embeddedFigures.cpuSeconds(of: "gateway 3")
+        let perEvent = { (seconds: Double, events: Int) in seconds * 1e6 / Double(max(1, events)) }
+        return ScenarioResult(
+            name: Self.name,
+            description: "two gateways on a three-node NATS JetStream cluster: durable ingest against the cluster's own ceiling, ingest→APNs, and CPU per event against one gateway on SQLite",
+            parameters: [.init(name: "channels", value: String(options.channels)), .init(name: "partitions", value: String(options.partitions)),
+                         .init(name: "replicas", value: String(options.replicas)), .init(name: "connections", value: String(options.connections)),
+                         .init(name: "batch", value: String(options.batchSize)), .init(name: "burst seconds", value: String(options.burstSeconds)),
+                         .init(name: "placement", value: stage.placement.description)],
+            durationSeconds: timeline.seconds,
+            throughputs: [.init(name: "durable ingest, 2 gateways on JetStream", unit: "events/s", value: clustered.rate, ceilingRatio: clustered.rate / ceilingEvents),
+                          .init(name: "cluster ceiling (plain publisher, same messages)", unit: "events/s", value: ceilingEvents, ceilingRatio: 1),
+                          .init(name: "durable ingest, 1 gateway on SQLite", unit: "events/s", value: alone.rate, ceilingRatio: alone.rate / ceilingEvents)],
+            latencies: [.init(name: "ingest→APNs, paced events", summary: latency, note: "posted to one gateway; half handed to the other"),
+                        .init(name: "event sent → 202 (durable), paced", summary: LatencyHistogram(milliseconds: timings.map(\.acknowledged)).summary),
+                        .init(name: "paced send started late", summary: LatencyHistogram(milliseconds: timings.map(\.late)).summary,
+                              note: "stalls of the load generator that the other figures would hide")],
+            processes: clusteredFigures.processRows(operations: clustered.events),
+            tables: [.init(title: "CPU per acknowledged event during the bursts", columns: ["backend", "gateways µs", "NATS servers µs", "events/s"],
+                           rows: [["JetStream (2 gateways)", String(format: "%.2f", perEvent(clusterCPU, clustered.events)),
+                                   String(format: "%.2f", perEvent(natsCPU, clustered.events)), ReportNumbers.grouped(clustered.rate)],
+                                  ["SQLite (1 gateway)", String(format: "%.2f", perEvent(embeddedCPU, alone.events)), "",
+                                   ReportNumbers.grouped(alone.rate)]]),
+                     .init(title: "The cluster's log during the burst", columns: ["log messages", "bytes per message", "events per message"],
+                           rows: [[ReportNumbers.grouped(Double(logged)), String(messageBytes), String(format: "%.1f", eventsPerMessage)]]),
+                     timeline.phaseTable],
+            series: [.init(name: "events acknowledged on JetStream", unit: "events/s", kind: .throughput, timeSeries: clustered.perSecond),
+                     .init(name: "events acknowledged on SQLite", unit: "events/s", kind: .throughput, timeSeries: alone.perSecond)] + timeline.series,
+            checks: [.init(name: "JetStream ingest / cluster ceiling", measured: clustered.rate / ceilingEvents, target: options.ceilingTarget, comparison: .atLeast),
+                     .init(name: "every paced event broadcast", measured: Double(latency.count) / Double(max(1, timings.count)), target: 1,
+                           comparison: .atLeast)])
+    }
+
+    /// Snapshots are left out (the largest `snapshotLogBytes`), so that the log's messages and
+    /// bytes during the burst are the batches' alone: the ceiling publisher sends the same.
+    private func storeSettings(_ cluster: NATSCluster, instance: String) -> String {
+        let servers = cluster.urls.map { "\"\($0)\"" }.joined(separator: ",")
+        return #"{"backend":"jetstream","servers":[\#(servers)],"instance":"\#(instance)","partitions":\#(options.partitions),"replicas":\#(options.replicas),"snapshotLogBytes":1073741824}"#
+    }
+
+    /// Until each gateway serves some partitions (they share them out at start).
+    private func waitUntilBothServe(_ gateways: [GatewayTarget]) throws {
+        let deadline = monotonicNanoseconds() + 60_000_000_000
+        for gateway in gateways {
+            let client = try gateway.connect()
+            while true {
+                let ready = try client.send("GET", "/readyz")
+                if let json = try? JSONParser.parse(ready.body), case .array(let served)? = json[member: "cluster"]?[member: "servedPartitions"],
+                   !served.isEmpty { break }
+                guard monotonicNanoseconds() < deadline else { throw LoadError("a gateway serves no partition after 60 s: \(ready.text)") }
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+        // Let the partitions settle (a late joiner takes its share over a few lease rounds).
+        Thread.sleep(forTimeInterval: 5)
+    }
+
+    /// Messages ever logged (the last sequences) and bytes kept in every partition log.
+    private func partitionLogs(_ cluster: NATSCluster) throws -> (messages: UInt64, bytes: UInt64) {
+        let loop = EventLoop.start(name: "log-reader")
+        defer { loop.stopAndWait() }
+        let connection = try NATSConnection.connect(NATSSettings(servers: cluster.urls, name: "log-reader"), loop: loop, events: { _ in })
+        defer { connection.close() }
+        let jetStream = try JetStream(connection)
+        var total: (messages: UInt64, bytes: UInt64) = (0, 0)
+        for partition in 0..<options.partitions {
+            guard let state = try jetStream.streamState("TOUCHLINE_LOG_\(partition)") else { continue }
+            total.messages += state.lastSequence
+            total.bytes += state.bytes
+        }
+        return total
+    }
+}

@@ -39,7 +39,7 @@ extension JetStreamChannelStore {
 
     /// Logs a snapshot of `partition` if this store may write its log (it has read the log to
     /// its end and wrote or read it last), then trims the log below it. On the loop, as the
-    /// queue's one write in flight; `done` lets the next write start.
+    /// partition log's one write in flight; `done` lets the next write start.
     func writeSnapshot(of partition: Int, done: @escaping @Sendable () -> Void) {
         snapshotQueued.remove(partition)
         let log = ChannelLogLayout.Log.partition(partition)

@@ -22,9 +22,10 @@ import TouchlineStore
 /// - **A lost acknowledgement is not a failure**: the publish is repeated with the same message
 ///   id; JetStream recognises it (before the sequence check) and answers with the first
 ///   attempt's sequence if it was stored. Only after ``retryLimit`` does the batch fail.
-/// - **Order**: one batch is in flight at a time, so batches commit and complete in submission
-///   order (the price: one cluster round trip per batch; pipelining per partition is possible
-///   because partitions are independent, and is left for when a benchmark asks for it).
+/// - **Order**: one batch per partition log is in flight at a time, so a partition's batches (and
+///   so each channel's) commit and complete in submission order, while partitions write side by
+///   side (``PartitionWriteQueue``). A batch that checks or changes what partitions share (an
+///   APNs channel id, unique across channels) goes alone.
 ///
 /// - **Snapshots**: once a partition's log has grown by as much as its state
 ///   (``SnapshotSchedule``), the store logs a snapshot of the partition's channels to it, fenced
@@ -48,15 +49,18 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// Unique per opened store: the prefix of its message ids.
     private let writerID: String
 
-    /// A write waiting for its turn: a caller's, or a snapshot the store decided on.
-    enum QueuedWrite {
-        case caller(() -> Void)
+    /// A write waiting for its turn: a caller's (told when it is done), or a snapshot the store
+    /// decided on.
+    enum QueuedWork {
+        case caller((_ done: @escaping @Sendable () -> Void) -> Void)
         case snapshot(partition: Int)
     }
 
     // Confined to `loop`.
-    private var waiting: [QueuedWrite] = []
-    private var writing = false
+    private var queue = PartitionWriteQueue<QueuedWork>()
+    /// ``startNext()`` is running: a write finishing meanwhile asks it to look again.
+    private var scheduling = false
+    private var rescan = false
     var lastSequence: [ChannelLogLayout.Log: UInt64] = [:]
     var written: UInt64 = 0
     var schedule: SnapshotSchedule
@@ -65,7 +69,8 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     var requests: NATSRequests?
     let snapshotCounts = Mutex(SnapshotStatistics())
     private var closeWaiters: [DispatchSemaphore] = []
-    private var retryTimer: LoopTimer?
+    /// Per log: the timer of its write in flight, repeating a publish that got no answer.
+    private var retryTimers: [ChannelLogLayout.Log: LoopTimer] = [:]
     /// Partition logs this store may no longer see to their end: a write was refused because the
     /// log had moved on, or got no answer in time (it may be stored after all). Nothing more is
     /// written to such a log until it has been read again (``catchUp(partition:)``).
@@ -129,7 +134,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         control.withLock { $0.close() }
         guard !loop.inEventLoop else { return }
         let waiter = try? loop.sync { [self] () -> DispatchSemaphore? in
-            guard writing || !waiting.isEmpty else { return nil }
+            guard !queue.isIdle else { return nil }
             let semaphore = DispatchSemaphore(value: 0)
             closeWaiters.append(semaphore)
             return semaphore
@@ -148,57 +153,84 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     // MARK: Writes
 
     public func submit(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
-        enqueue({ tables throws(StoreError) in
+        // A batch of two partitions is refused when performed; until then it waits alone.
+        let log = try? layout.log(of: batch)
+        enqueue(log: log ?? .global, exclusive: log == nil || Self.touchesWhatPartitionsShare(batch), { tables throws(StoreError) in
             for operation in batch.operations { try tables.apply(operation) }
             return (batch, ())
         }, completion: completion)
     }
 
     public func createChannel(_ record: ChannelRecord, completion: @escaping @Sendable (Result<ChannelCreation, StoreError>) -> Void) {
-        enqueue({ tables throws(StoreError) in
+        enqueue(log: .partition(layout.partitioning.partition(of: record.id)), exclusive: record.apnsChannelID != nil, { tables throws(StoreError) in
             let inserted = try tables.insert(record)
             let creation = ChannelCreation(record: tables.channels[record.id] ?? record, inserted: inserted)
             return (inserted ? WriteBatch([.createChannel(record)]) : nil, creation)
         }, completion: completion)
     }
 
-    /// Queues a write: `apply` checks it on a copy of the tables and says what to log (nil:
-    /// nothing, the answer stands as it is).
-    private func enqueue<T: Sendable>(_ apply: @escaping @Sendable (inout ChannelTables) throws(StoreError) -> (WriteBatch?, T),
+    /// Operations that check or change what all partitions share: an APNs channel id is unique
+    /// across channels, and outbox ids count across the store. Their batches are checked and
+    /// logged while nothing else is in flight, so no other partition's write can pass the same
+    /// check at the same time.
+    static func touchesWhatPartitionsShare(_ batch: WriteBatch) -> Bool {
+        batch.operations.contains { operation in
+            switch operation {
+            case .channelCreated, .webhook: true
+            case .createChannel(let record): record.apnsChannelID != nil
+            case .updateState, .markStatus, .deleteChannel, .appendEvents, .truncateEvents: false
+            }
+        }
+    }
+
+    /// Queues a write to `log`: `apply` checks it on a copy of the tables and says what to log
+    /// (nil: nothing, the answer stands as it is).
+    private func enqueue<T: Sendable>(log: ChannelLogLayout.Log, exclusive: Bool,
+                                      _ apply: @escaping @Sendable (inout ChannelTables) throws(StoreError) -> (WriteBatch?, T),
                                       completion: @escaping @Sendable (Result<T, StoreError>) -> Void) {
         let admitted = control.withLock { $0.admit() }
         loop.execute { [self] in
             guard admitted else { return completion(.failure(.closed)) }
-            waiting.append(.caller { [self] in perform(apply, completion: completion) })
+            queue.append(.init(log: log, exclusive: exclusive, work: .caller { [self] done in perform(apply, done: done, completion: completion) }))
             startNext()
         }
     }
 
+    /// Starts every write the queue lets go now.
     func startNext() {
-        guard !writing, !waiting.isEmpty else {
-            if !writing { closeWaiters.forEach { $0.signal() }; closeWaiters = [] }
-            return
-        }
-        writing = true
-        switch waiting.removeFirst() {
-        case .caller(let perform):
-            control.withLock { $0.started() }
-            perform()
-        case .snapshot(let partition):
-            writeSnapshot(of: partition) { [self] in
-                writing = false
-                startNext()
+        guard !scheduling else { return rescan = true }
+        scheduling = true
+        repeat {
+            rescan = false
+            for write in queue.takeStartable() {
+                let (log, exclusive) = (write.log, write.exclusive)
+                let done: @Sendable () -> Void = { [self] in
+                    queue.finished(log: log, exclusive: exclusive)
+                    startNext()
+                }
+                switch write.work {
+                case .caller(let perform):
+                    control.withLock { $0.started() }
+                    perform(done)
+                case .snapshot(let partition):
+                    writeSnapshot(of: partition, done: done)
+                }
             }
+        } while rescan
+        scheduling = false
+        if queue.isIdle {
+            closeWaiters.forEach { $0.signal() }
+            closeWaiters = []
         }
     }
 
     /// Queues a snapshot of `partition` behind the writes already waiting (once).
     func queueSnapshot(of partition: Int) {
         guard snapshotQueued.insert(partition).inserted else { return }
-        waiting.append(.snapshot(partition: partition))
+        queue.append(.init(log: .partition(partition), work: .snapshot(partition: partition)))
     }
 
-    private func perform<T: Sendable>(_ apply: (inout ChannelTables) throws(StoreError) -> (WriteBatch?, T),
+    private func perform<T: Sendable>(_ apply: (inout ChannelTables) throws(StoreError) -> (WriteBatch?, T), done: @escaping @Sendable () -> Void,
                                       completion: @escaping @Sendable (Result<T, StoreError>) -> Void) {
         var checked = committed.tables.withLock { $0 }
         let batch: WriteBatch?
@@ -208,12 +240,12 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             (batch, answer) = try apply(&checked)
             log = try batch.map { batch throws(StoreError) in try layout.log(of: batch) } ?? .global
         } catch {
-            return finish(.failure(error), completion: completion)
+            return finish(.failure(error), completion: completion, done: done)
         }
-        guard let batch, !batch.isEmpty else { return finish(.success(answer), completion: completion) }
+        guard let batch, !batch.isEmpty else { return finish(.success(answer), completion: completion, done: done) }
         if case .partition(let partition) = log, stale.contains(partition) {
             return finish(.failure(.storageFailure("\(log) is being read again: a write to it was refused or got no answer; retry shortly")),
-                          completion: completion)
+                          completion: completion, done: done)
         }
         let bytes = batch.binaryEncoded
         publish(bytes, to: log, id: nextMessageID(), since: ContinuousClock.now) { [self] result in
@@ -236,9 +268,9 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                         preconditionFailure("a logged batch no longer applies to the tables it was checked against: \(error)")
                     }
                 }
-                finish(.success(answer), completion: completion)
+                finish(.success(answer), completion: completion, done: done)
             case .failure(let error):
-                finish(.failure(error), completion: completion)
+                finish(.failure(error), completion: completion, done: done)
             }
         }
     }
@@ -276,23 +308,22 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                     markStale(log)
                     return done(.failure(.storageFailure("the cluster did not store the batch within \(Self.retryLimit): \(error)")))
                 }
-                // One write is in flight at a time, so one timer serves its retries.
+                // One write per log is in flight at a time, so one timer per log serves its retries.
                 let timer = LoopTimer(loop: loop) { [self] in
-                    retryTimer = nil
+                    retryTimers[log] = nil
                     publish(bytes, to: log, headers: headers, id: id, since: since, then: done)
                 }
-                retryTimer = timer
+                retryTimers[log] = timer
                 timer.schedule(after: .milliseconds(100))
             }
         }
     }
 
-    private func finish<T>(_ result: Result<T, StoreError>, completion: @Sendable (Result<T, StoreError>) -> Void) {
+    private func finish<T>(_ result: Result<T, StoreError>, completion: @Sendable (Result<T, StoreError>) -> Void, done: @Sendable () -> Void) {
         let now = clock.now()
         control.withLock { $0.record(result, at: now) }
         completion(result)
-        writing = false
-        startNext()
+        done()
         if health.isFailing { scheduleProbe() }
     }
 

@@ -154,6 +154,43 @@ struct JetStreamChannelStoreTests {
         #expect(failure?.description.contains("operation tag 99 is not known") == true)
     }
 
+    /// Partitions write side by side, one batch in flight each: writes to channels of every
+    /// partition, submitted interleaved, complete in each channel's order and all reach the log;
+    /// an adopted channel's create (which checks an APNs id across partitions) goes alone and
+    /// still refuses an id another partition's channel holds.
+    @Test func partitionsWriteSideBySideAndEachKeepsItsOrder() async throws {
+        let node = try await Node.start(size: 1)
+        let store = try node.open()
+        var channels: [Int: String] = [:]
+        for id in (0..<200).map({ "match-\($0)" }) where channels[Self.layout.partitioning.partition(of: id)] == nil {
+            channels[Self.layout.partitioning.partition(of: id)] = id
+        }
+        let ids = channels.values.sorted()
+        try #require(ids.count == Self.layout.partitioning.count)
+        for id in ids { try store.write(.createChannel(Self.channel(id))) }
+        let completed = Mutex<[String: [Int64]]>([:])
+        let done = DispatchGroup()
+        for seq in Int64(1)...50 {
+            for id in ids {
+                done.enter()
+                store.submit(WriteBatch([.appendEvents([Self.event(id, seq)])])) { result in
+                    if case .success = result { completed.withLock { $0[id, default: []].append(seq) } }
+                    done.leave()
+                }
+            }
+        }
+        await withCheckedContinuation { finished in done.notify(queue: .global()) { finished.resume() } }
+        for id in ids { #expect(completed.withLock { $0[id] } == Array(1...50), "\(id)") }
+        try store.write(.channelCreated(channelID: ids[0], apnsChannelID: "apns-1", at: Self.t0))
+        var adopted = Self.channel("adopted")
+        adopted.apnsChannelID = "apns-1"
+        let clash = Result { try store.write(.createChannel(adopted)) }
+        #expect(clash.failure.map { "\($0)" }?.contains("apns_channel_id") == true, "\(clash)")
+        let restored = try node.open()
+        for id in ids { #expect(try restored.openReader().events(channelID: id, afterSeq: 0, limit: 100).map(\.seq) == Array(1...50)) }
+        [store, restored].forEach { $0.close() }
+    }
+
     // MARK: Snapshots
 
     /// The bytes of one partition's channels as `store` has them: equal bytes, equal state.

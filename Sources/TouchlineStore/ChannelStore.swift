@@ -3,7 +3,8 @@ import TouchlineCore
 /// Durable writes for channels and their event log: on SQLite (``StoreWriter``), in memory for
 /// tests, and on a NATS JetStream log (`JetStreamChannelStore`). Keeps the contract of
 /// ``DurableStoreWriter`` (completion only once durable, on the writer's thread; all-or-nothing
-/// batches; submission order).
+/// batches; submission order, which a store split into partitions keeps per partition, so per
+/// channel, while its partitions complete independently).
 public protocol ChannelStoreWriter: DurableStoreWriter {
     /// Commits `batch` all-or-nothing, with the channel state and events it carries. An update,
     /// status change or `channelCreated` for a channel the store does not have fails the batch

@@ -107,6 +107,24 @@ import TestSlots
         #expect(result.output.contains("soak: kill 1 at") && result.output.contains("results: "))
     }
 
+    /// Two gateways on a three-node NATS cluster, their ceiling, and a SQLite gateway, in one run.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nats-server"), "needs nats-server"))
+    func aSmallScaleOutRunMeasuresTheClusterAgainstItsCeilingAndSQLite() async throws {
+        let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let result = try await run(["scale-out", "--channels", "16", "--partitions", "4", "--seconds", "2", "--results", root])
+        #expect(result.status == 0, "\(result.errors)")
+        let scenario = try #require(try report(under: root).scenarios.first)
+        for name in ["durable ingest, 2 gateways on JetStream", "cluster ceiling (plain publisher, same messages)",
+                     "durable ingest, 1 gateway on SQLite"] {
+            let figure = scenario.throughputs.first { $0.name == name }
+            #expect((figure?.value ?? 0) > 0, "\(name): \(String(describing: figure))")
+        }
+        #expect(scenario.checks.first { $0.name == "every paced event broadcast" }?.measured == 1)
+        #expect(scenario.checks.contains { $0.name == "JetStream ingest / cluster ceiling" && $0.measured > 0 })
+        #expect(scenario.processes.contains { $0.name == "NATS n1" } && scenario.processes.contains { $0.name == "gateway 2" })
+    }
+
     @Test func badOptionsGetAOneLineMessageAndStatus64() async throws {
         for (arguments, message) in [(["matchday", "--matches", "0"], "--matches takes a positive whole number, got 0"),
                                      (["penalty-shootout"], "unknown scenario 'penalty-shootout'"),

@@ -49,6 +49,8 @@ enum LoadCommandLine {
         static let channels = number("--channels", "channels per phase (default 200)")
         static let partitions = number("--partitions", "partitions of the cluster (default 16)")
         static let seconds = number("--seconds", "length of each burst, of the ceiling and of the paced phase (default 10)")
+        static let kills = number("--kills", "kill -9 of the second gateway, each timed until its channels are acknowledged again "
+                                      + "through the first (default 3; 0 for none)")
     }
 
     enum SoakOptions {
@@ -108,7 +110,7 @@ enum LoadCommandLine {
                          + "that answers 500; p99 ratios (not part of standard)", [Hooks.rounds, Hooks.matches, Hooks.seconds]),
             scenario("scale-out", "two gateways on a three-node NATS JetStream cluster: durable ingest against the cluster's own "
                          + "ceiling (a plain publisher, same messages), ingest->APNs, CPU per event against SQLite (not part of standard)",
-                     [ScaleOutOptions.channels, ScaleOutOptions.partitions, ScaleOutOptions.seconds]),
+                     [ScaleOutOptions.channels, ScaleOutOptions.partitions, ScaleOutOptions.seconds, ScaleOutOptions.kills]),
             scenario("soak", "events, channel creates/ends/deletes and personal jobs under load while the gateway is killed with "
                          + "kill -9 at random moments, its disk filled and freed, and slow clients attached; checks every 202, "
                          + "APNs channels and job counts after each restart (not part of standard)",

@@ -65,6 +65,7 @@ struct LoadRequest {
         case "scale-out":
             scaleOut.channels = try positive(Line.ScaleOutOptions.channels) ?? scaleOut.channels
             scaleOut.partitions = try parsed.integer(Line.ScaleOutOptions.partitions, in: 1...4096) ?? scaleOut.partitions
+            scaleOut.kills = try whole(Line.ScaleOutOptions.kills) ?? scaleOut.kills
             if let seconds = try positive(Line.ScaleOutOptions.seconds) {
                 scaleOut.burstSeconds = Double(seconds)
                 scaleOut.latencySeconds = scaleOut.burstSeconds

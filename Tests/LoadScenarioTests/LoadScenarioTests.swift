@@ -112,7 +112,7 @@ import TestSlots
     func aSmallScaleOutRunMeasuresTheClusterAgainstItsCeilingAndSQLite() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let result = try await run(["scale-out", "--channels", "16", "--partitions", "4", "--seconds", "2", "--results", root])
+        let result = try await run(["scale-out", "--channels", "16", "--partitions", "4", "--seconds", "2", "--kills", "1", "--results", root])
         #expect(result.status == 0, "\(result.errors)")
         let scenario = try #require(try report(under: root).scenarios.first)
         for name in ["durable ingest, 2 gateways on JetStream", "cluster ceiling (plain publisher, same messages)",
@@ -122,6 +122,8 @@ import TestSlots
         }
         #expect(scenario.checks.first { $0.name == "every paced event broadcast" }?.measured == 1)
         #expect(scenario.checks.contains { $0.name == "JetStream ingest / cluster ceiling" && $0.measured > 0 })
+        let failover = scenario.latencies.first { $0.name == "failover: kill → every moved channel acknowledged again" }
+        #expect(failover?.summary.count == 1 && (failover?.summary.p50 ?? 0) > 0, "\(String(describing: failover))")
         #expect(scenario.processes.contains { $0.name == "NATS n1" } && scenario.processes.contains { $0.name == "gateway 2" })
     }
 

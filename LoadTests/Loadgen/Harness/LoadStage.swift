@@ -62,6 +62,17 @@ final class LoadStage {
         return target
     }
 
+    /// Kills gateway `index` of ``otherGateways`` with SIGKILL (no shutdown, as a lost machine).
+    func killAnotherGateway(_ index: Int) { otherGateways[index].kill() }
+
+    /// Starts gateway `index` of ``otherGateways`` again, on its data directory, with `extraArguments`.
+    func restartAnotherGateway(_ index: Int, extraArguments: [String]) throws -> GatewayTarget {
+        otherGateways[index].stop()
+        let (gateway, target) = try launchGateway(extraArguments: extraArguments, dataDirectory: directory + "/data-\(index + 2)")
+        otherGateways[index] = gateway
+        return target
+    }
+
     private func launchGateway(extraArguments: [String], dataDirectory: String) throws -> (GatewayProcess, GatewayTarget) {
         let gateway = try GatewayProcess(directory: directory, adminKey: adminKey, key: key, host: "127.0.0.1", pushPort: mock.pushPort,
                                          managementPort: mock.managementPort, caFile: mock.caFile,

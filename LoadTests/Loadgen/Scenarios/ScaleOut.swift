@@ -16,9 +16,12 @@ import TouchlineRuntime
 ///    messages' average size measured from the gateways' own logs, converted to events with the
 ///    events per logged message of the same burst. Target: at least half of it.
 /// 2. ingest→APNs of paced events posted to the first gateway (half handed over).
-/// 3. The same burst against a gateway on SQLite: gateway CPU per event, cluster against embedded.
-///
-/// Failover times are measured by the cluster tests (a `kill -9` under load), not here yet.
+/// 3. Failover, `kills` times: the second gateway is killed with SIGKILL while events for the
+///    channels of its partitions keep coming through the first; the time from the kill until
+///    the first gateway acknowledges an event of every one of those channels (it has taken their
+///    partitions over; their pushes follow within milliseconds). Then the second is started
+///    again on its data and the partitions are shared out again.
+/// 4. The same burst against a gateway on SQLite: gateway CPU per event, cluster against embedded.
 struct ScaleOut {
     struct Options {
         var channels = 200
@@ -30,6 +33,7 @@ struct ScaleOut {
         var partitions = 16
         var replicas = 3
         var ceilingTarget = 0.5
+        var kills = 3
     }
 
     static let name = "scale-out"
@@ -86,6 +90,17 @@ struct ScaleOut {
         let latency = pacedFigures.arrivals.latency(endpoint: "broadcast").summary
         log.say(String(format: "%d paced events, %d broadcasts: ingest→APNs p50 %.2f ms, p99 %.2f ms", timings.count, latency.count, latency.p50, latency.p99))
 
+        var failovers: [Double] = []
+        var victim = second
+        for round in 1...max(1, options.kills) where options.kills > 0 {
+            let moved = try failover(round: round, stage: stage, survivor: first, victim: victim, channels: pacedChannels, cluster: cluster)
+            victim = moved.restarted
+            failovers.append(moved.milliseconds)
+            log.say(String(format: "kill %d: the %d channels of the killed gateway's partitions were acknowledged again %.0f ms after the kill",
+                           round, moved.channels, moved.milliseconds))
+        }
+        let failover = LatencyHistogram(milliseconds: failovers).summary
+
         let embedded = try stage.startAnotherGateway(extraArguments: [])
         let embeddedChannels = burstChannels.map { "sqlite-" + $0 }
         try ChannelCreation.create(embeddedChannels, connect: embedded.connector)
@@ -114,7 +129,9 @@ struct ScaleOut {
             latencies: [.init(name: "ingest→APNs, paced events", summary: latency, note: "posted to one gateway; half handed to the other"),
                         .init(name: "event sent → 202 (durable), paced", summary: LatencyHistogram(milliseconds: timings.map(\.acknowledged)).summary),
                         .init(name: "paced send started late", summary: LatencyHistogram(milliseconds: timings.map(\.late)).summary,
-                              note: "stalls of the load generator that the other figures would hide")],
+                              note: "stalls of the load generator that the other figures would hide"),
+                        .init(name: "failover: kill → every moved channel acknowledged again", summary: failover,
+                              note: "\(failovers.count) kills of a gateway, lease TTL 3 s")],
             processes: clusteredFigures.processRows(operations: clustered.events),
             tables: [.init(title: "CPU per acknowledged event during the bursts", columns: ["backend", "gateways µs", "NATS servers µs", "events/s"],
                            rows: [["JetStream (2 gateways)", String(format: "%.2f", perEvent(clusterCPU, clustered.events)),
@@ -127,6 +144,7 @@ struct ScaleOut {
             series: [.init(name: "events acknowledged on JetStream", unit: "events/s", kind: .throughput, timeSeries: clustered.perSecond),
                      .init(name: "events acknowledged on SQLite", unit: "events/s", kind: .throughput, timeSeries: alone.perSecond)] + timeline.series,
             checks: [.init(name: "JetStream ingest / cluster ceiling", measured: clustered.rate / ceilingEvents, target: options.ceilingTarget, comparison: .atLeast),
+                     .init(name: "slowest failover / 5 s", measured: (failovers.max() ?? 0) / 5_000, target: 1, comparison: .atMost),
                      .init(name: "every paced event broadcast", measured: Double(latency.count) / Double(max(1, timings.count)), target: 1,
                            comparison: .atLeast)])
     }
@@ -142,17 +160,56 @@ struct ScaleOut {
     private func waitUntilBothServe(_ gateways: [GatewayTarget]) throws {
         let deadline = monotonicNanoseconds() + 60_000_000_000
         for gateway in gateways {
-            let client = try gateway.connect()
-            while true {
-                let ready = try client.send("GET", "/readyz")
-                if let json = try? JSONParser.parse(ready.body), case .array(let served)? = json[member: "cluster"]?[member: "servedPartitions"],
-                   !served.isEmpty { break }
-                guard monotonicNanoseconds() < deadline else { throw LoadError("a gateway serves no partition after 60 s: \(ready.text)") }
+            while try servedPartitions(gateway).isEmpty {
+                guard monotonicNanoseconds() < deadline else { throw LoadError("a gateway serves no partition after 60 s") }
                 Thread.sleep(forTimeInterval: 0.2)
             }
         }
         // Let the partitions settle (a late joiner takes its share over a few lease rounds).
         Thread.sleep(forTimeInterval: 5)
+    }
+
+    /// The partitions `gateway` serves now, from its `/readyz`.
+    private func servedPartitions(_ gateway: GatewayTarget) throws -> Set<Int> {
+        let ready = try gateway.connect().send("GET", "/readyz")
+        guard let json = try? JSONParser.parse(ready.body), case .array(let served)? = json[member: "cluster"]?[member: "servedPartitions"] else {
+            return []
+        }
+        return Set(served.compactMap { if case .integer(let number) = $0 { Int(number) } else { nil } })
+    }
+
+    /// Kills `victim` (the stage's second gateway) and posts events to the channels of its
+    /// partitions through `survivor` until each is acknowledged; then starts the victim again.
+    /// The time from the kill to the last of those first acknowledgements, and the victim as
+    /// started again.
+    private func failover(round: Int, stage: LoadStage, survivor: GatewayTarget, victim: GatewayTarget, channels: [String],
+                          cluster: NATSCluster) throws -> (channels: Int, milliseconds: Double, restarted: GatewayTarget) {
+        let partitioning = ChannelPartitioning(count: options.partitions)!
+        let served = try servedPartitions(victim)
+        var pending = Set(channels.filter { served.contains(partitioning.partition(of: $0)) })
+        let moved = pending.count
+        let client = try survivor.connect()
+        let killedAt = monotonicNanoseconds()
+        stage.killAnotherGateway(0)
+        var seq = round * 1_000_000
+        var lastAcknowledged = killedAt
+        while !pending.isEmpty {
+            guard monotonicNanoseconds() - killedAt < 60_000_000_000 else {
+                throw LoadError("\(pending.count) channels of the killed gateway not acknowledged 60 s after the kill")
+            }
+            for id in pending.sorted() {
+                seq += 1
+                let answer = try client.send("POST", "/v1/channels/\(id)/events", body: Array(#"{"seq":\#(seq),"patch":{"clock":\#(seq)}}"#.utf8))
+                if answer.status == 202 {
+                    pending.remove(id)
+                    lastAcknowledged = monotonicNanoseconds()
+                }
+            }
+            if !pending.isEmpty { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        let restarted = try stage.restartAnotherGateway(0, extraArguments: ["--store", storeSettings(cluster, instance: "g2")])
+        try waitUntilBothServe([survivor, restarted])
+        return (moved, Double(lastAcknowledged - killedAt) / 1e6, restarted)
     }
 
     /// Messages ever logged (the last sequences) and bytes kept in every partition log.

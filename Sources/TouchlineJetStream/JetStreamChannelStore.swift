@@ -259,11 +259,11 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                 // Applied to the tables as they are now, not to the copy it was checked on: a
                 // partition taken up meanwhile may have been read into them. The batch concerns
                 // only its own partition, which nothing else changes, so it applies as checked.
+                // In place: the checked copy is gone by now, so nothing is copied, and a batch
+                // that no longer applies stops the process rather than leave it half applied.
                 committed.tables.withLock { current in
-                    var next = current
                     do throws(StoreError) {
-                        for operation in batch.operations { try next.apply(operation) }
-                        current = next
+                        for operation in batch.operations { try current.apply(operation) }
                     } catch {
                         preconditionFailure("a logged batch no longer applies to the tables it was checked against: \(error)")
                     }

@@ -56,17 +56,7 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
     /// Routes `request`: authorizes it for its route's scope and runs the handler, or answers
     /// with the refusal (404, 405, the authorizer's, or what the handler threw).
     public func handle(_ request: HTTPRequest) {
-        do throws(HTTPError) {
-            switch resolve(method: request.method, path: request.path) {
-            case .found(let route, let parameters):
-                let caller = try authorizer.authorize(request, for: route.scope, parameters: parameters)
-                try route.handler(HTTPRouteCall(request: request, caller: caller, parameters: parameters))
-            case .refused(let error):
-                throw error
-            }
-        } catch {
-            request.respond(error.response)
-        }
+        dispatch(request) { route, parameters throws(HTTPError) in try authorizer.authorize(request, for: route.scope, parameters: parameters) }
     }
 
     /// Whether `request` may use `route` (found by ``resolve(method:path:)``): the caller, or
@@ -80,10 +70,17 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
     /// straight to the cluster, where the NATS account's permissions stand for an API key): the
     /// handler runs with `caller`, without its route's scope being checked.
     public func handle(_ request: HTTPRequest, authorizedAs caller: Authorizer.Caller) {
+        dispatch(request) { _, _ in caller }
+    }
+
+    /// Resolves `request`, finds its caller with `caller` and runs the handler, or answers with
+    /// the refusal (404, 405, the caller's, or what the handler threw).
+    private func dispatch(_ request: HTTPRequest,
+                          caller: (Route, HTTPRouteParameters) throws(HTTPError) -> Authorizer.Caller) {
         do throws(HTTPError) {
             switch resolve(method: request.method, path: request.path) {
             case .found(let route, let parameters):
-                try route.handler(HTTPRouteCall(request: request, caller: caller, parameters: parameters))
+                try route.handler(HTTPRouteCall(request: request, caller: try caller(route, parameters), parameters: parameters))
             case .refused(let error):
                 throw error
             }

@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 6
+    static let version: Int64 = 7
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -145,10 +145,18 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS idempotency_keys_by_expiry ON idempotency_keys (expires_at);
         """
 
+    /// Version 7: how far the token registry of this file follows a shared registry log (the
+    /// JetStream backend's; docs/cluster.md, "The shared token registry"): the log sequence of
+    /// the last entry applied, written in the same transaction as the entry.
+    static let registryLogStatements = """
+        CREATE TABLE IF NOT EXISTS registry_log (id INTEGER PRIMARY KEY CHECK (id = 1), sequence INTEGER NOT NULL);
+        """
+
     /// What each version adds, applied in order from the database's version.
     static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements),
                                                                  (4, probeStatements), (5, webhookStatements),
-                                                                 (6, idempotencyStatements)]
+                                                                 (6, idempotencyStatements),
+                                                                 (7, registryLogStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

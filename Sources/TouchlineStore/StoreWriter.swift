@@ -59,6 +59,8 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     struct Job: Sendable {
         let apply: @Sendable (SQLiteConnection) throws -> Void
         let complete: @Sendable (StoreError?) -> Void
+        /// Applied and rolled back: whether it would commit now, without committing it.
+        var checkOnly = false
     }
 
     private struct Queue {
@@ -211,6 +213,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
                 try connection.run("SAVEPOINT batch")
                 do {
                     try job.apply(connection)
+                    if job.checkOnly { try connection.run("ROLLBACK TO batch") }
                     try connection.run("RELEASE batch")
                 } catch {
                     outcomes[index] = StoreError(error)

@@ -7,13 +7,13 @@ import TouchlineStore
 /// The contract of personal jobs, dead letters and idempotency records: ``PersonalStoreWriter``
 /// and ``PersonalJobReader``, on every implementation.
 @Suite(.heavy) struct PersonalJobContractTests {
-    static func write(_ store: StoreUnderTest, _ operations: [TokenOperation]) -> Result<Void, StoreError> {
-        awaitResult { store.writer.submit(operations, completion: $0) }
+    static func write(_ store: any PersonalStoreUnderTest, _ operations: [TokenOperation]) -> Result<Void, StoreError> {
+        awaitResult { store.personalWriter.submit(operations, completion: $0) }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func aJobIsCheckpointedWithItsOutcomesAndFinished(kind: StoreKind) throws {
-        let store = try kind.open()
+    @Test(arguments: PersonalStoreKind.allCases)
+    func aJobIsCheckpointedWithItsOutcomesAndFinished(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
         try Self.write(store, [.createJob(job("j2", at: t0 + .seconds(2))), .createJob(job("j1", at: t0 + .seconds(1)))]).get()
         let reader = try store.personalReader()
         defer { reader.close() }
@@ -50,9 +50,9 @@ import TouchlineStore
         #expect(try reader.jobProgress(id: "j1")?.status == .done && reader.jobProgress(id: "j1")?.counts == finished)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func aFailingOperationRollsBackItsWholeList(kind: StoreKind) throws {
-        let store = try kind.open()
+    @Test(arguments: PersonalStoreKind.allCases)
+    func aFailingOperationRollsBackItsWholeList(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
         try Self.write(store, [.createJob(job("j1"))]).get()
         let duplicate = Self.write(store, [
             .registerToken(TokenRecord(token: hexToken(1), kind: .pushToStart, registeredAt: t0)),
@@ -71,9 +71,9 @@ import TouchlineStore
         #expect(try reader.deadLetters(status: nil, jobID: nil, reason: nil, after: 0, limit: 10).isEmpty)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func deadLettersPageByIDAndAReplayTakesTheSelectionOnce(kind: StoreKind) throws {
-        let store = try kind.open()
+    @Test(arguments: PersonalStoreKind.allCases)
+    func deadLettersPageByIDAndAReplayTakesTheSelectionOnce(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
         try Self.write(store, [.createJob(job("j1")), .createJob(job("j2"))]).get()
         let reasons = ["BadDeviceToken", "DeviceTokenNotForTopic", "TopicDisallowed"]
         for n in 0..<30 {
@@ -107,10 +107,10 @@ import TouchlineStore
         #expect(try reader.job(id: "j3") == nil)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func anIdempotencyRecordHoldsItsKeyUntilItExpires(kind: StoreKind) throws {
+    @Test(arguments: PersonalStoreKind.allCases)
+    func anIdempotencyRecordHoldsItsKeyUntilItExpires(kind: PersonalStoreKind) async throws {
         let clock = ManualClock(t0)
-        let store = try kind.open(clock: clock)
+        let store = try await kind.open(clock: clock)
         func record(_ key: String, at created: UnixTime, lifetime: Duration = .seconds(60), status: Int = 202) -> IdempotencyRecord {
             IdempotencyRecord(scope: "api-key-1", route: "POST /v1/personal", key: key, requestHash: Array(repeating: 7, count: 32),
                               status: status, response: Array(#"{"jobs":["j1"]}"#.utf8), createdAt: created, expiresAt: created + lifetime)

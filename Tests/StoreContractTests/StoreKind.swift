@@ -239,3 +239,79 @@ final class JetStreamStoreUnderTest: ChannelStoreUnderTest, @unchecked Sendable 
         store = try JetStreamChannelStore.open(jetStream: jetStream, layout: layout, replicas: 1, loop: loop, clock: clock)
     }
 }
+
+// MARK: Personal stores
+
+/// The implementations of the personal side: every ``StoreKind``, and the gateway's store on a
+/// cluster, whose token registry is a shared JetStream log applied to its own file (one node,
+/// started per test).
+enum PersonalStoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite
+    case inMemory
+    case sharedRegistry
+
+    var testDescription: String { rawValue }
+
+    func open(clock: ManualClock = ManualClock()) async throws -> any PersonalStoreUnderTest {
+        switch self {
+        case .sqlite: try SQLiteStoreUnderTest(clock: clock)
+        case .inMemory: InMemoryStoreUnderTest(clock: clock)
+        case .sharedRegistry: try await SharedRegistryUnderTest.start(clock: clock)
+        }
+    }
+}
+
+/// A personal store as the personal contract tests see it.
+protocol PersonalStoreUnderTest: AnyObject, Sendable {
+    var personalWriter: any PersonalStoreWriter { get }
+    func personalReader() throws -> any PersonalStoreReader
+}
+
+extension SQLiteStoreUnderTest: PersonalStoreUnderTest {
+    var personalWriter: any PersonalStoreWriter { writer }
+}
+
+extension InMemoryStoreUnderTest: PersonalStoreUnderTest {
+    var personalWriter: any PersonalStoreWriter { writer }
+}
+
+/// ``SharedTokenRegistry`` on a one-node cluster, over a personal file in a temporary directory.
+final class SharedRegistryUnderTest: PersonalStoreUnderTest, @unchecked Sendable {
+    let cluster: NATSCluster
+    let loop: EventLoop
+    let connection: NATSConnection
+    let directory: String
+    let registry: SharedTokenRegistry
+
+    var personalWriter: any PersonalStoreWriter { registry }
+    var path: String { directory + "/personal.sqlite" }
+
+    private init(cluster: NATSCluster, loop: EventLoop, connection: NATSConnection, directory: String, registry: SharedTokenRegistry) {
+        self.cluster = cluster
+        self.loop = loop
+        self.connection = connection
+        self.directory = directory
+        self.registry = registry
+    }
+
+    static func start(clock: ManualClock) async throws -> SharedRegistryUnderTest {
+        let cluster = try await NATSCluster.start(size: 1)
+        let loop = EventLoop.start(name: "contract-registry")
+        let connection = try cluster.connect(name: "contract", loop: loop)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchline-registry-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let file = try StoreWriter(path: directory + "/personal.sqlite", clock: clock)
+        let registry = try SharedTokenRegistry.open(jetStream: try JetStream(connection), layout: RegistryLogLayout(), replicas: 1, local: file,
+                                                    loop: loop, clock: clock)
+        return SharedRegistryUnderTest(cluster: cluster, loop: loop, connection: connection, directory: directory, registry: registry)
+    }
+
+    deinit {
+        registry.close()
+        connection.close()
+        loop.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func personalReader() throws -> any PersonalStoreReader { try SQLiteTokenReader(path: path) }
+}

@@ -7,13 +7,13 @@ import TouchlineStore
 /// The contract of the token registry: ``PersonalStoreWriter``'s token operations and
 /// ``TokenRegistryReader``, on every implementation.
 @Suite(.heavy) struct TokenRegistryContractTests {
-    static func write(_ store: StoreUnderTest, _ operations: [TokenOperation]) throws -> TokenWriteSummary {
-        try awaitResult { store.writer.submit(summarizing: operations, completion: $0) }.get()
+    static func write(_ store: any PersonalStoreUnderTest, _ operations: [TokenOperation]) throws -> TokenWriteSummary {
+        try awaitResult { store.personalWriter.submit(summarizing: operations, completion: $0) }.get()
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func aRegistrationReplacesTheTokenItSucceeds(kind: StoreKind) throws {
-        let store = try kind.open()
+    @Test(arguments: PersonalStoreKind.allCases)
+    func aRegistrationReplacesTheTokenItSucceeds(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
         _ = try Self.write(store, [
             .registerToken(TokenRecord(token: hexToken(1), kind: .update, channelID: "m1", userID: "fan", registeredAt: t0)),
             .registerToken(TokenRecord(token: hexToken(2), kind: .update, channelID: "m2", userID: "fan", registeredAt: t0)),
@@ -45,9 +45,9 @@ import TouchlineStore
         #expect(try reader.token(hexToken(13))?.active == false, "and replaces the one registered in between")
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func aDeactivationKeepsATokenRegisteredAfterAPNsTimestamp(kind: StoreKind) throws {
-        let store = try kind.open()
+    @Test(arguments: PersonalStoreKind.allCases)
+    func aDeactivationKeepsATokenRegisteredAfterAPNsTimestamp(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
         let registered = t0 + .seconds(100)
         _ = try Self.write(store, (1...3).map { .registerToken(TokenRecord(token: hexToken($0), kind: .pushToStart, registeredAt: registered)) })
         let now = t0 + .seconds(500)
@@ -64,9 +64,9 @@ import TouchlineStore
         #expect(try reader.token(hexToken(3))?.active == false)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func theFollowsScanVisitsEveryActivePushToStartTokenOnceInOrder(kind: StoreKind) throws {
-        let store = try kind.open()
+    @Test(arguments: PersonalStoreKind.allCases)
+    func theFollowsScanVisitsEveryActivePushToStartTokenOnceInOrder(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
         let followers = (0..<500).map { $0 * 7 + 1 }
         var operations: [TokenOperation] = followers.map {
             .registerToken(TokenRecord(token: hexToken($0), kind: .pushToStart, follows: ["team:ARS", "team:X"],
@@ -99,9 +99,9 @@ import TouchlineStore
         #expect(try reader.token(hexToken(5)) == nil, "deleted with its follows")
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func aTokenListAudienceKeepsTheActiveRegisteredTokensInOrder(kind: StoreKind) throws {
-        let store = try kind.open()
+    @Test(arguments: PersonalStoreKind.allCases)
+    func aTokenListAudienceKeepsTheActiveRegisteredTokensInOrder(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
         _ = try Self.write(store, [
             .registerToken(TokenRecord(token: hexToken(1), kind: .update, channelID: "m1", registeredAt: t0)),
             .registerToken(TokenRecord(token: hexToken(2), kind: .pushToStart, registeredAt: t0)),

@@ -24,6 +24,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     let settings: JetStreamSettings
     let connection: NATSConnection
     let store: JetStreamChannelStore
+    let jetStream: JetStream
     let storeLoop: EventLoop
     let partitioning: ChannelPartitioning
     private let keeper: PartitionLeaseKeeper
@@ -98,7 +99,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                 let leases = try LeaseSettings(partitionCount: settings.partitions)
                 let keeper = try PartitionLeaseKeeper.make(jetStream: jetStream, bucket: "\(settings.prefix)_leases", replicas: settings.replicas,
                                                            instance: settings.instance, settings: leases, loop: ingestLoop) { relay.handler?($0) }
-                return ClusterNode(settings: settings, connection: connection, store: store, storeLoop: storeLoop, partitioning: partitioning,
+                return ClusterNode(settings: settings, connection: connection, jetStream: jetStream, store: store, storeLoop: storeLoop, partitioning: partitioning,
                                    keeper: keeper, relay: relay, leaseTTL: leases.leaseTTL, ingest: ingest, ingestLoop: ingestLoop,
                                    connectionState: connectionState, log: log)
             } catch {
@@ -114,13 +115,14 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         }
     }
 
-    private init(settings: JetStreamSettings, connection: NATSConnection, store: JetStreamChannelStore, storeLoop: EventLoop,
+    private init(settings: JetStreamSettings, connection: NATSConnection, jetStream: JetStream, store: JetStreamChannelStore, storeLoop: EventLoop,
                  partitioning: ChannelPartitioning, keeper: PartitionLeaseKeeper, relay: OwnershipRelay, leaseTTL: Duration, ingest: DirectIngest,
                  ingestLoop: EventLoop, connectionState: ConnectionState, log: GatewayLog) {
         self.ingest = ingest
         self.leaseTTL = leaseTTL
         self.settings = settings
         self.connection = connection
+        self.jetStream = jetStream
         self.store = store
         self.storeLoop = storeLoop
         self.partitioning = partitioning

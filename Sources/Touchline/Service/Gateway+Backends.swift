@@ -1,5 +1,6 @@
 import APNs
 import TouchlineCore
+import TouchlineJetStream
 import TouchlineRuntime
 import TouchlineStore
 
@@ -78,14 +79,23 @@ extension Gateway {
         }
     }
 
-    /// The cluster's channel store, and the personal store still in SQLite in the data directory
-    /// (the personal side is not on the cluster yet: docs/cluster.md, "Status").
+    /// The cluster's channel store, and the personal file in the data directory holding this
+    /// gateway's copy of the shared token registry (brought up to the registry log's end before
+    /// the gateway serves) and its own jobs (docs/cluster.md, "The shared token registry").
     static func clusterStores(_ node: ClusterNode, _ configuration: GatewayConfiguration) throws -> Stores {
         let personalPath = configuration.dataDirectory + "/personal.sqlite"
-        let personalStore = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness),
-                                            faultFile: configuration.storeFaultFile)
+        let personalFile = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness),
+                                           faultFile: configuration.storeFaultFile)
+        let registry: SharedTokenRegistry
+        do {
+            registry = try SharedTokenRegistry.open(jetStream: node.jetStream, layout: RegistryLogLayout(prefix: node.settings.prefix),
+                                                    replicas: node.settings.replicas, local: personalFile, loop: node.storeLoop)
+        } catch {
+            personalFile.close()
+            throw error
+        }
         let store = node.store
-        return Stores(channels: store, personal: personalStore,
+        return Stores(channels: store, personal: registry,
                       channelReader: { store.openReader() }, personalReader: { try SQLiteTokenReader(path: personalPath) },
                       channelOutboxReader: { store.openReader() }, personalOutboxReader: { try SQLiteWebhookReader(path: personalPath) })
     }

@@ -1,0 +1,16 @@
+/// Where the JetStream backend logs the shared token registry: one stream with one subject,
+/// every registration, deactivation and deletion of every gateway in one order
+/// (docs/cluster.md, "The shared token registry").
+public struct RegistryLogLayout: Sendable, Equatable {
+    /// Names of the stream and subject start with it, like the channel logs'.
+    public let prefix: String
+
+    public init(prefix: String = "touchline") { self.prefix = prefix }
+
+    public var streamName: String { "\(prefix.uppercased())_TOKENS" }
+    public var subject: String { "\(prefix).tokens" }
+
+    /// The header naming the store that logged an entry: it waits for its own entries to be
+    /// applied to its copy before it answers.
+    public static let writerHeader = "Touchline-Writer"
+}

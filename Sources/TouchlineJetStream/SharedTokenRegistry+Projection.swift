@@ -1,0 +1,179 @@
+import Dispatch
+import Glibc
+import NATS
+import Synchronization
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// How far this gateway's copy of the registry follows the log. Confined to the registry's loop.
+struct RegistryProjection {
+    /// The last sequence handed to the file, and the last one the file applied.
+    var delivered: UInt64 = 0
+    var applied: UInt64 = 0
+    /// Bumped on every (re)subscription: messages of an earlier one are ignored.
+    var generation = 0
+    var subscription: NATSSubscription?
+    /// Why the copy stopped following (the file failed, or an entry cannot be read), until it
+    /// applies an entry again.
+    var failure: StoreError?
+    /// Own entries applied before their publish's acknowledgement arrived (a few at most).
+    private var ownSummaries: [UInt64: TokenWriteSummary] = [:]
+
+    mutating func takeOwnSummary(at sequence: UInt64) -> TokenWriteSummary? { ownSummaries.removeValue(forKey: sequence) }
+
+    /// Keeps a summary for an acknowledgement still on its way; one whose list gave up waiting
+    /// is dropped once the copy is far past it, so this stays small.
+    mutating func keepOwnSummary(_ summary: TokenWriteSummary, at sequence: UInt64) {
+        ownSummaries[sequence] = summary
+        if ownSummaries.count > 1_024 { ownSummaries = ownSummaries.filter { $0.key + 65_536 > applied } }
+    }
+}
+
+extension SharedTokenRegistry {
+    /// A copy that stops following is started again after this long, from what it applied.
+    static let restartDelay: Duration = .seconds(1)
+    /// Opening gives up when the copy makes no progress for this long.
+    static let catchUpStall: Duration = .seconds(10)
+
+    /// Creates the registry stream if needed, and brings the registry of `local` (the gateway's
+    /// personal file) up to the log's end before it returns, so the gateway's first audience scan
+    /// sees every token registered before it started. Blocks: call it from a starting thread,
+    /// never from `loop`. `applyLimit`: how long a list whose registry part the cluster
+    /// acknowledged may wait for this copy to apply it before the list fails. Refuses a file that follows another log (one that ends before the
+    /// file's recorded sequence, or whose beginning was removed), naming both positions.
+    public static func open(jetStream: JetStream, layout: RegistryLogLayout, replicas: Int, local: StoreWriter, loop: EventLoop,
+                            clock: any WallClock = SystemClock(), applyLimit: Duration = .seconds(10)) throws -> SharedTokenRegistry {
+        let state = try JetStream.retryingTimeouts { () throws(NATSError) in
+            try jetStream.ensureStream(.init(name: layout.streamName, subjects: [layout.subject], replicas: replicas, duplicateWindow: .seconds(120)))
+        }
+        let recorded = try awaitResult { local.registryLogSequence(completion: $0) }.get()
+        guard recorded <= state.lastSequence else {
+            throw StoreError.refused("\(local.path) holds the token registry up to log sequence \(recorded), but \(layout.streamName) ends at \(state.lastSequence): the file follows another cluster's log, or the stream was created again")
+        }
+        if state.messages > 0, state.firstSequence > recorded + 1 {
+            throw StoreError.refused("\(local.path) holds the token registry up to log sequence \(recorded), but \(layout.streamName) starts at \(state.firstSequence): the entries between were removed")
+        }
+        let registry = SharedTokenRegistry(jetStream: jetStream, layout: layout, local: local, loop: loop, clock: clock, applyLimit: applyLimit)
+        try loop.sync { [registry] in
+            registry.projection.applied = recorded
+            try registry.follow(from: recorded)
+        }
+        do {
+            try registry.waitUntilApplied(state.lastSequence)
+        } catch {
+            try? loop.sync { [registry] in registry.stopFollowing() }
+            throw error
+        }
+        return registry
+    }
+
+    /// Subscribes to the log after `sequence`.
+    func follow(from sequence: UInt64) throws {
+        projection.generation += 1
+        projection.delivered = sequence
+        let generation = projection.generation
+        projection.subscription = try jetStream.subscribeOrdered(to: layout.subject, from: .sequence(sequence + 1), loop: loop) { [self] message in
+            receive(message, generation: generation)
+        }
+    }
+
+    func stopFollowing() {
+        projection.generation += 1
+        projection.subscription?.cancel()
+        projection.subscription = nil
+    }
+
+    /// Hands an entry to the file, behind the ones handed before (the file applies in order).
+    private func receive(_ message: NATSMessage, generation: Int) {
+        guard generation == projection.generation, let sequence = message.stream?.sequence, sequence > projection.delivered else { return }
+        let entry: RegistryEntry
+        do {
+            entry = try RegistryEntry(binaryEncoded: message.payload)
+        } catch {
+            // Skipping it would let this copy differ from the others for good: stop, and say so.
+            stopFollowing()
+            return report(.storageFailure("token registry log entry \(sequence) cannot be read (\(error)); this gateway's copy stops before it"))
+        }
+        let previous = projection.delivered
+        projection.delivered = sequence
+        let own = message.headers[RegistryLogLayout.writerHeader] == writerID
+        local.applyRegistryEntry(entry, sequence: sequence, previous: previous) { [self] result in
+            loop.execute { [self] in applied(sequence, own: own, result) }
+        }
+    }
+
+    private func applied(_ sequence: UInt64, own: Bool, _ result: Result<TokenWriteSummary, StoreError>) {
+        switch result {
+        case .success(let summary):
+            projection.applied = max(projection.applied, sequence)
+            if projection.failure != nil {
+                projection.failure = nil
+                projectionHealth.withLock { $0 = nil }
+            }
+            if own { ownEntryApplied(at: sequence, summary: summary) }
+        case .failure(let error):
+            let first = projection.failure == nil
+            report(error)
+            // The entries handed after it are refused as a gap: follow again, once, from what applied.
+            guard first else { return }
+            stopFollowing()
+            let timer = LoopTimer(loop: loop) { [self] in restart() }
+            restartTimer = timer
+            timer.schedule(after: Self.restartDelay)
+        }
+    }
+
+    private func restart() {
+        restartTimer = nil
+        guard isOpen else { return }
+        do {
+            try follow(from: projection.applied)
+        } catch {
+            report(.storageFailure("cannot follow the token registry log: \(error)"))
+            let timer = LoopTimer(loop: loop) { [self] in restart() }
+            restartTimer = timer
+            timer.schedule(after: Self.restartDelay)
+        }
+    }
+
+    private func report(_ error: StoreError) {
+        projection.failure = error
+        let now = clock.now()
+        projectionHealth.withLock { health in
+            var failing = health ?? .healthy
+            if failing.failure == nil { failing.failingSince = now }
+            failing.failure = error
+            health = failing
+        }
+    }
+
+    /// Waits (blocking, off the loop) until the copy has applied `sequence`; throws when it
+    /// stops moving for ``catchUpStall``.
+    func waitUntilApplied(_ sequence: UInt64) throws {
+        var last = try loop.sync { [self] in projection.applied }
+        var lastMove = ContinuousClock.now
+        while last < sequence {
+            usleep(20_000)
+            let (applied, failure) = try loop.sync { [self] in (projection.applied, projection.failure) }
+            if applied > last {
+                last = applied
+                lastMove = .now
+            } else if ContinuousClock.now - lastMove > Self.catchUpStall {
+                throw failure ?? StoreError.storageFailure("the token registry copy stopped at log sequence \(applied) of \(sequence) for \(Self.catchUpStall)")
+            }
+        }
+    }
+}
+
+/// Waits for a completion-style call (starting threads only).
+func awaitResult<T: Sendable>(_ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) -> Result<T, StoreError> {
+    let done = DispatchSemaphore(value: 0)
+    let box = Mutex<Result<T, StoreError>?>(nil)
+    start { result in
+        box.withLock { $0 = result }
+        done.signal()
+    }
+    done.wait()
+    return box.withLock { $0! }
+}

@@ -1,0 +1,238 @@
+import Dispatch
+import NATS
+import Synchronization
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// ``PersonalStoreWriter`` for gateways on a cluster: the token registry is shared, the rest of
+/// the personal side (jobs, dead letters, idempotency keys, the outbox) stays in the gateway's
+/// own SQLite file.
+///
+/// - **One log, a copy per gateway.** The registry part of a list (``RegistryEntry``) is logged
+///   as one message to the registry stream (``RegistryLogLayout``); every gateway applies the
+///   stream's entries, in stream order, to the registry tables of its own file, recording the
+///   sequence in the same transaction (``StoreWriter/applyRegistryEntry(_:sequence:previous:completion:)``).
+///   The copies agree because they apply the same entries in the same order, and the audience
+///   scans stay the SQLite reader's (token order, bounded pages) on a file, never in memory.
+///   Why a log and not one subject per token: docs/cluster.md, "The shared token registry".
+/// - **Durability**: a list's registry part is durable once the cluster acknowledged it; its
+///   completion waits until this gateway's copy has applied it too (read-your-writes, and the
+///   summary of what it changed is the copy's), then commits the rest of the list to the file.
+/// - **All-or-nothing, but for the storage**: the file part of a list is checked by the file's
+///   rules before the registry part is logged, so a list they refuse changes nothing. A list
+///   whose registry part was logged and whose file part then fails for the storage (a full
+///   disk, a crash in between) keeps the registry part: every registry operation can be
+///   repeated with the same outcome, so the retry that follows loses nothing.
+/// - **Order**: lists complete in submission order, and a list's file part is committed only
+///   after every earlier list's (a job checkpoint never overtakes an earlier one); registry
+///   parts are published at once, one after the other, and pipeline.
+///
+/// Confined to `loop` (the cluster node's store loop); completions run there.
+public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable {
+    /// How long a list's registry part whose publish got no answer is tried again (same message id).
+    public static let retryLimit: Duration = .seconds(10)
+
+    public let layout: RegistryLogLayout
+    let jetStream: JetStream
+    let loop: EventLoop
+    /// The gateway's own personal file: the copy of the registry, and everything not shared.
+    let local: StoreWriter
+    let clock: any WallClock
+    let writerID: String
+    /// How long an acknowledged entry may wait for this gateway's copy before its list fails.
+    let applyLimit: Duration
+    private let control = Mutex(WriterState())
+
+    /// A submitted list until it completes. Touched only on `loop` (the closures that capture it
+    /// run there), hence unchecked.
+    final class PendingList: @unchecked Sendable {
+        let registry: RegistryEntry?
+        let local: [TokenOperation]
+        let completion: @Sendable (Result<TokenWriteSummary, StoreError>) -> Void
+        var acknowledgedAt: ContinuousClock.Instant?
+        var registrySummary: TokenWriteSummary?
+        var handedToFile = false
+        var result: Result<TokenWriteSummary, StoreError>?
+
+        init(registry: RegistryEntry?, local: [TokenOperation], completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
+            self.registry = registry
+            self.local = local
+            self.completion = completion
+        }
+
+        var waitsForRegistry: Bool { registry != nil && registrySummary == nil && result == nil }
+    }
+
+    // Confined to `loop`.
+    var lists: [PendingList] = []
+    /// Own entries acknowledged and waiting for the copy, by log sequence.
+    var waiting: [UInt64: PendingList] = [:]
+    private var written: UInt64 = 0
+    private var sweepTimer: LoopTimer?
+    private var closeWaiters: [DispatchSemaphore] = []
+    var projection = RegistryProjection()
+    var restartTimer: LoopTimer?
+
+    init(jetStream: JetStream, layout: RegistryLogLayout, local: StoreWriter, loop: EventLoop, clock: any WallClock, applyLimit: Duration) {
+        self.applyLimit = applyLimit
+        self.jetStream = jetStream
+        self.layout = layout
+        self.local = local
+        self.loop = loop
+        self.clock = clock
+        writerID = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 36) }.joined()
+    }
+
+    // MARK: DurableStoreWriter
+
+    /// Failing while the file fails or the copy cannot follow the log (``RegistryProjection``).
+    /// A publish the cluster refuses fails its own list only: the cluster's state shows in the
+    /// channel store's health and the connection's readiness.
+    public var health: StoreHealth {
+        if let failure = projectionHealth.withLock({ $0 }) { return failure }
+        return local.health
+    }
+    public var isOpen: Bool { control.withLock { !$0.closed } }
+    public var queueDepth: Int { control.withLock { $0.queued } + local.queueDepth }
+    public var statistics: StoreWriterStatistics { control.withLock { $0.statistics } }
+    /// The projection's failure, readable from any thread.
+    let projectionHealth = Mutex<StoreHealth?>(nil)
+
+    /// Refuses later lists, waits for the submitted ones to complete, stops following the log
+    /// and closes the file.
+    public func close() {
+        control.withLock { $0.close() }
+        guard !loop.inEventLoop else { return }
+        let waiter = try? loop.sync { [self] () -> DispatchSemaphore? in
+            guard !lists.isEmpty else { return nil }
+            let semaphore = DispatchSemaphore(value: 0)
+            closeWaiters.append(semaphore)
+            return semaphore
+        }
+        waiter?.wait()
+        try? loop.sync { [self] in stopFollowing() }
+        local.close()
+    }
+
+    // MARK: Writes
+
+    public func submit(summarizing operations: [TokenOperation],
+                       completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
+        let admitted = control.withLock { $0.admit() }
+        loop.execute { [self] in
+            guard admitted else { return completion(.failure(.closed)) }
+            control.withLock { $0.started() }
+            let shared = operations.filter(\.isRegistryOperation)
+            let list = PendingList(registry: shared.isEmpty ? nil : RegistryEntry(shared), local: operations.filter { !$0.isRegistryOperation },
+                                   completion: completion)
+            lists.append(list)
+            guard let entry = list.registry else { return advance() }
+            guard !list.local.isEmpty else { return publish(entry, for: list) }
+            // The file's rules first: a list they refuse is refused before its registry part is logged.
+            local.check(list.local) { [self] checked in
+                loop.execute { [self] in
+                    switch checked {
+                    case .success: publish(entry, for: list)
+                    case .failure(let error):
+                        list.result = .failure(error)
+                        advance()
+                    }
+                }
+            }
+        }
+    }
+
+    private func publish(_ entry: RegistryEntry, for list: PendingList) {
+        written += 1
+        publish(entry.binaryEncoded, id: "\(writerID):\(written)", for: list, since: .now)
+        scheduleSweep()
+    }
+
+    /// Logs an entry, repeating the same message after a lost answer until ``retryLimit``.
+    private func publish(_ bytes: [UInt8], id: String, for list: PendingList, since: ContinuousClock.Instant) {
+        jetStream.publish(bytes, to: layout.subject, headers: [RegistryLogLayout.writerHeader: writerID],
+                          conditions: .init(messageID: id), loop: loop) { [self] result in
+            switch result {
+            case .success(let acknowledgement):
+                list.acknowledgedAt = .now
+                if let summary = projection.takeOwnSummary(at: acknowledgement.sequence) {
+                    list.registrySummary = summary
+                } else {
+                    waiting[acknowledgement.sequence] = list
+                }
+            case .failure(let error) where error.jetStreamCode != 0:
+                list.result = .failure(.storageFailure("the cluster refused the token registry entry: \(error)"))
+            case .failure(let error):
+                guard ContinuousClock.now - since < Self.retryLimit else {
+                    list.result = .failure(.storageFailure("the cluster did not store the token registry entry within \(Self.retryLimit): \(error)"))
+                    break
+                }
+                let timer = LoopTimer(loop: loop) { [self] in publish(bytes, id: id, for: list, since: since) }
+                timer.schedule(after: .milliseconds(100))
+                retryTimers[id] = timer
+                return
+            }
+            retryTimers[id] = nil
+            advance()
+        }
+    }
+
+    private var retryTimers: [String: LoopTimer] = [:]
+
+    /// The copy applied an entry this store logged.
+    func ownEntryApplied(at sequence: UInt64, summary: TokenWriteSummary) {
+        guard let list = waiting.removeValue(forKey: sequence) else { return projection.keepOwnSummary(summary, at: sequence) }
+        list.registrySummary = summary
+        advance()
+    }
+
+    /// Hands lists to the file in order (none past one still waiting for its registry part),
+    /// then completes the finished lists at the head.
+    func advance() {
+        for list in lists where list.result == nil {
+            if list.waitsForRegistry { break }
+            guard !list.handedToFile else { continue }
+            list.handedToFile = true
+            let registered = list.registrySummary?.tokensDeactivated ?? 0
+            guard !list.local.isEmpty else {
+                list.result = .success(TokenWriteSummary(tokensDeactivated: registered))
+                continue
+            }
+            local.submit(summarizing: list.local) { [self] result in
+                loop.execute { [self] in
+                    list.result = result.map { TokenWriteSummary(tokensDeactivated: $0.tokensDeactivated + registered) }
+                    advance()
+                }
+            }
+        }
+        while let head = lists.first, let result = head.result {
+            lists.removeFirst()
+            control.withLock { $0.record(result, at: clock.now()) }
+            head.completion(result)
+        }
+        if lists.isEmpty {
+            closeWaiters.forEach { $0.signal() }
+            closeWaiters = []
+        }
+    }
+
+    /// While entries wait for the copy, fails those that waited longer than the apply limit.
+    private func scheduleSweep() {
+        guard sweepTimer == nil else { return }
+        let timer = LoopTimer(loop: loop) { [self] in
+            sweepTimer = nil
+            let now = ContinuousClock.now
+            for (sequence, list) in waiting where list.acknowledgedAt.map({ now - $0 > applyLimit }) ?? false {
+                waiting[sequence] = nil
+                let why = projection.failure.map { ": \($0)" } ?? ""
+                list.result = .failure(.storageFailure(
+                    "the token registry entry is stored in the cluster (log sequence \(sequence)) but this gateway's copy has not applied it within \(applyLimit)\(why)"))
+            }
+            advance()
+            if !waiting.isEmpty || lists.contains(where: \.waitsForRegistry) { scheduleSweep() }
+        }
+        sweepTimer = timer
+        timer.schedule(after: .seconds(1))
+    }
+}

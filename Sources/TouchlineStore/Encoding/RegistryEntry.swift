@@ -1,0 +1,95 @@
+import TouchlineCore
+
+/// The token-registry part of a list of ``TokenOperation``s, as one entry of a shared log: the
+/// JetStream backend logs registrations, deactivations and deletions in order, and every
+/// gateway applies the same entries in the same order to its own copy of the registry, so all
+/// copies agree (docs/cluster.md, "The shared token registry").
+///
+/// Version 1 of the layout; a later layout takes a new version byte, and a reader refuses one it
+/// does not know rather than misread it.
+public struct RegistryEntry: Sendable, Equatable {
+    static let binaryVersion: UInt8 = 1
+
+    /// Registry operations only (``TokenOperation/isRegistryOperation``), in list order.
+    public let operations: [TokenOperation]
+
+    /// Nil when `operations` holds anything but registry operations: only those are shared.
+    public init?(_ operations: [TokenOperation]) {
+        guard operations.allSatisfy(\.isRegistryOperation) else { return nil }
+        self.operations = operations
+    }
+
+    public var binaryEncoded: [UInt8] {
+        var writer = BinaryRecordWriter()
+        writer.byte(Self.binaryVersion)
+        writer.unsigned(UInt64(operations.count))
+        for operation in operations {
+            switch operation {
+            case .registerToken(let record):
+                writer.byte(1)
+                writer.string(record.token)
+                writer.string(record.kind.rawValue)
+                writer.optional(record.channelID) { $0.string($1) }
+                writer.optional(record.userID) { $0.string($1) }
+                writer.unsigned(UInt64(record.follows.count))
+                for follow in record.follows { writer.string(follow) }
+                writer.string(record.environment.rawValue)
+                writer.time(record.registeredAt)
+            case .deleteToken(let token):
+                writer.byte(2)
+                writer.string(token)
+            case .deactivateToken(let token, let apnsTimestamp, let at):
+                writer.byte(3)
+                writer.string(token)
+                writer.time(apnsTimestamp)
+                writer.time(at)
+            default:
+                preconditionFailure("only registry operations are logged (checked by init)")
+            }
+        }
+        return writer.bytes
+    }
+
+    public init(binaryEncoded bytes: [UInt8]) throws(BinaryRecordReader.Damaged) {
+        var reader = BinaryRecordReader(bytes)
+        let version = try reader.byte()
+        guard version == Self.binaryVersion else { throw reader.damaged("registry entry layout version \(version) is not known") }
+        let count = try reader.count()
+        var operations: [TokenOperation] = []
+        operations.reserveCapacity(count)
+        for _ in 0..<count {
+            switch try reader.byte() {
+            case 1:
+                let token = try reader.string()
+                guard let kind = TokenKind(rawValue: try reader.string()) else { throw reader.damaged("unknown token kind") }
+                let channelID = try reader.optional { (reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) in try reader.string() }
+                let userID = try reader.optional { (reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) in try reader.string() }
+                var follows: [String] = []
+                for _ in 0..<(try reader.count()) { follows.append(try reader.string()) }
+                guard let environment = TokenEnvironment(rawValue: try reader.string()) else { throw reader.damaged("unknown token environment") }
+                operations.append(.registerToken(TokenRecord(token: token, kind: kind, channelID: channelID, userID: userID, follows: follows,
+                                                             environment: environment, registeredAt: try reader.time())))
+            case 2:
+                operations.append(.deleteToken(try reader.string()))
+            case 3:
+                operations.append(.deactivateToken(try reader.string(), unlessRegisteredAfter: try reader.time(), at: try reader.time()))
+            case let tag:
+                throw reader.damaged("unknown registry operation \(tag)")
+            }
+        }
+        guard reader.isAtEnd else { throw reader.damaged("bytes after the last operation") }
+        self.operations = operations
+    }
+}
+
+extension TokenOperation {
+    /// Registrations, deactivations and deletions of tokens: what the shared registry holds. The
+    /// rest (jobs, dead letters, idempotency keys, the outbox) stays with the gateway that runs it.
+    public var isRegistryOperation: Bool {
+        switch self {
+        case .registerToken, .deleteToken, .deactivateToken: true
+        case .createJob, .advanceJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed, .webhook, .rememberIdempotencyKey,
+             .pruneIdempotencyKeys: false
+        }
+    }
+}

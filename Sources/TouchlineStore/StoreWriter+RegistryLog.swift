@@ -1,0 +1,68 @@
+import CSQLite
+import Synchronization
+import TouchlineRuntime
+
+/// Where this file's token registry stands in a shared registry log (the JetStream backend's):
+/// a gateway applies the log's entries to its own file in log order, each with the sequence it
+/// brings the file to, in one transaction, so a restart resumes after the last one applied.
+extension StoreWriter {
+    /// Why an entry was not applied: the file is not where the entry follows on.
+    public static let registryLogGap = "registry log gap"
+
+    /// Applies `entry`, logged at `sequence` right after the one at `previous` (0: the log's
+    /// first), and records `sequence` with it. An entry at or below the recorded sequence was
+    /// applied already and changes nothing (a consumer delivering it again after a reconnect);
+    /// one whose `previous` is not the recorded sequence is refused (an entry would be missed),
+    /// naming both. The summary says what the entry changed, as ``submit(summarizing:completion:)``'s.
+    public func applyRegistryEntry(_ entry: RegistryEntry, sequence: UInt64, previous: UInt64,
+                                   completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
+        let deactivated = Mutex(0)
+        enqueue(Job(apply: { db in
+            let recorded = try Self.registryLogSequence(on: db)
+            if sequence <= recorded { return }
+            guard previous == recorded else {
+                throw SQLiteError(code: SQLITE_CONSTRAINT,
+                                  message: "\(Self.registryLogGap): entry \(sequence) follows \(previous), this file holds up to \(recorded)",
+                                  statement: nil)
+            }
+            var count = 0
+            for operation in entry.operations { count += try TokenRows.apply(operation, on: db) }
+            try db.run("INSERT INTO registry_log (id, sequence) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET sequence = excluded.sequence",
+                       [.integer(Int64(sequence))])
+            deactivated.withLock { $0 = count }
+        }, complete: { error in
+            if let error { return completion(.failure(error)) }
+            completion(.success(TokenWriteSummary(tokensDeactivated: deactivated.withLock { $0 })))
+        }))
+    }
+
+    /// Whether `operations` would commit now, by the file's rules (a duplicate job id, an unknown
+    /// job, a key still held): applied behind the writes queued before, then rolled back. A store
+    /// that logs part of a list elsewhere checks the rest first, so a list the rules refuse is
+    /// refused before anything of it is logged.
+    public func check(_ operations: [TokenOperation], completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        var job = Job(apply: { db in
+            for operation in operations { try TokenRows.apply(operation, on: db) }
+        }, complete: { error in completion(error.map { .failure($0) } ?? .success(())) })
+        job.checkOnly = true
+        enqueue(job)
+    }
+
+    /// The sequence of the last registry log entry this file applied (0: none), read on the
+    /// writer's thread behind the writes queued before.
+    public func registryLogSequence(completion: @escaping @Sendable (Result<UInt64, StoreError>) -> Void) {
+        let sequence = Mutex<UInt64>(0)
+        enqueue(Job(apply: { db in
+            let recorded = try Self.registryLogSequence(on: db)
+            sequence.withLock { $0 = recorded }
+        }, complete: { error in
+            if let error { return completion(.failure(error)) }
+            completion(.success(sequence.withLock { $0 }))
+        }))
+    }
+
+    private static func registryLogSequence(on db: SQLiteConnection) throws -> UInt64 {
+        let stored = try db.query("SELECT sequence FROM registry_log WHERE id = 1") { $0.int64(at: 0) }.first ?? 0
+        return UInt64(max(stored, 0))
+    }
+}

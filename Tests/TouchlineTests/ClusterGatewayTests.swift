@@ -83,6 +83,28 @@ struct ClusterGatewayTests {
         #expect(written.reduce(0, +) >= 1, "\(written)")
     }
 
+    /// The token registry is the cluster's: a fan registered through one gateway is in the
+    /// audience of a personal job run by another, and listed by every gateway.
+    @Test func aJobOnOneGatewayReachesTheFansRegisteredThroughEveryGateway() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture()
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) })
+        let fans = (0..<6).map(GatewayPersonalAPITests.token)
+        for (n, token) in fans.enumerated() {
+            try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: gateways[n % 2].patientAdmin)
+        }
+        // Registered through g1, listed by g2 as soon as g2's copy has applied it (moments later).
+        try await eventually("g2 to list fan-0's token") {
+            (try? gateways[1].patientAdmin.request("GET", "/v1/tokens?userId=fan-0").text.contains(fans[0])) == true
+        }
+        let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: gateways[1].patientAdmin)
+        #expect(job.progress?.integer("targeted") == 6 && job.progress?.integer("sent") == 6, "\(String(describing: job.progress))")
+        let starts = apns.mock.recordedRequests().filter { $0.endpoint == .device && $0.status == 200 }
+        #expect(Set(starts.compactMap(\.deviceToken)) == Set(fans) && starts.count == 6)
+    }
+
     /// Events published straight to the cluster (`touchline.in.<channel>`, as a provider's own
     /// NATS client would) are taken by the channel's owner as the HTTP route takes them: in
     /// order, each state at APNs; refused ones (bad JSON, unknown channel, a field out of range)

@@ -83,7 +83,8 @@ let package = Package(
 
         .target(name: "LoadKit", dependencies: ["Measurements", "TouchlineCore"], path: "LoadTests/LoadKit"),
         .executableTarget(name: "touchline-load", dependencies: ["APNs", "APNsMock", "ChildProcesses", "CommandLineOptions", "LoadKit", "Measurements",
-                                                             "NATS", "NATSServers", "Touchline", "TouchlineRuntime"],
+                                                             "NATS", "NATSServers", "Touchline", "TouchlineCore", "TouchlineJetStream", "TouchlineRuntime",
+                                                             "TouchlineStore"],
                           path: "LoadTests/Loadgen"),
         // libFuzzer targets (`make fuzz`); the ordinary build replays their stored inputs.
         .executableTarget(name: "touchline-fuzz", dependencies: ["TouchlineCore", "TouchlineRuntime", "Touchline"], path: "Fuzz",

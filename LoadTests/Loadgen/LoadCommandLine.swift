@@ -53,6 +53,11 @@ enum LoadCommandLine {
                                       + "through the first (default 3; 0 for none)")
     }
 
+    enum RegistryOptions {
+        static let tokens = number("--tokens", "tokens registered through the cluster (default 10000000)")
+        static let sample = number("--sample", "tokens of the SQLite baseline and of the one-subject-per-token layout (default 1000000)")
+    }
+
     enum SoakOptions {
         static let seconds = number("--seconds", "how long the load runs, checks after the faults included (default 150)")
         static let kills = number("--kills", "kill -9 and restart of the gateway (default 3; 0 for none)")
@@ -111,6 +116,10 @@ enum LoadCommandLine {
             scenario("scale-out", "two gateways on a three-node NATS JetStream cluster: durable ingest against the cluster's own "
                          + "ceiling (a plain publisher, same messages), ingest->APNs, CPU per event against SQLite (not part of standard)",
                      [ScaleOutOptions.channels, ScaleOutOptions.partitions, ScaleOutOptions.seconds, ScaleOutOptions.kills]),
+            scenario("token-registry", "the shared token registry of a cluster at 10 million tokens: registrations through the "
+                         + "cluster against one SQLite file, the NATS servers' memory and disk per token against one subject per "
+                         + "token, a new gateway's copy and its audience scans (not part of standard)",
+                     [RegistryOptions.tokens, RegistryOptions.sample]),
             scenario("soak", "events, channel creates/ends/deletes and personal jobs under load while the gateway is killed with "
                          + "kill -9 at random moments, its disk filled and freed, and slow clients attached; checks every 202, "
                          + "APNs channels and job counts after each restart (not part of standard)",

@@ -14,6 +14,7 @@ struct LoadRequest {
     var soak = Soak.Options()
     var hooks = WebhookIsolation.Options()
     var scaleOut = ScaleOut.Options()
+    var registry = TokenRegistryScale.Options()
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
         typealias Line = LoadCommandLine
@@ -70,6 +71,9 @@ struct LoadRequest {
                 scaleOut.burstSeconds = Double(seconds)
                 scaleOut.latencySeconds = scaleOut.burstSeconds
             }
+        case "token-registry":
+            registry.tokens = try positive(Line.RegistryOptions.tokens) ?? registry.tokens
+            registry.sampleTokens = try positive(Line.RegistryOptions.sample) ?? registry.sampleTokens
         case "soak":
             try readSoak(parsed, positive: positive, whole: whole)
         default:

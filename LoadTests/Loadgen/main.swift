@@ -34,6 +34,7 @@ case "client-ceiling": await run.finish([{ try await ClientCeiling(options: ceil
 case "merge-patch": await run.finish([{ try MergePatchCost(options: MergePatchCost.Options()).run() }])
 case "soak": await run.finish([{ try Soak(options: soak, settings: settings).run() }])
 case "scale-out": await run.finish([{ try await ScaleOut(options: request.scaleOut, settings: settings).run() }])
+case "token-registry": await run.finish([{ try await TokenRegistryScale(options: request.registry).run() }])
 case "webhook-isolation": await run.finish([{ try WebhookIsolation(options: hooks, settings: settings).run() }])
 default:
     // The standard set: every scenario with its defaults, client-ceiling with 3 rounds.

@@ -253,6 +253,7 @@ extension JetStream {
     /// Runs a JetStream API call made at start again while it times out, for at most `limit`: a
     /// cluster that is electing a leader (after a node was lost, or just started) answers with
     /// timeouts for seconds.
+    @discardableResult
     public static func retryingTimeouts<T>(for limit: Duration = .seconds(15), _ call: () throws(NATSError) -> T) throws(NATSError) -> T {
         let deadline = ContinuousClock.now + limit
         while true {

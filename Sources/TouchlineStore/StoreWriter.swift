@@ -96,8 +96,11 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     /// `slice` asks for short time slices on the writer thread, for a store whose commits an
     /// acknowledgement waits for (see `requestCurrentThreadSlice`).
     /// `faultFile`: see the property of that name (nil in production).
+    /// `walLimitBytes`: the write-ahead log's size above which the writer checkpoints it between
+    /// its transactions, and to which the file is truncated when it restarts (``WALCheckpointer``).
     public init(path: String, synchronous: SQLiteSynchronous = .normal, niceness: Int32 = 0,
-                slice: Duration? = nil, faultFile: String? = nil, clock: any WallClock = SystemClock()) throws(StoreError) {
+                slice: Duration? = nil, faultFile: String? = nil, clock: any WallClock = SystemClock(),
+                walLimitBytes: Int = 64 << 20) throws(StoreError) {
         self.path = path
         self.faultFile = faultFile
         self.clock = clock
@@ -107,9 +110,11 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
             try StoreIntegrity.check(connection)
             try SQLiteSchema.migrate(connection)
             try connection.execute("PRAGMA wal_autocheckpoint=0")
+            try connection.execute("PRAGMA journal_size_limit=\(walLimitBytes)")
             return connection
         }
-        checkpointer = try StoreError.wrapping { try WALCheckpointer(path: path, synchronous: synchronous, niceness: niceness) }
+        checkpointer = try StoreError.wrapping { try WALCheckpointer(path: path, synchronous: synchronous, niceness: niceness,
+                                                                               oversizedBytes: walLimitBytes) }
         let thread = Thread { [self] in
             writerThread.withLock { $0 = pthread_self() }
             nameCurrentThread("store-writer")
@@ -191,6 +196,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
             }
             if !jobs.isEmpty {
                 commit(jobs)
+                if checkpointer.takeOversized() { checkpointBetweenTransactions() }
             } else if closed {
                 break
             } else if health.isFailing {
@@ -238,6 +244,13 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
             q.health.note(storageFailure, committed: committed && storageFailure == nil, at: clock.now())
         }
         for (job, outcome) in zip(jobs, outcomes) { job.complete(outcome) }
+    }
+
+    /// The log outgrew what the checkpointer beside the writer brings back (``WALCheckpointer``):
+    /// copied back here, where nothing is appended meanwhile, so the next transaction restarts
+    /// it. A stall of the writer, but only while it writes faster than its log can be copied back.
+    private func checkpointBetweenTransactions() {
+        try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
     }
 
     /// A transaction that writes one small row: succeeds only when the disk takes writes again.

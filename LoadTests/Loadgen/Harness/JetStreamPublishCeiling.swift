@@ -32,7 +32,7 @@ struct JetStreamPublishCeiling {
         let jetStream = try JetStream(connection)
         for partition in 0..<partitions {
             try JetStream.retryingTimeouts { () throws(NATSError) in
-                _ = try jetStream.ensureStream(.init(name: "CEILING_\(partition)", subjects: ["ceiling.\(partition)"], replicas: replicas,
+                try jetStream.ensureStream(.init(name: "CEILING_\(partition)", subjects: ["ceiling.\(partition)"], replicas: replicas,
                                                  duplicateWindow: .seconds(120)))
             }
         }

@@ -194,7 +194,7 @@ struct TokenRegistryScale {
                                                     loop: loop, events: { _ in })
         let jetStream = try JetStream(connection)
         try JetStream.retryingTimeouts { () throws(NATSError) in
-            _ = try jetStream.ensureStream(.init(name: "SUBJECT_LAYOUT", subjects: ["layout.>"], replicas: options.replicas, maximumMessagesPerSubject: 1))
+            try jetStream.ensureStream(.init(name: "SUBJECT_LAYOUT", subjects: ["layout.>"], replicas: options.replicas, maximumMessagesPerSubject: 1))
         }
         let slots = DispatchSemaphore(value: window)
         let group = DispatchGroup()

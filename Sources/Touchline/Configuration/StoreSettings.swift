@@ -51,7 +51,8 @@ public struct StoreSettings: Sendable, Equatable {
     static var hostInstance: String {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count) == 0 else { return "touchline" }
-        let label = String(cString: buffer).prefix { $0 != "." }
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        let label = String(decoding: bytes, as: UTF8.self).prefix { $0 != "." }
         let name = String(label.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }.prefix(64))
         return name.isEmpty ? "touchline" : name
     }

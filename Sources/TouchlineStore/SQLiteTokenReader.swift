@@ -36,6 +36,14 @@ public final class SQLiteTokenReader: TokenRegistryReader, PersonalJobReader, @u
         }
     }
 
+    public func tokens(after cursor: String?, limit: Int) throws(StoreError) -> [TokenRecord] {
+        try StoreError.wrapping {
+            try connection.query("SELECT \(TokenRows.columns) FROM tokens WHERE token > ? ORDER BY token LIMIT ?",
+                                 [.text(cursor ?? ""), .integer(Int64(limit))], row: TokenRows.record)
+                .map { try TokenRows.withFollows($0, on: connection) }
+        }
+    }
+
     /// The next `limit` active push-to-start tokens following `follow`, in token order after
     /// `cursor` (nil to start): pass the last token of a page as the next cursor; an empty
     /// page is the end. Walks the `(follow, token)` key, so each page costs O(limit).

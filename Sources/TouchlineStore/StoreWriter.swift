@@ -70,6 +70,10 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         var health = StoreHealth.healthy
     }
 
+    /// How long the writer waits at most, between two transactions, for its oversized log to be
+    /// copied back (``WALCheckpointer``).
+    static let oversizedLogPause: Duration = .seconds(2)
+
     /// How often a failing store tries a probe transaction.
     public static let probeInterval = Duration.seconds(1)
 
@@ -248,9 +252,17 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
 
     /// The log outgrew what the checkpointer beside the writer brings back (``WALCheckpointer``):
     /// copied back here, where nothing is appended meanwhile, so the next transaction restarts
-    /// it. A stall of the writer, but only while it writes faster than its log can be copied back.
+    /// it. A stall of the writer (``oversizedLogPause`` at most), but only while it writes faster
+    /// than its log can be copied back.
     private func checkpointBetweenTransactions() {
-        try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        // The checkpointer's pass in progress holds the checkpoint lock (this one is then busy):
+        // with nothing appended meanwhile it ends soon, and the next pass copies the rest.
+        let deadline = ContinuousClock.now + Self.oversizedLogPause
+        repeat {
+            let outcome = try? connection.query("PRAGMA wal_checkpoint(PASSIVE)") { ($0.int64(at: 0), $0.int64(at: 1), $0.int64(at: 2)) }.first
+            if let (busy, log, copied) = outcome, busy == 0, copied >= log { return }
+            usleep(5_000)
+        } while ContinuousClock.now < deadline
     }
 
     /// A transaction that writes one small row: succeeds only when the disk takes writes again.

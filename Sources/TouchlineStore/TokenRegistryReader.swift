@@ -12,6 +12,11 @@ public protocol TokenRegistryReader: AnyObject {
     /// registration first (ties in token order).
     func tokens(userID: String, limit: Int) throws(StoreError) -> [TokenRecord]
 
+    /// Every token, active or not, with its follows: the next `limit` in ascending token order
+    /// after `cursor` (nil to start); the last token of a page is the next cursor, an empty page
+    /// the end. What a migration copies.
+    func tokens(after cursor: String?, limit: Int) throws(StoreError) -> [TokenRecord]
+
     /// The audience scan by follow: the next `limit` *active push-to-start* tokens following
     /// `follow`, in ascending token order after `cursor` (nil to start), optionally of one
     /// environment. The last token of a page is the next cursor and an empty page is the end:

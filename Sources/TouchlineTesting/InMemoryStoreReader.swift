@@ -37,6 +37,13 @@ public final class InMemoryStoreReader: ChannelTablesReader, PersonalJobReader, 
         }
     }
 
+    public func tokens(after cursor: String?, limit: Int) throws(StoreError) -> [TokenRecord] {
+        try read { tables in
+            Array(tables.tokens.values.filter { Self.precedes(cursor ?? "", $0.token) }.sorted { Self.precedes($0.token, $1.token) }
+                .prefix(max(0, limit)))
+        }
+    }
+
     public func pushToStartTokens(following follow: String, after cursor: String?, limit: Int,
                                   environment: TokenEnvironment?) throws(StoreError) -> [TokenTarget] {
         try read { tables in

@@ -14,6 +14,7 @@ enum TouchlineCommands {
             CommandDeclaration(name: "demo", summary: "run the gateway on its embedded defaults (SQLite, bundled mock APNs) and feed it "
                                    + "a short sample match, printing the broadcasts APNs receives"),
             HealthCommand.declaration,
+            MigrateCommand.declaration,
             CommandDeclaration(name: "apns-demo", summary: "show the APNs client alone against the bundled mock: create a broadcast "
                                    + "channel, publish to it, push to device tokens"),
             CommandDeclaration(name: "version", summary: "print the version"),

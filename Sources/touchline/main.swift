@@ -20,6 +20,8 @@ case "serve":
     exit(await ServeCommand.run(parsed))
 case "demo":
     exit(await MatchDemoCommand.run())
+case "migrate":
+    exit(MigrateCommand.run(parsed))
 case "health":
     exit(HealthCommand.run(url: parsed.positionals.first))
 case "apns-demo":

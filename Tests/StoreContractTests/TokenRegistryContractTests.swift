@@ -100,6 +100,26 @@ import TouchlineStore
     }
 
     @Test(arguments: PersonalStoreKind.allCases)
+    func theWholeRegistryPagesInTokenOrderActiveOrNot(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
+        let numbers = [9, 3, 27, 1, 12, 5, 30]
+        _ = try Self.write(store, numbers.map {
+            .registerToken(TokenRecord(token: hexToken($0), kind: $0 % 2 == 0 ? .update : .pushToStart, channelID: $0 % 2 == 0 ? "m1" : nil,
+                                       follows: ["team:\($0 % 3)"], registeredAt: t0))
+        } + [.deactivateToken(hexToken(5), unlessRegisteredAfter: t0, at: t0 + .seconds(1)), .deleteToken(hexToken(30))])
+        let reader = try store.personalReader()
+        defer { reader.close() }
+        var seen: [TokenRecord] = []
+        while case let page = try reader.tokens(after: seen.last?.token, limit: 2), !page.isEmpty {
+            #expect(page.count <= 2)
+            seen += page
+        }
+        #expect(seen.map(\.token) == [1, 3, 5, 9, 12, 27].map(hexToken), "every token but the deleted one, in token order")
+        #expect(seen.first { $0.token == hexToken(5) }.map { !$0.active && $0.deactivatedAt == t0 + .seconds(1) } == true)
+        #expect(seen.first { $0.token == hexToken(12) }.map { $0.kind == .update && $0.channelID == "m1" && $0.follows == ["team:0"] } == true)
+    }
+
+    @Test(arguments: PersonalStoreKind.allCases)
     func aTokenListAudienceKeepsTheActiveRegisteredTokensInOrder(kind: PersonalStoreKind) async throws {
         let store = try await kind.open()
         _ = try Self.write(store, [

@@ -430,7 +430,7 @@ private final class NATSProvider: Sendable {
 extension GatewayFixture {
     /// The admin client, waiting up to 30 s for an answer: beside a loaded suite, a request handed
     /// to another gateway while a partition moves can take longer than the usual 10 s.
-    fileprivate var patientAdmin: GatewayTestClient { admin.waiting(upTo: 30) }
+    var patientAdmin: GatewayTestClient { admin.waiting(upTo: 30) }
 }
 
 extension ServeProcess {
@@ -440,7 +440,7 @@ extension ServeProcess {
 /// The gateways a test started, shut down when it ends however it ends (a gateway released
 /// while it runs would leave its loops running without it), then the mock, with the cluster
 /// kept until then.
-private final class StartedGateways: Sendable {
+final class StartedGateways: Sendable {
     private let gateways = Mutex<[GatewayFixture]>([])
 
     func add(_ started: [GatewayFixture]) -> [GatewayFixture] {

@@ -17,10 +17,11 @@ import TouchlineStore
 /// 2. The layout not chosen, on a cluster of its own: one subject per token and per follow in a
 ///    stream that keeps the last message of each (a key-value bucket's layout), so an audience
 ///    would be a filtered scan of the servers; what each token costs the servers' memory.
-/// 3. The layout chosen: every token registered through a gateway's ``SharedTokenRegistry``
-///    (lists logged to the registry stream and applied to the gateway's file); what the three
-///    servers hold in memory and on disk, then in memory again after one restarts; a second
-///    gateway's copy built from the log as a new gateway's is; every follow walked in that copy.
+/// 3. The layout chosen: as many tokens as the baseline registered through a gateway's
+///    ``SharedTokenRegistry`` (lists logged to the registry stream and applied to the gateway's
+///    file), the rest logged as the same entries by a plain publisher; what the three servers
+///    hold in memory and on disk, then in memory again after one restarts; a second gateway's
+///    copy built from the whole log as a new gateway's is; every follow walked in that copy.
 struct TokenRegistryScale {
     struct Options {
         var tokens = 10_000_000
@@ -46,7 +47,7 @@ struct TokenRegistryScale {
         let sample = min(options.sampleTokens, options.tokens)
 
         let baselineFile = try StoreWriter(path: directory + "/baseline.sqlite")
-        let baseline = try register(sample, through: baselineFile)
+        let baseline = try register(0..<sample, through: baselineFile)
         baselineFile.close()
         log.say(String(format: "baseline: %@ tokens committed to one SQLite file in %.1f s (%@ tokens/s)", ReportNumbers.grouped(Double(sample)),
                        baseline.seconds, ReportNumbers.grouped(baseline.rate)))
@@ -65,10 +66,14 @@ struct TokenRegistryScale {
         let layout = RegistryLogLayout()
         let first = try SharedTokenRegistry.open(jetStream: jetStream, layout: layout, replicas: options.replicas,
                                                  local: try StoreWriter(path: directory + "/first.sqlite"), loop: loop)
-        let logged = try register(options.tokens, through: first)
+        let logged = try register(0..<sample, through: first)
         first.close()
-        log.say(String(format: "%@ tokens registered through a gateway on the cluster in %.1f s (%@ tokens/s)", ReportNumbers.grouped(Double(options.tokens)),
-                       logged.seconds, ReportNumbers.grouped(logged.rate)))
+        log.say(String(format: "%@ tokens registered through a gateway on the cluster (logged, then applied to its copy) in %.1f s (%@ tokens/s)",
+                       ReportNumbers.grouped(Double(sample)), logged.seconds, ReportNumbers.grouped(logged.rate)))
+        // The rest as the same entries, published as fast as the cluster takes them.
+        let filled = try publish(sample..<options.tokens, to: layout.subject, jetStream: jetStream, loop: loop)
+        log.say(String(format: "%@ more tokens logged in %.1f s (%@ tokens/s)", ReportNumbers.grouped(Double(options.tokens - sample)),
+                       filled.seconds, ReportNumbers.grouped(filled.rate)))
         try await Task.sleep(for: .seconds(5))
         let after = ServersReading(cluster)
         let stream = try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.streamState(layout.streamName) }
@@ -103,6 +108,8 @@ struct TokenRegistryScale {
             durationSeconds: Double(monotonicNanoseconds() - started) / 1e9,
             throughputs: [.init(name: "registrations through the cluster (logged and applied)", unit: "tokens/s", value: logged.rate,
                                 ceilingRatio: logged.rate / baseline.rate),
+                          .init(name: "registry entries logged without a copy (lists of \(options.listSize))", unit: "tokens/s", value: filled.rate,
+                                ceilingRatio: filled.rate / baseline.rate),
                           .init(name: "registrations to one SQLite file (baseline)", unit: "tokens/s", value: baseline.rate, ceilingRatio: 1),
                           .init(name: "a new gateway's copy built from the log", unit: "tokens/s", value: tokens / catchUpSeconds,
                                 ceilingRatio: tokens / catchUpSeconds / baseline.rate),
@@ -141,18 +148,18 @@ struct TokenRegistryScale {
         var rate: Double
     }
 
-    /// Registers tokens 0..<count through `writer` in lists of `listSize`, `listsInFlight` at once.
-    func register(_ count: Int, through writer: any PersonalStoreWriter) throws -> Registered {
+    /// Registers tokens `numbers` through `writer` in lists of `listSize`, `listsInFlight` at once.
+    func register(_ numbers: Range<Int>, through writer: any PersonalStoreWriter) throws -> Registered {
         let window = DispatchSemaphore(value: options.listsInFlight)
         let group = DispatchGroup()
         let failure = Mutex<StoreError?>(nil)
         let now = SystemClock().now()
         let start = monotonicNanoseconds()
-        for first in stride(from: 0, to: count, by: options.listSize) {
+        for first in stride(from: numbers.lowerBound, to: numbers.upperBound, by: options.listSize) {
             if let error = failure.withLock({ $0 }) { throw LoadError("registering tokens failed: \(error)") }
             window.wait()
             group.enter()
-            writer.submit((first..<min(count, first + options.listSize)).map { registration($0, at: now) }) { result in
+            writer.submit((first..<min(numbers.upperBound, first + options.listSize)).map { registration($0, at: now) }) { result in
                 if case .failure(let error) = result { failure.withLock { $0 = $0 ?? error } }
                 window.signal()
                 group.leave()
@@ -161,7 +168,32 @@ struct TokenRegistryScale {
         group.wait()
         if let error = failure.withLock({ $0 }) { throw LoadError("registering tokens failed: \(error)") }
         let seconds = Double(monotonicNanoseconds() - start) / 1e9
-        return Registered(seconds: seconds, rate: Double(count) / seconds)
+        return Registered(seconds: seconds, rate: Double(numbers.count) / seconds)
+    }
+
+    /// Logs the registrations of tokens `numbers` as the registry's entries (lists of
+    /// `listSize`), without a copy applying them: how fast the cluster takes the log.
+    func publish(_ numbers: Range<Int>, to subject: String, jetStream: JetStream, loop: EventLoop) throws -> Registered {
+        let window = DispatchSemaphore(value: options.listsInFlight)
+        let group = DispatchGroup()
+        let failure = Mutex<String?>(nil)
+        let now = SystemClock().now()
+        let start = monotonicNanoseconds()
+        for first in stride(from: numbers.lowerBound, to: numbers.upperBound, by: options.listSize) {
+            if let error = failure.withLock({ $0 }) { throw LoadError("logging tokens failed: \(error)") }
+            let entry = RegistryEntry((first..<min(numbers.upperBound, first + options.listSize)).map { registration($0, at: now) })!
+            window.wait()
+            group.enter()
+            jetStream.publish(entry.binaryEncoded, to: subject, conditions: .init(messageID: "fill:\(first)"), loop: loop) { result in
+                if case .failure(let error) = result { failure.withLock { $0 = $0 ?? "\(error)" } }
+                window.signal()
+                group.leave()
+            }
+        }
+        group.wait()
+        if let error = failure.withLock({ $0 }) { throw LoadError("logging tokens failed: \(error)") }
+        let seconds = Double(monotonicNanoseconds() - start) / 1e9
+        return Registered(seconds: seconds, rate: Double(numbers.count) / seconds)
     }
 
     /// Walks every team's audience in the file, pages of 1,000, as a kickoff's fan-out does.

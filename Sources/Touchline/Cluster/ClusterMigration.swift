@@ -1,0 +1,205 @@
+import Foundation
+import NATS
+import TouchlineCore
+import TouchlineJetStream
+import TouchlineRuntime
+import TouchlineStore
+
+/// `touchline migrate`: copies what a gateway on SQLite holds into a cluster, so the gateways
+/// started on the cluster go on where it stopped (docs/scale-out.md, "Moving from one SQLite
+/// gateway").
+///
+/// - **Channels** with everything their record holds (APNs channel id, status, content-state,
+///   last `seq`, the engine's snapshot and counters) and their stored events go to their
+///   partitions' logs, through the channel store a gateway writes with. A channel the cluster
+///   already has is left as it is and counted: running it again copies nothing twice.
+/// - **Tokens**, active or not, go to the shared registry log. Each registration of the log
+///   replaces the user's earlier active token, so the deactivated ones go first (each
+///   registered, then deactivated as it was) and the active ones after them: every token
+///   arrives in the state it had.
+/// - **Open jobs** (pending and running, with the retries they wait for) go to the personal file
+///   of the gateway whose configuration is given, which runs them when it starts: personal jobs
+///   run where they are stored (docs/cluster.md, "Status"). Dead letters and idempotency keys
+///   are not copied.
+///
+/// Blocking; run it before the cluster's gateways serve the channels, and never beside a
+/// gateway on the same data directory.
+package struct ClusterMigration {
+    package struct Summary: Sendable, Equatable, CustomStringConvertible {
+        package var channels = 0
+        package var channelsAlreadyThere = 0
+        package var events = 0
+        package var tokens = 0
+        package var jobs = 0
+        package var jobsAlreadyThere = 0
+
+        package init(channels: Int = 0, channelsAlreadyThere: Int = 0, events: Int = 0, tokens: Int = 0, jobs: Int = 0, jobsAlreadyThere: Int = 0) {
+            (self.channels, self.channelsAlreadyThere, self.events) = (channels, channelsAlreadyThere, events)
+            (self.tokens, self.jobs, self.jobsAlreadyThere) = (tokens, jobs, jobsAlreadyThere)
+        }
+
+        package var description: String {
+            "copied \(channels) channels (\(channelsAlreadyThere) already in the cluster, left as they were), \(events) events, "
+                + "\(tokens) tokens and \(jobs) open jobs (\(jobsAlreadyThere) already there)"
+        }
+    }
+
+    /// Events per logged batch at most, and their bytes (a batch is one message of the log).
+    static let eventsPerBatch = 500
+    static let batchBytes = 256 * 1_024
+    static let page = 1_000
+
+    let source: String
+    let settings: JetStreamSettings
+    let dataDirectory: String
+
+    /// `source`: the SQLite gateway's data directory; `settings` and `dataDirectory`: the cluster
+    /// and the data directory of the cluster gateway that takes the open jobs.
+    package init(source: String, settings: JetStreamSettings, dataDirectory: String) {
+        self.source = source
+        self.settings = settings
+        self.dataDirectory = dataDirectory
+    }
+
+    package func run() throws -> Summary {
+        let channelsPath = source + "/touchline.sqlite"
+        let personalPath = source + "/personal.sqlite"
+        for path in [channelsPath, personalPath] where !FileManager.default.fileExists(atPath: path) {
+            throw GatewayError.startup("\(path) does not exist: --from names the data directory of a gateway on SQLite")
+        }
+        guard let partitioning = ChannelPartitioning(count: settings.partitions) else {
+            throw GatewayError.startup("store.partitions \(settings.partitions) is not a partition count")
+        }
+        let loop = EventLoop.start(name: "touchline-migrate")
+        defer { loop.stopAndWait() }
+        let connection: NATSConnection
+        do {
+            connection = try NATSConnection.connect(settings.natsSettings, loop: loop) { _ in }
+        } catch {
+            throw GatewayError.startup("cannot use the NATS cluster (store.servers \(settings.servers.joined(separator: ", "))): \(error)")
+        }
+        defer { connection.close() }
+        let jetStream = try JetStream(connection)
+        try ClusterDescriptor.agree(partitions: settings.partitions, prefix: settings.prefix, replicas: settings.replicas, jetStream: jetStream,
+                                    loop: loop)
+        var summary = Summary()
+        let channels = try JetStreamChannelStore.open(jetStream: jetStream, layout: ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning),
+                                                      replicas: settings.replicas, loop: loop)
+        defer { channels.close() }
+        let channelReader = try SQLiteChannelReader(path: channelsPath)
+        defer { channelReader.close() }
+        try copyChannels(from: channelReader, to: channels, summary: &summary)
+
+        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        let personalFile = try StoreWriter(path: dataDirectory + "/personal.sqlite")
+        let registry: SharedTokenRegistry
+        do {
+            registry = try SharedTokenRegistry.open(jetStream: jetStream, layout: RegistryLogLayout(prefix: settings.prefix), replicas: settings.replicas,
+                                                    local: personalFile, loop: loop)
+        } catch {
+            personalFile.close()
+            throw error
+        }
+        defer { registry.close() }
+        let personalReader = try SQLiteTokenReader(path: personalPath)
+        defer { personalReader.close() }
+        try copyTokens(from: personalReader, to: registry, summary: &summary)
+        try copyOpenJobs(from: personalReader, to: registry, summary: &summary)
+        return summary
+    }
+
+    private func copyChannels(from reader: SQLiteChannelReader, to store: JetStreamChannelStore, summary: inout Summary) throws {
+        var cursor: String?
+        while case let page = try reader.channels(after: cursor, limit: Self.page), !page.isEmpty {
+            cursor = page.last?.id
+            for record in page {
+                if let problem = record.unreadable {
+                    throw GatewayError.startup("channel \(record.id) cannot be read in \(source)/touchline.sqlite (\(problem)); nothing after it was copied")
+                }
+                guard try wait({ store.createChannel(record, completion: $0) }).inserted else {
+                    summary.channelsAlreadyThere += 1
+                    continue
+                }
+                summary.channels += 1
+                summary.events += try copyEvents(of: record.id, from: reader, to: store)
+            }
+        }
+    }
+
+    private func copyEvents(of channelID: String, from reader: SQLiteChannelReader, to store: JetStreamChannelStore) throws -> Int {
+        var copied = 0
+        var afterSeq: Int64 = 0
+        while case let events = try reader.events(channelID: channelID, afterSeq: afterSeq, limit: Self.eventsPerBatch), !events.isEmpty {
+            afterSeq = events.last?.seq ?? afterSeq
+            var batch: [StoredEvent] = []
+            var bytes = 0
+            for event in events {
+                if !batch.isEmpty, bytes + event.body.count > Self.batchBytes {
+                    try wait { store.submit(WriteBatch([.appendEvents(batch)]), completion: $0) }
+                    batch = []
+                    bytes = 0
+                }
+                batch.append(event)
+                bytes += event.body.count
+            }
+            try wait { store.submit(WriteBatch([.appendEvents(batch)]), completion: $0) }
+            copied += events.count
+        }
+        return copied
+    }
+
+    private func copyTokens(from reader: SQLiteTokenReader, to registry: SharedTokenRegistry, summary: inout Summary) throws {
+        for active in [false, true] {
+            var cursor: String?
+            while case let page = try reader.tokens(after: cursor, limit: Self.page), !page.isEmpty {
+                cursor = page.last?.token
+                let operations: [TokenOperation] = page.filter { $0.active == active }.flatMap { record -> [TokenOperation] in
+                    guard !record.active else { return [.registerToken(record)] }
+                    return [.registerToken(record),
+                            .deactivateToken(record.token, unlessRegisteredAfter: record.registeredAt, at: record.deactivatedAt ?? record.registeredAt)]
+                }
+                guard !operations.isEmpty else { continue }
+                try wait { registry.submit(operations, completion: $0) }
+                summary.tokens += page.count(where: { $0.active == active })
+            }
+        }
+    }
+
+    private func copyOpenJobs(from reader: SQLiteTokenReader, to registry: SharedTokenRegistry, summary: inout Summary) throws {
+        for status in [PersonalJobStatus.pending, .running] {
+            for job in try reader.jobs(status: status, limit: 100_000) {
+                let retries = try reader.retriesDue(jobID: job.id, at: UnixTime(nanoseconds: .max), limit: 1_000_000)
+                let copied = waitResult { registry.submit([.createJob(job)] + retries.map { .scheduleRetry($0) }, completion: $0) }
+                switch copied {
+                case .success: summary.jobs += 1
+                case .failure(let error) where !error.isStorageFailure: summary.jobsAlreadyThere += 1
+                case .failure(let error): throw error
+                }
+            }
+        }
+    }
+
+    private func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) throws -> T {
+        try waitResult(start).get()
+    }
+
+    private func waitResult<T: Sendable>(_ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) -> Result<T, StoreError> {
+        let done = DispatchSemaphore(value: 0)
+        let box = ResultSlot<T>()
+        start { result in
+            box.set(result)
+            done.signal()
+        }
+        done.wait()
+        return box.get()
+    }
+}
+
+/// One result handed from a completion to the waiting thread.
+private final class ResultSlot<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Result<T, StoreError>?
+
+    func set(_ result: Result<T, StoreError>) { lock.withLock { value = result } }
+    func get() -> Result<T, StoreError> { lock.withLock { value! } }
+}

@@ -1,0 +1,46 @@
+import CommandLineOptions
+import Foundation
+import Touchline
+
+/// `touchline migrate --from DIR`: copies a SQLite gateway's channels, tokens and open jobs into
+/// the cluster its settings name (``ClusterMigration``), and prints what it copied.
+enum MigrateCommand {
+    static let from = OptionDeclaration.value("--from", "DIR", help: "the data directory of the gateway on SQLite to copy from")
+
+    static let declaration = CommandDeclaration(
+        name: "migrate", summary: "copy a gateway on SQLite (channels, events, tokens, open jobs) into a NATS JetStream cluster",
+        description: """
+            Settings are serve's: the cluster comes from store (store.backend "jetstream"), and the
+            open jobs go to the data directory given (the gateway started on it runs them). Run it
+            before the cluster's gateways serve the channels, never beside a gateway on the same
+            data directory. Channels already in the cluster are left as they are: running it again
+            copies nothing twice. Dead letters and idempotency keys are not copied.
+            """,
+        groups: [OptionGroup("source", [from]), OptionGroup("settings", GatewayConfiguration.commandLineOptions)])
+
+    static func run(_ commandLine: ParsedArguments) -> Int32 {
+        guard let source = commandLine.value(from) else {
+            printError("touchline migrate: --from is required: the data directory of the gateway on SQLite to copy from")
+            return 64
+        }
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try GatewayConfiguration.resolve(commandLine: commandLine, environment: ProcessInfo.processInfo.environment).configuration
+        } catch {
+            printError("touchline migrate: invalid configuration:\n\(error)")
+            return 64
+        }
+        guard let cluster = configuration.store.jetStream else {
+            printError("touchline migrate: store.backend is \"sqlite\": give the cluster's store settings (store.backend \"jetstream\") to copy into")
+            return 64
+        }
+        do {
+            let summary = try ClusterMigration(source: source, settings: cluster, dataDirectory: configuration.dataDirectory).run()
+            print("touchline migrate: \(summary)")
+            return 0
+        } catch {
+            printError("touchline migrate: \(error)")
+            return 1
+        }
+    }
+}

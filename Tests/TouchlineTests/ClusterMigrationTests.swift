@@ -1,0 +1,77 @@
+import APNsMock
+import Foundation
+import NATSServers
+import Testing
+import TestSlots
+import Touchline
+import TouchlineCore
+import TouchlineStore
+
+/// `touchline migrate`: a gateway on SQLite copied into a cluster carries on there: its channels
+/// with their APNs ids and states, its tokens as they were, its open jobs.
+@Suite("touchline migrate", .heavy(weight: 3))
+struct ClusterMigrationTests {
+    @Test func aSQLiteGatewaysChannelsTokensAndOpenJobsCarryOnInTheCluster() async throws {
+        let apns = try MockAPNsFixture()
+        let source = apns.directory + "/sqlite"
+        let single = try GatewayFixture(apns: apns.gatewaySettings, directory: source)
+        let api = single.admin
+        let created = try api.request("POST", "/v1/channels", json: #"{"id": "match-1", "storagePolicy": "no-storage", "initialState": {"home": 0}}"#)
+        let apnsID = try #require(created.json?.string("apnsChannelId"), "\(created.text)")
+        for seq in 1...3 {
+            #expect(try api.request("POST", "/v1/channels/match-1/events", json: #"{"seq": \#(seq), "patch": {"home": \#(seq)}}"#).status == 202)
+        }
+        let fans = (0..<3).map(GatewayPersonalAPITests.token)
+        for (n, token) in fans.enumerated() { try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: api) }
+        // fan-0 registers a newer token: the first is deactivated, and must arrive so.
+        let replacement = GatewayPersonalAPITests.token(10)
+        try GatewayDeadLetterTests.register(replacement, follows: "team:ARS", user: "fan-0", on: api)
+        let finished = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: api)
+        try await eventually("match-1's last state at APNs") {
+            apns.mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.status == 200 && $0.bodyText.contains(#""home":3"#) }
+        }
+        await single.shutDown(removingData: false)
+        // A job the gateway had not run yet when it stopped, stored as it stores one.
+        let stored = try #require(try SQLiteTokenReader(path: source + "/personal.sqlite").job(id: finished.id))
+        let personal = try StoreWriter(path: source + "/personal.sqlite")
+        try await personal.submit([.createJob(PersonalJobRecord(id: "open-1", createdAt: stored.createdAt, audience: stored.audience,
+                                                                payload: stored.payload, priority: stored.priority))])
+        personal.close()
+        let eventsInSource = try SQLiteChannelReader(path: source + "/touchline.sqlite").events(channelID: "match-1", afterSeq: 0, limit: 100).count
+
+        let cluster = try await NATSCluster.start()
+        let target = apns.directory + "/g1"
+        let settings = JetStreamSettings(servers: cluster.urls, instance: InstanceID("g1")!, partitions: ClusterGatewayTests.partitions)
+        let summary = try ClusterMigration(source: source, settings: settings, dataDirectory: target).run()
+        #expect(summary == .init(channels: 1, channelsAlreadyThere: 0, events: eventsInSource, tokens: 4, jobs: 1, jobsAlreadyThere: 0), "\(summary)")
+        let again = try ClusterMigration(source: source, settings: settings, dataDirectory: target).run()
+        #expect(again.channels == 0 && again.channelsAlreadyThere == 1 && again.events == 0 && again.jobs == 0 && again.jobsAlreadyThere == 1,
+                "nothing copied twice: \(again)")
+
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateway = try started.add([ClusterGatewayTests.gateway("g1", cluster: cluster, apns: apns)])[0].patientAdmin
+        // Served once the gateway has taken its partitions up (503 channel_moving until then).
+        try await eventually("g1 to serve match-1") { (try? gateway.request("GET", "/v1/channels/match-1").status) == 200 }
+        let channel = try gateway.request("GET", "/v1/channels/match-1")
+        #expect(channel.json?.string("apnsChannelId") == apnsID && channel.json?.integer("lastSeq") == 3, "\(channel.text)")
+        #expect(try gateway.request("POST", "/v1/channels/match-1/events", json: #"{"seq": 3, "patch": {"home": 9}}"#).json?.integer("duplicates") == 1,
+                "seq 3 was taken before the move")
+        #expect(try gateway.request("POST", "/v1/channels/match-1/events", json: #"{"seq": 4, "patch": {"home": 4}}"#).status == 202)
+        try await eventually("the migrated channel's next state at APNs, on its APNs channel") {
+            apns.mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.channelID == apnsID && $0.bodyText.contains(#""home":4"#) }
+        }
+        let tokens = try gateway.request("GET", "/v1/tokens?userId=fan-0").text
+        #expect(tokens.contains(fans[0]) && tokens.contains(replacement), "\(tokens)")
+        let open = try await GatewayDeadLetterTests.finished("open-1", on: gateway)
+        #expect(open?.integer("targeted") == 3, "the active followers only: \(String(describing: open))")
+    }
+
+    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    func aConfigurationWithoutAClusterIsRefusedNamingTheBackend() async throws {
+        let refused = try await ServeProcess.runToEnd(["migrate", "--from", "/nonexistent", "--dev"])
+        #expect(refused.status == 64 && refused.output.contains(#"store.backend is "sqlite""#), "\(refused)")
+        let missing = try await ServeProcess.runToEnd(["migrate", "--dev"])
+        #expect(missing.status == 64 && missing.output.contains("--from is required"), "\(missing)")
+    }
+}

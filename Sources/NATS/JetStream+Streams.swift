@@ -160,9 +160,11 @@ extension JetStream {
     /// An ordered consumer of `subject` (wildcards allowed): every stored message once, in
     /// stream order, on `loop`. The client recreates the consumer from the next sequence after a
     /// gap or a lost server, so the order holds across reconnects; nothing is acknowledged.
-    public func subscribeOrdered(to subject: String, from start: DeliveryStart, loop: EventLoop,
+    /// `window`: at most that many messages handed to the loop and not yet released by the
+    /// handler (``DeliveryWindow``); unbounded without one.
+    public func subscribeOrdered(to subject: String, from start: DeliveryStart, loop: EventLoop, window: DeliveryWindow? = nil,
                                  handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> NATSSubscription {
-        let sink = MessageSink(loop: loop, jetStream: true, handler: handler)
+        let sink = MessageSink(loop: loop, jetStream: true, window: window, handler: handler)
         let closure = Unmanaged.passRetained(sink).toOpaque()
         var options = jsSubOptions()
         jsSubOptions_Init(&options)

@@ -54,16 +54,19 @@ public final class NATSSubscription: @unchecked Sendable {
 final class MessageSink: Sendable {
     let loop: EventLoop
     let jetStream: Bool
+    let window: DeliveryWindow?
     let handler: @Sendable (NATSMessage) -> Void
 
-    init(loop: EventLoop, jetStream: Bool, handler: @escaping @Sendable (NATSMessage) -> Void) {
+    init(loop: EventLoop, jetStream: Bool, window: DeliveryWindow? = nil, handler: @escaping @Sendable (NATSMessage) -> Void) {
         self.loop = loop
         self.jetStream = jetStream
+        self.window = window
         self.handler = handler
     }
 
     static let callback: natsMsgHandler = { _, _, message, context in
         let sink = Unmanaged<MessageSink>.fromOpaque(context!).takeUnretainedValue()
+        sink.window?.take()
         let copy = NATSMessage(copying: message!, jetStream: sink.jetStream)
         natsMsg_Destroy(message)
         let handler = sink.handler

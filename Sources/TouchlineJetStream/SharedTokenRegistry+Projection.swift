@@ -14,6 +14,8 @@ struct RegistryProjection {
     /// Bumped on every (re)subscription: messages of an earlier one are ignored.
     var generation = 0
     var subscription: NATSSubscription?
+    /// The subscription's entries handed to the file and not yet applied (``SharedTokenRegistry/applyWindow``).
+    var window: DeliveryWindow?
     /// Why the copy stopped following (the file failed, or an entry cannot be read), until it
     /// applies an entry again.
     var failure: StoreError?
@@ -33,6 +35,10 @@ struct RegistryProjection {
 extension SharedTokenRegistry {
     /// A copy that stops following is started again after this long, from what it applied.
     static let restartDelay: Duration = .seconds(1)
+    /// Entries handed to the file ahead of what it applied: the file commits them together, and
+    /// the rest of the log waits with the client and the servers (a new gateway reads the whole
+    /// log: a gigabyte at 10 million tokens).
+    public static let applyWindow = 16
     /// Opening gives up when the copy makes no progress for this long.
     static let catchUpStall: Duration = .seconds(10)
 
@@ -73,20 +79,28 @@ extension SharedTokenRegistry {
         projection.generation += 1
         projection.delivered = sequence
         let generation = projection.generation
-        projection.subscription = try jetStream.subscribeOrdered(to: layout.subject, from: .sequence(sequence + 1), loop: loop) { [self] message in
-            receive(message, generation: generation)
+        let window = DeliveryWindow(size: Self.applyWindow)
+        projection.window = window
+        projection.subscription = try jetStream.subscribeOrdered(to: layout.subject, from: .sequence(sequence + 1), loop: loop,
+                                                                 window: window) { [self] message in
+            receive(message, generation: generation, window: window)
         }
     }
 
     func stopFollowing() {
         projection.generation += 1
+        // Opened first: a delivery thread waiting for a place must not hold the cancel up.
+        projection.window?.close()
+        projection.window = nil
         projection.subscription?.cancel()
         projection.subscription = nil
     }
 
     /// Hands an entry to the file, behind the ones handed before (the file applies in order).
-    private func receive(_ message: NATSMessage, generation: Int) {
-        guard generation == projection.generation, let sequence = message.stream?.sequence, sequence > projection.delivered else { return }
+    private func receive(_ message: NATSMessage, generation: Int, window: DeliveryWindow) {
+        guard generation == projection.generation, let sequence = message.stream?.sequence, sequence > projection.delivered else {
+            return window.release()
+        }
         let entry: RegistryEntry
         do {
             entry = try RegistryEntry(binaryEncoded: message.payload)
@@ -97,13 +111,15 @@ extension SharedTokenRegistry {
         }
         let previous = projection.delivered
         projection.delivered = sequence
+
         let own = message.headers[RegistryLogLayout.writerHeader] == writerID
         local.applyRegistryEntry(entry, sequence: sequence, previous: previous) { [self] result in
-            loop.execute { [self] in applied(sequence, own: own, result) }
+            window.release()
+            loop.execute { [self] in applied(sequence, own: own, generation: generation, result) }
         }
     }
 
-    private func applied(_ sequence: UInt64, own: Bool, _ result: Result<TokenWriteSummary, StoreError>) {
+    private func applied(_ sequence: UInt64, own: Bool, generation: Int, _ result: Result<TokenWriteSummary, StoreError>) {
         switch result {
         case .success(let summary):
             projection.applied = max(projection.applied, sequence)
@@ -113,10 +129,10 @@ extension SharedTokenRegistry {
             }
             if own { ownEntryApplied(at: sequence, summary: summary) }
         case .failure(let error):
-            let first = projection.failure == nil
+            // The entries handed after it are refused as a gap: the first failure is the cause.
+            // Follow again, once, from what applied.
+            guard generation == projection.generation, projection.failure == nil else { return }
             report(error)
-            // The entries handed after it are refused as a gap: follow again, once, from what applied.
-            guard first else { return }
             stopFollowing()
             let timer = LoopTimer(loop: loop) { [self] in restart() }
             restartTimer = timer

@@ -58,6 +58,40 @@ struct SharedTokenRegistryTests {
         [first, second].forEach { $0.close() }
     }
 
+    @Test func aNewCopyReadsALongLogAWindowAtATime() async throws {
+        let cluster = try await RegistryCluster.start()
+        // 300 entries logged by another gateway, as a plain publisher would.
+        let layout = RegistryLogLayout()
+        try cluster.jetStream.ensureStream(.init(name: layout.streamName, subjects: [layout.subject], replicas: 1))
+        for first in stride(from: 0, to: 6_000, by: 20) {
+            let entry = RegistryEntry((first..<first + 20).map { Self.pushToStart($0 + 1) })!
+            _ = try await withCheckedThrowingContinuation { (done: CheckedContinuation<JetStream.Acknowledgement, any Error>) in
+                cluster.jetStream.publish(entry.binaryEncoded, to: RegistryLogLayout().subject, loop: cluster.loop) { done.resume(with: $0) }
+            }
+        }
+        // The whole log would land in the file's queue at once (one transaction of all of it, a
+        // gigabyte of memory at 10 million tokens); the window hands it over a few entries at a time.
+        let path = "\(cluster.directory)/late.sqlite"
+        let file = try StoreWriter(path: path)
+        let deepest = Mutex(0)
+        let opened = Mutex<Result<SharedTokenRegistry, any Error>?>(nil)
+        Thread {
+            let result = Result { try SharedTokenRegistry.open(jetStream: cluster.jetStream, layout: RegistryLogLayout(), replicas: 1, local: file,
+                                                               loop: cluster.loop) }
+            opened.withLock { $0 = result }
+        }.start()
+        while opened.withLock({ $0 == nil }) {
+            let depth = file.queueDepth
+            deepest.withLock { $0 = max($0, depth) }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let registry = try opened.withLock { $0! }.get()
+        let gateway = RegistryGateway(registry: registry, path: path, faultFile: path + ".none")
+        #expect(try gateway.scan() == (1...6_000).map(Self.token))
+        #expect(deepest.withLock { $0 } <= SharedTokenRegistry.applyWindow, "at most a window of entries queued at the file")
+        gateway.close()
+    }
+
     @Test func aFileOfAnotherLogIsRefusedNamingBothPositions() async throws {
         let cluster = try await RegistryCluster.start()
         let gateway = try cluster.gateway("a")

@@ -75,6 +75,18 @@ struct ClusterGatewayTests {
         #expect(metrics.contains(#"touchline_cluster_connected{instance="g1"} 1"#))
         #expect(metrics.contains(#"touchline_cluster_partitions_served{instance="g1"} \#(served[0].count)"#), "\(metrics)")
         #expect(metrics.contains(#"touchline_cluster_forwarded_requests_total{instance="g1",outcome="answered"}"#))
+        // Either gateway lists every channel of the cluster, page by page.
+        for gateway in gateways {
+            let first = try gateway.patientAdmin.request("GET", "/v1/channels?limit=4")
+            let firstPage = try #require(first.json, "\(first.text)")
+            let next = try #require(firstPage.string("next"), "\(first.text)")
+            let second = try gateway.patientAdmin.request("GET", "/v1/channels?limit=4&after=\(next)")
+            let listed = [firstPage, try #require(second.json)].flatMap { page -> [String] in
+                guard case .array(let listed)? = page[member: "channels"] else { return [] }
+                return listed.compactMap { $0.string("id") }
+            }
+            #expect(listed == channels.sorted() && second.json?.string("next") == nil, "\(first.text) \(second.text)")
+        }
         // Partitions were snapshotted along the way (and a partition taken up reads its snapshot).
         let written = try gateways.enumerated().map { index, gateway in
             metricValue(try gateway.patientAdmin.request("GET", "/metrics").text,

@@ -33,21 +33,23 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     private let leaseTTL: Duration
     /// Events published straight to the cluster, taken for the partitions served here.
     private let ingest: DirectIngest
-    private let ingestLoop: EventLoop
+    let ingestLoop: EventLoop
     private let log: GatewayLog
     private let connectionState: ConnectionState
 
     // Confined to the ingest loop.
-    private var requests: NATSRequests?
+    private(set) var requests: NATSRequests?
     private var partitions: [Int: PartitionState] = [:]
     private var service: ChannelService?
-    private var router: APIRouter?
+    private(set) var router: APIRouter?
     private var left: [() -> Void] = []
     private var hasLeft = false
     /// Armed while a partition's log is to be read again after a failure (one per partition),
     /// and while leaving (a lease's time at most).
     private var retryTimers: [Int: LoopTimer] = [:]
     private var leaveTimer: LoopTimer?
+    /// Listings asked by the other gateways (`ClusterNode+Listing.swift`).
+    private var memberSubscription: NATSSubscription?
 
     private enum PartitionState {
         /// Its log is being read; requests for it get 503 meanwhile.
@@ -157,6 +159,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         relay.handler = { [weak self] change in self?.ownershipChanged(change) }
         let ingestLoop = ingestLoop
         store.onStalePartition { [weak self] partition in ingestLoop.execute { [weak self] in self?.readAgain(partition) } }
+        memberSubscription = try NATSSubscription.subscribe(connection, to: memberSubject(settings.instance), loop: ingestLoop) {
+            [weak self] message in self?.serveListing(message)
+        }
         try keeper.start()
     }
 
@@ -276,6 +281,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// Unauthorized requests are refused here, never sent on.
     func route(_ request: HTTPRequest) {
         guard let router else { return }
+        if request.method == .get, request.path == "/v1/channels" || request.path == "/v1/channels/" { return listEverywhere(request) }
         guard case .found(let route, let parameters) = router.resolve(method: request.method, path: request.path),
               let channelID = channelID(of: request, scope: route.scope, parameters: parameters) else {
             return router.handle(request)

@@ -19,6 +19,9 @@ struct RegistryProjection {
     /// Why the copy stopped following (the file failed, or an entry cannot be read), until it
     /// applies an entry again.
     var failure: StoreError?
+    /// The subscription was made again because a message was missing: a second gap at once is
+    /// one of the log's own.
+    var readAgainForGap = false
     /// Own entries applied before their publish's acknowledgement arrived (a few at most).
     private var ownSummaries: [UInt64: TokenWriteSummary] = [:]
 
@@ -53,7 +56,7 @@ extension SharedTokenRegistry {
         let state = try JetStream.retryingTimeouts { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: layout.streamName, subjects: [layout.subject], replicas: replicas, duplicateWindow: .seconds(120)))
         }
-        let recorded = try awaitResult { local.registryLogSequence(completion: $0) }.get()
+        let recorded = try waitForCompletion { local.registryLogSequence(completion: $0) }.get()
         guard recorded <= state.lastSequence else {
             throw StoreError.refused("\(local.path) holds the token registry up to log sequence \(recorded), but \(layout.streamName) ends at \(state.lastSequence): the file follows another cluster's log, or the stream was created again")
         }
@@ -101,6 +104,22 @@ extension SharedTokenRegistry {
         guard generation == projection.generation, let sequence = message.stream?.sequence, sequence > projection.delivered else {
             return window.release()
         }
+        // Nothing is removed from the log, so its sequences follow one another. A message missing
+        // here was lost on the way (the client drops what a slow subscriber leaves pending): read
+        // again from the last one handed over. Missing again at once, it is missing from the log.
+        guard sequence == projection.delivered + 1 else {
+            window.release()
+            let delivered = projection.delivered
+            stopFollowing()
+            guard !projection.readAgainForGap else {
+                return report(.storageFailure("token registry log entry \(delivered + 1) is missing (the next is \(sequence)): entries were removed from the log; this gateway's copy stops before it"))
+            }
+            projection.readAgainForGap = true
+            gapsReadAgain.add(1, ordering: .relaxed)
+            do { try follow(from: delivered) } catch { report(.storageFailure("cannot follow the token registry log: \(error)")) }
+            return
+        }
+        projection.readAgainForGap = false
         let entry: RegistryEntry
         do {
             entry = try RegistryEntry(binaryEncoded: message.payload)
@@ -123,7 +142,9 @@ extension SharedTokenRegistry {
         switch result {
         case .success(let summary):
             projection.applied = max(projection.applied, sequence)
-            if projection.failure != nil {
+            // Only an entry of the subscription made after the failure shows the copy moves again
+            // (one handed over before it may still complete).
+            if projection.failure != nil, generation == projection.generation {
                 projection.failure = nil
                 projectionHealth.withLock { $0 = nil }
             }
@@ -171,7 +192,9 @@ extension SharedTokenRegistry {
         var lastMove = ContinuousClock.now
         while last < sequence {
             usleep(20_000)
-            let (applied, failure) = try loop.sync { [self] in (projection.applied, projection.failure) }
+            let (applied, failure, retrying) = try loop.sync { [self] in (projection.applied, projection.failure, restartTimer != nil) }
+            // A failure the copy does not try again by itself (an entry missing or unreadable) ends the wait.
+            if let failure, !retrying { throw failure }
             if applied > last {
                 last = applied
                 lastMove = .now
@@ -180,16 +203,4 @@ extension SharedTokenRegistry {
             }
         }
     }
-}
-
-/// Waits for a completion-style call (starting threads only).
-func awaitResult<T: Sendable>(_ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) -> Result<T, StoreError> {
-    let done = DispatchSemaphore(value: 0)
-    let box = Mutex<Result<T, StoreError>?>(nil)
-    start { result in
-        box.withLock { $0 = result }
-        done.signal()
-    }
-    done.wait()
-    return box.withLock { $0! }
 }

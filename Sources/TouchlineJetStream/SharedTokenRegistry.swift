@@ -98,6 +98,9 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
     public var statistics: StoreWriterStatistics { control.withLock { $0.statistics } }
     /// The projection's failure, readable from any thread.
     let projectionHealth = Mutex<StoreHealth?>(nil)
+    /// How often the copy subscribed again because a message of the log was lost on the way
+    /// (the client drops messages a slow subscriber leaves pending); the figures report it.
+    public let gapsReadAgain = Atomic<Int>(0)
 
     /// Refuses later lists, waits for the submitted ones to complete, stops following the log
     /// and closes the file.

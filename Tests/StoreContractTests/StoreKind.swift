@@ -111,14 +111,7 @@ func job(_ id: String, at: UnixTime = t0, status: PersonalJobStatus = .pending) 
 
 /// Waits for a completion (tests only; never from a completion).
 func awaitResult<T: Sendable>(_ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) -> Result<T, StoreError> {
-    let done = DispatchSemaphore(value: 0)
-    let box = ResultBox<T>()
-    start { result in
-        box.value = result
-        done.signal()
-    }
-    done.wait()
-    return box.value!
+    waitForCompletion(start)
 }
 
 final class ResultBox<T>: @unchecked Sendable {

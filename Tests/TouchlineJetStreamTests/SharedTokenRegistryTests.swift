@@ -92,6 +92,29 @@ struct SharedTokenRegistryTests {
         gateway.close()
     }
 
+    @Test func anEntryMissingFromTheLogStopsANewCopyBeforeIt() async throws {
+        let cluster = try await RegistryCluster.start()
+        let writer = try cluster.gateway("a")
+        for n in 1...3 { try writer.write([Self.pushToStart(n)]) }
+        writer.close()
+        // An operator removes the second entry: the log's sequences no longer follow one another.
+        let layout = RegistryLogLayout()
+        let deleted = await withCheckedContinuation { (done: CheckedContinuation<String, Never>) in
+            cluster.loop.execute {
+                guard let requests = try? NATSRequests(connection: cluster.connection, loop: cluster.loop) else { return done.resume(returning: "") }
+                requests.request(Array(#"{"seq":2}"#.utf8), to: "$JS.API.STREAM.MSG.DELETE.\(layout.streamName)", timeout: .seconds(5)) { result in
+                    withExtendedLifetime(requests) { done.resume(returning: (try? result.get()).map { String(decoding: $0.payload, as: UTF8.self) } ?? "") }
+                }
+            }
+        }
+        #expect(deleted.contains(#""success":true"#), "\(deleted)")
+        // A new copy reads 1, finds 3 where 2 should be, reads again, finds 3 again: it stops
+        // before the gap, naming it, instead of going on without entry 2.
+        #expect { _ = try cluster.gateway("b") } throws: { error in
+            "\(error)".contains("token registry log entry 2 is missing (the next is 3)")
+        }
+    }
+
     @Test func aFileOfAnotherLogIsRefusedNamingBothPositions() async throws {
         let cluster = try await RegistryCluster.start()
         let gateway = try cluster.gateway("a")

@@ -86,8 +86,10 @@ struct TokenRegistryScale {
         let second = try SharedTokenRegistry.open(jetStream: jetStream, layout: layout, replicas: options.replicas,
                                                   local: try StoreWriter(path: directory + "/second.sqlite"), loop: loop)
         let catchUpSeconds = Double(monotonicNanoseconds() - catchUpStart) / 1e9
+        let readAgain = second.gapsReadAgain.load(ordering: .relaxed)
         second.close()
-        log.say(String(format: "a second gateway's copy built from the log in %.1f s", catchUpSeconds))
+        log.say(String(format: "a second gateway's copy built from the log in %.1f s (subscribed again %d times for a message lost on the way)",
+                       catchUpSeconds, readAgain))
         let copyBytes = fileBytes(directory + "/second.sqlite")
         let scan = try walkEveryFollow(path: directory + "/second.sqlite")
         log.say(String(format: "every follow walked in the copy: %@ tokens in %.1f s", ReportNumbers.grouped(Double(scan.tokens)), scan.seconds))
@@ -121,9 +123,10 @@ struct TokenRegistryScale {
                                   ["one subject per token and follow", ReportNumbers.grouped(Double(sample)), String(format: "%.0f", subjects.memoryPerToken),
                                    String(format: "%.0f", subjects.memoryPerTokenAfterRestart), String(format: "%.0f", subjects.diskPerToken)]]),
                      .init(title: "The cluster and a gateway at \(ReportNumbers.grouped(tokens)) tokens",
-                           columns: ["registry stream", "servers' memory (3 nodes)", "servers' disk (3 nodes)", "a gateway's copy (SQLite file)"],
+                           columns: ["registry stream", "servers' memory (3 nodes)", "servers' disk (3 nodes)", "a gateway's copy (SQLite file)",
+                                     "its build from the log", "messages lost on the way, read again"],
                            rows: [[megabytes(Int(stream?.bytes ?? 0)), megabytes(after.memory.reduce(0, +)), megabytes(after.disk.reduce(0, +)),
-                                   megabytes(copyBytes)]])],
+                                   megabytes(copyBytes), String(format: "%.0f s", catchUpSeconds), String(readAgain)]])],
             checks: [.init(name: "every token in a new gateway's copy", measured: Double(scan.tokens) / tokens, target: 1, comparison: .atLeast),
                      .init(name: "servers' memory per token, chosen layout / one subject per token", measured: logMemoryPerToken / max(1, subjects.memoryPerToken),
                            target: 0.25, comparison: .atMost)],
@@ -150,48 +153,48 @@ struct TokenRegistryScale {
 
     /// Registers tokens `numbers` through `writer` in lists of `listSize`, `listsInFlight` at once.
     func register(_ numbers: Range<Int>, through writer: any PersonalStoreWriter) throws -> Registered {
-        let window = DispatchSemaphore(value: options.listsInFlight)
-        let group = DispatchGroup()
-        let failure = Mutex<StoreError?>(nil)
-        let now = SystemClock().now()
-        let start = monotonicNanoseconds()
-        for first in stride(from: numbers.lowerBound, to: numbers.upperBound, by: options.listSize) {
-            if let error = failure.withLock({ $0 }) { throw LoadError("registering tokens failed: \(error)") }
-            window.wait()
-            group.enter()
-            writer.submit((first..<min(numbers.upperBound, first + options.listSize)).map { registration($0, at: now) }) { result in
-                if case .failure(let error) = result { failure.withLock { $0 = $0 ?? error } }
-                window.signal()
-                group.leave()
-            }
+        try inLists(numbers, failing: "registering tokens") { list, done in
+            writer.submit(list) { result in done(Self.problem(result)) }
         }
-        group.wait()
-        if let error = failure.withLock({ $0 }) { throw LoadError("registering tokens failed: \(error)") }
-        let seconds = Double(monotonicNanoseconds() - start) / 1e9
-        return Registered(seconds: seconds, rate: Double(numbers.count) / seconds)
     }
 
     /// Logs the registrations of tokens `numbers` as the registry's entries (lists of
     /// `listSize`), without a copy applying them: how fast the cluster takes the log.
     func publish(_ numbers: Range<Int>, to subject: String, jetStream: JetStream, loop: EventLoop) throws -> Registered {
+        try inLists(numbers, failing: "logging tokens") { list, done in
+            guard case .registerToken(let first)? = list.first else { return done(nil) }
+            jetStream.publish(RegistryEntry(list)!.binaryEncoded, to: subject, conditions: .init(messageID: "fill:\(first.token)"), loop: loop) { result in
+                done(Self.problem(result))
+            }
+        }
+    }
+
+    private static func problem<T, E>(_ result: Result<T, E>) -> String? {
+        if case .failure(let error) = result { return "\(error)" }
+        return nil
+    }
+
+    /// The registrations of `numbers` in lists of `listSize`, each handed to `send`, with
+    /// `listsInFlight` lists not yet done at once; the first failure named by `done` stops it.
+    private func inLists(_ numbers: Range<Int>, failing what: String,
+                         _ send: ([TokenOperation], _ done: @escaping @Sendable (String?) -> Void) -> Void) throws -> Registered {
         let window = DispatchSemaphore(value: options.listsInFlight)
         let group = DispatchGroup()
         let failure = Mutex<String?>(nil)
         let now = SystemClock().now()
         let start = monotonicNanoseconds()
         for first in stride(from: numbers.lowerBound, to: numbers.upperBound, by: options.listSize) {
-            if let error = failure.withLock({ $0 }) { throw LoadError("logging tokens failed: \(error)") }
-            let entry = RegistryEntry((first..<min(numbers.upperBound, first + options.listSize)).map { registration($0, at: now) })!
+            if let error = failure.withLock({ $0 }) { throw LoadError("\(what) failed: \(error)") }
             window.wait()
             group.enter()
-            jetStream.publish(entry.binaryEncoded, to: subject, conditions: .init(messageID: "fill:\(first)"), loop: loop) { result in
-                if case .failure(let error) = result { failure.withLock { $0 = $0 ?? "\(error)" } }
+            send((first..<min(numbers.upperBound, first + options.listSize)).map { registration($0, at: now) }) { error in
+                if let error { failure.withLock { $0 = $0 ?? error } }
                 window.signal()
                 group.leave()
             }
         }
         group.wait()
-        if let error = failure.withLock({ $0 }) { throw LoadError("logging tokens failed: \(error)") }
+        if let error = failure.withLock({ $0 }) { throw LoadError("\(what) failed: \(error)") }
         let seconds = Double(monotonicNanoseconds() - start) / 1e9
         return Registered(seconds: seconds, rate: Double(numbers.count) / seconds)
     }

@@ -169,7 +169,7 @@ package struct ClusterMigration {
         for status in [PersonalJobStatus.pending, .running] {
             for job in try reader.jobs(status: status, limit: 100_000) {
                 let retries = try reader.retriesDue(jobID: job.id, at: UnixTime(nanoseconds: .max), limit: 1_000_000)
-                let copied = waitResult { registry.submit([.createJob(job)] + retries.map { .scheduleRetry($0) }, completion: $0) }
+                let copied = waitForCompletion { registry.submit([.createJob(job)] + retries.map { .scheduleRetry($0) }, completion: $0) }
                 switch copied {
                 case .success: summary.jobs += 1
                 case .failure(let error) where !error.isStorageFailure: summary.jobsAlreadyThere += 1
@@ -180,26 +180,6 @@ package struct ClusterMigration {
     }
 
     private func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) throws -> T {
-        try waitResult(start).get()
+        try waitForCompletion(start).get()
     }
-
-    private func waitResult<T: Sendable>(_ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) -> Result<T, StoreError> {
-        let done = DispatchSemaphore(value: 0)
-        let box = ResultSlot<T>()
-        start { result in
-            box.set(result)
-            done.signal()
-        }
-        done.wait()
-        return box.get()
-    }
-}
-
-/// One result handed from a completion to the waiting thread.
-private final class ResultSlot<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Result<T, StoreError>?
-
-    func set(_ result: Result<T, StoreError>) { lock.withLock { value = result } }
-    func get() -> Result<T, StoreError> { lock.withLock { value! } }
 }

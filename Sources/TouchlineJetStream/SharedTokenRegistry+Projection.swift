@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 import NATS
 import Synchronization
@@ -16,9 +15,6 @@ struct RegistryProjection {
     var subscription: NATSSubscription?
     /// The subscription's entries handed to the file and not yet applied (``SharedTokenRegistry/applyWindow``).
     var window: DeliveryWindow?
-    /// Why the copy stopped following (the file failed, or an entry cannot be read), until it
-    /// applies an entry again.
-    var failure: StoreError?
     /// The subscription was made again because a message was missing: a second gap at once is
     /// one of the log's own.
     var readAgainForGap = false
@@ -144,38 +140,38 @@ extension SharedTokenRegistry {
             projection.applied = max(projection.applied, sequence)
             // Only an entry of the subscription made after the failure shows the copy moves again
             // (one handed over before it may still complete).
-            if projection.failure != nil, generation == projection.generation {
-                projection.failure = nil
-                projectionHealth.withLock { $0 = nil }
-            }
+            if generation == projection.generation { projectionHealth.withLock { $0 = nil } }
             if own { ownEntryApplied(at: sequence, summary: summary) }
         case .failure(let error):
             // The entries handed after it are refused as a gap: the first failure is the cause.
             // Follow again, once, from what applied.
-            guard generation == projection.generation, projection.failure == nil else { return }
+            guard generation == projection.generation, projectionFailure == nil else { return }
             report(error)
             stopFollowing()
-            let timer = LoopTimer(loop: loop) { [self] in restart() }
-            restartTimer = timer
-            timer.schedule(after: Self.restartDelay)
+            scheduleRestart()
         }
     }
 
-    private func restart() {
-        restartTimer = nil
-        guard isOpen else { return }
-        do {
-            try follow(from: projection.applied)
-        } catch {
-            report(.storageFailure("cannot follow the token registry log: \(error)"))
-            let timer = LoopTimer(loop: loop) { [self] in restart() }
-            restartTimer = timer
-            timer.schedule(after: Self.restartDelay)
+    private func scheduleRestart() {
+        let timer = LoopTimer(loop: loop) { [self] in
+            restartTimer = nil
+            guard isOpen else { return }
+            do {
+                try follow(from: projection.applied)
+            } catch {
+                report(.storageFailure("cannot follow the token registry log: \(error)"))
+                scheduleRestart()
+            }
         }
+        restartTimer = timer
+        timer.schedule(after: Self.restartDelay)
     }
+
+    /// Why the copy stopped following (the file failed, an entry is missing or cannot be read),
+    /// until an entry of a later subscription applies: what ``health`` reports.
+    var projectionFailure: StoreError? { projectionHealth.withLock { $0?.failure } }
 
     private func report(_ error: StoreError) {
-        projection.failure = error
         let now = clock.now()
         projectionHealth.withLock { health in
             var failing = health ?? .healthy
@@ -192,7 +188,7 @@ extension SharedTokenRegistry {
         var lastMove = ContinuousClock.now
         while last < sequence {
             usleep(20_000)
-            let (applied, failure, retrying) = try loop.sync { [self] in (projection.applied, projection.failure, restartTimer != nil) }
+            let (applied, failure, retrying) = try loop.sync { [self] in (projection.applied, projectionFailure, restartTimer != nil) }
             // A failure the copy does not try again by itself (an entry missing or unreadable) ends the wait.
             if let failure, !retrying { throw failure }
             if applied > last {

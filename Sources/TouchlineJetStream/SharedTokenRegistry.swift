@@ -228,7 +228,7 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
             let now = ContinuousClock.now
             for (sequence, list) in waiting where list.acknowledgedAt.map({ now - $0 > applyLimit }) ?? false {
                 waiting[sequence] = nil
-                let why = projection.failure.map { ": \($0)" } ?? ""
+                let why = projectionFailure.map { ": \($0)" } ?? ""
                 list.result = .failure(.storageFailure(
                     "the token registry entry is stored in the cluster (log sequence \(sequence)) but this gateway's copy has not applied it within \(applyLimit)\(why)"))
             }

@@ -62,6 +62,7 @@ extension SharedTokenRegistry {
         let registry = SharedTokenRegistry(jetStream: jetStream, layout: layout, local: local, loop: loop, clock: clock, applyLimit: applyLimit)
         try loop.sync { [registry] in
             registry.projection.applied = recorded
+            registry.appliedPosition.store(recorded, ordering: .releasing)
             try registry.follow(from: recorded)
         }
         do {
@@ -138,6 +139,7 @@ extension SharedTokenRegistry {
         switch result {
         case .success(let summary):
             projection.applied = max(projection.applied, sequence)
+            appliedPosition.store(projection.applied, ordering: .releasing)
             // Only an entry of the subscription made after the failure shows the copy moves again
             // (one handed over before it may still complete).
             if generation == projection.generation { projectionHealth.withLock { $0 = nil } }

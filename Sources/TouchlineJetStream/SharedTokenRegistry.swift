@@ -101,6 +101,11 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
     /// How often the copy subscribed again because a message of the log was lost on the way
     /// (the client drops messages a slow subscriber leaves pending); the figures report it.
     public let gapsReadAgain = Atomic<Int>(0)
+    /// The last log sequence this gateway's copy has applied, readable from any thread: a
+    /// personal job accepted here records it, and a slice of that job waits, wherever it runs,
+    /// for a copy at least this far before it reads its audience.
+    public var appliedSequence: UInt64 { appliedPosition.load(ordering: .acquiring) }
+    let appliedPosition = Atomic<UInt64>(0)
 
     /// Refuses later lists, waits for the submitted ones to complete, stops following the log
     /// and closes the file.

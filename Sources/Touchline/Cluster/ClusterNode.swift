@@ -191,7 +191,12 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         partitions.compactMap { if case .serving = $1 { $0 } else { nil } }.sorted()
     }
 
+    /// Told the partitions whose leases this gateway holds, on the ingest loop, each time they
+    /// change (the cluster's personal jobs run the slices of those partitions: ``SharedJobs``).
+    var partitionsChanged: ((Set<Int>) -> Void)?
+
     private func ownershipChanged(_ change: PartitionLeaseKeeper.Ownership) {
+        defer { partitionsChanged?(Set(partitions.keys)) }
         switch change {
         case .start(let partition, let fence):
             partitions[partition] = .restoring(fence)

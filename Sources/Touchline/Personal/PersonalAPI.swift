@@ -56,10 +56,29 @@ struct PersonalAPI: APIFeature {
     }
 
     private func showPersonalJob(_ request: HTTPRequest, id: String) throws(HTTPError) {
+        if let shared = intake.sharedJobs {
+            // A cluster's job is in its bucket; one stored in this gateway's file before (a
+            // migrated one) is read from there.
+            shared.progress(of: id, answerLoop: intake.loop) { job, broken in
+                if let broken {
+                    request.respond(Self.brokenAnswer(id, reason: broken))
+                    return
+                }
+                guard let job else {
+                    do throws(HTTPError) { try showStoredJob(request, id: id) } catch { request.respond(error.response) }
+                    return
+                }
+                request.respond(Self.answer(id, job))
+            }
+            return
+        }
+        try showStoredJob(request, id: id)
+    }
+
+    private func showStoredJob(_ request: HTTPRequest, id: String) throws(HTTPError) {
         if let reason = intake.brokenJobs[id] {
             // Found unusable at start: never run (docs/reliability.md).
-            request.respond(.json(status: 200, .object([.init("jobId", .string(id)), .init("status", "broken"),
-                                                        .init("brokenReason", .string(reason))])))
+            request.respond(Self.brokenAnswer(id, reason: reason))
             return
         }
         let job: (status: PersonalJobStatus, counts: PersonalJobCounts)?
@@ -67,13 +86,21 @@ struct PersonalAPI: APIFeature {
             throw HTTPError(status: 500, code: "store_failed", message: "reading the job failed: \(error)")
         }
         guard let job else { throw HTTPError(status: 404, code: "job_not_found", message: "no personal job with id '\(id)'") }
+        request.respond(Self.answer(id, job))
+    }
+
+    private static func answer(_ id: String, _ job: (status: PersonalJobStatus, counts: PersonalJobCounts)) -> HTTPResponse {
         let counts = job.counts
         let failed = counts.failed.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, .integer($0.value)) }
-        request.respond(.json(status: 200, .object([
+        return .json(status: 200, .object([
             .init("jobId", .string(id)), .init("status", .string(job.status.rawValue)),
             .init("targeted", .integer(counts.targeted)), .init("sent", .integer(counts.sent)), .init("failed", .object(failed)),
             .init("expired", .integer(counts.expired)), .init("pending", .integer(counts.pending)),
-        ])))
+        ]))
+    }
+
+    private static func brokenAnswer(_ id: String, reason: String) -> HTTPResponse {
+        .json(status: 200, .object([.init("jobId", .string(id)), .init("status", "broken"), .init("brokenReason", .string(reason))]))
     }
 
     /// `{token}`, `{userId}` or `{follows}`: exactly one member.

@@ -52,9 +52,17 @@ enum PersonalAudience: Sendable, Equatable {
     /// (whatever their kind: the list is used as is). A page is empty only at the end.
     /// `kind` picks a user's tokens: push-to-start for `start`, update tokens otherwise.
     /// `environment` keeps registry tokens of the gateway's APNs environment only (nil: any); a
-    /// `.token` audience is sent as given.
-    func page(after cursor: String?, limit: Int, kind: TokenKind, environment: TokenEnvironment?,
+    /// `.token` audience is sent as given. `bound` ends the walk before the first token at or
+    /// after it (a slice of a cluster's job, ``AudienceSlice/upperBound``).
+    func page(after cursor: String?, limit: Int, kind: TokenKind, environment: TokenEnvironment?, before bound: String? = nil,
               reader: any TokenRegistryReader) throws(StoreError) -> (tokens: [String], exhausted: Bool) {
+        let page = try unboundedPage(after: cursor, limit: limit, kind: kind, environment: environment, reader: reader)
+        guard let bound, let end = page.tokens.firstIndex(where: { $0 >= bound }) else { return page }
+        return (Array(page.tokens[..<end]), true)
+    }
+
+    private func unboundedPage(after cursor: String?, limit: Int, kind: TokenKind, environment: TokenEnvironment?,
+                               reader: any TokenRegistryReader) throws(StoreError) -> (tokens: [String], exhausted: Bool) {
         switch self {
         case .token(let token):
             return (cursor == nil ? [token] : [], true)

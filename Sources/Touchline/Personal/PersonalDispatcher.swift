@@ -41,6 +41,8 @@ final class PersonalDispatcher: @unchecked Sendable {
     private(set) var brokenJobs: [String: String] = [:]
     /// Counters for `/metrics` and the stats, on this loop.
     let metrics: PersonalMetrics
+    /// The cluster's jobs, on a gateway of a cluster: slices run here save through it.
+    var sharedJobs: SharedJobs?
 
     /// `apns` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, apns: any PersonalAPNsDispatch, reader: any PersonalStoreReader, store: any PersonalStoreWriter, clock: any WallClock,
@@ -135,14 +137,28 @@ final class PersonalDispatcher: @unchecked Sendable {
         }
         await apns.shutdown(gracePeriod: gracePeriod, isCutShort: isCutShort)
         let finalSaves = (try? await loop.submit { [self] in
-            jobs.values.map { $0.takeSave(now: clock.now()) }
+            jobs.values.filter { $0.slice == nil }.map { $0.takeSave(now: clock.now()) }
         }) ?? []
         for operations in finalSaves {
             _ = await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 store.submit(operations) { _ in done.resume() }
             }
         }
+        // Slices save their checkpoints while this gateway still holds their partitions (it
+        // gives them up after this), so their next owners resume from here.
+        let slices = (try? await loop.submit { [self] in jobs.values.filter { $0.slice != nil } }) ?? []
+        for running in slices {
+            _ = await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                loop.execute { [self] in
+                    guard let shared = sharedJobs, let slice = running.slice else { return done.resume() }
+                    let save = running.takeSliceSave(now: clock.now())
+                    shared.save(SharedJobPlan.SliceKey(jobID: running.id, slice: slice), checkpoint: save.checkpoint,
+                                isFinished: save.isFinished, writes: save.writes) { _ in done.resume() }
+                }
+            }
+        }
         _ = try? await loop.submit { [self] in
+            sharedJobs?.stop()
             jobs = [:]
             reader.close()
         }
@@ -178,19 +194,47 @@ final class PersonalDispatcher: @unchecked Sendable {
         for job in jobs.values { advance(job, []) }
     }
 
+    /// Runs a slice of a cluster's job from `checkpoint` (on the loop; ``SharedJobs`` decides).
+    /// A slice is not tied to a kickoff's channel here: that channel's owner may be another
+    /// gateway (docs/cluster.md, "Personal jobs on the cluster").
+    /// `maximumWindow` caps the fan-out window, and with it what the slice's checkpoint lists.
+    func runSlice(_ key: SharedJobPlan.SliceKey, of record: PersonalJobRecord, checkpoint: FanOutCheckpoint,
+                  maximumWindow: Int) throws(StoredJob.Broken) {
+        guard !isStopping else { return }
+        let stored = try StoredJob(record)
+        let limits = FanOutJob.Limits(window: min(settings.window, maximumWindow), maxInFlight: settings.maxInFlight,
+                                      pageSize: min(settings.pageSize, maximumWindow))
+        let running = PersonalJobRun(record: record, slice: key.slice, checkpoint: checkpoint, audience: stored.audience,
+                                     tokenKind: stored.event == "start" ? .pushToStart : .update, inputPushChannel: stored.inputPushChannel,
+                                     limits: limits, settings: settings, seed: UInt64(bitPattern: clock.now().nanoseconds))
+        guard jobs[running.runKey] == nil else { return }
+        jobs[running.runKey] = running
+        running.noteProgress()
+        for job in jobs.values { advance(job, []) }
+    }
+
+    /// Stops a slice at once, without saving: its partition is no longer this gateway's, and
+    /// the next owner resumes it from its last save. Answers still due are ignored.
+    func stopSlice(_ key: SharedJobPlan.SliceKey) {
+        guard let running = jobs.removeValue(forKey: PersonalJobRun.sliceKey(jobID: key.jobID, key.slice)) else { return }
+        running.timer?.cancel()
+        running.saveTimer?.cancel()
+        for job in jobs.values { advance(job, []) }
+    }
+
     /// Carries out `actions`, then asks the job for more until it has nothing to do now.
     private func advance(_ running: PersonalJobRun, _ actions: [FanOutJob.Action]) {
         var actions = actions
         while true {
             for action in actions { perform(action, for: running) }
-            guard !isStopping, jobs[running.id] === running else { return }
+            guard !isStopping, jobs[running.runKey] === running else { return }
             let more = running.job.nextSends(now: clock.now(), sendLimit: sendAllowance(for: running))
             if more.isEmpty { break }
             actions = more
         }
         if running.job.isFinished {
             metrics.jobFinished(running.job)
-            jobs[running.id] = nil
+            jobs[running.runKey] = nil
             running.timer?.cancel()
             running.saveTimer?.cancel()
             for job in jobs.values { advance(job, []) }
@@ -213,7 +257,7 @@ final class PersonalDispatcher: @unchecked Sendable {
             let page: (tokens: [String], exhausted: Bool)
             do {
                 page = try running.audience.page(after: cursor, limit: limit, kind: running.tokenKind, environment: tokenEnvironment,
-                                                reader: reader)
+                                                 before: running.slice?.upperBound, reader: reader)
             } catch {
                 // The job keeps what it has; the rest of the audience is not reachable now.
                 log.error("reading the job's audience failed; the rest of it is not sent", job: running.id, error: error)
@@ -234,7 +278,7 @@ final class PersonalDispatcher: @unchecked Sendable {
             send(token, for: running)
         case .armTimer(let time):
             let timer = running.timer ?? LoopTimer(loop: loop) { [self] in
-                guard !isStopping, jobs[running.id] === running else { return }
+                guard !isStopping, jobs[running.runKey] === running else { return }
                 advance(running, running.job.timerFired(now: clock.now()))
             }
             running.timer = timer
@@ -263,7 +307,7 @@ final class PersonalDispatcher: @unchecked Sendable {
         inFlight += 1
         apns.send(push) { [self] result in
             inFlight -= 1
-            guard !isStopping, jobs[running.id] === running else { return }
+            guard !isStopping, jobs[running.runKey] === running else { return }
             if case .failure(let error) = result {
                 log.debug("APNs push failed", job: running.id, apnsID: error.requestID, token: RedactedToken(token), error: error)
             }
@@ -286,7 +330,7 @@ final class PersonalDispatcher: @unchecked Sendable {
             answeredJobs.removeAll(keepingCapacity: true)
             for running in answered {
                 running.isAnswered = false
-                if !isStopping, jobs[running.id] === running { advance(running, []) }
+                if !isStopping, jobs[running.runKey] === running { advance(running, []) }
             }
         }
         turnEnd = timer
@@ -304,6 +348,8 @@ final class PersonalDispatcher: @unchecked Sendable {
             let timer = running.saveTimer ?? LoopTimer(loop: loop) { [self] in saveIfDue(running) }
             running.saveTimer = timer
             if !timer.isScheduled { timer.schedule(after: max(Duration.zero, due - now)) }
+        case .now where running.slice != nil:
+            saveSlice(running, now: now)
         case .now:
             let operations = running.takeSave(now: now, outbox: webhooks?.outbox)
             let id = running.id
@@ -322,6 +368,31 @@ final class PersonalDispatcher: @unchecked Sendable {
                         timer.schedule(after: .seconds(1))
                     }
                 }
+            }
+        }
+    }
+
+    /// Saves a slice: its dead letters and deactivations to this gateway's store, then its
+    /// checkpoint to the cluster's job bucket (``SharedJobs/save(_:checkpoint:isFinished:writes:completion:)``).
+    /// A slice stopped meanwhile saves nothing more; a finished one tells ``SharedJobs`` once
+    /// its last save is stored.
+    private func saveSlice(_ running: PersonalJobRun, now: UnixTime) {
+        guard let shared = sharedJobs, let slice = running.slice else { return }
+        let save = running.takeSliceSave(now: now)
+        let key = SharedJobPlan.SliceKey(jobID: running.id, slice: slice)
+        shared.save(key, checkpoint: save.checkpoint, isFinished: save.isFinished, writes: save.writes) { [self] result in
+            switch result {
+            case .success(let deactivated):
+                metrics.tokensDeactivated += deactivated
+                running.saveEnded(failed: nil)
+                if save.isFinished { shared.sliceRunEnded(key) } else if jobs[running.runKey] === running { saveIfDue(running) }
+            case .failure(let error):
+                guard jobs[running.runKey] === running || save.isFinished else { return }
+                log.error("saving the slice's progress failed; trying again in a second", job: running.id, error: error)
+                running.saveEnded(failed: save.writes)
+                let timer = running.saveTimer ?? LoopTimer(loop: loop) { [self] in saveIfDue(running) }
+                running.saveTimer = timer
+                timer.schedule(after: .seconds(1))
             }
         }
     }

@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import TouchlineCore
 import TouchlineRuntime
+import Synchronization
 import TouchlineStore
 
 /// How every route that creates personal jobs (`POST /v1/personal`, kickoffs, dead-letter
@@ -22,12 +23,16 @@ final class PersonalJobIntake: @unchecked Sendable {
     let personal: PersonalDispatcher
     /// `Idempotency-Key`s of the job-creating routes: settings and the keys being committed.
     let idempotencyKeys: IdempotencyKeys
+    /// The cluster's personal jobs, on a gateway of a cluster: new jobs are stored there, not
+    /// in this gateway's file.
+    let sharedJobs: SharedJobs?
     /// Stored personal jobs the personal queue found unusable at start, with the reason
     /// (reported once it has read them): shown by `GET /v1/personal/{job}` and `/metrics`.
     var brokenJobs: [String: String] = [:]
 
     init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any PersonalStoreReader, personal: PersonalDispatcher,
-         idempotency: IdempotencySettings) {
+         sharedJobs: SharedJobs? = nil, idempotency: IdempotencySettings) {
+        self.sharedJobs = sharedJobs
         self.loop = loop
         self.clock = clock
         self.personalStore = personalStore
@@ -89,6 +94,10 @@ final class PersonalJobIntake: @unchecked Sendable {
                             settled: (@Sendable () -> Void)? = nil) throws(HTTPError) {
         try personalStore.requireWritable()
         let kept = claim.map { holdIdempotencyKey($0, status: 202, answer: answer) } ?? []
+        if let sharedJobs {
+            return submitSharedJobs(jobs, to: sharedJobs, then: operations + kept, for: request, answer: answer, idempotency: claim,
+                                    settled: settled)
+        }
         personalStore.submit(jobs.map(TokenOperation.createJob) + operations + kept) { [self] result in
             if case .success = result { idempotentCommitSucceeded(claim) }
             loop.execute { [self] in
@@ -101,6 +110,45 @@ final class PersonalJobIntake: @unchecked Sendable {
                 case .failure(let error):
                     request.respond(HTTPError.writeFailed(error, saving: "the job").response)
                 }
+            }
+        }
+    }
+
+    /// A cluster gateway's ``submitPersonalJobs(_:with:for:answer:idempotency:settled:)``: the
+    /// jobs are stored in the cluster's job bucket first (that is when they are durable and will
+    /// run, whichever gateway survives), then `operations` (the idempotency record, a replay's
+    /// marks) in this gateway's file, then the 202. A failure before the last step answers 503
+    /// (docs/cluster.md, "Personal jobs on the cluster", on what a retry then does).
+    private func submitSharedJobs(_ jobs: [PersonalJobRecord], to shared: SharedJobs, then operations: [TokenOperation],
+                                  for request: HTTPRequest, answer: JSONValue, idempotency claim: IdempotencyClaim?,
+                                  settled: (@Sendable () -> Void)?) {
+        let remaining = Mutex(jobs.count)
+        let firstFailure = Mutex<(any Error)?>(nil)
+        let finish: @Sendable () -> Void = { [self] in
+            if let error = firstFailure.withLock({ $0 }) {
+                if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
+                settled?()
+                let failure = (error as? StoreError) ?? StoreError.storageFailure("the cluster did not store the job: \(error)")
+                request.respond(HTTPError.writeFailed(failure, saving: "the job").response)
+                return
+            }
+            personalStore.submit(operations) { [self] result in
+                if case .success = result { idempotentCommitSucceeded(claim) }
+                loop.execute { [self] in
+                    if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
+                    settled?()
+                    switch result {
+                    case .success: request.respond(.json(status: 202, answer))
+                    case .failure(let error): request.respond(HTTPError.writeFailed(error, saving: "the job").response)
+                    }
+                }
+            }
+        }
+        guard !jobs.isEmpty else { return finish() }
+        for job in jobs {
+            shared.create(job, answerLoop: loop) { result in
+                if case .failure(let error) = result { firstFailure.withLock { if $0 == nil { $0 = error } } }
+                if remaining.withLock({ $0 -= 1; return $0 }) == 0 { finish() }
             }
         }
     }

@@ -12,7 +12,14 @@ import TouchlineStore
 /// **Thread confinement:** created and used on the personal loop only; `@unchecked Sendable` so
 /// that store completions can hand it back to that loop.
 final class PersonalJobRun: @unchecked Sendable {
+    /// The job's id (dead letters name it).
     let id: String
+    /// The run's key among the dispatcher's runs: the job's id, and for a slice of a cluster's
+    /// job the id with the slice (``sliceKey``).
+    let runKey: String
+    /// The slice of a cluster's job this run is (docs/cluster.md, "Personal jobs on the
+    /// cluster"), nil for a job of this gateway's own file.
+    let slice: AudienceSlice?
     let audience: PersonalAudience
     let tokenKind: TokenKind
     /// The channel a kickoff's starts subscribe to (`input-push-channel`), nil for other jobs.
@@ -28,14 +35,9 @@ final class PersonalJobRun: @unchecked Sendable {
     private var lastSave: UnixTime?
     private var hasStarted: Bool
 
-    init(record: PersonalJobRecord, retries: [PersonalJobRetry], audience: PersonalAudience, tokenKind: TokenKind,
-         inputPushChannel: String? = nil,
-         settings: PersonalQueueSettings, seed: UInt64) {
-        id = record.id
-        self.audience = audience
-        self.tokenKind = tokenKind
-        self.inputPushChannel = inputPushChannel
-        hasStarted = record.status != .pending
+    /// A job of this gateway's file, resumed from its saved progress and retry rows.
+    convenience init(record: PersonalJobRecord, retries: [PersonalJobRetry], audience: PersonalAudience, tokenKind: TokenKind,
+                     inputPushChannel: String? = nil, settings: PersonalQueueSettings, seed: UInt64) {
         var counters = FanOutCounters()
         counters.targeted = Int(record.counts.targeted)
         counters.sent = Int(record.counts.sent)
@@ -47,9 +49,27 @@ final class PersonalJobRun: @unchecked Sendable {
         }
         let checkpoint = FanOutCheckpoint(cursor: record.cursor, counters: counters, pending: pending,
                                           endedAfterCursor: record.endedAfterCursor)
-        job = FanOutJob(payload: record.payload, priority: record.priority, expiration: record.expiration, limits: settings.jobLimits,
+        self.init(record: record, slice: nil, checkpoint: checkpoint, audience: audience, tokenKind: tokenKind, inputPushChannel: inputPushChannel,
+                  limits: settings.jobLimits, settings: settings, seed: seed)
+        hasStarted = record.status != .pending
+    }
+
+    /// A run from `checkpoint`: a slice of a cluster's job (`slice`), or a job of this gateway.
+    init(record: PersonalJobRecord, slice: AudienceSlice?, checkpoint: FanOutCheckpoint, audience: PersonalAudience, tokenKind: TokenKind,
+         inputPushChannel: String?, limits: FanOutJob.Limits, settings: PersonalQueueSettings, seed: UInt64) {
+        id = record.id
+        runKey = slice.map { Self.sliceKey(jobID: record.id, $0) } ?? record.id
+        self.slice = slice
+        self.audience = audience
+        self.tokenKind = tokenKind
+        self.inputPushChannel = inputPushChannel
+        hasStarted = true
+        job = FanOutJob(payload: record.payload, priority: record.priority, expiration: record.expiration, limits: limits,
                         policy: settings.delivery, seed: seed, checkpoint: checkpoint)
     }
+
+    /// The run key of a slice.
+    static func sliceKey(jobID: String, _ slice: AudienceSlice) -> String { "\(jobID)#\(slice.index)/\(slice.count)" }
 
     /// Something changed that the next save must carry.
     func noteProgress() { hasUnsavedProgress = true }
@@ -88,10 +108,7 @@ final class PersonalJobRun: @unchecked Sendable {
             .scheduleRetry(PersonalJobRetry(jobID: id, token: $0.token, attempts: $0.attempts,
                                             retryAt: UnixTime(nanoseconds: $0.notBeforeNanoseconds ?? 0)))
         }
-        let counters = progress.counters
-        let counts = PersonalJobCounts(targeted: Int64(counters.targeted), sent: Int64(counters.sent),
-                                       failed: counters.failedByReason.mapValues(Int64.init), expired: Int64(counters.expired),
-                                       pending: Int64(counters.pending))
+        let counts = PersonalJobCounts(progress.counters)
         let status: PersonalJobStatus? = finished ? .done : (hasStarted ? nil : .running)
         operations.append(.advanceJob(PersonalJobProgress(jobID: id, cursor: progress.cursor, endedAfterCursor: progress.endedAfterCursor,
                                                           counts: counts, status: status, at: now)))
@@ -102,6 +119,19 @@ final class PersonalJobRun: @unchecked Sendable {
         saveInStore = true
         lastSave = now
         return operations
+    }
+
+    /// One save of a slice: the dead letters and deactivations gathered since the last (for
+    /// this gateway's store) and the slice's whole checkpoint (for the cluster's job bucket).
+    /// Marks a save as being out, like ``takeSave(now:outbox:)``.
+    func takeSliceSave(now: UnixTime) -> (writes: [TokenOperation], checkpoint: FanOutCheckpoint, isFinished: Bool) {
+        let checkpoint = job.takeCheckpoint()
+        let writes = unsavedWrites
+        unsavedWrites = []
+        hasUnsavedProgress = false
+        saveInStore = true
+        lastSave = now
+        return (writes, checkpoint, job.isFinished)
     }
 
     /// The store committed the last save, or failed it: then its writes go again with the next
@@ -131,13 +161,24 @@ final class PersonalJobRun: @unchecked Sendable {
                 .init("reasons", .object(reasons.sorted { $0.key < $1.key }.map { .init($0.key, .integer($0.value)) })),
             ])))
         }
-        if finished {
-            events.append(.webhook(outbox.record(.personalJobFinished, [
-                .init("jobId", .string(id)), .init("targeted", .integer(counts.targeted)), .init("sent", .integer(counts.sent)),
-                .init("failed", .object(counts.failed.sorted { $0.key < $1.key }.map { .init($0.key, .integer($0.value)) })),
-                .init("expired", .integer(counts.expired)), .init("pending", .integer(counts.pending)),
-            ])))
-        }
+        if finished { events.append(Self.finishedEvent(of: id, counts: counts, outbox: outbox)) }
         return events
+    }
+
+    /// The webhook event of a job's end, with its final counts.
+    static func finishedEvent(of id: String, counts: PersonalJobCounts, outbox: WebhookOutbox) -> TokenOperation {
+        .webhook(outbox.record(.personalJobFinished, [
+            .init("jobId", .string(id)), .init("targeted", .integer(counts.targeted)), .init("sent", .integer(counts.sent)),
+            .init("failed", .object(counts.failed.sorted { $0.key < $1.key }.map { .init($0.key, .integer($0.value)) })),
+            .init("expired", .integer(counts.expired)), .init("pending", .integer(counts.pending)),
+        ]))
+    }
+}
+
+extension PersonalJobCounts {
+    /// A job's counts as stored and shown, from the fan-out's counters.
+    init(_ counters: FanOutCounters) {
+        self.init(targeted: Int64(counters.targeted), sent: Int64(counters.sent), failed: counters.failedByReason.mapValues(Int64.init),
+                  expired: Int64(counters.expired), pending: Int64(counters.pending))
     }
 }

@@ -186,6 +186,11 @@ public final class Gateway: Sendable {
                                                      tokenEnvironment: TokenEnvironment(apns: settings.environment),
                                                      broadcastPressure: broadcastPressure, webhooks: webhooks,
                                                      log: log.named("personal"))
+            // A cluster's personal jobs: any gateway takes them, the partitions' owners run their slices.
+            let sharedJobs = try cluster.map { cluster in
+                try SharedJobs.start(on: cluster, dispatcher: personal, store: personalStore, outbox: webhooks.outbox, clock: clock,
+                                     log: log.named("personal"))
+            }
             let tokenReader = try stores.personalReader()
             let service = ChannelService(loop: ingestLoop, store: store,
                                          broadcastPressure: broadcastPressure,
@@ -199,7 +204,7 @@ public final class Gateway: Sendable {
             let httpLog = log.named("http")
             let unsafeReader = UncheckedReader(reader: reader)
             let intake = PersonalJobIntake(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
-                                           personal: personal, idempotency: configuration.idempotency)
+                                           personal: personal, sharedJobs: sharedJobs, idempotency: configuration.idempotency)
             let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
                                    isKnownChannel: { [service] id in service.channels[id] != nil })
             // Every route of the gateway with its scope: the admission hook and the API
@@ -220,8 +225,12 @@ public final class Gateway: Sendable {
                     }
                 }
                 if let cluster {
-                    // A cluster gateway owns nothing yet: it takes partitions up as their leases come.
+                    // A cluster gateway owns nothing yet: it takes partitions up as their leases
+                    // come, and runs the slices of the cluster's jobs that belong to them.
                     resumePersonalJobs([])
+                    if let sharedJobs {
+                        cluster.partitionsChanged = { owned in personalLoop.execute { sharedJobs.ownershipChanged(owned) } }
+                    }
                     try cluster.start(service: service, router: router)
                 } else {
                     try service.restore(from: unsafeReader.reader, resumePersonalJobs: resumePersonalJobs)

@@ -156,6 +156,20 @@ public struct FanOutJob: Sendable {
                               removedRetryRows: removals.sorted(), endedAfterCursor: endedAfterCursor)
     }
 
+    /// What to write now, whole rather than as a change set: ``takeProgress()`` folded with
+    /// every target awaiting a retry. A job whose progress is one value (a slice of a cluster's
+    /// job, saved as one key) resumes from it exactly as from the folded saves.
+    public mutating func takeCheckpoint() -> FanOutCheckpoint {
+        let progress = takeProgress()
+        let pending = targets.compactMap { token, target -> FanOutCheckpoint.PendingTarget? in
+            guard target.awaitsRetry else { return nil }
+            return FanOutCheckpoint.PendingTarget(token: token, attempts: target.attempts,
+                                                  notBeforeNanoseconds: target.notBefore?.nanoseconds)
+        }
+        return FanOutCheckpoint(cursor: progress.cursor, counters: progress.counters, pending: pending.sorted { $0.token < $1.token },
+                                endedAfterCursor: progress.endedAfterCursor)
+    }
+
     /// The sends that fit in the free slots now, a page fetch if the window has room, and a
     /// timer if targets in back-off (or the expiration) become due later.
     /// `sendLimit` caps the new sends (the caller's share of a concurrency limit over all jobs).

@@ -1,0 +1,289 @@
+import Foundation
+import TouchlineCore
+import TouchlineJetStream
+import TouchlineRuntime
+import TouchlineStore
+
+/// Personal jobs shared by a cluster's gateways (docs/cluster.md, "Personal jobs on the
+/// cluster"): a job accepted by any gateway is one entry in the cluster's job bucket, cut in
+/// slices of its audience; each slice runs in the personal queue of the gateway owning the
+/// slice's partition, saves its whole checkpoint to the bucket, and is resumed from it by the
+/// next owner when that gateway dies or leaves. ``SharedJobPlan`` decides; this class feeds it
+/// the bucket's watch and the partition leases, and carries its decisions out through the
+/// ``PersonalDispatcher`` and the ``SharedJobBoard``.
+///
+/// **Thread confinement:** the personal loop, like the dispatcher (``create(_:slices:completion:)``
+/// and ``progress(of:completion:)`` hop there from any loop); `@unchecked Sendable` so that
+/// closures of that loop can capture it.
+final class SharedJobs: @unchecked Sendable {
+    /// A slice waiting for this gateway's registry copy is looked at again after this long.
+    static let registryWait: Duration = .milliseconds(100)
+    /// A job whose final counts could not be written is tried again after this long.
+    static let finishRetry: Duration = .seconds(1)
+
+    private let board: SharedJobBoard
+    private let dispatcher: PersonalDispatcher
+    private let store: any PersonalStoreWriter
+    /// This gateway's registry copy position (``SharedTokenRegistry/appliedSequence``).
+    private let registryPosition: @Sendable () -> UInt64
+    private let instance: String
+    private let outbox: WebhookOutbox?
+    private let clock: any WallClock
+    private let log: GatewayLog
+    private var loop: EventLoop { dispatcher.loop }
+
+    private var plan: SharedJobPlan
+    private var entries: [String: SharedJobEntry] = [:]
+    /// Each slice's last saved progress known here, with its revision.
+    private var saved: [SharedJobPlan.SliceKey: (entry: SliceEntry, revision: UInt64)] = [:]
+    /// Slices the plan runs here that wait for the registry copy to reach their job's position.
+    private var waitingForRegistry: Set<SharedJobPlan.SliceKey> = []
+    private var registryTimer: LoopTimer?
+    private var finishTimer: LoopTimer?
+    /// Jobs whose entry cannot be run, with the reason (never sent; shown by the API).
+    private(set) var brokenJobs: [String: String] = [:]
+    /// Slices started here since the start (figures and tests).
+    private(set) var slicesStarted = 0
+
+    init(board: SharedJobBoard, partitioning: ChannelPartitioning, dispatcher: PersonalDispatcher, store: any PersonalStoreWriter,
+         registryPosition: @escaping @Sendable () -> UInt64, instance: String, outbox: WebhookOutbox?, clock: any WallClock, log: GatewayLog) {
+        self.board = board
+        self.dispatcher = dispatcher
+        self.store = store
+        self.registryPosition = registryPosition
+        self.instance = instance
+        self.outbox = outbox
+        self.clock = clock
+        self.log = log
+        plan = SharedJobPlan(partitioning: partitioning)
+    }
+
+    /// The shared jobs of a cluster gateway: its job bucket opened, the dispatcher's slices
+    /// saving through it, the watch started (blocking: from the starting thread).
+    static func start(on cluster: ClusterNode, dispatcher: PersonalDispatcher, store: any PersonalStoreWriter, outbox: WebhookOutbox?,
+                      clock: any WallClock, log: GatewayLog) throws -> SharedJobs {
+        let board = try SharedJobBoard.open(jetStream: cluster.jetStream, prefix: cluster.settings.prefix, replicas: cluster.settings.replicas,
+                                            loop: dispatcher.loop)
+        let registry = store as? SharedTokenRegistry
+        let shared = SharedJobs(board: board, partitioning: cluster.partitioning, dispatcher: dispatcher, store: store,
+                                registryPosition: { registry?.appliedSequence ?? 0 }, instance: cluster.settings.instance.name,
+                                outbox: outbox, clock: clock, log: log)
+        try dispatcher.loop.sync { dispatcher.sharedJobs = shared }
+        try shared.start()
+        return shared
+    }
+
+    /// Starts watching the bucket (blocking: from the starting thread).
+    func start() throws {
+        try board.start(onChange: { [weak self] change in self?.observed(change) },
+                        onUnreadable: { [weak self] key in self?.log.error("the job bucket's key \(key) cannot be read; it is skipped") })
+    }
+
+    func stop() {
+        board.stop()
+        registryTimer?.cancel()
+        finishTimer?.cancel()
+    }
+
+    // MARK: Inputs
+
+    /// The partitions whose leases this gateway holds now (on the loop).
+    func ownershipChanged(_ partitions: Set<Int>) {
+        plan.ownedPartitionsChanged(partitions)
+        act()
+    }
+
+    private func observed(_ change: SharedJobBoard.Change) {
+        switch change {
+        case .job(let entry):
+            entries[entry.id] = entry
+            plan.jobChanged(entry.id, .init(sliceCount: entry.slices, isFinished: entry.finished != nil))
+            if entry.finished != nil { saved = saved.filter { $0.key.jobID != entry.id } }
+        case .slice(let key, let entry, let revision):
+            // The watch may still deliver what this gateway's own later save replaced.
+            guard entries[key.jobID]?.finished == nil, revision > saved[key]?.revision ?? 0 else { return }
+            saved[key] = (entry, revision)
+            plan.sliceChanged(key, .init(counters: entry.checkpoint.counters, isFinished: entry.isFinished))
+        case .caughtUp:
+            break
+        }
+        act()
+    }
+
+    /// A slice run ended here (finished and saved): the plan may finish its job.
+    func sliceRunEnded(_ key: SharedJobPlan.SliceKey) {
+        plan.runEnded(key)
+        act()
+    }
+
+    // MARK: Acting
+
+    private func act() {
+        for action in plan.decide() {
+            switch action {
+            case .run(let key): run(key)
+            case .stop(let key):
+                waitingForRegistry.remove(key)
+                dispatcher.stopSlice(key)
+                log.notice("stopped \(key): its partition is no longer this gateway's", job: key.jobID)
+            case .finish(let jobID, let counters): finish(jobID, counters: counters)
+            }
+        }
+    }
+
+    private func run(_ key: SharedJobPlan.SliceKey) {
+        guard let entry = entries[key.jobID] else { return }
+        guard registryPosition() >= entry.registrySequence else {
+            waitingForRegistry.insert(key)
+            let timer = registryTimer ?? LoopTimer(loop: loop) { [weak self] in self?.retryWaiting() }
+            registryTimer = timer
+            if !timer.isScheduled { timer.schedule(after: Self.registryWait) }
+            return
+        }
+        let checkpoint = saved[key]?.entry.checkpoint
+            ?? FanOutCheckpoint(cursor: key.slice.startCursor, counters: FanOutCounters(), pending: [], endedAfterCursor: [])
+        do {
+            try dispatcher.runSlice(key, of: Self.record(of: entry), checkpoint: checkpoint, maximumWindow: SharedJobBoard.maximumSliceWindow)
+            slicesStarted += 1
+        } catch {
+            // It stays "running" in the plan, so it is not tried again: it can never be sent.
+            if brokenJobs[key.jobID] == nil { log.error("the job cannot run: \(error); it is shown as broken and never sent", job: key.jobID) }
+            brokenJobs[key.jobID] = error.description
+        }
+    }
+
+    private func retryWaiting() {
+        let waiting = waitingForRegistry
+        waitingForRegistry = []
+        for key in waiting.sorted() where plan.running.contains(key) { run(key) }
+    }
+
+    /// Records the job's end in this gateway's webhook outbox, then writes its final counts.
+    private func finish(_ jobID: String, counters: FanOutCounters) {
+        guard var finished = entries[jobID] else { return }
+        finished.finished = counters
+        finished.finishedAtNanoseconds = clock.now().nanoseconds
+        let entry = finished
+        let events = outbox.map { [PersonalJobRun.finishedEvent(of: jobID, counts: PersonalJobCounts(counters), outbox: $0)] } ?? []
+        let failed: @Sendable (String) -> Void = { [self] error in
+            loop.execute { [self] in
+                log.error("writing the job's final counts failed: \(error); trying again", job: jobID)
+                plan.finishFailed(jobID)
+                let timer = finishTimer ?? LoopTimer(loop: loop) { [weak self] in self?.act() }
+                finishTimer = timer
+                if !timer.isScheduled { timer.schedule(after: Self.finishRetry) }
+            }
+        }
+        let publish: @Sendable () -> Void = { [self] in
+            loop.execute { [self] in
+                board.publish(entry) { result in
+                    if case .failure(let error) = result { failed(error.description) }
+                }
+            }
+        }
+        guard !events.isEmpty else { return publish() }
+        store.submit(events) { result in
+            switch result {
+            case .success: publish()
+            case .failure(let error): failed(error.description)
+            }
+        }
+    }
+
+    // MARK: Saves
+
+    /// Saves a slice run here: `writes` (its dead letters and deactivations) to this gateway's
+    /// store, then its checkpoint to the bucket. Refused if the slice is no longer this
+    /// gateway's to run. `completion` on the loop with the tokens the writes deactivated.
+    func save(_ key: SharedJobPlan.SliceKey, checkpoint: FanOutCheckpoint, isFinished: Bool, writes: [TokenOperation],
+              completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
+        guard plan.running.contains(key) else { return completion(.failure(NotOwned(key: key))) }
+        let entry = SliceEntry(checkpoint: checkpoint, isFinished: isFinished, instance: instance)
+        guard !writes.isEmpty else { return publish(entry, for: key, deactivated: 0, completion: completion) }
+        store.submit(summarizing: writes) { [self] result in
+            loop.execute { [self] in
+                switch result {
+                case .success(let summary): publish(entry, for: key, deactivated: summary.tokensDeactivated, completion: completion)
+                case .failure(let error): completion(.failure(error))
+                }
+            }
+        }
+    }
+
+    private func publish(_ entry: SliceEntry, for key: SharedJobPlan.SliceKey, deactivated: Int,
+                         completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
+        // The lease may have gone while the writes were in the store.
+        guard plan.running.contains(key) else { return completion(.failure(NotOwned(key: key))) }
+        board.publish(entry, for: key) { [self] result in
+            switch result {
+            case .success(let revision):
+                // What this gateway wrote is what it runs from, whatever the watch shows yet.
+                if revision > saved[key]?.revision ?? 0 { saved[key] = (entry, revision) }
+                plan.sliceChanged(key, .init(counters: entry.checkpoint.counters, isFinished: entry.isFinished))
+                completion(.success(deactivated))
+            case .failure(let error): completion(.failure(error))
+            }
+        }
+    }
+
+    /// A save of a slice that is no longer this gateway's.
+    struct NotOwned: Error, CustomStringConvertible {
+        let key: SharedJobPlan.SliceKey
+        var description: String { "\(key) is no longer run by this gateway" }
+    }
+
+    // MARK: The API's side
+
+    /// Stores a new job in the cluster's bucket (from any loop); `completion` runs on `answerLoop`
+    /// once the cluster has it (then it is durable, and will run wherever its slices' partitions are owned).
+    func create(_ record: PersonalJobRecord, answerLoop: EventLoop, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let slices = PersonalAudience(storedText: record.audience)?.sliceCount ?? 1
+        loop.execute { [self] in
+            let entry = SharedJobEntry(id: record.id, createdAtNanoseconds: record.createdAt.nanoseconds, audience: record.audience,
+                                       payload: Data(record.payload), priority: record.priority,
+                                       expirationNanoseconds: record.expiration?.nanoseconds, slices: slices,
+                                       registrySequence: registryPosition())
+            board.publish(entry) { result in
+                answerLoop.execute { completion(result.mapError { $0 }) }
+            }
+        }
+    }
+
+    /// A job's status and counts as the bucket shows them, nil if it holds no such job
+    /// (`completion` on `answerLoop`).
+    func progress(of jobID: String, answerLoop: EventLoop,
+                  completion: @escaping @Sendable ((status: PersonalJobStatus, counts: PersonalJobCounts)?, String?) -> Void) {
+        loop.execute { [self] in
+            let broken = brokenJobs[jobID]
+            var answer: (status: PersonalJobStatus, counts: PersonalJobCounts)?
+            if let entry = entries[jobID] {
+                if let finished = entry.finished {
+                    answer = (.done, PersonalJobCounts(finished))
+                } else if let progress = plan.progress(of: jobID) {
+                    let started = saved.keys.contains { $0.jobID == jobID }
+                    answer = (started ? .running : .pending, PersonalJobCounts(progress.counters))
+                }
+            }
+            let result = answer
+            answerLoop.execute { completion(result, broken) }
+        }
+    }
+
+    /// A stored job's entry as the record the dispatcher runs.
+    private static func record(of entry: SharedJobEntry) -> PersonalJobRecord {
+        PersonalJobRecord(id: entry.id, createdAt: UnixTime(nanoseconds: entry.createdAtNanoseconds), audience: entry.audience,
+                          payload: Array(entry.payload), priority: entry.priority,
+                          expiration: entry.expirationNanoseconds.map(UnixTime.init(nanoseconds:)), status: .running)
+    }
+}
+
+extension PersonalAudience {
+    /// Slices a cluster cuts a job with this audience in: a walk of the registry or of a token
+    /// list is cut by token; one token or one user's tokens is one slice.
+    var sliceCount: Int {
+        switch self {
+        case .token, .userID: 1
+        case .follows, .tokens: AudienceSlice.hexDigitCount
+        }
+    }
+}

@@ -1,0 +1,170 @@
+/// Which slices of the cluster's personal jobs this gateway runs, stops and finishes: the pure
+/// core of personal jobs spread over gateways (docs/cluster.md, "Personal jobs on the cluster").
+///
+/// Every gateway sees the same job bucket (its watch feeds ``jobChanged(_:_:)`` and
+/// ``sliceChanged(_:_:)``) and is told which partitions it owns. A slice runs where its
+/// partition is owned (``AudienceSlice/partition(ofJob:in:)``), so the partition leases decide
+/// who runs it: one gateway at a time, balanced, taken over within the lease's time when a
+/// gateway dies, and stopped before another may start it. The owner of a job's first slice
+/// finishes the job once every slice has finished. The plan does no I/O: ``decide()`` returns
+/// what to start, stop and finish, and the shell reports back what it did.
+public struct SharedJobPlan: Sendable {
+    /// One slice of one job.
+    public struct SliceKey: Hashable, Sendable, Comparable, CustomStringConvertible {
+        public let jobID: String
+        public let slice: AudienceSlice
+
+        public init(jobID: String, slice: AudienceSlice) {
+            self.jobID = jobID
+            self.slice = slice
+        }
+
+        public static func < (a: SliceKey, b: SliceKey) -> Bool {
+            (a.jobID, a.slice.index) < (b.jobID, b.slice.index)
+        }
+
+        public var description: String { "\(jobID) \(slice)" }
+    }
+
+    /// What the bucket says of a job.
+    public struct JobState: Sendable, Equatable {
+        /// Slices it is cut in.
+        public var sliceCount: Int
+        /// Its final counts are written: nothing of it runs any more.
+        public var isFinished: Bool
+
+        public init(sliceCount: Int, isFinished: Bool) {
+            self.sliceCount = sliceCount
+            self.isFinished = isFinished
+        }
+    }
+
+    /// What the bucket says of a slice: its last saved progress.
+    public struct SliceState: Sendable, Equatable {
+        public var counters: FanOutCounters
+        public var isFinished: Bool
+
+        public init(counters: FanOutCounters, isFinished: Bool) {
+            self.counters = counters
+            self.isFinished = isFinished
+        }
+    }
+
+    public enum Action: Sendable, Equatable {
+        /// Run the slice from its last saved progress (none: from its start).
+        case run(SliceKey)
+        /// Stop running the slice at once: its partition is no longer this gateway's.
+        case stop(SliceKey)
+        /// Write the job's final counts (the sum of its slices').
+        case finish(jobID: String, counters: FanOutCounters)
+    }
+
+    public let partitioning: ChannelPartitioning
+    private(set) var jobs: [String: JobState] = [:]
+    private var slices: [SliceKey: SliceState] = [:]
+    private var owned: Set<Int> = []
+    private(set) public var running: Set<SliceKey> = []
+    private var finishing: Set<String> = []
+
+    public init(partitioning: ChannelPartitioning) {
+        self.partitioning = partitioning
+    }
+
+    // MARK: Inputs
+
+    /// The job's entry changed (nil: removed from the bucket).
+    public mutating func jobChanged(_ jobID: String, _ state: JobState?) {
+        jobs[jobID] = state
+        if state?.isFinished ?? true {
+            finishing.remove(jobID)
+            // A finished job keeps no slices in memory: its counts are in its own entry.
+            slices = slices.filter { $0.key.jobID != jobID }
+        }
+    }
+
+    /// A slice's saved progress changed.
+    public mutating func sliceChanged(_ key: SliceKey, _ state: SliceState) {
+        guard jobs[key.jobID]?.isFinished != true else { return }
+        slices[key] = state
+    }
+
+    /// The partitions whose leases this gateway holds now.
+    public mutating func ownedPartitionsChanged(_ partitions: Set<Int>) { owned = partitions }
+
+    /// A slice run ended here (it finished, or was stopped): the plan may start it again.
+    public mutating func runEnded(_ key: SliceKey) { running.remove(key) }
+
+    /// Writing a job's final counts failed: the next ``decide()`` asks again.
+    public mutating func finishFailed(_ jobID: String) { finishing.remove(jobID) }
+
+    // MARK: Decisions
+
+    /// What to do now, in a stable order (stops first, then runs and finishes by job id).
+    public mutating func decide() -> [Action] {
+        var actions: [Action] = []
+        // A finished slice stays running until its run reports its end (``runEnded(_:)``).
+        for key in running.sorted() where !isOwned(key) {
+            running.remove(key)
+            actions.append(.stop(key))
+        }
+        for (jobID, job) in jobs.sorted(by: { $0.key < $1.key }) where !job.isFinished {
+            let cut = AudienceSlice.all(count: job.sliceCount)
+            for slice in cut {
+                let key = SliceKey(jobID: jobID, slice: slice)
+                if !running.contains(key), shouldRun(key) {
+                    running.insert(key)
+                    actions.append(.run(key))
+                }
+            }
+            guard !finishing.contains(jobID), let first = cut.first, owned.contains(first.partition(ofJob: jobID, in: partitioning)),
+                  let counters = finalCounters(jobID, cut) else { continue }
+            finishing.insert(jobID)
+            actions.append(.finish(jobID: jobID, counters: counters))
+        }
+        return actions
+    }
+
+    /// The job's counts as the bucket shows them now: its slices' saved progress summed, or
+    /// nil if the plan knows no such job. `isFinished` once every slice has finished.
+    public func progress(of jobID: String) -> (counters: FanOutCounters, slicesFinished: Int, slices: Int)? {
+        guard let job = jobs[jobID] else { return nil }
+        var total = FanOutCounters(), finished = 0
+        for slice in AudienceSlice.all(count: job.sliceCount) {
+            guard let state = slices[SliceKey(jobID: jobID, slice: slice)] else { continue }
+            total.add(state.counters)
+            if state.isFinished { finished += 1 }
+        }
+        return (total, finished, job.sliceCount)
+    }
+
+    private func shouldRun(_ key: SliceKey) -> Bool {
+        slices[key]?.isFinished != true && isOwned(key)
+    }
+
+    /// The slice's job is open and its partition this gateway's.
+    private func isOwned(_ key: SliceKey) -> Bool {
+        guard let job = jobs[key.jobID], !job.isFinished else { return false }
+        return owned.contains(key.slice.partition(ofJob: key.jobID, in: partitioning))
+    }
+
+    private func finalCounters(_ jobID: String, _ cut: [AudienceSlice]) -> FanOutCounters? {
+        var total = FanOutCounters()
+        for slice in cut {
+            guard let state = slices[SliceKey(jobID: jobID, slice: slice)], state.isFinished else { return nil }
+            total.add(state.counters)
+        }
+        return total
+    }
+}
+
+extension FanOutCounters {
+    /// Adds another share's counts (a job's slices summed).
+    public mutating func add(_ other: FanOutCounters) {
+        targeted += other.targeted
+        sent += other.sent
+        deadLettered += other.deadLettered
+        expired += other.expired
+        retries += other.retries
+        failedByReason.merge(other.failedByReason, uniquingKeysWith: +)
+    }
+}

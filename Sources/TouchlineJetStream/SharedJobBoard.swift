@@ -1,0 +1,132 @@
+import Foundation
+import NATS
+import TouchlineCore
+import TouchlineRuntime
+
+/// The cluster's personal jobs on a key-value bucket (`<prefix>_jobs`): a job's entry
+/// (``SharedJobEntry``, key `job.<id>`) and each slice's progress (``SliceEntry``, key
+/// `slice.<id>.<index>`). Every gateway watches the whole bucket; what it runs is decided by
+/// ``SharedJobPlan`` from that watch and its partition leases.
+///
+/// Writes are plain publishes, not compare-and-set: a slice is written only by the owner of its
+/// partition (the lease is the fence, checked before every write and send) and a job's entry
+/// only by the gateway that accepts it and then by its first slice's owner, once every slice
+/// has finished (docs/cluster.md, "Personal jobs on the cluster").
+///
+/// Loop-confined: create it off the loop (the bucket is made with a blocking request), then use
+/// it on `loop`, where its watch and every completion run.
+public final class SharedJobBoard: @unchecked Sendable {
+    /// What the watch delivered.
+    public enum Change: Sendable {
+        case job(SharedJobEntry)
+        /// A slice's progress, with its revision (the bucket's stream sequence): a gateway's own
+        /// later write may be known before the watch shows an earlier one.
+        case slice(SharedJobPlan.SliceKey, SliceEntry, revision: UInt64)
+        /// Everything the bucket held when the watch began has been delivered.
+        case caughtUp
+    }
+
+    /// Largest value the bucket takes: a slice's checkpoint lists at most a fan-out window of
+    /// tokens (``maximumSliceWindow``), well within it.
+    public static let maximumValueSize = 512 * 1_024
+    /// The fan-out window of a slice: what its checkpoint can list at most.
+    public static let maximumSliceWindow = 2_000
+
+    public let bucket: String
+    private let jetStream: JetStream
+    private let loop: EventLoop
+    private var watch: NATSSubscription?
+    private let encoder = JSONEncoder()
+    private let decoder = JSONDecoder()
+
+    /// Makes the bucket if needed (blocking: from a starting thread).
+    public static func open(jetStream: JetStream, prefix: String, replicas: Int, loop: EventLoop) throws(NATSError) -> SharedJobBoard {
+        let bucket = "\(prefix)_jobs"
+        try JetStream.retryingTimeouts { () throws(NATSError) in
+            try jetStream.ensureKeyValueBucket(bucket, replicas: replicas, maximumValueSize: maximumValueSize)
+        }
+        return SharedJobBoard(bucket: bucket, jetStream: jetStream, loop: loop)
+    }
+
+    private init(bucket: String, jetStream: JetStream, loop: EventLoop) {
+        self.bucket = bucket
+        self.jetStream = jetStream
+        self.loop = loop
+    }
+
+    /// Starts the watch (blocking: from a starting thread): the last value of every key, then
+    /// every change, to `onChange` on the loop. An entry that cannot be read is skipped and
+    /// named to `onUnreadable`.
+    public func start(onChange: @escaping (Change) -> Void, onUnreadable: @escaping (String) -> Void) throws(NATSError) {
+        self.onChange = onChange
+        self.onUnreadable = onUnreadable
+        let empty = (try? JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }?.messages) == 0
+        watch = try jetStream.subscribeOrdered(to: "$KV.\(bucket).>", from: .lastPerSubject, loop: loop) { [weak self] message in
+            self?.observed(message)
+        }
+        if empty { loop.execute { [self] in announceCaughtUp() } }
+    }
+
+    private var onChange: (Change) -> Void = { _ in }
+    private var onUnreadable: (String) -> Void = { _ in }
+    private var caughtUp = false
+
+    private func observed(_ message: NATSMessage) {
+        let key = message.subject.dropFirst("$KV.\(bucket).".count)
+        if message.headers["KV-Operation"] == nil {
+            if key.hasPrefix("job."), let entry = try? decoder.decode(SharedJobEntry.self, from: Data(message.payload)) {
+                onChange(.job(entry))
+            } else if key.hasPrefix("slice."), let sliceKey = Self.sliceKey(String(key.dropFirst("slice.".count))),
+                      let entry = try? decoder.decode(SliceEntry.self, from: Data(message.payload)) {
+                onChange(.slice(sliceKey, entry, revision: message.stream?.sequence ?? 0))
+            } else {
+                onUnreadable(String(key))
+            }
+        }
+        if message.stream?.pending == 0 { announceCaughtUp() }
+    }
+
+    private func announceCaughtUp() {
+        guard !caughtUp else { return }
+        caughtUp = true
+        onChange(.caughtUp)
+    }
+
+    public func stop() {
+        watch?.cancel()
+        watch = nil
+    }
+
+    /// Stores a job's entry (accepted, or finished); `completion` on the loop once the cluster
+    /// has it. The job's id is the message id, so a publish sent again is stored once.
+    public func publish(_ entry: SharedJobEntry, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
+        let payload = Array((try? encoder.encode(entry)) ?? Data())
+        let id = entry.finished == nil ? entry.id : nil
+        jetStream.publish(payload, to: JetStream.keySubject(bucket: bucket, key: "job.\(entry.id)"),
+                          conditions: JetStream.PublishConditions(messageID: id), loop: loop) { result in
+            completion(result.map { _ in () })
+        }
+    }
+
+    /// Stores a slice's progress; `completion` on the loop once the cluster has it, with the
+    /// entry's revision.
+    public func publish(_ entry: SliceEntry, for key: SharedJobPlan.SliceKey, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
+        let payload = Array((try? encoder.encode(entry)) ?? Data())
+        guard payload.count <= Self.maximumValueSize else {
+            let error = NATSError(status: 0, operation: "save \(key)", detail: "its checkpoint is \(payload.count) bytes, over \(Self.maximumValueSize)")
+            return loop.execute { completion(.failure(error)) }
+        }
+        jetStream.publish(payload, to: JetStream.keySubject(bucket: bucket, key: "slice.\(key.jobID).\(key.slice.index).\(key.slice.count)"),
+                          loop: loop) { result in
+            completion(result.map(\.sequence))
+        }
+    }
+
+    /// `<job>.<index>.<count>` back into a key.
+    static func sliceKey(_ text: String) -> SharedJobPlan.SliceKey? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let index = Int(parts[1]), let count = Int(parts[2]),
+              let slice = AudienceSlice(index: index, count: count) else { return nil }
+        return SharedJobPlan.SliceKey(jobID: String(parts[0]), slice: slice)
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import TouchlineCore
+
+/// A personal job as the cluster's job bucket holds it (key `job.<id>`): written once when the
+/// job is accepted, and once more with its final counts.
+///
+/// Everything a gateway needs to run any slice of it is here, so no gateway depends on the
+/// one that accepted it.
+public struct SharedJobEntry: Codable, Sendable, Equatable {
+    public var id: String
+    public var createdAtNanoseconds: Int64
+    /// The audience as stored with a job (`PersonalAudience`'s JSON text).
+    public var audience: String
+    /// The encoded Live Activity payload, sent as is to every token.
+    public var payload: Data
+    public var priority: Int
+    public var expirationNanoseconds: Int64?
+    /// Slices it is cut in (``AudienceSlice``).
+    public var slices: Int
+    /// The registry log position of the accepting gateway's copy when it accepted the job: a
+    /// slice reads its audience from a copy at least this far, so a fan registered through that
+    /// gateway before the job is in it wherever the slice runs.
+    public var registrySequence: UInt64
+    /// The sum of the slices' counts, once every slice has finished.
+    public var finished: FanOutCounters?
+    public var finishedAtNanoseconds: Int64?
+
+    public init(id: String, createdAtNanoseconds: Int64, audience: String, payload: Data, priority: Int, expirationNanoseconds: Int64?,
+                slices: Int, registrySequence: UInt64) {
+        self.id = id
+        self.createdAtNanoseconds = createdAtNanoseconds
+        self.audience = audience
+        self.payload = payload
+        self.priority = priority
+        self.expirationNanoseconds = expirationNanoseconds
+        self.slices = slices
+        self.registrySequence = registrySequence
+    }
+}
+
+/// One slice's saved progress (key `slice.<job>.<index>`): its whole checkpoint, written by the
+/// gateway running it at every save, so the next owner of its partition resumes from it.
+public struct SliceEntry: Codable, Sendable, Equatable {
+    public var checkpoint: FanOutCheckpoint
+    public var isFinished: Bool
+    /// The gateway that wrote it (diagnostics).
+    public var instance: String
+
+    public init(checkpoint: FanOutCheckpoint, isFinished: Bool, instance: String) {
+        self.checkpoint = checkpoint
+        self.isFinished = isFinished
+        self.instance = instance
+    }
+}

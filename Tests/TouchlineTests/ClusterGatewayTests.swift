@@ -20,11 +20,13 @@ struct ClusterGatewayTests {
     static let snapshotLogBytes = 1_024
 
     /// A gateway of the cluster, in this process, sending to `apns`.
-    static func gateway(_ name: String, cluster: NATSCluster, apns: MockAPNsFixture) throws -> GatewayFixture {
+    static func gateway(_ name: String, cluster: NATSCluster, apns: MockAPNsFixture,
+                        configure: @escaping (inout GatewayConfiguration) -> Void = { _ in }) throws -> GatewayFixture {
         try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/\(name)") { configuration in
             configuration.store = StoreSettings(backend: .jetstream,
                                                 jetStream: JetStreamSettings(servers: cluster.urls, instance: InstanceID(name)!, partitions: Self.partitions,
                                                                              snapshotLogBytes: Self.snapshotLogBytes))
+            configure(&configuration)
         }
     }
 

@@ -217,6 +217,7 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// the next owner resumes it from its last save. Answers still due are ignored.
     func stopSlice(_ key: SharedJobPlan.SliceKey) {
         guard let running = jobs.removeValue(forKey: PersonalJobRun.sliceKey(jobID: key.jobID, key.slice)) else { return }
+        running.isStopped = true
         running.timer?.cancel()
         running.saveTimer?.cancel()
         for job in jobs.values { advance(job, []) }
@@ -377,7 +378,7 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// A slice stopped meanwhile saves nothing more; a finished one tells ``SharedJobs`` once
     /// its last save is stored.
     private func saveSlice(_ running: PersonalJobRun, now: UnixTime) {
-        guard let shared = sharedJobs, let slice = running.slice else { return }
+        guard let shared = sharedJobs, let slice = running.slice, !running.isStopped else { return }
         let save = running.takeSliceSave(now: now)
         let key = SharedJobPlan.SliceKey(jobID: running.id, slice: slice)
         shared.save(key, checkpoint: save.checkpoint, isFinished: save.isFinished, writes: save.writes) { [self] result in
@@ -385,9 +386,10 @@ final class PersonalDispatcher: @unchecked Sendable {
             case .success(let deactivated):
                 metrics.tokensDeactivated += deactivated
                 running.saveEnded(failed: nil)
-                if save.isFinished { shared.sliceRunEnded(key) } else if jobs[running.runKey] === running { saveIfDue(running) }
+                // A run that finished while this save was out makes its last save now.
+                if save.isFinished { shared.sliceRunEnded(key) } else if !running.isStopped { saveIfDue(running) }
             case .failure(let error):
-                guard jobs[running.runKey] === running || save.isFinished else { return }
+                guard !running.isStopped else { return }
                 log.error("saving the slice's progress failed; trying again in a second", job: running.id, error: error)
                 running.saveEnded(failed: save.writes)
                 let timer = running.saveTimer ?? LoopTimer(loop: loop) { [self] in saveIfDue(running) }

@@ -29,6 +29,8 @@ final class PersonalJobRun: @unchecked Sendable {
     var saveTimer: LoopTimer?
     /// Waits in the dispatcher's list of jobs to advance at the end of the loop turn.
     var isAnswered = false
+    /// A slice stopped because its partition is no longer this gateway's: it saves nothing more.
+    var isStopped = false
     private var unsavedWrites: [TokenOperation] = []
     private var hasUnsavedProgress = false
     private var saveInStore = false

@@ -93,6 +93,44 @@ struct ClusterPersonalJobTests {
         #expect(slices.values.map(\.checkpoint.counters.sent).reduce(0, +) == 400)
     }
 
+    /// A gateway stopped gracefully in the middle of a job saves its slices' checkpoints before
+    /// it gives their partitions up; the other resumes them at once and finishes the job. A
+    /// token goes twice only if its send was still out when the stop began.
+    @Test func aGatewayStoppingInTheMiddleOfAJobHandsItsSlicesOver() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(20) }
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let maxInFlight = 8
+        let gateways = try started.add(["g1", "g2"].map {
+            try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) { $0.personalQueue.maxInFlight = maxInFlight }
+        })
+        try await eventually("both gateways serve partitions") {
+            zip(gateways, ["g1", "g2"]).allSatisfy { gateway, name in
+                let metrics = try? gateway.patientAdmin.request("GET", "/metrics").text
+                return (metrics.flatMap { metricValue($0, #"touchline_cluster_partitions_served{instance="\#(name)"}"#) } ?? 0) > 0
+            }
+        }
+        let fans = Self.tokens(1_200)
+        try Self.register(fans, through: gateways[1].patientAdmin, perRequest: 50)
+        let created = try gateways[1].patientAdmin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
+        let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
+        try await eventually("a fifth of the job sent") { apns.mock.counters().count(endpoint: .device, status: 200) >= 240 }
+        await gateways[0].shutDown(removingData: false)
+        let progress = try await GatewayDeadLetterTests.finished(jobID, on: gateways[1].patientAdmin)
+        #expect(progress?.integer("targeted") == 1_200 && progress?.integer("sent") == 1_200, "\(String(describing: progress))")
+        let slices = try await Self.savedSlices(in: cluster).filter { $0.key.jobID == jobID }
+        #expect(slices.values.allSatisfy { $0.instance == "g2" && $0.isFinished }, "g2 finished every slice, g1's from where g1 left them")
+        var seen: [String: Int] = [:]
+        for request in apns.mock.recordedRequests() where request.endpoint == .device && request.status == 200 {
+            seen[request.deviceToken ?? "", default: 0] += 1
+        }
+        #expect(Set(seen.keys) == Set(fans))
+        let twice = seen.values.count { $0 > 1 }
+        #expect(twice <= maxInFlight, "\(twice) tokens went twice")
+        print("cluster job handover: \(twice) tokens sent twice after a graceful stop")
+    }
+
     static let killAudience = 100_000
 
     /// Three `touchline serve` processes on one cluster fan a job of 100,000 tokens out; one of

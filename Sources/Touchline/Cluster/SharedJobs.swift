@@ -33,7 +33,9 @@ final class SharedJobs: @unchecked Sendable {
     private var loop: EventLoop { dispatcher.loop }
 
     private var plan: SharedJobPlan
+    /// Open jobs' entries (what their slices run), and finished jobs' final counts only.
     private var entries: [String: SharedJobEntry] = [:]
+    private var finishedJobs: [String: FanOutCounters] = [:]
     /// Each slice's last saved progress known here, with its revision.
     private var saved: [SharedJobPlan.SliceKey: (entry: SliceEntry, revision: UInt64)] = [:]
     /// Slices the plan runs here that wait for the registry copy to reach their job's position.
@@ -96,12 +98,17 @@ final class SharedJobs: @unchecked Sendable {
     private func observed(_ change: SharedJobBoard.Change) {
         switch change {
         case .job(let entry):
-            entries[entry.id] = entry
             plan.jobChanged(entry.id, .init(sliceCount: entry.slices, isFinished: entry.finished != nil))
-            if entry.finished != nil { saved = saved.filter { $0.key.jobID != entry.id } }
+            if let counters = entry.finished {
+                entries[entry.id] = nil
+                finishedJobs[entry.id] = counters
+                saved = saved.filter { $0.key.jobID != entry.id }
+            } else if finishedJobs[entry.id] == nil {
+                entries[entry.id] = entry
+            }
         case .slice(let key, let entry, let revision):
             // The watch may still deliver what this gateway's own later save replaced.
-            guard entries[key.jobID]?.finished == nil, revision > saved[key]?.revision ?? 0 else { return }
+            guard finishedJobs[key.jobID] == nil, revision > saved[key]?.revision ?? 0 else { return }
             saved[key] = (entry, revision)
             plan.sliceChanged(key, .init(counters: entry.checkpoint.counters, isFinished: entry.isFinished))
         case .caughtUp:
@@ -256,10 +263,10 @@ final class SharedJobs: @unchecked Sendable {
         loop.execute { [self] in
             let broken = brokenJobs[jobID]
             var answer: (status: PersonalJobStatus, counts: PersonalJobCounts)?
-            if let entry = entries[jobID] {
-                if let finished = entry.finished {
-                    answer = (.done, PersonalJobCounts(finished))
-                } else if let progress = plan.progress(of: jobID) {
+            if let finished = finishedJobs[jobID] {
+                answer = (.done, PersonalJobCounts(finished))
+            } else if entries[jobID] != nil {
+                if let progress = plan.progress(of: jobID) {
                     let started = saved.keys.contains { $0.jobID == jobID }
                     answer = (started ? .running : .pending, PersonalJobCounts(progress.counters))
                 }

@@ -37,6 +37,14 @@ struct ClusterPersonalJobTests {
         init(_ description: String) { self.description = description }
     }
 
+    /// Whether gateways g1, g2, ... (in that order) each serve partitions now.
+    static func everyGatewayServes(_ admins: [GatewayTestClient]) -> Bool {
+        admins.enumerated().allSatisfy { index, admin in
+            let metrics = try? admin.request("GET", "/metrics").text
+            return (metrics.flatMap { metricValue($0, #"touchline_cluster_partitions_served{instance="g\#(index + 1)"}"#) } ?? 0) > 0
+        }
+    }
+
     /// The slices' last saved progress in the cluster's job bucket, read by a client of the test.
     static func savedSlices(in cluster: NATSCluster) async throws -> [SharedJobPlan.SliceKey: SliceEntry] {
         let loop = EventLoop.start(name: "bucket-reader")
@@ -71,12 +79,7 @@ struct ClusterPersonalJobTests {
         let gateways = try started.add(["g1", "g2"].map {
             try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) { $0.personalQueue.saveInterval = .milliseconds(1) }
         })
-        try await eventually("both gateways serve partitions") {
-            zip(gateways, ["g1", "g2"]).allSatisfy { gateway, name in
-                let metrics = try? gateway.patientAdmin.request("GET", "/metrics").text
-                return (metrics.flatMap { metricValue($0, #"touchline_cluster_partitions_served{instance="\#(name)"}"#) } ?? 0) > 0
-            }
-        }
+        try await eventually("both gateways serve partitions") { Self.everyGatewayServes(gateways.map(\.patientAdmin)) }
         let fans = Self.tokens(400)
         try Self.register(fans, through: gateways[0].patientAdmin, perRequest: 50)
         let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: gateways[0].patientAdmin)
@@ -105,12 +108,7 @@ struct ClusterPersonalJobTests {
         let gateways = try started.add(["g1", "g2"].map {
             try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) { $0.personalQueue.maxInFlight = maxInFlight }
         })
-        try await eventually("both gateways serve partitions") {
-            zip(gateways, ["g1", "g2"]).allSatisfy { gateway, name in
-                let metrics = try? gateway.patientAdmin.request("GET", "/metrics").text
-                return (metrics.flatMap { metricValue($0, #"touchline_cluster_partitions_served{instance="\#(name)"}"#) } ?? 0) > 0
-            }
-        }
+        try await eventually("both gateways serve partitions") { Self.everyGatewayServes(gateways.map(\.patientAdmin)) }
         let fans = Self.tokens(1_200)
         try Self.register(fans, through: gateways[1].patientAdmin, perRequest: 50)
         let created = try gateways[1].patientAdmin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
@@ -151,12 +149,7 @@ struct ClusterPersonalJobTests {
         }
         let gateways = [try await serve("g1"), try await serve("g2"), try await serve("g3")]
         let admins = gateways.map { $0.admin.waiting(upTo: 60) }
-        try await eventually("every gateway serves partitions", timeout: .seconds(30)) {
-            zip(admins, ["g1", "g2", "g3"]).allSatisfy { admin, name in
-                let metrics = try? admin.request("GET", "/metrics").text
-                return (metrics.flatMap { metricValue($0, #"touchline_cluster_partitions_served{instance="\#(name)"}"#) } ?? 0) > 0
-            }
-        }
+        try await eventually("every gateway serves partitions", timeout: .seconds(30)) { Self.everyGatewayServes(admins) }
         let fans = Self.tokens(Self.killAudience)
         try Self.register(fans, through: admins[0], perRequest: 5_000)
 

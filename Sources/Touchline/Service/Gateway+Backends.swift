@@ -81,7 +81,8 @@ extension Gateway {
 
     /// The cluster's channel store, and the personal file in the data directory holding this
     /// gateway's copy of the shared token registry (brought up to the registry log's end before
-    /// the gateway serves) and its own jobs (docs/cluster.md, "The shared token registry").
+    /// the gateway serves) and what it keeps to itself: jobs stored before it joined, dead letters,
+    /// idempotency keys (docs/cluster.md, "The shared token registry", "Personal jobs on the cluster").
     static func clusterStores(_ node: ClusterNode, _ configuration: GatewayConfiguration) throws -> Stores {
         let personalPath = configuration.dataDirectory + "/personal.sqlite"
         let personalFile = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness),

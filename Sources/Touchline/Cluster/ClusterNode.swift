@@ -50,6 +50,8 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     private var leaveTimer: LoopTimer?
     /// Listings asked by the other gateways (`ClusterNode+Listing.swift`).
     private var memberSubscription: NATSSubscription?
+    /// Reconciliation with APNs' list-all, while this gateway holds partition 0.
+    private(set) var reconciler: ClusterReconciler?
 
     private enum PartitionState {
         /// Its log is being read; requests for it get 503 meanwhile.
@@ -162,6 +164,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         memberSubscription = try NATSSubscription.subscribe(connection, to: memberSubject(settings.instance), loop: ingestLoop) {
             [weak self] message in self?.serveListing(message)
         }
+        let reconciler = ClusterReconciler(node: self, service: service, log: log)
+        try reconciler.start()
+        self.reconciler = reconciler
         try keeper.start()
     }
 
@@ -372,6 +377,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// ingest loop when the keeper has left, or after a lease's time at most.
     func leave(done: @escaping () -> Void) {
         guard !hasLeft else { return done() }
+        reconciler?.stop()
         var called = false
         let once = { if !called { called = true; done() } }
         left.append(once)

@@ -26,7 +26,7 @@ public struct StoreSettings: Sendable, Equatable {
 
     /// Members of the `store` object besides `backend`: the cluster's.
     static let clusterMembers = ["servers", "instance", "token", "user", "password", "credentialsFile", "nkey", "tls", "prefix",
-                                 "replicas", "partitions", "snapshotLogBytes"]
+                                 "replicas", "partitions", "snapshotLogBytes", "reconcileIntervalSeconds"]
 
     /// Settings from JSON: `{"backend": "sqlite"}`, or `{"backend": "jetstream", "servers": [...], ...}`.
     init(json value: JSONValue, defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -85,9 +85,15 @@ public struct JetStreamSettings: Sendable, Equatable {
     /// trimmed below it: a new owner reads the snapshot and what follows (docs/cluster.md,
     /// "Snapshots"). Lower: faster takeovers, more snapshot writes.
     public var snapshotLogBytes: Int
+    /// How often the gateway holding partition 0 compares Apple's list of the app's channels
+    /// with every gateway's channels; an APNs channel unaccounted for in two rounds this far
+    /// apart is an orphan of a lost create and is deleted at Apple (docs/cluster.md,
+    /// "Reconciliation with APNs' list-all"). Longer than any create takes to save its id.
+    public var reconcileInterval: Duration
 
     public init(servers: [String], instance: InstanceID, authentication: NATSSettings.Authentication = .none, tls: NATSSettings.TLS? = nil,
-                prefix: String = "touchline", replicas: Int = 3, partitions: Int = 64, snapshotLogBytes: Int = 262_144) {
+                prefix: String = "touchline", replicas: Int = 3, partitions: Int = 64, snapshotLogBytes: Int = 262_144,
+                reconcileInterval: Duration = .seconds(600)) {
         self.servers = servers
         self.instance = instance
         self.authentication = authentication
@@ -96,6 +102,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         self.replicas = replicas
         self.partitions = partitions
         self.snapshotLogBytes = snapshotLogBytes
+        self.reconcileInterval = reconcileInterval
     }
 
     init(members: [String: JSONValue], defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -125,6 +132,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         replicas = try ConfigurationMembers.integer(members, "replicas", 1...5) ?? 3
         partitions = try ConfigurationMembers.integer(members, "partitions", 1...4096) ?? 64
         snapshotLogBytes = try ConfigurationMembers.integer(members, "snapshotLogBytes", 1_024...1_073_741_824) ?? 262_144
+        reconcileInterval = .seconds(try ConfigurationMembers.integer(members, "reconcileIntervalSeconds", 1...86_400) ?? 600)
     }
 
     /// At most one way to authenticate: a token, a user and password, a `.creds` file, or an nkey.
@@ -183,7 +191,8 @@ public struct JetStreamSettings: Sendable, Equatable {
             parts.append("tls: " + [tls.caFile.map { "CA \($0)" }, tls.certificateFile.map { "certificate \($0)" },
                                     tls.expectedHostname.map { "host name \($0)" }].compactMap { $0 }.joined(separator: ", "))
         }
-        parts += ["prefix: \(prefix)", "replicas: \(replicas)", "partitions: \(partitions)", "snapshotLogBytes: \(snapshotLogBytes)"]
+        parts += ["prefix: \(prefix)", "replicas: \(replicas)", "partitions: \(partitions)", "snapshotLogBytes: \(snapshotLogBytes)",
+                  "reconcileIntervalSeconds: \(reconcileInterval.components.seconds)"]
         return parts.joined(separator: "; ")
     }
 }

@@ -2,7 +2,8 @@ import TouchlineCore
 
 /// What operators see of a cluster gateway (the `jetstream` store backend): in `/readyz`, its
 /// NATS connection and the partitions it serves; on `/metrics`, the same as gauges, the
-/// requests it handed to other gateways by outcome, and what it did with partition snapshots.
+/// requests it handed to other gateways by outcome, what it did with partition snapshots, and
+/// its rounds of reconciliation with APNs' list-all.
 extension OperatorsAPI {
     /// The `cluster` member of `/readyz` (nil for a gateway on its own).
     func clusterJSON() -> JSONValue? {
@@ -49,6 +50,18 @@ extension OperatorsAPI {
                                    help: "Partition log messages removed below a snapshot (a new owner reads from the snapshot on).",
                                    kind: .counter)
         trimmed.add(Int(clamping: counts.trimmedMessages), instance)
-        return [connected, served, members, forwarded, snapshots, trimmed]
+        var rounds = MetricFamily("touchline_cluster_reconcile_rounds_total",
+                                  help: "Rounds of reconciliation with APNs' list-all run here (while this gateway holds partition 0), by outcome: complete, incomplete (a partition unaccounted for, or a gateway that did not answer), list_failed.",
+                                  kind: .counter)
+        var orphans = MetricFamily("touchline_cluster_orphans_deleted_total",
+                                   help: "APNs channels no gateway accounted for in two reconciliation rounds (orphans of lost creates), deleted at Apple by this gateway.",
+                                   kind: .counter)
+        if let reconciler = cluster.reconciler {
+            for outcome in ["complete", "incomplete", "list_failed"] {
+                rounds.add(reconciler.rounds[outcome] ?? 0, ["instance": name, "outcome": outcome])
+            }
+            orphans.add(reconciler.orphansDeleted, instance)
+        }
+        return [connected, served, members, forwarded, snapshots, trimmed, rounds, orphans]
     }
 }

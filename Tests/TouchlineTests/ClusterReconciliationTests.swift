@@ -1,0 +1,47 @@
+import APNsMock
+import Foundation
+import NATSServers
+import Testing
+import TestSlots
+import Touchline
+import TouchlineCore
+
+/// Reconciliation with APNs' list-all on a cluster: the gateway holding partition 0 deletes the
+/// APNs channels no gateway accounts for, once two rounds an interval apart agree, and never a
+/// channel any gateway runs (docs/cluster.md, "Reconciliation with APNs' list-all").
+@Suite("Cluster reconciliation with APNs", .heavy(weight: 2))
+struct ClusterReconciliationTests {
+    @Test func anOrphanAtAppleIsDeletedByOneGatewayAndEveryChannelOfTheClusterIsKept() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture()
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try started.add(["g1", "g2"].map {
+            try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) { $0.store.jetStream?.reconcileInterval = .seconds(1) }
+        })
+        try await eventually("both gateways serve partitions") { ClusterPersonalJobTests.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        // Channels created while the rounds run: a create whose id is being saved is never taken for an orphan.
+        let channels = (1...8).map { "match-\($0)" }
+        let orphan = try #require(apns.mock.createChannel(storagePolicy: 0))
+        try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
+        let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[0].patientAdmin)
+
+        try await eventually("the orphan deleted at Apple", timeout: .seconds(30)) { apns.mock.channels()[orphan] == nil }
+        // Two more rounds: the cluster's own channels stay.
+        try await Task.sleep(for: .seconds(2.5))
+        let atApple = apns.mock.channels()
+        #expect(apnsIDs.values.allSatisfy { atApple[$0] != nil }, "every channel of the cluster is still at Apple")
+        let deletions = apns.mock.recordedRequests().filter { $0.method == "DELETE" }
+        #expect(deletions.count == 1, "one gateway deleted the orphan, once: \(deletions.map { "\($0.path) \($0.status)" })")
+
+        let metrics = try gateways.map { try $0.patientAdmin.request("GET", "/metrics").text }
+        let deleted = zip(["g1", "g2"], metrics).map { name, text in
+            metricValue(text, #"touchline_cluster_orphans_deleted_total{instance="\#(name)"}"#) ?? -1
+        }
+        #expect(deleted.sorted() == [0, 1], "\(deleted)")
+        let completeRounds = zip(["g1", "g2"], metrics).map { name, text in
+            metricValue(text, #"touchline_cluster_reconcile_rounds_total{instance="\#(name)",outcome="complete"}"#) ?? 0
+        }
+        #expect(completeRounds.filter { $0 > 0 }.count == 1, "rounds run on the gateway holding partition 0 only: \(completeRounds)")
+    }
+}

@@ -6,7 +6,9 @@ import TouchlineRuntime
 /// The cluster's personal jobs on a key-value bucket (`<prefix>_jobs`): a job's entry
 /// (``SharedJobEntry``, key `job.<id>`) and each slice's progress (``SliceEntry``, key
 /// `slice.<id>.<index>`). Every gateway watches the whole bucket; what it runs is decided by
-/// ``SharedJobPlan`` from that watch and its partition leases.
+/// ``SharedJobPlan`` from that watch and its partition leases. A kickoff whose channel ended is
+/// cancelled by a key of its own (`cancel.<id>`, the time it was cancelled at), so the
+/// cancellation never races the job's final counts for one key.
 ///
 /// Writes are plain publishes, not compare-and-set: a slice is written only by the owner of its
 /// partition (the lease is the fence, checked before every write and send) and a job's entry
@@ -22,6 +24,9 @@ public final class SharedJobBoard: @unchecked Sendable {
         /// A slice's progress, with its revision (the bucket's stream sequence): a gateway's own
         /// later write may be known before the watch shows an earlier one.
         case slice(SharedJobPlan.SliceKey, SliceEntry, revision: UInt64)
+        /// The job was cancelled at this time (its kickoff's channel ended): whatever of it is
+        /// not sent by then counts as expired.
+        case cancelled(jobID: String, atNanoseconds: Int64)
         /// Everything the bucket held when the watch began has been delivered.
         case caughtUp
     }
@@ -79,6 +84,8 @@ public final class SharedJobBoard: @unchecked Sendable {
             } else if key.hasPrefix("slice."), let sliceKey = Self.sliceKey(String(key.dropFirst("slice.".count))),
                       let entry = try? decoder.decode(SliceEntry.self, from: Data(message.payload)) {
                 onChange(.slice(sliceKey, entry, revision: message.stream?.sequence ?? 0))
+            } else if key.hasPrefix("cancel."), let at = Int64(String(decoding: message.payload, as: UTF8.self)) {
+                onChange(.cancelled(jobID: String(key.dropFirst("cancel.".count)), atNanoseconds: at))
             } else {
                 onUnreadable(String(key))
             }
@@ -119,6 +126,14 @@ public final class SharedJobBoard: @unchecked Sendable {
         jetStream.publish(payload, to: JetStream.keySubject(bucket: bucket, key: "slice.\(key.jobID).\(key.slice.index).\(key.slice.count)"),
                           loop: loop) { result in
             completion(result.map(\.sequence))
+        }
+    }
+
+    /// Cancels a job from `atNanoseconds` on; `completion` on the loop once the cluster has it.
+    public func cancel(jobID: String, atNanoseconds: Int64, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
+        jetStream.publish(Array(String(atNanoseconds).utf8), to: JetStream.keySubject(bucket: bucket, key: "cancel.\(jobID)"),
+                          conditions: JetStream.PublishConditions(messageID: "cancel-\(jobID)"), loop: loop) { result in
+            completion(result.map { _ in () })
         }
     }
 

@@ -8,8 +8,11 @@ import TouchlineRuntime
 /// A standalone connection over real TLS on loopback, against Debian's nghttpd: what only a real
 /// transport shows (a round trip through TLS, back-pressure on the socket buffer). The protocol
 /// behaviour is tested in memory (`InMemoryStreamTests`, `InMemoryLifecycleTests`).
-@Suite("Client connection round trips", .serialized, .timeLimit(.minutes(3)), .heavy)
+@Suite("Client connection round trips", .serialized, .timeLimit(.minutes(10)), .heavy)
 struct ClientConnectionTests {
+    // The time limit only catches a hang: it also counts the wait for a heavy-test slot, which a
+    // full parallel run can make minutes long (the 100,000-token cluster test holds three).
+
     @Test func getAndPostRoundTripWithStatusHeadersAndBody() async throws {
         let server = try ServerProcess.nghttpd()
         let client = try TestClient(port: server.port)

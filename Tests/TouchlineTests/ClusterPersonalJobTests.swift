@@ -134,6 +134,45 @@ struct ClusterPersonalJobTests {
         print("cluster job handover: \(twice) tokens sent twice after a graceful stop")
     }
 
+    /// Ending a channel cancels its kickoff on every gateway: the slices running on the gateway
+    /// that does not own the channel stop too, and the rest of the audience counts as expired.
+    @Test func endingAChannelCancelsItsKickoffOnEveryGateway() async throws {
+        let cluster = try await NATSCluster.start()
+        // Each start answered after 250 ms, 4 in flight per gateway: the 400 starts take 12 s or more.
+        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(250) }
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try started.add(["g1", "g2"].map {
+            try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) { $0.personalQueue.maxInFlight = 4 }
+        })
+        try await eventually("both gateways serve partitions") { Self.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        let api = gateways[0].patientAdmin
+        let created = try api.request("POST", "/v1/channels", json: #"{"id": "k1", "storagePolicy": "no-storage", "policy": {"endGracePeriodSeconds": 0}}"#)
+        #expect(created.status == 201, "\(created.text)")
+        try Self.register(Self.tokens(400), through: api, perRequest: 50)
+        let kickoff = try gateways[1].patientAdmin.request("POST", "/v1/channels/k1/start", json: GatewayKickoffTests.startBody)
+        let jobID = try #require(kickoff.json?.string("jobId"), "\(kickoff.text)")
+        func starts() -> Int { apns.mock.recordedRequests().count { $0.endpoint == .device } }
+        try await eventually("the kickoff under way") { starts() >= 20 }
+        let running = Set(try await Self.savedSlices(in: cluster).filter { $0.key.jobID == jobID }.values.map(\.instance))
+        #expect(running == ["g1", "g2"], "the kickoff runs on both gateways: \(running)")
+        #expect(try api.request("POST", "/v1/channels/k1/end").status == 202)
+        let atEnd = starts()
+
+        let progress: JSONValue?
+        do { progress = try await GatewayDeadLetterTests.finished(jobID, on: api) } catch {
+            let slices = try await Self.savedSlices(in: cluster).filter { $0.key.jobID == jobID }
+            Issue.record("\(try api.request("GET", "/v1/personal/\(jobID)").text) \(slices.sorted { $0.key < $1.key }.map { "\($0.key.slice.index):\($0.value.instance):\($0.value.isFinished):\($0.value.checkpoint.counters)" })")
+            throw error
+        }
+        let sent = try #require(progress?.integer("sent")), expired = try #require(progress?.integer("expired"))
+        #expect(progress?.integer("targeted") == 400 && sent + expired == 400, "\(String(describing: progress))")
+        #expect(expired > 0 && sent < 400)
+        // Beyond the starts in flight when the end committed, at most those the other gateway
+        // sent before the cancellation reached it through the bucket (milliseconds at 4 in flight).
+        #expect(starts() <= atEnd + 16, "\(starts()) starts, \(atEnd) at the end")
+    }
+
     static let killAudience = 100_000
 
     /// Three `touchline serve` processes on one cluster fan a job of 100,000 tokens out; one of

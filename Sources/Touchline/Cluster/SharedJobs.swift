@@ -35,6 +35,9 @@ final class SharedJobs: @unchecked Sendable {
     private var plan: SharedJobPlan
     /// Open jobs' entries (what their slices run), and finished jobs' final counts only.
     private var entries: [String: SharedJobEntry] = [:]
+    /// Open kickoffs by the APNs channel their starts name, and jobs cancelled with the time.
+    private var kickoffs: [String: Set<String>] = [:]
+    private var cancelled: [String: UnixTime] = [:]
     private var finishedJobs: [String: FanOutCounters] = [:]
     /// Each slice's last saved progress known here, with its revision.
     private var saved: [SharedJobPlan.SliceKey: (entry: SliceEntry, revision: UInt64)] = [:]
@@ -105,12 +108,23 @@ final class SharedJobs: @unchecked Sendable {
                 saved = saved.filter { $0.key.jobID != entry.id }
             } else if finishedJobs[entry.id] == nil {
                 entries[entry.id] = entry
+                if let channel = try? StoredJob(Self.record(of: entry)).inputPushChannel { kickoffs[channel, default: []].insert(entry.id) }
+            }
+            if entry.finished != nil {
+                cancelled[entry.id] = nil
+                for channel in kickoffs.keys { kickoffs[channel]?.remove(entry.id) }
+                kickoffs = kickoffs.filter { !$0.value.isEmpty }
             }
         case .slice(let key, let entry, let revision):
             // The watch may still deliver what this gateway's own later save replaced.
             guard finishedJobs[key.jobID] == nil, revision > saved[key]?.revision ?? 0 else { return }
             saved[key] = (entry, revision)
             plan.sliceChanged(key, .init(counters: entry.checkpoint.counters, isFinished: entry.isFinished))
+        case .cancelled(let jobID, let nanoseconds):
+            guard finishedJobs[jobID] == nil, cancelled[jobID] == nil else { return }
+            let at = UnixTime(nanoseconds: nanoseconds)
+            cancelled[jobID] = at
+            dispatcher.expireSlices(ofJob: jobID, at: at)
         case .caughtUp:
             break
         }
@@ -150,7 +164,8 @@ final class SharedJobs: @unchecked Sendable {
         let checkpoint = saved[key]?.entry.checkpoint
             ?? FanOutCheckpoint(cursor: key.slice.startCursor, counters: FanOutCounters(), pending: [], endedAfterCursor: [])
         do {
-            try dispatcher.runSlice(key, of: Self.record(of: entry), checkpoint: checkpoint, maximumWindow: SharedJobBoard.maximumSliceWindow)
+            try dispatcher.runSlice(key, of: Self.record(of: entry), checkpoint: checkpoint, maximumWindow: SharedJobBoard.maximumSliceWindow,
+                                    expiredAt: cancelled[key.jobID])
             slicesStarted += 1
         } catch {
             // It stays "running" in the plan, so it is not tried again: it can never be sent.
@@ -193,6 +208,19 @@ final class SharedJobs: @unchecked Sendable {
             switch result {
             case .success: publish()
             case .failure(let error): failed(error.description)
+            }
+        }
+    }
+
+    /// Cancels the kickoffs into a channel that ends or is deleted, on every gateway running
+    /// their slices (the channel's owner calls it with its own ``PersonalDispatcher/closeKickoffs(into:settled:)``).
+    func cancelKickoffs(into apnsChannelID: String) {
+        let now = clock.now()
+        for jobID in (kickoffs[apnsChannelID] ?? []).sorted() where cancelled[jobID] == nil {
+            board.cancel(jobID: jobID, atNanoseconds: now.nanoseconds) { [self] result in
+                if case .failure(let error) = result {
+                    log.error("cancelling the kickoff on the cluster failed: \(error); its slices on other gateways finish it", job: jobID)
+                }
             }
         }
     }

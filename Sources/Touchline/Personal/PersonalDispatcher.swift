@@ -100,6 +100,8 @@ final class PersonalDispatcher: @unchecked Sendable {
     func closeKickoffs(into apnsChannelID: String, settled: @escaping @Sendable () -> Void = {}) {
         loop.execute { [self] in
             kickoffChannels.closed(apnsChannelID, settled: settled)
+            // On a cluster, the kickoff's slices elsewhere are cancelled through the job bucket.
+            sharedJobs?.cancelKickoffs(into: apnsChannelID)
             let now = clock.now()
             for running in jobs.values where running.inputPushChannel == apnsChannelID {
                 log.notice("the job's channel ended: targets not sent yet count as expired", job: running.id)
@@ -198,8 +200,9 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// A slice is not tied to a kickoff's channel here: that channel's owner may be another
     /// gateway (docs/cluster.md, "Personal jobs on the cluster").
     /// `maximumWindow` caps the fan-out window, and with it what the slice's checkpoint lists.
+    /// `expiredAt`: the job was cancelled then (its kickoff's channel ended).
     func runSlice(_ key: SharedJobPlan.SliceKey, of record: PersonalJobRecord, checkpoint: FanOutCheckpoint,
-                  maximumWindow: Int) throws(StoredJob.Broken) {
+                  maximumWindow: Int, expiredAt: UnixTime?) throws(StoredJob.Broken) {
         guard !isStopping else { return }
         let stored = try StoredJob(record)
         let limits = FanOutJob.Limits(window: min(settings.window, maximumWindow), maxInFlight: settings.maxInFlight,
@@ -208,9 +211,19 @@ final class PersonalDispatcher: @unchecked Sendable {
                                      tokenKind: stored.event == "start" ? .pushToStart : .update, inputPushChannel: stored.inputPushChannel,
                                      limits: limits, settings: settings, seed: UInt64(bitPattern: clock.now().nanoseconds))
         guard jobs[running.runKey] == nil else { return }
+        if let expiredAt { running.job.expire(at: expiredAt) }
         jobs[running.runKey] = running
         running.noteProgress()
         for job in jobs.values { advance(job, []) }
+    }
+
+    /// Ends the slices of a cluster's job running here as if they expired at `time` (its
+    /// kickoff was cancelled on the channel owner's gateway).
+    func expireSlices(ofJob jobID: String, at time: UnixTime) {
+        for running in jobs.values where running.id == jobID && running.slice != nil {
+            running.job.expire(at: time)
+            advance(running, [])
+        }
     }
 
     /// Stops a slice at once, without saving: its partition is no longer this gateway's, and
@@ -234,6 +247,9 @@ final class PersonalDispatcher: @unchecked Sendable {
             actions = more
         }
         if running.job.isFinished {
+            // Its end is saved even when nothing since the last save said so (targets that
+            // expired without a send: a cancelled kickoff whose starts waited for a free slot).
+            running.noteProgress()
             metrics.jobFinished(running.job)
             jobs[running.runKey] = nil
             running.timer?.cancel()

@@ -94,6 +94,11 @@ struct ClusterPersonalJobTests {
         #expect(slices.count == 16 && slices.values.allSatisfy(\.isFinished))
         #expect(Set(slices.values.map(\.instance)) == ["g1", "g2"], "the slices ran on both gateways")
         #expect(slices.values.map(\.checkpoint.counters.sent).reduce(0, +) == 400)
+        // Operators see the slices each gateway started: 16 between them.
+        let slicesStarted = try gateways.map { gateway in
+            metricValue(try gateway.patientAdmin.request("GET", "/metrics").text, "touchline_personal_slices_started_total") ?? 0
+        }
+        #expect(slicesStarted.allSatisfy { $0 > 0 } && slicesStarted.reduce(0, +) == 16, "\(slicesStarted)")
     }
 
     /// A gateway stopped gracefully in the middle of a job saves its slices' checkpoints before

@@ -124,6 +124,13 @@ extension OperatorsAPI {
         var targets = MetricFamily("touchline_personal_targets_pending", help: "Fetched personal targets not yet sent, failed or expired.",
                                    kind: .gauge)
         targets.add(loops.personal.targetsPending)
+        var slices = MetricFamily("touchline_personal_slices_running",
+                                  help: "On a cluster: slices of the cluster's personal jobs this gateway runs now (those of its partitions).",
+                                  kind: .gauge)
+        slices.add(loops.personal.slicesRunning)
+        var slicesStarted = counter("touchline_personal_slices_started_total",
+                                    "On a cluster: slices of the cluster's personal jobs started here (from their start, or taken over from their last save).")
+        slicesStarted.add(loops.personal.slicesStarted)
         var latency = MetricFamily("touchline_ingest_to_apns_seconds",
                                    help: "From accepting the oldest event a push carries to APNs accepting that push, by priority.",
                                    kind: .histogram)
@@ -138,7 +145,7 @@ extension OperatorsAPI {
                                   "Provider API requests refused with 429 by their key's rate limit, by the key's scope (admin or channel prefix).")
         for (scope, count) in requestLimits.refusedByScope.sorted(by: { $0.key < $1.key }) { rateLimited.add(count, ["scope": scope]) }
         return [mode, rateLimited, channelCount, received, duplicates, rejected, stateChanges, pushes, coalesced, deferrals, downgrades, responses, retries,
-                deactivated, deadLetters, queues, inFlight, open, maxStreams, budget, tokenAge, skew, hold, held, jobs, targets, latency,
+                deactivated, deadLetters, queues, inFlight, open, maxStreams, budget, tokenAge, skew, hold, held, jobs, targets, slices, slicesStarted, latency,
                 responseTimes]
     }
 

@@ -63,7 +63,11 @@ final class PersonalDispatcher: @unchecked Sendable {
 
     /// The queue's figures now; call on ``loop``.
     func metricsSnapshot() -> PersonalSnapshot {
-        metrics.snapshot(running: jobs.values.map(\.job), inFlight: inFlight)
+        var snapshot = metrics.snapshot(running: jobs.values.map(\.job), inFlight: inFlight)
+        snapshot.jobsRunning = Set(jobs.values.map(\.id)).count
+        snapshot.slicesRunning = jobs.values.count { $0.slice != nil }
+        snapshot.slicesStarted = sharedJobs?.slicesStarted ?? 0
+        return snapshot
     }
 
     /// Starts fanning out a durable job (any thread; the work moves to the personal loop).

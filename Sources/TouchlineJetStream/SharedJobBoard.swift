@@ -27,8 +27,6 @@ public final class SharedJobBoard: @unchecked Sendable {
         /// The job was cancelled at this time (its kickoff's channel ended): whatever of it is
         /// not sent by then counts as expired.
         case cancelled(jobID: String, atNanoseconds: Int64)
-        /// Everything the bucket held when the watch began has been delivered.
-        case caughtUp
     }
 
     /// Largest value the bucket takes: a slice's checkpoint lists at most a fan-out window of
@@ -65,38 +63,27 @@ public final class SharedJobBoard: @unchecked Sendable {
     public func start(onChange: @escaping (Change) -> Void, onUnreadable: @escaping (String) -> Void) throws(NATSError) {
         self.onChange = onChange
         self.onUnreadable = onUnreadable
-        let empty = (try? JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }?.messages) == 0
         watch = try jetStream.subscribeOrdered(to: "$KV.\(bucket).>", from: .lastPerSubject, loop: loop) { [weak self] message in
             self?.observed(message)
         }
-        if empty { loop.execute { [self] in announceCaughtUp() } }
     }
 
     private var onChange: (Change) -> Void = { _ in }
     private var onUnreadable: (String) -> Void = { _ in }
-    private var caughtUp = false
 
     private func observed(_ message: NATSMessage) {
         let key = message.subject.dropFirst("$KV.\(bucket).".count)
-        if message.headers["KV-Operation"] == nil {
-            if key.hasPrefix("job."), let entry = try? decoder.decode(SharedJobEntry.self, from: Data(message.payload)) {
-                onChange(.job(entry))
-            } else if key.hasPrefix("slice."), let sliceKey = Self.sliceKey(String(key.dropFirst("slice.".count))),
-                      let entry = try? decoder.decode(SliceEntry.self, from: Data(message.payload)) {
-                onChange(.slice(sliceKey, entry, revision: message.stream?.sequence ?? 0))
-            } else if key.hasPrefix("cancel."), let at = Int64(String(decoding: message.payload, as: UTF8.self)) {
-                onChange(.cancelled(jobID: String(key.dropFirst("cancel.".count)), atNanoseconds: at))
-            } else {
-                onUnreadable(String(key))
-            }
+        guard message.headers["KV-Operation"] == nil else { return }
+        if key.hasPrefix("job."), let entry = try? decoder.decode(SharedJobEntry.self, from: Data(message.payload)) {
+            onChange(.job(entry))
+        } else if key.hasPrefix("slice."), let sliceKey = Self.sliceKey(String(key.dropFirst("slice.".count))),
+                  let entry = try? decoder.decode(SliceEntry.self, from: Data(message.payload)) {
+            onChange(.slice(sliceKey, entry, revision: message.stream?.sequence ?? 0))
+        } else if key.hasPrefix("cancel."), let at = Int64(String(decoding: message.payload, as: UTF8.self)) {
+            onChange(.cancelled(jobID: String(key.dropFirst("cancel.".count)), atNanoseconds: at))
+        } else {
+            onUnreadable(String(key))
         }
-        if message.stream?.pending == 0 { announceCaughtUp() }
-    }
-
-    private func announceCaughtUp() {
-        guard !caughtUp else { return }
-        caughtUp = true
-        onChange(.caughtUp)
     }
 
     public func stop() {

@@ -125,8 +125,6 @@ final class SharedJobs: @unchecked Sendable {
             let at = UnixTime(nanoseconds: nanoseconds)
             cancelled[jobID] = at
             dispatcher.expireSlices(ofJob: jobID, at: at)
-        case .caughtUp:
-            break
         }
         act()
     }

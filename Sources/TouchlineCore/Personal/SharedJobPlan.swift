@@ -60,10 +60,11 @@ public struct SharedJobPlan: Sendable {
     }
 
     public let partitioning: ChannelPartitioning
-    private(set) var jobs: [String: JobState] = [:]
+    private var jobs: [String: JobState] = [:]
     private var slices: [SliceKey: SliceState] = [:]
     private var owned: Set<Int> = []
-    private(set) public var running: Set<SliceKey> = []
+    /// Slices this plan has started here and not seen end or stop.
+    public private(set) var running: Set<SliceKey> = []
     private var finishing: Set<String> = []
 
     public init(partitioning: ChannelPartitioning) {

@@ -46,6 +46,33 @@ struct GatewayKickoffCancellationTests {
         #expect(kickoff.status == 409 && kickoff.errorCode == "channel_not_active")
     }
 
+    /// A kickoff cancelled while none of its starts is in flight (every free slot taken by
+    /// another job) ends at once, and its end is saved: it is `done`, not `running` for ever.
+    @Test func aKickoffCancelledWithNothingInFlightIsSavedDone() async throws {
+        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(250) }
+        let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data", maxBodyBytes: 1 << 20,
+                                         personalQueue: PersonalQueueSettings(maxInFlight: 1))
+        defer { Task { await fixture.shutDown(); await apns.shutDown() } }
+        let api = fixture.admin
+        for id in ["k1", "k2"] {
+            let created = try api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage", "policy": {"endGracePeriodSeconds": 0}}"#)
+            #expect(created.status == 201, "\(created.text)")
+        }
+        let tokens = (0..<100).map(GatewayPersonalAPITests.token)
+        let registrations = tokens.map { #"{"token": "\#($0)", "kind": "push-to-start", "follows": ["team:ARS"]}"# }.joined(separator: ",")
+        #expect(try api.request("POST", "/v1/tokens/batch", json: #"{"tokens": [\#(registrations)]}"#).status == 201)
+        // The first kickoff holds the one send slot; the second waits for it with nothing in flight.
+        let first = try #require(try api.request("POST", "/v1/channels/k1/start", json: GatewayKickoffTests.startBody).json?.string("jobId"))
+        try await eventually("the first kickoff under way") { apns.mock.recordedRequests().contains { $0.endpoint == .device } }
+        let second = try #require(try api.request("POST", "/v1/channels/k2/start", json: GatewayKickoffTests.startBody).json?.string("jobId"))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try api.request("POST", "/v1/channels/k2/end").status == 202)
+
+        let progress = try await GatewayDeadLetterTests.finished(second, on: api)
+        #expect(progress?.integer("expired") == 100 && progress?.integer("sent") == 0, "\(String(describing: progress))")
+        #expect(try api.request("GET", "/v1/personal/\(first)").json?.string("status") != "done", "the first kickoff still runs")
+    }
+
     /// A stored job that fails its check at start is never run and is shown as broken; the
     /// other jobs run.
     @Test func aDamagedStoredJobIsShownBrokenAndNeverSent() async throws {

@@ -35,8 +35,7 @@ final class SharedJobs: @unchecked Sendable {
     private var plan: SharedJobPlan
     /// Open jobs' entries (what their slices run), and finished jobs' final counts only.
     private var entries: [String: SharedJobEntry] = [:]
-    /// Open kickoffs by the APNs channel their starts name, and jobs cancelled with the time.
-    private var kickoffs: [String: Set<String>] = [:]
+    /// Jobs cancelled (their kickoff's channel ended), with the time.
     private var cancelled: [String: UnixTime] = [:]
     private var finishedJobs: [String: FanOutCounters] = [:]
     /// Each slice's last saved progress known here, with its revision.
@@ -105,15 +104,10 @@ final class SharedJobs: @unchecked Sendable {
             if let counters = entry.finished {
                 entries[entry.id] = nil
                 finishedJobs[entry.id] = counters
+                cancelled[entry.id] = nil
                 saved = saved.filter { $0.key.jobID != entry.id }
             } else if finishedJobs[entry.id] == nil {
                 entries[entry.id] = entry
-                if let channel = try? StoredJob(Self.record(of: entry)).inputPushChannel { kickoffs[channel, default: []].insert(entry.id) }
-            }
-            if entry.finished != nil {
-                cancelled[entry.id] = nil
-                for channel in kickoffs.keys { kickoffs[channel]?.remove(entry.id) }
-                kickoffs = kickoffs.filter { !$0.value.isEmpty }
             }
         case .slice(let key, let entry, let revision):
             // The watch may still deliver what this gateway's own later save replaced.
@@ -214,7 +208,9 @@ final class SharedJobs: @unchecked Sendable {
     /// their slices (the channel's owner calls it with its own ``PersonalDispatcher/closeKickoffs(into:settled:)``).
     func cancelKickoffs(into apnsChannelID: String) {
         let now = clock.now()
-        for jobID in (kickoffs[apnsChannelID] ?? []).sorted() where cancelled[jobID] == nil {
+        // Read from the open jobs' payloads: a channel ends rarely, jobs are accepted often.
+        let kickoffs = entries.values.filter { cancelled[$0.id] == nil && (try? StoredJob(Self.record(of: $0)))?.inputPushChannel == apnsChannelID }
+        for jobID in kickoffs.map(\.id).sorted() {
             board.cancel(jobID: jobID, atNanoseconds: now.nanoseconds) { [self] result in
                 if case .failure(let error) = result {
                     log.error("cancelling the kickoff on the cluster failed: \(error); its slices on other gateways finish it", job: jobID)
@@ -291,11 +287,9 @@ final class SharedJobs: @unchecked Sendable {
             var answer: (status: PersonalJobStatus, counts: PersonalJobCounts)?
             if let finished = finishedJobs[jobID] {
                 answer = (.done, PersonalJobCounts(finished))
-            } else if entries[jobID] != nil {
-                if let progress = plan.progress(of: jobID) {
-                    let started = saved.keys.contains { $0.jobID == jobID }
-                    answer = (started ? .running : .pending, PersonalJobCounts(progress.counters))
-                }
+            } else if entries[jobID] != nil, let progress = plan.progress(of: jobID) {
+                let started = saved.keys.contains { $0.jobID == jobID }
+                answer = (started ? .running : .pending, PersonalJobCounts(progress.counters))
             }
             let result = answer
             answerLoop.execute { completion(result, broken) }

@@ -58,14 +58,47 @@ public struct ChannelLogLayout: Sendable, Equatable {
     public func probeSubject(writer: String) -> String { "\(prefix).probe.\(writer)" }
     public var probeSubjects: [String] { ["\(prefix).probe.>"] }
 
-    /// The log of `batch`: its channels' partition. A batch for channels of two partitions is
-    /// refused (it could not commit all-or-nothing; the gateway writes one channel per batch).
+    /// The log of `batch`: its channels' partition, or the partition of the outbox rows whose
+    /// delivery outcomes it writes. A batch for two partitions is refused (it could not commit
+    /// all-or-nothing; the gateway writes one channel per batch, and splits outcomes by partition).
     public func log(of batch: WriteBatch) throws(StoreError) -> Log {
-        let partitions = Set(batch.operations.flatMap(Self.channels(of:)).map(partitioning.partition(of:)))
-        guard partitions.count <= 1 else {
-            throw .refused("a batch for channels of partitions \(partitions.sorted()) cannot commit as one")
+        var logs = Set(batch.operations.flatMap(Self.channels(of:)).map { Log.partition(partitioning.partition(of: $0)) })
+        for operation in batch.operations {
+            guard case .webhook(.updateDeliveries(let updates)) = operation else { continue }
+            for update in updates { logs.insert(log(ofOutboxID: update.outboxID)) }
         }
-        return partitions.first.map(Log.partition) ?? .global
+        guard logs.count <= 1 else {
+            let partitions = logs.map { if case .partition(let partition) = $0 { "\(partition)" } else { "global" } }.sorted()
+            throw .refused("a batch for partitions \(partitions) cannot commit as one")
+        }
+        return logs.first ?? .global
+    }
+
+    // MARK: Outbox ids
+
+    /// The most webhook events one batch may record (the outbox id's bits for their index).
+    public static let recordsPerBatch = 1 << 12
+
+    /// The id of the `index`th webhook event recorded by the batch at `sequence` of `log`: the
+    /// log sequence, then the index, then the log (11 bits: partitions 0 to 1,023, the global log
+    /// 1,024). Every gateway that reads the log numbers the event alike; ids grow with the log,
+    /// so one partition's events page in commit order, and a delivery outcome goes to the log
+    /// that recorded its event (``log(ofOutboxID:)``).
+    public func outboxID(of log: Log, sequence: UInt64, index: Int) -> Int64 {
+        Int64(sequence) << 23 | Int64(index) << 11 | Int64(Self.slot(of: log))
+    }
+
+    /// The log that recorded outbox row `id` (``outboxID(of:sequence:index:)``).
+    public func log(ofOutboxID id: Int64) -> Log {
+        let slot = Int(id & 0x7FF)
+        return slot < partitioning.count ? .partition(slot) : .global
+    }
+
+    private static func slot(of log: Log) -> Int {
+        switch log {
+        case .partition(let partition): partition
+        case .global: 1_024
+        }
     }
 
     private static func channels(of operation: StoreOperation) -> [String] {

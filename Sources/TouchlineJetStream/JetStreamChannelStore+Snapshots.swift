@@ -45,7 +45,11 @@ extension JetStreamChannelStore {
         let log = ChannelLogLayout.Log.partition(partition)
         guard !stale.contains(partition), lastSequence[log] != nil else { return done() }
         let partitioning = layout.partitioning
-        let tables = committed.tables.withLock { tables in tables.subset { id in partitioning.partition(of: id) == partition } }
+        let layout = layout
+        let tables = committed.tables.withLock { tables in
+            tables.subset(where: { id in partitioning.partition(of: id) == partition },
+                          outbox: { id in layout.log(ofOutboxID: id) == log })
+        }
         let bytes = tables.binaryEncoded
         guard schedule.decide(snapshotOf: bytes.count, partition: partition) == .write else {
             snapshotCounts.withLock { $0.skippedTooLarge += 1 }
@@ -92,10 +96,11 @@ extension JetStreamChannelStore {
             do { snapshot = try ChannelTables(binaryEncoded: message.payload) } catch {
                 throw .refused("\(log), snapshot at log sequence \(sequence): \(error)")
             }
-            let partitioning = layout.partitioning
+            let (partitioning, layout) = (layout.partitioning, layout)
             do {
                 try committed.tables.withLock { tables throws(StoreError) in
-                    try tables.replaceChannels(where: { id in partitioning.partition(of: id) == partition }, with: snapshot)
+                    try tables.replaceChannels(where: { id in partitioning.partition(of: id) == partition },
+                                               outbox: { id in layout.log(ofOutboxID: id) == log }, with: snapshot)
                 }
             } catch {
                 throw .refused("\(log), snapshot at log sequence \(sequence) cannot be restored: \(error)")
@@ -113,8 +118,9 @@ extension JetStreamChannelStore {
             throw .refused("\(log), log sequence \(sequence): \(error)")
         }
         do {
+            let layout = layout
             try committed.tables.withLock { tables throws(StoreError) in
-                for operation in batch.operations { try tables.apply(operation) }
+                try tables.apply(batch) { index in layout.outboxID(of: log, sequence: sequence, index: index) }
             }
         } catch {
             throw .refused("\(log), log sequence \(sequence) cannot be applied: \(error)")

@@ -153,6 +153,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     // MARK: Writes
 
     public func submit(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        if batch.operations.contains(where: \.isOutboxPrune) { return prune(batch, completion: completion) }
         // A batch of two partitions is refused when performed; until then it waits alone.
         let log = try? layout.log(of: batch)
         enqueue(log: log ?? .global, exclusive: log == nil || Self.touchesWhatPartitionsShare(batch), { tables throws(StoreError) in
@@ -170,16 +171,35 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     }
 
     /// Operations that check or change what all partitions share: an APNs channel id is unique
-    /// across channels, and outbox ids count across the store. Their batches are checked and
-    /// logged while nothing else is in flight, so no other partition's write can pass the same
-    /// check at the same time.
+    /// across channels. Their batches are checked and logged while nothing else is in flight, so
+    /// no other partition's write can pass the same check at the same time. (Outbox ids are
+    /// numbered per log: ``ChannelLogLayout/outboxID(of:sequence:index:)``.)
     static func touchesWhatPartitionsShare(_ batch: WriteBatch) -> Bool {
         batch.operations.contains { operation in
             switch operation {
-            case .channelCreated, .webhook: true
+            case .channelCreated: true
             case .createChannel(let record): record.apnsChannelID != nil
-            case .updateState, .markStatus, .deleteChannel, .appendEvents, .truncateEvents: false
+            case .updateState, .markStatus, .deleteChannel, .appendEvents, .truncateEvents, .webhook: false
             }
+        }
+    }
+
+    /// Drops old webhook events from this store's tables, without logging anything: pruning is
+    /// each gateway's own housekeeping (it prunes what it holds, on its own clock), and a
+    /// partition's log forgets pruned events when it is trimmed below a snapshot, which holds
+    /// the outbox as pruned (docs/cluster.md, "Webhooks on the cluster"). A batch that mixes a
+    /// prune with writes is refused: the gateway never makes one.
+    private func prune(_ batch: WriteBatch, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        guard batch.operations.allSatisfy(\.isOutboxPrune) else {
+            return completion(.failure(.refused("an outbox prune is written on its own on the jetstream backend")))
+        }
+        let admitted = control.withLock { $0.admit() }
+        loop.execute { [self] in
+            guard admitted else { return completion(.failure(.closed)) }
+            committed.tables.withLock { tables in
+                for case .webhook(let prune) in batch.operations { tables.apply(prune) }
+            }
+            completion(.success(()))
         }
     }
 
@@ -247,6 +267,10 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             return finish(.failure(.storageFailure("\(log) is being read again: a write to it was refused or got no answer; retry shortly")),
                           completion: completion, done: done)
         }
+        guard batch.operations.count(where: \.isOutboxRecord) <= ChannelLogLayout.recordsPerBatch else {
+            return finish(.failure(.refused("a batch records more than \(ChannelLogLayout.recordsPerBatch) webhook events")),
+                          completion: completion, done: done)
+        }
         let bytes = batch.binaryEncoded
         publish(bytes, to: log, id: nextMessageID(), since: ContinuousClock.now) { [self] result in
             switch result {
@@ -261,9 +285,10 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                 // only its own partition, which nothing else changes, so it applies as checked.
                 // In place: the checked copy is gone by now, so nothing is copied, and a batch
                 // that no longer applies stops the process rather than leave it half applied.
+                let layout = layout
                 committed.tables.withLock { current in
                     do throws(StoreError) {
-                        for operation in batch.operations { try current.apply(operation) }
+                        try current.apply(batch) { index in layout.outboxID(of: log, sequence: sequence, index: index) }
                     } catch {
                         preconditionFailure("a logged batch no longer applies to the tables it was checked against: \(error)")
                     }

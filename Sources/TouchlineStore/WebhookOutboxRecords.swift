@@ -105,3 +105,10 @@ public enum WebhookOperation: Sendable, Equatable {
     /// Drops up to `limit` events created before the moment, with their deliveries (oldest first).
     case prune(createdBefore: UnixTime, limit: Int)
 }
+
+extension StoreOperation {
+    /// An outbox event recorded (the JetStream backend numbers these by log position).
+    public var isOutboxRecord: Bool { if case .webhook(.record) = self { true } else { false } }
+    /// An outbox prune (the JetStream backend applies these to its own tables, unlogged).
+    public var isOutboxPrune: Bool { if case .webhook(.prune) = self { true } else { false } }
+}

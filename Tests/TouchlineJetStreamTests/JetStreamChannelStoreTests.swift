@@ -301,7 +301,7 @@ struct JetStreamChannelStoreTests {
 }
 
 /// A NATS cluster with a connection and a loop, opening channel stores on it.
-private final class Node: Sendable {
+final class Node: Sendable {
     let cluster: NATSCluster
     let loop: EventLoop
     let connection: NATSConnection

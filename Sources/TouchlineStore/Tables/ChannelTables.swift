@@ -105,14 +105,7 @@ public struct ChannelTables: Sendable {
     public mutating func apply(_ operation: WebhookOperation) {
         switch operation {
         case .record(let entry):
-            guard outboxIDs[entry.eventID] == nil else { return }
-            lastOutboxID += 1
-            outbox[lastOutboxID] = StoredWebhookEvent(id: lastOutboxID, eventID: entry.eventID, type: entry.type, createdAt: entry.createdAt,
-                                                      body: entry.body)
-            outboxIDs[entry.eventID] = lastOutboxID
-            for endpoint in Set(entry.endpoints) {
-                deliveries[DeliveryKey(endpoint: endpoint, outboxID: lastOutboxID)] = Delivery(attempts: 0, nextAt: entry.createdAt, status: .pending)
-            }
+            record(entry, id: lastOutboxID + 1)
         case .updateDeliveries(let updates):
             for update in updates {
                 let key = DeliveryKey(endpoint: update.endpoint, outboxID: update.outboxID)
@@ -127,6 +120,34 @@ public struct ChannelTables: Sendable {
             }
             let gone = Set(doomed)
             deliveries = deliveries.filter { !gone.contains($0.key.outboxID) }
+        }
+    }
+
+    /// Applies a batch whose outbox rows are numbered by the caller: the JetStream backend
+    /// numbers them by where its log put the batch (`outboxID(n)` for the batch's `n`th record,
+    /// from 0), so every gateway that replays the log gives an event the same id. In place, for
+    /// batches already checked: an operation that fails leaves the ones before it applied.
+    public mutating func apply(_ batch: WriteBatch, outboxID: (Int) -> Int64) throws(StoreError) {
+        var recorded = 0
+        for operation in batch.operations {
+            if case .webhook(.record(let entry)) = operation {
+                record(entry, id: outboxID(recorded))
+                recorded += 1
+            } else {
+                try apply(operation)
+            }
+        }
+    }
+
+    /// Stores `entry` as outbox row `id` with a pending delivery per endpoint, unless its event id
+    /// is stored already. Ids only grow: `lastOutboxID` follows the highest given.
+    private mutating func record(_ entry: WebhookOutboxEntry, id: Int64) {
+        guard outboxIDs[entry.eventID] == nil else { return }
+        lastOutboxID = max(lastOutboxID, id)
+        outbox[id] = StoredWebhookEvent(id: id, eventID: entry.eventID, type: entry.type, createdAt: entry.createdAt, body: entry.body)
+        outboxIDs[entry.eventID] = id
+        for endpoint in Set(entry.endpoints) {
+            deliveries[DeliveryKey(endpoint: endpoint, outboxID: id)] = Delivery(attempts: 0, nextAt: entry.createdAt, status: .pending)
         }
     }
 }

@@ -39,7 +39,15 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
 
     // Confined to the ingest loop.
     private(set) var requests: NATSRequests?
-    private var partitions: [Int: PartitionState] = [:]
+    private var partitions: [Int: PartitionState] = [:] {
+        didSet {
+            let served = Set(servedPartitions)
+            publishedServed.withLock { if $0 != served { $0 = served } }
+        }
+    }
+    /// The partitions served here, published for the webhook loop (``servedNow``): the one
+    /// piece of the node's state read off the ingest loop, a copy under a lock, never waited on.
+    private let publishedServed = Mutex<Set<Int>>([])
     private var service: ChannelService?
     private(set) var router: APIRouter?
     private var left: [() -> Void] = []
@@ -190,6 +198,10 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
 
     /// Requests handed to other gateways, by outcome (`/metrics`).
     private(set) var forwarded: [String: Int] = [:]
+
+    /// The partitions served here as last published, from any thread: the webhook delivery
+    /// delivers the events of these partitions (``ServedOutboxReader``).
+    var servedNow: Set<Int> { publishedServed.withLock { $0 } }
 
     /// The partitions served here, for `/readyz` and `/metrics`.
     var servedPartitions: [Int] {

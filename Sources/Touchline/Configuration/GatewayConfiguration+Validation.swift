@@ -44,10 +44,6 @@ extension GatewayConfiguration {
                    + "or a body at the limit could never be accepted", .http)
         }
         if let apns { apns.check(report: report, readFile: readFile) }
-        if store.backend == .jetstream, !webhooks.endpoints.isEmpty {
-            // Each gateway would deliver the events of the partitions it has read: not yet built.
-            report("webhook endpoints are not delivered with the jetstream store backend yet: remove webhooks.endpoints or use the sqlite backend", .webhooks)
-        }
         problems += apiKeyProblems(origins: origins)
         guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }
     }

@@ -1,4 +1,5 @@
 import APNs
+import Synchronization
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
@@ -34,18 +35,26 @@ extension Gateway {
         package var personalReader: @Sendable () throws -> any PersonalStoreReader
         package var channelOutboxReader: @Sendable () throws -> any WebhookOutboxReader
         package var personalOutboxReader: @Sendable () throws -> any WebhookOutboxReader
+        /// How the webhook delivery writes to the channel outbox (by default one batch on the
+        /// channel store; a cluster splits outcomes by partition: ``clusterStores(_:_:)``).
+        package var channelOutboxWrite: OutboxWrite
+
+        /// How an outbox operation is written to its store, with the completion told the result.
+        package typealias OutboxWrite = @Sendable (WebhookOperation, @escaping @Sendable (Result<Void, StoreError>) -> Void) -> Void
 
         package init(channels: any ChannelStoreWriter, personal: any PersonalStoreWriter,
                      channelReader: @escaping @Sendable () throws -> any ChannelStoreReader,
                      personalReader: @escaping @Sendable () throws -> any PersonalStoreReader,
                      channelOutboxReader: @escaping @Sendable () throws -> any WebhookOutboxReader,
-                     personalOutboxReader: @escaping @Sendable () throws -> any WebhookOutboxReader) {
+                     personalOutboxReader: @escaping @Sendable () throws -> any WebhookOutboxReader,
+                     channelOutboxWrite: OutboxWrite? = nil) {
             self.channels = channels
             self.personal = personal
             self.channelReader = channelReader
             self.personalReader = personalReader
             self.channelOutboxReader = channelOutboxReader
             self.personalOutboxReader = personalOutboxReader
+            self.channelOutboxWrite = channelOutboxWrite ?? { operation, done in channels.submit(WriteBatch([.webhook(operation)]), completion: done) }
         }
 
         /// Closes both writers (a start that failed).
@@ -98,7 +107,35 @@ extension Gateway {
         let store = node.store
         return Stores(channels: store, personal: registry,
                       channelReader: { store.openReader() }, personalReader: { try SQLiteTokenReader(path: personalPath) },
-                      channelOutboxReader: { store.openReader() }, personalOutboxReader: { try SQLiteWebhookReader(path: personalPath) })
+                      channelOutboxReader: { ServedOutboxReader(store.openReader(), layout: store.layout, served: { node.servedNow }) },
+                      personalOutboxReader: { try SQLiteWebhookReader(path: personalPath) },
+                      channelOutboxWrite: { operation, done in writeByPartition(operation, to: store, served: { node.servedNow }, done: done) })
+    }
+
+    /// Writes a webhook delivery's outbox operation to the cluster's channel store: outcomes as
+    /// one batch per partition log (each event's outcome goes to the log that recorded it), those
+    /// of partitions no longer served here dropped (their new owner delivers the event again:
+    /// receivers drop repeats by event id). Done once every batch is; the first failure if any.
+    private static func writeByPartition(_ operation: WebhookOperation, to store: JetStreamChannelStore, served: @Sendable () -> Set<Int>,
+                                         done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        guard case .updateDeliveries(let updates) = operation else { return store.submit(WriteBatch([.webhook(operation)]), completion: done) }
+        let partitions = served()
+        let byLog = Dictionary(grouping: updates) { store.layout.log(ofOutboxID: $0.outboxID) }.filter { log, _ in
+            if case .partition(let partition) = log { partitions.contains(partition) } else { false }
+        }
+        guard !byLog.isEmpty else { return done(.success(())) }
+        let outcome = Mutex<(waiting: Int, failure: StoreError?)>((byLog.count, nil))
+        for part in byLog.values {
+            store.submit(WriteBatch([.webhook(.updateDeliveries(part))])) { result in
+                let finished = outcome.withLock { state -> (Bool, StoreError?) in
+                    if case .failure(let error) = result, state.failure == nil { state.failure = error }
+                    state.waiting -= 1
+                    return (state.waiting == 0, state.failure)
+                }
+                guard finished.0 else { return }
+                done(finished.1.map { .failure($0) } ?? .success(()))
+            }
+        }
     }
 
     /// Connects the APNs dispatches on the loops that will own them.

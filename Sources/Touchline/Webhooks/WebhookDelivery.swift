@@ -64,7 +64,7 @@ final class WebhookDelivery: @unchecked Sendable {
     struct Source {
         var name: String
         var reader: any WebhookOutboxReader
-        var write: @Sendable (WebhookOperation, @escaping @Sendable (Result<Void, StoreError>) -> Void) -> Void
+        var write: Gateway.Stores.OutboxWrite
     }
 
     private struct DeliveryKey: Hashable {
@@ -355,7 +355,7 @@ extension WebhookDelivery {
     /// own to the personal file. Not yet polling: call ``start()`` once the gateway serves.
     static func forStores(loop: EventLoop, settings: WebhookSettings, stores: Gateway.Stores,
                         clock: any WallClock, log: GatewayLog) throws -> WebhookDelivery {
-        let (store, personalStore) = (stores.channels, stores.personal)
+        let personalStore = stores.personal
         let channelsReader = try stores.channelOutboxReader()
         let personalReader: any WebhookOutboxReader
         do { personalReader = try stores.personalOutboxReader() } catch {
@@ -363,7 +363,7 @@ extension WebhookDelivery {
             throw error
         }
         let sources = [
-            Source(name: "channels", reader: channelsReader) { operation, done in store.submit(WriteBatch([.webhook(operation)]), completion: done) },
+            Source(name: "channels", reader: channelsReader, write: stores.channelOutboxWrite),
             Source(name: "personal", reader: personalReader) { operation, done in personalStore.submit([.webhook(operation)], completion: done) },
         ]
         do {

@@ -21,8 +21,12 @@ extension ChannelTables {
 
     // MARK: Webhook outbox
 
-    public func dueDeliveries(endpoint: String, at now: UnixTime, limit: Int) -> [DueWebhookDelivery] {
-        deliveries.filter { $0.key.endpoint == endpoint && $0.value.status == .pending && $0.value.nextAt <= now }
+    // Each read takes the outbox rows `include` selects by id (all by default): a cluster
+    // gateway reads the rows of the partitions it serves.
+
+    public func dueDeliveries(endpoint: String, at now: UnixTime, limit: Int,
+                              outbox include: (Int64) -> Bool = { _ in true }) -> [DueWebhookDelivery] {
+        deliveries.filter { $0.key.endpoint == endpoint && $0.value.status == .pending && $0.value.nextAt <= now && include($0.key.outboxID) }
             .sorted { ($0.value.nextAt, $0.key.outboxID) < ($1.value.nextAt, $1.key.outboxID) }
             .prefix(max(0, limit))
             .compactMap { key, delivery in
@@ -30,21 +34,21 @@ extension ChannelTables {
             }
     }
 
-    public func nextDue(endpoint: String) -> UnixTime? {
-        deliveries.filter { $0.key.endpoint == endpoint && $0.value.status == .pending }.map(\.value.nextAt).min()
+    public func nextDue(endpoint: String, outbox include: (Int64) -> Bool = { _ in true }) -> UnixTime? {
+        deliveries.filter { $0.key.endpoint == endpoint && $0.value.status == .pending && include($0.key.outboxID) }.map(\.value.nextAt).min()
     }
 
-    public func outboxEvents(after: Int64, limit: Int) -> [StoredWebhookEvent] {
-        Array(outbox.values.filter { $0.id > after }.sorted { $0.id < $1.id }.prefix(max(0, limit)))
+    public func outboxEvents(after: Int64, limit: Int, outbox include: (Int64) -> Bool = { _ in true }) -> [StoredWebhookEvent] {
+        Array(outbox.values.filter { $0.id > after && include($0.id) }.sorted { $0.id < $1.id }.prefix(max(0, limit)))
     }
 
     public var oldestOutboxEventCreatedAt: UnixTime? { outbox.values.map(\.createdAt).min() }
 
     public var lastOutboxEventID: Int64 { outbox.keys.max() ?? 0 }
 
-    public func backlog(endpoint: String) -> WebhookEndpointBacklog {
+    public func backlog(endpoint: String, outbox include: (Int64) -> Bool = { _ in true }) -> WebhookEndpointBacklog {
         var backlog = WebhookEndpointBacklog()
-        for (key, delivery) in deliveries where key.endpoint == endpoint {
+        for (key, delivery) in deliveries where key.endpoint == endpoint && include(key.outboxID) {
             switch delivery.status {
             case .pending:
                 backlog.pending += 1

@@ -1,0 +1,117 @@
+import Foundation
+import NATSServers
+import Testing
+import TestSlots
+import Touchline
+import TouchlineCore
+
+/// Webhooks on a cluster: each partition's events are recorded in its log with the fact they
+/// report, delivered by the partition's owner, and their outcomes logged there too, so the
+/// gateway that takes a partition over delivers what its previous owner had not.
+@Suite("Webhooks on a cluster", .heavy(weight: 3))
+struct ClusterWebhookTests {
+    static func gateway(_ name: String, cluster: NATSCluster, apns: MockAPNsFixture, receiver: WebhookTestReceiver) throws -> GatewayFixture {
+        let settings = try GatewayWebhookTests.settings(url: receiver.url)
+        return try ClusterGatewayTests.gateway(name, cluster: cluster, apns: apns) { $0.webhooks = settings }
+    }
+
+    /// The `channel.deleted` events the receiver took (2xx), by channel.
+    static func deletedChannels(_ receiver: WebhookTestReceiver) -> [String] {
+        receiver.requests.filter { (200..<300).contains($0.status) }.compactMap { request in
+            guard let event = try? JSONParser.parse(request.body), event.string("type") == "channel.deleted" else { return nil }
+            return event[member: "data"]?.string("channelId")
+        }
+    }
+
+    static func delivered(by gateway: GatewayFixture) throws -> Double {
+        metricValue(try gateway.patientAdmin.request("GET", "/metrics").text, #"touchline_webhook_deliveries_total{endpoint="receiver"}"#) ?? 0
+    }
+
+    @Test func eachPartitionsOwnerDeliversItsEventsOnce() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture()
+        let receiver = try WebhookTestReceiver.listening()
+        defer { receiver.stop() }
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns, receiver: receiver) })
+        let channels = (1...8).map { "hooked-\($0)" }
+        try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
+        for (index, id) in channels.enumerated() {
+            let deleted = try gateways[(index + 1) % 2].patientAdmin.request("DELETE", "/v1/channels/\(id)")
+            #expect(deleted.status == 200, "\(id): \(deleted.text)")
+        }
+        try await eventually("every channel's deletion delivered") { Set(Self.deletedChannels(receiver)) == Set(channels) }
+        // Time for a second delivery of any of them to show up.
+        try await Task.sleep(for: .milliseconds(800))
+        let delivered = Self.deletedChannels(receiver)
+        #expect(delivered.count == channels.count, "each once: \(delivered.sorted())")
+        let ids = receiver.requests.compactMap { $0.header("Touchline-Event-Id") }
+        #expect(Set(ids).count == ids.count)
+        // Both gateways delivered: each the events of the partitions it serves.
+        let counts = try gateways.map(Self.delivered(by:))
+        #expect(counts.allSatisfy { $0 > 0 } && counts.reduce(0, +) >= Double(channels.count), "\(counts)")
+    }
+
+    /// A gateway stops while its events are still pending (the receiver is down): the gateway
+    /// taking its partitions over reads their outbox from the log and delivers them.
+    @Test func aPartitionsPendingEventsAreDeliveredByItsNextOwner() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture()
+        let receiver = try WebhookTestReceiver()
+        defer { receiver.stop() }
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns, receiver: receiver) })
+        let channels = (1...8).map { "handed-\($0)" }
+        try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
+        for id in channels {
+            let deleted = try gateways[0].patientAdmin.request("DELETE", "/v1/channels/\(id)")
+            #expect(deleted.status == 200, "\(id): \(deleted.text)")
+        }
+        // Both have tried theirs (the receiver refuses connections), so g2's are pending in its partitions' logs.
+        try await eventually("g2's deliveries pending") {
+            (try? metricValue(gateways[1].patientAdmin.request("GET", "/metrics").text,
+                              #"touchline_webhook_failed_attempts_total{endpoint="receiver"}"#)) ?? 0 > 0
+        }
+        await gateways[1].shutDown(removingData: false)
+        receiver.listen()
+        try await eventually("every deletion delivered after the hand-over", timeout: .seconds(60)) {
+            Set(Self.deletedChannels(receiver)) == Set(channels)
+        }
+        #expect(try Self.delivered(by: gateways[0]) >= Double(channels.count), "g1 delivered g2's partitions' events too")
+    }
+
+    /// A gateway that gave partitions up to a newcomer still holds their pending events (until
+    /// its prune drops them) but no longer delivers them: the newcomer does, so each goes once.
+    @Test func aGatewayDeliversOnlyThePartitionsItServesNow() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture()
+        let receiver = try WebhookTestReceiver()
+        defer { receiver.stop() }
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let first = try started.add([try Self.gateway("g1", cluster: cluster, apns: apns, receiver: receiver)])[0]
+        let channels = (1...8).map { "shared-\($0)" }
+        try await ClusterGatewayTests.create(channels, through: [first.patientAdmin])
+        for id in channels {
+            let deleted = try first.patientAdmin.request("DELETE", "/v1/channels/\(id)")
+            #expect(deleted.status == 200, "\(id): \(deleted.text)")
+        }
+        try await eventually("g1's deliveries pending") {
+            (try? metricValue(first.patientAdmin.request("GET", "/metrics").text,
+                              #"touchline_webhook_failed_attempts_total{endpoint="receiver"}"#)) ?? 0 >= Double(channels.count)
+        }
+        let second = try started.add([try Self.gateway("g2", cluster: cluster, apns: apns, receiver: receiver)])[0]
+        try await eventually("g2 to serve partitions", timeout: .seconds(60)) {
+            (try? second.patientAdmin.request("GET", "/readyz").json?[member: "cluster"]?[member: "servedPartitions"])
+                .map { if case .array(let served) = $0 { !served.isEmpty } else { false } } ?? false
+        }
+        receiver.listen()
+        try await eventually("every deletion delivered", timeout: .seconds(60)) { Set(Self.deletedChannels(receiver)) == Set(channels) }
+        try await Task.sleep(for: .seconds(1))
+        let delivered = Self.deletedChannels(receiver)
+        #expect(delivered.count == channels.count, "each once: \(delivered.sorted())")
+        #expect(try Self.delivered(by: second) > 0, "the newcomer delivered its partitions' events")
+    }
+}

@@ -49,6 +49,9 @@ public final class ServedOutboxReader: WebhookOutboxReader {
         return try tables.readTables { $0.outboxEvents(after: after, limit: limit, outbox: include) }
     }
 
+    /// The partitions served now.
+    public var servedPartitions: Set<Int> { served() }
+
     /// `partition`'s events after `after`, in commit order, if it is served here (nil if not).
     public func events(of partition: Int, after: Int64, limit: Int) throws(StoreError) -> [StoredWebhookEvent]? {
         guard served().contains(partition) else { return nil }

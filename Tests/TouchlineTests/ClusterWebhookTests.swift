@@ -114,4 +114,45 @@ struct ClusterWebhookTests {
         #expect(delivered.count == channels.count, "each once: \(delivered.sorted())")
         #expect(try Self.delivered(by: second) > 0, "the newcomer delivered its partitions' events")
     }
+
+    /// Every event of the cluster, page by page, through either gateway: the partitions' (each
+    /// read by its owner) and each gateway's personal file's (a job's end is recorded by the
+    /// gateway that finished it), each once, and an empty page after the last keeps the cursor.
+    @Test func eitherGatewayPagesThroughEveryOutboxOfTheCluster() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture()
+        let receiver = try WebhookTestReceiver.listening()
+        defer { receiver.stop() }
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns, receiver: receiver) })
+        let channels = (1...7).map { "paged-\($0)" }
+        try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
+        for id in channels { #expect(try gateways[1].patientAdmin.request("DELETE", "/v1/channels/\(id)").status == 200) }
+        try GatewayDeadLetterTests.register(GatewayPersonalAPITests.token(0), follows: "team:ARS", user: "fan-0", on: gateways[0].patientAdmin)
+        _ = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: gateways[0].patientAdmin)
+        try await eventually("every event delivered") { receiver.requests.filter { (200..<300).contains($0.status) }.count >= channels.count + 1 }
+        let delivered = Set(receiver.requests.compactMap { $0.header("Touchline-Event-Id") })
+        for gateway in gateways {
+            var cursor: String? = nil
+            var listed: [JSONValue] = []
+            for _ in 0..<10 {
+                let answer = try gateway.patientAdmin.request("GET", "/v1/events?limit=3" + (cursor.map { "&after=\($0)" } ?? ""))
+                #expect(answer.status == 200, "\(answer.text)")
+                guard case .array(let events)? = answer.json?[member: "events"], let next = answer.json?.string("next") else { break }
+                listed += events
+                if events.isEmpty {
+                    #expect(next == cursor, "an empty page keeps the cursor")
+                    break
+                }
+                #expect(events.count <= 3)
+                cursor = next
+            }
+            let ids = listed.compactMap { $0.string("id") }
+            #expect(Set(ids) == delivered && ids.count == delivered.count, "each event once: \(ids)")
+            #expect(Set(listed.compactMap { $0.string("type") }) == ["channel.deleted", "personal.job.finished"])
+        }
+        let refused = try gateways[0].patientAdmin.request("GET", "/v1/events?after=0-0")
+        #expect(refused.status == 400 && refused.errorCode == "invalid_cursor", "\(refused.text)")
+    }
 }

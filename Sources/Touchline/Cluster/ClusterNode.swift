@@ -48,7 +48,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// The partitions served here, published for the webhook loop (``servedNow``): the one
     /// piece of the node's state read off the ingest loop, a copy under a lock, never waited on.
     private let publishedServed = Mutex<Set<Int>>([])
-    private var service: ChannelService?
+    private(set) var service: ChannelService?
     private(set) var router: APIRouter?
     private var left: [() -> Void] = []
     private var hasLeft = false
@@ -58,6 +58,8 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     private var leaveTimer: LoopTimer?
     /// Listings asked by the other gateways (`ClusterNode+Listing.swift`).
     private var memberSubscription: NATSSubscription?
+    /// Shares of `GET /v1/events` asked by the other gateways (`ClusterNode+Events.swift`).
+    private var eventsSubscription: NATSSubscription?
     /// Reconciliation with APNs' list-all, while this gateway holds partition 0.
     private(set) var reconciler: ClusterReconciler?
 
@@ -171,6 +173,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         store.onStalePartition { [weak self] partition in ingestLoop.execute { [weak self] in self?.readAgain(partition) } }
         memberSubscription = try NATSSubscription.subscribe(connection, to: memberSubject(settings.instance), loop: ingestLoop) {
             [weak self] message in self?.serveListing(message)
+        }
+        eventsSubscription = try NATSSubscription.subscribe(connection, to: eventsSubject(settings.instance), loop: ingestLoop) {
+            [weak self] message in self?.serveEvents(message)
         }
         let reconciler = ClusterReconciler(node: self, service: service, log: log)
         try reconciler.start()
@@ -304,6 +309,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     func route(_ request: HTTPRequest) {
         guard let router else { return }
         if request.method == .get, request.path == "/v1/channels" || request.path == "/v1/channels/" { return listEverywhere(request) }
+        if request.method == .get, request.path == "/v1/events" { return listEventsEverywhere(request) }
         guard case .found(let route, let parameters) = router.resolve(method: request.method, path: request.path),
               let channelID = channelID(of: request, scope: route.scope, parameters: parameters) else {
             return router.handle(request)

@@ -343,6 +343,16 @@ final class WebhookDelivery: @unchecked Sendable {
         }
     }
 
+    /// Runs `read` on this loop with the outboxes' readers (the channels' first, the personal
+    /// file's last) and hands its result to `done`: a cluster gateway's share of `GET /v1/events`
+    /// (`ClusterNode+Events.swift`).
+    func read<T: Sendable>(_ read: @escaping @Sendable ([any WebhookOutboxReader]) throws(StoreError) -> T,
+                           _ done: @escaping @Sendable (Result<T, StoreError>) -> Void) {
+        loop.execute { [self] in
+            do throws(StoreError) { done(.success(try read(sources.map(\.reader)))) } catch { done(.failure(error)) }
+        }
+    }
+
     /// Closes the readers (after ``stop()``, before the stores close).
     func close() {
         try? loop.sync { [self] in for source in sources { source.reader.close() } }

@@ -22,14 +22,28 @@ struct WebhookEventsAPI: APIFeature {
         }
     }
 
-    private func listEvents(_ request: HTTPRequest) throws(HTTPError) {
-        var limit = 100
-        if let text = request.target.queryValue("limit") {
-            guard let value = Int(text), (1...1000).contains(value) else {
-                throw HTTPError(status: 400, code: "invalid_query", message: "query 'limit' must be a whole number from 1 to 1000, got \"\(text.prefix(40))\"")
-            }
-            limit = value
+    /// The query's `limit`: 1 to 1000, 100 by default.
+    static func limit(of request: HTTPRequest) throws(HTTPError) -> Int {
+        guard let text = request.target.queryValue("limit") else { return 100 }
+        guard let value = Int(text), (1...1000).contains(value) else {
+            throw HTTPError(status: 400, code: "invalid_query", message: "query 'limit' must be a whole number from 1 to 1000, got \"\(text.prefix(40))\"")
         }
+        return value
+    }
+
+    /// The answer: the stored documents as they were signed, byte for byte, and the next cursor.
+    static func page(_ events: [StoredWebhookEvent], next: String) -> HTTPResponse {
+        var body = Array(#"{"events":["#.utf8)
+        for (index, event) in events.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body += event.body
+        }
+        body += Array(#"],"next":"\#(next)"}"#.utf8)
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+    }
+
+    private func listEvents(_ request: HTTPRequest) throws(HTTPError) {
+        let limit = try Self.limit(of: request)
         var cursor = EventsCursor.start
         if let text = request.target.queryValue("after") {
             guard let parsed = EventsCursor(text) else {
@@ -45,14 +59,7 @@ struct WebhookEventsAPI: APIFeature {
                 case .failure(let error):
                     request.respond(.error(status: 500, error: "store_failed", message: "reading webhook events failed: \(error)"))
                 case .success(let page):
-                    // The stored documents as they were signed, byte for byte.
-                    var body = Array(#"{"events":["#.utf8)
-                    for (index, event) in page.events.enumerated() {
-                        if index > 0 { body.append(UInt8(ascii: ",")) }
-                        body += event.body
-                    }
-                    body += Array(#"],"next":"\#(page.next.text)"}"#.utf8)
-                    request.respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body))
+                    request.respond(Self.page(page.events, next: page.next.text))
                 }
             }
         }

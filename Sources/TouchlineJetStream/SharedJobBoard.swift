@@ -92,13 +92,15 @@ public final class SharedJobBoard: @unchecked Sendable {
     }
 
     /// Stores a job's entry (accepted, or finished); `completion` on the loop once the cluster
-    /// has it. The job's id is the message id, so a publish sent again is stored once.
-    public func publish(_ entry: SharedJobEntry, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
+    /// has it, with whether it was stored now. The job's id is the message id of its first
+    /// entry, so a publish of the same job sent again within the bucket's duplicate window is
+    /// stored once (false: it was there already).
+    public func publish(_ entry: SharedJobEntry, completion: @escaping @Sendable (Result<Bool, NATSError>) -> Void) {
         let payload = Array((try? encoder.encode(entry)) ?? Data())
         let id = entry.finished == nil ? entry.id : nil
         jetStream.publish(payload, to: JetStream.keySubject(bucket: bucket, key: "job.\(entry.id)"),
                           conditions: JetStream.PublishConditions(messageID: id), loop: loop) { result in
-            completion(result.map { _ in () })
+            completion(result.map { !$0.duplicate })
         }
     }
 

@@ -21,6 +21,10 @@ public struct SharedJobEntry: Codable, Sendable, Equatable {
     /// slice reads its audience from a copy at least this far, so a fan registered through that
     /// gateway before the job is in it wherever the slice runs.
     public var registrySequence: UInt64
+    /// The request's `Idempotency-Key` record, when it had one: a job created for such a request
+    /// has an id derived from the key, so a repeat sent to any gateway finds this entry and gets
+    /// the first answer again (docs/cluster.md, "Idempotency keys on the cluster").
+    public var idempotency: IdempotentAnswer?
     /// The sum of the slices' counts, once every slice has finished.
     public var finished: FanOutCounters?
     public var finishedAtNanoseconds: Int64?
@@ -35,6 +39,21 @@ public struct SharedJobEntry: Codable, Sendable, Equatable {
         self.expirationNanoseconds = expirationNanoseconds
         self.slices = slices
         self.registrySequence = registrySequence
+    }
+}
+
+/// What an idempotent request was and what it was answered, kept with the first job it created.
+public struct IdempotentAnswer: Codable, Sendable, Equatable {
+    /// SHA-256 of the request (method, target, body), in hex: a repeat must match it.
+    public var requestHash: String
+    public var status: Int
+    /// The answer's body (JSON text).
+    public var response: String
+
+    public init(requestHash: String, status: Int, response: String) {
+        self.requestHash = requestHash
+        self.status = status
+        self.response = response
     }
 }
 

@@ -38,6 +38,9 @@ final class SharedJobs: @unchecked Sendable {
     /// Jobs cancelled (their kickoff's channel ended), with the time.
     private var cancelled: [String: UnixTime] = [:]
     private var finishedJobs: [String: FanOutCounters] = [:]
+    /// The answers of idempotent requests, by the id of the first job each created (open and
+    /// finished jobs alike, as long as the bucket holds their entries).
+    private var idempotentAnswers: [String: IdempotentAnswer] = [:]
     /// Each slice's last saved progress known here, with its revision.
     private var saved: [SharedJobPlan.SliceKey: (entry: SliceEntry, revision: UInt64)] = [:]
     /// Slices the plan runs here that wait for the registry copy to reach their job's position.
@@ -101,6 +104,7 @@ final class SharedJobs: @unchecked Sendable {
         switch change {
         case .job(let entry):
             plan.jobChanged(entry.id, .init(sliceCount: entry.slices, isFinished: entry.finished != nil))
+            if let answer = entry.idempotency { idempotentAnswers[entry.id] = answer }
             if let counters = entry.finished {
                 entries[entry.id] = nil
                 finishedJobs[entry.id] = counters
@@ -263,18 +267,32 @@ final class SharedJobs: @unchecked Sendable {
 
     // MARK: The API's side
 
-    /// Stores a new job in the cluster's bucket (from any loop); `completion` runs on `answerLoop`
-    /// once the cluster has it (then it is durable, and will run wherever its slices' partitions are owned).
-    func create(_ record: PersonalJobRecord, answerLoop: EventLoop, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+    /// Stores a new job in the cluster's bucket (from any loop), with the idempotent request's
+    /// answer if it came with a key; `completion` runs on `answerLoop` once the cluster has it
+    /// (then it is durable, and will run wherever its slices' partitions are owned), with
+    /// whether it was stored now (false: a job of this id was stored within the bucket's
+    /// duplicate window, by a request with the same key).
+    func create(_ record: PersonalJobRecord, idempotency: IdempotentAnswer? = nil, answerLoop: EventLoop,
+                completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
         let slices = PersonalAudience(storedText: record.audience)?.sliceCount ?? 1
         loop.execute { [self] in
-            let entry = SharedJobEntry(id: record.id, createdAtNanoseconds: record.createdAt.nanoseconds, audience: record.audience,
+            var entry = SharedJobEntry(id: record.id, createdAtNanoseconds: record.createdAt.nanoseconds, audience: record.audience,
                                        payload: Data(record.payload), priority: record.priority,
                                        expirationNanoseconds: record.expiration?.nanoseconds, slices: slices,
                                        registrySequence: registryPosition())
+            entry.idempotency = idempotency
             board.publish(entry) { result in
                 answerLoop.execute { completion(result.mapError { $0 }) }
             }
+        }
+    }
+
+    /// The answer of the idempotent request that created job `jobID` first, if the bucket holds
+    /// it (`completion` on `answerLoop`).
+    func idempotentAnswer(of jobID: String, answerLoop: EventLoop, completion: @escaping @Sendable (IdempotentAnswer?) -> Void) {
+        loop.execute { [self] in
+            let answer = idempotentAnswers[jobID]
+            answerLoop.execute { completion(answer) }
         }
     }
 

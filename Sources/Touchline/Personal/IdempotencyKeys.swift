@@ -44,6 +44,17 @@ struct IdempotencyClaim: Sendable {
                           response: response.encoded, createdAt: now, expiresAt: now + lifetime)
     }
 
+    /// The id of the `index`th job a request with this key creates on a cluster: derived from
+    /// the key's slot (API key, route, key), so a repeat sent to another gateway names the same
+    /// job and finds it in the cluster's job bucket (docs/cluster.md, "Idempotency keys on the
+    /// cluster"). Shaped like the random ids (`job-` and a UUID's hex groups).
+    func jobID(index: Int) -> String {
+        let digest = SHA256.hex(Array("touchline idempotent job\n\(slot.scope)\n\(slot.route)\n\(slot.key)\n\(index)".utf8))
+        let hex = Array(digest.prefix(32))
+        let groups = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hex[$0]) }
+        return "job-" + groups.joined(separator: "-")
+    }
+
     /// What stands for an API key in stored records: a digest, so the store never holds a secret.
     static func scope(of key: GatewayConfiguration.APIKey) -> String {
         SHA256.hex(Array("touchline idempotency scope\n".utf8) + Array(key.key.utf8))
@@ -52,6 +63,23 @@ struct IdempotencyClaim: Sendable {
     /// The digest a repeat must match: method, target (path and query) and body, byte for byte.
     static func requestHash(of request: HTTPRequest) -> [UInt8] {
         SHA256.digest(Array("\(request.method.rawValue) \(request.head.target)\n".utf8) + request.body)
+    }
+
+    /// A repeat's answer: the stored one (`status`, `response`) again if the request is the
+    /// same as the first (422 if not).
+    static func replay(status: Int, response: [UInt8], sameRequest: Bool, for claim: IdempotencyClaim) throws(HTTPError) -> HTTPResponse {
+        guard sameRequest else {
+            throw HTTPError(status: 422, code: "idempotency_key_reused",
+                            message: "Idempotency-Key \"\(claim.slot.key)\" was used for a different request to \(claim.slot.route) (another path or body); use a new key for a new request")
+        }
+        return HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("Idempotent-Replayed", "true")], body: response)
+    }
+
+    /// A repeat while the first request is still being answered.
+    static func inUse(_ claim: IdempotencyClaim) -> HTTPError {
+        HTTPError(status: 409, code: "idempotency_key_in_use",
+                  message: "a request with Idempotency-Key \"\(claim.slot.key)\" is still being processed; retry once it has been answered",
+                  headers: [("Retry-After", "1")])
     }
 
     static let headerName = "Idempotency-Key"

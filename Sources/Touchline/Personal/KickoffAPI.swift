@@ -56,7 +56,7 @@ struct KickoffAPI: APIFeature {
         let payload = LiveActivityPayload(timestamp: intake.clock.now(), event: .start, contentState: contentState, alert: try PersonalJobIntake.alert(in: body, requiredFor: "a kickoff's start"),
                                           attributesType: attributesType, attributes: attributes, inputPushChannel: apnsID).encoded()
         let job = try intake.personalJob(audience: .follows(follow), payload: payload, priority: try PersonalJobIntake.priority(in: body),
-                                  expiration: try PersonalJobIntake.expiration(in: body))
+                                         expiration: try PersonalJobIntake.expiration(in: body), claim: claim)
         try intake.submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
     }
 }

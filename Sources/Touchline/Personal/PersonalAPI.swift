@@ -51,7 +51,7 @@ struct PersonalAPI: APIFeature {
         let priority = try PersonalJobIntake.priority(in: body), expiration = try PersonalJobIntake.expiration(in: body)
         let payload = LiveActivityPayload(timestamp: intake.clock.now(), event: event, contentState: contentState, alert: alert,
                                           attributesType: attributesType, attributes: attributes).encoded()
-        let job = try intake.personalJob(audience: audience, payload: payload, priority: priority, expiration: expiration)
+        let job = try intake.personalJob(audience: audience, payload: payload, priority: priority, expiration: expiration, claim: claim)
         try intake.submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
     }
 

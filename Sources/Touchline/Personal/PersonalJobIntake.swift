@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import TouchlineCore
+import TouchlineJetStream
 import TouchlineRuntime
 import Synchronization
 import TouchlineStore
@@ -75,12 +76,16 @@ final class PersonalJobIntake: @unchecked Sendable {
     }
 
     /// A new job (not saved yet) for an encoded payload, refused when APNs would refuse the payload.
-    func personalJob(audience: PersonalAudience, payload: [UInt8], priority: Int, expiration: UnixTime?) throws(HTTPError) -> PersonalJobRecord {
+    /// Its id is random, or on a cluster, for a request with an `Idempotency-Key` (`claim`), the
+    /// `index`th id derived from the key (``IdempotencyClaim/jobID(index:)``).
+    func personalJob(audience: PersonalAudience, payload: [UInt8], priority: Int, expiration: UnixTime?,
+                     claim: IdempotencyClaim?, index: Int = 0) throws(HTTPError) -> PersonalJobRecord {
         guard payload.count <= LiveActivityPush.maximumPayloadSize else {
             throw HTTPError(status: 422, code: "payload_too_large",
                             message: "the push payload is \(payload.count) bytes; APNs takes at most \(LiveActivityPush.maximumPayloadSize)")
         }
-        return PersonalJobRecord(id: "job-" + UUID().uuidString.lowercased(), createdAt: clock.now(),
+        let id = sharedJobs != nil ? claim?.jobID(index: index) : nil
+        return PersonalJobRecord(id: id ?? "job-" + UUID().uuidString.lowercased(), createdAt: clock.now(),
                                  audience: String(decoding: audience.json.encoded, as: UTF8.self), payload: payload,
                                  priority: priority, expiration: expiration)
     }
@@ -118,12 +123,46 @@ final class PersonalJobIntake: @unchecked Sendable {
     /// jobs are stored in the cluster's job bucket first (that is when they are durable and will
     /// run, whichever gateway survives), then `operations` (the idempotency record, a replay's
     /// marks) in this gateway's file, then the 202. A failure before the last step answers 503
-    /// (docs/cluster.md, "Personal jobs on the cluster", on what a retry then does).
+    /// (docs/cluster.md, "Personal jobs on the cluster", on what a retry then does). With an
+    /// `Idempotency-Key`, the job ids come from the key, so the bucket tells whether any gateway
+    /// took the request before; the first job's entry holds its answer for repeats.
     private func submitSharedJobs(_ jobs: [PersonalJobRecord], to shared: SharedJobs, then operations: [TokenOperation],
                                   for request: HTTPRequest, answer: JSONValue, idempotency claim: IdempotencyClaim?,
                                   settled: (@Sendable () -> Void)?) {
+        if let claim, let first = jobs.first {
+            // A repeat sent to any gateway names the same first job (its id comes from the key):
+            // if the bucket has it, the request was answered before.
+            return shared.idempotentAnswer(of: first.id, answerLoop: loop) { [self] stored in
+                guard let stored else {
+                    let record = IdempotentAnswer(requestHash: WebhookSignature.hex(claim.requestHash), status: 202,
+                                                  response: String(decoding: answer.encoded, as: UTF8.self))
+                    return createSharedJobs(jobs, in: shared, idempotency: record, then: operations, for: request, answer: record.response,
+                                            claim: claim, settled: settled)
+                }
+                idempotencyKeys.inFlight.remove(claim.slot)
+                settled?()
+                do throws(HTTPError) {
+                    request.respond(try IdempotencyClaim.replay(status: stored.status, response: Array(stored.response.utf8),
+                                                                sameRequest: stored.requestHash == WebhookSignature.hex(claim.requestHash), for: claim))
+                } catch {
+                    request.respond(error.response)
+                }
+            }
+        }
+        createSharedJobs(jobs, in: shared, idempotency: nil, then: operations, for: request, answer: String(decoding: answer.encoded, as: UTF8.self),
+                         claim: claim, settled: settled)
+    }
+
+    /// Stores `jobs` in the cluster's bucket (the first with the idempotent request's answer),
+    /// then `operations` in this gateway's file, then answers 202 with `answer`. A first job the
+    /// bucket had already (a repeat racing the first request, within its duplicate window) is
+    /// answered 409: the repeat's retry finds the first's answer.
+    private func createSharedJobs(_ jobs: [PersonalJobRecord], in shared: SharedJobs, idempotency: IdempotentAnswer?,
+                                  then operations: [TokenOperation], for request: HTTPRequest, answer: String,
+                                  claim: IdempotencyClaim?, settled: (@Sendable () -> Void)?) {
         let remaining = Mutex(jobs.count)
         let firstFailure = Mutex<(any Error)?>(nil)
+        let raced = Mutex(false)
         let finish: @Sendable () -> Void = { [self] in
             if let error = firstFailure.withLock({ $0 }) {
                 if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
@@ -132,22 +171,32 @@ final class PersonalJobIntake: @unchecked Sendable {
                 request.respond(HTTPError.writeFailed(failure, saving: "the job").response)
                 return
             }
+            if let claim, raced.withLock({ $0 }) {
+                idempotencyKeys.inFlight.remove(claim.slot)
+                settled?()
+                request.respond(IdempotencyClaim.inUse(claim).response)
+                return
+            }
             personalStore.submit(operations) { [self] result in
                 if case .success = result { idempotentCommitSucceeded(claim) }
                 loop.execute { [self] in
                     if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
                     settled?()
                     switch result {
-                    case .success: request.respond(.json(status: 202, answer))
+                    case .success:
+                        request.respond(HTTPResponse(status: 202, headers: [("Content-Type", "application/json")], body: Array(answer.utf8)))
                     case .failure(let error): request.respond(HTTPError.writeFailed(error, saving: "the job").response)
                     }
                 }
             }
         }
         guard !jobs.isEmpty else { return finish() }
-        for job in jobs {
-            shared.create(job, answerLoop: loop) { result in
-                if case .failure(let error) = result { firstFailure.withLock { if $0 == nil { $0 = error } } }
+        for (index, job) in jobs.enumerated() {
+            shared.create(job, idempotency: index == 0 ? idempotency : nil, answerLoop: loop) { result in
+                switch result {
+                case .success(let stored): if index == 0, !stored, idempotency != nil { raced.withLock { $0 = true } }
+                case .failure(let error): firstFailure.withLock { if $0 == nil { $0 = error } }
+                }
                 if remaining.withLock({ $0 -= 1; return $0 }) == 0 { finish() }
             }
         }
@@ -170,11 +219,7 @@ final class PersonalJobIntake: @unchecked Sendable {
         guard let clientKey = try IdempotencyClaim.clientKey(in: request.head.fields) else { return try body(nil) }
         let claim = IdempotencyClaim(slot: .init(scope: IdempotencyClaim.scope(of: key), route: route, key: clientKey),
                                             requestHash: IdempotencyClaim.requestHash(of: request))
-        guard !idempotencyKeys.inFlight.contains(claim.slot) else {
-            throw HTTPError(status: 409, code: "idempotency_key_in_use",
-                            message: "a request with Idempotency-Key \"\(clientKey)\" is still being processed; retry once it has been answered",
-                            headers: [("Retry-After", "1")])
-        }
+        guard !idempotencyKeys.inFlight.contains(claim.slot) else { throw IdempotencyClaim.inUse(claim) }
         let stored: IdempotencyRecord?
         do {
             stored = try tokenReader.idempotencyRecord(scope: claim.slot.scope, route: route, key: clientKey, at: clock.now())
@@ -182,12 +227,8 @@ final class PersonalJobIntake: @unchecked Sendable {
             throw HTTPError(status: 500, code: "store_failed", message: "reading the Idempotency-Key's record failed: \(error)")
         }
         guard let stored else { return try body(claim) }
-        guard stored.requestHash == claim.requestHash else {
-            throw HTTPError(status: 422, code: "idempotency_key_reused",
-                            message: "Idempotency-Key \"\(clientKey)\" was used for a different request to \(route) (another path or body); use a new key for a new request")
-        }
-        request.respond(HTTPResponse(status: stored.status, headers: [("Content-Type", "application/json"), ("Idempotent-Replayed", "true")],
-                                     body: stored.response))
+        request.respond(try IdempotencyClaim.replay(status: stored.status, response: stored.response,
+                                                    sameRequest: stored.requestHash == claim.requestHash, for: claim))
     }
 
     /// The operations that keep `claim` with a request's jobs (answered `status` with

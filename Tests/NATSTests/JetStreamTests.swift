@@ -14,7 +14,7 @@ struct JetStreamTests {
     @Test func anAcknowledgedPublishIsStoredOnceAndADuplicateIdIsNotStoredAgain() async throws {
         let cluster = try await NATSCluster.start()
         let client = try await Client.connect(to: cluster)
-        try client.jetStream.ensureStream(.init(name: "EVENTS", subjects: ["events.>"], replicas: 3))
+        try client.jetStream.ensureStreamPatiently(.init(name: "EVENTS", subjects: ["events.>"], replicas: 3))
 
         let first = try await client.publish(Array("goal".utf8), to: "events.m1", conditions: .init(messageID: "m1:1")).get()
         let again = try await client.publish(Array("goal".utf8), to: "events.m1", conditions: .init(messageID: "m1:1")).get()
@@ -31,7 +31,7 @@ struct JetStreamTests {
     @Test func aCompareAndSetOnTheStreamLosesToTheWriteBeforeIt() async throws {
         let cluster = try await NATSCluster.start(size: 1)
         let client = try await Client.connect(to: cluster)
-        try client.jetStream.ensureStream(.init(name: "LOG", subjects: ["log.>"], replicas: 1))
+        try client.jetStream.ensureStreamPatiently(.init(name: "LOG", subjects: ["log.>"], replicas: 1))
 
         let first = try await client.publish(Array("a".utf8), to: "log.p0", conditions: .init(expectedLastSequence: 0)).get()
         let secondFirst = await client.publish(Array("b".utf8), to: "log.p0", conditions: .init(expectedLastSequence: 0))
@@ -62,7 +62,7 @@ struct JetStreamTests {
     func concurrentWritesExpectingTheStreamsLastSequenceStoreExactlyOne(replicas: Int) async throws {
         let cluster = try await NATSCluster.start(size: replicas)
         let clients = try await [Client.connect(to: cluster), Client.connect(to: cluster), Client.connect(to: cluster)]
-        try clients[0].jetStream.ensureStream(.init(name: "ONE", subjects: ["one.>"], replicas: replicas))
+        try clients[0].jetStream.ensureStreamPatiently(.init(name: "ONE", subjects: ["one.>"], replicas: replicas))
         // 0 expects an empty stream.
         let first = try await clients[0].publish(Array("a".utf8), to: "one.x", conditions: .init(expectedLastSequence: 0)).get()
         let notEmpty = await clients[1].publish(Array("a".utf8), to: "one.x", conditions: .init(expectedLastSequence: 0))
@@ -86,7 +86,7 @@ struct JetStreamTests {
     @Test func anOrderedConsumerDeliversInStreamOrderFromASequenceOrTheLastOfEachSubject() async throws {
         let cluster = try await NATSCluster.start(size: 1)
         let client = try await Client.connect(to: cluster)
-        try client.jetStream.ensureStream(.init(name: "EVENTS", subjects: ["events.>"], replicas: 1))
+        try client.jetStream.ensureStreamPatiently(.init(name: "EVENTS", subjects: ["events.>"], replicas: 1))
         for index in 1...6 {
             _ = try await client.publish(Array("\(index)".utf8), to: "events.m\(index % 2)").get()
         }
@@ -103,7 +103,7 @@ struct JetStreamTests {
     @Test func aDeliveryWindowHoldsTheRestBackUntilTheHandlerReleasesItsMessages() async throws {
         let cluster = try await NATSCluster.start(size: 1)
         let client = try await Client.connect(to: cluster)
-        try client.jetStream.ensureStream(.init(name: "LOG", subjects: ["log"], replicas: 1))
+        try client.jetStream.ensureStreamPatiently(.init(name: "LOG", subjects: ["log"], replicas: 1))
         for index in 1...10 { _ = try await client.publish(Array("\(index)".utf8), to: "log").get() }
         let window = DeliveryWindow(size: 3)
         let received = Mailbox<NATSMessage>()
@@ -136,7 +136,7 @@ struct JetStreamTests {
     @Test func killingTheStreamLeaderLosesNoAcknowledgedPublishAndPublishingGoesOn() async throws {
         let cluster = try await NATSCluster.start()
         let client = try await Client.connect(to: cluster)
-        let created = try client.jetStream.ensureStream(.init(name: "EVENTS", subjects: ["events.>"], replicas: 3))
+        let created = try client.jetStream.ensureStreamPatiently(.init(name: "EVENTS", subjects: ["events.>"], replicas: 3))
         let leader = try #require(cluster.nodes.firstIndex { $0.name == created.leader }, "leader \(String(describing: created.leader))")
         var acknowledged = Set<UInt64>()
         var failures = 0
@@ -260,7 +260,7 @@ struct PartitionMappingTests {
     @Test func theGatewaysPartitionOfAChannelIsTheOneTheServersMappingChooses() async throws {
         let cluster = try await NATSCluster.start(size: 1, mappings: ["in.*": "part.{{partition(64,1)}}.{{wildcard(1)}}"])
         let client = try await Client.connect(to: cluster)
-        try client.jetStream.ensureStream(.init(name: "PARTS", subjects: ["part.*.*"], replicas: 1))
+        try client.jetStream.ensureStreamPatiently(.init(name: "PARTS", subjects: ["part.*.*"], replicas: 1))
         let channels = (0..<300).map { "match-\($0)" } + ["WC2026.FINAL", "league:epl.2026.ars-che", String(repeating: "x", count: 128)]
         for channel in channels {
             _ = try await client.publish(Array(channel.utf8), to: "in.\(ChannelPartitioning.subjectToken(channel))").get()
@@ -313,8 +313,8 @@ struct KeyValueBucketTests {
     @Test func aBucketKeepsTheLastValueOfEachKeyAndItsRevisionIsTheCompareAndSetSequence() async throws {
         let cluster = try await NATSCluster.start()
         let client = try await Client.connect(to: cluster)
-        try client.jetStream.ensureKeyValueBucket("leases", replicas: 3)
-        try client.jetStream.ensureKeyValueBucket("leases", replicas: 3)
+        try client.jetStream.ensureKeyValueBucketPatiently("leases", replicas: 3)
+        try client.jetStream.ensureKeyValueBucketPatiently("leases", replicas: 3)
         let p0 = JetStream.keySubject(bucket: "leases", key: "partition.0")
 
         let created = try await client.publish(Array("a".utf8), to: p0, conditions: .init(expectedLastSequence: 0)).get()
@@ -329,5 +329,19 @@ struct KeyValueBucketTests {
         #expect(values.first?.stream?.sequence == renewed.sequence)
         let state = try #require(try client.jetStream.streamState("KV_leases"))
         #expect(state.messages == 2 && state.replicas == 3, "history 1: one value per key")
+    }
+}
+
+extension JetStream {
+    /// ``ensureStream(_:)``, tried again while it times out, as the gateway's own calls are: a
+    /// stream of three replicas made just after the cluster started can time out on a busy machine.
+    @discardableResult
+    func ensureStreamPatiently(_ settings: StreamSettings) throws(NATSError) -> StreamState {
+        try Self.retryingTimeouts { () throws(NATSError) in try ensureStream(settings) }
+    }
+
+    /// ``ensureKeyValueBucket(_:replicas:history:maximumValueSize:)``, tried again while it times out.
+    func ensureKeyValueBucketPatiently(_ name: String, replicas: Int) throws(NATSError) {
+        try Self.retryingTimeouts { () throws(NATSError) in try ensureKeyValueBucket(name, replicas: replicas) }
     }
 }

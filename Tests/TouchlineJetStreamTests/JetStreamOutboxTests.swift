@@ -30,13 +30,20 @@ struct JetStreamOutboxTests {
         [.markStatus(channelID: id, status: .ended, end: nil, at: created), .webhook(.record(entry(event, at: created)))]
     }
 
-    @Test func eventsAreNumberedByTheirLogSoEveryReaderGivesThemTheSameIDs() async throws {
-        let node = try await Node.start(size: 1)
-        let (a, b) = try Self.twoPartitions()
+    /// A store with channels `a` and `b` of different partitions, each ended with an event
+    /// (`a-1`, `b-1`).
+    static func twoEndedChannels(on node: Node) throws -> (JetStreamChannelStore, a: String, b: String) {
+        let (a, b) = try twoPartitions()
         let store = try node.open()
         for id in [a, b] { try store.write(.createChannel(Fixture.channel(id))) }
-        try store.write(Self.ended(a, "a-1")).get()
-        try store.write(Self.ended(b, "b-1")).get()
+        try store.write(ended(a, "a-1")).get()
+        try store.write(ended(b, "b-1")).get()
+        return (store, a, b)
+    }
+
+    @Test func eventsAreNumberedByTheirLogSoEveryReaderGivesThemTheSameIDs() async throws {
+        let node = try await Node.start(size: 1)
+        let (store, a, b) = try Self.twoEndedChannels(on: node)
         try store.write(Self.ended(a, "a-2") + [.webhook(.record(Self.entry("a-3")))]).get()
         let events = try store.openReader().events(after: 0, limit: 10)
         let byName = Dictionary(uniqueKeysWithValues: events.map { ($0.eventID, $0.id) })
@@ -54,11 +61,7 @@ struct JetStreamOutboxTests {
 
     @Test func deliveryOutcomesGoToTheLogOfTheirEvent() async throws {
         let node = try await Node.start(size: 1)
-        let (a, b) = try Self.twoPartitions()
-        let store = try node.open()
-        for id in [a, b] { try store.write(.createChannel(Fixture.channel(id))) }
-        try store.write(Self.ended(a, "a-1")).get()
-        try store.write(Self.ended(b, "b-1")).get()
+        let (store, a, _) = try Self.twoEndedChannels(on: node)
         let ids = Dictionary(uniqueKeysWithValues: try store.openReader().events(after: 0, limit: 10).map { ($0.eventID, $0.id) })
         let delivered = { (id: Int64) in WebhookDeliveryUpdate(endpoint: "hooks", outboxID: id, attempts: 1, nextAt: Self.t0, status: .delivered) }
         let mixed = store.write([.webhook(.updateDeliveries([delivered(ids["a-1"]!), delivered(ids["b-1"]!)]))])

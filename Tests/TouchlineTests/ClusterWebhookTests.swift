@@ -15,6 +15,30 @@ struct ClusterWebhookTests {
         return try ClusterGatewayTests.gateway(name, cluster: cluster, apns: apns) { $0.webhooks = settings }
     }
 
+    /// A 3-node cluster, the mock APNs, a receiver (listening or not yet) and gateways `names`
+    /// posting to it; `stop()` shuts them down in order.
+    final class Setup: Sendable {
+        let cluster: NATSCluster
+        let apns: MockAPNsFixture
+        let receiver: WebhookTestReceiver
+        let started = StartedGateways()
+
+        init(listening: Bool) async throws {
+            cluster = try await NATSCluster.start()
+            apns = try MockAPNsFixture()
+            receiver = listening ? try WebhookTestReceiver.listening() : try WebhookTestReceiver()
+        }
+
+        func add(_ names: [String]) throws -> [GatewayFixture] {
+            try started.add(names.map { try ClusterWebhookTests.gateway($0, cluster: cluster, apns: apns, receiver: receiver) })
+        }
+
+        func stop() {
+            receiver.stop()
+            started.shutDown(after: apns, keeping: cluster)
+        }
+    }
+
     /// The `channel.deleted` events the receiver took (2xx), by channel.
     static func deletedChannels(_ receiver: WebhookTestReceiver) -> [String] {
         receiver.requests.filter { (200..<300).contains($0.status) }.compactMap { request in
@@ -28,13 +52,9 @@ struct ClusterWebhookTests {
     }
 
     @Test func eachPartitionsOwnerDeliversItsEventsOnce() async throws {
-        let cluster = try await NATSCluster.start()
-        let apns = try MockAPNsFixture()
-        let receiver = try WebhookTestReceiver.listening()
-        defer { receiver.stop() }
-        let started = StartedGateways()
-        defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns, receiver: receiver) })
+        let setup = try await Setup(listening: true)
+        defer { setup.stop() }
+        let (receiver, gateways) = (setup.receiver, try setup.add(["g1", "g2"]))
         let channels = (1...8).map { "hooked-\($0)" }
         try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
         for (index, id) in channels.enumerated() {
@@ -56,13 +76,9 @@ struct ClusterWebhookTests {
     /// A gateway stops while its events are still pending (the receiver is down): the gateway
     /// taking its partitions over reads their outbox from the log and delivers them.
     @Test func aPartitionsPendingEventsAreDeliveredByItsNextOwner() async throws {
-        let cluster = try await NATSCluster.start()
-        let apns = try MockAPNsFixture()
-        let receiver = try WebhookTestReceiver()
-        defer { receiver.stop() }
-        let started = StartedGateways()
-        defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns, receiver: receiver) })
+        let setup = try await Setup(listening: false)
+        defer { setup.stop() }
+        let (receiver, gateways) = (setup.receiver, try setup.add(["g1", "g2"]))
         let channels = (1...8).map { "handed-\($0)" }
         try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
         for id in channels {
@@ -85,13 +101,9 @@ struct ClusterWebhookTests {
     /// A gateway that gave partitions up to a newcomer still holds their pending events (until
     /// its prune drops them) but no longer delivers them: the newcomer does, so each goes once.
     @Test func aGatewayDeliversOnlyThePartitionsItServesNow() async throws {
-        let cluster = try await NATSCluster.start()
-        let apns = try MockAPNsFixture()
-        let receiver = try WebhookTestReceiver()
-        defer { receiver.stop() }
-        let started = StartedGateways()
-        defer { started.shutDown(after: apns, keeping: cluster) }
-        let first = try started.add([try Self.gateway("g1", cluster: cluster, apns: apns, receiver: receiver)])[0]
+        let setup = try await Setup(listening: false)
+        defer { setup.stop() }
+        let (receiver, first) = (setup.receiver, try setup.add(["g1"])[0])
         let channels = (1...8).map { "shared-\($0)" }
         try await ClusterGatewayTests.create(channels, through: [first.patientAdmin])
         for id in channels {
@@ -102,7 +114,7 @@ struct ClusterWebhookTests {
             (try? metricValue(first.patientAdmin.request("GET", "/metrics").text,
                               #"touchline_webhook_failed_attempts_total{endpoint="receiver"}"#)) ?? 0 >= Double(channels.count)
         }
-        let second = try started.add([try Self.gateway("g2", cluster: cluster, apns: apns, receiver: receiver)])[0]
+        let second = try setup.add(["g2"])[0]
         try await eventually("g2 to serve partitions", timeout: .seconds(60)) {
             (try? second.patientAdmin.request("GET", "/readyz").json?[member: "cluster"]?[member: "servedPartitions"])
                 .map { if case .array(let served) = $0 { !served.isEmpty } else { false } } ?? false
@@ -119,13 +131,9 @@ struct ClusterWebhookTests {
     /// read by its owner) and each gateway's personal file's (a job's end is recorded by the
     /// gateway that finished it), each once, and an empty page after the last keeps the cursor.
     @Test func eitherGatewayPagesThroughEveryOutboxOfTheCluster() async throws {
-        let cluster = try await NATSCluster.start()
-        let apns = try MockAPNsFixture()
-        let receiver = try WebhookTestReceiver.listening()
-        defer { receiver.stop() }
-        let started = StartedGateways()
-        defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns, receiver: receiver) })
+        let setup = try await Setup(listening: true)
+        defer { setup.stop() }
+        let (receiver, gateways) = (setup.receiver, try setup.add(["g1", "g2"]))
         let channels = (1...7).map { "paged-\($0)" }
         try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
         for id in channels { #expect(try gateways[1].patientAdmin.request("DELETE", "/v1/channels/\(id)").status == 200) }

@@ -24,6 +24,8 @@ final class SharedJobs: @unchecked Sendable {
     private let board: SharedJobBoard
     private let dispatcher: PersonalDispatcher
     private let store: any PersonalStoreWriter
+    /// This gateway's personal file, read on the loop.
+    private let reader: any PersonalStoreReader
     /// This gateway's registry copy position (``SharedTokenRegistry/appliedSequence``).
     private let registryPosition: @Sendable () -> UInt64
     private let instance: String
@@ -51,12 +53,19 @@ final class SharedJobs: @unchecked Sendable {
     private(set) var brokenJobs: [String: String] = [:]
     /// Slices started here since the start (figures and tests).
     private(set) var slicesStarted = 0
+    /// Jobs whose definition this gateway's file holds: a copy, marked done, written with the
+    /// first dead letters this gateway made of the job, so that a replay of them through this
+    /// gateway finds the original's payload, priority and expiration (the file holds no other
+    /// trace of a job the cluster ran).
+    private var definitionsKept: Set<String> = []
 
     init(board: SharedJobBoard, partitioning: ChannelPartitioning, dispatcher: PersonalDispatcher, store: any PersonalStoreWriter,
-         registryPosition: @escaping @Sendable () -> UInt64, instance: String, outbox: WebhookOutbox?, clock: any WallClock, log: GatewayLog) {
+         reader: any PersonalStoreReader, registryPosition: @escaping @Sendable () -> UInt64, instance: String, outbox: WebhookOutbox?,
+         clock: any WallClock, log: GatewayLog) {
         self.board = board
         self.dispatcher = dispatcher
         self.store = store
+        self.reader = reader
         self.registryPosition = registryPosition
         self.instance = instance
         self.outbox = outbox
@@ -67,12 +76,12 @@ final class SharedJobs: @unchecked Sendable {
 
     /// The shared jobs of a cluster gateway: its job bucket opened, the dispatcher's slices
     /// saving through it, the watch started (blocking: from the starting thread).
-    static func start(on cluster: ClusterNode, dispatcher: PersonalDispatcher, store: any PersonalStoreWriter, outbox: WebhookOutbox?,
-                      clock: any WallClock, log: GatewayLog) throws -> SharedJobs {
+    static func start(on cluster: ClusterNode, dispatcher: PersonalDispatcher, store: any PersonalStoreWriter, reader: any PersonalStoreReader,
+                      outbox: WebhookOutbox?, clock: any WallClock, log: GatewayLog) throws -> SharedJobs {
         let board = try SharedJobBoard.open(jetStream: cluster.jetStream, prefix: cluster.settings.prefix, replicas: cluster.settings.replicas,
                                             loop: dispatcher.loop)
         let registry = store as? SharedTokenRegistry
-        let shared = SharedJobs(board: board, partitioning: cluster.partitioning, dispatcher: dispatcher, store: store,
+        let shared = SharedJobs(board: board, partitioning: cluster.partitioning, dispatcher: dispatcher, store: store, reader: reader,
                                 registryPosition: { registry?.appliedSequence ?? 0 }, instance: cluster.settings.instance.name,
                                 outbox: outbox, clock: clock, log: log)
         try dispatcher.loop.sync { dispatcher.sharedJobs = shared }
@@ -233,14 +242,29 @@ final class SharedJobs: @unchecked Sendable {
         guard plan.running.contains(key) else { return completion(.failure(NotOwned(key: key))) }
         let entry = SliceEntry(checkpoint: checkpoint, isFinished: isFinished, instance: instance)
         guard !writes.isEmpty else { return publish(entry, for: key, deactivated: 0, completion: completion) }
-        store.submit(summarizing: writes) { [self] result in
+        let (written, keeping) = keepingDefinition(of: key.jobID, with: writes)
+        store.submit(summarizing: written) { [self] result in
             loop.execute { [self] in
                 switch result {
                 case .success(let summary): publish(entry, for: key, deactivated: summary.tokensDeactivated, completion: completion)
-                case .failure(let error): completion(.failure(error))
+                case .failure(let error):
+                    if keeping { definitionsKept.remove(key.jobID) }
+                    completion(.failure(error))
                 }
             }
         }
+    }
+
+    /// `writes`, led by a copy of the job's definition (marked done) when they hold its first
+    /// dead letters on this gateway and its file has no copy yet; and whether they are.
+    private func keepingDefinition(of jobID: String, with writes: [TokenOperation]) -> ([TokenOperation], Bool) {
+        guard !definitionsKept.contains(jobID), let entry = entries[jobID],
+              writes.contains(where: { if case .deadLetter = $0 { true } else { false } }) else { return (writes, false) }
+        definitionsKept.insert(jobID)
+        if (try? reader.job(id: jobID)) != nil { return (writes, false) }
+        var definition = Self.record(of: entry)
+        definition.status = .done
+        return ([.createJob(definition)] + writes, true)
     }
 
     private func publish(_ entry: SliceEntry, for key: SharedJobPlan.SliceKey, deactivated: Int,

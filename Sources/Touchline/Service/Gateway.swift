@@ -188,7 +188,8 @@ public final class Gateway: Sendable {
                                                      log: log.named("personal"))
             // A cluster's personal jobs: any gateway takes them, the partitions' owners run their slices.
             let sharedJobs = try cluster.map { cluster in
-                try SharedJobs.start(on: cluster, dispatcher: personal, store: personalStore, outbox: webhooks.outbox, clock: clock,
+                try SharedJobs.start(on: cluster, dispatcher: personal, store: personalStore, reader: try stores.personalReader(),
+                                     outbox: webhooks.outbox, clock: clock,
                                      log: log.named("personal"))
             }
             let tokenReader = try stores.personalReader()

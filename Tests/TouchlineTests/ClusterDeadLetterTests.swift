@@ -28,5 +28,13 @@ struct ClusterDeadLetterTests {
         #expect(replay.status == 202, "\(replay.text)")
         let replayed = GatewayDeadLetterTests.letters(try api.request("GET", "/v1/deadletters?status=replayed"))
         #expect(replayed.count == 2, "\(replayed)")
+        // Reported like one gateway's: the dead letters made, and the job's end.
+        guard case .array(let events)? = try api.request("GET", "/v1/events").json?[member: "events"] else {
+            Issue.record("no events")
+            return
+        }
+        let created = events.filter { $0.string("type") == "personal.deadletters.created" && $0[member: "data"]?.string("jobId") == job.id }
+        #expect(created.compactMap { $0[member: "data"]?.integer("count") }.reduce(0, +) == 2, "\(events)")
+        #expect(events.contains { $0.string("type") == "personal.job.finished" && $0[member: "data"]?.string("jobId") == job.id })
     }
 }

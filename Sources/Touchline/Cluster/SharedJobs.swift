@@ -242,7 +242,9 @@ final class SharedJobs: @unchecked Sendable {
         guard plan.running.contains(key) else { return completion(.failure(NotOwned(key: key))) }
         let entry = SliceEntry(checkpoint: checkpoint, isFinished: isFinished, instance: instance)
         guard !writes.isEmpty else { return publish(entry, for: key, deactivated: 0, completion: completion) }
-        let (written, keeping) = keepingDefinition(of: key.jobID, with: writes)
+        let (kept, keeping) = keepingDefinition(of: key.jobID, with: writes)
+        // Reported in the same commit as the dead letters (made again by the next save if this one fails).
+        let written = kept + (outbox.flatMap { PersonalJobRun.deadLettersEvent(of: key.jobID, in: writes, outbox: $0) }.map { [$0] } ?? [])
         store.submit(summarizing: written) { [self] result in
             loop.execute { [self] in
                 switch result {

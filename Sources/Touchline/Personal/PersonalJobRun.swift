@@ -154,17 +154,20 @@ final class PersonalJobRun: @unchecked Sendable {
     /// The events one save reports: its dead letters by reason, and the job's end.
     private func webhookEvents(of operations: [TokenOperation], counts: PersonalJobCounts, finished: Bool,
                                outbox: WebhookOutbox) -> [TokenOperation] {
-        var reasons: [String: Int64] = [:]
-        for case .deadLetter(let letter) in operations { reasons[letter.reason, default: 0] += 1 }
-        var events: [TokenOperation] = []
-        if !reasons.isEmpty {
-            events.append(.webhook(outbox.record(.deadLettersCreated, [
-                .init("jobId", .string(id)), .init("count", .integer(reasons.values.reduce(0, +))),
-                .init("reasons", .object(reasons.sorted { $0.key < $1.key }.map { .init($0.key, .integer($0.value)) })),
-            ])))
-        }
+        var events = Self.deadLettersEvent(of: id, in: operations, outbox: outbox).map { [$0] } ?? []
         if finished { events.append(Self.finishedEvent(of: id, counts: counts, outbox: outbox)) }
         return events
+    }
+
+    /// The webhook event of the dead letters among `operations` (their count by reason), if any.
+    static func deadLettersEvent(of id: String, in operations: [TokenOperation], outbox: WebhookOutbox) -> TokenOperation? {
+        var reasons: [String: Int64] = [:]
+        for case .deadLetter(let letter) in operations { reasons[letter.reason, default: 0] += 1 }
+        guard !reasons.isEmpty else { return nil }
+        return .webhook(outbox.record(.deadLettersCreated, [
+            .init("jobId", .string(id)), .init("count", .integer(reasons.values.reduce(0, +))),
+            .init("reasons", .object(reasons.sorted { $0.key < $1.key }.map { .init($0.key, .integer($0.value)) })),
+        ]))
     }
 
     /// The webhook event of a job's end, with its final counts.

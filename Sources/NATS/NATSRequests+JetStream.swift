@@ -8,9 +8,24 @@ extension NATSRequests {
     /// how many were removed, or why not.
     public func purge(stream: String, below sequence: UInt64, timeout: Duration,
                       completion: @escaping (Result<UInt64, NATSError>) -> Void) {
+        purge(stream: stream, Array(#"{"seq":\#(sequence)}"#.utf8), operation: "purge \(stream) below sequence \(sequence)",
+              timeout: timeout, completion: completion)
+    }
+
+    /// Removes every message of `stream` on `subject` (wildcards allowed); `completion` (on the
+    /// loop) gets how many went. A key-value bucket forgets keys this way without leaving
+    /// tombstones behind.
+    public func purge(stream: String, subject filter: String, timeout: Duration,
+                      completion: @escaping (Result<UInt64, NATSError>) -> Void) {
+        // Subjects hold no '"' or '\\' nor control characters (the client refuses them), so quoting is enough.
+        let request = Array(#"{"filter":""#.utf8) + Array(filter.utf8) + Array(#""}"#.utf8)
+        purge(stream: stream, request, operation: "purge \(filter) from \(stream)", timeout: timeout, completion: completion)
+    }
+
+    private func purge(stream: String, _ body: [UInt8], operation: String, timeout: Duration,
+                       completion: @escaping (Result<UInt64, NATSError>) -> Void) {
         let subject = "$JS.API.STREAM.PURGE.\(stream)"
-        let operation = "purge \(stream) below sequence \(sequence)"
-        request(Array(#"{"seq":\#(sequence)}"#.utf8), to: subject, timeout: timeout) { result in
+        request(body, to: subject, timeout: timeout) { result in
             switch result {
             case .success(let answer):
                 completion(Self.purged(answer.payload, operation: operation))

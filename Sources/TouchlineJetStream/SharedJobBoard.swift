@@ -39,6 +39,8 @@ public final class SharedJobBoard: @unchecked Sendable {
     private let jetStream: JetStream
     private let loop: EventLoop
     private var watch: NATSSubscription?
+    /// JetStream API requests from the loop (forgetting finished jobs), made on first use.
+    private var requests: NATSRequests?
     private let encoder = JSONEncoder()
     private let decoder = JSONDecoder()
 
@@ -123,6 +125,22 @@ public final class SharedJobBoard: @unchecked Sendable {
         jetStream.publish(Array(String(atNanoseconds).utf8), to: JetStream.keySubject(bucket: bucket, key: "cancel.\(jobID)"),
                           conditions: JetStream.PublishConditions(messageID: "cancel-\(jobID)"), loop: loop) { result in
             completion(result.map { _ in () })
+        }
+    }
+
+    /// Removes a finished job's slice and cancellation keys from the bucket (its entry, with the
+    /// summed counts, stays): a gateway that starts later reads one key per finished job, not
+    /// seventeen. `completion` on the loop, with how many messages went.
+    public func forget(jobID: String, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
+        if requests == nil {
+            do { requests = try NATSRequests(connection: jetStream.connection, loop: loop) } catch { return completion(.failure(error)) }
+        }
+        guard let requests else { return }
+        let stream = "KV_\(bucket)"
+        requests.purge(stream: stream, subject: JetStream.keySubject(bucket: bucket, key: "slice.\(jobID).>"), timeout: .seconds(5)) { [bucket] slices in
+            requests.purge(stream: stream, subject: JetStream.keySubject(bucket: bucket, key: "cancel.\(jobID)"), timeout: .seconds(5)) { cancel in
+                completion(slices.flatMap { removed in cancel.map { removed + $0 } })
+            }
         }
     }
 

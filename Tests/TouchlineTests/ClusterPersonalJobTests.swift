@@ -45,6 +45,15 @@ struct ClusterPersonalJobTests {
         }
     }
 
+    /// How many messages the cluster's job bucket holds (one per key: it keeps no history).
+    static func bucketMessages(in cluster: NATSCluster) throws -> UInt64 {
+        let loop = EventLoop.start(name: "bucket-reader")
+        defer { loop.stop() }
+        let connection = try cluster.connect(name: "bucket-reader", loop: loop)
+        defer { connection.close() }
+        return try JetStream(connection).streamState("KV_touchline_jobs")?.messages ?? 0
+    }
+
     /// The slices' last saved progress in the cluster's job bucket, read by a client of the test.
     static func savedSlices(in cluster: NATSCluster) async throws -> [SharedJobPlan.SliceKey: SliceEntry] {
         let loop = EventLoop.start(name: "bucket-reader")
@@ -90,10 +99,9 @@ struct ClusterPersonalJobTests {
 
         let starts = apns.mock.recordedRequests().filter { $0.endpoint == .device && $0.status == 200 }.compactMap(\.deviceToken)
         #expect(starts.count == 400 && Set(starts) == Set(fans), "each fan once: \(starts.count) starts")
-        let slices = try await Self.savedSlices(in: cluster).filter { $0.key.jobID == job.id }
-        #expect(slices.count == 16 && slices.values.allSatisfy(\.isFinished))
-        #expect(Set(slices.values.map(\.instance)) == ["g1", "g2"], "the slices ran on both gateways")
-        #expect(slices.values.map(\.checkpoint.counters.sent).reduce(0, +) == 400)
+        // Once the job's entry holds its final counts, its slices' keys are removed from the
+        // bucket: it holds the job's entry alone.
+        try await eventually("the finished job's slice keys removed") { (try? Self.bucketMessages(in: cluster)) == 1 }
         // Operators see the slices each gateway started: 16 between them.
         let slicesStarted = try gateways.map { gateway in
             metricValue(try gateway.patientAdmin.request("GET", "/metrics").text, "touchline_personal_slices_started_total") ?? 0
@@ -122,13 +130,14 @@ struct ClusterPersonalJobTests {
         // The slices g1 is running as it is asked to stop.
         let running = try await Self.savedSlices(in: cluster).filter { $0.key.jobID == jobID && $0.value.instance == "g1" && !$0.value.isFinished }
         #expect(!running.isEmpty, "g1 is running slices")
+        func slicesStarted(by gateway: GatewayFixture) throws -> Double {
+            metricValue(try gateway.patientAdmin.request("GET", "/metrics").text, "touchline_personal_slices_started_total") ?? 0
+        }
+        let startedByG2 = try slicesStarted(by: gateways[1])
         await gateways[0].shutDown(removingData: false)
         let progress = try await GatewayDeadLetterTests.finished(jobID, on: gateways[1].patientAdmin)
         #expect(progress?.integer("targeted") == 1_200 && progress?.integer("sent") == 1_200, "\(String(describing: progress))")
-        let slices = try await Self.savedSlices(in: cluster).filter { $0.key.jobID == jobID }
-        #expect(slices.values.allSatisfy { $0.isFinished })
-        let finishedByG2 = running.keys.filter { slices[$0]?.instance == "g2" }
-        #expect(!finishedByG2.isEmpty, "g2 finished slices g1 was running when it stopped")
+        #expect(try slicesStarted(by: gateways[1]) - startedByG2 >= Double(running.count), "g2 resumed the slices g1 was running when it stopped")
         var seen: [String: Int] = [:]
         for request in apns.mock.recordedRequests() where request.endpoint == .device && request.status == 200 {
             seen[request.deviceToken ?? "", default: 0] += 1

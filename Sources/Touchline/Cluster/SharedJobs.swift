@@ -203,8 +203,11 @@ final class SharedJobs: @unchecked Sendable {
         }
         let publish: @Sendable () -> Void = { [self] in
             loop.execute { [self] in
-                board.publish(entry) { result in
-                    if case .failure(let error) = result { failed(error.description) }
+                board.publish(entry) { [self] result in
+                    switch result {
+                    case .failure(let error): failed(error.description)
+                    case .success: forget(jobID)
+                    }
                 }
             }
         }
@@ -214,6 +217,14 @@ final class SharedJobs: @unchecked Sendable {
             case .success: publish()
             case .failure(let error): failed(error.description)
             }
+        }
+    }
+
+    /// Removes a finished job's slice keys from the bucket (its final counts are in its entry);
+    /// keys left by a failure are harmless: the watch skips the slices of finished jobs.
+    private func forget(_ jobID: String) {
+        board.forget(jobID: jobID) { [self] result in
+            if case .failure(let error) = result { log.warning("removing the finished job's slice keys failed: \(error); they stay, unused", job: jobID) }
         }
     }
 

@@ -154,6 +154,8 @@ enum ChannelStoreKind: String, CaseIterable, CustomTestStringConvertible, Sendab
 protocol ChannelStoreUnderTest: AnyObject, Sendable {
     var channelWriter: any ChannelStoreWriter { get }
     func channelReader() throws -> any ChannelStoreReader
+    /// The channel side's webhook outbox.
+    func outboxReader() throws -> any WebhookOutboxReader
     func failStorage()
     func restoreStorage()
     func close()
@@ -206,6 +208,7 @@ final class JetStreamStoreUnderTest: ChannelStoreUnderTest, @unchecked Sendable 
     }
 
     func channelReader() throws -> any ChannelStoreReader { store.openReader() }
+    func outboxReader() throws -> any WebhookOutboxReader { store.openReader() }
 
     func failStorage() {
         for log in layout.logs {

@@ -5,21 +5,22 @@ import TouchlineCore
 import TouchlineStore
 
 /// The contract of the webhook outbox: events written with their facts through either write
-/// family, and ``WebhookOutboxReader``, on every implementation.
+/// family, and ``WebhookOutboxReader``, on every implementation (the channel side's also on the
+/// JetStream backend, where each log numbers its own events and a prune is the store's own).
 @Suite(.heavy) struct WebhookOutboxContractTests {
     static func entry(_ n: Int, at created: UnixTime, endpoints: [String] = ["a", "b"]) -> WebhookOutboxEntry {
         WebhookOutboxEntry(eventID: "event-\(n)", type: "channel.ended", createdAt: created, body: Array(#"{"n":\#(n)}"#.utf8),
                            endpoints: endpoints)
     }
 
-    static func write(_ store: StoreUnderTest, _ operations: [StoreOperation]) -> Result<Void, StoreError> {
-        awaitResult { store.writer.submit(WriteBatch(operations), completion: $0) }
+    static func write(_ store: ChannelStoreUnderTest, _ operations: [StoreOperation]) -> Result<Void, StoreError> {
+        awaitResult { store.channelWriter.submit(WriteBatch(operations), completion: $0) }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func anEventCommitsWithItsFactOrNotAtAll(kind: StoreKind) throws {
-        let store = try kind.open()
-        try awaitResult { store.writer.createChannel(channel("m1"), completion: $0) }.get()
+    @Test(arguments: ChannelStoreKind.allCases)
+    func anEventCommitsWithItsFactOrNotAtAll(kind: ChannelStoreKind) async throws {
+        let store = try await kind.open()
+        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
         let failed = Self.write(store, [.webhook(.record(Self.entry(1, at: t0))), .updateState(ChannelStateUpdate(channelID: "nope", updatedAt: t0))])
         #expect(failed.failure == .unknownChannel("nope"))
         let reader = try store.outboxReader()
@@ -29,7 +30,7 @@ import TouchlineStore
         try Self.write(store, [.markStatus(channelID: "m1", status: .ending, end: nil, at: t0), .webhook(.record(Self.entry(1, at: t0)))]).get()
         // Recorded again (a list written once more after a failed commit): stored once.
         try Self.write(store, [.webhook(.record(Self.entry(1, at: t0)))]).get()
-        try awaitResult { store.writer.submit([.webhook(.record(Self.entry(2, at: t0 + .seconds(1), endpoints: ["a"])))], completion: $0) }.get()
+        try Self.write(store, [.webhook(.record(Self.entry(2, at: t0 + .seconds(1), endpoints: ["a"])))]).get()
         let events = try reader.events(after: 0, limit: 10)
         #expect(events.map(\.eventID) == ["event-1", "event-2"] && events[0].body == Array(#"{"n":1}"#.utf8))
         #expect(try reader.lastEventID() == events[1].id)
@@ -38,9 +39,9 @@ import TouchlineStore
         #expect(try reader.dueDeliveries(endpoint: "a", at: t0, limit: 10).map(\.event.eventID) == ["event-1"], "due at its creation")
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func outcomesDecideWhatIsDueNext(kind: StoreKind) throws {
-        let store = try kind.open()
+    @Test(arguments: ChannelStoreKind.allCases)
+    func outcomesDecideWhatIsDueNext(kind: ChannelStoreKind) async throws {
+        let store = try await kind.open()
         for n in 1...4 { try Self.write(store, [.webhook(.record(Self.entry(n, at: t0 + .seconds(Int64(n)))))]).get() }
         let reader = try store.outboxReader()
         defer { reader.close() }
@@ -62,9 +63,9 @@ import TouchlineStore
         #expect(try reader.backlog(endpoint: "c").pending == 0 && reader.nextDue(endpoint: "c") == nil)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func aPruneDropsTheOldestEventsWithTheirDeliveriesAndIDsMoveOn(kind: StoreKind) throws {
-        let store = try kind.open()
+    @Test(arguments: ChannelStoreKind.allCases)
+    func aPruneDropsTheOldestEventsWithTheirDeliveriesAndIDsMoveOn(kind: ChannelStoreKind) async throws {
+        let store = try await kind.open()
         for n in 1...10 { try Self.write(store, [.webhook(.record(Self.entry(n, at: t0 + .seconds(Int64(n)))))]).get() }
         let reader = try store.outboxReader()
         defer { reader.close() }
@@ -80,5 +81,17 @@ import TouchlineStore
         #expect(try reader.oldestEventCreatedAt() == nil && reader.backlog(endpoint: "a").pending == 0)
         try Self.write(store, [.webhook(.record(Self.entry(11, at: t0 + .seconds(11))))]).get()
         #expect(try reader.events(after: paged.last!.id, limit: 10).map(\.eventID) == ["event-11"], "an id is never used twice")
+    }
+
+    /// The personal side's writes carry the same outbox operations: an event recorded through
+    /// them is read back like one recorded with a channel's fact.
+    @Test(arguments: StoreKind.allCases)
+    func thePersonalWritesRecordEventsToo(kind: StoreKind) throws {
+        let store = try kind.open()
+        try awaitResult { store.writer.submit([.webhook(.record(Self.entry(1, at: t0, endpoints: ["a"])))], completion: $0) }.get()
+        let reader = try store.outboxReader()
+        defer { reader.close() }
+        #expect(try reader.events(after: 0, limit: 10).map(\.eventID) == ["event-1"])
+        #expect(try reader.dueDeliveries(endpoint: "a", at: t0, limit: 10).map(\.event.eventID) == ["event-1"])
     }
 }

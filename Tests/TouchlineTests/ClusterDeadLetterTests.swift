@@ -37,4 +37,51 @@ struct ClusterDeadLetterTests {
         #expect(created.compactMap { $0[member: "data"]?.integer("count") }.reduce(0, +) == 2, "\(events)")
         #expect(events.contains { $0.string("type") == "personal.job.finished" && $0[member: "data"]?.string("jobId") == job.id })
     }
+
+    /// A bad token for each first hex digit: one in each of a job's 16 slices.
+    static func badTokens() -> [String] {
+        (0..<16).map { String(format: "%x", $0) + String(repeating: "e", count: 55) + String(format: "%08x", $0) }
+    }
+
+    /// Two gateways ran the slices, so each holds some of the job's dead letters: either lists
+    /// them all (page by page, each once, marked with the gateway holding it), and a replay
+    /// naming that gateway goes through it.
+    @Test func everyGatewaysDeadLettersAreListedAndReplayedThroughAnyGateway() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture()
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try started.add(["g1", "g2"].map { try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) })
+        try await eventually("both gateways serve partitions") { ClusterPersonalJobTests.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        let bad = Self.badTokens()
+        for (n, token) in bad.enumerated() {
+            try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "bad-\(n)", on: gateways[0].patientAdmin)
+            apns.mock.disown(token: token)
+        }
+        let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: gateways[0].patientAdmin)
+        #expect(job.progress?[member: "failed"] == .object([.init("BadDeviceToken", .integer(16))]), "\(String(describing: job.progress))")
+
+        var listed: [JSONValue] = []
+        var after: String?
+        for _ in 0..<10 {
+            let page = try gateways[1].patientAdmin.request("GET", "/v1/deadletters?limit=5" + (after.map { "&after=\($0)" } ?? ""))
+            #expect(page.status == 200, "\(page.text)")
+            listed += GatewayDeadLetterTests.letters(page)
+            guard let next = page.json?.string("next") else { break }
+            after = next
+        }
+        #expect(Set(listed.compactMap { $0.string("token") }) == Set(bad) && listed.count == 16, "each letter once: \(listed.count)")
+        let holders = Dictionary(grouping: listed) { $0.string("gateway") ?? "?" }
+        #expect(Set(holders.keys) == ["g1", "g2"], "both gateways hold some: \(holders.mapValues(\.count))")
+
+        // g2's letters, replayed through g1 by naming g2.
+        let ofG2 = try #require(holders["g2"]).compactMap { $0.integer("id") }
+        let replay = try gateways[0].patientAdmin.request("POST", "/v1/deadletters/replay",
+                                                          json: #"{"gateway": "g2", "ids": [\#(ofG2.map(String.init).joined(separator: ","))]}"#)
+        #expect(replay.status == 202 && replay.json?.integer("replayed") == Int64(ofG2.count), "\(replay.text)")
+        let replayed = GatewayDeadLetterTests.letters(try gateways[0].patientAdmin.request("GET", "/v1/deadletters?status=replayed"))
+        #expect(Set(replayed.compactMap { $0.integer("id") }) == Set(ofG2) && replayed.allSatisfy { $0.string("gateway") == "g2" })
+        let unknown = try gateways[0].patientAdmin.request("POST", "/v1/deadletters/replay", json: #"{"gateway": "g9", "ids": [1]}"#)
+        #expect(unknown.status == 400 && unknown.text.contains("g9"), "\(unknown.text)")
+    }
 }

@@ -123,6 +123,7 @@ struct GatewayDeadLetterTests {
             (#"{"jobId": "\#(job.id)", "limit": 10001}"#, 400, "invalid_field", "'limit'"),
             (#"{"jobId": "\#(job.id)", "expiration": 1}"#, 400, "invalid_field", "'expiration'"),
             (#"{"jobId": "\#(job.id)", "everything": true}"#, 400, "unknown_field", "'everything'"),
+            (#"{"jobId": "\#(job.id)", "gateway": "g1"}"#, 400, "invalid_field", "not part of one"),
             (#"{"ids": [\#(ids[0]), 999999]}"#, 404, "dead_letter_not_found", "999999"),
             (#"{"jobId": "job-unknown"}"#, 404, "dead_letter_not_found", "job-unknown"),
             (#"{"jobId": "\#(job.id)", "reason": "Unregistered"}"#, 404, "dead_letter_not_found", "Unregistered"),

@@ -9,7 +9,7 @@ import TouchlineStore
 /// reads its own share, asks every other live gateway for theirs over NATS request-reply (each
 /// answers on `<prefix>.member.<instance>.events`, with the events after the cursor's position
 /// in each outbox it holds), and merges them by creation time into one page
-/// (``ClusterEventsCursor``). A gateway that does not answer makes the page 503, never a page
+/// (``ClusterCursor``). A gateway that does not answer makes the page 503, never a page
 /// with its events skipped; a partition moving meanwhile is simply not read this time, and its
 /// events come in a later page (the cursor stays where it was for it).
 extension ClusterNode {
@@ -22,7 +22,7 @@ extension ClusterNode {
     func listEventsEverywhere(_ request: HTTPRequest) {
         guard let router else { return }
         let limit: Int
-        let cursor: ClusterEventsCursor
+        let cursor: ClusterCursor
         do throws(HTTPError) {
             guard case .found(let route, let parameters) = router.resolve(method: request.method, path: request.path) else {
                 return router.handle(request)
@@ -30,7 +30,7 @@ extension ClusterNode {
             _ = try router.authorize(request, for: route, parameters: parameters)
             limit = try WebhookEventsAPI.limit(of: request)
             let after = request.target.queryValue("after")
-            guard let parsed = after.map(ClusterEventsCursor.init) ?? .start else {
+            guard let parsed = after.map(ClusterCursor.init) ?? .start else {
                 throw HTTPError(status: 400, code: "invalid_cursor", message: "query 'after' must be a 'next' value from an earlier answer")
             }
             cursor = parsed
@@ -77,7 +77,7 @@ extension ClusterNode {
 
     /// This gateway's share: the events after the cursor of each partition it serves, and of its
     /// own personal file; read on the webhook loop, `done` called there.
-    private func localShare(after cursor: ClusterEventsCursor, limit: Int,
+    private func localShare(after cursor: ClusterCursor, limit: Int,
                             _ done: @escaping @Sendable (Result<[String: [StoredWebhookEvent]], StoreError>) -> Void) {
         guard let webhooks = service?.webhooks else { return done(.success([:])) }
         let instance = settings.instance
@@ -87,10 +87,10 @@ extension ClusterNode {
             }
             var pages: [String: [StoredWebhookEvent]] = [:]
             for partition in channels.servedPartitions {
-                let key = ClusterEventsCursor.partition(partition)
+                let key = ClusterCursor.partition(partition)
                 if let page = try channels.events(of: partition, after: cursor[key], limit: limit) { pages[key] = page }
             }
-            let key = ClusterEventsCursor.member(instance)
+            let key = ClusterCursor.member(instance)
             pages[key] = try personal.events(after: cursor[key], limit: limit)
             return pages
         }, done)
@@ -115,13 +115,13 @@ extension ClusterNode {
 /// ingest loop (`@unchecked Sendable` only so the loop's callbacks can capture it).
 private final class EventsGathering: @unchecked Sendable {
     private let request: HTTPRequest
-    private let cursor: ClusterEventsCursor
+    private let cursor: ClusterCursor
     private let limit: Int
     private var waiting: Int
     private var pages: [String: [StoredWebhookEvent]] = [:]
     private var failure: HTTPError?
 
-    init(request: HTTPRequest, cursor: ClusterEventsCursor, limit: Int, waiting: Int) {
+    init(request: HTTPRequest, cursor: ClusterCursor, limit: Int, waiting: Int) {
         self.request = request
         self.cursor = cursor
         self.limit = limit
@@ -150,12 +150,12 @@ private final class EventsGathering: @unchecked Sendable {
 /// The messages of the events request between gateways: the ask (cursor and limit) and the
 /// share (each outbox's events, their bodies byte for byte as stored).
 enum EventsShare {
-    static func ask(cursor: ClusterEventsCursor, limit: Int) -> [UInt8] {
+    static func ask(cursor: ClusterCursor, limit: Int) -> [UInt8] {
         JSONValue.object([.init("after", .string(cursor.text)), .init("limit", .integer(Int64(limit)))]).encoded
     }
 
-    static func asked(_ bytes: [UInt8]) -> (ClusterEventsCursor, Int)? {
-        guard let ask = try? JSONParser.parse(bytes), case .string(let text)? = ask[member: "after"], let cursor = ClusterEventsCursor(text),
+    static func asked(_ bytes: [UInt8]) -> (ClusterCursor, Int)? {
+        guard let ask = try? JSONParser.parse(bytes), case .string(let text)? = ask[member: "after"], let cursor = ClusterCursor(text),
               case .integer(let limit)? = ask[member: "limit"], (1...1_000).contains(limit) else { return nil }
         return (cursor, Int(limit))
     }

@@ -43,14 +43,17 @@ extension ClusterNode {
     }
 
     /// Another gateway's listing request: answered with this gateway's own page (its router, so
-    /// the caller's key is checked here too). Only listings come this way.
+    /// the caller's key is checked here too). Only these come this way: the channel and
+    /// dead-letter listings, and replays of this gateway's dead letters (`ClusterNode+DeadLetters.swift`).
     func serveListing(_ message: NATSMessage) {
         guard let reply = message.reply, let router else { return }
         let connection = connection
         let answer: (HTTPResponse) -> Void = { response in try? connection.publish(ForwardedResponse(response).encoded, to: reply) }
-        guard let forwarded = try? ForwardedRequest(decoding: message.payload), forwarded.method == .get,
-              forwarded.target == "/v1/channels" || forwarded.target.hasPrefix("/v1/channels?") else {
-            return answer(HTTPError(status: 400, code: "forwarded_request_unreadable", message: "only channel listings are asked of a gateway by name").response)
+        guard let forwarded = try? ForwardedRequest(decoding: message.payload),
+              forwarded.method == .get && ["/v1/channels", "/v1/deadletters"].contains(where: { forwarded.target == $0 || forwarded.target.hasPrefix($0 + "?") })
+                || forwarded.method == .post && forwarded.target == "/v1/deadletters/replay" else {
+            return answer(HTTPError(status: 400, code: "forwarded_request_unreadable",
+                                    message: "only channel and dead-letter listings and dead-letter replays are asked of a gateway by name").response)
         }
         router.handle(forwarded.request(on: ingestLoop, answer: answer))
     }

@@ -310,6 +310,10 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         guard let router else { return }
         if request.method == .get, request.path == "/v1/channels" || request.path == "/v1/channels/" { return listEverywhere(request) }
         if request.method == .get, request.path == "/v1/events" { return listEventsEverywhere(request) }
+        if request.method == .get, request.path == "/v1/deadletters" { return listDeadLettersEverywhere(request) }
+        if request.method == .post, request.path == "/v1/deadletters/replay", let gateway = replayGateway(of: request) {
+            return replayThrough(gateway, request)
+        }
         guard case .found(let route, let parameters) = router.resolve(method: request.method, path: request.path),
               let channelID = channelID(of: request, scope: route.scope, parameters: parameters) else {
             return router.handle(request)

@@ -12,12 +12,17 @@ import TouchlineStore
 /// On the ingest loop (`@unchecked Sendable` only so route closures can capture it).
 final class DeadLettersAPI: APIFeature, @unchecked Sendable {
     private let intake: PersonalJobIntake
+    /// This gateway's instance name on a cluster (nil on a gateway of its own): a replay may name
+    /// the gateway holding its letters (`gateway`), which must then be this one (the cluster
+    /// node hands it here: `ClusterNode.route`).
+    private let instance: String?
     /// Dead letters of replays whose commit is still out: a second replay of any of them is
     /// refused until the first has committed (then the store shows them `replayed`).
     private var beingReplayed: Set<Int64> = []
 
-    init(intake: PersonalJobIntake) {
+    init(intake: PersonalJobIntake, instance: String? = nil) {
         self.intake = intake
+        self.instance = instance
     }
 
     /// Dead letters one replay takes at most.
@@ -93,7 +98,11 @@ final class DeadLettersAPI: APIFeature, @unchecked Sendable {
     /// Letters already replayed are refused when named by id (409 `already_replayed`, nothing
     /// applied) and never taken by a filter, so no letter is replayed twice.
     private func replayDeadLetters(_ request: HTTPRequest, idempotency claim: IdempotencyClaim?) throws(HTTPError) {
-        let body = try RequestBody(parsing: request.body, allowed: ["ids", "jobId", "reason", "limit", "expiration"])
+        let body = try RequestBody(parsing: request.body, allowed: ["ids", "jobId", "reason", "limit", "expiration", "gateway"])
+        if let gateway = try body.string("gateway"), gateway != instance {
+            throw body.invalid("gateway", instance == nil ? "names a gateway of a cluster; this gateway is not part of one"
+                                                          : "names gateway \"\(gateway.prefix(64))\", not this one (\(instance!)), and no live gateway of the cluster has that name")
+        }
         let now = intake.clock.now()
         let newExpiration = try PersonalJobIntake.expiration(in: body)
         if let newExpiration, newExpiration <= now {

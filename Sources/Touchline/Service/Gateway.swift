@@ -213,7 +213,7 @@ public final class Gateway: Sendable {
             let operators = OperatorsAPI(service: service, intake: intake, personalStore: personalStore, cluster: cluster,
                                          configuration: configuration, clock: clock)
             let router = APIRouter(access: access, features: [
-                service, tokens, PersonalAPI(intake: intake), KickoffAPI(channels: service, intake: intake), DeadLettersAPI(intake: intake),
+                service, tokens, PersonalAPI(intake: intake), KickoffAPI(channels: service, intake: intake), DeadLettersAPI(intake: intake, instance: cluster?.settings.instance.name),
                 WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators,
                 DashboardAPI(service: service, operators: operators),
             ])

@@ -1,15 +1,16 @@
 import TouchlineCore
 import TouchlineStore
 
-/// Where a `GET /v1/events` reader stands on a cluster: the last event id it has seen in each
-/// outbox of the cluster, one per partition (`p<partition>`: the events its log recorded) and
-/// one per gateway (`m<instance>`: its own personal file's). Shown as `c~p3.1f~mg1.7` (ids in
-/// base 36; sources still at their start left out), opaque to clients, which only hand `next`
-/// back. Bounded: at most ``maximumSources`` entries and ``maximumLength`` characters.
-struct ClusterEventsCursor: Sendable, Equatable {
+/// Where a reader of a listing gathered from many sources stands on a cluster: the last id it
+/// has seen in each. For `GET /v1/events`, one per partition (`p<partition>`: the events its log
+/// recorded) and one per gateway (`m<instance>`: its own personal file's); for
+/// `GET /v1/deadletters`, one per gateway. Shown as `c~p3.1f~mg1.7` (ids in base 36; sources
+/// still at their start left out), opaque to clients, which only hand `next` back. Bounded: at
+/// most ``maximumSources`` entries and ``maximumLength`` characters.
+struct ClusterCursor: Sendable, Equatable {
     var positions: [String: Int64]
 
-    static let start = ClusterEventsCursor(positions: [:])
+    static let start = ClusterCursor(positions: [:])
     /// Partitions (1,024 at most) and gateways.
     static let maximumSources = 2_048
     static let maximumLength = 32_768
@@ -53,20 +54,28 @@ struct ClusterEventsCursor: Sendable, Equatable {
 
     subscript(key: String) -> Int64 { positions[key] ?? 0 }
 
-    /// One stream from the outboxes' pages (each source's events after its position, in its own
-    /// order): the source whose next event was created first goes next, so the cursor only ever
-    /// moves past a prefix of each source, and the page holds at most `limit` events.
-    func merging(_ pages: [String: [StoredWebhookEvent]], limit: Int) -> (events: [StoredWebhookEvent], next: ClusterEventsCursor) {
+    /// One stream from the sources' pages (each source's items after its position, in its own
+    /// order): the source whose next item came first (`time`) goes next, so the cursor only ever
+    /// moves past a prefix of each source (to the item's `position`), and the page holds at most
+    /// `limit` items.
+    func merging<Item, Time: Comparable>(_ pages: [String: [Item]], limit: Int, position: (Item) -> Int64,
+                                          time: (Item) -> Time) -> (items: [Item], next: ClusterCursor) {
         var heads = pages.mapValues { $0[...] }
         var next = self
-        var page: [StoredWebhookEvent] = []
+        var page: [Item] = []
         while page.count < limit {
             let candidates = heads.filter { !$0.value.isEmpty }
-            guard let key = candidates.min(by: { a, b in (a.value.first!.createdAt, a.key) < (b.value.first!.createdAt, b.key) })?.key else { break }
-            let event = heads[key]!.removeFirst()
-            next.positions[key] = event.id
-            page.append(event)
+            guard let key = candidates.min(by: { a, b in (time(a.value.first!), a.key) < (time(b.value.first!), b.key) })?.key else { break }
+            let item = heads[key]!.removeFirst()
+            next.positions[key] = position(item)
+            page.append(item)
         }
         return (page, next)
+    }
+
+    /// ``merging(_:limit:position:time:)`` for webhook events, by creation time.
+    func merging(_ pages: [String: [StoredWebhookEvent]], limit: Int) -> (events: [StoredWebhookEvent], next: ClusterCursor) {
+        let (events, next) = merging(pages, limit: limit, position: \.id, time: \.createdAt)
+        return (events, next)
     }
 }

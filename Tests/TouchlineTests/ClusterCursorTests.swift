@@ -4,7 +4,7 @@ import TouchlineCore
 import TouchlineStore
 
 /// The cursor of `GET /v1/events` on a cluster, and the merge of the outboxes' pages into one.
-struct ClusterEventsCursorTests {
+struct ClusterCursorTests {
     static let t0 = UnixTime(seconds: 1_767_225_600)
 
     static func event(_ id: Int64, at second: Int64) -> StoredWebhookEvent {
@@ -12,21 +12,21 @@ struct ClusterEventsCursorTests {
     }
 
     @Test func aCursorReadsBackAsWrittenAndLeavesOutSourcesAtTheirStart() throws {
-        let cursor = ClusterEventsCursor(positions: ["p3": 8_388_609, "p12": 1, "mg-1": 36, "p0": 0])
+        let cursor = ClusterCursor(positions: ["p3": 8_388_609, "p12": 1, "mg-1": 36, "p0": 0])
         #expect(cursor.text == "c~mg-1.10~p12.1~p3.4zsox")
-        #expect(ClusterEventsCursor(cursor.text) == ClusterEventsCursor(positions: ["p3": 8_388_609, "p12": 1, "mg-1": 36]))
-        #expect(ClusterEventsCursor("c") == .start && ClusterEventsCursor.start.text == "c")
+        #expect(ClusterCursor(cursor.text) == ClusterCursor(positions: ["p3": 8_388_609, "p12": 1, "mg-1": 36]))
+        #expect(ClusterCursor("c") == .start && ClusterCursor.start.text == "c")
     }
 
     @Test(arguments: ["", "0-0", "c~", "c~p3", "c~p3.0", "c~p3.-1", "c~p3.zz~p3.1", "c~q3.1", "c~px.1", "c~p12345.1", "c~m.1", "c~mbad!name.1",
                       "cc~p3.1", "c~p3.1.2", "c~p3.!"])
     func anythingElseIsNotACursor(text: String) {
-        #expect(ClusterEventsCursor(text) == nil)
+        #expect(ClusterCursor(text) == nil)
     }
 
     @Test func aCursorIsBounded() {
-        let many = "c" + (0..<(ClusterEventsCursor.maximumSources + 1)).map { "~p\($0 % 1024).1" }.joined()
-        #expect(ClusterEventsCursor(many) == nil)
+        let many = "c" + (0..<(ClusterCursor.maximumSources + 1)).map { "~p\($0 % 1024).1" }.joined()
+        #expect(ClusterCursor(many) == nil)
     }
 
     /// The source whose next event was created first goes next; each source is taken as a
@@ -37,7 +37,7 @@ struct ClusterEventsCursorTests {
             "p1": [Self.event(20, at: 2), Self.event(21, at: 3)],
             "mg1": [Self.event(30, at: 5)],
         ]
-        let start = ClusterEventsCursor(positions: ["p0": 9, "p7": 70])
+        let start = ClusterCursor(positions: ["p0": 9, "p7": 70])
         let (first, next) = start.merging(pages, limit: 4)
         #expect(first.map(\.id) == [10, 20, 21, 11])
         #expect(next.positions == ["p0": 11, "p1": 21, "p7": 70])

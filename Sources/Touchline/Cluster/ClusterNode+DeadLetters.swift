@@ -12,28 +12,7 @@ import TouchlineRuntime
 /// that does not answer makes the listing 503, never a page with its letters skipped.
 extension ClusterNode {
     func listDeadLettersEverywhere(_ request: HTTPRequest) {
-        guard let router else { return }
-        let limit: Int
-        let cursor: ClusterCursor
-        do throws(HTTPError) {
-            guard case .found(let route, let parameters) = router.resolve(method: request.method, path: request.path) else {
-                return router.handle(request)
-            }
-            _ = try router.authorize(request, for: route, parameters: parameters)
-            limit = try WebhookEventsAPI.limit(of: request)
-            guard let parsed = request.target.queryValue("after").map(ClusterCursor.init) ?? .start else {
-                throw HTTPError(status: 400, code: "invalid_query", message: "query 'after' must be a 'next' value from an earlier answer")
-            }
-            cursor = parsed
-            guard isConnected, requests != nil else {
-                throw HTTPError(status: 503, code: "cluster_unavailable",
-                                message: "this gateway has lost its NATS cluster, so it cannot list the other gateways' dead letters; retry shortly",
-                                headers: [("Retry-After", "1")])
-            }
-        } catch {
-            request.respond(error.response)
-            return
-        }
+        guard let router, let (limit, cursor) = checkedGathering(request, of: "dead letters", badCursor: "invalid_query") else { return }
         let members = liveMembers.contains(settings.instance) ? liveMembers : liveMembers + [settings.instance]
         let gathering = DeadLetterGathering(request: request, cursor: cursor, limit: limit, waiting: members.count)
         for member in members {

@@ -18,31 +18,36 @@ extension ClusterNode {
 
     func eventsSubject(_ instance: InstanceID) -> String { memberSubject(instance) + ".events" }
 
-    /// The whole request (on the ingest loop): checked as its route checks it, then gathered.
-    func listEventsEverywhere(_ request: HTTPRequest) {
-        guard let router else { return }
-        let limit: Int
-        let cursor: ClusterCursor
+    /// A listing to gather from every gateway, checked here as its route would check it (the
+    /// caller's key, `limit`, `after` as a ``ClusterCursor``, answered `badCursor` otherwise) and
+    /// with the cluster reachable; nil once the request is answered (refused, or not such a route).
+    func checkedGathering(_ request: HTTPRequest, of what: String, badCursor: String) -> (limit: Int, cursor: ClusterCursor)? {
+        guard let router else { return nil }
         do throws(HTTPError) {
             guard case .found(let route, let parameters) = router.resolve(method: request.method, path: request.path) else {
-                return router.handle(request)
+                router.handle(request)
+                return nil
             }
             _ = try router.authorize(request, for: route, parameters: parameters)
-            limit = try WebhookEventsAPI.limit(of: request)
-            let after = request.target.queryValue("after")
-            guard let parsed = after.map(ClusterCursor.init) ?? .start else {
-                throw HTTPError(status: 400, code: "invalid_cursor", message: "query 'after' must be a 'next' value from an earlier answer")
+            let limit = try WebhookEventsAPI.limit(of: request)
+            guard let cursor = request.target.queryValue("after").map(ClusterCursor.init) ?? .start else {
+                throw HTTPError(status: 400, code: badCursor, message: "query 'after' must be a 'next' value from an earlier answer")
             }
-            cursor = parsed
             guard isConnected, requests != nil else {
                 throw HTTPError(status: 503, code: "cluster_unavailable",
-                                message: "this gateway has lost its NATS cluster, so it cannot gather the other gateways' events; retry shortly",
+                                message: "this gateway has lost its NATS cluster, so it cannot gather the other gateways' \(what); retry shortly",
                                 headers: [("Retry-After", "1")])
             }
+            return (limit, cursor)
         } catch {
             request.respond(error.response)
-            return
+            return nil
         }
+    }
+
+    /// The whole request (on the ingest loop): checked as its route checks it, then gathered.
+    func listEventsEverywhere(_ request: HTTPRequest) {
+        guard let (limit, cursor) = checkedGathering(request, of: "events", badCursor: "invalid_cursor") else { return }
         let others = liveMembers.filter { $0 != settings.instance }
         let gathering = EventsGathering(request: request, cursor: cursor, limit: limit, waiting: others.count + 1)
         localShare(after: cursor, limit: limit) { [ingestLoop] result in

@@ -41,14 +41,16 @@ extension SharedTokenRegistry {
     /// Opening gives up when the copy makes no progress for this long.
     static let catchUpStall: Duration = .seconds(10)
 
-    /// Creates the registry stream if needed, and brings the registry of `local` (the gateway's
-    /// personal file) up to the log's end before it returns, so the gateway's first audience scan
-    /// sees every token registered before it started. Blocks: call it from a starting thread,
-    /// never from `loop`. `applyLimit`: how long a list whose registry part the cluster
+    /// Creates the registry stream if needed, and starts bringing the registry of `local` (the
+    /// gateway's personal file) up to the log's end: before it returns with `waitForCatchUp` (so
+    /// the first audience scan sees every token registered before the start), or in the
+    /// background without (a new gateway then serves its channels at once, and ``isCaughtUp``
+    /// says when its copy can answer). Blocks: call it from a starting thread, never from `loop`. `applyLimit`: how long a list whose registry part the cluster
     /// acknowledged may wait for this copy to apply it before the list fails. Refuses a file that follows another log (one that ends before the
     /// file's recorded sequence, or whose beginning was removed), naming both positions.
     public static func open(jetStream: JetStream, layout: RegistryLogLayout, replicas: Int, local: StoreWriter, loop: EventLoop,
-                            clock: any WallClock = SystemClock(), applyLimit: Duration = .seconds(10)) throws -> SharedTokenRegistry {
+                            clock: any WallClock = SystemClock(), applyLimit: Duration = .seconds(10),
+                            waitForCatchUp: Bool = true) throws -> SharedTokenRegistry {
         let state = try JetStream.retryingTimeouts { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: layout.streamName, subjects: [layout.subject], replicas: replicas, duplicateWindow: .seconds(120)))
         }
@@ -60,11 +62,13 @@ extension SharedTokenRegistry {
             throw StoreError.refused("\(local.path) holds the token registry up to log sequence \(recorded), but \(layout.streamName) starts at \(state.firstSequence): the entries between were removed")
         }
         let registry = SharedTokenRegistry(jetStream: jetStream, layout: layout, local: local, loop: loop, clock: clock, applyLimit: applyLimit)
+        registry.catchUpTarget.store(state.lastSequence, ordering: .releasing)
         try loop.sync { [registry] in
             registry.projection.applied = recorded
             registry.appliedPosition.store(recorded, ordering: .releasing)
             try registry.follow(from: recorded)
         }
+        guard waitForCatchUp else { return registry }
         do {
             try registry.waitUntilApplied(state.lastSequence)
         } catch {

@@ -106,6 +106,14 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
     /// for a copy at least this far before it reads its audience.
     public var appliedSequence: UInt64 { appliedPosition.load(ordering: .acquiring) }
     let appliedPosition = Atomic<UInt64>(0)
+    /// The log's last sequence when the registry was opened: until the copy has applied it, the
+    /// copy is still catching up (a new gateway reads the whole log) and cannot answer for the
+    /// registry (``isCaughtUp``).
+    public let catchUpTarget = Atomic<UInt64>(0)
+    /// Whether the copy has applied the log as far as it went when the registry was opened:
+    /// until then token reads and registrations through this gateway are refused, and slices
+    /// here wait, while the gateway already serves its channels.
+    public var isCaughtUp: Bool { appliedSequence >= catchUpTarget.load(ordering: .acquiring) }
 
     /// Refuses later lists, waits for the submitted ones to complete, stops following the log
     /// and closes the file.

@@ -1,4 +1,5 @@
 import TouchlineCore
+import TouchlineJetStream
 
 /// What operators see of a cluster gateway (the `jetstream` store backend): in `/readyz`, its
 /// NATS connection and the partitions it serves; on `/metrics`, the same as gauges, the
@@ -14,7 +15,10 @@ extension OperatorsAPI {
             .init("servedPartitions", .array(cluster.servedPartitions.map { .integer(Int64($0)) })),
             .init("partitions", .integer(Int64(cluster.partitioning.count))),
             .init("members", .array(cluster.liveMembers.map { .string($0.description) })),
-        ])
+        ] + ((personalStore as? SharedTokenRegistry).map { registry in
+            [.init("registry", .object([.init("caughtUp", .bool(registry.isCaughtUp)), .init("applied", .integer(Int64(registry.appliedSequence))),
+                                        .init("catchUpTarget", .integer(Int64(registry.catchUpTarget.load(ordering: .acquiring))))]))]
+        } ?? []))
     }
 
     func clusterMetricFamilies() -> [MetricFamily] {
@@ -32,6 +36,10 @@ extension OperatorsAPI {
         var members = MetricFamily("touchline_cluster_members", help: "Gateways this one counts as live members of the cluster, itself included.",
                                    kind: .gauge)
         members.add(cluster.liveMembers.count, instance)
+        var caughtUp = MetricFamily("touchline_cluster_registry_caught_up",
+                                    help: "1 once this gateway's copy of the token registry has applied the log as far as it went at the start; 0 while it is built (token routes answer 503, slices here wait).",
+                                    kind: .gauge)
+        caughtUp.add((personalStore as? SharedTokenRegistry)?.isCaughtUp ?? true ? 1 : 0, instance)
         var forwarded = MetricFamily("touchline_cluster_forwarded_requests_total",
                                      help: "Provider requests handed to the gateway owning their channel, by outcome (answered, no_owner, timeout, not_sent, unreadable).",
                                      kind: .counter)
@@ -62,6 +70,6 @@ extension OperatorsAPI {
             }
             orphans.add(reconciler.orphansDeleted, instance)
         }
-        return [connected, served, members, forwarded, snapshots, trimmed, rounds, orphans]
+        return [connected, served, members, caughtUp, forwarded, snapshots, trimmed, rounds, orphans]
     }
 }

@@ -80,18 +80,36 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// `openChannels` are the channels kickoffs may name (the active ones); a kickoff into any
     /// other is cancelled. A job that fails its check is not run: `broken` gets every such job
     /// with the reason (on the personal loop).
-    func resumeStoredJobs(openChannels: Set<String>, broken: @escaping @Sendable ([String: String]) -> Void) {
+    /// Armed while the stored jobs wait for the registry copy (``resumeStoredJobs(openChannels:once:broken:)``).
+    private var resumeTimer: LoopTimer?
+
+    func resumeStoredJobs(openChannels: Set<String>, once registryIsReady: @escaping @Sendable () -> Bool = { true },
+                          broken: @escaping @Sendable ([String: String]) -> Void) {
         loop.execute { [self] in
             kickoffChannels = KickoffChannels(open: openChannels)
-            do {
-                for status in [PersonalJobStatus.running, .pending] {
-                    for record in try reader.jobs(status: status, limit: 10_000) { start(record) }
-                }
-            } catch {
-                log.error("reading unfinished personal jobs failed; they resume at the next start", error: error)
-            }
-            broken(brokenJobs)
+            resumeStoredJobs(once: registryIsReady, broken: broken)
         }
+    }
+
+    /// Starts the stored jobs once `registryIsReady` (a cluster gateway's copy of the registry
+    /// may still be built from the log: a job walking it now would miss tokens), looking again
+    /// every tenth of a second until then.
+    private func resumeStoredJobs(once registryIsReady: @escaping @Sendable () -> Bool, broken: @escaping @Sendable ([String: String]) -> Void) {
+        guard registryIsReady() else {
+            let timer = resumeTimer ?? LoopTimer(loop: loop) { [self] in resumeStoredJobs(once: registryIsReady, broken: broken) }
+            resumeTimer = timer
+            timer.schedule(after: .milliseconds(100))
+            return
+        }
+        resumeTimer = nil
+        do {
+            for status in [PersonalJobStatus.running, .pending] {
+                for record in try reader.jobs(status: status, limit: 10_000) { start(record) }
+            }
+        } catch {
+            log.error("reading unfinished personal jobs failed; they resume at the next start", error: error)
+        }
+        broken(brokenJobs)
     }
 
     /// Kickoffs may name this channel from now on (its APNs create is saved). Any thread.

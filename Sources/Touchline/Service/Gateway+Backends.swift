@@ -89,8 +89,8 @@ extension Gateway {
     }
 
     /// The cluster's channel store, and the personal file in the data directory holding this
-    /// gateway's copy of the shared token registry (brought up to the registry log's end before
-    /// the gateway serves) and what it keeps to itself: jobs stored before it joined, dead letters,
+    /// gateway's copy of the shared token registry (brought up to the registry log's end while the
+    /// gateway already serves its channels: ``SharedTokenRegistry/isCaughtUp``) and what it keeps to itself: jobs stored before it joined, dead letters,
     /// idempotency keys (docs/cluster.md, "The shared token registry", "Personal jobs on the cluster").
     static func clusterStores(_ node: ClusterNode, _ configuration: GatewayConfiguration) throws -> Stores {
         let personalPath = configuration.dataDirectory + "/personal.sqlite"
@@ -98,8 +98,11 @@ extension Gateway {
                                            faultFile: configuration.storeFaultFile)
         let registry: SharedTokenRegistry
         do {
+            // Caught up in the background: a new gateway serves its channels at once while its copy
+            // is built (docs/cluster.md, "The shared token registry").
             registry = try SharedTokenRegistry.open(jetStream: node.jetStream, layout: RegistryLogLayout(prefix: node.settings.prefix),
-                                                    replicas: node.settings.replicas, local: personalFile, loop: node.storeLoop)
+                                                    replicas: node.settings.replicas, local: personalFile, loop: node.storeLoop,
+                                                    waitForCatchUp: false)
         } catch {
             personalFile.close()
             throw error

@@ -3,6 +3,7 @@ import APNsMock
 import Foundation
 import Synchronization
 import TouchlineCore
+import TouchlineJetStream
 import TouchlineRuntime
 import TouchlineStore
 
@@ -220,8 +221,11 @@ public final class Gateway: Sendable {
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
                 // Stored personal jobs are queued on the personal loop before the API can hand
                 // it a new job; those found unusable are reported back to the intake.
+                // On a cluster, once this gateway's copy of the token registry has caught up
+                // (a job walking it earlier would miss tokens).
+                let registry = personalStore as? SharedTokenRegistry
                 let resumePersonalJobs = { (openChannels: Set<String>) in
-                    personal.resumeStoredJobs(openChannels: openChannels) { broken in
+                    personal.resumeStoredJobs(openChannels: openChannels, once: { registry?.isCaughtUp ?? true }) { broken in
                         ingestLoop.execute { intake.brokenJobs = broken }
                     }
                 }

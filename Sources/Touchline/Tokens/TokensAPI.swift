@@ -1,4 +1,5 @@
 import TouchlineCore
+import TouchlineJetStream
 import TouchlineRuntime
 import TouchlineStore
 
@@ -31,12 +32,32 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
 
     func addRoutes(to router: inout APIRouter) {
         let scope = APIScope.admin(purpose: "token registry routes")
-        router.add(.post, "/v1/tokens", scope: scope) { [self] call throws(HTTPError) in try registerToken(call.request) }
-        router.add(.post, "/v1/tokens/batch", scope: scope) { [self] call throws(HTTPError) in try registerTokens(call.request) }
-        router.add(.get, "/v1/tokens", scope: scope) { [self] call throws(HTTPError) in try listTokens(call.request) }
+        router.add(.post, "/v1/tokens", scope: scope) { [self] call throws(HTTPError) in
+            try requireRegistry()
+            try registerToken(call.request)
+        }
+        router.add(.post, "/v1/tokens/batch", scope: scope) { [self] call throws(HTTPError) in
+            try requireRegistry()
+            try registerTokens(call.request)
+        }
+        router.add(.get, "/v1/tokens", scope: scope) { [self] call throws(HTTPError) in
+            try requireRegistry()
+            try listTokens(call.request)
+        }
         router.add(.delete, "/v1/tokens/{token}", scope: scope) { [self] call throws(HTTPError) in
+            try requireRegistry()
             try deleteToken(call.request, token: try call.parameters.string("token"))
         }
+    }
+
+    /// On a cluster gateway whose copy of the registry is still being built from the log (a new
+    /// gateway), 503: a read would miss tokens, and a registration would wait for the copy to
+    /// apply it. Another gateway answers meanwhile.
+    private func requireRegistry() throws(HTTPError) {
+        guard let registry = personalStore as? SharedTokenRegistry, !registry.isCaughtUp else { return }
+        throw HTTPError(status: 503, code: "registry_catching_up",
+                        message: "this gateway's copy of the token registry is still being built (log sequence \(registry.appliedSequence) of \(registry.catchUpTarget.load(ordering: .acquiring))); retry shortly or through another gateway",
+                        headers: [("Retry-After", "5")])
     }
 
 

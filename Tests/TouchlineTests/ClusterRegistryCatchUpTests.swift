@@ -7,8 +7,8 @@ import TouchlineCore
 
 /// A new gateway joining a cluster builds its copy of the token registry from the whole log, in
 /// the background: it serves its channels at once and answers the token routes 503 until its
-/// copy has caught up; a slice it runs meanwhile waits for its copy to reach the position the
-/// job was accepted at (as any slice does), so no fan registered before the job is missed.
+/// copy has caught up; a job it accepts meanwhile asks its slices for copies at least as far as
+/// the log went when it started, so no fan registered before it started is missed.
 @Suite("Registry catch-up on a new gateway", .heavy(weight: 3))
 struct ClusterRegistryCatchUpTests {
     /// Registers `tokens` following `follow` through `api`, a thousand at a time.
@@ -39,7 +39,9 @@ struct ClusterRegistryCatchUpTests {
         try Self.register(fans, following: "team:ARS", through: first.patientAdmin)
 
         let second = try started.add([try ClusterGatewayTests.gateway("g2", cluster: cluster, apns: apns)])[0]
-        let created = try first.patientAdmin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
+        // Accepted by the gateway whose copy is still being built: its slices, wherever they run,
+        // must still reach the fans registered before it started.
+        let created = try second.patientAdmin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
         let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
         // While its copy is built, g2 refuses the token routes and says so in /readyz.
         var refusedWhileBuilding = false

@@ -28,6 +28,10 @@ final class SharedJobs: @unchecked Sendable {
     private let reader: any PersonalStoreReader
     /// This gateway's registry copy position (``SharedTokenRegistry/appliedSequence``).
     private let registryPosition: @Sendable () -> UInt64
+    /// The log position this gateway's copy catches up to (``SharedTokenRegistry/catchUpTarget``):
+    /// a job accepted while the copy is still built asks its slices for at least this much, so
+    /// they miss nothing registered anywhere before this gateway started.
+    private let registryTarget: @Sendable () -> UInt64
     private let instance: String
     private let outbox: WebhookOutbox?
     private let clock: any WallClock
@@ -60,13 +64,15 @@ final class SharedJobs: @unchecked Sendable {
     private var definitionsKept: Set<String> = []
 
     init(board: SharedJobBoard, partitioning: ChannelPartitioning, dispatcher: PersonalDispatcher, store: any PersonalStoreWriter,
-         reader: any PersonalStoreReader, registryPosition: @escaping @Sendable () -> UInt64, instance: String, outbox: WebhookOutbox?,
+         reader: any PersonalStoreReader, registryPosition: @escaping @Sendable () -> UInt64,
+         registryTarget: @escaping @Sendable () -> UInt64, instance: String, outbox: WebhookOutbox?,
          clock: any WallClock, log: GatewayLog) {
         self.board = board
         self.dispatcher = dispatcher
         self.store = store
         self.reader = reader
         self.registryPosition = registryPosition
+        self.registryTarget = registryTarget
         self.instance = instance
         self.outbox = outbox
         self.clock = clock
@@ -82,7 +88,8 @@ final class SharedJobs: @unchecked Sendable {
                                             loop: dispatcher.loop)
         let registry = store as? SharedTokenRegistry
         let shared = SharedJobs(board: board, partitioning: cluster.partitioning, dispatcher: dispatcher, store: store, reader: reader,
-                                registryPosition: { registry?.appliedSequence ?? 0 }, instance: cluster.settings.instance.name,
+                                registryPosition: { registry?.appliedSequence ?? 0 },
+                                registryTarget: { registry?.catchUpTarget.load(ordering: .acquiring) ?? 0 }, instance: cluster.settings.instance.name,
                                 outbox: outbox, clock: clock, log: log)
         try dispatcher.loop.sync { dispatcher.sharedJobs = shared }
         try shared.start()
@@ -316,7 +323,7 @@ final class SharedJobs: @unchecked Sendable {
             var entry = SharedJobEntry(id: record.id, createdAtNanoseconds: record.createdAt.nanoseconds, audience: record.audience,
                                        payload: Data(record.payload), priority: record.priority,
                                        expirationNanoseconds: record.expiration?.nanoseconds, slices: slices,
-                                       registrySequence: registryPosition())
+                                       registrySequence: max(registryPosition(), registryTarget()))
             entry.idempotency = idempotency
             board.publish(entry) { result in
                 answerLoop.execute { completion(result.mapError { $0 }) }

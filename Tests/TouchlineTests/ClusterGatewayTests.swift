@@ -113,6 +113,8 @@ struct ClusterGatewayTests {
         try await eventually("g2 to list fan-0's token") {
             (try? gateways[1].patientAdmin.request("GET", "/v1/tokens?userId=fan-0").text.contains(fans[0])) == true
         }
+        // The job counts on what its accepting gateway's copy has applied: all six, once the copies agree.
+        try await ClusterPersonalJobTests.copiesAgree(gateways.map(\.patientAdmin))
         let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: gateways[1].patientAdmin)
         #expect(job.progress?.integer("targeted") == 6 && job.progress?.integer("sent") == 6, "\(String(describing: job.progress))")
         let starts = apns.mock.recordedRequests().filter { $0.endpoint == .device && $0.status == 200 }

@@ -32,6 +32,18 @@ struct ClusterPersonalJobTests {
         }
     }
 
+    /// Waits until every gateway's copy of the token registry has applied the same log position.
+    static func copiesAgree(_ admins: [GatewayTestClient]) async throws {
+        try await eventually("every gateway's registry copy at the same log position") {
+            let applied = admins.map { admin -> Int64? in
+                guard case .integer(let position)? = (try? admin.request("GET", "/readyz").json)?[member: "cluster"]?[member: "registry"]?[member: "applied"]
+                else { return nil }
+                return position
+            }
+            return applied.allSatisfy { $0 != nil } && Set(applied.compactMap { $0 }).count == 1
+        }
+    }
+
     struct Failure: Error, CustomStringConvertible {
         let description: String
         init(_ description: String) { self.description = description }
@@ -164,6 +176,9 @@ struct ClusterPersonalJobTests {
         let created = try api.request("POST", "/v1/channels", json: #"{"id": "k1", "storagePolicy": "no-storage", "policy": {"endGracePeriodSeconds": 0}}"#)
         #expect(created.status == 201, "\(created.text)")
         try Self.register(Self.tokens(400), through: api, perRequest: 50)
+        // A job counts on the registrations its accepting gateway's copy has applied: the kickoff
+        // goes through g2 (and on to the channel's owner) once both copies hold all 400.
+        try await Self.copiesAgree(gateways.map(\.patientAdmin))
         let kickoff = try gateways[1].patientAdmin.request("POST", "/v1/channels/k1/start", json: GatewayKickoffTests.startBody)
         let jobID = try #require(kickoff.json?.string("jobId"), "\(kickoff.text)")
         func starts() -> Int { apns.mock.recordedRequests().count { $0.endpoint == .device } }

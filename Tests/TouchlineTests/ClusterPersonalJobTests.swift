@@ -49,12 +49,21 @@ struct ClusterPersonalJobTests {
         init(_ description: String) { self.description = description }
     }
 
-    /// Whether gateways g1, g2, ... (in that order) each serve partitions now.
-    static func everyGatewayServes(_ admins: [GatewayTestClient]) -> Bool {
-        admins.enumerated().allSatisfy { index, admin in
+    /// How many partitions gateways g1, g2, ... (in that order) each serve now.
+    static func servedCounts(_ admins: [GatewayTestClient]) -> [Int] {
+        admins.enumerated().map { index, admin in
             let metrics = try? admin.request("GET", "/metrics").text
-            return (metrics.flatMap { metricValue($0, #"touchline_cluster_partitions_served{instance="g\#(index + 1)"}"#) } ?? 0) > 0
+            return Int(metrics.flatMap { metricValue($0, #"touchline_cluster_partitions_served{instance="g\#(index + 1)"}"#) } ?? 0)
         }
+    }
+
+    /// Whether gateways g1, g2, ... (in that order) serve every partition of the cluster between
+    /// them, each its share: a job started before would see partitions (and its slices) move
+    /// while it runs, and a slice moved by a rebalance sends again what it sent since its last
+    /// save (a rebalance does not save it first; a graceful stop does).
+    static func everyGatewayServes(_ admins: [GatewayTestClient], partitions: Int = ClusterGatewayTests.partitions) -> Bool {
+        let counts = servedCounts(admins)
+        return counts.reduce(0, +) == partitions && counts.allSatisfy { $0 >= partitions / admins.count }
     }
 
     /// How many messages the cluster's job bucket holds (one per key: it keeps no history).
@@ -222,7 +231,10 @@ struct ClusterPersonalJobTests {
         }
         let gateways = [try await serve("g1"), try await serve("g2"), try await serve("g3")]
         let admins = gateways.map { $0.admin.waiting(upTo: 60) }
-        try await eventually("every gateway serves partitions", timeout: .seconds(30)) { Self.everyGatewayServes(admins) }
+        // Balanced first, so that only the kill moves slices while the job runs.
+        try await eventually("every gateway serves its share of the 8 partitions", timeout: .seconds(60)) {
+            Self.everyGatewayServes(admins, partitions: 8)
+        }
         let fans = Self.tokens(Self.killAudience)
         try Self.register(fans, through: admins[0], perRequest: 5_000)
 

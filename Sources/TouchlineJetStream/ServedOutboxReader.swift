@@ -49,13 +49,23 @@ public final class ServedOutboxReader: WebhookOutboxReader {
         return try tables.readTables { $0.outboxEvents(after: after, limit: limit, outbox: include) }
     }
 
-    /// The partitions served now.
-    public var servedPartitions: Set<Int> { served() }
-
-    /// `partition`'s events after `after`, in commit order, if it is served here (nil if not).
-    public func events(of partition: Int, after: Int64, limit: Int) throws(StoreError) -> [StoredWebhookEvent]? {
-        guard served().contains(partition) else { return nil }
-        return try tables.readTables { $0.outboxEvents(after: after, limit: limit, outbox: { [self] id in belongs(id, to: [partition]) }) }
+    /// Each served partition's events after its own position (`after(partition)`), up to `limit`
+    /// each, in commit order: one read of the tables for every partition (a partition served
+    /// with nothing after its position has an empty page).
+    public func eventsByPartition(after: (Int) -> Int64, limit: Int) throws(StoreError) -> [Int: [StoredWebhookEvent]] {
+        let partitions = served()
+        let rows = try tables.readTables { tables in
+            tables.outboxEvents(after: 0, limit: .max, outbox: { [self] id in
+                guard case .partition(let partition) = layout.log(ofOutboxID: id), partitions.contains(partition) else { return false }
+                return id > after(partition)
+            })
+        }
+        var pages = Dictionary(uniqueKeysWithValues: partitions.map { ($0, [StoredWebhookEvent]()) })
+        for row in rows {
+            guard case .partition(let partition) = layout.log(ofOutboxID: row.id), pages[partition]!.count < limit else { continue }
+            pages[partition]!.append(row)
+        }
+        return pages
     }
 
     /// Over every row held, served or not: this is what the gateway's own prune looks at.

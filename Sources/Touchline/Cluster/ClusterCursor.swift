@@ -54,23 +54,14 @@ struct ClusterCursor: Sendable, Equatable {
 
     subscript(key: String) -> Int64 { positions[key] ?? 0 }
 
-    /// One stream from the sources' pages (each source's items after its position, in its own
-    /// order): the source whose next item came first (`time`) goes next, so the cursor only ever
-    /// moves past a prefix of each source (to the item's `position`), and the page holds at most
-    /// `limit` items.
+    /// The page ``TimeOrderedMerge`` makes of the sources' pages (each source's items after its
+    /// position), and the cursor past it (each source at its last item's `position`).
     func merging<Item, Time: Comparable>(_ pages: [String: [Item]], limit: Int, position: (Item) -> Int64,
                                           time: (Item) -> Time) -> (items: [Item], next: ClusterCursor) {
-        var heads = pages.mapValues { $0[...] }
+        let (items, last) = TimeOrderedMerge.merge(pages, limit: limit, time: time)
         var next = self
-        var page: [Item] = []
-        while page.count < limit {
-            let candidates = heads.filter { !$0.value.isEmpty }
-            guard let key = candidates.min(by: { a, b in (time(a.value.first!), a.key) < (time(b.value.first!), b.key) })?.key else { break }
-            let item = heads[key]!.removeFirst()
-            next.positions[key] = position(item)
-            page.append(item)
-        }
-        return (page, next)
+        for (source, item) in last { next.positions[source] = position(item) }
+        return (items, next)
     }
 
     /// ``merging(_:limit:position:time:)`` for webhook events, by creation time.

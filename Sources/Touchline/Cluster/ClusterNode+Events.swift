@@ -91,9 +91,8 @@ extension ClusterNode {
                 throw .refused("a cluster gateway's outboxes are its partitions' and its personal file's")
             }
             var pages: [String: [StoredWebhookEvent]] = [:]
-            for partition in channels.servedPartitions {
-                let key = ClusterCursor.partition(partition)
-                if let page = try channels.events(of: partition, after: cursor[key], limit: limit) { pages[key] = page }
+            for (partition, page) in try channels.eventsByPartition(after: { cursor[ClusterCursor.partition($0)] }, limit: limit) {
+                pages[ClusterCursor.partition(partition)] = page
             }
             let key = ClusterCursor.member(instance)
             pages[key] = try personal.events(after: cursor[key], limit: limit)

@@ -75,14 +75,14 @@ final class PersonalDispatcher: @unchecked Sendable {
         loop.execute { [self] in start(record) }
     }
 
+    /// Armed while the stored jobs wait for the registry copy (``resumeStoredJobs(openChannels:once:broken:)``).
+    private var resumeTimer: LoopTimer?
+
     /// Resumes the jobs left `pending` or `running` in the store (any thread): each continues
     /// from its saved progress, so what APNs accepted before the restart is not sent again.
     /// `openChannels` are the channels kickoffs may name (the active ones); a kickoff into any
     /// other is cancelled. A job that fails its check is not run: `broken` gets every such job
     /// with the reason (on the personal loop).
-    /// Armed while the stored jobs wait for the registry copy (``resumeStoredJobs(openChannels:once:broken:)``).
-    private var resumeTimer: LoopTimer?
-
     func resumeStoredJobs(openChannels: Set<String>, once registryIsReady: @escaping @Sendable () -> Bool = { true },
                           broken: @escaping @Sendable ([String: String]) -> Void) {
         loop.execute { [self] in

@@ -322,20 +322,15 @@ final class WebhookDelivery: @unchecked Sendable {
                 _ done: @escaping @Sendable (Result<(events: [StoredWebhookEvent], next: EventsCursor), StoreError>) -> Void) {
         loop.execute { [self] in
             do throws(StoreError) {
-                var pages = try sources.enumerated().map { index, source throws(StoreError) in
-                    try source.reader.events(after: cursor.positions[index], limit: limit)[...]
+                var pages: [Int: [StoredWebhookEvent]] = [:]
+                for (index, source) in sources.enumerated() {
+                    pages[index] = try source.reader.events(after: cursor.positions[index], limit: limit)
                 }
                 // One stream: each file's events in their own (commit) order, the two merged by
                 // creation time, so the cursor only ever moves past a prefix of each file.
+                let (page, last) = TimeOrderedMerge.merge(pages, limit: limit, time: \.createdAt)
                 var next = cursor
-                var page: [StoredWebhookEvent] = []
-                while page.count < limit {
-                    let heads = pages.indices.filter { !pages[$0].isEmpty }
-                    guard let source = heads.min(by: { (pages[$0].first!.createdAt, $0) < (pages[$1].first!.createdAt, $1) }) else { break }
-                    let event = pages[source].removeFirst()
-                    next.positions[source] = event.id
-                    page.append(event)
-                }
+                for (index, event) in last { next.positions[index] = event.id }
                 done(.success((page, next)))
             } catch {
                 done(.failure(error))

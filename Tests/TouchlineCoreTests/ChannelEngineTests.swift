@@ -47,7 +47,7 @@ struct VirtualShell {
     /// Sets the wall clock without firing timers (it may go backwards).
     mutating func setClock(_ time: UnixTime) { now = time }
 
-    mutating func apply(_ state: JSONValue, _ importance: Importance = .low, alert: LiveActivityAlert? = nil,
+    mutating func apply(_ state: JSONValue, _ importance: Importance = .normal, alert: LiveActivityAlert? = nil,
                         at time: UnixTime? = nil) throws(ChannelEngine.Failure) {
         if let time { advance(to: time) }
         perform(try engine.apply(state: state, importance: importance, alert: alert, now: now))
@@ -114,6 +114,9 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
     let t0 = UnixTime(seconds: 1_767_290_400)
     /// Default pace and budget, deterministic back-off (no jitter).
     let policy = ChannelPolicy(throttleBackoff: Backoff(initial: .seconds(4), maximum: .seconds(120), multiplier: 2, jitter: 0))
+    /// The same without a critical reserve or low cadence: every change waits for the shared
+    /// bucket, so changes fold while they wait (what the folding rules are about).
+    var uniformPolicy: ChannelPolicy { ChannelEnginePacingTests.uniform(policy) }
 
     /// Spends the burst so that the next update has to wait.
     func spendTheBurst(_ shell: inout VirtualShell) throws {
@@ -179,7 +182,7 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
     }
 
     @Test func aGoalCoalescedWithALaterClockTickStillGoesAsCriticalWithItsAlert() throws {
-        var shell = VirtualShell(policy: policy, start: t0)
+        var shell = VirtualShell(policy: uniformPolicy, start: t0)
         try spendTheBurst(&shell)
         try shell.apply(match(home: 1, minute: 4), .critical, alert: goalAlert, at: t0 + .milliseconds(500))
         try shell.apply(match(home: 1, minute: 4, tick: 1), .low, at: t0 + .milliseconds(900))
@@ -229,7 +232,7 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
         #expect(shell.engine.counters.unchangedStates == 1)
 
 
-        var reverted = VirtualShell(policy: policy, start: t0)
+        var reverted = VirtualShell(policy: uniformPolicy, start: t0)
         try spendTheBurst(&reverted)
         try reverted.apply(match(home: 1, minute: 3), .critical, alert: goalAlert)
         try reverted.apply(match(minute: 3), .normal)  // goal disallowed before it went out
@@ -271,7 +274,7 @@ let goalAlert = LiveActivityAlert(title: "Goal!", body: "Home 1-0 Away", sound: 
     }
 
     @Test func anEndWithAFinalStateKeepsThePendingGoalAlert() throws {
-        var shell = VirtualShell(policy: policy, start: t0)
+        var shell = VirtualShell(policy: uniformPolicy, start: t0)
         try spendTheBurst(&shell)
         try shell.apply(match(home: 1, minute: 90), .critical, alert: goalAlert)
         try shell.end(match(home: 1, minute: 94))

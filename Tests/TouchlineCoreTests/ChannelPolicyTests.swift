@@ -46,7 +46,7 @@ import TouchlineCore
     }
 
     @Test func everyAcceptedPolicyReadsBackToTheSameValue() throws {
-        for json in [#"{"minimumIntervalSeconds": 0.001}"#, #"{"freshnessSeconds": 0.0123456789}"#, #"{"endGracePeriodSeconds": 0}"#,
+        for json in [#"{"minimumIntervalSeconds": 0.001}"#, #"{"freshnessSeconds": 0.0123456789, "lowImportanceIntervalSeconds": 0.01}"#, #"{"endGracePeriodSeconds": 0}"#,
                      #"{"minimumIntervalSeconds": 86400, "mostRecentLifetimeSeconds": 28800}"#] {
             let policy = try decode(json)
             #expect(try ChannelPolicy(json: JSONParser.parse(policy.json.encoded)) == policy, "\(json)")
@@ -76,11 +76,37 @@ import TouchlineCore
         (#"{"throttleBackoff": {"initialSeconds": 10, "maximumSeconds": 5}}"#, "throttleBackoff.maximumSeconds"),
         (#"{"throttleBackoff": {"multiplier": 0.5}}"#, "throttleBackoff.multiplier"),
         (#"{"mostRecentLifetimeSeconds": 30000}"#, "mostRecentLifetimeSeconds"),
+        (#"{"criticalBurst": -1}"#, "criticalBurst"),
+        (#"{"criticalBurst": 1.5}"#, "criticalBurst"),
+        (#"{"criticalIntervalSeconds": 0}"#, "criticalIntervalSeconds"),
+        (#"{"lowImportanceIntervalSeconds": -1}"#, "lowImportanceIntervalSeconds"),
+        (#"{"lowImportanceIntervalSeconds": 1200}"#, "lowImportanceIntervalSeconds"),
+        (#"{"freshnessSeconds": 20}"#, "lowImportanceIntervalSeconds"),
     ])
     func outOfRangeValuesAreRefusedNamingTheField(json: String, field: String) {
         #expect { try decode(json) } throws: { error in
             (error as? ChannelPolicyError)?.field == field
         }
+    }
+
+    @Test func thePacingMembersHaveTheirDefaultsAndReadBack() throws {
+        let defaults = try decode("{}")
+        #expect(defaults.criticalBurst == 2 && defaults.criticalInterval == .seconds(10) && defaults.lowImportanceInterval == .seconds(30))
+        let uniform = try decode(#"{"criticalBurst": 0, "lowImportanceIntervalSeconds": 0}"#)
+        #expect(uniform == .uniformPacing)
+        let custom = try decode(#"{"criticalBurst": 4, "criticalIntervalSeconds": 2.5, "lowImportanceIntervalSeconds": 45}"#)
+        #expect(custom.criticalBurst == 4 && custom.criticalInterval == .milliseconds(2500) && custom.lowImportanceInterval == .seconds(45))
+        #expect(try ChannelPolicy(json: JSONParser.parse(custom.json.encoded)) == custom)
+    }
+
+    /// The cadence is checked against the freshness of the same policy, whichever of the two a
+    /// partial policy names, and the message names both.
+    @Test func aLowCadenceAsLongAsTheFreshnessIsRefusedNamingBoth() {
+        #expect { try decode(#"{"freshnessSeconds": 30}"#) } throws: { error in
+            (error as? ChannelPolicyError)?.description == "channel policy: lowImportanceIntervalSeconds must be shorter than "
+                + "freshnessSeconds (30) so that low updates alone keep the activity fresh, got 30"
+        }
+        #expect(throws: Never.self) { try decode(#"{"freshnessSeconds": 30, "lowImportanceIntervalSeconds": 29.999}"#) }
     }
 
     @Test func expirationDependsOnTheStoragePolicy() {

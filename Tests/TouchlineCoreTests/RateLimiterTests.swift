@@ -14,11 +14,11 @@ import TouchlineCore
         var limiter = limiter()
         for _ in 0..<3 {
             #expect(limiter.nextAllowed(now: t0) == t0)
-            do { let allowed = limiter.consume(now: t0); #expect(allowed) }
+            do { let allowed = limiter.consume(now: t0) != nil; #expect(allowed) }
         }
         #expect(limiter.nextAllowed(now: t0) == t0 + .seconds(2))
-        do { let allowed = limiter.consume(now: t0 + .milliseconds(1999)); #expect(!allowed) }
-        do { let allowed = limiter.consume(now: t0 + .seconds(2)); #expect(allowed) }
+        do { let allowed = limiter.consume(now: t0 + .milliseconds(1999)) != nil; #expect(!allowed) }
+        do { let allowed = limiter.consume(now: t0 + .seconds(2)) != nil; #expect(allowed) }
         #expect(limiter.nextAllowed(now: t0 + .seconds(2)) == t0 + .seconds(4))
     }
 
@@ -26,15 +26,15 @@ import TouchlineCore
         var limiter = limiter()
         for _ in 0..<3 { limiter.consume(now: t0) }
         // 3 s later one token has accrued (at 2 s) and the next is due at 4 s, not at 5 s.
-        do { let allowed = limiter.consume(now: t0 + .seconds(3)); #expect(allowed) }
+        do { let allowed = limiter.consume(now: t0 + .seconds(3)) != nil; #expect(allowed) }
         #expect(limiter.nextAllowed(now: t0 + .seconds(3)) == t0 + .seconds(4))
     }
 
     @Test func theBucketNeverHoldsMoreThanTheBurst() {
         var limiter = limiter()
         let later = t0 + .seconds(3600)
-        for _ in 0..<3 { do { let allowed = limiter.consume(now: later); #expect(allowed) } }
-        do { let allowed = limiter.consume(now: later); #expect(!allowed) }
+        for _ in 0..<3 { do { let allowed = limiter.consume(now: later) != nil; #expect(allowed) } }
+        do { let allowed = limiter.consume(now: later) != nil; #expect(!allowed) }
     }
 
     @Test func aThrottleBlocksForTheBackoffDelayAndDoublesTheInterval() {
@@ -44,7 +44,7 @@ import TouchlineCore
         limiter.recordThrottle(now: t0, using: &random)
         #expect(limiter.interval == .seconds(4))
         #expect(limiter.nextAllowed(now: t0) == t0 + .seconds(4))
-        do { let allowed = limiter.consume(now: t0 + .seconds(4)); #expect(allowed) }
+        do { let allowed = limiter.consume(now: t0 + .seconds(4)) != nil; #expect(allowed) }
         #expect(limiter.nextAllowed(now: t0 + .seconds(4)) == t0 + .seconds(8))
 
         limiter.recordThrottle(now: t0 + .seconds(4), using: &random)
@@ -82,8 +82,8 @@ import TouchlineCore
         limiter.recordTransientFailure(now: t0, using: &random)
         #expect(limiter.interval == .seconds(2))
         #expect(limiter.nextAllowed(now: t0) == t0 + .seconds(4))
-        do { let allowed = limiter.consume(now: t0 + .seconds(4)); #expect(allowed) }
-        do { let allowed = limiter.consume(now: t0 + .seconds(4)); #expect(allowed) }
+        do { let allowed = limiter.consume(now: t0 + .seconds(4)) != nil; #expect(allowed) }
+        do { let allowed = limiter.consume(now: t0 + .seconds(4)) != nil; #expect(allowed) }
     }
 
     @Test func aClockSteppingBackDoesNotStallTheChannel() {
@@ -92,7 +92,7 @@ import TouchlineCore
         let earlier = t0 - .seconds(3600)
         #expect(limiter.nextAllowed(now: earlier) == earlier + .seconds(2))
         limiter.refill(now: earlier)
-        do { let allowed = limiter.consume(now: earlier + .seconds(2)); #expect(allowed) }
+        do { let allowed = limiter.consume(now: earlier + .seconds(2)) != nil; #expect(allowed) }
         var random = SplitMix64(seed: 1)
         limiter.recordThrottle(now: t0, using: &random)
         // The back-off deadline is clamped to now + maximum however far the clock went back.

@@ -25,7 +25,7 @@ struct KeyRateLimits: Sendable {
     mutating func admit(keyIndex index: Int, now: UnixTime) -> Int64? {
         guard buckets.indices.contains(index), var bucket = buckets[index] else { return nil }
         defer { buckets[index] = bucket }
-        if bucket.consume(now: now) { return nil }
+        if bucket.consume(now: now) != nil { return nil }
         let wait = bucket.nextAllowed(now: now) - now
         let seconds = (wait.inNanoseconds + 999_999_999) / 1_000_000_000
         return max(1, seconds)

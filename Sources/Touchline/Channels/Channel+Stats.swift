@@ -24,6 +24,8 @@ extension Channel {
                              "stateChanges": .integer(Int64(counters.stateChanges)), "lastSeq": .integer(lastSeq)]),
             .init("coalesced", .integer(Int64(counters.coalesced))),
             .init("rateLimitDeferrals", .integer(Int64(counters.rateLimitDeferrals))),
+            .init("lowImportanceDeferrals", .integer(Int64(counters.lowImportanceDeferrals))),
+            .init("reservedPushes", .integer(Int64(counters.reservedPushes))),
             .init("budgetDowngrades", .integer(Int64(counters.budgetDowngrades))),
             .init("errors", ["total": .integer(Int64(errors)), "throttled": .integer(Int64(counters.throttled)),
                              "retried": .integer(Int64(counters.retries)), "dropped": .integer(Int64(counters.dropped))]),

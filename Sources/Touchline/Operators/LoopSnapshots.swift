@@ -42,6 +42,9 @@ extension OperatorsAPI {
         var pushes = counter("touchline_pushes_sent_total", "Broadcast pushes sent to APNs, by apns-priority.")
         var coalesced = counter("touchline_updates_coalesced_total", "Pending updates replaced by a newer state before they were sent.")
         var deferrals = counter("touchline_rate_limit_deferrals_total", "Pushes that waited for the channel's rate limiter or back-off.")
+        var lowDeferrals = counter("touchline_low_importance_deferrals_total",
+                                   "Low-importance updates held for the channel's slower low-importance cadence.")
+        var reserved = counter("touchline_reserved_pushes_total", "Critical pushes that went on the channel's critical reserve.")
         var downgrades = counter("touchline_budget_downgrades_total",
                                  "Critical updates sent at priority 5 because the channel's priority-10 budget was spent.")
         var budget = MetricFamily("touchline_priority_budget_remaining", help: "Priority-10 pushes left in the channel's rolling hour.",
@@ -60,6 +63,8 @@ extension OperatorsAPI {
             pushes.add(counters.powerConsideratePushes, ["channel": channelLabel, "priority": "5"])
             coalesced.add(counters.coalesced, label)
             deferrals.add(counters.rateLimitDeferrals, label)
+            lowDeferrals.add(counters.lowImportanceDeferrals, label)
+            reserved.add(counters.reservedPushes, label)
             downgrades.add(counters.budgetDowngrades, label)
             budget.add(channel.engine.priorityBudgetRemaining(now: now), label)
             broadcastRetries += counters.retries + counters.throttled
@@ -144,7 +149,7 @@ extension OperatorsAPI {
         var rateLimited = counter("touchline_api_rate_limited_total",
                                   "Provider API requests refused with 429 by their key's rate limit, by the key's scope (admin or channel prefix).")
         for (scope, count) in requestLimits.refusedByScope.sorted(by: { $0.key < $1.key }) { rateLimited.add(count, ["scope": scope]) }
-        return [mode, rateLimited, channelCount, received, duplicates, rejected, stateChanges, pushes, coalesced, deferrals, downgrades, responses, retries,
+        return [mode, rateLimited, channelCount, received, duplicates, rejected, stateChanges, pushes, coalesced, deferrals, lowDeferrals, reserved, downgrades, responses, retries,
                 deactivated, deadLetters, queues, inFlight, open, maxStreams, budget, tokenAge, skew, hold, held, jobs, targets, slices, slicesStarted, latency,
                 responseTimes]
     }

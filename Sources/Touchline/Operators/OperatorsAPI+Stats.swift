@@ -25,6 +25,8 @@ extension OperatorsAPI {
             totals.powerConsideratePushes += counters.powerConsideratePushes
             totals.coalesced += counters.coalesced
             totals.rateLimitDeferrals += counters.rateLimitDeferrals
+            totals.lowImportanceDeferrals += counters.lowImportanceDeferrals
+            totals.reservedPushes += counters.reservedPushes
             totals.budgetDowngrades += counters.budgetDowngrades
             totals.throttled += counters.throttled
             totals.retries += counters.retries
@@ -49,6 +51,7 @@ extension OperatorsAPI {
                              "rejected": .object(service.metrics.rejectedEvents.sorted { $0.key < $1.key }.map { .init($0.key, integer($0.value)) })]),
             .init("pushes", ["byPriority": ["10": integer(totals.immediatePushes), "5": integer(totals.powerConsideratePushes)],
                              "coalesced": integer(totals.coalesced), "rateLimitDeferrals": integer(totals.rateLimitDeferrals),
+                             "lowImportanceDeferrals": integer(totals.lowImportanceDeferrals), "reservedPushes": integer(totals.reservedPushes),
                              "budgetDowngrades": integer(totals.budgetDowngrades), "throttled": integer(totals.throttled),
                              "retried": integer(totals.retries), "dropped": integer(totals.dropped)]),
             .init("apns", ["mode": .string(apnsMode.rawValue), "responses": .array(responses),

@@ -11,6 +11,9 @@
 ///   pending one; a push goes only when its state differs from the last one sent (bytes compared);
 /// - one push in flight at a time, so pushes leave in order;
 /// - the pace is a token bucket with per-channel adaptive back-off after 429 (``RateLimiter``);
+///   critical changes also have a small reserve of their own, so they never wait behind routine
+///   ones, and low-importance changes wait for a slower cadence unless a more important push
+///   carries them;
 /// - critical changes go at priority 10 with their alert while the rolling-hour budget lasts
 ///   (``PriorityBudget``), then at 5 without alert; everything else at 5;
 /// - `timestamp` is strictly increasing (``TimestampClock``); `stale-date` = now + freshness;
@@ -32,6 +35,7 @@ public struct ChannelEngine: Sendable {
     private var pending: PendingPush?
     private var inFlight: InFlight?
     private var deleteAt: UnixTime?
+    private var lastAcceptedAt: UnixTime?
     private var timestamps: TimestampClock
     private var budget: PriorityBudget
     private var limiter: RateLimiter
@@ -54,7 +58,8 @@ public struct ChannelEngine: Sendable {
     public init(policy: ChannelPolicy = .default, storage: ChannelStorage, jitterSeed: UInt64, now: UnixTime) {
         self.init(policy: policy, storage: storage, snapshot: Snapshot(
             phase: .live, latestState: nil, lastSentState: nil, pending: nil, deleteAt: nil, timestamps: TimestampClock(),
-            prioritySpends: [], limiter: RateLimiter.State(fullBucketOf: policy.burst, now: now), sequence: 0,
+            prioritySpends: [], lastAcceptedAt: nil,
+            limiter: RateLimiter.State(fullBucketOf: policy.burst, reserve: policy.criticalBurst, now: now), sequence: 0,
             jitterSeed: jitterSeed, counters: Counters()))
     }
 
@@ -69,10 +74,11 @@ public struct ChannelEngine: Sendable {
         counters = snapshot.counters
         pending = snapshot.pending
         deleteAt = snapshot.deleteAt
+        lastAcceptedAt = snapshot.lastAcceptedAt
         timestamps = snapshot.timestamps
         budget = PriorityBudget(limit: policy.priorityBudgetPerHour, spends: snapshot.prioritySpends)
-        limiter = RateLimiter(burst: policy.burst, minimumInterval: policy.minimumInterval, backoff: policy.throttleBackoff,
-                              state: snapshot.limiter)
+        limiter = RateLimiter(burst: policy.burst, minimumInterval: policy.minimumInterval, reservedBurst: policy.criticalBurst,
+                              reservedInterval: policy.criticalInterval, backoff: policy.throttleBackoff, state: snapshot.limiter)
         sequence = snapshot.sequence
         jitterSeed = snapshot.jitterSeed
     }
@@ -81,7 +87,8 @@ public struct ChannelEngine: Sendable {
     public var snapshot: Snapshot {
         let unsent = inFlight.map { flight in pending.map { flight.push.folding($0) } ?? flight.push } ?? pending
         return Snapshot(phase: phase, latestState: latestState, lastSentState: lastSentState, pending: unsent, deleteAt: deleteAt,
-                        timestamps: timestamps, prioritySpends: budget.spends, limiter: limiter.state, sequence: sequence,
+                        timestamps: timestamps, prioritySpends: budget.spends, lastAcceptedAt: lastAcceptedAt, limiter: limiter.state,
+                        sequence: sequence,
                         jitterSeed: jitterSeed, counters: counters)
     }
 
@@ -158,6 +165,7 @@ public struct ChannelEngine: Sendable {
         guard let flight = inFlight, flight.sequence == sequence else { return [] }
         inFlight = nil
         lastSentState = flight.push.state
+        lastAcceptedAt = now
         limiter.recordSuccess()
         changed.formUnion([.content, .delivery])
         if flight.push.isEnd { enterEnded(now: now) }
@@ -246,16 +254,19 @@ public struct ChannelEngine: Sendable {
         }
         guard phase == .live || phase == .ending, inFlight == nil, var next = pending else { return [] }
         limiter.refill(now: now)
-        let allowed = limiter.nextAllowed(now: now)
+        let critical = next.importance == .critical
+        let paced = limiter.nextAllowed(now: now, reserved: critical)
+        let cadence = lowImportanceDue(next, now: now)
+        let allowed = max(paced, cadence ?? paced)
         guard allowed <= now else {
             if !next.deferred {
                 next.deferred = true
                 pending = next
-                counters.rateLimitDeferrals += 1
+                if let cadence, cadence > paced { counters.lowImportanceDeferrals += 1 } else { counters.rateLimitDeferrals += 1 }
             }
             return arm(at: allowed)
         }
-        limiter.consume(now: now)
+        if limiter.consume(now: now, reserved: critical) == .reserved { counters.reservedPushes += 1 }
         let priority: Priority
         if next.importance == .critical, budget.spend(now: now) {
             priority = .immediate
@@ -274,6 +285,15 @@ public struct ChannelEngine: Sendable {
         return [.send(OutgoingPush(sequence: sequence, payload: payload(for: next, priority: priority, timestamp: timestamp, now: now),
                                    priority: priority, expiration: policy.expiration(for: storage, now: now),
                                    timestamp: timestamp, isEnd: next.isEnd))]
+    }
+
+    /// When a low-importance update may go: ``ChannelPolicy/lowImportanceInterval`` after the last
+    /// accepted push (a wall clock that stepped back counts from `now`). Nil when the cadence
+    /// does not apply: a more important change is folded in, it is the end, the cadence is off,
+    /// or nothing was ever accepted (the first state goes at the pace).
+    private func lowImportanceDue(_ push: PendingPush, now: UnixTime) -> UnixTime? {
+        guard push.importance == .low, !push.isEnd, policy.lowImportanceInterval > .zero, let last = lastAcceptedAt else { return nil }
+        return min(last, now) + policy.lowImportanceInterval
     }
 
     /// The body of the push: `alert` only at priority 10, `stale-date` only on updates,

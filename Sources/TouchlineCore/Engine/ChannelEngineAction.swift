@@ -99,6 +99,10 @@ extension ChannelEngine {
         public var coalesced = 0
         /// Pushes that had to wait for the rate limiter or a back-off.
         public var rateLimitDeferrals = 0
+        /// Low-importance changes held for their slower cadence (``ChannelPolicy/lowImportanceInterval``).
+        public var lowImportanceDeferrals = 0
+        /// Critical pushes that went on a reserved token (``ChannelPolicy/criticalBurst``).
+        public var reservedPushes = 0
         /// Critical pushes sent at priority 5 because the priority-10 budget was spent.
         public var budgetDowngrades = 0
         /// 429 answers.
@@ -109,5 +113,22 @@ extension ChannelEngine {
         public var dropped = 0
 
         public init() {}
+
+        private enum CodingKeys: String, CodingKey {
+            case eventsApplied, stateChanges, unchangedStates, rejectedTooLarge, immediatePushes, powerConsideratePushes, coalesced,
+                 rateLimitDeferrals, lowImportanceDeferrals, reservedPushes, budgetDowngrades, throttled, retries, dropped
+        }
+
+        /// A counter missing from a saved snapshot (one saved before the counter existed) is 0.
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            func read(_ key: CodingKeys) throws -> Int { try c.decodeIfPresent(Int.self, forKey: key) ?? 0 }
+            (eventsApplied, stateChanges, unchangedStates) = (try read(.eventsApplied), try read(.stateChanges), try read(.unchangedStates))
+            (rejectedTooLarge, immediatePushes) = (try read(.rejectedTooLarge), try read(.immediatePushes))
+            (powerConsideratePushes, coalesced) = (try read(.powerConsideratePushes), try read(.coalesced))
+            (rateLimitDeferrals, lowImportanceDeferrals) = (try read(.rateLimitDeferrals), try read(.lowImportanceDeferrals))
+            (reservedPushes, budgetDowngrades, throttled) = (try read(.reservedPushes), try read(.budgetDowngrades), try read(.throttled))
+            (retries, dropped) = (try read(.retries), try read(.dropped))
+        }
     }
 }

@@ -61,6 +61,8 @@ extension ChannelEngine {
         public var timestamps: TimestampClock
         /// Times of the priority-10 pushes in the rolling window.
         public var prioritySpends: [UnixTime]
+        /// When APNs last accepted a push: the low-importance cadence counts from here.
+        public var lastAcceptedAt: UnixTime?
         public var limiter: RateLimiter.State
         /// The sequence number of the last push handed out.
         public var sequence: UInt64
@@ -72,7 +74,8 @@ extension ChannelEngine {
 
 extension ChannelEngine.Snapshot: Codable {
     private enum CodingKeys: String, CodingKey {
-        case phase, latestState, lastSentState, pending, deleteAt, lastTimestamp, prioritySpends, limiter, sequence, jitterSeed, counters
+        case phase, latestState, lastSentState, pending, deleteAt, lastTimestamp, prioritySpends, lastAcceptedAt, limiter, sequence, jitterSeed,
+             counters
     }
 
     /// States are written as JSON text, times as integer nanoseconds (`lastTimestamp` in seconds).
@@ -85,6 +88,7 @@ extension ChannelEngine.Snapshot: Codable {
         try c.encodeIfPresent(deleteAt?.nanoseconds, forKey: .deleteAt)
         try c.encodeIfPresent(timestamps.last, forKey: .lastTimestamp)
         try c.encode(prioritySpends.map(\.nanoseconds), forKey: .prioritySpends)
+        try c.encodeIfPresent(lastAcceptedAt?.nanoseconds, forKey: .lastAcceptedAt)
         try c.encode(limiter, forKey: .limiter)
         try c.encode(sequence, forKey: .sequence)
         try c.encode(jitterSeed, forKey: .jitterSeed)
@@ -100,6 +104,7 @@ extension ChannelEngine.Snapshot: Codable {
         deleteAt = try c.decodeIfPresent(Int64.self, forKey: .deleteAt).map(UnixTime.init(nanoseconds:))
         timestamps = TimestampClock(last: try c.decodeIfPresent(Int64.self, forKey: .lastTimestamp))
         prioritySpends = try c.decode([Int64].self, forKey: .prioritySpends).map(UnixTime.init(nanoseconds:))
+        lastAcceptedAt = try c.decodeIfPresent(Int64.self, forKey: .lastAcceptedAt).map(UnixTime.init(nanoseconds:))
         limiter = try c.decode(RateLimiter.State.self, forKey: .limiter)
         sequence = try c.decode(UInt64.self, forKey: .sequence)
         jitterSeed = try c.decode(UInt64.self, forKey: .jitterSeed)

@@ -13,7 +13,15 @@
 /// - `throttleBackoff` 4 s doubling to 2 min, 20 % jitter: the first retry waits two intervals;
 /// - `mostRecentLifetime` 15 min: an offline device that wakes later than that gets no old score;
 /// - `endGracePeriod` 5 min: the channel outlives the `end` push long enough for it to be
-///   delivered, then is deleted to keep the app under the 10,000-channel limit.
+///   delivered, then is deleted to keep the app under the 10,000-channel limit;
+/// - `criticalBurst` 2, `criticalInterval` 10 s: a reserve only critical changes draw on, so a
+///   goal goes at once even when routine updates emptied the bucket (a goal and its VAR
+///   decision both go at once); with the shared bucket the sustained ceiling is 0.6 pushes/s,
+///   still under the guideline;
+/// - `lowImportanceInterval` 30 s: clock corrections and statistics go at most every 30 s unless
+///   a more important push carries them (every push carries the whole state). The device runs the
+///   match clock itself, and a statistic 30 s old is not wrong; every such push saved is battery
+///   and budget. Shorter than `freshness`, so low updates alone keep an activity fresh.
 ///
 /// In JSON (``json``, ``init(json:base:)``), durations are seconds (fractions down to a
 /// millisecond) and every member is optional: missing ones take the default, so a partial
@@ -35,11 +43,20 @@ public struct ChannelPolicy: Sendable, Equatable {
     public var mostRecentLifetime: Duration
     /// Time between the accepted `end` push and the deletion of the APNs channel.
     public var endGracePeriod: Duration
+    /// Tokens reserved for critical changes, drawn on before the shared bucket; 0 for none
+    /// (critical changes then wait for the pace like any other).
+    public var criticalBurst: Int
+    /// Time to earn one reserved token back.
+    public var criticalInterval: Duration
+    /// A change of low importance waits until this long after the last accepted push, unless a
+    /// more important one carries it sooner; zero paces low changes like normal ones.
+    public var lowImportanceInterval: Duration
 
     public init(minimumInterval: Duration = .seconds(2), burst: Int = 3, priorityBudgetPerHour: Int = 10,
                 freshness: Duration = .seconds(20 * 60), relevanceScore: Double? = 100,
                 throttleBackoff: Backoff = Backoff(initial: .seconds(4), maximum: .seconds(120), multiplier: 2, jitter: 0.2),
-                mostRecentLifetime: Duration = .seconds(15 * 60), endGracePeriod: Duration = .seconds(5 * 60)) {
+                mostRecentLifetime: Duration = .seconds(15 * 60), endGracePeriod: Duration = .seconds(5 * 60),
+                criticalBurst: Int = 2, criticalInterval: Duration = .seconds(10), lowImportanceInterval: Duration = .seconds(30)) {
         self.minimumInterval = minimumInterval
         self.burst = burst
         self.priorityBudgetPerHour = priorityBudgetPerHour
@@ -48,11 +65,17 @@ public struct ChannelPolicy: Sendable, Equatable {
         self.throttleBackoff = throttleBackoff
         self.mostRecentLifetime = mostRecentLifetime
         self.endGracePeriod = endGracePeriod
+        self.criticalBurst = criticalBurst
+        self.criticalInterval = criticalInterval
+        self.lowImportanceInterval = lowImportanceInterval
     }
 
     /// Live-football defaults (see the type's documentation).
     public static let `default` = ChannelPolicy()
 
+    /// The pacing before importance-aware pacing: no reserve for critical changes, low changes
+    /// paced like normal ones. The load scenarios' baseline.
+    public static let uniformPacing = ChannelPolicy(criticalBurst: 0, lowImportanceInterval: .zero)
     /// The `apns-expiration` header value for a push sent at `now`.
     public func expiration(for storage: ChannelStorage, now: UnixTime) -> Int64 {
         switch storage {
@@ -99,6 +122,9 @@ extension ChannelPolicy {
             ],
             "mostRecentLifetimeSeconds": .number(mostRecentLifetime.inSeconds),
             "endGracePeriodSeconds": .number(endGracePeriod.inSeconds),
+            "criticalBurst": .integer(Int64(criticalBurst)),
+            "criticalIntervalSeconds": .number(criticalInterval.inSeconds),
+            "lowImportanceIntervalSeconds": .number(lowImportanceInterval.inSeconds),
         ]
     }
 
@@ -113,7 +139,8 @@ extension ChannelPolicy {
     public init(json: JSONValue, base: ChannelPolicy = .default) throws(ChannelPolicyError) {
         let reader = try PolicyMembers(json, path: "", allowed: ["minimumIntervalSeconds", "burst", "priorityBudgetPerHour",
                                                                    "freshnessSeconds", "relevanceScore", "throttleBackoff",
-                                                                   "mostRecentLifetimeSeconds", "endGracePeriodSeconds"])
+                                                                   "mostRecentLifetimeSeconds", "endGracePeriodSeconds",
+                                                                   "criticalBurst", "criticalIntervalSeconds", "lowImportanceIntervalSeconds"])
         self = base
         minimumInterval = try reader.duration("minimumIntervalSeconds") ?? base.minimumInterval
         burst = try reader.count("burst", minimum: 1) ?? base.burst
@@ -128,6 +155,15 @@ extension ChannelPolicy {
         mostRecentLifetime = try reader.duration("mostRecentLifetimeSeconds", maximum: .seconds(8 * 3600),
                                                  why: " (APNs stores 8 hours at most)") ?? base.mostRecentLifetime
         endGracePeriod = try reader.duration("endGracePeriodSeconds", allowZero: true) ?? base.endGracePeriod
+        criticalBurst = try reader.count("criticalBurst", minimum: 0) ?? base.criticalBurst
+        criticalInterval = try reader.duration("criticalIntervalSeconds") ?? base.criticalInterval
+        lowImportanceInterval = try reader.duration("lowImportanceIntervalSeconds", allowZero: true) ?? base.lowImportanceInterval
+        guard lowImportanceInterval < freshness else {
+            // Low updates alone must renew `stale-date` before it passes.
+            throw ChannelPolicyError(field: "lowImportanceIntervalSeconds",
+                                     problem: "must be shorter than freshnessSeconds (\(freshness.inSeconds.formatted)) so that low updates "
+                                         + "alone keep the activity fresh, got \(lowImportanceInterval.inSeconds.formatted)")
+        }
     }
 
     /// Validates before building, because `Backoff` traps on values out of range.

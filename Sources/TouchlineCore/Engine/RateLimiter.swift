@@ -10,6 +10,12 @@
 /// pace recovers gradually instead of running straight back into the limit. Transient failures
 /// (5xx, transport) only delay the next attempt; they say nothing about the pace.
 ///
+/// A limiter may also keep a **reserve**: a second, small bucket (`reservedBurst` tokens, one
+/// more every `reservedInterval`) that only pushes asking for it (critical changes) draw on, and
+/// draw on first. So a goal never waits for a bucket that routine updates emptied, while the
+/// channel's total rate stays bounded by the two buckets together. A throttle empties both and
+/// stretches both intervals; a back-off delay holds both.
+///
 /// All state is plain numbers (``State``), persisted as is. Pure: every method takes `now`.
 public struct RateLimiter: Sendable, Equatable {
     /// Accepted pushes that undo one throttle step.
@@ -30,24 +36,31 @@ public struct RateLimiter: Sendable, Equatable {
         public var successesSinceStep: Int
         /// Failures in a row (429, 5xx, transport): the back-off attempt number.
         public var consecutiveFailures: Int
+        /// Whole tokens in the reserve as of `reservedRefillAnchor`.
+        public var reservedTokens: Int
+        /// The time from which the next reserved token accrues.
+        public var reservedRefillAnchor: UnixTime
 
-        /// A full bucket at `now`, no back-off.
-        public init(fullBucketOf burst: Int, now: UnixTime) {
-            self.init(tokens: burst, refillAnchor: now, blockedUntil: nil, throttleLevel: 0, successesSinceStep: 0, consecutiveFailures: 0)
+        /// Full buckets (shared and reserve) at `now`, no back-off.
+        public init(fullBucketOf burst: Int, reserve: Int = 0, now: UnixTime) {
+            self.init(tokens: burst, refillAnchor: now, blockedUntil: nil, throttleLevel: 0, successesSinceStep: 0, consecutiveFailures: 0,
+                      reservedTokens: reserve, reservedRefillAnchor: now)
         }
 
         public init(tokens: Int, refillAnchor: UnixTime, blockedUntil: UnixTime?, throttleLevel: Int,
-                    successesSinceStep: Int, consecutiveFailures: Int) {
+                    successesSinceStep: Int, consecutiveFailures: Int, reservedTokens: Int = 0, reservedRefillAnchor: UnixTime? = nil) {
             self.tokens = tokens
             self.refillAnchor = refillAnchor
             self.blockedUntil = blockedUntil
             self.throttleLevel = throttleLevel
             self.successesSinceStep = successesSinceStep
             self.consecutiveFailures = consecutiveFailures
+            self.reservedTokens = reservedTokens
+            self.reservedRefillAnchor = reservedRefillAnchor ?? refillAnchor
         }
 
         private enum CodingKeys: String, CodingKey {
-            case tokens, refillAnchor, blockedUntil, throttleLevel, successesSinceStep, consecutiveFailures
+            case tokens, refillAnchor, blockedUntil, throttleLevel, successesSinceStep, consecutiveFailures, reservedTokens, reservedRefillAnchor
         }
 
         public init(from decoder: any Decoder) throws {
@@ -58,6 +71,10 @@ public struct RateLimiter: Sendable, Equatable {
             throttleLevel = try c.decode(Int.self, forKey: .throttleLevel)
             successesSinceStep = try c.decode(Int.self, forKey: .successesSinceStep)
             consecutiveFailures = try c.decode(Int.self, forKey: .consecutiveFailures)
+            // Saved before reserves existed: the reserve starts empty and fills from the anchor.
+            reservedTokens = try c.decodeIfPresent(Int.self, forKey: .reservedTokens) ?? 0
+            reservedRefillAnchor = try c.decodeIfPresent(Int64.self, forKey: .reservedRefillAnchor).map(UnixTime.init(nanoseconds:))
+                ?? refillAnchor
         }
 
         /// Times are written as integer nanoseconds since the epoch.
@@ -69,6 +86,8 @@ public struct RateLimiter: Sendable, Equatable {
             try c.encode(throttleLevel, forKey: .throttleLevel)
             try c.encode(successesSinceStep, forKey: .successesSinceStep)
             try c.encode(consecutiveFailures, forKey: .consecutiveFailures)
+            try c.encode(reservedTokens, forKey: .reservedTokens)
+            try c.encode(reservedRefillAnchor.nanoseconds, forKey: .reservedRefillAnchor)
         }
     }
 
@@ -78,47 +97,77 @@ public struct RateLimiter: Sendable, Equatable {
     public let minimumInterval: Duration
     /// Delays after failures; its multiplier and maximum also shape the throttled interval.
     public let backoff: Backoff
+    /// Reserve capacity: tokens only `reserved` draws may take; 0 for none.
+    public let reservedBurst: Int
+    /// Time to earn one reserved token when not throttled.
+    public let reservedInterval: Duration
     public private(set) var state: State
 
-    public init(burst: Int, minimumInterval: Duration, backoff: Backoff, state: State) {
+    /// Which bucket a push drew its token from.
+    public enum Draw: Sendable, Equatable {
+        case shared
+        case reserved
+    }
+
+    public init(burst: Int, minimumInterval: Duration, reservedBurst: Int = 0, reservedInterval: Duration = .seconds(1),
+                backoff: Backoff, state: State) {
         self.burst = max(1, burst)
         self.minimumInterval = max(minimumInterval, .nanoseconds(1))
+        self.reservedBurst = max(0, reservedBurst)
+        self.reservedInterval = max(reservedInterval, .nanoseconds(1))
         self.backoff = backoff
         self.state = state
     }
 
-    /// A limiter with a full bucket at `now`.
-    public init(burst: Int, minimumInterval: Duration, backoff: Backoff, now: UnixTime) {
-        self.init(burst: burst, minimumInterval: minimumInterval, backoff: backoff, state: State(fullBucketOf: burst, now: now))
+    /// A limiter with full buckets at `now`.
+    public init(burst: Int, minimumInterval: Duration, reservedBurst: Int = 0, reservedInterval: Duration = .seconds(1),
+                backoff: Backoff, now: UnixTime) {
+        self.init(burst: burst, minimumInterval: minimumInterval, reservedBurst: reservedBurst, reservedInterval: reservedInterval,
+                  backoff: backoff, state: State(fullBucketOf: burst, reserve: reservedBurst, now: now))
     }
 
     /// The time to earn one token now: the minimum interval stretched by any throttle steps.
-    public var interval: Duration {
-        let ceiling = max(minimumInterval, backoff.maximum).inNanoseconds
-        var nanoseconds = minimumInterval.inNanoseconds
+    public var interval: Duration { stretched(minimumInterval) }
+
+    /// The time to earn one reserved token now, stretched like ``interval``.
+    public var currentReservedInterval: Duration { stretched(reservedInterval) }
+
+    private func stretched(_ base: Duration) -> Duration {
+        let ceiling = max(base, backoff.maximum).inNanoseconds
+        var nanoseconds = base.inNanoseconds
         for _ in 0..<state.throttleLevel where nanoseconds < ceiling {
             nanoseconds = Int64(min(Double(nanoseconds) * backoff.multiplier, Double(ceiling)))
         }
         return .nanoseconds(min(nanoseconds, ceiling))
     }
 
-    /// The earliest time a push may go, `now` if one may go at once.
-    public func nextAllowed(now: UnixTime) -> UnixTime {
+    /// The earliest time a push may go, `now` if one may go at once. With `reserved`, a reserved
+    /// token counts too.
+    public func nextAllowed(now: UnixTime, reserved: Bool = false) -> UnixTime {
         var current = self
         current.refill(now: now)
         var earliest = current.state.tokens >= 1 ? now : current.state.refillAnchor + current.interval
+        if reserved, reservedBurst > 0 {
+            let reserve = current.state.reservedTokens >= 1 ? now : current.state.reservedRefillAnchor + current.currentReservedInterval
+            earliest = min(earliest, reserve)
+        }
         if let blocked = current.state.blockedUntil, blocked > earliest { earliest = blocked }
         return earliest
     }
 
-    /// Takes a token for a push at `now`; false (and no change) if the limiter holds.
+    /// Takes a token for a push at `now` (with `reserved`, from the reserve first); nil (and no
+    /// change) if the limiter holds.
     @discardableResult
-    public mutating func consume(now: UnixTime) -> Bool {
-        guard nextAllowed(now: now) <= now else { return false }
+    public mutating func consume(now: UnixTime, reserved: Bool = false) -> Draw? {
+        guard nextAllowed(now: now, reserved: reserved) <= now else { return nil }
         refill(now: now)
-        state.tokens -= 1
         state.blockedUntil = nil
-        return true
+        if reserved, state.reservedTokens >= 1 {
+            state.reservedTokens -= 1
+            return .reserved
+        }
+        state.tokens -= 1
+        return .shared
     }
 
     /// Brings the bucket up to `now`: adds the tokens earned since the anchor. A wall clock that
@@ -127,33 +176,29 @@ public struct RateLimiter: Sendable, Equatable {
     /// `consume`; call it before `nextAllowed` when the clock may have stepped back.
     public mutating func refill(now: UnixTime) {
         if let blocked = state.blockedUntil, blocked > now + backoff.maximum { state.blockedUntil = now + backoff.maximum }
-        guard now >= state.refillAnchor else {
-            state.tokens = min(state.tokens, burst)
-            state.refillAnchor = now
-            return
-        }
-        guard state.tokens < burst else {
-            state.tokens = burst
-            state.refillAnchor = now
-            return
-        }
-        let step = interval.inNanoseconds
-        let gained = (now - state.refillAnchor).inNanoseconds / step
-        if Int64(state.tokens) + gained >= Int64(burst) {
-            state.tokens = burst
-            state.refillAnchor = now
-        } else {
-            state.tokens += Int(gained)
-            state.refillAnchor = state.refillAnchor + .nanoseconds(gained * step)
-        }
+        (state.tokens, state.refillAnchor) = Self.refilled(state.tokens, anchor: state.refillAnchor, capacity: burst, step: interval, now: now)
+        (state.reservedTokens, state.reservedRefillAnchor) = Self.refilled(state.reservedTokens, anchor: state.reservedRefillAnchor,
+                                                                           capacity: reservedBurst, step: currentReservedInterval, now: now)
     }
 
-    /// APNs answered 429 for this channel: wait out a back-off delay, empty the bucket, and take
-    /// one throttle step.
+    /// One bucket brought up to `now`: whole tokens earned since `anchor`, the anchor moved by
+    /// what they cost (a full bucket, or a clock that stepped back, anchors at `now`).
+    private static func refilled(_ tokens: Int, anchor: UnixTime, capacity: Int, step: Duration,
+                                 now: UnixTime) -> (tokens: Int, anchor: UnixTime) {
+        guard now >= anchor, tokens < capacity else { return (min(tokens, capacity), now) }
+        let gained = (now - anchor).inNanoseconds / step.inNanoseconds
+        if Int64(tokens) + gained >= Int64(capacity) { return (capacity, now) }
+        return (tokens + Int(gained), anchor + .nanoseconds(gained * step.inNanoseconds))
+    }
+
+    /// APNs answered 429 for this channel: wait out a back-off delay, empty both buckets, and
+    /// take one throttle step.
     public mutating func recordThrottle<R: RandomNumberGenerator>(now: UnixTime, using random: inout R) {
         block(now: now, using: &random)
         state.tokens = 0
         state.refillAnchor = now
+        state.reservedTokens = 0
+        state.reservedRefillAnchor = now
         if interval < max(minimumInterval, backoff.maximum) && state.throttleLevel < Self.maximumThrottleLevel {
             state.throttleLevel += 1
         }

@@ -120,23 +120,32 @@ public enum MarkdownReport {
     private static func checkTable(_ checks: [ScenarioResult.Check]) -> String {
         var table = MarkdownTable([("", .left), ("check", .left), ("measured", .right), ("target", .right)])
         for check in checks {
-            table.append([mark(check), check.name, measured(check), target(check)])
+            let name = check.invalidReason.map { "\(check.name) (invalid: \($0))" } ?? check.name
+            table.append([mark(check), name, measured(check), target(check)])
         }
         return table.rendered
     }
 
     private static func verdict(_ report: BenchmarkReport) -> String {
         let checks = report.allChecks
-        let failed = checks.filter { !$0.check.passed }
+        let failed = checks.filter { $0.check.failed }
+        let invalid = checks.filter { $0.check.invalidReason != nil }
         if checks.isEmpty { return "✅ **Passed** (no checks were run)." }
-        if failed.isEmpty {
+        if failed.isEmpty && invalid.isEmpty {
             return "✅ **Passed**: \(checks.count == 1 ? "the check" : "all \(checks.count) checks") passed."
+        }
+        if failed.isEmpty {
+            let names = invalid.map { "\($0.scenario) / \($0.check.name)" }.joined(separator: ", ")
+            return Markdown.inline("⚠️ **Passed, \(invalid.count) of \(checks.count) checks invalid** (the run could not measure them fairly; "
+                                       + "see their notes): \(names).")
         }
         let names = failed.map { "\($0.scenario) / \($0.check.name)" }.joined(separator: ", ")
         return Markdown.inline("❌ **Failed**: \(failed.count) of \(checks.count) checks failed: \(names).")
     }
 
-    private static func mark(_ check: ScenarioResult.Check) -> String { check.passed ? "✅" : "❌" }
+    private static func mark(_ check: ScenarioResult.Check) -> String {
+        check.invalidReason != nil ? "⚠️" : check.passed ? "✅" : "❌"
+    }
 
     private static func measured(_ check: ScenarioResult.Check) -> String {
         withUnit(ReportNumbers.figure(check.measured), check.unit)

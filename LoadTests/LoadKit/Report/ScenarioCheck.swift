@@ -33,6 +33,19 @@ extension ScenarioResult {
         public var passed: Bool
         /// The unit of `measured` and `target` (`ms`, `pushes/s`), empty for plain ratios.
         public var unit: String
+        /// Set when the run could not measure this fairly (the load generator fell behind its own
+        /// schedule): the check is reported as invalid, neither passed nor failed.
+        public var invalidReason: String?
+
+        /// Missed its target in a run that measured it fairly: what fails `--check`.
+        public var failed: Bool { !passed && invalidReason == nil }
+
+        /// This check, reported as invalid for `reason` when `condition` holds.
+        public func invalid(when condition: Bool, because reason: @autoclosure () -> String) -> Check {
+            var check = self
+            if condition { check.invalidReason = reason() }
+            return check
+        }
 
         /// A check whose verdict was decided elsewhere.
         public init(name: String, measured: Double, target: Double, comparison: Comparison, passed: Bool, unit: String = "") {

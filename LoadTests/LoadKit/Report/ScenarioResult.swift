@@ -51,8 +51,8 @@ public struct ScenarioResult: Sendable, Codable, Equatable {
         self.notes = notes
     }
 
-    /// True when every check passed (and so when there were none).
-    public var passed: Bool { checks.allSatisfy(\.passed) }
+    /// True when no check failed (an invalid one does not fail the run).
+    public var passed: Bool { !checks.contains(where: \.failed) }
 }
 
 extension ScenarioResult {

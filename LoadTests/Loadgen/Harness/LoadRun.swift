@@ -32,8 +32,11 @@ struct LoadRun {
             FileHandle.standardError.write(Data("touchline-load: writing the results failed: \(error)\n".utf8))
             exit(1)
         }
-        for (scenario, check) in report.allChecks where !check.passed {
+        for (scenario, check) in report.allChecks where check.failed {
             print("missed: \(scenario): \(check.name) = \(String(format: "%.2f", check.measured)) (target \(check.comparison.symbol) \(check.target))")
+        }
+        for (scenario, check) in report.allChecks {
+            if let reason = check.invalidReason { print("invalid (not counted): \(scenario): \(check.name): \(reason)") }
         }
         if failure != nil { exit(1) }
         exit(settings.check && !report.passed ? 1 : 0)

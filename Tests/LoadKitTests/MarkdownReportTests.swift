@@ -49,6 +49,22 @@ import Testing
         #expect(MarkdownReport.summary(ReportFixtures.report([])).contains("Verdict: ✅ **Passed** (no checks were run)."))
     }
 
+    /// A check the run could not measure fairly is shown as invalid with its reason, and fails
+    /// neither the verdict nor `--check`; a failed check beside it still fails the run.
+    @Test func anInvalidCheckIsShownWithItsReasonAndFailsNothing() {
+        var matchday = ReportFixtures.matchday
+        matchday.checks.append(.init(name: "p99 / machine noise", measured: 14, target: 10, comparison: .atMost)
+            .invalid(when: true, because: "the load generator started sends late by p99 600.0 ms, over 20 ms"))
+        #expect(matchday.passed && !matchday.checks[1].passed && !matchday.checks[1].failed)
+        let summary = MarkdownReport.summary(ReportFixtures.report([matchday]))
+        #expect(summary.contains("| ⚠️ | p99 / machine noise (invalid: the load generator started sends late by p99 600.0 ms, over 20 ms) | 14.00 | ≤ 10.00 |"))
+        #expect(summary.hasSuffix("⚠️ **Passed, 1 of 2 checks invalid** (the run could not measure them fairly; see their notes): "
+                                  + "matchday / p99 / machine noise.\n"))
+        #expect(!ReportFixtures.report([matchday, ReportFixtures.ingestBurst]).passed)
+        let untouched = ScenarioResult.Check(name: "ratio", measured: 0.5, target: 1, comparison: .atLeast).invalid(when: false, because: "x")
+        #expect(untouched.invalidReason == nil && untouched.failed)
+    }
+
     @Test func cellsCannotBreakTheTable() {
         var scenario = ReportFixtures.ingestBurst
         scenario.throughputs[0].name = "a|b\nc <d>"

@@ -30,9 +30,15 @@ import TestSlots
         let report = try report(under: root)
         let scenario = try #require(report.scenarios.first)
         #expect(scenario.name == "matchday")
-        let ended = try #require(scenario.checks.first { $0.name == "matches ended at APNs" })
-        #expect(ended.measured == 1)
-        #expect(scenario.throughputs.contains { $0.name == "broadcasts arrived" && $0.value > 0 })
+        // Both arms, the uniform baseline and the default policy, played the same schedule.
+        for arm in ["uniform pacing (baseline)", "default policy"] {
+            let ended = try #require(scenario.checks.first { $0.name == "matches ended at APNs with their final state, \(arm)" })
+            #expect(ended.measured == 1)
+            #expect(scenario.throughputs.contains { $0.name == "broadcasts arrived, \(arm)" && $0.value > 0 })
+        }
+        let coalescing = try #require(scenario.tables.first { $0.title.hasPrefix("Coalescing") })
+        #expect(coalescing.rows.count == 2 && coalescing.rows[0][1] == coalescing.rows[1][1], "\(coalescing.rows)")
+        #expect(scenario.checks.contains { $0.name == "pushes, baseline / default policy" && $0.measured > 0 })
         #expect(scenario.series.contains { $0.kind == .latency && !$0.timeSeries.values.isEmpty })
         for file in ["summary.md", "matchday.svg"] {
             #expect(FileManager.default.fileExists(atPath: root + "/latest/" + file))

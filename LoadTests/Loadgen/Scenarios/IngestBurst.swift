@@ -30,8 +30,10 @@ struct IngestBurst {
         var ingestTarget = 50_000.0
         /// The p99 of issue 2, shown beside the ratio; no longer a check of its own.
         var latencyTargetMilliseconds = 5.0
-        /// Ingest→APNs p99 divided by the machine's reference p99, at most.
-        var noiseRatioTarget = 10.0
+        /// Ingest→APNs p99 divided by the machine's reference p99, at most: about three times what
+        /// quiet runs gave on the 2-CPU reference host (1.8 to 3.1), so a change that triples
+        /// the p99 fails while a noisy run (5.5) does not.
+        var noiseRatioTarget = 8.0
         /// A paced phase whose sender started late by more than this (p99) is invalid.
         var latenessLimitMilliseconds = 20.0
     }
@@ -95,7 +97,7 @@ struct IngestBurst {
             latencies: [.init(name: "ingest→APNs, paced events", summary: latency, note: "event sent → mock received the broadcast"),
                         .init(name: "event sent → 202 (durable), paced", summary: LatencyHistogram(milliseconds: timings.map(\.acknowledged)).summary),
                         .init(name: "paced send started late", summary: lateness,
-                              note: "stalls of the load generator that the other figures would hide"),
+                              note: "the load generator's own stalls, waits for the previous answer excluded"),
                         .init(name: "machine: loopback round trip", summary: noise.loopbackRoundTrip.summary,
                               note: "one byte over plain TCP on 127.0.0.1, every 10 ms beside the paced phase"),
                         .init(name: "machine: 4 KB write + fdatasync", summary: noise.fdatasync.summary, note: "on the gateway's file system"),

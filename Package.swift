@@ -32,6 +32,7 @@ let package = Package(
         // The reusable parts, for other Swift projects: the pure core (engine, policies, payloads),
         // the APNs client with its HTTP/2 transport, and the strict mock APNs to test against.
         .library(name: "TouchlineCore", targets: ["TouchlineCore"]),
+        .library(name: "TouchlineActivity", targets: ["TouchlineActivity"]),
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "APNsMock", targets: ["APNsMock"]),
     ],
@@ -43,7 +44,10 @@ let package = Package(
         .systemLibrary(name: "CNATS", pkgConfig: "libnats", providers: [.apt(["libnats-dev"])]),
         .target(name: "CShims", dependencies: ["COpenSSL", "CLibevent"]),
 
-        .target(name: "TouchlineCore"),
+        // What the app team compiles: the alert keys (and their string catalogue, which goes into
+        // the app target, not this module); platform-neutral, no dependencies.
+        .target(name: "TouchlineActivity", exclude: ["Localizable.xcstrings"]),
+        .target(name: "TouchlineCore", dependencies: ["TouchlineActivity"]),
         // The command-line layer of the three executables: options declared once, parsed, and
         // turned into usage text and one-line errors (pure, no dependencies).
         .target(name: "CommandLineOptions"),
@@ -96,6 +100,7 @@ let package = Package(
         .testTarget(name: "TouchlineJetStreamTests", dependencies: ["TestSlots", "NATS", "NATSServers", "TouchlineCore", "TouchlineJetStream", "TouchlineRuntime",
                                                                     "TouchlineStore", "TouchlineTesting"]),
         .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
+        .testTarget(name: "TouchlineActivityTests", dependencies: ["TouchlineActivity", "TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TestSlots", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         .testTarget(name: "TouchlineStoreTests", dependencies: ["TestSlots", "TouchlineStore", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         // One contract suite per store and dispatch protocol, run against every implementation.

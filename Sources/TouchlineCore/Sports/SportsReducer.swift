@@ -6,10 +6,15 @@
 /// the channel's budget lasts.
 public struct SportsReducer: Sendable {
     public var attributes: MatchAttributes
+    /// Whether alerts go as English text or as localization keys (``AlertMode``).
+    public var alertMode: AlertMode
 
-    public init(attributes: MatchAttributes) {
+    public init(attributes: MatchAttributes, alertMode: AlertMode = .text) {
         self.attributes = attributes
+        self.alertMode = alertMode
     }
+
+    private var alerts: FootballAlerts { FootballAlerts(attributes: attributes, mode: alertMode) }
 
     /// - Parameter now: when the gateway received the event; it anchors a running clock
     ///   (`clockStartedAt`) so the app can count on its own between pushes.
@@ -37,18 +42,18 @@ public struct SportsReducer: Sendable {
             state.status = status
             switch status {
             case .scheduled: return nil
-            case .live: return LiveActivityAlert(title: "Kick-off", body: .plain("\(attributes.homeCode) v \(attributes.awayCode)"))
+            case .live: return alerts.kickoff()
             case .break:
                 setClock(nil, running: false, in: &state, at: now)
                 return nil
             case .finished:
                 setClock(nil, running: false, in: &state, at: now)
-                return LiveActivityAlert(title: "Full time", body: .plain(scoreline(state)))
+                return alerts.fullTime(state)
             }
         case .goal(let team, let player, let minute, let ownGoal):
             addGoal(for: team, to: &state)
             record(ownGoal ? .ownGoal : .goal, ownGoal ? "Own goal" : "Goal", team, player, minute, into: &state)
-            return LiveActivityAlert(title: "Goal!", body: .plain(scoreline(state)))
+            return alerts.goal(state, penalty: false, scorer: player, minute: minute)
         case .card(let team, let card, let player, let minute):
             switch card {
             case .yellow:
@@ -58,17 +63,17 @@ public struct SportsReducer: Sendable {
                 if team == .home { state.homeRedCards += 1 } else { state.awayRedCards += 1 }
                 let incident = record(card == .red ? .redCard : .secondYellow, card == .red ? "Red card" : "Second yellow",
                                       team, player, minute, into: &state)
-                return LiveActivityAlert(title: "Red card", body: .plain(incident.text))
+                return alerts.sendingOff(incident, player: player)
             }
         case .penalty(let team, let outcome, let player, let minute):
             switch outcome {
             case .scored:
                 addGoal(for: team, to: &state)
                 record(.penaltyScored, "Penalty scored", team, player, minute, into: &state)
-                return LiveActivityAlert(title: "Goal! (penalty)", body: .plain(scoreline(state)))
+                return alerts.goal(state, penalty: true, scorer: player, minute: minute)
             case .missed:
                 let incident = record(.penaltyMissed, "Penalty missed", team, player, minute, into: &state)
-                return LiveActivityAlert(title: "Penalty missed", body: .plain(incident.text))
+                return alerts.penaltyMissed(incident, player: player)
             }
         case .substitution(let team, let playerIn, let playerOut, let minute):
             let players: String? = switch (playerIn, playerOut) {
@@ -90,7 +95,7 @@ public struct SportsReducer: Sendable {
             case .penaltyCancelled: label = "VAR: penalty cancelled"
             }
             record(.varDecision, label, team, nil, minute, into: &state)
-            return decision == .goalDisallowed ? LiveActivityAlert(title: "Goal disallowed", body: .plain(scoreline(state))) : nil
+            return decision == .goalDisallowed ? alerts.goalDisallowed(state) : nil
         case .stats(let update):
             if let value = update.homePossession { state.homePossession = value }
             if let value = update.homeShots { state.homeShots = value }
@@ -116,11 +121,6 @@ public struct SportsReducer: Sendable {
 
     private func addGoal(for team: Team, to state: inout MatchContentState) {
         if team == .home { state.homeScore += 1 } else { state.awayScore += 1 }
-    }
-
-    /// "ARS 2-1 CHE".
-    public func scoreline(_ state: MatchContentState) -> String {
-        "\(attributes.homeCode) \(state.homeScore)-\(state.awayScore) \(attributes.awayCode)"
     }
 
     /// Sets the state's last incident, with text like "67' Goal: Saka (ARS)", and returns it.

@@ -91,6 +91,25 @@ struct JSONDocument {
         value.kind == .string && rawEquals((value.range.lowerBound + 1)..<(value.range.upperBound - 1), literal)
     }
 
+    /// The kinds of an array's elements, in order (read again from the array's bytes: the first
+    /// pass keeps object members only, which is all the hot paths ask for).
+    func elementKinds(of array: Value) -> [Kind] {
+        precondition(array.kind == .array)
+        return bytes.withUnsafeBufferPointer { buffer in
+            var parser = JSONParser(bytes: buffer)
+            parser.index = array.range.lowerBound + 1
+            var kinds: [Kind] = []
+            parser.skipWhitespace()
+            while parser.index < array.range.upperBound - 1, let element = try? parser.value(depth: 1) {
+                kinds.append(element.kind)
+                parser.skipWhitespace()
+                if parser.index < buffer.count, buffer[parser.index] == UInt8(ascii: ",") { parser.index += 1 }
+                parser.skipWhitespace()
+            }
+            return kinds
+        }
+    }
+
     /// The value of an integer number (no fraction or exponent) that fits in 64 bits.
     func integer(_ value: Value) -> Int64? {
         guard value.kind == .number else { return nil }

@@ -148,11 +148,38 @@ enum LiveActivityPayloadRules {
 
     /// `title`, `subtitle` and `body` are strings or localisation objects; `sound` a name or a dictionary.
     private static func checkAlert(_ document: JSONDocument, _ alert: JSONDocument.Value) throws(MockAPNsRejection) {
-        for member in document.members(of: alert) where member.value.kind != .string && member.value.kind != .object {
-            for name in alertTextKeys where document.keyEquals(member, name) {
-                throw reject("aps.alert.\(name) must be a string or an object")
+        for member in document.members(of: alert) {
+            for name in alertTextKeys where name.description != "sound" && document.keyEquals(member, name) {
+                switch member.value.kind {
+                case .string: break
+                case .object: try checkLocalizedText(document, member.value, at: "aps.alert.\(name)")
+                default: throw reject("aps.alert.\(name) must be a string or an object")
+                }
+            }
+            if document.keyEquals(member, "sound"), member.value.kind != .string, member.value.kind != .object {
+                throw reject("aps.alert.sound must be a string or an object")
             }
         }
+    }
+
+    /// A Live Activity alert text in its localized form, as ActivityKit reads it:
+    /// `{"loc-key": "non-empty key", "loc-args": ["strings"...]}`, nothing else. The phone
+    /// formats `loc-args` into the key's string, so each must be a string.
+    private static func checkLocalizedText(_ document: JSONDocument, _ text: JSONDocument.Value, at path: String) throws(MockAPNsRejection) {
+        var key: JSONDocument.Value?
+        for member in document.members(of: text) {
+            if document.keyEquals(member, "loc-key") {
+                guard member.value.kind == .string, member.value.range.count > 2 else { throw reject("\(path).loc-key must be a non-empty string") }
+                key = member.value
+            } else if document.keyEquals(member, "loc-args") {
+                guard member.value.kind == .array, document.elementKinds(of: member.value).allSatisfy({ $0 == .string }) else {
+                    throw reject("\(path).loc-args must be an array of strings")
+                }
+            } else {
+                throw reject("\(path) may hold only loc-key and loc-args, not \(document.key(member))")
+            }
+        }
+        guard key != nil else { throw reject("\(path) is an object without loc-key") }
     }
 
     private static func reject(_ detail: String) -> MockAPNsRejection {

@@ -1,3 +1,5 @@
+import TouchlineActivity
+
 /// One provider event for a channel, in either of the two ways a content-state can be updated:
 /// a generic merge patch (`{"seq": 7, "patch": {...}}`), or a sports event folded by
 /// `SportsReducer` (`{"seq": 7, "type": "goal", ...}`). An object with a `patch` member is a
@@ -41,13 +43,43 @@ public struct ContentPatchEvent: Sendable, Equatable {
         importance = try fields.choice("importance", Importance.self) ?? .normal
         alert = try fields.value("alert").map { (value) throws(EventValidationError) in
             var alertFields = try EventFields(value, what: "alert", prefix: "alert.")
-            let alert = LiveActivityAlert(
-                title: .plain(try alertFields.required(alertFields.string("title", maxLength: 256), "title")),
-                body: .plain(try alertFields.required(alertFields.string("body", maxLength: 256), "body")),
-                sound: try alertFields.string("sound"))
+            let alert = LiveActivityAlert(title: try Self.text(&alertFields, "title"), body: try Self.text(&alertFields, "body"),
+                                          sound: try alertFields.string("sound"))
             try alertFields.rejectUnknown()
             return alert
         }
         try fields.rejectUnknown()
+    }
+
+    /// An alert's title or body: text of 1 to 256 characters, or a localized text
+    /// `{"loc-key": key, "loc-args": [...]}` whose key is one of the app catalogue's (``AlertKey``)
+    /// with exactly its number of arguments, each 1 to 64 characters. A key the catalogue lacks
+    /// would show as the key itself on the phone, and missing arguments as blanks: refused.
+    private static func text(_ fields: inout EventFields, _ name: String) throws(EventValidationError) -> LiveActivityAlert.Text {
+        guard case .object = fields.value(name) else {
+            return .plain(try fields.required(fields.string(name, maxLength: 256), name))
+        }
+        var localized = try EventFields(fields.value(name)!, what: "alert.\(name)", prefix: "alert.\(name).")
+        let keyName = try localized.required(localized.string("loc-key", maxLength: 128), "loc-key")
+        guard let key = AlertKey(rawValue: keyName) else {
+            throw localized.error("loc-key", "must be a key of the app's string catalogue (AlertKey), got \"\(keyName)\"")
+        }
+        let arguments: [String]
+        switch localized.value("loc-args") {
+        case nil: arguments = []
+        case .array(let values)?:
+            arguments = try values.map { (value) throws(EventValidationError) -> String in
+                guard case .string(let text) = value, (1...64).contains(text.count) else {
+                    throw localized.error("loc-args", "must hold strings of 1 to 64 characters")
+                }
+                return text
+            }
+        default: throw localized.error("loc-args", "must be an array of strings")
+        }
+        guard arguments.count == key.argumentCount else {
+            throw localized.error("loc-args", "must hold \(key.argumentCount) argument(s) for '\(keyName)', got \(arguments.count)")
+        }
+        try localized.rejectUnknown()
+        return .localized(key: keyName, arguments: arguments)
     }
 }

@@ -24,6 +24,19 @@ import TestSlots
         #expect(recorded.event == "update")
     }
 
+    /// The localized form ActivityKit reads: title and body as `loc-key` with string `loc-args`.
+    @Test func aLocalizedAlertIsAccepted() throws {
+        let fixture = try TestFixture.get()
+        let mock = try RunningMock(fixture.configuration(), fixture: fixture)
+        let channel = try #require(mock.server.createChannel(storagePolicy: 0))
+        for alert in [#"{"title":{"loc-key":"football.goal.title","loc-args":[]},"body":{"loc-key":"football.score","loc-args":["ARS","2","1","CHE"]}}"#,
+                      #"{"title":{"loc-key":"football.goal.title"},"body":{"loc-key":"football.incident.team", "loc-args" : [ "ARS" ]},"sound":"default"}"#] {
+            let response = try mock.send(mock.push(Self.path, headers: Sample.broadcastHeaders(token: try fixture.token(), channel: channel),
+                                                   body: Sample.update(alert: alert)))
+            #expect(response.status == 200, "\(alert): \(response)")
+        }
+    }
+
     @Test func storedChannelsAcceptAnExpirationAndPriorityOne() throws {
         let fixture = try TestFixture.get()
         let mock = try RunningMock(fixture.configuration(), fixture: fixture)
@@ -85,6 +98,17 @@ import TestSlots
         Case(name: "request id not a UUID", headers: [("apns-request-id", "abc")], reason: "BadMessageId"),
         Case(name: "channel id twice", headers: [("apns-channel-id", "QUJD")], reason: "DuplicateHeaders"),
         Case(name: "start event", body: Sample.start(), reason: "BadRequestPayload"),
+        Case(name: "localized title without loc-key", body: Sample.update(alert: #"{"title":{"loc-args":["ARS"]},"body":"x"}"#),
+             reason: "BadRequestPayload"),
+        Case(name: "localized body with an empty loc-key", body: Sample.update(alert: #"{"title":"x","body":{"loc-key":""}}"#),
+             reason: "BadRequestPayload"),
+        Case(name: "loc-args holding a number", body: Sample.update(alert: #"{"title":"x","body":{"loc-key":"football.score","loc-args":["ARS",2,"1","CHE"]}}"#),
+             reason: "BadRequestPayload"),
+        Case(name: "loc-args not an array", body: Sample.update(alert: #"{"title":"x","body":{"loc-key":"k","loc-args":"ARS"}}"#),
+             reason: "BadRequestPayload"),
+        Case(name: "title-loc-key inside a localized text", body: Sample.update(alert: #"{"title":{"loc-key":"k","title-loc-key":"k"},"body":"x"}"#),
+             reason: "BadRequestPayload"),
+        Case(name: "alert body a number", body: Sample.update(alert: #"{"title":"x","body":3}"#), reason: "BadRequestPayload"),
         Case(name: "no body", body: nil, reason: "PayloadEmpty"),
         Case(name: "body not JSON", body: Sample.json("aps"), reason: "BadRequestPayload"),
         Case(name: "bundle id with push-type suffix", path: "/4/broadcasts/apps/\(Sample.liveActivityTopic)", reason: "TopicDisallowed"),

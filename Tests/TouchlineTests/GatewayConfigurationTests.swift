@@ -222,6 +222,18 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                                               environment: ["TOUCHLINE_LOG_LEVEL": "debug", "TOUCHLINE_DEV": "1"]).logLevel == .error)
     }
 
+    @Test func theAlertModeIsTextUnlessTheFileTheEnvironmentOrAFlagSaysOtherwise() throws {
+        #expect(try GatewayConfiguration.load(arguments: [], environment: Self.dev).alertMode == .text)
+        let files = try ConfigurationFiles()
+        let file = try files.write("alerts.json", #"{"alerts": {"mode": "localized"}}"#)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: Self.dev).alertMode == .localized)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file, "--alerts-mode", "text"], environment: Self.dev).alertMode == .text)
+        #expect(try GatewayConfiguration.load(arguments: [], environment: ["TOUCHLINE_ALERTS_MODE": "localized", "TOUCHLINE_DEV": "1"]).alertMode
+                == .localized)
+        let unknown = try files.write("bad-alerts.json", #"{"alerts": {"mode": "text", "language": "fi"}}"#)
+        #expect(throws: GatewayConfigurationError.self) { try GatewayConfiguration.load(arguments: ["--config", unknown], environment: Self.dev) }
+    }
+
     @Test func relativePathsInTheFileAreRelativeToTheFile() throws {
         let files = try ConfigurationFiles()
         let file = try files.write("relative.json", #"{"dataDirectory": "data", "apns": {"caFile": "ca.pem"}}"#)
@@ -384,6 +396,8 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                  message: "personal queue settings member delivery.jitter must be a number from 0.0 to 1.0", source: "flag --personal-queue"),
         BadValue(flags: ["--log-level", "verbose"], message: "log level must be one of debug, info, notice, warning, error, got \"verbose\"",
                  source: "flag --log-level"),
+        BadValue(flags: ["--alerts-mode", "localised"], message: "alert mode must be one of text, localized, got \"localised\"",
+                 source: "flag --alerts-mode"),
         BadValue(environment: ["TOUCHLINE_LOG_LEVEL": "INFO"], message: "log level must be one of debug, info, notice, warning, error, got \"INFO\"",
                  source: "environment variable TOUCHLINE_LOG_LEVEL"),
         BadValue(flags: ["--config", "$DIR/missing.json"], message: "cannot read configuration file $DIR/missing.json: No such file or directory",
@@ -526,10 +540,10 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                                  ("--dev ", "TOUCHLINE_DEV"), ("--apns-broadcast-host HOST[:PORT]", "TOUCHLINE_APNS_BROADCAST_HOST"),
                                  ("--webhooks JSON", "TOUCHLINE_WEBHOOKS"),
                                  ("--idempotency JSON", "TOUCHLINE_IDEMPOTENCY"), ("--provider-rate-limit JSON", "TOUCHLINE_PROVIDER_RATE_LIMIT"),
-                                 ("--store JSON", "TOUCHLINE_STORE")] {
+                                 ("--store JSON", "TOUCHLINE_STORE"), ("--alerts-mode MODE", "TOUCHLINE_ALERTS_MODE")] {
             #expect(entries.contains { $0.hasPrefix("  \(flag)") && $0.hasSuffix("[\(variable)]") }, "\(flag)")
         }
-        #expect(entries.count == 23)
+        #expect(entries.count == 24)
         #expect(GatewayConfiguration.commandLineOptions.map(\.name).count == Set(GatewayConfiguration.commandLineOptions.map(\.name)).count)
     }
 }

@@ -13,6 +13,8 @@ final class Channel: @unchecked Sendable {
     let policy: ChannelPolicy
     /// Set for sports channels: sports events go through `SportsReducer` with these.
     let attributes: MatchAttributes?
+    /// How the reducer writes the alerts it composes (fixed at creation).
+    let alertMode: AlertMode
     let createdAt: UnixTime
     /// The channel's life at APNs (create, adoption, deletion), and the requests waiting for
     /// its create to settle.
@@ -42,12 +44,13 @@ final class Channel: @unchecked Sendable {
     /// Recent pushes and latency bookkeeping for metrics and stats.
     var activity = ChannelActivity()
 
-    init(id: String, storage: ChannelStorage, policy: ChannelPolicy, attributes: MatchAttributes?, createdAt: UnixTime,
+    init(id: String, storage: ChannelStorage, policy: ChannelPolicy, attributes: MatchAttributes?, alertMode: AlertMode, createdAt: UnixTime,
          lifecycle: ChannelLifecycle<HTTPRequest>, engine: ChannelEngine, contentState: JSONValue, lastSeq: Int64, persistedStatus: ChannelStatus) {
         self.id = id
         self.storage = storage
         self.policy = policy
         self.attributes = attributes
+        self.alertMode = alertMode
         self.createdAt = createdAt
         self.lifecycle = lifecycle
         self.engine = engine
@@ -56,6 +59,9 @@ final class Channel: @unchecked Sendable {
         self.lastSeq = lastSeq
         self.persistedStatus = persistedStatus
     }
+
+    /// The reducer of a sports channel's events; nil on other channels.
+    var reducer: SportsReducer? { attributes.map { SportsReducer(attributes: $0, alertMode: alertMode) } }
 
     /// Apple's id, once saved.
     var apnsChannelID: String? { lifecycle.apnsChannelID }
@@ -80,10 +86,11 @@ final class Channel: @unchecked Sendable {
 
     // MARK: Saved form
 
-    /// What the record's `policyJSON` holds: the channel's policy and, for sports channels, its
-    /// match attributes (both fixed at creation).
+    /// What the record's `policyJSON` holds: the channel's policy, its alert mode and, for
+    /// sports channels, its match attributes (all fixed at creation). A record written before
+    /// alert modes existed has none: its alerts stay text.
     var settingsJSON: String {
-        var members = [JSONValue.Member("policy", policy.json)]
+        var members = [JSONValue.Member("policy", policy.json), .init("alerts", alertsJSON)]
         if let attributes { members.append(.init("attributes", attributes.json)) }
         return String(decoding: JSONValue.object(members).encoded, as: UTF8.self)
     }
@@ -115,7 +122,7 @@ final class Channel: @unchecked Sendable {
             let damage = "the stored record cannot be read: \(error)"
             let lifecycle = ChannelLifecycle<HTTPRequest>.restored(apnsChannelID: record.apnsChannelID, status: record.status, damage: damage,
                                                                    jitterSeed: jitterSeed(for: record.id))
-            let channel = Channel(id: record.id, storage: record.storagePolicy, policy: .default, attributes: nil,
+            let channel = Channel(id: record.id, storage: record.storagePolicy, policy: .default, attributes: nil, alertMode: .text,
                                   createdAt: record.createdAt, lifecycle: lifecycle,
                                   engine: ChannelEngine(storage: record.storagePolicy, jitterSeed: jitterSeed(for: record.id), now: now),
                                   contentState: .object([]), lastSeq: record.lastSeq, persistedStatus: .broken)
@@ -134,6 +141,7 @@ final class Channel: @unchecked Sendable {
         let settings = try part("its settings") { try JSONParser.parse(Array(record.policyJSON.utf8)) }
         let policy = try part("its policy") { try settings[member: "policy"].map { (value) throws in try ChannelPolicy(json: value) } ?? .default }
         let attributes = try part("its match attributes") { try settings[member: "attributes"].map { (value) throws in try MatchAttributes(json: value) } }
+        let alertMode = try part("its alert mode") { try settings[member: "alerts"].map { (value) throws in try AlertMode(json: value) } ?? .text }
         let engine = try part("its engine snapshot") { () throws -> ChannelEngine in
             guard let saved = record.engineSnapshot else {
                 return ChannelEngine(policy: policy, storage: record.storagePolicy, jitterSeed: Self.jitterSeed(for: record.id), now: now)
@@ -153,7 +161,7 @@ final class Channel: @unchecked Sendable {
         }
         let lifecycle = ChannelLifecycle<HTTPRequest>.restored(apnsChannelID: record.apnsChannelID, status: record.status, damage: nil,
                                                                jitterSeed: Self.jitterSeed(for: record.id))
-        self.init(id: record.id, storage: record.storagePolicy, policy: policy, attributes: attributes, createdAt: record.createdAt,
+        self.init(id: record.id, storage: record.storagePolicy, policy: policy, attributes: attributes, alertMode: alertMode, createdAt: record.createdAt,
                   lifecycle: lifecycle, engine: engine, contentState: contentState,
                   lastSeq: record.lastSeq, persistedStatus: record.status)
         if record.status == .broken { brokenReason = ChannelEngine.Action.channelNotRegisteredReason }
@@ -169,6 +177,7 @@ final class Channel: @unchecked Sendable {
             .init("storagePolicy", .string(storage.rawValue)),
             .init("status", .string(status.rawValue)),
             .init("policy", policy.json),
+            .init("alerts", alertsJSON),
         ]
         if let attributes { members.append(.init("attributes", attributes.json)) }
         members += [
@@ -181,6 +190,9 @@ final class Channel: @unchecked Sendable {
         if let brokenReason { members.append(.init("brokenReason", .string(brokenReason))) }
         return .object(members)
     }
+
+    /// `{"mode": "localized"}`: as the API takes and shows it.
+    var alertsJSON: JSONValue { ["mode": .string(alertMode.rawValue)] }
 
     /// JSON of a Codable value with sorted keys (the types encoded here cannot fail).
     static func encodedJSON<T: Encodable>(_ value: T) -> [UInt8] {

@@ -40,7 +40,7 @@ extension ChannelService: APIFeature {
 
     private func create(_ call: APICall) throws(HTTPError) {
         let request = call.request
-        let body = try RequestBody(parsing: request.body, allowed: ["id", "storagePolicy", "policy", "attributes", "initialState"])
+        let body = try RequestBody(parsing: request.body, allowed: ["id", "storagePolicy", "policy", "attributes", "alerts", "initialState"])
         let id = try body.required(body.string("id"), "id")
         guard (1...128).contains(id.utf8.count), id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }) else {
             throw body.invalid("id", "must be 1 to 128 characters of A-Z, a-z, 0-9, '-', '_', '.', ':'")
@@ -64,6 +64,12 @@ extension ChannelService: APIFeature {
                 throw body.invalid("attributes\(error.field.map { ".\($0)" } ?? "")", "is invalid: \(error.description)")
             }
         }
+        var alertMode = defaultAlertMode
+        if let value = try body.object("alerts") {
+            do { alertMode = try AlertMode(json: value) } catch {
+                throw body.invalid("alerts\(error.field.map { ".\($0)" } ?? "")", "is invalid: \(error.description)")
+            }
+        }
         var state = try body.object("initialState") ?? (attributes == nil ? .object([]) : MatchContentState.initial.json)
         try EventBatch.requireWithinLimits(state, "initialState")
         if attributes != nil {
@@ -82,7 +88,8 @@ extension ChannelService: APIFeature {
             // conflict, not something to drop silently.
             let differing = [("storagePolicy", existing.storage != storage),
                              ("policy", try body.object("policy") != nil && existing.policy != policy),
-                             ("attributes", attributes != nil && existing.attributes?.json != attributes?.json)]
+                             ("attributes", attributes != nil && existing.attributes?.json != attributes?.json),
+                             ("alert mode", try body.object("alerts") != nil && existing.alertMode != alertMode)]
                 .filter(\.1).map(\.0)
             guard differing.isEmpty else {
                 throw HTTPError(status: 409, code: "channel_exists",
@@ -93,7 +100,8 @@ extension ChannelService: APIFeature {
         let now = clock.now()
         // The intent is durable before Apple is asked, so a lost answer can be reconciled.
         let (lifecycle, actions) = Lifecycle.created(for: request, jitterSeed: Channel.jitterSeed(for: id))
-        let channel = Channel(id: id, storage: storage, policy: policy, attributes: attributes, createdAt: now, lifecycle: lifecycle,
+        let channel = Channel(id: id, storage: storage, policy: policy, attributes: attributes, alertMode: alertMode, createdAt: now,
+                              lifecycle: lifecycle,
                               engine: ChannelEngine(policy: policy, storage: storage, jitterSeed: Channel.jitterSeed(for: id), now: now),
                               contentState: state, lastSeq: 0, persistedStatus: .creating)
         channels[id] = channel

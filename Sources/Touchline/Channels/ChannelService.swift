@@ -18,6 +18,8 @@ final class ChannelService: @unchecked Sendable {
     /// Runs personal jobs on the personal loop; handed a job once it is durable.
     let personal: PersonalDispatcher
     let defaultPolicy: ChannelPolicy
+    /// The alert mode of channels created without `alerts` (`alerts.mode`).
+    let defaultAlertMode: AlertMode
     /// Whether this gateway acts for a channel now: always on its own, per partition lease in a
     /// cluster (asked before every push).
     let ownership: any ChannelOwnership
@@ -54,6 +56,7 @@ final class ChannelService: @unchecked Sendable {
         self.personal = personal
         self.ownership = ownership
         defaultPolicy = configuration.defaultPolicy
+        defaultAlertMode = configuration.alertMode
         self.clock = clock
         self.log = log
         metrics = IngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)

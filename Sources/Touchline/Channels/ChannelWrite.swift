@@ -75,7 +75,7 @@ struct ChannelWrite {
 
     private mutating func addEvents(_ request: HTTPRequest, receivedAt: ContinuousClock.Instant, channel: Channel,
                                     now: UnixTime) throws(HTTPError) {
-        let batch = try EventBatch(EventBatch.events(in: request.body), channelID: channel.id, attributes: channel.attributes,
+        let batch = try EventBatch(EventBatch.events(in: request.body), channelID: channel.id, reducer: channel.reducer,
                                           engine: engine, contentState: contentState, lastSeq: lastSeq, now: now)
         engine = batch.engine
         contentState = batch.contentState
@@ -99,7 +99,7 @@ struct ChannelWrite {
         if let event = try body.object("event") {
             guard finalState == nil else { throw body.invalid("event", "cannot be given together with 'finalState'") }
             let change = try EventBatch.change(EventBatch.parse(event, name: "event"), to: contentState,
-                                                      attributes: channel.attributes, now: now, name: "event")
+                                                      reducer: channel.reducer, now: now, name: "event")
             (finalState, importance, alert) = (change.state, change.importance, change.alert)
         } else if let finalState {
             try EventBatch.requireWithinLimits(finalState, "finalState")

@@ -51,7 +51,7 @@ struct EventBatch {
 
     /// Applies `events` to copies of a channel's engine, state and last `seq`; throws the first
     /// problem, naming the event's index.
-    init(_ events: [JSONValue], channelID: String, attributes: MatchAttributes?, engine: ChannelEngine, contentState: JSONValue,
+    init(_ events: [JSONValue], channelID: String, reducer: SportsReducer?, engine: ChannelEngine, contentState: JSONValue,
          lastSeq: Int64, now: UnixTime) throws(HTTPError) {
         self.engine = engine
         self.contentState = contentState
@@ -76,7 +76,7 @@ struct EventBatch {
                 stale.append(seq)
                 continue
             }
-            let change = try Self.change(parsed, to: self.contentState, attributes: attributes, now: now, name: name)
+            let change = try Self.change(parsed, to: self.contentState, reducer: reducer, now: now, name: name)
             do {
                 actions += try self.engine.apply(state: change.state, importance: change.importance, alert: change.alert, now: now)
             } catch {
@@ -102,17 +102,18 @@ struct EventBatch {
     }
 
     /// The content-state after `event` (from ``parse(_:name:)``): a merge patch, or a sports
-    /// event through the reducer; the result is validated as the push will carry it.
-    static func change(_ event: ContentEvent, to state: JSONValue, attributes: MatchAttributes?, now: UnixTime, name: String)
+    /// event through the reducer (a sports channel's; nil on other channels); the result is
+    /// validated as the push will carry it.
+    static func change(_ event: ContentEvent, to state: JSONValue, reducer: SportsReducer?, now: UnixTime, name: String)
         throws(HTTPError) -> (state: JSONValue, importance: Importance, alert: LiveActivityAlert?) {
         switch event {
         case .patch(let patch):
             let patched = state.applyingMergePatch(patch.patch)
             try requireWithinLimits(patched, "\(name): the resulting content-state")
-            try requireMatchState(patched, on: attributes, name: name)
+            try requireMatchState(patched, on: reducer?.attributes, name: name)
             return (patched, patch.importance, patch.alert)
         case .sports(let sports):
-            guard let attributes else {
+            guard let reducer else {
                 throw HTTPError(status: 422, code: "not_a_sports_channel",
                                 message: "\(name): sports events need a channel created with 'attributes'; send a 'patch' instead")
             }
@@ -122,10 +123,10 @@ struct EventBatch {
             } catch {
                 throw HTTPError(status: 422, code: "invalid_state", message: "\(name): the channel's state is not a match state: \(error)")
             }
-            let folded = SportsReducer(attributes: attributes).apply(sports, to: match, at: now)
+            let folded = reducer.apply(sports, to: match, at: now)
             // The reducer's output is held to the same bounds as any state (a goal past the
             // maximum score is refused here, not by the next event's read of the state).
-            try requireMatchState(folded.state.json, on: attributes, name: name)
+            try requireMatchState(folded.state.json, on: reducer.attributes, name: name)
             return (folded.state.json, folded.importance, folded.alert)
         }
     }

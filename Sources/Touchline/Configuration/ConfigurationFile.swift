@@ -35,7 +35,7 @@ struct ConfigurationFile {
     private mutating func read(_ root: JSONValue) {
         guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy",
                                                           "personalQueue", "log", "metrics", "http", "webhooks", "idempotency",
-                                                          "providerRateLimit", "store"]) else {
+                                                          "providerRateLimit", "store", "alerts"]) else {
             return
         }
         layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
@@ -47,6 +47,11 @@ struct ConfigurationFile {
         if let log = members["log"], let logMembers = object(log, at: "log", allowed: ["level"]) {
             layer.logLevel = logMembers["level"].flatMap { convert($0, at: "log.level") { value throws(InvalidConfigurationValue) in
                 try LogLevel(configurationText: try text(value))
+            } }
+        }
+        if let alerts = members["alerts"], let alertMembers = object(alerts, at: "alerts", allowed: ["mode"]) {
+            layer.alertMode = alertMembers["mode"].flatMap { convert($0, at: "alerts.mode") { value throws(InvalidConfigurationValue) in
+                try AlertMode(configurationText: try text(value))
             } }
         }
         if let keys = members["apiKeys"] { readAPIKeys(keys) }

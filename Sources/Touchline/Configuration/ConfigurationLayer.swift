@@ -40,6 +40,7 @@ struct ConfigurationLayer {
     var idempotency: SourcedSetting<IdempotencySettings>?
     var providerRateLimit: SourcedSetting<KeyRateLimit>?
     var store: SourcedSetting<StoreSettings>?
+    var alertMode: SourcedSetting<AlertMode>?
 
     mutating func overlay(_ later: ConfigurationLayer) {
         configPath = later.configPath ?? configPath
@@ -65,6 +66,7 @@ struct ConfigurationLayer {
         idempotency = later.idempotency ?? idempotency
         providerRateLimit = later.providerRateLimit ?? providerRateLimit
         store = later.store ?? store
+        alertMode = later.alertMode ?? alertMode
     }
 
     /// Sets `setting` from the text of an environment variable or flag. Admin and provider keys
@@ -163,6 +165,16 @@ extension APNsEnvironment {
             let management = try ConfigurationHostPort(parsing: String(parts[1]))
             self = .custom(pushHost: push.host, pushPort: push.port, managementHost: management.host, managementPort: management.port)
         }
+    }
+}
+
+extension AlertMode {
+    /// `text` or `localized`.
+    init(configurationText text: String) throws(InvalidConfigurationValue) {
+        guard let mode = AlertMode(rawValue: text) else {
+            throw InvalidConfigurationValue("must be one of \(AlertMode.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(text)\"")
+        }
+        self = mode
     }
 }
 

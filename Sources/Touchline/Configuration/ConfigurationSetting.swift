@@ -46,7 +46,7 @@ struct ConfigurationSetting: Sendable, Hashable {
     static let all: [ConfigurationSetting] = [
         .config, .development, .listen, .dataDirectory, .maxBodyBytes, .apnsKeyPath, .apnsKeyID, .apnsTeamID, .apnsBundleID,
         .apnsEnvironment, .apnsCAFile, .apnsBroadcastHost, .adminKey, .apiKeys, .defaultPolicy, .personalQueue, .logLevel, .metrics,
-        .http, .webhooks, .idempotency, .providerRateLimit, .store,
+        .http, .webhooks, .idempotency, .providerRateLimit, .store, .alertMode,
     ]
 }
 
@@ -148,6 +148,13 @@ extension ConfigurationSetting {
             layer.personalQueue = SourcedSetting(value: try PersonalQueueSettings(json: try parseJSON(text)), source: source)
         },
         show: { ConfigurationValueText.fields(of: $0.personalQueue) })
+    static let alertMode = Self(
+        "--alerts-mode", "MODE", file: "alerts.mode", environment: "TOUCHLINE_ALERTS_MODE", title: "alert mode",
+        help: "how composed alerts are written for channels that do not choose: text (default) or localized (loc-key and loc-args)",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.alertMode = SourcedSetting(value: try AlertMode(configurationText: text), source: source)
+        },
+        show: { $0.alertMode.rawValue })
     static let logLevel = Self(
         "--log-level", "LEVEL", file: "log.level", environment: "TOUCHLINE_LOG_LEVEL", title: "log level",
         help: "lowest level logged: debug, info (default), notice, warning or error",

@@ -142,6 +142,7 @@ extension GatewayConfiguration {
         note(layer.idempotency, .idempotency) { configuration.idempotency = $0 }
         note(layer.providerRateLimit, .providerRateLimit) { configuration.providerRateLimit = $0 }
         note(layer.store, .store) { configuration.store = $0 }
+        note(layer.alertMode, .alertMode) { configuration.alertMode = $0 }
         let keys = (layer.adminKeys ?? []) + (layer.providerKeys ?? [])
         configuration.apiKeys = keys.map(\.value)
         origins.apiKeys = keys.map(\.source)

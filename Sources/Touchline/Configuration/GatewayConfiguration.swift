@@ -49,6 +49,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// Where acknowledged data lives: SQLite in ``dataDirectory`` (the default), or a NATS
     /// JetStream cluster shared with other gateways (`store`; docs/cluster.md).
     public var store = StoreSettings()
+    /// How alerts the gateway composes are written for channels that do not choose
+    /// (`alerts.mode`): English text, or localization keys the app resolves (``AlertMode``).
+    public var alertMode = AlertMode.text
 
     /// Apple's servers, or the bundled mock (development mode).
     public enum APNsMode: String, Sendable, Equatable {

@@ -9,3 +9,13 @@ public enum AlertMode: String, Sendable, CaseIterable {
     case text
     case localized
 }
+
+extension AlertMode {
+    /// Reads `{"mode": "text" | "localized"}`: a channel's `alerts` as the API takes it and the
+    /// store keeps it.
+    public init(json: JSONValue) throws(EventValidationError) {
+        var fields = try EventFields(json, what: "alerts")
+        self = try fields.required(fields.choice("mode", AlertMode.self), "mode")
+        try fields.rejectUnknown()
+    }
+}

@@ -89,6 +89,11 @@ enum Sample {
         "stale-date":1767291300,"relevance-score":100,"alert":{"title":"Goal!","body":"Home 2-1 Away","sound":"default"}}}
         """)
 
+    /// An update whose alert is `alert` (JSON text), for the localized shapes.
+    static func update(alert: String) -> [UInt8] {
+        json(#"{"aps":{"timestamp":1767290400,"event":"update","content-state":{"home":2},"stale-date":1767291300,"alert":\#(alert)}}"#)
+    }
+
     static func start(channel: String? = nil) -> [UInt8] {
         let channelKey = channel.map { "\"input-push-channel\":\"\($0)\"," } ?? ""
         return json("""

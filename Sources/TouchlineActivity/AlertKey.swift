@@ -37,16 +37,35 @@ public enum AlertKey: String, Sendable, CaseIterable {
     /// Team code: "ARS".
     case footballIncidentTeam = "football.incident.team"
 
+    // Basketball.
+    case basketballTipOffTitle = "basketball.tipOff.title"
+    case basketballFinalTitle = "basketball.final.title"
+    /// Home code, away code: "GSW v BOS".
+    case basketballTeams = "basketball.teams"
+    /// Home code, home score, away score, away code: "GSW 102-99 BOS".
+    case basketballScore = "basketball.score"
+    // Tennis.
+    case tennisSetWonTitle = "tennis.setWon.title"
+    /// Player code, set number, games won, games lost: "ALC wins set 1, 6-4".
+    case tennisSetWon = "tennis.setWon"
+    case tennisMatchPointTitle = "tennis.matchPoint.title"
+    /// Player code: "Match point for ALC".
+    case tennisMatchPoint = "tennis.matchPoint"
+    case tennisMatchWonTitle = "tennis.matchWon.title"
+    /// Winner's code, the sets from the winner's side: "ALC wins 6-4 3-6 7-6".
+    case tennisMatchWon = "tennis.matchWon"
+
     /// How many `loc-args` the key's format takes.
     public var argumentCount: Int {
         switch self {
         case .footballKickoffTitle, .footballFullTimeTitle, .footballGoalTitle, .footballPenaltyGoalTitle, .footballRedCardTitle,
-             .footballSecondYellowTitle, .footballPenaltyMissedTitle, .footballGoalDisallowedTitle:
+             .footballSecondYellowTitle, .footballPenaltyMissedTitle, .footballGoalDisallowedTitle, .basketballTipOffTitle,
+             .basketballFinalTitle, .tennisSetWonTitle, .tennisMatchPointTitle, .tennisMatchWonTitle:
             0
-        case .footballIncidentTeam: 1
-        case .footballTeams, .footballIncidentMinute, .footballIncidentPlayer: 2
+        case .footballIncidentTeam, .tennisMatchPoint: 1
+        case .footballTeams, .footballIncidentMinute, .footballIncidentPlayer, .basketballTeams, .tennisMatchWon: 2
         case .footballIncidentMinutePlayer: 3
-        case .footballScore: 4
+        case .footballScore, .basketballScore, .tennisSetWon: 4
         case .footballScoreScorer: 5
         case .footballScoreScorerMinute: 6
         }

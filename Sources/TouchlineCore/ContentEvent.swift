@@ -1,18 +1,21 @@
 import TouchlineActivity
 
 /// One provider event for a channel, in either of the two ways a content-state can be updated:
-/// a generic merge patch (`{"seq": 7, "patch": {...}}`), or a sports event folded by
-/// `SportsReducer` (`{"seq": 7, "type": "goal", ...}`). An object with a `patch` member is a
-/// patch; anything else is read as a sports event. `seq` is the caller's to validate.
+/// a generic merge patch (`{"seq": 7, "patch": {...}}`), or a sports event folded by the rules
+/// of the channel's sport (`{"seq": 7, "type": "goal", ...}`). An object with a `patch` member is
+/// a patch; anything else is read as an event of `sport` (nil: the channel has no sport, and
+/// only patches are events). `seq` is the caller's to validate.
 public enum ContentEvent: Sendable, Equatable {
     case patch(ContentPatchEvent)
-    case sports(SportsEvent)
+    case sports(SportEvent)
 
-    public init(json: JSONValue) throws(EventValidationError) {
+    public init(json: JSONValue, sport: Sport?) throws(EventValidationError) {
         if json[member: "patch"] != nil {
             self = .patch(try ContentPatchEvent(json: json))
+        } else if let sport {
+            self = .sports(try SportEvent(json: json, sport: sport))
         } else {
-            self = .sports(try SportsEvent(json: json))
+            throw EventValidationError(field: "patch", "missing field 'patch' (a channel without a sport takes merge patches only)")
         }
     }
 }
@@ -36,7 +39,7 @@ public struct ContentPatchEvent: Sendable, Equatable {
     }
 
     public init(json: JSONValue) throws(EventValidationError) {
-        var fields = try EventFields(json, what: "event", envelope: SportsEvent.envelope)
+        var fields = try EventFields(json, what: "event", envelope: SportEvent.envelope)
         let patch = try fields.required(fields.value("patch"), "patch")
         guard case .object = patch else { throw fields.error("patch", "must be a JSON object (an RFC 7396 merge patch)") }
         self.patch = patch

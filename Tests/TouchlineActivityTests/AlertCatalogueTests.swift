@@ -90,13 +90,51 @@ import TouchlineCore
         #expect(Self.argumentPositions("%1$d") == nil)
     }
 
-    /// Every alerting moment of a match, in localized mode, with each combination of what is
-    /// known (scorer, minute): every key the reducer can emit, and only catalogue keys.
-    @Test func everyAlertTheReducerComposesResolvesInEveryLanguage() throws {
-        let attributes = MatchAttributes(homeName: "Arsenal", homeCode: "ARS", awayName: "Chelsea", awayCode: "CHE",
-                                         competition: "Premier League", kickoff: 1_767_290_400)
-        let reducer = SportsReducer(attributes: attributes, alertMode: .localized)
-        let events = [
+    /// Every alerting moment of a match of each sport, in localized mode, with each combination
+    /// of what is known (scorer, minute): every key the rules can emit, and only catalogue keys.
+    @Test func everyAlertTheRulesComposeResolvesInEveryLanguage() throws {
+        let catalogue = try Self.catalogue()
+        var emitted: Set<String> = []
+        var english: [Sport: [String]] = [:]
+        for (sport, events) in Self.alertingMatches {
+            let attributes = MatchAttributes(sport: sport, homeName: "Arsenal", homeCode: "ARS", awayName: "Chelsea", awayCode: "CHE",
+                                             competition: "Premier League", kickoff: 1_767_290_400)
+            let sports = SportsChannel(attributes: attributes, alertMode: .localized)
+            var state = sports.initialState
+            for json in events {
+                let result = try sports.apply(try sports.event(json: JSONParser.parse(Array(json.utf8))), to: state,
+                                              now: UnixTime(seconds: 1_767_290_400))
+                state = result.state
+                guard let alert = result.alert else { continue }
+                var lines: [String] = []
+                for text in [alert.title, alert.body] {
+                    guard case .localized(let name, let arguments) = text else {
+                        Issue.record("\(json): \(text) is not localized")
+                        continue
+                    }
+                    let key = try #require(AlertKey(rawValue: name), "\(name) is not an alert key")
+                    #expect(arguments.count == key.argumentCount, "\(name) got \(arguments)")
+                    emitted.insert(name)
+                    for language in Self.languages {
+                        let shown = Self.render(try #require(catalogue[name]?[language]), arguments)
+                        #expect(!shown.contains("%") && !shown.isEmpty, "\(name) [\(language)] shows '\(shown)'")
+                        if language == "en" { lines.append(shown) }
+                    }
+                }
+                english[sport, default: []].append(lines.joined(separator: " / "))
+            }
+        }
+        #expect(emitted == Set(AlertKey.allCases.map(\.rawValue)), "never emitted: \(Set(AlertKey.allCases.map(\.rawValue)).subtracting(emitted))")
+        #expect(english[.football] == ["Kick-off / ARS v CHE", "Goal! / ARS 1-0 CHE · Saka 12'", "Goal! / ARS 1-1 CHE · Palmer", "Goal! / ARS 1-2 CHE",
+                                       "Goal! (penalty) / ARS 2-2 CHE · Saka 33'", "Penalty missed / 40' Palmer (CHE)", "Red card / 55' (CHE)",
+                                       "Second yellow card / Rice (ARS)", "Red card / CHE", "Goal disallowed / ARS 1-2 CHE", "Full time / ARS 1-2 CHE"])
+        #expect(english[.basketball] == ["Tip-off / ARS v CHE", "Final / ARS 3-2 CHE"])
+        #expect(english[.tennis] == ["Set / ARS wins set 1, 6-0", "Match point / Match point for ARS", "Game, set and match / ARS wins 6-0 6-0"])
+    }
+
+    /// Events of each sport that reach every alert of its rules.
+    static let alertingMatches: [(Sport, [String])] = [
+        (.football, [
             #"{"type": "status", "status": "live"}"#,
             #"{"type": "goal", "team": "home", "player": "Saka", "minute": 12}"#,
             #"{"type": "goal", "team": "away", "player": "Palmer"}"#,
@@ -108,36 +146,14 @@ import TouchlineCore
             #"{"type": "card", "team": "away", "card": "red"}"#,
             #"{"type": "var", "team": "home", "decision": "goal-disallowed", "minute": 70}"#,
             #"{"type": "status", "status": "finished"}"#,
-        ]
-        let catalogue = try Self.catalogue()
-        var state = MatchContentState.initial
-        var emitted: Set<String> = []
-        var english: [String] = []
-        for json in events {
-            let event = try SportsEvent(json: JSONParser.parse(Array(json.utf8)))
-            let result = reducer.apply(event, to: state, at: UnixTime(seconds: 1_767_290_400))
-            state = result.state
-            let alert = try #require(result.alert, "\(json) made no alert")
-            var lines: [String] = []
-            for text in [alert.title, alert.body] {
-                guard case .localized(let name, let arguments) = text else {
-                    Issue.record("\(json): \(text) is not localized")
-                    continue
-                }
-                let key = try #require(AlertKey(rawValue: name), "\(name) is not an alert key")
-                #expect(arguments.count == key.argumentCount, "\(name) got \(arguments)")
-                emitted.insert(name)
-                for language in Self.languages {
-                    let shown = Self.render(try #require(catalogue[name]?[language]), arguments)
-                    #expect(!shown.contains("%") && !shown.isEmpty, "\(name) [\(language)] shows '\(shown)'")
-                    if language == "en" { lines.append(shown) }
-                }
-            }
-            english.append(lines.joined(separator: " / "))
-        }
-        #expect(emitted == Set(AlertKey.allCases.map(\.rawValue)), "never emitted: \(Set(AlertKey.allCases.map(\.rawValue)).subtracting(emitted))")
-        #expect(english == ["Kick-off / ARS v CHE", "Goal! / ARS 1-0 CHE · Saka 12'", "Goal! / ARS 1-1 CHE · Palmer", "Goal! / ARS 1-2 CHE",
-                            "Goal! (penalty) / ARS 2-2 CHE · Saka 33'", "Penalty missed / 40' Palmer (CHE)", "Red card / 55' (CHE)",
-                            "Second yellow card / Rice (ARS)", "Red card / CHE", "Goal disallowed / ARS 1-2 CHE", "Full time / ARS 1-2 CHE"])
-    }
+        ]),
+        (.basketball, [
+            #"{"type": "status", "status": "live"}"#,
+            #"{"type": "points", "team": "home", "points": 3}"#,
+            #"{"type": "points", "team": "away", "points": 2}"#,
+            #"{"type": "status", "status": "finished"}"#,
+        ]),
+        (.tennis, [#"{"type": "status", "status": "live"}"#, #"{"type": "server", "team": "home"}"#]
+            + Array(repeating: #"{"type": "point", "team": "home"}"#, count: 4 * 12)),
+    ]
 }

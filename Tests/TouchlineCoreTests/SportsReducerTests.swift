@@ -4,16 +4,22 @@ import TouchlineCore
 @Suite struct SportsReducerTests {
     let attributes = MatchAttributes(homeName: "Arsenal", homeCode: "ARS", awayName: "Chelsea", awayCode: "CHE",
                                      competition: "Premier League", kickoff: 1_767_290_400)
-    var reducer: SportsReducer { SportsReducer(attributes: attributes) }
+    var reducer: FootballReducer { FootballReducer(attributes: attributes) }
 
-    private func event(_ json: String) throws -> SportsEvent {
-        try SportsEvent(json: JSONParser.parse(Array(json.utf8)))
+    private func event(_ json: String) throws -> SportEvent {
+        try SportEvent(json: JSONParser.parse(Array(json.utf8)), sport: .football)
+    }
+
+    /// The football event of `json`, without the envelope.
+    private func footballEvent(_ json: JSONValue) throws -> MatchEvent {
+        guard case .football(let event) = try SportEvent(json: json, sport: .football).parsed else { throw EventValidationError(field: nil, "not football") }
+        return event
     }
 
     /// The validation error text for an event that must be rejected.
     private func rejection(_ json: String) throws -> String? {
         do {
-            _ = try SportsEvent(json: JSONParser.parse(Array(json.utf8)))
+            _ = try SportEvent(json: JSONParser.parse(Array(json.utf8)), sport: .football)
             return nil
         } catch {
             return "\(error)"
@@ -27,7 +33,11 @@ import TouchlineCore
     private func play(_ events: [String], from state: MatchContentState = .initial, at second: Int64 = kickoff) throws
         -> (state: MatchContentState, importance: Importance, alert: LiveActivityAlert?) {
         var result = (state: state, importance: Importance.low, alert: LiveActivityAlert?.none)
-        for json in events { result = reducer.apply(try event(json), to: result.state, at: UnixTime(seconds: second)) }
+        for json in events {
+            let parsed = try event(json)
+            let folded = reducer.apply(try footballEvent(JSONParser.parse(Array(json.utf8))), to: result.state, at: UnixTime(seconds: second))
+            result = (folded.state, parsed.importanceOverride ?? folded.importance, folded.alert)
+        }
         return result
     }
 
@@ -209,7 +219,7 @@ import TouchlineCore
         var state = MatchContentState.initial
         var alerts: [LiveActivityAlert] = []
         for (index, json) in events.enumerated() {
-            let result = reducer.apply(try SportsEvent(json: json), to: state, at: UnixTime(seconds: Self.kickoff + Int64(index) * 400))
+            let result = reducer.apply(try footballEvent(json), to: state, at: UnixTime(seconds: Self.kickoff + Int64(index) * 400))
             state = result.state
             if result.importance == .critical, let alert = result.alert { alerts.append(alert) }
         }
@@ -239,7 +249,7 @@ import TouchlineCore
             (#"{"type": "stats", "homeShots": 1}"#, .low),
         ]
         for (json, importance) in expectations {
-            #expect(try event(json).importance == importance, "\(json)")
+            #expect(try footballEvent(JSONParser.parse(Array(json.utf8))).defaultImportance == importance, "\(json)")
         }
     }
 
@@ -249,16 +259,17 @@ import TouchlineCore
         #expect(quietGoal.alert == LiveActivityAlert(title: "Goal!", body: "ARS 1-0 CHE"))
         let loudTick = try event(#"{"type": "clock", "clockSeconds": 2700, "importance": "critical"}"#)
         #expect(loudTick.importanceOverride == .critical)
-        #expect(loudTick.importance == .critical)
+        let folded = try SportsChannel(attributes: attributes).apply(loudTick, to: MatchContentState.initial.json, now: UnixTime(seconds: Self.kickoff))
+        #expect(folded.importance == .critical)
     }
 
     @Test func parsedEventsAreTheDocumentedCases() throws {
-        #expect(try event(#"{"type": "goal", "team": "home", "player": "Saka", "minute": 67, "seq": 42}"#)
-            == SportsEvent(.goal(team: .home, player: "Saka", minute: 67, ownGoal: false)))
-        #expect(try event(#"{"type": "period", "period": "ET1", "clockSeconds": 5400, "importance": "low"}"#)
-            == SportsEvent(.period(label: "ET1", clockSeconds: 5400, clockRunning: nil), importance: .low))
-        #expect(try event(#"{"type": "substitution", "team": "away", "playerOut": "Sterling", "minute": null}"#)
-            == SportsEvent(.substitution(team: .away, playerIn: nil, playerOut: "Sterling", minute: nil)))
+        let goal = try event(#"{"type": "goal", "team": "home", "player": "Saka", "minute": 67, "seq": 42}"#)
+        #expect(goal.parsed == .football(.goal(team: .home, player: "Saka", minute: 67, ownGoal: false)) && goal.importanceOverride == nil)
+        let period = try event(#"{"type": "period", "period": "ET1", "clockSeconds": 5400, "importance": "low"}"#)
+        #expect(period.parsed == .football(.period(label: "ET1", clockSeconds: 5400, clockRunning: nil)) && period.importanceOverride == .low)
+        #expect(try event(#"{"type": "substitution", "team": "away", "playerOut": "Sterling", "minute": null}"#).parsed
+            == .football(.substitution(team: .away, playerIn: nil, playerOut: "Sterling", minute: nil)))
     }
 
     @Test func invalidEventsAreRejectedNamingTheField() throws {
@@ -336,8 +347,9 @@ import TouchlineCore
 
     @Test func attributesReadAndWriteTheDocumentedJSON() throws {
         let json = #"{"homeName":"Arsenal","homeCode":"ARS","awayName":"Chelsea","awayCode":"CHE","competition":"Premier League","kickoff":1767290400}"#
+        // Without `sport`, football (channels created before there were other sports); written with it.
         #expect(try MatchAttributes(json: JSONParser.parse(Array(json.utf8))) == attributes)
-        #expect(String(decoding: attributes.json.encoded, as: UTF8.self) == json)
+        #expect(String(decoding: attributes.json.encoded, as: UTF8.self) == #"{"sport":"football","# + json.dropFirst())
         #expect(throws: EventValidationError(field: "kickoff", "field 'kickoff' must be Unix seconds (a non-negative integer)")) {
             try MatchAttributes(json: attributes.json.applyingMergePatch(["kickoff": "tomorrow"]))
         }
@@ -351,11 +363,15 @@ import TouchlineCore
 
     @Test func genericPatchEventsAndTheirErrors() throws {
         let json = #"{"seq": 7, "patch": {"home": 2, "last": null}, "importance": "critical", "alert": {"title": "Goal!", "body": "ARS 2-1 CHE", "sound": "default"}}"#
-        #expect(try ContentEvent(json: JSONParser.parse(Array(json.utf8))) == .patch(ContentPatchEvent(
+        #expect(try ContentEvent(json: JSONParser.parse(Array(json.utf8)), sport: nil) == .patch(ContentPatchEvent(
             patch: ["home": 2, "last": nil], importance: .critical,
             alert: LiveActivityAlert(title: "Goal!", body: "ARS 2-1 CHE", sound: "default"))))
-        #expect(try ContentEvent(json: ["patch": ["a": 1]]) == .patch(ContentPatchEvent(patch: ["a": 1])))
-        #expect(try ContentEvent(json: ["seq": 3, "type": "goal", "team": "away"]) == .sports(SportsEvent(.goal(team: .away, player: nil, minute: nil, ownGoal: false))))
+        #expect(try ContentEvent(json: ["patch": ["a": 1]], sport: .football) == .patch(ContentPatchEvent(patch: ["a": 1])))
+        guard case .sports(let goal) = try ContentEvent(json: ["seq": 3, "type": "goal", "team": "away"], sport: .football) else {
+            Issue.record("not a sports event")
+            return
+        }
+        #expect(goal.parsed == .football(.goal(team: .away, player: nil, minute: nil, ownGoal: false)))
 
         let cases: [(JSONValue, String)] = [
             (["patch": [1, 2]], "field 'patch' must be a JSON object (an RFC 7396 merge patch)"),
@@ -367,8 +383,8 @@ import TouchlineCore
             (["seq": 1], "missing field 'type'"),
         ]
         for (value, message) in cases {
-            #expect(throws: EventValidationError.self) { try ContentEvent(json: value) }
-            do { _ = try ContentEvent(json: value) } catch { #expect(error.description == message) }
+            #expect(throws: EventValidationError.self) { try ContentEvent(json: value, sport: .football) }
+            do { _ = try ContentEvent(json: value, sport: .football) } catch { #expect(error.description == message) }
         }
     }
 }

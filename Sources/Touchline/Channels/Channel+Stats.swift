@@ -36,16 +36,7 @@ extension Channel {
 
     /// One line for tables: the score and clock of a match, or the start of the content-state.
     var stateSummary: String {
-        if let attributes, let match = try? MatchContentState(json: contentState) {
-            var line = "\(attributes.homeCode) \(match.homeScore)-\(match.awayScore) \(attributes.awayCode)"
-            switch match.status {
-            case .scheduled: line += ", not started"
-            case .finished: line += ", full time"
-            case .break: line += ", \(match.period.isEmpty ? "break" : match.period)"
-            case .live: line += ", \(match.period.isEmpty ? "" : match.period + " ")\(match.clockSeconds / 60)'"
-            }
-            return line
-        }
+        if let line = sports?.summary(of: contentState) { return line }
         let text = String(decoding: contentState.encoded, as: UTF8.self)
         return text.count <= 80 ? text : String(text.prefix(79)) + "…"
     }

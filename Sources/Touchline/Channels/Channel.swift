@@ -60,8 +60,8 @@ final class Channel: @unchecked Sendable {
         self.persistedStatus = persistedStatus
     }
 
-    /// The reducer of a sports channel's events; nil on other channels.
-    var reducer: SportsReducer? { attributes.map { SportsReducer(attributes: $0, alertMode: alertMode) } }
+    /// The rules of a sports channel's events; nil on other channels.
+    var sports: SportsChannel? { attributes.map { SportsChannel(attributes: $0, alertMode: alertMode) } }
 
     /// Apple's id, once saved.
     var apnsChannelID: String? { lifecycle.apnsChannelID }
@@ -153,7 +153,7 @@ final class Channel: @unchecked Sendable {
             let state = try JSONParser.parse(record.contentState)
             guard case .object = state else { throw GatewayError.startup("is not a JSON object") }
             try ContentStateLimits.check(state)
-            if attributes != nil { _ = try MatchContentState(json: state) }
+            if let attributes { _ = try SportsChannel(attributes: attributes).validated(state: state) }
             return state
         }
         guard (0...EventBatch.maximumSeq).contains(record.lastSeq) else {

@@ -70,11 +70,12 @@ extension ChannelService: APIFeature {
                 throw body.invalid("alerts\(error.field.map { ".\($0)" } ?? "")", "is invalid: \(error.description)")
             }
         }
-        var state = try body.object("initialState") ?? (attributes == nil ? .object([]) : MatchContentState.initial.json)
+        let sports = attributes.map { SportsChannel(attributes: $0, alertMode: alertMode) }
+        var state = try body.object("initialState") ?? sports?.initialState ?? .object([])
         try EventBatch.requireWithinLimits(state, "initialState")
-        if attributes != nil {
-            do { state = try MatchContentState(json: state).json } catch {
-                throw body.invalid("initialState", "is not a match content-state: \(error.description)")
+        if let sports {
+            do { state = try sports.validated(state: state) } catch {
+                throw body.invalid("initialState", "is not a \(sports.sport.rawValue) content-state: \(error.description)")
             }
         }
 

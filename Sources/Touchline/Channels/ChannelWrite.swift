@@ -75,7 +75,7 @@ struct ChannelWrite {
 
     private mutating func addEvents(_ request: HTTPRequest, receivedAt: ContinuousClock.Instant, channel: Channel,
                                     now: UnixTime) throws(HTTPError) {
-        let batch = try EventBatch(EventBatch.events(in: request.body), channelID: channel.id, reducer: channel.reducer,
+        let batch = try EventBatch(EventBatch.events(in: request.body), channelID: channel.id, sports: channel.sports,
                                           engine: engine, contentState: contentState, lastSeq: lastSeq, now: now)
         engine = batch.engine
         contentState = batch.contentState
@@ -98,12 +98,12 @@ struct ChannelWrite {
         var alert: LiveActivityAlert?
         if let event = try body.object("event") {
             guard finalState == nil else { throw body.invalid("event", "cannot be given together with 'finalState'") }
-            let change = try EventBatch.change(EventBatch.parse(event, name: "event"), to: contentState,
-                                                      reducer: channel.reducer, now: now, name: "event")
+            let change = try EventBatch.change(EventBatch.parse(event, name: "event", sports: channel.sports), to: contentState,
+                                               sports: channel.sports, now: now, name: "event")
             (finalState, importance, alert) = (change.state, change.importance, change.alert)
         } else if let finalState {
             try EventBatch.requireWithinLimits(finalState, "finalState")
-            try EventBatch.requireMatchState(finalState, on: channel.attributes, name: "finalState")
+            try EventBatch.requireMatchState(finalState, on: channel.sports, name: "finalState")
         }
         let dismissAt = try body.integer("dismissAt").map { (seconds: Int64) throws(HTTPError) -> UnixTime in
             // APNs takes any Unix second, but a date beyond 2100 is certainly a unit mistake (ms?).

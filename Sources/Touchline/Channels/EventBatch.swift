@@ -51,7 +51,7 @@ struct EventBatch {
 
     /// Applies `events` to copies of a channel's engine, state and last `seq`; throws the first
     /// problem, naming the event's index.
-    init(_ events: [JSONValue], channelID: String, reducer: SportsReducer?, engine: ChannelEngine, contentState: JSONValue,
+    init(_ events: [JSONValue], channelID: String, sports: SportsChannel?, engine: ChannelEngine, contentState: JSONValue,
          lastSeq: Int64, now: UnixTime) throws(HTTPError) {
         self.engine = engine
         self.contentState = contentState
@@ -67,7 +67,7 @@ struct EventBatch {
             guard case .integer(let seq) = seqValue, (1...Self.maximumSeq).contains(seq) else {
                 throw HTTPError(status: 400, code: "invalid_event", message: "\(name).seq must be an integer from 1 to \(Self.maximumSeq)")
             }
-            let parsed = try Self.parse(event, name: name)
+            let parsed = try Self.parse(event, name: name, sports: sports)
             if seq == self.lastSeq {
                 duplicates += 1
                 continue
@@ -76,7 +76,7 @@ struct EventBatch {
                 stale.append(seq)
                 continue
             }
-            let change = try Self.change(parsed, to: self.contentState, reducer: reducer, now: now, name: name)
+            let change = try Self.change(parsed, to: self.contentState, sports: sports, now: now, name: name)
             do {
                 actions += try self.engine.apply(state: change.state, importance: change.importance, alert: change.alert, now: now)
             } catch {
@@ -89,11 +89,17 @@ struct EventBatch {
     }
 
     /// One event, parsed and checked as far as it can be without the channel's state: its
-    /// fields, and a patch's size (bounded before it is applied, so the merge's work is too).
-    static func parse(_ event: JSONValue, name: String) throws(HTTPError) -> ContentEvent {
+    /// fields by the channel's sport (a sports event on a channel without one is 422
+    /// `not_a_sports_channel`), and a patch's size (bounded before it is applied, so the merge's
+    /// work is too).
+    static func parse(_ event: JSONValue, name: String, sports: SportsChannel?) throws(HTTPError) -> ContentEvent {
+        if sports == nil, case .object = event, event[member: "patch"] == nil {
+            throw HTTPError(status: 422, code: "not_a_sports_channel",
+                            message: "\(name): sports events need a channel created with 'attributes'; send a 'patch' instead")
+        }
         let parsed: ContentEvent
         do {
-            parsed = try ContentEvent(json: event)
+            parsed = try ContentEvent(json: event, sport: sports?.sport)
         } catch {
             throw HTTPError(status: 422, code: "invalid_event", message: "\(name)\(error.field.map { ".\($0)" } ?? ""): \(error.description)")
         }
@@ -101,33 +107,31 @@ struct EventBatch {
         return parsed
     }
 
-    /// The content-state after `event` (from ``parse(_:name:)``): a merge patch, or a sports
-    /// event through the reducer (a sports channel's; nil on other channels); the result is
-    /// validated as the push will carry it.
-    static func change(_ event: ContentEvent, to state: JSONValue, reducer: SportsReducer?, now: UnixTime, name: String)
+    /// The content-state after `event` (from ``parse(_:name:sports:)``): a merge patch, or a
+    /// sports event by the channel's rules; the result is validated as the push will carry it.
+    static func change(_ event: ContentEvent, to state: JSONValue, sports: SportsChannel?, now: UnixTime, name: String)
         throws(HTTPError) -> (state: JSONValue, importance: Importance, alert: LiveActivityAlert?) {
         switch event {
         case .patch(let patch):
             let patched = state.applyingMergePatch(patch.patch)
             try requireWithinLimits(patched, "\(name): the resulting content-state")
-            try requireMatchState(patched, on: reducer?.attributes, name: name)
+            try requireMatchState(patched, on: sports, name: name)
             return (patched, patch.importance, patch.alert)
-        case .sports(let sports):
-            guard let reducer else {
+        case .sports(let sportEvent):
+            guard let sports else {
                 throw HTTPError(status: 422, code: "not_a_sports_channel",
                                 message: "\(name): sports events need a channel created with 'attributes'; send a 'patch' instead")
             }
-            let match: MatchContentState
+            let folded: (state: JSONValue, importance: Importance, alert: LiveActivityAlert?)
             do {
-                match = try MatchContentState(json: state)
+                folded = try sports.apply(sportEvent, to: state, now: now)
             } catch {
-                throw HTTPError(status: 422, code: "invalid_state", message: "\(name): the channel's state is not a match state: \(error)")
+                throw HTTPError(status: 422, code: "invalid_event", message: "\(name)\(error.field.map { ".\($0)" } ?? ""): \(error.description)")
             }
-            let folded = reducer.apply(sports, to: match, at: now)
             // The reducer's output is held to the same bounds as any state (a goal past the
             // maximum score is refused here, not by the next event's read of the state).
-            try requireMatchState(folded.state.json, on: reducer.attributes, name: name)
-            return (folded.state.json, folded.importance, folded.alert)
+            try requireMatchState(folded.state, on: sports, name: name)
+            return folded
         }
     }
 
@@ -143,12 +147,13 @@ struct EventBatch {
     /// On a sports channel (one with match attributes) every state must stay a match
     /// ContentState, or the app could not decode it and later sports events could not fold into
     /// it; other channels take any JSON object.
-    static func requireMatchState(_ state: JSONValue, on attributes: MatchAttributes?, name: String) throws(HTTPError) {
-        guard attributes != nil else { return }
+    static func requireMatchState(_ state: JSONValue, on sports: SportsChannel?, name: String) throws(HTTPError) {
+        guard let sports else { return }
         do {
-            _ = try MatchContentState(json: state)
+            _ = try sports.validated(state: state)
         } catch {
-            throw HTTPError(status: 422, code: "invalid_state", message: "\(name): the resulting state is not a match content-state: \(error)")
+            throw HTTPError(status: 422, code: "invalid_state",
+                            message: "\(name): the resulting state is not a \(sports.sport.rawValue) content-state: \(error)")
         }
     }
 

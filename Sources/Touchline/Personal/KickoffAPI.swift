@@ -48,7 +48,7 @@ struct KickoffAPI: APIFeature {
         let contentState: JSONValue
         if let given = try body.object("contentState") {
             try EventBatch.requireWithinLimits(given, "contentState")
-            try EventBatch.requireMatchState(given, on: channel.attributes, name: "contentState")
+            try EventBatch.requireMatchState(given, on: channel.sports, name: "contentState")
             contentState = given
         } else {
             contentState = channel.contentState

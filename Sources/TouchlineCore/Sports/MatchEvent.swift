@@ -1,4 +1,4 @@
-/// What a score provider reports about a match; `SportsReducer` folds these into a
+/// What a score provider reports about a football match; `FootballReducer` folds these into a
 /// `MatchContentState`. The JSON form is documented in docs/content-state.md; every event
 /// is an object with a `type` and the fields of that type, nothing else.
 public enum MatchEvent: Sendable, Equatable {
@@ -86,35 +86,20 @@ public struct MatchStatsUpdate: Sendable, Equatable {
     }
 }
 
-/// A sports event as posted by a provider: the event and, optionally, an importance that
-/// overrides the default of its type.
-public struct SportsEvent: Sendable, Equatable {
-    public var event: MatchEvent
-    public var importanceOverride: Importance?
-
-    public init(_ event: MatchEvent, importance: Importance? = nil) {
-        self.event = event
-        self.importanceOverride = importance
-    }
-
-    public var importance: Importance { importanceOverride ?? event.defaultImportance }
-
-    /// The members every event may carry besides its own: `type`, `importance`, and `seq`,
-    /// which is validated by the caller and ignored here.
-    static let envelope: Set<JSONMemberName> = ["seq"]
-
-    /// Parses and validates one provider event, refusing unknown fields and naming the first
-    /// bad field in the error.
-    public init(json: JSONValue) throws(EventValidationError) {
-        var fields = try EventFields(json, what: "event", envelope: Self.envelope)
-        guard let typeValue = fields.value("type") else { throw EventValidationError(field: "type", "missing field 'type'") }
-        guard case .string(let type) = typeValue, let kind = EventType(rawValue: type) else {
+extension MatchEvent {
+    /// Parses and validates one football event (its `type` and that type's fields; `seq` and
+    /// `importance` are the envelope's), refusing unknown fields and naming the first bad one.
+    init(json: JSONValue) throws(EventValidationError) {
+        var fields = try EventFields(json, what: "event", envelope: ["seq", "importance"])
+        guard case .string(let type)? = fields.value("type"), let kind = EventType(rawValue: type) else {
             throw fields.error("type", "must be \(EventFields.listing(EventType.allCases.map(\.rawValue)))")
         }
-        importanceOverride = try fields.choice("importance", Importance.self)
-        event = try kind.parse(&fields)
+        self = try kind.parse(&fields)
         try fields.rejectUnknown()
     }
+
+    /// The `type` values of football events.
+    static var types: [String] { EventType.allCases.map(\.rawValue) }
 }
 
 /// The `type` values and the fields each one reads.

@@ -1,10 +1,10 @@
-/// Folds sports events into a match content-state, deciding each update's importance and,
+/// Folds football events into a match content-state, deciding each update's importance and,
 /// for the moments worth lighting a screen, the alert that goes with it.
 ///
 /// Pure: the same state, event and time always give the same result. The alert is a proposal; the
 /// channel engine sends it only with a priority-10 push, that is for critical updates while
 /// the channel's budget lasts.
-public struct SportsReducer: Sendable {
+public struct FootballReducer: Sendable {
     public var attributes: MatchAttributes
     /// Whether alerts go as English text or as localization keys (``AlertMode``).
     public var alertMode: AlertMode
@@ -18,11 +18,11 @@ public struct SportsReducer: Sendable {
 
     /// - Parameter now: when the gateway received the event; it anchors a running clock
     ///   (`clockStartedAt`) so the app can count on its own between pushes.
-    public func apply(_ sportsEvent: SportsEvent, to state: MatchContentState, at now: UnixTime)
+    public func apply(_ event: MatchEvent, to state: MatchContentState, at now: UnixTime)
         -> (state: MatchContentState, importance: Importance, alert: LiveActivityAlert?) {
         var state = state
-        let alert = fold(sportsEvent.event, into: &state, at: Int(now.seconds))
-        return (state, sportsEvent.importance, alert)
+        let alert = fold(event, into: &state, at: Int(now.seconds))
+        return (state, event.defaultImportance, alert)
     }
 
     private func fold(_ event: MatchEvent, into state: inout MatchContentState, at now: Int) -> LiveActivityAlert? {

@@ -5,6 +5,8 @@ import PackageDescription
 ///
 /// Layout (see docs/architecture.md):
 /// - C system libraries and a tiny shim for macros Swift cannot import;
+/// - `TouchlineActivity`: what the app compiles (each sport's attributes and content-state, the
+///   alert keys and their string catalogue), platform-neutral;
 /// - `TouchlineCore`: pure domain logic, no I/O;
 /// - `TouchlineRuntime`: the shell around libevent and OpenSSL (event loops, TLS streams);
 /// - `TouchlineStore`: channels and the event log behind small protocols, on SQLite with group commit;

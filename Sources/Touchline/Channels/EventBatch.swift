@@ -89,11 +89,11 @@ struct EventBatch {
     }
 
     /// One event, parsed and checked as far as it can be without the channel's state: its
-    /// fields by the channel's sport (a sports event on a channel without one is 422
+    /// fields by the channel's sport (an event with a `type` on a channel without one is 422
     /// `not_a_sports_channel`), and a patch's size (bounded before it is applied, so the merge's
     /// work is too).
     static func parse(_ event: JSONValue, name: String, sports: SportsChannel?) throws(HTTPError) -> ContentEvent {
-        if sports == nil, case .object = event, event[member: "patch"] == nil {
+        if sports == nil, case .object = event, event[member: "patch"] == nil, event[member: "type"] != nil {
             throw HTTPError(status: 422, code: "not_a_sports_channel",
                             message: "\(name): sports events need a channel created with 'attributes'; send a 'patch' instead")
         }

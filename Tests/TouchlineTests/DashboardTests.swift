@@ -204,6 +204,14 @@ struct DashboardTests {
 
         try post(#"{"seq": 3, "type": "goal", "team": "home", "player": "Saka", "minute": 31}"#, to: "club-ars-che", on: fixture)
         try await browser.waitFor("the goal in the table", scoreCell) { $0 == "1 – 0" }
+        // A live match whose feed falls silent gets its badge.
+        let stalling = try fixture.admin.request("POST", "/v1/channels", json: #"{"id": "club-stall", "storagePolicy": "no-storage", "policy": {"feedStallSeconds": 0.3}, "attributes": \#(GatewayFixture.matchAttributes)}"#)
+        #expect(stalling.status == 201, "\(stalling.text)")
+        try post(#"{"seq": 1, "type": "status", "status": "live"}"#, to: "club-stall", on: fixture)
+        try await browser.waitFor("the stalled feed's badge", "document.querySelector('tr[data-channel=\"club-stall\"] .feed-stalled')?.textContent ?? ''") {
+            $0 == "feed stalled"
+        }
+        #expect(try await browser.evaluate("String(document.querySelectorAll('.feed-stalled').length)") == "1")
         try await browser.waitFor("the push to show in the priority mix",
                             "document.querySelector('tr[data-channel=\"club-ars-che\"] td.mix').textContent.trim()") { $0 != "0 / 0" }
         let overview = artifacts.appendingPathComponent("dashboard-overview.png")

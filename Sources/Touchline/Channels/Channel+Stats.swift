@@ -29,6 +29,7 @@ extension Channel {
             .init("budgetDowngrades", .integer(Int64(counters.budgetDowngrades))),
             .init("errors", ["total": .integer(Int64(errors)), "throttled": .integer(Int64(counters.throttled)),
                              "retried": .integer(Int64(counters.retries)), "dropped": .integer(Int64(counters.dropped))]),
+            .init("feed", feedJSON),
             .init("recentPushes", .array(activity.recentPushes.map(Self.json))),
             .init("contentState", contentState),
         ])

@@ -32,6 +32,9 @@ final class Channel: @unchecked Sendable {
     /// The engine's timer, and the timer of the next attempt at deleting the APNs channel.
     var timer: LoopTimer?
     var deletionTimer: LoopTimer?
+    /// Whether the provider's feed still comes (`feedStallSeconds`), and the timer that looks again.
+    var feed: FeedWatch
+    var feedTimer: LoopTimer?
     /// A fire-and-forget save of the state or status failed: it is made again once the store
     /// takes writes (see `ChannelService.retryFailedSaves`).
     var needsSave = false
@@ -55,6 +58,7 @@ final class Channel: @unchecked Sendable {
         self.lifecycle = lifecycle
         self.engine = engine
         downgradesSeen = engine.counters.budgetDowngrades
+        feed = FeedWatch(stallAfter: policy.feedStall, watchingFrom: createdAt)
         self.contentState = contentState
         self.lastSeq = lastSeq
         self.persistedStatus = persistedStatus
@@ -62,6 +66,20 @@ final class Channel: @unchecked Sendable {
 
     /// The rules of a sports channel's events; nil on other channels.
     var sports: SportsChannel? { attributes.map { SportsChannel(attributes: $0, alertMode: alertMode) } }
+
+    /// True while the match is live, when a silent feed counts as stalled: a sports channel
+    /// whose state says `live`; a channel without a sport between its first event and its end.
+    var isFeedLive: Bool {
+        guard engine.phase == .live else { return false }
+        return attributes == nil ? lastSeq > 0 : contentState[member: "status"] == .string("live")
+    }
+
+    /// Stops every timer of the channel (deleted, let go, shutdown).
+    func cancelTimers() {
+        timer?.cancel()
+        deletionTimer?.cancel()
+        feedTimer?.cancel()
+    }
 
     /// Apple's id, once saved.
     var apnsChannelID: String? { lifecycle.apnsChannelID }
@@ -165,6 +183,8 @@ final class Channel: @unchecked Sendable {
                   lifecycle: lifecycle, engine: engine, contentState: contentState,
                   lastSeq: record.lastSeq, persistedStatus: record.status)
         if record.status == .broken { brokenReason = ChannelEngine.Action.channelNotRegisteredReason }
+        // The time of events before the restart is not kept: the silence counts from the restart.
+        feed = FeedWatch(stallAfter: policy.feedStall, watchingFrom: now)
     }
 
     // MARK: API view
@@ -187,7 +207,18 @@ final class Channel: @unchecked Sendable {
             .init("priorityBudgetRemaining", .integer(Int64(engine.priorityBudgetRemaining(now: now)))),
             .init("counters", .raw(Self.encodedJSON(engine.counters))),
         ]
+        members.append(.init("feed", feedJSON))
         if let brokenReason { members.append(.init("brokenReason", .string(brokenReason))) }
+        return .object(members)
+    }
+
+    /// The feed watch as the API shows it: `stalled`, `watching` (live and watched) or `idle`.
+    var feedJSON: JSONValue {
+        let state = feed.isStalled ? "stalled" : feed.stallDeadline(live: isFeedLive) != nil ? "watching" : "idle"
+        var members: [JSONValue.Member] = [.init("state", .string(state)), .init("lastEventAt", .integer(feed.lastEventAt.seconds))]
+        if let since = feed.stalledSince { members.append(.init("stalledSince", .integer(since.seconds))) }
+        members += [.init("stalls", .integer(Int64(feed.stalls))), .init("gaps", .integer(Int64(feed.gaps)))]
+        if let gap = feed.lastGap { members.append(.init("lastGap", ["from": .integer(gap.from), "to": .integer(gap.to)])) }
         return .object(members)
     }
 

@@ -146,8 +146,7 @@ extension ChannelService: APIFeature {
                         request.respond(HTTPError.writeFailed(error, saving: "the channel's deletion").response)
                         return
                     }
-                    channel.timer?.cancel()
-                    channel.deletionTimer?.cancel()
+                    channel.cancelTimers()
                     if channels[id] === channel { channels[id] = nil }
                     request.respond(.json(status: 200, ["id": .string(id), "deleted": true]))
                 }

@@ -31,7 +31,7 @@ extension ChannelService {
 
     /// Saves `operations` with the webhook events an earlier failed save left; a failure keeps
     /// this save's events for the next one.
-    private func submitSave(_ operations: [StoreOperation], of channel: Channel, what: String) {
+    func submitSave(_ operations: [StoreOperation], of channel: Channel, what: String) {
         let operations = operations + channel.unsavedWebhookEvents
         channel.unsavedWebhookEvents = []
         store.submit(WriteBatch(operations)) { [self] result in

@@ -72,12 +72,24 @@ extension ChannelService {
         var batch = write.batch(channelID: channel.id, now: now)
         let budgetMemo = (channel.downgradesSeen, channel.budgetExhaustedReportedAt)
         for event in budgetExhaustedEvent(of: channel, engine: write.engine) { batch.append(event) }
+        // The feed's recovery and gaps commit with the events that show them.
+        var watched = channel.feed
+        let feedReports = watched.eventsAccepted(previousSeq: channel.lastSeq, seqs: write.events.map(\.seq), at: now)
+        let feed = watched
+        for event in feedEvents(feedReports, of: channel) { batch.append(event) }
         store.submit(batch) { [self, write] result in
             loop.execute { [self] in
                 broadcastPressure.observeWait(since: submitted)
                 // Nothing of a failed write happened, its downgrades neither.
                 if case .failure = result { (channel.downgradesSeen, channel.budgetExhaustedReportedAt) = budgetMemo }
+                // Before the completion, which may start the next write from the watch.
+                let applied = if case .success = result { channels[channel.id] === channel } else { false }
+                if applied { channel.feed = feed }
                 complete(write, of: channel, result)
+                if applied {
+                    note(feedReports, of: channel)
+                    watchFeed(of: channel)
+                }
             }
         }
     }

@@ -97,8 +97,7 @@ final class ChannelService: @unchecked Sendable {
     /// next owner).
     func letGo(where belongs: (String) -> Bool) {
         for (id, channel) in channels where belongs(id) {
-            channel.timer?.cancel()
-            channel.deletionTimer?.cancel()
+            channel.cancelTimers()
             channels[id] = nil
             channelsNeedingSave[id] = nil
             for request in channel.lifecycle.waiters + channel.gate.waiting.map(\.request) {
@@ -131,6 +130,7 @@ final class ChannelService: @unchecked Sendable {
         let now = clock.now()
         for channel in restored where channel.lifecycle.isLive {
             perform(channel.engine.tick(now: now), on: channel)
+            watchFeed(of: channel)
             // A deletion asked for before the restart and not confirmed: ask again.
             if channel.engine.phase == .closed { lifecycle(.deletionDue, of: channel) }
         }
@@ -218,10 +218,7 @@ final class ChannelService: @unchecked Sendable {
     /// Stops sending and cancels every timer (shutdown).
     func stop() {
         isStopping = true
-        for channel in channels.values {
-            channel.timer?.cancel()
-            channel.deletionTimer?.cancel()
-        }
+        for channel in channels.values { channel.cancelTimers() }
     }
 }
 

@@ -71,6 +71,7 @@
       inFlight: !!channel.pushInFlight, pending: !!channel.updatePending,
       perMinute: channel.pushesLastMinute, lastPushAge: channel.lastPushAgeSeconds,
       recentPushes: channel.recentPushes || [], track: observe(channel.id, p10, p5, now),
+      feed: channel.feed || {},
     };
   }
 
@@ -145,7 +146,9 @@
     const channels = snapshot.channels.map((channel) => model(channel, now));
     $('#channels tbody').replaceChildren(...channels.map((channel) => element('tr', { 'data-channel': channel.id },
       element('td', {}, element('a', { href: '/channels/' + encodeURIComponent(channel.id) }, channel.id)),
-      element('td', {}, element('span', { class: 'status', 'data-status': channel.status }, channel.status)),
+      element('td', {}, element('span', { class: 'status', 'data-status': channel.status }, channel.status),
+        ...(channel.feed.state === 'stalled' ? [' ', element('span', { class: 'badge feed-stalled', title: 'no event since '
+          + new Date(channel.feed.lastEventAt * 1000).toISOString() }, 'feed stalled')] : [])),
       element('td', { class: 'summary' }, summary(channel, now)),
       element('td', { class: 'num last-push' }, age(channel.lastPushAge)),
       element('td', { class: 'num rate' }, String(channel.perMinute ?? '—')),
@@ -248,6 +251,8 @@
       ['Budget left', channel.budget === undefined ? '—' : channel.budget + ' of ' + channel.budgetPerHour + ' per hour'],
       ['Budget downgrades', channel.downgrades], ['Deferrals', channel.deferrals],
       ['Errors', channel.errors + ' (' + channel.errorDetail + ')'],
+      ['Feed', (channel.feed.state || '—') + (channel.feed.gaps ? ', ' + channel.feed.gaps + ' seq gap(s)' : '')
+        + (channel.feed.stalls ? ', stalled ' + channel.feed.stalls + ' time(s)' : '')],
     ];
     $('#channel-facts').replaceChildren(...facts.flatMap(([name, value]) => [element('dt', {}, name), element('dd', {}, String(value))]));
   }

@@ -45,6 +45,10 @@ extension OperatorsAPI {
         var lowDeferrals = counter("touchline_low_importance_deferrals_total",
                                    "Low-importance updates held for the channel's slower low-importance cadence.")
         var reserved = counter("touchline_reserved_pushes_total", "Critical pushes that went on the channel's critical reserve.")
+        var feedStalled = MetricFamily("touchline_feed_stalled", help: "1 while the channel's live feed is stalled (no event for its feedStallSeconds).",
+                                       kind: .gauge)
+        var feedStalls = counter("touchline_feed_stalls_total", "Times the channel's live feed stalled (since the gateway started).")
+        var feedGaps = counter("touchline_feed_gaps_total", "Jumps of the channel's seq: events numbered and never sent (since the gateway started).")
         var downgrades = counter("touchline_budget_downgrades_total",
                                  "Critical updates sent at priority 5 because the channel's priority-10 budget was spent.")
         var budget = MetricFamily("touchline_priority_budget_remaining", help: "Priority-10 pushes left in the channel's rolling hour.",
@@ -65,6 +69,9 @@ extension OperatorsAPI {
             deferrals.add(counters.rateLimitDeferrals, label)
             lowDeferrals.add(counters.lowImportanceDeferrals, label)
             reserved.add(counters.reservedPushes, label)
+            feedStalled.add(channel.feed.isStalled ? 1 : 0, label)
+            feedStalls.add(channel.feed.stalls, label)
+            feedGaps.add(channel.feed.gaps, label)
             downgrades.add(counters.budgetDowngrades, label)
             budget.add(channel.engine.priorityBudgetRemaining(now: now), label)
             broadcastRetries += counters.retries + counters.throttled
@@ -149,7 +156,8 @@ extension OperatorsAPI {
         var rateLimited = counter("touchline_api_rate_limited_total",
                                   "Provider API requests refused with 429 by their key's rate limit, by the key's scope (admin or channel prefix).")
         for (scope, count) in requestLimits.refusedByScope.sorted(by: { $0.key < $1.key }) { rateLimited.add(count, ["scope": scope]) }
-        return [mode, rateLimited, channelCount, received, duplicates, rejected, stateChanges, pushes, coalesced, deferrals, lowDeferrals, reserved, downgrades, responses, retries,
+        return [mode, rateLimited, channelCount, received, duplicates, rejected, stateChanges, pushes, coalesced, deferrals, lowDeferrals, reserved, feedStalled, feedStalls,
+                feedGaps, downgrades, responses, retries,
                 deactivated, deadLetters, queues, inFlight, open, maxStreams, budget, tokenAge, skew, hold, held, jobs, targets, slices, slicesStarted, latency,
                 responseTimes]
     }

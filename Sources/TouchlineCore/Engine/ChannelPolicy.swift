@@ -21,7 +21,10 @@
 /// - `lowImportanceInterval` 30 s: clock corrections and statistics go at most every 30 s unless
 ///   a more important push carries them (every push carries the whole state). The device runs the
 ///   match clock itself, and a statistic 30 s old is not wrong; every such push saved is battery
-///   and budget. Shorter than `freshness`, so low updates alone keep an activity fresh.
+///   and budget. Shorter than `freshness`, so low updates alone keep an activity fresh;
+/// - `feedStall` 3 min: a live football match sends at least a clock event a minute, so three
+///   silent minutes mean the feed died (operators hear of it long before `stale-date` shows it
+///   on the phones).
 ///
 /// In JSON (``json``, ``init(json:base:)``), durations are seconds (fractions down to a
 /// millisecond) and every member is optional: missing ones take the default, so a partial
@@ -51,12 +54,15 @@ public struct ChannelPolicy: Sendable, Equatable {
     /// A change of low importance waits until this long after the last accepted push, unless a
     /// more important one carries it sooner; zero paces low changes like normal ones.
     public var lowImportanceInterval: Duration
+    /// Silence after which a live match's feed is reported stalled; zero turns the watch off.
+    public var feedStall: Duration
 
     public init(minimumInterval: Duration = .seconds(2), burst: Int = 3, priorityBudgetPerHour: Int = 10,
                 freshness: Duration = .seconds(20 * 60), relevanceScore: Double? = 100,
                 throttleBackoff: Backoff = Backoff(initial: .seconds(4), maximum: .seconds(120), multiplier: 2, jitter: 0.2),
                 mostRecentLifetime: Duration = .seconds(15 * 60), endGracePeriod: Duration = .seconds(5 * 60),
-                criticalBurst: Int = 2, criticalInterval: Duration = .seconds(10), lowImportanceInterval: Duration = .seconds(30)) {
+                criticalBurst: Int = 2, criticalInterval: Duration = .seconds(10), lowImportanceInterval: Duration = .seconds(30),
+                feedStall: Duration = .seconds(180)) {
         self.minimumInterval = minimumInterval
         self.burst = burst
         self.priorityBudgetPerHour = priorityBudgetPerHour
@@ -68,6 +74,7 @@ public struct ChannelPolicy: Sendable, Equatable {
         self.criticalBurst = criticalBurst
         self.criticalInterval = criticalInterval
         self.lowImportanceInterval = lowImportanceInterval
+        self.feedStall = feedStall
     }
 
     /// Live-football defaults (see the type's documentation).
@@ -125,6 +132,7 @@ extension ChannelPolicy {
             "criticalBurst": .integer(Int64(criticalBurst)),
             "criticalIntervalSeconds": .number(criticalInterval.inSeconds),
             "lowImportanceIntervalSeconds": .number(lowImportanceInterval.inSeconds),
+            "feedStallSeconds": .number(feedStall.inSeconds),
         ]
     }
 
@@ -140,7 +148,8 @@ extension ChannelPolicy {
         let reader = try PolicyMembers(json, path: "", allowed: ["minimumIntervalSeconds", "burst", "priorityBudgetPerHour",
                                                                    "freshnessSeconds", "relevanceScore", "throttleBackoff",
                                                                    "mostRecentLifetimeSeconds", "endGracePeriodSeconds",
-                                                                   "criticalBurst", "criticalIntervalSeconds", "lowImportanceIntervalSeconds"])
+                                                                   "criticalBurst", "criticalIntervalSeconds", "lowImportanceIntervalSeconds",
+                                                                   "feedStallSeconds"])
         self = base
         minimumInterval = try reader.duration("minimumIntervalSeconds") ?? base.minimumInterval
         burst = try reader.count("burst", minimum: 1) ?? base.burst
@@ -158,6 +167,7 @@ extension ChannelPolicy {
         criticalBurst = try reader.count("criticalBurst", minimum: 0) ?? base.criticalBurst
         criticalInterval = try reader.duration("criticalIntervalSeconds") ?? base.criticalInterval
         lowImportanceInterval = try reader.duration("lowImportanceIntervalSeconds", allowZero: true) ?? base.lowImportanceInterval
+        feedStall = try reader.duration("feedStallSeconds", allowZero: true) ?? base.feedStall
         guard lowImportanceInterval < freshness else {
             // Low updates alone must renew `stale-date` before it passes.
             throw ChannelPolicyError(field: "lowImportanceIntervalSeconds",

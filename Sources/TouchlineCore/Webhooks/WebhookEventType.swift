@@ -18,6 +18,12 @@ public enum WebhookEventType: String, Sendable, CaseIterable, Comparable {
     /// A critical update went at priority 5 because the channel's priority-10 budget was spent
     /// (at most one per channel per hour).
     case channelBudgetExhausted = "channel.budget_exhausted"
+    /// No event came for the channel's `feedStallSeconds` while its match was live.
+    case channelFeedStalled = "channel.feed_stalled"
+    /// Events came again after a stall.
+    case channelFeedRecovered = "channel.feed_recovered"
+    /// The feed's `seq` jumped: events numbered between the two were never sent.
+    case channelFeedGap = "channel.feed_gap"
     /// APNs rejected the gateway's credentials (`InvalidProviderToken`, `BadCertificateEnvironment`...;
     /// at most one per reason per interval).
     case apnsCredentialsRejected = "apns.credentials_rejected"

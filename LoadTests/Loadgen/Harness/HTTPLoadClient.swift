@@ -50,9 +50,12 @@ final class HTTPLoadClient {
         }
         var message = Array("\(method) \(path) HTTP/1.1\r\n\(fixedHeaders)Content-Length: \(body.count)\r\n\r\n".utf8)
         message += body
+        let started = monotonicNanoseconds()
         try writeAll(message)
         defer { lastUsed = .now }
-        return try readResponse()
+        let response = try readResponse()
+        LoadProgress.shared.requestAnswered(after: monotonicNanoseconds() - started)
+        return response
     }
 
     private func writeAll(_ bytes: [UInt8]) throws {

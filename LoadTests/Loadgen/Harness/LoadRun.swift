@@ -17,10 +17,12 @@ struct LoadRun {
                 results.append(try await scenario())
             } catch {
                 failure = "\(error)"
+                ProgressPrinter.stop()
                 FileHandle.standardError.write(Data("touchline-load: \(error)\n".utf8))
                 break
             }
         }
+        ProgressPrinter.stop()
         guard !results.isEmpty else { exit(1) }
         let report = BenchmarkReport(startedAt: started, machine: MachineDescription.current(), toolVersion: Self.version, scenarios: results)
         do {

@@ -3,15 +3,18 @@ import LoadKit
 import Measurements
 
 /// Progress lines of a scenario, printed at once (also into a pipe or file) so a long run shows
-/// where it is.
+/// where it is; creating one starts the scenario's live progress (``ProgressPrinter``).
 struct ScenarioLog {
     let scenario: String
 
-    init(_ scenario: String) { self.scenario = scenario }
+    init(_ scenario: String) {
+        self.scenario = scenario
+        LoadProgress.shared.begin(scenario)
+        ProgressPrinter.start()
+    }
 
     func say(_ line: String) {
-        print("\(scenario): \(line)")
-        fflush(nil)
+        ProgressPrinter.say("\(scenario): \(line)")
     }
 }
 

@@ -54,6 +54,7 @@ struct IngestBurst {
         try ChannelCreation.create(latencyChannels, policy: ChannelCreation.unthrottledPolicy, connect: gateway.connector)
 
         var timeline = ScenarioTimeline()
+        LoadProgress.shared.phase("burst", expectedSeconds: options.burstSeconds)
         var phase = try PhaseMeasurement(stage: stage)
         let burst = try EventBurst(connections: options.connections, batchSize: options.batchSize, seconds: options.burstSeconds)
             .run(burstChannels, gateways: [gateway.connector])
@@ -64,6 +65,7 @@ struct IngestBurst {
         // The burst channels' last states wait up to one minimum interval for their tokens; let
         // them go out before the latency phase so that they do not share its time.
         Thread.sleep(forTimeInterval: 3)
+        LoadProgress.shared.phase("paced events", expectedSeconds: options.latencySeconds)
         phase = try PhaseMeasurement(stage: stage)
         let probe = try MachineNoise(directory: stage.directory)
         let timings = try PacedEvents(channels: latencyChannels, connections: options.latencyConnections,
@@ -78,6 +80,7 @@ struct IngestBurst {
         log.say(String(format: "%d paced events, %d broadcasts: ingest→APNs p50 %.2f ms, p99 %.2f ms; machine reference p99 %.2f ms, "
                            + "sender late p99 %.2f ms", timings.count, latency.count, latency.p50, latency.p99, noise.referenceP99, lateness.p99))
 
+        LoadProgress.shared.phase("h2load ceiling")
         phase = try PhaseMeasurement(stage: stage)
         let ceiling = try stage.standardCeiling()
         timeline.add(try phase.finish(), label: "h2load ceiling")

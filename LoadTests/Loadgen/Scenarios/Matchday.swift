@@ -67,6 +67,8 @@ struct Matchday {
         var timeline = ScenarioTimeline()
         var arms: [Arm] = []
         for (label, schedule) in schedules {
+            LoadProgress.shared.phase(label, expectedSeconds: Double(schedule.matches.map(\.endOffsetNanoseconds).max() ?? 0) / 1e9,
+                                      matches: schedule.matches.count)
             let before = try Self.scrape(gateway)
             let phase = try PhaseMeasurement(stage: stage)
             let traffic = try MatchdayTraffic(schedule: schedule, connections: options.connections, connect: gateway.connector).run()
@@ -82,6 +84,7 @@ struct Matchday {
             arms.append(arm)
         }
 
+        LoadProgress.shared.phase("h2load ceiling")
         let ceilingPhase = try PhaseMeasurement(stage: stage)
         let ceiling = try stage.standardCeiling()
         timeline.add(try ceilingPhase.finish(), label: "h2load ceiling")

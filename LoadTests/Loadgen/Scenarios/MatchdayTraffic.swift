@@ -169,6 +169,7 @@ struct MatchdayTraffic {
             } else {
                 result.endsSent += 1
                 result.finishedAt = after
+                LoadProgress.shared.matchEnded()
             }
         }
         return result

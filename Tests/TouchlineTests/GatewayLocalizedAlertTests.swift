@@ -12,15 +12,10 @@ import TouchlineTesting
 /// sends itself, checked against the app's catalogue.
 @Suite(.heavy) struct GatewayLocalizedAlertTests {
     static func start(channels: InMemoryStore, apns: InMemoryAPNsPair, alertMode: AlertMode) throws -> (Gateway, GatewayTestClient) {
-        let settings = GatewayConfiguration.APNsSettings(keyPath: "/nonexistent/key.p8", keyID: "KEY", teamID: "TEAM",
-                                                         bundleID: "com.example.touchline", environment: .sandbox)
-        var configuration = GatewayConfiguration(apnsMode: .apple, apns: settings, listenHost: "127.0.0.1", listenPort: 0,
-                                                 dataDirectory: FileManager.default.temporaryDirectory.path,
-                                                 apiKeys: [.init(key: GatewayFixture.adminKey, scope: .admin)])
-        configuration.alertMode = alertMode
-        let gateway = Gateway(configuration: configuration,
-                              backends: .inMemory(channels: channels, personal: InMemoryStore(name: "personal"), apns: apns))
-        return (gateway, GatewayTestClient(port: try gateway.start(), key: GatewayFixture.adminKey))
+        let (gateway, port) = try InMemoryGatewayTests.start(channels: channels, personal: InMemoryStore(name: "personal"), apns: apns) {
+            $0.alertMode = alertMode
+        }
+        return (gateway, GatewayTestClient(port: port, key: GatewayFixture.adminKey))
     }
 
     /// The alerts of the broadcasts sent to `apnsID`, as JSON text.

@@ -10,13 +10,16 @@ import TouchlineTesting
 /// A gateway on the in-memory stores and APNs dispatch (`Gateway.Backends.inMemory`): no file,
 /// no connection, the provider API unchanged.
 @Suite(.heavy) struct InMemoryGatewayTests {
-    static func start(channels: InMemoryStore, personal: InMemoryStore, apns: InMemoryAPNsPair) throws -> (Gateway, Int) {
+    /// A gateway on the in-memory backends, `configure` changing its configuration first.
+    static func start(channels: InMemoryStore, personal: InMemoryStore, apns: InMemoryAPNsPair,
+                      configure: (inout GatewayConfiguration) -> Void = { _ in }) throws -> (Gateway, Int) {
         // APNs settings are required by `.apple` mode and ignored by the in-memory dispatch.
         let settings = GatewayConfiguration.APNsSettings(keyPath: "/nonexistent/key.p8", keyID: "KEY", teamID: "TEAM",
                                                          bundleID: "com.example.touchline", environment: .sandbox)
-        let configuration = GatewayConfiguration(apnsMode: .apple, apns: settings, listenHost: "127.0.0.1", listenPort: 0,
+        var configuration = GatewayConfiguration(apnsMode: .apple, apns: settings, listenHost: "127.0.0.1", listenPort: 0,
                                                  dataDirectory: FileManager.default.temporaryDirectory.path,
                                                  apiKeys: [.init(key: GatewayFixture.adminKey, scope: .admin)])
+        configure(&configuration)
         let gateway = Gateway(configuration: configuration, backends: .inMemory(channels: channels, personal: personal, apns: apns))
         return (gateway, try gateway.start())
     }

@@ -69,8 +69,9 @@ final class Channel: @unchecked Sendable {
 
     /// True while the match is live, when a silent feed counts as stalled: a sports channel
     /// whose state says `live`; a channel without a sport between its first event and its end.
+    /// A channel not active (being created, broken, damaged, ending) is never live.
     var isFeedLive: Bool {
-        guard engine.phase == .live else { return false }
+        guard status == .active, engine.phase == .live else { return false }
         return attributes == nil ? lastSeq > 0 : contentState[member: "status"] == .string("live")
     }
 

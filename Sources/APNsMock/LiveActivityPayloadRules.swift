@@ -148,16 +148,11 @@ enum LiveActivityPayloadRules {
 
     /// `title`, `subtitle` and `body` are strings or localisation objects; `sound` a name or a dictionary.
     private static func checkAlert(_ document: JSONDocument, _ alert: JSONDocument.Value) throws(MockAPNsRejection) {
-        for member in document.members(of: alert) {
-            for name in alertTextKeys where name.description != "sound" && document.keyEquals(member, name) {
-                switch member.value.kind {
-                case .string: break
-                case .object: try checkLocalizedText(document, member.value, at: "aps.alert.\(name)")
-                default: throw reject("aps.alert.\(name) must be a string or an object")
-                }
-            }
-            if document.keyEquals(member, "sound"), member.value.kind != .string, member.value.kind != .object {
-                throw reject("aps.alert.sound must be a string or an object")
+        // Plain strings, the common case, cost one kind test each.
+        for member in document.members(of: alert) where member.value.kind != .string {
+            for name in alertTextKeys where document.keyEquals(member, name) {
+                guard member.value.kind == .object else { throw reject("aps.alert.\(name) must be a string or an object") }
+                if name.description != "sound" { try checkLocalizedText(document, member.value, at: "aps.alert.\(name)") }
             }
         }
     }

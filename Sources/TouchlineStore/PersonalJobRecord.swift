@@ -7,7 +7,8 @@ public enum PersonalJobStatus: String, Sendable, CaseIterable {
     case pending
     /// Fanning out (or waiting for retries); resumes from its cursor after a restart.
     case running
-    /// Every target ended sent, dead-lettered or expired.
+    /// Every target ended sent, dead-lettered or expired (or, for a job with a `startAt`
+    /// finished before that time, cancelled: ``PersonalJobRecord/wasCancelled``).
     case done
 }
 
@@ -83,13 +84,21 @@ public struct PersonalJobRecord: Sendable, Equatable {
     public var endedAfterCursor: [String]
     public var counts: PersonalJobCounts
     public var updatedAt: UnixTime
+    /// The job waits until then (a scheduled kickoff); nil starts it at once.
+    public var startAt: UnixTime?
+
+    /// A scheduled job finished before its time: it can only have been cancelled (a job that
+    /// started cannot finish before it started), so no status of its own is stored.
+    public var wasCancelled: Bool { status == .done && startAt.map { updatedAt < $0 } == true }
     /// Why the stored row could not be read in full (the other members are then stand-ins).
     /// Never written.
     public var unreadable: String?
 
     public init(id: String, createdAt: UnixTime, audience: String, payload: [UInt8], priority: Int = 10,
                 expiration: UnixTime? = nil, status: PersonalJobStatus = .pending, cursor: String? = nil,
-                endedAfterCursor: [String] = [], counts: PersonalJobCounts = PersonalJobCounts(), updatedAt: UnixTime? = nil) {
+                endedAfterCursor: [String] = [], counts: PersonalJobCounts = PersonalJobCounts(), updatedAt: UnixTime? = nil,
+                startAt: UnixTime? = nil) {
+        self.startAt = startAt
         self.id = id
         self.createdAt = createdAt
         self.audience = audience

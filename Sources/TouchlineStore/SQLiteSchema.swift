@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 7
+    static let version: Int64 = 8
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -152,11 +152,16 @@ enum SQLiteSchema {
         CREATE TABLE IF NOT EXISTS registry_log (id INTEGER PRIMARY KEY CHECK (id = 1), sequence INTEGER NOT NULL);
         """
 
+    /// Version 8: a job may wait for a time (a scheduled kickoff, docs/personal-pushes.md).
+    static let scheduledStartStatements = """
+        ALTER TABLE personal_jobs ADD COLUMN start_at INTEGER;
+        """
+
     /// What each version adds, applied in order from the database's version.
     static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements),
                                                                  (4, probeStatements), (5, webhookStatements),
                                                                  (6, idempotencyStatements),
-                                                                 (7, registryLogStatements)]
+                                                                 (7, registryLogStatements), (8, scheduledStartStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

@@ -11,6 +11,25 @@ import TouchlineStore
         awaitResult { store.personalWriter.submit(operations, completion: $0) }
     }
 
+    /// A scheduled kickoff keeps its start time; one finished before it was cancelled, and no
+    /// resume picks it up.
+    @Test(arguments: PersonalStoreKind.allCases)
+    func aScheduledJobKeepsItsStartTimeAndCanBeCancelled(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
+        var scheduled = job("later", at: t0)
+        scheduled.startAt = t0 + .seconds(3600)
+        try Self.write(store, [.createJob(scheduled), .createJob(job("now", at: t0 + .seconds(1)))]).get()
+        let reader = try store.personalReader()
+        defer { reader.close() }
+        #expect(try reader.job(id: "later")?.startAt == t0 + .seconds(3600))
+        #expect(try reader.job(id: "now")?.startAt == nil)
+        #expect(try reader.job(id: "later")?.wasCancelled == false)
+        try Self.write(store, [.advanceJob(PersonalJobProgress(jobID: "later", cursor: nil, counts: PersonalJobCounts(), status: .done,
+                                                               at: t0 + .seconds(5)))]).get()
+        #expect(try reader.job(id: "later")?.wasCancelled == true && reader.job(id: "later")?.startAt == t0 + .seconds(3600))
+        #expect(try reader.jobs(status: .pending, limit: 10).map(\.id) == ["now"])
+    }
+
     @Test(arguments: PersonalStoreKind.allCases)
     func aJobIsCheckpointedWithItsOutcomesAndFinished(kind: PersonalStoreKind) async throws {
         let store = try await kind.open()

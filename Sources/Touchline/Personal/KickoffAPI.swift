@@ -11,16 +11,68 @@ import TouchlineStore
 /// (one payload encoded once, fanned out on the personal loop, answered 202 once durable), but
 /// scoped like the channel's other routes: an admin key or a provider key whose prefix covers it.
 ///
+/// With `at` (Unix seconds) the kickoff is **scheduled**: stored at once (202 means stored), it
+/// waits on the personal queue until then, also across restarts; `GET /v1/channels/{id}/starts`
+/// lists the channel's waiting starts and `DELETE /v1/channels/{id}/starts/{job}` cancels one
+/// (``PersonalDispatcher/cancelScheduled(_:into:answer:)``).
+///
 /// Holds the channels (the start names the channel's APNs id and takes its content-state) and
 /// the job intake it shares with the other personal routes.
 struct KickoffAPI: APIFeature {
     let channels: ChannelService
     let intake: PersonalJobIntake
 
+    /// How far ahead a start may be scheduled: a morning's kickoffs, or a week's.
+    static let longestScheduleAhead = Duration.seconds(7 * 86_400)
+
     func addRoutes(to router: inout APIRouter) {
         router.add(.post, "/v1/channels/{id}/start", scope: .channel(parameter: "id")) { call throws(HTTPError) in
             try intake.idempotently(call, route: PersonalJobIntake.idempotentRoutes.kickoff) { claim throws(HTTPError) in
                 try startActivities(call, idempotency: claim)
+            }
+        }
+        router.add(.get, "/v1/channels/{id}/starts", scope: .channel(parameter: "id")) { call throws(HTTPError) in
+            try listStarts(call)
+        }
+        router.add(.delete, "/v1/channels/{id}/starts/{job}", scope: .channel(parameter: "id")) { call throws(HTTPError) in
+            try cancelStart(call)
+        }
+    }
+
+    /// `{"starts": [{"jobId", "at", "audience"}]}`: the channel's kickoffs waiting for their time.
+    private func listStarts(_ call: APICall) throws(HTTPError) {
+        let channel = try channels.channel(call)
+        let request = call.request
+        guard let apnsID = channel.apnsChannelID else {
+            request.respond(.json(status: 200, ["starts": []]))
+            return
+        }
+        intake.personal.scheduledStarts(into: apnsID) { records in
+            let starts = records.map { record -> JSONValue in
+                .object([.init("jobId", .string(record.id)), .init("at", .integer((record.startAt ?? record.createdAt).seconds)),
+                         .init("audience", (try? JSONParser.parse(Array(record.audience.utf8))) ?? .null)])
+            }
+            request.respond(.json(status: 200, ["starts": .array(starts)]))
+        }
+    }
+
+    /// Cancels a waiting start: 200 once it is stored cancelled; 409 when it no longer waits.
+    private func cancelStart(_ call: APICall) throws(HTTPError) {
+        let channel = try channels.channel(call)
+        let request = call.request
+        let jobID = try call.parameters.string("job")
+        try intake.personalStore.requireWritable()
+        intake.personal.cancelScheduled(jobID, into: channel.apnsChannelID ?? "") { outcome in
+            switch outcome {
+            case .cancelled:
+                request.respond(.json(status: 200, ["jobId": .string(jobID), "status": "cancelled"]))
+            case .notWaiting:
+                request.respond(HTTPError(status: 409, code: "start_not_waiting",
+                                          message: "job '\(jobID)' is not a start into channel '\(channel.id)' that waits for its time "
+                                              + "(it started, finished or was cancelled, or it never was one)").response)
+            case .failed(let reason):
+                request.respond(HTTPError(status: 503, code: "store_failed", message: "cancelling the start was not stored: \(reason)",
+                                          headers: [("Retry-After", "1")]).response)
             }
         }
     }
@@ -37,7 +89,8 @@ struct KickoffAPI: APIFeature {
                             message: "channel '\(channelID)' is \(channel.status.rawValue); activities started now would subscribe to a channel that no longer updates")
         }
         let body = try RequestBody(parsing: request.body, allowed: ["audience", "attributesType", "attributes", "alert", "contentState",
-                                                                           "priority", "expiration"])
+                                                                           "priority", "expiration", "at"])
+        let startAt = try scheduledTime(in: body)
         let audienceFields = try RequestBody(try body.required(body.object("audience"), "audience"), allowed: ["follows"], prefix: "audience.")
         let follow = try TokenRegistration.validFollow(try audienceFields.required(audienceFields.string("follows"), "follows"),
                                                     field: "follows", in: audienceFields)
@@ -55,8 +108,33 @@ struct KickoffAPI: APIFeature {
         }
         let payload = LiveActivityPayload(timestamp: intake.clock.now(), event: .start, contentState: contentState, alert: try PersonalJobIntake.alert(in: body, requiredFor: "a kickoff's start"),
                                           attributesType: attributesType, attributes: attributes, inputPushChannel: apnsID).encoded()
-        let job = try intake.personalJob(audience: .follows(follow), payload: payload, priority: try PersonalJobIntake.priority(in: body),
-                                         expiration: try PersonalJobIntake.expiration(in: body), claim: claim)
-        try intake.submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
+        let expiration = try PersonalJobIntake.expiration(in: body)
+        if let startAt, let expiration, expiration <= startAt {
+            throw body.invalid("expiration", "must be after 'at' (\(startAt.seconds)): the start would expire before it begins")
+        }
+        var job = try intake.personalJob(audience: .follows(follow), payload: payload, priority: try PersonalJobIntake.priority(in: body),
+                                         expiration: expiration, claim: claim)
+        job.startAt = startAt
+        var answer: [JSONValue.Member] = [.init("jobId", .string(job.id))]
+        if let startAt { answer.append(.init("at", .integer(startAt.seconds))) }
+        try intake.submitPersonalJobs([job], for: request, answer: .object(answer), idempotency: claim)
+    }
+
+    /// `at`: Unix seconds in the future, at most ``longestScheduleAhead`` away; nil starts at once.
+    private func scheduledTime(in body: RequestBody) throws(HTTPError) -> UnixTime? {
+        guard let seconds = try body.integer("at") else { return nil }
+        guard intake.sharedJobs == nil else {
+            throw HTTPError(status: 422, code: "scheduling_unavailable",
+                            message: "'at' is not available with store.backend \"jetstream\" yet; send the start at its time")
+        }
+        let now = intake.clock.now()
+        let latest = now + Self.longestScheduleAhead
+        guard seconds > now.seconds else {
+            throw body.invalid("at", "must be in the future (Unix seconds), got \(seconds), now \(now.seconds); leave it out to start now")
+        }
+        guard seconds <= latest.seconds else {
+            throw body.invalid("at", "must be at most 7 days ahead (\(latest.seconds)), got \(seconds)")
+        }
+        return UnixTime(seconds: seconds)
     }
 }

@@ -81,22 +81,27 @@ struct PersonalAPI: APIFeature {
             request.respond(Self.brokenAnswer(id, reason: reason))
             return
         }
-        let job: (status: PersonalJobStatus, counts: PersonalJobCounts)?
-        do { job = try intake.tokenReader.jobProgress(id: id) } catch {
+        let job: PersonalJobRecord?
+        do { job = try intake.tokenReader.job(id: id) } catch {
             throw HTTPError(status: 500, code: "store_failed", message: "reading the job failed: \(error)")
         }
         guard let job else { throw HTTPError(status: 404, code: "job_not_found", message: "no personal job with id '\(id)'") }
-        request.respond(Self.answer(id, job))
+        request.respond(Self.answer(id, (job.status, job.counts), startAt: job.startAt, cancelled: job.wasCancelled))
     }
 
-    private static func answer(_ id: String, _ job: (status: PersonalJobStatus, counts: PersonalJobCounts)) -> HTTPResponse {
+    /// The job as the API shows it; a scheduled one with its `startAt`, and `cancelled` when it
+    /// was cancelled before its time.
+    private static func answer(_ id: String, _ job: (status: PersonalJobStatus, counts: PersonalJobCounts), startAt: UnixTime? = nil,
+                               cancelled: Bool = false) -> HTTPResponse {
         let counts = job.counts
         let failed = counts.failed.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, .integer($0.value)) }
-        return .json(status: 200, .object([
-            .init("jobId", .string(id)), .init("status", .string(job.status.rawValue)),
+        var members: [JSONValue.Member] = [
+            .init("jobId", .string(id)), .init("status", .string(cancelled ? "cancelled" : job.status.rawValue)),
             .init("targeted", .integer(counts.targeted)), .init("sent", .integer(counts.sent)), .init("failed", .object(failed)),
             .init("expired", .integer(counts.expired)), .init("pending", .integer(counts.pending)),
-        ]))
+        ]
+        if let startAt { members.append(.init("startAt", .integer(startAt.seconds))) }
+        return .json(status: 200, .object(members))
     }
 
     private static func brokenAnswer(_ id: String, reason: String) -> HTTPResponse {

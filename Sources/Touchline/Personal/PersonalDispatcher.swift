@@ -19,8 +19,8 @@ final class PersonalDispatcher: @unchecked Sendable {
     let loop: EventLoop
     private let apns: any PersonalAPNsDispatch
     private let reader: any PersonalStoreReader
-    private let store: any PersonalStoreWriter
-    private let clock: any WallClock
+    let store: any PersonalStoreWriter
+    let clock: any WallClock
     private let settings: PersonalQueueSettings
     /// Registry tokens of this APNs environment only are targeted (nil: any, for custom endpoints).
     private let tokenEnvironment: TokenEnvironment?
@@ -30,13 +30,17 @@ final class PersonalDispatcher: @unchecked Sendable {
     private let webhooks: WebhookDelivery?
     private var jobs: [String: PersonalJobRun] = [:]
     private var inFlight = 0
-    private var isStopping = false
+    private(set) var isStopping = false
     /// Jobs with answers since their last `nextSends`, advanced once at the end of the loop
     /// turn: one batch of new sends per read instead of one call per answer.
     private var answeredJobs: [PersonalJobRun] = []
     private var turnEnd: LoopTimer?
     /// The channels kickoffs may still name (see ``KickoffChannels``).
     private var kickoffChannels = KickoffChannels()
+    /// Kickoffs waiting for their time, and the timer of the next (on the loop; see
+    /// `PersonalDispatcher+Schedule.swift`).
+    var scheduled = ScheduledStarts()
+    var scheduleTimer: LoopTimer?
     /// Stored jobs that failed their check at resume, with the reason: never run, shown to operators.
     private(set) var brokenJobs: [String: String] = [:]
     /// Counters for `/metrics` and the stats, on this loop.
@@ -124,6 +128,7 @@ final class PersonalDispatcher: @unchecked Sendable {
             kickoffChannels.closed(apnsChannelID, settled: settled)
             // On a cluster, the kickoff's slices elsewhere are cancelled through the job bucket.
             sharedJobs?.cancelKickoffs(into: apnsChannelID)
+            for start in scheduled.starts(into: apnsChannelID) { cancelScheduled(start.record.id) { _ in } }
             let now = clock.now()
             for running in jobs.values where running.inputPushChannel == apnsChannelID {
                 log.notice("the job's channel ended: targets not sent yet count as expired", job: running.id)
@@ -154,6 +159,7 @@ final class PersonalDispatcher: @unchecked Sendable {
     func shutdown(gracePeriod: Duration, isCutShort: @escaping @Sendable () -> Bool = { false }) async {
         _ = try? await loop.submit { [self] in
             isStopping = true
+            scheduleTimer?.cancel()
             for running in jobs.values {
                 running.timer?.cancel()
                 running.saveTimer?.cancel()
@@ -199,6 +205,10 @@ final class PersonalDispatcher: @unchecked Sendable {
             log.error("the stored job cannot run: \(error); it is shown as broken and never sent", job: record.id)
             brokenJobs[record.id] = error.description
             return
+        }
+        if record.status == .pending, let at = record.startAt, at > clock.now() {
+            scheduled.add(record, inputPushChannel: stored.inputPushChannel)
+            return armScheduleTimer()
         }
         let retries: [PersonalJobRetry]
         do {

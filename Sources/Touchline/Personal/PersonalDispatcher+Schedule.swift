@@ -1,0 +1,62 @@
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// Scheduled kickoffs (`POST /v1/channels/{id}/start` with `at`): the job is stored `pending`
+/// with its `startAt` and waits here, on the personal loop, until then; a restart finds it in the
+/// store again. Cancelling stores it done before its time (``PersonalJobRecord/wasCancelled``),
+/// only while it still waits, so a start is either cancelled or sent, never both.
+extension PersonalDispatcher {
+    /// What a cancellation found.
+    enum Cancellation: Sendable, Equatable {
+        case cancelled
+        /// It is no longer waiting: started (or finished), or not a scheduled job of this gateway.
+        case notWaiting
+        case failed(String)
+    }
+
+    /// Cancels the scheduled job `jobID` (a start into `apnsChannelID`, when given) if it still
+    /// waits: stored done before its time, then `answer` (on the personal loop). A failed write leaves it
+    /// waiting. Any thread.
+    func cancelScheduled(_ jobID: String, into apnsChannelID: String? = nil, answer: @escaping @Sendable (Cancellation) -> Void) {
+        loop.execute { [self] in
+            guard let start = scheduled.remove(jobID) else { return answer(.notWaiting) }
+            if let apnsChannelID, start.inputPushChannel != apnsChannelID {
+                scheduled.add(start.record, inputPushChannel: start.inputPushChannel)
+                return answer(.notWaiting)
+            }
+            // Finished before its time: cancelled (``PersonalJobRecord/wasCancelled``).
+            let progress = PersonalJobProgress(jobID: jobID, cursor: nil, counts: start.record.counts, status: .done,
+                                               at: min(clock.now(), UnixTime(nanoseconds: start.at.nanoseconds - 1)))
+            store.submit([.advanceJob(progress)]) { [self] result in
+                loop.execute { [self] in
+                    switch result {
+                    case .success:
+                        answer(.cancelled)
+                    case .failure(let error):
+                        scheduled.add(start.record, inputPushChannel: start.inputPushChannel)
+                        answer(.failed("\(error)"))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The kickoffs waiting to start into `apnsChannelID`, earliest first (`answer` on the
+    /// personal loop). Any thread.
+    func scheduledStarts(into apnsChannelID: String, answer: @escaping @Sendable ([PersonalJobRecord]) -> Void) {
+        loop.execute { [self] in answer(scheduled.starts(into: apnsChannelID).map(\.record)) }
+    }
+
+    /// Arms the timer for the next start due (on the loop).
+    func armScheduleTimer() {
+        guard !isStopping, let next = scheduled.next else { return }
+        let timer = scheduleTimer ?? LoopTimer(loop: loop) { [self] in
+            for start in scheduled.takeDue(at: clock.now()) { run(start.record) }
+            armScheduleTimer()
+        }
+        scheduleTimer = timer
+        let delay = next - clock.now()
+        timer.schedule(after: delay > .zero ? delay : .zero)
+    }
+}

@@ -115,6 +115,10 @@ struct ClusterPersonalJobTests {
         let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: gateways[0].patientAdmin)
         #expect(job.progress?.integer("targeted") == 400 && job.progress?.integer("sent") == 400 && job.progress?.integer("pending") == 0,
                 "\(String(describing: job.progress))")
+        // The other gateway's view follows the job bucket through its watch: it catches up.
+        try await eventually("the other gateway to see the job done") {
+            (try? gateways[1].patientAdmin.request("GET", "/v1/personal/\(job.id)").json?.string("status")) == "done"
+        }
         let otherView = try gateways[1].patientAdmin.request("GET", "/v1/personal/\(job.id)").json
         #expect(otherView?.string("status") == "done" && otherView?.integer("sent") == 400)
 

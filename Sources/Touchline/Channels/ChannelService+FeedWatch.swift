@@ -1,3 +1,4 @@
+import Foundation
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
@@ -49,7 +50,8 @@ extension ChannelService {
         for report in reports {
             switch report {
             case .stalled(_, let silence):
-                log.warning("the channel's feed stalled: no event for \(Int(silence.inSeconds)) s while the match is live", channel: channel.id)
+                log.warning("the channel's feed stalled: no event for \(String(format: "%.1f", silence.inSeconds)) s while the match is live",
+                            channel: channel.id)
             case .recovered(let since):
                 log.notice("the channel's feed recovered after \(Int((clock.now() - since).inSeconds)) s", channel: channel.id)
             case .gap(let from, let to):

@@ -85,7 +85,8 @@ import TouchlineStore
             writer.close()
         }
         let old = try SQLiteConnection(path: path)
-        try old.execute("DROP TABLE idempotency_keys; PRAGMA user_version = 4")
+        // What version 4 had: no idempotency table, no job start time (version 8).
+        try old.execute("DROP TABLE idempotency_keys; ALTER TABLE personal_jobs DROP COLUMN start_at; PRAGMA user_version = 4")
         old.close()
 
         let writer = try StoreWriter(path: path)
@@ -94,6 +95,6 @@ import TouchlineStore
         let reader = try SQLiteTokenReader(path: path)
         defer { reader.close() }
         #expect(try reader.idempotencyRecord(scope: "scope-a", route: "POST /v1/personal", key: "k1", at: t0) == Self.record("k1"))
-        #expect(try reader.job(id: "job-1") != nil)
+        #expect(try reader.job(id: "job-1") != nil && reader.job(id: "job-1")?.startAt == nil)
     }
 }

@@ -105,6 +105,10 @@ struct ClusterGatewayTests {
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
         let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) })
+        // As the cluster job tests do: a job started while partitions still move between the
+        // gateways timed out in one CI run (a rebalance does not save a slice before moving it;
+        // noted under issue 14).
+        try await eventually("both gateways serve partitions") { ClusterPersonalJobTests.everyGatewayServes(gateways.map(\.patientAdmin)) }
         let fans = (0..<6).map(GatewayPersonalAPITests.token)
         for (n, token) in fans.enumerated() {
             try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: gateways[n % 2].patientAdmin)

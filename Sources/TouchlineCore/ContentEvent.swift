@@ -59,10 +59,10 @@ public struct ContentPatchEvent: Sendable, Equatable {
     /// with exactly its number of arguments, each 1 to 64 characters. A key the catalogue lacks
     /// would show as the key itself on the phone, and missing arguments as blanks: refused.
     private static func text(_ fields: inout EventFields, _ name: String) throws(EventValidationError) -> LiveActivityAlert.Text {
-        guard case .object = fields.value(name) else {
+        guard let value = fields.value(name), case .object = value else {
             return .plain(try fields.required(fields.string(name, maxLength: 256), name))
         }
-        var localized = try EventFields(fields.value(name)!, what: "alert.\(name)", prefix: "alert.\(name).")
+        var localized = try EventFields(value, what: "alert.\(name)", prefix: "alert.\(name).")
         let keyName = try localized.required(localized.string("loc-key", maxLength: 128), "loc-key")
         guard let key = AlertKey(rawValue: keyName) else {
             throw localized.error("loc-key", "must be a key of the app's string catalogue (AlertKey), got \"\(keyName)\"")

@@ -1,6 +1,6 @@
 /// One look at a running load scenario, as a person watching it wants it: where it is, how
 /// long it has run and has left, the current request rate and p99, and how many matches ended.
-public struct ProgressLine: Sendable, Equatable {
+public struct ProgressLine: Sendable {
     public var scenario: String
     /// The phase under way ("uniform pacing (baseline)", "paced events"); empty before the first.
     public var phase: String
@@ -42,6 +42,4 @@ public struct ProgressLine: Sendable, Equatable {
         let two = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
         return hours > 0 ? "\(hours):\(two(minutes)):\(two(secs))" : "\(minutes):\(two(secs))"
     }
-
-    public static func == (a: ProgressLine, b: ProgressLine) -> Bool { a.rendered() == b.rendered() }
 }

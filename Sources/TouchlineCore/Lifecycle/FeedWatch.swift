@@ -28,8 +28,14 @@ public struct FeedWatch: Sendable, Equatable {
     public private(set) var stalledSince: UnixTime?
     public private(set) var stalls = 0
     public private(set) var gaps = 0
-    /// The latest gap: the last `seq` before it and the first after it.
-    public private(set) var lastGap: (from: Int64, to: Int64)?
+    /// The latest gap.
+    public private(set) var lastGap: Gap?
+
+    /// A jump of `seq`: the last one before it and the first after it.
+    public struct Gap: Sendable, Equatable {
+        public var from: Int64
+        public var to: Int64
+    }
 
     public init(stallAfter: Duration, watchingFrom now: UnixTime) {
         self.stallAfter = stallAfter
@@ -52,7 +58,7 @@ public struct FeedWatch: Sendable, Equatable {
             if previous > 0, seq > previous + 1 {
                 reports.append(.gap(from: previous, to: seq))
                 gaps += 1
-                lastGap = (previous, seq)
+                lastGap = Gap(from: previous, to: seq)
             }
             previous = seq
         }
@@ -74,10 +80,5 @@ public struct FeedWatch: Sendable, Equatable {
         stalledSince = now
         stalls += 1
         return .stalled(lastEventAt: lastEventAt, silence: now - lastEventAt)
-    }
-
-    public static func == (a: FeedWatch, b: FeedWatch) -> Bool {
-        a.stallAfter == b.stallAfter && a.lastEventAt == b.lastEventAt && a.stalledSince == b.stalledSince && a.stalls == b.stalls
-            && a.gaps == b.gaps && a.lastGap?.from == b.lastGap?.from && a.lastGap?.to == b.lastGap?.to
     }
 }

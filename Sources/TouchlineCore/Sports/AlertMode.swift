@@ -1,3 +1,5 @@
+import TouchlineActivity
+
 /// How the alerts the gateway composes are written: as finished English text, or as
 /// localization keys with arguments that each phone resolves in its own language.
 ///
@@ -17,5 +19,17 @@ extension AlertMode {
         var fields = try EventFields(json, what: "alerts")
         self = try fields.required(fields.choice("mode", AlertMode.self), "mode")
         try fields.rejectUnknown()
+    }
+}
+
+extension AlertMode {
+    /// An alert in this mode: `titleText` and `text` as they are, or the keys `title` (no
+    /// arguments) and `body` with `arguments`, which each phone resolves in its own language.
+    func alert(_ title: AlertKey, _ titleText: String, body: AlertKey, _ arguments: [String], text: String) -> LiveActivityAlert {
+        switch self {
+        case .text: LiveActivityAlert(title: .plain(titleText), body: .plain(text))
+        case .localized: LiveActivityAlert(title: .localized(key: title.rawValue, arguments: []),
+                                           body: .localized(key: body.rawValue, arguments: arguments))
+        }
     }
 }

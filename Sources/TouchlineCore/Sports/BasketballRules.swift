@@ -76,9 +76,14 @@ public enum BasketballRules: SportRules {
             if status != .live { setClock(nil, running: false, in: &state, at: now) }
             switch status {
             case .live where state.period.isEmpty:
-                return SportChange(state: state, importance: .normal, alert: alert(.basketballTipOffTitle, "Tip-off", teams: attributes, alerts))
+                let teams = [attributes.homeCode, attributes.awayCode]
+                return SportChange(state: state, importance: .normal,
+                                   alert: alerts.alert(.basketballTipOffTitle, "Tip-off", body: .basketballTeams, teams, text: "\(teams[0]) v \(teams[1])"))
             case .finished:
-                return SportChange(state: state, importance: .critical, alert: alert(.basketballFinalTitle, "Final", score: state, attributes, alerts))
+                let score = [attributes.homeCode, String(state.homeScore), String(state.awayScore), attributes.awayCode]
+                return SportChange(state: state, importance: .critical,
+                                   alert: alerts.alert(.basketballFinalTitle, "Final", body: .basketballScore, score,
+                                                       text: "\(score[0]) \(score[1])-\(score[2]) \(score[3])"))
             default: return SportChange(state: state, importance: .normal)
             }
         case .period(let label, let seconds, let running):
@@ -130,24 +135,6 @@ public enum BasketballRules: SportRules {
         }
         if let running { state.clockRunning = running }
         state.clockEndsAt = state.clockRunning ? now + state.clockSeconds : nil
-    }
-
-    private static func alert(_ title: AlertKey, _ text: String, teams attributes: MatchAttributes, _ mode: AlertMode) -> LiveActivityAlert {
-        switch mode {
-        case .text: LiveActivityAlert(title: .plain(text), body: .plain("\(attributes.homeCode) v \(attributes.awayCode)"))
-        case .localized: LiveActivityAlert(title: .localized(key: title.rawValue, arguments: []),
-                                           body: .localized(key: AlertKey.basketballTeams.rawValue, arguments: [attributes.homeCode, attributes.awayCode]))
-        }
-    }
-
-    private static func alert(_ title: AlertKey, _ text: String, score state: BasketballContentState, _ attributes: MatchAttributes,
-                              _ mode: AlertMode) -> LiveActivityAlert {
-        let score = [attributes.homeCode, String(state.homeScore), String(state.awayScore), attributes.awayCode]
-        return switch mode {
-        case .text: LiveActivityAlert(title: .plain(text), body: .plain("\(score[0]) \(score[1])-\(score[2]) \(score[3])"))
-        case .localized: LiveActivityAlert(title: .localized(key: title.rawValue, arguments: []),
-                                           body: .localized(key: AlertKey.basketballScore.rawValue, arguments: score))
-        }
     }
 
     /// "GSW 71-68 BOS, Q3 7:11".

@@ -8,14 +8,17 @@ public enum Sport: String, Sendable, CaseIterable {
     case basketball
     case tennis
 
-    /// The event `type`s of the sport, for messages.
-    var eventTypes: [String] {
+    /// The sport's rules.
+    var rules: any SportRules.Type {
         switch self {
-        case .football: FootballRules.eventTypes
-        case .basketball: BasketballRules.eventTypes
-        case .tennis: TennisRules.eventTypes
+        case .football: FootballRules.self
+        case .basketball: BasketballRules.self
+        case .tennis: TennisRules.self
         }
     }
+
+    /// The event `type`s of the sport, for messages.
+    var eventTypes: [String] { rules.eventTypes }
 }
 
 /// The rules of one sport, pure: parse and validate its events, fold them into its content-state
@@ -113,21 +116,15 @@ public struct SportsChannel: Sendable {
 
     /// The state before the first event.
     public var initialState: JSONValue {
-        switch sport {
-        case .football: FootballRules.initialState(attributes).json
-        case .basketball: BasketballRules.initialState(attributes).json
-        case .tennis: TennisRules.initialState(attributes).json
-        }
+        func initial<R: SportRules>(_: R.Type) -> JSONValue { R.initialState(attributes).json }
+        return initial(sport.rules)
     }
 
     /// `state` read as the sport's content-state and written back (members in their order);
     /// throws naming what does not fit.
     public func validated(state: JSONValue) throws(EventValidationError) -> JSONValue {
-        switch sport {
-        case .football: try FootballRules.State(json: state).json
-        case .basketball: try BasketballRules.State(json: state).json
-        case .tennis: try TennisRules.State(json: state).json
-        }
+        func validated<R: SportRules>(_: R.Type) throws(EventValidationError) -> JSONValue { try R.State(json: state).json }
+        return try validated(sport.rules)
     }
 
     /// Parses an event by the channel's sport.
@@ -152,10 +149,7 @@ public struct SportsChannel: Sendable {
 
     /// One line for operators; nil when `state` is not this sport's.
     public func summary(of state: JSONValue) -> String? {
-        switch sport {
-        case .football: (try? FootballRules.State(json: state)).map { FootballRules.summary($0, attributes) }
-        case .basketball: (try? BasketballRules.State(json: state)).map { BasketballRules.summary($0, attributes) }
-        case .tennis: (try? TennisRules.State(json: state)).map { TennisRules.summary($0, attributes) }
-        }
+        func summary<R: SportRules>(_: R.Type) -> String? { (try? R.State(json: state)).map { R.summary($0, attributes) } }
+        return summary(sport.rules)
     }
 }

@@ -176,10 +176,6 @@ struct TennisAlerts {
     }
 
     private func alert(_ title: AlertKey, _ titleText: String, body: AlertKey, _ arguments: [String], text: String) -> LiveActivityAlert {
-        switch mode {
-        case .text: LiveActivityAlert(title: .plain(titleText), body: .plain(text))
-        case .localized: LiveActivityAlert(title: .localized(key: title.rawValue, arguments: []),
-                                           body: .localized(key: body.rawValue, arguments: arguments))
-        }
+        mode.alert(title, titleText, body: body, arguments, text: text)
     }
 }

@@ -65,7 +65,7 @@ let package = Package(
         // The dashboard's page, script and style are real files, compiled into the binary as bytes
         // (`PackageResources`), so the gateway stays one file to deploy.
         .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
-                                                 "APNsMock", "NATS", "TouchlineJetStream"],
+                                                 "APNsMock", "Measurements", "NATS", "TouchlineJetStream"],
                 resources: [.embedInCode("Dashboard/dashboard.html"), .embedInCode("Dashboard/dashboard.js"),
                             .embedInCode("Dashboard/dashboard.css")]),
         .executableTarget(name: "touchline", dependencies: ["CommandLineOptions", "Touchline", "APNs", "APNsMock", "TouchlineRuntime"]),

@@ -7,10 +7,16 @@ import Foundation
 public enum DedicatedThread {
     public static func run<T: Sendable>(name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<T, any Error>) in
-            let thread = Thread { done.resume(with: Result { try body() }) }
-            thread.name = name
-            thread.start()
+            start(name: name) { done.resume(with: Result { try body() }) }
         }
+    }
+
+    /// Starts `body` on a thread of its own and returns at once: for blocking work a loop hands
+    /// off (a long store read), whose result goes back through the loop's `execute`.
+    public static func start(name: String, _ body: @escaping @Sendable () -> Void) {
+        let thread = Thread { body() }
+        thread.name = name
+        thread.start()
     }
 
     /// ``run(name:_:)`` for work that cannot fail.

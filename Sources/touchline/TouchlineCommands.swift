@@ -15,6 +15,7 @@ enum TouchlineCommands {
                                    + "a short sample match, printing the broadcasts APNs receives"),
             HealthCommand.declaration,
             MigrateCommand.declaration,
+            ReplayCommand.declaration,
             CommandDeclaration(name: "apns-demo", summary: "show the APNs client alone against the bundled mock: create a broadcast "
                                    + "channel, publish to it, push to device tokens"),
             CommandDeclaration(name: "version", summary: "print the version"),

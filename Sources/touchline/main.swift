@@ -22,6 +22,8 @@ case "demo":
     exit(await MatchDemoCommand.run())
 case "migrate":
     exit(MigrateCommand.run(parsed))
+case "replay":
+    exit(ReplayCommand.run(parsed))
 case "health":
     exit(HealthCommand.run(url: parsed.positionals.first))
 case "apns-demo":

@@ -1,4 +1,5 @@
 import Foundation
+import Measurements
 import LoadKit
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import FoundationXML
-@testable import LoadKit
-import Measurements
+import LoadKit
+@testable import Measurements
 import Testing
 
 @Suite struct SVGChartTests {

@@ -1,3 +1,5 @@
+import Measurements
+
 /// One look at a running load scenario, as a person watching it wants it: where it is, how
 /// long it has run and has left, the current request rate and p99, and how many matches ended.
 public struct ProgressLine: Sendable {

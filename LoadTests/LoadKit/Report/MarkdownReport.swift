@@ -1,3 +1,5 @@
+import Measurements
+
 /// Renders a `BenchmarkReport` as Markdown for people: the run's `summary.md`, and the compact
 /// table that docs/benchmarks.md keeps of the latest standard run.
 public enum MarkdownReport {

@@ -1,4 +1,5 @@
 import Foundation
+import Measurements
 
 /// Where a run's results go: one folder per run, named by its UTC start time, holding
 /// `result.json`, `summary.md` and one chart per scenario, with `latest` pointing at the newest.

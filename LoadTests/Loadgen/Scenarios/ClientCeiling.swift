@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import LoadKit
+import Measurements
 import TouchlineCore
 import TouchlineRuntime
 

@@ -1,5 +1,6 @@
 import Foundation
 import LoadKit
+import Measurements
 import TouchlineCore
 
 /// `merge-patch`: the cost of an RFC 7396 merge patch per member, from 1,000 to 100,000 members.

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import LoadKit
+import Measurements
 import NATS
 import NATSServers
 import Synchronization

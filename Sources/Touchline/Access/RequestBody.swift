@@ -57,6 +57,12 @@ struct RequestBody {
         return number
     }
 
+    func bool(_ name: String) throws(HTTPError) -> Bool? {
+        guard let value = value(name) else { return nil }
+        guard case .bool(let flag) = value else { throw wrongType(name, "true or false") }
+        return flag
+    }
+
     func object(_ name: String) throws(HTTPError) -> JSONValue? {
         guard let value = value(name) else { return nil }
         guard case .object = value else { throw wrongType(name, "a JSON object") }

@@ -16,6 +16,10 @@ final class Channel: @unchecked Sendable {
     /// How the reducer writes the alerts it composes (fixed at creation).
     let alertMode: AlertMode
     let createdAt: UnixTime
+    /// Set on a channel that records its feed for export and replay (`recordFeed`).
+    let recording: FeedRecording?
+    /// Events the recording holds (at most ``FeedRecording/maximumEvents``).
+    var recordedEvents = 0
     /// The channel's life at APNs (create, adoption, deletion), and the requests waiting for
     /// its create to settle.
     var lifecycle: ChannelLifecycle<HTTPRequest>
@@ -48,13 +52,15 @@ final class Channel: @unchecked Sendable {
     var activity = ChannelActivity()
 
     init(id: String, storage: ChannelStorage, policy: ChannelPolicy, attributes: MatchAttributes?, alertMode: AlertMode, createdAt: UnixTime,
-         lifecycle: ChannelLifecycle<HTTPRequest>, engine: ChannelEngine, contentState: JSONValue, lastSeq: Int64, persistedStatus: ChannelStatus) {
+         recording: FeedRecording? = nil, lifecycle: ChannelLifecycle<HTTPRequest>, engine: ChannelEngine, contentState: JSONValue, lastSeq: Int64,
+         persistedStatus: ChannelStatus) {
         self.id = id
         self.storage = storage
         self.policy = policy
         self.attributes = attributes
         self.alertMode = alertMode
         self.createdAt = createdAt
+        self.recording = recording
         self.lifecycle = lifecycle
         self.engine = engine
         downgradesSeen = engine.counters.budgetDowngrades
@@ -105,12 +111,14 @@ final class Channel: @unchecked Sendable {
 
     // MARK: Saved form
 
-    /// What the record's `policyJSON` holds: the channel's policy, its alert mode and, for
-    /// sports channels, its match attributes (all fixed at creation). A record written before
-    /// alert modes existed has none: its alerts stay text.
+    /// What the record's `policyJSON` holds: the channel's policy, its alert mode, for sports
+    /// channels its match attributes and, when it records its feed, the state before its first
+    /// event (all fixed at creation). A record written before alert modes existed has none:
+    /// its alerts stay text.
     var settingsJSON: String {
         var members = [JSONValue.Member("policy", policy.json), .init("alerts", alertsJSON)]
         if let attributes { members.append(.init("attributes", attributes.json)) }
+        if let recording { members.append(.init("recording", recording.json)) }
         return String(decoding: JSONValue.object(members).encoded, as: UTF8.self)
     }
 
@@ -161,6 +169,7 @@ final class Channel: @unchecked Sendable {
         let policy = try part("its policy") { try settings[member: "policy"].map { (value) throws in try ChannelPolicy(json: value) } ?? .default }
         let attributes = try part("its match attributes") { try settings[member: "attributes"].map { (value) throws in try MatchAttributes(json: value) } }
         let alertMode = try part("its alert mode") { try settings[member: "alerts"].map { (value) throws in try AlertMode(json: value) } ?? .text }
+        let recording = try part("its feed recording") { try settings[member: "recording"].map { (value) throws in try FeedRecording(json: value) } }
         let engine = try part("its engine snapshot") { () throws -> ChannelEngine in
             guard let saved = record.engineSnapshot else {
                 return ChannelEngine(policy: policy, storage: record.storagePolicy, jitterSeed: Self.jitterSeed(for: record.id), now: now)
@@ -181,7 +190,7 @@ final class Channel: @unchecked Sendable {
         let lifecycle = ChannelLifecycle<HTTPRequest>.restored(apnsChannelID: record.apnsChannelID, status: record.status, damage: nil,
                                                                jitterSeed: Self.jitterSeed(for: record.id))
         self.init(id: record.id, storage: record.storagePolicy, policy: policy, attributes: attributes, alertMode: alertMode, createdAt: record.createdAt,
-                  lifecycle: lifecycle, engine: engine, contentState: contentState,
+                  recording: recording, lifecycle: lifecycle, engine: engine, contentState: contentState,
                   lastSeq: record.lastSeq, persistedStatus: record.status)
         if record.status == .broken { brokenReason = ChannelEngine.Action.channelNotRegisteredReason }
         // The time of events before the restart is not kept: the silence counts from the restart.
@@ -199,8 +208,12 @@ final class Channel: @unchecked Sendable {
             .init("status", .string(status.rawValue)),
             .init("policy", policy.json),
             .init("alerts", alertsJSON),
+            .init("recordFeed", .bool(recording != nil)),
         ]
         if let attributes { members.append(.init("attributes", attributes.json)) }
+        if recording != nil {
+            members.append(.init("recording", ["events": .integer(Int64(recordedEvents)), "limit": .integer(Int64(FeedRecording.maximumEvents))]))
+        }
         members += [
             .init("contentState", contentState),
             .init("lastSeq", .integer(lastSeq)),

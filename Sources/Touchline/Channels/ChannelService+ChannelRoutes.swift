@@ -24,6 +24,9 @@ extension ChannelService: APIFeature {
         router.add(.post, "/v1/channels/{id}/end", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
             take(.end(call.request), for: try channel(call))
         }
+        router.add(.get, "/v1/channels/{id}/events/export", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+            try exportFeed(call)
+        }
     }
 
     /// The channel of a ``APIScope/channel(parameter:)`` route (its key is already checked):
@@ -40,7 +43,8 @@ extension ChannelService: APIFeature {
 
     private func create(_ call: APICall) throws(HTTPError) {
         let request = call.request
-        let body = try RequestBody(parsing: request.body, allowed: ["id", "storagePolicy", "policy", "attributes", "alerts", "initialState"])
+        let body = try RequestBody(parsing: request.body, allowed: ["id", "storagePolicy", "policy", "attributes", "alerts", "initialState",
+                                                                    "recordFeed"])
         let id = try body.required(body.string("id"), "id")
         guard (1...128).contains(id.utf8.count), id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }) else {
             throw body.invalid("id", "must be 1 to 128 characters of A-Z, a-z, 0-9, '-', '_', '.', ':'")
@@ -79,6 +83,12 @@ extension ChannelService: APIFeature {
             }
         }
 
+        let recordsFeed = try body.bool("recordFeed") ?? false
+        if recordsFeed, feedReader == nil {
+            throw HTTPError(status: 422, code: "recording_unavailable",
+                            message: "recordFeed needs the embedded store: a cluster gateway keeps events in the cluster's stream, not for export")
+        }
+
         try requireWritableStore()
         guard !isReconciling else {
             throw HTTPError(status: 503, code: "reconciling", message: "the gateway is reconciling channel creates after a restart; retry shortly",
@@ -90,7 +100,8 @@ extension ChannelService: APIFeature {
             let differing = [("storagePolicy", existing.storage != storage),
                              ("policy", try body.object("policy") != nil && existing.policy != policy),
                              ("attributes", attributes != nil && existing.attributes?.json != attributes?.json),
-                             ("alert mode", try body.object("alerts") != nil && existing.alertMode != alertMode)]
+                             ("alert mode", try body.object("alerts") != nil && existing.alertMode != alertMode),
+                             ("recordFeed", try body.bool("recordFeed") != nil && (existing.recording != nil) != recordsFeed)]
                 .filter(\.1).map(\.0)
             guard differing.isEmpty else {
                 throw HTTPError(status: 409, code: "channel_exists",
@@ -102,7 +113,7 @@ extension ChannelService: APIFeature {
         // The intent is durable before Apple is asked, so a lost answer can be reconciled.
         let (lifecycle, actions) = Lifecycle.created(for: request, jitterSeed: Channel.jitterSeed(for: id))
         let channel = Channel(id: id, storage: storage, policy: policy, attributes: attributes, alertMode: alertMode, createdAt: now,
-                              lifecycle: lifecycle,
+                              recording: recordsFeed ? FeedRecording(initialState: state) : nil, lifecycle: lifecycle,
                               engine: ChannelEngine(policy: policy, storage: storage, jitterSeed: Channel.jitterSeed(for: id), now: now),
                               contentState: state, lastSeq: 0, persistedStatus: .creating)
         channels[id] = channel

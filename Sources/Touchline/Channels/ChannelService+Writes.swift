@@ -105,6 +105,7 @@ extension ChannelService {
             channel.engine = write.engine
             channel.contentState = write.contentState
             channel.lastSeq = write.lastSeq
+            if channel.recording != nil { channel.recordedEvents += write.loggedEvents.count }
             if let status = write.endedStatus {
                 channel.persistedStatus = status
                 // The end is durable: no kickoff start may subscribe devices to this channel any more.

@@ -41,6 +41,10 @@ final class ChannelService: @unchecked Sendable {
     /// The dashboard's live feed, made by the first `GET /v1/stream`; the HTTP server ends its
     /// streams at shutdown.
     var eventStream: LiveFeed?
+    /// Opens a reader of the channel store on the thread that calls it, for feed exports; nil
+    /// where channels cannot record their feeds (a cluster gateway: its event log is the
+    /// cluster's stream).
+    let feedReader: (@Sendable () throws -> any ChannelStoreReader)?
     /// Webhook delivery (its own loop); nil in a gateway built without one. Channel facts are
     /// recorded with `webhooks.outbox` in the batches that change the channel.
     let webhooks: WebhookDelivery?
@@ -48,7 +52,8 @@ final class ChannelService: @unchecked Sendable {
     init(loop: EventLoop, store: any ChannelStoreWriter, broadcastPressure: BroadcastPressure,
          dispatcher: BroadcastDispatcher,
          personal: PersonalDispatcher, webhooks: WebhookDelivery? = nil, ownership: any ChannelOwnership = AllChannels(),
-         configuration: GatewayConfiguration, clock: any WallClock, log: GatewayLog) {
+         feedReader: (@Sendable () throws -> any ChannelStoreReader)? = nil, configuration: GatewayConfiguration, clock: any WallClock,
+         log: GatewayLog) {
         self.loop = loop
         self.store = store
         self.broadcastPressure = broadcastPressure
@@ -61,6 +66,7 @@ final class ChannelService: @unchecked Sendable {
         self.log = log
         metrics = IngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
         self.webhooks = webhooks
+        self.feedReader = feedReader
     }
 
     // MARK: Restart
@@ -118,12 +124,23 @@ final class ChannelService: @unchecked Sendable {
             for record in page where belongs(record.id) {
                 let channel = Channel.restored(from: record, now: now)
                 if let damage = channel.damage { log.error("channel restored as broken: \(damage)", channel: record.id) }
+                if channel.recording != nil { channel.recordedEvents = try Self.countEvents(of: record.id, in: reader) }
                 channels[record.id] = channel
                 restored.append(channel)
             }
             after = last.id
         }
         return restored
+    }
+
+    /// The events a recording channel's log holds (read once at start).
+    private static func countEvents(of channelID: String, in reader: any ChannelStoreReader) throws -> Int {
+        var (count, after): (Int, Int64) = (0, 0)
+        while case let page = try reader.events(channelID: channelID, afterSeq: after, limit: 1_000), let last = page.last {
+            count += page.count
+            after = last.seq
+        }
+        return count
     }
 
     private func resume(_ restored: [Channel]) {

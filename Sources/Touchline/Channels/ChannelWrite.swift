@@ -34,6 +34,9 @@ struct ChannelWrite {
     private(set) var lastSeq: Int64
     /// The channel's last `seq` before the write: its saved state covers the log up to there.
     private let coveredSeq: Int64
+    /// On a channel recording its feed: how many more events the recording keeps (its log is
+    /// never cut); nil on other channels.
+    private let recordingRoom: Int?
     private(set) var events: [StoredEvent] = []
     private(set) var duplicates = 0
     /// When the earliest request with new events arrived (latency bookkeeping).
@@ -57,6 +60,7 @@ struct ChannelWrite {
         contentState = channel.contentState
         lastSeq = channel.lastSeq
         coveredSeq = channel.lastSeq
+        recordingRoom = channel.recording.map { _ in max(0, FeedRecording.maximumEvents - channel.recordedEvents) }
     }
 
     /// True when nothing needs storing: every request held only duplicates and stale events
@@ -127,11 +131,16 @@ struct ChannelWrite {
         answers.append((request, .channel))
     }
 
-    /// The store operations, in one batch: the new events, the log entries the saved state now
-    /// covers dropped, the state, and the end's status.
+    /// The new events a recording keeps (all of them on other channels, whose log is cut).
+    var loggedEvents: [StoredEvent] { recordingRoom.map { Array(events.prefix($0)) } ?? events }
+
+    /// The store operations, in one batch: the new events (those a recording still has room
+    /// for), the log entries the saved state now covers dropped (unless the channel records its
+    /// feed), the state, and the end's status.
     func batch(channelID: String, now: UnixTime) -> WriteBatch {
         var operations: [StoreOperation] = []
-        if !events.isEmpty { operations += [.truncateEvents(channelID: channelID, throughSeq: coveredSeq), .appendEvents(events)] }
+        if recordingRoom == nil, !events.isEmpty { operations.append(.truncateEvents(channelID: channelID, throughSeq: coveredSeq)) }
+        if !loggedEvents.isEmpty { operations.append(.appendEvents(loggedEvents)) }
         operations.append(.updateState(Channel.stateUpdate(id: channelID, engine: engine, contentState: contentState,
                                                                   lastSeq: lastSeq, at: now)))
         if let end { operations.append(.markStatus(channelID: channelID, status: end.status, end: end.end, at: now)) }

@@ -19,6 +19,8 @@ struct EventBatch {
     static let maximumEvents = 1_000
 
     var accepted: [StoredEvent] = []
+    /// The importance of each accepted event's change, in the order of `accepted`.
+    var acceptedImportance: [Importance] = []
     var duplicates = 0
     var stale: [Int64] = []
     var engine: ChannelEngine
@@ -85,6 +87,7 @@ struct EventBatch {
             self.contentState = change.state
             self.lastSeq = seq
             accepted.append(StoredEvent(channelID: channelID, seq: seq, receivedAt: now, body: event.encoded))
+            acceptedImportance.append(change.importance)
         }
     }
 

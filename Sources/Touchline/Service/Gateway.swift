@@ -199,6 +199,7 @@ public final class Gateway: Sendable {
                                          dispatcher: BroadcastDispatcher(apns: connections, ingestLoop: ingestLoop,
                                                                        pressure: broadcastPressure),
                                          personal: personal, webhooks: webhooks, ownership: cluster ?? AllChannels(),
+                                         feedReader: cluster == nil ? stores.channelReader : nil,
                                          configuration: configuration, clock: clock, log: log.named("channels"))
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
                                                             maxBodySize: configuration.maxBodyBytes, connectionLimits: configuration.http)

@@ -1,7 +1,7 @@
 import Foundation
 
-/// How reports write numbers, the same way in the summary, the standard table and the charts.
-/// Locale-independent, so that a report reads the same on every machine.
+/// How reports write numbers (load reports, replay summaries), the same way in the summary, the
+/// tables and the charts. Locale-independent, so that a report reads the same on every machine.
 public enum ReportNumbers {
     /// A whole number with thousands separators: `135,377`.
     public static func grouped(_ value: Double) -> String {
@@ -18,18 +18,18 @@ public enum ReportNumbers {
     }
 
     /// A fixed number of decimals: `0.91`, `12.50`.
-    static func fixed(_ value: Double, decimals: Int = 2) -> String {
+    public static func fixed(_ value: Double, decimals: Int = 2) -> String {
         guard value.isFinite else { return nonFinite(value) }
         return String(format: "%.\(decimals)f", value)
     }
 
     /// A rate or count of any size: grouped whole numbers from 100 up, two decimals below.
-    static func figure(_ value: Double) -> String {
+    public static func figure(_ value: Double) -> String {
         abs(value) >= 100 ? grouped(value) : fixed(value)
     }
 
     /// Bytes as megabytes (10^6 bytes) with one decimal: `125.3`.
-    static func megabytes(_ bytes: Int) -> String {
+    public static func megabytes(_ bytes: Int) -> String {
         fixed(Double(bytes) / 1_000_000, decimals: 1)
     }
 

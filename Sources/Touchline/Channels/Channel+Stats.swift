@@ -43,9 +43,14 @@ extension Channel {
     }
 
     private static func json(_ push: ChannelActivity.Push) -> JSONValue {
-        .object([.init("sequence", .integer(Int64(push.sequence))), .init("sentAt", .number(Double(push.sentAt.nanoseconds) / 1e9)),
-                 .init("priority", .integer(Int64(push.priority.rawValue))), .init("bytes", .integer(Int64(push.bytes))),
-                 .init("event", .string(push.isEnd ? "end" : "update")),
-                 .init("outcome", push.outcome.map(JSONValue.string) ?? .null)])
+        var members: [JSONValue.Member] = [
+            .init("sequence", .integer(Int64(push.sequence))), .init("sentAt", .number(Double(push.sentAt.nanoseconds) / 1e9)),
+            .init("priority", .integer(Int64(push.priority.rawValue))), .init("bytes", .integer(Int64(push.bytes))),
+            .init("event", .string(push.isEnd ? "end" : "update")),
+            .init("outcome", push.outcome.map(JSONValue.string) ?? .null),
+        ]
+        // A shadow channel's push is shown whole: the stats are the only place it goes.
+        if let payload = push.payload { members.append(.init("payload", .raw(payload))) }
+        return .object(members)
     }
 }

@@ -18,6 +18,9 @@ final class Channel: @unchecked Sendable {
     let createdAt: UnixTime
     /// Set on a channel that records its feed for export and replay (`recordFeed`).
     let recording: FeedRecording?
+    /// A shadow channel (`shadow`) computes its pushes and sends none: no APNs channel, every
+    /// push accepted at once by the gateway itself (see `ChannelService+Shadow.swift`).
+    let isShadow: Bool
     /// Events the recording holds (at most ``FeedRecording/maximumEvents``).
     var recordedEvents = 0
     /// The channel's life at APNs (create, adoption, deletion), and the requests waiting for
@@ -52,8 +55,8 @@ final class Channel: @unchecked Sendable {
     var activity = ChannelActivity()
 
     init(id: String, storage: ChannelStorage, policy: ChannelPolicy, attributes: MatchAttributes?, alertMode: AlertMode, createdAt: UnixTime,
-         recording: FeedRecording? = nil, lifecycle: ChannelLifecycle<HTTPRequest>, engine: ChannelEngine, contentState: JSONValue, lastSeq: Int64,
-         persistedStatus: ChannelStatus) {
+         recording: FeedRecording? = nil, isShadow: Bool = false, lifecycle: ChannelLifecycle<HTTPRequest>, engine: ChannelEngine,
+         contentState: JSONValue, lastSeq: Int64, persistedStatus: ChannelStatus) {
         self.id = id
         self.storage = storage
         self.policy = policy
@@ -61,6 +64,7 @@ final class Channel: @unchecked Sendable {
         self.alertMode = alertMode
         self.createdAt = createdAt
         self.recording = recording
+        self.isShadow = isShadow
         self.lifecycle = lifecycle
         self.engine = engine
         downgradesSeen = engine.counters.budgetDowngrades
@@ -112,13 +116,14 @@ final class Channel: @unchecked Sendable {
     // MARK: Saved form
 
     /// What the record's `policyJSON` holds: the channel's policy, its alert mode, for sports
-    /// channels its match attributes and, when it records its feed, the state before its first
-    /// event (all fixed at creation). A record written before alert modes existed has none:
+    /// channels its match attributes, when it records its feed the state before its first
+    /// event, and whether it is a shadow channel (all fixed at creation). A record written before alert modes existed has none:
     /// its alerts stay text.
     var settingsJSON: String {
         var members = [JSONValue.Member("policy", policy.json), .init("alerts", alertsJSON)]
         if let attributes { members.append(.init("attributes", attributes.json)) }
         if let recording { members.append(.init("recording", recording.json)) }
+        if isShadow { members.append(.init("shadow", .bool(true))) }
         return String(decoding: JSONValue.object(members).encoded, as: UTF8.self)
     }
 
@@ -170,6 +175,13 @@ final class Channel: @unchecked Sendable {
         let attributes = try part("its match attributes") { try settings[member: "attributes"].map { (value) throws in try MatchAttributes(json: value) } }
         let alertMode = try part("its alert mode") { try settings[member: "alerts"].map { (value) throws in try AlertMode(json: value) } ?? .text }
         let recording = try part("its feed recording") { try settings[member: "recording"].map { (value) throws in try FeedRecording(json: value) } }
+        let isShadow = try part("its shadow mode") { () throws -> Bool in
+            switch settings[member: "shadow"] {
+            case nil: return false
+            case .bool(let flag)?: return flag
+            default: throw GatewayError.startup("must be true or false")
+            }
+        }
         let engine = try part("its engine snapshot") { () throws -> ChannelEngine in
             guard let saved = record.engineSnapshot else {
                 return ChannelEngine(policy: policy, storage: record.storagePolicy, jitterSeed: Self.jitterSeed(for: record.id), now: now)
@@ -190,7 +202,7 @@ final class Channel: @unchecked Sendable {
         let lifecycle = ChannelLifecycle<HTTPRequest>.restored(apnsChannelID: record.apnsChannelID, status: record.status, damage: nil,
                                                                jitterSeed: Self.jitterSeed(for: record.id))
         self.init(id: record.id, storage: record.storagePolicy, policy: policy, attributes: attributes, alertMode: alertMode, createdAt: record.createdAt,
-                  recording: recording, lifecycle: lifecycle, engine: engine, contentState: contentState,
+                  recording: recording, isShadow: isShadow, lifecycle: lifecycle, engine: engine, contentState: contentState,
                   lastSeq: record.lastSeq, persistedStatus: record.status)
         if record.status == .broken { brokenReason = ChannelEngine.Action.channelNotRegisteredReason }
         // The time of events before the restart is not kept: the silence counts from the restart.
@@ -209,6 +221,7 @@ final class Channel: @unchecked Sendable {
             .init("policy", policy.json),
             .init("alerts", alertsJSON),
             .init("recordFeed", .bool(recording != nil)),
+            .init("shadow", .bool(isShadow)),
         ]
         if let attributes { members.append(.init("attributes", attributes.json)) }
         if recording != nil {

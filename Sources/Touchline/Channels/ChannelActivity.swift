@@ -17,8 +17,10 @@ struct ChannelActivity {
         var priority: ChannelEngine.Priority
         var bytes: Int
         var isEnd: Bool
-        /// `accepted`, an APNs reason or `no_response`; nil while in flight.
+        /// `accepted`, an APNs reason, `no_response` or `shadow`; nil while in flight.
         var outcome: String?
+        /// The request body, kept for a shadow channel's pushes (which go nowhere else).
+        var payload: [UInt8]?
     }
 
     /// The last pushes sent, oldest first.
@@ -36,11 +38,11 @@ struct ChannelActivity {
     }
 
     /// `push` left for APNs: it carries every event accepted so far.
-    mutating func pushSent(_ push: ChannelEngine.OutgoingPush, at now: UnixTime) {
+    mutating func pushSent(_ push: ChannelEngine.OutgoingPush, at now: UnixTime, keepingPayload: Bool = false) {
         carried = (push.sequence, push.priority, oldestUnsentEvent)
         oldestUnsentEvent = nil
         recentPushes.append(Push(sequence: push.sequence, sentAt: now, priority: push.priority, bytes: push.payload.count,
-                                 isEnd: push.isEnd, outcome: nil))
+                                 isEnd: push.isEnd, outcome: nil, payload: keepingPayload ? push.payload : nil))
         if recentPushes.count > Self.historyLimit { recentPushes.removeFirst(recentPushes.count - Self.historyLimit) }
     }
 

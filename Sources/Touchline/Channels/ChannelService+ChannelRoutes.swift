@@ -44,7 +44,7 @@ extension ChannelService: APIFeature {
     private func create(_ call: APICall) throws(HTTPError) {
         let request = call.request
         let body = try RequestBody(parsing: request.body, allowed: ["id", "storagePolicy", "policy", "attributes", "alerts", "initialState",
-                                                                    "recordFeed"])
+                                                                    "recordFeed", "shadow"])
         let id = try body.required(body.string("id"), "id")
         guard (1...128).contains(id.utf8.count), id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }) else {
             throw body.invalid("id", "must be 1 to 128 characters of A-Z, a-z, 0-9, '-', '_', '.', ':'")
@@ -83,7 +83,9 @@ extension ChannelService: APIFeature {
             }
         }
 
-        let recordsFeed = try body.bool("recordFeed") ?? false
+        // A shadow channel records its feed unless told not to (where the store can keep it).
+        let isShadow = try body.bool("shadow") ?? false
+        let recordsFeed = try body.bool("recordFeed") ?? (isShadow && feedReader != nil)
         if recordsFeed, feedReader == nil {
             throw HTTPError(status: 422, code: "recording_unavailable",
                             message: "recordFeed needs the embedded store: a cluster gateway keeps events in the cluster's stream, not for export")
@@ -101,7 +103,8 @@ extension ChannelService: APIFeature {
                              ("policy", try body.object("policy") != nil && existing.policy != policy),
                              ("attributes", attributes != nil && existing.attributes?.json != attributes?.json),
                              ("alert mode", try body.object("alerts") != nil && existing.alertMode != alertMode),
-                             ("recordFeed", try body.bool("recordFeed") != nil && (existing.recording != nil) != recordsFeed)]
+                             ("recordFeed", try body.bool("recordFeed") != nil && (existing.recording != nil) != recordsFeed),
+                             ("shadow mode", existing.isShadow != isShadow)]
                 .filter(\.1).map(\.0)
             guard differing.isEmpty else {
                 throw HTTPError(status: 409, code: "channel_exists",
@@ -113,7 +116,7 @@ extension ChannelService: APIFeature {
         // The intent is durable before Apple is asked, so a lost answer can be reconciled.
         let (lifecycle, actions) = Lifecycle.created(for: request, jitterSeed: Channel.jitterSeed(for: id))
         let channel = Channel(id: id, storage: storage, policy: policy, attributes: attributes, alertMode: alertMode, createdAt: now,
-                              recording: recordsFeed ? FeedRecording(initialState: state) : nil, lifecycle: lifecycle,
+                              recording: recordsFeed ? FeedRecording(initialState: state) : nil, isShadow: isShadow, lifecycle: lifecycle,
                               engine: ChannelEngine(policy: policy, storage: storage, jitterSeed: Channel.jitterSeed(for: id), now: now),
                               contentState: state, lastSeq: 0, persistedStatus: .creating)
         channels[id] = channel
@@ -164,7 +167,7 @@ extension ChannelService: APIFeature {
             }
         }
         // An id APNs gave but the store never took is deleted too, so it does not leak.
-        guard let apnsID = channel.lifecycle.apnsChannelToDelete else { return forget() }
+        guard let apnsID = channel.lifecycle.apnsChannelToDelete, !channel.isShadow else { return forget() }
         // Kickoffs into the channel are cancelled and their sends in flight answered first.
         personal.closeKickoffs(into: apnsID) { [self] in
             dispatcher.deleteChannel(apnsID) { result in

@@ -25,6 +25,8 @@ extension ChannelService {
             store.createChannel(channel.creationRecord) { [self] result in
                 loop.execute { [self] in lifecycle(.intentSaved(Self.stored(result.map { _ in })), of: channel) }
             }
+        case .createAtAPNs where channel.isShadow:
+            createShadow(channel)
         case .createAtAPNs:
             dispatcher.createChannel(storage: channel.storage) { [self] result in
                 guard channels[channel.id] === channel else { return }
@@ -49,7 +51,7 @@ extension ChannelService {
             }
         case .openKickoffs(let apnsID):
             channel.persistedStatus = .active
-            personal.openKickoffs(into: apnsID)
+            if !channel.isShadow { personal.openKickoffs(into: apnsID) }
         case .answerCreated(let waiters):
             let body = channel.json(now: clock.now())
             for (index, waiter) in waiters.enumerated() { waiter.respond(.json(status: index == 0 ? 201 : 200, body)) }
@@ -62,6 +64,8 @@ extension ChannelService {
             if channels[channel.id] === channel { channels[channel.id] = nil }
         case .reportChannelLimit:
             webhooks?.channelLimitReached(channelID: channel.id)
+        case .deleteAtAPNs where channel.isShadow:
+            deleteShadow(channel)
         case .deleteAtAPNs(let apnsID):
             deleteAtAPNs(apnsID, of: channel)
         case .armDeletionRetry(let delay):

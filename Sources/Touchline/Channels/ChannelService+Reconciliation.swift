@@ -15,6 +15,8 @@ extension ChannelService {
     /// Lists the app's APNs channels, reads the policy of each orphan, and performs
     /// ``ChannelReconciliation``'s plan: adoptions, creates again, deletions of leftovers.
     func reconcileLostCreates() {
+        // A shadow channel has nothing at APNs to adopt: it is created again by the gateway.
+        for channel in channels.values where channel.isShadow && channel.lifecycle.awaitsReconciliation { lifecycle(.recreate, of: channel) }
         guard channels.values.contains(where: { $0.lifecycle.awaitsReconciliation }) else { return }
         isReconciling = true
         dispatcher.listChannels { [self] result in

@@ -194,6 +194,7 @@ final class ChannelService: @unchecked Sendable {
             }
             return
         }
+        if channel.isShadow { return sendShadow(push, on: channel) }
         channel.activity.pushSent(push, at: clock.now())
         dispatcher.broadcast(push, on: apnsID) { [self] result in
             guard channels[channel.id] === channel else { return }
@@ -213,6 +214,9 @@ final class ChannelService: @unchecked Sendable {
         switch input {
         case .timerFired: perform(channel.engine.tick(now: clock.now()), on: channel)
         case .pushAnswered(let sequence, let result): pushAnswered(channel, sequence, result)
+        case .shadowAccepted(let sequence):
+            recordAnswer(of: sequence, on: channel, outcome: "shadow", retried: false)
+            perform(channel.engine.pushSucceeded(sequence: sequence, now: clock.now()), on: channel)
         }
     }
 

@@ -20,6 +20,8 @@ enum ChannelRequest {
 /// once the write has completed, in arrival order.
 enum ChannelInput {
     case pushAnswered(sequence: UInt64, Result<APNsResponse, APNsError>)
+    /// A shadow channel's push, accepted by the gateway in APNs' place.
+    case shadowAccepted(sequence: UInt64)
     case timerFired
 }
 

@@ -81,6 +81,10 @@ struct KickoffAPI: APIFeature {
         let request = call.request
         let channel = try channels.channel(call)
         let channelID = channel.id
+        guard !channel.isShadow else {
+            throw HTTPError(status: 409, code: "shadow_channel",
+                            message: "channel '\(channelID)' is a shadow channel: it has no APNs channel for activities to subscribe to")
+        }
         guard let apnsID = channel.apnsChannelID else {
             throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is still being created at APNs")
         }

@@ -103,4 +103,27 @@ struct GatewayLostCreateTests {
         await gateway.shutDown()
         await apns.shutDown()
     }
+
+    /// A shadow channel whose create intent was saved before the process stopped is created
+    /// again by the gateway itself: it never adopts an APNs orphan, and APNs is not asked.
+    @Test func aShadowChannelsLostCreateIsRedoneWithoutAPNs() async throws {
+        let apns = try MockAPNsFixture()
+        let data = apns.directory + "/data"
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let store = try StoreWriter(path: data + "/touchline.sqlite")
+        _ = try await store.createChannel(ChannelRecord(id: "trial", storagePolicy: .mostRecent, policyJSON: #"{"shadow": true}"#, status: .creating,
+                                                        createdAt: SystemClock().now()))
+        store.close()
+        let orphan = try #require(apns.mock.createChannel(storagePolicy: ChannelStorage.mostRecent.messageStoragePolicy))
+
+        let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: data)
+        try await eventually("the shadow channel created again") {
+            (try? gateway.admin.request("GET", "/v1/channels/trial").json?.string("status")) == "active"
+        }
+        #expect(try gateway.admin.request("GET", "/v1/channels/trial").json?.string("apnsChannelId") == "shadow:trial")
+        #expect(apns.mock.channels()[orphan] != nil, "the orphan is not the shadow channel's")
+        #expect(apns.mock.counters().count(endpoint: .createChannel) == 0, "APNs was not asked for a channel")
+        await gateway.shutDown()
+        await apns.shutDown()
+    }
 }

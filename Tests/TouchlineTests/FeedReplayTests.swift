@@ -114,7 +114,7 @@ import TouchlineCore
         let output = try Replay.run(feed: Array(Self.match().utf8), options: .init(policyChanges: Array(#"{"burst": 2}"#.utf8)))
         #expect(output.summary.hasPrefix("replay of m-1 (football): 600 events over 10 min 1 s, APNs answering in 20 ms"), "\(output.summary)")
         #expect(output.summary.contains("\"burst\":2"), "the policy tried is shown: \(output.summary)")
-        #expect(output.summary.contains("critical p50 20 ms"), "\(output.summary)")
+        #expect(output.summary.contains("ingest→APNs  critical p50 20 ms, p99 20 ms, max 20 ms (n 2)"), "\(output.summary)")
         #expect(output.summary.contains("end          delivered at"))
         #expect(output.chart.hasPrefix("<?xml") && output.chart.contains("Replay of m-1") && output.chart.contains("time (min)"))
 

@@ -85,18 +85,18 @@ struct RecordedFeed: Sendable, Equatable {
                     continue
                 }
                 guard entries.count < Self.maximumEntries else {
-                    throw HTTPError(status: 400, code: "too_many_inputs", message: "a feed holds at most \(Self.maximumEntries) inputs")
+                    throw HTTPError(status: 400, code: "invalid_field", message: "a feed holds at most \(Self.maximumEntries) inputs")
                 }
                 var entry = try Self.entry(Array(trimmed), header: read)
                 entry.line = lineNumber
                 let previous = entries.last?.receivedAt ?? read.createdAt
                 if entry.receivedAt < previous {
-                    throw HTTPError(status: 400, code: "out_of_order",
+                    throw HTTPError(status: 400, code: "invalid_field",
                                     message: "receivedAt \(Self.timestamp(entry.receivedAt)) is before the previous line's (\(Self.timestamp(previous)))"
                                         + (entries.isEmpty ? ", the channel's creation" : ""))
                 }
                 if case .end = entries.last?.input {
-                    throw HTTPError(status: 400, code: "after_end", message: "nothing may follow the channel's end")
+                    throw HTTPError(status: 400, code: "invalid_field", message: "nothing may follow the channel's end")
                 }
                 entries.append(entry)
             } catch {
@@ -167,7 +167,7 @@ struct RecordedFeed: Sendable, Equatable {
             }
             return Entry(receivedAt: receivedAt, input: .end(finalState: finalState, dismissAt: dismissAt))
         default:
-            throw HTTPError(status: 400, code: "invalid_line", message: "a line after the header holds exactly one of 'event' and 'end'")
+            throw HTTPError(status: 400, code: "invalid_field", message: "a line after the header holds exactly one of 'event' and 'end'")
         }
     }
 

@@ -37,9 +37,14 @@ struct GatewayDeadLetterTests {
 
     static func finished(_ jobID: String, on api: GatewayTestClient) async throws -> JSONValue? {
         var progress: JSONValue?
-        try await eventually("job \(jobID) to finish") {
-            progress = try? api.request("GET", "/v1/personal/\(jobID)").json
-            return progress?.string("status") == "done"
+        do {
+            try await eventually("job \(jobID) to finish") {
+                progress = try? api.request("GET", "/v1/personal/\(jobID)").json
+                return progress?.string("status") == "done"
+            }
+        } catch {
+            // What the job showed last says where it stopped (counts, status, broken).
+            throw GatewayTestClient.Failure(description: "\(error); it showed \(progress.map { String(decoding: $0.encoded, as: UTF8.self) } ?? "nothing")")
         }
         return progress
     }

@@ -340,18 +340,25 @@ final class SharedJobs: @unchecked Sendable {
         }
     }
 
-    /// A job's status and counts as the bucket shows them, nil if it holds no such job
+    /// How many of a job's slices have saved their end, of how many.
+    struct SliceProgress: Sendable {
+        var finished: Int
+        var total: Int
+    }
+
+    /// A job's status, counts and slices as the bucket shows them, nil if it holds no such job
     /// (`completion` on `answerLoop`).
     func progress(of jobID: String, answerLoop: EventLoop,
-                  completion: @escaping @Sendable ((status: PersonalJobStatus, counts: PersonalJobCounts)?, String?) -> Void) {
+                  completion: @escaping @Sendable ((status: PersonalJobStatus, counts: PersonalJobCounts, slices: SliceProgress?)?, String?) -> Void) {
         loop.execute { [self] in
             let broken = brokenJobs[jobID]
-            var answer: (status: PersonalJobStatus, counts: PersonalJobCounts)?
+            var answer: (status: PersonalJobStatus, counts: PersonalJobCounts, slices: SliceProgress?)?
             if let finished = finishedJobs[jobID] {
-                answer = (.done, PersonalJobCounts(finished))
+                answer = (.done, PersonalJobCounts(finished), nil)
             } else if entries[jobID] != nil, let progress = plan.progress(of: jobID) {
                 let started = saved.keys.contains { $0.jobID == jobID }
-                answer = (started ? .running : .pending, PersonalJobCounts(progress.counters))
+                answer = (started ? .running : .pending, PersonalJobCounts(progress.counters),
+                          SliceProgress(finished: progress.slicesFinished, total: progress.slices))
             }
             let result = answer
             answerLoop.execute { completion(result, broken) }

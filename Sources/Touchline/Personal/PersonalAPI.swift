@@ -68,7 +68,7 @@ struct PersonalAPI: APIFeature {
                     do throws(HTTPError) { try showStoredJob(request, id: id) } catch { request.respond(error.response) }
                     return
                 }
-                request.respond(Self.answer(id, job))
+                request.respond(Self.answer(id, (job.status, job.counts), slices: job.slices))
             }
             return
         }
@@ -92,7 +92,7 @@ struct PersonalAPI: APIFeature {
     /// The job as the API shows it; a scheduled one with its `startAt`, and `cancelled` when it
     /// was cancelled before its time.
     private static func answer(_ id: String, _ job: (status: PersonalJobStatus, counts: PersonalJobCounts), startAt: UnixTime? = nil,
-                               cancelled: Bool = false) -> HTTPResponse {
+                               cancelled: Bool = false, slices: SharedJobs.SliceProgress? = nil) -> HTTPResponse {
         let counts = job.counts
         let failed = counts.failed.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, .integer($0.value)) }
         var members: [JSONValue.Member] = [
@@ -101,6 +101,7 @@ struct PersonalAPI: APIFeature {
             .init("expired", .integer(counts.expired)), .init("pending", .integer(counts.pending)),
         ]
         if let startAt { members.append(.init("startAt", .integer(startAt.seconds))) }
+        if let slices { members.append(.init("slices", ["finished": .integer(Int64(slices.finished)), "total": .integer(Int64(slices.total))])) }
         return .json(status: 200, .object(members))
     }
 

@@ -82,6 +82,9 @@ import TouchlineCore
         (#"{"lowImportanceIntervalSeconds": -1}"#, "lowImportanceIntervalSeconds"),
         (#"{"lowImportanceIntervalSeconds": 1200}"#, "lowImportanceIntervalSeconds"),
         (#"{"freshnessSeconds": 20}"#, "lowImportanceIntervalSeconds"),
+        (#"{"maximumActivityAgeSeconds": 599}"#, "maximumActivityAgeSeconds"),
+        (#"{"maximumActivityAgeSeconds": 28201}"#, "maximumActivityAgeSeconds"),
+        (#"{"maximumActivityAgeSeconds": -1}"#, "maximumActivityAgeSeconds"),
     ])
     func outOfRangeValuesAreRefusedNamingTheField(json: String, field: String) {
         #expect { try decode(json) } throws: { error in
@@ -97,6 +100,15 @@ import TouchlineCore
         let custom = try decode(#"{"criticalBurst": 4, "criticalIntervalSeconds": 2.5, "lowImportanceIntervalSeconds": 45}"#)
         #expect(custom.criticalBurst == 4 && custom.criticalInterval == .milliseconds(2500) && custom.lowImportanceInterval == .seconds(45))
         #expect(try ChannelPolicy(json: JSONParser.parse(custom.json.encoded)) == custom)
+    }
+
+    /// Off by default; from 10 minutes to 7 h 50 min (Apple ends an activity at 8 hours, and the
+    /// rollover needs the last ten minutes).
+    @Test func theMaximumActivityAgeIsOffByDefaultAndBoundedByAppleLimit() throws {
+        #expect(try decode("{}").maximumActivityAge == .zero)
+        #expect(try decode(#"{"maximumActivityAgeSeconds": 600}"#).maximumActivityAge == .seconds(600))
+        let longest = try decode(#"{"maximumActivityAgeSeconds": 28200}"#)
+        #expect(longest.maximumActivityAge == .seconds(28_200) && (try ChannelPolicy(json: JSONParser.parse(longest.json.encoded))) == longest)
     }
 
     /// The cadence is checked against the freshness of the same policy, whichever of the two a

@@ -24,7 +24,10 @@
 ///   and budget. Shorter than `freshness`, so low updates alone keep an activity fresh;
 /// - `feedStall` 3 min: a live football match sends at least a clock event a minute, so three
 ///   silent minutes mean the feed died (operators hear of it long before `stale-date` shows it
-///   on the phones).
+///   on the phones);
+/// - `maximumActivityAge` off: a football match fits in a Live Activity's 8 hours; cricket, golf
+///   or a rain-delayed final sets it (at most 7 h 50 min) to roll over to a new APNs channel
+///   before Apple ends the activities (``ActivityRollover``).
 ///
 /// In JSON (``json``, ``init(json:base:)``), durations are seconds (fractions down to a
 /// millisecond) and every member is optional: missing ones take the default, so a partial
@@ -56,13 +59,16 @@ public struct ChannelPolicy: Sendable, Equatable {
     public var lowImportanceInterval: Duration
     /// Silence after which a live match's feed is reported stalled; zero turns the watch off.
     public var feedStall: Duration
+    /// Age of the activities on the channel's APNs channel at which the match rolls over to a
+    /// new one; zero never rolls over.
+    public var maximumActivityAge: Duration
 
     public init(minimumInterval: Duration = .seconds(2), burst: Int = 3, priorityBudgetPerHour: Int = 10,
                 freshness: Duration = .seconds(20 * 60), relevanceScore: Double? = 100,
                 throttleBackoff: Backoff = Backoff(initial: .seconds(4), maximum: .seconds(120), multiplier: 2, jitter: 0.2),
                 mostRecentLifetime: Duration = .seconds(15 * 60), endGracePeriod: Duration = .seconds(5 * 60),
                 criticalBurst: Int = 2, criticalInterval: Duration = .seconds(10), lowImportanceInterval: Duration = .seconds(30),
-                feedStall: Duration = .seconds(180)) {
+                feedStall: Duration = .seconds(180), maximumActivityAge: Duration = .zero) {
         self.minimumInterval = minimumInterval
         self.burst = burst
         self.priorityBudgetPerHour = priorityBudgetPerHour
@@ -75,6 +81,7 @@ public struct ChannelPolicy: Sendable, Equatable {
         self.criticalInterval = criticalInterval
         self.lowImportanceInterval = lowImportanceInterval
         self.feedStall = feedStall
+        self.maximumActivityAge = maximumActivityAge
     }
 
     /// Live-football defaults (see the type's documentation).
@@ -108,6 +115,12 @@ extension ChannelPolicy {
     public static let shortestDuration = Duration.milliseconds(1)
     /// Longest duration any policy member may have (a day); keeps conversions far from overflow.
     public static let longestDuration = Duration.seconds(86_400)
+    /// The latest a rollover may start: 10 minutes before Apple ends an activity (8 hours), so
+    /// the new channel is created and the audience started while the old activities still show.
+    public static let longestActivityAge = Duration.seconds(8 * 3600 - 600)
+    /// The earliest: rolling over more often than every 10 minutes would start the audience again
+    /// and again for nothing.
+    public static let shortestActivityAge = Duration.seconds(600)
     /// Counts are capped: the budget keeps one timestamp per priority-10 push in its window.
     public static let largestCount = 1000
 
@@ -133,6 +146,7 @@ extension ChannelPolicy {
             "criticalIntervalSeconds": .number(criticalInterval.inSeconds),
             "lowImportanceIntervalSeconds": .number(lowImportanceInterval.inSeconds),
             "feedStallSeconds": .number(feedStall.inSeconds),
+            "maximumActivityAgeSeconds": .number(maximumActivityAge.inSeconds),
         ]
     }
 
@@ -149,7 +163,7 @@ extension ChannelPolicy {
                                                                    "freshnessSeconds", "relevanceScore", "throttleBackoff",
                                                                    "mostRecentLifetimeSeconds", "endGracePeriodSeconds",
                                                                    "criticalBurst", "criticalIntervalSeconds", "lowImportanceIntervalSeconds",
-                                                                   "feedStallSeconds"])
+                                                                   "feedStallSeconds", "maximumActivityAgeSeconds"])
         self = base
         minimumInterval = try reader.duration("minimumIntervalSeconds") ?? base.minimumInterval
         burst = try reader.count("burst", minimum: 1) ?? base.burst
@@ -168,6 +182,14 @@ extension ChannelPolicy {
         criticalInterval = try reader.duration("criticalIntervalSeconds") ?? base.criticalInterval
         lowImportanceInterval = try reader.duration("lowImportanceIntervalSeconds", allowZero: true) ?? base.lowImportanceInterval
         feedStall = try reader.duration("feedStallSeconds", allowZero: true) ?? base.feedStall
+        maximumActivityAge = try reader.duration("maximumActivityAgeSeconds", allowZero: true, maximum: Self.longestActivityAge,
+                                                 why: " (Apple ends a Live Activity 8 hours after it starts; the rollover needs the last 10 minutes)")
+            ?? base.maximumActivityAge
+        guard maximumActivityAge == .zero || maximumActivityAge >= Self.shortestActivityAge else {
+            throw ChannelPolicyError(field: "maximumActivityAgeSeconds",
+                                     problem: "must be 0 (never roll over) or at least \(Self.shortestActivityAge.inSeconds.formatted) seconds, "
+                                         + "got \(maximumActivityAge.inSeconds.formatted)")
+        }
         guard lowImportanceInterval < freshness else {
             // Low updates alone must renew `stale-date` before it passes.
             throw ChannelPolicyError(field: "lowImportanceIntervalSeconds",

@@ -1,0 +1,196 @@
+/// Carries a match past Apple's 8-hour limit on a Live Activity: before the activities on the
+/// channel's APNs channel reach `maximumActivityAge`, the match moves to a successor APNs
+/// channel, the match's audience is started again on it (push-to-start with the current state),
+/// and the activities on the previous channel are ended with the same state, so that no phone
+/// shows two (docs/channel-engine.md, "Past the 8-hour limit").
+///
+/// Pure: inputs with their time, actions out; the shell creates the APNs channel, saves, stores
+/// the start job, sends the previous channel's end and deletes it, and reports back. Every step
+/// is saved before the next begins, so a restart resumes the step it was in (``resumed(isLive:)``):
+/// - `creatingSuccessor` is saved before APNs is asked, as a channel's create intent is;
+/// - the successor becomes the channel's APNs channel in the same commit as `startingAudience`,
+///   so from then on every push goes to it, and the previous id is kept for its end and deletion;
+/// - the start job's id follows from the channel and the ``generation``, so storing it again
+///   after a restart finds it stored instead of starting the audience twice;
+/// - the previous channel is ended, then deleted, each retried with back-off until APNs confirms.
+public struct ActivityRollover: Sendable, Equatable, Codable {
+    public enum Stage: Sendable, Equatable, Codable {
+        /// The current APNs channel's activities are young enough.
+        case live
+        /// A successor is to be created at APNs (or its create is out).
+        case creatingSuccessor
+        /// The channel publishes to the successor; the push-to-start job is to be stored.
+        case startingAudience(previous: String)
+        /// The start job is stored; the previous channel's activities are to be ended.
+        case endingPrevious(previous: String)
+        /// They are ended; the previous APNs channel is to be deleted.
+        case deletingPrevious(previous: String)
+    }
+
+    public enum Action: Sendable, Equatable {
+        /// Save the rollover as it is now (before anything that follows in the list).
+        case persist
+        /// Ask APNs for a new channel with the channel's storage policy; report
+        /// ``successorCreated(_:replacing:isLive:now:)`` or ``stepFailed(now:)``.
+        case createSuccessor
+        /// Save `successor` as the channel's APNs channel together with the rollover, in one
+        /// commit; report ``switched(isLive:)`` or ``stepFailed(now:)``.
+        case switchTo(successor: String)
+        /// Store the job that starts the match's audience on the current APNs channel with the
+        /// current state, with the id of this `generation`; report ``audienceStarted()``.
+        case startAudience(generation: Int)
+        /// End the activities on `previous` now, with the current state; report ``previousEnded()``.
+        case endPrevious(String)
+        /// Delete the APNs channel `previous`; report ``previousDeleted(maximumAge:)``.
+        case deletePrevious(String)
+        /// Delete an APNs channel created for a match that ended meanwhile.
+        case deleteUnneeded(String)
+        /// Call ``check(now:maximumAge:canRoll:)`` at this time.
+        case armTimer(at: UnixTime)
+        /// Call ``retryDue(isLive:)`` at this time.
+        case armRetry(at: UnixTime)
+    }
+
+    /// Back-off between attempts at a failed step: 1 s doubling to 5 min.
+    public static var retryBackoff: Backoff { Backoff(initial: .seconds(1), maximum: .seconds(300), multiplier: 2, jitter: 0) }
+
+    public private(set) var stage: Stage
+    /// When the current APNs channel was created: no activity on it started earlier.
+    public private(set) var generationStartedAt: UnixTime
+    /// The current APNs channel's place in the match: 1 for the first, one more per rollover.
+    public private(set) var generation: Int
+    /// Failed attempts at the current step, in a row.
+    private var attempts: Int
+
+    /// A channel whose first APNs channel was created at `createdAt`.
+    public init(generationStartedAt createdAt: UnixTime) {
+        stage = .live
+        generationStartedAt = createdAt
+        generation = 1
+        attempts = 0
+    }
+
+    /// When the current channel's activities must move, with `maximumAge` (zero: never).
+    public func due(maximumAge: Duration) -> UnixTime? {
+        maximumAge > .zero ? generationStartedAt + maximumAge : nil
+    }
+
+    // MARK: Inputs
+
+    /// Time passed, or what `canRoll` depends on changed (the match's audience became known, the
+    /// match is live): starts the rollover when due and possible, else says when to look again.
+    /// `canRoll` is false while the match is not live or its audience is not known.
+    public mutating func check(now: UnixTime, maximumAge: Duration, canRoll: Bool) -> [Action] {
+        guard stage == .live, let due = due(maximumAge: maximumAge) else { return [] }
+        guard now >= due else { return [.armTimer(at: due)] }
+        guard canRoll else { return [] }
+        stage = .creatingSuccessor
+        attempts = 0
+        return [.persist, .createSuccessor]
+    }
+
+    /// APNs created `successor`; `previous` is the channel's APNs channel until now. A match that
+    /// is no longer live needs no successor: it is deleted again.
+    public mutating func successorCreated(_ successor: String, replacing previous: String, isLive: Bool, now: UnixTime) -> [Action] {
+        guard stage == .creatingSuccessor else { return [.deleteUnneeded(successor)] }
+        attempts = 0
+        guard isLive else {
+            stage = .live
+            return [.persist, .deleteUnneeded(successor)]
+        }
+        stage = .startingAudience(previous: previous)
+        generationStartedAt = now
+        generation += 1
+        return [.switchTo(successor: successor)]
+    }
+
+    /// The successor is saved as the channel's APNs channel. A match that ended meanwhile starts
+    /// no audience: its previous activities are ended at once.
+    public mutating func switched(isLive: Bool) -> [Action] {
+        guard case .startingAudience = stage else { return [] }
+        attempts = 0
+        guard isLive else { return audienceStarted() }
+        return [.startAudience(generation: generation)]
+    }
+
+    /// The start job is stored (or was already).
+    public mutating func audienceStarted() -> [Action] {
+        guard case .startingAudience(let previous) = stage else { return [] }
+        stage = .endingPrevious(previous: previous)
+        attempts = 0
+        return [.persist, .endPrevious(previous)]
+    }
+
+    /// APNs accepted the previous channel's end.
+    public mutating func previousEnded() -> [Action] {
+        guard case .endingPrevious(let previous) = stage else { return [] }
+        stage = .deletingPrevious(previous: previous)
+        attempts = 0
+        return [.persist, .deletePrevious(previous)]
+    }
+
+    /// APNs deleted the previous channel (or no longer knew it): the rollover is over.
+    public mutating func previousDeleted(maximumAge: Duration) -> [Action] {
+        guard case .deletingPrevious = stage else { return [] }
+        stage = .live
+        attempts = 0
+        return [.persist] + (due(maximumAge: maximumAge).map { [.armTimer(at: $0)] } ?? [])
+    }
+
+    /// The current step failed (APNs or the store): it is tried again after a back-off.
+    public mutating func stepFailed(now: UnixTime) -> [Action] {
+        guard stage != .live else { return [] }
+        let delay = Self.retryBackoff.delay(attempt: attempts)
+        attempts += 1
+        return [.armRetry(at: now + delay)]
+    }
+
+    /// The back-off after a failure is over: the current step again.
+    public mutating func retryDue(isLive: Bool) -> [Action] {
+        resumed(isLive: isLive)
+    }
+
+    /// The gateway restarted: the step the saved stage was in, again. (A successor whose
+    /// create answer a crash lost stays at APNs unaccounted for: docs/channel-engine.md.)
+    public mutating func resumed(isLive: Bool) -> [Action] {
+        switch stage {
+        case .live: return []
+        case .creatingSuccessor:
+            guard isLive else {
+                stage = .live
+                return [.persist]
+            }
+            return [.createSuccessor]
+        case .startingAudience: return switched(isLive: isLive)
+        case .endingPrevious(let previous): return [.endPrevious(previous)]
+        case .deletingPrevious(let previous): return [.deletePrevious(previous)]
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case stage, generationStartedAt, generation, attempts }
+
+    /// As the channel's settings keep it: the generation's start in Unix nanoseconds.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        stage = try c.decode(Stage.self, forKey: .stage)
+        generationStartedAt = UnixTime(nanoseconds: try c.decode(Int64.self, forKey: .generationStartedAt))
+        generation = try c.decode(Int.self, forKey: .generation)
+        attempts = try c.decodeIfPresent(Int.self, forKey: .attempts) ?? 0
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(stage, forKey: .stage)
+        try c.encode(generationStartedAt.nanoseconds, forKey: .generationStartedAt)
+        try c.encode(generation, forKey: .generation)
+        try c.encode(attempts, forKey: .attempts)
+    }
+
+    /// The previous APNs channel still to end or delete (a channel deleted meanwhile deletes it too).
+    public var previousChannel: String? {
+        switch stage {
+        case .startingAudience(let previous), .endingPrevious(let previous), .deletingPrevious(let previous): previous
+        case .live, .creatingSuccessor: nil
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+import TouchlineCore
+
+/// The rollover past the 8-hour limit, in virtual time: when it starts, the order of its steps
+/// (each saved before the next), retries with back-off, what a restart re-does, and a match that
+/// ends in the middle of it.
+@Suite struct ActivityRolloverTests {
+    let start = UnixTime(seconds: 1_767_290_400)
+    let age = Duration.seconds(7 * 3600)
+
+    @Test func nothingHappensBeforeTheAgeAndNothingWithoutOne() {
+        var rollover = ActivityRollover(generationStartedAt: start)
+        #expect(rollover.check(now: start + .seconds(60), maximumAge: .zero, canRoll: true).isEmpty)
+        #expect(rollover.check(now: start + .seconds(60), maximumAge: age, canRoll: true) == [.armTimer(at: start + age)])
+        // Due, but the audience is not known (no kickoff yet) or the match is not live: it waits.
+        #expect(rollover.check(now: start + age, maximumAge: age, canRoll: false).isEmpty)
+        #expect(rollover.stage == .live)
+    }
+
+    /// The whole rollover: the successor created and made the channel's APNs channel in one
+    /// commit, the audience started on it, then the previous channel's activities ended and the
+    /// channel deleted; the next one is due an age after the successor's creation.
+    @Test func aRolloverRunsItsStepsInOrderAndArmsTheNext() {
+        var rollover = ActivityRollover(generationStartedAt: start)
+        let due = start + age
+        #expect(rollover.check(now: due, maximumAge: age, canRoll: true) == [.persist, .createSuccessor])
+        #expect(rollover.stage == .creatingSuccessor)
+        let created = due + .seconds(1)
+        #expect(rollover.successorCreated("new", replacing: "old", isLive: true, now: created) == [.switchTo(successor: "new")])
+        #expect(rollover.generation == 2 && rollover.generationStartedAt == created && rollover.previousChannel == "old")
+        #expect(rollover.switched(isLive: true) == [.startAudience(generation: 2)])
+        #expect(rollover.audienceStarted() == [.persist, .endPrevious("old")])
+        #expect(rollover.previousEnded() == [.persist, .deletePrevious("old")])
+        #expect(rollover.previousDeleted(maximumAge: age) == [.persist, .armTimer(at: created + age)])
+        #expect(rollover.stage == .live && rollover.previousChannel == nil)
+        // Answers that come late change nothing.
+        #expect(rollover.previousEnded().isEmpty && rollover.audienceStarted().isEmpty && rollover.switched(isLive: true).isEmpty)
+    }
+
+    @Test func aFailedStepIsRetriedWithBackOffUntilItSucceeds() {
+        var rollover = ActivityRollover(generationStartedAt: start)
+        _ = rollover.check(now: start + age, maximumAge: age, canRoll: true)
+        var now = start + age
+        var delays: [Duration] = []
+        for _ in 0..<4 {
+            guard case .armRetry(let at)? = rollover.stepFailed(now: now).first else {
+                Issue.record("no retry armed")
+                return
+            }
+            delays.append(at - now)
+            now = at
+            #expect(rollover.retryDue(isLive: true) == [.createSuccessor])
+        }
+        #expect(delays == [.seconds(1), .seconds(2), .seconds(4), .seconds(8)])
+        _ = rollover.successorCreated("new", replacing: "old", isLive: true, now: now)
+        guard case .armRetry(let at)? = rollover.stepFailed(now: now).first else {
+            Issue.record("no retry armed")
+            return
+        }
+        #expect(at - now == .seconds(1), "a new step starts its back-off afresh")
+        // A failed step is tried again as it was: the successor is not created twice.
+        #expect(rollover.retryDue(isLive: true) == [.startAudience(generation: 2)])
+    }
+
+    /// After a restart, each saved stage does its step again: the create (its intent was saved),
+    /// the start job (found stored by its generation's id if it was), the end, the deletion.
+    @Test func aRestartResumesTheSavedStep() throws {
+        var rollover = ActivityRollover(generationStartedAt: start)
+        _ = rollover.check(now: start + age, maximumAge: age, canRoll: true)
+        var saved = try Self.roundTrip(rollover)
+        #expect(saved.resumed(isLive: true) == [.createSuccessor])
+
+        _ = rollover.successorCreated("new", replacing: "old", isLive: true, now: start + age)
+        saved = try Self.roundTrip(rollover)
+        #expect(saved.resumed(isLive: true) == [.startAudience(generation: 2)])
+        _ = rollover.audienceStarted()
+        saved = try Self.roundTrip(rollover)
+        #expect(saved.resumed(isLive: true) == [.endPrevious("old")])
+        _ = rollover.previousEnded()
+        saved = try Self.roundTrip(rollover)
+        #expect(saved.resumed(isLive: false) == [.deletePrevious("old")], "the old channel is cleaned up whatever the match does")
+        _ = rollover.previousDeleted(maximumAge: age)
+        saved = try Self.roundTrip(rollover)
+        #expect(saved.resumed(isLive: true).isEmpty && saved == rollover)
+    }
+
+    /// A match that ends during a rollover: a successor created after the end is deleted again;
+    /// one made current before the end starts no audience, and the previous activities are
+    /// ended at once (with the final state).
+    @Test func aMatchEndingDuringTheRolloverStartsNoAudience() {
+        var rollover = ActivityRollover(generationStartedAt: start)
+        _ = rollover.check(now: start + age, maximumAge: age, canRoll: true)
+        #expect(rollover.successorCreated("new", replacing: "old", isLive: false, now: start + age) == [.persist, .deleteUnneeded("new")])
+        #expect(rollover.stage == .live && rollover.generation == 1)
+
+        var switching = ActivityRollover(generationStartedAt: start)
+        _ = switching.check(now: start + age, maximumAge: age, canRoll: true)
+        _ = switching.successorCreated("new", replacing: "old", isLive: true, now: start + age)
+        #expect(switching.switched(isLive: false) == [.persist, .endPrevious("old")])
+
+        var restarted = ActivityRollover(generationStartedAt: start)
+        _ = restarted.check(now: start + age, maximumAge: age, canRoll: true)
+        #expect(restarted.resumed(isLive: false) == [.persist], "no successor for an ended match")
+        #expect(restarted.stage == .live)
+    }
+
+    static func roundTrip(_ rollover: ActivityRollover) throws -> ActivityRollover {
+        try JSONDecoder().decode(ActivityRollover.self, from: JSONEncoder().encode(rollover))
+    }
+}

@@ -9,6 +9,12 @@ import TouchlineCore
     let start = UnixTime(seconds: 1_767_290_400)
     let age = Duration.seconds(7 * 3600)
 
+    @Test func anOperatorMayStartOneRolloverAtATime() {
+        var rollover = ActivityRollover(generationStartedAt: start)
+        #expect(rollover.start() == [.persist, .createSuccessor])
+        #expect(rollover.start() == nil, "one is under way")
+    }
+
     @Test func nothingHappensBeforeTheAgeAndNothingWithoutOne() {
         var rollover = ActivityRollover(generationStartedAt: start)
         #expect(rollover.check(now: start + .seconds(60), maximumAge: .zero, canRoll: true).isEmpty)
@@ -28,8 +34,9 @@ import TouchlineCore
         #expect(rollover.stage == .creatingSuccessor)
         let created = due + .seconds(1)
         #expect(rollover.successorCreated("new", replacing: "old", isLive: true, now: created) == [.switchTo(successor: "new")])
-        #expect(rollover.generation == 2 && rollover.generationStartedAt == created && rollover.previousChannel == "old")
-        #expect(rollover.switched(isLive: true) == [.startAudience(generation: 2)])
+        #expect(rollover.generation == 2 && rollover.generationStartedAt == created && rollover.otherChannel == "new")
+        #expect(rollover.switched(isLive: true) == [.persist, .startAudience(generation: 2)])
+        #expect(rollover.otherChannel == "old", "once the successor is the channel's, the previous one is the other")
         #expect(rollover.audienceStarted() == [.persist, .endPrevious("old")])
         #expect(rollover.previousEnded() == [.persist, .deletePrevious("old")])
         #expect(rollover.previousDeleted(maximumAge: age) == [.persist, .armTimer(at: created + age)])
@@ -60,7 +67,7 @@ import TouchlineCore
         }
         #expect(at - now == .seconds(1), "a new step starts its back-off afresh")
         // A failed step is tried again as it was: the successor is not created twice.
-        #expect(rollover.retryDue(isLive: true) == [.startAudience(generation: 2)])
+        #expect(rollover.retryDue(isLive: true) == [.switchTo(successor: "new")])
     }
 
     /// After a restart, each saved stage does its step again: the create (its intent was saved),
@@ -72,6 +79,9 @@ import TouchlineCore
         #expect(saved.resumed(isLive: true) == [.createSuccessor])
 
         _ = rollover.successorCreated("new", replacing: "old", isLive: true, now: start + age)
+        saved = try Self.roundTrip(rollover)
+        #expect(saved.resumed(isLive: true) == [.switchTo(successor: "new")], "saving the switch again is harmless")
+        _ = rollover.switched(isLive: true)
         saved = try Self.roundTrip(rollover)
         #expect(saved.resumed(isLive: true) == [.startAudience(generation: 2)])
         _ = rollover.audienceStarted()
@@ -98,6 +108,12 @@ import TouchlineCore
         _ = switching.check(now: start + age, maximumAge: age, canRoll: true)
         _ = switching.successorCreated("new", replacing: "old", isLive: true, now: start + age)
         #expect(switching.switched(isLive: false) == [.persist, .endPrevious("old")])
+
+        var starting = ActivityRollover(generationStartedAt: start)
+        _ = starting.check(now: start + age, maximumAge: age, canRoll: true)
+        _ = starting.successorCreated("new", replacing: "old", isLive: true, now: start + age)
+        _ = starting.switched(isLive: true)
+        #expect(starting.resumed(isLive: false) == [.persist, .endPrevious("old")], "ended before the audience was started")
 
         var restarted = ActivityRollover(generationStartedAt: start)
         _ = restarted.check(now: start + age, maximumAge: age, canRoll: true)

@@ -248,4 +248,14 @@ struct ChannelLifecycleTests {
         #expect(Self.steps(lifecycle.handle(.createRequested(1))) == [.saveAPNsID("apns-9")])
         #expect(Self.steps(lifecycle.handle(.idSaved(.success(())))) == [.openKickoffs("apns-9"), .answerCreated([1])])
     }
+
+    /// A rollover makes its successor the channel's APNs channel: kickoffs open on it, and a
+    /// deletion deletes it; a channel already being deleted takes no successor.
+    @Test func aRolloverMakesTheSuccessorTheChannelsOwn() {
+        var lifecycle = Lifecycle.restored(apnsChannelID: "apns-1", status: .active, damage: nil, jitterSeed: 1)
+        #expect(Self.steps(lifecycle.handle(.rolledOver(to: "apns-2"))) == [.openKickoffs("apns-2")])
+        #expect(lifecycle.apnsChannelID == "apns-2")
+        #expect(Self.steps(lifecycle.handle(.deletionDue)) == [.deleteAtAPNs("apns-2")])
+        #expect(Self.steps(lifecycle.handle(.rolledOver(to: "apns-3"))).isEmpty && lifecycle.apnsChannelID == "apns-2")
+    }
 }

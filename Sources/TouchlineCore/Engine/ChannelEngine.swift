@@ -287,6 +287,20 @@ public struct ChannelEngine: Sendable {
                                    timestamp: timestamp, isEnd: next.isEnd))]
     }
 
+    /// The push that ends the activities on the channel's previous APNs channel after a
+    /// rollover (``ActivityRollover``): `event: end` with `state`, the current content-state,
+    /// dismissed at once and at priority 10, so that a phone in Low Power Mode does not keep the
+    /// old activity beside the new one. Its timestamp comes from the channel's clock (saved with
+    /// the next snapshot); it is neither paced, budgeted nor tracked, since it goes to another
+    /// APNs channel than the engine's pushes, once per rollover.
+    public mutating func previousChannelEnd(state: JSONValue, now: UnixTime) -> OutgoingPush {
+        let timestamp = timestamps.next(now: now)
+        let payload = LiveActivityPayload(timestamp: timestamp, event: .end, contentState: state, dismissalDate: now,
+                                          relevanceScore: policy.relevanceScore).encoded()
+        return OutgoingPush(sequence: 0, payload: payload, priority: .immediate, expiration: policy.expiration(for: storage, now: now),
+                            timestamp: timestamp, isEnd: true)
+    }
+
     /// When a low-importance update may go: ``ChannelPolicy/lowImportanceInterval`` after the last
     /// accepted push (a wall clock that stepped back counts from `now`). Nil when the cadence
     /// does not apply: a more important change is folded in, it is the end, the cadence is off,

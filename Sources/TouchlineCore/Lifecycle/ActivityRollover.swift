@@ -8,8 +8,8 @@
 /// the start job, sends the previous channel's end and deletes it, and reports back. Every step
 /// is saved before the next begins, so a restart resumes the step it was in (``resumed(isLive:)``):
 /// - `creatingSuccessor` is saved before APNs is asked, as a channel's create intent is;
-/// - the successor becomes the channel's APNs channel in the same commit as `startingAudience`,
-///   so from then on every push goes to it, and the previous id is kept for its end and deletion;
+/// - the successor becomes the channel's APNs channel in the same commit as `switching` (which
+///   keeps the previous id for its end and deletion), so from then on every push goes to it;
 /// - the start job's id follows from the channel and the ``generation``, so storing it again
 ///   after a restart finds it stored instead of starting the audience twice;
 /// - the previous channel is ended, then deleted, each retried with back-off until APNs confirms.
@@ -19,6 +19,8 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
         case live
         /// A successor is to be created at APNs (or its create is out).
         case creatingSuccessor
+        /// APNs created `successor`: it is to be saved as the channel's APNs channel.
+        case switching(successor: String, previous: String)
         /// The channel publishes to the successor; the push-to-start job is to be stored.
         case startingAudience(previous: String)
         /// The start job is stored; the previous channel's activities are to be ended.
@@ -33,8 +35,8 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
         /// Ask APNs for a new channel with the channel's storage policy; report
         /// ``successorCreated(_:replacing:isLive:now:)`` or ``stepFailed(now:)``.
         case createSuccessor
-        /// Save `successor` as the channel's APNs channel together with the rollover, in one
-        /// commit; report ``switched(isLive:)`` or ``stepFailed(now:)``.
+        /// Save `successor` as the channel's APNs channel together with the rollover (now
+        /// `switching`), in one commit; report ``switched(isLive:)`` or ``stepFailed(now:)``.
         case switchTo(successor: String)
         /// Store the job that starts the match's audience on the current APNs channel with the
         /// current state, with the id of this `generation`; report ``audienceStarted()``.
@@ -77,6 +79,15 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
 
     // MARK: Inputs
 
+    /// An operator asks for a rollover now (`POST /v1/channels/{id}/rollover`): false when one is
+    /// under way already.
+    public mutating func start() -> [Action]? {
+        guard stage == .live else { return nil }
+        stage = .creatingSuccessor
+        attempts = 0
+        return [.persist, .createSuccessor]
+    }
+
     /// Time passed, or what `canRoll` depends on changed (the match's audience became known, the
     /// match is live): starts the rollover when due and possible, else says when to look again.
     /// `canRoll` is false while the match is not live or its audience is not known.
@@ -84,9 +95,7 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
         guard stage == .live, let due = due(maximumAge: maximumAge) else { return [] }
         guard now >= due else { return [.armTimer(at: due)] }
         guard canRoll else { return [] }
-        stage = .creatingSuccessor
-        attempts = 0
-        return [.persist, .createSuccessor]
+        return start() ?? []
     }
 
     /// APNs created `successor`; `previous` is the channel's APNs channel until now. A match that
@@ -98,7 +107,7 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
             stage = .live
             return [.persist, .deleteUnneeded(successor)]
         }
-        stage = .startingAudience(previous: previous)
+        stage = .switching(successor: successor, previous: previous)
         generationStartedAt = now
         generation += 1
         return [.switchTo(successor: successor)]
@@ -107,10 +116,14 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
     /// The successor is saved as the channel's APNs channel. A match that ended meanwhile starts
     /// no audience: its previous activities are ended at once.
     public mutating func switched(isLive: Bool) -> [Action] {
-        guard case .startingAudience = stage else { return [] }
+        guard case .switching(_, let previous) = stage else { return [] }
         attempts = 0
-        guard isLive else { return audienceStarted() }
-        return [.startAudience(generation: generation)]
+        guard isLive else {
+            stage = .endingPrevious(previous: previous)
+            return [.persist, .endPrevious(previous)]
+        }
+        stage = .startingAudience(previous: previous)
+        return [.persist, .startAudience(generation: generation)]
     }
 
     /// The start job is stored (or was already).
@@ -161,7 +174,13 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
                 return [.persist]
             }
             return [.createSuccessor]
-        case .startingAudience: return switched(isLive: isLive)
+        case .switching(let successor, _): return [.switchTo(successor: successor)]
+        case .startingAudience(let previous):
+            guard isLive else {
+                stage = .endingPrevious(previous: previous)
+                return [.persist, .endPrevious(previous)]
+            }
+            return [.startAudience(generation: generation)]
         case .endingPrevious(let previous): return [.endPrevious(previous)]
         case .deletingPrevious(let previous): return [.deletePrevious(previous)]
         }
@@ -186,11 +205,19 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
         try c.encode(attempts, forKey: .attempts)
     }
 
-    /// The previous APNs channel still to end or delete (a channel deleted meanwhile deletes it too).
+    /// The previous APNs channel still to end or delete.
     public var previousChannel: String? {
         switch stage {
-        case .startingAudience(let previous), .endingPrevious(let previous), .deletingPrevious(let previous): previous
+        case .switching(_, let previous), .startingAudience(let previous), .endingPrevious(let previous), .deletingPrevious(let previous): previous
         case .live, .creatingSuccessor: nil
         }
+    }
+
+    /// The APNs channel the rollover holds besides the channel's own: deleted with the channel
+    /// if the provider deletes it in the middle of a rollover (the previous one, or a successor
+    /// not saved as the channel's yet).
+    public var otherChannel: String? {
+        if case .switching(let successor, _) = stage { return successor }
+        return previousChannel
     }
 }

@@ -95,6 +95,9 @@ public struct ChannelLifecycle<Waiter>: Sendable where Waiter: Sendable {
         /// APNs did not delete it; `retryable` unless the request itself can never succeed.
         case deletionFailed(retryable: Bool)
         case deletionRetryDue
+        /// A rollover made this APNs channel the channel's own (``ActivityRollover``): pushes and
+        /// kickoffs go to it from now on, and a deletion deletes it.
+        case rolledOver(to: String)
     }
 
     /// A store failure as the lifecycle sees it, for the answer: its description, and whether
@@ -251,6 +254,10 @@ public struct ChannelLifecycle<Waiter>: Sendable where Waiter: Sendable {
             return [.deleteAtAPNs(id)]
         case (.deletionRetryDue, .deleting(let id, _)):
             return [.deleteAtAPNs(id)]
+        case (.rolledOver(let id), .active):
+            stage = .active(id)
+            return [.openKickoffs(id)]
+
         case (.deletionConfirmed, .deleting(let id, _)):
             stage = .deleted(id)
             return [.saveStatus]

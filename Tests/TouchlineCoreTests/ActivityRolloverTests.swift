@@ -57,7 +57,7 @@ import TouchlineCore
             }
             delays.append(at - now)
             now = at
-            #expect(rollover.retryDue(isLive: true) == [.createSuccessor])
+            #expect(rollover.retryDue(isLive: true) == [.persist, .createSuccessor], "the intent is saved before APNs is asked")
         }
         #expect(delays == [.seconds(1), .seconds(2), .seconds(4), .seconds(8)])
         _ = rollover.successorCreated("new", replacing: "old", isLive: true, now: now)
@@ -67,7 +67,7 @@ import TouchlineCore
         }
         #expect(at - now == .seconds(1), "a new step starts its back-off afresh")
         // A failed step is tried again as it was: the successor is not created twice.
-        #expect(rollover.retryDue(isLive: true) == [.switchTo(successor: "new")])
+        #expect(rollover.retryDue(isLive: true) == [.persist, .switchTo(successor: "new")])
     }
 
     /// After a restart, each saved stage does its step again: the create (its intent was saved),

@@ -23,6 +23,14 @@ final class Channel: @unchecked Sendable {
     let isShadow: Bool
     /// Events the recording holds (at most ``FeedRecording/maximumEvents``).
     var recordedEvents = 0
+    /// The match's move to a new APNs channel before its activities reach the policy's
+    /// `maximumActivityAge` (`ChannelService+Rollover.swift`), and its timer.
+    var rollover: ActivityRollover
+    var rolloverTimer: LoopTimer?
+    /// The rollover's timer waits for a retry of a failed step (not for the next rollover).
+    var rolloverRetryArmed = false
+    /// The audience a rollover starts again: the last kickoff's (nil before any).
+    var kickoff: KickoffTemplate?
     /// The channel's life at APNs (create, adoption, deletion), and the requests waiting for
     /// its create to settle.
     var lifecycle: ChannelLifecycle<HTTPRequest>
@@ -65,6 +73,7 @@ final class Channel: @unchecked Sendable {
         self.createdAt = createdAt
         self.recording = recording
         self.isShadow = isShadow
+        rollover = ActivityRollover(generationStartedAt: createdAt)
         self.lifecycle = lifecycle
         self.engine = engine
         downgradesSeen = engine.counters.budgetDowngrades
@@ -90,6 +99,7 @@ final class Channel: @unchecked Sendable {
         timer?.cancel()
         deletionTimer?.cancel()
         feedTimer?.cancel()
+        rolloverTimer?.cancel()
     }
 
     /// Apple's id, once saved.
@@ -117,13 +127,16 @@ final class Channel: @unchecked Sendable {
 
     /// What the record's `policyJSON` holds: the channel's policy, its alert mode, for sports
     /// channels its match attributes, when it records its feed the state before its first
-    /// event, and whether it is a shadow channel (all fixed at creation). A record written before alert modes existed has none:
+    /// event, and whether it is a shadow channel (all fixed at creation); then the rollover and
+    /// the last kickoff's audience, which change (saved with ``settingsUpdate(at:)``). A record written before alert modes existed has none:
     /// its alerts stay text.
     var settingsJSON: String {
         var members = [JSONValue.Member("policy", policy.json), .init("alerts", alertsJSON)]
         if let attributes { members.append(.init("attributes", attributes.json)) }
         if let recording { members.append(.init("recording", recording.json)) }
         if isShadow { members.append(.init("shadow", .bool(true))) }
+        members.append(.init("rollover", .raw(Self.encodedJSON(rollover))))
+        if let kickoff { members.append(.init("kickoff", kickoff.json)) }
         return String(decoding: JSONValue.object(members).encoded, as: UTF8.self)
     }
 
@@ -131,6 +144,11 @@ final class Channel: @unchecked Sendable {
     var creationRecord: ChannelRecord {
         ChannelRecord(id: id, storagePolicy: storage, policyJSON: settingsJSON, status: .creating, createdAt: createdAt,
                       contentState: contentState.encoded, engineSnapshot: Self.encodedJSON(engine.snapshot))
+    }
+
+    /// The update that saves the settings (the rollover and the last kickoff change).
+    func settingsUpdate(at now: UnixTime) -> ChannelStateUpdate {
+        ChannelStateUpdate(channelID: id, updatedAt: now, policyJSON: settingsJSON)
     }
 
     /// The state update that saves everything that changes while the channel lives.
@@ -175,6 +193,10 @@ final class Channel: @unchecked Sendable {
         let attributes = try part("its match attributes") { try settings[member: "attributes"].map { (value) throws in try MatchAttributes(json: value) } }
         let alertMode = try part("its alert mode") { try settings[member: "alerts"].map { (value) throws in try AlertMode(json: value) } ?? .text }
         let recording = try part("its feed recording") { try settings[member: "recording"].map { (value) throws in try FeedRecording(json: value) } }
+        let rollover = try part("its rollover") { () throws -> ActivityRollover? in
+            try settings[member: "rollover"].map { (value) throws in try JSONDecoder().decode(ActivityRollover.self, from: Data(value.encoded)) }
+        }
+        let kickoff = try part("its kickoff") { try settings[member: "kickoff"].map { (value) throws in try KickoffTemplate(json: value) } }
         let isShadow = try part("its shadow mode") { () throws -> Bool in
             switch settings[member: "shadow"] {
             case nil: return false
@@ -205,6 +227,8 @@ final class Channel: @unchecked Sendable {
                   recording: recording, isShadow: isShadow, lifecycle: lifecycle, engine: engine, contentState: contentState,
                   lastSeq: record.lastSeq, persistedStatus: record.status)
         if record.status == .broken { brokenReason = ChannelEngine.Action.channelNotRegisteredReason }
+        if let rollover { self.rollover = rollover }
+        self.kickoff = kickoff
         // The time of events before the restart is not kept: the silence counts from the restart.
         feed = FeedWatch(stallAfter: policy.feedStall, watchingFrom: now)
     }
@@ -227,6 +251,7 @@ final class Channel: @unchecked Sendable {
         if recording != nil {
             members.append(.init("recording", ["events": .integer(Int64(recordedEvents)), "limit": .integer(Int64(FeedRecording.maximumEvents))]))
         }
+        members.append(.init("rollover", rolloverJSON))
         members += [
             .init("contentState", contentState),
             .init("lastSeq", .integer(lastSeq)),
@@ -246,6 +271,25 @@ final class Channel: @unchecked Sendable {
         if let since = feed.stalledSince { members.append(.init("stalledSince", .integer(since.seconds))) }
         members += [.init("stalls", .integer(Int64(feed.stalls))), .init("gaps", .integer(Int64(feed.gaps)))]
         if let gap = feed.lastGap { members.append(.init("lastGap", ["from": .integer(gap.from), "to": .integer(gap.to)])) }
+        return .object(members)
+    }
+
+    /// The rollover as the API shows it: the current APNs channel's generation, the step under
+    /// way, when the next is due, and whether a kickoff gave the audience to start again.
+    var rolloverJSON: JSONValue {
+        let stage: String = switch rollover.stage {
+        case .live: "live"
+        case .creatingSuccessor: "creatingSuccessor"
+        case .switching: "switching"
+        case .startingAudience: "startingAudience"
+        case .endingPrevious: "endingPrevious"
+        case .deletingPrevious: "deletingPrevious"
+        }
+        var members: [JSONValue.Member] = [.init("generation", .integer(Int64(rollover.generation))), .init("stage", .string(stage)),
+                                           .init("generationStartedAt", .integer(rollover.generationStartedAt.seconds))]
+        if let due = rollover.due(maximumAge: policy.maximumActivityAge) { members.append(.init("dueAt", .integer(due.seconds))) }
+        if let previous = rollover.previousChannel { members.append(.init("previousApnsChannelId", .string(previous))) }
+        members.append(.init("audienceKnown", .bool(kickoff != nil)))
         return .object(members)
     }
 

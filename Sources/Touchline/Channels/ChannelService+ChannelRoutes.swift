@@ -27,6 +27,9 @@ extension ChannelService: APIFeature {
         router.add(.get, "/v1/channels/{id}/events/export", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
             try exportFeed(call)
         }
+        router.add(.post, "/v1/channels/{id}/rollover", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+            try startRollover(call)
+        }
     }
 
     /// The channel of a ``APIScope/channel(parameter:)`` route (its key is already checked):
@@ -86,6 +89,10 @@ extension ChannelService: APIFeature {
         // A shadow channel records its feed unless told not to (where the store can keep it).
         let isShadow = try body.bool("shadow") ?? false
         let recordsFeed = try body.bool("recordFeed") ?? (isShadow && feedReader != nil)
+        if policy.maximumActivityAge > .zero, !rolloverAvailable {
+            throw HTTPError(status: 422, code: "rollover_unavailable",
+                            message: "policy.maximumActivityAgeSeconds needs the embedded store; a cluster gateway does not roll channels over yet")
+        }
         if recordsFeed, feedReader == nil {
             throw HTTPError(status: 422, code: "recording_unavailable",
                             message: "recordFeed needs the embedded store: a cluster gateway keeps events in the cluster's stream, not for export")
@@ -152,6 +159,14 @@ extension ChannelService: APIFeature {
         let id = channel.id
         guard !channel.lifecycle.isCreateUnderWay else {
             throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is being created at APNs; delete it once that has answered")
+        }
+        // An APNs channel of a rollover under way (the previous one, or a successor not saved yet) goes too.
+        if let other = channel.rollover.otherChannel {
+            dispatcher.deleteChannel(other) { [self] result in
+                if case .failure(let error) = result, error.disposition != .channelGone {
+                    log.warning("deleting the rollover's APNs channel \(other) failed", channel: id, apnsID: error.requestID, error: error)
+                }
+            }
         }
         let forget: @Sendable () -> Void = { [self] in
             store.submit(WriteBatch([.deleteChannel(channelID: id)] + (channel.apnsDeleted ? [] : channelEvent(.channelDeleted, of: channel)))) { [self] result in

@@ -52,6 +52,7 @@ extension ChannelService {
         case .openKickoffs(let apnsID):
             channel.persistedStatus = .active
             if !channel.isShadow { personal.openKickoffs(into: apnsID) }
+            checkRollover(of: channel)
         case .answerCreated(let waiters):
             let body = channel.json(now: clock.now())
             for (index, waiter) in waiters.enumerated() { waiter.respond(.json(status: index == 0 ? 201 : 200, body)) }

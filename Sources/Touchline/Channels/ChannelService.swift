@@ -45,6 +45,12 @@ final class ChannelService: @unchecked Sendable {
     /// where channels cannot record their feeds (a cluster gateway: its event log is the
     /// cluster's stream).
     let feedReader: (@Sendable () throws -> any ChannelStoreReader)?
+    /// Whether channels roll over past the 8-hour limit here: on the embedded store, not yet on
+    /// a cluster gateway (its jobs and channel writes would need the cluster's ordering).
+    var rolloverAvailable: Bool { feedReader != nil }
+    /// Stores a rollover's start job in the personal queue and runs it (the job intake's
+    /// ``PersonalJobIntake/storeRolloverStart(_:completion:)``); set once at start.
+    var audienceStarter: ((PersonalJobRecord, @escaping @Sendable (Bool) -> Void) -> Void)?
     /// Webhook delivery (its own loop); nil in a gateway built without one. Channel facts are
     /// recorded with `webhooks.outbox` in the batches that change the channel.
     let webhooks: WebhookDelivery?
@@ -148,6 +154,7 @@ final class ChannelService: @unchecked Sendable {
         for channel in restored where channel.lifecycle.isLive {
             perform(channel.engine.tick(now: now), on: channel)
             watchFeed(of: channel)
+            resumeRollover(of: channel)
             // A deletion asked for before the restart and not confirmed: ask again.
             if channel.engine.phase == .closed { lifecycle(.deletionDue, of: channel) }
         }

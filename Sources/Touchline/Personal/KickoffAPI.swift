@@ -119,6 +119,10 @@ struct KickoffAPI: APIFeature {
         var job = try intake.personalJob(audience: .follows(follow), payload: payload, priority: try PersonalJobIntake.priority(in: body),
                                          expiration: expiration, claim: claim)
         job.startAt = startAt
+        if let alert = try body.object("alert") {
+            channels.rememberKickoff(KickoffTemplate(follows: follow, attributesType: attributesType, attributes: attributes, alert: alert,
+                                                     priority: job.priority), of: channel)
+        }
         var answer: [JSONValue.Member] = [.init("jobId", .string(job.id))]
         if let startAt { answer.append(.init("at", .integer(startAt.seconds))) }
         try intake.submitPersonalJobs([job], for: request, answer: .object(answer), idempotency: claim)

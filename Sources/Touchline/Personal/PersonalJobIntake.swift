@@ -90,6 +90,19 @@ final class PersonalJobIntake: @unchecked Sendable {
                                  priority: priority, expiration: expiration)
     }
 
+    /// Stores a rollover's start job and runs it, unless a job with its id is stored already (a
+    /// restart in the middle of a rollover); `completion` on the loop with whether it is stored.
+    func storeRolloverStart(_ job: PersonalJobRecord, completion: @escaping @Sendable (Bool) -> Void) {
+        if (try? tokenReader.job(id: job.id)) != nil { return completion(true) }
+        personalStore.submit([.createJob(job)]) { [self] result in
+            loop.execute { [self] in
+                guard case .success = result else { return completion(false) }
+                personal.run(job)
+                completion(true)
+            }
+        }
+    }
+
     /// Saves `jobs` and `operations` in one commit (all or nothing), then answers 202 with
     /// `answer` and hands the jobs to the personal queue; a failed commit answers 503 (500 when the store
     /// refused the write itself) and runs nothing. With an idempotency `claim`, its record (the

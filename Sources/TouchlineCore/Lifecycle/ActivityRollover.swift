@@ -158,9 +158,11 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
         return [.armRetry(at: now + delay)]
     }
 
-    /// The back-off after a failure is over: the current step again.
+    /// The back-off after a failure is over: the current step again, after saving the stage
+    /// (the failure may have been that save).
     public mutating func retryDue(isLive: Bool) -> [Action] {
-        resumed(isLive: isLive)
+        let actions = resumed(isLive: isLive)
+        return actions.isEmpty || actions.first == .persist ? actions : [.persist] + actions
     }
 
     /// The gateway restarted: the step the saved stage was in, again. (A successor whose

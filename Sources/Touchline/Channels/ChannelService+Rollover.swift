@@ -1,0 +1,210 @@
+import APNs
+import Foundation
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// Carries a match past Apple's 8-hour limit on a Live Activity: performs what the channel's
+/// ``ActivityRollover`` asks for and reports back (the rules, the order and what a restart does
+/// are the rollover's, tested in virtual time; docs/channel-engine.md, "Past the 8-hour limit").
+///
+/// - `persist` saves the channel's settings, and what follows it in the same list waits for
+///   that commit (a failed save is a failed step, retried with back-off);
+/// - the successor is created like any channel (same storage policy) and saved as the channel's
+///   APNs channel in one commit with the rollover;
+/// - the audience is started with a job of the personal queue (push-to-start to the last
+///   kickoff's followers, `input-push-channel` the successor, the current state), whose id
+///   follows from the channel and the generation, so a restart finds it stored;
+/// - the previous channel's end is one push at priority 10, dismissed at once; then the previous
+///   APNs channel is deleted (its kickoffs closed first).
+///
+/// A rollover needs the match's audience (a kickoff on the channel) and a live match; it never
+/// runs on shadow channels (nothing at APNs to move) nor on a cluster gateway.
+extension ChannelService {
+    /// Looks at the channel's rollover again: after a change of what it depends on (the channel
+    /// became active, a kickoff came, the match went live) and when its timer fires.
+    func checkRollover(of channel: Channel) {
+        guard rolloverAvailable, !channel.isShadow, channel.lifecycle.isLive else { return }
+        let canRoll = channel.kickoff != nil && channel.engine.phase == .live && channel.status == .active
+        perform(channel.rollover.check(now: clock.now(), maximumAge: channel.policy.maximumActivityAge, canRoll: canRoll), on: channel)
+    }
+
+    /// After a restart: the step the saved rollover was in, then the timer.
+    func resumeRollover(of channel: Channel) {
+        guard rolloverAvailable, !channel.isShadow else { return }
+        perform(channel.rollover.resumed(isLive: isMatchLive(channel)), on: channel)
+        checkRollover(of: channel)
+    }
+
+    /// `POST /v1/channels/{id}/rollover`: a rollover now, whatever the activities' age.
+    func startRollover(_ call: APICall) throws(HTTPError) {
+        let channel = try channel(call)
+        guard rolloverAvailable else {
+            throw HTTPError(status: 422, code: "rollover_unavailable", message: "rollovers need the embedded store; a cluster gateway does not run them yet")
+        }
+        guard !channel.isShadow else {
+            throw HTTPError(status: 409, code: "shadow_channel", message: "channel '\(channel.id)' is a shadow channel: it has no APNs channel to roll over")
+        }
+        guard channel.lifecycle.isLive, isMatchLive(channel) else {
+            throw HTTPError(status: 409, code: "channel_not_active", message: "channel '\(channel.id)' is \(channel.status.rawValue): there is no live match to roll over")
+        }
+        guard channel.kickoff != nil else {
+            throw HTTPError(status: 409, code: "no_kickoff",
+                            message: "channel '\(channel.id)' has had no kickoff (POST /v1/channels/{id}/start), so no audience is known to start on a new channel")
+        }
+        guard let actions = channel.rollover.start() else {
+            throw HTTPError(status: 409, code: "rollover_in_progress", message: "channel '\(channel.id)' is rolling over already")
+        }
+        perform(actions, on: channel)
+        call.respond(.json(status: 202, channel.json(now: clock.now())))
+    }
+
+    /// The kickoff the channel's audience was started with: kept for its rollovers.
+    func rememberKickoff(_ kickoff: KickoffTemplate, of channel: Channel) {
+        guard channel.kickoff != kickoff else { return }
+        channel.kickoff = kickoff
+        submitSave([.updateState(channel.settingsUpdate(at: clock.now()))], of: channel, what: "the channel's kickoff")
+        checkRollover(of: channel)
+    }
+
+    private func isMatchLive(_ channel: Channel) -> Bool { channel.engine.phase == .live }
+
+    // MARK: Actions
+
+    /// Performs `actions` in order; after a `persist`, the rest waits for its commit.
+    func perform(_ actions: [ActivityRollover.Action], on channel: Channel) {
+        guard !isStopping, channels[channel.id] === channel else { return }
+        for (index, action) in actions.enumerated() {
+            switch action {
+            case .persist:
+                let rest = Array(actions[(index + 1)...])
+                store.submit(WriteBatch([.updateState(channel.settingsUpdate(at: clock.now()))])) { [self] result in
+                    loop.execute { [self] in rolloverStepDone(result.map { _ in }, of: channel, then: rest) }
+                }
+                return
+            case .createSuccessor:
+                dispatcher.createChannel(storage: channel.storage) { [self] result in
+                    guard channels[channel.id] === channel else { return }
+                    switch result {
+                    case .success(let successor):
+                        guard let current = channel.apnsChannelID else { return perform(rolloverFailed(of: channel), on: channel) }
+                        log.notice("rolling over to APNs channel \(successor)", channel: channel.id)
+                        perform(channel.rollover.successorCreated(successor, replacing: current, isLive: isMatchLive(channel), now: clock.now()),
+                                on: channel)
+                    case .failure(let error):
+                        log.warning("creating the rollover's APNs channel failed", channel: channel.id, apnsID: error.requestID, error: error)
+                        perform(rolloverFailed(of: channel), on: channel)
+                    }
+                }
+            case .switchTo(let successor):
+                let batch = WriteBatch([.channelCreated(channelID: channel.id, apnsChannelID: successor, at: clock.now()),
+                                        .updateState(channel.settingsUpdate(at: clock.now()))])
+                store.submit(batch) { [self] result in
+                    loop.execute { [self] in
+                        guard channels[channel.id] === channel else { return }
+                        guard case .success = result else { return perform(rolloverFailed(of: channel), on: channel) }
+                        lifecycle(.rolledOver(to: successor), of: channel)
+                        perform(channel.rollover.switched(isLive: isMatchLive(channel)), on: channel)
+                    }
+                }
+            case .startAudience(let generation):
+                startAudience(of: channel, generation: generation)
+            case .endPrevious(let previous):
+                let push = channel.engine.previousChannelEnd(state: channel.contentState, now: clock.now())
+                save(channel)
+                dispatcher.broadcast(push, on: previous) { [self] result in
+                    guard channels[channel.id] === channel else { return }
+                    if case .failure(let error) = result, error.disposition != .channelGone {
+                        log.warning("ending the activities of the previous APNs channel \(previous) failed", channel: channel.id,
+                                    apnsID: error.requestID, error: error)
+                        return perform(rolloverFailed(of: channel), on: channel)
+                    }
+                    perform(channel.rollover.previousEnded(), on: channel)
+                }
+            case .deletePrevious(let previous):
+                personal.closeKickoffs(into: previous) { [self] in
+                    loop.execute { [self] in
+                        dispatcher.deleteChannel(previous) { [self] result in
+                            guard channels[channel.id] === channel else { return }
+                            if case .failure(let error) = result, error.disposition != .channelGone {
+                                log.warning("deleting the previous APNs channel \(previous) failed", channel: channel.id, apnsID: error.requestID, error: error)
+                                return perform(rolloverFailed(of: channel), on: channel)
+                            }
+                            log.notice("rolled over: generation \(channel.rollover.generation) on \(channel.apnsChannelID ?? "")", channel: channel.id)
+                            perform(channel.rollover.previousDeleted(maximumAge: channel.policy.maximumActivityAge), on: channel)
+                        }
+                    }
+                }
+            case .deleteUnneeded(let apnsID):
+                dispatcher.deleteChannel(apnsID) { [self] result in
+                    if case .failure(let error) = result, error.disposition != .channelGone {
+                        log.warning("deleting APNs channel \(apnsID), created for a match that has ended, failed", channel: channel.id, error: error)
+                    }
+                }
+            case .armTimer(let at), .armRetry(let at):
+                let isRetry = if case .armRetry = action { true } else { false }
+                let timer = channel.rolloverTimer ?? LoopTimer(loop: loop) { [self] in rolloverTimerFired(channel) }
+                channel.rolloverTimer = timer
+                channel.rolloverRetryArmed = isRetry
+                let delay = at - clock.now()
+                timer.schedule(after: delay > .zero ? delay : .zero)
+            }
+        }
+    }
+
+    private func rolloverTimerFired(_ channel: Channel) {
+        guard !isStopping, channels[channel.id] === channel else { return }
+        if channel.rolloverRetryArmed {
+            channel.rolloverRetryArmed = false
+            perform(channel.rollover.retryDue(isLive: isMatchLive(channel)), on: channel)
+        } else {
+            checkRollover(of: channel)
+        }
+    }
+
+    private func rolloverStepDone(_ result: Result<Void, StoreError>, of channel: Channel, then rest: [ActivityRollover.Action]) {
+        guard channels[channel.id] === channel else { return }
+        if case .failure(let error) = result {
+            log.error("saving the channel's rollover failed; the step is tried again", channel: channel.id, error: error)
+            return perform(rolloverFailed(of: channel), on: channel)
+        }
+        perform(rest, on: channel)
+    }
+
+    private func rolloverFailed(of channel: Channel) -> [ActivityRollover.Action] {
+        channel.rollover.stepFailed(now: clock.now())
+    }
+
+    /// Stores the job that starts the match's audience on the channel's (new) APNs channel, with
+    /// this generation's id; a job stored already (before a restart) counts as stored.
+    private func startAudience(of channel: Channel, generation: Int) {
+        guard let kickoff = channel.kickoff, let apnsID = channel.apnsChannelID, let audienceStarter else {
+            log.warning("the rollover has no audience to start (no kickoff); the previous activities are ended", channel: channel.id)
+            return perform(channel.rollover.audienceStarted(), on: channel)
+        }
+        let now = clock.now()
+        let payload: [UInt8]
+        do { payload = try kickoff.startPayload(contentState: channel.contentState, into: apnsID, now: now) } catch {
+            log.error("the rollover's start cannot be built: \(error.message); the previous activities are ended", channel: channel.id)
+            return perform(channel.rollover.audienceStarted(), on: channel)
+        }
+        let job = PersonalJobRecord(id: Self.rolloverJobID(channel.id, generation: generation), createdAt: now,
+                                    audience: String(decoding: PersonalAudience.follows(kickoff.follows).json.encoded, as: UTF8.self),
+                                    payload: payload, priority: kickoff.priority, expiration: now + Self.rolloverStartLifetime)
+        audienceStarter(job) { [self] stored in
+            loop.execute { [self] in
+                guard channels[channel.id] === channel else { return }
+                guard stored else { return perform(rolloverFailed(of: channel), on: channel) }
+                perform(channel.rollover.audienceStarted(), on: channel)
+            }
+        }
+    }
+
+    /// A start later than this after the rollover would be stale: its targets expire instead.
+    static let rolloverStartLifetime = Duration.seconds(30 * 60)
+
+    /// The id of a generation's start job: the same after a restart, so it is stored once.
+    static func rolloverJobID(_ channelID: String, generation: Int) -> String {
+        "job-rollover-\(SHA256.hex(Array(channelID.utf8)).prefix(24))-\(generation)"
+    }
+}

@@ -1,0 +1,45 @@
+import TouchlineCore
+import TouchlineRuntime
+
+/// The match's audience as its last kickoff (`POST /v1/channels/{id}/start`) named it: who
+/// follows the match, and the app's attributes and alert for its Live Activity. A rollover
+/// (``ActivityRollover``) starts the same audience again on the successor channel with the
+/// current state, so the channel keeps this with its settings.
+struct KickoffTemplate: Sendable, Equatable {
+    /// `audience.follows` of the kickoff.
+    var follows: String
+    var attributesType: String
+    var attributes: JSONValue
+    /// The kickoff's `alert` object as it was given (validated then).
+    var alert: JSONValue
+    var priority: Int
+
+    /// As the settings keep it.
+    var json: JSONValue {
+        ["follows": .string(follows), "attributesType": .string(attributesType), "attributes": attributes, "alert": alert,
+         "priority": .integer(Int64(priority))]
+    }
+
+    init(follows: String, attributesType: String, attributes: JSONValue, alert: JSONValue, priority: Int) {
+        (self.follows, self.attributesType, self.attributes, self.alert, self.priority) = (follows, attributesType, attributes, alert, priority)
+    }
+
+    /// Reads the settings' copy, checked as the kickoff route checks it.
+    init(json: JSONValue) throws(HTTPError) {
+        let body = try RequestBody(json, allowed: ["follows", "attributesType", "attributes", "alert", "priority"], prefix: "kickoff.")
+        follows = try body.required(body.string("follows"), "follows")
+        attributesType = try body.required(body.string("attributesType"), "attributesType")
+        attributes = try body.required(body.object("attributes"), "attributes")
+        alert = try body.required(body.object("alert"), "alert")
+        _ = try PersonalJobIntake.alert(in: body, requiredFor: "a kickoff's start")
+        priority = Int(try body.required(body.integer("priority"), "priority"))
+    }
+
+    /// The start of the audience on `apnsChannelID` with `contentState`, timestamped `now`.
+    func startPayload(contentState: JSONValue, into apnsChannelID: String, now: UnixTime) throws(HTTPError) -> [UInt8] {
+        let body = try RequestBody(json, allowed: ["follows", "attributesType", "attributes", "alert", "priority"], prefix: "kickoff.")
+        return LiveActivityPayload(timestamp: now, event: .start, contentState: contentState,
+                                   alert: try PersonalJobIntake.alert(in: body, requiredFor: "a kickoff's start"),
+                                   attributesType: attributesType, attributes: attributes, inputPushChannel: apnsChannelID).encoded()
+    }
+}

@@ -1,0 +1,123 @@
+import APNsMock
+import Foundation
+import Testing
+import TestSlots
+import Touchline
+import TouchlineCore
+
+/// The rollover past the 8-hour limit against the strict mock: a successor APNs channel is
+/// created, the kickoff's audience is started on it with the current state, the previous
+/// channel's activities are ended with the same state (dismissed at once) and the previous
+/// channel deleted; later pushes go to the successor; and across a restart the channel keeps
+/// its generation.
+@Suite("Gateway rollover", .heavy)
+struct GatewayRolloverTests {
+    static let channel = #"{"id": "club-long", "storagePolicy": "no-storage", "policy": {"maximumActivityAgeSeconds": 600}, "attributes": \#(GatewayFixture.matchAttributes)}"#
+
+    @Test func aRolloverMovesTheMatchToANewChannelAndEndsTheOldActivitiesWithTheSameState() async throws {
+        let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        let first = try GatewayFixture(directory: directory)
+        let api = first.admin
+        let created = try api.request("POST", "/v1/channels", json: Self.channel)
+        let original = try #require(created.json?.string("apnsChannelId"), "\(created.text)")
+        let rollover = try #require(created.json?[member: "rollover"])
+        #expect(rollover.integer("generation") == 1 && rollover.string("stage") == "live" && rollover[member: "audienceKnown"] == .bool(false))
+        #expect(rollover.integer("dueAt") == (rollover.integer("generationStartedAt") ?? 0) + 600, "\(rollover)")
+        let fans = (0..<3).map(GatewayPersonalAPITests.token)
+        for (n, token) in fans.enumerated() { try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: api) }
+
+        // Without a kickoff no audience is known: nothing to roll over to.
+        let early = try api.request("POST", "/v1/channels/club-long/rollover")
+        #expect(early.status == 409 && early.errorCode == "no_kickoff", "\(early.text)")
+        let kickoff = try api.request("POST", "/v1/channels/club-long/start", json: GatewayKickoffTests.startBody)
+        _ = try await GatewayDeadLetterTests.finished(try #require(kickoff.json?.string("jobId")), on: api)
+        #expect(try api.request("POST", "/v1/channels/club-long/events", json: #"{"seq": 1, "type": "status", "status": "live"}"#).status == 202)
+        #expect(try api.request("POST", "/v1/channels/club-long/events", json: #"{"seq": 2, "type": "goal", "team": "home", "player": "Saka", "minute": 3}"#).status == 202)
+        try await eventually("the goal at APNs") { Self.broadcasts(on: original, in: first.mock).contains { Self.homeScore(of: $0) == 1 } }
+
+        let started = try api.request("POST", "/v1/channels/club-long/rollover")
+        #expect(started.status == 202, "\(started.text)")
+        #expect(try api.request("POST", "/v1/channels/club-long/rollover").errorCode == "rollover_in_progress")
+        var shown: JSONValue?
+        try await eventually("the rollover over") {
+            shown = try? api.request("GET", "/v1/channels/club-long").json
+            return shown?[member: "rollover"]?.integer("generation") == 2 && shown?[member: "rollover"]?.string("stage") == "live"
+        }
+        let successor = try #require(shown?.string("apnsChannelId"))
+        #expect(successor != original)
+
+        // The audience started again on the successor, with the state of the moment.
+        let starts = first.mock.recordedRequests().filter { $0.endpoint == .device && $0.event == "start" && $0.status == 200 }
+        let restarts = starts.filter { (try? JSONParser.parse($0.body)[member: "aps"]?.string("input-push-channel")) == successor }
+        #expect(Set(restarts.compactMap(\.deviceToken)) == Set(fans), "\(restarts.count) starts on the successor")
+        let restart = try #require(try restarts.first.map { try JSONParser.parse($0.body)[member: "aps"] } ?? nil)
+        #expect(restart[member: "content-state"]?[member: "homeScore"] == .integer(1) && restart[member: "alert"]?[member: "title"] == "Kick-off")
+        // The previous channel's activities ended with the same state, dismissed at once, then it was deleted.
+        let end = try #require(Self.broadcasts(on: original, in: first.mock).last)
+        let endAPS = try #require(try JSONParser.parse(end.body)[member: "aps"])
+        #expect(end.event == "end" && end.priority == 10 && Self.homeScore(of: end) == 1, "\(end.bodyText)")
+        #expect(endAPS.integer("dismissal-date") != nil)
+        #expect(first.mock.channels()[original] == nil && first.mock.channels()[successor] != nil)
+
+        // What comes next goes to the successor; after a restart the channel is still on it.
+        #expect(try api.request("POST", "/v1/channels/club-long/events", json: #"{"seq": 3, "type": "goal", "team": "away", "minute": 9}"#).status == 202)
+        try await eventually("the next goal on the successor") { Self.broadcasts(on: successor, in: first.mock).contains { Self.homeScore(of: $0, "awayScore") == 1 } }
+        await first.shutDown(removingData: false)
+        let second = try GatewayFixture(directory: directory)
+        defer { Task { await second.shutDown() } }
+        let restored = try second.admin.request("GET", "/v1/channels/club-long").json
+        #expect(restored?.string("apnsChannelId") == successor && restored?[member: "rollover"]?.integer("generation") == 2)
+        #expect(restored?[member: "rollover"]?[member: "audienceKnown"] == .bool(true), "the kickoff is kept for the next rollover")
+    }
+
+    /// While the disk fails, the rollover's first save fails and APNs is not asked (the intent
+    /// must be durable first); once it takes writes again, the step is retried and the rollover
+    /// completes.
+    @Test func aRolloverWaitsForTheStoreAndThenCompletes() async throws {
+        let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let fault = directory + "/disk-full"
+        let fixture = try GatewayFixture(directory: directory + "/data", storeFaultFile: fault)
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        let original = try #require(try api.request("POST", "/v1/channels", json: Self.channel).json?.string("apnsChannelId"))
+        try GatewayDeadLetterTests.register(GatewayPersonalAPITests.token(1), follows: "team:ARS", user: "fan-1", on: api)
+        let kickoff = try api.request("POST", "/v1/channels/club-long/start", json: GatewayKickoffTests.startBody)
+        _ = try await GatewayDeadLetterTests.finished(try #require(kickoff.json?.string("jobId")), on: api)
+        let creates = fixture.mock.counters().count(endpoint: .createChannel)
+
+        FileManager.default.createFile(atPath: fault, contents: Data())
+        #expect(try api.request("POST", "/v1/channels/club-long/rollover").status == 202)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(fixture.mock.counters().count(endpoint: .createChannel) == creates, "no successor before its intent is saved")
+        try FileManager.default.removeItem(atPath: fault)
+        var shown: JSONValue?
+        try await eventually("the rollover over", timeout: .seconds(20)) {
+            shown = try? api.request("GET", "/v1/channels/club-long").json
+            return shown?[member: "rollover"]?.integer("generation") == 2 && shown?[member: "rollover"]?.string("stage") == "live"
+        }
+        #expect(fixture.mock.counters().count(endpoint: .createChannel) == creates + 1, "one successor")
+        #expect(fixture.mock.channels()[original] == nil && shown?.string("apnsChannelId") != original)
+    }
+
+    @Test func rolloversAreRefusedWhereTheyCannotRun() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-trial", "storagePolicy": "no-storage", "shadow": true}"#).status == 201)
+        #expect(try api.request("POST", "/v1/channels/club-trial/rollover").errorCode == "shadow_channel")
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-over", "storagePolicy": "no-storage"}"#).status == 201)
+        #expect(try api.request("POST", "/v1/channels/club-over/end", json: "{}").status == 202)
+        #expect(try api.request("POST", "/v1/channels/club-over/rollover").errorCode == "channel_not_active")
+        let tooLong = try api.request("POST", "/v1/channels", json: #"{"id": "club-x", "storagePolicy": "no-storage", "policy": {"maximumActivityAgeSeconds": 28800}}"#)
+        #expect(tooLong.status == 400 && tooLong.text.contains("maximumActivityAgeSeconds"), "\(tooLong.text)")
+    }
+
+    static func broadcasts(on apnsID: String, in mock: MockAPNsServer) -> [MockAPNsRecordedRequest] {
+        mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.channelID == apnsID && $0.status == 200 }
+    }
+
+    static func homeScore(of request: MockAPNsRecordedRequest, _ member: String = "homeScore") -> Int64? {
+        (try? JSONParser.parse(request.body)[member: "aps"]?[member: "content-state"]?.integer(member)) ?? nil
+    }
+}

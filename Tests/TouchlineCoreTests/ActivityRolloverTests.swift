@@ -13,6 +13,8 @@ import TouchlineCore
         var rollover = ActivityRollover(generationStartedAt: start)
         #expect(rollover.start() == [.persist, .createSuccessor])
         #expect(rollover.start() == nil, "one is under way")
+        rollover.startNotSaved()
+        #expect(rollover.stage == .live && rollover.start() != nil, "a start that was not saved did not begin")
     }
 
     @Test func nothingHappensBeforeTheAgeAndNothingWithoutOne() {

@@ -53,38 +53,9 @@ extension ChannelService: APIFeature {
             throw body.invalid("id", "must be 1 to 128 characters of A-Z, a-z, 0-9, '-', '_', '.', ':'")
         }
         try APIAccess.require(try call.caller.requiredKey(), covers: id)
-        let storageName = try body.required(body.string("storagePolicy"), "storagePolicy")
-        guard let storage = ChannelStorage(rawValue: storageName) else {
-            throw body.invalid("storagePolicy", "must be \"no-storage\" or \"most-recent\", got \"\(storageName)\"")
-        }
-        var policy = defaultPolicy
-        if let value = try body.object("policy") {
-            do {
-                policy = try ChannelPolicy(json: value, base: defaultPolicy)
-            } catch {
-                throw body.invalid("policy.\(error.field)", error.problem)
-            }
-        }
-        var attributes: MatchAttributes?
-        if let value = try body.object("attributes") {
-            do { attributes = try MatchAttributes(json: value) } catch {
-                throw body.invalid("attributes\(error.field.map { ".\($0)" } ?? "")", "is invalid: \(error.description)")
-            }
-        }
-        var alertMode = defaultAlertMode
-        if let value = try body.object("alerts") {
-            do { alertMode = try AlertMode(json: value) } catch {
-                throw body.invalid("alerts\(error.field.map { ".\($0)" } ?? "")", "is invalid: \(error.description)")
-            }
-        }
-        let sports = attributes.map { SportsChannel(attributes: $0, alertMode: alertMode) }
-        var state = try body.object("initialState") ?? sports?.initialState ?? .object([])
-        try EventBatch.requireWithinLimits(state, "initialState")
-        if let sports {
-            do { state = try sports.validated(state: state) } catch {
-                throw body.invalid("initialState", "is not a \(sports.sport.rawValue) content-state: \(error.description)")
-            }
-        }
+        let definition = try ChannelDefinition(body, defaultPolicy: defaultPolicy, defaultAlertMode: defaultAlertMode)
+        let (storage, policy, alertMode, attributes, state) = (definition.storage, definition.policy, definition.alertMode,
+                                                               definition.attributes, definition.initialState)
 
         // A shadow channel records its feed unless told not to (where the store can keep it).
         let isShadow = try body.bool("shadow") ?? false

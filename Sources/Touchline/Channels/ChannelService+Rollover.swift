@@ -52,11 +52,24 @@ extension ChannelService {
             throw HTTPError(status: 409, code: "no_kickoff",
                             message: "channel '\(channel.id)' has had no kickoff (POST /v1/channels/{id}/start), so no audience is known to start on a new channel")
         }
-        guard let actions = channel.rollover.start() else {
+        try requireWritableStore()
+        guard let actions = channel.rollover.start(), actions.first == .persist else {
             throw HTTPError(status: 409, code: "rollover_in_progress", message: "channel '\(channel.id)' is rolling over already")
         }
-        perform(actions, on: channel)
-        call.respond(.json(status: 202, channel.json(now: clock.now())))
+        // 202 once the rollover is saved: from then on it completes, across restarts.
+        let request = call.request
+        store.submit(WriteBatch([.updateState(channel.settingsUpdate(at: clock.now()))])) { [self] result in
+            loop.execute { [self] in
+                guard channels[channel.id] === channel else { return }
+                if case .failure(let error) = result {
+                    channel.rollover.startNotSaved()
+                    request.respond(HTTPError.writeFailed(error, saving: "the rollover").response)
+                    return
+                }
+                request.respond(.json(status: 202, channel.json(now: clock.now())))
+                perform(Array(actions.dropFirst()), on: channel)
+            }
+        }
     }
 
     /// The kickoff the channel's audience was started with: kept for its rollovers.
@@ -111,7 +124,6 @@ extension ChannelService {
                 startAudience(of: channel, generation: generation)
             case .endPrevious(let previous):
                 let push = channel.engine.previousChannelEnd(state: channel.contentState, now: clock.now())
-                save(channel)
                 dispatcher.broadcast(push, on: previous) { [self] result in
                     guard channels[channel.id] === channel else { return }
                     if case .failure(let error) = result, error.disposition != .channelGone {

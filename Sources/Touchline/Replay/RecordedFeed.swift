@@ -115,37 +115,9 @@ struct RecordedFeed: Sendable, Equatable {
             throw body.invalid("touchlineFeed", "must be \(formatVersion): the first line is the feed's header (docs/replay.md)")
         }
         let channelID = try body.required(body.string("channel"), "channel")
-        let storageName = try body.required(body.string("storagePolicy"), "storagePolicy")
-        guard let storage = ChannelStorage(rawValue: storageName) else {
-            throw body.invalid("storagePolicy", "must be \"no-storage\" or \"most-recent\", got \"\(storageName)\"")
-        }
-        var policy = ChannelPolicy.default
-        if let value = try body.object("policy") {
-            do { policy = try ChannelPolicy(json: value) } catch { throw body.invalid("policy.\(error.field)", error.problem) }
-        }
-        var alertMode = AlertMode.text
-        if let value = try body.object("alerts") {
-            do { alertMode = try AlertMode(json: value) } catch {
-                throw body.invalid("alerts\(error.field.map { ".\($0)" } ?? "")", "is invalid: \(error.description)")
-            }
-        }
-        var attributes: MatchAttributes?
-        if let value = try body.object("attributes") {
-            do { attributes = try MatchAttributes(json: value) } catch {
-                throw body.invalid("attributes\(error.field.map { ".\($0)" } ?? "")", "is invalid: \(error.description)")
-            }
-        }
-        let sports = attributes.map { SportsChannel(attributes: $0, alertMode: alertMode) }
-        var state = try body.object("initialState") ?? sports?.initialState ?? .object([])
-        try EventBatch.requireWithinLimits(state, "initialState")
-        if let sports {
-            do { state = try sports.validated(state: state) } catch {
-                throw body.invalid("initialState", "is not a \(sports.sport.rawValue) content-state: \(error.description)")
-            }
-        }
-        let createdAt = try time(body, "createdAt")
-        return Header(channelID: channelID, storage: storage, policy: policy, alertMode: alertMode, attributes: attributes, initialState: state,
-                      createdAt: createdAt)
+        let definition = try ChannelDefinition(body, defaultPolicy: .default, defaultAlertMode: .text)
+        return Header(channelID: channelID, storage: definition.storage, policy: definition.policy, alertMode: definition.alertMode,
+                      attributes: definition.attributes, initialState: definition.initialState, createdAt: try time(body, "createdAt"))
     }
 
     private static func entry(_ line: [UInt8], header: Header) throws(HTTPError) -> Entry {

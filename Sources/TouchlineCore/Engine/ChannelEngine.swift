@@ -290,11 +290,12 @@ public struct ChannelEngine: Sendable {
     /// The push that ends the activities on the channel's previous APNs channel after a
     /// rollover (``ActivityRollover``): `event: end` with `state`, the current content-state,
     /// dismissed at once and at priority 10, so that a phone in Low Power Mode does not keep the
-    /// old activity beside the new one. Its timestamp comes from the channel's clock (saved with
-    /// the next snapshot); it is neither paced, budgeted nor tracked, since it goes to another
-    /// APNs channel than the engine's pushes, once per rollover.
-    public mutating func previousChannelEnd(state: JSONValue, now: UnixTime) -> OutgoingPush {
-        let timestamp = timestamps.next(now: now)
+    /// old activity beside the new one. Its timestamp is the channel clock's next one, later than
+    /// every push the previous channel had, without taking it: the engine is left as it is (a
+    /// write of the channel may be in the store), and its own pushes go to another APNs channel.
+    /// It is neither paced, budgeted nor tracked: one push per rollover.
+    public func previousChannelEnd(state: JSONValue, now: UnixTime) -> OutgoingPush {
+        let timestamp = timestamps.peek(now: now)
         let payload = LiveActivityPayload(timestamp: timestamp, event: .end, contentState: state, dismissalDate: now,
                                           relevanceScore: policy.relevanceScore).encoded()
         return OutgoingPush(sequence: 0, payload: payload, priority: .immediate, expiration: policy.expiration(for: storage, now: now),

@@ -88,6 +88,11 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
         return [.persist, .createSuccessor]
     }
 
+    /// The operator's rollover could not be saved: it did not begin (the request is refused).
+    public mutating func startNotSaved() {
+        if stage == .creatingSuccessor { stage = .live }
+    }
+
     /// Time passed, or what `canRoll` depends on changed (the match's audience became known, the
     /// match is live): starts the rollover when due and possible, else says when to look again.
     /// `canRoll` is false while the match is not live or its audience is not known.

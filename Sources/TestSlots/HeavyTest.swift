@@ -39,6 +39,10 @@ extension Trait where Self == HeavyTest {
 
     /// The test occupies as much as `weight` ordinary heavy tests.
     public static func heavy(weight: Int) -> HeavyTest { HeavyTest(weight: weight) }
+    /// The test runs with no other heavy test beside it (it takes every slot): for the few whose
+    /// bounds are about the machine's own timing, such as reading a killed process's state before
+    /// its leases run out.
+    public static var heavyAlone: HeavyTest { HeavyTest(weight: .max) }
 }
 
 /// The slots heavy tests share across the whole test process (every test module of the run).

@@ -21,16 +21,22 @@ struct GatewayRolloverTests {
         let created = try api.request("POST", "/v1/channels", json: Self.channel)
         let original = try #require(created.json?.string("apnsChannelId"), "\(created.text)")
         let rollover = try #require(created.json?[member: "rollover"])
-        #expect(rollover.integer("generation") == 1 && rollover.string("stage") == "live" && rollover[member: "audienceKnown"] == .bool(false))
+        #expect(rollover.integer("generation") == 1 && rollover.string("stage") == "live" && rollover[member: "audiences"] == .array([]))
         #expect(rollover.integer("dueAt") == (rollover.integer("generationStartedAt") ?? 0) + 600, "\(rollover)")
         let fans = (0..<3).map(GatewayPersonalAPITests.token)
         for (n, token) in fans.enumerated() { try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: api) }
+        let rivals = (3..<5).map(GatewayPersonalAPITests.token)
+        for (n, token) in rivals.enumerated() { try GatewayDeadLetterTests.register(token, follows: "team:CHE", user: "rival-\(n)", on: api) }
 
         // Without a kickoff no audience is known: nothing to roll over to.
         let early = try api.request("POST", "/v1/channels/club-long/rollover")
         #expect(early.status == 409 && early.errorCode == "no_kickoff", "\(early.text)")
-        let kickoff = try api.request("POST", "/v1/channels/club-long/start", json: GatewayKickoffTests.startBody)
-        _ = try await GatewayDeadLetterTests.finished(try #require(kickoff.json?.string("jobId")), on: api)
+        // Kicked off once per team: both audiences are carried over.
+        for team in ["ARS", "CHE"] {
+            let kickoff = try api.request("POST", "/v1/channels/club-long/start", json: GatewayKickoffTests.startBody.replacingOccurrences(of: "team:ARS", with: "team:\(team)"))
+            _ = try await GatewayDeadLetterTests.finished(try #require(kickoff.json?.string("jobId")), on: api)
+        }
+        #expect(try api.request("GET", "/v1/channels/club-long").json?[member: "rollover"]?[member: "audiences"] == ["team:ARS", "team:CHE"])
         #expect(try api.request("POST", "/v1/channels/club-long/events", json: #"{"seq": 1, "type": "status", "status": "live"}"#).status == 202)
         #expect(try api.request("POST", "/v1/channels/club-long/events", json: #"{"seq": 2, "type": "goal", "team": "home", "player": "Saka", "minute": 3}"#).status == 202)
         try await eventually("the goal at APNs") { Self.broadcasts(on: original, in: first.mock).contains { Self.homeScore(of: $0) == 1 } }
@@ -49,7 +55,7 @@ struct GatewayRolloverTests {
         // The audience started again on the successor, with the state of the moment.
         let starts = first.mock.recordedRequests().filter { $0.endpoint == .device && $0.event == "start" && $0.status == 200 }
         let restarts = starts.filter { (try? JSONParser.parse($0.body)[member: "aps"]?.string("input-push-channel")) == successor }
-        #expect(Set(restarts.compactMap(\.deviceToken)) == Set(fans), "\(restarts.count) starts on the successor")
+        #expect(Set(restarts.compactMap(\.deviceToken)) == Set(fans + rivals) && restarts.count == 5, "\(restarts.count) starts on the successor")
         let restart = try #require(try restarts.first.map { try JSONParser.parse($0.body)[member: "aps"] } ?? nil)
         #expect(restart[member: "content-state"]?[member: "homeScore"] == .integer(1) && restart[member: "alert"]?[member: "title"] == "Kick-off")
         // The previous channel's activities ended with the same state, dismissed at once, then it was deleted.
@@ -67,7 +73,7 @@ struct GatewayRolloverTests {
         defer { Task { await second.shutDown() } }
         let restored = try second.admin.request("GET", "/v1/channels/club-long").json
         #expect(restored?.string("apnsChannelId") == successor && restored?[member: "rollover"]?.integer("generation") == 2)
-        #expect(restored?[member: "rollover"]?[member: "audienceKnown"] == .bool(true), "the kickoff is kept for the next rollover")
+        #expect(restored?[member: "rollover"]?[member: "audiences"] == ["team:ARS", "team:CHE"], "the kickoffs are kept for the next rollover")
     }
 
     /// A rollover asked for while the disk fails is refused (503) and does not begin; one whose

@@ -29,8 +29,8 @@ final class Channel: @unchecked Sendable {
     var rolloverTimer: LoopTimer?
     /// The rollover's timer waits for a retry of a failed step (not for the next rollover).
     var rolloverRetryArmed = false
-    /// The audience a rollover starts again: the last kickoff's (nil before any).
-    var kickoff: KickoffTemplate?
+    /// The audiences a rollover starts again: the latest kickoff per follow topic.
+    var kickoffs: [KickoffTemplate] = []
     /// The channel's life at APNs (create, adoption, deletion), and the requests waiting for
     /// its create to settle.
     var lifecycle: ChannelLifecycle<HTTPRequest>
@@ -128,15 +128,15 @@ final class Channel: @unchecked Sendable {
     /// What the record's `policyJSON` holds: the channel's policy, its alert mode, for sports
     /// channels its match attributes, when it records its feed the state before its first
     /// event, and whether it is a shadow channel (all fixed at creation); then the rollover and
-    /// the last kickoff's audience, which change (saved with ``settingsUpdate(at:)``). A record written before alert modes existed has none:
-    /// its alerts stay text.
+    /// the kickoffs' audiences, which change (saved with ``settingsUpdate(at:)``). A record
+    /// written before alert modes existed has none: its alerts stay text.
     var settingsJSON: String {
         var members = [JSONValue.Member("policy", policy.json), .init("alerts", alertsJSON)]
         if let attributes { members.append(.init("attributes", attributes.json)) }
         if let recording { members.append(.init("recording", recording.json)) }
         if isShadow { members.append(.init("shadow", .bool(true))) }
         members.append(.init("rollover", .raw(Self.encodedJSON(rollover))))
-        if let kickoff { members.append(.init("kickoff", kickoff.json)) }
+        if !kickoffs.isEmpty { members.append(.init("kickoffs", .array(kickoffs.map(\.json)))) }
         return String(decoding: JSONValue.object(members).encoded, as: UTF8.self)
     }
 
@@ -146,7 +146,7 @@ final class Channel: @unchecked Sendable {
                       contentState: contentState.encoded, engineSnapshot: Self.encodedJSON(engine.snapshot))
     }
 
-    /// The update that saves the settings (the rollover and the last kickoff change).
+    /// The update that saves the settings (the rollover and the kickoffs' audiences change).
     func settingsUpdate(at now: UnixTime) -> ChannelStateUpdate {
         ChannelStateUpdate(channelID: id, updatedAt: now, policyJSON: settingsJSON)
     }
@@ -196,7 +196,13 @@ final class Channel: @unchecked Sendable {
         let rollover = try part("its rollover") { () throws -> ActivityRollover? in
             try settings[member: "rollover"].map { (value) throws in try JSONDecoder().decode(ActivityRollover.self, from: Data(value.encoded)) }
         }
-        let kickoff = try part("its kickoff") { try settings[member: "kickoff"].map { (value) throws in try KickoffTemplate(json: value) } }
+        let kickoffs = try part("its kickoffs") { () throws -> [KickoffTemplate] in
+            guard let value = settings[member: "kickoffs"] else { return [] }
+            guard case .array(let items) = value, items.count <= KickoffTemplate.maximumAudiences else {
+                throw GatewayError.startup("must be an array of at most \(KickoffTemplate.maximumAudiences) kickoffs")
+            }
+            return try items.map { (item) throws in try KickoffTemplate(json: item) }
+        }
         let isShadow = try part("its shadow mode") { () throws -> Bool in
             switch settings[member: "shadow"] {
             case nil: return false
@@ -228,7 +234,7 @@ final class Channel: @unchecked Sendable {
                   lastSeq: record.lastSeq, persistedStatus: record.status)
         if record.status == .broken { brokenReason = ChannelEngine.Action.channelNotRegisteredReason }
         if let rollover { self.rollover = rollover }
-        self.kickoff = kickoff
+        self.kickoffs = kickoffs
         // The time of events before the restart is not kept: the silence counts from the restart.
         feed = FeedWatch(stallAfter: policy.feedStall, watchingFrom: now)
     }
@@ -275,7 +281,7 @@ final class Channel: @unchecked Sendable {
     }
 
     /// The rollover as the API shows it: the current APNs channel's generation, the step under
-    /// way, when the next is due, and whether a kickoff gave the audience to start again.
+    /// way, when the next is due, and the follow topics the kickoffs gave it to start again.
     var rolloverJSON: JSONValue {
         let stage: String = switch rollover.stage {
         case .live: "live"
@@ -289,7 +295,7 @@ final class Channel: @unchecked Sendable {
                                            .init("generationStartedAt", .integer(rollover.generationStartedAt.seconds))]
         if let due = rollover.due(maximumAge: policy.maximumActivityAge) { members.append(.init("dueAt", .integer(due.seconds))) }
         if let previous = rollover.previousChannel { members.append(.init("previousApnsChannelId", .string(previous))) }
-        members.append(.init("audienceKnown", .bool(kickoff != nil)))
+        members.append(.init("audiences", .array(kickoffs.map { .string($0.follows) })))
         return .object(members)
     }
 

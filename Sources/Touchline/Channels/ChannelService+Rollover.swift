@@ -12,9 +12,10 @@ import TouchlineStore
 ///   that commit (a failed save is a failed step, retried with back-off);
 /// - the successor is created like any channel (same storage policy) and saved as the channel's
 ///   APNs channel in one commit with the rollover;
-/// - the audience is started with a job of the personal queue (push-to-start to the last
-///   kickoff's followers, `input-push-channel` the successor, the current state), whose id
-///   follows from the channel and the generation, so a restart finds it stored;
+/// - the audiences are started with jobs of the personal queue (push-to-start to the followers
+///   of each topic the channel was kicked off to, with that kickoff's attributes and alert,
+///   `input-push-channel` the successor, the current state), whose ids follow from the channel,
+///   the generation and the topic, so a restart finds them stored;
 /// - the previous channel's end is one push at priority 10, dismissed at once; then the previous
 ///   APNs channel is deleted (its kickoffs closed first).
 ///
@@ -25,7 +26,7 @@ extension ChannelService {
     /// became active, a kickoff came, the match went live) and when its timer fires.
     func checkRollover(of channel: Channel) {
         guard rolloverAvailable, !channel.isShadow, channel.lifecycle.isLive else { return }
-        let canRoll = channel.kickoff != nil && channel.engine.phase == .live && channel.status == .active
+        let canRoll = !channel.kickoffs.isEmpty && channel.engine.phase == .live && channel.status == .active
         perform(channel.rollover.check(now: clock.now(), maximumAge: channel.policy.maximumActivityAge, canRoll: canRoll), on: channel)
     }
 
@@ -48,7 +49,7 @@ extension ChannelService {
         guard channel.lifecycle.isLive, isMatchLive(channel) else {
             throw HTTPError(status: 409, code: "channel_not_active", message: "channel '\(channel.id)' is \(channel.status.rawValue): there is no live match to roll over")
         }
-        guard channel.kickoff != nil else {
+        guard !channel.kickoffs.isEmpty else {
             throw HTTPError(status: 409, code: "no_kickoff",
                             message: "channel '\(channel.id)' has had no kickoff (POST /v1/channels/{id}/start), so no audience is known to start on a new channel")
         }
@@ -72,10 +73,11 @@ extension ChannelService {
         }
     }
 
-    /// The kickoff the channel's audience was started with: kept for its rollovers.
+    /// A kickoff of the channel: its audience is kept for the rollovers (the latest per topic).
     func rememberKickoff(_ kickoff: KickoffTemplate, of channel: Channel) {
-        guard channel.kickoff != kickoff else { return }
-        channel.kickoff = kickoff
+        let audiences = KickoffTemplate.remembering(kickoff, in: channel.kickoffs)
+        guard audiences != channel.kickoffs else { return }
+        channel.kickoffs = audiences
         submitSave([.updateState(channel.settingsUpdate(at: clock.now()))], of: channel, what: "the channel's kickoff")
         checkRollover(of: channel)
     }
@@ -187,27 +189,34 @@ extension ChannelService {
         channel.rollover.stepFailed(now: clock.now())
     }
 
-    /// Stores the job that starts the match's audience on the channel's (new) APNs channel, with
-    /// this generation's id; a job stored already (before a restart) counts as stored.
+    /// Stores the jobs that start the match's audiences (one per kicked-off topic) on the
+    /// channel's (new) APNs channel, with ids of this generation and topic; a job stored already
+    /// (before a restart) counts as stored. The step succeeds once all are stored.
     private func startAudience(of channel: Channel, generation: Int) {
-        guard let kickoff = channel.kickoff, let apnsID = channel.apnsChannelID, let audienceStarter else {
+        guard let apnsID = channel.apnsChannelID, let audienceStarter, !channel.kickoffs.isEmpty else {
             log.warning("the rollover has no audience to start (no kickoff); the previous activities are ended", channel: channel.id)
             return perform(channel.rollover.audienceStarted(), on: channel)
         }
         let now = clock.now()
-        let payload: [UInt8]
-        do { payload = try kickoff.startPayload(contentState: channel.contentState, into: apnsID, now: now) } catch {
-            log.error("the rollover's start cannot be built: \(error.message); the previous activities are ended", channel: channel.id)
-            return perform(channel.rollover.audienceStarted(), on: channel)
+        var jobs: [PersonalJobRecord] = []
+        for kickoff in channel.kickoffs {
+            do {
+                let payload = try kickoff.startPayload(contentState: channel.contentState, into: apnsID, now: now)
+                jobs.append(PersonalJobRecord(id: Self.rolloverJobID(channel.id, generation: generation, follows: kickoff.follows), createdAt: now,
+                                              audience: String(decoding: PersonalAudience.follows(kickoff.follows).json.encoded, as: UTF8.self),
+                                              payload: payload, priority: kickoff.priority, expiration: now + Self.rolloverStartLifetime))
+            } catch {
+                log.error("the rollover's start for \(kickoff.follows) cannot be built: \(error.message); that audience is not started", channel: channel.id)
+            }
         }
-        let job = PersonalJobRecord(id: Self.rolloverJobID(channel.id, generation: generation), createdAt: now,
-                                    audience: String(decoding: PersonalAudience.follows(kickoff.follows).json.encoded, as: UTF8.self),
-                                    payload: payload, priority: kickoff.priority, expiration: now + Self.rolloverStartLifetime)
-        audienceStarter(job) { [self] stored in
-            loop.execute { [self] in
-                guard channels[channel.id] === channel else { return }
-                guard stored else { return perform(rolloverFailed(of: channel), on: channel) }
-                perform(channel.rollover.audienceStarted(), on: channel)
+        let outcomes = RolloverStarts(count: jobs.count)
+        guard !jobs.isEmpty else { return perform(channel.rollover.audienceStarted(), on: channel) }
+        for job in jobs {
+            audienceStarter(job) { [self] stored in
+                loop.execute { [self] in
+                    guard let allStored = outcomes.settle(stored), channels[channel.id] === channel else { return }
+                    perform(allStored ? channel.rollover.audienceStarted() : rolloverFailed(of: channel), on: channel)
+                }
             }
         }
     }
@@ -215,8 +224,25 @@ extension ChannelService {
     /// A start later than this after the rollover would be stale: its targets expire instead.
     static let rolloverStartLifetime = Duration.seconds(30 * 60)
 
-    /// The id of a generation's start job: the same after a restart, so it is stored once.
-    static func rolloverJobID(_ channelID: String, generation: Int) -> String {
-        "job-rollover-\(SHA256.hex(Array(channelID.utf8)).prefix(24))-\(generation)"
+    /// The id of a generation's start job for one topic: the same after a restart, so it is
+    /// stored once.
+    static func rolloverJobID(_ channelID: String, generation: Int, follows: String) -> String {
+        "job-rollover-\(SHA256.hex(Array(channelID.utf8)).prefix(24))-\(generation)-\(SHA256.hex(Array(follows.utf8)).prefix(12))"
+    }
+}
+
+/// The answers to one rollover's start jobs, on the ingest loop: the step's outcome once all
+/// have answered (`@unchecked Sendable` so the loop's closures can share it).
+private final class RolloverStarts: @unchecked Sendable {
+    private var outstanding: Int
+    private var allStored = true
+
+    init(count: Int) { outstanding = count }
+
+    /// Records one answer; returns whether all were stored once the last has answered.
+    func settle(_ stored: Bool) -> Bool? {
+        allStored = allStored && stored
+        outstanding -= 1
+        return outstanding == 0 ? allStored : nil
     }
 }

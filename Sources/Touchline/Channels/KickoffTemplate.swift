@@ -1,11 +1,24 @@
 import TouchlineCore
 import TouchlineRuntime
 
-/// The match's audience as its last kickoff (`POST /v1/channels/{id}/start`) named it: who
-/// follows the match, and the app's attributes and alert for its Live Activity. A rollover
-/// (``ActivityRollover``) starts the same audience again on the successor channel with the
-/// current state, so the channel keeps this with its settings.
+/// One audience of the match as a kickoff (`POST /v1/channels/{id}/start`) named it: a follow
+/// topic, and the app's attributes and alert for its Live Activity. A rollover
+/// (``ActivityRollover``) starts every audience the channel was kicked off to again on the
+/// successor channel with the current state, so the channel keeps them with its settings: the
+/// latest kickoff per topic (a match is often kicked off once per team), at most
+/// ``maximumAudiences`` topics.
 struct KickoffTemplate: Sendable, Equatable {
+    /// Topics a channel keeps; a kickoff to another one replaces the oldest.
+    static let maximumAudiences = 16
+
+    /// `audiences` with `kickoff` in place of the one for its topic, or added (the oldest topic
+    /// dropped beyond the bound).
+    static func remembering(_ kickoff: KickoffTemplate, in audiences: [KickoffTemplate]) -> [KickoffTemplate] {
+        var kept = audiences.filter { $0.follows != kickoff.follows }
+        kept.append(kickoff)
+        return Array(kept.suffix(maximumAudiences))
+    }
+
     /// `audience.follows` of the kickoff.
     var follows: String
     var attributesType: String

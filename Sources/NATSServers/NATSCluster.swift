@@ -70,6 +70,7 @@ public final class NATSCluster: Sendable {
         for process in running.compactMap({ $0 }) {
             process.signal(SIGKILL)
             process.wait()
+            ServerReaper.release(process.pid)
         }
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -79,6 +80,7 @@ public final class NATSCluster: Sendable {
         guard let process = processes.withLock({ processes in defer { processes[index] = nil }; return processes[index] }) else { return }
         process.signal(SIGKILL)
         await process.ended()
+        ServerReaper.release(process.pid)
     }
 
     /// Starts node `index` again on its ports and data; returns once it serves with JetStream
@@ -94,7 +96,10 @@ public final class NATSCluster: Sendable {
     public func stop() async {
         let running = processes.withLock { processes in defer { processes = processes.map { _ in nil } }; return processes }
         for process in running.compactMap({ $0 }) { process.signal(SIGTERM) }
-        for process in running.compactMap({ $0 }) { await process.ended() }
+        for process in running.compactMap({ $0 }) {
+            await process.ended()
+            ServerReaper.release(process.pid)
+        }
     }
 
     /// The last lines of node `index`'s log, for a failure message.
@@ -106,6 +111,7 @@ public final class NATSCluster: Sendable {
     private func startNode(_ index: Int) throws {
         let node = nodes[index]
         let process = try ChildProcess("/usr/sbin/nats-server", ["-c", node.configurationFile], output: .null, errors: .null)
+        ServerReaper.adopt(process.pid)
         processes.withLock { $0[index] = process }
     }
 

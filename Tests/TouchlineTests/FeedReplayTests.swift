@@ -42,7 +42,7 @@ import TouchlineCore
 
     @Test func aFeedReadsBackAsItWasWritten() throws {
         let feed = try Self.feed(Self.match())
-        #expect(feed.header.channelID == "m-1" && feed.header.attributes?.homeCode == "ARS" && feed.header.createdAt == Self.start)
+        #expect(feed.header.channelID == "m-1" && feed.header.channel.attributes?.homeCode == "ARS" && feed.header.createdAt == Self.start)
         #expect(feed.entries.count == 601)
         #expect(feed.entries.first?.line == 2)
         #expect(try RecordedFeed(jsonLines: feed.jsonLines) == feed)

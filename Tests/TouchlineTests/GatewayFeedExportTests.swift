@@ -45,7 +45,7 @@ struct GatewayFeedExportTests {
         let export = try api.request("GET", "/v1/channels/club-rec/events/export")
         #expect(export.status == 200 && export.header("Content-Type") == "application/x-ndjson", "\(export.text)")
         let feed = try RecordedFeed(jsonLines: export.body)
-        #expect(feed.header.channelID == "club-rec" && feed.header.attributes?.homeCode == "ARS" && feed.header.storage == .noStorage)
+        #expect(feed.header.channelID == "club-rec" && feed.header.channel.attributes?.homeCode == "ARS" && feed.header.channel.storage == .noStorage)
         let seqs = feed.entries.compactMap { entry -> Int64? in
             if case .event(let event) = entry.input, case .integer(let seq)? = event[member: "seq"] { seq } else { nil }
         }
@@ -58,7 +58,7 @@ struct GatewayFeedExportTests {
         #expect(finalState?[member: "homeScore"] == .integer(1), "\(String(describing: finalState))")
 
         // The export replays: the goal goes at priority 10, the end is delivered.
-        let replayed = try FeedReplay.run(feed, settings: .init(policy: feed.header.policy))
+        let replayed = try FeedReplay.run(feed, settings: .init(policy: feed.header.channel.policy))
         #expect(replayed.events.count == 4 && replayed.endDeliveredAt != nil)
         #expect(replayed.events.first { $0.importance == .critical && $0.priority == .immediate } != nil)
     }

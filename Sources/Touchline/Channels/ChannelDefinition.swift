@@ -4,7 +4,7 @@ import TouchlineRuntime
 /// What a channel is made of, as a channel create gives it (`storagePolicy`, `policy`, `alerts`,
 /// `attributes`, `initialState`) and a recorded feed's header repeats it: read and checked the
 /// same way in both, each problem a 400 naming the member.
-struct ChannelDefinition {
+struct ChannelDefinition: Sendable, Equatable {
     var storage: ChannelStorage
     var policy: ChannelPolicy
     var alertMode: AlertMode
@@ -14,6 +14,10 @@ struct ChannelDefinition {
 
     /// The rules of a sports channel's events; nil on other channels.
     var sports: SportsChannel? { attributes.map { SportsChannel(attributes: $0, alertMode: alertMode) } }
+
+    init(storage: ChannelStorage, policy: ChannelPolicy, alertMode: AlertMode, attributes: MatchAttributes?, initialState: JSONValue) {
+        (self.storage, self.policy, self.alertMode, self.attributes, self.initialState) = (storage, policy, alertMode, attributes, initialState)
+    }
 
     /// Reads the members from `body`; members left out take `defaultPolicy` (over which a given
     /// policy applies), `defaultAlertMode`, and the sport's initial state.

@@ -59,16 +59,24 @@ extension ChannelService {
         }
         // 202 once the rollover is saved: from then on it completes, across restarts.
         let request = call.request
+        saveRollover(of: channel) { [self] result in
+            if case .failure(let error) = result {
+                channel.rollover.startNotSaved()
+                request.respond(HTTPError.writeFailed(error, saving: "the rollover").response)
+                return
+            }
+            request.respond(.json(status: 202, channel.json(now: clock.now())))
+            perform(Array(actions.dropFirst()), on: channel)
+        }
+    }
+
+    /// Saves the channel's settings (its rollover with them); `completion` on the loop, unless the
+    /// channel was deleted or let go meanwhile.
+    private func saveRollover(of channel: Channel, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         store.submit(WriteBatch([.updateState(channel.settingsUpdate(at: clock.now()))])) { [self] result in
             loop.execute { [self] in
                 guard channels[channel.id] === channel else { return }
-                if case .failure(let error) = result {
-                    channel.rollover.startNotSaved()
-                    request.respond(HTTPError.writeFailed(error, saving: "the rollover").response)
-                    return
-                }
-                request.respond(.json(status: 202, channel.json(now: clock.now())))
-                perform(Array(actions.dropFirst()), on: channel)
+                completion(result)
             }
         }
     }
@@ -93,8 +101,12 @@ extension ChannelService {
             switch action {
             case .persist:
                 let rest = Array(actions[(index + 1)...])
-                store.submit(WriteBatch([.updateState(channel.settingsUpdate(at: clock.now()))])) { [self] result in
-                    loop.execute { [self] in rolloverStepDone(result.map { _ in }, of: channel, then: rest) }
+                saveRollover(of: channel) { [self] result in
+                    if case .failure(let error) = result {
+                        log.error("saving the channel's rollover failed; the step is tried again", channel: channel.id, error: error)
+                        return perform(rolloverFailed(of: channel), on: channel)
+                    }
+                    perform(rest, on: channel)
                 }
                 return
             case .createSuccessor:
@@ -176,22 +188,13 @@ extension ChannelService {
         }
     }
 
-    private func rolloverStepDone(_ result: Result<Void, StoreError>, of channel: Channel, then rest: [ActivityRollover.Action]) {
-        guard channels[channel.id] === channel else { return }
-        if case .failure(let error) = result {
-            log.error("saving the channel's rollover failed; the step is tried again", channel: channel.id, error: error)
-            return perform(rolloverFailed(of: channel), on: channel)
-        }
-        perform(rest, on: channel)
-    }
-
     private func rolloverFailed(of channel: Channel) -> [ActivityRollover.Action] {
         channel.rollover.stepFailed(now: clock.now())
     }
 
     /// Stores the jobs that start the match's audiences (one per kicked-off topic) on the
-    /// channel's (new) APNs channel, with ids of this generation and topic; a job stored already
-    /// (before a restart) counts as stored. The step succeeds once all are stored.
+    /// channel's (new) APNs channel in one commit, with ids of this generation and topic; a job
+    /// stored already (before a restart) counts as stored.
     private func startAudience(of channel: Channel, generation: Int) {
         guard let apnsID = channel.apnsChannelID, let audienceStarter, !channel.kickoffs.isEmpty else {
             log.warning("the rollover has no audience to start (no kickoff); the previous activities are ended", channel: channel.id)
@@ -209,15 +212,9 @@ extension ChannelService {
                 log.error("the rollover's start for \(kickoff.follows) cannot be built: \(error.message); that audience is not started", channel: channel.id)
             }
         }
-        let outcomes = RolloverStarts(count: jobs.count)
-        guard !jobs.isEmpty else { return perform(channel.rollover.audienceStarted(), on: channel) }
-        for job in jobs {
-            audienceStarter(job) { [self] stored in
-                loop.execute { [self] in
-                    guard let allStored = outcomes.settle(stored), channels[channel.id] === channel else { return }
-                    perform(allStored ? channel.rollover.audienceStarted() : rolloverFailed(of: channel), on: channel)
-                }
-            }
+        audienceStarter(jobs) { [self] stored in
+            guard channels[channel.id] === channel else { return }
+            perform(stored ? channel.rollover.audienceStarted() : rolloverFailed(of: channel), on: channel)
         }
     }
 
@@ -228,21 +225,5 @@ extension ChannelService {
     /// stored once.
     static func rolloverJobID(_ channelID: String, generation: Int, follows: String) -> String {
         "job-rollover-\(SHA256.hex(Array(channelID.utf8)).prefix(24))-\(generation)-\(SHA256.hex(Array(follows.utf8)).prefix(12))"
-    }
-}
-
-/// The answers to one rollover's start jobs, on the ingest loop: the step's outcome once all
-/// have answered (`@unchecked Sendable` so the loop's closures can share it).
-private final class RolloverStarts: @unchecked Sendable {
-    private var outstanding: Int
-    private var allStored = true
-
-    init(count: Int) { outstanding = count }
-
-    /// Records one answer; returns whether all were stored once the last has answered.
-    func settle(_ stored: Bool) -> Bool? {
-        allStored = allStored && stored
-        outstanding -= 1
-        return outstanding == 0 ? allStored : nil
     }
 }

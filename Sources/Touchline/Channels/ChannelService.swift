@@ -48,9 +48,9 @@ final class ChannelService: @unchecked Sendable {
     /// Whether channels roll over past the 8-hour limit here: on the embedded store, not yet on
     /// a cluster gateway (its jobs and channel writes would need the cluster's ordering).
     var rolloverAvailable: Bool { feedReader != nil }
-    /// Stores a rollover's start job in the personal queue and runs it (the job intake's
-    /// ``PersonalJobIntake/storeRolloverStart(_:completion:)``); set once at start.
-    var audienceStarter: ((PersonalJobRecord, @escaping @Sendable (Bool) -> Void) -> Void)?
+    /// Stores a rollover's start jobs in the personal queue and runs them (the job intake's
+    /// ``PersonalJobIntake/storeRolloverStarts(_:completion:)``); set once at start.
+    var audienceStarter: (([PersonalJobRecord], @escaping @Sendable (Bool) -> Void) -> Void)?
     /// Webhook delivery (its own loop); nil in a gateway built without one. Channel facts are
     /// recorded with `webhooks.outbox` in the batches that change the channel.
     let webhooks: WebhookDelivery?

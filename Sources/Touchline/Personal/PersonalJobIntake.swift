@@ -90,14 +90,16 @@ final class PersonalJobIntake: @unchecked Sendable {
                                  priority: priority, expiration: expiration)
     }
 
-    /// Stores a rollover's start job and runs it, unless a job with its id is stored already (a
-    /// restart in the middle of a rollover); `completion` on the loop with whether it is stored.
-    func storeRolloverStart(_ job: PersonalJobRecord, completion: @escaping @Sendable (Bool) -> Void) {
-        if (try? tokenReader.job(id: job.id)) != nil { return completion(true) }
-        personalStore.submit([.createJob(job)]) { [self] result in
+    /// Stores a rollover's start jobs in one commit and runs them, leaving out those whose id is
+    /// stored already (a restart in the middle of a rollover); `completion` on the loop with
+    /// whether they are all stored.
+    func storeRolloverStarts(_ jobs: [PersonalJobRecord], completion: @escaping @Sendable (Bool) -> Void) {
+        let new = jobs.filter { (try? tokenReader.job(id: $0.id)) == nil }
+        guard !new.isEmpty else { return completion(true) }
+        personalStore.submit(new.map(TokenOperation.createJob)) { [self] result in
             loop.execute { [self] in
                 guard case .success = result else { return completion(false) }
-                personal.run(job)
+                for job in new { personal.run(job) }
                 completion(true)
             }
         }

@@ -21,8 +21,9 @@ extension ChannelService {
         guard let feedReader else {
             throw HTTPError(status: 422, code: "recording_unavailable", message: "a cluster gateway keeps no feed recordings")
         }
-        let header = RecordedFeed.Header(channelID: channel.id, storage: channel.storage, policy: channel.policy, alertMode: channel.alertMode,
-                                         attributes: channel.attributes, initialState: recording.initialState, createdAt: channel.createdAt)
+        let definition = ChannelDefinition(storage: channel.storage, policy: channel.policy, alertMode: channel.alertMode,
+                                           attributes: channel.attributes, initialState: recording.initialState)
+        let header = RecordedFeed.Header(channelID: channel.id, channel: definition, createdAt: channel.createdAt)
         let request = call.request
         DedicatedThread.start(name: "touchline-export") {
             let response: HTTPResponse

@@ -93,10 +93,10 @@ struct FeedReplay {
             self.feed = feed
             self.settings = settings
             let header = feed.header
-            sports = header.sports
-            engine = ChannelEngine(policy: settings.policy, storage: header.storage, jitterSeed: Channel.jitterSeed(for: header.channelID),
+            sports = header.channel.sports
+            engine = ChannelEngine(policy: settings.policy, storage: header.channel.storage, jitterSeed: Channel.jitterSeed(for: header.channelID),
                                    now: header.createdAt)
-            state = header.initialState
+            state = header.channel.initialState
             result = Result(header: header, settings: settings, lowestBudgetRemaining: settings.policy.priorityBudgetPerHour,
                             finishedAt: header.createdAt)
         }

@@ -21,16 +21,9 @@ struct RecordedFeed: Sendable, Equatable {
 
     struct Header: Sendable, Equatable {
         var channelID: String
-        var storage: ChannelStorage
-        var policy: ChannelPolicy
-        var alertMode: AlertMode
-        var attributes: MatchAttributes?
-        /// The content-state before the first event.
-        var initialState: JSONValue
+        /// The channel as it was created: storage, policy, alert mode, attributes, initial state.
+        var channel: ChannelDefinition
         var createdAt: UnixTime
-
-        /// The rules of a sports channel's events; nil on other channels.
-        var sports: SportsChannel? { attributes.map { SportsChannel(attributes: $0, alertMode: alertMode) } }
     }
 
     enum Input: Sendable, Equatable {
@@ -116,8 +109,7 @@ struct RecordedFeed: Sendable, Equatable {
         }
         let channelID = try body.required(body.string("channel"), "channel")
         let definition = try ChannelDefinition(body, defaultPolicy: .default, defaultAlertMode: .text)
-        return Header(channelID: channelID, storage: definition.storage, policy: definition.policy, alertMode: definition.alertMode,
-                      attributes: definition.attributes, initialState: definition.initialState, createdAt: try time(body, "createdAt"))
+        return Header(channelID: channelID, channel: definition, createdAt: try time(body, "createdAt"))
     }
 
     private static func entry(_ line: [UInt8], header: Header) throws(HTTPError) -> Entry {
@@ -131,7 +123,7 @@ struct RecordedFeed: Sendable, Equatable {
             let finalState = try fields.object("finalState")
             if let finalState {
                 try EventBatch.requireWithinLimits(finalState, "end.finalState")
-                try EventBatch.requireMatchState(finalState, on: header.sports, name: "end.finalState")
+                try EventBatch.requireMatchState(finalState, on: header.channel.sports, name: "end.finalState")
             }
             let dismissAt = try fields.string("dismissAt").map { (text) throws(HTTPError) in
                 guard let at = parseTimestamp(text) else { throw fields.invalid("dismissAt", "must be an RFC 3339 time, got \"\(text)\"") }
@@ -163,11 +155,11 @@ struct RecordedFeed: Sendable, Equatable {
     static func headerJSON(_ header: Header) -> JSONValue {
         var members: [JSONValue.Member] = [
             .init("touchlineFeed", .integer(formatVersion)), .init("channel", .string(header.channelID)),
-            .init("storagePolicy", .string(header.storage.rawValue)), .init("policy", header.policy.json),
-            .init("alerts", ["mode": .string(header.alertMode.rawValue)]),
+            .init("storagePolicy", .string(header.channel.storage.rawValue)), .init("policy", header.channel.policy.json),
+            .init("alerts", ["mode": .string(header.channel.alertMode.rawValue)]),
         ]
-        if let attributes = header.attributes { members.append(.init("attributes", attributes.json)) }
-        members += [.init("initialState", header.initialState), .init("createdAt", .string(timestamp(header.createdAt)))]
+        if let attributes = header.channel.attributes { members.append(.init("attributes", attributes.json)) }
+        members += [.init("initialState", header.channel.initialState), .init("createdAt", .string(timestamp(header.createdAt)))]
         return .object(members)
     }
 

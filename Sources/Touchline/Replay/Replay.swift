@@ -32,7 +32,7 @@ public enum Replay {
     public static func run(feed: [UInt8], options: Options) throws(Failure) -> Output {
         let recorded: RecordedFeed
         do { recorded = try RecordedFeed(jsonLines: feed) } catch { throw Failure(description: error.description) }
-        var policy = recorded.header.policy
+        var policy = recorded.header.channel.policy
         if let changes = options.policyChanges {
             let value: JSONValue
             do { value = try JSONParser.parse(changes) } catch { throw Failure(description: "the policy is not valid JSON: \(error)") }

@@ -22,7 +22,7 @@ struct ReplayReport {
         let counters = result.counters
         let span = (result.lastInputAt ?? header.createdAt) - header.createdAt
         var lines = [
-            "replay of \(header.channelID) (\(header.attributes?.sport.rawValue ?? "merge patches")): \(Self.grouped(result.events.count)) events "
+            "replay of \(header.channelID) (\(header.channel.attributes?.sport.rawValue ?? "merge patches")): \(Self.grouped(result.events.count)) events "
                 + "over \(Self.span(span)), APNs answering in \(Self.milliseconds(result.settings.apnsLatency.inSeconds * 1000)) ms",
             "  policy       \(String(decoding: result.settings.policy.json.encoded, as: UTF8.self))",
             "  events       \(Self.grouped(changed)) changed the state, \(Self.grouped(result.events.count - changed)) did not; "

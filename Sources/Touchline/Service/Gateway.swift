@@ -208,7 +208,7 @@ public final class Gateway: Sendable {
             let unsafeReader = UncheckedReader(reader: reader)
             let intake = PersonalJobIntake(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
                                            personal: personal, sharedJobs: sharedJobs, idempotency: configuration.idempotency)
-            try ingestLoop.sync { service.audienceStarter = { [intake] job, completion in intake.storeRolloverStart(job, completion: completion) } }
+            try ingestLoop.sync { service.audienceStarter = { [intake] jobs, completion in intake.storeRolloverStarts(jobs, completion: completion) } }
             let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
                                    isKnownChannel: { [service] id in service.channels[id] != nil })
             // Every route of the gateway with its scope: the admission hook and the API

@@ -8,7 +8,10 @@ import TouchlineRuntime
 /// `slice.<id>.<index>`). Every gateway watches the whole bucket; what it runs is decided by
 /// ``SharedJobPlan`` from that watch and its partition leases. A kickoff whose channel ended is
 /// cancelled by a key of its own (`cancel.<id>`, the time it was cancelled at), so the
-/// cancellation never races the job's final counts for one key.
+/// cancellation never races the job's final counts for one key. A scheduled job's start is
+/// recorded by a key of its own too (`start.<id>`), and a provider's cancellation of it before
+/// its time by another (`withdraw.<id>`): whichever the bucket holds first decides, on every
+/// gateway alike (``SharedJobPlan/schedule(of:)``).
 ///
 /// Writes are plain publishes, not compare-and-set: a slice is written only by the owner of its
 /// partition (the lease is the fence, checked before every write and send) and a job's entry
@@ -25,8 +28,13 @@ public final class SharedJobBoard: @unchecked Sendable {
         /// later write may be known before the watch shows an earlier one.
         case slice(SharedJobPlan.SliceKey, SliceEntry, revision: UInt64)
         /// The job was cancelled at this time (its kickoff's channel ended): whatever of it is
-        /// not sent by then counts as expired.
-        case cancelled(jobID: String, atNanoseconds: Int64)
+        /// not sent by then counts as expired. The revision orders it against a recorded start.
+        case cancelled(jobID: String, atNanoseconds: Int64, revision: UInt64)
+        /// The scheduled job's start was recorded at this revision.
+        case started(jobID: String, revision: UInt64)
+        /// The provider cancelled the scheduled job at this revision: it is withdrawn unless its
+        /// start came first.
+        case withdrawn(jobID: String, revision: UInt64)
     }
 
     /// Largest value the bucket takes: a slice's checkpoint lists at most a fan-out window of
@@ -76,13 +84,18 @@ public final class SharedJobBoard: @unchecked Sendable {
     private func observed(_ message: NATSMessage) {
         let key = message.subject.dropFirst("$KV.\(bucket).".count)
         guard message.headers["KV-Operation"] == nil else { return }
+        let revision = message.stream?.sequence ?? 0
         if key.hasPrefix("job."), let entry = try? decoder.decode(SharedJobEntry.self, from: Data(message.payload)) {
             onChange(.job(entry))
         } else if key.hasPrefix("slice."), let sliceKey = Self.sliceKey(String(key.dropFirst("slice.".count))),
                   let entry = try? decoder.decode(SliceEntry.self, from: Data(message.payload)) {
-            onChange(.slice(sliceKey, entry, revision: message.stream?.sequence ?? 0))
+            onChange(.slice(sliceKey, entry, revision: revision))
         } else if key.hasPrefix("cancel."), let at = Int64(String(decoding: message.payload, as: UTF8.self)) {
-            onChange(.cancelled(jobID: String(key.dropFirst("cancel.".count)), atNanoseconds: at))
+            onChange(.cancelled(jobID: String(key.dropFirst("cancel.".count)), atNanoseconds: at, revision: revision))
+        } else if key.hasPrefix("start.") {
+            onChange(.started(jobID: String(key.dropFirst("start.".count)), revision: revision))
+        } else if key.hasPrefix("withdraw.") {
+            onChange(.withdrawn(jobID: String(key.dropFirst("withdraw.".count)), revision: revision))
         } else {
             onUnreadable(String(key))
         }
@@ -128,6 +141,25 @@ public final class SharedJobBoard: @unchecked Sendable {
         }
     }
 
+    /// Records a scheduled job's start; `completion` on the loop once the cluster has it. Sent
+    /// again after a lost acknowledgement, it is stored once (its message id).
+    public func recordStart(jobID: String, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
+        jetStream.publish([], to: JetStream.keySubject(bucket: bucket, key: "start.\(jobID)"),
+                          conditions: JetStream.PublishConditions(messageID: "start-\(jobID)"), loop: loop) { result in
+            completion(result.map { _ in () })
+        }
+    }
+
+    /// Records a provider's cancellation of a scheduled job; `completion` on the loop once the
+    /// cluster has it. Whether it withdrew the job shows in the watch: it did if the bucket
+    /// holds no start before it.
+    public func withdraw(jobID: String, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
+        jetStream.publish([], to: JetStream.keySubject(bucket: bucket, key: "withdraw.\(jobID)"),
+                          conditions: JetStream.PublishConditions(messageID: "withdraw-\(jobID)"), loop: loop) { result in
+            completion(result.map { _ in () })
+        }
+    }
+
     /// Removes a finished job's slice and cancellation keys from the bucket (its entry, with the
     /// summed counts, stays): a gateway that starts later reads one key per finished job, not
     /// seventeen. `completion` on the loop, with how many messages went.
@@ -136,12 +168,22 @@ public final class SharedJobBoard: @unchecked Sendable {
             do { requests = try NATSRequests(connection: jetStream.connection, loop: loop) } catch { return completion(.failure(error)) }
         }
         guard let requests else { return }
-        let stream = "KV_\(bucket)"
-        requests.purge(stream: stream, subject: JetStream.keySubject(bucket: bucket, key: "slice.\(jobID).>"), timeout: .seconds(5)) { [bucket] slices in
-            requests.purge(stream: stream, subject: JetStream.keySubject(bucket: bucket, key: "cancel.\(jobID)"), timeout: .seconds(5)) { cancel in
-                completion(slices.flatMap { removed in cancel.map { removed + $0 } })
+        var subjects = ["slice.\(jobID).>", "cancel.\(jobID)", "start.\(jobID)", "withdraw.\(jobID)"].map {
+            JetStream.keySubject(bucket: bucket, key: $0)
+        }
+        var removed: UInt64 = 0
+        func purgeNext() {
+            guard !subjects.isEmpty else { return completion(.success(removed)) }
+            requests.purge(stream: "KV_\(bucket)", subject: subjects.removeFirst(), timeout: .seconds(5)) { result in
+                switch result {
+                case .success(let count):
+                    removed += count
+                    purgeNext()
+                case .failure(let error): completion(.failure(error))
+                }
             }
         }
+        purgeNext()
     }
 
     /// `<job>.<index>.<count>` back into a key.

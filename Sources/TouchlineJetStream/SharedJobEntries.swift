@@ -25,9 +25,14 @@ public struct SharedJobEntry: Codable, Sendable, Equatable {
     /// has an id derived from the key, so a repeat sent to any gateway finds this entry and gets
     /// the first answer again (docs/cluster.md, "Idempotency keys on the cluster").
     public var idempotency: IdempotentAnswer?
+    /// When a scheduled job (a kickoff with `at`) starts; nil: at once. No slice of it runs
+    /// before its start is recorded (``SharedJobBoard/recordStart(jobID:completion:)``).
+    public var startAtNanoseconds: Int64?
     /// The sum of the slices' counts, once every slice has finished.
     public var finished: FanOutCounters?
     public var finishedAtNanoseconds: Int64?
+    /// Closed without sending anything: a cancellation was recorded before its start.
+    public var withdrawn: Bool?
 
     public init(id: String, createdAtNanoseconds: Int64, audience: String, payload: Data, priority: Int, expirationNanoseconds: Int64?,
                 slices: Int, registrySequence: UInt64) {

@@ -7,6 +7,7 @@ import TouchlineCore
 @Suite("Shared personal jobs")
 struct SharedJobPlanTests {
     static let partitioning = ChannelPartitioning(count: 8)!
+    static let now = UnixTime(seconds: 1_800_000_000)
 
     /// Random-looking lowercase hex tokens of APNs' length, `count` of them.
     static func tokens(_ count: Int, seed: UInt64 = 7) -> [String] {
@@ -38,18 +39,18 @@ struct SharedJobPlanTests {
     @Test func slicesRunWhereTheirPartitionIsOwnedAndStopWhenItIsLost() {
         var plan = SharedJobPlan(partitioning: Self.partitioning)
         plan.jobChanged("job-a", .init(sliceCount: 16, isFinished: false))
-        #expect(plan.decide().isEmpty, "nothing is owned yet")
+        #expect(plan.decide(at: Self.now).isEmpty, "nothing is owned yet")
         let home = Self.partitioning.partition(of: "job-a")
         plan.ownedPartitionsChanged([home])
-        let runs = plan.decide()
+        let runs = plan.decide(at: Self.now)
         // Partition `home` holds slices 0 and 8 of 16 over 8 partitions.
         #expect(runs == [.run(key(0)), .run(key(8))])
-        #expect(plan.decide().isEmpty, "a running slice is not started twice")
+        #expect(plan.decide(at: Self.now).isEmpty, "a running slice is not started twice")
         plan.ownedPartitionsChanged([(home + 1) % 8])
-        #expect(plan.decide() == [.stop(key(0)), .stop(key(8)), .run(key(1)), .run(key(9))])
+        #expect(plan.decide(at: Self.now) == [.stop(key(0)), .stop(key(8)), .run(key(1)), .run(key(9))])
         // A stopped slice is started again from its saved progress when the partition returns.
         plan.ownedPartitionsChanged([home, (home + 1) % 8])
-        #expect(plan.decide() == [.run(key(0)), .run(key(8))])
+        #expect(plan.decide(at: Self.now) == [.run(key(0)), .run(key(8))])
     }
 
     @Test func theFirstSlicesOwnerFinishesTheJobOnceEverySliceHasFinished() {
@@ -62,7 +63,7 @@ struct SharedJobPlanTests {
             copy.jobChanged("job-a", .init(sliceCount: 16, isFinished: false))
             if plan == 0 { home = copy } else { other = copy }
         }
-        _ = home.decide(); _ = other.decide()
+        _ = home.decide(at: Self.now); _ = other.decide(at: Self.now)
         var counters = FanOutCounters()
         counters.targeted = 10; counters.sent = 9; counters.deadLettered = 1; counters.failedByReason = ["BadDeviceToken": 1]
         // Each slice's run saves it finished, then reports its end (the shell's order).
@@ -72,20 +73,20 @@ struct SharedJobPlanTests {
             home.runEnded(key(index))
             other.runEnded(key(index))
         }
-        #expect(home.decide().isEmpty && other.decide().isEmpty, "slice 15 has not finished")
+        #expect(home.decide(at: Self.now).isEmpty && other.decide(at: Self.now).isEmpty, "slice 15 has not finished")
         home.sliceChanged(key(15), .init(counters: counters, isFinished: true))
         other.sliceChanged(key(15), .init(counters: counters, isFinished: true))
         home.runEnded(key(15))
         other.runEnded(key(15))
         var total = FanOutCounters()
         total.targeted = 160; total.sent = 144; total.deadLettered = 16; total.failedByReason = ["BadDeviceToken": 16]
-        #expect(other.decide().isEmpty, "only the first slice's owner finishes the job")
-        #expect(home.decide() == [.finish(jobID: "job-a", counters: total)])
-        #expect(home.decide().isEmpty, "asked once while the write is out")
+        #expect(other.decide(at: Self.now).isEmpty, "only the first slice's owner finishes the job")
+        #expect(home.decide(at: Self.now) == [.finish(jobID: "job-a", counters: total)])
+        #expect(home.decide(at: Self.now).isEmpty, "asked once while the write is out")
         home.finishFailed("job-a")
-        #expect(home.decide() == [.finish(jobID: "job-a", counters: total)], "asked again after a failed write")
+        #expect(home.decide(at: Self.now) == [.finish(jobID: "job-a", counters: total)], "asked again after a failed write")
         home.jobChanged("job-a", .init(sliceCount: 16, isFinished: true))
-        #expect(home.decide().isEmpty && home.progress(of: "job-a")?.slicesFinished == 0, "a finished job holds no slices")
+        #expect(home.decide(at: Self.now).isEmpty && home.progress(of: "job-a")?.slicesFinished == 0, "a finished job holds no slices")
     }
 
     @Test func progressSumsTheSlicesSavedSoFar() {
@@ -112,10 +113,90 @@ struct SharedJobPlanTests {
             a.jobChanged(job, .init(sliceCount: job == "job-7" ? 1 : 16, isFinished: false))
             b.jobChanged(job, .init(sliceCount: job == "job-7" ? 1 : 16, isFinished: false))
         }
-        let runs = (a.decide() + b.decide()).compactMap { action -> SharedJobPlan.SliceKey? in
+        let runs = (a.decide(at: Self.now) + b.decide(at: Self.now)).compactMap { action -> SharedJobPlan.SliceKey? in
             if case .run(let key) = action { key } else { nil }
         }
         #expect(runs.count == 19 * 16 + 1 && Set(runs).count == runs.count)
+    }
+
+    /// A scheduled kickoff on two gateways: nothing runs before its time; then only the first
+    /// slice's owner records the start, and slices run everywhere once the bucket shows it.
+    @Test func aScheduledJobRunsNoSliceBeforeItsStartIsRecorded() {
+        let home = Self.partitioning.partition(of: "job-a")
+        var first = SharedJobPlan(partitioning: Self.partitioning), other = first
+        first.ownedPartitionsChanged([home])
+        other.ownedPartitionsChanged(Set(0..<8).subtracting([home]))
+        let at = Self.now + .seconds(600)
+        for index in 0..<2 {
+            var plan = index == 0 ? first : other
+            plan.jobChanged("job-a", .init(sliceCount: 16, isFinished: false, startAt: at))
+            if index == 0 { first = plan } else { other = plan }
+        }
+        #expect(first.decide(at: Self.now).isEmpty && other.decide(at: Self.now).isEmpty, "it waits for its time")
+        #expect(first.schedule(of: "job-a") == .waiting(at) && first.nextStart == at)
+        #expect(other.nextStart == nil, "only the first slice's owner arms a timer for it")
+        #expect(first.decide(at: at - .milliseconds(1)).isEmpty)
+        #expect(first.decide(at: at) == [.recordStart(jobID: "job-a")])
+        #expect(first.decide(at: at + .seconds(1)).isEmpty && first.nextStart == nil, "asked once while the write is out")
+        #expect(other.decide(at: at + .seconds(1)).isEmpty, "no gateway runs a slice before the start is recorded")
+        first.recordStartFailed("job-a")
+        #expect(first.decide(at: at + .seconds(2)) == [.recordStart(jobID: "job-a")], "asked again after a failed write")
+        first.startRecorded("job-a", revision: 40)
+        other.startRecorded("job-a", revision: 40)
+        #expect(first.schedule(of: "job-a") == .started)
+        #expect(first.decide(at: at + .seconds(2)) == [.run(key(0)), .run(key(8))])
+        #expect(other.decide(at: at + .seconds(2)).count == 14, "the other fourteen slices")
+        // A cancellation after the start changes nothing of the schedule (it expires what is left).
+        other.cancellationRecorded("job-a", revision: 41)
+        #expect(other.schedule(of: "job-a") == .started)
+    }
+
+    /// A cancellation recorded before the start withdraws the job on every gateway, even when
+    /// a start is recorded after it (two gateways raced): the bucket's order decides.
+    @Test func aCancellationBeforeTheStartWithdrawsTheJobWhateverComesAfter() {
+        let home = Self.partitioning.partition(of: "job-a")
+        var first = SharedJobPlan(partitioning: Self.partitioning), other = first
+        first.ownedPartitionsChanged([home])
+        other.ownedPartitionsChanged(Set(0..<8).subtracting([home]))
+        let at = Self.now + .seconds(60)
+        first.jobChanged("job-a", .init(sliceCount: 16, isFinished: false, startAt: at))
+        other.jobChanged("job-a", .init(sliceCount: 16, isFinished: false, startAt: at))
+        #expect(first.decide(at: at) == [.recordStart(jobID: "job-a")])
+        // The provider's cancel reached the bucket first (revision 30), the start second (31).
+        for index in 0..<2 {
+            var plan = index == 0 ? first : other
+            plan.cancellationRecorded("job-a", revision: 30)
+            plan.startRecorded("job-a", revision: 31)
+            #expect(plan.schedule(of: "job-a") == .withdrawn)
+            if index == 0 { first = plan } else { other = plan }
+        }
+        #expect(other.decide(at: at + .seconds(1)).isEmpty, "no slice runs, and only the first slice's owner closes it")
+        #expect(first.decide(at: at + .seconds(1)) == [.withdraw(jobID: "job-a")])
+        #expect(first.decide(at: at + .seconds(2)).isEmpty, "asked once while the write is out")
+        first.finishFailed("job-a")
+        #expect(first.decide(at: at + .seconds(3)) == [.withdraw(jobID: "job-a")])
+        first.jobChanged("job-a", .init(sliceCount: 16, isFinished: true, startAt: at))
+        #expect(first.schedule(of: "job-a") == nil && first.decide(at: at + .seconds(4)).isEmpty)
+        // Revisions, not arrival: a start at a lower revision than the cancellation wins.
+        var plan = SharedJobPlan(partitioning: Self.partitioning)
+        plan.jobChanged("job-b", .init(sliceCount: 1, isFinished: false, startAt: at))
+        plan.startRecorded("job-b", revision: 7)
+        plan.cancellationRecorded("job-b", revision: 9)
+        #expect(plan.schedule(of: "job-b") == .started)
+        #expect(plan.schedule(of: "job-unknown") == nil)
+    }
+
+    /// A job taken over: the first slice's partition moves, and its new owner records the start.
+    @Test func theFirstSlicesNewOwnerRecordsAStartTheOldOneDidNot() {
+        let home = Self.partitioning.partition(of: "job-a")
+        var plan = SharedJobPlan(partitioning: Self.partitioning)
+        let at = Self.now + .seconds(5)
+        plan.jobChanged("job-a", .init(sliceCount: 16, isFinished: false, startAt: at))
+        plan.ownedPartitionsChanged([(home + 1) % 8])
+        #expect(plan.decide(at: at + .seconds(30)).isEmpty && plan.nextStart == nil)
+        plan.ownedPartitionsChanged([home, (home + 1) % 8])
+        #expect(plan.nextStart == at, "a start past due is due at once")
+        #expect(plan.decide(at: at + .seconds(31)) == [.recordStart(jobID: "job-a")])
     }
 
     /// A slice saved as one whole checkpoint, resumed by another job value: every token ends

@@ -218,6 +218,54 @@ struct ClusterPersonalJobTests {
         // sent before the cancellation reached it through the bucket (milliseconds at 4 in flight).
         #expect(starts() <= atEnd + 16, "\(starts()) starts, \(atEnd) at the end")
     }
+
+    /// Scheduled kickoffs on a cluster: stored in the job bucket when accepted, listed and
+    /// cancellable on every gateway, started at their time by whichever gateway owns the job's
+    /// first slice then (here the one left after the accepting gateway stopped), and a
+    /// cancelled one never sent.
+    @Test func aScheduledKickoffWaitsInTheBucketAndStartsOnTimeWhicheverGatewayIsLeft() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture()
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try started.add(["g1", "g2"].map { try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) })
+        try await eventually("both gateways serve partitions") { Self.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        let (g1, g2) = (gateways[0].patientAdmin, gateways[1].patientAdmin)
+        let created = try g1.request("POST", "/v1/channels", json: #"{"id": "k1", "storagePolicy": "no-storage"}"#)
+        let apnsID = try #require(created.json?.string("apnsChannelId"), "\(created.text)")
+        let fans = Self.tokens(40)
+        try Self.register(fans, through: g1)
+        try await Self.copiesAgree(gateways.map(\.patientAdmin))
+        let at = Int64(Date().timeIntervalSince1970) + 6
+        let body = GatewayScheduledKickoffTests.body(at: at)
+        let kept = try #require(try g2.request("POST", "/v1/channels/k1/start", json: body).json?.string("jobId"))
+        let cancelled = try #require(try g2.request("POST", "/v1/channels/k1/start", json: body).json?.string("jobId"))
+        // Every gateway lists both and shows them pending from the bucket.
+        try await eventually("g1 lists both starts") {
+            guard case .array(let starts)? = (try? g1.request("GET", "/v1/channels/k1/starts").json)?[member: "starts"] else { return false }
+            return starts.count == 2
+        }
+        let shown = try g1.request("GET", "/v1/personal/\(kept)").json
+        #expect(shown?.string("status") == "pending" && shown?[member: "startAt"] == .integer(at), "\(String(describing: shown))")
+        let cancel = try g1.request("DELETE", "/v1/channels/k1/starts/\(cancelled)")
+        #expect(cancel.status == 200 && cancel.json?.string("status") == "cancelled", "\(cancel.text)")
+        let again = try g2.request("DELETE", "/v1/channels/k1/starts/\(cancelled)")
+        #expect(again.status == 409 && again.errorCode == "start_not_waiting", "\(again.text)")
+        #expect(try g2.request("GET", "/v1/channels/k1/starts").json?[member: "starts"] == [
+            ["jobId": .string(kept), "at": .integer(at), "audience": ["follows": "team:ARS"]],
+        ])
+        // The gateway that accepted both leaves before their time: the other starts the kept one.
+        await gateways[1].shutDown(removingData: false)
+        let progress = try await GatewayDeadLetterTests.finished(kept, on: g1)
+        #expect(progress?.integer("targeted") == 40 && progress?.integer("sent") == 40, "\(String(describing: progress))")
+        let sends = apns.mock.recordedRequests().filter { $0.endpoint == .device }
+        #expect(Set(sends.compactMap(\.deviceToken)) == Set(fans) && sends.count == 40, "each fan once, the cancelled start never")
+        #expect(sends.allSatisfy { $0.receivedAt >= UnixTime(seconds: at) }, "none before its time")
+        #expect(sends.allSatisfy { (try? JSONParser.parse($0.body))?[member: "aps"]?.string("input-push-channel") == apnsID })
+        let withdrawn = try g1.request("GET", "/v1/personal/\(cancelled)").json
+        #expect(withdrawn?.string("status") == "cancelled" && withdrawn?.integer("sent") == 0, "\(String(describing: withdrawn))")
+        #expect(try g1.request("GET", "/v1/channels/k1/starts").json?[member: "starts"] == [])
+    }
 }
 
 extension String {

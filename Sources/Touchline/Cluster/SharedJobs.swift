@@ -21,7 +21,7 @@ final class SharedJobs: @unchecked Sendable {
     /// A job whose final counts could not be written is tried again after this long.
     static let finishRetry: Duration = .seconds(1)
 
-    private let board: SharedJobBoard
+    let board: SharedJobBoard
     private let dispatcher: PersonalDispatcher
     private let store: any PersonalStoreWriter
     /// This gateway's personal file, read on the loop.
@@ -34,16 +34,24 @@ final class SharedJobs: @unchecked Sendable {
     private let registryTarget: @Sendable () -> UInt64
     private let instance: String
     private let outbox: WebhookOutbox?
-    private let clock: any WallClock
-    private let log: GatewayLog
-    private var loop: EventLoop { dispatcher.loop }
+    let clock: any WallClock
+    let log: GatewayLog
+    var loop: EventLoop { dispatcher.loop }
 
-    private var plan: SharedJobPlan
+    var plan: SharedJobPlan
     /// Open jobs' entries (what their slices run), and finished jobs' final counts only.
-    private var entries: [String: SharedJobEntry] = [:]
+    var entries: [String: SharedJobEntry] = [:]
     /// Jobs cancelled (their kickoff's channel ended), with the time.
-    private var cancelled: [String: UnixTime] = [:]
-    private var finishedJobs: [String: FanOutCounters] = [:]
+    var cancelled: [String: UnixTime] = [:]
+    private var finishedJobs: [String: FinishedJob] = [:]
+
+    /// What a finished job's entry says.
+    private struct FinishedJob {
+        var counters: FanOutCounters
+        var startAt: UnixTime?
+        /// Cancelled before its start: nothing was sent.
+        var withdrawn: Bool
+    }
     /// The answers of idempotent requests, by the id of the first job each created (open and
     /// finished jobs alike, as long as the bucket holds their entries).
     private var idempotentAnswers: [String: IdempotentAnswer] = [:]
@@ -52,7 +60,13 @@ final class SharedJobs: @unchecked Sendable {
     /// Slices the plan runs here that wait for the registry copy to reach their job's position.
     private var waitingForRegistry: Set<SharedJobPlan.SliceKey> = []
     private var registryTimer: LoopTimer?
-    private var finishTimer: LoopTimer?
+    /// Acts again after a failed write of the bucket.
+    private var retryTimer: LoopTimer?
+    /// Fires when the next scheduled start this gateway records is due.
+    var startTimer: LoopTimer?
+    /// Provider cancellations of scheduled jobs sent from here, waiting for the watch to show
+    /// whether they came before the start.
+    var withdrawals: [String: Withdrawal] = [:]
     /// Jobs whose entry cannot be run, with the reason (never sent; shown by the API).
     private(set) var brokenJobs: [String: String] = [:]
     /// Slices started here since the start (figures and tests).
@@ -105,7 +119,8 @@ final class SharedJobs: @unchecked Sendable {
     func stop() {
         board.stop()
         registryTimer?.cancel()
-        finishTimer?.cancel()
+        retryTimer?.cancel()
+        startTimer?.cancel()
     }
 
     // MARK: Inputs
@@ -119,11 +134,13 @@ final class SharedJobs: @unchecked Sendable {
     private func observed(_ change: SharedJobBoard.Change) {
         switch change {
         case .job(let entry):
-            plan.jobChanged(entry.id, .init(sliceCount: entry.slices, isFinished: entry.finished != nil))
+            plan.jobChanged(entry.id, .init(sliceCount: entry.slices, isFinished: entry.finished != nil,
+                                            startAt: entry.startAtNanoseconds.map(UnixTime.init(nanoseconds:))))
             if let answer = entry.idempotency { idempotentAnswers[entry.id] = answer }
             if let counters = entry.finished {
                 entries[entry.id] = nil
-                finishedJobs[entry.id] = counters
+                finishedJobs[entry.id] = FinishedJob(counters: counters, startAt: entry.startAtNanoseconds.map(UnixTime.init(nanoseconds:)),
+                                                     withdrawn: entry.withdrawn == true)
                 cancelled[entry.id] = nil
                 saved = saved.filter { $0.key.jobID != entry.id }
             } else if finishedJobs[entry.id] == nil {
@@ -134,11 +151,18 @@ final class SharedJobs: @unchecked Sendable {
             guard finishedJobs[key.jobID] == nil, revision > saved[key]?.revision ?? 0 else { return }
             saved[key] = (entry, revision)
             plan.sliceChanged(key, .init(counters: entry.checkpoint.counters, isFinished: entry.isFinished))
-        case .cancelled(let jobID, let nanoseconds):
+        case .cancelled(let jobID, let nanoseconds, let revision):
             guard finishedJobs[jobID] == nil, cancelled[jobID] == nil else { return }
+            plan.cancellationRecorded(jobID, revision: revision)
             let at = UnixTime(nanoseconds: nanoseconds)
             cancelled[jobID] = at
             dispatcher.expireSlices(ofJob: jobID, at: at)
+        case .started(let jobID, let revision):
+            plan.startRecorded(jobID, revision: revision)
+            settleWithdrawal(of: jobID)
+        case .withdrawn(let jobID, let revision):
+            plan.cancellationRecorded(jobID, revision: revision)
+            settleWithdrawal(of: jobID)
         }
         act()
     }
@@ -151,8 +175,8 @@ final class SharedJobs: @unchecked Sendable {
 
     // MARK: Acting
 
-    private func act() {
-        for action in plan.decide() {
+    func act() {
+        for action in plan.decide(at: clock.now()) {
             switch action {
             case .run(let key): run(key)
             case .stop(let key):
@@ -160,8 +184,11 @@ final class SharedJobs: @unchecked Sendable {
                 dispatcher.stopSlice(key)
                 log.notice("stopped \(key): its partition is no longer this gateway's", job: key.jobID)
             case .finish(let jobID, let counters): finish(jobID, counters: counters)
+            case .recordStart(let jobID): recordStart(jobID)
+            case .withdraw(let jobID): finish(jobID, counters: FanOutCounters(), withdrawn: true)
             }
         }
+        armStartTimer()
     }
 
     private func run(_ key: SharedJobPlan.SliceKey) {
@@ -192,20 +219,20 @@ final class SharedJobs: @unchecked Sendable {
         for key in waiting.sorted() where plan.running.contains(key) { run(key) }
     }
 
-    /// Records the job's end in this gateway's webhook outbox, then writes its final counts.
-    private func finish(_ jobID: String, counters: FanOutCounters) {
+    /// Records the job's end in this gateway's webhook outbox (a withdrawn job never started:
+    /// nothing to report), then writes its final counts.
+    private func finish(_ jobID: String, counters: FanOutCounters, withdrawn: Bool = false) {
         guard var finished = entries[jobID] else { return }
         finished.finished = counters
         finished.finishedAtNanoseconds = clock.now().nanoseconds
+        if withdrawn { finished.withdrawn = true }
         let entry = finished
-        let events = outbox.map { [PersonalJobRun.finishedEvent(of: jobID, counts: PersonalJobCounts(counters), outbox: $0)] } ?? []
+        let events = withdrawn ? [] : outbox.map { [PersonalJobRun.finishedEvent(of: jobID, counts: PersonalJobCounts(counters), outbox: $0)] } ?? []
         let failed: @Sendable (String) -> Void = { [self] error in
             loop.execute { [self] in
                 log.error("writing the job's final counts failed: \(error); trying again", job: jobID)
                 plan.finishFailed(jobID)
-                let timer = finishTimer ?? LoopTimer(loop: loop) { [weak self] in self?.act() }
-                finishTimer = timer
-                if !timer.isScheduled { timer.schedule(after: Self.finishRetry) }
+                retryActingSoon()
             }
         }
         let publish: @Sendable () -> Void = { [self] in
@@ -225,6 +252,13 @@ final class SharedJobs: @unchecked Sendable {
             case .failure(let error): failed(error.description)
             }
         }
+    }
+
+    /// Acts again after ``finishRetry`` (a write of the bucket failed).
+    func retryActingSoon() {
+        let timer = retryTimer ?? LoopTimer(loop: loop) { [weak self] in self?.act() }
+        retryTimer = timer
+        if !timer.isScheduled { timer.schedule(after: Self.finishRetry) }
     }
 
     /// Removes a finished job's slice keys from the bucket (its final counts are in its entry);
@@ -325,6 +359,7 @@ final class SharedJobs: @unchecked Sendable {
                                        expirationNanoseconds: record.expiration?.nanoseconds, slices: slices,
                                        registrySequence: max(registryPosition(), registryTarget()))
             entry.idempotency = idempotency
+            entry.startAtNanoseconds = record.startAt?.nanoseconds
             board.publish(entry) { result in
                 answerLoop.execute { completion(result.mapError { $0 }) }
             }
@@ -346,27 +381,45 @@ final class SharedJobs: @unchecked Sendable {
         var total: Int
     }
 
-    /// A job's status, counts and slices as the bucket shows them, nil if it holds no such job
-    /// (`completion` on `answerLoop`).
-    func progress(of jobID: String, answerLoop: EventLoop,
-                  completion: @escaping @Sendable ((status: PersonalJobStatus, counts: PersonalJobCounts, slices: SliceProgress?)?, String?) -> Void) {
+    /// A job as the bucket shows it.
+    struct JobView: Sendable {
+        var status: PersonalJobStatus
+        var counts: PersonalJobCounts
+        /// Nil once the job is finished (its slices' keys are gone).
+        var slices: SliceProgress?
+        var startAt: UnixTime?
+        /// Cancelled before its start: nothing of it was sent.
+        var withdrawn = false
+    }
+
+    /// A job's status, counts and slices as the bucket shows them, nil if it holds no such job,
+    /// and why it cannot run if it is broken (`completion` on `answerLoop`).
+    func progress(of jobID: String, answerLoop: EventLoop, completion: @escaping @Sendable (JobView?, String?) -> Void) {
         loop.execute { [self] in
             let broken = brokenJobs[jobID]
-            var answer: (status: PersonalJobStatus, counts: PersonalJobCounts, slices: SliceProgress?)?
+            var view: JobView?
             if let finished = finishedJobs[jobID] {
-                answer = (.done, PersonalJobCounts(finished), nil)
-            } else if entries[jobID] != nil, let progress = plan.progress(of: jobID) {
-                let started = saved.keys.contains { $0.jobID == jobID }
-                answer = (started ? .running : .pending, PersonalJobCounts(progress.counters),
-                          SliceProgress(finished: progress.slicesFinished, total: progress.slices))
+                view = JobView(status: .done, counts: PersonalJobCounts(finished.counters), startAt: finished.startAt, withdrawn: finished.withdrawn)
+            } else if let entry = entries[jobID], let progress = plan.progress(of: jobID) {
+                let startAt = entry.startAtNanoseconds.map(UnixTime.init(nanoseconds:))
+                switch plan.schedule(of: jobID) {
+                case .waiting?:
+                    view = JobView(status: .pending, counts: PersonalJobCounts(progress.counters), startAt: startAt)
+                case .withdrawn?:
+                    view = JobView(status: .done, counts: PersonalJobCounts(progress.counters), startAt: startAt, withdrawn: true)
+                case .started?, nil:
+                    let started = saved.keys.contains { $0.jobID == jobID }
+                    view = JobView(status: started ? .running : .pending, counts: PersonalJobCounts(progress.counters),
+                                   slices: SliceProgress(finished: progress.slicesFinished, total: progress.slices), startAt: startAt)
+                }
             }
-            let result = answer
+            let result = view
             answerLoop.execute { completion(result, broken) }
         }
     }
 
     /// A stored job's entry as the record the dispatcher runs.
-    private static func record(of entry: SharedJobEntry) -> PersonalJobRecord {
+    static func record(of entry: SharedJobEntry) -> PersonalJobRecord {
         PersonalJobRecord(id: entry.id, createdAt: UnixTime(nanoseconds: entry.createdAtNanoseconds), audience: entry.audience,
                           payload: Array(entry.payload), priority: entry.priority,
                           expiration: entry.expirationNanoseconds.map(UnixTime.init(nanoseconds:)), status: .running)

@@ -14,7 +14,8 @@ import TouchlineStore
 /// With `at` (Unix seconds) the kickoff is **scheduled**: stored at once (202 means stored), it
 /// waits on the personal queue until then, also across restarts; `GET /v1/channels/{id}/starts`
 /// lists the channel's waiting starts and `DELETE /v1/channels/{id}/starts/{job}` cancels one
-/// (``PersonalDispatcher/cancelScheduled(_:into:answer:)``).
+/// (``PersonalDispatcher/cancelScheduled(_:into:answer:)``; on a cluster the start waits in the
+/// job bucket instead, ``SharedJobs/cancelScheduled(_:into:answer:)``).
 ///
 /// Holds the channels (the start names the channel's APNs id and takes its content-state) and
 /// the job intake it shares with the other personal routes.
@@ -131,10 +132,6 @@ struct KickoffAPI: APIFeature {
     /// `at`: Unix seconds in the future, at most ``longestScheduleAhead`` away; nil starts at once.
     private func scheduledTime(in body: RequestBody) throws(HTTPError) -> UnixTime? {
         guard let seconds = try body.integer("at") else { return nil }
-        guard intake.sharedJobs == nil else {
-            throw HTTPError(status: 422, code: "scheduling_unavailable",
-                            message: "'at' is not available with store.backend \"jetstream\" yet; send the start at its time")
-        }
         let now = intake.clock.now()
         let latest = now + Self.longestScheduleAhead
         guard seconds > now.seconds else {

@@ -68,7 +68,7 @@ struct PersonalAPI: APIFeature {
                     do throws(HTTPError) { try showStoredJob(request, id: id) } catch { request.respond(error.response) }
                     return
                 }
-                request.respond(Self.answer(id, (job.status, job.counts), slices: job.slices))
+                request.respond(Self.answer(id, (job.status, job.counts), startAt: job.startAt, cancelled: job.withdrawn, slices: job.slices))
             }
             return
         }

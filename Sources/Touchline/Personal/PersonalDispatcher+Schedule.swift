@@ -20,7 +20,11 @@ extension PersonalDispatcher {
     /// waiting. Any thread.
     func cancelScheduled(_ jobID: String, into apnsChannelID: String? = nil, answer: @escaping @Sendable (Cancellation) -> Void) {
         loop.execute { [self] in
-            guard let start = scheduled.remove(jobID) else { return answer(.notWaiting) }
+            guard let start = scheduled.remove(jobID) else {
+                // On a cluster, a start waits in the job bucket (one of this gateway's own file, a migrated one, waits here).
+                if let apnsChannelID, let shared = sharedJobs, shared.cancelScheduled(jobID, into: apnsChannelID, answer: answer) { return }
+                return answer(.notWaiting)
+            }
             if let apnsChannelID, start.inputPushChannel != apnsChannelID {
                 scheduled.add(start.record, inputPushChannel: start.inputPushChannel)
                 return answer(.notWaiting)
@@ -42,10 +46,13 @@ extension PersonalDispatcher {
         }
     }
 
-    /// The kickoffs waiting to start into `apnsChannelID`, earliest first (`answer` on the
-    /// personal loop). Any thread.
+    /// The kickoffs waiting to start into `apnsChannelID`, earliest first, this gateway's and
+    /// (on a cluster) the job bucket's (`answer` on the personal loop). Any thread.
     func scheduledStarts(into apnsChannelID: String, answer: @escaping @Sendable ([PersonalJobRecord]) -> Void) {
-        loop.execute { [self] in answer(scheduled.starts(into: apnsChannelID).map(\.record)) }
+        loop.execute { [self] in
+            let starts = scheduled.starts(into: apnsChannelID).map(\.record) + (sharedJobs?.scheduledStarts(into: apnsChannelID) ?? [])
+            answer(starts.sorted { ($0.startAt ?? $0.createdAt, $0.id) < ($1.startAt ?? $1.createdAt, $1.id) })
+        }
     }
 
     /// Arms the timer for the next start due (on the loop).

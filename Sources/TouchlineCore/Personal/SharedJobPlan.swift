@@ -6,8 +6,15 @@
 /// partition is owned (``AudienceSlice/partition(ofJob:in:)``), so the partition leases decide
 /// who runs it: one gateway at a time, balanced, taken over within the lease's time when a
 /// gateway dies, and stopped before another may start it. The owner of a job's first slice
-/// finishes the job once every slice has finished. The plan does no I/O: ``decide()`` returns
+/// finishes the job once every slice has finished. The plan does no I/O: ``decide(at:)`` returns
 /// what to start, stop and finish, and the shell reports back what it did.
+///
+/// A **scheduled** job (a kickoff with `at`) runs no slice before its start is recorded in the
+/// bucket: at its time, the owner of its first slice records it (``Action/recordStart(jobID:)``).
+/// A cancellation recorded before the start withdraws the job instead: nothing of it is sent,
+/// and the first slice's owner closes it (``Action/withdraw(jobID:)``). Which came first is
+/// the bucket's order (the revisions), the same on every gateway, so a scheduled job is either
+/// sent or cancelled, never both, whichever gateways race to start and cancel it.
 public struct SharedJobPlan: Sendable {
     /// One slice of one job.
     public struct SliceKey: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -32,11 +39,24 @@ public struct SharedJobPlan: Sendable {
         public var sliceCount: Int
         /// Its final counts are written: nothing of it runs any more.
         public var isFinished: Bool
+        /// When a scheduled job may start; nil: at once.
+        public var startAt: UnixTime?
 
-        public init(sliceCount: Int, isFinished: Bool) {
+        public init(sliceCount: Int, isFinished: Bool, startAt: UnixTime? = nil) {
             self.sliceCount = sliceCount
             self.isFinished = isFinished
+            self.startAt = startAt
         }
+    }
+
+    /// Where a scheduled job stands.
+    public enum Schedule: Sendable, Equatable {
+        /// Not started yet: it starts at this time unless it is cancelled first.
+        case waiting(UnixTime)
+        /// Its start is recorded: its slices run.
+        case started
+        /// A cancellation was recorded before its start: nothing of it is ever sent.
+        case withdrawn
     }
 
     /// What the bucket says of a slice: its last saved progress.
@@ -57,6 +77,10 @@ public struct SharedJobPlan: Sendable {
         case stop(SliceKey)
         /// Write the job's final counts (the sum of its slices').
         case finish(jobID: String, counters: FanOutCounters)
+        /// Record the scheduled job's start (its time has come; no cancellation is known).
+        case recordStart(jobID: String)
+        /// Close the withdrawn job: final counts of nothing sent, marked cancelled.
+        case withdraw(jobID: String)
     }
 
     public let partitioning: ChannelPartitioning
@@ -66,6 +90,11 @@ public struct SharedJobPlan: Sendable {
     /// Slices this plan has started here and not seen end or stop.
     public private(set) var running: Set<SliceKey> = []
     private var finishing: Set<String> = []
+    /// Bucket revisions of the scheduled jobs' recorded starts and first cancellations.
+    private var startRevisions: [String: UInt64] = [:]
+    private var cancellationRevisions: [String: UInt64] = [:]
+    /// Scheduled jobs whose start this plan asked to record and has not seen recorded.
+    private var starting: Set<String> = []
 
     public init(partitioning: ChannelPartitioning) {
         self.partitioning = partitioning
@@ -78,10 +107,30 @@ public struct SharedJobPlan: Sendable {
         jobs[jobID] = state
         if state?.isFinished ?? true {
             finishing.remove(jobID)
+            starting.remove(jobID)
             // A finished job keeps no slices in memory: its counts are in its own entry.
             slices = slices.filter { $0.key.jobID != jobID }
+            startRevisions[jobID] = nil
+            cancellationRevisions[jobID] = nil
         }
     }
+
+    /// The bucket holds the job's recorded start at `revision`.
+    public mutating func startRecorded(_ jobID: String, revision: UInt64) {
+        starting.remove(jobID)
+        guard jobs[jobID]?.isFinished != true else { return }
+        startRevisions[jobID] = min(revision, startRevisions[jobID] ?? .max)
+    }
+
+    /// The bucket holds a cancellation of the job at `revision` (the provider's, or its
+    /// kickoff's channel ending): it withdraws a scheduled job if it came before the start.
+    public mutating func cancellationRecorded(_ jobID: String, revision: UInt64) {
+        guard jobs[jobID]?.isFinished != true else { return }
+        cancellationRevisions[jobID] = min(revision, cancellationRevisions[jobID] ?? .max)
+    }
+
+    /// Recording a scheduled job's start failed: the next ``decide(at:)`` asks again.
+    public mutating func recordStartFailed(_ jobID: String) { starting.remove(jobID) }
 
     /// A slice's saved progress changed.
     public mutating func sliceChanged(_ key: SliceKey, _ state: SliceState) {
@@ -95,13 +144,13 @@ public struct SharedJobPlan: Sendable {
     /// A slice run ended here (it finished, or was stopped): the plan may start it again.
     public mutating func runEnded(_ key: SliceKey) { running.remove(key) }
 
-    /// Writing a job's final counts failed: the next ``decide()`` asks again.
+    /// Writing a job's final counts failed: the next ``decide(at:)`` asks again.
     public mutating func finishFailed(_ jobID: String) { finishing.remove(jobID) }
 
     // MARK: Decisions
 
-    /// What to do now, in a stable order (stops first, then runs and finishes by job id).
-    public mutating func decide() -> [Action] {
+    /// What to do at `now`, in a stable order (stops first, then runs and finishes by job id).
+    public mutating func decide(at now: UnixTime) -> [Action] {
         var actions: [Action] = []
         // A finished slice stays running until its run reports its end (``runEnded(_:)``).
         for key in running.sorted() where !isOwned(key) {
@@ -109,6 +158,21 @@ public struct SharedJobPlan: Sendable {
             actions.append(.stop(key))
         }
         for (jobID, job) in jobs.sorted(by: { $0.key < $1.key }) where !job.isFinished {
+            switch schedule(of: jobID) {
+            case .waiting(let at):
+                if at <= now, !starting.contains(jobID), ownsFirstSlice(of: jobID) {
+                    starting.insert(jobID)
+                    actions.append(.recordStart(jobID: jobID))
+                }
+                continue
+            case .withdrawn:
+                if !finishing.contains(jobID), ownsFirstSlice(of: jobID) {
+                    finishing.insert(jobID)
+                    actions.append(.withdraw(jobID: jobID))
+                }
+                continue
+            case .started, nil: break
+            }
             let cut = AudienceSlice.all(count: job.sliceCount)
             for slice in cut {
                 let key = SliceKey(jobID: jobID, slice: slice)
@@ -117,12 +181,29 @@ public struct SharedJobPlan: Sendable {
                     actions.append(.run(key))
                 }
             }
-            guard !finishing.contains(jobID), let first = cut.first, owned.contains(first.partition(ofJob: jobID, in: partitioning)),
-                  let counters = finalCounters(jobID, cut) else { continue }
+            guard !finishing.contains(jobID), ownsFirstSlice(of: jobID), let counters = finalCounters(jobID, cut) else { continue }
             finishing.insert(jobID)
             actions.append(.finish(jobID: jobID, counters: counters))
         }
         return actions
+    }
+
+    /// Where the open scheduled job `jobID` stands; nil for a job that starts at once, a
+    /// finished one, or one the plan does not know.
+    public func schedule(of jobID: String) -> Schedule? {
+        guard let job = jobs[jobID], !job.isFinished, let startAt = job.startAt else { return nil }
+        let start = startRevisions[jobID] ?? .max, cancellation = cancellationRevisions[jobID] ?? .max
+        if cancellation < start { return .withdrawn }
+        return start < .max ? .started : .waiting(startAt)
+    }
+
+    /// When the earliest scheduled job whose start this gateway records falls due (the shell
+    /// arms a timer for it).
+    public var nextStart: UnixTime? {
+        jobs.keys.compactMap { jobID -> UnixTime? in
+            guard case .waiting(let at) = schedule(of: jobID), !starting.contains(jobID), ownsFirstSlice(of: jobID) else { return nil }
+            return at
+        }.min()
     }
 
     /// The job's counts as the bucket shows them now: its slices' saved progress summed, or
@@ -136,6 +217,11 @@ public struct SharedJobPlan: Sendable {
             if state.isFinished { finished += 1 }
         }
         return (total, finished, job.sliceCount)
+    }
+
+    /// The owner of a job's first slice records its start and finishes it.
+    private func ownsFirstSlice(of jobID: String) -> Bool {
+        owned.contains(partitioning.partition(of: jobID))
     }
 
     private func shouldRun(_ key: SliceKey) -> Bool {

@@ -1,0 +1,101 @@
+import TouchlineCore
+import TouchlineJetStream
+import TouchlineRuntime
+import TouchlineStore
+
+/// Scheduled kickoffs on a cluster (docs/cluster.md, "Scheduled kickoffs on the cluster"): the
+/// job waits in the bucket; the owner of its first slice records its start at its time, and a
+/// provider's cancellation is a withdrawal that wins only if the bucket holds it before the start
+/// (``SharedJobPlan/schedule(of:)``). On the personal loop, like the rest of ``SharedJobs``.
+extension SharedJobs {
+    /// The answers waiting for a withdrawal to show, and the timer that gives up on it.
+    struct Withdrawal {
+        var answers: [@Sendable (PersonalDispatcher.Cancellation) -> Void] = []
+        var timer: LoopTimer?
+    }
+
+    /// How long a provider's cancellation waits for the watch to show what it did.
+    static let withdrawalWait: Duration = .seconds(5)
+
+    /// Records a scheduled job's start: its slices run on every gateway once the watch shows it
+    /// (unless a cancellation was recorded first).
+    func recordStart(_ jobID: String) {
+        log.notice("recording the scheduled job's start", job: jobID)
+        board.recordStart(jobID: jobID) { [self] result in
+            guard case .failure(let error) = result else { return }
+            log.error("recording the scheduled job's start failed: \(error); trying again", job: jobID)
+            plan.recordStartFailed(jobID)
+            retryActingSoon()
+        }
+    }
+
+    /// Arms the timer for the next scheduled start this gateway records.
+    func armStartTimer() {
+        guard let next = plan.nextStart else {
+            startTimer?.cancel()
+            return
+        }
+        let timer = startTimer ?? LoopTimer(loop: loop) { [weak self] in self?.act() }
+        startTimer = timer
+        let delay = next - clock.now()
+        timer.schedule(after: delay > .zero ? delay : .zero)
+    }
+
+    /// The cluster's kickoffs into `apnsChannelID` that wait for their time, earliest first, as
+    /// records (on the loop).
+    func scheduledStarts(into apnsChannelID: String) -> [PersonalJobRecord] {
+        entries.values.compactMap { entry -> PersonalJobRecord? in
+            guard case .waiting(let at)? = plan.schedule(of: entry.id), cancelled[entry.id] == nil else { return nil }
+            var record = Self.record(of: entry)
+            guard (try? StoredJob(record))?.inputPushChannel == apnsChannelID else { return nil }
+            record.status = .pending
+            record.startAt = at
+            return record
+        }.sorted { ($0.startAt!, $0.id) < ($1.startAt!, $1.id) }
+    }
+
+    /// Cancels the cluster's scheduled job `jobID` into `apnsChannelID` if it still waits (on the
+    /// loop): a withdrawal recorded in the bucket, answered once the watch shows whether it came
+    /// before the job's start (``SharedJobPlan/schedule(of:)``). `answer` on the loop; nil when
+    /// the bucket holds no such open job (it may be one of this gateway's own file).
+    func cancelScheduled(_ jobID: String, into apnsChannelID: String, answer: @escaping @Sendable (PersonalDispatcher.Cancellation) -> Void) -> Bool {
+        guard let entry = entries[jobID], entry.startAtNanoseconds != nil else { return false }
+        guard case .waiting? = plan.schedule(of: jobID), cancelled[jobID] == nil,
+              (try? StoredJob(Self.record(of: entry)))?.inputPushChannel == apnsChannelID else {
+            answer(.notWaiting)
+            return true
+        }
+        var withdrawal = withdrawals[jobID] ?? Withdrawal()
+        withdrawal.answers.append(answer)
+        if withdrawal.timer == nil {
+            let timer = LoopTimer(loop: loop) { [weak self] in
+                self?.answerWithdrawal(of: jobID, .failed("the cluster has not shown within \(Self.withdrawalWait) whether it came before the start"))
+            }
+            timer.schedule(after: Self.withdrawalWait)
+            withdrawal.timer = timer
+            board.withdraw(jobID: jobID) { [weak self] result in
+                guard case .failure(let error) = result else { return }
+                self?.answerWithdrawal(of: jobID, .failed("\(error)"))
+            }
+        }
+        withdrawals[jobID] = withdrawal
+        return true
+    }
+
+    private func answerWithdrawal(of jobID: String, _ outcome: PersonalDispatcher.Cancellation) {
+        guard let withdrawal = withdrawals.removeValue(forKey: jobID) else { return }
+        withdrawal.timer?.cancel()
+        for answer in withdrawal.answers { answer(outcome) }
+    }
+
+    /// Answers the cancellations of `jobID` sent from here once the watch has settled it.
+    func settleWithdrawal(of jobID: String) {
+        let outcome: PersonalDispatcher.Cancellation
+        switch plan.schedule(of: jobID) {
+        case .withdrawn?: outcome = .cancelled
+        case .started?: outcome = .notWaiting
+        case .waiting?, nil: return
+        }
+        answerWithdrawal(of: jobID, outcome)
+    }
+}

@@ -60,10 +60,6 @@ extension ChannelService: APIFeature {
         // A shadow channel records its feed unless told not to (where the store can keep it).
         let isShadow = try body.bool("shadow") ?? false
         let recordsFeed = try body.bool("recordFeed") ?? (isShadow && feedReader != nil)
-        if policy.maximumActivityAge > .zero, !rolloverAvailable {
-            throw HTTPError(status: 422, code: "rollover_unavailable",
-                            message: "policy.maximumActivityAgeSeconds needs the embedded store; a cluster gateway does not roll channels over yet")
-        }
         if recordsFeed, feedReader == nil {
             throw HTTPError(status: 422, code: "recording_unavailable",
                             message: "recordFeed needs the embedded store: a cluster gateway keeps events in the cluster's stream, not for export")

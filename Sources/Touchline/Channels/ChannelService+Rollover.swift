@@ -20,19 +20,22 @@ import TouchlineStore
 ///   APNs channel is deleted (its kickoffs closed first).
 ///
 /// A rollover needs the match's audience (a kickoff on the channel) and a live match; it never
-/// runs on shadow channels (nothing at APNs to move) nor on a cluster gateway.
+/// runs on shadow channels (nothing at APNs to move). On a cluster it runs at the channel's
+/// owner like its pushes: every APNs step is taken only while the gateway acts for the channel
+/// (a lapsed lease fails the step, retried with back-off, by when the lease is renewed or the
+/// channel has moved), and the next owner resumes the saved step as a restart does.
 extension ChannelService {
     /// Looks at the channel's rollover again: after a change of what it depends on (the channel
     /// became active, a kickoff came, the match went live) and when its timer fires.
     func checkRollover(of channel: Channel) {
-        guard rolloverAvailable, !channel.isShadow, channel.lifecycle.isLive else { return }
+        guard !channel.isShadow, channel.lifecycle.isLive else { return }
         let canRoll = !channel.kickoffs.isEmpty && channel.engine.phase == .live && channel.status == .active
         perform(channel.rollover.check(now: clock.now(), maximumAge: channel.policy.maximumActivityAge, canRoll: canRoll), on: channel)
     }
 
     /// After a restart: the step the saved rollover was in, then the timer.
     func resumeRollover(of channel: Channel) {
-        guard rolloverAvailable, !channel.isShadow else { return }
+        guard !channel.isShadow else { return }
         perform(channel.rollover.resumed(isLive: isMatchLive(channel)), on: channel)
         checkRollover(of: channel)
     }
@@ -40,9 +43,6 @@ extension ChannelService {
     /// `POST /v1/channels/{id}/rollover`: a rollover now, whatever the activities' age.
     func startRollover(_ call: APICall) throws(HTTPError) {
         let channel = try channel(call)
-        guard rolloverAvailable else {
-            throw HTTPError(status: 422, code: "rollover_unavailable", message: "rollovers need the embedded store; a cluster gateway does not run them yet")
-        }
         guard !channel.isShadow else {
             throw HTTPError(status: 409, code: "shadow_channel", message: "channel '\(channel.id)' is a shadow channel: it has no APNs channel to roll over")
         }
@@ -98,6 +98,12 @@ extension ChannelService {
     func perform(_ actions: [ActivityRollover.Action], on channel: Channel) {
         guard !isStopping, channels[channel.id] === channel else { return }
         for (index, action) in actions.enumerated() {
+            if action.callsOut, !ownership.actsFor(channel.id) {
+                // A cluster gateway whose lease lapsed at this instant: the step fails and is
+                // tried again after the back-off (the lease renewed, or the channel moved on).
+                log.notice("the rollover's step waits: this gateway does not act for the channel at this instant", channel: channel.id)
+                return perform(rolloverFailed(of: channel), on: channel)
+            }
             switch action {
             case .persist:
                 let rest = Array(actions[(index + 1)...])
@@ -225,5 +231,15 @@ extension ChannelService {
     /// stored once.
     static func rolloverJobID(_ channelID: String, generation: Int, follows: String) -> String {
         "job-rollover-\(SHA256.hex(Array(channelID.utf8)).prefix(24))-\(generation)-\(SHA256.hex(Array(follows.utf8)).prefix(12))"
+    }
+}
+
+extension ActivityRollover.Action {
+    /// The step asks APNs or the job queue for something (what only the channel's owner may do).
+    fileprivate var callsOut: Bool {
+        switch self {
+        case .createSuccessor, .startAudience, .endPrevious, .deletePrevious, .deleteUnneeded: true
+        case .persist, .switchTo, .armTimer, .armRetry: false
+        }
     }
 }

@@ -45,11 +45,9 @@ final class ChannelService: @unchecked Sendable {
     /// where channels cannot record their feeds (a cluster gateway: its event log is the
     /// cluster's stream).
     let feedReader: (@Sendable () throws -> any ChannelStoreReader)?
-    /// Whether channels roll over past the 8-hour limit here: on the embedded store, not yet on
-    /// a cluster gateway (its jobs and channel writes would need the cluster's ordering).
-    var rolloverAvailable: Bool { feedReader != nil }
     /// Stores a rollover's start jobs in the personal queue and runs them (the job intake's
-    /// ``PersonalJobIntake/storeRolloverStarts(_:completion:)``); set once at start.
+    /// ``PersonalJobIntake/storeRolloverStarts(_:completion:)``: this gateway's file, or the
+    /// cluster's job bucket); set once at start.
     var audienceStarter: (([PersonalJobRecord], @escaping @Sendable (Bool) -> Void) -> Void)?
     /// Webhook delivery (its own loop); nil in a gateway built without one. Channel facts are
     /// recorded with `webhooks.outbox` in the batches that change the channel.

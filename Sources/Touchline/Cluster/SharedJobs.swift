@@ -366,6 +366,28 @@ final class SharedJobs: @unchecked Sendable {
         }
     }
 
+    /// Stores those of `records` the bucket does not hold yet (a job id that follows from what
+    /// it is for, such as a rollover's starts, stored once whichever gateway asks again after a
+    /// takeover); `completion` on `answerLoop` with whether every one is stored.
+    func createMissing(_ records: [PersonalJobRecord], answerLoop: EventLoop, completion: @escaping @Sendable (Bool) -> Void) {
+        loop.execute { [self] in
+            let missing = records.filter { entries[$0.id] == nil && finishedJobs[$0.id] == nil }
+            storeEach(missing[...], answerLoop: answerLoop, completion: completion)
+        }
+    }
+
+    /// Stores `records` one after another (a rollover has at most 16), stopping at a failure.
+    private func storeEach(_ records: ArraySlice<PersonalJobRecord>, answerLoop: EventLoop, completion: @escaping @Sendable (Bool) -> Void) {
+        guard let record = records.first else { return answerLoop.execute { completion(true) } }
+        create(record, answerLoop: loop) { [self] result in
+            if case .failure(let error) = result {
+                log.error("storing the job in the cluster failed: \(error)", job: record.id)
+                return answerLoop.execute { completion(false) }
+            }
+            storeEach(records.dropFirst(), answerLoop: answerLoop, completion: completion)
+        }
+    }
+
     /// The answer of the idempotent request that created job `jobID` first, if the bucket holds
     /// it (`completion` on `answerLoop`).
     func idempotentAnswer(of jobID: String, answerLoop: EventLoop, completion: @escaping @Sendable (IdempotentAnswer?) -> Void) {

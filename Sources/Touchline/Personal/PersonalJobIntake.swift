@@ -92,8 +92,10 @@ final class PersonalJobIntake: @unchecked Sendable {
 
     /// Stores a rollover's start jobs in one commit and runs them, leaving out those whose id is
     /// stored already (a restart in the middle of a rollover); `completion` on the loop with
-    /// whether they are all stored.
+    /// whether they are all stored. On a cluster they go to the job bucket instead, each once
+    /// (``SharedJobs/createMissing(_:answerLoop:completion:)``).
     func storeRolloverStarts(_ jobs: [PersonalJobRecord], completion: @escaping @Sendable (Bool) -> Void) {
+        if let sharedJobs { return sharedJobs.createMissing(jobs, answerLoop: loop, completion: completion) }
         let new = jobs.filter { (try? tokenReader.job(id: $0.id)) == nil }
         guard !new.isEmpty else { return completion(true) }
         personalStore.submit(new.map(TokenOperation.createJob)) { [self] result in

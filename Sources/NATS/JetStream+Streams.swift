@@ -100,6 +100,24 @@ extension JetStream {
         return Self.state(of: info!)
     }
 
+    /// How many messages `stream` holds on `subject` (0 when none, or the stream does not
+    /// exist); blocking.
+    public func messageCount(stream: String, subject: String) throws(NATSError) -> UInt64 {
+        var options = jsOptions()
+        try NATSError.check(jsOptions_Init(&options), "JetStream options")
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let status = subject.withCString { filter in
+            options.Stream.Info.SubjectsFilter = filter
+            return js_GetStreamInfo(&info, context, stream, &options, &code)
+        }
+        defer { jsStreamInfo_Destroy(info) }
+        if status == NATS_NOT_FOUND || code == JSStreamNotFoundErr { return 0 }
+        try NATSError.check(status, jetStreamCode: code, "count the messages of \(subject) in \(stream)")
+        guard let subjects = info?.pointee.State.Subjects?.pointee, let list = subjects.List else { return 0 }
+        return (0..<Int(subjects.Count)).reduce(0) { total, index in total + list[index].Msgs }
+    }
+
     /// The last message stored on `subject` in `stream` (its payload, and its sequence as
     /// ``NATSMessage/stream``), or nil if it has none.
     public func lastMessage(stream: String, subject: String) throws(NATSError) -> (payload: [UInt8], sequence: UInt64)? {

@@ -58,6 +58,19 @@ public struct ChannelLogLayout: Sendable, Equatable {
     public func probeSubject(writer: String) -> String { "\(prefix).probe.\(writer)" }
     public var probeSubjects: [String] { ["\(prefix).probe.>"] }
 
+    // MARK: Recordings
+
+    /// The stream of recorded feeds (``StoreOperation/recordEvents(_:)``): one subject per
+    /// channel, beside the partition logs, never trimmed by their snapshots.
+    public var recordingsStreamName: String { "\(prefix.uppercased())_RECORDINGS" }
+    public var recordingsSubjects: [String] { ["\(prefix).recording.>"] }
+
+    /// Where a channel's recorded events go (a subject token holds no `.`: it is written `~`,
+    /// which channel ids never hold).
+    public func recordingSubject(of channelID: String) -> String {
+        "\(prefix).recording.\(channelID.replacingOccurrences(of: ".", with: "~"))"
+    }
+
     /// The log of `batch`: its channels' partition, or the partition of the outbox rows whose
     /// delivery outcomes it writes. A batch for two partitions is refused (it could not commit
     /// all-or-nothing; the gateway writes one channel per batch, and splits outcomes by partition).
@@ -106,7 +119,7 @@ public struct ChannelLogLayout: Sendable, Equatable {
         case .createChannel(let record): [record.id]
         case .channelCreated(let id, _, _), .markStatus(let id, _, _, _), .deleteChannel(let id), .truncateEvents(let id, _): [id]
         case .updateState(let update): [update.channelID]
-        case .appendEvents(let events): events.map(\.channelID)
+        case .appendEvents(let events), .recordEvents(let events): events.map(\.channelID)
         case .webhook: []
         }
     }

@@ -107,6 +107,8 @@ extension JetStreamChannelStore {
             }
             schedule.snapshotted(message.payload.count, partition: partition)
             snapshotCounts.withLock { $0.restored += 1 }
+            // The snapshot's writer had every batch before it copied to the recordings.
+            replayedRecordings[log] = nil
             return
         }
         // Only a snapshot may follow a gap: the log is trimmed below snapshots and nowhere else.
@@ -120,11 +122,12 @@ extension JetStreamChannelStore {
         do {
             let layout = layout
             try committed.tables.withLock { tables throws(StoreError) in
-                try tables.apply(batch) { index in layout.outboxID(of: log, sequence: sequence, index: index) }
+                try tables.apply(Self.forTables(batch)) { index in layout.outboxID(of: log, sequence: sequence, index: index) }
             }
         } catch {
             throw .refused("\(log), log sequence \(sequence) cannot be applied: \(error)")
         }
+        replayedRecordings[log, default: []] += Self.recordedEvents(of: batch)
         if case .partition(let partition) = log { schedule.logged(message.payload.count, to: partition) }
     }
 }

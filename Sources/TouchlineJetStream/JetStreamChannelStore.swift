@@ -75,6 +75,9 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// log had moved on, or got no answer in time (it may be stored after all). Nothing more is
     /// written to such a log until it has been read again (``catchUp(partition:)``).
     var stale: Set<Int> = []
+    /// Per log: the recorded events of the batches replayed since its last snapshot, whose
+    /// copies ``recopyReplayed(_:)`` checks once the replay is done.
+    var replayedRecordings: [ChannelLogLayout.Log: [StoredEvent]] = [:]
     private let staleness = Mutex<(@Sendable (Int) -> Void)?>(nil)
 
     private init(jetStream: JetStream, layout: ChannelLogLayout, loop: EventLoop, clock: any WallClock, writerID: String,
@@ -99,6 +102,10 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                 try jetStream.ensureStream(.init(name: layout.streamName(of: log), subjects: [layout.subject(of: log)], replicas: replicas,
                                                  duplicateWindow: .seconds(120)))
             }
+        }
+        try JetStream.retryingTimeouts { () throws(NATSError) in
+            try jetStream.ensureStream(.init(name: layout.recordingsStreamName, subjects: layout.recordingsSubjects, replicas: replicas,
+                                             duplicateWindow: .seconds(120)))
         }
         try JetStream.retryingTimeouts { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: layout.probeStreamName, subjects: layout.probeSubjects, replicas: replicas,
@@ -179,7 +186,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             switch operation {
             case .channelCreated: true
             case .createChannel(let record): record.apnsChannelID != nil
-            case .updateState, .markStatus, .deleteChannel, .appendEvents, .truncateEvents, .webhook: false
+            case .updateState, .markStatus, .deleteChannel, .appendEvents, .recordEvents, .truncateEvents, .webhook: false
             }
         }
     }
@@ -288,12 +295,21 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                 let layout = layout
                 committed.tables.withLock { current in
                     do throws(StoreError) {
-                        try current.apply(batch) { index in layout.outboxID(of: log, sequence: sequence, index: index) }
+                        try current.apply(Self.forTables(batch)) { index in layout.outboxID(of: log, sequence: sequence, index: index) }
                     } catch {
                         preconditionFailure("a logged batch no longer applies to the tables it was checked against: \(error)")
                     }
                 }
-                finish(.success(answer), completion: completion, done: done)
+                forgetRecordings(of: batch)
+                // The batch is logged; it is done once its recorded events are copied (docs/cluster.md).
+                record(Self.recordedEvents(of: batch), since: .now) { [self] copied in
+                    if case .failure(let error) = copied {
+                        // Read again before any other write: the replay copies what is missing.
+                        markStale(log)
+                        return finish(.failure(error), completion: completion, done: done)
+                    }
+                    finish(.success(answer), completion: completion, done: done)
+                }
             case .failure(let error):
                 finish(.failure(error), completion: completion, done: done)
             }
@@ -443,6 +459,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             seen = now
         }
         if let error = failure.withLock({ $0 }) { throw error }
+        try recopyReplayed(log)
         read()
     }
 }

@@ -80,7 +80,7 @@ enum SQLiteChannelRows {
                 ]))
         case .deleteChannel(let id):
             try db.run("DELETE FROM channels WHERE id = ?", [.text(id)])
-        case .appendEvents(let events):
+        case .appendEvents(let events), .recordEvents(let events):
             for event in events {
                 try db.run("INSERT INTO events (channel_id, seq, received_at, body) VALUES (?, ?, ?, ?)", [
                     .text(event.channelID), .integer(event.seq), .integer(event.receivedAt.nanoseconds), .blob(event.body),

@@ -40,6 +40,11 @@ public enum StoreOperation: Sendable, Equatable {
     case deleteChannel(channelID: String)
     /// Appends accepted events; a (channel, seq) already in the log fails the batch.
     case appendEvents([StoredEvent])
+    /// Appends accepted events of a channel that records its feed: kept for the feed's export,
+    /// never truncated. An embedded store keeps them in the channel's event log like
+    /// ``appendEvents(_:)``; the cluster's store keeps them in a stream of recordings beside
+    /// its log, so its snapshots stay the size of the channels' state (docs/cluster.md).
+    case recordEvents([StoredEvent])
     /// Drops a channel's events with `seq <= throughSeq`, once a durable snapshot covers them.
     case truncateEvents(channelID: String, throughSeq: Int64)
     /// Records a webhook event (or a delivery outcome) in this file's outbox, in the same

@@ -23,6 +23,7 @@ struct WriteBatchEncodingTests {
         .appendEvents([StoredEvent(channelID: "m1", seq: 1, receivedAt: t0, body: Array(#"{"seq":1}"#.utf8)),
                        StoredEvent(channelID: "m1", seq: Int64.max, receivedAt: t0, body: [])]),
         .appendEvents([]),
+        .recordEvents([StoredEvent(channelID: "m1", seq: 2, receivedAt: t0 + .milliseconds(3), body: Array(#"{"seq":2}"#.utf8))]),
         .truncateEvents(channelID: "m1", throughSeq: 42),
         .webhook(.record(WebhookOutboxEntry(eventID: "00ff", type: "channel.ended", createdAt: t0, body: Array("{}".utf8),
                                             endpoints: ["a", "b"]))),
@@ -34,6 +35,18 @@ struct WriteBatchEncodingTests {
         let bytes = Self.everything.binaryEncoded
         #expect(try WriteBatch(binaryEncoded: bytes) == Self.everything)
         #expect(try WriteBatch(binaryEncoded: WriteBatch().binaryEncoded) == WriteBatch())
+    }
+
+    /// A recording's message in the cluster's stream: one event, read back as written; a cut or
+    /// a trailing byte is refused.
+    @Test func aRecordedEventComesBackAsItWasWritten() throws {
+        let event = StoredEvent(channelID: "league:epl.2026", seq: 41, receivedAt: Self.t0 + .nanoseconds(7), body: Array(#"{"seq":41}"#.utf8))
+        #expect(try StoredEvent(binaryEncoded: event.binaryEncoded) == event)
+        let bytes = event.binaryEncoded
+        for length in 0..<bytes.count {
+            #expect(throws: BinaryRecordReader.Damaged.self) { try StoredEvent(binaryEncoded: Array(bytes.prefix(length))) }
+        }
+        #expect(throws: BinaryRecordReader.Damaged.self) { try StoredEvent(binaryEncoded: bytes + [0]) }
     }
 
     @Test func everyTruncationAndTrailingByteIsRefusedNotMisread() {

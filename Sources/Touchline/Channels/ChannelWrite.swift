@@ -137,12 +137,12 @@ struct ChannelWrite {
     var loggedEvents: [StoredEvent] { recordingRoom.map { Array(events.prefix($0)) } ?? events }
 
     /// The store operations, in one batch: the new events (those a recording still has room
-    /// for), the log entries the saved state now covers dropped (unless the channel records its
-    /// feed), the state, and the end's status.
+    /// for, recorded), the log entries the saved state now covers dropped (unless the channel
+    /// records its feed), the state, and the end's status.
     func batch(channelID: String, now: UnixTime) -> WriteBatch {
         var operations: [StoreOperation] = []
         if recordingRoom == nil, !events.isEmpty { operations.append(.truncateEvents(channelID: channelID, throughSeq: coveredSeq)) }
-        if !loggedEvents.isEmpty { operations.append(.appendEvents(loggedEvents)) }
+        if !loggedEvents.isEmpty { operations.append(recordingRoom == nil ? .appendEvents(loggedEvents) : .recordEvents(loggedEvents)) }
         operations.append(.updateState(Channel.stateUpdate(id: channelID, engine: engine, contentState: contentState,
                                                                   lastSeq: lastSeq, at: now)))
         if let end { operations.append(.markStatus(channelID: channelID, status: end.status, end: end.end, at: now)) }

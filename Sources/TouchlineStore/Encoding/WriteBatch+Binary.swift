@@ -28,6 +28,27 @@ extension WriteBatch {
     }
 }
 
+/// One event as bytes: a recording's message in the cluster's stream of recordings (the same
+/// layout as in a logged batch, behind a version byte of its own).
+extension StoredEvent {
+    static let binaryVersion: UInt8 = 1
+
+    public var binaryEncoded: [UInt8] {
+        var writer = BinaryRecordWriter()
+        writer.byte(Self.binaryVersion)
+        writer.storedEvent(self)
+        return writer.bytes
+    }
+
+    public init(binaryEncoded bytes: [UInt8]) throws(BinaryRecordReader.Damaged) {
+        var reader = BinaryRecordReader(bytes)
+        let version = try reader.byte()
+        guard version == Self.binaryVersion else { throw reader.damaged("event layout version \(version) is not known") }
+        self = try reader.storedEvent()
+        guard reader.isAtEnd else { throw reader.damaged("bytes after the event") }
+    }
+}
+
 extension BinaryRecordWriter {
     mutating func operation(_ operation: StoreOperation) {
         switch operation {
@@ -53,13 +74,10 @@ extension BinaryRecordWriter {
             string(channelID)
         case .appendEvents(let events):
             byte(6)
-            unsigned(UInt64(events.count))
-            for event in events {
-                string(event.channelID)
-                signed(event.seq)
-                time(event.receivedAt)
-                data(event.body)
-            }
+            storedEvents(events)
+        case .recordEvents(let events):
+            byte(9)
+            storedEvents(events)
         case .truncateEvents(let channelID, let throughSeq):
             byte(7)
             string(channelID)
@@ -68,6 +86,19 @@ extension BinaryRecordWriter {
             byte(8)
             webhook(operation)
         }
+    }
+
+    mutating func storedEvents(_ events: [StoredEvent]) {
+        unsigned(UInt64(events.count))
+        for event in events { storedEvent(event) }
+    }
+
+    /// One event: also a recording's message on the cluster.
+    mutating func storedEvent(_ event: StoredEvent) {
+        string(event.channelID)
+        signed(event.seq)
+        time(event.receivedAt)
+        data(event.body)
     }
 
     mutating func time(_ value: UnixTime) { signed(value.nanoseconds) }
@@ -144,12 +175,8 @@ extension BinaryRecordReader {
             return .markStatus(channelID: try string(), status: try raw(ChannelStatus.self),
                                end: try optional { reader throws(Damaged) in try reader.end() }, at: try time())
         case 5: return .deleteChannel(channelID: try string())
-        case 6:
-            var events: [StoredEvent] = []
-            for _ in 0..<(try count()) {
-                events.append(StoredEvent(channelID: try string(), seq: try signed(), receivedAt: try time(), body: try data()))
-            }
-            return .appendEvents(events)
+        case 6: return .appendEvents(try storedEvents())
+        case 9: return .recordEvents(try storedEvents())
         case 7: return .truncateEvents(channelID: try string(), throughSeq: try signed())
         case 8: return .webhook(try webhook())
         case let tag: throw damaged("operation tag \(tag) is not known")
@@ -157,6 +184,17 @@ extension BinaryRecordReader {
     }
 
     mutating func time() throws(Damaged) -> UnixTime { UnixTime(nanoseconds: try signed()) }
+
+    mutating func storedEvents() throws(Damaged) -> [StoredEvent] {
+        var events: [StoredEvent] = []
+        for _ in 0..<(try count()) { events.append(try storedEvent()) }
+        return events
+    }
+
+    /// One event, as ``BinaryRecordWriter/storedEvent(_:)`` wrote it.
+    mutating func storedEvent() throws(Damaged) -> StoredEvent {
+        StoredEvent(channelID: try string(), seq: try signed(), receivedAt: try time(), body: try data())
+    }
 
     mutating func raw<Value: RawRepresentable<String>>(_: Value.Type) throws(Damaged) -> Value {
         let text = try string()

@@ -79,7 +79,7 @@ public struct ChannelTables: Sendable {
         case .deleteChannel(let id):
             channels[id] = nil
             events[id] = nil
-        case .appendEvents(let appended):
+        case .appendEvents(let appended), .recordEvents(let appended):
             for event in appended {
                 guard channels[event.channelID] != nil else { throw .refused("FOREIGN KEY constraint failed: events.channel_id") }
                 guard events[event.channelID]?[event.seq] == nil else {

@@ -29,7 +29,10 @@ public final class NATSRequests: @unchecked Sendable {
     private struct Pending {
         let subject: String
         let timer: LoopTimer
-        let completion: Completion
+        /// How many messages the answer is, read from its first.
+        let parts: (NATSMessage) -> Int
+        var received: [NATSMessage] = []
+        let completion: (Result<[NATSMessage], Failure>) -> Void
     }
 
     private let connection: NATSConnection
@@ -53,6 +56,16 @@ public final class NATSRequests: @unchecked Sendable {
     /// Sends `payload` to `subject`; `completion` runs on the loop with the answer or the failure,
     /// once.
     public func request(_ payload: [UInt8], to subject: String, timeout: Duration, completion: @escaping Completion) {
+        request(payload, to: subject, timeout: timeout, parts: { _ in 1 }) { result in completion(result.map { $0[0] }) }
+    }
+
+    /// Sends `payload` to `subject` for an answer that may come as several messages (one larger
+    /// than the servers' `max_payload`, cut by the responder): `parts` reads from the first
+    /// message how many make the answer, and `completion` gets them in order (the servers keep
+    /// one publisher's messages to one subscriber in order) or the failure, once; `timeout` is
+    /// for the whole answer.
+    public func request(_ payload: [UInt8], to subject: String, timeout: Duration, parts: @escaping (NATSMessage) -> Int,
+                        completion: @escaping (Result<[NATSMessage], Failure>) -> Void) {
         lastID += 1
         let id = lastID
         do {
@@ -64,23 +77,27 @@ public final class NATSRequests: @unchecked Sendable {
             self?.finish(id, with: .failure(.timedOut(subject: subject, after: timeout)))
         }
         timer.schedule(after: timeout)
-        pending[id] = Pending(subject: subject, timer: timer, completion: completion)
+        pending[id] = Pending(subject: subject, timer: timer, parts: parts, completion: completion)
     }
 
     /// Requests still waiting for their answer.
     public var outstanding: Int { pending.count }
 
     private func answered(_ answer: NATSMessage) {
-        guard let id = answer.subject.split(separator: ".").last.flatMap({ UInt64($0) }), let request = pending[id] else { return }
+        guard let id = answer.subject.split(separator: ".").last.flatMap({ UInt64($0) }), var request = pending[id] else { return }
         // A status-only message with 503 is the servers saying nobody subscribes.
-        if answer.headers["Status"] == "503", answer.payload.isEmpty {
-            finish(id, with: .failure(.noResponders(subject: request.subject)))
-        } else {
-            finish(id, with: .success(answer))
+        if request.received.isEmpty, answer.headers["Status"] == "503", answer.payload.isEmpty {
+            return finish(id, with: .failure(.noResponders(subject: request.subject)))
         }
+        request.received.append(answer)
+        guard request.received.count >= request.parts(request.received[0]) else {
+            pending[id] = request
+            return
+        }
+        finish(id, with: .success(request.received))
     }
 
-    private func finish(_ id: UInt64, with result: Result<NATSMessage, Failure>) {
+    private func finish(_ id: UInt64, with result: Result<[NATSMessage], Failure>) {
         guard let request = pending.removeValue(forKey: id) else { return }
         request.timer.cancel()
         request.completion(result)

@@ -3,12 +3,13 @@ import Foundation
 import NATSServers
 import Testing
 import TestSlots
-import Touchline
+@testable import Touchline
 import TouchlineCore
 import TouchlineStore
 
 /// `touchline migrate`: a gateway on SQLite copied into a cluster carries on there: its channels
-/// with their APNs ids and states, its tokens as they were, its open jobs.
+/// with their APNs ids and states, a recording channel's recorded feed, its tokens as they were,
+/// its open jobs.
 @Suite("touchline migrate", .heavy(weight: 3))
 struct ClusterMigrationTests {
     @Test func aSQLiteGatewaysChannelsTokensAndOpenJobsCarryOnInTheCluster() async throws {
@@ -18,8 +19,10 @@ struct ClusterMigrationTests {
         let api = single.admin
         let created = try api.request("POST", "/v1/channels", json: #"{"id": "match-1", "storagePolicy": "no-storage", "initialState": {"home": 0}}"#)
         let apnsID = try #require(created.json?.string("apnsChannelId"), "\(created.text)")
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "rec-1", "storagePolicy": "no-storage", "recordFeed": true}"#).status == 201)
         for seq in 1...3 {
             #expect(try api.request("POST", "/v1/channels/match-1/events", json: #"{"seq": \#(seq), "patch": {"home": \#(seq)}}"#).status == 202)
+            #expect(try api.request("POST", "/v1/channels/rec-1/events", json: #"{"seq": \#(seq), "patch": {"minute": \#(seq)}}"#).status == 202)
         }
         let fans = (0..<3).map(GatewayPersonalAPITests.token)
         for (n, token) in fans.enumerated() { try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: api) }
@@ -37,15 +40,17 @@ struct ClusterMigrationTests {
         try await personal.submit([.createJob(PersonalJobRecord(id: "open-1", createdAt: stored.createdAt, audience: stored.audience,
                                                                 payload: stored.payload, priority: stored.priority))])
         personal.close()
-        let eventsInSource = try SQLiteChannelReader(path: source + "/touchline.sqlite").events(channelID: "match-1", afterSeq: 0, limit: 100).count
+        let sourceReader = try SQLiteChannelReader(path: source + "/touchline.sqlite")
+        let eventsInSource = try ["match-1", "rec-1"].map { try sourceReader.events(channelID: $0, afterSeq: 0, limit: 100).count }.reduce(0, +)
+        sourceReader.close()
 
         let cluster = try await NATSCluster.start()
         let target = apns.directory + "/g1"
         let settings = JetStreamSettings(servers: cluster.urls, instance: InstanceID("g1")!, partitions: ClusterGatewayTests.partitions)
         let summary = try ClusterMigration(source: source, settings: settings, dataDirectory: target).run()
-        #expect(summary == .init(channels: 1, channelsAlreadyThere: 0, events: eventsInSource, tokens: 4, jobs: 1, jobsAlreadyThere: 0), "\(summary)")
+        #expect(summary == .init(channels: 2, channelsAlreadyThere: 0, events: eventsInSource, tokens: 4, jobs: 1, jobsAlreadyThere: 0), "\(summary)")
         let again = try ClusterMigration(source: source, settings: settings, dataDirectory: target).run()
-        #expect(again.channels == 0 && again.channelsAlreadyThere == 1 && again.events == 0 && again.jobs == 0 && again.jobsAlreadyThere == 1,
+        #expect(again.channels == 0 && again.channelsAlreadyThere == 2 && again.events == 0 && again.jobs == 0 && again.jobsAlreadyThere == 1,
                 "nothing copied twice: \(again)")
 
         let started = StartedGateways()
@@ -61,6 +66,15 @@ struct ClusterMigrationTests {
         try await eventually("the migrated channel's next state at APNs, on its APNs channel") {
             apns.mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.channelID == apnsID && $0.bodyText.contains(#""home":4"#) }
         }
+        // The recording carries on in the cluster's recordings, not in the partition's tables.
+        try await eventually("g1 to serve rec-1") { (try? gateway.request("GET", "/v1/channels/rec-1").status) == 200 }
+        let recorded = try gateway.request("GET", "/v1/channels/rec-1").json
+        #expect(recorded?[member: "recording"]?[member: "events"] == .integer(3), "\(String(describing: recorded))")
+        let export = try gateway.request("GET", "/v1/channels/rec-1/events/export")
+        let seqs = try RecordedFeed(jsonLines: export.body).entries.compactMap { entry -> Int64? in
+            if case .event(let event) = entry.input, case .integer(let seq)? = event[member: "seq"] { seq } else { nil }
+        }
+        #expect(export.status == 200 && seqs == [1, 2, 3], "\(export.text)")
         let tokens = try gateway.request("GET", "/v1/tokens?userId=fan-0").text
         #expect(tokens.contains(fans[0]) && tokens.contains(replacement), "\(tokens)")
         let open = try await GatewayDeadLetterTests.finished("open-1", on: gateway)

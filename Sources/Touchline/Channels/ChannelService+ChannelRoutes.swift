@@ -57,13 +57,9 @@ extension ChannelService: APIFeature {
         let (storage, policy, alertMode, attributes, state) = (definition.storage, definition.policy, definition.alertMode,
                                                                definition.attributes, definition.initialState)
 
-        // A shadow channel records its feed unless told not to (where the store can keep it).
+        // A shadow channel records its feed unless told not to.
         let isShadow = try body.bool("shadow") ?? false
-        let recordsFeed = try body.bool("recordFeed") ?? (isShadow && feedReader != nil)
-        if recordsFeed, feedReader == nil {
-            throw HTTPError(status: 422, code: "recording_unavailable",
-                            message: "recordFeed needs the embedded store: a cluster gateway keeps events in the cluster's stream, not for export")
-        }
+        let recordsFeed = try body.bool("recordFeed") ?? isShadow
 
         try requireWritableStore()
         guard !isReconciling else {

@@ -41,10 +41,8 @@ final class ChannelService: @unchecked Sendable {
     /// The dashboard's live feed, made by the first `GET /v1/stream`; the HTTP server ends its
     /// streams at shutdown.
     var eventStream: LiveFeed?
-    /// Opens a reader of the channel store on the thread that calls it, for feed exports; nil
-    /// where channels cannot record their feeds (a cluster gateway: its event log is the
-    /// cluster's stream).
-    let feedReader: (@Sendable () throws -> any ChannelStoreReader)?
+    /// Where recording channels keep their feeds (the export reads them; a restore counts them).
+    let recordings: any FeedRecordings
     /// Stores a rollover's start jobs in the personal queue and runs them (the job intake's
     /// ``PersonalJobIntake/storeRolloverStarts(_:completion:)``: this gateway's file, or the
     /// cluster's job bucket); set once at start.
@@ -56,7 +54,7 @@ final class ChannelService: @unchecked Sendable {
     init(loop: EventLoop, store: any ChannelStoreWriter, broadcastPressure: BroadcastPressure,
          dispatcher: BroadcastDispatcher,
          personal: PersonalDispatcher, webhooks: WebhookDelivery? = nil, ownership: any ChannelOwnership = AllChannels(),
-         feedReader: (@Sendable () throws -> any ChannelStoreReader)? = nil, configuration: GatewayConfiguration, clock: any WallClock,
+         recordings: any FeedRecordings, configuration: GatewayConfiguration, clock: any WallClock,
          log: GatewayLog) {
         self.loop = loop
         self.store = store
@@ -70,7 +68,7 @@ final class ChannelService: @unchecked Sendable {
         self.log = log
         metrics = IngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
         self.webhooks = webhooks
-        self.feedReader = feedReader
+        self.recordings = recordings
     }
 
     // MARK: Restart
@@ -128,23 +126,13 @@ final class ChannelService: @unchecked Sendable {
             for record in page where belongs(record.id) {
                 let channel = Channel.restored(from: record, now: now)
                 if let damage = channel.damage { log.error("channel restored as broken: \(damage)", channel: record.id) }
-                if channel.recording != nil { channel.recordedEvents = try Self.countEvents(of: record.id, in: reader) }
+                if channel.recording != nil { channel.recordedEvents = try recordings.count(of: record.id) }
                 channels[record.id] = channel
                 restored.append(channel)
             }
             after = last.id
         }
         return restored
-    }
-
-    /// The events a recording channel's log holds (read once at start).
-    private static func countEvents(of channelID: String, in reader: any ChannelStoreReader) throws -> Int {
-        var (count, after): (Int, Int64) = (0, 0)
-        while case let page = try reader.events(channelID: channelID, afterSeq: after, limit: 1_000), let last = page.last {
-            count += page.count
-            after = last.seq
-        }
-        return count
     }
 
     private func resume(_ restored: [Channel]) {

@@ -121,12 +121,15 @@ package struct ClusterMigration {
                     continue
                 }
                 summary.channels += 1
-                summary.events += try copyEvents(of: record.id, from: reader, to: store)
+                summary.events += try copyEvents(of: record.id, recorded: FeedRecording.isRecorded(record), from: reader, to: store)
             }
         }
     }
 
-    private func copyEvents(of channelID: String, from reader: SQLiteChannelReader, to store: JetStreamChannelStore) throws -> Int {
+    /// Copies the channel's events: a recording's to the cluster's recordings, the others' (the
+    /// last batch's, not yet covered by the saved state) to its log.
+    private func copyEvents(of channelID: String, recorded: Bool, from reader: SQLiteChannelReader, to store: JetStreamChannelStore) throws -> Int {
+        let operation: ([StoredEvent]) -> StoreOperation = { recorded ? .recordEvents($0) : .appendEvents($0) }
         var copied = 0
         var afterSeq: Int64 = 0
         while case let events = try reader.events(channelID: channelID, afterSeq: afterSeq, limit: Self.eventsPerBatch), !events.isEmpty {
@@ -135,14 +138,14 @@ package struct ClusterMigration {
             var bytes = 0
             for event in events {
                 if !batch.isEmpty, bytes + event.body.count > Self.batchBytes {
-                    try wait { store.submit(WriteBatch([.appendEvents(batch)]), completion: $0) }
+                    try wait { store.submit(WriteBatch([operation(batch)]), completion: $0) }
                     batch = []
                     bytes = 0
                 }
                 batch.append(event)
                 bytes += event.body.count
             }
-            try wait { store.submit(WriteBatch([.appendEvents(batch)]), completion: $0) }
+            try wait { store.submit(WriteBatch([operation(batch)]), completion: $0) }
             copied += events.count
         }
         return copied

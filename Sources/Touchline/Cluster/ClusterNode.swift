@@ -18,6 +18,8 @@ import TouchlineStore
 final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// How long a forwarded request waits for the owner's answer (a create waits for APNs too).
     static let forwardTimeout: Duration = .seconds(10)
+    /// How long a forwarded feed export may take, its reading at the owner included.
+    static let exportTimeout: Duration = .seconds(60)
     /// How soon a partition whose log could not be read is tried again.
     static let catchUpRetry: Duration = .seconds(1)
 
@@ -343,7 +345,10 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
 
     private func forward(_ request: HTTPRequest, channelID: String, partition: Int) {
         guard let requests else { return }
-        requests.request(ForwardedRequest(of: request).encoded, to: ownerSubject(partition), timeout: Self.forwardTimeout) { [self] result in
+        // An export reads a whole recording at the owner (up to 100,000 events) before it answers.
+        let timeout = request.method == .get && request.path.hasSuffix("/events/export") ? Self.exportTimeout : Self.forwardTimeout
+        requests.request(ForwardedRequest(of: request).encoded, to: ownerSubject(partition), timeout: timeout,
+                         parts: { ForwardedResponse.partCount(ofFirst: $0.payload) }) { [self] result in
             let (outcome, response) = Self.relayed(result, channelID: channelID, partition: partition)
             forwarded[outcome, default: 0] += 1
             request.respond(response)
@@ -351,12 +356,12 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     }
 
     /// What the provider gets for a forwarded request's result, and the outcome's name for `/metrics`.
-    private static func relayed(_ result: Result<NATSMessage, NATSRequests.Failure>, channelID: String,
+    private static func relayed(_ result: Result<[NATSMessage], NATSRequests.Failure>, channelID: String,
                                 partition: Int) -> (outcome: String, response: HTTPResponse) {
         switch result {
-        case .success(let message):
+        case .success(let messages):
             do {
-                return ("answered", try ForwardedResponse(decoding: message.payload).response)
+                return ("answered", try ForwardedResponse(decodingParts: messages.map(\.payload)).response)
             } catch {
                 return ("unreadable", HTTPError(status: 502, code: "owner_answer_unreadable",
                                                 message: "the gateway owning channel '\(channelID)' answered with unreadable bytes: \(error)").response)
@@ -379,7 +384,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     private func serve(_ message: NATSMessage, partition: Int) {
         guard let reply = message.reply, let router else { return }
         let connection = connection
-        let answer: (HTTPResponse) -> Void = { response in try? connection.publish(ForwardedResponse(response).encoded, to: reply) }
+        let answer: (HTTPResponse) -> Void = { response in
+            for part in ForwardedResponse(response).parts(maximumSize: connection.maximumPayload) { try? connection.publish(part, to: reply) }
+        }
         guard serves(partition) else {
             return answer(HTTPError(status: 503, code: "channel_moving", message: "partition \(partition) is moving to another gateway; retry",
                                     headers: [("Retry-After", "1")]).response)

@@ -104,3 +104,63 @@ struct ForwardedResponse {
         response = HTTPResponse(status: Int(status), headers: headers, body: body)
     }
 }
+
+/// An answer larger than one NATS message (a feed export, say) travels cut in parts: the first
+/// message holds version 2 and the number of parts, then the answer's whole encoding
+/// (``ForwardedResponse/encoded``) runs across all of them, in order.
+extension ForwardedResponse {
+    static let partedVersion: UInt8 = 2
+    /// Most parts an answer is cut in: with the servers' default 1 MiB messages, about 1 GiB.
+    static let maximumParts = 1_024
+    /// Room left in each part for the NATS message's own framing.
+    static let partMargin = 64
+
+    /// The messages that carry this answer, each at most `maximumSize` bytes: one when it fits.
+    /// An answer that would need more than ``maximumParts`` is replaced by a 502 naming its size.
+    func parts(maximumSize: Int) -> [[UInt8]] {
+        let whole = encoded
+        // Not known (no connection): the servers' default.
+        let maximumSize = maximumSize > Self.partMargin * 2 ? maximumSize : 1 << 20
+        guard whole.count > maximumSize else { return [whole] }
+        let size = maximumSize - Self.partMargin
+        let count = (whole.count + size - 1) / size
+        guard count <= Self.maximumParts else {
+            let refused = HTTPError(status: 502, code: "answer_too_large",
+                                    message: "the owner's answer is \(whole.count) bytes, more than \(Self.maximumParts) messages of \(size)")
+            return [ForwardedResponse(refused.response).encoded]
+        }
+        var parts = stride(from: 0, to: whole.count, by: size).map { Array(whole[$0..<min($0 + size, whole.count)]) }
+        parts[0] = Self.partsHeader(count: count) + parts[0]
+        return parts
+    }
+
+    /// How many messages make the answer whose first message is `first` (1 unless it says more).
+    static func partCount(ofFirst first: [UInt8]) -> Int {
+        var reader = BinaryRecordReader(first)
+        guard (try? reader.byte()) == partedVersion, let count = try? reader.unsigned(), (1...UInt64(maximumParts)).contains(count) else {
+            return 1
+        }
+        return Int(count)
+    }
+
+    /// Reads an answer from all its messages, in order.
+    init(decodingParts parts: [[UInt8]]) throws(BinaryRecordReader.Damaged) {
+        guard let first = parts.first, first.first == Self.partedVersion else {
+            try self.init(decoding: parts.first ?? [])
+            return
+        }
+        let count = Self.partCount(ofFirst: first)
+        guard parts.count == count else {
+            throw BinaryRecordReader(first).damaged("an answer of \(count) parts arrived as \(parts.count)")
+        }
+        let header = Self.partsHeader(count: count)
+        try self.init(decoding: Array(first.dropFirst(header.count)) + parts.dropFirst().flatMap { $0 })
+    }
+
+    private static func partsHeader(count: Int) -> [UInt8] {
+        var writer = BinaryRecordWriter()
+        writer.byte(partedVersion)
+        writer.unsigned(UInt64(count))
+        return writer.bytes
+    }
+}

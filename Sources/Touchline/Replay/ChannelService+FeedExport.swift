@@ -18,17 +18,15 @@ extension ChannelService {
             throw HTTPError(status: 409, code: "not_recording",
                             message: "channel '\(channel.id)' was not created with \"recordFeed\": true, so its events are not kept")
         }
-        guard let feedReader else {
-            throw HTTPError(status: 422, code: "recording_unavailable", message: "a cluster gateway keeps no feed recordings")
-        }
         let definition = ChannelDefinition(storage: channel.storage, policy: channel.policy, alertMode: channel.alertMode,
                                            attributes: channel.attributes, initialState: recording.initialState)
         let header = RecordedFeed.Header(channelID: channel.id, channel: definition, createdAt: channel.createdAt)
         let request = call.request
+        let recordings = recordings
         DedicatedThread.start(name: "touchline-export") {
             let response: HTTPResponse
             do {
-                let feed = try Self.readFeed(header, from: feedReader)
+                let feed = try Self.readFeed(header, from: recordings)
                 response = HTTPResponse(status: 200, headers: [("Content-Type", "application/x-ndjson")], body: feed.jsonLines)
             } catch {
                 response = HTTPError(status: 503, code: "store_unavailable", message: "the channel's events could not be read: \(error)",
@@ -39,19 +37,11 @@ extension ChannelService {
     }
 
     /// The recorded feed as the store holds it (blocking; on the exporting thread).
-    private static func readFeed(_ header: RecordedFeed.Header, from openReader: () throws -> any ChannelStoreReader) throws -> RecordedFeed {
-        let reader = try openReader()
-        defer { reader.close() }
-        var entries: [RecordedFeed.Entry] = []
-        var after: Int64 = 0
-        while entries.count < FeedRecording.maximumEvents,
-              case let page = try reader.events(channelID: header.channelID, afterSeq: after, limit: 1_000), let last = page.last {
-            for event in page {
-                entries.append(RecordedFeed.Entry(receivedAt: event.receivedAt, input: .event(try JSONParser.parse(event.body))))
-            }
-            after = last.seq
+    private static func readFeed(_ header: RecordedFeed.Header, from recordings: any FeedRecordings) throws -> RecordedFeed {
+        var entries = try recordings.events(of: header.channelID, createdAt: header.createdAt, limit: FeedRecording.maximumEvents).map { event in
+            RecordedFeed.Entry(receivedAt: event.receivedAt, input: .event(try JSONParser.parse(event.body)))
         }
-        if let record = try reader.channel(id: header.channelID), let end = record.end {
+        if let record = try recordings.channel(header.channelID), let end = record.end {
             entries.append(RecordedFeed.Entry(receivedAt: end.endedAt,
                                               input: .end(finalState: try JSONParser.parse(record.contentState), dismissAt: end.dismissAt)))
         }

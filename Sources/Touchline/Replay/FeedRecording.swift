@@ -1,5 +1,6 @@
 import TouchlineCore
 import TouchlineRuntime
+import TouchlineStore
 
 /// A channel's recording of its provider feed (`recordFeed: true` at creation): its accepted
 /// events stay in the store's event log with their receive times instead of being dropped once
@@ -20,6 +21,11 @@ struct FeedRecording: Sendable, Equatable {
 
     init(initialState: JSONValue) {
         self.initialState = initialState
+    }
+
+    /// Whether a stored channel records its feed (its settings hold a recording).
+    static func isRecorded(_ record: ChannelRecord) -> Bool {
+        (try? JSONParser.parse(Array(record.policyJSON.utf8)))?[member: "recording"] != nil
     }
 
     /// Reads the settings' copy; throws what is wrong with it.

@@ -199,7 +199,8 @@ public final class Gateway: Sendable {
                                          dispatcher: BroadcastDispatcher(apns: connections, ingestLoop: ingestLoop,
                                                                        pressure: broadcastPressure),
                                          personal: personal, webhooks: webhooks, ownership: cluster ?? AllChannels(),
-                                         feedReader: cluster == nil ? stores.channelReader : nil,
+                                         recordings: cluster.map { ClusterFeedRecordings(store: $0.store) as any FeedRecordings }
+                                             ?? StoredFeedRecordings(openReader: stores.channelReader),
                                          configuration: configuration, clock: clock, log: log.named("channels"))
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
                                                             maxBodySize: configuration.maxBodyBytes, connectionLimits: configuration.http)

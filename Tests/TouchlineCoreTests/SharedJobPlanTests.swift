@@ -119,19 +119,23 @@ struct SharedJobPlanTests {
         #expect(runs.count == 19 * 16 + 1 && Set(runs).count == runs.count)
     }
 
+    /// Two gateways' plans: `first` owns the job's first slice's partition, `other` the rest;
+    /// both know the job, scheduled for `at`.
+    static func twoGateways(scheduling jobID: String, at: UnixTime) -> (first: SharedJobPlan, other: SharedJobPlan) {
+        let home = partitioning.partition(of: jobID)
+        var first = SharedJobPlan(partitioning: partitioning), other = first
+        first.ownedPartitionsChanged([home])
+        other.ownedPartitionsChanged(Set(0..<8).subtracting([home]))
+        first.jobChanged(jobID, .init(sliceCount: 16, isFinished: false, startAt: at))
+        other.jobChanged(jobID, .init(sliceCount: 16, isFinished: false, startAt: at))
+        return (first, other)
+    }
+
     /// A scheduled kickoff on two gateways: nothing runs before its time; then only the first
     /// slice's owner records the start, and slices run everywhere once the bucket shows it.
     @Test func aScheduledJobRunsNoSliceBeforeItsStartIsRecorded() {
-        let home = Self.partitioning.partition(of: "job-a")
-        var first = SharedJobPlan(partitioning: Self.partitioning), other = first
-        first.ownedPartitionsChanged([home])
-        other.ownedPartitionsChanged(Set(0..<8).subtracting([home]))
         let at = Self.now + .seconds(600)
-        for index in 0..<2 {
-            var plan = index == 0 ? first : other
-            plan.jobChanged("job-a", .init(sliceCount: 16, isFinished: false, startAt: at))
-            if index == 0 { first = plan } else { other = plan }
-        }
+        var (first, other) = Self.twoGateways(scheduling: "job-a", at: at)
         #expect(first.decide(at: Self.now).isEmpty && other.decide(at: Self.now).isEmpty, "it waits for its time")
         #expect(first.schedule(of: "job-a") == .waiting(at) && first.nextStart == at)
         #expect(other.nextStart == nil, "only the first slice's owner arms a timer for it")
@@ -154,13 +158,8 @@ struct SharedJobPlanTests {
     /// A cancellation recorded before the start withdraws the job on every gateway, even when
     /// a start is recorded after it (two gateways raced): the bucket's order decides.
     @Test func aCancellationBeforeTheStartWithdrawsTheJobWhateverComesAfter() {
-        let home = Self.partitioning.partition(of: "job-a")
-        var first = SharedJobPlan(partitioning: Self.partitioning), other = first
-        first.ownedPartitionsChanged([home])
-        other.ownedPartitionsChanged(Set(0..<8).subtracting([home]))
         let at = Self.now + .seconds(60)
-        first.jobChanged("job-a", .init(sliceCount: 16, isFinished: false, startAt: at))
-        other.jobChanged("job-a", .init(sliceCount: 16, isFinished: false, startAt: at))
+        var (first, other) = Self.twoGateways(scheduling: "job-a", at: at)
         #expect(first.decide(at: at) == [.recordStart(jobID: "job-a")])
         // The provider's cancel reached the bucket first (revision 30), the start second (31).
         for index in 0..<2 {

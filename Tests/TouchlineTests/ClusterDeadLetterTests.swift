@@ -51,8 +51,7 @@ struct ClusterDeadLetterTests {
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) })
-        try await eventually("both gateways serve partitions") { ClusterPersonalJobTests.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        let gateways = try await started.serving(on: cluster, apns: apns)
         let bad = Self.badTokens()
         for (n, token) in bad.enumerated() {
             try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "bad-\(n)", on: gateways[0].patientAdmin)

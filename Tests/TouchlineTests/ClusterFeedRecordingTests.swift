@@ -29,10 +29,7 @@ struct ClusterFeedRecordingTests {
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map {
-            try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) { $0.maxBodyBytes = 256 * 1_024 }
-        })
-        try await eventually("both gateways serve partitions") { ClusterPersonalJobTests.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        let gateways = try await started.serving(on: cluster, apns: apns) { $0.maxBodyBytes = 256 * 1_024 }
         let body = #"{"id": "rec-match", "storagePolicy": "no-storage", "recordFeed": true, "attributes": \#(GatewayFixture.matchAttributes)}"#
         let created = try gateways[0].patientAdmin.request("POST", "/v1/channels", json: body)
         #expect(created.status == 201 && created.json?[member: "recordFeed"] == .bool(true), "\(created.text)")

@@ -104,11 +104,10 @@ struct ClusterGatewayTests {
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) })
-        // As the cluster job tests do: a job started while partitions still move between the
-        // gateways timed out in one CI run (a rebalance does not save a slice before moving it;
-        // noted under issue 14).
-        try await eventually("both gateways serve partitions") { ClusterPersonalJobTests.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        // Serving before the job starts, as the cluster job tests do: a job started while
+        // partitions still move between the gateways timed out in one CI run (a rebalance does
+        // not save a slice before moving it; noted under issue 14).
+        let gateways = try await started.serving(on: cluster, apns: apns)
         let fans = (0..<6).map(GatewayPersonalAPITests.token)
         for (n, token) in fans.enumerated() {
             try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: gateways[n % 2].patientAdmin)
@@ -465,6 +464,15 @@ final class StartedGateways: Sendable {
 
     func add(_ started: [GatewayFixture]) -> [GatewayFixture] {
         gateways.withLock { $0 += started }
+        return started
+    }
+
+    /// Gateways `names` on `cluster`, each configured by `configure`, once every one serves its
+    /// share of the partitions (a test started before would see its channels move under it).
+    func serving(_ names: [String] = ["g1", "g2"], on cluster: NATSCluster, apns: MockAPNsFixture,
+                 configure: @escaping (inout GatewayConfiguration) -> Void = { _ in }) async throws -> [GatewayFixture] {
+        let started = add(try names.map { try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns, configure: configure) })
+        try await eventually("every gateway serves partitions") { ClusterPersonalJobTests.everyGatewayServes(started.map(\.patientAdmin)) }
         return started
     }
 

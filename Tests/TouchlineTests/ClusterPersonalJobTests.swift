@@ -106,10 +106,7 @@ struct ClusterPersonalJobTests {
         let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(5) }
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map {
-            try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) { $0.personalQueue.saveInterval = .milliseconds(1) }
-        })
-        try await eventually("both gateways serve partitions") { Self.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        let gateways = try await started.serving(on: cluster, apns: apns) { $0.personalQueue.saveInterval = .milliseconds(1) }
         let fans = Self.tokens(400)
         try Self.register(fans, through: gateways[0].patientAdmin, perRequest: 50)
         let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: gateways[0].patientAdmin)
@@ -143,10 +140,7 @@ struct ClusterPersonalJobTests {
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
         let maxInFlight = 8
-        let gateways = try started.add(["g1", "g2"].map {
-            try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) { $0.personalQueue.maxInFlight = maxInFlight }
-        })
-        try await eventually("both gateways serve partitions") { Self.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        let gateways = try await started.serving(on: cluster, apns: apns) { $0.personalQueue.maxInFlight = maxInFlight }
         let fans = Self.tokens(1_200)
         try Self.register(fans, through: gateways[1].patientAdmin, perRequest: 50)
         let created = try gateways[1].patientAdmin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
@@ -185,10 +179,7 @@ struct ClusterPersonalJobTests {
         let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(250) }
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map {
-            try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) { $0.personalQueue.maxInFlight = 4 }
-        })
-        try await eventually("both gateways serve partitions") { Self.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        let gateways = try await started.serving(on: cluster, apns: apns) { $0.personalQueue.maxInFlight = 4 }
         let api = gateways[0].patientAdmin
         let created = try api.request("POST", "/v1/channels", json: #"{"id": "k1", "storagePolicy": "no-storage", "policy": {"endGracePeriodSeconds": 0}}"#)
         #expect(created.status == 201, "\(created.text)")
@@ -228,8 +219,7 @@ struct ClusterPersonalJobTests {
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) })
-        try await eventually("both gateways serve partitions") { Self.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        let gateways = try await started.serving(on: cluster, apns: apns)
         let (g1, g2) = (gateways[0].patientAdmin, gateways[1].patientAdmin)
         let created = try g1.request("POST", "/v1/channels", json: #"{"id": "k1", "storagePolicy": "no-storage"}"#)
         let apnsID = try #require(created.json?.string("apnsChannelId"), "\(created.text)")

@@ -16,10 +16,7 @@ struct ClusterReconciliationTests {
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map {
-            try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) { $0.store.jetStream?.reconcileInterval = .seconds(1) }
-        })
-        try await eventually("both gateways serve partitions") { ClusterPersonalJobTests.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        let gateways = try await started.serving(on: cluster, apns: apns) { $0.store.jetStream?.reconcileInterval = .seconds(1) }
         // Channels created while the rounds run: a create whose id is being saved is never taken for an orphan.
         let channels = (1...8).map { "match-\($0)" }
         let orphan = try #require(apns.mock.createChannel(storagePolicy: 0))

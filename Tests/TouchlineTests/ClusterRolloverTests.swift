@@ -35,8 +35,7 @@ struct ClusterRolloverTests {
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) })
-        try await eventually("both gateways serve partitions") { ClusterPersonalJobTests.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        let gateways = try await started.serving(on: cluster, apns: apns)
         let created = try gateways[0].patientAdmin.request("POST", "/v1/channels", json: Self.channel)
         let original = try #require(created.json?.string("apnsChannelId"), "\(created.text)")
         let (owner, other) = try Self.owner(of: "k-long", among: gateways)
@@ -87,8 +86,7 @@ struct ClusterRolloverTests {
         let apns = try MockAPNsFixture { $0.channelLimit = 2 }
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) })
-        try await eventually("both gateways serve partitions") { ClusterPersonalJobTests.everyGatewayServes(gateways.map(\.patientAdmin)) }
+        let gateways = try await started.serving(on: cluster, apns: apns)
         let created = try gateways[0].patientAdmin.request("POST", "/v1/channels", json: Self.channel)
         let original = try #require(created.json?.string("apnsChannelId"), "\(created.text)")
         #expect(try gateways[0].patientAdmin.request("POST", "/v1/channels", json: #"{"id": "blocker", "storagePolicy": "no-storage"}"#).status == 201)

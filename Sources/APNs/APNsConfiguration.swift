@@ -65,6 +65,9 @@ public enum APNsConfigurationError: Error, Sendable, Equatable, CustomStringConv
     case refreshIntervalOutOfRange(Duration)
     /// OpenSSL failed to sign a token with a key it had loaded.
     case signingFailed(String)
+    /// A key to rotate to signs for another team than the tokens so far: it would serve another
+    /// app (every push would fail `InvalidProviderToken`).
+    case keyOfAnotherTeam(current: String, new: String)
 
     public var description: String {
         switch self {
@@ -78,6 +81,8 @@ public enum APNsConfigurationError: Error, Sendable, Equatable, CustomStringConv
         case .refreshIntervalOutOfRange(let interval):
             "token refresh interval \(interval.inSeconds / 60) min is outside 20...60 min (APNs rejects tokens older than 60 min and throttles renewals within 20 min)"
         case .signingFailed(let cause): "cannot sign the provider token: \(cause)"
+        case .keyOfAnotherTeam(let current, let new):
+            "the new key's team id \(new) is not the gateway's team \(current); a key of another team serves another app (restart to change the team)"
         }
     }
 }

@@ -83,6 +83,16 @@ public final class APNsConnections: Sendable {
     /// Closes every connection gracefully and returns when they are closed: queued requests (and
     /// those the client holds for a provider-token renewal) fail with `.shutdown` at once, in-flight ones may finish within `gracePeriod` (default: the
     /// pools' drain timeout, 30 s) and fail with `.shutdown` after it. The pools close together.
+    /// Opens new connections in every pool and retires the old ones once their requests in
+    /// flight are answered: with ``ProviderToken/replaceKey(with:)``, since APNs answers a
+    /// connection whose token changes within 20 minutes `429 TooManyProviderTokenUpdates`. On the
+    /// loop: a new connection becomes ready on a later turn of it, so a token changed in this
+    /// turn is the first any new connection sends.
+    public func renewConnections() {
+        precondition(loop.inEventLoop, "APNsConnections.renewConnections called off its loop")
+        for pool in pools.values { pool.renewConnections() }
+    }
+
     /// Ends the grace of a ``shutdown(gracePeriod:)`` under way at once (an escalated stop):
     /// requests still unanswered fail as closed locally, so their owners keep them pending.
     public func cutShutdownShort() {

@@ -64,6 +64,8 @@ public final class ProviderToken: Sendable {
         public var renewalsRefused = 0
         /// Renewal holds entered: periods in which requests waited for the 20-minute rule.
         public var renewalHolds = 0
+        /// Keys rotated to (``replaceKey(with:)``).
+        public var keyRotations = 0
 
         public init(tokensSigned: Int = 0, clockSkewSuspicions: Int = 0, renewalsRefused: Int = 0, renewalHolds: Int = 0) {
             self.tokensSigned = tokensSigned
@@ -74,6 +76,7 @@ public final class ProviderToken: Sendable {
     }
 
     private struct State {
+        var signer: ProviderTokenSigner
         var bearer: String
         var issuedAt: UnixTime
         var statistics: Statistics
@@ -83,7 +86,6 @@ public final class ProviderToken: Sendable {
         var skewSeen = false
     }
 
-    private let signer: ProviderTokenSigner
     /// The clock tokens are dated and aged by; senders holding requests wait by it too.
     let clock: any WallClock
     private let log: GatewayLog?
@@ -98,12 +100,11 @@ public final class ProviderToken: Sendable {
         guard Self.allowedRefreshIntervals.contains(refreshInterval) else {
             throw .refreshIntervalOutOfRange(refreshInterval)
         }
-        self.signer = signer
         self.clock = clock
         self.refreshInterval = refreshInterval
         self.log = log
         let now = clock.now()
-        let first = State(bearer: try Self.bearer(signer, now), issuedAt: now, statistics: Statistics(tokensSigned: 1))
+        let first = State(signer: signer, bearer: try Self.bearer(signer, now), issuedAt: now, statistics: Statistics(tokensSigned: 1))
         state = Mutex(first)
     }
 
@@ -198,6 +199,38 @@ public final class ProviderToken: Sendable {
         return result
     }
 
+    /// Whether `signer` could replace the current key (``replaceKey(with:)``): of the same team,
+    /// and able to sign. Changes nothing.
+    public func check(_ signer: ProviderTokenSigner) throws(APNsConfigurationError) {
+        let current = state.withLock { $0.signer }
+        guard signer.teamID == current.teamID else { throw .keyOfAnotherTeam(current: current.teamID, new: signer.teamID) }
+        _ = try signer.token(issuedAt: clock.now())
+    }
+
+    /// Signs with `signer` from now on (a rotated or replaced `.p8` key): it must be of the same
+    /// team, and it signs the next token at once, so a key that cannot sign is refused here and the
+    /// current key stays. The new token is used by the next request (a revoked key's token would
+    /// fail every push until its renewal otherwise); a renewal hold in force ends with it.
+    public func replaceKey(with signer: ProviderTokenSigner) throws(APNsConfigurationError) {
+        let now = clock.now()
+        let current = state.withLock { $0.signer }
+        guard signer.teamID == current.teamID else { throw .keyOfAnotherTeam(current: current.teamID, new: signer.teamID) }
+        let bearer = try Self.bearer(signer, now)
+        state.withLock { state in
+            state.signer = signer
+            state.bearer = bearer
+            state.issuedAt = now
+            state.holdUntil = nil
+            state.statistics.tokensSigned += 1
+            state.statistics.keyRotations += 1
+        }
+    }
+
+    /// The key the tokens are signed with now (its `kid`).
+    public var keyID: String { state.withLock { $0.signer.keyID } }
+    /// The team the tokens are issued by (their `iss`).
+    public var teamID: String { state.withLock { $0.signer.teamID } }
+
     /// When the current token was issued (its `iat`).
     public var issuedAt: UnixTime { state.withLock { $0.issuedAt } }
 
@@ -205,7 +238,7 @@ public final class ProviderToken: Sendable {
     public var statistics: Statistics { state.withLock { $0.statistics } }
 
     private func renew(_ state: inout State, _ now: UnixTime) throws(APNsConfigurationError) {
-        state.bearer = try Self.bearer(signer, now)
+        state.bearer = try Self.bearer(state.signer, now)
         state.issuedAt = now
         state.holdUntil = nil
         state.statistics.tokensSigned += 1

@@ -330,7 +330,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
             request.complete(.failure(.goaway(errorCode: code, reason: text)))
         case .connectionLost(let error, _):
             request.complete(.failure(.transport(error)))
-        case .streamIDsExhausted:
+        case .streamIDsExhausted, .retired:
             request.complete(.failure(.transport(.closedLocally)))
         }
     }
@@ -342,6 +342,15 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     /// drain timeout) has passed; streams still open then fail with `.shutdown`.
     public func shutdown(gracePeriod: Duration? = nil) {
         perform(machine.shutdownRequested(gracePeriod: gracePeriod, now: timers.now))
+        perform(machine.settled(sessionEndedWith: nil))
+    }
+
+    /// Stops taking requests so that a new connection can take over (the provider token changed,
+    /// and APNs lets one connection change its token only every 20 minutes): queued requests are
+    /// handed back to go elsewhere, the server is told with GOAWAY, and in-flight streams finish
+    /// before the connection closes (or the drain timeout passes).
+    public func retire() {
+        perform(machine.retireRequested(now: timers.now))
         perform(machine.settled(sessionEndedWith: nil))
     }
 

@@ -12,6 +12,9 @@ public enum HTTP2RetryReason: Sendable, CustomStringConvertible {
     case connectionLost(TransportError, wasSent: Bool)
     /// The connection used up its stream ids (about a billion requests) and is draining.
     case streamIDsExhausted
+    /// The pool is replacing the connection (``HTTP2ClientConnection/retire()``): the request
+    /// was never sent on it.
+    case retired
 
     public var description: String {
         switch self {
@@ -19,6 +22,7 @@ public enum HTTP2RetryReason: Sendable, CustomStringConvertible {
         case .goaway(let code, let reason): HTTP2RequestError.goaway(errorCode: code, reason: reason).description
         case .connectionLost(let error, _): "\(error)"
         case .streamIDsExhausted: "connection ran out of stream ids"
+        case .retired: "the connection is being replaced"
         }
     }
 }

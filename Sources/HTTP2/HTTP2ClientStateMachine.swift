@@ -33,6 +33,9 @@ struct HTTP2ClientStateMachine {
         /// ``HTTP2ClientConnection/shutdown(gracePeriod:)``: later requests fail with `.shutdown`,
         /// and streams still open when the grace period ends fail with it too.
         case shutdown
+        /// ``HTTP2ClientConnection/retire()``: replaced by a new connection; later requests go
+        /// back to the pool, streams in flight finish.
+        case retired
     }
 
     private(set) var state = State.connecting
@@ -280,6 +283,14 @@ struct HTTP2ClientStateMachine {
         return startDraining(.goaway, now: now)
     }
 
+    /// The pool replaces this connection: queued requests go back (never sent here), GOAWAY tells
+    /// the server, in-flight streams may finish.
+    mutating func retireRequested(now: UInt64) -> HTTP2ClientAction {
+        var action = startDraining(.retired, now: now)
+        if action.report == .draining { action.frame = .goaway }
+        return action
+    }
+
     /// Stop taking requests, fail the queued ones, send GOAWAY, and close once in-flight streams
     /// end or after `gracePeriod` (default: the drain timeout).
     mutating func shutdownRequested(gracePeriod: Duration?, now: UInt64) -> HTTP2ClientAction {
@@ -372,6 +383,8 @@ struct HTTP2ClientStateMachine {
             .streamIDsExhausted
         case .shutdown:
             .connectionLost(.closedLocally, wasSent: false)
+        case .retired:
+            .retired
         }
     }
 

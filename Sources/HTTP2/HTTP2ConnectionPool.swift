@@ -123,6 +123,23 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
         finishShutdownIfDone()
     }
 
+    /// Replaces every connection with a new one at once (the provider token changed, and APNs
+    /// refuses a connection's token changed more often than every 20 minutes): each slot connects
+    /// anew, its old connection retires (``HTTP2ClientConnection/retire()``): what was queued on
+    /// it comes back to the pool, what was in flight finishes.
+    public func renewConnections() {
+        guard !isShutDown else { return }
+        for slot in slots {
+            slot.reconnectTimer?.cancel()
+            let old = slot.connection
+            connect(slot)
+            if let old {
+                retiring.append(old)
+                old.retire()
+            }
+        }
+    }
+
     private func connect(_ slot: Slot) {
         guard !isShutDown else { return }
         connectionAttempts += 1

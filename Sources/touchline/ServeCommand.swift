@@ -49,7 +49,7 @@ enum ServeCommand {
         // Caught from here on, so a stop request during start-up still ends in an orderly
         // shutdown; a second one during the shutdown stops at once (still consistent).
         let requests = ShutdownRequests()
-        let signals = TerminationSignals { name in
+        let signals = ProcessSignals([(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")]) { name in
             if requests.reasons.isEmpty {
                 log.notice("\(name) received, shutting down")
             } else {
@@ -62,7 +62,15 @@ enum ServeCommand {
             configuration.apiKeys = [.init(key: key, scope: .admin)]
             log.warning("no API key configured: generated development admin key \(key)")
         }
-        let gateway = Gateway(configuration: configuration, log: log.named("gateway"))
+        // SIGHUP reads the configuration again and rotates the APNs key it names (docs/operations.md).
+        let source: @Sendable () throws -> GatewayConfiguration = {
+            try GatewayConfiguration.resolve(commandLine: commandLine, environment: ProcessInfo.processInfo.environment).configuration
+        }
+        let gateway = Gateway(configuration: configuration, log: log.named("gateway"), configurationSource: source)
+        let reloads = ProcessSignals([(SIGHUP, "SIGHUP")]) { _ in
+            log.notice("SIGHUP received: reloading the APNs key")
+            gateway.reloadAPNsKey()
+        }
         var stopping = ContinuousClock.now
         do {
             try await gateway.run(until: requests) { port in
@@ -72,7 +80,7 @@ enum ServeCommand {
             log.error("cannot start", error: error)
             return 1
         }
-        _ = signals
+        _ = (signals, reloads)
         stopping = requests.stoppedAt ?? stopping
         log.notice("stopped after \((ContinuousClock.now - stopping).formatted(.units(allowed: [.milliseconds])))")
         return 0
@@ -94,15 +102,15 @@ enum ServeCommand {
     }
 }
 
-/// SIGINT and SIGTERM, handed to a closure instead of ending the process. Dispatch sources,
-/// not signal handlers: the default actions are turned off and the sources run on a queue of
-/// their own. `@unchecked Sendable`: the sources are set up in `init` and afterwards only kept alive.
-private final class TerminationSignals: @unchecked Sendable {
+/// Signals (SIGINT and SIGTERM to stop, SIGHUP to reload the APNs key) handed to a closure
+/// instead of their default actions (ending the process). Dispatch sources, not signal handlers:
+/// the default actions are turned off and the sources run on a queue of their own.
+/// `@unchecked Sendable`: the sources are set up in `init` and afterwards only kept alive.
+private final class ProcessSignals: @unchecked Sendable {
     private let sources: [any DispatchSourceSignal]
 
-    init(_ received: @escaping @Sendable (String) -> Void) {
+    init(_ signals: [(Int32, String)], _ received: @escaping @Sendable (String) -> Void) {
         let queue = DispatchQueue(label: "touchline.signals")
-        let signals = [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")]
         sources = signals.map { number, _ in
             signal(number, SIG_IGN)
             return DispatchSource.makeSignalSource(signal: number, queue: queue)

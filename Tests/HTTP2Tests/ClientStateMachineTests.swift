@@ -247,6 +247,21 @@ struct ClientStateMachineTests {
         #expect(timedOut.close == .init(error: nil, ending: .afterWrittenOutput), "a shutdown ends cleanly, even late")
     }
 
+    /// A connection the pool replaces (a new provider token): its queue goes back to the pool,
+    /// the server gets GOAWAY, and its streams in flight finish with their answers.
+    @Test func aRetiredConnectionHandsBackItsQueueAndLetsItsStreamsFinish() {
+        var machine = ready(limit: 1, queued: 3, open: 1)
+        let action = machine.retireRequested(now: t0)
+        #expect(machine.state == .draining(.retired))
+        #expect(action.requests.summary == "handBackQueued(the connection is being replaced)")
+        #expect(action.frame == .goaway && action.report == .draining)
+        #expect(machine.requestArrived().summary == "handBack(the connection is being replaced)")
+        #expect(machine.settled(sessionEndedWith: nil).close == nil, "a stream is still in flight")
+        #expect(machine.streamClosed(streamID: 1, errorCode: 0, timedOut: false, hasResponse: true).0.summary == "response")
+        #expect(machine.settled(sessionEndedWith: nil).close == .init(error: nil, ending: .afterPendingFrames))
+        #expect(machine.retireRequested(now: t0).report == .none, "retiring a closed connection does nothing")
+    }
+
     @Test func shutdownWithNothingInFlightClosesAtOnce() {
         var machine = ready()
         #expect(machine.shutdownRequested(gracePeriod: nil, now: t0).timers[.drain] == .arm(at: t0 + 30 * Self.second))

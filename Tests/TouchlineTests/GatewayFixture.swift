@@ -19,7 +19,8 @@ final class GatewayFixture: Sendable {
          policy: ChannelPolicy = .default, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
          metrics: MetricsSettings = MetricsSettings(), webhooks: WebhookSettings = WebhookSettings(), storeFaultFile: String? = nil,
          clock: any WallClock = SystemClock(), backends: Gateway.Backends = .standard,
-         configure: (inout GatewayConfiguration) -> Void = { _ in }) throws {
+         configure: (inout GatewayConfiguration) -> Void = { _ in },
+         reloadedAPNs: (@Sendable () -> GatewayConfiguration.APNsSettings?)? = nil) throws {
         self.directory = try directory ?? MockAPNsDevelopmentCertificates.temporaryDirectory()
         var configuration = GatewayConfiguration(
             apnsMode: apns == nil ? .mock : .apple, apns: apns, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: self.directory,
@@ -28,7 +29,16 @@ final class GatewayFixture: Sendable {
         configuration.storeFaultFile = storeFaultFile
         configuration.webhooks = webhooks
         configure(&configuration)
-        gateway = Gateway(configuration: configuration, clock: clock, backends: backends)
+        // A key reload reads this configuration again, with the APNs settings `reloadedAPNs` gives then.
+        let base = configuration
+        let source = reloadedAPNs.map { reloaded in
+            { @Sendable () -> GatewayConfiguration in
+                var again = base
+                again.apns = reloaded()
+                return again
+            }
+        }
+        gateway = Gateway(configuration: configuration, clock: clock, backends: backends, configurationSource: source)
         port = try gateway.start()
     }
 

@@ -42,7 +42,7 @@ struct ServeProcess {
     /// development mode unless `arguments` give Apple credentials), and `environment` over the
     /// test's own; with `descriptorLimit`, under `prlimit` with that soft and hard open-file limit.
     init(dataDirectory: String, arguments: [String] = [], environment: [String: String] = [:], descriptorLimit: Int? = nil) async throws {
-        let mode = arguments.contains("--apns-key") ? [] : ["--dev"]
+        let mode = arguments.contains("--apns-key") || arguments.contains("--apns-team-id") ? [] : ["--dev"]
         let serve = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory, "--admin-key", GatewayFixture.adminKey] + mode + arguments
         let command = descriptorLimit.map { [Self.prlimit, "--nofile=\($0):\($0)", "--", Self.executable] } ?? [Self.executable]
         // Not the test runner's standard error: should this test process die, a child left

@@ -149,10 +149,19 @@ extension Gateway {
     package struct APNsDispatches: Sendable {
         package var broadcast: any BroadcastAPNsDispatch
         package var personal: any PersonalAPNsDispatch
+        /// The provider token both sign with, whose key a reload replaces (nil: no APNs key).
+        package var providerToken: ProviderToken?
+        /// Replaces every APNs connection and, while no new one can be ready yet, runs its
+        /// argument (the key's change): APNs lets a connection change its token only every 20
+        /// minutes, so the new token must be the first each new connection sends. Not on an APNs loop.
+        package var renewConnections: @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void
 
-        package init(broadcast: any BroadcastAPNsDispatch, personal: any PersonalAPNsDispatch) {
+        package init(broadcast: any BroadcastAPNsDispatch, personal: any PersonalAPNsDispatch, providerToken: ProviderToken? = nil,
+                     renewConnections: @escaping @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void = { $0() }) {
             self.broadcast = broadcast
             self.personal = personal
+            self.providerToken = providerToken
+            self.renewConnections = renewConnections
         }
     }
 
@@ -187,7 +196,19 @@ extension Gateway {
                 personalOptions.pushConnections = personalQueue.connections
                 let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions,
                                                               loop: personalLoop)
-                return APNsDispatches(broadcast: APNsConnectionsDispatch(connections), personal: APNsConnectionsDispatch(personalConnections))
+                return APNsDispatches(broadcast: APNsConnectionsDispatch(connections), personal: APNsConnectionsDispatch(personalConnections),
+                                      providerToken: token, renewConnections: { whileNoneIsReady in
+                    // The broadcast loop waits inside its turn for the personal loop's: neither can
+                    // make a new connection ready (that takes a later turn) before the key changes.
+                    // Deadlock-free: no loop ever waits for the broadcast loop.
+                    try? broadcastLoop.sync {
+                        connections.renewConnections()
+                        try personalLoop.sync {
+                            personalConnections.renewConnections()
+                            whileNoneIsReady()
+                        }
+                    }
+                })
             }
         }
     }

@@ -23,6 +23,8 @@ public final class Gateway: Sendable {
     private let log: GatewayLog
     private let running = Mutex<Running?>(nil)
     private let backends: Backends
+    /// Where a key reload reads the configuration again (the serve command's sources).
+    private let configurationSource: APNsKeyReload.ConfigurationSource?
 
     private struct Running: Sendable {
         var ingestLoop: EventLoop
@@ -42,6 +44,8 @@ public final class Gateway: Sendable {
         var mock: MockAPNsServer?
         /// This gateway's part in a cluster (the `jetstream` store backend), nil on its own.
         var cluster: ClusterNode?
+        /// Rotates the APNs key (nil in development mode: the bundled mock's key).
+        var keyReload: APNsKeyReload?
         var port: Int
 
         /// Ends every grace under way at once (see ``ShutdownRequests``).
@@ -67,16 +71,44 @@ public final class Gateway: Sendable {
     private struct UncheckedServer: @unchecked Sendable { let server: HTTPServer }
 
     /// `log` defaults to standard output at the configured level, as component `gateway`.
-    public convenience init(configuration: GatewayConfiguration, clock: any WallClock = SystemClock(), log: GatewayLog? = nil) {
-        self.init(configuration: configuration, clock: clock, log: log, backends: .standard)
+    /// `configurationSource` reads the configuration again for a key reload
+    /// (``reloadAPNsKey()``); without it a reload is refused.
+    public convenience init(configuration: GatewayConfiguration, clock: any WallClock = SystemClock(), log: GatewayLog? = nil,
+                            configurationSource: (@Sendable () throws -> GatewayConfiguration)? = nil) {
+        self.init(configuration: configuration, clock: clock, log: log, backends: .standard, configurationSource: configurationSource)
     }
 
     /// A gateway on other stores and APNs dispatches (tests: the in-memory ones).
-    package init(configuration: GatewayConfiguration, clock: any WallClock = SystemClock(), log: GatewayLog? = nil, backends: Backends) {
+    package init(configuration: GatewayConfiguration, clock: any WallClock = SystemClock(), log: GatewayLog? = nil, backends: Backends,
+                 configurationSource: (@Sendable () throws -> GatewayConfiguration)? = nil) {
         self.configuration = configuration
         self.clock = clock
         self.log = log ?? GatewayLog(component: "gateway", level: configuration.logLevel)
         self.backends = backends
+        self.configurationSource = configurationSource
+    }
+
+    /// Reads the configuration again and signs with the APNs key it names from now on, if that
+    /// key is another one and usable (`SIGHUP`; docs/operations.md, "Rotating the APNs key");
+    /// otherwise the current key stays. Logs the outcome and returns whether a new key is in use.
+    @discardableResult
+    public func reloadAPNsKey() -> Bool {
+        guard let reload = running.withLock({ $0?.keyReload }) else {
+            log.warning("no APNs key to reload: the gateway is not running, or sends to the bundled mock APNs with its own key")
+            return false
+        }
+        do throws(APNsKeyReload.Refused) {
+            let reloaded = try reload.reload()
+            if reloaded.changed {
+                log.notice("APNs key \(reloaded.keyID) of team \(reloaded.teamID) signs the provider tokens from now on")
+            } else {
+                log.notice("the configuration names the APNs key in use (\(reloaded.keyID)); nothing changed")
+            }
+            return reloaded.changed
+        } catch {
+            log.error("the APNs key was not reloaded (\(error.description)); the current key stays")
+            return false
+        }
     }
 
     /// A gateway released while it runs (never shut down: a test that failed half-way, say) stops
@@ -178,6 +210,9 @@ public final class Gateway: Sendable {
             // Broadcasts and channel management on the broadcast loop; device pushes on the personal loop.
             let apns = try connectAPNs(broadcastLoop, personalLoop)
             let connections = apns.broadcast
+            let keyReload = configuration.apns == nil ? nil : apns.providerToken.map {
+                APNsKeyReload(token: $0, keyFile: settings.keyPath, source: configurationSource, renewConnections: apns.renewConnections)
+            }
             let webhooks = try WebhookDelivery.forStores(loop: webhookLoop, settings: configuration.webhooks, stores: stores,
                                                        clock: clock, log: log.named("webhooks"))
             let broadcastPressure = BroadcastPressure(threshold: configuration.personalQueue.yieldThreshold)
@@ -218,7 +253,7 @@ public final class Gateway: Sendable {
                                          configuration: configuration, clock: clock)
             let router = APIRouter(access: access, features: [
                 service, tokens, PersonalAPI(intake: intake), KickoffAPI(channels: service, intake: intake), DeadLettersAPI(intake: intake, instance: cluster?.settings.instance.name),
-                WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators,
+                WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators, APNsKeyAPI(reload: keyReload, log: log.named("apns")),
                 DashboardAPI(service: service, operators: operators),
             ])
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
@@ -255,7 +290,7 @@ public final class Gateway: Sendable {
                            webhooks: webhooks, personal: personal, store: store,
                            personalStore: personalStore, connections: connections,
                            service: service, tokenReader: UncheckedTokenReader(reader: tokenReader), router: router, server: server, mock: mock,
-                           cluster: cluster, port: server.server.port)
+                           cluster: cluster, keyReload: keyReload, port: server.server.port)
         } catch {
             loops.forEach { $0.stopAndWait() }
             store.close()

@@ -1,0 +1,84 @@
+import APNs
+import Foundation
+import Synchronization
+import TouchlineCore
+import TouchlineRuntime
+
+/// Rotating the APNs signing key without a restart (docs/operations.md, "Rotating the APNs key"):
+/// a team may hold several keys and revoke one, so an operator puts the new `.p8` in place,
+/// points `apns.keyPath` and `apns.keyID` at it, and sends `SIGHUP` (or calls
+/// `POST /v1/apns/key/reload`). The configuration is read again as at start (file, environment,
+/// flags); the key it names is loaded and must sign a token for the same team before it replaces
+/// the current one, which otherwise stays. Only the key changes: other settings wait for a restart.
+///
+/// Thread-safe: a reload reads files and signs once (milliseconds), under a lock so two reloads
+/// never interleave.
+final class APNsKeyReload: Sendable {
+    /// Where the configuration is read again from (the serve command's sources).
+    typealias ConfigurationSource = @Sendable () throws -> GatewayConfiguration
+
+    /// What a reload did.
+    struct Reloaded: Sendable, Equatable {
+        var keyID: String
+        var teamID: String
+        /// False when the configuration names the key in use already (same id and team, same file bytes):
+        /// nothing is signed, since APNs refuses tokens changed more often than every 20 minutes.
+        var changed: Bool
+    }
+
+    /// Why a reload was refused; the current key stays.
+    struct Refused: Error, Sendable, CustomStringConvertible {
+        var description: String
+    }
+
+    private let token: ProviderToken
+    private let source: ConfigurationSource?
+    /// Replaces the APNs connections and changes the key while no new one is ready: each
+    /// connection may change its token only every 20 minutes.
+    private let renewConnections: @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void
+    /// The key id, its team and the digest of the key file in use.
+    private let current: Mutex<(keyID: String, teamID: String, digest: String)>
+
+    init(token: ProviderToken, keyFile: String, source: ConfigurationSource?,
+         renewConnections: @escaping @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void) {
+        self.token = token
+        self.source = source
+        self.renewConnections = renewConnections
+        let digest = (try? Data(contentsOf: URL(fileURLWithPath: keyFile))).map { SHA256.hex(Array($0)) } ?? ""
+        current = Mutex((token.keyID, token.teamID, digest))
+    }
+
+    /// Reads the configuration again and moves to the key it names, if it is another and usable.
+    func reload() throws(Refused) -> Reloaded {
+        guard let source else { throw Refused(description: "this gateway was started without a configuration to read again") }
+        let configuration: GatewayConfiguration
+        do { configuration = try source() } catch { throw Refused(description: "the configuration cannot be read: \(error)") }
+        guard let settings = configuration.apns else {
+            throw Refused(description: "the configuration names no APNs key (development mode uses the bundled mock's own key)")
+        }
+        let pem: Data
+        do { pem = try Data(contentsOf: URL(fileURLWithPath: settings.keyPath)) } catch {
+            throw Refused(description: "apns.keyPath \(settings.keyPath) cannot be read: \(error.localizedDescription)")
+        }
+        let digest = SHA256.hex(Array(pem))
+        return try current.withLock { (current) throws(Refused) -> Reloaded in
+            guard (settings.keyID, settings.teamID, digest) != current else { return Reloaded(keyID: settings.keyID, teamID: settings.teamID, changed: false) }
+            let signer: ProviderTokenSigner
+            do throws(APNsConfigurationError) {
+                signer = try ProviderTokenSigner(pemKey: Array(pem), source: settings.keyPath, keyID: settings.keyID, teamID: settings.teamID)
+                try token.check(signer)
+            } catch {
+                throw Refused(description: error.description)
+            }
+            // APNs answers a connection whose token changes within 20 minutes with 429
+            // TooManyProviderTokenUpdates: the new token goes on new connections only.
+            let failure = Mutex<APNsConfigurationError?>(nil)
+            renewConnections {
+                do throws(APNsConfigurationError) { try self.token.replaceKey(with: signer) } catch { failure.withLock { $0 = error } }
+            }
+            if let error = failure.withLock({ $0 }) { throw Refused(description: error.description) }
+            current = (settings.keyID, settings.teamID, digest)
+            return Reloaded(keyID: settings.keyID, teamID: settings.teamID, changed: true)
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import APNsMock
+import Foundation
+import Synchronization
+import Testing
+import TestSlots
+import Touchline
+import TouchlineCore
+
+/// Rotating the APNs key without a restart: `POST /v1/apns/key/reload` or SIGHUP reads the
+/// configuration again, and the key it names signs the next request's token; a key that cannot
+/// be used (unreadable, not a key, another team's) is refused naming why, and the current key stays.
+@Suite("APNs key rotation", .heavy)
+struct GatewayKeyRotationTests {
+    static let nextKeyID = "TESTKEY002"
+
+    /// The `kid` of the provider token a recorded request carried.
+    static func keyID(of request: MockAPNsRecordedRequest) -> String? {
+        guard let bearer = request.headers.first(where: { $0.name == "authorization" })?.value,
+              let header = bearer.dropFirst("bearer ".count).split(separator: ".").first else { return nil }
+        var base64 = header.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let json = Data(base64Encoded: base64) else { return nil }
+        return (try? JSONParser.parse(Array(json)))?.string("kid")
+    }
+
+    /// The keys of the broadcasts the mock accepted for `minute`.
+    static func keysOfBroadcasts(minute: Int, in mock: MockAPNsServer) -> [String] {
+        mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.status == 200 && $0.bodyText.contains(#""minute":\#(minute)"#) }
+            .compactMap(keyID(of:))
+    }
+
+    @Test func aReloadSignsWithTheNewKeyAndABadOneLeavesTheCurrentKeyInPlace() async throws {
+        // The mock knows two keys of the team: the one the gateway starts with and its successor.
+        let spare = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        let next = try MockAPNsProviderKeyFiles.generate(keyID: Self.nextKeyID, in: spare)
+        let apns = try MockAPNsFixture { $0.keys.append(.init(keyID: Self.nextKeyID, path: next.publicKeyFile)) }
+        let configured = Mutex(apns.gatewaySettings)
+        let fixture = try GatewayFixture(apns: apns.gatewaySettings, reloadedAPNs: { configured.withLock { $0 } })
+        defer { Task { await fixture.shutDown(); await apns.shutDown() } }
+        let api = fixture.admin
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-keys", "storagePolicy": "no-storage"}"#).status == 201)
+        func push(minute: Int) async throws -> [String] {
+            #expect(try api.request("POST", "/v1/channels/club-keys/events", json: #"{"seq": \#(minute), "patch": {"minute": \#(minute)}}"#).status == 202)
+            try await eventually("minute \(minute) at APNs") { !Self.keysOfBroadcasts(minute: minute, in: apns.mock).isEmpty }
+            return Self.keysOfBroadcasts(minute: minute, in: apns.mock)
+        }
+        #expect(try await push(minute: 1) == [MockAPNsFixture.keyID])
+
+        // Asked while the configuration still names the key in use: nothing is signed anew.
+        let unchanged = try api.request("POST", "/v1/apns/key/reload")
+        #expect(unchanged.status == 200 && unchanged.json?[member: "changed"] == .bool(false), "\(unchanged.text)")
+
+        configured.withLock { $0.keyPath = next.privateKeyFile; $0.keyID = Self.nextKeyID }
+        let rotated = try api.request("POST", "/v1/apns/key/reload")
+        #expect(rotated.status == 200 && rotated.json?.string("keyId") == Self.nextKeyID && rotated.json?[member: "changed"] == .bool(true),
+                "\(rotated.text)")
+        #expect(try await push(minute: 2) == [Self.nextKeyID], "the next push is signed with the new key, and APNs takes it")
+
+        // Unusable keys are refused, naming why; the key in use stays.
+        let garbage = spare + "/AuthKey_TESTKEY003.p8"
+        try Data("not a key at all".utf8).write(to: URL(fileURLWithPath: garbage))
+        for (settings, named) in [({ (s: inout GatewayConfiguration.APNsSettings) in s.keyPath = garbage; s.keyID = "TESTKEY003" }, garbage),
+                                  ({ (s: inout GatewayConfiguration.APNsSettings) in s.keyPath = spare + "/missing.p8" }, spare + "/missing.p8"),
+                                  ({ (s: inout GatewayConfiguration.APNsSettings) in s.teamID = "OTHERTEAM1" }, "OTHERTEAM1")] {
+            configured.withLock { settings(&$0) }
+            let refused = try api.request("POST", "/v1/apns/key/reload")
+            #expect(refused.status == 422 && refused.errorCode == "key_reload_refused" && refused.text.contains(named), "\(refused.text)")
+            #expect(!refused.text.contains("not a key at all"), "the file's bytes are never echoed")
+            configured.withLock { $0.keyPath = next.privateKeyFile; $0.keyID = Self.nextKeyID; $0.teamID = MockAPNsFixture.teamID }
+        }
+        #expect(try await push(minute: 3) == [Self.nextKeyID])
+        // Only an admin key may rotate.
+        let club = GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey)
+        #expect(try club.request("POST", "/v1/apns/key/reload").status == 403)
+    }
+
+    @Test func developmentModeHasNoKeyToReload() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        let refused = try fixture.admin.request("POST", "/v1/apns/key/reload")
+        #expect(refused.status == 409 && refused.errorCode == "key_reload_unavailable", "\(refused.text)")
+    }
+
+    /// `touchline serve` rotates on SIGHUP: the key named by the configuration file is read again.
+    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    func sighupRotatesTheKeyTheConfigurationFileNames() async throws {
+        let spare = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        let next = try MockAPNsProviderKeyFiles.generate(keyID: Self.nextKeyID, in: spare)
+        let apns = try MockAPNsFixture { $0.keys.append(.init(keyID: Self.nextKeyID, path: next.publicKeyFile)) }
+        defer { Task { await apns.shutDown() } }
+        let settings = apns.gatewaySettings
+        let file = spare + "/touchline.json"
+        func configure(keyPath: String, keyID: String) throws {
+            try Data(#"{"apns": {"keyPath": "\#(keyPath)", "keyID": "\#(keyID)"}}"#.utf8).write(to: URL(fileURLWithPath: file))
+        }
+        try configure(keyPath: settings.keyPath, keyID: settings.keyID)
+        // The key in the file; the rest of the APNs settings as flags (which the file cannot override).
+        let flags = apns.serveArguments
+        var rest: [String] = []
+        var index = 0
+        while index < flags.count {
+            if flags[index] != "--apns-key", flags[index] != "--apns-key-id" { rest += [flags[index], flags[index + 1]] }
+            index += 2
+        }
+        let serve = try await ServeProcess(dataDirectory: spare + "/data", arguments: ["--config", file] + rest)
+        defer { _ = serve.terminate() }
+        try configure(keyPath: next.privateKeyFile, keyID: Self.nextKeyID)
+        serve.process.signal(SIGHUP)
+        try await eventually("the rotation logged") { serve.logLines.contains { $0.contains("APNs key \(Self.nextKeyID) of team") } }
+        let api = serve.admin
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-hup", "storagePolicy": "no-storage"}"#).status == 201)
+        #expect(try api.request("POST", "/v1/channels/club-hup/events", json: #"{"seq": 1, "patch": {"minute": 7}}"#).status == 202)
+        try await eventually("the push at APNs") { !Self.keysOfBroadcasts(minute: 7, in: apns.mock).isEmpty }
+        #expect(Self.keysOfBroadcasts(minute: 7, in: apns.mock) == [Self.nextKeyID])
+        #expect(apns.mock.recordedRequests().filter { $0.endpoint == .createChannel }.compactMap(Self.keyID(of:)) == [Self.nextKeyID])
+    }
+}

@@ -1,9 +1,12 @@
 import APNsMock
 import Foundation
+import Synchronization
 import Testing
 import TestSlots
 @testable import Touchline
 import TouchlineCore
+import TouchlineStore
+import TouchlineTesting
 
 /// A channel created with `recordFeed` keeps its accepted events (with their receive times)
 /// across writes and restarts, and `GET /v1/channels/{id}/events/export` writes them as a feed
@@ -61,5 +64,34 @@ struct GatewayFeedExportTests {
         let replayed = try FeedReplay.run(feed, settings: .init(policy: feed.header.channel.policy))
         #expect(replayed.events.count == 4 && replayed.endDeliveredAt != nil)
         #expect(replayed.events.first { $0.importance == .critical && $0.priority == .immediate } != nil)
+    }
+
+    /// An export whose store cannot be read is a 503 naming the problem, with `Retry-After`;
+    /// nothing is half written, and the next export, once the store reads again, is whole.
+    @Test func anExportWhoseStoreCannotBeReadIsA503NamingTheProblem() async throws {
+        let channels = InMemoryStore(name: "channels"), personal = InMemoryStore(name: "personal")
+        let unreadable = Mutex(false)
+        let backends = Gateway.Backends(stores: { _ in
+            var stores = Gateway.Stores.inMemory(channels: channels, personal: personal)
+            let open = stores.channelReader
+            stores.channelReader = {
+                if unreadable.withLock({ $0 }) { throw StoreError.storageFailure("disk I/O error (simulated)") }
+                return try open()
+            }
+            return stores
+        }, apns: Gateway.Backends.standard.apns)
+        let fixture = try GatewayFixture(backends: backends)
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-io", "storagePolicy": "no-storage", "recordFeed": true}"#).status == 201)
+        #expect(try api.request("POST", "/v1/channels/club-io/events", json: #"{"seq": 1, "patch": {"minute": 1}}"#).status == 202)
+        unreadable.withLock { $0 = true }
+        let failed = try api.request("GET", "/v1/channels/club-io/events/export")
+        #expect(failed.status == 503 && failed.errorCode == "store_unavailable" && failed.header("Retry-After") == "1", "\(failed.text)")
+        #expect(failed.text.contains("disk I/O error (simulated)"), "\(failed.text)")
+        unreadable.withLock { $0 = false }
+        let export = try api.request("GET", "/v1/channels/club-io/events/export")
+        let entries = try RecordedFeed(jsonLines: export.body).entries
+        #expect(export.status == 200 && entries.count == 1, "\(export.text)")
     }
 }

@@ -136,7 +136,10 @@ struct GatewayShutdownTests {
         try await Task.sleep(for: .milliseconds(300))  // the broadcast is on its way to the silent APNs
         let started = ContinuousClock.now
         await second.gateway.shutdown(requestGracePeriod: .milliseconds(200), apnsGracePeriod: .milliseconds(500))
-        #expect(ContinuousClock.now - started < .seconds(5), "bounded by the grace periods, not by APNs")
+        // APNs would answer after 60 s; the graces are 0.7 s. The bound leaves room for the stores'
+        // last fsyncs on a loaded machine (5.3 s once, with the cluster suites beside it) while
+        // still failing a shutdown that waits for APNs.
+        #expect(ContinuousClock.now - started < .seconds(20), "bounded by the grace periods, not by APNs")
         await silent.shutDown()
 
         let again = try MockAPNsFixture { $0.channelsFile = channelsFile }

@@ -46,6 +46,32 @@ import TouchlineRuntime
         #expect(token.statistics.tokensSigned == 2)
     }
 
+    /// A rotated key signs the next token at once (a revoked key's token would fail every push
+    /// until its renewal), ends a renewal hold, and is refused, changing nothing, when it is of
+    /// another team.
+    @Test func aReplacedKeySignsTheNextTokenAtOnceAndAnotherTeamsKeyIsRefused() throws {
+        let token = try ProviderToken(signer: signer, clock: clock)
+        let first = try token.current()
+        let next = try ProviderTokenSigner(keyFile: TestKeys.p256(in: directory, name: "AuthKey_NEXT.p8"), keyID: "NEXTKEY001", teamID: teamID)
+        _ = try token.invalidate(observedToken: first)  // a young token called expired: a renewal hold
+        #expect(token.renewalHold != nil)
+        clock.advance(by: .seconds(30))
+        try token.check(next)
+        #expect(try token.current() == first, "a check changes nothing")
+        try token.replaceKey(with: next)
+        let rotated = try token.current()
+        #expect(rotated != first && token.keyID == "NEXTKEY001" && token.renewalHold == nil)
+        #expect(try issuedAt(rotated) == 1_767_225_600 + 30)
+        let header = try #require(Base64URLDecoding.decode(rotated.dropFirst(7).split(separator: ".")[0])).text
+        #expect(header.contains(#""kid":"NEXTKEY001""#), "\(header)")
+        #expect(token.statistics.keyRotations == 1 && token.statistics.tokensSigned == 2)
+
+        let foreign = try ProviderTokenSigner(keyFile: TestKeys.p256(in: directory, name: "AuthKey_FOREIGN.p8"), keyID: "FOREIGN001", teamID: "OTHERTEAM1")
+        #expect(throws: APNsConfigurationError.keyOfAnotherTeam(current: teamID, new: "OTHERTEAM1")) { try token.check(foreign) }
+        #expect(throws: APNsConfigurationError.keyOfAnotherTeam(current: teamID, new: "OTHERTEAM1")) { try token.replaceKey(with: foreign) }
+        #expect(try token.current() == rotated && token.keyID == "NEXTKEY001" && token.statistics.keyRotations == 1)
+    }
+
     @Test func theRefreshIntervalIsConfigurable() throws {
         let token = try ProviderToken(signer: signer, clock: clock, refreshInterval: minutes(20))
         let first = try token.current()

@@ -48,8 +48,7 @@ struct ForwardedRequest: Equatable {
 
     init(decoding bytes: [UInt8]) throws(BinaryRecordReader.Damaged) {
         var reader = BinaryRecordReader(bytes)
-        let version = try reader.byte()
-        guard version == Self.version else { throw reader.damaged("forwarded request version \(version) is not known") }
+        try reader.version(Self.version, of: "forwarded request")
         let name = try reader.string()
         guard let method = HTTPMethod(rawValue: name) else { throw reader.damaged("method \(name) is not known") }
         let target = try reader.string()
@@ -91,8 +90,7 @@ struct ForwardedResponse {
 
     init(decoding bytes: [UInt8]) throws(BinaryRecordReader.Damaged) {
         var reader = BinaryRecordReader(bytes)
-        let version = try reader.byte()
-        guard version == Self.version else { throw reader.damaged("forwarded response version \(version) is not known") }
+        try reader.version(Self.version, of: "forwarded response")
         let status = try reader.unsigned()
         guard (100...599).contains(status) else { throw reader.damaged("status \(status) is not an HTTP status") }
         var headers: [(name: String, value: String)] = []

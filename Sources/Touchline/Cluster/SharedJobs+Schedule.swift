@@ -45,9 +45,9 @@ extension SharedJobs {
     /// records (on the loop).
     func scheduledStarts(into apnsChannelID: String) -> [PersonalJobRecord] {
         entries.values.compactMap { entry -> PersonalJobRecord? in
-            guard case .waiting(let at)? = plan.schedule(of: entry.id), cancelled[entry.id] == nil else { return nil }
+            guard case .waiting(let at)? = plan.schedule(of: entry.id), cancelled[entry.id] == nil,
+                  Self.inputPushChannel(of: entry) == apnsChannelID else { return nil }
             var record = Self.record(of: entry)
-            guard (try? StoredJob(record))?.inputPushChannel == apnsChannelID else { return nil }
             record.status = .pending
             record.startAt = at
             return record
@@ -61,7 +61,7 @@ extension SharedJobs {
     func cancelScheduled(_ jobID: String, into apnsChannelID: String, answer: @escaping @Sendable (PersonalDispatcher.Cancellation) -> Void) -> Bool {
         guard let entry = entries[jobID], entry.startAtNanoseconds != nil else { return false }
         guard case .waiting? = plan.schedule(of: jobID), cancelled[jobID] == nil,
-              (try? StoredJob(Self.record(of: entry)))?.inputPushChannel == apnsChannelID else {
+              Self.inputPushChannel(of: entry) == apnsChannelID else {
             answer(.notWaiting)
             return true
         }

@@ -274,7 +274,7 @@ final class SharedJobs: @unchecked Sendable {
     func cancelKickoffs(into apnsChannelID: String) {
         let now = clock.now()
         // Read from the open jobs' payloads: a channel ends rarely, jobs are accepted often.
-        let kickoffs = entries.values.filter { cancelled[$0.id] == nil && (try? StoredJob(Self.record(of: $0)))?.inputPushChannel == apnsChannelID }
+        let kickoffs = entries.values.filter { cancelled[$0.id] == nil && Self.inputPushChannel(of: $0) == apnsChannelID }
         for jobID in kickoffs.map(\.id).sorted() {
             board.cancel(jobID: jobID, atNanoseconds: now.nanoseconds) { [self] result in
                 if case .failure(let error) = result {
@@ -438,6 +438,11 @@ final class SharedJobs: @unchecked Sendable {
             let result = view
             answerLoop.execute { completion(result, broken) }
         }
+    }
+
+    /// The APNs channel a job's start subscribes its activities to (a kickoff's), nil for others.
+    static func inputPushChannel(of entry: SharedJobEntry) -> String? {
+        (try? StoredJob(record(of: entry)))?.inputPushChannel
     }
 
     /// A stored job's entry as the record the dispatcher runs.

@@ -60,6 +60,13 @@ public struct BinaryRecordReader: Sendable {
         return bytes[offset]
     }
 
+    /// Reads a record's leading version byte and refuses any but `known`: a reader never misreads
+    /// a layout it does not know (a record of a later build, say), it names it.
+    public mutating func version(_ known: UInt8, of layout: String) throws(Damaged) {
+        let version = try byte()
+        guard version == known else { throw damaged("\(layout) version \(version) is not known") }
+    }
+
     public mutating func unsigned() throws(Damaged) -> UInt64 {
         var value: UInt64 = 0
         for shift in stride(from: 0, to: 64, by: 7) {

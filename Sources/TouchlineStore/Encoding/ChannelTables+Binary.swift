@@ -47,8 +47,7 @@ extension ChannelTables {
 
     public init(binaryEncoded bytes: [UInt8]) throws(BinaryRecordReader.Damaged) {
         var reader = BinaryRecordReader(bytes)
-        let version = try reader.byte()
-        guard version == Self.binaryVersion else { throw reader.damaged("tables layout version \(version) is not known") }
+        try reader.version(Self.binaryVersion, of: "tables layout")
         self.init()
         for _ in 0..<(try reader.count()) {
             let record = try reader.channel()

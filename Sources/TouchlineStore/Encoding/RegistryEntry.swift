@@ -52,8 +52,7 @@ public struct RegistryEntry: Sendable, Equatable {
 
     public init(binaryEncoded bytes: [UInt8]) throws(BinaryRecordReader.Damaged) {
         var reader = BinaryRecordReader(bytes)
-        let version = try reader.byte()
-        guard version == Self.binaryVersion else { throw reader.damaged("registry entry layout version \(version) is not known") }
+        try reader.version(Self.binaryVersion, of: "registry entry layout")
         let count = try reader.count()
         var operations: [TokenOperation] = []
         operations.reserveCapacity(count)

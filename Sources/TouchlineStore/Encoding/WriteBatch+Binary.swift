@@ -17,8 +17,7 @@ extension WriteBatch {
 
     public init(binaryEncoded bytes: [UInt8]) throws(BinaryRecordReader.Damaged) {
         var reader = BinaryRecordReader(bytes)
-        let version = try reader.byte()
-        guard version == Self.binaryVersion else { throw reader.damaged("batch layout version \(version) is not known") }
+        try reader.version(Self.binaryVersion, of: "batch layout")
         let count = try reader.count()
         var operations: [StoreOperation] = []
         operations.reserveCapacity(count)
@@ -42,8 +41,7 @@ extension StoredEvent {
 
     public init(binaryEncoded bytes: [UInt8]) throws(BinaryRecordReader.Damaged) {
         var reader = BinaryRecordReader(bytes)
-        let version = try reader.byte()
-        guard version == Self.binaryVersion else { throw reader.damaged("event layout version \(version) is not known") }
+        try reader.version(Self.binaryVersion, of: "event layout")
         self = try reader.storedEvent()
         guard reader.isAtEnd else { throw reader.damaged("bytes after the event") }
     }

@@ -163,12 +163,17 @@ public final class SharedJobBoard: @unchecked Sendable {
     /// Removes a finished job's slice and cancellation keys from the bucket (its entry, with the
     /// summed counts, stays): a gateway that starts later reads one key per finished job, not
     /// seventeen. `completion` on the loop, with how many messages went.
-    public func forget(jobID: String, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
+    ///
+    /// Only the subjects the job can have written are purged (a scheduled job's start and
+    /// withdrawal keys only if it was scheduled): on nats-server 2.9.10 a purge with a subject
+    /// filter moves every consumer of the stream past the purge, so a watch can miss what other
+    /// gateways wrote just before it (docs/cluster.md); each needless purge is one more chance.
+    public func forget(jobID: String, scheduled: Bool, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
         if requests == nil {
             do { requests = try NATSRequests(connection: jetStream.connection, loop: loop) } catch { return completion(.failure(error)) }
         }
         guard let requests else { return }
-        var subjects = ["slice.\(jobID).>", "cancel.\(jobID)", "start.\(jobID)", "withdraw.\(jobID)"].map {
+        var subjects = (["slice.\(jobID).>", "cancel.\(jobID)"] + (scheduled ? ["start.\(jobID)", "withdraw.\(jobID)"] : [])).map {
             JetStream.keySubject(bucket: bucket, key: $0)
         }
         var removed: UInt64 = 0

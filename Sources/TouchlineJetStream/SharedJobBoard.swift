@@ -1,5 +1,6 @@
 import Foundation
 import NATS
+import Synchronization
 import TouchlineCore
 import TouchlineRuntime
 
@@ -47,8 +48,6 @@ public final class SharedJobBoard: @unchecked Sendable {
     private let jetStream: JetStream
     private let loop: EventLoop
     private var watch: NATSSubscription?
-    /// JetStream API requests from the loop (forgetting finished jobs), made on first use.
-    private var requests: NATSRequests?
     private let encoder = JSONEncoder()
     private let decoder = JSONDecoder()
 
@@ -160,35 +159,29 @@ public final class SharedJobBoard: @unchecked Sendable {
         }
     }
 
-    /// Removes a finished job's slice and cancellation keys from the bucket (its entry, with the
-    /// summed counts, stays): a gateway that starts later reads one key per finished job, not
-    /// seventeen. `completion` on the loop, with how many messages went.
+    /// Deletes a finished job's slice, cancellation and schedule keys (its entry, with the
+    /// summed counts, stays): each becomes a deletion marker (`KV-Operation: DEL`, no value), which
+    /// the bucket keeps in place of the value (it holds one message per key) and every watch
+    /// skips. `completion` on the loop once the cluster has every marker, with how many went.
     ///
-    /// Only the subjects the job can have written are purged (a scheduled job's start and
-    /// withdrawal keys only if it was scheduled): on nats-server 2.9.10 a purge with a subject
-    /// filter moves every consumer of the stream past the purge, so a watch can miss what other
-    /// gateways wrote just before it (docs/cluster.md); each needless purge is one more chance.
-    public func forget(jobID: String, scheduled: Bool, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
-        if requests == nil {
-            do { requests = try NATSRequests(connection: jetStream.connection, loop: loop) } catch { return completion(.failure(error)) }
-        }
-        guard let requests else { return }
-        var subjects = (["slice.\(jobID).>", "cancel.\(jobID)"] + (scheduled ? ["start.\(jobID)", "withdraw.\(jobID)"] : [])).map {
-            JetStream.keySubject(bucket: bucket, key: $0)
-        }
-        var removed: UInt64 = 0
-        func purgeNext() {
-            guard !subjects.isEmpty else { return completion(.success(removed)) }
-            requests.purge(stream: "KV_\(bucket)", subject: subjects.removeFirst(), timeout: .seconds(5)) { result in
-                switch result {
-                case .success(let count):
-                    removed += count
-                    purgeNext()
-                case .failure(let error): completion(.failure(error))
+    /// Markers, not a purge: nats-server 2.9.10 moves every consumer of a stream past a purge
+    /// with a subject filter, so a purge could make another gateway's watch skip what was written
+    /// just before it (docs/cluster.md, "Finished jobs leave markers"); a marker is a plain write.
+    public func forget(jobID: String, slices: Int, scheduled: Bool, completion: @escaping @Sendable (Result<Int, NATSError>) -> Void) {
+        let keys = (0..<max(slices, 0)).map { "slice.\(jobID).\($0).\(slices)" } + ["cancel.\(jobID)"]
+            + (scheduled ? ["start.\(jobID)", "withdraw.\(jobID)"] : [])
+        let outcome = Mutex<(waiting: Int, failure: NATSError?)>((keys.count, nil))
+        for key in keys {
+            jetStream.publish([], to: JetStream.keySubject(bucket: bucket, key: key), headers: ["KV-Operation": "DEL"], loop: loop) { result in
+                let (finished, failure) = outcome.withLock { state -> (Bool, NATSError?) in
+                    if case .failure(let error) = result, state.failure == nil { state.failure = error }
+                    state.waiting -= 1
+                    return (state.waiting == 0, state.failure)
                 }
+                guard finished else { return }
+                completion(failure.map { .failure($0) } ?? .success(keys.count))
             }
         }
-        purgeNext()
     }
 
     /// `<job>.<index>.<count>` back into a key.

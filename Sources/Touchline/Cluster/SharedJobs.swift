@@ -240,7 +240,7 @@ final class SharedJobs: @unchecked Sendable {
                 board.publish(entry) { [self] result in
                     switch result {
                     case .failure(let error): failed(error.description)
-                    case .success: forget(jobID, scheduled: entry.startAtNanoseconds != nil)
+                    case .success: forget(jobID, slices: entry.slices, scheduled: entry.startAtNanoseconds != nil)
                     }
                 }
             }
@@ -261,10 +261,10 @@ final class SharedJobs: @unchecked Sendable {
         if !timer.isScheduled { timer.schedule(after: Self.finishRetry) }
     }
 
-    /// Removes a finished job's slice keys from the bucket (its final counts are in its entry);
+    /// Deletes a finished job's slice keys from the bucket (its final counts are in its entry);
     /// keys left by a failure are harmless: the watch skips the slices of finished jobs.
-    private func forget(_ jobID: String, scheduled: Bool) {
-        board.forget(jobID: jobID, scheduled: scheduled) { [self] result in
+    private func forget(_ jobID: String, slices: Int, scheduled: Bool) {
+        board.forget(jobID: jobID, slices: slices, scheduled: scheduled) { [self] result in
             if case .failure(let error) = result { log.warning("removing the finished job's slice keys failed: \(error); they stay, unused", job: jobID) }
         }
     }

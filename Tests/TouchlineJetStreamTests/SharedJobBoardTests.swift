@@ -1,0 +1,113 @@
+import Foundation
+import NATS
+import NATSServers
+import Synchronization
+import Testing
+import TestSlots
+import TouchlineCore
+import TouchlineJetStream
+import TouchlineRuntime
+
+/// The cluster's job bucket on a real 3-node cluster: what a finished job leaves behind.
+@Suite("Shared job board", .heavy(weight: 3))
+struct SharedJobBoardTests {
+    /// A finished job's slice and cancellation keys become deletion markers, not a purge: a
+    /// watch already running skips them as it skips every deletion, a watch started later sees
+    /// the job's entry and none of its slices, and the bucket keeps one message per key.
+    @Test func aFinishedJobsKeysBecomeDeletionMarkersThatWatchesSkip() async throws {
+        let cluster = try await NATSCluster.start()
+        let writer = try Board(cluster: cluster, name: "writer")
+        defer { writer.close() }
+        let running = try Board(cluster: cluster, name: "running")
+        defer { running.close() }
+        try running.startWatching()
+
+        let job = SharedJobEntry(id: "job-1", createdAtNanoseconds: 1, audience: "{}", payload: Data("{}".utf8), priority: 5,
+                                 expirationNanoseconds: nil, slices: 16, registrySequence: 0)
+        let checkpoint = FanOutCheckpoint(cursor: nil, counters: FanOutCounters(), pending: [], endedAfterCursor: [])
+        try await writer.call { board, done in board.publish(job) { done($0.map { _ in () }) } }
+        for index in 0..<2 {
+            let key = SharedJobPlan.SliceKey(jobID: job.id, slice: try #require(AudienceSlice(index: index, count: 16)))
+            try await writer.call { board, done in
+                board.publish(SliceEntry(checkpoint: checkpoint, isFinished: true, instance: "writer"), for: key) { done($0.map { _ in () }) }
+            }
+        }
+        try await writer.call { board, done in board.cancel(jobID: job.id, atNanoseconds: 2) { done($0) } }
+        let deleted = Mutex<Int>(0)
+        try await writer.call { board, done in
+            board.forget(jobID: job.id, slices: 16, scheduled: false) { result in done(result.map { count in deleted.withLock { $0 = count } }) }
+        }
+        #expect(deleted.withLock { $0 } == 17, "sixteen slices (two of them written) and the cancellation")
+        // A job published after the markers: once a watch shows it, it has shown all before it.
+        let last = { var entry = job; entry.id = "job-2"; return entry }()
+        try await writer.call { board, done in board.publish(last) { done($0.map { _ in () }) } }
+
+        let later = try Board(cluster: cluster, name: "later")
+        defer { later.close() }
+        try later.startWatching()
+        for board in [running, later] { try await board.untilSeen(jobID: "job-2") }
+        #expect(running.slices == 2 && running.cancellations == 1, "the running watch saw the writes before the markers")
+        #expect(later.slices == 0 && later.cancellations == 0, "a later watch sees no slice or cancellation of the finished job")
+        #expect(later.jobs == ["job-1", "job-2"])
+        #expect(running.unreadable.isEmpty && later.unreadable.isEmpty, "markers are not unreadable entries")
+        let messages = try writer.bucketMessages()
+        #expect(messages == 19, "one message per key (two entries, sixteen slice markers, one cancellation marker), nothing purged")
+    }
+}
+
+/// One gateway's job board on a connection and loop of its own, with what its watch saw.
+private final class Board: @unchecked Sendable {
+    let loop: EventLoop
+    let connection: NATSConnection
+    let jetStream: JetStream
+    let board: SharedJobBoard
+    private let seen = Mutex<(jobs: [String], slices: Int, cancellations: Int, unreadable: [String])>(([], 0, 0, []))
+
+    init(cluster: NATSCluster, name: String) throws {
+        loop = EventLoop.start(name: name)
+        connection = try cluster.connect(name: name, loop: loop)
+        jetStream = try JetStream(connection)
+        board = try SharedJobBoard.open(jetStream: jetStream, prefix: "test", replicas: 3, loop: loop)
+    }
+
+    var jobs: [String] { seen.withLock { $0.jobs } }
+    var slices: Int { seen.withLock { $0.slices } }
+    var cancellations: Int { seen.withLock { $0.cancellations } }
+    var unreadable: [String] { seen.withLock { $0.unreadable } }
+
+    func startWatching() throws {
+        try board.start(onChange: { [self] change in
+            seen.withLock {
+                switch change {
+                case .job(let entry): $0.jobs.append(entry.id)
+                case .slice: $0.slices += 1
+                case .cancelled: $0.cancellations += 1
+                case .started, .withdrawn: break
+                }
+            }
+        }, onUnreadable: { [self] key in seen.withLock { $0.unreadable.append(key) } })
+    }
+
+    /// Runs `body` on the loop and waits for the result it reports.
+    func call(_ body: @escaping @Sendable (SharedJobBoard, @escaping @Sendable (Result<Void, NATSError>) -> Void) -> Void) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            loop.execute { [board] in body(board) { continuation.resume(with: $0.mapError { $0 as any Error }) } }
+        }
+    }
+
+    func untilSeen(jobID: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !jobs.contains(jobID) {
+            guard ContinuousClock.now < deadline else { throw NATSError(status: 0, operation: "watch", detail: "\(jobID) not seen") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func bucketMessages() throws -> UInt64 { try jetStream.streamState("KV_\(board.bucket)")?.messages ?? 0 }
+
+    func close() {
+        try? loop.sync { self.board.stop() }
+        connection.close()
+        loop.stop()
+    }
+}

@@ -1,3 +1,4 @@
+import TouchlineCore
 import TouchlineRuntime
 
 /// Who may call the provider API: bearer keys, each scoped to a channel-id prefix or admin.
@@ -8,11 +9,14 @@ import TouchlineRuntime
 /// nor which key, if any, matched.
 struct APIAccess: Sendable {
     let keys: [GatewayConfiguration.APIKey]
+    /// The apps served, by name (`default` always).
+    let apps: Set<String>
     /// `SHA256.digest` of each key's secret, in the order of `keys`.
     private let digests: [[UInt8]]
 
-    init(keys: [GatewayConfiguration.APIKey]) {
+    init(keys: [GatewayConfiguration.APIKey], apps: Set<String> = []) {
         self.keys = keys
+        self.apps = apps.union([AppChannelID.defaultApp])
         digests = keys.map { SHA256.digest($0.key.utf8) }
     }
 
@@ -49,27 +53,48 @@ struct APIAccess: Sendable {
         return found >= 0 ? found : nil
     }
 
-    /// The key of a request that touches channel `channelID`: 403 when the id is outside its scope.
-    func key(for request: HTTPRequest, channelID: String) throws(HTTPError) -> GatewayConfiguration.APIKey {
-        let key = try key(for: request)
-        try Self.require(key, covers: channelID)
-        return key
-    }
-
-    /// 403 when `channelID` is outside `key`'s scope, naming the key's prefix (never the key).
+    /// 403 when `channelID` (as kept: ``AppChannelID``) is outside `key`'s scope, naming the
+    /// key's app and prefix and the channel's (never the key).
     static func require(_ key: GatewayConfiguration.APIKey, covers channelID: String) throws(HTTPError) {
         guard !allows(key, channelID) else { return }
+        let (app, id) = AppChannelID.split(channelID)
         if case .channelPrefix(let prefix) = key.scope {
+            guard app == key.app else {
+                throw HTTPError(status: 403, code: "forbidden",
+                                message: "this API key belongs to app '\(key.app)' and may not touch channel '\(id)' of app '\(app)'")
+            }
             throw HTTPError(status: 403, code: "forbidden",
-                            message: "this API key may only touch channels whose id starts with '\(prefix)', not '\(channelID)'")
+                            message: "this API key may only touch channels whose id starts with '\(prefix)', not '\(id)'")
         }
-        throw HTTPError(status: 403, code: "forbidden", message: "this API key may not touch channel '\(channelID)'")
+        throw HTTPError(status: 403, code: "forbidden", message: "this API key may not touch channel '\(id)'")
     }
 
     static func allows(_ key: GatewayConfiguration.APIKey, _ channelID: String) -> Bool {
         switch key.scope {
-        case .admin: true
-        case .channelPrefix(let prefix): channelID.hasPrefix(prefix)
+        case .admin: return true
+        case .channelPrefix(let prefix):
+            let (app, id) = AppChannelID.split(channelID)
+            return app == key.app && id.hasPrefix(prefix)
         }
+    }
+
+    /// The app a route's path names (`/v1/apps/{app}/...`; `default` without the segment): 404
+    /// `app_not_found` when it is not served.
+    func app(in parameters: HTTPRouteParameters) throws(HTTPError) -> String {
+        guard let app = parameters["app"] else { return AppChannelID.defaultApp }
+        guard apps.contains(app) else {
+            throw HTTPError(status: 404, code: "app_not_found", message: "no app named '\(app)'")
+        }
+        return app
+    }
+
+    /// The kept id of the channel a route's path names: its `parameter` segment, in the app of
+    /// ``app(in:)``. 404 for an id holding `/` (a decoded `%2F`): no provider id does, and it
+    /// must not reach another app's channel.
+    func channelID(in parameters: HTTPRouteParameters, parameter: String) throws(HTTPError) -> String {
+        let id = try parameters.string(parameter)
+        let app = try app(in: parameters)
+        guard !id.contains("/") else { throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(id)'") }
+        return AppChannelID.qualified(id, app: app)
     }
 }

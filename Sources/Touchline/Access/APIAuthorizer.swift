@@ -8,7 +8,8 @@ enum APIScope: Sendable, Equatable {
     case anyKey
     /// Admin keys only; `purpose` names the routes in the 403 ("personal pushes need an admin API key").
     case admin(purpose: String)
-    /// A key whose scope covers the channel id in the path segment `parameter`.
+    /// A key whose scope covers the channel id in the path segment `parameter` (of the app in
+    /// the path's `app` segment, `default` without one).
     case channel(parameter: String)
 }
 
@@ -45,7 +46,9 @@ struct APIAuthorizer: HTTPRouteAuthorizer {
             }
             return APICaller(key: key)
         case .channel(let parameter):
-            return APICaller(key: try access.key(for: request, channelID: try parameters.string(parameter)))
+            let key = try access.key(for: request)
+            try APIAccess.require(key, covers: try access.channelID(in: parameters, parameter: parameter))
+            return APICaller(key: key)
         }
     }
 }

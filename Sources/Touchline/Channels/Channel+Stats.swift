@@ -8,8 +8,7 @@ extension Channel {
         let counters = engine.counters
         let lastPush = activity.recentPushes.last
         let errors = counters.throttled + counters.retries + counters.dropped
-        return .object([
-            .init("id", .string(id)),
+        return .object(identityJSON + [
             .init("status", .string(status.rawValue)),
             .init("summary", .string(stateSummary)),
             .init("lastPushAt", lastPush.map { .integer($0.sentAt.seconds) } ?? .null),

@@ -241,10 +241,21 @@ final class Channel: @unchecked Sendable {
 
     // MARK: API view
 
+    /// The app the channel belongs to (``AppChannelID``).
+    var app: String { AppChannelID.app(of: id) }
+
+    /// The id the provider gave the channel, without its app.
+    var providerID: String { AppChannelID.split(id).id }
+
+    /// The channel's id and, for an app other than `default`, its app: how the API names it.
+    var identityJSON: [JSONValue.Member] {
+        let (app, id) = AppChannelID.split(id)
+        return [.init("id", .string(id))] + (app == AppChannelID.defaultApp ? [] : [.init("app", .string(app))])
+    }
+
     /// The channel as `GET /v1/channels/{id}` shows it.
     func json(now: UnixTime) -> JSONValue {
-        var members: [JSONValue.Member] = [
-            .init("id", .string(id)),
+        var members: [JSONValue.Member] = identityJSON + [
             .init("apnsChannelId", apnsChannelID.map(JSONValue.string) ?? .null),
             .init("storagePolicy", .string(storage.rawValue)),
             .init("status", .string(status.rawValue)),

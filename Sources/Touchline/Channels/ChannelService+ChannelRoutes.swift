@@ -7,36 +7,49 @@ import TouchlineStore
 /// The provider API under `/v1`, on the ingest loop. Replies that acknowledge a change are sent
 /// only after the store has committed it.
 extension ChannelService: APIFeature {
-    /// The channel routes: create, list, show, delete, events, end.
+    /// The channel routes: create, list, show, delete, events, end; each under `/v1` for the
+    /// `default` app and under `/v1/apps/{app}` for any served app.
     func addRoutes(to router: inout APIRouter) {
-        router.add(.post, "/v1/channels", scope: .anyKey) { [self] call throws(HTTPError) in try create(call) }
-        router.add(.get, "/v1/channels", scope: .anyKey) { [self] call throws(HTTPError) in try list(call) }
-        router.add(.get, "/v1/channels/{id}", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
-            call.respond(.json(status: 200, try channel(call).json(now: clock.now())))
-        }
-        router.add(.delete, "/v1/channels/{id}", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in try delete(call) }
-        router.add(.post, "/v1/channels/{id}/events", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
-            do throws(HTTPError) { take(.events(call.request, receivedAt: .now), for: try channel(call)) } catch {
-                metrics.rejectedEvents[error.code, default: 0] += 1
-                throw error
+        for base in Self.channelRouteBases {
+            router.add(.post, "\(base)/channels", scope: .anyKey) { [self] call throws(HTTPError) in try create(call) }
+            router.add(.get, "\(base)/channels", scope: .anyKey) { [self] call throws(HTTPError) in try list(call) }
+            router.add(.get, "\(base)/channels/{id}", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+                call.respond(.json(status: 200, try channel(call).json(now: clock.now())))
             }
-        }
-        router.add(.post, "/v1/channels/{id}/end", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
-            take(.end(call.request), for: try channel(call))
-        }
-        router.add(.get, "/v1/channels/{id}/events/export", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
-            try exportFeed(call)
-        }
-        router.add(.post, "/v1/channels/{id}/rollover", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
-            try startRollover(call)
+            router.add(.delete, "\(base)/channels/{id}", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in try delete(call) }
+            router.add(.post, "\(base)/channels/{id}/events", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+                do throws(HTTPError) { take(.events(call.request, receivedAt: .now), for: try channel(call)) } catch {
+                    metrics.rejectedEvents[error.code, default: 0] += 1
+                    throw error
+                }
+            }
+            router.add(.post, "\(base)/channels/{id}/end", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+                take(.end(call.request), for: try channel(call))
+            }
+            router.add(.get, "\(base)/channels/{id}/events/export", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+                try exportFeed(call)
+            }
+            router.add(.post, "\(base)/channels/{id}/rollover", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+                try startRollover(call)
+            }
         }
     }
 
-    /// The channel of a ``APIScope/channel(parameter:)`` route (its key is already checked):
-    /// 404 for an unknown id.
+    /// Where the channel routes are: `/v1` (the `default` app) and `/v1/apps/{app}`.
+    static let channelRouteBases = ["/v1", "/v1/apps/{app}"]
+
+    /// The app a route's path names, served here: 404 `app_not_found` otherwise.
+    func app(of call: APICall) throws(HTTPError) -> String {
+        guard let app = call.parameters["app"] else { return AppChannelID.defaultApp }
+        guard serves(app: app) else { throw HTTPError(status: 404, code: "app_not_found", message: "no app named '\(app)'") }
+        return app
+    }
+
+    /// The channel of a ``APIScope/channel(parameter:)`` route (its key is already checked), in
+    /// the path's app: 404 for an unknown id.
     func channel(_ call: APICall, parameter: String = "id") throws(HTTPError) -> Channel {
         let id = try call.parameters.string(parameter)
-        guard let channel = channels[id] else {
+        guard !id.contains("/"), let channel = channels[AppChannelID.qualified(id, app: try app(of: call))] else {
             throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(id)'")
         }
         return channel
@@ -48,12 +61,15 @@ extension ChannelService: APIFeature {
         let request = call.request
         let body = try RequestBody(parsing: request.body, allowed: ["id", "storagePolicy", "policy", "attributes", "alerts", "initialState",
                                                                     "recordFeed", "shadow"])
-        let id = try body.required(body.string("id"), "id")
-        guard (1...128).contains(id.utf8.count), id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }) else {
+        let providerID = try body.required(body.string("id"), "id")
+        guard (1...128).contains(providerID.utf8.count),
+              providerID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }) else {
             throw body.invalid("id", "must be 1 to 128 characters of A-Z, a-z, 0-9, '-', '_', '.', ':'")
         }
+        let app = try app(of: call)
+        let id = AppChannelID.qualified(providerID, app: app)
         try APIAccess.require(try call.caller.requiredKey(), covers: id)
-        let definition = try ChannelDefinition(body, defaultPolicy: defaultPolicy, defaultAlertMode: defaultAlertMode)
+        let definition = try ChannelDefinition(body, defaultPolicy: defaultPolicy(ofApp: app), defaultAlertMode: defaultAlertMode)
         let (storage, policy, alertMode, attributes, state) = (definition.storage, definition.policy, definition.alertMode,
                                                                definition.attributes, definition.initialState)
 
@@ -62,7 +78,7 @@ extension ChannelService: APIFeature {
         let recordsFeed = try body.bool("recordFeed") ?? isShadow
 
         try requireWritableStore()
-        guard !isReconciling else {
+        guard !reconcilingApps.contains(app) else {
             throw HTTPError(status: 503, code: "reconciling", message: "the gateway is reconciling channel creates after a restart; retry shortly",
                             headers: [("Retry-After", "1")])
         }
@@ -78,7 +94,7 @@ extension ChannelService: APIFeature {
                 .filter(\.1).map(\.0)
             guard differing.isEmpty else {
                 throw HTTPError(status: 409, code: "channel_exists",
-                                message: "channel '\(id)' exists with a different \(differing.joined(separator: " and ")); delete it first or use another id")
+                                message: "channel '\(providerID)' exists with a different \(differing.joined(separator: " and ")); delete it first or use another id")
             }
             return lifecycle(.createRequested(request), of: existing)
         }
@@ -106,13 +122,14 @@ extension ChannelService: APIFeature {
             limit = value
         }
         let after = request.target.queryValue("after")
+        let app = try app(of: call)
         let now = clock.now()
         let visible = channels.values
-            .filter { channel in APIAccess.allows(key, channel.id) && after.map { channel.id > $0 } ?? true }
-            .sorted { $0.id < $1.id }
+            .filter { channel in channel.app == app && APIAccess.allows(key, channel.id) && after.map { channel.providerID > $0 } ?? true }
+            .sorted { $0.providerID < $1.providerID }
         let page = visible.prefix(limit)
         var members = [JSONValue.Member("channels", .array(page.map { $0.json(now: now) }))]
-        if visible.count > limit, let last = page.last { members.append(.init("next", .string(last.id))) }
+        if visible.count > limit, let last = page.last { members.append(.init("next", .string(last.providerID))) }
         request.respond(.json(status: 200, .object(members)))
     }
 
@@ -125,7 +142,7 @@ extension ChannelService: APIFeature {
         }
         // An APNs channel of a rollover under way (the previous one, or a successor not saved yet) goes too.
         if let other = channel.rollover.otherChannel {
-            dispatcher.deleteChannel(other) { [self] result in
+            dispatcher(of: channel).deleteChannel(other) { [self] result in
                 if case .failure(let error) = result, error.disposition != .channelGone {
                     log.warning("deleting the rollover's APNs channel \(other) failed", channel: id, apnsID: error.requestID, error: error)
                 }
@@ -140,7 +157,7 @@ extension ChannelService: APIFeature {
                     }
                     channel.cancelTimers()
                     if channels[id] === channel { channels[id] = nil }
-                    request.respond(.json(status: 200, ["id": .string(id), "deleted": true]))
+                    request.respond(.json(status: 200, .object(channel.identityJSON + [.init("deleted", true)])))
                 }
             }
         }
@@ -148,7 +165,7 @@ extension ChannelService: APIFeature {
         guard let apnsID = channel.lifecycle.apnsChannelToDelete, !channel.isShadow else { return forget() }
         // Kickoffs into the channel are cancelled and their sends in flight answered first.
         personal.closeKickoffs(into: apnsID) { [self] in
-            dispatcher.deleteChannel(apnsID) { result in
+            dispatcher(of: channel).deleteChannel(apnsID) { result in
                 if case .failure(let error) = result, error.disposition != .channelGone {
                     request.respond(.error(status: 502, error: "apns_error", message: "APNs did not delete the channel: \(error)"))
                     return

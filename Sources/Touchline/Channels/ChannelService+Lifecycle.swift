@@ -28,7 +28,7 @@ extension ChannelService {
         case .createAtAPNs where channel.isShadow:
             createShadow(channel)
         case .createAtAPNs:
-            dispatcher.createChannel(storage: channel.storage) { [self] result in
+            dispatcher(of: channel).createChannel(storage: channel.storage) { [self] result in
                 guard channels[channel.id] === channel else { return }
                 switch result {
                 case .success(let apnsID): lifecycle(.apnsCreated(apnsID), of: channel)
@@ -93,7 +93,7 @@ extension ChannelService {
         personal.closeKickoffs(into: apnsID) { [self] in
             loop.execute { [self] in
                 guard !isStopping, channels[channel.id] === channel else { return }
-                dispatcher.deleteChannel(apnsID) { [self] result in
+                dispatcher(of: channel).deleteChannel(apnsID) { [self] result in
                     guard channels[channel.id] === channel else { return }
                     switch result {
                     case .success:

@@ -116,7 +116,7 @@ extension ChannelService {
                 }
                 return
             case .createSuccessor:
-                dispatcher.createChannel(storage: channel.storage) { [self] result in
+                dispatcher(of: channel).createChannel(storage: channel.storage) { [self] result in
                     guard channels[channel.id] === channel else { return }
                     switch result {
                     case .success(let successor):
@@ -144,7 +144,7 @@ extension ChannelService {
                 startAudience(of: channel, generation: generation)
             case .endPrevious(let previous):
                 let push = channel.engine.previousChannelEnd(state: channel.contentState, now: clock.now())
-                dispatcher.broadcast(push, on: previous) { [self] result in
+                dispatcher(of: channel).broadcast(push, on: previous) { [self] result in
                     guard channels[channel.id] === channel else { return }
                     if case .failure(let error) = result, error.disposition != .channelGone {
                         log.warning("ending the activities of the previous APNs channel \(previous) failed", channel: channel.id,
@@ -156,7 +156,7 @@ extension ChannelService {
             case .deletePrevious(let previous):
                 personal.closeKickoffs(into: previous) { [self] in
                     loop.execute { [self] in
-                        dispatcher.deleteChannel(previous) { [self] result in
+                        dispatcher(of: channel).deleteChannel(previous) { [self] result in
                             guard channels[channel.id] === channel else { return }
                             if case .failure(let error) = result, error.disposition != .channelGone {
                                 log.warning("deleting the previous APNs channel \(previous) failed", channel: channel.id, apnsID: error.requestID, error: error)
@@ -168,7 +168,7 @@ extension ChannelService {
                     }
                 }
             case .deleteUnneeded(let apnsID):
-                dispatcher.deleteChannel(apnsID) { [self] result in
+                dispatcher(of: channel).deleteChannel(apnsID) { [self] result in
                     if case .failure(let error) = result, error.disposition != .channelGone {
                         log.warning("deleting APNs channel \(apnsID), created for a match that has ended, failed", channel: channel.id, error: error)
                     }

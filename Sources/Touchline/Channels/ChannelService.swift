@@ -14,7 +14,10 @@ final class ChannelService: @unchecked Sendable {
     let store: any ChannelStoreWriter
     /// Told how long commits and broadcasts wait, so that the personal queue yields when they wait long.
     let broadcastPressure: BroadcastPressure
+    /// The `default` app's broadcasts and channel management; ``dispatcher(of:)`` picks a channel's.
     let dispatcher: BroadcastDispatcher
+    /// The other apps' dispatchers and default policies, by name (`apps`).
+    let otherApps: [String: AppChannels]
     /// Runs personal jobs on the personal loop; handed a job once it is durable.
     let personal: PersonalDispatcher
     let defaultPolicy: ChannelPolicy
@@ -29,9 +32,9 @@ final class ChannelService: @unchecked Sendable {
     /// Set at shutdown: no more pushes, timers or deletions; what is pending stays in the
     /// snapshots (a push in flight is saved as pending) and goes out after the next start.
     private(set) var isStopping = false
-    /// True while lost creates are reconciled at start-up; new creates wait (503) meanwhile, so
-    /// their fresh APNs channels are never taken for orphans.
-    var isReconciling = false
+    /// The apps whose lost creates are being reconciled at start-up; their new creates wait
+    /// (503) meanwhile, so their fresh APNs channels are never taken for orphans.
+    var reconcilingApps: Set<String> = []
     /// Counters of the ingest loop not kept by the channels themselves.
     var metrics: IngestMetrics
     /// Channels whose fire-and-forget save failed, saved again by a timer once the store takes
@@ -52,7 +55,7 @@ final class ChannelService: @unchecked Sendable {
     let webhooks: WebhookDelivery?
 
     init(loop: EventLoop, store: any ChannelStoreWriter, broadcastPressure: BroadcastPressure,
-         dispatcher: BroadcastDispatcher,
+         dispatcher: BroadcastDispatcher, otherApps: [String: AppChannels] = [:],
          personal: PersonalDispatcher, webhooks: WebhookDelivery? = nil, ownership: any ChannelOwnership = AllChannels(),
          recordings: any FeedRecordings, configuration: GatewayConfiguration, clock: any WallClock,
          log: GatewayLog) {
@@ -60,6 +63,7 @@ final class ChannelService: @unchecked Sendable {
         self.store = store
         self.broadcastPressure = broadcastPressure
         self.dispatcher = dispatcher
+        self.otherApps = otherApps
         self.personal = personal
         self.ownership = ownership
         defaultPolicy = configuration.defaultPolicy
@@ -77,7 +81,16 @@ final class ChannelService: @unchecked Sendable {
     /// arms timers, finishes deletions that were due). `resumePersonalJobs` gets the APNs ids of
     /// the open channels once they are loaded and before any deletion closes a channel's kickoffs.
     func restore(from reader: any ChannelStoreReader, resumePersonalJobs: (_ openChannels: Set<String>) -> Void) throws {
-        let restored = try load(from: reader) { _ in true }
+        // A channel of an app no longer configured has no credentials to be served with.
+        var unserved: [String: Int] = [:]
+        let restored = try load(from: reader) { [self] id in
+            let app = AppChannelID.app(of: id)
+            if !serves(app: app) { unserved[app, default: 0] += 1 }
+            return serves(app: app)
+        }
+        for (app, count) in unserved.sorted(by: { $0.key < $1.key }) {
+            log.error("\(count) stored channels belong to app '\(app)', which is not configured: they are not served; their data stays")
+        }
         // Queued on the personal loop before the API can hand it a new job, and before any
         // deletion below closes a channel's kickoffs.
         let open = Set(restored.filter { $0.status == .active }.compactMap(\.apnsChannelID))
@@ -189,7 +202,7 @@ final class ChannelService: @unchecked Sendable {
         }
         if channel.isShadow { return sendShadow(push, on: channel) }
         channel.activity.pushSent(push, at: clock.now())
-        dispatcher.broadcast(push, on: apnsID) { [self] result in
+        dispatcher(of: channel).broadcast(push, on: apnsID) { [self] result in
             guard channels[channel.id] === channel else { return }
             feed(.pushAnswered(sequence: push.sequence, result), to: channel)
         }

@@ -35,7 +35,7 @@ struct ConfigurationFile {
     private mutating func read(_ root: JSONValue) {
         guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy",
                                                           "personalQueue", "log", "metrics", "http", "webhooks", "idempotency",
-                                                          "providerRateLimit", "store", "alerts"]) else {
+                                                          "providerRateLimit", "store", "alerts", "apps"]) else {
             return
         }
         layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
@@ -44,6 +44,7 @@ struct ConfigurationFile {
         layer.dataDirectory = members["dataDirectory"].flatMap { convertPath($0, at: "dataDirectory") }
         layer.maxBodyBytes = members["maxBodyBytes"].flatMap { convert($0, at: "maxBodyBytes", integer) }
         if let apns = members["apns"] { readAPNs(apns) }
+        if let apps = members["apps"] { readApps(apps) }
         if let log = members["log"], let logMembers = object(log, at: "log", allowed: ["level"]) {
             layer.logLevel = logMembers["level"].flatMap { convert($0, at: "log.level") { value throws(InvalidConfigurationValue) in
                 try LogLevel(configurationText: try text(value))
@@ -102,28 +103,72 @@ struct ConfigurationFile {
         layer.teamID = members["teamID"].flatMap { convert($0, at: "apns.teamID", text) }
         layer.bundleID = members["bundleID"].flatMap { convert($0, at: "apns.bundleID", text) }
         layer.caFile = members["caFile"].flatMap { convertPath($0, at: "apns.caFile") }
-        guard let environment = members["environment"] else { return }
+        layer.environment = members["environment"].flatMap { readEnvironment($0, at: "apns.environment") }
+    }
+
+    /// `production`, `sandbox`, or an object naming the push and management servers.
+    private mutating func readEnvironment(_ environment: JSONValue, at keyPath: String) -> SourcedSetting<APNsEnvironment>? {
         if case .string = environment {
-            layer.environment = convert(environment, at: "apns.environment") { value throws(InvalidConfigurationValue) in
+            return convert(environment, at: keyPath) { value throws(InvalidConfigurationValue) in
                 try APNsEnvironment(configurationText: try text(value))
             }
-            return
         }
         let servers = ["pushHost", "pushPort", "managementHost", "managementPort"]
-        guard let members = object(environment, at: "apns.environment", allowed: servers, expected: "\"production\", \"sandbox\" or an object") else {
-            return
+        guard let members = object(environment, at: keyPath, allowed: servers, expected: "\"production\", \"sandbox\" or an object") else {
+            return nil
         }
         for name in servers where members[name] == nil {
-            problems.append(.init("apns.environment needs \(name): give all of \(servers.joined(separator: ", "))", source: source("apns.environment")))
+            problems.append(.init("\(keyPath) needs \(name): give all of \(servers.joined(separator: ", "))", source: source(keyPath)))
         }
-        guard let pushHost = members["pushHost"].flatMap({ convert($0, at: "apns.environment.pushHost", text) }),
-              let pushPort = members["pushPort"].flatMap({ convert($0, at: "apns.environment.pushPort", integer) }),
-              let managementHost = members["managementHost"].flatMap({ convert($0, at: "apns.environment.managementHost", text) }),
-              let managementPort = members["managementPort"].flatMap({ convert($0, at: "apns.environment.managementPort", integer) })
-        else { return }
-        layer.environment = SourcedSetting(value: .custom(pushHost: pushHost.value, pushPort: pushPort.value,
-                                                          managementHost: managementHost.value, managementPort: managementPort.value),
-                                           source: source("apns.environment"))
+        guard let pushHost = members["pushHost"].flatMap({ convert($0, at: "\(keyPath).pushHost", text) }),
+              let pushPort = members["pushPort"].flatMap({ convert($0, at: "\(keyPath).pushPort", integer) }),
+              let managementHost = members["managementHost"].flatMap({ convert($0, at: "\(keyPath).managementHost", text) }),
+              let managementPort = members["managementPort"].flatMap({ convert($0, at: "\(keyPath).managementPort", integer) })
+        else { return nil }
+        return SourcedSetting(value: .custom(pushHost: pushHost.value, pushPort: pushPort.value,
+                                             managementHost: managementHost.value, managementPort: managementPort.value),
+                              source: source(keyPath))
+    }
+
+    /// `apps`: further apps, each an object with a name and the members of the `apns` block
+    /// (without `mode`), plus its own `defaultPolicy`. Checked further by the validation.
+    private mutating func readApps(_ value: JSONValue) {
+        guard case .array(let entries) = value else {
+            problems.append(.init("apps must be an array (got \(kind(of: value)))", source: source("apps")))
+            return
+        }
+        var apps: [SourcedSetting<GatewayConfiguration.App>] = []
+        for (index, entry) in entries.enumerated() {
+            let at = "apps[\(index)]"
+            guard let members = object(entry, at: at, allowed: ["name", "keyPath", "keyID", "teamID", "bundleID", "environment", "caFile",
+                                                                "broadcastHost", "defaultPolicy"]) else { continue }
+            let name = members["name"].flatMap { convert($0, at: "\(at).name", text) }
+            let keyPath = members["keyPath"].flatMap { convertPath($0, at: "\(at).keyPath") }
+            let keyID = members["keyID"].flatMap { convert($0, at: "\(at).keyID", text) }
+            let teamID = members["teamID"].flatMap { convert($0, at: "\(at).teamID", text) }
+            let bundleID = members["bundleID"].flatMap { convert($0, at: "\(at).bundleID", text) }
+            let environment = members["environment"].flatMap { readEnvironment($0, at: "\(at).environment") }
+            let caFile = members["caFile"].flatMap { convertPath($0, at: "\(at).caFile") }
+            let broadcastHost = members["broadcastHost"].flatMap { convert($0, at: "\(at).broadcastHost") { value throws(InvalidConfigurationValue) in
+                try parseBroadcastHost(try text(value))
+            } }
+            let policy = members["defaultPolicy"].flatMap { convert($0, at: "\(at).defaultPolicy") { value throws(InvalidConfigurationValue) in
+                try ChannelPolicy(configured: value)
+            } }
+            let required: [(String, SourcedSetting<String>?)] = [("name", name), ("keyPath", keyPath), ("keyID", keyID), ("teamID", teamID),
+                                                                 ("bundleID", bundleID)]
+            let missing = required.filter { name, value in value == nil && members[name] == nil }.map(\.0)
+            if !missing.isEmpty {
+                problems.append(.init("\(at) needs \(missing.joined(separator: ", ")) (an app has a name and the APNs credentials of the apns block)",
+                                      source: source(at)))
+            }
+            guard let name, let keyPath, let keyID, let teamID, let bundleID else { continue }
+            let settings = GatewayConfiguration.APNsSettings(keyPath: keyPath.value, keyID: keyID.value, teamID: teamID.value, bundleID: bundleID.value,
+                                                             environment: environment?.value ?? .production, caFile: caFile?.value,
+                                                             broadcastHost: broadcastHost?.value)
+            apps.append(SourcedSetting(value: .init(name: name.value, apns: settings, defaultPolicy: policy?.value), source: source(at)))
+        }
+        layer.apps = apps
     }
 
     private mutating func readAPIKeys(_ value: JSONValue) {
@@ -135,22 +180,27 @@ struct ConfigurationFile {
         var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>] = []
         for (index, entry) in entries.enumerated() {
             let keyPath = "apiKeys[\(index)]"
-            guard let members = object(entry, at: keyPath, allowed: ["key", "channelPrefix", "admin", "rateLimit"]) else { continue }
+            guard let members = object(entry, at: keyPath, allowed: ["key", "channelPrefix", "admin", "rateLimit", "app"]) else { continue }
             guard let key = members["key"].map({ convert($0, at: keyPath + ".key", text) }) else {
                 problems.append(.init("\(keyPath) has no key", source: source(keyPath)))
                 continue
             }
             let prefix = members["channelPrefix"].flatMap { convert($0, at: keyPath + ".channelPrefix", text) }
             let admin = members["admin"].flatMap { convert($0, at: keyPath + ".admin", boolean) }
+            let app = members["app"].flatMap { convert($0, at: keyPath + ".app", text) }
             let rateLimit = members["rateLimit"].flatMap { convert($0, at: keyPath + ".rateLimit") { value throws(InvalidConfigurationValue) in
                 try KeyRateLimit(json: value)
             } }
             guard let key else { continue }
             switch (admin?.value ?? false, prefix) {
             case (true, nil):
+                if app != nil {
+                    problems.append(.init("\(keyPath) has both \"admin\": true and an app; an admin key serves every app", source: source(keyPath)))
+                }
                 adminKeys.append(SourcedSetting(value: .init(key: key.value, scope: .admin, rateLimit: rateLimit?.value), source: source(keyPath)))
             case (false, let prefix?):
-                providerKeys.append(SourcedSetting(value: .init(key: key.value, scope: .channelPrefix(prefix.value), rateLimit: rateLimit?.value),
+                providerKeys.append(SourcedSetting(value: .init(key: key.value, scope: .channelPrefix(prefix.value),
+                                                                          app: app?.value ?? AppChannelID.defaultApp, rateLimit: rateLimit?.value),
                                                    source: source(keyPath)))
             case (true, _?):
                 problems.append(.init("\(keyPath) has both \"admin\": true and a channelPrefix; an admin key has no prefix", source: source(keyPath)))

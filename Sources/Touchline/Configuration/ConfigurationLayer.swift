@@ -41,6 +41,8 @@ struct ConfigurationLayer {
     var providerRateLimit: SourcedSetting<KeyRateLimit>?
     var store: SourcedSetting<StoreSettings>?
     var alertMode: SourcedSetting<AlertMode>?
+    /// Further apps (`apps`, from the file only: each is a structured entry).
+    var apps: [SourcedSetting<GatewayConfiguration.App>]?
 
     mutating func overlay(_ later: ConfigurationLayer) {
         configPath = later.configPath ?? configPath
@@ -67,6 +69,7 @@ struct ConfigurationLayer {
         providerRateLimit = later.providerRateLimit ?? providerRateLimit
         store = later.store ?? store
         alertMode = later.alertMode ?? alertMode
+        apps = later.apps ?? apps
     }
 
     /// Sets `setting` from the text of an environment variable or flag. Admin and provider keys

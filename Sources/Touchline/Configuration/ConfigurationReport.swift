@@ -1,3 +1,5 @@
+import TouchlineCore
+
 /// A configuration as `touchline serve` would run it, with where each value came from.
 public struct ResolvedConfiguration: Sendable {
     public var configuration: GatewayConfiguration
@@ -65,11 +67,18 @@ public struct ConfigurationReport: Sendable, Equatable, CustomStringConvertible 
         for (index, key) in configuration.apiKeys.enumerated() {
             let scope = switch key.scope {
             case .admin: "admin"
-            case .channelPrefix(let prefix): "channels \(prefix)*"
+            case .channelPrefix(let prefix) where key.app == AppChannelID.defaultApp: "channels \(prefix)*"
+            case .channelPrefix(let prefix): "app \(key.app), channels \(prefix)*"
             }
             let limit = key.rateLimit.map { ", rate limit \(ConfigurationValueText.fields(of: $0))" } ?? ""
             entries.append(Entry(name: "apiKeys[\(index)]", value: "\(scope), key \(ConfigurationValueText.redacted)\(limit)",
                                  source: origins.apiKey(index)?.description ?? "default"))
+        }
+        for (index, app) in configuration.apps.enumerated() {
+            let apns = app.apns
+            entries.append(Entry(name: "apps[\(index)]", value: "\(app.name): bundle \(apns.bundleID), team \(apns.teamID), key \(apns.keyID) "
+                                 + "(\(apns.keyPath)), \(ConfigurationValueText.environment(apns.environment))",
+                                 source: origins.app(index)?.description ?? "default"))
         }
         if configuration.apiKeys.isEmpty {
             let value = configuration.apnsMode == .mock ? "none: an admin key is generated and printed at start (development mode)" : "none"

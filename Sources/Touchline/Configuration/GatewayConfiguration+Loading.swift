@@ -143,6 +143,8 @@ extension GatewayConfiguration {
         note(layer.providerRateLimit, .providerRateLimit) { configuration.providerRateLimit = $0 }
         note(layer.store, .store) { configuration.store = $0 }
         note(layer.alertMode, .alertMode) { configuration.alertMode = $0 }
+        configuration.apps = (layer.apps ?? []).map(\.value)
+        origins.apps = (layer.apps ?? []).map(\.source)
         let keys = (layer.adminKeys ?? []) + (layer.providerKeys ?? [])
         configuration.apiKeys = keys.map(\.value)
         origins.apiKeys = keys.map(\.source)
@@ -226,10 +228,14 @@ struct ConfigurationOrigins {
     var configPath: String?
     /// Parallel to `GatewayConfiguration.apiKeys`; empty for a configuration built in code.
     var apiKeys: [ConfigurationSource] = []
+    /// Parallel to `GatewayConfiguration.apps` (each entry of the file's `apps`).
+    var apps: [ConfigurationSource] = []
 
     subscript(setting: ConfigurationSetting) -> ConfigurationSource? { settings[setting] }
 
     func apiKey(_ index: Int) -> ConfigurationSource? { apiKeys.indices.contains(index) ? apiKeys[index] : nil }
+
+    func app(_ index: Int) -> ConfigurationSource? { apps.indices.contains(index) ? apps[index] : nil }
 }
 
 extension ConfigurationLayer {

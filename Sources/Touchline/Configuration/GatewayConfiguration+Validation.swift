@@ -1,4 +1,5 @@
 import APNs
+import TouchlineCore
 
 #if canImport(Glibc)
 import Glibc
@@ -43,7 +44,10 @@ extension GatewayConfiguration {
             report("http.maxBufferedBodyBytes (\(http.maxBufferedBodyBytes)) must be at least maxBodyBytes (\(maxBodyBytes)), "
                    + "or a body at the limit could never be accepted", .http)
         }
-        if let apns { apns.check(report: report, readFile: readFile) }
+        if let apns {
+            apns.check(report: { message, member in report(message, member.setting) }, readFile: readFile)
+        }
+        problems += appProblems(origins: origins, readFile: readFile)
         problems += apiKeyProblems(origins: origins)
         guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }
     }
@@ -55,6 +59,7 @@ extension GatewayConfiguration {
                 + "(set apiKeys, TOUCHLINE_ADMIN_KEY, TOUCHLINE_API_KEYS, --admin-key or --api-key)"))
         }
         var firstUse: [String: Int] = [:]
+        let appNames = Set([AppChannelID.defaultApp] + apps.map(\.name))
         for (index, apiKey) in apiKeys.enumerated() {
             let source = origins.apiKey(index)
             let label: String
@@ -62,12 +67,17 @@ extension GatewayConfiguration {
             case .admin:
                 label = "admin API key"
             case .channelPrefix(let prefix):
-                label = "API key for prefix \"\(prefix)\""
+                label = apiKey.app == AppChannelID.defaultApp ? "API key for prefix \"\(prefix)\""
+                    : "API key for prefix \"\(prefix)\" of app '\(apiKey.app)'"
                 if prefix.isEmpty {
                     problems.append(.init("API key with an empty channel prefix: give a prefix, or make it an admin key", source: source))
                 } else if prefix.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
                     problems.append(.init("channel prefix \"\(prefix)\" must not contain spaces or control characters", source: source))
                 }
+            }
+            if case .channelPrefix = apiKey.scope, !appNames.contains(apiKey.app) {
+                problems.append(.init("\(label) is scoped to app '\(apiKey.app)', which is not configured "
+                                      + "(apps: \(appNames.sorted().joined(separator: ", ")))", source: source))
             }
             if apiKey.key.isEmpty {
                 problems.append(.init("\(label) is empty", source: source))
@@ -91,20 +101,39 @@ extension GatewayConfiguration {
 }
 
 extension GatewayConfiguration.APNsSettings {
-    fileprivate func check(report: (String, ConfigurationSetting) -> Void, readFile: (String) throws -> [UInt8]) {
+    /// A member of the APNs settings, for naming where a problem is (the `apns` block's setting,
+    /// or an app's member).
+    enum Member: String {
+        case keyPath, keyID, teamID, bundleID, environment, caFile
+
+        /// The setting of the `apns` block (the default app).
+        var setting: ConfigurationSetting {
+            switch self {
+            case .keyPath: .apnsKeyPath
+            case .keyID: .apnsKeyID
+            case .teamID: .apnsTeamID
+            case .bundleID: .apnsBundleID
+            case .environment: .apnsEnvironment
+            case .caFile: .apnsCAFile
+            }
+        }
+    }
+
+    /// Reports every problem of these settings with the member it is in.
+    func check(report: (String, Member) -> Void, readFile: (String) throws -> [UInt8]) {
         let keyIDValid = isTenAlphanumerics(keyID)
         let teamIDValid = isTenAlphanumerics(teamID)
-        if !keyIDValid { report("APNs key id \"\(keyID)\" must be 10 letters or digits (got \(keyID.count) characters)", .apnsKeyID) }
-        if !teamIDValid { report("APNs team id \"\(teamID)\" must be 10 letters or digits (got \(teamID.count) characters)", .apnsTeamID) }
+        if !keyIDValid { report("APNs key id \"\(keyID)\" must be 10 letters or digits (got \(keyID.count) characters)", .keyID) }
+        if !teamIDValid { report("APNs team id \"\(teamID)\" must be 10 letters or digits (got \(teamID.count) characters)", .teamID) }
         do {
             _ = try APNsRequestEncoder(bundleID: bundleID, environment: environment)
         } catch {
-            report("APNs \(error)", .apnsBundleID)
+            report("APNs \(error)", .bundleID)
         }
         if case .custom(let pushHost, let pushPort, let managementHost, let managementPort) = environment {
             for (name, host, port) in [("push", pushHost, pushPort), ("management", managementHost, managementPort)] {
-                if host.isEmpty { report("APNs \(name) host must not be empty", .apnsEnvironment) }
-                if !(1...65535).contains(port) { report("APNs \(name) port \(port) must be between 1 and 65535", .apnsEnvironment) }
+                if host.isEmpty { report("APNs \(name) host must not be empty", .environment) }
+                if !(1...65535).contains(port) { report("APNs \(name) port \(port) must be between 1 and 65535", .environment) }
             }
         }
         do {
@@ -114,18 +143,18 @@ extension GatewayConfiguration.APNsSettings {
             _ = try ProviderTokenSigner(pemKey: pem, source: keyPath, keyID: keyIDValid ? keyID : "0000000000",
                                         teamID: teamIDValid ? teamID : "0000000000")
         } catch let error as APNsConfigurationError {
-            report("APNs \(error)", .apnsKeyPath)
+            report("APNs \(error)", .keyPath)
         } catch {
-            report("cannot read APNs key file \(keyPath): \(error)", .apnsKeyPath)
+            report("cannot read APNs key file \(keyPath): \(error)", .keyPath)
         }
         if let caFile {
             do {
                 let pem = try readFile(caFile)
                 if !String(decoding: pem, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") {
-                    report("APNs CA file \(caFile) holds no PEM certificate", .apnsCAFile)
+                    report("APNs CA file \(caFile) holds no PEM certificate", .caFile)
                 }
             } catch {
-                report("cannot read APNs CA file \(caFile): \(error)", .apnsCAFile)
+                report("cannot read APNs CA file \(caFile): \(error)", .caFile)
             }
         }
     }

@@ -8,6 +8,9 @@ import TouchlineRuntime
 /// environment variables, command-line flags (see `load(arguments:environment:readFile:)`).
 /// `validate()` reports every problem found, one line each.
 public struct GatewayConfiguration: Sendable, Equatable {
+    /// Apps served beside the one of ``apns`` (named `default`), each with its own APNs
+    /// credentials, connections and channels (`apps`; docs/configuration.md, "Several apps").
+    public var apps: [App] = []
     /// Where pushes go. `.apple` (the default) needs ``apns``: a gateway without credentials
     /// refuses to start rather than come up ready and push to nothing. `.mock` is development
     /// mode: the bundled mock APNs, started in-process, and a generated admin key if none is set.
@@ -89,22 +92,45 @@ public struct GatewayConfiguration: Sendable, Equatable {
         }
     }
 
+    /// An app beside the default one: a provider often serves several (a league's app, a
+    /// broadcaster's, their sandbox builds), each with its own bundle id, often its own team and
+    /// key. Its channels are its own (`/v1/apps/{name}/...`), and so are its provider token,
+    /// APNs connections and queues: one app's trouble at APNs never delays another's pushes.
+    public struct App: Sendable, Equatable {
+        /// The app's id in paths, keys and metrics: 1 to 32 of `a-z 0-9 -` (``AppChannelID``).
+        public var name: String
+        /// Its credentials and endpoints, as in the `apns` block (a key may serve several apps
+        /// of one team, as Apple allows).
+        public var apns: APNsSettings
+        /// Publishing rules for its channels that do not set their own (nil: the gateway's).
+        public var defaultPolicy: ChannelPolicy?
+
+        public init(name: String, apns: APNsSettings, defaultPolicy: ChannelPolicy? = nil) {
+            self.name = name
+            self.apns = apns
+            self.defaultPolicy = defaultPolicy
+        }
+    }
+
     /// A bearer key and what it may touch.
     public struct APIKey: Sendable, Equatable {
         public enum Scope: Sendable, Equatable {
-            /// Every channel and every admin operation.
+            /// Every channel of every app and every admin operation.
             case admin
-            /// Channels whose id starts with this prefix.
+            /// The channels of ``APIKey/app`` whose id starts with this prefix.
             case channelPrefix(String)
         }
         public var key: String
         public var scope: Scope
+        /// The app a prefix key belongs to (`apiKeys[].app`; `default` unless given).
+        public var app: String
         /// This key's request rate limit (`apiKeys[].rateLimit`), over `providerRateLimit`.
         public var rateLimit: KeyRateLimit?
 
-        public init(key: String, scope: Scope, rateLimit: KeyRateLimit? = nil) {
+        public init(key: String, scope: Scope, app: String = AppChannelID.defaultApp, rateLimit: KeyRateLimit? = nil) {
             self.key = key
             self.scope = scope
+            self.app = app
             self.rateLimit = rateLimit
         }
     }

@@ -1,28 +1,38 @@
 import TouchlineCore
 import TouchlineRuntime
 
-/// `POST /v1/apns/key/reload` (admin keys only): ``APNsKeyReload`` on demand, for deployments
-/// where sending the process a signal is awkward (a container platform's exec, a runbook's
-/// HTTP call). 200 with the key in use; 422 `key_reload_refused` naming why, the current key
-/// kept; 409 `key_reload_unavailable` in development mode (the bundled mock's key).
+/// `POST /v1/apns/key/reload` (the `default` app) and `POST /v1/apps/{app}/apns/key/reload`
+/// (admin keys only): ``APNsKeyReload`` on demand, for deployments where sending the process a
+/// signal is awkward (a container platform's exec, a runbook's HTTP call). 200 with the key in
+/// use; 422 `key_reload_refused` naming why, the current key kept; 409 `key_reload_unavailable`
+/// in development mode (the bundled mock's key); 404 `app_not_found`.
 struct APNsKeyAPI: APIFeature {
-    let reload: APNsKeyReload?
+    /// Each app's reload, by name (empty in development mode).
+    let reloads: [String: APNsKeyReload]
+    /// The apps served.
+    let apps: Set<String>
     let log: GatewayLog
 
     func addRoutes(to router: inout APIRouter) {
-        router.add(.post, "/v1/apns/key/reload", scope: .admin(purpose: "APNs key rotations")) { call throws(HTTPError) in
-            guard let reload else {
-                throw HTTPError(status: 409, code: "key_reload_unavailable",
-                                message: "this gateway sends to the bundled mock APNs with its own key; there is no APNs key to reload")
+        for base in ["/v1", "/v1/apps/{app}"] {
+            router.add(.post, "\(base)/apns/key/reload", scope: .admin(purpose: "APNs key rotations")) { call throws(HTTPError) in
+                let app = call.parameters["app"] ?? AppChannelID.defaultApp
+                guard apps.contains(app) else { throw HTTPError(status: 404, code: "app_not_found", message: "no app named '\(app)'") }
+                guard let reload = reloads[app] else {
+                    throw HTTPError(status: 409, code: "key_reload_unavailable",
+                                    message: "this gateway sends to the bundled mock APNs with its own key; there is no APNs key to reload")
+                }
+                let reloaded: APNsKeyReload.Reloaded
+                do throws(APNsKeyReload.Refused) { reloaded = try reload.reload() } catch {
+                    log.error("app '\(app)': the APNs key was not reloaded (\(error.description)); the current key stays")
+                    throw HTTPError(status: 422, code: "key_reload_refused", message: "the APNs key was not reloaded: \(error.description); the current key stays")
+                }
+                if reloaded.changed {
+                    log.notice("app '\(app)': APNs key \(reloaded.keyID) of team \(reloaded.teamID) signs the provider tokens from now on")
+                }
+                call.request.respond(.json(status: 200, ["app": .string(app), "keyId": .string(reloaded.keyID), "teamId": .string(reloaded.teamID),
+                                                         "changed": .bool(reloaded.changed)]))
             }
-            let reloaded: APNsKeyReload.Reloaded
-            do throws(APNsKeyReload.Refused) { reloaded = try reload.reload() } catch {
-                log.error("the APNs key was not reloaded (\(error.description)); the current key stays")
-                throw HTTPError(status: 422, code: "key_reload_refused", message: "the APNs key was not reloaded: \(error.description); the current key stays")
-            }
-            if reloaded.changed { log.notice("APNs key \(reloaded.keyID) of team \(reloaded.teamID) signs the provider tokens from now on") }
-            call.request.respond(.json(status: 200, ["keyId": .string(reloaded.keyID), "teamId": .string(reloaded.teamID),
-                                                     "changed": .bool(reloaded.changed)]))
         }
     }
 }

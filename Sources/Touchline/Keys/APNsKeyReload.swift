@@ -31,6 +31,8 @@ final class APNsKeyReload: Sendable {
         var description: String
     }
 
+    /// The app whose key this reloads.
+    private let app: String
     private let token: ProviderToken
     private let source: ConfigurationSource?
     /// Replaces the APNs connections and changes the key while no new one is ready: each
@@ -39,8 +41,9 @@ final class APNsKeyReload: Sendable {
     /// The key id, its team and the digest of the key file in use.
     private let current: Mutex<(keyID: String, teamID: String, digest: String)>
 
-    init(token: ProviderToken, keyFile: String, source: ConfigurationSource?,
+    init(app: String, token: ProviderToken, keyFile: String, source: ConfigurationSource?,
          renewConnections: @escaping @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void) {
+        self.app = app
         self.token = token
         self.source = source
         self.renewConnections = renewConnections
@@ -53,12 +56,15 @@ final class APNsKeyReload: Sendable {
         guard let source else { throw Refused(description: "this gateway was started without a configuration to read again") }
         let configuration: GatewayConfiguration
         do { configuration = try source() } catch { throw Refused(description: "the configuration cannot be read: \(error)") }
-        guard let settings = configuration.apns else {
-            throw Refused(description: "the configuration names no APNs key (development mode uses the bundled mock's own key)")
+        guard let settings = configuration.credentialedApps.first(where: { $0.name == app })?.apns else {
+            throw Refused(description: app == AppChannelID.defaultApp
+                ? "the configuration names no APNs key (development mode uses the bundled mock's own key)"
+                : "the configuration no longer has the app '\(app)' (apps are added and removed by a restart)")
         }
         let pem: Data
         do { pem = try Data(contentsOf: URL(fileURLWithPath: settings.keyPath)) } catch {
-            throw Refused(description: "apns.keyPath \(settings.keyPath) cannot be read: \(error.localizedDescription)")
+            let member = app == AppChannelID.defaultApp ? "apns.keyPath" : "the keyPath of app '\(app)'"
+            throw Refused(description: "\(member) \(settings.keyPath) cannot be read: \(error.localizedDescription)")
         }
         let digest = SHA256.hex(Array(pem))
         return try current.withLock { (current) throws(Refused) -> Reloaded in

@@ -84,8 +84,10 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
                 call.respond(.json(status: 200, statsJSON(visibleTo: key, loops: loops)))
             }
         }
-        router.add(.get, "/v1/channels/{id}/stats", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
-            call.respond(.json(status: 200, try service.channel(call).statsJSON(now: service.clock.now())))
+        for base in ChannelService.channelRouteBases {
+            router.add(.get, "\(base)/channels/{id}/stats", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
+                call.respond(.json(status: 200, try service.channel(call).statsJSON(now: service.clock.now())))
+            }
         }
     }
 }

@@ -144,8 +144,8 @@ extension Gateway {
     /// Connects the APNs dispatches on the loops that will own them.
     package typealias APNsConnector = @Sendable (_ broadcastLoop: EventLoop, _ personalLoop: EventLoop) throws -> APNsDispatches
 
-    /// The broadcast and management dispatch (on the broadcast loop) and the device-push
-    /// dispatch (on the personal loop).
+    /// The `default` app's broadcast and management dispatch (on the broadcast loop) and
+    /// device-push dispatch (on the personal loop), and the other apps' dispatches.
     package struct APNsDispatches: Sendable {
         package var broadcast: any BroadcastAPNsDispatch
         package var personal: any PersonalAPNsDispatch
@@ -155,11 +155,30 @@ extension Gateway {
         /// argument (the key's change): APNs lets a connection change its token only every 20
         /// minutes, so the new token must be the first each new connection sends. Not on an APNs loop.
         package var renewConnections: @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void
+        /// The apps of `apps`, by name: each with a provider token and connections of its own.
+        package var otherApps: [String: AppDispatch]
 
         package init(broadcast: any BroadcastAPNsDispatch, personal: any PersonalAPNsDispatch, providerToken: ProviderToken? = nil,
-                     renewConnections: @escaping @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void = { $0() }) {
+                     renewConnections: @escaping @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void = { $0() },
+                     otherApps: [String: AppDispatch] = [:]) {
             self.broadcast = broadcast
             self.personal = personal
+            self.providerToken = providerToken
+            self.renewConnections = renewConnections
+            self.otherApps = otherApps
+        }
+    }
+
+    /// An app's broadcasts and channel management (on the broadcast loop, in pools of its own),
+    /// with the provider token they sign with and how to renew them for a new key.
+    package struct AppDispatch: Sendable {
+        package var broadcast: any BroadcastAPNsDispatch
+        package var providerToken: ProviderToken
+        package var renewConnections: @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void
+
+        package init(broadcast: any BroadcastAPNsDispatch, providerToken: ProviderToken,
+                     renewConnections: @escaping @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void) {
+            self.broadcast = broadcast
             self.providerToken = providerToken
             self.renewConnections = renewConnections
         }
@@ -181,14 +200,31 @@ extension Gateway {
         }
 
         /// The provider token (checked now), then two ``APNsConnections`` sharing it: broadcasts
-        /// and management on the broadcast loop, device pushes on the personal loop.
+        /// and management on the broadcast loop, device pushes on the personal loop. Each other
+        /// app gets a token and broadcast and management pools of its own, on the broadcast loop:
+        /// one app's queue, 429s or dead connection never hold another's requests.
         static func connections(_ context: APNsContext) throws -> APNsConnector {
             let settings = context.settings
-            let apns = APNsConfiguration(keyPath: settings.keyPath, keyID: settings.keyID, teamID: settings.teamID,
-                                         bundleID: settings.bundleID, environment: settings.environment, broadcastHost: settings.broadcastHost)
+            let apns = Self.client(settings)
             let token = try ProviderToken(configuration: apns, clock: context.clock, log: context.log.named("apns"))
             let personalQueue = context.configuration.personalQueue
+            let apps = try context.configuration.apps.map { app in
+                (app, try ProviderToken(configuration: Self.client(app.apns), clock: context.clock, log: context.log.named("apns.\(app.name)")))
+            }
             return { broadcastLoop, personalLoop in
+                var otherApps: [String: AppDispatch] = [:]
+                for (app, appToken) in apps {
+                    let options = APNsConnections.Options(tls: TLSConfiguration(caFile: app.apns.caFile), pools: [.broadcast, .management])
+                    let appConnections = try APNsConnections(configuration: Self.client(app.apns), providerToken: appToken, options: options,
+                                                             loop: broadcastLoop)
+                    otherApps[app.name] = AppDispatch(broadcast: APNsConnectionsDispatch(appConnections), providerToken: appToken,
+                                                      renewConnections: { whileNoneIsReady in
+                        try? broadcastLoop.sync {
+                            appConnections.renewConnections()
+                            whileNoneIsReady()
+                        }
+                    })
+                }
                 let options = APNsConnections.Options(tls: TLSConfiguration(caFile: settings.caFile), pools: [.broadcast, .management])
                 let connections = try APNsConnections(configuration: apns, providerToken: token, options: options, loop: broadcastLoop)
                 var personalOptions = options
@@ -208,8 +244,14 @@ extension Gateway {
                             whileNoneIsReady()
                         }
                     }
-                })
+                }, otherApps: otherApps)
             }
+        }
+
+        /// The APNs client's settings of an app.
+        private static func client(_ settings: GatewayConfiguration.APNsSettings) -> APNsConfiguration {
+            APNsConfiguration(keyPath: settings.keyPath, keyID: settings.keyID, teamID: settings.teamID,
+                              bundleID: settings.bundleID, environment: settings.environment, broadcastHost: settings.broadcastHost)
         }
     }
 }

@@ -36,6 +36,8 @@ public final class Gateway: Sendable {
         var store: any ChannelStoreWriter
         var personalStore: any PersonalStoreWriter
         var connections: any BroadcastAPNsDispatch
+        /// The other apps' broadcast and management dispatches (`apps`).
+        var appConnections: [any BroadcastAPNsDispatch]
         var service: ChannelService
         /// The registry's read connection of the ingest loop's features, closed there at shutdown.
         var tokenReader: UncheckedTokenReader
@@ -44,14 +46,15 @@ public final class Gateway: Sendable {
         var mock: MockAPNsServer?
         /// This gateway's part in a cluster (the `jetstream` store backend), nil on its own.
         var cluster: ClusterNode?
-        /// Rotates the APNs key (nil in development mode: the bundled mock's key).
-        var keyReload: APNsKeyReload?
+        /// Rotates each app's APNs key, by app (empty in development mode: the bundled mock's key).
+        var keyReloads: [String: APNsKeyReload]
         var port: Int
 
         /// Ends every grace under way at once (see ``ShutdownRequests``).
         func cutShort() {
             ingestLoop.execute { [server] in server.server.cutShutdownShort() }
             connections.cutShutdownShort()
+            appConnections.forEach { $0.cutShutdownShort() }
             personal.cutShutdownShort()
             webhooks.cutStopShort()
         }
@@ -88,27 +91,32 @@ public final class Gateway: Sendable {
         self.configurationSource = configurationSource
     }
 
-    /// Reads the configuration again and signs with the APNs key it names from now on, if that
-    /// key is another one and usable (`SIGHUP`; docs/operations.md, "Rotating the APNs key");
-    /// otherwise the current key stays. Logs the outcome and returns whether a new key is in use.
+    /// Reads the configuration again and, for each app, signs with the APNs key it names from
+    /// now on, if that key is another one and usable (`SIGHUP`; docs/operations.md, "Rotating
+    /// the APNs key"); otherwise that app's current key stays. Logs each app's outcome and
+    /// returns whether a new key is in use for any app.
     @discardableResult
     public func reloadAPNsKey() -> Bool {
-        guard let reload = running.withLock({ $0?.keyReload }) else {
+        let reloads = running.withLock { $0?.keyReloads ?? [:] }
+        guard !reloads.isEmpty else {
             log.warning("no APNs key to reload: the gateway is not running, or sends to the bundled mock APNs with its own key")
             return false
         }
-        do throws(APNsKeyReload.Refused) {
-            let reloaded = try reload.reload()
-            if reloaded.changed {
-                log.notice("APNs key \(reloaded.keyID) of team \(reloaded.teamID) signs the provider tokens from now on")
-            } else {
-                log.notice("the configuration names the APNs key in use (\(reloaded.keyID)); nothing changed")
+        var changed = false
+        for (app, reload) in reloads.sorted(by: { $0.key < $1.key }) {
+            do throws(APNsKeyReload.Refused) {
+                let reloaded = try reload.reload()
+                if reloaded.changed {
+                    log.notice("app '\(app)': APNs key \(reloaded.keyID) of team \(reloaded.teamID) signs the provider tokens from now on")
+                } else {
+                    log.notice("app '\(app)': the configuration names the APNs key in use (\(reloaded.keyID)); nothing changed")
+                }
+                changed = changed || reloaded.changed
+            } catch {
+                log.error("app '\(app)': the APNs key was not reloaded (\(error.description)); the current key stays")
             }
-            return reloaded.changed
-        } catch {
-            log.error("the APNs key was not reloaded (\(error.description)); the current key stays")
-            return false
         }
+        return changed
     }
 
     /// A gateway released while it runs (never shut down: a test that failed half-way, say) stops
@@ -210,8 +218,15 @@ public final class Gateway: Sendable {
             // Broadcasts and channel management on the broadcast loop; device pushes on the personal loop.
             let apns = try connectAPNs(broadcastLoop, personalLoop)
             let connections = apns.broadcast
-            let keyReload = configuration.apns == nil ? nil : apns.providerToken.map {
-                APNsKeyReload(token: $0, keyFile: settings.keyPath, source: configurationSource, renewConnections: apns.renewConnections)
+            var keyReloads: [String: APNsKeyReload] = [:]
+            if configuration.apns != nil, let token = apns.providerToken {
+                keyReloads[AppChannelID.defaultApp] = APNsKeyReload(app: AppChannelID.defaultApp, token: token, keyFile: settings.keyPath,
+                                                                    source: configurationSource, renewConnections: apns.renewConnections)
+            }
+            for app in configuration.apps {
+                guard let dispatch = apns.otherApps[app.name] else { continue }
+                keyReloads[app.name] = APNsKeyReload(app: app.name, token: dispatch.providerToken, keyFile: app.apns.keyPath,
+                                                     source: configurationSource, renewConnections: dispatch.renewConnections)
             }
             let webhooks = try WebhookDelivery.forStores(loop: webhookLoop, settings: configuration.webhooks, stores: stores,
                                                        clock: clock, log: log.named("webhooks"))
@@ -233,27 +248,34 @@ public final class Gateway: Sendable {
                                          broadcastPressure: broadcastPressure,
                                          dispatcher: BroadcastDispatcher(apns: connections, ingestLoop: ingestLoop,
                                                                        pressure: broadcastPressure),
+                                         otherApps: Dictionary(uniqueKeysWithValues: configuration.apps.compactMap { app in
+                                             apns.otherApps[app.name].map { dispatch in
+                                                 (app.name, ChannelService.AppChannels(
+                                                    dispatcher: BroadcastDispatcher(apns: dispatch.broadcast, ingestLoop: ingestLoop, pressure: broadcastPressure),
+                                                    defaultPolicy: app.defaultPolicy ?? configuration.defaultPolicy))
+                                             }
+                                         }),
                                          personal: personal, webhooks: webhooks, ownership: cluster ?? AllChannels(),
                                          recordings: cluster.map { ClusterFeedRecordings(store: $0.store) as any FeedRecordings }
                                              ?? StoredFeedRecordings(openReader: stores.channelReader),
                                          configuration: configuration, clock: clock, log: log.named("channels"))
             let httpConfiguration = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
                                                             maxBodySize: configuration.maxBodyBytes, connectionLimits: configuration.http)
-            let access = APIAccess(keys: configuration.apiKeys)
+            let access = APIAccess(keys: configuration.apiKeys, apps: Set(configuration.apps.map(\.name)))
             let httpLog = log.named("http")
             let unsafeReader = UncheckedReader(reader: reader)
             let intake = PersonalJobIntake(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
                                            personal: personal, sharedJobs: sharedJobs, idempotency: configuration.idempotency)
             try ingestLoop.sync { service.audienceStarter = { [intake] jobs, completion in intake.storeRolloverStarts(jobs, completion: completion) } }
             let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
-                                   isKnownChannel: { [service] id in service.channels[id] != nil })
+                                   isKnownChannel: { [service] id in !id.contains("/") && service.channels[id] != nil })
             // Every route of the gateway with its scope: the admission hook and the API
             // document's test read this same table.
             let operators = OperatorsAPI(service: service, intake: intake, personalStore: personalStore, cluster: cluster,
                                          configuration: configuration, clock: clock)
             let router = APIRouter(access: access, features: [
                 service, tokens, PersonalAPI(intake: intake), KickoffAPI(channels: service, intake: intake), DeadLettersAPI(intake: intake, instance: cluster?.settings.instance.name),
-                WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators, APNsKeyAPI(reload: keyReload, log: log.named("apns")),
+                WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators, APNsKeyAPI(reloads: keyReloads, apps: access.apps, log: log.named("apns")),
                 DashboardAPI(service: service, operators: operators),
             ])
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
@@ -289,8 +311,9 @@ public final class Gateway: Sendable {
             return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, webhookLoop: webhookLoop,
                            webhooks: webhooks, personal: personal, store: store,
                            personalStore: personalStore, connections: connections,
+                           appConnections: apns.otherApps.values.map(\.broadcast),
                            service: service, tokenReader: UncheckedTokenReader(reader: tokenReader), router: router, server: server, mock: mock,
-                           cluster: cluster, keyReload: keyReload, port: server.server.port)
+                           cluster: cluster, keyReloads: keyReloads, port: server.server.port)
         } catch {
             loops.forEach { $0.stopAndWait() }
             store.close()
@@ -370,9 +393,12 @@ public final class Gateway: Sendable {
         // Webhook attempts in flight get the same grace as pushes, at the same time; their
         // outcomes are queued before the stores close, and attempts still out then stay pending.
         async let broadcast: Void = current.connections.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort)
+        async let apps: Void = withTaskGroup(of: Void.self) { group in
+            for dispatch in current.appConnections { group.addTask { await dispatch.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort) } }
+        }
         async let personal: Void = current.personal.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort)
         async let webhooks: Void = current.webhooks.stop(gracePeriod: apnsGracePeriod, isCutShort: isCutShort)
-        _ = await (broadcast, personal, webhooks)
+        _ = await (broadcast, apps, personal, webhooks)
         escalation.cancel()
         // Answers delivered during the pool shutdown run (and queue their saves) before the close.
         _ = try? await current.ingestLoop.submit {}

@@ -10,7 +10,8 @@ extension ChannelService {
     /// `type` for `channel`, with its id, APNs id and status; none without webhooks.
     func channelEvent(_ type: WebhookEventType, of channel: Channel, extra: [JSONValue.Member] = []) -> [StoreOperation] {
         guard let outbox = webhooks?.outbox else { return [] }
-        var data: [JSONValue.Member] = [.init("channelId", .string(channel.id))]
+        let (app, id) = AppChannelID.split(channel.id)
+        var data: [JSONValue.Member] = [.init("channelId", .string(id))] + (app == AppChannelID.defaultApp ? [] : [.init("app", .string(app))])
         if let apnsID = channel.apnsChannelID { data.append(.init("apnsChannelId", .string(apnsID))) }
         return [.webhook(outbox.record(type, data + extra))]
     }

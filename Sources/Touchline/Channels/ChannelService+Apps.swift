@@ -1,0 +1,25 @@
+import TouchlineCore
+
+/// The apps a gateway's channels belong to (``AppChannelID``): each app's channels go to APNs
+/// through its own dispatcher (its provider token and connections), and take its default policy.
+extension ChannelService {
+    /// What the channels of an app other than `default` need: where their broadcasts and channel
+    /// management go, and the policy of those created without one.
+    struct AppChannels: Sendable {
+        let dispatcher: BroadcastDispatcher
+        let defaultPolicy: ChannelPolicy
+    }
+
+    /// Whether `app` is configured here.
+    func serves(app: String) -> Bool { app == AppChannelID.defaultApp || otherApps[app] != nil }
+
+    /// The dispatcher of `app`'s channels. Only channels of served apps are loaded or created,
+    /// so another app never reaches the `default` app's connections.
+    func dispatcher(ofApp app: String) -> BroadcastDispatcher { otherApps[app]?.dispatcher ?? dispatcher }
+
+    /// The dispatcher of `channel`'s app.
+    func dispatcher(of channel: Channel) -> BroadcastDispatcher { dispatcher(ofApp: channel.app) }
+
+    /// The policy of `app`'s channels created without one.
+    func defaultPolicy(ofApp app: String) -> ChannelPolicy { otherApps[app]?.defaultPolicy ?? defaultPolicy }
+}

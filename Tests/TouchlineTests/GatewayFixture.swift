@@ -98,7 +98,7 @@ extension MockAPNsFixture {
     /// APNs settings that point a gateway at this fixture's mock (a mock that outlives gateways).
     var gatewaySettings: GatewayConfiguration.APNsSettings {
         GatewayConfiguration.APNsSettings(
-            keyPath: directory + "/AuthKey_\(Self.keyID).p8", keyID: Self.keyID, teamID: Self.teamID, bundleID: Self.bundleID,
+            keyPath: directory + "/AuthKey_\(identity.keyID).p8", keyID: identity.keyID, teamID: identity.teamID, bundleID: identity.bundleID,
             environment: .custom(pushHost: "localhost", pushPort: addresses.pushPort, managementHost: "localhost",
                                  managementPort: addresses.managementPort),
             caFile: directory + "/ca.pem")

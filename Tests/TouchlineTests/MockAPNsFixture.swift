@@ -12,6 +12,15 @@ final class MockAPNsFixture: Sendable {
     static let keyID = "TESTKEY001"
     static let teamID = "TESTTEAM01"
 
+    /// The app, team and key a mock serves: a second mock with another identity stands for
+    /// another app of the same gateway.
+    struct Identity: Sendable {
+        var bundleID = MockAPNsFixture.bundleID
+        var teamID = MockAPNsFixture.teamID
+        var keyID = MockAPNsFixture.keyID
+    }
+
+    let identity: Identity
     let directory: String
     let mock: MockAPNsServer
     let addresses: MockAPNsServer.Addresses
@@ -24,18 +33,19 @@ final class MockAPNsFixture: Sendable {
     ///   - configure: adjusts the mock's configuration (faults, limits, clock).
     ///   - clientClock: the clock of the client's provider token (virtual time in tests).
     init(pushConnections: Int = 1, clientClock: any WallClock = SystemClock(), refreshInterval: Duration = ProviderToken.defaultRefreshInterval,
-         configure: (inout MockAPNsConfiguration) -> Void = { _ in }) throws {
+         identity: Identity = Identity(), configure: (inout MockAPNsConfiguration) -> Void = { _ in }) throws {
+        self.identity = identity
         directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
-        let key = try MockAPNsProviderKeyFiles.generate(keyID: Self.keyID, in: directory)
+        let key = try MockAPNsProviderKeyFiles.generate(keyID: identity.keyID, in: directory)
         let certificates = try MockAPNsDevelopmentCertificates.generate(in: directory)
-        var configuration = MockAPNsConfiguration(bundleID: Self.bundleID, teamID: Self.teamID,
-                                                  keys: [.init(keyID: Self.keyID, path: key.publicKeyFile)],
+        var configuration = MockAPNsConfiguration(bundleID: identity.bundleID, teamID: identity.teamID,
+                                                  keys: [.init(keyID: identity.keyID, path: key.publicKeyFile)],
                                                   certificateFile: certificates.certificateFile,
                                                   privateKeyFile: certificates.privateKeyFile)
         configure(&configuration)
         mock = try MockAPNsServer(configuration: configuration)
         addresses = try mock.start()
-        var apns = APNsConfiguration(keyPath: key.privateKeyFile, keyID: Self.keyID, teamID: Self.teamID, bundleID: Self.bundleID,
+        var apns = APNsConfiguration(keyPath: key.privateKeyFile, keyID: identity.keyID, teamID: identity.teamID, bundleID: identity.bundleID,
                                      environment: .custom(pushHost: "localhost", pushPort: addresses.pushPort,
                                                           managementHost: "localhost", managementPort: addresses.managementPort))
         apns.tokenRefreshInterval = refreshInterval

@@ -1,0 +1,141 @@
+import APNsMock
+import Foundation
+import Testing
+import TestSlots
+import Touchline
+import TouchlineCore
+
+/// Two apps in one gateway, against two mock APNs of different teams, keys and bundle ids:
+/// the `default` app (the `apns` block) and `tv` (`apps`). Each mock checks the JWT against its
+/// own team and key, and the topic or bundle path against its own app, as APNs does.
+@Suite(.heavy(weight: 2)) struct GatewayAppsTests {
+    static let tvIdentity = MockAPNsFixture.Identity(bundleID: "com.example.tv", teamID: "TVTEAM0002", keyID: "TVKEY00002")
+    static let tvKey = "tv-secret-0123456789"
+
+    /// A gateway sending the `default` app to `league` and the `tv` app to `tv`, with a key of
+    /// each (`club-` channels of `default`, `match-` channels of `tv`) and an admin key.
+    static func gateway(league: MockAPNsFixture, tv: MockAPNsFixture) throws -> GatewayFixture {
+        try GatewayFixture(apns: league.gatewaySettings) { configuration in
+            configuration.apps = [.init(name: "tv", apns: tv.gatewaySettings)]
+            configuration.apiKeys.append(.init(key: tvKey, scope: .channelPrefix("match-"), app: "tv"))
+        }
+    }
+
+    /// The ids a channel list's page shows.
+    static func listedIDs(_ response: GatewayTestClient.Response) -> [String]? {
+        guard case .array(let channels)? = response.json?[member: "channels"] else { return nil }
+        return channels.compactMap { $0.string("id") }
+    }
+
+    static func goals(_ seq: Int) -> String { #"{"seq": \#(seq), "patch": {"minute": \#(seq)}}"# }
+
+    @Test func eachAppsPushesCarryItsOwnTokenTopicAndPathAndKeysStayInTheirApp() async throws {
+        let league = try MockAPNsFixture()
+        let tv = try MockAPNsFixture(identity: Self.tvIdentity)
+        let fixture = try Self.gateway(league: league, tv: tv)
+        defer { Task { await fixture.shutDown(); await league.shutDown(); await tv.shutDown() } }
+        let club = GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey)
+        let broadcaster = GatewayTestClient(port: fixture.port, key: Self.tvKey)
+
+        let created = try broadcaster.request("POST", "/v1/apps/tv/channels", json: #"{"id": "match-1", "storagePolicy": "no-storage"}"#)
+        #expect(created.status == 201 && created.json?.string("id") == "match-1" && created.json?.string("app") == "tv", "\(created.text)")
+        #expect(try club.request("POST", "/v1/channels", json: #"{"id": "club-1", "storagePolicy": "no-storage"}"#).status == 201)
+        #expect(try broadcaster.request("POST", "/v1/apps/tv/channels/match-1/events", json: Self.goals(1)).status == 202)
+        #expect(try club.request("POST", "/v1/channels/club-1/events", json: Self.goals(2)).status == 202)
+        try await eventually("each goal at its app's APNs") {
+            !GatewayKeyRotationTests.keysOfBroadcasts(minute: 1, in: tv.mock).isEmpty
+                && !GatewayKeyRotationTests.keysOfBroadcasts(minute: 2, in: league.mock).isEmpty
+        }
+        // Each app's requests went to its own APNs, signed with its own key, for its own bundle.
+        for (mock, identity, minute) in [(tv, Self.tvIdentity, 1), (league, MockAPNsFixture.Identity(), 2)] {
+            let requests = mock.mock.recordedRequests()
+            #expect(requests.allSatisfy { $0.status < 300 }, "\(requests.filter { $0.status >= 300 }.map { "\($0.status) \($0.detail ?? "")" })")
+            #expect(Set(requests.compactMap(GatewayKeyRotationTests.keyID(of:))) == [identity.keyID])
+            #expect(requests.filter { $0.endpoint == .broadcast }.allSatisfy { $0.path.contains("/apps/\(identity.bundleID)") })
+            #expect(requests.filter { $0.endpoint == .createChannel }.count == 1)
+            #expect(GatewayKeyRotationTests.keysOfBroadcasts(minute: 3 - minute, in: mock.mock).isEmpty, "the other app's goal never came here")
+        }
+
+        // Keys stay in their app, and the 403 names the scope.
+        let crossed = try club.request("GET", "/v1/apps/tv/channels/match-1")
+        #expect(crossed.status == 403 && crossed.text.contains("belongs to app 'default' and may not touch channel 'match-1' of app 'tv'"), "\(crossed.text)")
+        let back = try broadcaster.request("POST", "/v1/channels/club-1/events", json: Self.goals(3))
+        #expect(back.status == 403 && back.text.contains("belongs to app 'tv' and may not touch channel 'club-1' of app 'default'"), "\(back.text)")
+        #expect(try broadcaster.request("POST", "/v1/channels", json: #"{"id": "match-2", "storagePolicy": "no-storage"}"#).status == 403,
+                "a tv key creates no channel in the default app")
+        // An id holding a decoded '/' never reaches another app's channel.
+        #expect(try fixture.admin.request("GET", "/v1/channels/tv%2Fmatch-1").status == 404)
+        let unknown = try fixture.admin.request("GET", "/v1/apps/radio/channels")
+        #expect(unknown.status == 404 && unknown.json?.string("error") == "app_not_found", "\(unknown.text)")
+
+        // Lists and views show a channel in its app, named as its provider named it.
+        #expect(Self.listedIDs(try fixture.admin.request("GET", "/v1/apps/tv/channels")) == ["match-1"])
+        #expect(Self.listedIDs(try fixture.admin.request("GET", "/v1/channels")) == ["club-1"])
+        #expect(try broadcaster.request("GET", "/v1/apps/tv/channels/match-1/stats").json?.string("app") == "tv")
+        let deleted = try broadcaster.request("DELETE", "/v1/apps/tv/channels/match-1")
+        #expect(deleted.status == 200 && deleted.json?.string("id") == "match-1", "\(deleted.text)")
+        #expect(tv.mock.recordedRequests().filter { $0.endpoint == .deleteChannel }.count == 1)
+        #expect(league.mock.recordedRequests().filter { $0.endpoint == .deleteChannel }.isEmpty)
+    }
+
+    /// App `tv`'s APNs answers every broadcast 429, then goes away altogether (its connections
+    /// die and cannot be made again), while its provider keeps sending; the `default` app's
+    /// goals arrive one after another all the while: the apps share no provider token, pool or
+    /// queue (a shared pool would hold them behind `tv`'s retries and dead connections).
+    @Test func oneAppsThrottledAndDeadAPNsNeverHoldsAnothersGoals() async throws {
+        let league = try MockAPNsFixture()
+        let tv = try MockAPNsFixture(identity: Self.tvIdentity) { configuration in
+            configuration.faults.tooManyRequestsRate = 1
+            configuration.faults.rateEndpoints = [.broadcast]
+        }
+        let fixture = try Self.gateway(league: league, tv: tv)
+        defer { Task { await fixture.shutDown(); await league.shutDown(); await tv.shutDown() } }
+        let api = fixture.admin
+        #expect(try api.request("POST", "/v1/apps/tv/channels", json: #"{"id": "match-1", "storagePolicy": "no-storage"}"#).status == 201)
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-1", "storagePolicy": "no-storage"}"#).status == 201)
+        func goal(_ minute: Int) async throws {
+            #expect(try api.request("POST", "/v1/channels/club-1/events", json: Self.goals(minute)).status == 202)
+            try await eventually("league goal \(minute) at APNs") { !GatewayKeyRotationTests.keysOfBroadcasts(minute: minute, in: league.mock).isEmpty }
+        }
+        for seq in 1...5 {
+            #expect(try api.request("POST", "/v1/apps/tv/channels/match-1/events", json: Self.goals(seq)).status == 202)
+        }
+        try await eventually("tv's broadcasts throttled") { tv.mock.counters().count(endpoint: .broadcast, status: 429) >= 1 }
+        for minute in 101...103 { try await goal(minute) }
+        // tv's APNs goes away: its connections die, and every new one is refused.
+        tv.mock.stop()
+        for seq in 6...20 {
+            #expect(try api.request("POST", "/v1/apps/tv/channels/match-1/events", json: Self.goals(seq)).status == 202)
+        }
+        for minute in 104...108 { try await goal(minute) }
+        #expect(tv.mock.counters().count(endpoint: .broadcast, status: 200) == 0, "tv's APNs took none of its broadcasts")
+        #expect(league.mock.counters().count(endpoint: .broadcast, status: 429) == 0)
+        let tvChannel = try api.request("GET", "/v1/apps/tv/channels/match-1/stats").json
+        #expect(tvChannel?[member: "updatePending"] == .bool(true) || tvChannel?[member: "pushInFlight"] == .bool(true),
+                "tv's goals wait in its channel: \(String(describing: tvChannel))")
+    }
+
+    /// A single-app gateway's data directory is the `default` app's as it is: adding an app
+    /// keeps every channel where it was, and the new app starts empty.
+    @Test func aSingleAppDataDirectoryIsTheDefaultAppsWhenAppsAreAdded() async throws {
+        let league = try MockAPNsFixture()
+        let tv = try MockAPNsFixture(identity: Self.tvIdentity)
+        let single = try GatewayFixture(apns: league.gatewaySettings)
+        #expect(try single.admin.request("POST", "/v1/channels", json: #"{"id": "club-kept", "storagePolicy": "no-storage"}"#).status == 201)
+        #expect(try single.admin.request("POST", "/v1/channels/club-kept/events", json: Self.goals(1)).status == 202)
+        await single.shutDown(removingData: false)
+
+        let fixture = try GatewayFixture(apns: league.gatewaySettings, directory: single.directory) { configuration in
+            configuration.apps = [.init(name: "tv", apns: tv.gatewaySettings)]
+        }
+        defer { Task { await fixture.shutDown(); await league.shutDown(); await tv.shutDown() } }
+        let kept = try fixture.admin.request("GET", "/v1/channels/club-kept").json
+        #expect(kept?.string("status") == "active" && kept?.string("app") == nil, "\(String(describing: kept))")
+        #expect(Self.listedIDs(try fixture.admin.request("GET", "/v1/apps/tv/channels")) == [])
+        #expect(try fixture.admin.request("POST", "/v1/channels/club-kept/events", json: Self.goals(2)).status == 202)
+        try await eventually("the kept channel's goal at the league's APNs") {
+            !GatewayKeyRotationTests.keysOfBroadcasts(minute: 2, in: league.mock).isEmpty
+        }
+        #expect(tv.mock.recordedRequests().isEmpty, "nothing of the default app went to the new app's APNs")
+    }
+}

@@ -52,6 +52,18 @@ import TouchlineCore
         #expect(report.contains("app broadcaster, channels match-*") && !report.contains("tv-key-0123456789abcdef"))
     }
 
+    @Test func theExampleInTheDocumentationLoads() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/configuration.md")
+        let section = try #require(try String(contentsOf: docs, encoding: .utf8).components(separatedBy: "\n### Several apps\n").dropFirst().first)
+        let example = try #require(section.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
+        let files = try ConfigurationFiles()  // the AuthKey_ABCDE12345.p8 of the example, and the tv app's key beside it
+        _ = try MockAPNsProviderKeyFiles.generate(keyID: "TVKEY00002", in: files.directory)
+        let configuration = try GatewayConfiguration.load(arguments: ["--config", try files.write("apps.json", example)], environment: [:])
+        #expect(configuration.credentialedApps.map(\.name) == ["default", "tv", "sports-beta"])
+        #expect(configuration.apps.last?.apns.environment == .sandbox && configuration.apps.last?.apns.keyPath == files.keyFile)
+        #expect(configuration.apiKeys.last?.app == "tv")
+    }
+
     @Test func eachProblemOfAnAppNamesItAndWhereItWasSet() throws {
         let files = try ConfigurationFiles()
         _ = try MockAPNsProviderKeyFiles.generate(keyID: Self.otherKeyID, in: files.directory)

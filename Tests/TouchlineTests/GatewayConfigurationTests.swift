@@ -203,7 +203,8 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
     @Test func theExampleFileInTheDocumentationLoads() throws {
         let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/configuration.md")
         let page = try String(contentsOf: docs, encoding: .utf8)
-        let example = try #require(page.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
+        let section = try #require(page.components(separatedBy: "\n## The file\n").dropFirst().first)
+        let example = try #require(section.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
         let files = try ConfigurationFiles()  // its key file is the AuthKey_ABCDE12345.p8 the example names
         let configuration = try GatewayConfiguration.load(arguments: ["--config", try files.write("touchline.json", example)], environment: [:])
         #expect(configuration.apns?.keyPath == files.keyFile)

@@ -110,6 +110,21 @@ import TouchlineCore
         for minute in 104...108 { try await goal(minute) }
         #expect(tv.mock.counters().count(endpoint: .broadcast, status: 200) == 0, "tv's APNs took none of its broadcasts")
         #expect(league.mock.counters().count(endpoint: .broadcast, status: 429) == 0)
+        // Operators see the apps apart: tv's 429s under its own label, its pools not ready, and
+        // the gateway still ready (one app's APNs trouble takes no other app out of service).
+        let metrics = try api.request("GET", "/metrics").text
+        #expect(metricValue(metrics, #"touchline_apns_responses_total{app="tv",pool="broadcast",status="429",reason="TooManyRequests"}"#) ?? 0 >= 1)
+        #expect(metricValue(metrics, #"touchline_apns_responses_total{app="default",pool="broadcast",status="200",reason=""}"#) == 8)
+        #expect(metricValue(metrics, #"touchline_provider_token_age_seconds{app="tv"}"#) != nil)
+        try await eventually("tv's pools reported not ready") {
+            guard case .array(let apps)? = (try? api.request("GET", "/readyz"))?.json?[member: "apps"] else { return false }
+            return apps.contains { $0.string("app") == "tv" && $0[member: "ready"] == .bool(false) }
+        }
+        let readiness = try api.request("GET", "/readyz")
+        #expect(readiness.status == 200 && readiness.json?.string("status") == "ready", "\(readiness.text)")
+        guard case .array(let statsApps)? = try api.request("GET", "/v1/stats").json?[member: "apps"] else { Issue.record("no apps in /v1/stats"); return }
+        #expect(statsApps.map { $0.string("app") } == ["default", "tv"])
+        #expect(statsApps.map { $0[member: "channels"]?.integer("total") } == [1, 1])
         let tvChannel = try api.request("GET", "/v1/apps/tv/channels/match-1/stats").json
         #expect(tvChannel?[member: "updatePending"] == .bool(true) || tvChannel?[member: "pushInFlight"] == .bool(true),
                 "tv's goals wait in its channel: \(String(describing: tvChannel))")

@@ -31,16 +31,16 @@ struct GatewayMetricsTests {
         #expect(metricValue(text, #"touchline_pushes_sent_total{channel="m1",priority="5"}"#) == 1)
         #expect(metricValue(text, #"touchline_pushes_sent_total{channel="m1",priority="10"}"#) == 0)
         #expect(metricValue(text, #"touchline_channels{status="active"}"#) == 1)
-        #expect(metricValue(text, #"touchline_apns_responses_total{pool="broadcast",status="200",reason=""}"#) == 1)
-        #expect(metricValue(text, #"touchline_apns_responses_total{pool="management",status="201",reason=""}"#) == 1)
-        #expect(metricValue(text, #"touchline_apns_response_seconds_count{pool="broadcast"}"#) == 1)
-        #expect(metricValue(text, #"touchline_apns_response_seconds_bucket{pool="broadcast",le="+Inf"}"#) == 1)
+        #expect(metricValue(text, #"touchline_apns_responses_total{app="default",pool="broadcast",status="200",reason=""}"#) == 1)
+        #expect(metricValue(text, #"touchline_apns_responses_total{app="default",pool="management",status="201",reason=""}"#) == 1)
+        #expect(metricValue(text, #"touchline_apns_response_seconds_count{app="default",pool="broadcast"}"#) == 1)
+        #expect(metricValue(text, #"touchline_apns_response_seconds_bucket{app="default",pool="broadcast",le="+Inf"}"#) == 1)
         #expect(metricValue(text, #"touchline_ingest_to_apns_seconds_bucket{priority="5",le="30"}"#) == 1)
         #expect(metricValue(text, #"touchline_priority_budget_remaining{channel="m1"}"#) == Double(ChannelPolicy.default.priorityBudgetPerHour))
-        #expect(metricValue(text, #"touchline_apns_connections_open{pool="broadcast"}"#).map { $0 >= 1 } == true)
-        #expect(metricValue(text, #"touchline_apns_max_concurrent_streams{pool="broadcast",connection="0"}"#).map { $0 >= 1 } == true)
+        #expect(metricValue(text, #"touchline_apns_connections_open{app="default",pool="broadcast"}"#).map { $0 >= 1 } == true)
+        #expect(metricValue(text, #"touchline_apns_max_concurrent_streams{app="default",pool="broadcast",connection="0"}"#).map { $0 >= 1 } == true)
         #expect(metricValue(text, #"touchline_queue_depth{queue="store"}"#) != nil)
-        #expect(metricValue(text, #"touchline_provider_token_age_seconds"#).map { $0 >= 0 && $0 < 3600 } == true)
+        #expect(metricValue(text, #"touchline_provider_token_age_seconds{app="default"}"#).map { $0 >= 0 && $0 < 3600 } == true)
         #expect(metricValue(text, #"touchline_personal_jobs{status="running"}"#) == 0)
         #expect(metricValue(text, #"touchline_personal_targets_pending"#) == 0)
         #expect(metricValue(text, #"touchline_tokens_deactivated_total"#) == 0)
@@ -67,18 +67,18 @@ struct GatewayMetricsTests {
         var text = ""
         try await eventually("a throttled broadcast and the dead tokens") {
             text = (try? api.request("GET", "/metrics").text) ?? ""
-            return metricValue(text, #"touchline_apns_retries_total{pool="broadcast"}"#) ?? 0 >= 1
+            return metricValue(text, #"touchline_apns_retries_total{app="default",pool="broadcast"}"#) ?? 0 >= 1
                 && metricValue(text, #"touchline_dead_letters_total{reason="Unregistered"}"#) == 2
         }
         // The mock dates its listed tokens' 410s from its start, before they were registered: the
         // registry keeps them, so no token was deactivated (see the test of touchline_tokens_deactivated_total below).
         #expect(metricValue(text, "touchline_tokens_deactivated_total") == 0)
-        #expect(metricValue(text, #"touchline_apns_responses_total{pool="broadcast",status="429",reason="TooManyRequests"}"#) ?? 0 >= 1)
-        #expect(metricValue(text, #"touchline_apns_responses_total{pool="broadcast",status="200",reason=""}"#) == nil)
-        #expect(metricValue(text, #"touchline_apns_responses_total{pool="personal",status="410",reason="Unregistered"}"#) == 2)
-        #expect(metricValue(text, #"touchline_apns_responses_total{pool="personal",status="200",reason=""}"#) == 2)
+        #expect(metricValue(text, #"touchline_apns_responses_total{app="default",pool="broadcast",status="429",reason="TooManyRequests"}"#) ?? 0 >= 1)
+        #expect(metricValue(text, #"touchline_apns_responses_total{app="default",pool="broadcast",status="200",reason=""}"#) == nil)
+        #expect(metricValue(text, #"touchline_apns_responses_total{app="default",pool="personal",status="410",reason="Unregistered"}"#) == 2)
+        #expect(metricValue(text, #"touchline_apns_responses_total{app="default",pool="personal",status="200",reason=""}"#) == 2)
         #expect(metricValue(text, #"touchline_dead_letters_total{reason="Unregistered"}"#) == 2)
-        #expect(metricValue(text, #"touchline_apns_response_seconds_count{pool="personal"}"#) == 4)
+        #expect(metricValue(text, #"touchline_apns_response_seconds_count{app="default",pool="personal"}"#) == 4)
         #expect(metricValue(text, #"touchline_ingest_to_apns_seconds_count{priority="5"}"#) == 0, "no broadcast was accepted")
         let stats = try #require(try api.request("GET", "/v1/channels/busy/stats").json)
         #expect((stats[member: "errors"]?.integer("throttled") ?? 0) >= 1)
@@ -122,7 +122,7 @@ struct GatewayMetricsTests {
             return metricValue(text, #"touchline_dead_letters_total{reason="Unregistered"}"#) == 4
                 && metricValue(text, "touchline_tokens_deactivated_total") == 1
         }
-        #expect(metricValue(text, #"touchline_apns_responses_total{pool="personal",status="410",reason="Unregistered"}"#) == 4)
+        #expect(metricValue(text, #"touchline_apns_responses_total{app="default",pool="personal",status="410",reason="Unregistered"}"#) == 4)
         for n in 1...3 {
             let record = try api.request("GET", "/v1/tokens?userId=fan-\(n)").json
             guard case .array(let found)? = record?[member: "tokens"], let token = found.first else {
@@ -150,13 +150,13 @@ struct GatewayMetricsTests {
         var text = ""
         try await eventually("the personal sends to be held") {
             text = (try? api.request("GET", "/metrics").text) ?? ""
-            return metricValue(text, #"touchline_apns_requests_held{pool="personal"}"#) == 3
+            return metricValue(text, #"touchline_apns_requests_held{app="default",pool="personal"}"#) == 3
         }
-        #expect(metricValue(text, #"touchline_apns_requests_held{pool="broadcast"}"#) == 0)
-        #expect(metricValue(text, "touchline_provider_token_skew_rejections_total").map { $0 >= 1 } == true)
-        #expect(metricValue(text, "touchline_provider_token_renewal_hold_seconds").map { $0 > 19 * 60 && $0 <= 20 * 60 } == true)
+        #expect(metricValue(text, #"touchline_apns_requests_held{app="default",pool="broadcast"}"#) == 0)
+        #expect(metricValue(text, #"touchline_provider_token_skew_rejections_total{app="default"}"#).map { $0 >= 1 } == true)
+        #expect(metricValue(text, #"touchline_provider_token_renewal_hold_seconds{app="default"}"#).map { $0 > 19 * 60 && $0 <= 20 * 60 } == true)
         // Sends already queued on the connection carried the token before the hold began.
-        #expect(metricValue(text, #"touchline_apns_responses_total{pool="personal",status="403",reason="ExpiredProviderToken"}"#)
+        #expect(metricValue(text, #"touchline_apns_responses_total{app="default",pool="personal",status="403",reason="ExpiredProviderToken"}"#)
                     .map { $0 >= 1 && $0 <= 3 } == true)
         #expect(metricValue(text, #"touchline_dead_letters_total{reason="ExpiredProviderToken"}"#) == nil)
         let job = try api.request("GET", "/v1/personal/\(jobID)").json
@@ -203,7 +203,7 @@ struct GatewayMetricsTests {
         }
         #expect(try api.request("POST", "/v1/channels/z/events", json: #"{"bad": 1}"#).status == 400)
         try await eventually("an answered push") {
-            (try? metricValue(api.request("GET", "/metrics").text, #"touchline_apns_response_seconds_count{pool="broadcast"}"#)) ?? 0 >= 1
+            (try? metricValue(api.request("GET", "/metrics").text, #"touchline_apns_response_seconds_count{app="default",pool="broadcast"}"#)) ?? 0 >= 1
         }
         let text = try api.request("GET", "/metrics").text
         let check = try run(promtool, ["check", "metrics"], input: Array(text.utf8))

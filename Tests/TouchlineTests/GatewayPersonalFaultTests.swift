@@ -104,7 +104,7 @@ struct GatewayPersonalFaultTests {
         if case .object(let reasons)? = progress?[member: "failed"] { #expect(reasons.isEmpty, "dead-lettered: \(reasons)") }
 
         let metrics = try api.request("GET", "/metrics").text
-        let exhausted = metricValue(metrics, #"touchline_apns_responses_total{pool="personal",status="none",reason="retries_exhausted"}"#)
+        let exhausted = metricValue(metrics, #"touchline_apns_responses_total{app="default",pool="personal",status="none",reason="retries_exhausted"}"#)
         #expect((exhausted ?? 0) >= 1, "the pool did give requests up after hand-backs")
         let device = apns.mock.recordedRequests().filter { $0.endpoint == .device }
         let accepted = device.filter { $0.status == 200 }.compactMap(\.deviceToken)

@@ -9,6 +9,8 @@ import TouchlineCore
 /// locks. The ingest loop asks for a ``snapshot()`` with `execute` when `/metrics` or the stats
 /// are requested (`@unchecked Sendable` only so that hand-off can capture it).
 final class APNsMetrics: @unchecked Sendable {
+    /// The `app` label: the app whose pools these are (`default`, or one of `apps`).
+    let app: String
     /// The `pool` label of the push pool's series (`broadcast` or `personal`).
     let pushPool: String
     /// Which of the connections' pools carries those pushes: broadcasts or device pushes.
@@ -22,8 +24,9 @@ final class APNsMetrics: @unchecked Sendable {
     private let credentialsRejected: (@Sendable (String, String) -> Void)?
 
     /// Installs the observer on the connections' loop, ahead of any request handed to it later.
-    init(apns: any APNsDispatch, pushPool: String, kind: APNsConnections.Pool, managementPool: String?,
+    init(app: String = AppChannelID.defaultApp, apns: any APNsDispatch, pushPool: String, kind: APNsConnections.Pool, managementPool: String?,
          credentialsRejected: (@Sendable (String, String) -> Void)? = nil) {
+        self.app = app
         self.apns = apns
         self.pushPool = pushPool
         pushPoolKind = kind
@@ -53,10 +56,10 @@ final class APNsMetrics: @unchecked Sendable {
     /// The figures now (on the dispatch's loop).
     func snapshot() -> APNsSnapshot {
         var pools: [APNsSnapshot.Pool] = []
-        if let stats = apns.poolStats(pushPoolKind) { pools.append(.init(name: pushPool, stats: stats)) }
-        if let managementPool, let stats = apns.poolStats(.management) { pools.append(.init(name: managementPool, stats: stats)) }
+        if let stats = apns.poolStats(pushPoolKind) { pools.append(.init(app: app, name: pushPool, stats: stats)) }
+        if let managementPool, let stats = apns.poolStats(.management) { pools.append(.init(app: app, name: managementPool, stats: stats)) }
         let token = apns.credentialFigures()
-        return APNsSnapshot(responses: responses, responseTimes: responseTimes, pools: pools,
+        return APNsSnapshot(app: app, responses: responses, responseTimes: responseTimes, pools: pools,
                                    providerTokenIssuedAt: token.issuedAt, providerTokenStatistics: token.statistics,
                                    providerTokenRenewalHold: token.renewalHold, heldRequests: token.heldRequests)
     }
@@ -73,6 +76,8 @@ struct APNsSnapshot: Sendable {
     }
 
     struct Pool: Sendable {
+        /// The app the pool serves.
+        var app: String
         var name: String
         var stats: HTTP2ConnectionPool.Stats
 
@@ -83,11 +88,13 @@ struct APNsSnapshot: Sendable {
         }
     }
 
+    /// The app whose requests these are.
+    var app: String
     var responses: [ResponseKey: Int]
     var responseTimes: [String: Histogram]
     var pools: [Pool]
     var providerTokenIssuedAt: UnixTime
-    /// The shared token's counters (the same for every loop: there is one token).
+    /// The app's token's counters (the same for every loop: an app has one token).
     var providerTokenStatistics: ProviderToken.Statistics
     /// The end of the token's renewal hold in force, if any (APNs rejects it as expired, clock skew).
     var providerTokenRenewalHold: UnixTime?

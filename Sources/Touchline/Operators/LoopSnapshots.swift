@@ -4,10 +4,15 @@ import TouchlineStore
 
 /// The figures of the broadcast and personal loops, each read on its own loop.
 struct LoopSnapshots: Sendable {
+    /// The `default` app's broadcast and management figures.
     var broadcast: APNsSnapshot
+    /// The other apps' broadcast and management figures (on the broadcast loop too), by name.
+    var apps: [APNsSnapshot]
     var personal: PersonalSnapshot
 
-    var apnsPools: [APNsSnapshot.Pool] { broadcast.pools + personal.apns.pools }
+    /// Every app's broadcast-loop figures, `default` first.
+    var broadcastSnapshots: [APNsSnapshot] { [broadcast] + apps }
+    var apnsPools: [APNsSnapshot.Pool] { broadcastSnapshots.flatMap(\.pools) + personal.apns.pools }
 }
 
 extension OperatorsAPI {
@@ -15,13 +20,15 @@ extension OperatorsAPI {
     /// (the hand-offs are `execute`); `done` runs on the ingest loop.
     func gatherLoopSnapshots(_ done: @escaping @Sendable (LoopSnapshots) -> Void) {
         let apns = apnsMetrics
+        let apps = appMetrics
         let personal = self.personal
         let ingest = loop
         dispatcher.apns.loop.execute {
             let broadcast = apns.snapshot()
+            let appSnapshots = apps.map { $0.snapshot() }
             personal.loop.execute {
                 let queue = personal.metricsSnapshot()
-                ingest.execute { done(LoopSnapshots(broadcast: broadcast, personal: queue)) }
+                ingest.execute { done(LoopSnapshots(broadcast: broadcast, apps: appSnapshots, personal: queue)) }
             }
         }
     }
@@ -53,7 +60,7 @@ extension OperatorsAPI {
                                  "Critical updates sent at priority 5 because the channel's priority-10 budget was spent.")
         var budget = MetricFamily("touchline_priority_budget_remaining", help: "Priority-10 pushes left in the channel's rolling hour.",
                                   kind: .gauge)
-        var broadcastRetries = 0
+        var broadcastRetries: [String: Int] = [:]
         var pendingChannels = 0
         for channel in ordered {
             channelCount.add(1, ["status": channel.status.rawValue])
@@ -74,7 +81,7 @@ extension OperatorsAPI {
             feedGaps.add(channel.feed.gaps, label)
             downgrades.add(counters.budgetDowngrades, label)
             budget.add(channel.engine.priorityBudgetRemaining(now: now), label)
-            broadcastRetries += counters.retries + counters.throttled
+            broadcastRetries[channel.app, default: 0] += counters.retries + counters.throttled
             if channel.engine.pendingState != nil { pendingChannels += 1 }
         }
 
@@ -85,15 +92,15 @@ extension OperatorsAPI {
                                 "APNs answers by pool, HTTP status and reason (status \"none\": no answer, reason says why).")
         var responseTimes = MetricFamily("touchline_apns_response_seconds", help: "Time from handing a request to the pool to its APNs answer.",
                                          kind: .histogram)
-        for snapshot in [loops.broadcast, loops.personal.apns] {
+        for snapshot in loops.broadcastSnapshots + [loops.personal.apns] {
             for (key, count) in snapshot.responses.sorted(by: { ($0.key.pool, $0.key.status, $0.key.reason) < ($1.key.pool, $1.key.status, $1.key.reason) }) {
-                responses.add(count, ["pool": key.pool, "status": key.status, "reason": key.reason])
+                responses.add(count, ["app": snapshot.app, "pool": key.pool, "status": key.status, "reason": key.reason])
             }
-            for (pool, histogram) in snapshot.responseTimes.sorted(by: { $0.key < $1.key }) { responseTimes.add(histogram, ["pool": pool]) }
+            for (pool, histogram) in snapshot.responseTimes.sorted(by: { $0.key < $1.key }) { responseTimes.add(histogram, ["app": snapshot.app, "pool": pool]) }
         }
-        var retries = counter("touchline_apns_retries_total", "Pushes sent again after a throttle, 5xx or lost answer, by pool.")
-        retries.add(broadcastRetries, ["pool": "broadcast"])
-        retries.add(loops.personal.retries, ["pool": "personal"])
+        var retries = counter("touchline_apns_retries_total", "Pushes sent again after a throttle, 5xx or lost answer, by app and pool.")
+        for snapshot in loops.broadcastSnapshots { retries.add(broadcastRetries[snapshot.app] ?? 0, ["app": snapshot.app, "pool": "broadcast"]) }
+        retries.add(loops.personal.retries, ["app": loops.personal.apns.app, "pool": "personal"])
         var deactivated = counter("touchline_tokens_deactivated_total",
                                   "Registry tokens deactivated after a 410 (re-registered or already inactive tokens are not).")
         deactivated.add(loops.personal.tokensDeactivated)
@@ -110,26 +117,28 @@ extension OperatorsAPI {
                                       help: "The server's current SETTINGS_MAX_CONCURRENT_STREAMS per connection.", kind: .gauge)
         for pool in loops.apnsPools {
             let connections = pool.stats.connections
-            queues.add(pool.stats.waiting + connections.reduce(0) { $0 + $1.queued }, ["queue": "apns_\(pool.name)"])
-            inFlight.add(connections.reduce(0) { $0 + $1.inFlight }, ["pool": pool.name])
-            open.add(connections.filter { $0.state == .ready || $0.state == .draining }.count, ["pool": pool.name])
+            queues.add(pool.stats.waiting + connections.reduce(0) { $0 + $1.queued }, ["app": pool.app, "queue": "apns_\(pool.name)"])
+            inFlight.add(connections.reduce(0) { $0 + $1.inFlight }, ["app": pool.app, "pool": pool.name])
+            open.add(connections.filter { $0.state == .ready || $0.state == .draining }.count, ["app": pool.app, "pool": pool.name])
             for (index, connection) in connections.enumerated() where connection.remoteMaxConcurrentStreams > 0 {
-                maxStreams.add(Double(connection.remoteMaxConcurrentStreams), ["pool": pool.name, "connection": String(index)])
+                maxStreams.add(Double(connection.remoteMaxConcurrentStreams), ["app": pool.app, "pool": pool.name, "connection": String(index)])
             }
         }
-        var tokenAge = MetricFamily("touchline_provider_token_age_seconds", help: "Age of the APNs provider token (JWT) in use.", kind: .gauge)
-        tokenAge.add((now - loops.broadcast.providerTokenIssuedAt).inSeconds)
+        var tokenAge = MetricFamily("touchline_provider_token_age_seconds", help: "Age of the APNs provider token (JWT) in use, by app.", kind: .gauge)
         var skew = counter("touchline_provider_token_skew_rejections_total",
-                           "ExpiredProviderToken answers for a token younger than an hour by the gateway's clock (clock skew).")
-        skew.add(loops.broadcast.providerTokenStatistics.clockSkewSuspicions)
+                           "ExpiredProviderToken answers for a token younger than an hour by the gateway's clock (clock skew), by app.")
         var hold = MetricFamily("touchline_provider_token_renewal_hold_seconds",
-                                help: "Seconds until a new provider token may be signed while APNs rejects the current one (0: none).",
+                                help: "Seconds until a new provider token may be signed while APNs rejects the current one (0: none), by app.",
                                 kind: .gauge)
-        hold.add(max(0, loops.broadcast.providerTokenRenewalHold.map { ($0 - now).inSeconds } ?? 0))
-        var held = MetricFamily("touchline_apns_requests_held", help: "Requests held until the provider token may be renewed, by pool.",
+        for snapshot in loops.broadcastSnapshots {
+            tokenAge.add((now - snapshot.providerTokenIssuedAt).inSeconds, ["app": snapshot.app])
+            skew.add(snapshot.providerTokenStatistics.clockSkewSuspicions, ["app": snapshot.app])
+            hold.add(max(0, snapshot.providerTokenRenewalHold.map { ($0 - now).inSeconds } ?? 0), ["app": snapshot.app])
+        }
+        var held = MetricFamily("touchline_apns_requests_held", help: "Requests held until the provider token may be renewed, by app and pool.",
                                 kind: .gauge)
-        for snapshot in [loops.broadcast, loops.personal.apns] {
-            held.add(snapshot.heldRequests, ["pool": snapshot.pools.first?.name ?? "unknown"])
+        for snapshot in loops.broadcastSnapshots + [loops.personal.apns] {
+            held.add(snapshot.heldRequests, ["app": snapshot.app, "pool": snapshot.pools.first?.name ?? "unknown"])
         }
         var jobs = MetricFamily("touchline_personal_jobs", help: "Personal fan-out jobs, by status.", kind: .gauge)
         jobs.add(loops.personal.jobsRunning, ["status": "running"])

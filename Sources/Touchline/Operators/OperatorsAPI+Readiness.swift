@@ -5,11 +5,14 @@ import TouchlineStore
 /// `GET /readyz`'s report (served by ``OperatorsAPI``).
 extension OperatorsAPI {
     /// Ready when both stores take writes (open, and not failing: see ``StoreHealth``), no
-    /// APNs pool is backing off without a connection, and a cluster gateway is connected to its
-    /// NATS cluster.
+    /// APNs pool of the `default` app or the personal queue is backing off without a
+    /// connection, and a cluster gateway is connected to its NATS cluster. Another app's pools
+    /// show in `apps` with a readiness of their own but do not take the gateway out of service:
+    /// that would stop every other app's traffic for one app's APNs trouble.
     func readinessJSON(_ loops: LoopSnapshots) -> (ready: Bool, body: JSONValue) {
         let writable = { (store: any DurableStoreWriter) in store.isOpen && !store.health.isFailing }
-        let ready = writable(store) && writable(personalStore) && loops.apnsPools.allSatisfy(\.isReady) && (cluster?.isConnected ?? true)
+        let gatewayPools = loops.broadcast.pools + loops.personal.apns.pools
+        let ready = writable(store) && writable(personalStore) && gatewayPools.allSatisfy(\.isReady) && (cluster?.isConnected ?? true)
         let storeJSON = { (store: any DurableStoreWriter) -> JSONValue in
             let health = store.health
             var members: [JSONValue.Member] = [
@@ -27,6 +30,9 @@ extension OperatorsAPI {
             .init("store", storeJSON(store)),
             .init("personalStore", storeJSON(personalStore)),
             .init("apnsPools", .array(loops.apnsPools.map(Self.poolJSON))),
+            .init("apps", .array(loops.broadcastSnapshots.map { snapshot in
+                ["app": .string(snapshot.app), "ready": .bool(snapshot.pools.allSatisfy(\.isReady))]
+            })),
         ] + (clusterJSON().map { [.init("cluster", $0)] } ?? [])))
     }
 }

@@ -16,8 +16,10 @@ extension OperatorsAPI {
         var totals = ChannelEngine.Counters()
         var duplicates = 0
         var pending = 0
+        var appChannels: [String: [ChannelStatus: Int]] = [:]
         for channel in channels.values where APIAccess.allows(key, channel.id) {
             byStatus[channel.status, default: 0] += 1
+            appChannels[channel.app, default: [:]][channel.status, default: 0] += 1
             let counters = channel.engine.counters
             totals.eventsApplied += counters.eventsApplied
             totals.stateChanges += counters.stateChanges
@@ -42,6 +44,19 @@ extension OperatorsAPI {
                  "count": integer(entry.value)]
             }
         let personal = loops.personal
+        func queued(_ pool: APNsSnapshot.Pool) -> JSONValue { integer(pool.stats.waiting + pool.stats.connections.reduce(0) { $0 + $1.queued }) }
+        // Each app's channels, token and pools; the top-level queues are the `default` app's and the personal queue's.
+        let apps = loops.broadcastSnapshots.map { snapshot -> JSONValue in
+            let statuses = appChannels[snapshot.app] ?? [:]
+            return .object([
+                .init("app", .string(snapshot.app)),
+                .init("channels", .object([.init("total", integer(statuses.values.reduce(0, +)))]
+                    + ChannelStatus.allCases.map { .init($0.rawValue, integer(statuses[$0] ?? 0)) })),
+                .init("providerTokenAgeSeconds", .number((now - snapshot.providerTokenIssuedAt).inSeconds)),
+                .init("queues", .object(snapshot.pools.map { .init("apns_\($0.name)", queued($0)) })),
+            ])
+        }
+        let defaultPools = loops.broadcast.pools + personal.apns.pools
         return .object([
             .init("time", .integer(now.seconds)),
             .init("channels", .object([.init("total", integer(byStatus.values.reduce(0, +)))]
@@ -58,8 +73,9 @@ extension OperatorsAPI {
                            "providerTokenAgeSeconds": .number((now - loops.broadcast.providerTokenIssuedAt).inSeconds)]),
             .init("queues", .object([.init("store", integer(store.queueDepth)), .init("personalStore", integer(personalStore.queueDepth)),
                                      .init("broadcastPending", integer(pending))]
-                + loops.apnsPools.map { .init("apns_\($0.name)", integer($0.stats.waiting + $0.stats.connections.reduce(0) { $0 + $1.queued })) })),
+                + defaultPools.map { .init("apns_\($0.name)", queued($0)) })),
             .init("connections", .array(loops.apnsPools.map(Self.poolJSON))),
+            .init("apps", .array(apps)),
             .init("personal", ["jobsRunning": integer(personal.jobsRunning), "targetsPending": integer(personal.targetsPending),
                                "inFlight": integer(personal.inFlight), "tokensDeactivated": integer(personal.tokensDeactivated),
                                "retries": integer(personal.retries),
@@ -71,6 +87,7 @@ extension OperatorsAPI {
     /// each connection slot's reconnect state: shared by `/v1/stats` and `/readyz`.
     static func poolJSON(_ pool: APNsSnapshot.Pool) -> JSONValue {
         .object([
+            .init("app", .string(pool.app)),
             .init("pool", .string(pool.name)),
             .init("ready", .bool(pool.isReady)),
             .init("connections", .array(pool.stats.connections.map { connection in

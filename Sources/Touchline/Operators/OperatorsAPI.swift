@@ -24,8 +24,10 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
     let apnsMode: GatewayConfiguration.APNsMode
     /// `/metrics` exposure settings.
     let metricsSettings: MetricsSettings
-    /// The broadcast loop's APNs counters (read there, through `execute`).
+    /// The broadcast loop's APNs counters (read there, through `execute`): the `default` app's.
     let apnsMetrics: APNsMetrics
+    /// The other apps' APNs counters, by name, on the same loop.
+    let appMetrics: [APNsMetrics]
     /// The API keys' request buckets, taken by the admission hook (on this loop: the HTTP server's).
     let requestLimits: Admission.RequestLimits
     /// This gateway's part in a cluster (the `jetstream` store backend), nil on its own.
@@ -40,7 +42,11 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
         apnsMode = configuration.apnsMode
         metricsSettings = configuration.metrics
         apnsMetrics = APNsMetrics(apns: service.dispatcher.apns, pushPool: "broadcast", kind: .broadcast, managementPool: "management",
-                                  credentialsRejected: service.webhooks?.credentialsReporter)
+                                  credentialsRejected: service.webhooks?.credentialsReporter())
+        appMetrics = service.otherApps.sorted { $0.key < $1.key }.map { name, app in
+            APNsMetrics(app: name, apns: app.dispatcher.apns, pushPool: "broadcast", kind: .broadcast, managementPool: "management",
+                        credentialsRejected: service.webhooks?.credentialsReporter(app: name))
+        }
         requestLimits = Admission.RequestLimits(keys: configuration.apiKeys, providerDefault: configuration.providerRateLimit, clock: clock)
     }
 

@@ -62,7 +62,7 @@ final class PersonalDispatcher: @unchecked Sendable {
         self.broadcastPressure = broadcastPressure
         self.log = log
         self.webhooks = webhooks
-        metrics = PersonalMetrics(apns: apns, credentialsRejected: webhooks?.credentialsReporter)
+        metrics = PersonalMetrics(apns: apns, credentialsRejected: webhooks?.credentialsReporter())
     }
 
     /// The queue's figures now; call on ``loop``.

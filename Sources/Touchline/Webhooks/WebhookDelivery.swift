@@ -269,21 +269,28 @@ final class WebhookDelivery: @unchecked Sendable {
 
     // MARK: Facts without a store change
 
-    /// ``credentialsRejected(reason:pool:)`` as the closure an APNs exchange observer calls.
-    var credentialsReporter: @Sendable (String, String) -> Void {
-        { [self] reason, pool in credentialsRejected(reason: reason, pool: pool) }
+    /// ``credentialsRejected(reason:pool:app:)`` for `app` as the closure an APNs exchange observer calls.
+    func credentialsReporter(app: String = AppChannelID.defaultApp) -> @Sendable (String, String) -> Void {
+        { [self] reason, pool in credentialsRejected(reason: reason, pool: pool, app: app) }
     }
 
-    /// APNs rejected the gateway's credentials (`reason`, on pool `pool`): one event per reason
-    /// per five minutes, written on its own to the personal outbox.
-    func credentialsRejected(reason: String, pool: String) {
-        recordAlert(.apnsCredentialsRejected, throttledBy: reason, [.init("reason", .string(reason)), .init("pool", .string(pool))])
+    /// APNs rejected the credentials of `app` (`reason`, on pool `pool`): one event per reason
+    /// and app per five minutes, written on its own to the personal outbox. Another app than
+    /// `default` is named in `app`.
+    func credentialsRejected(reason: String, pool: String, app: String = AppChannelID.defaultApp) {
+        let appMember: [JSONValue.Member] = app == AppChannelID.defaultApp ? [] : [.init("app", .string(app))]
+        recordAlert(.apnsCredentialsRejected, throttledBy: app == AppChannelID.defaultApp ? reason : "\(app)/\(reason)",
+                    [.init("reason", .string(reason)), .init("pool", .string(pool))] + appMember)
     }
 
-    /// APNs refused a channel create for the app's channel limit: one event per five minutes
-    /// (every create meets the limit until channels are deleted), written on its own to the personal outbox.
+    /// APNs refused a channel create for the app's channel limit: one event per app per five
+    /// minutes (every create meets the limit until channels are deleted), written on its own to
+    /// the personal outbox. `channelID` is the kept id: the event names its app apart.
     func channelLimitReached(channelID: String) {
-        recordAlert(.channelLimitReached, throttledBy: "channel.limit_reached", [.init("channelId", .string(channelID))])
+        let (app, id) = AppChannelID.split(channelID)
+        let appMember: [JSONValue.Member] = app == AppChannelID.defaultApp ? [] : [.init("app", .string(app))]
+        recordAlert(.channelLimitReached, throttledBy: app == AppChannelID.defaultApp ? "channel.limit_reached" : "channel.limit_reached/\(app)",
+                    [.init("channelId", .string(id))] + appMember)
     }
 
     /// Records an event of `type` on its own in the personal outbox, unless one with the same

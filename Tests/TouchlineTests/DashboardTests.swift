@@ -163,6 +163,48 @@ struct DashboardTests {
 
     /// The whole loop in a browser: sign in with a key, watch the table follow the events the
     /// provider posts, open the channel's page, and keep screenshots of both.
+    /// Two apps: the overview names another app's channels apart, filters by app (its pools'
+    /// tiles too), and a channel of another app opens on its own page.
+    @Test(.enabled(if: HeadlessChromium.executable != nil, "chromium is not installed (Debian package chromium; make deps installs it)"))
+    func theDashboardFiltersChannelsByAppInHeadlessChromium() async throws {
+        let league = try MockAPNsFixture()
+        let tv = try MockAPNsFixture(identity: GatewayAppsTests.tvIdentity)
+        let fixture = try GatewayAppsTests.gateway(league: league, tv: tv)
+        defer { Task { await fixture.shutDown(); await league.shutDown(); await tv.shutDown() } }
+        for (path, id) in [("/v1/channels", "club-one"), ("/v1/apps/tv/channels", "match-one")] {
+            let created = try fixture.admin.request("POST", path, json: #"{"id": "\#(id)", "storagePolicy": "no-storage", "attributes": \#(GatewayFixture.matchAttributes)}"#)
+            #expect(created.status == 201, "\(created.text)")
+        }
+        let browser = try await HeadlessChromium()
+        defer { browser.close() }
+        let base = "http://127.0.0.1:\(fixture.port)"
+        try await browser.navigate(to: base + "/")
+        try await browser.waitFor("the sign-in form", "String(!!document.querySelector('#key-input') && !document.querySelector('#sign-in').hidden)") { $0 == "true" }
+        _ = try await browser.evaluate("""
+            document.querySelector('#key-input').value = '\(GatewayFixture.adminKey)';
+            document.querySelector('#key-form').requestSubmit(); 'ok'
+            """)
+        let rows = "[...document.querySelectorAll('#channels tbody tr')].map((row) => row.dataset.channel + '=' + row.querySelector('a').textContent).join(',')"
+        try await browser.waitFor("both apps' channels", rows) { $0 == "club-one=club-one,tv/match-one=tv / match-one" }
+        #expect(try await browser.evaluate("String(document.querySelector('#apps').hidden)") == "false")
+        #expect(try await browser.evaluate("[...document.querySelectorAll('#app-filter option')].map((option) => option.value).join(',')") == ",default,tv")
+        let tiles = "[...document.querySelectorAll('#health .tile')].map((tile) => tile.textContent).join('|')"
+        try await browser.waitFor("tv's pool tiles", tiles) { $0.contains("APNs tv broadcast") }
+        _ = try await browser.evaluate("""
+            const select = document.querySelector('#app-filter'); select.value = 'tv'; select.dispatchEvent(new Event('change')); 'ok'
+            """)
+        try await browser.waitFor("only tv's channels", rows) { $0 == "tv/match-one=tv / match-one" }
+        let filteredTiles = try await browser.waitFor("only tv's pool tiles", tiles) { !$0.contains("APNs broadcast") }
+        #expect(filteredTiles.contains("APNs tv broadcast") && !filteredTiles.contains("APNs personal"), "\(filteredTiles)")
+
+        let link = try #require(try await browser.evaluate("document.querySelector('#channels tbody a').getAttribute('href')"))
+        #expect(link == "/channels/tv%2Fmatch-one")
+        try await browser.navigate(to: base + link)
+        try await browser.waitFor("tv's channel page", "document.querySelector('#channel-title').textContent") { $0 == "tv/match-one" }
+        #expect(try await browser.evaluate("String(document.querySelector('#channel-missing').hidden)") == "true")
+        #expect(try await browser.evaluate("document.querySelector('#activity .code')?.textContent ?? ''") == "ARS")
+    }
+
     @Test(.enabled(if: HeadlessChromium.executable != nil, "chromium is not installed (Debian package chromium; make deps installs it)"))
     func theDashboardFollowsPostedEventsInHeadlessChromium() async throws {
         let fixture = try GatewayFixture()

@@ -7,6 +7,9 @@
   const tracks = new Map();
   let channelID = null;
   let stream = null;
+  /// The app the overview shows ('' for every app), and the last snapshot, shown again when it changes.
+  let appFilter = '';
+  let lastSnapshot = null;
 
   // MARK: Small DOM helpers
 
@@ -60,8 +63,11 @@
     const errors = channel.errors || {};
     const events = channel.events || {};
     const p10 = mix['10'] || 0, p5 = mix['5'] || 0;
+    // A channel of another app than `default` is named apart: `app` beside the provider's id.
+    const app = channel.app || 'default';
+    const key = channel.app ? channel.app + '/' + channel.id : channel.id;
     return {
-      id: channel.id, status: channel.status, summary: channel.summary, attributes: channel.attributes,
+      id: channel.id, app, key, label: channel.app ? channel.app + ' / ' + channel.id : channel.id, status: channel.status, summary: channel.summary, attributes: channel.attributes,
       state: channel.contentState || {}, p10, p5, pushes: p10 + p5, downgrades: channel.budgetDowngrades || 0,
       budget: channel.priorityBudgetRemaining, budgetPerHour: channel.priorityBudgetPerHour,
       deferrals: channel.rateLimitDeferrals || 0, coalesced: channel.coalesced || 0,
@@ -70,7 +76,7 @@
       errorDetail: 'throttled ' + (errors.throttled || 0) + ', retried ' + (errors.retried || 0) + ', dropped ' + (errors.dropped || 0),
       inFlight: !!channel.pushInFlight, pending: !!channel.updatePending,
       perMinute: channel.pushesLastMinute, lastPushAge: channel.lastPushAgeSeconds,
-      recentPushes: channel.recentPushes || [], track: observe(channel.id, p10, p5, now),
+      recentPushes: channel.recentPushes || [], track: observe(key, p10, p5, now),
       feed: channel.feed || {},
     };
   }
@@ -141,11 +147,25 @@
     return bar;
   }
 
+  /// The app filter offers the apps of the gateway, shown only when there is more than one.
+  function renderAppFilter(stats) {
+    const apps = (stats.apps || []).map((entry) => entry.app);
+    const select = $('#app-filter');
+    const offered = [...select.options].slice(1).map((option) => option.value);
+    if (offered.join('|') !== apps.join('|')) {
+      select.replaceChildren(element('option', { value: '' }, 'All apps'), ...apps.map((app) => element('option', { value: app }, app)));
+      if (!apps.includes(appFilter)) appFilter = '';
+      select.value = appFilter;
+    }
+    $('#apps').hidden = apps.length < 2;
+  }
+
   function renderOverview(snapshot) {
     const now = snapshot.time;
-    const channels = snapshot.channels.map((channel) => model(channel, now));
-    $('#channels tbody').replaceChildren(...channels.map((channel) => element('tr', { 'data-channel': channel.id },
-      element('td', {}, element('a', { href: '/channels/' + encodeURIComponent(channel.id) }, channel.id)),
+    renderAppFilter(snapshot.stats || {});
+    const channels = snapshot.channels.map((channel) => model(channel, now)).filter((channel) => appFilter === '' || channel.app === appFilter);
+    $('#channels tbody').replaceChildren(...channels.map((channel) => element('tr', { 'data-channel': channel.key, 'data-app': channel.app },
+      element('td', {}, element('a', { href: '/channels/' + encodeURIComponent(channel.key) }, channel.label)),
       element('td', {}, element('span', { class: 'status', 'data-status': channel.status }, channel.status),
         ...(channel.feed.state === 'stalled' ? [' ', element('span', { class: 'badge feed-stalled', title: 'no event since '
           + new Date(channel.feed.lastEventAt * 1000).toISOString() }, 'feed stalled')] : [])),
@@ -175,7 +195,8 @@
     const detail = connections.length + ' connection' + (connections.length === 1 ? '' : 's') + ', ' + inFlight + ' in flight'
       + (limit ? ' of ' + limit : '') + (pool.waiting ? ', ' + pool.waiting + ' waiting' : '')
       + (backingOff.length ? '; backing off: ' + (backingOff[0].lastError || 'reconnecting') : '');
-    return tile('APNs ' + pool.pool, pool.ready ? 'ready' : 'not ready', detail, pool.ready ? null : 'bad');
+    const name = 'APNs ' + (pool.app && pool.app !== 'default' ? pool.app + ' ' : '') + pool.pool;
+    return tile(name, pool.ready ? 'ready' : 'not ready', detail, pool.ready ? null : 'bad');
   }
 
   /// Development mode is shown in the header on every page: its pushes reach no phone.
@@ -206,7 +227,7 @@
       tile('Lowest budget left', lowest ?? '—', 'priority-10 pushes, active channels', lowest === 0 ? 'warn' : null),
       tile('Broadcast errors', errors, (pushes.throttled || 0) + ' throttled, ' + (pushes.retried || 0) + ' retried, '
            + (pushes.dropped || 0) + ' dropped; ' + (pushes.rateLimitDeferrals || 0) + ' deferrals', errors > 0 ? 'bad' : null),
-      ...(stats.connections || []).map(poolTile),
+      ...(stats.connections || []).filter((pool) => appFilter === '' || (pool.app || 'default') === appFilter).map(poolTile),
       tile('Queues', (queues.broadcastPending || 0) + ' pending',
            Object.entries(queues).filter(([name]) => name !== 'broadcastPending').map(([name, depth]) => name + ' ' + depth).join(', ')),
       tile('Personal queue', (personal.targetsPending || 0) + ' targets',
@@ -316,6 +337,7 @@
 
   function render(snapshot) {
     renderMode(((snapshot.stats || {}).apns || {}).mode);
+    lastSnapshot = snapshot;
     if (channelID === null) renderOverview(snapshot); else renderChannel(snapshot);
     $('#updated').textContent = 'updated ' + new Date(snapshot.time * 1000).toLocaleTimeString();
   }
@@ -413,6 +435,10 @@
       open();
     });
     $('#forget-key').addEventListener('click', () => { setConnection('idle', 'not connected'); signIn(''); });
+    $('#app-filter').addEventListener('change', (event) => {
+      appFilter = event.target.value;
+      if (lastSnapshot && channelID === null) renderOverview(lastSnapshot);
+    });
     if (sessionStorage.getItem(keyStorage)) open(); else signIn('');
   }
 

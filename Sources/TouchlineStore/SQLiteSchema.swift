@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 8
+    static let version: Int64 = 9
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -157,11 +157,18 @@ enum SQLiteSchema {
         ALTER TABLE personal_jobs ADD COLUMN start_at INTEGER;
         """
 
+    /// Version 9: a token belongs to an app (docs/configuration.md, "Several apps"); those
+    /// registered before are the `default` app's.
+    static let tokenAppStatements = """
+        ALTER TABLE tokens ADD COLUMN app TEXT NOT NULL DEFAULT 'default';
+        """
+
     /// What each version adds, applied in order from the database's version.
     static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements),
                                                                  (4, probeStatements), (5, webhookStatements),
                                                                  (6, idempotencyStatements),
-                                                                 (7, registryLogStatements), (8, scheduledStartStatements)]
+                                                                 (7, registryLogStatements), (8, scheduledStartStatements),
+                                                                 (9, tokenAppStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

@@ -27,11 +27,11 @@ public final class SQLiteTokenReader: TokenRegistryReader, PersonalJobReader, @u
         }
     }
 
-    /// A user's tokens (active and deactivated) with their follows, for support (`GET /v1/tokens?userId=`).
-    public func tokens(userID: String, limit: Int = 100) throws(StoreError) -> [TokenRecord] {
+    /// A user's tokens of `app` (active and deactivated) with their follows, for support (`GET /v1/tokens?userId=`).
+    public func tokens(userID: String, app: String = AppChannelID.defaultApp, limit: Int = 100) throws(StoreError) -> [TokenRecord] {
         try StoreError.wrapping {
-            try connection.query("SELECT \(TokenRows.columns) FROM tokens WHERE user_id = ? ORDER BY registered_at DESC, token LIMIT ?",
-                                 [.text(userID), .integer(Int64(limit))], row: TokenRows.record)
+            try connection.query("SELECT \(TokenRows.columns) FROM tokens WHERE user_id = ? AND app = ? ORDER BY registered_at DESC, token LIMIT ?",
+                                 [.text(userID), .text(app), .integer(Int64(limit))], row: TokenRows.record)
                 .map { try TokenRows.withFollows($0, on: connection) }
         }
     }
@@ -47,16 +47,17 @@ public final class SQLiteTokenReader: TokenRegistryReader, PersonalJobReader, @u
     /// The next `limit` active push-to-start tokens following `follow`, in token order after
     /// `cursor` (nil to start): pass the last token of a page as the next cursor; an empty
     /// page is the end. Walks the `(follow, token)` key, so each page costs O(limit).
-    /// `environment` keeps only tokens of that APNs environment (nil: any).
-    public func pushToStartTokens(following follow: String, after cursor: String?, limit: Int,
+    /// `environment` keeps only tokens of that APNs environment (nil: any); only tokens of `app` count.
+    public func pushToStartTokens(following follow: String, app: String = AppChannelID.defaultApp, after cursor: String?, limit: Int,
                                   environment: TokenEnvironment? = nil) throws(StoreError) -> [TokenTarget] {
         try StoreError.wrapping {
             try connection.query("""
                 SELECT t.token, t.environment FROM token_follows f JOIN tokens t ON t.token = f.token
                 WHERE f.follow = ?1 AND f.token > ?2 AND t.kind = 'pushToStart' AND t.active = 1
-                    AND (?4 IS NULL OR t.environment = ?4)
+                    AND (?4 IS NULL OR t.environment = ?4) AND t.app = ?5
                 ORDER BY f.token LIMIT ?3
-                """, [.text(follow), .text(cursor ?? ""), .integer(Int64(limit)), environment.map { .text($0.rawValue) } ?? .null]) { row in
+                """, [.text(follow), .text(cursor ?? ""), .integer(Int64(limit)), environment.map { .text($0.rawValue) } ?? .null,
+                      .text(app)]) { row in
                 let token = row.text(at: 0) ?? ""
                 guard let environment = row.text(at: 1).flatMap(TokenEnvironment.init(rawValue:)) else {
                     throw SQLiteError(code: SQLITE_CORRUPT, message: "token \(TokenRows.redacted(token)) has an unreadable environment",
@@ -138,14 +139,16 @@ public final class SQLiteTokenReader: TokenRegistryReader, PersonalJobReader, @u
         }
     }
 
-    /// Those of `tokens` that are registered and active, in token order (the members of an
-    /// explicit token audience that can still be sent to). One statement for the whole list.
-    public func activeTokens(among tokens: [String], environment: TokenEnvironment? = nil) throws(StoreError) -> [String] {
+    /// Those of `tokens` that are registered for `app` and active, in token order (the members
+    /// of an explicit token audience that can still be sent to). One statement for the whole list.
+    public func activeTokens(among tokens: [String], app: String = AppChannelID.defaultApp,
+                             environment: TokenEnvironment? = nil) throws(StoreError) -> [String] {
         try StoreError.wrapping {
             try connection.query("""
                 SELECT token FROM tokens WHERE token IN (SELECT value FROM json_each(?1)) AND active = 1
-                    AND (?2 IS NULL OR environment = ?2) ORDER BY token
-                """, [.text(Self.jsonArray(tokens.map { .string($0.lowercased()) })), environment.map { .text($0.rawValue) } ?? .null]) {
+                    AND (?2 IS NULL OR environment = ?2) AND app = ?3 ORDER BY token
+                """, [.text(Self.jsonArray(tokens.map { .string($0.lowercased()) })), environment.map { .text($0.rawValue) } ?? .null,
+                      .text(app)]) {
                 $0.text(at: 0) ?? ""
             }
         }

@@ -28,11 +28,15 @@ public struct TokenRecord: Sendable, Equatable {
     public var registeredAt: UnixTime
     public var active: Bool
     public var deactivatedAt: UnixTime?
+    /// The app the token was registered for (``AppChannelID``): a device token works for one
+    /// app's bundle id only, so only that app's audiences ever select it.
+    public var app: String
 
     /// `token` is lowercased here, so every lookup and every comparison sees one spelling.
     public init(token: String, kind: TokenKind, channelID: String? = nil, userID: String? = nil, follows: [String] = [],
                 environment: TokenEnvironment = .production, registeredAt: UnixTime, active: Bool = true,
-                deactivatedAt: UnixTime? = nil) {
+                deactivatedAt: UnixTime? = nil, app: String = AppChannelID.defaultApp) {
+        self.app = app
         self.token = token.lowercased()
         self.kind = kind
         self.channelID = channelID

@@ -4,7 +4,7 @@ import TouchlineRuntime
 
 /// Maps token records to rows and ``TokenOperation``s to statements, on a connection owned by the caller's thread.
 enum TokenRows {
-    static let columns = "token, kind, channel_id, user_id, environment, registered_at, active, deactivated_at"
+    static let columns = "token, kind, channel_id, user_id, environment, registered_at, active, deactivated_at, app"
 
     /// The record without its follows (read separately with ``follows(of:on:)``).
     static func record(_ row: SQLiteStatement) throws -> TokenRecord {
@@ -15,7 +15,7 @@ enum TokenRows {
         }
         return TokenRecord(token: token, kind: kind, channelID: row.text(at: 2), userID: row.text(at: 3), environment: environment,
                            registeredAt: UnixTime(nanoseconds: row.int64(at: 5)), active: row.int64(at: 6) == 1,
-                           deactivatedAt: row.optionalInt64(at: 7).map(UnixTime.init(nanoseconds:)))
+                           deactivatedAt: row.optionalInt64(at: 7).map(UnixTime.init(nanoseconds:)), app: row.text(at: 8) ?? AppChannelID.defaultApp)
     }
 
     static func withFollows(_ record: TokenRecord, on db: SQLiteConnection) throws -> TokenRecord {
@@ -65,17 +65,18 @@ enum TokenRows {
             case .pushToStart:
                 try db.run("""
                     UPDATE tokens SET active = 0, deactivated_at = ?
-                    WHERE user_id = ? AND kind = 'pushToStart' AND token <> ? AND active = 1
-                    """, [at, .text(userID), .text(record.token)])
+                    WHERE user_id = ? AND kind = 'pushToStart' AND app = ? AND token <> ? AND active = 1
+                    """, [at, .text(userID), .text(record.app), .text(record.token)])
             }
         }
         try db.run("""
-            INSERT INTO tokens (\(columns)) VALUES (?, ?, ?, ?, ?, ?, 1, NULL)
+            INSERT INTO tokens (\(columns)) VALUES (?, ?, ?, ?, ?, ?, 1, NULL, ?)
             ON CONFLICT (token) DO UPDATE SET kind = excluded.kind, channel_id = excluded.channel_id, user_id = excluded.user_id,
-                environment = excluded.environment, registered_at = excluded.registered_at, active = 1, deactivated_at = NULL
+                environment = excluded.environment, registered_at = excluded.registered_at, active = 1, deactivated_at = NULL,
+                app = excluded.app
             """, [
                 .text(record.token), .text(record.kind.rawValue), record.channelID.map(SQLiteValue.text) ?? .null,
-                record.userID.map(SQLiteValue.text) ?? .null, .text(record.environment.rawValue), at,
+                record.userID.map(SQLiteValue.text) ?? .null, .text(record.environment.rawValue), at, .text(record.app),
             ])
         try db.run("DELETE FROM token_follows WHERE token = ?", [.text(record.token)])
         for follow in Set(record.follows) {

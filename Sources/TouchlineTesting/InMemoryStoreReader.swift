@@ -29,9 +29,9 @@ public final class InMemoryStoreReader: ChannelTablesReader, PersonalJobReader, 
 
     public func token(_ token: String) throws(StoreError) -> TokenRecord? { try read { $0.tokens[token.lowercased()] } }
 
-    public func tokens(userID: String, limit: Int) throws(StoreError) -> [TokenRecord] {
+    public func tokens(userID: String, app: String, limit: Int) throws(StoreError) -> [TokenRecord] {
         try read { tables in
-            Array(tables.tokens.values.filter { $0.userID == userID }.sorted {
+            Array(tables.tokens.values.filter { $0.userID == userID && $0.app == app }.sorted {
                 $0.registeredAt != $1.registeredAt ? $0.registeredAt > $1.registeredAt : Self.precedes($0.token, $1.token)
             }.prefix(max(0, limit)))
         }
@@ -44,20 +44,20 @@ public final class InMemoryStoreReader: ChannelTablesReader, PersonalJobReader, 
         }
     }
 
-    public func pushToStartTokens(following follow: String, after cursor: String?, limit: Int,
+    public func pushToStartTokens(following follow: String, app: String, after cursor: String?, limit: Int,
                                   environment: TokenEnvironment?) throws(StoreError) -> [TokenTarget] {
         try read { tables in
             tables.tokens.values.filter {
-                $0.kind == .pushToStart && $0.active && (environment == nil || $0.environment == environment)
+                $0.kind == .pushToStart && $0.active && $0.app == app && (environment == nil || $0.environment == environment)
                     && Self.precedes(cursor ?? "", $0.token) && $0.follows.contains(follow)
             }.sorted { Self.precedes($0.token, $1.token) }.prefix(max(0, limit)).map { TokenTarget(token: $0.token, environment: $0.environment) }
         }
     }
 
-    public func activeTokens(among tokens: [String], environment: TokenEnvironment?) throws(StoreError) -> [String] {
+    public func activeTokens(among tokens: [String], app: String, environment: TokenEnvironment?) throws(StoreError) -> [String] {
         try read { tables in
             Set(tokens.map { $0.lowercased() }).filter { token in
-                tables.tokens[token].map { $0.active && (environment == nil || $0.environment == environment) } ?? false
+                tables.tokens[token].map { $0.active && $0.app == app && (environment == nil || $0.environment == environment) } ?? false
             }.sorted(by: Self.precedes)
         }
     }

@@ -76,11 +76,11 @@ extension InMemoryTables {
 
     /// Upserts the token (active again, new registration and follows) and deactivates the one it
     /// replaces: the user's other active update token of the same channel, or the user's other
-    /// active push-to-start token. A token without a user replaces nothing.
+    /// active push-to-start token of the same app. A token without a user replaces nothing.
     private mutating func register(_ record: TokenRecord) {
         if let userID = record.userID {
             for (token, other) in tokens where token != record.token && other.active && other.userID == userID && other.kind == record.kind
-                && (record.kind == .pushToStart || other.channelID == record.channelID) {
+                && (record.kind == .pushToStart ? other.app == record.app : other.channelID == record.channelID) {
                 var replaced = other
                 replaced.active = false
                 replaced.deactivatedAt = record.registeredAt

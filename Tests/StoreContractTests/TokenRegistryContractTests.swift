@@ -33,9 +33,9 @@ import TouchlineStore
         #expect(try reader.token(hexToken(2))?.active == true, "the user's activity of another match stays")
         #expect(try reader.token(hexToken(3))?.active == false, "the user's older push-to-start token")
         #expect(try reader.token(hexToken(4))?.active == true, "a token without a user replaces nothing")
-        #expect(try reader.tokens(userID: "fan", limit: 100).map(\.token) == [11, 13, 1, 2, 3].map(hexToken),
+        #expect(try reader.tokens(userID: "fan", app: "default", limit: 100).map(\.token) == [11, 13, 1, 2, 3].map(hexToken),
                 "newest first, ties in token order")
-        #expect(try reader.tokens(userID: "fan", limit: 2).count == 2)
+        #expect(try reader.tokens(userID: "fan", app: "default", limit: 2).count == 2)
 
         // Registering a known token again makes it active with the new registration and follows.
         _ = try Self.write(store, [.registerToken(TokenRecord(token: hexToken(3).uppercased(), kind: .pushToStart, userID: "fan",
@@ -85,7 +85,7 @@ import TouchlineStore
         defer { reader.close() }
         func walk(_ environment: TokenEnvironment?) throws -> [String] {
             var seen: [String] = []
-            while case let page = try reader.pushToStartTokens(following: "team:ARS", after: seen.last, limit: 37, environment: environment),
+            while case let page = try reader.pushToStartTokens(following: "team:ARS", app: "default", after: seen.last, limit: 37, environment: environment),
                   !page.isEmpty {
                 #expect(page.count <= 37)
                 #expect(environment == nil || page.allSatisfy { $0.environment == environment })
@@ -95,7 +95,7 @@ import TouchlineStore
         }
         #expect(try walk(nil) == followers.map(hexToken), "every follower once, in token order, nothing else")
         #expect(try walk(.sandbox) == followers.filter { $0 % 3 == 0 }.map(hexToken))
-        #expect(try reader.pushToStartTokens(following: "team:ARS", after: hexToken(followers.last!), limit: 10, environment: nil).isEmpty)
+        #expect(try reader.pushToStartTokens(following: "team:ARS", app: "default", after: hexToken(followers.last!), limit: 10, environment: nil).isEmpty)
         #expect(try reader.token(hexToken(5)) == nil, "deleted with its follows")
     }
 
@@ -132,8 +132,42 @@ import TouchlineStore
         let reader = try store.personalReader()
         defer { reader.close() }
         let asked = [hexToken(3), hexToken(9), hexToken(4), hexToken(1).uppercased(), hexToken(2)]
-        #expect(try reader.activeTokens(among: asked, environment: nil) == [1, 2, 3].map(hexToken), "any kind, token order, lowercase")
-        #expect(try reader.activeTokens(among: asked, environment: .production) == [1, 2].map(hexToken))
-        #expect(try reader.activeTokens(among: [], environment: nil).isEmpty)
+        #expect(try reader.activeTokens(among: asked, app: "default", environment: nil) == [1, 2, 3].map(hexToken), "any kind, token order, lowercase")
+        #expect(try reader.activeTokens(among: asked, app: "default", environment: .production) == [1, 2].map(hexToken))
+        #expect(try reader.activeTokens(among: [], app: "default", environment: nil).isEmpty)
     }
+
+    /// A token belongs to the app it was registered for: every audience read of one app skips
+    /// another app's tokens, a user's push-to-start token replaces only that app's, and a token
+    /// registered again for another app moves to it.
+    @Test(arguments: PersonalStoreKind.allCases)
+    func everyAudienceReadKeepsToOneAppsTokens(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
+        _ = try Self.write(store, [
+            .registerToken(TokenRecord(token: hexToken(1), kind: .pushToStart, userID: "fan", follows: ["team:ARS"], registeredAt: t0)),
+            .registerToken(TokenRecord(token: hexToken(2), kind: .pushToStart, userID: "fan", follows: ["team:ARS"], registeredAt: t0 + .seconds(1),
+                                       app: "tv")),
+            .registerToken(TokenRecord(token: hexToken(3), kind: .update, channelID: "tv/m1", userID: "fan", registeredAt: t0, app: "tv")),
+        ])
+        let reader = try store.personalReader()
+        #expect(try reader.token(hexToken(1))?.active == true, "the tv app's push-to-start token replaced nothing of the default app")
+        #expect(try reader.token(hexToken(2))?.app == "tv")
+        #expect(try reader.tokens(userID: "fan", app: "default", limit: 10).map(\.token) == [hexToken(1)])
+        #expect(try reader.tokens(userID: "fan", app: "tv", limit: 10).map(\.token) == [hexToken(2), hexToken(3)])
+        #expect(try reader.pushToStartTokens(following: "team:ARS", app: "default", after: nil, limit: 10, environment: nil).map(\.token) == [hexToken(1)])
+        #expect(try reader.pushToStartTokens(following: "team:ARS", app: "tv", after: nil, limit: 10, environment: nil).map(\.token) == [hexToken(2)])
+        let all = [1, 2, 3].map(hexToken)
+        #expect(try reader.activeTokens(among: all, app: "default", environment: nil) == [hexToken(1)])
+        #expect(try reader.activeTokens(among: all, app: "tv", environment: nil) == [hexToken(2), hexToken(3)])
+        reader.close()
+
+        _ = try Self.write(store, [.registerToken(TokenRecord(token: hexToken(1), kind: .pushToStart, userID: "fan", registeredAt: t0 + .seconds(2),
+                                                              app: "tv"))])
+        let again = try store.personalReader()
+        defer { again.close() }
+        #expect(try again.token(hexToken(1))?.app == "tv", "registered again for tv: it is tv's now")
+        #expect(try again.token(hexToken(2))?.active == false, "and it replaced the user's older tv push-to-start token")
+        #expect(try again.tokens(userID: "fan", app: "default", limit: 10).isEmpty)
+    }
+
 }

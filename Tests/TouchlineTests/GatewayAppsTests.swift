@@ -130,6 +130,72 @@ import TouchlineCore
                 "tv's goals wait in its channel: \(String(describing: tvChannel))")
     }
 
+    /// Tokens belong to the app they were registered for: each app's registry routes see its own
+    /// tokens only, an update token names a channel of its own app, and the `default` app's
+    /// personal pushes never select, nor take as given, a token of another app.
+    @Test func aTokenRegisteredForOneAppIsNeverPushedThroughAnother() async throws {
+        let league = try MockAPNsFixture()
+        let tv = try MockAPNsFixture(identity: Self.tvIdentity)
+        let fixture = try Self.gateway(league: league, tv: tv)
+        defer { Task { await fixture.shutDown(); await league.shutDown(); await tv.shutDown() } }
+        let api = fixture.admin
+        let (leagueToken, tvToken, tvUpdate) = (String(repeating: "a1", count: 32), String(repeating: "b2", count: 32), String(repeating: "c3", count: 32))
+        #expect(try api.request("POST", "/v1/apps/tv/channels", json: #"{"id": "match-1", "storagePolicy": "no-storage"}"#).status == 201)
+        func register(_ path: String, _ body: String) throws -> GatewayTestClient.Response { try api.request("POST", path, json: body) }
+        #expect(try register("/v1/tokens", #"{"token": "\#(leagueToken)", "kind": "push-to-start", "userId": "fan", "follows": ["team:ARS"]}"#).status == 201)
+        let tvRegistered = try register("/v1/apps/tv/tokens", #"{"token": "\#(tvToken)", "kind": "push-to-start", "userId": "fan", "follows": ["team:ARS"]}"#)
+        #expect(tvRegistered.status == 201 && tvRegistered.json?.string("app") == "tv", "\(tvRegistered.text)")
+        let update = try register("/v1/apps/tv/tokens", #"{"token": "\#(tvUpdate)", "kind": "update", "channelId": "match-1", "userId": "fan"}"#)
+        #expect(update.status == 201 && update.json?.string("channelId") == "match-1", "\(update.text)")
+        // match-1 is tv's: the default app has no such channel.
+        let crossed = try register("/v1/tokens", #"{"token": "\#(tvUpdate)", "kind": "update", "channelId": "match-1"}"#)
+        #expect(crossed.status == 404 && crossed.json?.string("error") == "channel_not_found", "\(crossed.text)")
+
+        func listed(_ path: String) throws -> [String] {
+            guard case .array(let tokens)? = try api.request("GET", path).json?[member: "tokens"] else { return [] }
+            return tokens.compactMap { $0.string("token") }
+        }
+        #expect(try listed("/v1/tokens?userId=fan") == [leagueToken])
+        #expect(Set(try listed("/v1/apps/tv/tokens?userId=fan")) == [tvToken, tvUpdate])
+        #expect(try api.request("GET", "/v1/apps/radio/tokens?userId=fan").json?.string("error") == "app_not_found")
+
+        // The default app's kickoff-like start reaches its own follower only, through its own APNs.
+        let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: api)
+        #expect(job.progress?.integer("targeted") == 1 && job.progress?.integer("sent") == 1, "\(String(describing: job.progress))")
+        #expect(league.mock.recordedRequests().filter { $0.endpoint == .device }.compactMap(\.deviceToken) == [leagueToken])
+        #expect(tv.mock.recordedRequests().filter { $0.endpoint == .device }.isEmpty)
+        // Named as the audience, another app's token is refused rather than sent with the wrong topic.
+        let direct = try api.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody.replacingOccurrences(
+            of: #"{"follows": "team:ARS"}"#, with: #"{"token": "\#(tvToken)"}"#))
+        #expect(direct.status == 422 && direct.json?.string("error") == "token_of_another_app", "\(direct.text)")
+        #expect(direct.text.contains("registered for app 'tv'"))
+
+        // Deleting goes through the token's own app.
+        #expect(try api.request("DELETE", "/v1/tokens/\(tvToken)").status == 404)
+        #expect(try api.request("DELETE", "/v1/apps/tv/tokens/\(tvToken)").status == 200)
+    }
+
+    /// A cluster serves the `default` app only: `touchline migrate` refuses a data directory
+    /// holding another app's channels or tokens before it touches the cluster, naming the first.
+    @Test func aDataDirectoryWithAnotherAppsDataIsNotCopiedToACluster() async throws {
+        let league = try MockAPNsFixture()
+        let tv = try MockAPNsFixture(identity: Self.tvIdentity)
+        defer { Task { await league.shutDown(); await tv.shutDown() } }
+        // No server listens there: the refusal comes before any connection.
+        let settings = JetStreamSettings(servers: ["nats://127.0.0.1:1"], instance: InstanceID("g1")!, partitions: ClusterGatewayTests.partitions)
+        for (path, body, named) in [("/v1/apps/tv/channels", #"{"id": "match-1", "storagePolicy": "no-storage"}"#, "channel match-1 of app 'tv'"),
+                                    ("/v1/apps/tv/tokens", #"{"token": "\#(String(repeating: "d4", count: 32))", "kind": "push-to-start"}"#,
+                                     "token d4d4d4d4… of app 'tv'")] {
+            let fixture = try Self.gateway(league: league, tv: tv)
+            #expect(try fixture.admin.request("POST", path, json: body).status == 201)
+            await fixture.shutDown(removingData: false)
+            #expect { try ClusterMigration(source: fixture.directory, settings: settings, dataDirectory: fixture.directory + "/g1").run() } throws: { error in
+                "\(error)".contains(named) && "\(error)".contains("a cluster serves only the app of its apns block; nothing was copied")
+            }
+            try? FileManager.default.removeItem(atPath: fixture.directory)
+        }
+    }
+
     /// A single-app gateway's data directory is the `default` app's as it is: adding an app
     /// keeps every channel where it was, and the new app starts empty.
     @Test func aSingleAppDataDirectoryIsTheDefaultAppsWhenAppsAreAdded() async throws {

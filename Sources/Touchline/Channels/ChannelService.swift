@@ -81,16 +81,7 @@ final class ChannelService: @unchecked Sendable {
     /// arms timers, finishes deletions that were due). `resumePersonalJobs` gets the APNs ids of
     /// the open channels once they are loaded and before any deletion closes a channel's kickoffs.
     func restore(from reader: any ChannelStoreReader, resumePersonalJobs: (_ openChannels: Set<String>) -> Void) throws {
-        // A channel of an app no longer configured has no credentials to be served with.
-        var unserved: [String: Int] = [:]
-        let restored = try load(from: reader) { [self] id in
-            let app = AppChannelID.app(of: id)
-            if !serves(app: app) { unserved[app, default: 0] += 1 }
-            return serves(app: app)
-        }
-        for (app, count) in unserved.sorted(by: { $0.key < $1.key }) {
-            log.error("\(count) stored channels belong to app '\(app)', which is not configured: they are not served; their data stays")
-        }
+        let restored = try load(from: reader) { _ in true }
         // Queued on the personal loop before the API can hand it a new job, and before any
         // deletion below closes a channel's kickoffs.
         let open = Set(restored.filter { $0.status == .active }.compactMap(\.apnsChannelID))
@@ -129,14 +120,27 @@ final class ChannelService: @unchecked Sendable {
         eventStream?.channelChanged()
     }
 
+    /// A channel of an app not configured here is left in the store, never loaded: it has no
+    /// credentials to be served with, and must not reach another app's connections.
     private func load(from reader: any ChannelStoreReader, where belongs: (String) -> Bool) throws -> [Channel] {
         let now = clock.now()
         var restored: [Channel] = []
         var after: String?
+        var unserved: [String: Int] = [:]
+        defer {
+            for (app, count) in unserved.sorted(by: { $0.key < $1.key }) {
+                log.error("\(count) stored channels belong to app '\(app)', which is not configured: they are not served; their data stays")
+            }
+        }
         while true {
             let page = try reader.channels(after: after, limit: 500)
             guard let last = page.last else { break }
             for record in page where belongs(record.id) {
+                let app = AppChannelID.app(of: record.id)
+                guard serves(app: app) else {
+                    unserved[app, default: 0] += 1
+                    continue
+                }
                 let channel = Channel.restored(from: record, now: now)
                 if let damage = channel.damage { log.error("channel restored as broken: \(damage)", channel: record.id) }
                 if channel.recording != nil { channel.recordedEvents = try recordings.count(of: record.id) }

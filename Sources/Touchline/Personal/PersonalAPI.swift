@@ -29,6 +29,7 @@ struct PersonalAPI: APIFeature {
         let body = try RequestBody(parsing: request.body, allowed: ["audience", "event", "contentState", "alert", "attributesType",
                                                                            "attributes", "priority", "expiration"])
         let audience = try Self.audience(try body.required(body.object("audience"), "audience"))
+        if case .token(let token) = audience { try intake.requireSendable(token) }
         let eventName = try body.required(body.string("event"), "event")
         guard let event = LiveActivityPayload.Event(rawValue: eventName) else {
             throw body.invalid("event", "must be \"start\", \"update\" or \"end\", got \"\(eventName)\"")

@@ -51,36 +51,38 @@ enum PersonalAudience: Sendable, Equatable {
     /// `.tokens` walks its list, skipping tokens deleted from the registry or deactivated since
     /// (whatever their kind: the list is used as is). A page is empty only at the end.
     /// `kind` picks a user's tokens: push-to-start for `start`, update tokens otherwise.
-    /// `environment` keeps registry tokens of the gateway's APNs environment only (nil: any); a
-    /// `.token` audience is sent as given. `bound` ends the walk before the first token at or
-    /// after it (a slice of a cluster's job, ``AudienceSlice/upperBound``).
-    func page(after cursor: String?, limit: Int, kind: TokenKind, environment: TokenEnvironment?, before bound: String? = nil,
+    /// `environment` keeps registry tokens of the gateway's APNs environment only (nil: any), and
+    /// `app` those registered for that app (a token works for one app's bundle id); a `.token`
+    /// audience is sent as given (the intake refuses a token registered for another app). `bound`
+    /// ends the walk before the first token at or after it (a slice of a cluster's job,
+    /// ``AudienceSlice/upperBound``).
+    func page(after cursor: String?, limit: Int, kind: TokenKind, app: String, environment: TokenEnvironment?, before bound: String? = nil,
               reader: any TokenRegistryReader) throws(StoreError) -> (tokens: [String], exhausted: Bool) {
-        let page = try unboundedPage(after: cursor, limit: limit, kind: kind, environment: environment, reader: reader)
+        let page = try unboundedPage(after: cursor, limit: limit, kind: kind, app: app, environment: environment, reader: reader)
         guard let bound, let end = page.tokens.firstIndex(where: { $0 >= bound }) else { return page }
         return (Array(page.tokens[..<end]), true)
     }
 
-    private func unboundedPage(after cursor: String?, limit: Int, kind: TokenKind, environment: TokenEnvironment?,
+    private func unboundedPage(after cursor: String?, limit: Int, kind: TokenKind, app: String, environment: TokenEnvironment?,
                                reader: any TokenRegistryReader) throws(StoreError) -> (tokens: [String], exhausted: Bool) {
         switch self {
         case .token(let token):
             return (cursor == nil ? [token] : [], true)
         case .userID(let userID):
             guard cursor == nil else { return ([], true) }
-            let tokens = try reader.tokens(userID: userID, limit: limit).filter {
+            let tokens = try reader.tokens(userID: userID, app: app, limit: limit).filter {
                 $0.active && $0.kind == kind && (environment == nil || $0.environment == environment)
             }.map(\.token)
             return (tokens, true)
         case .follows(let follow):
-            let page = try reader.pushToStartTokens(following: follow, after: cursor, limit: limit, environment: environment)
+            let page = try reader.pushToStartTokens(following: follow, app: app, after: cursor, limit: limit, environment: environment)
                 .map(\.token)
             return (page, page.count < limit)
         case .tokens(let tokens):
             var start = cursor.map { Self.firstIndex(in: tokens, after: $0) } ?? 0
             while start < tokens.count {
                 let end = min(start + limit, tokens.count)
-                let active = try reader.activeTokens(among: Array(tokens[start..<end]), environment: environment)
+                let active = try reader.activeTokens(among: Array(tokens[start..<end]), app: app, environment: environment)
                 start = end
                 if !active.isEmpty { return (active, start == tokens.count) }
             }

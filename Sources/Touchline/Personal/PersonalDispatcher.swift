@@ -24,6 +24,9 @@ final class PersonalDispatcher: @unchecked Sendable {
     private let settings: PersonalQueueSettings
     /// Registry tokens of this APNs environment only are targeted (nil: any, for custom endpoints).
     private let tokenEnvironment: TokenEnvironment?
+    /// The app whose tokens its jobs reach, through its APNs connections: `default` (personal
+    /// pushes of other apps are not built yet).
+    let app = AppChannelID.defaultApp
     private let broadcastPressure: BroadcastPressure
     private let log: GatewayLog
     /// Records the webhook events of job ends and dead letters in the saves that carry them.
@@ -305,7 +308,7 @@ final class PersonalDispatcher: @unchecked Sendable {
         case .fetchTargets(let cursor, let limit):
             let page: (tokens: [String], exhausted: Bool)
             do {
-                page = try running.audience.page(after: cursor, limit: limit, kind: running.tokenKind, environment: tokenEnvironment,
+                page = try running.audience.page(after: cursor, limit: limit, kind: running.tokenKind, app: app, environment: tokenEnvironment,
                                                  before: running.slice?.upperBound, reader: reader)
             } catch {
                 // The job keeps what it has; the rest of the audience is not reachable now.

@@ -75,6 +75,19 @@ final class PersonalJobIntake: @unchecked Sendable {
         }
     }
 
+    /// 422 `token_of_another_app` when `token` is registered for another app than the personal
+    /// queue's: sent through this app's connections, with its topic, APNs would refuse it, and a
+    /// token must never be pushed through another app. An unregistered token is sent as given.
+    func requireSendable(_ token: String) throws(HTTPError) {
+        let record: TokenRecord?
+        do { record = try tokenReader.token(token) } catch {
+            throw HTTPError(status: 500, code: "store_failed", message: "reading the token failed: \(error)")
+        }
+        guard let record, record.app != personal.app else { return }
+        throw HTTPError(status: 422, code: "token_of_another_app",
+                        message: "token \(token.prefix(8))… is registered for app '\(record.app)', not '\(personal.app)': it is pushed through its own app only")
+    }
+
     /// A new job (not saved yet) for an encoded payload, refused when APNs would refuse the payload.
     /// Its id is random, or on a cluster, for a request with an `Idempotency-Key` (`claim`), the
     /// `index`th id derived from the key (``IdempotencyClaim/jobID(index:)``).

@@ -267,8 +267,8 @@ public final class Gateway: Sendable {
             let intake = PersonalJobIntake(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
                                            personal: personal, sharedJobs: sharedJobs, idempotency: configuration.idempotency)
             try ingestLoop.sync { service.audienceStarter = { [intake] jobs, completion in intake.storeRolloverStarts(jobs, completion: completion) } }
-            let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
-                                   isKnownChannel: { [service] id in !id.contains("/") && service.channels[id] != nil })
+            let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader, apps: access.apps,
+                                   isKnownChannel: { [service] id in service.channels[id] != nil })
             // Every route of the gateway with its scope: the admission hook and the API
             // document's test read this same table.
             let operators = OperatorsAPI(service: service, intake: intake, personalStore: personalStore, cluster: cluster,

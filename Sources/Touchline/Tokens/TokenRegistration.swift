@@ -9,9 +9,11 @@ enum TokenRegistration {
     static let maximumBatchSize = 10_000
     static let fields: Set<JSONMemberName> = ["token", "kind", "channelId", "userId", "follows", "environment"]
 
-    /// One registration (`POST /v1/tokens`, or an element of a batch) as the record to store;
-    /// errors name the field with the body's prefix (`tokens[3].kind`).
-    static func record(_ body: RequestBody, now: UnixTime, isKnownChannel: (String) -> Bool) throws(HTTPError) -> TokenRecord {
+    /// One registration (`POST /v1/tokens`, or an element of a batch) as the record to store,
+    /// for `app` (an update token's channel is one of that app's); errors name the field with
+    /// the body's prefix (`tokens[3].kind`).
+    static func record(_ body: RequestBody, now: UnixTime, app: String = AppChannelID.defaultApp,
+                       isKnownChannel: (String) -> Bool) throws(HTTPError) -> TokenRecord {
         let token = try validToken(try body.required(body.string("token"), "token"), field: body)
         let kindName = try body.required(body.string("kind"), "kind")
         let kind: TokenKind
@@ -23,7 +25,9 @@ enum TokenRegistration {
         let channelID = try body.string("channelId")
         if kind == .update, channelID == nil { throw body.invalid("channelId", "is required for an update token (the activity's channel)") }
         if kind == .pushToStart, channelID != nil { throw body.invalid("channelId", "belongs to update tokens only") }
-        if let channelID, !isKnownChannel(channelID) {
+        // Kept as the channel's id in its app; a provider id never holds '/'.
+        let keptChannelID = channelID.map { AppChannelID.qualified($0, app: app) }
+        if let channelID, let keptChannelID, channelID.contains("/") || !isKnownChannel(keptChannelID) {
             throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(channelID)' (field '\(body.path("channelId"))')")
         }
         let userID = try body.string("userId").map { (text) throws(HTTPError) in try validUserID(text, field: "userId", in: body) }
@@ -41,8 +45,8 @@ enum TokenRegistration {
         guard let environment = TokenEnvironment(rawValue: environmentName) else {
             throw body.invalid("environment", "must be \"production\" or \"sandbox\", got \"\(environmentName)\"")
         }
-        return TokenRecord(token: token, kind: kind, channelID: channelID, userID: userID, follows: follows,
-                           environment: environment, registeredAt: now)
+        return TokenRecord(token: token, kind: kind, channelID: keptChannelID, userID: userID, follows: follows,
+                           environment: environment, registeredAt: now, app: app)
     }
 
     /// A device token as APNs takes it: whole bytes in hex, 64 to 200 digits (ActivityKit tokens
@@ -87,7 +91,8 @@ enum TokenRegistration {
     static func json(_ record: TokenRecord) -> JSONValue {
         var members: [JSONValue.Member] = [.init("token", .string(record.token)),
                                            .init("kind", .string(record.kind == .update ? "update" : "push-to-start"))]
-        if let channelID = record.channelID { members.append(.init("channelId", .string(channelID))) }
+        if let channelID = record.channelID { members.append(.init("channelId", .string(AppChannelID.split(channelID).id))) }
+        if record.app != AppChannelID.defaultApp { members.append(.init("app", .string(record.app))) }
         if let userID = record.userID { members.append(.init("userId", .string(userID))) }
         members.append(.init("follows", .array(record.follows.map(JSONValue.string))))
         members.append(.init("environment", .string(record.environment.rawValue)))

@@ -18,11 +18,14 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
     private let clock: any WallClock
     private let personalStore: any PersonalStoreWriter
     private let tokenReader: any TokenRegistryReader
-    /// Whether a channel id names a channel of this gateway (an update token must).
+    /// Whether a kept channel id (``AppChannelID``) names a channel of this gateway (an update token must).
     private let isKnownChannel: (String) -> Bool
+    /// The apps served, by name.
+    private let apps: Set<String>
 
     init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any TokenRegistryReader,
-         isKnownChannel: @escaping (String) -> Bool) {
+         apps: Set<String> = [AppChannelID.defaultApp], isKnownChannel: @escaping (String) -> Bool) {
+        self.apps = apps
         self.loop = loop
         self.clock = clock
         self.personalStore = personalStore
@@ -30,24 +33,35 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
         self.isKnownChannel = isKnownChannel
     }
 
+    /// The registry routes, under `/v1` for the `default` app and under `/v1/apps/{app}` for
+    /// any served app: a token belongs to the app it was registered for.
     func addRoutes(to router: inout APIRouter) {
         let scope = APIScope.admin(purpose: "token registry routes")
-        router.add(.post, "/v1/tokens", scope: scope) { [self] call throws(HTTPError) in
-            try requireRegistry()
-            try registerToken(call.request)
+        for base in ChannelService.channelRouteBases {
+            router.add(.post, "\(base)/tokens", scope: scope) { [self] call throws(HTTPError) in
+                try requireRegistry()
+                try registerToken(call.request, app: try app(of: call))
+            }
+            router.add(.post, "\(base)/tokens/batch", scope: scope) { [self] call throws(HTTPError) in
+                try requireRegistry()
+                try registerTokens(call.request, app: try app(of: call))
+            }
+            router.add(.get, "\(base)/tokens", scope: scope) { [self] call throws(HTTPError) in
+                try requireRegistry()
+                try listTokens(call.request, app: try app(of: call))
+            }
+            router.add(.delete, "\(base)/tokens/{token}", scope: scope) { [self] call throws(HTTPError) in
+                try requireRegistry()
+                try deleteToken(call.request, token: try call.parameters.string("token"), app: try app(of: call))
+            }
         }
-        router.add(.post, "/v1/tokens/batch", scope: scope) { [self] call throws(HTTPError) in
-            try requireRegistry()
-            try registerTokens(call.request)
-        }
-        router.add(.get, "/v1/tokens", scope: scope) { [self] call throws(HTTPError) in
-            try requireRegistry()
-            try listTokens(call.request)
-        }
-        router.add(.delete, "/v1/tokens/{token}", scope: scope) { [self] call throws(HTTPError) in
-            try requireRegistry()
-            try deleteToken(call.request, token: try call.parameters.string("token"))
-        }
+    }
+
+    /// The app a route's path names: 404 `app_not_found` when it is not served.
+    private func app(of call: APICall) throws(HTTPError) -> String {
+        guard let app = call.parameters["app"] else { return AppChannelID.defaultApp }
+        guard apps.contains(app) else { throw HTTPError(status: 404, code: "app_not_found", message: "no app named '\(app)'") }
+        return app
     }
 
     /// On a cluster gateway whose copy of the registry is still being built from the log (a new
@@ -61,15 +75,16 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
     }
 
 
-    private func registerToken(_ request: HTTPRequest) throws(HTTPError) {
-        let record = try TokenRegistration.record(RequestBody(parsing: request.body, allowed: TokenRegistration.fields), now: clock.now(), isKnownChannel: isKnownChannel)
+    private func registerToken(_ request: HTTPRequest, app: String) throws(HTTPError) {
+        let record = try TokenRegistration.record(RequestBody(parsing: request.body, allowed: TokenRegistration.fields), now: clock.now(), app: app,
+                                                  isKnownChannel: isKnownChannel)
         try commit([record], for: request, savedAs: "the token") { .json(status: 201, TokenRegistration.json(record)) }
     }
 
     /// `{"tokens": [registration, ...]}`: every registration is validated before anything is
     /// written (the first bad one is named by its index), then all of them commit in one store
     /// submit, so a bulk import costs one group commit per request instead of one per token.
-    private func registerTokens(_ request: HTTPRequest) throws(HTTPError) {
+    private func registerTokens(_ request: HTTPRequest, app: String) throws(HTTPError) {
         let body = try RequestBody(parsing: request.body, allowed: ["tokens"])
         guard case .array(let items) = try body.required(body.value("tokens"), "tokens"),
               (1...TokenRegistration.maximumBatchSize).contains(items.count) else {
@@ -80,7 +95,7 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
         records.reserveCapacity(items.count)
         for (index, item) in items.enumerated() {
             records.append(try TokenRegistration.record(RequestBody(item, allowed: TokenRegistration.fields, prefix: "tokens[\(index)]."), now: now,
-                                                        isKnownChannel: isKnownChannel))
+                                                        app: app, isKnownChannel: isKnownChannel))
         }
         let registered = JSONValue.object([.init("registered", .integer(Int64(records.count)))])
         try commit(records, for: request, savedAs: "the tokens") { .json(status: 201, registered) }
@@ -101,24 +116,25 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
         }
     }
 
-    private func listTokens(_ request: HTTPRequest) throws(HTTPError) {
+    private func listTokens(_ request: HTTPRequest, app: String) throws(HTTPError) {
         guard let userID = request.target.queryValue("userId"), !userID.isEmpty else {
             throw HTTPError(status: 400, code: "invalid_query", message: "query 'userId' is required (tokens are listed per user)")
         }
         let records: [TokenRecord]
-        do { records = try tokenReader.tokens(userID: userID, limit: 100) } catch {
+        do { records = try tokenReader.tokens(userID: userID, app: app, limit: 100) } catch {
             throw HTTPError(status: 500, code: "store_failed", message: "reading tokens failed: \(error)")
         }
         request.respond(.json(status: 200, .object([.init("tokens", .array(records.map(TokenRegistration.json)))])))
     }
 
-    private func deleteToken(_ request: HTTPRequest, token rawToken: String) throws(HTTPError) {
+    private func deleteToken(_ request: HTTPRequest, token rawToken: String, app: String) throws(HTTPError) {
         let token = rawToken.lowercased()
         let known: TokenRecord?
         do { known = try tokenReader.token(token) } catch {
             throw HTTPError(status: 500, code: "store_failed", message: "reading the token failed: \(error)")
         }
-        guard known != nil else {
+        // Another app's token is not this app's to delete: as unknown here.
+        guard known?.app == app else {
             throw HTTPError(status: 404, code: "token_not_found", message: "no token \(token.prefix(8))… is registered")
         }
         try personalStore.requireWritable()

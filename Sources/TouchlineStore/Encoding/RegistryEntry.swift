@@ -6,7 +6,9 @@ import TouchlineCore
 /// copies agree (docs/cluster.md, "The shared token registry").
 ///
 /// Version 1 of the layout; a later layout takes a new version byte, and a reader refuses one it
-/// does not know rather than misread it.
+/// does not know rather than misread it. A registration of another app than `default` is its
+/// own operation (tag 4: tag 1's fields, then the app), so a `default` registration reads as
+/// before and a reader that predates apps refuses another app's rather than take it for `default`.
 public struct RegistryEntry: Sendable, Equatable {
     static let binaryVersion: UInt8 = 1
 
@@ -26,7 +28,7 @@ public struct RegistryEntry: Sendable, Equatable {
         for operation in operations {
             switch operation {
             case .registerToken(let record):
-                writer.byte(1)
+                writer.byte(record.app == AppChannelID.defaultApp ? 1 : 4)
                 writer.string(record.token)
                 writer.string(record.kind.rawValue)
                 writer.optional(record.channelID) { $0.string($1) }
@@ -35,6 +37,7 @@ public struct RegistryEntry: Sendable, Equatable {
                 for follow in record.follows { writer.string(follow) }
                 writer.string(record.environment.rawValue)
                 writer.time(record.registeredAt)
+                if record.app != AppChannelID.defaultApp { writer.string(record.app) }
             case .deleteToken(let token):
                 writer.byte(2)
                 writer.string(token)
@@ -58,7 +61,7 @@ public struct RegistryEntry: Sendable, Equatable {
         operations.reserveCapacity(count)
         for _ in 0..<count {
             switch try reader.byte() {
-            case 1:
+            case let tag where tag == 1 || tag == 4:
                 let token = try reader.string()
                 guard let kind = TokenKind(rawValue: try reader.string()) else { throw reader.damaged("unknown token kind") }
                 let channelID = try reader.optional { (reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) in try reader.string() }
@@ -66,8 +69,10 @@ public struct RegistryEntry: Sendable, Equatable {
                 var follows: [String] = []
                 for _ in 0..<(try reader.count()) { follows.append(try reader.string()) }
                 guard let environment = TokenEnvironment(rawValue: try reader.string()) else { throw reader.damaged("unknown token environment") }
+                let registeredAt = try reader.time()
+                let app = tag == 4 ? try reader.string() : AppChannelID.defaultApp
                 operations.append(.registerToken(TokenRecord(token: token, kind: kind, channelID: channelID, userID: userID, follows: follows,
-                                                             environment: environment, registeredAt: try reader.time())))
+                                                             environment: environment, registeredAt: registeredAt, app: app)))
             case 2:
                 operations.append(.deleteToken(try reader.string()))
             case 3:

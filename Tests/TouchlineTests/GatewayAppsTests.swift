@@ -4,6 +4,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineStore
 
 /// Two apps in one gateway, against two mock APNs of different teams, keys and bundle ids:
 /// the `default` app (the `apns` block) and `tv` (`apps`). Each mock checks the JWT against its
@@ -194,6 +195,39 @@ import TouchlineCore
             }
             try? FileManager.default.removeItem(atPath: fixture.directory)
         }
+    }
+
+    /// Lost creates are reconciled app by app: each app's `creating` channel adopts an orphan
+    /// from its own app's list-all, and a leftover orphan is deleted at its own app's APNs.
+    @Test func lostCreatesAreReconciledWithTheirOwnAppsChannels() async throws {
+        let league = try MockAPNsFixture()
+        let tv = try MockAPNsFixture(identity: Self.tvIdentity)
+        defer { Task { await league.shutDown(); await tv.shutDown() } }
+        let data = league.directory + "/data"
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let store = try StoreWriter(path: data + "/touchline.sqlite")
+        for id in ["lost", "tv/lost"] {
+            _ = try await store.createChannel(ChannelRecord(id: id, storagePolicy: .mostRecent, status: .creating, createdAt: SystemClock().now()))
+        }
+        store.close()
+        let mostRecent = ChannelStorage.mostRecent.messageStoragePolicy
+        let leagueOrphan = try #require(league.mock.createChannel(storagePolicy: mostRecent))
+        let tvOrphans = try (0..<2).map { _ in try #require(tv.mock.createChannel(storagePolicy: mostRecent)) }
+
+        let fixture = try GatewayFixture(apns: league.gatewaySettings, directory: data) { configuration in
+            configuration.apps = [.init(name: "tv", apns: tv.gatewaySettings)]
+        }
+        defer { Task { await fixture.shutDown() } }
+        try await eventually("tv's leftover orphan deleted") { tv.mock.counters().count(endpoint: .deleteChannel) == 1 }
+        let leagueLost = try fixture.admin.request("GET", "/v1/channels/lost").json
+        let tvLost = try fixture.admin.request("GET", "/v1/apps/tv/channels/lost").json
+        #expect(leagueLost?.string("apnsChannelId") == leagueOrphan && leagueLost?.string("status") == "active", "\(String(describing: leagueLost))")
+        let adopted = try #require(tvLost?.string("apnsChannelId"), "\(String(describing: tvLost))")
+        #expect(tvOrphans.contains(adopted) && tvLost?.string("status") == "active")
+        #expect(tv.mock.channels().keys.filter(tvOrphans.contains) == [adopted], "the other tv orphan deleted at tv's APNs")
+        #expect(league.mock.counters().count(endpoint: .deleteChannel) == 0 && league.mock.channels()[leagueOrphan] != nil)
+        #expect(league.mock.counters().count(endpoint: .createChannel) == 0 && tv.mock.counters().count(endpoint: .createChannel) == 0,
+                "nothing created again: each adopted its own app's orphan")
     }
 
     /// A single-app gateway's data directory is the `default` app's as it is: adding an app

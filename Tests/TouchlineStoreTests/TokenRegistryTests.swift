@@ -23,6 +23,30 @@ func hexToken(_ n: Int) -> String { String(format: "%064X", n) }
         #expect(try reader.token("ABCDEF01") == stored)
     }
 
+    /// A version-8 registry (before apps) gains `tokens.app` on open: its tokens are the
+    /// `default` app's, and tokens of another app can be stored beside them.
+    @Test func aVersionEightRegistryKeepsItsTokensAsTheDefaultApps() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("personal.sqlite")
+        do {
+            let writer = try StoreWriter(path: path)
+            try await writer.submit([.registerToken(TokenRecord(token: "ab01", kind: .pushToStart, follows: ["team:ARS"], registeredAt: t0))])
+            writer.close()
+        }
+        let old = try SQLiteConnection(path: path)
+        try old.execute("ALTER TABLE tokens DROP COLUMN app; PRAGMA user_version = 8")
+        old.close()
+
+        let writer = try StoreWriter(path: path)
+        defer { writer.close() }
+        try await writer.submit([.registerToken(TokenRecord(token: "ab02", kind: .pushToStart, follows: ["team:ARS"], registeredAt: t0, app: "tv"))])
+        let reader = try SQLiteTokenReader(path: path)
+        defer { reader.close() }
+        #expect(try reader.token("ab01")?.app == "default")
+        #expect(try reader.pushToStartTokens(following: "team:ARS", app: "default", after: nil, limit: 10).map(\.token) == ["ab01"])
+        #expect(try reader.pushToStartTokens(following: "team:ARS", app: "tv", after: nil, limit: 10).map(\.token) == ["ab02"])
+    }
+
     @Test func aNewUpdateTokenForTheSameActivityReplacesTheOldOneOnly() async throws {
         let dir = TemporaryDirectory()
         let writer = try StoreWriter(path: dir.file("store.db"))

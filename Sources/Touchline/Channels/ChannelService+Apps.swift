@@ -11,7 +11,7 @@ extension ChannelService {
     }
 
     /// Whether `app` is configured here.
-    func serves(app: String) -> Bool { app == AppChannelID.defaultApp || otherApps[app] != nil }
+    func serves(app: String) -> Bool { servedApps.contains(app) }
 
     /// The dispatcher of `app`'s channels. Only channels of served apps are loaded or created,
     /// so another app never reaches the `default` app's connections.

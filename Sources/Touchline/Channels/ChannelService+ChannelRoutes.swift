@@ -40,9 +40,7 @@ extension ChannelService: APIFeature {
 
     /// The app a route's path names, served here: 404 `app_not_found` otherwise.
     func app(of call: APICall) throws(HTTPError) -> String {
-        guard let app = call.parameters["app"] else { return AppChannelID.defaultApp }
-        guard serves(app: app) else { throw HTTPError(status: 404, code: "app_not_found", message: "no app named '\(app)'") }
-        return app
+        try APIAccess.app(in: call.parameters, among: servedApps)
     }
 
     /// The channel of a ``APIScope/channel(parameter:)`` route (its key is already checked), in

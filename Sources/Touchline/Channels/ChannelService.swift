@@ -18,6 +18,8 @@ final class ChannelService: @unchecked Sendable {
     let dispatcher: BroadcastDispatcher
     /// The other apps' dispatchers and default policies, by name (`apps`).
     let otherApps: [String: AppChannels]
+    /// Every app served, `default` included.
+    let servedApps: Set<String>
     /// Runs personal jobs on the personal loop; handed a job once it is durable.
     let personal: PersonalDispatcher
     let defaultPolicy: ChannelPolicy
@@ -64,6 +66,7 @@ final class ChannelService: @unchecked Sendable {
         self.broadcastPressure = broadcastPressure
         self.dispatcher = dispatcher
         self.otherApps = otherApps
+        servedApps = Set(otherApps.keys).union([AppChannelID.defaultApp])
         self.personal = personal
         self.ownership = ownership
         defaultPolicy = configuration.defaultPolicy

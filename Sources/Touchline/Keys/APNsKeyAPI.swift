@@ -16,8 +16,7 @@ struct APNsKeyAPI: APIFeature {
     func addRoutes(to router: inout APIRouter) {
         for base in ["/v1", "/v1/apps/{app}"] {
             router.add(.post, "\(base)/apns/key/reload", scope: .admin(purpose: "APNs key rotations")) { call throws(HTTPError) in
-                let app = call.parameters["app"] ?? AppChannelID.defaultApp
-                guard apps.contains(app) else { throw HTTPError(status: 404, code: "app_not_found", message: "no app named '\(app)'") }
+                let app = try APIAccess.app(in: call.parameters, among: apps)
                 guard let reload = reloads[app] else {
                     throw HTTPError(status: 409, code: "key_reload_unavailable",
                                     message: "this gateway sends to the bundled mock APNs with its own key; there is no APNs key to reload")

@@ -58,11 +58,7 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
     }
 
     /// The app a route's path names: 404 `app_not_found` when it is not served.
-    private func app(of call: APICall) throws(HTTPError) -> String {
-        guard let app = call.parameters["app"] else { return AppChannelID.defaultApp }
-        guard apps.contains(app) else { throw HTTPError(status: 404, code: "app_not_found", message: "no app named '\(app)'") }
-        return app
-    }
+    private func app(of call: APICall) throws(HTTPError) -> String { try APIAccess.app(in: call.parameters, among: apps) }
 
     /// On a cluster gateway whose copy of the registry is still being built from the log (a new
     /// gateway), 503: a read would miss tokens, and a registration would wait for the copy to

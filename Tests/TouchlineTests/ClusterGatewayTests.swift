@@ -95,6 +95,22 @@ struct ClusterGatewayTests {
                         #"touchline_cluster_snapshots_total{instance="g\#(index + 1)",outcome="written"}"#) ?? 0
         }
         #expect(written.reduce(0, +) >= 1, "\(written)")
+        // `/v1/apps/default/...` is `/v1/...` on a cluster too: a create through either gateway
+        // lands at its owner, and either lists the whole cluster.
+        let extra = ["match-7", "match-8"]
+        for (index, id) in extra.enumerated() {
+            let created = try gateways[index].patientAdmin.request("POST", "/v1/apps/default/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#)
+            #expect(created.status == 201, "\(created.text)")
+        }
+        for gateway in gateways {
+            let listed = try gateway.patientAdmin.request("GET", "/v1/apps/default/channels?limit=100")
+            guard case .array(let items)? = listed.json?[member: "channels"] else { Issue.record("\(listed.text)"); continue }
+            #expect(items.compactMap { $0.string("id") } == (channels + extra).sorted(), "\(listed.text)")
+        }
+        #expect(try gateways[0].patientAdmin.request("POST", "/v1/apps/default/channels/match-8/events", json: #"{"seq": 1, "patch": {"minute": 99}}"#).status == 202)
+        try await eventually("match-8's event at APNs") {
+            apns.mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.status == 200 && $0.bodyText.contains(#""minute":99"#) }
+        }
     }
 
     /// The token registry is the cluster's: a fan registered through one gateway is in the

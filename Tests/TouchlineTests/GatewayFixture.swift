@@ -20,7 +20,8 @@ final class GatewayFixture: Sendable {
          metrics: MetricsSettings = MetricsSettings(), webhooks: WebhookSettings = WebhookSettings(), storeFaultFile: String? = nil,
          clock: any WallClock = SystemClock(), backends: Gateway.Backends = .standard,
          configure: (inout GatewayConfiguration) -> Void = { _ in },
-         reloadedAPNs: (@Sendable () -> GatewayConfiguration.APNsSettings?)? = nil) throws {
+         reloadedAPNs: (@Sendable () -> GatewayConfiguration.APNsSettings?)? = nil,
+         reloadedApps: (@Sendable () -> [GatewayConfiguration.App])? = nil) throws {
         self.directory = try directory ?? MockAPNsDevelopmentCertificates.temporaryDirectory()
         var configuration = GatewayConfiguration(
             apnsMode: apns == nil ? .mock : .apple, apns: apns, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: self.directory,
@@ -29,15 +30,16 @@ final class GatewayFixture: Sendable {
         configuration.storeFaultFile = storeFaultFile
         configuration.webhooks = webhooks
         configure(&configuration)
-        // A key reload reads this configuration again, with the APNs settings `reloadedAPNs` gives then.
+        // A key reload reads this configuration again, with the APNs settings `reloadedAPNs` and
+        // the apps `reloadedApps` give then.
         let base = configuration
-        let source = reloadedAPNs.map { reloaded in
-            { @Sendable () -> GatewayConfiguration in
-                var again = base
-                again.apns = reloaded()
-                return again
-            }
+        let reread: @Sendable () -> GatewayConfiguration = {
+            var again = base
+            if let reloadedAPNs { again.apns = reloadedAPNs() }
+            if let reloadedApps { again.apps = reloadedApps() }
+            return again
         }
+        let source = reloadedAPNs == nil && reloadedApps == nil ? nil : reread
         gateway = Gateway(configuration: configuration, clock: clock, backends: backends, configurationSource: source)
         port = try gateway.start()
     }

@@ -74,6 +74,51 @@ struct GatewayKeyRotationTests {
         #expect(try club.request("POST", "/v1/apns/key/reload").status == 403)
     }
 
+    /// Each app's key rotates on its own: `POST /v1/apps/tv/apns/key/reload` moves tv to its new
+    /// key while the `default` app keeps signing with its own; a key of another team is refused
+    /// for tv and changes nothing of either app; a reload of every app (SIGHUP's) changes only
+    /// what the configuration changed.
+    @Test func eachAppsKeyRotatesOnItsOwn() async throws {
+        let spare = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        let tvNextKeyID = "TVKEY00003"
+        let next = try MockAPNsProviderKeyFiles.generate(keyID: tvNextKeyID, in: spare)
+        let league = try MockAPNsFixture()
+        let tv = try MockAPNsFixture(identity: GatewayAppsTests.tvIdentity) { $0.keys.append(.init(keyID: tvNextKeyID, path: next.publicKeyFile)) }
+        let tvSettings = Mutex(tv.gatewaySettings)
+        let fixture = try GatewayFixture(apns: league.gatewaySettings, configure: { configuration in
+            configuration.apps = [.init(name: "tv", apns: tv.gatewaySettings)]
+        }, reloadedApps: { [.init(name: "tv", apns: tvSettings.withLock { $0 })] })
+        defer { Task { await fixture.shutDown(); await league.shutDown(); await tv.shutDown() } }
+        let api = fixture.admin
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-keys", "storagePolicy": "no-storage"}"#).status == 201)
+        #expect(try api.request("POST", "/v1/apps/tv/channels", json: #"{"id": "match-keys", "storagePolicy": "no-storage"}"#).status == 201)
+        func push(minute: Int) async throws -> (league: [String], tv: [String]) {
+            #expect(try api.request("POST", "/v1/channels/club-keys/events", json: #"{"seq": \#(minute), "patch": {"minute": \#(minute)}}"#).status == 202)
+            #expect(try api.request("POST", "/v1/apps/tv/channels/match-keys/events", json: #"{"seq": \#(minute), "patch": {"minute": \#(minute)}}"#).status == 202)
+            try await eventually("minute \(minute) at both APNs") {
+                !Self.keysOfBroadcasts(minute: minute, in: league.mock).isEmpty && !Self.keysOfBroadcasts(minute: minute, in: tv.mock).isEmpty
+            }
+            return (Self.keysOfBroadcasts(minute: minute, in: league.mock), Self.keysOfBroadcasts(minute: minute, in: tv.mock))
+        }
+        #expect(try await push(minute: 1) == ([MockAPNsFixture.keyID], [GatewayAppsTests.tvIdentity.keyID]))
+
+        tvSettings.withLock { $0.keyPath = next.privateKeyFile; $0.keyID = tvNextKeyID }
+        let rotated = try api.request("POST", "/v1/apps/tv/apns/key/reload")
+        #expect(rotated.status == 200 && rotated.json?.string("app") == "tv" && rotated.json?.string("keyId") == tvNextKeyID
+                && rotated.json?[member: "changed"] == .bool(true), "\(rotated.text)")
+        #expect(try await push(minute: 2) == ([MockAPNsFixture.keyID], [tvNextKeyID]), "tv signs with its new key, the default app with its own")
+        // The default app's reload finds its key unchanged.
+        #expect(try api.request("POST", "/v1/apns/key/reload").json?[member: "changed"] == .bool(false))
+
+        // Another team's key is refused for tv; both apps keep their keys.
+        tvSettings.withLock { $0.teamID = MockAPNsFixture.teamID }
+        let refused = try api.request("POST", "/v1/apps/tv/apns/key/reload")
+        #expect(refused.status == 422 && refused.errorCode == "key_reload_refused", "\(refused.text)")
+        #expect(!fixture.gateway.reloadAPNsKey(), "a reload of every app changes nothing: tv's refused, the default's the same")
+        #expect(try await push(minute: 3) == ([MockAPNsFixture.keyID], [tvNextKeyID]))
+        #expect(try api.request("POST", "/v1/apps/radio/apns/key/reload").errorCode == "app_not_found")
+    }
+
     @Test func developmentModeHasNoKeyToReload() async throws {
         let fixture = try GatewayFixture()
         defer { Task { await fixture.shutDown() } }

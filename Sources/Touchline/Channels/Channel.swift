@@ -9,6 +9,8 @@ import TouchlineStore
 /// Confined to the ingest loop (`@unchecked Sendable` only so loop jobs can capture it).
 final class Channel: @unchecked Sendable {
     let id: String
+    /// The app the channel belongs to (``AppChannelID``), read from its id once: every push asks.
+    let app: String
     let storage: ChannelStorage
     let policy: ChannelPolicy
     /// Set for sports channels: sports events go through `SportsReducer` with these.
@@ -66,6 +68,7 @@ final class Channel: @unchecked Sendable {
          recording: FeedRecording? = nil, isShadow: Bool = false, lifecycle: ChannelLifecycle<HTTPRequest>, engine: ChannelEngine,
          contentState: JSONValue, lastSeq: Int64, persistedStatus: ChannelStatus) {
         self.id = id
+        app = AppChannelID.app(of: id)
         self.storage = storage
         self.policy = policy
         self.attributes = attributes
@@ -240,9 +243,6 @@ final class Channel: @unchecked Sendable {
     }
 
     // MARK: API view
-
-    /// The app the channel belongs to (``AppChannelID``).
-    var app: String { AppChannelID.app(of: id) }
 
     /// The id the provider gave the channel, without its app.
     var providerID: String { AppChannelID.split(id).id }

@@ -42,6 +42,10 @@ extension ClusterNode {
         })
     }
 
+    /// The listings one gateway asks of the others: the channels (also under the `default`
+    /// app's path) and the dead letters.
+    static let listings = ["/v1/channels", "/v1/apps/\(AppChannelID.defaultApp)/channels", "/v1/deadletters"]
+
     /// Another gateway's listing request: answered with this gateway's own page (its router, so
     /// the caller's key is checked here too). Only these come this way: the channel and
     /// dead-letter listings, and replays of this gateway's dead letters (`ClusterNode+DeadLetters.swift`).
@@ -50,7 +54,7 @@ extension ClusterNode {
         let connection = connection
         let answer: (HTTPResponse) -> Void = { response in try? connection.publish(ForwardedResponse(response).encoded, to: reply) }
         guard let forwarded = try? ForwardedRequest(decoding: message.payload),
-              forwarded.method == .get && ["/v1/channels", "/v1/deadletters"].contains(where: { forwarded.target == $0 || forwarded.target.hasPrefix($0 + "?") })
+              forwarded.method == .get && Self.listings.contains(where: { forwarded.target == $0 || forwarded.target.hasPrefix($0 + "?") })
                 || forwarded.method == .post && forwarded.target == "/v1/deadletters/replay" else {
             return answer(HTTPError(status: 400, code: "forwarded_request_unreadable",
                                     message: "only channel and dead-letter listings and dead-letter replays are asked of a gateway by name").response)

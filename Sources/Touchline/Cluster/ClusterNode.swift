@@ -310,14 +310,18 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// Unauthorized requests are refused here, never sent on.
     func route(_ request: HTTPRequest) {
         guard let router else { return }
-        if request.method == .get, request.path == "/v1/channels" || request.path == "/v1/channels/" { return listEverywhere(request) }
+        let resolved = router.resolve(method: request.method, path: request.path)
+        // `/v1/apps/default/...` is the same as `/v1/...` (a cluster serves the `default` app only).
+        let pattern: String? = if case .found(let route, _) = resolved { route.pattern } else { nil }
+        let isChannelsCollection = ChannelService.channelRouteBases.contains { pattern == "\($0)/channels" }
+        if request.method == .get, isChannelsCollection { return listEverywhere(request) }
         if request.method == .get, request.path == "/v1/events" { return listEventsEverywhere(request) }
         if request.method == .get, request.path == "/v1/deadletters" { return listDeadLettersEverywhere(request) }
         if request.method == .post, request.path == "/v1/deadletters/replay", let gateway = replayGateway(of: request) {
             return replayThrough(gateway, request)
         }
-        guard case .found(let route, let parameters) = router.resolve(method: request.method, path: request.path),
-              let channelID = channelID(of: request, scope: route.scope, parameters: parameters) else {
+        guard case .found(let route, let parameters) = resolved,
+              let channelID = channelID(of: request, scope: route.scope, parameters: parameters, isCreate: isChannelsCollection) else {
             return router.handle(request)
         }
         let partition = partitioning.partition(of: channelID)
@@ -335,11 +339,11 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         forward(request, channelID: channelID, partition: partition)
     }
 
-    /// The channel a request concerns: the path's for channel routes, the body's `id` for a create.
-    private func channelID(of request: HTTPRequest, scope: APIScope, parameters: HTTPRouteParameters) -> String? {
+    /// The channel a request concerns: the path's for channel routes, the body's `id` for a
+    /// create (`isCreate`: a POST to a channels collection).
+    private func channelID(of request: HTTPRequest, scope: APIScope, parameters: HTTPRouteParameters, isCreate: Bool) -> String? {
         if case .channel(let parameter) = scope { return parameters[parameter] }
-        guard request.method == .post, request.path == "/v1/channels" || request.path == "/v1/channels/",
-              case .string(let id)? = (try? JSONParser.parse(request.body))?[member: "id"] else { return nil }
+        guard request.method == .post, isCreate, case .string(let id)? = (try? JSONParser.parse(request.body))?[member: "id"] else { return nil }
         return id
     }
 

@@ -86,6 +86,8 @@ public struct PersonalJobRecord: Sendable, Equatable {
     public var updatedAt: UnixTime
     /// The job waits until then (a scheduled kickoff); nil starts it at once.
     public var startAt: UnixTime?
+    /// The app whose tokens it reaches, through that app's APNs connections (``AppChannelID``).
+    public var app: String
 
     /// A scheduled job finished before its time: it can only have been cancelled (a job that
     /// started cannot finish before it started), so no status of its own is stored.
@@ -97,7 +99,8 @@ public struct PersonalJobRecord: Sendable, Equatable {
     public init(id: String, createdAt: UnixTime, audience: String, payload: [UInt8], priority: Int = 10,
                 expiration: UnixTime? = nil, status: PersonalJobStatus = .pending, cursor: String? = nil,
                 endedAfterCursor: [String] = [], counts: PersonalJobCounts = PersonalJobCounts(), updatedAt: UnixTime? = nil,
-                startAt: UnixTime? = nil) {
+                startAt: UnixTime? = nil, app: String = AppChannelID.defaultApp) {
+        self.app = app
         self.startAt = startAt
         self.id = id
         self.createdAt = createdAt

@@ -6,7 +6,7 @@ import TouchlineRuntime
 enum PersonalJobRows {
     static let columns = """
         id, created_at, audience, payload, priority, expiration, status, cursor, targeted, sent, failed, expired, pending, updated_at,
-        ended_after_cursor, start_at
+        ended_after_cursor, start_at, app
         """
     static let deadLetterColumns = "id, job_id, token, reason, status, at"
 
@@ -28,7 +28,7 @@ enum PersonalJobRows {
             payload: row.blob(at: 3) ?? [], priority: Int(row.int64(at: 4)),
             expiration: row.optionalInt64(at: 5).map(UnixTime.init(nanoseconds:)), status: status ?? .pending, cursor: row.text(at: 7),
             endedAfterCursor: endedAfterCursor ?? [], counts: counts, updatedAt: UnixTime(nanoseconds: row.int64(at: 13)),
-            startAt: row.optionalInt64(at: 15).map(UnixTime.init(nanoseconds:)))
+            startAt: row.optionalInt64(at: 15).map(UnixTime.init(nanoseconds:)), app: row.text(at: 16) ?? AppChannelID.defaultApp)
         record.unreadable = unreadable
         return record
     }
@@ -46,13 +46,13 @@ enum PersonalJobRows {
     static func apply(_ operation: TokenOperation, on db: SQLiteConnection) throws {
         switch operation {
         case .createJob(let job):
-            try db.run("INSERT INTO personal_jobs (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+            try db.run("INSERT INTO personal_jobs (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
                 .text(job.id), .integer(job.createdAt.nanoseconds), .text(job.audience), .blob(job.payload),
                 .integer(Int64(job.priority)), job.expiration.map { .integer($0.nanoseconds) } ?? .null, .text(job.status.rawValue),
                 job.cursor.map(SQLiteValue.text) ?? .null, .integer(job.counts.targeted), .integer(job.counts.sent),
                 .text(job.counts.failedJSON), .integer(job.counts.expired), .integer(job.counts.pending),
                 .integer(job.updatedAt.nanoseconds), .text(PersonalJobCounts.tokensText(job.endedAfterCursor)),
-                job.startAt.map { .integer($0.nanoseconds) } ?? .null,
+                job.startAt.map { .integer($0.nanoseconds) } ?? .null, .text(job.app),
             ])
         case .advanceJob(let progress):
             let changed = try db.run("""

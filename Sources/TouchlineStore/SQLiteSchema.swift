@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 9
+    static let version: Int64 = 10
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -163,12 +163,17 @@ enum SQLiteSchema {
         ALTER TABLE tokens ADD COLUMN app TEXT NOT NULL DEFAULT 'default';
         """
 
+    /// Version 10: a personal job belongs to an app; those stored before are the `default` app's.
+    static let jobAppStatements = """
+        ALTER TABLE personal_jobs ADD COLUMN app TEXT NOT NULL DEFAULT 'default';
+        """
+
     /// What each version adds, applied in order from the database's version.
     static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements),
                                                                  (4, probeStatements), (5, webhookStatements),
                                                                  (6, idempotencyStatements),
                                                                  (7, registryLogStatements), (8, scheduledStartStatements),
-                                                                 (9, tokenAppStatements)]
+                                                                 (9, tokenAppStatements), (10, jobAppStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

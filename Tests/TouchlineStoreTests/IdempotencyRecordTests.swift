@@ -85,8 +85,8 @@ import TouchlineStore
             writer.close()
         }
         let old = try SQLiteConnection(path: path)
-        // What version 4 had: no idempotency table, no job start time (version 8), no token app (version 9).
-        try old.execute("DROP TABLE idempotency_keys; ALTER TABLE personal_jobs DROP COLUMN start_at; ALTER TABLE tokens DROP COLUMN app; PRAGMA user_version = 4")
+        // What version 4 had: no idempotency table, no job start time (version 8), no token or job app (versions 9 and 10).
+        try old.execute("DROP TABLE idempotency_keys; ALTER TABLE personal_jobs DROP COLUMN start_at; ALTER TABLE tokens DROP COLUMN app; ALTER TABLE personal_jobs DROP COLUMN app; PRAGMA user_version = 4")
         old.close()
 
         let writer = try StoreWriter(path: path)

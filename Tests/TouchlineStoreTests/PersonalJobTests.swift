@@ -191,7 +191,7 @@ func personalJob(_ id: String) -> PersonalJobRecord {
         defer { writer.close() }
         try await writer.submit([.registerToken(TokenRecord(token: "01", kind: .pushToStart, registeredAt: t0))])
         let version = try SQLiteConnection(path: path).query("PRAGMA user_version") { $0.int64(at: 0) }
-        #expect(version == [9], "migrated to the newest schema (9: a token's app)")
+        #expect(version == [10], "migrated to the newest schema (10: a job's app)")
         #expect(try SQLiteChannelReader(path: path).channel(id: "m1") != nil)
         #expect(try SQLiteTokenReader(path: path).token("01") != nil)
     }

@@ -34,7 +34,7 @@ func hexToken(_ n: Int) -> String { String(format: "%064X", n) }
             writer.close()
         }
         let old = try SQLiteConnection(path: path)
-        try old.execute("ALTER TABLE tokens DROP COLUMN app; PRAGMA user_version = 8")
+        try old.execute("ALTER TABLE tokens DROP COLUMN app; ALTER TABLE personal_jobs DROP COLUMN app; PRAGMA user_version = 8")
         old.close()
 
         let writer = try StoreWriter(path: path)

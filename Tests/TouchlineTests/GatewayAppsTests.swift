@@ -132,8 +132,8 @@ import TouchlineStore
     }
 
     /// Tokens belong to the app they were registered for: each app's registry routes see its own
-    /// tokens only, an update token names a channel of its own app, and the `default` app's
-    /// personal pushes never select, nor take as given, a token of another app.
+    /// tokens only, an update token names a channel of its own app, and each app's personal
+    /// pushes select only its own tokens, through its own APNs, and never take another's as given.
     @Test func aTokenRegisteredForOneAppIsNeverPushedThroughAnother() async throws {
         let league = try MockAPNsFixture()
         let tv = try MockAPNsFixture(identity: Self.tvIdentity)
@@ -171,9 +171,59 @@ import TouchlineStore
         #expect(direct.status == 422 && direct.json?.string("error") == "token_of_another_app", "\(direct.text)")
         #expect(direct.text.contains("registered for app 'tv'"))
 
+        // tv's own personal push reaches tv's follower only, through tv's APNs (whose mock checks
+        // the topic is tv's bundle id), and is tv's to show.
+        let created = try api.request("POST", "/v1/apps/tv/personal", json: GatewayPersonalAPITests.startBody)
+        let tvJob = try #require(created.json?.string("jobId"), "\(created.text)")
+        try await eventually("tv's job done") {
+            (try? api.request("GET", "/v1/apps/tv/personal/\(tvJob)").json?.string("status")) == "done"
+        }
+        let tvProgress = try api.request("GET", "/v1/apps/tv/personal/\(tvJob)").json
+        #expect(tvProgress?.integer("targeted") == 1 && tvProgress?.integer("sent") == 1, "\(String(describing: tvProgress))")
+        let tvStarts = tv.mock.recordedRequests().filter { $0.endpoint == .device }
+        #expect(tvStarts.map(\.deviceToken) == [tvToken] && tvStarts.allSatisfy { $0.status == 200 }, "\(tvStarts.map { "\($0.status) \($0.detail ?? "")" })")
+        #expect(league.mock.recordedRequests().filter { $0.endpoint == .device }.compactMap(\.deviceToken) == [leagueToken], "nothing more at the league's APNs")
+        #expect(try api.request("GET", "/v1/personal/\(tvJob)").json?.string("error") == "job_not_found", "another app's job is not shown")
+        let wrongApp = try api.request("POST", "/v1/apps/tv/personal", json: GatewayPersonalAPITests.startBody.replacingOccurrences(
+            of: #"{"follows": "team:ARS"}"#, with: #"{"token": "\#(leagueToken)"}"#))
+        #expect(wrongApp.status == 422 && wrongApp.text.contains("registered for app 'default', not 'tv'"), "\(wrongApp.text)")
+        let metrics = try api.request("GET", "/metrics").text
+        #expect(metricValue(metrics, #"touchline_apns_responses_total{app="tv",pool="personal",status="200",reason=""}"#) == 1)
+
         // Deleting goes through the token's own app.
         #expect(try api.request("DELETE", "/v1/tokens/\(tvToken)").status == 404)
         #expect(try api.request("DELETE", "/v1/apps/tv/tokens/\(tvToken)").status == 200)
+    }
+
+    /// A stored job resumes in its own app's queue after a restart: the `default` queue never
+    /// takes another app's job (it would send it with the wrong topic).
+    @Test func aStoredJobOfAnAppResumesThroughItsOwnAppAfterARestart() async throws {
+        let league = try MockAPNsFixture()
+        let tv = try MockAPNsFixture(identity: Self.tvIdentity)
+        defer { Task { await league.shutDown(); await tv.shutDown() } }
+        let fan = String(repeating: "e5", count: 32)
+        let first = try Self.gateway(league: league, tv: tv)
+        #expect(try first.admin.request("POST", "/v1/apps/tv/tokens", json: #"{"token": "\#(fan)", "kind": "push-to-start", "follows": ["team:ARS"]}"#).status == 201)
+        let created = try first.admin.request("POST", "/v1/apps/tv/personal", json: GatewayPersonalAPITests.startBody)
+        let done = try #require(created.json?.string("jobId"), "\(created.text)")
+        try await eventually("the first job done") { (try? first.admin.request("GET", "/v1/apps/tv/personal/\(done)").json?.string("status")) == "done" }
+        await first.shutDown(removingData: false)
+        // A job of tv stored but not run yet when the gateway stopped.
+        let stored = try #require(try SQLiteTokenReader(path: first.directory + "/personal.sqlite").job(id: done))
+        #expect(stored.app == "tv")
+        let personal = try StoreWriter(path: first.directory + "/personal.sqlite")
+        try await personal.submit([.createJob(PersonalJobRecord(id: "tv-open", createdAt: stored.createdAt, audience: stored.audience,
+                                                                payload: stored.payload, priority: stored.priority, app: "tv"))])
+        personal.close()
+        tv.mock.resetRecording()
+
+        let second = try GatewayFixture(apns: league.gatewaySettings, directory: first.directory) { configuration in
+            configuration.apps = [.init(name: "tv", apns: tv.gatewaySettings)]
+        }
+        defer { Task { await second.shutDown() } }
+        try await eventually("the stored job resumed") { (try? second.admin.request("GET", "/v1/apps/tv/personal/tv-open").json?.string("status")) == "done" }
+        #expect(tv.mock.recordedRequests().filter { $0.endpoint == .device && $0.status == 200 }.map(\.deviceToken) == [fan])
+        #expect(league.mock.recordedRequests().filter { $0.endpoint == .device }.isEmpty)
     }
 
     /// A cluster serves the `default` app only: `touchline migrate` refuses a data directory

@@ -9,10 +9,14 @@ struct LoopSnapshots: Sendable {
     /// The other apps' broadcast and management figures (on the broadcast loop too), by name.
     var apps: [APNsSnapshot]
     var personal: PersonalSnapshot
+    /// The other apps' personal queues (on the personal loop too), by name.
+    var appPersonal: [PersonalSnapshot] = []
 
     /// Every app's broadcast-loop figures, `default` first.
     var broadcastSnapshots: [APNsSnapshot] { [broadcast] + apps }
-    var apnsPools: [APNsSnapshot.Pool] { broadcastSnapshots.flatMap(\.pools) + personal.apns.pools }
+    /// Every app's personal-pool figures, `default` first.
+    var personalSnapshots: [APNsSnapshot] { [personal.apns] + appPersonal.map(\.apns) }
+    var apnsPools: [APNsSnapshot.Pool] { broadcastSnapshots.flatMap(\.pools) + personalSnapshots.flatMap(\.pools) }
 }
 
 extension OperatorsAPI {
@@ -22,13 +26,15 @@ extension OperatorsAPI {
         let apns = apnsMetrics
         let apps = appMetrics
         let personal = self.personal
+        let appPersonal = intake.appPersonal.sorted { $0.key < $1.key }.map(\.value)
         let ingest = loop
         dispatcher.apns.loop.execute {
             let broadcast = apns.snapshot()
             let appSnapshots = apps.map { $0.snapshot() }
             personal.loop.execute {
                 let queue = personal.metricsSnapshot()
-                ingest.execute { done(LoopSnapshots(broadcast: broadcast, apps: appSnapshots, personal: queue)) }
+                let appQueues = appPersonal.map { $0.metricsSnapshot() }
+                ingest.execute { done(LoopSnapshots(broadcast: broadcast, apps: appSnapshots, personal: queue, appPersonal: appQueues)) }
             }
         }
     }
@@ -92,7 +98,7 @@ extension OperatorsAPI {
                                 "APNs answers by pool, HTTP status and reason (status \"none\": no answer, reason says why).")
         var responseTimes = MetricFamily("touchline_apns_response_seconds", help: "Time from handing a request to the pool to its APNs answer.",
                                          kind: .histogram)
-        for snapshot in loops.broadcastSnapshots + [loops.personal.apns] {
+        for snapshot in loops.broadcastSnapshots + loops.personalSnapshots {
             for (key, count) in snapshot.responses.sorted(by: { ($0.key.pool, $0.key.status, $0.key.reason) < ($1.key.pool, $1.key.status, $1.key.reason) }) {
                 responses.add(count, ["app": snapshot.app, "pool": key.pool, "status": key.status, "reason": key.reason])
             }
@@ -100,7 +106,7 @@ extension OperatorsAPI {
         }
         var retries = counter("touchline_apns_retries_total", "Pushes sent again after a throttle, 5xx or lost answer, by app and pool.")
         for snapshot in loops.broadcastSnapshots { retries.add(broadcastRetries[snapshot.app] ?? 0, ["app": snapshot.app, "pool": "broadcast"]) }
-        retries.add(loops.personal.retries, ["app": loops.personal.apns.app, "pool": "personal"])
+        for queue in [loops.personal] + loops.appPersonal { retries.add(queue.retries, ["app": queue.apns.app, "pool": "personal"]) }
         var deactivated = counter("touchline_tokens_deactivated_total",
                                   "Registry tokens deactivated after a 410 (re-registered or already inactive tokens are not).")
         deactivated.add(loops.personal.tokensDeactivated)
@@ -137,7 +143,7 @@ extension OperatorsAPI {
         }
         var held = MetricFamily("touchline_apns_requests_held", help: "Requests held until the provider token may be renewed, by app and pool.",
                                 kind: .gauge)
-        for snapshot in loops.broadcastSnapshots + [loops.personal.apns] {
+        for snapshot in loops.broadcastSnapshots + loops.personalSnapshots {
             held.add(snapshot.heldRequests, ["app": snapshot.app, "pool": snapshot.pools.first?.name ?? "unknown"])
         }
         var jobs = MetricFamily("touchline_personal_jobs", help: "Personal fan-out jobs, by status.", kind: .gauge)

@@ -31,7 +31,8 @@ extension OperatorsAPI {
             .init("personalStore", storeJSON(personalStore)),
             .init("apnsPools", .array(loops.apnsPools.map(Self.poolJSON))),
             .init("apps", .array(loops.broadcastSnapshots.map { snapshot in
-                ["app": .string(snapshot.app), "ready": .bool(snapshot.pools.allSatisfy(\.isReady))]
+                let pools = loops.apnsPools.filter { $0.app == snapshot.app }
+                return ["app": .string(snapshot.app), "ready": .bool(pools.allSatisfy(\.isReady))]
             })),
         ] + (clusterJSON().map { [.init("cluster", $0)] } ?? [])))
     }

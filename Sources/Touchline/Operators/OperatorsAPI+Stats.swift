@@ -53,7 +53,7 @@ extension OperatorsAPI {
                 .init("channels", .object([.init("total", integer(statuses.values.reduce(0, +)))]
                     + ChannelStatus.allCases.map { .init($0.rawValue, integer(statuses[$0] ?? 0)) })),
                 .init("providerTokenAgeSeconds", .number((now - snapshot.providerTokenIssuedAt).inSeconds)),
-                .init("queues", .object(snapshot.pools.map { .init("apns_\($0.name)", queued($0)) })),
+                .init("queues", .object(loops.apnsPools.filter { $0.app == snapshot.app }.map { .init("apns_\($0.name)", queued($0)) })),
             ])
         }
         let defaultPools = loops.broadcast.pools + personal.apns.pools

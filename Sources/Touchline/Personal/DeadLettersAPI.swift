@@ -131,7 +131,7 @@ final class DeadLettersAPI: APIFeature, @unchecked Sendable {
                 expiration = newExpiration
             }
             let job = try intake.personalJob(audience: .tokenList(group.map(\.token)), payload: original.payload, priority: original.priority,
-                                             expiration: expiration, claim: claim, index: jobs.count)
+                                             expiration: expiration, claim: claim, index: jobs.count, app: original.app)
             jobs.append(job)
             summary.append(.object([.init("jobId", .string(job.id)), .init("replayOf", .string(originalID)),
                                     .init("deadLetters", .integer(Int64(group.count)))]))

@@ -13,23 +13,30 @@ import TouchlineStore
 struct PersonalAPI: APIFeature {
     let intake: PersonalJobIntake
 
+    /// The routes under `/v1` for the `default` app and under `/v1/apps/{app}` for any app:
+    /// a job reaches its app's tokens through its app's connections.
     func addRoutes(to router: inout APIRouter) {
         let scope = APIScope.admin(purpose: "personal pushes")
-        router.add(.post, "/v1/personal", scope: scope) { call throws(HTTPError) in
-            try intake.idempotently(call, route: PersonalJobIntake.idempotentRoutes.personal) { claim throws(HTTPError) in
-                try createPersonalJob(call.request, idempotency: claim)
+        for base in ChannelService.channelRouteBases {
+            router.add(.post, "\(base)/personal", scope: scope) { call throws(HTTPError) in
+                let app = try APIAccess.app(in: call.parameters, among: intake.apps)
+                // Each app's keys are its own: one key sent to two apps makes two jobs.
+                let route = app == AppChannelID.defaultApp ? PersonalJobIntake.idempotentRoutes.personal : "POST /v1/apps/\(app)/personal"
+                try intake.idempotently(call, route: route) { claim throws(HTTPError) in
+                    try createPersonalJob(call.request, app: app, idempotency: claim)
+                }
             }
-        }
-        router.add(.get, "/v1/personal/{job}", scope: scope) { call throws(HTTPError) in
-            try showPersonalJob(call.request, id: try call.parameters.string("job"))
+            router.add(.get, "\(base)/personal/{job}", scope: scope) { call throws(HTTPError) in
+                try showPersonalJob(call.request, id: try call.parameters.string("job"), app: try APIAccess.app(in: call.parameters, among: intake.apps))
+            }
         }
     }
 
-    private func createPersonalJob(_ request: HTTPRequest, idempotency claim: IdempotencyClaim?) throws(HTTPError) {
+    private func createPersonalJob(_ request: HTTPRequest, app: String, idempotency claim: IdempotencyClaim?) throws(HTTPError) {
         let body = try RequestBody(parsing: request.body, allowed: ["audience", "event", "contentState", "alert", "attributesType",
                                                                            "attributes", "priority", "expiration"])
         let audience = try Self.audience(try body.required(body.object("audience"), "audience"))
-        if case .token(let token) = audience { try intake.requireSendable(token) }
+        if case .token(let token) = audience { try intake.requireSendable(token, app: app) }
         let eventName = try body.required(body.string("event"), "event")
         guard let event = LiveActivityPayload.Event(rawValue: eventName) else {
             throw body.invalid("event", "must be \"start\", \"update\" or \"end\", got \"\(eventName)\"")
@@ -52,11 +59,11 @@ struct PersonalAPI: APIFeature {
         let priority = try PersonalJobIntake.priority(in: body), expiration = try PersonalJobIntake.expiration(in: body)
         let payload = LiveActivityPayload(timestamp: intake.clock.now(), event: event, contentState: contentState, alert: alert,
                                           attributesType: attributesType, attributes: attributes).encoded()
-        let job = try intake.personalJob(audience: audience, payload: payload, priority: priority, expiration: expiration, claim: claim)
+        let job = try intake.personalJob(audience: audience, payload: payload, priority: priority, expiration: expiration, claim: claim, app: app)
         try intake.submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
     }
 
-    private func showPersonalJob(_ request: HTTPRequest, id: String) throws(HTTPError) {
+    private func showPersonalJob(_ request: HTTPRequest, id: String, app: String) throws(HTTPError) {
         if let shared = intake.sharedJobs {
             // A cluster's job is in its bucket; one stored in this gateway's file before (a
             // migrated one) is read from there.
@@ -66,17 +73,18 @@ struct PersonalAPI: APIFeature {
                     return
                 }
                 guard let job else {
-                    do throws(HTTPError) { try showStoredJob(request, id: id) } catch { request.respond(error.response) }
+                    do throws(HTTPError) { try showStoredJob(request, id: id, app: app) } catch { request.respond(error.response) }
                     return
                 }
                 request.respond(Self.answer(id, (job.status, job.counts), startAt: job.startAt, cancelled: job.withdrawn, slices: job.slices))
             }
             return
         }
-        try showStoredJob(request, id: id)
+        try showStoredJob(request, id: id, app: app)
     }
 
-    private func showStoredJob(_ request: HTTPRequest, id: String) throws(HTTPError) {
+    /// A job of another app is not this app's to show: as unknown here.
+    private func showStoredJob(_ request: HTTPRequest, id: String, app: String) throws(HTTPError) {
         if let reason = intake.brokenJobs[id] {
             // Found unusable at start: never run (docs/reliability.md).
             request.respond(Self.brokenAnswer(id, reason: reason))
@@ -86,7 +94,7 @@ struct PersonalAPI: APIFeature {
         do { job = try intake.tokenReader.job(id: id) } catch {
             throw HTTPError(status: 500, code: "store_failed", message: "reading the job failed: \(error)")
         }
-        guard let job else { throw HTTPError(status: 404, code: "job_not_found", message: "no personal job with id '\(id)'") }
+        guard let job, job.app == app else { throw HTTPError(status: 404, code: "job_not_found", message: "no personal job with id '\(id)'") }
         request.respond(Self.answer(id, (job.status, job.counts), startAt: job.startAt, cancelled: job.wasCancelled))
     }
 

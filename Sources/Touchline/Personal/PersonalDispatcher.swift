@@ -24,9 +24,9 @@ final class PersonalDispatcher: @unchecked Sendable {
     private let settings: PersonalQueueSettings
     /// Registry tokens of this APNs environment only are targeted (nil: any, for custom endpoints).
     private let tokenEnvironment: TokenEnvironment?
-    /// The app whose tokens its jobs reach, through its APNs connections: `default` (personal
-    /// pushes of other apps are not built yet).
-    let app = AppChannelID.defaultApp
+    /// The app whose jobs it runs: its tokens, through its APNs connections. Each app has a
+    /// dispatcher of its own (its pool, window and queue) on the personal loop.
+    let app: String
     private let broadcastPressure: BroadcastPressure
     private let log: GatewayLog
     /// Records the webhook events of job ends and dead letters in the saves that carry them.
@@ -54,7 +54,9 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// `apns` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, apns: any PersonalAPNsDispatch, reader: any PersonalStoreReader, store: any PersonalStoreWriter, clock: any WallClock,
          settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?,
-         broadcastPressure: BroadcastPressure = BroadcastPressure(), webhooks: WebhookDelivery? = nil, log: GatewayLog) {
+         broadcastPressure: BroadcastPressure = BroadcastPressure(), webhooks: WebhookDelivery? = nil,
+         app: String = AppChannelID.defaultApp, log: GatewayLog) {
+        self.app = app
         self.loop = loop
         self.apns = apns
         self.reader = reader
@@ -65,7 +67,7 @@ final class PersonalDispatcher: @unchecked Sendable {
         self.broadcastPressure = broadcastPressure
         self.log = log
         self.webhooks = webhooks
-        metrics = PersonalMetrics(apns: apns, credentialsRejected: webhooks?.credentialsReporter())
+        metrics = PersonalMetrics(app: app, apns: apns, credentialsRejected: webhooks?.credentialsReporter(app: app))
     }
 
     /// The queue's figures now; call on ``loop``.
@@ -111,7 +113,8 @@ final class PersonalDispatcher: @unchecked Sendable {
         resumeTimer = nil
         do {
             for status in [PersonalJobStatus.running, .pending] {
-                for record in try reader.jobs(status: status, limit: 10_000) { start(record) }
+                // The app's own jobs: each app's dispatcher resumes its own.
+                for record in try reader.jobs(status: status, limit: 10_000) where record.app == app { start(record) }
             }
         } catch {
             log.error("reading unfinished personal jobs failed; they resume at the next start", error: error)

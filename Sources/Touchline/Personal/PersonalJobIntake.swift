@@ -20,8 +20,12 @@ final class PersonalJobIntake: @unchecked Sendable {
     let personalStore: any PersonalStoreWriter
     /// Reads of the registry (jobs, dead letters, idempotency records); on the ingest loop only.
     let tokenReader: any PersonalStoreReader
-    /// Runs personal jobs on the personal loop; handed a job once it is durable.
+    /// Runs the `default` app's personal jobs on the personal loop; handed a job once it is durable.
     let personal: PersonalDispatcher
+    /// The other apps' personal queues, by app (each runs its app's jobs through its own pool).
+    let appPersonal: [String: PersonalDispatcher]
+    /// Every app with a personal queue here, `default` included.
+    let apps: Set<String>
     /// `Idempotency-Key`s of the job-creating routes: settings and the keys being committed.
     let idempotencyKeys: IdempotencyKeys
     /// The cluster's personal jobs, on a gateway of a cluster: new jobs are stored there, not
@@ -32,7 +36,9 @@ final class PersonalJobIntake: @unchecked Sendable {
     var brokenJobs: [String: String] = [:]
 
     init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any PersonalStoreReader, personal: PersonalDispatcher,
-         sharedJobs: SharedJobs? = nil, idempotency: IdempotencySettings) {
+         appPersonal: [PersonalDispatcher] = [], sharedJobs: SharedJobs? = nil, idempotency: IdempotencySettings) {
+        self.appPersonal = Dictionary(uniqueKeysWithValues: appPersonal.map { ($0.app, $0) })
+        apps = Set(appPersonal.map(\.app)).union([personal.app])
         self.sharedJobs = sharedJobs
         self.loop = loop
         self.clock = clock
@@ -75,24 +81,30 @@ final class PersonalJobIntake: @unchecked Sendable {
         }
     }
 
-    /// 422 `token_of_another_app` when `token` is registered for another app than the personal
-    /// queue's: sent through this app's connections, with its topic, APNs would refuse it, and a
-    /// token must never be pushed through another app. An unregistered token is sent as given.
-    func requireSendable(_ token: String) throws(HTTPError) {
+    /// The personal queue of `app` (a job runs in its app's queue, through its app's pool).
+    func queue(of app: String) -> PersonalDispatcher { appPersonal[app] ?? personal }
+
+    /// Hands a durable job to its app's personal queue.
+    func run(_ job: PersonalJobRecord) { queue(of: job.app).run(job) }
+
+    /// 422 `token_of_another_app` when `token` is registered for another app than `app`: sent
+    /// through `app`'s connections, with its topic, APNs would refuse it, and a token must never
+    /// be pushed through another app. An unregistered token is sent as given.
+    func requireSendable(_ token: String, app: String) throws(HTTPError) {
         let record: TokenRecord?
         do { record = try tokenReader.token(token) } catch {
             throw HTTPError(status: 500, code: "store_failed", message: "reading the token failed: \(error)")
         }
-        guard let record, record.app != personal.app else { return }
+        guard let record, record.app != app else { return }
         throw HTTPError(status: 422, code: "token_of_another_app",
-                        message: "token \(token.prefix(8))… is registered for app '\(record.app)', not '\(personal.app)': it is pushed through its own app only")
+                        message: "token \(token.prefix(8))… is registered for app '\(record.app)', not '\(app)': it is pushed through its own app only")
     }
 
     /// A new job (not saved yet) for an encoded payload, refused when APNs would refuse the payload.
     /// Its id is random, or on a cluster, for a request with an `Idempotency-Key` (`claim`), the
     /// `index`th id derived from the key (``IdempotencyClaim/jobID(index:)``).
     func personalJob(audience: PersonalAudience, payload: [UInt8], priority: Int, expiration: UnixTime?,
-                     claim: IdempotencyClaim?, index: Int = 0) throws(HTTPError) -> PersonalJobRecord {
+                     claim: IdempotencyClaim?, index: Int = 0, app: String = AppChannelID.defaultApp) throws(HTTPError) -> PersonalJobRecord {
         guard payload.count <= LiveActivityPush.maximumPayloadSize else {
             throw HTTPError(status: 422, code: "payload_too_large",
                             message: "the push payload is \(payload.count) bytes; APNs takes at most \(LiveActivityPush.maximumPayloadSize)")
@@ -100,7 +112,7 @@ final class PersonalJobIntake: @unchecked Sendable {
         let id = sharedJobs != nil ? claim?.jobID(index: index) : nil
         return PersonalJobRecord(id: id ?? "job-" + UUID().uuidString.lowercased(), createdAt: clock.now(),
                                  audience: String(decoding: audience.json.encoded, as: UTF8.self), payload: payload,
-                                 priority: priority, expiration: expiration)
+                                 priority: priority, expiration: expiration, app: app)
     }
 
     /// Stores a rollover's start jobs in one commit and runs them, leaving out those whose id is
@@ -114,7 +126,7 @@ final class PersonalJobIntake: @unchecked Sendable {
         personalStore.submit(new.map(TokenOperation.createJob)) { [self] result in
             loop.execute { [self] in
                 guard case .success = result else { return completion(false) }
-                for job in new { personal.run(job) }
+                for job in new { run(job) }
                 completion(true)
             }
         }
@@ -141,7 +153,7 @@ final class PersonalJobIntake: @unchecked Sendable {
                 switch result {
                 case .success:
                     request.respond(.json(status: 202, answer))
-                    for job in jobs { personal.run(job) }
+                    for job in jobs { run(job) }
                 case .failure(let error):
                     request.respond(HTTPError.writeFailed(error, saving: "the job").response)
                 }

@@ -16,8 +16,8 @@ final class PersonalMetrics: @unchecked Sendable {
     var deadLetters: [String: Int] = [:]
     private var retriesOfFinishedJobs = 0
 
-    init(apns dispatch: any PersonalAPNsDispatch, credentialsRejected: (@Sendable (String, String) -> Void)? = nil) {
-        apns = APNsMetrics(apns: dispatch, pushPool: "personal", kind: .device, managementPool: nil,
+    init(app: String = AppChannelID.defaultApp, apns dispatch: any PersonalAPNsDispatch, credentialsRejected: (@Sendable (String, String) -> Void)? = nil) {
+        apns = APNsMetrics(app: app, apns: dispatch, pushPool: "personal", kind: .device, managementPool: nil,
                                   credentialsRejected: credentialsRejected)
     }
 

@@ -169,16 +169,19 @@ extension Gateway {
         }
     }
 
-    /// An app's broadcasts and channel management (on the broadcast loop, in pools of its own),
-    /// with the provider token they sign with and how to renew them for a new key.
+    /// An app's broadcasts and channel management (on the broadcast loop) and device pushes (on
+    /// the personal loop), in pools of its own, with the provider token they sign with and how
+    /// to renew them for a new key.
     package struct AppDispatch: Sendable {
         package var broadcast: any BroadcastAPNsDispatch
+        package var personal: any PersonalAPNsDispatch
         package var providerToken: ProviderToken
         package var renewConnections: @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void
 
-        package init(broadcast: any BroadcastAPNsDispatch, providerToken: ProviderToken,
+        package init(broadcast: any BroadcastAPNsDispatch, personal: any PersonalAPNsDispatch, providerToken: ProviderToken,
                      renewConnections: @escaping @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void) {
             self.broadcast = broadcast
+            self.personal = personal
             self.providerToken = providerToken
             self.renewConnections = renewConnections
         }
@@ -217,11 +220,20 @@ extension Gateway {
                     let options = APNsConnections.Options(tls: TLSConfiguration(caFile: app.apns.caFile), pools: [.broadcast, .management])
                     let appConnections = try APNsConnections(configuration: Self.client(app.apns), providerToken: appToken, options: options,
                                                              loop: broadcastLoop)
-                    otherApps[app.name] = AppDispatch(broadcast: APNsConnectionsDispatch(appConnections), providerToken: appToken,
-                                                      renewConnections: { whileNoneIsReady in
+                    var personalOptions = options
+                    personalOptions.pools = [.device]
+                    personalOptions.pushConnections = personalQueue.connections
+                    let appPersonal = try APNsConnections(configuration: Self.client(app.apns), providerToken: appToken, options: personalOptions,
+                                                          loop: personalLoop)
+                    otherApps[app.name] = AppDispatch(broadcast: APNsConnectionsDispatch(appConnections), personal: APNsConnectionsDispatch(appPersonal),
+                                                      providerToken: appToken, renewConnections: { whileNoneIsReady in
+                        // As for the `default` app: both loops renew before the key changes.
                         try? broadcastLoop.sync {
                             appConnections.renewConnections()
-                            whileNoneIsReady()
+                            try personalLoop.sync {
+                                appPersonal.renewConnections()
+                                whileNoneIsReady()
+                            }
                         }
                     })
                 }

@@ -33,6 +33,8 @@ public final class Gateway: Sendable {
         var webhookLoop: EventLoop
         var webhooks: WebhookDelivery
         var personal: PersonalDispatcher
+        /// The other apps' personal queues (`apps`), on the personal loop too.
+        var appPersonal: [PersonalDispatcher]
         var store: any ChannelStoreWriter
         var personalStore: any PersonalStoreWriter
         var connections: any BroadcastAPNsDispatch
@@ -56,6 +58,7 @@ public final class Gateway: Sendable {
             connections.cutShutdownShort()
             appConnections.forEach { $0.cutShutdownShort() }
             personal.cutShutdownShort()
+            appPersonal.forEach { $0.cutShutdownShort() }
             webhooks.cutStopShort()
         }
     }
@@ -237,6 +240,14 @@ public final class Gateway: Sendable {
                                                      tokenEnvironment: TokenEnvironment(apns: settings.environment),
                                                      broadcastPressure: broadcastPressure, webhooks: webhooks,
                                                      log: log.named("personal"))
+            // Each other app's jobs run in a queue of their own, through its own pool.
+            let appPersonal = try configuration.apps.compactMap { app -> PersonalDispatcher? in
+                guard let dispatch = apns.otherApps[app.name] else { return nil }
+                return PersonalDispatcher(loop: personalLoop, apns: dispatch.personal, reader: try stores.personalReader(), store: personalStore,
+                                          clock: clock, settings: configuration.personalQueue,
+                                          tokenEnvironment: TokenEnvironment(apns: app.apns.environment), broadcastPressure: broadcastPressure,
+                                          webhooks: webhooks, app: app.name, log: log.named("personal.\(app.name)"))
+            }
             // A cluster's personal jobs: any gateway takes them, the partitions' owners run their slices.
             let sharedJobs = try cluster.map { cluster in
                 try SharedJobs.start(on: cluster, dispatcher: personal, store: personalStore, reader: try stores.personalReader(),
@@ -265,7 +276,8 @@ public final class Gateway: Sendable {
             let httpLog = log.named("http")
             let unsafeReader = UncheckedReader(reader: reader)
             let intake = PersonalJobIntake(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
-                                           personal: personal, sharedJobs: sharedJobs, idempotency: configuration.idempotency)
+                                           personal: personal, appPersonal: appPersonal, sharedJobs: sharedJobs,
+                                           idempotency: configuration.idempotency)
             try ingestLoop.sync { service.audienceStarter = { [intake] jobs, completion in intake.storeRolloverStarts(jobs, completion: completion) } }
             let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader, apps: access.apps,
                                    isKnownChannel: { [service] id in service.channels[id] != nil })
@@ -285,8 +297,10 @@ public final class Gateway: Sendable {
                 // (a job walking it earlier would miss tokens).
                 let registry = personalStore as? SharedTokenRegistry
                 let resumePersonalJobs = { (openChannels: Set<String>) in
-                    personal.resumeStoredJobs(openChannels: openChannels, once: { registry?.isCaughtUp ?? true }) { broken in
-                        ingestLoop.execute { intake.brokenJobs = broken }
+                    for dispatcher in [personal] + appPersonal {
+                        dispatcher.resumeStoredJobs(openChannels: openChannels, once: { registry?.isCaughtUp ?? true }) { broken in
+                            ingestLoop.execute { intake.brokenJobs.merge(broken) { $1 } }
+                        }
                     }
                 }
                 if let cluster {
@@ -309,7 +323,7 @@ public final class Gateway: Sendable {
             }
             webhooks.start()
             return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, webhookLoop: webhookLoop,
-                           webhooks: webhooks, personal: personal, store: store,
+                           webhooks: webhooks, personal: personal, appPersonal: appPersonal, store: store,
                            personalStore: personalStore, connections: connections,
                            appConnections: apns.otherApps.values.map(\.broadcast),
                            service: service, tokenReader: UncheckedTokenReader(reader: tokenReader), router: router, server: server, mock: mock,
@@ -395,6 +409,7 @@ public final class Gateway: Sendable {
         async let broadcast: Void = current.connections.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort)
         async let apps: Void = withTaskGroup(of: Void.self) { group in
             for dispatch in current.appConnections { group.addTask { await dispatch.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort) } }
+            for queue in current.appPersonal { group.addTask { await queue.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort) } }
         }
         async let personal: Void = current.personal.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort)
         async let webhooks: Void = current.webhooks.stop(gracePeriod: apnsGracePeriod, isCutShort: isCutShort)

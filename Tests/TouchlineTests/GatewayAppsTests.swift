@@ -195,6 +195,46 @@ import TouchlineStore
         #expect(try api.request("DELETE", "/v1/apps/tv/tokens/\(tvToken)").status == 200)
     }
 
+    /// A kickoff into an app's channel starts that app's followers only, through its own APNs,
+    /// subscribed to the channel; its scheduled starts are listed and cancelled under the app.
+    @Test func aKickoffIntoAnAppsChannelStartsThatAppsFollowersOnly() async throws {
+        let league = try MockAPNsFixture()
+        let tv = try MockAPNsFixture(identity: Self.tvIdentity)
+        let fixture = try Self.gateway(league: league, tv: tv)
+        defer { Task { await fixture.shutDown(); await league.shutDown(); await tv.shutDown() } }
+        let api = fixture.admin
+        let broadcaster = GatewayTestClient(port: fixture.port, key: Self.tvKey)
+        let created = try broadcaster.request("POST", "/v1/apps/tv/channels", json: #"{"id": "match-1", "storagePolicy": "no-storage"}"#)
+        let apnsID = try #require(created.json?.string("apnsChannelId"), "\(created.text)")
+        let (leagueFan, tvFan) = (String(repeating: "f6", count: 32), String(repeating: "a7", count: 32))
+        #expect(try api.request("POST", "/v1/tokens", json: #"{"token": "\#(leagueFan)", "kind": "push-to-start", "follows": ["team:ARS"]}"#).status == 201)
+        #expect(try api.request("POST", "/v1/apps/tv/tokens", json: #"{"token": "\#(tvFan)", "kind": "push-to-start", "follows": ["team:ARS"]}"#).status == 201)
+
+        let started = try broadcaster.request("POST", "/v1/apps/tv/channels/match-1/start", json: GatewayKickoffTests.startBody)
+        let jobID = try #require(started.json?.string("jobId"), "\(started.text)")
+        try await eventually("the kickoff done") { (try? api.request("GET", "/v1/apps/tv/personal/\(jobID)").json?.string("status")) == "done" }
+        let starts = tv.mock.recordedRequests().filter { $0.endpoint == .device }
+        #expect(starts.map(\.deviceToken) == [tvFan] && starts.allSatisfy { $0.status == 200 && $0.event == "start" })
+        let aps = try #require(try starts.first.map { try JSONParser.parse($0.body) }?[member: "aps"])
+        #expect(aps.string("input-push-channel") == apnsID)
+        #expect(league.mock.recordedRequests().filter { $0.endpoint == .device }.isEmpty)
+
+        // A scheduled start waits under the app, and is cancelled there.
+        let at = SystemClock().now().seconds + 3_600
+        let scheduled = try broadcaster.request("POST", "/v1/apps/tv/channels/match-1/start",
+                                                json: GatewayKickoffTests.startBody.replacingOccurrences(of: #"{"audience""#, with: #"{"at": \#(at), "audience""#))
+        let waiting = try #require(scheduled.json?.string("jobId"), "\(scheduled.text)")
+        try await eventually("the start listed") {
+            guard case .array(let listed)? = (try? broadcaster.request("GET", "/v1/apps/tv/channels/match-1/starts"))?.json?[member: "starts"] else { return false }
+            return listed.compactMap { $0.string("jobId") } == [waiting]
+        }
+        let cancelled = try broadcaster.request("DELETE", "/v1/apps/tv/channels/match-1/starts/\(waiting)")
+        #expect(cancelled.status == 200 && cancelled.json?.string("status") == "cancelled", "\(cancelled.text)")
+        // The default app's key reaches no tv channel this way.
+        #expect(try GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey).request("POST", "/v1/apps/tv/channels/match-1/start",
+                                                                                             json: GatewayKickoffTests.startBody).status == 403)
+    }
+
     /// A stored job resumes in its own app's queue after a restart: the `default` queue never
     /// takes another app's job (it would send it with the wrong topic).
     @Test func aStoredJobOfAnAppResumesThroughItsOwnAppAfterARestart() async throws {

@@ -20,6 +20,9 @@ extension ChannelService {
     /// The dispatcher of `channel`'s app.
     func dispatcher(of channel: Channel) -> BroadcastDispatcher { dispatcher(ofApp: channel.app) }
 
+    /// The personal queue of `channel`'s app: its kickoffs run there.
+    func personal(of channel: Channel) -> PersonalDispatcher { appPersonal[channel.app] ?? personal }
+
     /// The policy of `app`'s channels created without one.
     func defaultPolicy(ofApp app: String) -> ChannelPolicy { otherApps[app]?.defaultPolicy ?? defaultPolicy }
 }

@@ -162,7 +162,7 @@ extension ChannelService: APIFeature {
         // An id APNs gave but the store never took is deleted too, so it does not leak.
         guard let apnsID = channel.lifecycle.apnsChannelToDelete, !channel.isShadow else { return forget() }
         // Kickoffs into the channel are cancelled and their sends in flight answered first.
-        personal.closeKickoffs(into: apnsID) { [self] in
+        personal(of: channel).closeKickoffs(into: apnsID) { [self] in
             dispatcher(of: channel).deleteChannel(apnsID) { result in
                 if case .failure(let error) = result, error.disposition != .channelGone {
                     request.respond(.error(status: 502, error: "apns_error", message: "APNs did not delete the channel: \(error)"))

@@ -51,7 +51,7 @@ extension ChannelService {
             }
         case .openKickoffs(let apnsID):
             channel.persistedStatus = .active
-            if !channel.isShadow { personal.openKickoffs(into: apnsID) }
+            if !channel.isShadow { personal(of: channel).openKickoffs(into: apnsID) }
             checkRollover(of: channel)
         case .answerCreated(let waiters):
             let body = channel.json(now: clock.now())
@@ -90,7 +90,7 @@ extension ChannelService {
     private func deleteAtAPNs(_ apnsID: String, of channel: Channel) {
         guard !isStopping, channels[channel.id] === channel else { return }
         channel.deletionTimer?.cancel()
-        personal.closeKickoffs(into: apnsID) { [self] in
+        personal(of: channel).closeKickoffs(into: apnsID) { [self] in
             loop.execute { [self] in
                 guard !isStopping, channels[channel.id] === channel else { return }
                 dispatcher(of: channel).deleteChannel(apnsID) { [self] result in

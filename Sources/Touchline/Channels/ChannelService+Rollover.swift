@@ -154,7 +154,7 @@ extension ChannelService {
                     perform(channel.rollover.previousEnded(), on: channel)
                 }
             case .deletePrevious(let previous):
-                personal.closeKickoffs(into: previous) { [self] in
+                personal(of: channel).closeKickoffs(into: previous) { [self] in
                     loop.execute { [self] in
                         dispatcher(of: channel).deleteChannel(previous) { [self] result in
                             guard channels[channel.id] === channel else { return }
@@ -213,7 +213,8 @@ extension ChannelService {
                 let payload = try kickoff.startPayload(contentState: channel.contentState, into: apnsID, now: now)
                 jobs.append(PersonalJobRecord(id: Self.rolloverJobID(channel.id, generation: generation, follows: kickoff.follows), createdAt: now,
                                               audience: String(decoding: PersonalAudience.follows(kickoff.follows).json.encoded, as: UTF8.self),
-                                              payload: payload, priority: kickoff.priority, expiration: now + Self.rolloverStartLifetime))
+                                              payload: payload, priority: kickoff.priority, expiration: now + Self.rolloverStartLifetime,
+                                              app: channel.app))
             } catch {
                 log.error("the rollover's start for \(kickoff.follows) cannot be built: \(error.message); that audience is not started", channel: channel.id)
             }

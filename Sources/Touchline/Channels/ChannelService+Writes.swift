@@ -109,7 +109,7 @@ extension ChannelService {
             if let status = write.endedStatus {
                 channel.persistedStatus = status
                 // The end is durable: no kickoff start may subscribe devices to this channel any more.
-                if let apnsID = channel.apnsChannelID { personal.closeKickoffs(into: apnsID) }
+                if let apnsID = channel.apnsChannelID { personal(of: channel).closeKickoffs(into: apnsID) }
             }
             channel.activity.duplicateEvents += write.duplicates
             if let accepted = write.firstAcceptedAt { channel.activity.eventsAccepted(at: accepted) }

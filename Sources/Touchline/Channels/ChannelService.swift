@@ -20,8 +20,10 @@ final class ChannelService: @unchecked Sendable {
     let otherApps: [String: AppChannels]
     /// Every app served, `default` included.
     let servedApps: Set<String>
-    /// Runs personal jobs on the personal loop; handed a job once it is durable.
+    /// Runs the `default` app's personal jobs on the personal loop; handed a job once it is durable.
     let personal: PersonalDispatcher
+    /// The other apps' personal queues, by app: a channel's kickoffs are its app's.
+    let appPersonal: [String: PersonalDispatcher]
     let defaultPolicy: ChannelPolicy
     /// The alert mode of channels created without `alerts` (`alerts.mode`).
     let defaultAlertMode: AlertMode
@@ -58,7 +60,7 @@ final class ChannelService: @unchecked Sendable {
 
     init(loop: EventLoop, store: any ChannelStoreWriter, broadcastPressure: BroadcastPressure,
          dispatcher: BroadcastDispatcher, otherApps: [String: AppChannels] = [:],
-         personal: PersonalDispatcher, webhooks: WebhookDelivery? = nil, ownership: any ChannelOwnership = AllChannels(),
+         personal: PersonalDispatcher, appPersonal: [PersonalDispatcher] = [], webhooks: WebhookDelivery? = nil, ownership: any ChannelOwnership = AllChannels(),
          recordings: any FeedRecordings, configuration: GatewayConfiguration, clock: any WallClock,
          log: GatewayLog) {
         self.loop = loop
@@ -68,6 +70,7 @@ final class ChannelService: @unchecked Sendable {
         self.otherApps = otherApps
         servedApps = Set(otherApps.keys).union([AppChannelID.defaultApp])
         self.personal = personal
+        self.appPersonal = Dictionary(uniqueKeysWithValues: appPersonal.map { ($0.app, $0) })
         self.ownership = ownership
         defaultPolicy = configuration.defaultPolicy
         defaultAlertMode = configuration.alertMode
@@ -100,7 +103,7 @@ final class ChannelService: @unchecked Sendable {
     func takeUp(from reader: any ChannelStoreReader, where belongs: (String) -> Bool) throws {
         let restored = try load(from: reader, where: belongs)
         for channel in restored where channel.status == .active {
-            if let apnsID = channel.apnsChannelID { personal.openKickoffs(into: apnsID) }
+            if let apnsID = channel.apnsChannelID { personal(of: channel).openKickoffs(into: apnsID) }
         }
         resume(restored)
         for channel in restored where channel.lifecycle.awaitsReconciliation { lifecycle(.recreate, of: channel) }
@@ -187,7 +190,7 @@ final class ChannelService: @unchecked Sendable {
                 lifecycle(.deletionDue, of: channel)
             case .markBroken(let reason):
                 channel.brokenReason = reason
-                if let apnsID = channel.apnsChannelID { personal.closeKickoffs(into: apnsID) }
+                if let apnsID = channel.apnsChannelID { personal(of: channel).closeKickoffs(into: apnsID) }
             }
         }
         if needsSave { save(channel) }

@@ -26,17 +26,24 @@ struct KickoffAPI: APIFeature {
     /// How far ahead a start may be scheduled: a morning's kickoffs, or a week's.
     static let longestScheduleAhead = Duration.seconds(7 * 86_400)
 
+    /// The routes under `/v1` for the `default` app and under `/v1/apps/{app}` for any app: a
+    /// kickoff reaches its channel's app's followers, through that app's personal queue.
     func addRoutes(to router: inout APIRouter) {
-        router.add(.post, "/v1/channels/{id}/start", scope: .channel(parameter: "id")) { call throws(HTTPError) in
-            try intake.idempotently(call, route: PersonalJobIntake.idempotentRoutes.kickoff) { claim throws(HTTPError) in
-                try startActivities(call, idempotency: claim)
+        for base in ChannelService.channelRouteBases {
+            router.add(.post, "\(base)/channels/{id}/start", scope: .channel(parameter: "id")) { call throws(HTTPError) in
+                let app = try channels.app(of: call)
+                // Each app's keys are its own.
+                let route = app == AppChannelID.defaultApp ? PersonalJobIntake.idempotentRoutes.kickoff : "POST /v1/apps/\(app)/channels/{id}/start"
+                try intake.idempotently(call, route: route) { claim throws(HTTPError) in
+                    try startActivities(call, idempotency: claim)
+                }
             }
-        }
-        router.add(.get, "/v1/channels/{id}/starts", scope: .channel(parameter: "id")) { call throws(HTTPError) in
-            try listStarts(call)
-        }
-        router.add(.delete, "/v1/channels/{id}/starts/{job}", scope: .channel(parameter: "id")) { call throws(HTTPError) in
-            try cancelStart(call)
+            router.add(.get, "\(base)/channels/{id}/starts", scope: .channel(parameter: "id")) { call throws(HTTPError) in
+                try listStarts(call)
+            }
+            router.add(.delete, "\(base)/channels/{id}/starts/{job}", scope: .channel(parameter: "id")) { call throws(HTTPError) in
+                try cancelStart(call)
+            }
         }
     }
 
@@ -48,7 +55,7 @@ struct KickoffAPI: APIFeature {
             request.respond(.json(status: 200, ["starts": []]))
             return
         }
-        intake.personal.scheduledStarts(into: apnsID) { records in
+        intake.queue(of: channel.app).scheduledStarts(into: apnsID) { records in
             let starts = records.map { record -> JSONValue in
                 .object([.init("jobId", .string(record.id)), .init("at", .integer((record.startAt ?? record.createdAt).seconds)),
                          .init("audience", (try? JSONParser.parse(Array(record.audience.utf8))) ?? .null)])
@@ -63,13 +70,13 @@ struct KickoffAPI: APIFeature {
         let request = call.request
         let jobID = try call.parameters.string("job")
         try intake.personalStore.requireWritable()
-        intake.personal.cancelScheduled(jobID, into: channel.apnsChannelID ?? "") { outcome in
+        intake.queue(of: channel.app).cancelScheduled(jobID, into: channel.apnsChannelID ?? "") { outcome in
             switch outcome {
             case .cancelled:
                 request.respond(.json(status: 200, ["jobId": .string(jobID), "status": "cancelled"]))
             case .notWaiting:
                 request.respond(HTTPError(status: 409, code: "start_not_waiting",
-                                          message: "job '\(jobID)' is not a start into channel '\(channel.id)' that waits for its time "
+                                          message: "job '\(jobID)' is not a start into channel '\(channel.providerID)' that waits for its time "
                                               + "(it started, finished or was cancelled, or it never was one)").response)
             case .failed(let reason):
                 request.respond(HTTPError(status: 503, code: "store_failed", message: "cancelling the start was not stored: \(reason)",
@@ -81,7 +88,7 @@ struct KickoffAPI: APIFeature {
     private func startActivities(_ call: APICall, idempotency claim: IdempotencyClaim?) throws(HTTPError) {
         let request = call.request
         let channel = try channels.channel(call)
-        let channelID = channel.id
+        let channelID = channel.providerID
         guard !channel.isShadow else {
             throw HTTPError(status: 409, code: "shadow_channel",
                             message: "channel '\(channelID)' is a shadow channel: it has no APNs channel for activities to subscribe to")
@@ -118,7 +125,7 @@ struct KickoffAPI: APIFeature {
             throw body.invalid("expiration", "must be after 'at' (\(startAt.seconds)): the start would expire before it begins")
         }
         var job = try intake.personalJob(audience: .follows(follow), payload: payload, priority: try PersonalJobIntake.priority(in: body),
-                                         expiration: expiration, claim: claim)
+                                         expiration: expiration, claim: claim, app: channel.app)
         job.startAt = startAt
         if let alert = try body.object("alert") {
             channels.rememberKickoff(KickoffTemplate(follows: follow, attributesType: attributesType, attributes: attributes, alert: alert,

@@ -266,7 +266,7 @@ public final class Gateway: Sendable {
                                                     defaultPolicy: app.defaultPolicy ?? configuration.defaultPolicy))
                                              }
                                          }),
-                                         personal: personal, webhooks: webhooks, ownership: cluster ?? AllChannels(),
+                                         personal: personal, appPersonal: appPersonal, webhooks: webhooks, ownership: cluster ?? AllChannels(),
                                          recordings: cluster.map { ClusterFeedRecordings(store: $0.store) as any FeedRecordings }
                                              ?? StoredFeedRecordings(openReader: stores.channelReader),
                                          configuration: configuration, clock: clock, log: log.named("channels"))

@@ -35,7 +35,8 @@ import TouchlineCore
                       "bundleID": "\(ConfigurationFiles.bundleID)"},
              "apps": [\(Self.app("broadcaster", bundleID: "com.example.tv")),
                       {"name": "broadcaster-beta", "bundleID": "com.example.tv", "keyID": "\(Self.otherKeyID)", "teamID": "\(Self.otherTeamID)",
-                       "keyPath": "AuthKey_KEYB000002.p8", "environment": "sandbox", "defaultPolicy": {"minimumIntervalSeconds": 2}}],
+                       "keyPath": "AuthKey_KEYB000002.p8", "environment": "sandbox", "defaultPolicy": {"minimumIntervalSeconds": 2},
+                       "personalQueue": {"connections": 4, "maxInFlight": 50}}],
              "apiKeys": [{"key": "admin-key-0123456789abcdef", "admin": true},
                          {"key": "tv-key-0123456789abcdef", "channelPrefix": "match-", "app": "broadcaster"}]}
             """)
@@ -44,6 +45,9 @@ import TouchlineCore
         let beta = try #require(configuration.apps.last)
         #expect(beta.apns.teamID == Self.otherTeamID && beta.apns.environment == .sandbox && beta.apns.keyPath == files.directory + "/AuthKey_KEYB000002.p8")
         #expect(beta.defaultPolicy?.minimumInterval == .seconds(2))
+        // Its personal queue's bounds over the gateway's; what it leaves out is the gateway's.
+        let queue = beta.personalQueue.applied(to: PersonalQueueSettings(window: 777))
+        #expect(queue.connections == 4 && queue.maxInFlight == 50 && queue.window == 777)
         #expect(configuration.apps.first?.defaultPolicy == nil, "an app without a policy takes the gateway's")
         #expect(configuration.apiKeys.last?.app == "broadcaster" && configuration.apiKeys.first?.app == "default")
         // --check-config shows each app, its key redacted as every secret is.
@@ -90,6 +94,15 @@ import TouchlineCore
         let half = try Self.file(files, apps: #"[{"name": "half", "bundleID": "com.example.four"}]"#)
         #expect(problems(["--config", half]).map(\.description)
             == ["apps[0] needs keyPath, keyID, teamID (an app has a name and the APNs credentials of the apns block) (apps[0] in \(half))"])
+    }
+
+    @Test func anAppsPersonalQueueSetsOnlyItsOwnBounds() throws {
+        let files = try ConfigurationFiles()
+        _ = try MockAPNsProviderKeyFiles.generate(keyID: Self.otherKeyID, in: files.directory)
+        let app = Self.app("tv", bundleID: "com.example.tv").replacingOccurrences(of: #""environment": "production"}"#,
+                                                                                   with: #""environment": "production", "personalQueue": {"niceness": 5}}"#)
+        let found = problems(["--config", try Self.file(files, apps: "[\(app)]")]).map(\.description)
+        #expect(found.count == 1 && found[0].contains("apps[0].personalQueue has unknown key 'niceness'"), "\(found)")
     }
 
     @Test func aKeyScopedToAnUnknownAppAndAnAdminKeyWithAnAppAreRefused() throws {

@@ -15,9 +15,10 @@ import TouchlineStore
 
     /// A gateway sending the `default` app to `league` and the `tv` app to `tv`, with a key of
     /// each (`club-` channels of `default`, `match-` channels of `tv`) and an admin key.
-    static func gateway(league: MockAPNsFixture, tv: MockAPNsFixture) throws -> GatewayFixture {
+    static func gateway(league: MockAPNsFixture, tv: MockAPNsFixture,
+                        tvPersonalQueue: AppPersonalQueueLimits = AppPersonalQueueLimits()) throws -> GatewayFixture {
         try GatewayFixture(apns: league.gatewaySettings) { configuration in
-            configuration.apps = [.init(name: "tv", apns: tv.gatewaySettings)]
+            configuration.apps = [.init(name: "tv", apns: tv.gatewaySettings, personalQueue: tvPersonalQueue)]
             configuration.apiKeys.append(.init(key: tvKey, scope: .channelPrefix("match-"), app: "tv"))
         }
     }
@@ -137,7 +138,7 @@ import TouchlineStore
     @Test func aTokenRegisteredForOneAppIsNeverPushedThroughAnother() async throws {
         let league = try MockAPNsFixture()
         let tv = try MockAPNsFixture(identity: Self.tvIdentity)
-        let fixture = try Self.gateway(league: league, tv: tv)
+        let fixture = try Self.gateway(league: league, tv: tv, tvPersonalQueue: AppPersonalQueueLimits(connections: 3))
         defer { Task { await fixture.shutDown(); await league.shutDown(); await tv.shutDown() } }
         let api = fixture.admin
         let (leagueToken, tvToken, tvUpdate) = (String(repeating: "a1", count: 32), String(repeating: "b2", count: 32), String(repeating: "c3", count: 32))
@@ -189,6 +190,12 @@ import TouchlineStore
         #expect(wrongApp.status == 422 && wrongApp.text.contains("registered for app 'default', not 'tv'"), "\(wrongApp.text)")
         let metrics = try api.request("GET", "/metrics").text
         #expect(metricValue(metrics, #"touchline_apns_responses_total{app="tv",pool="personal",status="200",reason=""}"#) == 1)
+        // tv's personal pool has the connections of tv's own personalQueue.
+        guard case .array(let pools)? = try api.request("GET", "/readyz").json?[member: "apnsPools"] else { Issue.record("no pools"); return }
+        let slots = pools.filter { $0.string("app") == "tv" && $0.string("pool") == "personal" }.map { pool -> Int in
+            if case .array(let slots)? = pool[member: "slots"] { slots.count } else { 0 }
+        }
+        #expect(slots == [3], "\(pools)")
 
         // Deleting goes through the token's own app.
         #expect(try api.request("DELETE", "/v1/tokens/\(tvToken)").status == 404)

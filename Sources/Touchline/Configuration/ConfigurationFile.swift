@@ -141,7 +141,7 @@ struct ConfigurationFile {
         for (index, entry) in entries.enumerated() {
             let at = "apps[\(index)]"
             guard let members = object(entry, at: at, allowed: ["name", "keyPath", "keyID", "teamID", "bundleID", "environment", "caFile",
-                                                                "broadcastHost", "defaultPolicy"]) else { continue }
+                                                                "broadcastHost", "defaultPolicy", "personalQueue"]) else { continue }
             let name = members["name"].flatMap { convert($0, at: "\(at).name", text) }
             let keyPath = members["keyPath"].flatMap { convertPath($0, at: "\(at).keyPath") }
             let keyID = members["keyID"].flatMap { convert($0, at: "\(at).keyID", text) }
@@ -155,6 +155,9 @@ struct ConfigurationFile {
             let policy = members["defaultPolicy"].flatMap { convert($0, at: "\(at).defaultPolicy") { value throws(InvalidConfigurationValue) in
                 try ChannelPolicy(configured: value)
             } }
+            let personalQueue = members["personalQueue"].flatMap { convert($0, at: "\(at).personalQueue") { value throws(InvalidConfigurationValue) in
+                try AppPersonalQueueLimits(json: value)
+            } }
             let required: [(String, SourcedSetting<String>?)] = [("name", name), ("keyPath", keyPath), ("keyID", keyID), ("teamID", teamID),
                                                                  ("bundleID", bundleID)]
             let missing = required.filter { name, value in value == nil && members[name] == nil }.map(\.0)
@@ -166,7 +169,8 @@ struct ConfigurationFile {
             let settings = GatewayConfiguration.APNsSettings(keyPath: keyPath.value, keyID: keyID.value, teamID: teamID.value, bundleID: bundleID.value,
                                                              environment: environment?.value ?? .production, caFile: caFile?.value,
                                                              broadcastHost: broadcastHost?.value)
-            apps.append(SourcedSetting(value: .init(name: name.value, apns: settings, defaultPolicy: policy?.value), source: source(at)))
+            apps.append(SourcedSetting(value: .init(name: name.value, apns: settings, defaultPolicy: policy?.value,
+                                                    personalQueue: personalQueue?.value ?? AppPersonalQueueLimits()), source: source(at)))
         }
         layer.apps = apps
     }

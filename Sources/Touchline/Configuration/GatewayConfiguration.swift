@@ -104,11 +104,15 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var apns: APNsSettings
         /// Publishing rules for its channels that do not set their own (nil: the gateway's).
         public var defaultPolicy: ChannelPolicy?
+        /// Its personal queue's own bounds over the gateway's `personalQueue`.
+        public var personalQueue: AppPersonalQueueLimits
 
-        public init(name: String, apns: APNsSettings, defaultPolicy: ChannelPolicy? = nil) {
+        public init(name: String, apns: APNsSettings, defaultPolicy: ChannelPolicy? = nil,
+                    personalQueue: AppPersonalQueueLimits = AppPersonalQueueLimits()) {
             self.name = name
             self.apns = apns
             self.defaultPolicy = defaultPolicy
+            self.personalQueue = personalQueue
         }
     }
 

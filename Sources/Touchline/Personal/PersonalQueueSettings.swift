@@ -102,3 +102,36 @@ public struct PersonalQueueSettings: Sendable, Equatable {
         return number
     }
 }
+
+/// An app's own bounds on its personal queue (`apps[].personalQueue`): its pool's connections,
+/// its sends in flight and its window. What it leaves out is the gateway's `personalQueue`;
+/// the rest of those settings (delivery, saves, niceness, yielding) belong to the one personal
+/// loop and store every app shares, so an app cannot set them.
+public struct AppPersonalQueueLimits: Sendable, Equatable {
+    public var connections: Int?
+    public var maxInFlight: Int?
+    public var window: Int?
+
+    public init(connections: Int? = nil, maxInFlight: Int? = nil, window: Int? = nil) {
+        self.connections = connections
+        self.maxInFlight = maxInFlight
+        self.window = window
+    }
+
+    /// Limits from JSON, in the ranges of the gateway's `personalQueue`.
+    init(json value: JSONValue) throws(InvalidConfigurationValue) {
+        let members = try ConfigurationMembers.members(of: value, allowed: ["connections", "maxInFlight", "window"], path: nil)
+        connections = try ConfigurationMembers.integer(members, "connections", 1...64)
+        maxInFlight = try ConfigurationMembers.integer(members, "maxInFlight", 1...100_000)
+        window = try ConfigurationMembers.integer(members, "window", 1...10_000_000)
+    }
+
+    /// `base` (the gateway's settings) with these limits over it.
+    public func applied(to base: PersonalQueueSettings) -> PersonalQueueSettings {
+        var settings = base
+        settings.connections = connections ?? base.connections
+        settings.maxInFlight = maxInFlight ?? base.maxInFlight
+        settings.window = window ?? base.window
+        return settings
+    }
+}

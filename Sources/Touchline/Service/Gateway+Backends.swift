@@ -222,7 +222,7 @@ extension Gateway {
                                                              loop: broadcastLoop)
                     var personalOptions = options
                     personalOptions.pools = [.device]
-                    personalOptions.pushConnections = personalQueue.connections
+                    personalOptions.pushConnections = app.personalQueue.applied(to: personalQueue).connections
                     let appPersonal = try APNsConnections(configuration: Self.client(app.apns), providerToken: appToken, options: personalOptions,
                                                           loop: personalLoop)
                     otherApps[app.name] = AppDispatch(broadcast: APNsConnectionsDispatch(appConnections), personal: APNsConnectionsDispatch(appPersonal),

@@ -244,7 +244,7 @@ public final class Gateway: Sendable {
             let appPersonal = try configuration.apps.compactMap { app -> PersonalDispatcher? in
                 guard let dispatch = apns.otherApps[app.name] else { return nil }
                 return PersonalDispatcher(loop: personalLoop, apns: dispatch.personal, reader: try stores.personalReader(), store: personalStore,
-                                          clock: clock, settings: configuration.personalQueue,
+                                          clock: clock, settings: app.personalQueue.applied(to: configuration.personalQueue),
                                           tokenEnvironment: TokenEnvironment(apns: app.apns.environment), broadcastPressure: broadcastPressure,
                                           webhooks: webhooks, app: app.name, log: log.named("personal.\(app.name)"))
             }

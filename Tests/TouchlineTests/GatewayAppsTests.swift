@@ -327,6 +327,40 @@ import TouchlineStore
                 "nothing created again: each adopted its own app's orphan")
     }
 
+    /// Apple's channel limit is each app's own: `tv` at its limit is refused another channel
+    /// (409 `channel_limit`) while the `default` app still creates; and `tv`'s credentials
+    /// refused by its APNs (`InvalidProviderToken`) hold nothing of the `default` app's goals.
+    @Test func oneAppsChannelLimitAndRefusedKeyAreItsOwn() async throws {
+        let league = try MockAPNsFixture()
+        let tv = try MockAPNsFixture(identity: Self.tvIdentity) { $0.channelLimit = 1 }
+        let fixture = try Self.gateway(league: league, tv: tv)
+        defer { Task { await fixture.shutDown(); await league.shutDown(); await tv.shutDown() } }
+        let api = fixture.admin
+        #expect(try api.request("POST", "/v1/apps/tv/channels", json: #"{"id": "match-1", "storagePolicy": "no-storage"}"#).status == 201)
+        let full = try api.request("POST", "/v1/apps/tv/channels", json: #"{"id": "match-2", "storagePolicy": "no-storage"}"#)
+        #expect(full.status == 409 && full.json?.string("error") == "channel_limit", "\(full.text)")
+        for id in ["club-1", "club-2"] {
+            #expect(try api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#).status == 201)
+        }
+
+        // This mock knows another key of tv's team only: tv's tokens are refused.
+        let spare = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: spare) }
+        let other = try MockAPNsProviderKeyFiles.generate(keyID: "TVKEY00009", in: spare)
+        let refusing = try MockAPNsFixture(identity: Self.tvIdentity) { $0.keys = [.init(keyID: "TVKEY00009", path: other.publicKeyFile)] }
+        let second = try GatewayFixture(apns: league.gatewaySettings) { configuration in
+            configuration.apps = [.init(name: "tv", apns: refusing.gatewaySettings)]
+        }
+        defer { Task { await second.shutDown(); await refusing.shutDown() } }
+        let refused = try second.admin.request("POST", "/v1/apps/tv/channels", json: #"{"id": "match-1", "storagePolicy": "no-storage"}"#)
+        #expect(refused.status == 502 && refused.text.contains("InvalidProviderToken"), "\(refused.text)")
+        #expect(try second.admin.request("POST", "/v1/channels", json: #"{"id": "club-9", "storagePolicy": "no-storage"}"#).status == 201)
+        #expect(try second.admin.request("POST", "/v1/channels/club-9/events", json: Self.goals(77)).status == 202)
+        try await eventually("the default app's goal at its APNs") { !GatewayKeyRotationTests.keysOfBroadcasts(minute: 77, in: league.mock).isEmpty }
+        let metrics = try second.admin.request("GET", "/metrics").text
+        #expect(metricValue(metrics, #"touchline_apns_responses_total{app="tv",pool="management",status="403",reason="InvalidProviderToken"}"#) ?? 0 >= 1)
+    }
+
     /// A single-app gateway's data directory is the `default` app's as it is: adding an app
     /// keeps every channel where it was, and the new app starts empty.
     @Test func aSingleAppDataDirectoryIsTheDefaultAppsWhenAppsAreAdded() async throws {

@@ -19,7 +19,12 @@ public final class NATSCluster: Sendable {
 
     public struct StartFailure: Error, CustomStringConvertible {
         public let description: String
+        /// A node could not bind a port chosen as free: another process took it in between.
+        var portTaken = false
     }
+
+    /// Starts tried when a chosen port is taken before a node binds it.
+    static let portAttempts = 3
 
     public let directory: String
     public let nodes: [Node]
@@ -38,7 +43,20 @@ public final class NATSCluster: Sendable {
     /// Starts `size` nodes forming one cluster (a single node runs without a cluster block), with
     /// `mappings` (subject mappings, e.g. partitioning) on every node, and waits until every node
     /// reports JetStream healthy.
+    /// A node that cannot bind a port chosen as free (another process took it in between) is
+    /// seen in its log at once, and the whole cluster starts again on new ports.
     public static func start(size: Int = 3, mappings: [String: String] = [:]) async throws -> NATSCluster {
+        for attempt in 1... {
+            do {
+                return try await startOnce(size: size, mappings: mappings)
+            } catch let failure as StartFailure where failure.portTaken && attempt < portAttempts {
+                continue
+            }
+        }
+        preconditionFailure("the attempts end by returning or throwing")
+    }
+
+    private static func startOnce(size: Int, mappings: [String: String]) async throws -> NATSCluster {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("touchline-nats-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -55,7 +73,12 @@ public final class NATSCluster: Sendable {
         for index in nodes.indices { try cluster.startNode(index) }
         // A fresh cluster elects its JetStream meta leader; beside a parallel suite that has
         // taken up to half a minute.
-        try await cluster.waitUntilHealthy(timeout: .seconds(60))
+        do {
+            try await cluster.waitUntilHealthy(timeout: .seconds(60))
+        } catch {
+            await cluster.stop()
+            throw error
+        }
         return cluster
     }
 
@@ -121,6 +144,9 @@ public final class NATSCluster: Sendable {
         let deadline = ContinuousClock.now + timeout
         for index in indices ?? Array(nodes.indices) {
             while !(await Self.healthy(port: nodes[index].monitorPort, clustered: nodes.count > 1, assets: assets)) {
+                if logTail(index).contains("address already in use") {
+                    throw StartFailure(description: "NATS node \(nodes[index].name) found a port taken:\n\(logTail(index))", portTaken: true)
+                }
                 guard ContinuousClock.now < deadline else {
                     throw StartFailure(description: "NATS node \(nodes[index].name) not healthy within \(timeout):\n\(logTail(index))")
                 }

@@ -46,9 +46,15 @@ public final class NATSCluster: Sendable {
     /// A node that cannot bind a port chosen as free (another process took it in between) is
     /// seen in its log at once, and the whole cluster starts again on new ports.
     public static func start(size: Int = 3, mappings: [String: String] = [:]) async throws -> NATSCluster {
+        try await start(size: size, mappings: mappings, choosingPorts: uniqueFreePorts)
+    }
+
+    /// ``start(size:mappings:)`` with the ports of each attempt chosen by `choosingPorts` (three
+    /// per node: a test hands out a taken one first).
+    static func start(size: Int, mappings: [String: String], choosingPorts: (Int) -> [Int]) async throws -> NATSCluster {
         for attempt in 1... {
             do {
-                return try await startOnce(size: size, mappings: mappings)
+                return try await startOnce(size: size, mappings: mappings, ports: choosingPorts(3 * size))
             } catch let failure as StartFailure where failure.portTaken && attempt < portAttempts {
                 continue
             }
@@ -56,11 +62,10 @@ public final class NATSCluster: Sendable {
         preconditionFailure("the attempts end by returning or throwing")
     }
 
-    private static func startOnce(size: Int, mappings: [String: String]) async throws -> NATSCluster {
+    private static func startOnce(size: Int, mappings: [String: String], ports: [Int]) async throws -> NATSCluster {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("touchline-nats-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let ports = uniqueFreePorts(3 * size)
         let nodes = (0..<size).map { index in
             Node(name: "n\(index + 1)", clientPort: ports[3 * index], routePort: ports[3 * index + 1],
                  monitorPort: ports[3 * index + 2], configurationFile: "\(directory)/n\(index + 1).conf")
@@ -187,7 +192,7 @@ public final class NATSCluster: Sendable {
 
     /// `count` distinct TCP ports on 127.0.0.1 that were free a moment ago (all held open while
     /// choosing, so none is chosen twice).
-    private static func uniqueFreePorts(_ count: Int) -> [Int] {
+    static func uniqueFreePorts(_ count: Int) -> [Int] {
         var descriptors: [Int32] = []
         defer { descriptors.forEach { close($0) } }
         return (0..<count).map { _ in

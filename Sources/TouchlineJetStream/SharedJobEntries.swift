@@ -33,6 +33,8 @@ public struct SharedJobEntry: Codable, Sendable, Equatable {
     public var finishedAtNanoseconds: Int64?
     /// Closed without sending anything: a cancellation was recorded before its start.
     public var withdrawn: Bool?
+    /// The app whose tokens it reaches (nil: `default`, and every entry written before apps).
+    public var app: String?
 
     public init(id: String, createdAtNanoseconds: Int64, audience: String, payload: Data, priority: Int, expirationNanoseconds: Int64?,
                 slices: Int, registrySequence: UInt64) {

@@ -273,27 +273,6 @@ import TouchlineStore
         #expect(league.mock.recordedRequests().filter { $0.endpoint == .device }.isEmpty)
     }
 
-    /// A cluster serves the `default` app only: `touchline migrate` refuses a data directory
-    /// holding another app's channels or tokens before it touches the cluster, naming the first.
-    @Test func aDataDirectoryWithAnotherAppsDataIsNotCopiedToACluster() async throws {
-        let league = try MockAPNsFixture()
-        let tv = try MockAPNsFixture(identity: Self.tvIdentity)
-        defer { Task { await league.shutDown(); await tv.shutDown() } }
-        // No server listens there: the refusal comes before any connection.
-        let settings = JetStreamSettings(servers: ["nats://127.0.0.1:1"], instance: InstanceID("g1")!, partitions: ClusterGatewayTests.partitions)
-        for (path, body, named) in [("/v1/apps/tv/channels", #"{"id": "match-1", "storagePolicy": "no-storage"}"#, "channel match-1 of app 'tv'"),
-                                    ("/v1/apps/tv/tokens", #"{"token": "\#(String(repeating: "d4", count: 32))", "kind": "push-to-start"}"#,
-                                     "token d4d4d4d4… of app 'tv'")] {
-            let fixture = try Self.gateway(league: league, tv: tv)
-            #expect(try fixture.admin.request("POST", path, json: body).status == 201)
-            await fixture.shutDown(removingData: false)
-            #expect { try ClusterMigration(source: fixture.directory, settings: settings, dataDirectory: fixture.directory + "/g1").run() } throws: { error in
-                "\(error)".contains(named) && "\(error)".contains("a cluster serves only the app of its apns block; nothing was copied")
-            }
-            try? FileManager.default.removeItem(atPath: fixture.directory)
-        }
-    }
-
     /// Lost creates are reconciled app by app: each app's `creating` channel adopts an orphan
     /// from its own app's list-all, and a leftover orphan is deleted at its own app's APNs.
     @Test func lostCreatesAreReconciledWithTheirOwnAppsChannels() async throws {

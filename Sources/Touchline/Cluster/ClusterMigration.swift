@@ -67,7 +67,6 @@ package struct ClusterMigration {
         for path in [channelsPath, personalPath] where !FileManager.default.fileExists(atPath: path) {
             throw GatewayError.startup("\(path) does not exist: --from names the data directory of a gateway on SQLite")
         }
-        try refuseOtherApps(channelsPath: channelsPath, personalPath: personalPath)
         guard let partitioning = ChannelPartitioning(count: settings.partitions) else {
             throw GatewayError.startup("store.partitions \(settings.partitions) is not a partition count")
         }
@@ -107,31 +106,6 @@ package struct ClusterMigration {
         try copyTokens(from: personalReader, to: registry, summary: &summary)
         try copyOpenJobs(from: personalReader, to: registry, summary: &summary)
         return summary
-    }
-
-    /// A cluster serves the `default` app only (docs/configuration.md, "Several apps"): a
-    /// directory holding channels or tokens of another app is refused before anything is copied,
-    /// naming the first found, rather than copied as the `default` app's.
-    private func refuseOtherApps(channelsPath: String, personalPath: String) throws {
-        let channels = try SQLiteChannelReader(path: channelsPath)
-        defer { channels.close() }
-        var cursor: String?
-        while case let page = try channels.channels(after: cursor, limit: Self.page), !page.isEmpty {
-            cursor = page.last?.id
-            if let other = page.first(where: { AppChannelID.app(of: $0.id) != AppChannelID.defaultApp }) {
-                let (app, id) = AppChannelID.split(other.id)
-                throw GatewayError.startup("channel \(id) of app '\(app)' in \(channelsPath): a cluster serves only the app of its apns block; nothing was copied")
-            }
-        }
-        let tokens = try SQLiteTokenReader(path: personalPath)
-        defer { tokens.close() }
-        var tokenCursor: String?
-        while case let page = try tokens.tokens(after: tokenCursor, limit: Self.page), !page.isEmpty {
-            tokenCursor = page.last?.token
-            if let other = page.first(where: { $0.app != AppChannelID.defaultApp }) {
-                throw GatewayError.startup("token \(other.token.prefix(8))… of app '\(other.app)' in \(personalPath): a cluster serves only the app of its apns block; nothing was copied")
-            }
-        }
     }
 
     private func copyChannels(from reader: SQLiteChannelReader, to store: JetStreamChannelStore, summary: inout Summary) throws {

@@ -42,9 +42,9 @@ extension ClusterNode {
         })
     }
 
-    /// The listings one gateway asks of the others: the channels (also under the `default`
-    /// app's path) and the dead letters.
-    static let listings = ["/v1/channels", "/v1/apps/\(AppChannelID.defaultApp)/channels", "/v1/deadletters"]
+    /// The routes of the listings one gateway asks of the others: each app's channels and the
+    /// dead letters.
+    static let listings: Set<String> = Set(ChannelService.channelRouteBases.map { "\($0)/channels" } + ["/v1/deadletters"])
 
     /// Another gateway's listing request: answered with this gateway's own page (its router, so
     /// the caller's key is checked here too). Only these come this way: the channel and
@@ -54,12 +54,19 @@ extension ClusterNode {
         let connection = connection
         let answer: (HTTPResponse) -> Void = { response in try? connection.publish(ForwardedResponse(response).encoded, to: reply) }
         guard let forwarded = try? ForwardedRequest(decoding: message.payload),
-              forwarded.method == .get && Self.listings.contains(where: { forwarded.target == $0 || forwarded.target.hasPrefix($0 + "?") })
+              forwarded.method == .get && isListing(forwarded.target, router: router)
                 || forwarded.method == .post && forwarded.target == "/v1/deadletters/replay" else {
             return answer(HTTPError(status: 400, code: "forwarded_request_unreadable",
                                     message: "only channel and dead-letter listings and dead-letter replays are asked of a gateway by name").response)
         }
         router.handle(forwarded.request(on: ingestLoop, answer: answer))
+    }
+
+    /// Whether `target` (path and query) is a GET of one of ``listings``.
+    private func isListing(_ target: String, router: APIRouter) -> Bool {
+        let path = String(target.prefix { $0 != "?" })
+        guard case .found(let route, _) = router.resolve(method: .get, path: path) else { return false }
+        return Self.listings.contains(route.pattern)
     }
 }
 

@@ -311,7 +311,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     func route(_ request: HTTPRequest) {
         guard let router else { return }
         let resolved = router.resolve(method: request.method, path: request.path)
-        // `/v1/apps/default/...` is the same as `/v1/...` (a cluster serves the `default` app only).
+        // A channels collection of any app: listed everywhere; a create goes to the new channel's owner.
         let pattern: String? = if case .found(let route, _) = resolved { route.pattern } else { nil }
         let isChannelsCollection = ChannelService.channelRouteBases.contains { pattern == "\($0)/channels" }
         if request.method == .get, isChannelsCollection { return listEverywhere(request) }
@@ -339,12 +339,14 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         forward(request, channelID: channelID, partition: partition)
     }
 
-    /// The channel a request concerns: the path's for channel routes, the body's `id` for a
-    /// create (`isCreate`: a POST to a channels collection).
+    /// The kept id (``AppChannelID``) of the channel a request concerns, whose partition owns
+    /// it: the path's for channel routes, the body's `id` for a create (`isCreate`: a POST to a
+    /// channels collection), in the path's app.
     private func channelID(of request: HTTPRequest, scope: APIScope, parameters: HTTPRouteParameters, isCreate: Bool) -> String? {
-        if case .channel(let parameter) = scope { return parameters[parameter] }
+        let app = parameters["app"] ?? AppChannelID.defaultApp
+        if case .channel(let parameter) = scope { return parameters[parameter].map { AppChannelID.qualified($0, app: app) } }
         guard request.method == .post, isCreate, case .string(let id)? = (try? JSONParser.parse(request.body))?[member: "id"] else { return nil }
-        return id
+        return AppChannelID.qualified(id, app: app)
     }
 
     private func forward(_ request: HTTPRequest, channelID: String, partition: Int) {

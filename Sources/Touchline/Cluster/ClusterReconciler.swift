@@ -20,7 +20,8 @@ final class ClusterReconciler: @unchecked Sendable {
     private unowned let node: ClusterNode
     private let service: ChannelService
     private let log: GatewayLog
-    private var sweep: OrphanSweep
+    /// Each app's sweep: an app's channels are its own at APNs, listed with its own connections.
+    private var sweeps: [String: OrphanSweep] = [:]
     private var timer: LoopTimer?
     private var subscription: NATSSubscription?
     private var roundInProgress = false
@@ -32,7 +33,7 @@ final class ClusterReconciler: @unchecked Sendable {
         self.node = node
         self.service = service
         self.log = log
-        sweep = OrphanSweep(confirmationAge: node.settings.reconcileInterval)
+        for app in service.servedApps { sweeps[app] = OrphanSweep(confirmationAge: node.settings.reconcileInterval) }
     }
 
     /// Answers the others' requests for this gateway's accounts, and starts the rounds' timer.
@@ -66,16 +67,26 @@ final class ClusterReconciler: @unchecked Sendable {
         timer?.schedule(after: node.settings.reconcileInterval)
         guard node.serves(0), node.isConnected, !roundInProgress else { return }
         roundInProgress = true
-        // Apple's list first: a channel created after it is not in it, so accounts gathered
-        // later can only account for more, never less, of what it holds.
-        service.dispatcher.listChannels { [weak self] result in
+        // Apple's lists first (every app's): a channel created after them is not in them, so
+        // accounts gathered later can only account for more, never less, of what they hold.
+        listEveryApp(service.servedApps.sorted(), listed: [:])
+    }
+
+    /// Lists `apps` one after another, then gathers the accounts; a list that fails ends the round.
+    private func listEveryApp(_ apps: [String], listed: [String: [String]]) {
+        guard let app = apps.first else {
+            return gatherAccounts { [weak self] accounts in self?.decide(listed: listed, accounts: accounts) }
+        }
+        service.dispatcher(ofApp: app).listChannels { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let error):
-                log.warning("cannot list the APNs channels to find orphans; trying at the next round", apnsID: error.requestID, error: error)
+                log.warning("cannot list the APNs channels of app '\(app)' to find orphans; trying at the next round", apnsID: error.requestID, error: error)
                 finish("list_failed")
-            case .success(let listed):
-                gatherAccounts { [weak self] accounts in self?.decide(listed: listed, accounts: accounts) }
+            case .success(let channels):
+                var listed = listed
+                listed[app] = channels
+                listEveryApp(Array(apps.dropFirst()), listed: listed)
             }
         }
     }
@@ -112,19 +123,23 @@ final class ClusterReconciler: @unchecked Sendable {
         }
     }
 
-    private func decide(listed: [String], accounts: Accounts?) {
+    private func decide(listed: [String: [String]], accounts: Accounts?) {
         guard let accounts, accounts.partitions.count == node.partitioning.count, node.serves(0) else {
             // A partition nobody runs at this moment would make its channels look like orphans.
             return finish("incomplete")
         }
-        let orphans = sweep.round(listed: listed, accounted: accounts.apnsIDs, at: service.clock.now())
-        for orphan in orphans {
-            log.notice("deleting APNs channel \(orphan): no gateway has accounted for it for \(node.settings.reconcileInterval) (a create whose answer was lost)")
-            service.dispatcher.deleteChannel(orphan) { [weak self] result in
-                guard let self else { return }
-                switch result {
-                case .success: orphansDeleted += 1
-                case .failure(let error): log.warning("deleting orphan APNs channel \(orphan) failed", apnsID: error.requestID, error: error)
+        for (app, channels) in listed.sorted(by: { $0.key < $1.key }) {
+            // Accounted ids are every app's: Apple's ids are its own, so another app's never match.
+            let orphans = sweeps[app, default: OrphanSweep(confirmationAge: node.settings.reconcileInterval)]
+                .round(listed: channels, accounted: accounts.apnsIDs, at: service.clock.now())
+            for orphan in orphans {
+                log.notice("deleting APNs channel \(orphan) of app '\(app)': no gateway has accounted for it for \(node.settings.reconcileInterval) (a create whose answer was lost)")
+                service.dispatcher(ofApp: app).deleteChannel(orphan) { [weak self] result in
+                    guard let self else { return }
+                    switch result {
+                    case .success: orphansDeleted += 1
+                    case .failure(let error): log.warning("deleting orphan APNs channel \(orphan) failed", apnsID: error.requestID, error: error)
+                    }
                 }
             }
         }

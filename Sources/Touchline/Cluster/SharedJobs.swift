@@ -22,7 +22,10 @@ final class SharedJobs: @unchecked Sendable {
     static let finishRetry: Duration = .seconds(1)
 
     let board: SharedJobBoard
+    /// The `default` app's personal queue; ``queue(of:)`` picks a job's.
     private let dispatcher: PersonalDispatcher
+    /// The other apps' personal queues, by app: a slice runs in its job's app's queue.
+    private let appDispatchers: [String: PersonalDispatcher]
     private let store: any PersonalStoreWriter
     /// This gateway's personal file, read on the loop.
     private let reader: any PersonalStoreReader
@@ -77,12 +80,14 @@ final class SharedJobs: @unchecked Sendable {
     /// trace of a job the cluster ran).
     private var definitionsKept: Set<String> = []
 
-    init(board: SharedJobBoard, partitioning: ChannelPartitioning, dispatcher: PersonalDispatcher, store: any PersonalStoreWriter,
+    init(board: SharedJobBoard, partitioning: ChannelPartitioning, dispatcher: PersonalDispatcher, appDispatchers: [PersonalDispatcher] = [],
+         store: any PersonalStoreWriter,
          reader: any PersonalStoreReader, registryPosition: @escaping @Sendable () -> UInt64,
          registryTarget: @escaping @Sendable () -> UInt64, instance: String, outbox: WebhookOutbox?,
          clock: any WallClock, log: GatewayLog) {
         self.board = board
         self.dispatcher = dispatcher
+        self.appDispatchers = Dictionary(uniqueKeysWithValues: appDispatchers.map { ($0.app, $0) })
         self.store = store
         self.reader = reader
         self.registryPosition = registryPosition
@@ -96,16 +101,18 @@ final class SharedJobs: @unchecked Sendable {
 
     /// The shared jobs of a cluster gateway: its job bucket opened, the dispatcher's slices
     /// saving through it, the watch started (blocking: from the starting thread).
-    static func start(on cluster: ClusterNode, dispatcher: PersonalDispatcher, store: any PersonalStoreWriter, reader: any PersonalStoreReader,
+    static func start(on cluster: ClusterNode, dispatcher: PersonalDispatcher, appDispatchers: [PersonalDispatcher] = [],
+                      store: any PersonalStoreWriter, reader: any PersonalStoreReader,
                       outbox: WebhookOutbox?, clock: any WallClock, log: GatewayLog) throws -> SharedJobs {
         let board = try SharedJobBoard.open(jetStream: cluster.jetStream, prefix: cluster.settings.prefix, replicas: cluster.settings.replicas,
                                             loop: dispatcher.loop)
         let registry = store as? SharedTokenRegistry
-        let shared = SharedJobs(board: board, partitioning: cluster.partitioning, dispatcher: dispatcher, store: store, reader: reader,
+        let shared = SharedJobs(board: board, partitioning: cluster.partitioning, dispatcher: dispatcher, appDispatchers: appDispatchers,
+                                store: store, reader: reader,
                                 registryPosition: { registry?.appliedSequence ?? 0 },
                                 registryTarget: { registry?.catchUpTarget.load(ordering: .acquiring) ?? 0 }, instance: cluster.settings.instance.name,
                                 outbox: outbox, clock: clock, log: log)
-        try dispatcher.loop.sync { dispatcher.sharedJobs = shared }
+        try dispatcher.loop.sync { ([dispatcher] + appDispatchers).forEach { $0.sharedJobs = shared } }
         try shared.start()
         return shared
     }
@@ -156,7 +163,7 @@ final class SharedJobs: @unchecked Sendable {
             plan.cancellationRecorded(jobID, revision: revision)
             let at = UnixTime(nanoseconds: nanoseconds)
             cancelled[jobID] = at
-            dispatcher.expireSlices(ofJob: jobID, at: at)
+            queue(ofJob: jobID).expireSlices(ofJob: jobID, at: at)
         case .started(let jobID, let revision):
             plan.startRecorded(jobID, revision: revision)
             settleWithdrawal(of: jobID)
@@ -181,7 +188,7 @@ final class SharedJobs: @unchecked Sendable {
             case .run(let key): run(key)
             case .stop(let key):
                 waitingForRegistry.remove(key)
-                dispatcher.stopSlice(key)
+                queue(ofJob: key.jobID).stopSlice(key)
                 log.notice("stopped \(key): its partition is no longer this gateway's", job: key.jobID)
             case .finish(let jobID, let counters): finish(jobID, counters: counters)
             case .recordStart(let jobID): recordStart(jobID)
@@ -203,7 +210,7 @@ final class SharedJobs: @unchecked Sendable {
         let checkpoint = saved[key]?.entry.checkpoint
             ?? FanOutCheckpoint(cursor: key.slice.startCursor, counters: FanOutCounters(), pending: [], endedAfterCursor: [])
         do {
-            try dispatcher.runSlice(key, of: Self.record(of: entry), checkpoint: checkpoint, maximumWindow: SharedJobBoard.maximumSliceWindow,
+            try queue(ofJob: key.jobID).runSlice(key, of: Self.record(of: entry), checkpoint: checkpoint, maximumWindow: SharedJobBoard.maximumSliceWindow,
                                     expiredAt: cancelled[key.jobID])
             slicesStarted += 1
         } catch {
@@ -360,6 +367,7 @@ final class SharedJobs: @unchecked Sendable {
                                        registrySequence: max(registryPosition(), registryTarget()))
             entry.idempotency = idempotency
             entry.startAtNanoseconds = record.startAt?.nanoseconds
+            entry.app = record.app == AppChannelID.defaultApp ? nil : record.app
             board.publish(entry) { result in
                 answerLoop.execute { completion(result.mapError { $0 }) }
             }
@@ -449,7 +457,13 @@ final class SharedJobs: @unchecked Sendable {
     static func record(of entry: SharedJobEntry) -> PersonalJobRecord {
         PersonalJobRecord(id: entry.id, createdAt: UnixTime(nanoseconds: entry.createdAtNanoseconds), audience: entry.audience,
                           payload: Array(entry.payload), priority: entry.priority,
-                          expiration: entry.expirationNanoseconds.map(UnixTime.init(nanoseconds:)), status: .running)
+                          expiration: entry.expirationNanoseconds.map(UnixTime.init(nanoseconds:)), status: .running,
+                          app: entry.app ?? AppChannelID.defaultApp)
+    }
+
+    /// The personal queue of a job's app (its entry's; `default` for a job not known yet).
+    private func queue(ofJob jobID: String) -> PersonalDispatcher {
+        entries[jobID].flatMap { $0.app }.flatMap { appDispatchers[$0] } ?? dispatcher
     }
 }
 

@@ -12,17 +12,13 @@ extension GatewayConfiguration {
     /// unique, `default` taken by the `apns` block), each app's APNs settings as the `apns`
     /// block's are checked, two apps with one bundle id in one environment (APNs could not tell
     /// their pushes apart), and one key named with two teams (a key belongs to one team; it may
-    /// serve several apps of it). Apps need Apple credentials, and the embedded store for now.
+    /// serve several apps of it). Apps need Apple credentials.
     func appProblems(origins: ConfigurationOrigins, readFile: (String) throws -> [UInt8]) -> [GatewayConfigurationError.Problem] {
         guard !apps.isEmpty else { return [] }
         var problems: [GatewayConfigurationError.Problem] = []
         if apnsMode == .mock {
             problems.append(.init("apps are set but development mode sends to the bundled mock APNs, which serves the one app 'default': "
                                   + "give each app Apple credentials and leave development mode", source: origins.app(0)))
-        }
-        if store.jetStream != nil {
-            problems.append(.init("apps beside 'default' are served on the embedded store only: a cluster gateway serves the one app of its apns block",
-                                  source: origins.app(0)))
         }
         let everyApp = credentialedApps
         let offset = everyApp.count - apps.count

@@ -250,7 +250,7 @@ public final class Gateway: Sendable {
             }
             // A cluster's personal jobs: any gateway takes them, the partitions' owners run their slices.
             let sharedJobs = try cluster.map { cluster in
-                try SharedJobs.start(on: cluster, dispatcher: personal, store: personalStore, reader: try stores.personalReader(),
+                try SharedJobs.start(on: cluster, dispatcher: personal, appDispatchers: appPersonal, store: personalStore, reader: try stores.personalReader(),
                                      outbox: webhooks.outbox, clock: clock,
                                      log: log.named("personal"))
             }

@@ -220,8 +220,9 @@ import TouchlineStore
         let started = try broadcaster.request("POST", "/v1/apps/tv/channels/match-1/start", json: GatewayKickoffTests.startBody)
         let jobID = try #require(started.json?.string("jobId"), "\(started.text)")
         try await eventually("the kickoff done") { (try? api.request("GET", "/v1/apps/tv/personal/\(jobID)").json?.string("status")) == "done" }
+        let progress = try api.request("GET", "/v1/apps/tv/personal/\(jobID)").text
         let starts = tv.mock.recordedRequests().filter { $0.endpoint == .device }
-        #expect(starts.map(\.deviceToken) == [tvFan] && starts.allSatisfy { $0.status == 200 && $0.event == "start" })
+        #expect(starts.map(\.deviceToken) == [tvFan] && starts.allSatisfy { $0.status == 200 && $0.event == "start" }, "\(progress)")
         let aps = try #require(try starts.first.map { try JSONParser.parse($0.body) }?[member: "aps"])
         #expect(aps.string("input-push-channel") == apnsID)
         #expect(league.mock.recordedRequests().filter { $0.endpoint == .device }.isEmpty)
@@ -294,7 +295,10 @@ import TouchlineStore
             configuration.apps = [.init(name: "tv", apns: tv.gatewaySettings)]
         }
         defer { Task { await fixture.shutDown() } }
-        try await eventually("tv's leftover orphan deleted") { tv.mock.counters().count(endpoint: .deleteChannel) == 1 }
+        try await eventually("both apps reconciled") {
+            tv.mock.counters().count(endpoint: .deleteChannel) == 1
+                && ["/v1/channels/lost", "/v1/apps/tv/channels/lost"].allSatisfy { (try? fixture.admin.request("GET", $0).json?.string("status")) == "active" }
+        }
         let leagueLost = try fixture.admin.request("GET", "/v1/channels/lost").json
         let tvLost = try fixture.admin.request("GET", "/v1/apps/tv/channels/lost").json
         #expect(leagueLost?.string("apnsChannelId") == leagueOrphan && leagueLost?.string("status") == "active", "\(String(describing: leagueLost))")

@@ -202,14 +202,13 @@ extension Gateway {
             self.log = log
         }
 
-        /// The provider token (checked now), then two ``APNsConnections`` sharing it: broadcasts
-        /// and management on the broadcast loop, device pushes on the personal loop. Each other
-        /// app gets a token and broadcast and management pools of its own, on the broadcast loop:
-        /// one app's queue, 429s or dead connection never hold another's requests.
+        /// Each app's provider token (checked now), then its two ``APNsConnections`` sharing it:
+        /// broadcasts and management on the broadcast loop, device pushes on the personal loop.
+        /// Every app has its own: one app's queue, 429s or dead connection never hold another's
+        /// requests.
         static func connections(_ context: APNsContext) throws -> APNsConnector {
             let settings = context.settings
-            let apns = Self.client(settings)
-            let token = try ProviderToken(configuration: apns, clock: context.clock, log: context.log.named("apns"))
+            let token = try ProviderToken(configuration: Self.client(settings), clock: context.clock, log: context.log.named("apns"))
             let personalQueue = context.configuration.personalQueue
             let apps = try context.configuration.apps.map { app in
                 (app, try ProviderToken(configuration: Self.client(app.apns), clock: context.clock, log: context.log.named("apns.\(app.name)")))
@@ -217,47 +216,40 @@ extension Gateway {
             return { broadcastLoop, personalLoop in
                 var otherApps: [String: AppDispatch] = [:]
                 for (app, appToken) in apps {
-                    let options = APNsConnections.Options(tls: TLSConfiguration(caFile: app.apns.caFile), pools: [.broadcast, .management])
-                    let appConnections = try APNsConnections(configuration: Self.client(app.apns), providerToken: appToken, options: options,
-                                                             loop: broadcastLoop)
-                    var personalOptions = options
-                    personalOptions.pools = [.device]
-                    personalOptions.pushConnections = app.personalQueue.applied(to: personalQueue).connections
-                    let appPersonal = try APNsConnections(configuration: Self.client(app.apns), providerToken: appToken, options: personalOptions,
-                                                          loop: personalLoop)
-                    otherApps[app.name] = AppDispatch(broadcast: APNsConnectionsDispatch(appConnections), personal: APNsConnectionsDispatch(appPersonal),
-                                                      providerToken: appToken, renewConnections: { whileNoneIsReady in
-                        // As for the `default` app: both loops renew before the key changes.
-                        try? broadcastLoop.sync {
-                            appConnections.renewConnections()
-                            try personalLoop.sync {
-                                appPersonal.renewConnections()
-                                whileNoneIsReady()
-                            }
-                        }
-                    })
+                    otherApps[app.name] = try Self.dispatch(app.apns, token: appToken, personalConnections: app.personalQueue.applied(to: personalQueue).connections,
+                                                            broadcastLoop: broadcastLoop, personalLoop: personalLoop)
                 }
-                let options = APNsConnections.Options(tls: TLSConfiguration(caFile: settings.caFile), pools: [.broadcast, .management])
-                let connections = try APNsConnections(configuration: apns, providerToken: token, options: options, loop: broadcastLoop)
-                var personalOptions = options
-                personalOptions.pools = [.device]
-                personalOptions.pushConnections = personalQueue.connections
-                let personalConnections = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions,
-                                                              loop: personalLoop)
-                return APNsDispatches(broadcast: APNsConnectionsDispatch(connections), personal: APNsConnectionsDispatch(personalConnections),
-                                      providerToken: token, renewConnections: { whileNoneIsReady in
-                    // The broadcast loop waits inside its turn for the personal loop's: neither can
-                    // make a new connection ready (that takes a later turn) before the key changes.
-                    // Deadlock-free: no loop ever waits for the broadcast loop.
-                    try? broadcastLoop.sync {
-                        connections.renewConnections()
-                        try personalLoop.sync {
-                            personalConnections.renewConnections()
-                            whileNoneIsReady()
-                        }
-                    }
-                }, otherApps: otherApps)
+                let main = try Self.dispatch(settings, token: token, personalConnections: personalQueue.connections,
+                                             broadcastLoop: broadcastLoop, personalLoop: personalLoop)
+                return APNsDispatches(broadcast: main.broadcast, personal: main.personal, providerToken: token,
+                                      renewConnections: main.renewConnections, otherApps: otherApps)
             }
+        }
+
+        /// One app's pools: broadcasts and management on the broadcast loop, device pushes on the
+        /// personal loop, all signing with `token`.
+        private static func dispatch(_ settings: GatewayConfiguration.APNsSettings, token: ProviderToken, personalConnections: Int,
+                                     broadcastLoop: EventLoop, personalLoop: EventLoop) throws -> AppDispatch {
+            let apns = Self.client(settings)
+            let options = APNsConnections.Options(tls: TLSConfiguration(caFile: settings.caFile), pools: [.broadcast, .management])
+            let connections = try APNsConnections(configuration: apns, providerToken: token, options: options, loop: broadcastLoop)
+            var personalOptions = options
+            personalOptions.pools = [.device]
+            personalOptions.pushConnections = personalConnections
+            let personal = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions, loop: personalLoop)
+            return AppDispatch(broadcast: APNsConnectionsDispatch(connections), personal: APNsConnectionsDispatch(personal),
+                               providerToken: token, renewConnections: { whileNoneIsReady in
+                // The broadcast loop waits inside its turn for the personal loop's: neither can
+                // make a new connection ready (that takes a later turn) before the key changes.
+                // Deadlock-free: no loop ever waits for the broadcast loop.
+                try? broadcastLoop.sync {
+                    connections.renewConnections()
+                    try personalLoop.sync {
+                        personal.renewConnections()
+                        whileNoneIsReady()
+                    }
+                }
+            })
         }
 
         /// The APNs client's settings of an app.

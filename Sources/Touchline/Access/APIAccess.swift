@@ -78,15 +78,12 @@ struct APIAccess: Sendable {
         }
     }
 
+    /// Where the routes of an app are: `/v1` (the `default` app) and `/v1/apps/{app}`.
+    static let appRouteBases = ["/v1", "/v1/apps/{app}"]
+
     /// The app a route's path names (`/v1/apps/{app}/...`; `default` without the segment): 404
     /// `app_not_found` when it is not served.
     func app(in parameters: HTTPRouteParameters) throws(HTTPError) -> String {
-        try Self.app(in: parameters, among: apps)
-    }
-
-    /// The app `parameters` name among the served `apps`: what every route under
-    /// `/v1/apps/{app}` resolves its app with.
-    static func app(in parameters: HTTPRouteParameters, among apps: Set<String>) throws(HTTPError) -> String {
         guard let app = parameters["app"] else { return AppChannelID.defaultApp }
         guard apps.contains(app) else {
             throw HTTPError(status: 404, code: "app_not_found", message: "no app named '\(app)'")

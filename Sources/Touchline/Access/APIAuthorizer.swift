@@ -1,3 +1,4 @@
+import TouchlineCore
 import TouchlineRuntime
 
 /// Who may call a route of the provider API, declared with the route (``APIRouter``).
@@ -29,7 +30,9 @@ struct APICaller: Sendable {
 }
 
 /// Checks a request against its route's ``APIScope`` with the configured keys, before the
-/// handler runs: 401 without a known key, 403 outside the key's scope.
+/// handler runs: 401 without a known key, 403 outside the key's scope, then 404
+/// `app_not_found` for a path naming an app not served (so no handler checks it again: they
+/// read it with ``HTTPRouteCall/app``).
 struct APIAuthorizer: HTTPRouteAuthorizer {
     let access: APIAccess
 
@@ -38,12 +41,15 @@ struct APIAuthorizer: HTTPRouteAuthorizer {
         case .open:
             return APICaller(key: nil)
         case .anyKey:
-            return APICaller(key: try access.key(for: request))
+            let key = try access.key(for: request)
+            _ = try access.app(in: parameters)
+            return APICaller(key: key)
         case .admin(let purpose):
             let key = try access.key(for: request)
             guard key.scope == .admin else {
                 throw HTTPError(status: 403, code: "forbidden", message: "\(purpose) need an admin API key")
             }
+            _ = try access.app(in: parameters)
             return APICaller(key: key)
         case .channel(let parameter):
             let key = try access.key(for: request)
@@ -51,6 +57,12 @@ struct APIAuthorizer: HTTPRouteAuthorizer {
             return APICaller(key: key)
         }
     }
+}
+
+extension HTTPRouteCall where Caller == APICaller {
+    /// The app the route's path names (`/v1/apps/{app}/...`), `default` without one; the
+    /// authorizer has refused an app that is not served.
+    var app: String { parameters["app"] ?? AppChannelID.defaultApp }
 }
 
 /// The provider API's router: routes declared with their ``APIScope``.

@@ -248,10 +248,7 @@ final class Channel: @unchecked Sendable {
     var providerID: String { AppChannelID.split(id).id }
 
     /// The channel's id and, for an app other than `default`, its app: how the API names it.
-    var identityJSON: [JSONValue.Member] {
-        let (app, id) = AppChannelID.split(id)
-        return [.init("id", .string(id))] + (app == AppChannelID.defaultApp ? [] : [.init("app", .string(app))])
-    }
+    var identityJSON: [JSONValue.Member] { [.init("id", .string(providerID))] + AppChannelID.member(naming: app) }
 
     /// The channel as `GET /v1/channels/{id}` shows it.
     func json(now: UnixTime) -> JSONValue {

@@ -10,7 +10,7 @@ extension ChannelService: APIFeature {
     /// The channel routes: create, list, show, delete, events, end; each under `/v1` for the
     /// `default` app and under `/v1/apps/{app}` for any served app.
     func addRoutes(to router: inout APIRouter) {
-        for base in Self.channelRouteBases {
+        for base in APIAccess.appRouteBases {
             router.add(.post, "\(base)/channels", scope: .anyKey) { [self] call throws(HTTPError) in try create(call) }
             router.add(.get, "\(base)/channels", scope: .anyKey) { [self] call throws(HTTPError) in try list(call) }
             router.add(.get, "\(base)/channels/{id}", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
@@ -35,19 +35,11 @@ extension ChannelService: APIFeature {
         }
     }
 
-    /// Where the channel routes are: `/v1` (the `default` app) and `/v1/apps/{app}`.
-    static let channelRouteBases = ["/v1", "/v1/apps/{app}"]
-
-    /// The app a route's path names, served here: 404 `app_not_found` otherwise.
-    func app(of call: APICall) throws(HTTPError) -> String {
-        try APIAccess.app(in: call.parameters, among: servedApps)
-    }
-
     /// The channel of a ``APIScope/channel(parameter:)`` route (its key is already checked), in
     /// the path's app: 404 for an unknown id.
     func channel(_ call: APICall, parameter: String = "id") throws(HTTPError) -> Channel {
         let id = try call.parameters.string(parameter)
-        guard !id.contains("/"), let channel = channels[AppChannelID.qualified(id, app: try app(of: call))] else {
+        guard !id.contains("/"), let channel = channels[AppChannelID.qualified(id, app: call.app)] else {
             throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(id)'")
         }
         return channel
@@ -64,7 +56,7 @@ extension ChannelService: APIFeature {
               providerID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) }) else {
             throw body.invalid("id", "must be 1 to 128 characters of A-Z, a-z, 0-9, '-', '_', '.', ':'")
         }
-        let app = try app(of: call)
+        let app = call.app
         let id = AppChannelID.qualified(providerID, app: app)
         try APIAccess.require(try call.caller.requiredKey(), covers: id)
         let definition = try ChannelDefinition(body, defaultPolicy: defaultPolicy(ofApp: app), defaultAlertMode: defaultAlertMode)
@@ -120,7 +112,7 @@ extension ChannelService: APIFeature {
             limit = value
         }
         let after = request.target.queryValue("after")
-        let app = try app(of: call)
+        let app = call.app
         let now = clock.now()
         let visible = channels.values
             .filter { channel in channel.app == app && APIAccess.allows(key, channel.id) && after.map { channel.providerID > $0 } ?? true }

@@ -44,7 +44,7 @@ extension ClusterNode {
 
     /// The routes of the listings one gateway asks of the others: each app's channels and the
     /// dead letters.
-    static let listings: Set<String> = Set(ChannelService.channelRouteBases.map { "\($0)/channels" } + ["/v1/deadletters"])
+    static let listings: Set<String> = Set(APIAccess.appRouteBases.map { "\($0)/channels" } + ["/v1/deadletters"])
 
     /// Another gateway's listing request: answered with this gateway's own page (its router, so
     /// the caller's key is checked here too). Only these come this way: the channel and

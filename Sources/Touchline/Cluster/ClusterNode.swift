@@ -313,7 +313,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         let resolved = router.resolve(method: request.method, path: request.path)
         // A channels collection of any app: listed everywhere; a create goes to the new channel's owner.
         let pattern: String? = if case .found(let route, _) = resolved { route.pattern } else { nil }
-        let isChannelsCollection = ChannelService.channelRouteBases.contains { pattern == "\($0)/channels" }
+        let isChannelsCollection = APIAccess.appRouteBases.contains { pattern == "\($0)/channels" }
         if request.method == .get, isChannelsCollection { return listEverywhere(request) }
         if request.method == .get, request.path == "/v1/events" { return listEventsEverywhere(request) }
         if request.method == .get, request.path == "/v1/deadletters" { return listDeadLettersEverywhere(request) }

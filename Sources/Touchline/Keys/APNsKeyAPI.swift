@@ -9,14 +9,12 @@ import TouchlineRuntime
 struct APNsKeyAPI: APIFeature {
     /// Each app's reload, by name (empty in development mode).
     let reloads: [String: APNsKeyReload]
-    /// The apps served.
-    let apps: Set<String>
     let log: GatewayLog
 
     func addRoutes(to router: inout APIRouter) {
-        for base in ["/v1", "/v1/apps/{app}"] {
+        for base in APIAccess.appRouteBases {
             router.add(.post, "\(base)/apns/key/reload", scope: .admin(purpose: "APNs key rotations")) { call throws(HTTPError) in
-                let app = try APIAccess.app(in: call.parameters, among: apps)
+                let app = call.app
                 guard let reload = reloads[app] else {
                     throw HTTPError(status: 409, code: "key_reload_unavailable",
                                     message: "this gateway sends to the bundled mock APNs with its own key; there is no APNs key to reload")

@@ -90,7 +90,7 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
                 call.respond(.json(status: 200, statsJSON(visibleTo: key, loops: loops)))
             }
         }
-        for base in ChannelService.channelRouteBases {
+        for base in APIAccess.appRouteBases {
             router.add(.get, "\(base)/channels/{id}/stats", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
                 call.respond(.json(status: 200, try service.channel(call).statsJSON(now: service.clock.now())))
             }

@@ -29,12 +29,9 @@ struct KickoffAPI: APIFeature {
     /// The routes under `/v1` for the `default` app and under `/v1/apps/{app}` for any app: a
     /// kickoff reaches its channel's app's followers, through that app's personal queue.
     func addRoutes(to router: inout APIRouter) {
-        for base in ChannelService.channelRouteBases {
+        for base in APIAccess.appRouteBases {
             router.add(.post, "\(base)/channels/{id}/start", scope: .channel(parameter: "id")) { call throws(HTTPError) in
-                let app = try channels.app(of: call)
-                // Each app's keys are its own.
-                let route = app == AppChannelID.defaultApp ? PersonalJobIntake.idempotentRoutes.kickoff : "POST /v1/apps/\(app)/channels/{id}/start"
-                try intake.idempotently(call, route: route) { claim throws(HTTPError) in
+                try intake.idempotently(call, route: PersonalJobIntake.idempotentRoutes.kickoff) { claim throws(HTTPError) in
                     try startActivities(call, idempotency: claim)
                 }
             }

@@ -17,17 +17,14 @@ struct PersonalAPI: APIFeature {
     /// a job reaches its app's tokens through its app's connections.
     func addRoutes(to router: inout APIRouter) {
         let scope = APIScope.admin(purpose: "personal pushes")
-        for base in ChannelService.channelRouteBases {
+        for base in APIAccess.appRouteBases {
             router.add(.post, "\(base)/personal", scope: scope) { call throws(HTTPError) in
-                let app = try APIAccess.app(in: call.parameters, among: intake.apps)
-                // Each app's keys are its own: one key sent to two apps makes two jobs.
-                let route = app == AppChannelID.defaultApp ? PersonalJobIntake.idempotentRoutes.personal : "POST /v1/apps/\(app)/personal"
-                try intake.idempotently(call, route: route) { claim throws(HTTPError) in
-                    try createPersonalJob(call.request, app: app, idempotency: claim)
+                try intake.idempotently(call, route: PersonalJobIntake.idempotentRoutes.personal) { claim throws(HTTPError) in
+                    try createPersonalJob(call.request, app: call.app, idempotency: claim)
                 }
             }
             router.add(.get, "\(base)/personal/{job}", scope: scope) { call throws(HTTPError) in
-                try showPersonalJob(call.request, id: try call.parameters.string("job"), app: try APIAccess.app(in: call.parameters, among: intake.apps))
+                try showPersonalJob(call.request, id: try call.parameters.string("job"), app: call.app)
             }
         }
     }

@@ -24,8 +24,6 @@ final class PersonalJobIntake: @unchecked Sendable {
     let personal: PersonalDispatcher
     /// The other apps' personal queues, by app (each runs its app's jobs through its own pool).
     let appPersonal: [String: PersonalDispatcher]
-    /// Every app with a personal queue here, `default` included.
-    let apps: Set<String>
     /// `Idempotency-Key`s of the job-creating routes: settings and the keys being committed.
     let idempotencyKeys: IdempotencyKeys
     /// The cluster's personal jobs, on a gateway of a cluster: new jobs are stored there, not
@@ -38,7 +36,6 @@ final class PersonalJobIntake: @unchecked Sendable {
     init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any PersonalStoreReader, personal: PersonalDispatcher,
          appPersonal: [PersonalDispatcher] = [], sharedJobs: SharedJobs? = nil, idempotency: IdempotencySettings) {
         self.appPersonal = Dictionary(uniqueKeysWithValues: appPersonal.map { ($0.app, $0) })
-        apps = Set(appPersonal.map(\.app)).union([personal.app])
         self.sharedJobs = sharedJobs
         self.loop = loop
         self.clock = clock
@@ -254,8 +251,12 @@ final class PersonalJobIntake: @unchecked Sendable {
     /// request, answers the stored answer instead; with one stored for another request, 422;
     /// with one whose request is still being committed, 409. Otherwise `body` gets the claim to
     /// commit with its jobs (``submitPersonalJobs(_:with:for:answer:idempotency:settled:)``).
-    func idempotently(_ call: APICall, route: String,
+    /// `route` is the `default` app's; an app's keys are its own (the route under its path), so
+    /// one key sent to two apps makes two jobs.
+    func idempotently(_ call: APICall, route defaultRoute: String,
                       _ body: (IdempotencyClaim?) throws(HTTPError) -> Void) throws(HTTPError) {
+        let route = call.app == AppChannelID.defaultApp ? defaultRoute
+            : defaultRoute.replacingOccurrences(of: " /v1/", with: " /v1/apps/\(call.app)/")
         let request = call.request
         let key = try call.caller.requiredKey()
         guard let clientKey = try IdempotencyClaim.clientKey(in: request.head.fields) else { return try body(nil) }

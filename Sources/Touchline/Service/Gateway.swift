@@ -279,7 +279,7 @@ public final class Gateway: Sendable {
                                            personal: personal, appPersonal: appPersonal, sharedJobs: sharedJobs,
                                            idempotency: configuration.idempotency)
             try ingestLoop.sync { service.audienceStarter = { [intake] jobs, completion in intake.storeRolloverStarts(jobs, completion: completion) } }
-            let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader, apps: access.apps,
+            let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
                                    isKnownChannel: { [service] id in service.channels[id] != nil })
             // Every route of the gateway with its scope: the admission hook and the API
             // document's test read this same table.
@@ -287,7 +287,7 @@ public final class Gateway: Sendable {
                                          configuration: configuration, clock: clock)
             let router = APIRouter(access: access, features: [
                 service, tokens, PersonalAPI(intake: intake), KickoffAPI(channels: service, intake: intake), DeadLettersAPI(intake: intake, instance: cluster?.settings.instance.name),
-                WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators, APNsKeyAPI(reloads: keyReloads, apps: access.apps, log: log.named("apns")),
+                WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators, APNsKeyAPI(reloads: keyReloads, log: log.named("apns")),
                 DashboardAPI(service: service, operators: operators),
             ])
             let server = try ingestLoop.sync { () throws -> UncheckedServer in

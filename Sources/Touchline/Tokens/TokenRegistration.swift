@@ -92,7 +92,7 @@ enum TokenRegistration {
         var members: [JSONValue.Member] = [.init("token", .string(record.token)),
                                            .init("kind", .string(record.kind == .update ? "update" : "push-to-start"))]
         if let channelID = record.channelID { members.append(.init("channelId", .string(AppChannelID.split(channelID).id))) }
-        if record.app != AppChannelID.defaultApp { members.append(.init("app", .string(record.app))) }
+        members += AppChannelID.member(naming: record.app)
         if let userID = record.userID { members.append(.init("userId", .string(userID))) }
         members.append(.init("follows", .array(record.follows.map(JSONValue.string))))
         members.append(.init("environment", .string(record.environment.rawValue)))

@@ -20,12 +20,9 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
     private let tokenReader: any TokenRegistryReader
     /// Whether a kept channel id (``AppChannelID``) names a channel of this gateway (an update token must).
     private let isKnownChannel: (String) -> Bool
-    /// The apps served, by name.
-    private let apps: Set<String>
 
     init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any TokenRegistryReader,
-         apps: Set<String> = [AppChannelID.defaultApp], isKnownChannel: @escaping (String) -> Bool) {
-        self.apps = apps
+         isKnownChannel: @escaping (String) -> Bool) {
         self.loop = loop
         self.clock = clock
         self.personalStore = personalStore
@@ -37,28 +34,26 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
     /// any served app: a token belongs to the app it was registered for.
     func addRoutes(to router: inout APIRouter) {
         let scope = APIScope.admin(purpose: "token registry routes")
-        for base in ChannelService.channelRouteBases {
+        for base in APIAccess.appRouteBases {
             router.add(.post, "\(base)/tokens", scope: scope) { [self] call throws(HTTPError) in
                 try requireRegistry()
-                try registerToken(call.request, app: try app(of: call))
+                try registerToken(call.request, app: call.app)
             }
             router.add(.post, "\(base)/tokens/batch", scope: scope) { [self] call throws(HTTPError) in
                 try requireRegistry()
-                try registerTokens(call.request, app: try app(of: call))
+                try registerTokens(call.request, app: call.app)
             }
             router.add(.get, "\(base)/tokens", scope: scope) { [self] call throws(HTTPError) in
                 try requireRegistry()
-                try listTokens(call.request, app: try app(of: call))
+                try listTokens(call.request, app: call.app)
             }
             router.add(.delete, "\(base)/tokens/{token}", scope: scope) { [self] call throws(HTTPError) in
                 try requireRegistry()
-                try deleteToken(call.request, token: try call.parameters.string("token"), app: try app(of: call))
+                try deleteToken(call.request, token: try call.parameters.string("token"), app: call.app)
             }
         }
     }
 
-    /// The app a route's path names: 404 `app_not_found` when it is not served.
-    private func app(of call: APICall) throws(HTTPError) -> String { try APIAccess.app(in: call.parameters, among: apps) }
 
     /// On a cluster gateway whose copy of the registry is still being built from the log (a new
     /// gateway), 503: a read would miss tokens, and a registration would wait for the copy to

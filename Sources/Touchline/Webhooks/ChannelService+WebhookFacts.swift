@@ -10,8 +10,7 @@ extension ChannelService {
     /// `type` for `channel`, with its id, APNs id and status; none without webhooks.
     func channelEvent(_ type: WebhookEventType, of channel: Channel, extra: [JSONValue.Member] = []) -> [StoreOperation] {
         guard let outbox = webhooks?.outbox else { return [] }
-        let (app, id) = AppChannelID.split(channel.id)
-        var data: [JSONValue.Member] = [.init("channelId", .string(id))] + (app == AppChannelID.defaultApp ? [] : [.init("app", .string(app))])
+        var data: [JSONValue.Member] = [.init("channelId", .string(channel.providerID))] + AppChannelID.member(naming: channel.app)
         if let apnsID = channel.apnsChannelID { data.append(.init("apnsChannelId", .string(apnsID))) }
         return [.webhook(outbox.record(type, data + extra))]
     }

@@ -278,9 +278,8 @@ final class WebhookDelivery: @unchecked Sendable {
     /// and app per five minutes, written on its own to the personal outbox. Another app than
     /// `default` is named in `app`.
     func credentialsRejected(reason: String, pool: String, app: String = AppChannelID.defaultApp) {
-        let appMember: [JSONValue.Member] = app == AppChannelID.defaultApp ? [] : [.init("app", .string(app))]
-        recordAlert(.apnsCredentialsRejected, throttledBy: app == AppChannelID.defaultApp ? reason : "\(app)/\(reason)",
-                    [.init("reason", .string(reason)), .init("pool", .string(pool))] + appMember)
+        recordAlert(.apnsCredentialsRejected, throttledBy: AppChannelID.qualified(reason, app: app),
+                    [.init("reason", .string(reason)), .init("pool", .string(pool))] + AppChannelID.member(naming: app))
     }
 
     /// APNs refused a channel create for the app's channel limit: one event per app per five
@@ -288,9 +287,8 @@ final class WebhookDelivery: @unchecked Sendable {
     /// the personal outbox. `channelID` is the kept id: the event names its app apart.
     func channelLimitReached(channelID: String) {
         let (app, id) = AppChannelID.split(channelID)
-        let appMember: [JSONValue.Member] = app == AppChannelID.defaultApp ? [] : [.init("app", .string(app))]
-        recordAlert(.channelLimitReached, throttledBy: app == AppChannelID.defaultApp ? "channel.limit_reached" : "channel.limit_reached/\(app)",
-                    [.init("channelId", .string(id))] + appMember)
+        recordAlert(.channelLimitReached, throttledBy: AppChannelID.qualified("channel.limit_reached", app: app),
+                    [.init("channelId", .string(id))] + AppChannelID.member(naming: app))
     }
 
     /// Records an event of `type` on its own in the personal outbox, unless one with the same

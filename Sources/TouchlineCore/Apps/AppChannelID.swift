@@ -32,4 +32,10 @@ public enum AppChannelID {
 
     /// The app of a kept channel id.
     public static func app(of qualified: String) -> String { split(qualified).app }
+
+    /// The `app` member of the API's JSON naming `app`: none for the `default` app, whose
+    /// answers and events read as they did before apps.
+    public static func member(naming app: String) -> [JSONValue.Member] {
+        app == defaultApp ? [] : [.init("app", .string(app))]
+    }
 }

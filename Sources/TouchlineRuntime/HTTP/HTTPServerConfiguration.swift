@@ -35,7 +35,7 @@ public struct HTTPServerConfiguration: Sendable {
     public init(host: String = "127.0.0.1", port: Int = 0, maxBodySize: Int = 1 << 20, maxHeaderSize: Int = 16 << 10,
                 maxHeaderCount: Int = 100, connectionLimits: HTTPConnectionLimits = HTTPConnectionLimits(),
                 lingerTimeout: Duration = .seconds(2), maxLingerBytes: Int = 1 << 20,
-                allowedMethods: Set<HTTPMethod> = [.get, .post, .put, .delete, .patch],
+                allowedMethods: Set<HTTPMethod> = [.get, .post, .put, .delete, .patch, .options, .trace, .query],
                 admission: (@Sendable (HTTPRequestHead) -> HTTPError?)? = nil) {
         self.host = host
         self.port = port

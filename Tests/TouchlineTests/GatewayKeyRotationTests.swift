@@ -129,7 +129,7 @@ struct GatewayKeyRotationTests {
         let followers = 800
         let spare = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         let next = try MockAPNsProviderKeyFiles.generate(keyID: Self.nextKeyID, in: spare)
-        let latency = Duration.seconds(1)
+        let latency = Duration.seconds(2)
         let apns = try MockAPNsFixture { configuration in
             configuration.keys.append(.init(keyID: Self.nextKeyID, path: next.publicKeyFile))
             configuration.faults.latency = latency

@@ -110,7 +110,7 @@ let package = Package(
                                                                "TouchlineCore", "APNs", "APNsMock", "NATS", "NATSServers", "TouchlineJetStream"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["TestSlots", "HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2", "ChildProcesses"]),
         .testTarget(name: "APNsTests", dependencies: ["TestSlots", "APNs", "TouchlineCore", "COpenSSL", "CShims", "ChildProcesses"]),
-        .testTarget(name: "APNsMockTests", dependencies: ["TestSlots", "APNsMock", "Measurements", "HTTP2", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
+        .testTarget(name: "APNsMockTests", dependencies: ["TestSlots", "APNsMock", "Measurements", "HTTP2", "CNGHTTP2", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         .testTarget(name: "DeployTests", dependencies: ["TestSlots", "ChildProcesses"]),
         .testTarget(name: "MeasurementsTests", dependencies: ["Measurements"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),

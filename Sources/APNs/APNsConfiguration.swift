@@ -25,10 +25,14 @@ public struct APNsConfiguration: Sendable, Equatable {
     /// than 60 minutes and throttles new tokens more often than every 20, so it must lie in
     /// ``ProviderToken/allowedRefreshIntervals``; 50 minutes leaves room for clock drift.
     public var tokenRefreshInterval: Duration
+    /// How far past APNs's 20 minutes a token renewal comes when APNs called a token expired
+    /// early (clock skew): see ``ProviderToken/renewalMargin``. In ``ProviderToken/allowedRenewalMargins``.
+    public var tokenRenewalMargin: Duration
 
     public init(keyPath: String, keyID: String, teamID: String, bundleID: String,
                 environment: APNsEnvironment, broadcastHost: APNsEndpoint? = nil,
-                tokenRefreshInterval: Duration = ProviderToken.defaultRefreshInterval) {
+                tokenRefreshInterval: Duration = ProviderToken.defaultRefreshInterval,
+                tokenRenewalMargin: Duration = ProviderToken.defaultRenewalMargin) {
         self.broadcastHost = broadcastHost
         self.keyPath = keyPath
         self.keyID = keyID
@@ -36,6 +40,7 @@ public struct APNsConfiguration: Sendable, Equatable {
         self.bundleID = bundleID
         self.environment = environment
         self.tokenRefreshInterval = tokenRefreshInterval
+        self.tokenRenewalMargin = tokenRenewalMargin
     }
 
     /// Where broadcast publishes go: ``broadcastHost``, or the environment's push host.
@@ -63,6 +68,8 @@ public enum APNsConfigurationError: Error, Sendable, Equatable, CustomStringConv
     case invalidBundleID(String, why: String)
     /// The token refresh interval lies outside the 20...60 minute window APNs allows.
     case refreshIntervalOutOfRange(Duration)
+    /// The token renewal margin lies outside ``ProviderToken/allowedRenewalMargins``.
+    case renewalMarginOutOfRange(Duration)
     /// OpenSSL failed to sign a token with a key it had loaded.
     case signingFailed(String)
     /// A key to rotate to signs for another team than the tokens so far: it would serve another
@@ -80,6 +87,8 @@ public enum APNsConfigurationError: Error, Sendable, Equatable, CustomStringConv
         case .invalidBundleID(let id, let why): "bundle id \"\(id)\" is not usable: \(why)"
         case .refreshIntervalOutOfRange(let interval):
             "token refresh interval \(interval.inSeconds / 60) min is outside 20...60 min (APNs rejects tokens older than 60 min and throttles renewals within 20 min)"
+        case .renewalMarginOutOfRange(let margin):
+            "token renewal margin \(Int(margin.inSeconds)) s is outside 0...600 s (a renewal after clock skew must stay well inside the 60-minute limit)"
         case .signingFailed(let cause): "cannot sign the provider token: \(cause)"
         case .keyOfAnotherTeam(let current, let new):
             "the new key's team id \(new) is not the gateway's team \(current); a key of another team serves another app (restart to change the team)"

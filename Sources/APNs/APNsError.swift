@@ -74,6 +74,16 @@ public struct APNsError: Error, Sendable, CustomStringConvertible {
         return false
     }
 
+    /// True when the request may have reached APNs but no answer came back (the response
+    /// timeout, the connection lost after the request went out, a stream at or below a GOAWAY's
+    /// last-stream-id that never completed, a drain or shutdown ending first): APNs may have
+    /// delivered the push, or not. Sending it again may deliver it twice; only the caller knows
+    /// whether that is harmless (a broadcast's latest state) or not (a push-to-start).
+    public var isUnanswered: Bool {
+        if case .transport(let error) = failure { return !error.isUnprocessed }
+        return false
+    }
+
     /// The HTTP status, when APNs answered.
     public var status: Int? {
         switch failure {

@@ -13,14 +13,22 @@ import TouchlineRuntime
 /// and returns the cached `bearer <jwt>` string, which shares its storage with the cache.
 /// Thread-safe: the state lives in a `Mutex`.
 ///
-/// **Clock skew.** When APNs calls a token expired that is younger than 20 minutes by our clock,
-/// APNs's clock is ahead of ours, and a new token may not be signed yet (20-minute rule). The
-/// token then enters a *renewal hold* until 20 minutes after it was signed: ``authorization()``
-/// answers ``Authorization/hold(until:)`` and senders keep their requests instead of failing them
-/// or sending them with a token APNs refuses. At that time the next call signs a new token and the
-/// hold ends. Once skew was seen, tokens are renewed every 20 minutes (the shortest interval APNs
-/// allows) instead of every ``refreshInterval``, so that a token is replaced before APNs's clock
-/// calls it expired whenever that is possible at all. Each hold is logged at error level.
+/// **Clock skew.** When APNs calls a token expired that is younger than the renewal spacing (20
+/// minutes plus ``renewalMargin``) by our clock, APNs's clock is ahead of ours, and a new token
+/// may not be signed yet (20-minute rule). The token then enters a *renewal hold* until the
+/// spacing after it was signed: ``authorization()`` answers ``Authorization/hold(until:)`` and
+/// senders keep their requests instead of failing them or sending them with a token APNs refuses.
+/// At that time the next call signs a new token and the hold ends. Once skew was seen, tokens are
+/// renewed every spacing (the shortest interval APNs allows, plus the margin) instead of every
+/// ``refreshInterval``, so that a token is replaced before APNs's clock calls it expired whenever
+/// that is possible at all. Each hold is logged at error level.
+///
+/// **The margin.** APNs counts the 20 minutes on a connection from when *it* first saw the
+/// previous token there, by its own clock, and that is later than our signing by the time the
+/// token took to be first used and to travel; a renewal exactly 20 minutes after our signing can
+/// therefore land a little inside APNs's 20 minutes and earn `429 TooManyProviderTokenUpdates`
+/// on every connection at once. ``renewalMargin`` (a minute by default) keeps every renewal not
+/// forced by the 60-minute limit that much past the 20 minutes.
 public final class ProviderToken: Sendable {
     /// The default age at which a token is replaced: well inside the 60-minute limit.
     public static let defaultRefreshInterval: Duration = .seconds(50 * 60)
@@ -28,8 +36,13 @@ public final class ProviderToken: Sendable {
     public static let allowedRefreshIntervals: ClosedRange<Duration> = .seconds(20 * 60) ... .seconds(60 * 60)
     /// APNs rejects a token older than this.
     public static let maximumAge: Duration = .seconds(60 * 60)
-    /// Minimum time between two tokens, also when APNs claims ours has expired.
+    /// Minimum time between two tokens by APNs's rule, also when APNs claims ours has expired.
     public static let minimumRenewalSpacing: Duration = .seconds(20 * 60)
+    /// The default safety margin past ``minimumRenewalSpacing`` (see the type's notes).
+    public static let defaultRenewalMargin: Duration = .seconds(60)
+    /// Margins accepted: up to 10 minutes, so that a renewal after skew still comes well inside
+    /// the 60-minute limit.
+    public static let allowedRenewalMargins: ClosedRange<Duration> = .zero ... .seconds(10 * 60)
 
     /// What a request should carry, from ``authorization()``.
     public enum Authorization: Sendable, Equatable {
@@ -48,9 +61,10 @@ public final class ProviderToken: Sendable {
         /// rejected token was younger than 60 minutes by our clock, so APNs's clock and ours
         /// disagree; operators should check NTP.
         case renewed(clockSkewSuspected: Bool)
-        /// The token is younger than 20 minutes by our clock, so renewing would break APNs's
-        /// renewal limit: our clock is probably behind. The token is in a renewal hold: keep the
-        /// request and send it again at `notBefore`, when ``authorization()`` signs a new token.
+        /// The token is younger than the renewal spacing (20 minutes plus the margin) by our
+        /// clock, so renewing would break APNs's renewal limit: our clock is probably behind. The
+        /// token is in a renewal hold: keep the request and send it again at `notBefore`, when
+        /// ``authorization()`` signs a new token.
         case refused(notBefore: UnixTime)
     }
 
@@ -89,19 +103,28 @@ public final class ProviderToken: Sendable {
     /// The clock tokens are dated and aged by; senders holding requests wait by it too.
     let clock: any WallClock
     private let log: GatewayLog?
-    /// How old a token may get before it is replaced (20 minutes once clock skew was seen).
+    /// How old a token may get before it is replaced (the renewal spacing once clock skew was seen).
     public let refreshInterval: Duration
+    /// How far past APNs's 20 minutes a renewal not forced by the 60-minute limit comes.
+    public let renewalMargin: Duration
+    /// The least time between two tokens this gives: ``minimumRenewalSpacing`` plus ``renewalMargin``.
+    public var renewalSpacing: Duration { Self.minimumRenewalSpacing + renewalMargin }
     private let state: Mutex<State>
 
     /// Signs the first token right away, so key problems surface at start-up. `log` receives the
     /// error-level line of each renewal hold (clock skew), for operators.
     public init(signer: ProviderTokenSigner, clock: any WallClock = SystemClock(),
-                refreshInterval: Duration = ProviderToken.defaultRefreshInterval, log: GatewayLog? = nil) throws(APNsConfigurationError) {
+                refreshInterval: Duration = ProviderToken.defaultRefreshInterval,
+                renewalMargin: Duration = ProviderToken.defaultRenewalMargin, log: GatewayLog? = nil) throws(APNsConfigurationError) {
         guard Self.allowedRefreshIntervals.contains(refreshInterval) else {
             throw .refreshIntervalOutOfRange(refreshInterval)
         }
+        guard Self.allowedRenewalMargins.contains(renewalMargin) else {
+            throw .renewalMarginOutOfRange(renewalMargin)
+        }
         self.clock = clock
         self.refreshInterval = refreshInterval
+        self.renewalMargin = renewalMargin
         self.log = log
         let now = clock.now()
         let first = State(signer: signer, bearer: try Self.bearer(signer, now), issuedAt: now, statistics: Statistics(tokensSigned: 1))
@@ -112,7 +135,8 @@ public final class ProviderToken: Sendable {
     public convenience init(configuration: APNsConfiguration, clock: any WallClock = SystemClock(),
                             log: GatewayLog? = nil) throws(APNsConfigurationError) {
         let signer = try ProviderTokenSigner(keyFile: configuration.keyPath, keyID: configuration.keyID, teamID: configuration.teamID)
-        try self.init(signer: signer, clock: clock, refreshInterval: configuration.tokenRefreshInterval, log: log)
+        try self.init(signer: signer, clock: clock, refreshInterval: configuration.tokenRefreshInterval,
+                      renewalMargin: configuration.tokenRenewalMargin, log: log)
     }
 
     /// What the next request should carry: the current token (renewed once it is due, or once a
@@ -125,7 +149,7 @@ public final class ProviderToken: Sendable {
                 guard now >= until else { return .hold(until: until) }
                 try renew(&state, now)
                 endedHold = true
-            } else if now - state.issuedAt >= (state.skewSeen ? Self.minimumRenewalSpacing : refreshInterval) {
+            } else if now - state.issuedAt >= (state.skewSeen ? renewalSpacing : refreshInterval) {
                 try renew(&state, now)
             }
             return .bearer(state.bearer)
@@ -152,11 +176,12 @@ public final class ProviderToken: Sendable {
     /// Handles `403 ExpiredProviderToken` for a request that carried `observedToken`.
     ///
     /// Renews at most once per rejected token (concurrent rejections of the same token see
-    /// ``Invalidation/alreadyReplaced``), and never within 20 minutes of the last renewal unless
-    /// the token really is 60 minutes old: a rejection of a fresh token means clock skew, which a
-    /// storm of new tokens would only turn into `429 TooManyProviderTokenUpdates`.
+    /// ``Invalidation/alreadyReplaced``), and never within the renewal spacing (20 minutes plus
+    /// the margin) of the last renewal unless the token really is 60 minutes old: a rejection of
+    /// a fresh token means clock skew, which a storm of new tokens would only turn into
+    /// `429 TooManyProviderTokenUpdates`.
     ///
-    /// A refusal puts the token in a renewal hold until 20 minutes after it was signed (see the
+    /// A refusal puts the token in a renewal hold until the spacing after it was signed (see the
     /// type's notes); the first refusal of a hold is logged at error level, as is a renewal
     /// because of suspected skew.
     public func invalidate(observedToken: String) throws(APNsConfigurationError) -> Invalidation {
@@ -172,12 +197,12 @@ public final class ProviderToken: Sendable {
             }
             state.statistics.clockSkewSuspicions += 1
             state.skewSeen = true
-            if age >= Self.minimumRenewalSpacing {
+            if age >= renewalSpacing {
                 try renew(&state, now)
                 return .renewed(clockSkewSuspected: true)
             }
             state.statistics.renewalsRefused += 1
-            let notBefore = state.issuedAt + Self.minimumRenewalSpacing
+            let notBefore = state.issuedAt + renewalSpacing
             if state.holdUntil == nil {
                 state.holdUntil = notBefore
                 state.statistics.renewalHolds += 1
@@ -188,11 +213,13 @@ public final class ProviderToken: Sendable {
         switch result {
         case .refused(let notBefore) where newHold:
             log?.error("APNs rejected the provider token as expired (ExpiredProviderToken) \(Self.minutes(age)) after it was signed, "
-                + "so APNs's clock is ahead of ours: check NTP. A new token may be signed only 20 minutes after the last one; "
-                + "requests are held until then (Unix time \(notBefore.seconds)), and tokens are renewed every 20 minutes from now on")
+                + "so APNs's clock is ahead of ours: check NTP. A new token may be signed only 20 minutes after the last one "
+                + "(\(Self.minutes(renewalSpacing)) with the safety margin); requests are held until then (Unix time \(notBefore.seconds)), "
+                + "and tokens are renewed every \(Self.minutes(renewalSpacing)) from now on")
         case .renewed(clockSkewSuspected: true):
             log?.error("APNs rejected the provider token as expired (ExpiredProviderToken) \(Self.minutes(age)) after it was signed, "
-                + "so APNs's clock is ahead of ours: check NTP. A new token was signed; tokens are renewed every 20 minutes from now on")
+                + "so APNs's clock is ahead of ours: check NTP. A new token was signed; tokens are renewed every "
+                + "\(Self.minutes(renewalSpacing)) from now on")
         default:
             break
         }

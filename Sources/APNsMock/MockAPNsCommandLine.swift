@@ -45,6 +45,8 @@ public struct MockAPNsCommandLine: Sendable {
         static let latency = OptionDeclaration.value("--latency-ms", "N", help: "delay every response by N milliseconds")
         static let goawayAfter = OptionDeclaration.value("--goaway-after", "N", help: "send GOAWAY after N requests on a connection, then close it")
         static let goawayReason = OptionDeclaration.value("--goaway-reason", "TEXT", help: "reason in the GOAWAY payload (default Shutdown)")
+        static let silentAfterClientGoaway = OptionDeclaration.flag("--silent-after-client-goaway", help: "once a client sends GOAWAY, "
+                                                                        + "answer none of its streams still open (processed, never answered)")
         static let seed = OptionDeclaration.value("--seed", "N", help: "seed for the fault dice (default 1)")
         static let clockOffset = OptionDeclaration.value("--token-clock-offset", "S", help: "age provider tokens by a clock S seconds "
                                                              + "ahead (negative: behind), as if the client's clock were skewed")
@@ -68,7 +70,8 @@ public struct MockAPNsCommandLine: Sendable {
             OptionGroup("APNs limits", [Option.initialStreams, Option.maxStreams, Option.channelLimit, Option.channelsFile,
                                         Option.noDetailHeader]),
             OptionGroup("Faults", [Option.unregistered, Option.unregisteredFile, Option.rate429, Option.rate500, Option.rate503,
-                                   Option.faultEndpoints, Option.latency, Option.goawayAfter, Option.goawayReason, Option.seed,
+                                   Option.faultEndpoints, Option.latency, Option.goawayAfter, Option.goawayReason,
+                                   Option.silentAfterClientGoaway, Option.seed,
                                    Option.clockOffset]),
             OptionGroup("Output", [Option.printCounters, Option.arrivalLatency]),
         ],
@@ -146,6 +149,7 @@ public struct MockAPNsCommandLine: Sendable {
         if let latency = try parsed.integer(Option.latency, in: 0...600_000) { configuration.faults.latency = .milliseconds(latency) }
         configuration.faults.goawayAfterRequests = try parsed.integer(Option.goawayAfter, in: 1...Int(Int32.max)) ?? configuration.faults.goawayAfterRequests
         configuration.faults.goawayReason = parsed.value(Option.goawayReason) ?? configuration.faults.goawayReason
+        if parsed.isSet(Option.silentAfterClientGoaway) { configuration.faults.silentAfterClientGoaway = true }
         if let seed = try parsed.integer(Option.seed, in: 0...Int.max) { configuration.faults.seed = UInt64(seed) }
         if let offset = try parsed.integer(Option.clockOffset, in: -86_400...86_400) {
             configuration.faults.providerTokenClockOffset = .seconds(offset)

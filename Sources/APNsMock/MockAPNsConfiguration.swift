@@ -66,6 +66,11 @@ public struct MockAPNsConfiguration: Sendable {
         public var goawayAfterRequests: Int?
         /// The `reason` in the GOAWAY's JSON payload.
         public var goawayReason: String
+        /// Once a client has sent GOAWAY, answer none of its streams still open, as some servers
+        /// do: their requests were processed (recorded and counted as answered) but the client
+        /// never hears back, and the connection stays open until the client closes it. A client
+        /// that says GOAWAY before its last answer sees those requests unanswered.
+        public var silentAfterClientGoaway: Bool
         /// Seed for the fault dice; connection n uses `seed + n`, so runs repeat exactly.
         public var seed: UInt64
         /// How far APNs's clock runs ahead of the configured clock when it ages provider tokens
@@ -76,7 +81,7 @@ public struct MockAPNsConfiguration: Sendable {
         public init(unregisteredTokens: Set<String> = [], tooManyRequestsRate: Double = 0, internalServerErrorRate: Double = 0,
                     shutdownRate: Double = 0, rateEndpoints: Set<MockAPNsEndpoint> = [.device, .broadcast],
                     latency: Duration = .zero, goawayAfterRequests: Int? = nil, goawayReason: String = "Shutdown", seed: UInt64 = 1,
-                    providerTokenClockOffset: Duration = .zero) {
+                    providerTokenClockOffset: Duration = .zero, silentAfterClientGoaway: Bool = false) {
             self.unregisteredTokens = unregisteredTokens
             self.tooManyRequestsRate = tooManyRequestsRate
             self.internalServerErrorRate = internalServerErrorRate
@@ -87,6 +92,7 @@ public struct MockAPNsConfiguration: Sendable {
             self.goawayReason = goawayReason
             self.seed = seed
             self.providerTokenClockOffset = providerTokenClockOffset
+            self.silentAfterClientGoaway = silentAfterClientGoaway
         }
     }
 

@@ -31,6 +31,9 @@ final class MockAPNsConnection: @unchecked Sendable {
     private var ids: SplitMix64
     private var delayed = DelayedAnswers()
     private var delayTimer: LoopTimer?
+    /// The client sent GOAWAY and ``MockAPNsConfiguration/Faults/silentAfterClientGoaway`` is on:
+    /// nothing more is answered.
+    private var silenced = false
     // Settings read on every request, copied out of the configuration once.
     private let faults: MockAPNsConfiguration.Faults
     private let clock: any WallClock
@@ -74,6 +77,10 @@ final class MockAPNsConnection: @unchecked Sendable {
 
     private func respond(to streamID: Int32, with answer: MockAPNsAnswer) {
         guard let http2 else { return }
+        guard !silenced else {
+            counters.countWithheldAnswer()
+            return
+        }
         if (200..<300).contains(answer.status), !streamLimitRaised {
             streamLimitRaised = true
             if streamLimits.raised != streamLimits.initial { http2.setMaxConcurrentStreams(streamLimits.raised) }
@@ -218,6 +225,10 @@ extension MockAPNsConnection: HTTP2ServerConnectionDelegate {
 
     func connectionDidRejectFrame(_ connection: HTTP2ServerConnection, errorCode: Int32) {
         counters.countRejectedFrame()
+    }
+
+    func connectionDidReceiveGoaway(_ connection: HTTP2ServerConnection) {
+        if faults.silentAfterClientGoaway { silenced = true }
     }
 
     func connectionDidClose(_ connection: HTTP2ServerConnection, error: TransportError) {

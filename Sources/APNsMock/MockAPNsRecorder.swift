@@ -52,6 +52,10 @@ public struct MockAPNsCounters: Sendable, CustomStringConvertible {
     /// Frames the server's HTTP/2 layer rejected: streams beyond the announced concurrency
     /// limit or protocol violations. Zero for a correct client.
     public internal(set) var framesRejected = 0
+    /// Answers withheld because the client had sent GOAWAY (``MockAPNsConfiguration/Faults/silentAfterClientGoaway``):
+    /// requests processed (and counted in ``answers``) whose client never heard back. Zero for a
+    /// client that says GOAWAY only once its last stream has ended.
+    public internal(set) var answersWithheld = 0
 
     /// Answers matching every given filter.
     public func count(endpoint: MockAPNsEndpoint? = nil, status: Int? = nil, reason: MockAPNsReason? = nil) -> Int {
@@ -70,11 +74,13 @@ public struct MockAPNsCounters: Sendable, CustomStringConvertible {
         answers.merge(other.answers, uniquingKeysWith: +)
         connectionsAccepted += other.connectionsAccepted
         framesRejected += other.framesRejected
+        answersWithheld += other.answersWithheld
     }
 
     /// One line per endpoint/status/reason, sorted, for the command line's exit report.
     public var description: String {
         var lines = ["connections accepted: \(connectionsAccepted)", "frames rejected: \(framesRejected)"]
+        if answersWithheld > 0 { lines.append("answers withheld after the client's GOAWAY: \(answersWithheld)") }
         let sorted = answers.sorted { a, b in
             (a.key.endpoint.rawValue, a.key.status, a.key.reason?.rawValue ?? "") < (b.key.endpoint.rawValue, b.key.status, b.key.reason?.rawValue ?? "")
         }
@@ -93,6 +99,7 @@ final class MockAPNsCounterShard: Sendable {
         var answers = [Int](repeating: 0, count: MockAPNsEndpoint.allCases.count * (MockAPNsReason.allCases.count + 1))
         var connections = 0
         var framesRejected = 0
+        var answersWithheld = 0
     }
 
     private let slots = Mutex(Slots())
@@ -114,11 +121,16 @@ final class MockAPNsCounterShard: Sendable {
         slots.withLock { $0.framesRejected += 1 }
     }
 
+    func countWithheldAnswer() {
+        slots.withLock { $0.answersWithheld += 1 }
+    }
+
     var snapshot: MockAPNsCounters {
         let copy = slots.withLock { $0 }
         var counters = MockAPNsCounters()
         counters.connectionsAccepted = copy.connections
         counters.framesRejected = copy.framesRejected
+        counters.answersWithheld = copy.answersWithheld
         for (index, n) in copy.answers.enumerated() where n > 0 {
             let endpoint = Self.endpoints[index / (Self.reasons.count + 1)]
             let reasonSlot = index % (Self.reasons.count + 1)

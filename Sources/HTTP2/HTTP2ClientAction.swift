@@ -98,7 +98,8 @@ struct HTTP2ClientAction {
     enum Frame: Equatable {
         case none
         case ping
-        /// GOAWAY with NO_ERROR and the last stream the server opened (graceful shutdown).
+        /// GOAWAY with NO_ERROR and the last stream the server opened (a graceful end, once the
+        /// last stream ended).
         case goaway
     }
 

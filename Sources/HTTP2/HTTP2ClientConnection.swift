@@ -337,9 +337,9 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
 
     // MARK: Draining and closing
 
-    /// Stops taking requests, fails the queued ones with `.shutdown`, tells the server with GOAWAY
-    /// and closes once in-flight streams have finished or `gracePeriod` (default: the configured
-    /// drain timeout) has passed; streams still open then fail with `.shutdown`.
+    /// Stops taking requests, fails the queued ones with `.shutdown`, and closes once in-flight
+    /// streams have finished (telling the server with GOAWAY then) or `gracePeriod` (default: the
+    /// configured drain timeout) has passed; streams still open then fail with `.shutdown`.
     public func shutdown(gracePeriod: Duration? = nil) {
         perform(machine.shutdownRequested(gracePeriod: gracePeriod, now: timers.now))
         perform(machine.settled(sessionEndedWith: nil))
@@ -347,8 +347,11 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
 
     /// Stops taking requests so that a new connection can take over (the provider token changed,
     /// and APNs lets one connection change its token only every 20 minutes): queued requests are
-    /// handed back to go elsewhere, the server is told with GOAWAY, and in-flight streams finish
-    /// before the connection closes (or the drain timeout passes).
+    /// handed back to go elsewhere, in-flight streams finish with their answers, and only then
+    /// the server is told with GOAWAY and the connection closes. A GOAWAY sent earlier would let a
+    /// server that stops answering after a client's GOAWAY leave processed requests unanswered.
+    /// The drain timeout bounds the wait: streams still open then fail as lost after sending
+    /// (their owners must not take them for unprocessed).
     public func retire() {
         perform(machine.retireRequested(now: timers.now))
         perform(machine.settled(sessionEndedWith: nil))

@@ -36,6 +36,13 @@ struct HTTP2ClientStateMachine {
         /// ``HTTP2ClientConnection/retire()``: replaced by a new connection; later requests go
         /// back to the pool, streams in flight finish.
         case retired
+
+        /// The client chose to leave (shutdown, retirement): it tells the server with GOAWAY once
+        /// its last stream has ended, never before. A client's GOAWAY tells a server nothing it
+        /// needs while streams are open (this client takes no server push), and some servers stop
+        /// answering the streams still open once they see it: those answers would be lost, and
+        /// requests the server did process would look unanswered.
+        var saysGoawayAtTheEnd: Bool { self == .shutdown || self == .retired }
     }
 
     private(set) var state = State.connecting
@@ -283,16 +290,16 @@ struct HTTP2ClientStateMachine {
         return startDraining(.goaway, now: now)
     }
 
-    /// The pool replaces this connection: queued requests go back (never sent here), GOAWAY tells
-    /// the server, in-flight streams may finish.
+    /// The pool replaces this connection: it opens no new stream, its queued requests go back
+    /// (never sent here), and its in-flight streams finish with their answers; GOAWAY goes out
+    /// only after the last one ended (``DrainReason/saysGoawayAtTheEnd``). The drain timeout
+    /// bounds the wait; the response timeout still ends each stream on its own.
     mutating func retireRequested(now: UInt64) -> HTTP2ClientAction {
-        var action = startDraining(.retired, now: now)
-        if action.report == .draining { action.frame = .goaway }
-        return action
+        startDraining(.retired, now: now)
     }
 
-    /// Stop taking requests, fail the queued ones, send GOAWAY, and close once in-flight streams
-    /// end or after `gracePeriod` (default: the drain timeout).
+    /// Stop taking requests, fail the queued ones, and close once in-flight streams end (then
+    /// with GOAWAY) or after `gracePeriod` (default: the drain timeout).
     mutating func shutdownRequested(gracePeriod: Duration?, now: UInt64) -> HTTP2ClientAction {
         switch state {
         case .closed, .draining(.shutdown): return .none
@@ -302,7 +309,6 @@ struct HTTP2ClientStateMachine {
         var action = startDraining(.shutdown, now: now)
         state = .draining(.shutdown)
         action.requests = .failQueued(.shutdown)
-        action.frame = .goaway
         action.timers[.drain] = .arm(at: now &+ nanoseconds(gracePeriod ?? configuration.drainTimeout))
         return action
     }
@@ -318,10 +324,15 @@ struct HTTP2ClientStateMachine {
     }
 
     /// After the inputs of one read, flush or shutdown: a drain with nothing left in flight ends
-    /// cleanly; a session nghttp2 ended (after a connection-level error it neither reads nor
-    /// writes) closes with `sessionEndedWith` as the reason instead of waiting for a timeout.
+    /// cleanly (with the client's GOAWAY, when the client chose to leave); a session nghttp2
+    /// ended (after a connection-level error it neither reads nor writes) closes with
+    /// `sessionEndedWith` as the reason instead of waiting for a timeout.
     mutating func settled(sessionEndedWith reason: String?) -> HTTP2ClientAction {
-        if case .draining = state, inFlight == 0 { return close(nil, .afterPendingFrames) }
+        if case .draining(let drain) = state, inFlight == 0 {
+            var action = close(nil, .afterPendingFrames)
+            if drain.saysGoawayAtTheEnd { action.frame = .goaway }
+            return action
+        }
         guard let reason else { return .none }
         return close(.socket("HTTP/2 protocol error with \(peerName): \(reason)"), .now)
     }

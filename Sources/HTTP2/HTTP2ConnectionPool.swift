@@ -94,9 +94,9 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
         dispatch(HTTP2PendingRequest(request, completion: completion))
     }
 
-    /// Stops taking requests: waiting ones fail with `.shutdown`, every connection sends GOAWAY
-    /// and closes once its in-flight streams finish or after `gracePeriod` (default: the
-    /// configured drain timeout). `completion` runs on the loop when all connections are closed.
+    /// Stops taking requests: waiting ones fail with `.shutdown`, every connection closes (with
+    /// GOAWAY) once its in-flight streams finish, or after `gracePeriod` (default: the configured
+    /// drain timeout). `completion` runs on the loop when all connections are closed.
     public func shutdown(gracePeriod: Duration? = nil, completion: (() -> Void)? = nil) {
         guard !isShutDown else {
             completion?()
@@ -125,8 +125,9 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
 
     /// Replaces every connection with a new one at once (the provider token changed, and APNs
     /// refuses a connection's token changed more often than every 20 minutes): each slot connects
-    /// anew, its old connection retires (``HTTP2ClientConnection/retire()``): what was queued on
-    /// it comes back to the pool, what was in flight finishes.
+    /// anew, its old connection retires (``HTTP2ClientConnection/retire()``): it opens no new
+    /// stream, what was queued on it comes back to the pool for the new connections, what was in
+    /// flight finishes with its answers, and only then it sends GOAWAY and closes.
     public func renewConnections() {
         guard !isShutDown else { return }
         for slot in slots {

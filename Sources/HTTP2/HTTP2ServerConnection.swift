@@ -15,10 +15,14 @@ public protocol HTTP2ServerConnectionDelegate: AnyObject {
     /// SETTINGS_MAX_CONCURRENT_STREAMS (refused) or a protocol violation. A well-behaved client
     /// never causes one, which is what tests assert.
     func connectionDidRejectFrame(_ connection: HTTP2ServerConnection, errorCode: Int32)
+    /// The peer sent GOAWAY: it opens no more streams. Called inside the read; answers given
+    /// from here go out with the connection's next flush.
+    func connectionDidReceiveGoaway(_ connection: HTTP2ServerConnection)
 }
 
 extension HTTP2ServerConnectionDelegate {
     public func connectionDidRejectFrame(_ connection: HTTP2ServerConnection, errorCode: Int32) {}
+    public func connectionDidReceiveGoaway(_ connection: HTTP2ServerConnection) {}
 }
 
 /// How a server connection behaves towards its peer.
@@ -308,6 +312,10 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
 
     private func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         let type = frame.pointee.hd.type
+        if type == UInt8(NGHTTP2_GOAWAY.rawValue) {
+            delegate?.connectionDidReceiveGoaway(self)
+            return 0
+        }
         guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue),
               frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
               let request = request(frame.pointee.hd.stream_id) else { return 0 }

@@ -122,7 +122,7 @@ final class Collector<T>: @unchecked Sendable {
     }
 
     /// APNs calls a 5-minute-old token expired: its clock is ahead of ours, and a new token may
-    /// not be signed before 20 minutes. The request is held, not failed (it came back
+    /// not be signed before 20 minutes and the safety margin (21 minutes). The request is held, not failed (it came back
     /// `configuration` and was dead-lettered or dropped), and so is every request meanwhile,
     /// unsent. Once the rule allows, a new token is signed and the held requests go out with it,
     /// oldest first, ahead of the request that found the hold over.
@@ -142,10 +142,10 @@ final class Collector<T>: @unchecked Sendable {
             try await loop.submit { client.broadcast(broadcast) { collector.results.append($0) } }
             #expect(try await requests(sender).count == 1, "nothing is sent during the hold")
             #expect(try await loop.submit { (client.heldRequestCount, collector.results.count) } == (2, 0))
-            #expect(token.renewalHold == clock.now() + .seconds(15 * 60))
-            #expect(try token.authorization() == .hold(until: clock.now() + .seconds(15 * 60)))
+            #expect(token.renewalHold == clock.now() + .seconds(16 * 60))
+            #expect(try token.authorization() == .hold(until: clock.now() + .seconds(16 * 60)))
 
-            clock.advance(by: .seconds(15 * 60) - .seconds(1))
+            clock.advance(by: .seconds(16 * 60) - .seconds(1))
             try await loop.submit { client.send(p3) { collector.results.append($0) } }
             #expect(try await requests(sender).count == 1, "still one second to wait")
             clock.advance(by: .seconds(1))

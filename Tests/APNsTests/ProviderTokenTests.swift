@@ -110,8 +110,9 @@ import TouchlineRuntime
         let token = try ProviderToken(signer: signer, clock: clock)
         let first = try token.current()
         clock.advance(by: minutes(5))
-        #expect(try token.invalidate(observedToken: first) == .refused(notBefore: UnixTime(seconds: 1_767_225_600 + 20 * 60)))
-        #expect(try token.invalidate(observedToken: first) == .refused(notBefore: UnixTime(seconds: 1_767_225_600 + 20 * 60)))
+        // 20 minutes after the signing, and the safety margin (a minute by default).
+        #expect(try token.invalidate(observedToken: first) == .refused(notBefore: UnixTime(seconds: 1_767_225_600 + 21 * 60)))
+        #expect(try token.invalidate(observedToken: first) == .refused(notBefore: UnixTime(seconds: 1_767_225_600 + 21 * 60)))
         #expect(try token.current() == first)
         let statistics = token.statistics
         #expect(statistics.tokensSigned == 1)
@@ -130,7 +131,7 @@ import TouchlineRuntime
         #expect(try token.invalidate(observedToken: first) == .alreadyReplaced)
         #expect(try token.current() == second)
         // And the new token is now fresh: rejecting it does not renew it.
-        #expect(try token.invalidate(observedToken: second) == .refused(notBefore: clock.now() + minutes(20)))
+        #expect(try token.invalidate(observedToken: second) == .refused(notBefore: clock.now() + minutes(21)))
         #expect(token.statistics.tokensSigned == 2)
     }
 
@@ -143,7 +144,7 @@ import TouchlineRuntime
         #expect(token.statistics.clockSkewSuspicions == 0)
     }
 
-    @Test func repeatedRejectionsNeverRenewTwiceWithinTwentyMinutes() throws {
+    @Test func repeatedRejectionsNeverRenewTwiceWithinTwentyMinutesAndTheMargin() throws {
         let token = try ProviderToken(signer: signer, clock: clock)
         var renewals: [UnixTime] = []
         var last = try token.current()
@@ -161,25 +162,27 @@ import TouchlineRuntime
             clock.advance(by: .seconds(30))
         }
         #expect(renewals.count == 8)
-        for (earlier, later) in zip(renewals, renewals.dropFirst()) { #expect(later - earlier >= minutes(20)) }
+        for (earlier, later) in zip(renewals, renewals.dropFirst()) { #expect(later - earlier >= minutes(21)) }
         #expect(held == 360 - 9, "every request but the first with each token waits for the next one")
     }
 
     // MARK: - Renewal hold (clock skew)
 
     /// A token rejected 5 minutes after it was signed puts the token in a renewal hold: senders
-    /// are told to wait until 20 minutes after the signing, and the first ask after that signs a
-    /// new token and ends the hold.
-    @Test func aRefusedRenewalHoldsUntilTheTwentyMinuteRuleAllowsANewToken() throws {
+    /// are told to wait until 20 minutes and the safety margin after the signing, and the first
+    /// ask after that signs a new token and ends the hold.
+    @Test func aRefusedRenewalHoldsUntilTheTwentyMinuteRuleAndTheMarginAllowANewToken() throws {
         let token = try ProviderToken(signer: signer, clock: clock)
         let first = try token.current()
-        let allowed = clock.now() + minutes(20)
+        let allowed = clock.now() + minutes(21)
         clock.advance(by: minutes(5))
         #expect(try token.authorization() == .bearer(first))
         #expect(try token.invalidate(observedToken: first) == .refused(notBefore: allowed))
         #expect(token.renewalHold == allowed)
         #expect(try token.authorization() == .hold(until: allowed))
-        clock.advance(by: minutes(15) - .seconds(1))
+        clock.advance(by: minutes(15))
+        #expect(try token.authorization() == .hold(until: allowed), "exactly 20 minutes is not enough")
+        clock.advance(by: minutes(1) - .seconds(1))
         #expect(try token.authorization() == .hold(until: allowed))
         clock.advance(by: .seconds(1))
         guard case .bearer(let second) = try token.authorization() else { Issue.record("still held"); return }
@@ -188,19 +191,56 @@ import TouchlineRuntime
         #expect(token.statistics.renewalHolds == 1 && token.statistics.tokensSigned == 2)
     }
 
-    /// Once skew was seen, tokens are replaced every 20 minutes (the least APNs allows) instead
-    /// of every refresh interval: a token APNs will call expired early is replaced before that.
-    @Test func afterSkewTokensAreRenewedEveryTwentyMinutes() throws {
+    /// Once skew was seen, tokens are replaced every 20 minutes and the margin (the least APNs
+    /// allows, kept clear of) instead of every refresh interval: a token APNs will call expired
+    /// early is replaced before that.
+    @Test func afterSkewTokensAreRenewedEveryTwentyMinutesAndTheMargin() throws {
         let token = try ProviderToken(signer: signer, clock: clock)
         let first = try token.current()
         clock.advance(by: minutes(25))
         #expect(try token.invalidate(observedToken: first) == .renewed(clockSkewSuspected: true))
         let second = try token.current()
-        clock.advance(by: minutes(20) - .seconds(1))
+        clock.advance(by: minutes(21) - .seconds(1))
         #expect(try token.current() == second)
         clock.advance(by: .seconds(1))
         #expect(try token.current() != second)
         #expect(token.statistics.tokensSigned == 3)
+    }
+
+    /// The margin past APNs's 20 minutes is the operator's to choose, within 0...10 minutes: a
+    /// renewal after an early expiry waits exactly 20 minutes and the margin, never less.
+    @Test(arguments: [0, 90, 600])
+    func theRenewalMarginIsConfigurable(_ seconds: Int) throws {
+        let margin = Duration.seconds(seconds)
+        let token = try ProviderToken(signer: signer, clock: clock, renewalMargin: margin)
+        #expect(token.renewalMargin == margin && token.renewalSpacing == minutes(20) + margin)
+        let first = try token.current()
+        let allowed = clock.now() + minutes(20) + margin
+        clock.advance(by: minutes(3))
+        #expect(try token.invalidate(observedToken: first) == .refused(notBefore: allowed))
+        clock.advance(by: minutes(17) + margin - .seconds(1))
+        #expect(try token.authorization() == .hold(until: allowed))
+        clock.advance(by: .seconds(1))
+        #expect(try token.authorization() != .hold(until: allowed))
+        #expect(token.issuedAt == allowed)
+        // A token rejected past the spacing is renewed at once; before it, it waits.
+        let second = try token.current()
+        clock.advance(by: minutes(20) + margin)
+        #expect(try token.invalidate(observedToken: second) == .renewed(clockSkewSuspected: true))
+    }
+
+    @Test(arguments: [-1, 601, 3600])
+    func renewalMarginsOutsideZeroToTenMinutesAreRejected(_ seconds: Int) throws {
+        #expect(throws: APNsConfigurationError.renewalMarginOutOfRange(.seconds(seconds))) {
+            try ProviderToken(signer: signer, clock: clock, renewalMargin: .seconds(seconds))
+        }
+        var configuration = APNsConfiguration(keyPath: try TestKeys.p256(in: directory, name: "margin.p8"), keyID: keyID,
+                                              teamID: teamID, bundleID: bundleID, environment: .sandbox)
+        #expect(try ProviderToken(configuration: configuration, clock: clock).renewalMargin == ProviderToken.defaultRenewalMargin)
+        configuration.tokenRenewalMargin = .seconds(seconds)
+        #expect(throws: APNsConfigurationError.renewalMarginOutOfRange(.seconds(seconds))) {
+            try ProviderToken(configuration: configuration, clock: clock)
+        }
     }
 
     @Test func eachHoldAndEachEarlyRenewalIsLoggedAtErrorLevel() throws {
@@ -211,9 +251,9 @@ import TouchlineRuntime
         clock.advance(by: minutes(5))
         _ = try token.invalidate(observedToken: first)
         _ = try token.invalidate(observedToken: first)  // the same hold: no second line
-        clock.advance(by: minutes(15))
+        clock.advance(by: minutes(16))
         let second = try token.current()
-        clock.advance(by: minutes(20))
+        clock.advance(by: minutes(21))
         _ = try token.invalidate(observedToken: second)
         let logged = lines.withLock { $0 }
         #expect(logged.count == 3, "\(logged)")

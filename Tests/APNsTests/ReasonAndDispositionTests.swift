@@ -154,14 +154,24 @@ let broadcastTable: [Row] = [APNsEndpointKind.broadcast, .channelManagement].fla
 
     /// Only failures APNs provably did not process are "unprocessed": the personal queue does not
     /// count them as delivery attempts. A stream at or below a GOAWAY's last-stream-id, a reset,
-    /// a timeout or a connection lost after sending may have been processed.
-    @Test func onlyRequestsAPNsNeverProcessedAreUnprocessed() {
+    /// a timeout or a connection lost after sending may have been processed: those are
+    /// "unanswered" (APNs may have delivered them), which a push-to-start must not repeat.
+    @Test func onlyRequestsAPNsNeverProcessedAreUnprocessedAndTheOthersWithoutAnAnswerAreUnanswered() {
         let unprocessed: [HTTP2RequestError] = [.notConnected(.closedByPeer), .queueFull, .retriesExhausted(last: "REFUSED_STREAM")]
         let maybeProcessed: [HTTP2RequestError] = [.transport(.closedByPeer), .goaway(errorCode: 0, reason: "Shutdown"),
                                                    .streamReset(errorCode: 2), .timedOut(after: .seconds(30)), .shutdown]
-        for failure in unprocessed { #expect(APNsError(transport: failure, endpoint: .device, sentID: nil).isUnprocessed, "\(failure)") }
-        for failure in maybeProcessed { #expect(!APNsError(transport: failure, endpoint: .device, sentID: nil).isUnprocessed, "\(failure)") }
-        #expect(!APNsError(rejection: errorResponse(500, "InternalServerError"), endpoint: .device).isUnprocessed)
+        for failure in unprocessed {
+            let error = APNsError(transport: failure, endpoint: .device, sentID: nil)
+            #expect(error.isUnprocessed && !error.isUnanswered, "\(failure)")
+        }
+        for failure in maybeProcessed {
+            let error = APNsError(transport: failure, endpoint: .device, sentID: nil)
+            #expect(!error.isUnprocessed && error.isUnanswered, "\(failure)")
+        }
+        let answered = APNsError(rejection: errorResponse(500, "InternalServerError"), endpoint: .device)
+        #expect(!answered.isUnprocessed && !answered.isUnanswered, "an answer is an answer")
+        let refusedLocally = APNsError(endpoint: .device, failure: .invalidRequest(.badDeviceToken, detail: "not hex"), disposition: .drop)
+        #expect(!refusedLocally.isUnanswered, "never sent")
     }
 
     @Test func aGoawayReasonIsReported() {

@@ -229,12 +229,12 @@ struct ClientStateMachineTests {
 
     // MARK: Shutdown
 
-    @Test func shutdownFailsTheQueueSendsGoawayAndWaitsForInFlightStreams() {
+    @Test func shutdownFailsTheQueueAndWaitsForInFlightStreamsBeforeGoaway() {
         var machine = ready(limit: 1, queued: 3, open: 1)
         let action = machine.shutdownRequested(gracePeriod: .seconds(2), now: t0)
         #expect(machine.state == .draining(.shutdown))
         #expect(action.requests.summary == "failQueued(client is shut down)")
-        #expect(action.frame == .goaway)
+        #expect(action.frame == .none, "no GOAWAY while a stream is open: a server may stop answering after it")
         #expect(action.timers[.drain] == .arm(at: t0 + 2 * Self.second))
         #expect(action.timers[.connect] == .cancel)
         #expect(action.report == .draining)
@@ -247,25 +247,55 @@ struct ClientStateMachineTests {
         #expect(timedOut.close == .init(error: nil, ending: .afterWrittenOutput), "a shutdown ends cleanly, even late")
     }
 
-    /// A connection the pool replaces (a new provider token): its queue goes back to the pool,
-    /// the server gets GOAWAY, and its streams in flight finish with their answers.
-    @Test func aRetiredConnectionHandsBackItsQueueAndLetsItsStreamsFinish() {
-        var machine = ready(limit: 1, queued: 3, open: 1)
+    /// A connection the pool replaces (a new provider token): it opens no new stream, its queue
+    /// goes back to the pool, its streams in flight finish with their answers, and only after the
+    /// last one the server gets GOAWAY (a server may stop answering after a client's GOAWAY).
+    @Test func aRetiredConnectionHandsBackItsQueueLetsItsStreamsFinishThenSaysGoaway() {
+        var machine = ready(limit: 4, queued: 3, open: 2)
         let action = machine.retireRequested(now: t0)
         #expect(machine.state == .draining(.retired))
         #expect(action.requests.summary == "handBackQueued(the connection is being replaced)")
-        #expect(action.frame == .goaway && action.report == .draining)
+        #expect(action.frame == .none && action.report == .draining)
+        #expect(action.timers[.drain] == .arm(at: t0 + 30 * Self.second))
+        #expect(machine.streamsToOpen == 0 && machine.queued == 0, "free stream slots stay unused")
         #expect(machine.requestArrived().summary == "handBack(the connection is being replaced)")
-        #expect(machine.settled(sessionEndedWith: nil).close == nil, "a stream is still in flight")
-        #expect(machine.streamClosed(streamID: 1, errorCode: 0, timedOut: false, hasResponse: true).0.summary == "response")
-        #expect(machine.settled(sessionEndedWith: nil).close == .init(error: nil, ending: .afterPendingFrames))
+        #expect(machine.settled(sessionEndedWith: nil).close == nil, "streams are still in flight")
+        let first = machine.streamClosed(streamID: 1, errorCode: 0, timedOut: false, hasResponse: true)
+        #expect(first.0.summary == "response" && first.1.requests.summary == "none" && first.1.frame == .none)
+        #expect(machine.settled(sessionEndedWith: nil).close == nil, "one stream is still in flight")
+        #expect(machine.streamClosed(streamID: 3, errorCode: 0, timedOut: false, hasResponse: true).0.summary == "response")
+        let end = machine.settled(sessionEndedWith: nil)
+        #expect(end.frame == .goaway, "GOAWAY once the last answer is in")
+        #expect(end.close == .init(error: nil, ending: .afterPendingFrames), "written before the connection closes")
         #expect(machine.retireRequested(now: t0).report == .none, "retiring a closed connection does nothing")
     }
 
-    @Test func shutdownWithNothingInFlightClosesAtOnce() {
+    /// Streams of a retired connection still open when the drain timeout passes were sent and
+    /// may have been processed: the close says they were lost after sending, never unprocessed.
+    @Test func aRetiredConnectionsDrainTimeoutClosesWithStreamsLostAfterSending() {
+        var machine = ready(open: 1)
+        _ = machine.retireRequested(now: t0)
+        let timedOut = machine.drainTimedOut()
+        #expect(timedOut.frame == .none)
+        #expect(timedOut.close?.ending == .now)
+        #expect(machine.outcomeAtClose(streamID: 1, headersSent: true).summary.hasPrefix("handBack(connectionLost(timed out: streams on"))
+        #expect(machine.outcomeAtClose(streamID: 1, headersSent: true).summary.hasSuffix("wasSent: true))"))
+    }
+
+    @Test func shutdownWithNothingInFlightClosesAtOnceWithGoaway() {
         var machine = ready()
         #expect(machine.shutdownRequested(gracePeriod: nil, now: t0).timers[.drain] == .arm(at: t0 + 30 * Self.second))
-        #expect(machine.settled(sessionEndedWith: nil).close == .init(error: nil, ending: .afterPendingFrames))
+        let end = machine.settled(sessionEndedWith: nil)
+        #expect(end.close == .init(error: nil, ending: .afterPendingFrames) && end.frame == .goaway)
+    }
+
+    /// A drain the server started (its GOAWAY) ends without one of the client's.
+    @Test func aGoawayDrainEndsWithoutTheClientsGoaway() {
+        var machine = ready(open: 1)
+        _ = machine.goawayReceived(goaway(last: 1), now: t0)
+        _ = machine.streamClosed(streamID: 1, errorCode: 0, timedOut: false, hasResponse: true)
+        let end = machine.settled(sessionEndedWith: nil)
+        #expect(end.close == .init(error: nil, ending: .afterPendingFrames) && end.frame == .none)
     }
 
     @Test func shutdownDuringAGoawayDrainTakesOverWithoutASecondReport() {
@@ -273,7 +303,7 @@ struct ClientStateMachineTests {
         _ = machine.goawayReceived(goaway(last: 1), now: t0)
         let action = machine.shutdownRequested(gracePeriod: .seconds(1), now: t0 + 1)
         #expect(action.report == .none)
-        #expect(action.frame == .goaway)
+        #expect(action.frame == .none)
         #expect(action.timers[.drain] == .arm(at: t0 + 1 + Self.second))
         #expect(machine.state == .draining(.shutdown))
         #expect(machine.requestArrived().summary == "fail(client is shut down)")

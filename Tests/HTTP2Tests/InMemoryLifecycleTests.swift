@@ -78,14 +78,44 @@ struct InMemoryLifecycleTests {
         link.connection.shutdown(gracePeriod: .seconds(5))
         link.pump()
         link.send(TestRequests.posts(1, port: port))
-        #expect(link.server.stats.goawaysReceived == 1)
+        #expect(link.server.stats.goawaysReceived == 0, "no GOAWAY while streams are open")
         #expect(link.state == .draining && owner.drainingCount == 1)
         if case .shutdown = link.failures.first {} else { Issue.record("expected .shutdown, got \(link.failures)") }
 
         link.serveAll()
         #expect(link.successes.count == 5)
+        #expect(link.server.stats.goawaysReceived == 1, "GOAWAY after the last answer")
         #expect(link.state == .closed)
         #expect(owner.closes.count == 1 && owner.closes.first?.error == nil)
+    }
+
+    /// Retiring (the pool's key rotation): no new stream opens, the queue goes back to the owner
+    /// at once, the streams in flight are answered, and GOAWAY reaches the server only after the
+    /// last answer, so a server that stops answering after a client's GOAWAY loses none of them.
+    @Test func aRetiredConnectionSaysGoawayOnlyAfterItsLastAnswer() {
+        let owner = RecordingOwner()
+        let link = InMemoryConnection(server: InMemoryServer(maxConcurrentStreams: 3), delegate: owner)
+        link.connect()
+        link.send(TestRequests.posts(5, port: port))
+        #expect(link.server.waiting.count == 3 && link.stats.queued == 2)
+
+        link.connection.retire()
+        link.pump()
+        #expect(owner.handedBack.map(\.path) == ["/echo/3", "/echo/4"], "the queue goes back to the owner at once")
+        #expect(owner.handedBack.allSatisfy { if case .retired = $0.reason { true } else { false } })
+        #expect(link.state == .draining && link.server.stats.goawaysReceived == 0)
+
+        link.server.respond(to: 1)
+        link.pump()
+        #expect(link.server.waiting.count == 2, "a freed stream slot takes nothing new")
+        #expect(link.server.stats.requestsReceived == 3 && link.server.stats.goawaysReceived == 0)
+        link.server.respond(to: 3)
+        link.server.respond(to: 5)
+        link.pump()
+        #expect(link.successes.count == 3)
+        #expect(link.server.stats.goawaysReceived == 1)
+        #expect(link.state == .closed && owner.closes.count == 1 && owner.closes.first?.error == nil)
+        #expect(link.transport.closedAfterOutput)
     }
 
     @Test func shutdownFailsStreamsStillOpenAfterTheGracePeriod() {

@@ -15,6 +15,16 @@ import TouchlineCore
         #expect(policy.decide(.configuration(reason: "InvalidProviderToken"), attempt: 1, using: &rng) == .deadLetter(reason: "InvalidProviderToken"))
     }
 
+    /// A push that must not be repeated and got no answer ends at once, whatever attempt it was:
+    /// dead-lettered `Unconfirmed`, never sent again by the gateway.
+    @Test func anUnconfirmedSendIsNeverRetried() {
+        var rng = SplitMix64(seed: 1)
+        for attempt in 1...3 {
+            #expect(policy.decide(.unconfirmed, attempt: attempt, using: &rng) == .deadLetter(reason: PersonalDeliveryPolicy.unconfirmedReason))
+        }
+        #expect(PersonalDeliveryPolicy.unconfirmedReason == "Unconfirmed")
+    }
+
     @Test func retryableOutcomesBackOffExponentiallyUntilAttemptsRunOut() {
         var rng = SplitMix64(seed: 1)
         for outcome in [PersonalOutcome.retryLater, .retryOnNewConnection] {

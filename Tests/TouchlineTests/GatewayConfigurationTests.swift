@@ -123,6 +123,29 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         }
     }
 
+    /// `apns.tokenRenewalMarginSeconds`: how far past APNs's 20 minutes a token APNs called
+    /// expired early is renewed; a minute unless set, from 0 to 600 s, each source named when wrong.
+    @Test func theTokenRenewalMarginIsASettingOfItsOwn() throws {
+        let files = try ConfigurationFiles()
+        var environment = files.credentials
+        #expect(try GatewayConfiguration.load(arguments: [], environment: environment).apnsTokenRenewalMargin == .seconds(60))
+        environment["TOUCHLINE_APNS_TOKEN_RENEWAL_MARGIN"] = "90"
+        #expect(try GatewayConfiguration.load(arguments: [], environment: environment).apnsTokenRenewalMargin == .seconds(90))
+        #expect(try GatewayConfiguration.load(arguments: ["--apns-token-renewal-margin", "0"], environment: environment).apnsTokenRenewalMargin == .zero)
+        let file = try files.write("margin.json", #"{"apns": {"tokenRenewalMarginSeconds": 600}}"#)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: files.credentials).apnsTokenRenewalMargin == .seconds(600))
+
+        let tooLong = problems(["--apns-token-renewal-margin", "601"], files.credentials).map(\.description)
+        #expect(tooLong.count == 1 && tooLong[0].hasPrefix("APNs token renewal margin 601 s must be between 0 and 600 s")
+                && tooLong[0].contains("(flag --apns-token-renewal-margin)"), "\(tooLong)")
+        let notSeconds = problems(["--apns-token-renewal-margin", "1m"], files.credentials).map(\.description)
+        #expect(notSeconds.count == 1 && notSeconds[0].contains("must be a whole number of seconds"), "\(notSeconds)")
+        let negative = try files.write("negative.json", #"{"apns": {"tokenRenewalMarginSeconds": -5}}"#)
+        let inFile = problems(["--config", negative], files.credentials).map(\.description)
+        #expect(inFile.count == 1 && inFile[0].contains("-5 s must be between 0 and 600 s") && inFile[0].contains("apns.tokenRenewalMarginSeconds"),
+                "\(inFile)")
+    }
+
     @Test func flagsBeatEnvironmentWhichBeatsTheFile() throws {
         let files = try ConfigurationFiles()
         let file = try files.write("touchline.json", """
@@ -541,10 +564,11 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                                  ("--dev ", "TOUCHLINE_DEV"), ("--apns-broadcast-host HOST[:PORT]", "TOUCHLINE_APNS_BROADCAST_HOST"),
                                  ("--webhooks JSON", "TOUCHLINE_WEBHOOKS"),
                                  ("--idempotency JSON", "TOUCHLINE_IDEMPOTENCY"), ("--provider-rate-limit JSON", "TOUCHLINE_PROVIDER_RATE_LIMIT"),
-                                 ("--store JSON", "TOUCHLINE_STORE"), ("--alerts-mode MODE", "TOUCHLINE_ALERTS_MODE")] {
+                                 ("--store JSON", "TOUCHLINE_STORE"), ("--alerts-mode MODE", "TOUCHLINE_ALERTS_MODE"),
+                                 ("--apns-token-renewal-margin SECONDS", "TOUCHLINE_APNS_TOKEN_RENEWAL_MARGIN")] {
             #expect(entries.contains { $0.hasPrefix("  \(flag)") && $0.hasSuffix("[\(variable)]") }, "\(flag)")
         }
-        #expect(entries.count == 24)
+        #expect(entries.count == 25)
         #expect(GatewayConfiguration.commandLineOptions.map(\.name).count == Set(GatewayConfiguration.commandLineOptions.map(\.name)).count)
     }
 }

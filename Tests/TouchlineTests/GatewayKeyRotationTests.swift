@@ -119,6 +119,71 @@ struct GatewayKeyRotationTests {
         #expect(try api.request("POST", "/v1/apps/radio/apns/key/reload").errorCode == "app_not_found")
     }
 
+    /// A rotation under load against a server that stops answering once a client says GOAWAY
+    /// (as some do): hundreds of push-to-starts are in flight on the old connections when the key
+    /// changes. The old connections open no new stream, hand their queues to the new ones, wait
+    /// for every answer and only then say GOAWAY, so the mock withholds nothing and accepts every
+    /// start exactly once. (Before, GOAWAY went first: the mock left the streams in flight
+    /// unanswered and the gateway sent them again, 119 starts accepted twice in a run.)
+    @Test func aRotationUnderLoadAcceptsEveryStartExactlyOnceWhateverTheServerDoesAfterAGoaway() async throws {
+        let followers = 800
+        let spare = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        let next = try MockAPNsProviderKeyFiles.generate(keyID: Self.nextKeyID, in: spare)
+        let latency = Duration.seconds(2)
+        let apns = try MockAPNsFixture { configuration in
+            configuration.keys.append(.init(keyID: Self.nextKeyID, path: next.publicKeyFile))
+            configuration.faults.latency = latency
+            configuration.faults.silentAfterClientGoaway = true
+        }
+        let configured = Mutex(apns.gatewaySettings)
+        let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data",
+                                         personalQueue: PersonalQueueSettings(maxInFlight: 400), reloadedAPNs: { configured.withLock { $0 } })
+        defer { Task { await fixture.shutDown(); await apns.shutDown() } }
+        let api = fixture.admin
+        let tokens = (0..<followers).map(GatewayPersonalAPITests.token)
+        for (n, token) in tokens.enumerated() {
+            #expect(try api.request("POST", "/v1/tokens", json: """
+                {"token": "\(token)", "kind": "push-to-start", "userId": "fan-\(n)", "follows": ["team:ARS"]}
+                """).status == 201)
+        }
+        func accepted() -> [MockAPNsRecordedRequest] {
+            apns.mock.recordedRequests().filter { $0.endpoint == .device && $0.status == 200 }
+        }
+        let created = try api.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
+        let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
+        try await eventually("a few hundred starts in flight") { accepted().count >= 200 }
+
+        configured.withLock { $0.keyPath = next.privateKeyFile; $0.keyID = Self.nextKeyID }
+        let rotatedAt = SystemClock().now()
+        let rotated = try api.request("POST", "/v1/apns/key/reload")
+        #expect(rotated.status == 200 && rotated.json?[member: "changed"] == .bool(true), "\(rotated.text)")
+
+        var progress: JSONValue?
+        try await eventually("the job to finish", timeout: .seconds(60)) {
+            progress = try? api.request("GET", "/v1/personal/\(jobID)").json
+            return progress?.string("status") == "done"
+        }
+        #expect(progress?.integer("sent") == Int64(followers), "\(String(describing: progress))")
+        if case .object(let reasons)? = progress?[member: "failed"] { #expect(reasons.isEmpty, "dead-lettered: \(reasons)") }
+
+        let starts = accepted()
+        var acceptedPerToken: [String: Int] = [:]
+        for request in starts { acceptedPerToken[request.deviceToken ?? "", default: 0] += 1 }
+        #expect(Set(acceptedPerToken.keys) == Set(tokens), "every follower was started")
+        let twice = acceptedPerToken.filter { $0.value > 1 }
+        #expect(twice.isEmpty, "\(twice.count) starts accepted more than once")
+        let apnsIDs = starts.compactMap { $0.responseHeader("apns-id") }
+        #expect(Set(apnsIDs).count == apnsIDs.count, "no apns-id accepted twice")
+        #expect(apns.mock.counters().answersWithheld == 0, "no GOAWAY while a stream was open")
+        // The rotation did happen under load: starts of the old key still waited for their
+        // answers when the key changed, and the rest went out with the new key.
+        let oldKey = starts.filter { Self.keyID(of: $0) == MockAPNsFixture.keyID }
+        let inFlightAtRotation = oldKey.filter { rotatedAt - $0.receivedAt < latency }.count
+        #expect(inFlightAtRotation >= 100, "only \(inFlightAtRotation) starts were in flight at the rotation")
+        #expect(starts.filter { Self.keyID(of: $0) == Self.nextKeyID }.count == followers - oldKey.count)
+        #expect(followers - oldKey.count > 0, "some starts went out with the new key")
+    }
+
     @Test func developmentModeHasNoKeyToReload() async throws {
         let fixture = try GatewayFixture()
         defer { Task { await fixture.shutDown() } }

@@ -85,7 +85,7 @@ struct ConfigurationFile {
 
     private mutating func readAPNs(_ value: JSONValue) {
         guard let members = object(value, at: "apns", allowed: ["mode", "keyPath", "keyID", "teamID", "bundleID", "environment", "caFile",
-                                                               "broadcastHost"]) else {
+                                                               "broadcastHost", "tokenRenewalMarginSeconds"]) else {
             return
         }
         layer.development = members["mode"].flatMap { convert($0, at: "apns.mode") { value throws(InvalidConfigurationValue) in
@@ -103,6 +103,9 @@ struct ConfigurationFile {
         layer.teamID = members["teamID"].flatMap { convert($0, at: "apns.teamID", text) }
         layer.bundleID = members["bundleID"].flatMap { convert($0, at: "apns.bundleID", text) }
         layer.caFile = members["caFile"].flatMap { convertPath($0, at: "apns.caFile") }
+        layer.tokenRenewalMargin = members["tokenRenewalMarginSeconds"].flatMap { convert($0, at: "apns.tokenRenewalMarginSeconds") {
+            value throws(InvalidConfigurationValue) in .seconds(try integer(value))
+        } }
         layer.environment = members["environment"].flatMap { readEnvironment($0, at: "apns.environment") }
     }
 

@@ -29,6 +29,7 @@ struct ConfigurationLayer {
     var environment: SourcedSetting<APNsEnvironment>?
     var caFile: SourcedSetting<String>?
     var broadcastHost: SourcedSetting<APNsEndpoint>?
+    var tokenRenewalMargin: SourcedSetting<Duration>?
     var adminKeys: [SourcedSetting<GatewayConfiguration.APIKey>]?
     var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>]?
     var defaultPolicy: SourcedSetting<ChannelPolicy>?
@@ -57,6 +58,7 @@ struct ConfigurationLayer {
         environment = later.environment ?? environment
         caFile = later.caFile ?? caFile
         broadcastHost = later.broadcastHost ?? broadcastHost
+        tokenRenewalMargin = later.tokenRenewalMargin ?? tokenRenewalMargin
         adminKeys = later.adminKeys ?? adminKeys
         providerKeys = later.providerKeys ?? providerKeys
         defaultPolicy = later.defaultPolicy ?? defaultPolicy
@@ -143,6 +145,14 @@ func parseBroadcastHost(_ text: String) throws(InvalidConfigurationValue) -> APN
         throw InvalidConfigurationValue("must be a host name or address, optionally with :PORT, got \"\(text)\"")
     }
     return endpoint
+}
+
+/// A whole number of seconds, from the text of a flag or variable (the range is checked later).
+func parseSeconds(_ text: String) throws(InvalidConfigurationValue) -> Duration {
+    guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }), let value = Int(text) else {
+        throw InvalidConfigurationValue("must be a whole number of seconds, got \"\(text)\"")
+    }
+    return .seconds(value)
 }
 
 /// A positive decimal count of bytes.

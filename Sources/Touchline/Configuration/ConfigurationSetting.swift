@@ -45,7 +45,7 @@ struct ConfigurationSetting: Sendable, Hashable {
     /// Every setting, in the order of the help text.
     static let all: [ConfigurationSetting] = [
         .config, .development, .listen, .dataDirectory, .maxBodyBytes, .apnsKeyPath, .apnsKeyID, .apnsTeamID, .apnsBundleID,
-        .apnsEnvironment, .apnsCAFile, .apnsBroadcastHost, .adminKey, .apiKeys, .defaultPolicy, .personalQueue, .logLevel, .metrics,
+        .apnsEnvironment, .apnsCAFile, .apnsBroadcastHost, .apnsTokenRenewalMargin, .adminKey, .apiKeys, .defaultPolicy, .personalQueue, .logLevel, .metrics,
         .http, .webhooks, .idempotency, .providerRateLimit, .store, .alertMode,
     ]
 }
@@ -121,6 +121,14 @@ extension ConfigurationSetting {
             layer.broadcastHost = SourcedSetting(value: try parseBroadcastHost(text), source: source)
         },
         show: { $0.apns?.broadcastHost.map { "\($0.host):\($0.port)" } })
+    static let apnsTokenRenewalMargin = Self(
+        "--apns-token-renewal-margin", "SECONDS", file: "apns.tokenRenewalMarginSeconds", environment: "TOUCHLINE_APNS_TOKEN_RENEWAL_MARGIN",
+        title: "APNs token renewal margin",
+        help: "renew a provider token APNs called expired early this long past its 20 minutes (0 to 600, default 60)",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.tokenRenewalMargin = SourcedSetting(value: try parseSeconds(text), source: source)
+        },
+        show: { "\($0.apnsTokenRenewalMargin.inNanoseconds / 1_000_000_000) s" })
     static let adminKey = Self(
         "--admin-key", "KEY", file: "apiKeys[].admin", environment: "TOUCHLINE_ADMIN_KEY", title: "admin API key", secret: true,
         repeatable: true, help: "API key allowed everything (repeatable)",

@@ -47,6 +47,10 @@ extension GatewayConfiguration {
         if let apns {
             apns.check(report: { message, member in report(message, member.setting) }, readFile: readFile)
         }
+        if !ProviderToken.allowedRenewalMargins.contains(apnsTokenRenewalMargin) {
+            report("APNs token renewal margin \(apnsTokenRenewalMargin.inNanoseconds / 1_000_000_000) s must be between 0 and 600 s "
+                   + "(a renewal after clock skew must stay well inside APNs's 60-minute limit)", .apnsTokenRenewalMargin)
+        }
         problems += appProblems(origins: origins, readFile: readFile)
         problems += apiKeyProblems(origins: origins)
         guard problems.isEmpty else { throw GatewayConfigurationError(problems: problems) }

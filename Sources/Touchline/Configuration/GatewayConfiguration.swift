@@ -56,6 +56,11 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// (`alerts.mode`): English text, or localization keys the app resolves (``AlertMode``).
     public var alertMode = AlertMode.text
 
+    /// How far past APNs's 20 minutes every app's provider token is renewed when APNs called one
+    /// expired early (`apns.tokenRenewalMarginSeconds`; ``ProviderToken/renewalMargin``): APNs
+    /// counts its 20 minutes from when it first saw the previous token, later than its signing.
+    public var apnsTokenRenewalMargin = ProviderToken.defaultRenewalMargin
+
     /// Apple's servers, or the bundled mock (development mode).
     public enum APNsMode: String, Sendable, Equatable {
         case apple

@@ -367,7 +367,8 @@ final class PersonalDispatcher: @unchecked Sendable {
                 log.debug("APNs push failed", job: running.id, apnsID: error.requestID, token: RedactedToken(token), error: error)
             }
             running.noteProgress()
-            for action in running.job.outcome(token: token, result: Self.outcome(of: result), now: clock.now()) {
+            let outcome = Self.outcome(of: result, repeatable: running.tokenKind != .pushToStart)
+            for action in running.job.outcome(token: token, result: outcome, now: clock.now()) {
                 perform(action, for: running)
             }
             if let channel = running.inputPushChannel, running.job.inFlightCount == 0 { settleKickoffs(into: channel) }
@@ -459,10 +460,14 @@ final class PersonalDispatcher: @unchecked Sendable {
     static let invalidStoredTokenReason = "InvalidStoredToken"
 
     /// What the delivery policy makes of an APNs answer (table in docs/personal-pushes.md).
-    static func outcome(of result: Result<APNsResponse, APNsError>) -> PersonalOutcome {
+    /// `repeatable`: whether the push may reach a device twice without harm (an update repeats
+    /// the state shown; a second push-to-start starts a second activity).
+    static func outcome(of result: Result<APNsResponse, APNsError>, repeatable: Bool) -> PersonalOutcome {
         guard case .failure(let error) = result else { return .accepted }
         // Never sent, or handed back by every connection tried: not an answer, not an attempt.
         if error.isUnprocessed { return .notProcessed }
+        // Sent, never answered: APNs may have delivered it.
+        if error.isUnanswered, !repeatable { return .unconfirmed }
         switch error.disposition {
         case .retryWithBackoff, .refreshTokenAndRetry: return .retryLater
         case .retryOnNewConnection: return .retryOnNewConnection

@@ -208,10 +208,16 @@ extension Gateway {
         /// requests.
         static func connections(_ context: APNsContext) throws -> APNsConnector {
             let settings = context.settings
-            let token = try ProviderToken(configuration: Self.client(settings), clock: context.clock, log: context.log.named("apns"))
+            let margin = context.configuration.apnsTokenRenewalMargin
+            func providerToken(_ settings: GatewayConfiguration.APNsSettings, log: GatewayLog) throws -> ProviderToken {
+                var apns = Self.client(settings)
+                apns.tokenRenewalMargin = margin
+                return try ProviderToken(configuration: apns, clock: context.clock, log: log)
+            }
+            let token = try providerToken(settings, log: context.log.named("apns"))
             let personalQueue = context.configuration.personalQueue
             let apps = try context.configuration.apps.map { app in
-                (app, try ProviderToken(configuration: Self.client(app.apns), clock: context.clock, log: context.log.named("apns.\(app.name)")))
+                (app, try providerToken(app.apns, log: context.log.named("apns.\(app.name)")))
             }
             return { broadcastLoop, personalLoop in
                 var otherApps: [String: AppDispatch] = [:]

@@ -32,6 +32,9 @@ public struct PersonalDeliveryPolicy: Sendable, Codable, Equatable {
     public static let tokenDeadReason = "Unregistered"
     /// The dead-letter reason of a target that APNs never processed in `maxHandBacks` sends.
     public static let notProcessedReason = "NotProcessed"
+    /// The dead-letter reason of a send that must not be repeated and got no answer
+    /// (``PersonalOutcome/unconfirmed``): APNs may have delivered it.
+    public static let unconfirmedReason = "Unconfirmed"
 
     public init(maxAttempts: Int = 5, maxHandBacks: Int = 20, retryInitialMilliseconds: Int64 = 500,
                 retryMaximumMilliseconds: Int64 = 60_000, throttleInitialMilliseconds: Int64 = 5_000,
@@ -68,6 +71,7 @@ public struct PersonalDeliveryPolicy: Sendable, Codable, Equatable {
         case .accepted: return .sent
         case .tokenDead(let timestamp): return .deactivate(timestampMilliseconds: timestamp)
         case .permanent(let reason), .configuration(let reason): return .deadLetter(reason: reason)
+        case .unconfirmed: return .deadLetter(reason: Self.unconfirmedReason)
         case .throttledToken: backoff = throttleBackoff
         case .retryLater, .retryOnNewConnection: backoff = retryBackoff
         case .notProcessed:

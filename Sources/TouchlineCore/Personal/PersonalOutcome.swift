@@ -24,6 +24,12 @@ public enum PersonalOutcome: Sendable, Hashable {
     /// policy's separate `maxHandBacks` bounds it instead, so a transport that never recovers
     /// cannot loop forever.
     case notProcessed
+    /// A send that must not be repeated (a push-to-start: a second one starts a second activity)
+    /// may have reached APNs, but its answer never came (the response timeout, the connection
+    /// lost after sending). It ends the target dead-lettered as `Unconfirmed`: never sent twice
+    /// by the gateway, and listed for an operator who may replay it knowing that it may have
+    /// been delivered. Sends that may be repeated report ``retryOnNewConnection`` instead.
+    case unconfirmed
 }
 
 /// What the job does with a target after an outcome.

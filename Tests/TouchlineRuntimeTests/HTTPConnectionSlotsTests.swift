@@ -45,6 +45,23 @@ import TouchlineRuntime
         #expect(none.admit(id: 2, from: two) == .refused(.serverFull))
     }
 
+    /// A probe connection answered and closing (its client keeping it open, or not reading) has
+    /// no more use for its slot: it gives way like a silent one, after those older than it.
+    @Test func anAnsweredProbeConnectionGivesWayToo() {
+        var slots = HTTPConnectionSlots(maxConnections: 1, maxPerAddress: 100, probeSlots: 2)
+        #expect(slots.admit(id: 1, from: one) == .general)
+        #expect(slots.admit(id: 2, from: one) == .probe(evicting: nil))
+        #expect(slots.admit(id: 3, from: two) == .probe(evicting: nil))
+        slots.headReceived(id: 2)
+        slots.headReceived(id: 3)
+        #expect(slots.admit(id: 4, from: two) == .refused(.serverFull), "both are being answered")
+        slots.answered(id: 3)
+        slots.answered(id: 3)
+        slots.answered(id: 1)
+        #expect(slots.admit(id: 5, from: two) == .probe(evicting: 3))
+        #expect(slots.admit(id: 6, from: two) == .probe(evicting: 5), "a general connection's answer frees no probe slot")
+    }
+
     @Test func oneAddressHoldsAtMostItsShareOfEveryPoolTogether() {
         var slots = HTTPConnectionSlots(maxConnections: 3, maxPerAddress: 2, probeSlots: 4)
         #expect(slots.admit(id: 1, from: one) == .general)

@@ -121,7 +121,8 @@ import TouchlineRuntime
         }
         defer { fixture.stop() }
         func waitForOpenConnections(_ count: Int) {
-            for _ in 0..<1000 where fixture.openConnections != count { usleep(2000) }
+            let giveUp = ContinuousClock.now + .seconds(30)
+            while fixture.openConnections != count && ContinuousClock.now < giveUp { usleep(2000) }
         }
         let silent = try (0..<2).map { _ in try RawHTTPClient(port: fixture.port, source: "127.0.0.2") }
         waitForOpenConnections(2)
@@ -170,11 +171,14 @@ import TouchlineRuntime
             var held: [RawHTTPClient] = []
             var refusals: [RawHTTPClient.Response] = []
             for _ in 0..<count {
+                let before = fixture.bufferedBodyBytes
                 let client = try RawHTTPClient(port: fixture.port)
                 try client.send("POST /events HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer a\r\nContent-Length: 800\r\n\r\n")
-                let before = fixture.bufferedBodyBytes
-                // Either the server reserves the body (and then waits for it) or it answers.
-                for _ in 0..<1000 where fixture.bufferedBodyBytes == before && fixture.figures.bodyRefusals.values.reduce(0, +) == refusals.count {
+                // Either the server reserves the body (and then waits for it) or it answers; a
+                // bound that only a bug reaches.
+                let giveUp = ContinuousClock.now + .seconds(30)
+                while fixture.bufferedBodyBytes == before && fixture.figures.bodyRefusals.values.reduce(0, +) == refusals.count
+                        && ContinuousClock.now < giveUp {
                     usleep(2000)
                 }
                 if fixture.bufferedBodyBytes > before { held.append(client) } else { refusals.append(try #require(try client.readResponse())) }

@@ -19,8 +19,8 @@ extension OperatorsAPI {
         connections.add(figures.generalConnections, ["pool": "general"])
         connections.add(figures.probeConnections, ["pool": "probe"])
         var refused = MetricFamily("touchline_http_connections_refused_total",
-                                   help: "Connections refused at accept, by reason: too_many_connections (the cap and the probes' reserve full) "
-                                       + "or too_many_connections_from_address (http.maxConnectionsPerAddress).",
+                                   help: "Connections refused, by reason: too_many_connections (the port full: at accept, or a request other than "
+                                       + "a probe on the probes' reserve) or too_many_connections_from_address (http.maxConnectionsPerAddress).",
                                    kind: .counter)
         for reason in ["too_many_connections", "too_many_connections_from_address"] {
             refused.add(figures.connectionsRefused[reason, default: 0], ["reason": reason])
@@ -31,7 +31,7 @@ extension OperatorsAPI {
                                         kind: .counter)
         firstRequest.add(figures.firstRequestTimeouts)
         var reclaimed = MetricFamily("touchline_http_probe_slots_reclaimed_total",
-                                     help: "Probe connections closed before their head was complete to give their slot to a newer connection.",
+                                     help: "Probe connections closed to give their slot to a newer connection (before their head was complete, or once answered).",
                                      kind: .counter)
         reclaimed.add(figures.probeSlotsReclaimed)
         var buffered = MetricFamily("touchline_http_buffered_body_bytes",

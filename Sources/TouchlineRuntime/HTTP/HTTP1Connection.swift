@@ -38,7 +38,10 @@ final class HTTP1Connection: @unchecked Sendable {
     let id: UInt64
     let socket: StreamSocket
     let role: Role
-    var phase = Phase.waiting
+    var phase = Phase.waiting {
+        // A probe connection with its answer is done with its slot: the next probe may have it.
+        didSet { if phase == .closing && oldValue != .closing && role == .probe { server.probeAnswered(on: self) } }
+    }
     var parser: HTTP1RequestParser
     /// Input read but not parsed yet (pipelined requests behind the one being handled).
     var pending: [UInt8] = []
@@ -193,7 +196,7 @@ final class HTTP1Connection: @unchecked Sendable {
             return refuse(.error(status: 503, error: "shutting_down", message: "the server is shutting down"), head: head)
         }
         if role == .probe && !(method == .get && server.configuration.probePaths.contains(HTTPRequestTarget(parsing: head.target).path)) {
-            return refuse(server.serverFullRefusal, head: head)
+            return refuse(server.refusalForFullServer(), head: head)
         }
         switch server.configuration.admission?(head) ?? .admit(bodyOwner: nil) {
         case .refuse(let refusal): return refuse(refusal.response, head: head)

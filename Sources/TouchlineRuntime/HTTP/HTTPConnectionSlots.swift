@@ -7,9 +7,10 @@
 /// - Beyond them, up to `probeConnections` more are *probe* connections, which serve only the
 ///   health and readiness probes (one request, then close): a load balancer still sees how the
 ///   gateway is while silent or idle clients fill its port. When every probe slot is taken too,
-///   the probe connection that has waited longest without a complete head gives its slot to the
-///   newcomer. A probe's head follows its connect within a round trip, so connections that say
-///   nothing cannot keep a probe out, however fast they come back.
+///   the oldest probe connection that is not being answered (no complete head yet, or answered
+///   already and closing) gives its slot to the newcomer. A probe's head follows its connect
+///   within a round trip, so connections that say nothing, or that take their answer and stay,
+///   cannot keep a probe out, however fast they come back.
 /// - One client (``PeerAddress/client``) holds at most `maxConnectionsPerAddress` of them, general
 ///   and probe together, so filling the port takes many addresses, not one.
 public struct HTTPConnectionSlots: Sendable {
@@ -39,8 +40,9 @@ public struct HTTPConnectionSlots: Sendable {
     public private(set) var probes = 0
     private var byClient: [PeerAddress: Int] = [:]
     private var entries: [UInt64: (client: PeerAddress?, pool: Pool)] = [:]
-    /// Probe connections without a complete head yet, oldest first (at most `probeSlots`).
-    private var waitingProbes: [UInt64] = []
+    /// Probe connections whose slot may be given up (no complete head yet, or answered), oldest
+    /// first (at most `probeSlots`).
+    private var evictable: [UInt64] = []
 
     public init(maxConnections: Int, maxPerAddress: Int, probeSlots: Int) {
         self.maxConnections = maxConnections
@@ -62,13 +64,13 @@ public struct HTTPConnectionSlots: Sendable {
             decision = .general
         } else if probes < probeSlots {
             probes += 1
-            waitingProbes.append(id)
+            evictable.append(id)
             decision = .probe(evicting: nil)
-        } else if !waitingProbes.isEmpty {
-            let evicted = waitingProbes.removeFirst()
+        } else if !evictable.isEmpty {
+            let evicted = evictable.removeFirst()
             forget(evicted)
             probes += 1
-            waitingProbes.append(id)
+            evictable.append(id)
             decision = .probe(evicting: evicted)
         } else {
             return .refused(.serverFull)
@@ -78,15 +80,22 @@ public struct HTTPConnectionSlots: Sendable {
         return decision
     }
 
-    /// The connection `id` has read a complete head: a probe connection's slot is no longer
-    /// given up for a newcomer.
+    /// The connection `id` has read a complete head: a probe connection's slot is not given up
+    /// for a newcomer while its request is answered.
     public mutating func headReceived(id: UInt64) {
-        if let index = waitingProbes.firstIndex(of: id) { waitingProbes.remove(at: index) }
+        if let index = evictable.firstIndex(of: id) { evictable.remove(at: index) }
+    }
+
+    /// The connection `id` has its answer and is closing: a probe connection's slot may go to a
+    /// newcomer again.
+    public mutating func answered(id: UInt64) {
+        guard entries[id]?.pool == .probe, !evictable.contains(id) else { return }
+        evictable.append(id)
     }
 
     /// The connection `id` closed (nothing happens for an id already evicted or never admitted).
     public mutating func release(id: UInt64) {
-        if let index = waitingProbes.firstIndex(of: id) { waitingProbes.remove(at: index) }
+        if let index = evictable.firstIndex(of: id) { evictable.remove(at: index) }
         forget(id)
     }
 

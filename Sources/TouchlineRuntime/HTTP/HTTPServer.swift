@@ -131,22 +131,25 @@ public final class HTTPServer: @unchecked Sendable {
                             + "and \(slots.probes) for probes only (http.probeConnections)"
                             + (suppressed > 0 ? "; \(suppressed) more refused since the last line" : ""))
             }
-            return refuseConnection(socket, id: id, serverFullRefusal, code: "too_many_connections")
+            return refuseConnection(socket, id: id, refusalForFullServer())
         case .refused(.addressFull):
             if let suppressed = addressRefusalLog.admit(at: .now), let address {
                 log.warning("refusing connections from \(address.client)\(address.isIPv4 ? "" : "/64"): "
                             + "\(slots.connections(of: address)) are open from it, the limit (http.maxConnectionsPerAddress)"
                             + (suppressed > 0 ? "; \(suppressed) more refused from any address since the last line" : ""))
             }
-            return refuseConnection(socket, id: id, addressFullRefusal, code: "too_many_connections_from_address")
+            counts.connectionsRefused["too_many_connections_from_address", default: 0] += 1
+            return refuseConnection(socket, id: id, addressFullRefusal)
         }
         let connection = HTTP1Connection(server: self, id: id, socket: socket, role: role)
         connections[id] = connection
         connection.start()
     }
 
-    /// The answer to a connection over the cap, and to anything but a probe on a probe connection.
-    var serverFullRefusal: HTTPResponse {
+    /// The answer to a connection over the cap, and to anything but a probe on a probe
+    /// connection; counted as a connection refused either way.
+    func refusalForFullServer() -> HTTPResponse {
+        counts.connectionsRefused["too_many_connections", default: 0] += 1
         var refusal = HTTPResponse.error(status: 503, error: "too_many_connections",
                                          message: "the server has \(configuration.connectionLimits.maxConnections) connections open, its limit; "
                                              + "retry shortly")
@@ -163,8 +166,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Refused at accept: a canned answer, written by a connection that lingers (bounded), or at once.
-    private func refuseConnection(_ socket: StreamSocket, id: UInt64, _ refusal: HTTPResponse, code: String) {
-        counts.connectionsRefused[code, default: 0] += 1
+    private func refuseConnection(_ socket: StreamSocket, id: UInt64, _ refusal: HTTPResponse) {
         guard refusals < Self.maxLingeringRefusals else {
             let bytes = HTTP1ResponseEncoder.head(status: refusal.status, headers: refusal.headers, framing: .length(refusal.body.count),
                                                   persistence: .close, date: date()) + refusal.body
@@ -222,6 +224,11 @@ public final class HTTPServer: @unchecked Sendable {
     /// The connection read its first complete head.
     func headReceived(on connection: HTTP1Connection) {
         slots.headReceived(id: connection.id)
+    }
+
+    /// The probe connection has its answer and is closing.
+    func probeAnswered(on connection: HTTP1Connection) {
+        slots.answered(id: connection.id)
     }
 
     func firstRequestTimedOut() {

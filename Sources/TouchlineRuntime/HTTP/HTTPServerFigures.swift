@@ -4,13 +4,15 @@ public struct HTTPServerFigures: Sendable, Equatable {
     /// Connections open in the general pool and in the probes' reserve.
     public var generalConnections = 0
     public var probeConnections = 0
-    /// Connections refused at accept, by the code of their answer (`too_many_connections`,
-    /// `too_many_connections_from_address`).
+    /// Connections refused, by the code of their answer: `too_many_connections` (at accept, or a
+    /// request other than a probe on a connection of the probes' reserve) and
+    /// `too_many_connections_from_address` (at accept).
     public var connectionsRefused: [String: Int] = [:]
     /// Connections closed because no complete request head came within
     /// ``HTTPConnectionLimits/firstRequestTimeout`` of their accept.
     public var firstRequestTimeouts = 0
-    /// Probe connections closed, before their head was complete, to give their slot to a newer one.
+    /// Probe connections closed to give their slot to a newer one (before their head was
+    /// complete, or after their answer).
     public var probeSlotsReclaimed = 0
     /// Request body bytes held now, by owner (see ``HTTPAdmission``); bodies without one are
     /// only in the total.

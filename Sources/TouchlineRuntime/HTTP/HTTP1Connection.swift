@@ -302,6 +302,9 @@ final class HTTP1Connection: @unchecked Sendable {
         guard phase == .waiting, awaitingFirstHead else { return }
         server.firstRequestTimedOut()
         guard parser.isReadingHead else { return close() }
+        // The head deadline that also runs is over too: the answer ends the connection.
+        readTimer?.cancel()
+        readDeadline = nil
         let limit = secondsText(server.configuration.connectionLimits.firstRequestTimeout)
         refuse(.error(status: 408, error: "request_timeout", message: "the request head was not complete within \(limit) of connecting"), head: nil)
     }

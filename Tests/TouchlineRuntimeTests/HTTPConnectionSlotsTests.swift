@@ -8,6 +8,8 @@ import TouchlineRuntime
 @Suite(.heavy) struct HTTPConnectionSlotsTests {
     private let one = PeerAddress("192.0.2.1")!
     private let two = PeerAddress("192.0.2.2")!
+    private let three = PeerAddress("192.0.2.3")!
+    private let four = PeerAddress("192.0.2.4")!
 
     @Test func generalConnectionsUpToTheCapThenProbesThenRefusals() {
         var slots = HTTPConnectionSlots(maxConnections: 2, maxPerAddress: 100, probeSlots: 1)
@@ -24,25 +26,53 @@ import TouchlineRuntime
         #expect(slots.admit(id: 6, from: one) == .probe(evicting: nil))
     }
 
-    @Test func theProbeConnectionWaitingLongestForItsHeadGivesWayToANewcomer() {
+    /// When the reserve is full, the client holding the most connections gives a waiting
+    /// connection up (a flood holds many, a load balancer one or two), its oldest first.
+    @Test func theBusiestClientsOldestWaitingProbeConnectionGivesWay() {
         var slots = HTTPConnectionSlots(maxConnections: 1, maxPerAddress: 100, probeSlots: 3)
         #expect(slots.admit(id: 1, from: one) == .general)
-        #expect(slots.admit(id: 2, from: one) == .probe(evicting: nil))
-        #expect(slots.admit(id: 3, from: two) == .probe(evicting: nil))
-        #expect(slots.admit(id: 4, from: one) == .probe(evicting: nil))
-        slots.headReceived(id: 2)
-        // 2 has its head (a probe being answered): 3 is the oldest still silent, then 4, then 5.
-        #expect(slots.admit(id: 5, from: two) == .probe(evicting: 3))
-        #expect(slots.admit(id: 6, from: two) == .probe(evicting: 4))
-        #expect(slots.admit(id: 7, from: two) == .probe(evicting: 5))
+        #expect(slots.admit(id: 2, from: two) == .probe(evicting: nil))
+        #expect(slots.admit(id: 3, from: three) == .probe(evicting: nil))
+        #expect(slots.admit(id: 4, from: two) == .probe(evicting: nil))
+        // `two` holds two connections, the others one each: its oldest goes.
+        #expect(slots.admit(id: 5, from: four) == .probe(evicting: 2))
+        // Now every client holds one of the waiting ones: the oldest goes.
+        #expect(slots.admit(id: 6, from: four) == .probe(evicting: 3))
+        // 4 is being answered; `four` holds 5 and 6.
+        slots.headReceived(id: 4)
+        #expect(slots.admit(id: 7, from: three) == .probe(evicting: 5))
         #expect(slots.probes == 3)
         // The evicted connections' closes come later and change nothing.
-        for id: UInt64 in [3, 4, 5] { slots.release(id: id) }
-        #expect(slots.probes == 3 && slots.connections(of: two) == 2 && slots.connections(of: one) == 2)
+        for id: UInt64 in [2, 3, 5] { slots.release(id: id) }
+        #expect(slots.probes == 3 && slots.connections(of: two) == 1 && slots.connections(of: four) == 1 && slots.connections(of: three) == 1)
         // Without a reserve, nothing beyond the cap.
         var none = HTTPConnectionSlots(maxConnections: 1, maxPerAddress: 100, probeSlots: 0)
         #expect(none.admit(id: 1, from: one) == .general)
         #expect(none.admit(id: 2, from: two) == .refused(.serverFull))
+    }
+
+    /// A client's general connections count too: the flood that fills the port loses its probe
+    /// connections before a newer one from a client holding nothing else.
+    @Test func aClientsGeneralConnectionsCountAgainstItsWaitingProbes() {
+        var slots = HTTPConnectionSlots(maxConnections: 2, maxPerAddress: 100, probeSlots: 2)
+        #expect(slots.admit(id: 1, from: one) == .general)
+        #expect(slots.admit(id: 2, from: one) == .general)
+        #expect(slots.admit(id: 3, from: two) == .probe(evicting: nil))
+        #expect(slots.admit(id: 4, from: one) == .probe(evicting: nil))
+        #expect(slots.admit(id: 5, from: three) == .probe(evicting: 4))
+        #expect(slots.admit(id: 6, from: one) == .probe(evicting: 3), "two and three hold one each: the oldest goes")
+    }
+
+    /// The caller spares a waiting connection whose request has arrived unread: the next oldest
+    /// gives way, and when none may, the newcomer is refused.
+    @Test func aConnectionTheCallerSparesKeepsItsSlot() {
+        var slots = HTTPConnectionSlots(maxConnections: 1, maxPerAddress: 100, probeSlots: 2)
+        #expect(slots.admit(id: 1, from: one) == .general)
+        #expect(slots.admit(id: 2, from: one) == .probe(evicting: nil))
+        #expect(slots.admit(id: 3, from: one) == .probe(evicting: nil))
+        #expect(slots.admit(id: 4, from: two, mayEvict: { $0 != 2 }) == .probe(evicting: 3))
+        #expect(slots.admit(id: 5, from: two, mayEvict: { $0 == 3 }) == .refused(.serverFull))
+        #expect(slots.admit(id: 6, from: two) == .probe(evicting: 2))
     }
 
     /// A probe connection answered and closing (its client keeping it open, or not reading) has
@@ -60,6 +90,9 @@ import TouchlineRuntime
         slots.answered(id: 1)
         #expect(slots.admit(id: 5, from: two) == .probe(evicting: 3))
         #expect(slots.admit(id: 6, from: two) == .probe(evicting: 5), "a general connection's answer frees no probe slot")
+        // An answered one goes before waiting ones, even of a busier client.
+        slots.answered(id: 2)
+        #expect(slots.admit(id: 7, from: three) == .probe(evicting: 2))
     }
 
     @Test func oneAddressHoldsAtMostItsShareOfEveryPoolTogether() {

@@ -103,6 +103,9 @@ final class HTTP1Connection: @unchecked Sendable {
 
     var bufferedOutputBytes: Int { output.count - outputSent }
 
+    /// True while waiting for a request whose bytes are in the socket, not read yet.
+    var hasUnreadRequest: Bool { phase == .waiting && socket.hasInput }
+
     /// Whether bytes read now may go to the parser (rather than wait in `pending`).
     var canParse: Bool {
         (phase == .waiting || phase == .body || phase == .skipping) && bufferedOutputBytes < Self.outputHighWater

@@ -1,16 +1,19 @@
 /// Which connections an ``HTTPServer`` takes and in which pool: the rules behind
 /// ``HTTPConnectionLimits/maxConnections``, ``HTTPConnectionLimits/maxConnectionsPerAddress`` and
 /// ``HTTPConnectionLimits/probeConnections``. Pure (no sockets, no clock): the server reports
-/// accepts, heads and closes by connection id, and does what the answer says.
+/// accepts, heads, answers and closes by connection id, and does what the answer says.
 ///
 /// - The first `maxConnections` connections open at once are *general*: they serve anything.
 /// - Beyond them, up to `probeConnections` more are *probe* connections, which serve only the
 ///   health and readiness probes (one request, then close): a load balancer still sees how the
-///   gateway is while silent or idle clients fill its port. When every probe slot is taken too,
-///   the oldest probe connection that is not being answered (no complete head yet, or answered
-///   already and closing) gives its slot to the newcomer. A probe's head follows its connect
-///   within a round trip, so connections that say nothing, or that take their answer and stay,
-///   cannot keep a probe out, however fast they come back.
+///   gateway is while silent or idle clients fill its port.
+/// - When every probe slot is taken too, a probe connection that is not being answered gives its
+///   slot to the newcomer: first one already answered (its client keeps it open), else one still
+///   without a complete head from the client that holds the most connections, the oldest of
+///   those; never one the caller spares (the server spares one whose request has arrived but is
+///   not read yet). A flood comes from clients holding many connections each, a load balancer's
+///   probe from one holding one or two, and its head follows its connect within a round trip:
+///   connections that say nothing cannot keep a probe out, however fast they come back.
 /// - One client (``PeerAddress/client``) holds at most `maxConnectionsPerAddress` of them, general
 ///   and probe together, so filling the port takes many addresses, not one.
 public struct HTTPConnectionSlots: Sendable {
@@ -25,10 +28,16 @@ public struct HTTPConnectionSlots: Sendable {
 
     public enum Decision: Sendable, Equatable {
         case general
-        /// A probe slot; `evicting` names the waiting probe connection whose slot it takes, which
-        /// the caller closes (its slot is already counted as free).
+        /// A probe slot; `evicting` names the probe connection whose slot it takes, which the
+        /// caller closes (its slot is already counted as free).
         case probe(evicting: UInt64?)
         case refused(Refusal)
+    }
+
+    private struct Entry {
+        var client: PeerAddress?
+        var pool: Pool
+        var answered = false
     }
 
     public let maxConnections: Int
@@ -39,7 +48,7 @@ public struct HTTPConnectionSlots: Sendable {
     /// Probe connections open now.
     public private(set) var probes = 0
     private var byClient: [PeerAddress: Int] = [:]
-    private var entries: [UInt64: (client: PeerAddress?, pool: Pool)] = [:]
+    private var entries: [UInt64: Entry] = [:]
     /// Probe connections whose slot may be given up (no complete head yet, or answered), oldest
     /// first (at most `probeSlots`).
     private var evictable: [UInt64] = []
@@ -54,8 +63,9 @@ public struct HTTPConnectionSlots: Sendable {
     public func connections(of client: PeerAddress) -> Int { byClient[client.client] ?? 0 }
 
     /// Where the connection `id` (new, increasing with each accept) from `address` goes; nil
-    /// address: one the server cannot tell, counted only in the totals.
-    public mutating func admit(id: UInt64, from address: PeerAddress?) -> Decision {
+    /// address: one the server cannot tell, counted only in the totals. `mayEvict` says which
+    /// probe connections may give their slot up now.
+    public mutating func admit(id: UInt64, from address: PeerAddress?, mayEvict: (UInt64) -> Bool = { _ in true }) -> Decision {
         let client = address?.client
         if let client, byClient[client, default: 0] >= maxPerAddress { return .refused(.addressFull) }
         let decision: Decision
@@ -66,8 +76,8 @@ public struct HTTPConnectionSlots: Sendable {
             probes += 1
             evictable.append(id)
             decision = .probe(evicting: nil)
-        } else if !evictable.isEmpty {
-            let evicted = evictable.removeFirst()
+        } else if let index = victim(mayEvict) {
+            let evicted = evictable.remove(at: index)
             forget(evicted)
             probes += 1
             evictable.append(id)
@@ -75,9 +85,21 @@ public struct HTTPConnectionSlots: Sendable {
         } else {
             return .refused(.serverFull)
         }
-        entries[id] = (client, decision == .general ? .general : .probe)
+        entries[id] = Entry(client: client, pool: decision == .general ? .general : .probe)
         if let client { byClient[client, default: 0] += 1 }
         return decision
+    }
+
+    /// The position in `evictable` of the connection to give up: answered ones first, then the
+    /// one whose client holds the most connections; the oldest among equals.
+    private func victim(_ mayEvict: (UInt64) -> Bool) -> Int? {
+        var best: (index: Int, rank: Int)?
+        for (index, id) in evictable.enumerated() where mayEvict(id) {
+            guard let entry = entries[id] else { continue }
+            let rank = entry.answered ? Int.max : entry.client.map { byClient[$0, default: 0] } ?? 0
+            if rank > best?.rank ?? -1 { best = (index, rank) }
+        }
+        return best?.index
     }
 
     /// The connection `id` has read a complete head: a probe connection's slot is not given up
@@ -87,10 +109,11 @@ public struct HTTPConnectionSlots: Sendable {
     }
 
     /// The connection `id` has its answer and is closing: a probe connection's slot may go to a
-    /// newcomer again.
+    /// newcomer again, before any other's.
     public mutating func answered(id: UInt64) {
-        guard entries[id]?.pool == .probe, !evictable.contains(id) else { return }
-        evictable.append(id)
+        guard entries[id]?.pool == .probe else { return }
+        entries[id]?.answered = true
+        if !evictable.contains(id) { evictable.append(id) }
     }
 
     /// The connection `id` closed (nothing happens for an id already evicted or never admitted).

@@ -116,7 +116,9 @@ public final class HTTPServer: @unchecked Sendable {
         let id = lastConnectionID
         let address = PeerAddress(peerOf: fd)
         let role: HTTP1Connection.Role
-        switch slots.admit(id: id, from: address) {
+        // A probe connection whose request is in its socket, not read yet, keeps its slot: on a
+        // busy turn of the loop many accepts can come before its read.
+        switch slots.admit(id: id, from: address, mayEvict: { [connections] in connections[$0]?.hasUnreadRequest != true }) {
         case .general:
             role = .general
         case .probe(let evicting):
@@ -138,8 +140,7 @@ public final class HTTPServer: @unchecked Sendable {
                             + "\(slots.connections(of: address)) are open from it, the limit (http.maxConnectionsPerAddress)"
                             + (suppressed > 0 ? "; \(suppressed) more refused from any address since the last line" : ""))
             }
-            counts.connectionsRefused["too_many_connections_from_address", default: 0] += 1
-            return refuseConnection(socket, id: id, addressFullRefusal)
+            return refuseConnection(socket, id: id, refusalForFullAddress())
         }
         let connection = HTTP1Connection(server: self, id: id, socket: socket, role: role)
         connections[id] = connection
@@ -157,7 +158,9 @@ public final class HTTPServer: @unchecked Sendable {
         return refusal
     }
 
-    private var addressFullRefusal: HTTPResponse {
+    /// The answer to a connection from a client at its share; counted as a connection refused.
+    private func refusalForFullAddress() -> HTTPResponse {
+        counts.connectionsRefused["too_many_connections_from_address", default: 0] += 1
         var refusal = HTTPResponse.error(status: 429, error: "too_many_connections_from_address",
                                          message: "this client address has \(configuration.connectionLimits.maxConnectionsPerAddress) "
                                              + "connections open, the limit for one address; close one or retry shortly")

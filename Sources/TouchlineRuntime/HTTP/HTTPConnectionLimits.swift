@@ -12,8 +12,8 @@ public struct HTTPConnectionLimits: Sendable, Equatable {
     public var maxConnectionsPerAddress: Int
     /// Connections accepted beyond `maxConnections` that serve only the probe paths
     /// (``HTTPServerConfiguration/probePaths``), one request each: `/healthz` and `/readyz`
-    /// still answer a load balancer while the port is full. When all are taken, the one waiting
-    /// longest for its head gives its place to the newcomer (see ``HTTPConnectionSlots``).
+    /// still answer a load balancer while the port is full. When all are taken, one that is not
+    /// being answered gives its place to the newcomer (see ``HTTPConnectionSlots`` for which).
     /// 0: none. Default 16.
     public var probeConnections: Int
     /// Request bodies held in memory at once, all connections together (a `Content-Length` is

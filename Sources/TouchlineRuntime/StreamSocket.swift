@@ -50,6 +50,12 @@ struct StreamSocket {
         }
     }
 
+    /// True when bytes wait to be read (looked at, not taken).
+    var hasInput: Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+    }
+
     /// Sends FIN after what is queued: the peer reads everything written so far, then its end.
     func shutdownWrite() { _ = shutdown(fd, Int32(SHUT_WR)) }
 

@@ -189,6 +189,17 @@ private func heads(_ outcomes: [HTTP1RequestParser.Outcome]) -> [HTTPRequestHead
         #expect(refusal("GET / HTTP/1.1\r\nhost: [::1]:8080\r\n\r\n") == nil)
     }
 
+    /// Two credentials could be read as either one (a proxy checking the first, a route reading
+    /// the last): refused like a second Host or Content-Length. Its message quotes neither.
+    @Test func authorizationIsAcceptedOnceAtMost() throws {
+        let twice = try #require(refusal("GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer first-key\r\nauthorization: Bearer second-key\r\n\r\n"))
+        #expect(twice.status == 400 && twice.code == "duplicate_authorization")
+        #expect(!twice.message.contains("first-key") && !twice.message.contains("second-key"))
+        #expect(refusal("GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer k\r\nAuthorization: Bearer k\r\n\r\n")?.code
+            == "duplicate_authorization", "even the same value twice")
+        #expect(heads(parse("GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer k\r\n\r\n")).first?.header("authorization") == "Bearer k")
+    }
+
     @Test func obsoleteLineFoldingAndControlCharactersAreRefused() {
         #expect(refusal("GET / HTTP/1.1\r\nHost: a\r\nX-Long: one\r\n two\r\n\r\n")?.code == "obsolete_line_folding")
         #expect(refusal("GET / HTTP/1.1\r\n Host: a\r\n\r\n")?.code == "obsolete_line_folding")
@@ -206,6 +217,11 @@ private func heads(_ outcomes: [HTTP1RequestParser.Outcome]) -> [HTTPRequestHead
             #expect(error?.status == 400, "\(line): \(String(describing: error))")
         }
         #expect(refusal("GET /caf\u{e9} HTTP/1.1\r\nHost: a\r\n\r\n")?.code == "invalid_target")
+        // The asterisk form is for OPTIONS alone (the server then answers 501); never a path.
+        for method in ["GET", "POST", "DELETE"] {
+            #expect(refusal("\(method) * HTTP/1.1\r\nHost: a\r\n\r\n")?.code == "invalid_target", "\(method) *")
+        }
+        #expect(heads(parse("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n")).first?.target == "*")
         #expect(refusal("GET / HTTP/2.0\r\nHost: a\r\n\r\n")?.status == 505)
         #expect(heads(parse("GET / HTTP/1.9\r\nHost: a\r\n\r\n")).first?.minorVersion == 1)
     }

@@ -49,6 +49,44 @@ import TouchlineRuntime
         #expect(bytes.isEmpty && !reset)
     }
 
+    /// A connection that says nothing holds its slot for the first-request deadline, not for the
+    /// idle timeout (60 s by default), so re-opening silent connections cannot keep the port full.
+    @Test func aConnectionThatSendsNothingIsClosedAtTheFirstRequestDeadline() throws {
+        let fixture = try Self.answering(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(
+            firstRequestTimeout: .milliseconds(300), idleTimeout: .seconds(3600))))
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port, receiveTimeoutSeconds: 20)
+        // Closed without an answer (no bytes before the end), long before the read would time out.
+        #expect(client.isClosedByServer())
+        #expect(fixture.figures.firstRequestTimeouts == 1)
+        #expect(fixture.openConnections == 0)
+    }
+
+    @Test func aFirstHeadBegunButNotCompleteAtTheFirstRequestDeadlineGets408() throws {
+        let fixture = try Self.answering(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(
+            firstRequestTimeout: .milliseconds(300), headTimeout: .seconds(3600), idleTimeout: .seconds(3600))))
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port, receiveTimeoutSeconds: 20)
+        try client.send("GET /slow HTTP/1.1\r\nHost: gw\r\n")
+        let response = try #require(try client.readResponse())
+        #expect(response.status == 408)
+        #expect(response.json["error"] as? String == "request_timeout")
+        #expect(response.json["message"] as? String == "the request head was not complete within 0.3 s of connecting")
+        #expect(client.isClosedByServer())
+    }
+
+    /// The deadline is for the first request only: between requests the idle timeout rules.
+    @Test func theFirstRequestDeadlineEndsWithTheFirstHead() throws {
+        let fixture = try Self.answering(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(
+            firstRequestTimeout: .milliseconds(200), idleTimeout: .seconds(3600))))
+        defer { fixture.stop() }
+        let client = try RawHTTPClient(port: fixture.port, receiveTimeoutSeconds: 10)
+        #expect(try client.exchange("GET", "/one").status == 200)
+        usleep(700_000)
+        #expect(try client.exchange("GET", "/two").status == 200)
+        #expect(fixture.figures.firstRequestTimeouts == 0)
+    }
+
     @Test func anIdleKeepAliveConnectionIsClosedAfterItsLastAnswer() throws {
         let fixture = try Self.answering(HTTPServerConfiguration(connectionLimits: HTTPConnectionLimits(idleTimeout: .milliseconds(600))))
         defer { fixture.stop() }

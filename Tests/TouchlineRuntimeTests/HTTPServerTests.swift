@@ -199,6 +199,7 @@ private func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
         // Without a key too, and only for paths that exist.
         #expect(try client.exchange("OPTIONS", "/v1/channels/x/events").headers["allow"] == "POST, OPTIONS")
         #expect(try client.exchange("OPTIONS", "/v2/nothing").status == 404)
+        #expect(try client.exchange("OPTIONS", "*").headers["allow"] == "POST, GET, DELETE, OPTIONS")
         for method in ["TRACE", "QUERY"] {
             let refused = try client.exchange(method, "/v1/channels/x")
             #expect(refused.status == 405, "\(method)")

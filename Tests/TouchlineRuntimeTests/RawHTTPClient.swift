@@ -24,9 +24,20 @@ final class RawHTTPClient: @unchecked Sendable {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: Int, receiveTimeoutSeconds: Int = 10) throws {
+    /// Connects to 127.0.0.1:`port`, from the loopback address `source` when given (another
+    /// client address to the server, such as 127.0.0.2).
+    init(port: Int, receiveTimeoutSeconds: Int = 10, source: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(errno)") }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else { throw Failure(description: "bind to \(source): \(String(cString: strerror(errno)))") }
+        }
         var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var one: Int32 = 1
@@ -181,6 +192,7 @@ final class ServerFixture: Sendable {
     var inFlightRequests: Int { (try? loop.sync { [server] in server.inFlightRequests }) ?? -1 }
     var bufferedBodyBytes: Int { (try? loop.sync { [server] in server.bufferedBodyBytes }) ?? -1 }
     var openConnections: Int { (try? loop.sync { [server] in server.openConnections }) ?? -1 }
+    var figures: HTTPServerFigures { (try? loop.sync { [server] in server.figures }) ?? HTTPServerFigures() }
 
     func stop() {
         let done = DispatchSemaphore(value: 0)

@@ -44,6 +44,24 @@ struct GatewayAdmissionTests {
         await fixture.shutDown()
     }
 
+    /// Two credentials could be read either way (a proxy checking one, the gateway the other):
+    /// refused like two Host fields; and `GET *` is no path (it used to serve the dashboard).
+    @Test func twoAuthorizationFieldsOrAnAsteriskTargetAre400() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        let twice = try answer(port: fixture.port, head: "GET /v1/channels HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer \(GatewayFixture.adminKey)\r\n"
+                                                       + "Authorization: Bearer not-a-key\r\n\r\n")
+        #expect(twice.hasPrefix("HTTP/1.1 400 ") && twice.contains(#""error":"duplicate_authorization""#), "\(twice)")
+        #expect(!twice.contains(GatewayFixture.adminKey))
+        let reversed = try answer(port: fixture.port, head: "POST /v1/channels HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer not-a-key\r\n"
+                                                          + "Authorization: Bearer \(GatewayFixture.adminKey)\r\nContent-Length: 2\r\n\r\n{}")
+        #expect(reversed.hasPrefix("HTTP/1.1 400 ") && reversed.contains(#""error":"duplicate_authorization""#), "\(reversed)")
+        let asterisk = try answer(port: fixture.port, head: "GET * HTTP/1.1\r\nHost: gw\r\n\r\n")
+        #expect(asterisk.hasPrefix("HTTP/1.1 400 ") && asterisk.contains(#""error":"invalid_target""#), "\(asterisk)")
+        // One Authorization field, and a path, as before.
+        #expect(try fixture.admin.request("GET", "/v1/channels").status == 200)
+    }
+
     @Test func requestsWithAKnownKeyOrWithoutABodyReachTheRoutes() async throws {
         let fixture = try GatewayFixture()
         let created = try fixture.admin.request("POST", "/v1/channels", json: #"{"id": "club-adm", "storagePolicy": "no-storage"}"#)

@@ -47,12 +47,27 @@ struct GatewayTestClient {
         try request(method, path, body: json.map { Array($0.utf8) }, key: overrideKey ?? key, headers: headers)
     }
 
-    /// A blocking TCP socket connected to 127.0.0.1:`port`, reads timing out after `timeout` seconds.
-    static func connectLoopback(port: Int, timeout seconds: Int = 10) throws -> Int32 {
+    /// A blocking TCP socket connected to 127.0.0.1:`port`, reads timing out after `timeout` seconds;
+    /// from the loopback address `source` when given (another client address to the gateway,
+    /// such as 127.0.0.2).
+    static func connectLoopback(port: Int, timeout seconds: Int = 10, source: String? = nil) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                let message = String(cString: strerror(errno))
+                close(fd)
+                throw Failure(description: "binding to \(source): \(message)")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

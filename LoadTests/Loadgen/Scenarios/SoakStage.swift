@@ -32,8 +32,10 @@ final class SoakStage {
         disk = try DiskFault(options.diskFault, under: directory, bytes: options.diskBytes)
         transcript = directory + "/gateway.log"
         let deadlines = options.deadlines
+        // A connection that never sends a byte is cut by whichever of the idle and first-request
+        // deadlines comes first: both are the idle deadline here.
         let http = #"{"headTimeoutMilliseconds":\#(Int(deadlines.head * 1000)),"bodyTimeoutMilliseconds":\#(Int(deadlines.body * 1000)),"#
-            + #""idleTimeoutMilliseconds":\#(Int(deadlines.idle * 1000))}"#
+            + #""idleTimeoutMilliseconds":\#(Int(deadlines.idle * 1000)),"firstRequestTimeoutMilliseconds":\#(Int(deadlines.idle * 1000))}"#
         let personal = #"{"maxInFlight":\#(options.personalInFlight),"saveIntervalMilliseconds":100}"#
         gateway = try RestartableGateway(.init(
             directory: directory, dataDirectory: disk.dataDirectory, key: key, pushPort: addresses.pushPort,

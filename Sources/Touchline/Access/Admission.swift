@@ -11,28 +11,30 @@ import TouchlineRuntime
 /// flood of unauthenticated uploads costs a head each. A request with a known key, body or not,
 /// then takes one from its key's rate limit (429 with `Retry-After` when the bucket is empty).
 /// Scope (403) and everything else stay with the routes, which see the whole request; a request
-/// without a body and without a known key goes to them as is.
+/// without a body and without a known key goes to them as is. An admitted body counts against its
+/// key's share of the server's body budget (`http.maxBufferedBodyBytesPerKey`): the key's index is
+/// the body's owner.
 struct Admission: Sendable {
     let access: APIAccess
     let router: APIRouter
     let limits: RequestLimits
 
-    /// The server's admission hook: nil admits the request.
-    func refusal(_ head: HTTPRequestHead) -> HTTPError? {
+    /// The server's admission hook.
+    func decide(_ head: HTTPRequestHead) -> HTTPAdmission {
         if head.hasBody, let method = HTTPMethod(rawValue: head.method),
            case .refused(let error) = router.resolve(method: method, path: HTTPRequestTarget(parsing: head.target).path) {
-            return error
+            return .refuse(error)
         }
         let index: Int
         do {
             index = try access.index(authorization: head.header("Authorization"))
         } catch {
-            return head.hasBody ? error : nil
+            return head.hasBody ? .refuse(error) : .admit(bodyOwner: nil)
         }
-        guard let seconds = limits.admit(keyIndex: index) else { return nil }
-        return HTTPError(status: 429, code: "rate_limited",
-                         message: "this API key is over its request rate limit; retry after \(seconds) s",
-                         headers: [("Retry-After", String(seconds))])
+        guard let seconds = limits.admit(keyIndex: index) else { return .admit(bodyOwner: index) }
+        return .refuse(HTTPError(status: 429, code: "rate_limited",
+                                 message: "this API key is over its request rate limit; retry after \(seconds) s",
+                                 headers: [("Retry-After", String(seconds))]))
     }
 
     /// The keys' buckets with the clock, on the ingest loop (the HTTP server's loop, where the
@@ -43,7 +45,9 @@ struct Admission: Sendable {
         /// Requests refused with 429, by the scope of their key (`admin` or the channel prefix:
         /// never the secret), for `/metrics`.
         private(set) var refusedByScope: [String: Int] = [:]
-        private let scopes: [String]
+        /// Each configured key's scope as metrics name it (`admin` or the channel prefix), in the
+        /// order of the keys.
+        let scopes: [String]
 
         init(keys: [GatewayConfiguration.APIKey], providerDefault: KeyRateLimit?, clock: any WallClock) {
             buckets = KeyRateLimits(keys: keys, providerDefault: providerDefault, now: clock.now())

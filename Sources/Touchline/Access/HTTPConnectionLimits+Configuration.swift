@@ -8,8 +8,9 @@ import TouchlineRuntime
 /// keep their defaults, durations are in milliseconds. docs/configuration.md explains each; the
 /// body limit itself stays `maxBodyBytes`.
 extension HTTPConnectionLimits {
-    private static let names = ["maxConnections", "maxBufferedBodyBytes", "headTimeoutMilliseconds", "bodyTimeoutMilliseconds",
-                                "idleTimeoutMilliseconds", "writeTimeoutMilliseconds"]
+    private static let names = ["maxConnections", "maxConnectionsPerAddress", "probeConnections", "maxBufferedBodyBytes",
+                                "maxBufferedBodyBytesPerKey", "firstRequestTimeoutMilliseconds", "headTimeoutMilliseconds",
+                                "bodyTimeoutMilliseconds", "idleTimeoutMilliseconds", "writeTimeoutMilliseconds"]
 
     /// Settings from JSON; every member is optional and checked against its range.
     init(json value: JSONValue) throws(InvalidConfigurationValue) {
@@ -19,7 +20,11 @@ extension HTTPConnectionLimits {
         for member in members {
             switch member.name {
             case "maxConnections": maxConnections = try Self.integer(member, 1...1_000_000)
+            case "maxConnectionsPerAddress": maxConnectionsPerAddress = try Self.integer(member, 1...1_000_000)
+            case "probeConnections": probeConnections = try Self.integer(member, 0...10_000)
             case "maxBufferedBodyBytes": maxBufferedBodyBytes = try Self.integer(member, 1...(1 << 40))
+            case "maxBufferedBodyBytesPerKey": maxBufferedBodyBytesPerKey = try Self.integer(member, 1...(1 << 40))
+            case "firstRequestTimeoutMilliseconds": firstRequestTimeout = .milliseconds(try Self.integer(member, 1...hour))
             case "headTimeoutMilliseconds": headTimeout = .milliseconds(try Self.integer(member, 1...hour))
             case "bodyTimeoutMilliseconds": bodyTimeout = .milliseconds(try Self.integer(member, 1...hour))
             case "idleTimeoutMilliseconds": idleTimeout = .milliseconds(try Self.integer(member, 1...hour))

@@ -179,7 +179,8 @@ extension ConfigurationSetting {
         show: { ConfigurationValueText.fields(of: $0.metrics) })
     static let http = Self(
         "--http", "JSON", file: "http", environment: "TOUCHLINE_HTTP", title: "HTTP settings",
-        help: "provider API: maxConnections (1024), maxBufferedBodyBytes, head/body/idle/write timeouts..., as JSON",
+        help: "provider API: maxConnections (1024), per address (128), probe reserve (16), body budget and per key, "
+            + "first-request/head/body/idle/write timeouts..., as JSON",
         read: { layer, text, source throws(InvalidConfigurationValue) in
             layer.http = SourcedSetting(value: try HTTPConnectionLimits(json: try parseJSON(text)), source: source)
         },

@@ -44,6 +44,10 @@ extension GatewayConfiguration {
             report("http.maxBufferedBodyBytes (\(http.maxBufferedBodyBytes)) must be at least maxBodyBytes (\(maxBodyBytes)), "
                    + "or a body at the limit could never be accepted", .http)
         }
+        if http.maxBufferedBodyBytesPerKey < maxBodyBytes {
+            report("http.maxBufferedBodyBytesPerKey (\(http.maxBufferedBodyBytesPerKey)) must be at least maxBodyBytes (\(maxBodyBytes)), "
+                   + "or a body at the limit could never be accepted", .http)
+        }
         if let apns {
             apns.check(report: { message, member in report(message, member.setting) }, readFile: readFile)
         }

@@ -32,6 +32,9 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
     let requestLimits: Admission.RequestLimits
     /// This gateway's part in a cluster (the `jetstream` store backend), nil on its own.
     let cluster: ClusterNode?
+    /// The provider API's server, on this loop, set once it listens (its connections and bodies
+    /// are in `/metrics`); weak, as the server's handler holds the routes and so this.
+    weak var httpServer: HTTPServer?
 
     init(service: ChannelService, intake: PersonalJobIntake, personalStore: any PersonalStoreWriter, cluster: ClusterNode? = nil,
          configuration: GatewayConfiguration, clock: any WallClock) {
@@ -64,7 +67,7 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
             gatherLoopSnapshots { [self] loops in
                 let respond: @Sendable ([MetricFamily]) -> Void = { [self] webhookFamilies in
                     let text = PrometheusTextEncoder.encode(metricFamilies(loops) + storeMetricFamilies(brokenJobs: intake.brokenJobs.count)
-                                                           + clusterMetricFamilies() + webhookFamilies)
+                                                           + httpMetricFamilies() + clusterMetricFamilies() + webhookFamilies)
                     call.respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusTextEncoder.contentType)],
                                               body: Array(text.utf8)))
                 }

@@ -315,11 +315,14 @@ public final class Gateway: Sendable {
                     try service.restore(from: unsafeReader.reader, resumePersonalJobs: resumePersonalJobs)
                 }
                 var serverConfiguration = httpConfiguration
-                serverConfiguration.admission = Admission(access: access, router: router, limits: operators.requestLimits).refusal
-                return UncheckedServer(server: try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog) { request in
+                serverConfiguration.admission = Admission(access: access, router: router, limits: operators.requestLimits).decide
+                serverConfiguration.probePaths = OperatorsAPI.probePaths
+                let server = try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog) { request in
                     // In a cluster, a request for a channel another gateway owns is handed to it.
                     if let cluster { cluster.route(request) } else { router.handle(request) }
-                })
+                }
+                operators.httpServer = server
+                return UncheckedServer(server: server)
             }
             webhooks.start()
             return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, webhookLoop: webhookLoop,

@@ -53,8 +53,7 @@ extension HTTP1Connection {
     /// pipelined request, or to closing.
     private func complete(_ request: HTTPRequest, keepAlive: Bool, send: () -> Void) {
         current = nil
-        server.releaseBody(reservedBodyBytes)
-        reservedBodyBytes = 0
+        releaseBody()
         phase = keepAlive ? .waiting : .closing
         request.markFinished()
         server.requestFinished()

@@ -5,6 +5,12 @@
 /// Loop-confined: created, driven and closed on the server's loop (`@unchecked Sendable` only so
 /// closures running there can capture it). Requests hold it weakly.
 ///
+/// A new connection must deliver its first complete head within
+/// ``HTTPConnectionLimits/firstRequestTimeout`` of its accept, whatever the other deadlines say
+/// (a timer of its own, cancelled by that head). A connection of the probes' reserve
+/// (``HTTPConnectionSlots``) serves one probe and closes, and answers anything else like a
+/// connection over the cap.
+///
 /// Phases: `waiting` (idle, or reading a head) → `body` (head admitted, body arriving) →
 /// `handling` (the handler has the request; input is kept, up to ``pendingLimit`` bytes, for the
 /// pipelined requests behind it, so a client that leaves is still noticed) → `waiting` again
@@ -15,6 +21,10 @@
 final class HTTP1Connection: @unchecked Sendable {
     enum Phase { case waiting, body, skipping, handling, closing, lingering, closed }
 
+    /// What the connection may do: serve anything, serve one probe, or only write the refusal it
+    /// was opened with.
+    enum Role { case general, probe, refusal }
+
     /// Which deadline the read timer stands for.
     enum ReadDeadline { case idle, head, body, linger }
 
@@ -24,10 +34,14 @@ final class HTTP1Connection: @unchecked Sendable {
     static let outputHighWater = 64 << 10
 
     unowned let server: HTTPServer
+    /// The server's number for it, in the order of accepts.
+    let id: UInt64
     let socket: StreamSocket
-    /// A connection over the cap, kept only to write its refusal and linger.
-    let isRefusal: Bool
-    var phase = Phase.waiting
+    let role: Role
+    var phase = Phase.waiting {
+        // A probe connection with its answer is done with its slot: the next probe may have it.
+        didSet { if phase == .closing && oldValue != .closing && role == .probe { server.probeAnswered(on: self) } }
+    }
     var parser: HTTP1RequestParser
     /// Input read but not parsed yet (pipelined requests behind the one being handled).
     var pending: [UInt8] = []
@@ -35,8 +49,12 @@ final class HTTP1Connection: @unchecked Sendable {
     var incoming: (head: HTTPRequestHead, method: HTTPMethod, body: [UInt8])?
     /// The request with the handler.
     var current: HTTPRequest?
-    /// Body bytes reserved in the server's budget for `incoming` or `current`.
+    /// Body bytes reserved in the server's budget for `incoming` or `current`, and whose share
+    /// they count against (``HTTPAdmission``).
     var reservedBodyBytes = 0
+    var bodyOwner: Int?
+    /// True until the first complete head: the first-request deadline runs.
+    private var awaitingFirstHead = true
     /// The client sent its end of stream (or failed): nothing more will be read.
     var peerFinished = false
     /// True while ``consume(_:)`` runs, so an answer given synchronously from the handler does
@@ -56,12 +74,14 @@ final class HTTP1Connection: @unchecked Sendable {
     private var readWatcher: FDWatcher?
     var writeWatcher: FDWatcher?
     private var readTimer: LoopTimer?
+    private var firstRequestTimer: LoopTimer?
     var writeTimer: LoopTimer?
 
-    init(server: HTTPServer, socket: StreamSocket, isRefusal: Bool = false) {
+    init(server: HTTPServer, id: UInt64, socket: StreamSocket, role: Role) {
         self.server = server
+        self.id = id
         self.socket = socket
-        self.isRefusal = isRefusal
+        self.role = role
         parser = HTTP1RequestParser(limits: server.configuration.parserLimits)
     }
 
@@ -70,14 +90,21 @@ final class HTTP1Connection: @unchecked Sendable {
         readWatcher = FDWatcher(loop: server.loop, fd: socket.fd, interest: .readable) { [unowned self] _ in readable() }
         readTimer = LoopTimer(loop: server.loop) { [unowned self] in readDeadlinePassed() }
         if let refusal {
+            awaitingFirstHead = false
             phase = .closing
             sendFinal(refusal, head: nil, keepAlive: false)
         } else {
+            let timer = LoopTimer(loop: server.loop) { [unowned self] in firstRequestDeadlinePassed() }
+            timer.schedule(after: server.configuration.connectionLimits.firstRequestTimeout)
+            firstRequestTimer = timer
             updateReadDeadline()
         }
     }
 
     var bufferedOutputBytes: Int { output.count - outputSent }
+
+    /// True while waiting for a request whose bytes are in the socket, not read yet.
+    var hasUnreadRequest: Bool { phase == .waiting && socket.hasInput }
 
     /// Whether bytes read now may go to the parser (rather than wait in `pending`).
     var canParse: Bool {
@@ -150,12 +177,20 @@ final class HTTP1Connection: @unchecked Sendable {
         return offset
     }
 
-    private func headReceived(_ head: HTTPRequestHead) {
+    private func headReceived(_ received: HTTPRequestHead) {
         // The deadline that ran until this head (idle, or head) is over. Forgetting it here makes
         // the next `updateReadDeadline` arm a fresh one even when the request is answered before
         // this read is done: otherwise the idle timer of before the request would stay armed.
         readTimer?.cancel()
         readDeadline = nil
+        if awaitingFirstHead {
+            awaitingFirstHead = false
+            firstRequestTimer?.cancel()
+            server.headReceived(on: self)
+        }
+        var head = received
+        // A probe connection serves one request: its slot is for the next probe.
+        if role == .probe { head.keepAlive = false }
         guard let method = HTTPMethod(rawValue: head.method), server.configuration.allowedMethods.contains(method) else {
             return refuse(.error(status: 501, error: "method_not_implemented",
                                  message: "the server does not implement \(head.method.prefix(40))"), head: head)
@@ -163,11 +198,15 @@ final class HTTP1Connection: @unchecked Sendable {
         if server.isShuttingDown {
             return refuse(.error(status: 503, error: "shutting_down", message: "the server is shutting down"), head: head)
         }
-        if let refusal = server.configuration.admission?(head) {
-            return refuse(refusal.response, head: head)
+        if role == .probe && !(method == .get && server.configuration.probePaths.contains(HTTPRequestTarget(parsing: head.target).path)) {
+            return refuse(server.refusalForFullServer(), head: head)
+        }
+        switch server.configuration.admission?(head) ?? .admit(bodyOwner: nil) {
+        case .refuse(let refusal): return refuse(refusal.response, head: head)
+        case .admit(let owner): bodyOwner = owner
         }
         if case .length(let length) = head.framing, length > 0 {
-            guard server.reserveBody(Int(length)) else { return refuse(server.budgetRefusal, head: head) }
+            if let refusal = server.reserveBody(Int(length), owner: bodyOwner) { return refuse(refusal, head: head) }
             reservedBodyBytes = Int(length)
         }
         if head.expectsContinue && head.hasBody { queue(HTTP1ResponseEncoder.continueResponse) }
@@ -180,7 +219,7 @@ final class HTTP1Connection: @unchecked Sendable {
     private func bodyReceived(_ bytes: UnsafeRawBufferPointer) {
         guard phase == .body, var request = incoming else { return }
         if request.head.framing == .chunked {
-            guard server.reserveBody(bytes.count) else { return refuse(server.budgetRefusal, head: request.head, bodyStarted: true) }
+            if let refusal = server.reserveBody(bytes.count, owner: bodyOwner) { return refuse(refusal, head: request.head, bodyStarted: true) }
             reservedBodyBytes += bytes.count
         }
         incoming = nil
@@ -205,8 +244,8 @@ final class HTTP1Connection: @unchecked Sendable {
     /// to follow (nothing unread is left in the way of the next request) and the client allows it.
     func refuse(_ response: HTTPResponse, head: HTTPRequestHead?, bodyStarted: Bool = false) {
         let keepAlive = head.map { !$0.hasBody && !bodyStarted && $0.keepAlive } == true && !server.isShuttingDown
-        server.releaseBody(reservedBodyBytes)
-        reservedBodyBytes = 0
+        firstRequestTimer?.cancel()
+        releaseBody()
         incoming = nil
         phase = keepAlive ? .skipping : .closing
         sendFinal(response, head: head, keepAlive: keepAlive)
@@ -260,6 +299,19 @@ final class HTTP1Connection: @unchecked Sendable {
         readTimer?.schedule(after: delay)
     }
 
+    /// No complete head within the first-request deadline: a connection that sent nothing is
+    /// closed without an answer (nobody waits for one), one that sent part of a head gets 408.
+    private func firstRequestDeadlinePassed() {
+        guard phase == .waiting, awaitingFirstHead else { return }
+        server.firstRequestTimedOut()
+        guard parser.isReadingHead else { return close() }
+        // The head deadline that also runs is over too: the answer ends the connection.
+        readTimer?.cancel()
+        readDeadline = nil
+        let limit = secondsText(server.configuration.connectionLimits.firstRequestTimeout)
+        refuse(.error(status: 408, error: "request_timeout", message: "the request head was not complete within \(limit) of connecting"), head: nil)
+    }
+
     private func readDeadlinePassed() {
         let configuration = server.configuration
         switch readDeadline {
@@ -278,6 +330,13 @@ final class HTTP1Connection: @unchecked Sendable {
 
     // MARK: Closing
 
+    /// Gives the body bytes of the request under way back to the server's budget.
+    func releaseBody() {
+        server.releaseBody(reservedBodyBytes, owner: bodyOwner)
+        reservedBodyBytes = 0
+        bodyOwner = nil
+    }
+
     /// Closes the socket now; a request still with the handler is abandoned. `notifyingServer`
     /// is false only when the server itself is going away.
     func close(notifyingServer: Bool = true) {
@@ -286,6 +345,7 @@ final class HTTP1Connection: @unchecked Sendable {
         readWatcher?.stop()
         writeWatcher?.stop()
         readTimer?.cancel()
+        firstRequestTimer?.cancel()
         writeTimer?.cancel()
         socket.close()
         pending = []
@@ -295,8 +355,7 @@ final class HTTP1Connection: @unchecked Sendable {
         let abandoned = current
         current = nil
         guard notifyingServer else { return }
-        server.releaseBody(reservedBodyBytes)
-        reservedBodyBytes = 0
+        releaseBody()
         if let abandoned {
             abandoned.markFinished()
             server.requestFinished()

@@ -62,7 +62,10 @@ enum HTTP1HeadParser {
             throw .badRequest("invalid_target", "the request target contains a space, a control character or a non-ASCII byte")
         }
         let target = parts[1]
-        guard target.first == UInt8(ascii: "/") || (target.count == 1 && target.first == UInt8(ascii: "*"))
+        // `*` (asterisk form) names the server itself and only means something to OPTIONS (RFC 9112
+        // §3.2.4), which is not served: a `GET *` read as a path would reach a route.
+        let isAsterisk = target.count == 1 && target.first == UInt8(ascii: "*")
+        guard target.first == UInt8(ascii: "/") || (isAsterisk && parts[0].elementsEqual("OPTIONS".utf8))
                 || originForm(ofAbsolute: target) != nil else {
             throw .badRequest("invalid_target", "the request target must be a path starting with / (or an absolute http URI)")
         }
@@ -132,6 +135,7 @@ enum HTTP1HeadParser {
 private struct FieldSemantics {
     var hostCount = 0
     var hostValid = true
+    var authorizationCount = 0
     var contentLengths: [ArraySlice<UInt8>] = []
     var transferCodings: [ArraySlice<UInt8>] = []
     var sawTransferEncoding = false
@@ -143,6 +147,13 @@ private struct FieldSemantics {
         if HTTP1Grammar.equalsIgnoringCase(name, "host") {
             hostCount += 1
             hostValid = hostValid && value.allSatisfy(HTTP1Grammar.isHostChar)
+        } else if HTTP1Grammar.equalsIgnoringCase(name, "authorization") {
+            // Two credentials could be read as either one: by a proxy that checks the first and
+            // a route that reads the last, or the other way round.
+            authorizationCount += 1
+            guard authorizationCount == 1 else {
+                throw .badRequest("duplicate_authorization", "the request has more than one Authorization header; send exactly one")
+            }
         } else if HTTP1Grammar.equalsIgnoringCase(name, "content-length") {
             contentLengths.append(value)
         } else if HTTP1Grammar.equalsIgnoringCase(name, "transfer-encoding") {

@@ -115,8 +115,9 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
 
     /// The methods the routes at `path` take, in the order they were added; nil when no route is
     /// there (404).
+    /// `*` (only `OPTIONS` may ask it) stands for the server: every method some route takes.
     func allowedMethods(path: String) -> [HTTPMethod]? {
-        allowedMethods(owningRoutes(path: path))
+        path == "*" ? allowedMethods(routes.map { ($0, HTTPRouteParameters()) }) : allowedMethods(owningRoutes(path: path))
     }
 
     private func allowedMethods(_ owners: [(Route, HTTPRouteParameters)]) -> [HTTPMethod]? {

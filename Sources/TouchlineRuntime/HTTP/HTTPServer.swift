@@ -14,8 +14,10 @@ import Glibc
 /// cannot read one way only (400, see ``HTTP1RequestParser``), a head too large (431), a body too
 /// large (413, from its `Content-Length` before it is read), a method it does not serve (501), a
 /// deadline missed (408), a refusal of the admission hook, the body budget full (503
-/// `server_busy`), too many connections (503 `too_many_connections`) and shutdown (503
-/// `shutting_down`). See ``HTTPServerConfiguration`` for each limit.
+/// `server_busy`) or a key's share of it (429 `key_body_budget_full`), too many connections (503
+/// `too_many_connections`) or too many from one address (429 `too_many_connections_from_address`)
+/// and shutdown (503 `shutting_down`). See ``HTTPServerConfiguration`` for each limit; which
+/// connections it takes is ``HTTPConnectionSlots``', how much body it holds ``HTTPBodyBudget``'s.
 public final class HTTPServer: @unchecked Sendable {
     public let loop: EventLoop
     /// The bound port (useful after binding port 0).
@@ -25,10 +27,19 @@ public final class HTTPServer: @unchecked Sendable {
     /// True once ``shutdown(gracePeriod:completion:)`` has begun.
     public private(set) var isShuttingDown = false
     /// Request body bytes held now, all connections together (see
-    /// ``HTTPServerConfiguration/maxBufferedBodyBytes``).
-    public private(set) var bufferedBodyBytes = 0
-    /// Connections open, not counting those only writing a refusal.
-    public var openConnections: Int { connections.count - refusals }
+    /// ``HTTPConnectionLimits/maxBufferedBodyBytes``).
+    public var bufferedBodyBytes: Int { bodies.held }
+    /// Connections open, general and probe, not counting those only writing a refusal.
+    public var openConnections: Int { slots.general + slots.probes }
+    /// What the server holds now and has refused so far. Loop thread only.
+    public var figures: HTTPServerFigures {
+        var figures = counts
+        figures.generalConnections = slots.general
+        figures.probeConnections = slots.probes
+        figures.bufferedBodyBytes = bodies.held
+        figures.bufferedBodyBytesByOwner = bodies.heldByOwner
+        return figures
+    }
 
     let configuration: HTTPServerConfiguration
     /// Where each connection reads into before parsing (one loop, one read at a time).
@@ -36,13 +47,19 @@ public final class HTTPServer: @unchecked Sendable {
     private let handler: (HTTPRequest) -> Void
     private let log: GatewayLog
     private var listener: TCPListener?
-    private var connections: [ObjectIdentifier: HTTP1Connection] = [:]
-    /// Connections over the cap that are writing their refusal.
+    private var connections: [UInt64: HTTP1Connection] = [:]
+    private var lastConnectionID: UInt64 = 0
+    private var slots: HTTPConnectionSlots
+    private var bodies: HTTPBodyBudget
+    /// The counters of ``figures``.
+    private var counts = HTTPServerFigures()
+    /// Connections refused at accept that are writing their refusal.
     private var refusals = 0
     private var acceptBackoff = AcceptBackoff()
     private var acceptTimer: LoopTimer?
     private var acceptLog = LogRateLimiter(maxLines: 1, per: .seconds(1))
     private var refusalLog = LogRateLimiter(maxLines: 1, per: .seconds(10))
+    private var addressRefusalLog = LogRateLimiter(maxLines: 1, per: .seconds(10))
     /// Streamed responses still open, ended when the server shuts down.
     private var openStreams: [ObjectIdentifier: HTTPResponseStream] = [:]
     private var shutdownTimer: LoopTimer?
@@ -63,6 +80,10 @@ public final class HTTPServer: @unchecked Sendable {
         self.configuration = configuration
         self.handler = handler
         self.log = log
+        let limits = configuration.connectionLimits
+        slots = HTTPConnectionSlots(maxConnections: limits.maxConnections, maxPerAddress: limits.maxConnectionsPerAddress,
+                                    probeSlots: configuration.probePaths.isEmpty ? 0 : limits.probeConnections)
+        bodies = HTTPBodyBudget(limit: limits.maxBufferedBodyBytes, ownerLimit: limits.maxBufferedBodyBytesPerKey)
         guard (0...65535).contains(configuration.port) else {
             throw TransportError.socket("listen port must be between 0 and 65535, got \(configuration.port)")
         }
@@ -91,33 +112,73 @@ public final class HTTPServer: @unchecked Sendable {
     private func accepted(_ fd: Int32) {
         let socket = StreamSocket(fd: fd)
         socket.disableNagle()
-        if openConnections >= configuration.connectionLimits.maxConnections {
-            return refuseConnection(socket)
+        lastConnectionID += 1
+        let id = lastConnectionID
+        let address = PeerAddress(peerOf: fd)
+        let role: HTTP1Connection.Role
+        // A probe connection whose request is in its socket, not read yet, keeps its slot: on a
+        // busy turn of the loop many accepts can come before its read.
+        switch slots.admit(id: id, from: address, mayEvict: { [connections] in connections[$0]?.hasUnreadRequest != true }) {
+        case .general:
+            role = .general
+        case .probe(let evicting):
+            if let evicting, let waiting = connections[evicting] {
+                counts.probeSlotsReclaimed += 1
+                waiting.close()
+            }
+            role = .probe
+        case .refused(.serverFull):
+            if let suppressed = refusalLog.admit(at: .now) {
+                log.warning("refusing connections: \(slots.general) are open, the limit (http.maxConnections), "
+                            + "and \(slots.probes) for probes only (http.probeConnections)"
+                            + (suppressed > 0 ? "; \(suppressed) more refused since the last line" : ""))
+            }
+            return refuseConnection(socket, id: id, refusalForFullServer())
+        case .refused(.addressFull):
+            if let suppressed = addressRefusalLog.admit(at: .now), let address {
+                log.warning("refusing connections from \(address.client)\(address.isIPv4 ? "" : "/64"): "
+                            + "\(slots.connections(of: address)) are open from it, the limit (http.maxConnectionsPerAddress)"
+                            + (suppressed > 0 ? "; \(suppressed) more refused from any address since the last line" : ""))
+            }
+            return refuseConnection(socket, id: id, refusalForFullAddress())
         }
-        let connection = HTTP1Connection(server: self, socket: socket)
-        connections[ObjectIdentifier(connection)] = connection
+        let connection = HTTP1Connection(server: self, id: id, socket: socket, role: role)
+        connections[id] = connection
         connection.start()
     }
 
-    /// Over the cap: a canned 503, written by a connection that lingers (bounded), or at once.
-    private func refuseConnection(_ socket: StreamSocket) {
-        if let suppressed = refusalLog.admit(at: .now) {
-            log.warning("refusing connections: \(openConnections) are open, the limit (http.maxConnections)"
-                        + (suppressed > 0 ? "; \(suppressed) more refused since the last line" : ""))
-        }
-        let limit = configuration.connectionLimits.maxConnections
+    /// The answer to a connection over the cap, and to anything but a probe on a probe
+    /// connection; counted as a connection refused either way.
+    func refusalForFullServer() -> HTTPResponse {
+        counts.connectionsRefused["too_many_connections", default: 0] += 1
         var refusal = HTTPResponse.error(status: 503, error: "too_many_connections",
-                                         message: "the server has \(limit) connections open, its limit; retry shortly")
+                                         message: "the server has \(configuration.connectionLimits.maxConnections) connections open, its limit; "
+                                             + "retry shortly")
         refusal.headers.append(("Retry-After", "1"))
+        return refusal
+    }
+
+    /// The answer to a connection from a client at its share; counted as a connection refused.
+    private func refusalForFullAddress() -> HTTPResponse {
+        counts.connectionsRefused["too_many_connections_from_address", default: 0] += 1
+        var refusal = HTTPResponse.error(status: 429, error: "too_many_connections_from_address",
+                                         message: "this client address has \(configuration.connectionLimits.maxConnectionsPerAddress) "
+                                             + "connections open, the limit for one address; close one or retry shortly")
+        refusal.headers.append(("Retry-After", "1"))
+        return refusal
+    }
+
+    /// Refused at accept: a canned answer, written by a connection that lingers (bounded), or at once.
+    private func refuseConnection(_ socket: StreamSocket, id: UInt64, _ refusal: HTTPResponse) {
         guard refusals < Self.maxLingeringRefusals else {
-            let bytes = HTTP1ResponseEncoder.head(status: 503, headers: refusal.headers, framing: .length(refusal.body.count),
+            let bytes = HTTP1ResponseEncoder.head(status: refusal.status, headers: refusal.headers, framing: .length(refusal.body.count),
                                                   persistence: .close, date: date()) + refusal.body
             _ = bytes.withUnsafeBytes { socket.send($0) }
             return socket.close()
         }
-        let connection = HTTP1Connection(server: self, socket: socket, isRefusal: true)
+        let connection = HTTP1Connection(server: self, id: id, socket: socket, role: .refusal)
         refusals += 1
-        connections[ObjectIdentifier(connection)] = connection
+        connections[connection.id] = connection
         connection.start(refusal: refusal)
     }
 
@@ -136,8 +197,8 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     func connectionClosed(_ connection: HTTP1Connection) {
-        connections[ObjectIdentifier(connection)] = nil
-        if connection.isRefusal { refusals -= 1 }
+        connections[connection.id] = nil
+        if connection.role == .refusal { refusals -= 1 } else { slots.release(id: connection.id) }
         // Released on a later turn: the connection may be deep in its own callback now.
         loop.execute { withExtendedLifetime(connection) {} }
         finishShutdownIfDrained()
@@ -163,24 +224,41 @@ public final class HTTPServer: @unchecked Sendable {
         finishShutdownIfDrained()
     }
 
-    /// Takes `bytes` from the body budget; false (nothing taken) when it would pass the limit.
-    func reserveBody(_ bytes: Int) -> Bool {
-        guard bytes <= configuration.connectionLimits.maxBufferedBodyBytes - bufferedBodyBytes else { return false }
-        bufferedBodyBytes += bytes
-        return true
+    /// The connection read its first complete head.
+    func headReceived(on connection: HTTP1Connection) {
+        slots.headReceived(id: connection.id)
     }
 
-    func releaseBody(_ bytes: Int) {
-        bufferedBodyBytes -= bytes
+    /// The probe connection has its answer and is closing.
+    func probeAnswered(on connection: HTTP1Connection) {
+        slots.answered(id: connection.id)
     }
 
-    /// The answer to a body the budget cannot take.
-    var budgetRefusal: HTTPResponse {
-        var response = HTTPResponse.error(status: 503, error: "server_busy",
-                                          message: "the server is holding \(bufferedBodyBytes) bytes of request bodies, close to its limit "
-                                              + "of \(configuration.connectionLimits.maxBufferedBodyBytes); retry shortly")
+    func firstRequestTimedOut() {
+        counts.firstRequestTimeouts += 1
+    }
+
+    /// Takes `bytes` from the body budget for `owner`; nil when taken, else the answer to give
+    /// (nothing taken).
+    func reserveBody(_ bytes: Int, owner: Int?) -> HTTPResponse? {
+        guard let refusal = bodies.reserve(bytes, owner: owner) else { return nil }
+        let limits = configuration.connectionLimits
+        let (status, code, message) = switch refusal {
+        case .full:
+            (503, "server_busy", "the server is holding \(bodies.held) bytes of request bodies, close to its limit "
+                + "of \(limits.maxBufferedBodyBytes); retry shortly")
+        case .ownerFull:
+            (429, "key_body_budget_full", "this API key's requests hold \(owner.map { bodies.heldByOwner[$0, default: 0] } ?? 0) bytes of "
+                + "request bodies; \(bytes) more would pass its share of \(limits.maxBufferedBodyBytesPerKey); retry shortly")
+        }
+        counts.bodyRefusals[.init(code: code, owner: owner), default: 0] += 1
+        var response = HTTPResponse.error(status: status, error: code, message: message)
         response.headers.append(("Retry-After", "1"))
         return response
+    }
+
+    func releaseBody(_ bytes: Int, owner: Int?) {
+        bodies.release(bytes, owner: owner)
     }
 
     /// The `Date` header's value, formatted once per second.

@@ -27,16 +27,21 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxLingerBytes: Int
     /// Other methods are answered with a JSON 501 without reaching the handler.
     public var allowedMethods: Set<HTTPMethod>
-    /// Runs on each complete request head before any body byte is read; an error returned is the
-    /// answer (the handler never sees the request, the body is never buffered). The gateway
-    /// refuses a body without a known API key here. nil admits everything.
-    public var admission: (@Sendable (HTTPRequestHead) -> HTTPError?)?
+    /// Runs on each complete request head before any body byte is read: a refusal is the answer
+    /// (the handler never sees the request, the body is never buffered), an admission names whose
+    /// share of the body budget the body takes. The gateway refuses a body without a known API
+    /// key here, and names the key as the body's owner. nil admits everything, without owners.
+    public var admission: (@Sendable (HTTPRequestHead) -> HTTPAdmission)?
+    /// The paths (without query) a `GET` may ask for on a connection of the probes' reserve
+    /// (``HTTPConnectionLimits/probeConnections``); empty: no reserve. The gateway's are
+    /// `/healthz`, `/readyz` and `/metrics`.
+    public var probePaths: Set<String>
 
     public init(host: String = "127.0.0.1", port: Int = 0, maxBodySize: Int = 1 << 20, maxHeaderSize: Int = 16 << 10,
                 maxHeaderCount: Int = 100, connectionLimits: HTTPConnectionLimits = HTTPConnectionLimits(),
                 lingerTimeout: Duration = .seconds(2), maxLingerBytes: Int = 1 << 20,
                 allowedMethods: Set<HTTPMethod> = [.get, .post, .put, .delete, .patch, .options, .trace, .query],
-                admission: (@Sendable (HTTPRequestHead) -> HTTPError?)? = nil) {
+                admission: (@Sendable (HTTPRequestHead) -> HTTPAdmission)? = nil, probePaths: Set<String> = []) {
         self.host = host
         self.port = port
         self.maxBodySize = maxBodySize
@@ -47,6 +52,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.maxLingerBytes = maxLingerBytes
         self.allowedMethods = allowedMethods
         self.admission = admission
+        self.probePaths = probePaths
     }
 
     /// The parser's bounds for these limits.

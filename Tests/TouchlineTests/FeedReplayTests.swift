@@ -110,6 +110,30 @@ import TouchlineCore
         #expect(result.events.count == 1 && result.duplicates == 1 && result.stale == 1)
     }
 
+    /// A feed with a year's pause and an event dated 2099 costs what its few inputs cost: the
+    /// simulation jumps from input to timer to answer (a handful of steps, not one per second
+    /// of the seventy years), and the chart keeps its bucket count, each bucket wider.
+    @Test func aReplayCostsItsInputsNotTheTimeItsFeedCovers() throws {
+        func at(_ text: String, _ event: String) -> String { #"{"receivedAt": "\#(text)", "event": \#(event)}"# }
+        let text = [Self.header, Self.line(1, #"{"seq": 1, "type": "status", "status": "live"}"#),
+                    at("2027-01-01T18:00:00.000Z", #"{"seq": 2, "type": "goal", "team": "home", "player": "Saka", "minute": 5}"#),
+                    at("2099-06-01T12:00:00.000Z", #"{"seq": 3, "type": "goal", "team": "away", "player": "Palmer", "minute": 6}"#),
+                    #"{"receivedAt": "2099-06-01T12:00:01.000Z", "end": {}}"#].joined(separator: "\n")
+        let result = try Self.replay(text)
+        #expect(result.events.count == 3 && result.endDeliveredAt != nil)
+        #expect(result.pushes.count <= 8, "\(result.pushes.count) pushes")
+        #expect(result.steps <= 30, "\(result.steps) steps for 4 inputs and \(result.pushes.count) pushes")
+        let report = ReplayReport(result: result)
+        #expect(report.buckets.count <= ReplayReport.maximumBuckets && report.buckets.count > ReplayReport.maximumBuckets / 2,
+                "\(report.buckets)")
+        #expect(report.buckets.minutes > 25_000, "seventy years in buckets of \(report.buckets.minutes) minutes")
+        let chart = report.chart
+        #expect(chart.contains(" minutes") && !chart.contains("Per minute"), "the chart names its buckets' width")
+
+        let match = ReplayReport(result: try Self.replay(Self.match()))
+        #expect(match.buckets.minutes == 1 && (10...80).contains(match.buckets.count), "a match keeps its minutes: \(match.buckets)")
+    }
+
     @Test func theReportSummarizesAndChartsTheReplay() throws {
         let output = try Replay.run(feed: Array(Self.match().utf8), options: .init(policyChanges: Array(#"{"burst": 2}"#.utf8)))
         #expect(output.summary.hasPrefix("replay of m-1 (football): 600 events over 10 min 1 s, APNs answering in 20 ms"), "\(output.summary)")

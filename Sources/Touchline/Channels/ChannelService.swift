@@ -50,6 +50,8 @@ final class ChannelService: @unchecked Sendable {
     var eventStream: LiveFeed?
     /// Where recording channels keep their feeds (the export reads them; a restore counts them).
     let recordings: any FeedRecordings
+    /// The feed exports running, bounded in the gateway and per key (``FeedExports``).
+    let exports: FeedExports
     /// Stores a rollover's start jobs in the personal queue and runs them (the job intake's
     /// ``PersonalJobIntake/storeRolloverStarts(_:completion:)``: this gateway's file, or the
     /// cluster's job bucket); set once at start.
@@ -78,6 +80,7 @@ final class ChannelService: @unchecked Sendable {
         self.log = log
         metrics = IngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
         self.webhooks = webhooks
+        exports = FeedExports(limits: configuration.recordings)
         self.recordings = recordings
     }
 

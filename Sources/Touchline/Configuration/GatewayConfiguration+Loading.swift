@@ -143,6 +143,7 @@ extension GatewayConfiguration {
         note(layer.providerRateLimit, .providerRateLimit) { configuration.providerRateLimit = $0 }
         note(layer.store, .store) { configuration.store = $0 }
         note(layer.alertMode, .alertMode) { configuration.alertMode = $0 }
+        note(layer.recordings, .recordings) { configuration.recordings = $0 }
         configuration.apps = (layer.apps ?? []).map(\.value)
         origins.apps = (layer.apps ?? []).map(\.source)
         let keys = (layer.adminKeys ?? []) + (layer.providerKeys ?? [])

@@ -55,6 +55,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// How alerts the gateway composes are written for channels that do not choose
     /// (`alerts.mode`): English text, or localization keys the app resolves (``AlertMode``).
     public var alertMode = AlertMode.text
+    /// Feed exports (pool, per-key concurrency) and the disk of recordings and shadow channels
+    /// (quotas per key and for the gateway): `recordings` (``RecordingLimits``).
+    public var recordings = RecordingLimits()
 
     /// Apple's servers, or the bundled mock (development mode).
     public enum APNsMode: String, Sendable, Equatable {

@@ -7,12 +7,55 @@ import TouchlineStore
 /// or where channels are loaded.
 protocol FeedRecordings: Sendable {
     /// The recorded events of channel `channelID`, created at `createdAt` (nothing older is
-    /// its), in `seq` order, each once, at most `limit`.
-    func events(of channelID: String, createdAt: UnixTime, limit: Int) throws -> [StoredEvent]
+    /// its), in `seq` order, each once, read a page at a time.
+    func pages(of channelID: String, createdAt: UnixTime) throws -> any RecordedEventPages
     /// How many events the channel's recording holds.
     func count(of channelID: String) throws -> Int
     /// The channel as stored (its end, once it has ended).
     func channel(_ channelID: String) throws -> ChannelRecord?
+}
+
+/// A recording read in `seq` order, a page at a time, on the thread that opened it.
+protocol RecordedEventPages: AnyObject {
+    /// The next events, at most `limit`; empty once all are read.
+    func next(limit: Int) throws -> [StoredEvent]
+    /// Lets go of what the reading holds (a store reader); called once, when done.
+    func close()
+}
+
+/// The embedded store's recording, read with one reader a page at a time after the last `seq`
+/// read: memory holds one page, however long the recording.
+private final class StoredEventPages: RecordedEventPages {
+    let channelID: String
+    let reader: any ChannelStoreReader
+    var lastSeq = Int64.min
+
+    init(channelID: String, reader: any ChannelStoreReader) {
+        (self.channelID, self.reader) = (channelID, reader)
+    }
+
+    func next(limit: Int) throws -> [StoredEvent] {
+        let page = try reader.events(channelID: channelID, afterSeq: lastSeq, limit: limit)
+        if let last = page.last { lastSeq = last.seq }
+        return page
+    }
+
+    func close() { reader.close() }
+}
+
+/// A recording already read whole, handed out in pages.
+private final class ReadEventPages: RecordedEventPages {
+    var events: ArraySlice<StoredEvent>
+
+    init(events: [StoredEvent]) { self.events = events[...] }
+
+    func next(limit: Int) throws -> [StoredEvent] {
+        let page = events.prefix(limit)
+        events = events.dropFirst(page.count)
+        return Array(page)
+    }
+
+    func close() { events = [] }
 }
 
 /// The embedded store's recordings: a recording channel's event log, never truncated, read with
@@ -20,15 +63,8 @@ protocol FeedRecordings: Sendable {
 struct StoredFeedRecordings: FeedRecordings {
     let openReader: @Sendable () throws -> any ChannelStoreReader
 
-    func events(of channelID: String, createdAt: UnixTime, limit: Int) throws -> [StoredEvent] {
-        let reader = try openReader()
-        defer { reader.close() }
-        var events: [StoredEvent] = []
-        while events.count < limit, case let page = try reader.events(channelID: channelID, afterSeq: events.last?.seq ?? .min, limit: 1_000),
-              !page.isEmpty {
-            events += page.prefix(limit - events.count)
-        }
-        return events
+    func pages(of channelID: String, createdAt: UnixTime) throws -> any RecordedEventPages {
+        StoredEventPages(channelID: channelID, reader: try openReader())
     }
 
     func count(of channelID: String) throws -> Int {
@@ -60,8 +96,11 @@ struct ClusterFeedRecordings: FeedRecordings {
 
     let store: JetStreamChannelStore
 
-    func events(of channelID: String, createdAt: UnixTime, limit: Int) throws -> [StoredEvent] {
-        try store.recordedEvents(of: channelID, since: createdAt + (.zero - Self.clockTolerance), limit: limit)
+    /// The cluster's recording is read whole (its ordered consumer delivers it at once), then
+    /// handed out in pages.
+    func pages(of channelID: String, createdAt: UnixTime) throws -> any RecordedEventPages {
+        ReadEventPages(events: try store.recordedEvents(of: channelID, since: createdAt + (.zero - Self.clockTolerance),
+                                                        limit: FeedRecording.maximumEvents))
     }
 
     func count(of channelID: String) throws -> Int { try store.recordedEventCount(of: channelID) }

@@ -147,9 +147,14 @@ struct RecordedFeed: Sendable, Equatable {
 
     /// The feed as JSON Lines, each line ending with a newline.
     var jsonLines: [UInt8] {
-        var lines = [Self.headerJSON(header).encoded]
-        for entry in entries { lines.append(Self.json(entry).encoded) }
-        return Array(lines.joined(separator: [UInt8(ascii: "\n")])) + [UInt8(ascii: "\n")]
+        var bytes = Self.line(Self.headerJSON(header))
+        for entry in entries { bytes += Self.line(Self.json(entry)) }
+        return bytes
+    }
+
+    /// One line of a feed: `value` and a newline.
+    static func line(_ value: JSONValue) -> [UInt8] {
+        value.encoded + [UInt8(ascii: "\n")]
     }
 
     static func headerJSON(_ header: Header) -> JSONValue {

@@ -234,4 +234,81 @@ struct GatewayFeedExportTests {
         #expect(metricValue(metrics, #"touchline_exports_refused_total{reason="too_many_exports"}"#) == 1)
         #expect(metricValue(metrics, #"touchline_exports_refused_total{reason="exports_busy"}"#) == 1)
     }
+
+    /// Events of exactly 100 bytes as recorded (the event's compact JSON), seqs 10 to 99.
+    static func hundredByteEvents(_ seqs: ClosedRange<Int>) -> String {
+        #"{"events": [\#(seqs.map { #"{"seq": \#($0), "patch": {"n": "\#(String(repeating: "x", count: 73))"}}"# }.joined(separator: ","))]}"#
+    }
+
+    /// Recordings hold at most their quota of bytes per key (the key whose prefix covers the
+    /// channel) and in all: a create of a recording is refused with a named 409 once its key's or
+    /// the gateway's recordings are full, and a recording whose next events pass a quota stops
+    /// before the first that does not fit (no gap: the feed up to there), for good, across a
+    /// restart; the events are applied as usual. Deleting a recording frees its bytes.
+    @Test func recordingsHaveADiskQuotaPerKeyAndPerGateway() async throws {
+        let one = try JSONParser.parse(Array(Self.hundredByteEvents(10...10).utf8))[member: "events"]
+        guard case .array(let events)? = one else { Issue.record("no events"); return }
+        #expect(events.first?.encoded.count == 100)
+        let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        let limits: (inout GatewayConfiguration) -> Void = { configuration in
+            configuration.recordings.maxRecordedBytesPerKey = 1_000
+            configuration.recordings.maxRecordedBytes = 1_500
+        }
+        let first = try GatewayFixture(directory: directory, configure: limits)
+        var api = first.admin
+        var club = GatewayTestClient(port: first.port, key: GatewayFixture.clubKey)
+        func create(_ id: String, _ extra: String = #", "recordFeed": true"#, through client: GatewayTestClient) throws -> GatewayTestClient.Response {
+            try client.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"\#(extra)}"#)
+        }
+        #expect(try create("club-r1", through: club).status == 201)
+        // Twelve events of 100 bytes: the key's 1,000 bytes take ten; all twelve are applied.
+        let posted = try club.request("POST", "/v1/channels/club-r1/events", json: Self.hundredByteEvents(10...21))
+        #expect(posted.status == 202 && posted.json?.integer("accepted") == 12, "\(posted.text)")
+        #expect(try club.request("POST", "/v1/channels/club-r1/events", json: Self.hundredByteEvents(22...22)).status == 202)
+        var shown = try club.request("GET", "/v1/channels/club-r1").json
+        #expect(shown?[member: "recording"] == ["events": 10, "limit": 100_000, "bytes": 1_000, "stopped": true], "\(String(describing: shown))")
+        #expect(shown?.integer("lastSeq") == 22 && shown?[member: "contentState"]?.string("n") != nil)
+
+        let overKey = try create("club-r2", through: club)
+        #expect(overKey.status == 409 && overKey.errorCode == "recording_quota_exceeded", "\(overKey.text)")
+        #expect(overKey.text.contains("'club-'") && overKey.text.contains("recordings.maxRecordedBytesPerKey"), "\(overKey.text)")
+        let shadow = try create("club-s", #", "shadow": true"#, through: club)
+        #expect(shadow.status == 409 && shadow.errorCode == "recording_quota_exceeded", "a shadow channel records by default: \(shadow.text)")
+        #expect(try create("club-s", #", "shadow": true, "recordFeed": false"#, through: club).status == 201)
+        #expect(try create("club-plain", "", through: club).status == 201)
+
+        // The admin's own channels fill the gateway's 1,500 bytes: five of six events.
+        #expect(try create("ops-r1", through: api).status == 201)
+        #expect(try api.request("POST", "/v1/channels/ops-r1/events", json: Self.hundredByteEvents(10...15)).status == 202)
+        #expect(try api.request("GET", "/v1/channels/ops-r1").json?[member: "recording"]?[member: "events"] == .integer(5))
+        let overGateway = try create("ops-r2", through: api)
+        #expect(overGateway.status == 409 && overGateway.errorCode == "gateway_recording_quota_exceeded", "\(overGateway.text)")
+        let metrics = try api.request("GET", "/metrics").text
+        #expect(metricValue(metrics, #"touchline_recorded_bytes{key="club-"}"#) == 1_000)
+        #expect(metricValue(metrics, #"touchline_recording_quota_used_ratio{resource="bytes",quota="gateway"}"#) == 1)
+        #expect(metricValue(metrics, #"touchline_recording_quota_used_ratio{resource="bytes",quota="key",key="club-"}"#) == 1)
+        #expect(metricValue(metrics, "touchline_recordings_stopped_total") == 2)
+        #expect(metricValue(metrics, #"touchline_recording_quota_refusals_total{reason="recording_quota_exceeded"}"#) == 2)
+
+        // The export is the feed up to the stop, whole; the stop and the quotas outlive a restart.
+        let export = try club.request("GET", "/v1/channels/club-r1/events/export")
+        let seqs = try RecordedFeed(jsonLines: export.body).entries.compactMap { entry -> Int64? in
+            if case .event(let event) = entry.input, case .integer(let seq)? = event[member: "seq"] { seq } else { nil }
+        }
+        #expect(export.status == 200 && export.isComplete && seqs == Array(10...19))
+        await first.shutDown(removingData: false)
+        let fixture = try GatewayFixture(directory: directory, configure: limits)
+        defer { Task { await fixture.shutDown() } }
+        (api, club) = (fixture.admin, GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey))
+        #expect(try club.request("POST", "/v1/channels/club-r1/events", json: Self.hundredByteEvents(23...23)).status == 202)
+        shown = try club.request("GET", "/v1/channels/club-r1").json
+        #expect(shown?[member: "recording"] == ["events": 10, "limit": 100_000, "bytes": 1_000, "stopped": true], "\(String(describing: shown))")
+        #expect(try create("club-r2", through: club).errorCode == "recording_quota_exceeded")
+
+        // Deleting the full recording frees its key's bytes.
+        #expect(try club.request("DELETE", "/v1/channels/club-r1").status == 200)
+        #expect(try create("club-r2", through: club).status == 201)
+        #expect(try club.request("POST", "/v1/channels/club-r2/events", json: Self.hundredByteEvents(10...11)).status == 202)
+        #expect(try club.request("GET", "/v1/channels/club-r2").json?[member: "recording"] == ["events": 2, "limit": 100_000, "bytes": 200, "stopped": false])
+    }
 }

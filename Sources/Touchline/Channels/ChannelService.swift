@@ -52,6 +52,8 @@ final class ChannelService: @unchecked Sendable {
     let recordings: any FeedRecordings
     /// The feed exports running, bounded in the gateway and per key (``FeedExports``).
     let exports: FeedExports
+    /// The disk recordings and shadow channels hold, per key and in all, against their quotas.
+    var recordingLedger: RecordingLedger
     /// Stores a rollover's start jobs in the personal queue and runs them (the job intake's
     /// ``PersonalJobIntake/storeRolloverStarts(_:completion:)``: this gateway's file, or the
     /// cluster's job bucket); set once at start.
@@ -81,6 +83,7 @@ final class ChannelService: @unchecked Sendable {
         metrics = IngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
         self.webhooks = webhooks
         exports = FeedExports(limits: configuration.recordings)
+        recordingLedger = RecordingLedger(limits: configuration.recordings, keys: configuration.apiKeys)
         self.recordings = recordings
     }
 
@@ -120,6 +123,7 @@ final class ChannelService: @unchecked Sendable {
         for (id, channel) in channels where belongs(id) {
             channel.cancelTimers()
             channels[id] = nil
+            recordingLedger.remove(id)
             channelsNeedingSave[id] = nil
             for request in channel.lifecycle.waiters + channel.gate.waiting.map(\.request) {
                 request.respond(HTTPError(status: 503, code: "channel_moving", message: "channel '\(id)' is moving to another gateway; retry",
@@ -152,8 +156,15 @@ final class ChannelService: @unchecked Sendable {
                 }
                 let channel = Channel.restored(from: record, now: now)
                 if let damage = channel.damage { log.error("channel restored as broken: \(damage)", channel: record.id) }
-                if channel.recording != nil { channel.recordedEvents = try recordings.count(of: record.id) }
+                if channel.recording != nil {
+                    let size = try recordings.size(of: record.id, createdAt: channel.createdAt)
+                    (channel.recordedEvents, channel.recordedBytes) = (size.events, size.bytes)
+                    // Every accepted event is recorded until the recording stops.
+                    channel.recordingStopped = size.lastSeq < channel.lastSeq
+                }
                 channels[record.id] = channel
+                recordingLedger.add(record.id, isShadow: channel.isShadow, records: channel.recording != nil, bytes: channel.recordedBytes,
+                                    stopped: channel.recordingStopped)
                 restored.append(channel)
             }
             after = last.id

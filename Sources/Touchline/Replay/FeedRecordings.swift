@@ -9,10 +9,23 @@ protocol FeedRecordings: Sendable {
     /// The recorded events of channel `channelID`, created at `createdAt` (nothing older is
     /// its), in `seq` order, each once, read a page at a time.
     func pages(of channelID: String, createdAt: UnixTime) throws -> any RecordedEventPages
-    /// How many events the channel's recording holds.
-    func count(of channelID: String) throws -> Int
+    /// What the recording of a channel created at `createdAt` holds.
+    func size(of channelID: String, createdAt: UnixTime) throws -> RecordingSize
     /// The channel as stored (its end, once it has ended).
     func channel(_ channelID: String) throws -> ChannelRecord?
+}
+
+/// What a recording holds: its events, their bytes as posted, and the last one's `seq`.
+struct RecordingSize: Equatable {
+    var events = 0
+    var bytes = 0
+    var lastSeq: Int64 = 0
+
+    mutating func add(_ page: [StoredEvent]) {
+        events += page.count
+        bytes += page.reduce(0) { $0 + $1.body.count }
+        lastSeq = page.last?.seq ?? lastSeq
+    }
 }
 
 /// A recording read in `seq` order, a page at a time, on the thread that opened it.
@@ -67,15 +80,12 @@ struct StoredFeedRecordings: FeedRecordings {
         StoredEventPages(channelID: channelID, reader: try openReader())
     }
 
-    func count(of channelID: String) throws -> Int {
-        let reader = try openReader()
-        defer { reader.close() }
-        var (count, after): (Int, Int64) = (0, .min)
-        while case let page = try reader.events(channelID: channelID, afterSeq: after, limit: 1_000), let last = page.last {
-            count += page.count
-            after = last.seq
-        }
-        return count
+    func size(of channelID: String, createdAt: UnixTime) throws -> RecordingSize {
+        let pages = try pages(of: channelID, createdAt: createdAt)
+        defer { pages.close() }
+        var size = RecordingSize()
+        while case let page = try pages.next(limit: 1_000), !page.isEmpty { size.add(page) }
+        return size
     }
 
     func channel(_ channelID: String) throws -> ChannelRecord? {
@@ -103,7 +113,14 @@ struct ClusterFeedRecordings: FeedRecordings {
                                                         limit: FeedRecording.maximumEvents))
     }
 
-    func count(of channelID: String) throws -> Int { try store.recordedEventCount(of: channelID) }
+    /// Read whole: the cluster keeps no size per subject.
+    func size(of channelID: String, createdAt: UnixTime) throws -> RecordingSize {
+        let pages = try pages(of: channelID, createdAt: createdAt)
+        defer { pages.close() }
+        var size = RecordingSize()
+        size.add(try pages.next(limit: .max))
+        return size
+    }
 
     func channel(_ channelID: String) throws -> ChannelRecord? {
         let reader = store.openReader()

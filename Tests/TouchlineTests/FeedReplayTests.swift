@@ -48,6 +48,23 @@ import TouchlineCore
         #expect(try RecordedFeed(jsonLines: feed.jsonLines) == feed)
     }
 
+    /// Feed times are written as `ISO8601DateFormatter` writes them (milliseconds, UTC), from
+    /// 1970 to 2100, leap days and the ends of days and years included, and read back the same.
+    @Test func timesAreWrittenAsAnRFC3339FormatterWritesThemAndReadBack() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        var generator = SplitMix64(seed: 31)
+        let samples: [Int64] = [0, 1, 999, 86_399_999, 951_782_399_999, 951_782_400_000, 1_709_164_800_999, 1_767_290_400_123,
+                                4_102_444_799_999, 4_102_444_800_000]
+            + (0..<2_000).map { _ in Int64(generator.next() % 4_102_444_800_001) }
+        for milliseconds in samples {
+            let time = UnixTime(nanoseconds: milliseconds * 1_000_000 + 456_789)
+            let written = RecordedFeed.timestamp(time)
+            #expect(written == formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000)), "\(milliseconds)")
+            #expect(RecordedFeed.parseTimestamp(written) == UnixTime(nanoseconds: milliseconds * 1_000_000), "\(written)")
+        }
+    }
+
     @Test func everyMalformedLineIsNamedByItsNumber() throws {
         let event = Self.line(1, #"{"seq": 1, "type": "status", "status": "live"}"#)
         let cases: [(String, String)] = [

@@ -15,6 +15,23 @@ protocol FeedRecordings: Sendable {
     func channel(_ channelID: String) throws -> ChannelRecord?
 }
 
+extension FeedRecordings {
+    /// What the recordings of the stored channels `belongs` picks hold, by channel id: read
+    /// before the channels are loaded (blocking; where a long read holds nothing up: at start,
+    /// or on the thread that reads a cluster partition's log).
+    func sizes(of reader: any ChannelStoreReader, where belongs: (String) -> Bool) throws -> [String: RecordingSize] {
+        var sizes: [String: RecordingSize] = [:]
+        var after: String?
+        while case let page = try reader.channels(after: after, limit: 500), let last = page.last {
+            for record in page where belongs(record.id) && FeedRecording.isRecorded(record) {
+                sizes[record.id] = try size(of: record.id, createdAt: record.createdAt)
+            }
+            after = last.id
+        }
+        return sizes
+    }
+}
+
 /// What a recording holds: its events, their bytes as posted, and the last one's `seq`.
 struct RecordingSize: Equatable {
     var events = 0

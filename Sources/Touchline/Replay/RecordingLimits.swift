@@ -23,10 +23,6 @@ public struct RecordingLimits: Sendable, Equatable {
     public var maxShadowChannels = 1_000
     /// Shadow channels of one key.
     public var maxShadowChannelsPerKey = 100
-    /// Share of a recording quota at which `touchline_recording_quota_used_ratio` warns
-    /// (the alert `TouchlineRecordingQuotaNearlyFull` fires above it), before refusals begin.
-    static let warningShare = 0.8
-
     public init() {}
 
     private static let names = ["maxConcurrentExports", "maxExportsPerKey", "maxRecordedBytes", "maxRecordedBytesPerKey",

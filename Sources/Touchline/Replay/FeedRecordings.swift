@@ -9,13 +9,21 @@ protocol FeedRecordings: Sendable {
     /// The recorded events of channel `channelID`, created at `createdAt` (nothing older is
     /// its), in `seq` order, each once, read a page at a time.
     func pages(of channelID: String, createdAt: UnixTime) throws -> any RecordedEventPages
-    /// What the recording of a channel created at `createdAt` holds.
-    func size(of channelID: String, createdAt: UnixTime) throws -> RecordingSize
     /// The channel as stored (its end, once it has ended).
     func channel(_ channelID: String) throws -> ChannelRecord?
 }
 
 extension FeedRecordings {
+    /// What the recording of a channel created at `createdAt` holds (read through: neither
+    /// store keeps a recording's size).
+    func size(of channelID: String, createdAt: UnixTime) throws -> RecordingSize {
+        let pages = try pages(of: channelID, createdAt: createdAt)
+        defer { pages.close() }
+        var size = RecordingSize()
+        while case let page = try pages.next(limit: 1_000), !page.isEmpty { size.add(page) }
+        return size
+    }
+
     /// What the recordings of the stored channels `belongs` picks hold, by channel id: read
     /// before the channels are loaded (blocking; where a long read holds nothing up: at start,
     /// or on the thread that reads a cluster partition's log).
@@ -97,14 +105,6 @@ struct StoredFeedRecordings: FeedRecordings {
         StoredEventPages(channelID: channelID, reader: try openReader())
     }
 
-    func size(of channelID: String, createdAt: UnixTime) throws -> RecordingSize {
-        let pages = try pages(of: channelID, createdAt: createdAt)
-        defer { pages.close() }
-        var size = RecordingSize()
-        while case let page = try pages.next(limit: 1_000), !page.isEmpty { size.add(page) }
-        return size
-    }
-
     func channel(_ channelID: String) throws -> ChannelRecord? {
         let reader = try openReader()
         defer { reader.close() }
@@ -128,15 +128,6 @@ struct ClusterFeedRecordings: FeedRecordings {
     func pages(of channelID: String, createdAt: UnixTime) throws -> any RecordedEventPages {
         ReadEventPages(events: try store.recordedEvents(of: channelID, since: createdAt + (.zero - Self.clockTolerance),
                                                         limit: FeedRecording.maximumEvents))
-    }
-
-    /// Read whole: the cluster keeps no size per subject.
-    func size(of channelID: String, createdAt: UnixTime) throws -> RecordingSize {
-        let pages = try pages(of: channelID, createdAt: createdAt)
-        defer { pages.close() }
-        var size = RecordingSize()
-        size.add(try pages.next(limit: .max))
-        return size
     }
 
     func channel(_ channelID: String) throws -> ChannelRecord? {

@@ -79,6 +79,11 @@ enum LoadCommandLine {
         static let seconds = number("--seconds", "length of each phase (default 10)")
     }
 
+    enum Exports {
+        static let events = number("--events", "events of the recording exported (default 100000, a recording's most)")
+        static let concurrent = number("--concurrent", "exports at once in the second phase (default 4)")
+    }
+
     enum Ceiling {
         static let requests = number("--requests", "pushes per round (default 200000)")
         static let concurrency = number("--concurrency", "streams in flight (default 100)")
@@ -113,6 +118,9 @@ enum LoadCommandLine {
             scenario("standard", "all five with their standard options (what `make bench` runs)"),
             scenario("webhook-isolation", "the same broadcast load without webhooks, with a receiver that never answers and with one "
                          + "that answers 500; p99 ratios (not part of standard)", [Hooks.rounds, Hooks.matches, Hooks.seconds]),
+            scenario("export-memory", "a recording of 100,000 events exported once, then 4 times at once, while the gateway's "
+                         + "resident set is sampled: at most 64 MiB above idle (not part of standard)",
+                     [Exports.events, Exports.concurrent]),
             scenario("scale-out", "two gateways on a three-node NATS JetStream cluster: durable ingest against the cluster's own "
                          + "ceiling (a plain publisher, same messages), ingest->APNs, CPU per event against SQLite (not part of standard)",
                      [ScaleOutOptions.channels, ScaleOutOptions.partitions, ScaleOutOptions.seconds, ScaleOutOptions.kills]),

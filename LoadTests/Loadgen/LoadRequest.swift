@@ -13,6 +13,7 @@ struct LoadRequest {
     var ceiling = ClientCeiling.Options()
     var soak = Soak.Options()
     var hooks = WebhookIsolation.Options()
+    var exports = ExportMemory.Options()
     var scaleOut = ScaleOut.Options()
     var registry = TokenRegistryScale.Options()
 
@@ -63,6 +64,9 @@ struct LoadRequest {
             hooks.rounds = try positive(Line.Hooks.rounds) ?? hooks.rounds
             hooks.matches = try positive(Line.Hooks.matches) ?? hooks.matches
             hooks.seconds = try positive(Line.Hooks.seconds).map(Double.init) ?? hooks.seconds
+        case "export-memory":
+            exports.events = try parsed.integer(Line.Exports.events, in: 1...100_000) ?? exports.events
+            exports.concurrent = try parsed.integer(Line.Exports.concurrent, in: 1...64) ?? exports.concurrent
         case "scale-out":
             scaleOut.channels = try positive(Line.ScaleOutOptions.channels) ?? scaleOut.channels
             scaleOut.partitions = try parsed.integer(Line.ScaleOutOptions.partitions, in: 1...4096) ?? scaleOut.partitions

@@ -36,6 +36,7 @@ case "soak": await run.finish([{ try Soak(options: soak, settings: settings).run
 case "scale-out": await run.finish([{ try await ScaleOut(options: request.scaleOut, settings: settings).run() }])
 case "token-registry": await run.finish([{ try await TokenRegistryScale(options: request.registry).run() }])
 case "webhook-isolation": await run.finish([{ try WebhookIsolation(options: hooks, settings: settings).run() }])
+case "export-memory": await run.finish([{ try ExportMemory(options: request.exports, settings: settings).run() }])
 default:
     // The standard set: every scenario with its defaults, client-ceiling with 3 rounds.
     var standardCeiling = ClientCeiling.Options()

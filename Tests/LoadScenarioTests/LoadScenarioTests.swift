@@ -133,6 +133,20 @@ import TestSlots
         #expect(scenario.processes.contains { $0.name == "NATS n1" } && scenario.processes.contains { $0.name == "gateway 2" })
     }
 
+    /// A small export-memory run: both phases measured, every export whole (the memory budget
+    /// itself is judged on a release build, `touchline-load export-memory`).
+    @Test func aSmallExportMemoryRunExportsWholeAndMeasuresBothPhases() async throws {
+        let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let result = try await run(["export-memory", "--events", "3000", "--concurrent", "2", "--results", root])
+        #expect(result.status == 0, "\(result.errors)")
+        let scenario = try #require(try report(under: root).scenarios.first)
+        #expect(scenario.checks.map(\.name) == ["RSS above idle during 1 export(s) at once (MiB)", "RSS above idle during 2 export(s) at once (MiB)",
+                                                "every export whole and identical"])
+        #expect(scenario.checks.last?.measured == 1, "every export a 200 with its last chunk, the same bytes")
+        #expect(scenario.tables.first?.rows.count == 2)
+    }
+
     @Test func badOptionsGetAOneLineMessageAndStatus64() async throws {
         for (arguments, message) in [(["matchday", "--matches", "0"], "--matches takes a positive whole number, got 0"),
                                      (["penalty-shootout"], "unknown scenario 'penalty-shootout'"),

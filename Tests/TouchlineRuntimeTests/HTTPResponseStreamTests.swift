@@ -119,6 +119,64 @@ import TouchlineRuntime
         fixture.loop.stopAndWait()
     }
 
+    /// `whenDrained` runs at once when nothing waits, and otherwise only once the client has
+    /// taken everything written: what lets a writer hold one piece at a time.
+    @Test func whenDrainedWaitsForTheClientToTakeTheWrite() async throws {
+        let streams = Streams()
+        let fixture = try streamingServer(streams)
+        defer { fixture.stop() }
+        let client = try openedStream(on: fixture.port)
+        let stream = try #require(streams.first)
+        let drained = Atomic<Int>(0)
+        try fixture.loop.sync { stream.whenDrained { drained.add(1, ordering: .sequentiallyConsistent) } }
+        #expect(drained.load(ordering: .sequentiallyConsistent) == 1, "nothing waited: at once")
+        // More than loopback's socket buffers take while the client reads nothing.
+        let piece = [UInt8](repeating: UInt8(ascii: "x"), count: 32 << 20)
+        let waiting = try fixture.loop.sync { () -> Int in
+            stream.write(piece)
+            stream.whenDrained { drained.add(1, ordering: .sequentiallyConsistent) }
+            return stream.bufferedBytes
+        }
+        #expect(waiting > 0 && drained.load(ordering: .sequentiallyConsistent) == 1, "\(waiting) bytes wait for the client")
+        let framing = String(piece.count, radix: 16).utf8.count + 4
+        #expect(try client.discard(piece.count + framing), "the client takes the whole piece")
+        let deadline = ContinuousClock.now + .seconds(30)
+        while drained.load(ordering: .sequentiallyConsistent) < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(drained.load(ordering: .sequentiallyConsistent) == 2)
+        #expect(try fixture.loop.sync { stream.bufferedBytes } == 0)
+    }
+
+    /// `abort` ends a stream as a failure: the connection closes without the last chunk (the
+    /// client sees a cut transfer), and `onClose` runs.
+    @Test func abortClosesTheConnectionWithoutTheLastChunk() throws {
+        let streams = Streams()
+        let fixture = try streamingServer(streams)
+        defer { fixture.stop() }
+        let client = try openedStream(on: fixture.port)
+        let stream = try #require(streams.first)
+        try fixture.loop.sync { stream.abort() }
+        let rest = client.readUntilClosed()
+        #expect(!text(rest.bytes).contains("0\r\n\r\n"), "\(text(rest.bytes))")
+        #expect(streams.closes.load(ordering: .sequentiallyConsistent) == 1)
+        #expect(fixture.inFlightRequests == 0)
+    }
+
+    /// A stream that is only whole when finished is cut, not ended, by a shutdown.
+    @Test func shutdownCutsAStreamThatIsOnlyWholeWhenFinished() throws {
+        let streams = Streams()
+        let fixture = try streamingServer(streams)
+        let client = try openedStream(on: fixture.port)
+        let stream = try #require(streams.first)
+        try fixture.loop.sync { stream.cutsWhenEnded = true }
+        let done = DispatchSemaphore(value: 0)
+        fixture.loop.execute { [server = fixture.server] in server.shutdown(gracePeriod: .seconds(30)) { done.signal() } }
+        let rest = client.readUntilClosed()
+        #expect(!text(rest.bytes).contains("0\r\n\r\n"), "no last chunk: \(text(rest.bytes))")
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(streams.closes.load(ordering: .sequentiallyConsistent) == 1)
+        fixture.loop.stopAndWait()
+    }
+
     /// A client that asked for `/stream` and has read its head and first event.
     private func openedStream(on port: Int) throws -> RawHTTPClient {
         let client = try RawHTTPClient(port: port)

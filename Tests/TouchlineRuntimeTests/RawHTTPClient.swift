@@ -124,6 +124,18 @@ final class RawHTTPClient: @unchecked Sendable {
         }
     }
 
+    /// Reads and drops `count` bytes (a large streamed piece); false if the server closed first.
+    func discard(_ count: Int) throws -> Bool {
+        var left = count
+        while left > 0 {
+            if buffer.isEmpty { guard try fill() else { return false } }
+            let taken = min(left, buffer.count)
+            buffer.removeFirst(taken)
+            left -= taken
+        }
+        return true
+    }
+
     /// True when the server has closed the connection (reads EOF, after any pending responses).
     func isClosedByServer() -> Bool {
         (try? fill()) == false

@@ -13,6 +13,8 @@ import Touchline
         let entries = Dictionary(uniqueKeysWithValues: resolved.report.entries.map { ($0.name, $0) })
         #expect(resolved.report.entries.count == 23 + 2, "23 settings besides the keys, and one line per key")
         #expect(entries["apns.tokenRenewalMarginSeconds"] == .init(name: "apns.tokenRenewalMarginSeconds", value: "60 s", source: "default"))
+        #expect(entries["recordings"]?.value == "{maxConcurrentExports: 4, maxExportsPerKey: 2, maxRecordedBytes: 8589934592, "
+                    + "maxRecordedBytesPerKey: 1073741824, maxShadowChannels: 1000, maxShadowChannelsPerKey: 100}", "\(String(describing: entries["recordings"]))")
         #expect(entries["alerts.mode"] == .init(name: "alerts.mode", value: "text", source: "default"))
         #expect(entries["maxBodyBytes"] == .init(name: "maxBodyBytes", value: "2048", source: "flag --max-body-bytes"))
         #expect(entries["log.level"] == .init(name: "log.level", value: "notice", source: "environment variable TOUCHLINE_LOG_LEVEL"))

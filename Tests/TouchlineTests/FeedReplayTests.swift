@@ -48,6 +48,23 @@ import TouchlineCore
         #expect(try RecordedFeed(jsonLines: feed.jsonLines) == feed)
     }
 
+    /// Feed times are written as `ISO8601DateFormatter` writes them (milliseconds, UTC), from
+    /// 1970 to 2100, leap days and the ends of days and years included, and read back the same.
+    @Test func timesAreWrittenAsAnRFC3339FormatterWritesThemAndReadBack() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        var generator = SplitMix64(seed: 31)
+        let samples: [Int64] = [0, 1, 999, 86_399_999, 951_782_399_999, 951_782_400_000, 1_709_164_800_999, 1_767_290_400_123,
+                                4_102_444_799_999, 4_102_444_800_000]
+            + (0..<2_000).map { _ in Int64(generator.next() % 4_102_444_800_001) }
+        for milliseconds in samples {
+            let time = UnixTime(nanoseconds: milliseconds * 1_000_000 + 456_789)
+            let written = RecordedFeed.timestamp(time)
+            #expect(written == formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000)), "\(milliseconds)")
+            #expect(RecordedFeed.parseTimestamp(written) == UnixTime(nanoseconds: milliseconds * 1_000_000), "\(written)")
+        }
+    }
+
     @Test func everyMalformedLineIsNamedByItsNumber() throws {
         let event = Self.line(1, #"{"seq": 1, "type": "status", "status": "live"}"#)
         let cases: [(String, String)] = [
@@ -108,6 +125,30 @@ import TouchlineCore
                     Self.line(3, #"{"seq": 1, "type": "clock", "clockSeconds": 1}"#)].joined(separator: "\n")
         let result = try Self.replay(text)
         #expect(result.events.count == 1 && result.duplicates == 1 && result.stale == 1)
+    }
+
+    /// A feed with a year's pause and an event dated 2099 costs what its few inputs cost: the
+    /// simulation jumps from input to timer to answer (a handful of steps, not one per second
+    /// of the seventy years), and the chart keeps its bucket count, each bucket wider.
+    @Test func aReplayCostsItsInputsNotTheTimeItsFeedCovers() throws {
+        func at(_ text: String, _ event: String) -> String { #"{"receivedAt": "\#(text)", "event": \#(event)}"# }
+        let text = [Self.header, Self.line(1, #"{"seq": 1, "type": "status", "status": "live"}"#),
+                    at("2027-01-01T18:00:00.000Z", #"{"seq": 2, "type": "goal", "team": "home", "player": "Saka", "minute": 5}"#),
+                    at("2099-06-01T12:00:00.000Z", #"{"seq": 3, "type": "goal", "team": "away", "player": "Palmer", "minute": 6}"#),
+                    #"{"receivedAt": "2099-06-01T12:00:01.000Z", "end": {}}"#].joined(separator: "\n")
+        let result = try Self.replay(text)
+        #expect(result.events.count == 3 && result.endDeliveredAt != nil)
+        #expect(result.pushes.count <= 8, "\(result.pushes.count) pushes")
+        #expect(result.steps <= 30, "\(result.steps) steps for 4 inputs and \(result.pushes.count) pushes")
+        let report = ReplayReport(result: result)
+        #expect(report.buckets.count <= ReplayReport.maximumBuckets && report.buckets.count > ReplayReport.maximumBuckets / 2,
+                "\(report.buckets)")
+        #expect(report.buckets.minutes > 25_000, "seventy years in buckets of \(report.buckets.minutes) minutes")
+        let chart = report.chart
+        #expect(chart.contains(" minutes") && !chart.contains("Per minute"), "the chart names its buckets' width")
+
+        let match = ReplayReport(result: try Self.replay(Self.match()))
+        #expect(match.buckets.minutes == 1 && (10...80).contains(match.buckets.count), "a match keeps its minutes: \(match.buckets)")
     }
 
     @Test func theReportSummarizesAndChartsTheReplay() throws {

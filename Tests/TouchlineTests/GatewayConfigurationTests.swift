@@ -308,6 +308,24 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
         #expect(range.count == 1 && range[0].contains("maxChannelLabels must be a whole number from 0 to 100000"), "\(range)")
     }
 
+    @Test func exportAndRecordingBoundsComeFromEverySourceAndAreChecked() throws {
+        let files = try ConfigurationFiles()
+        let file = try files.write("recordings.json", #"{"recordings": {"maxExportsPerKey": 1, "maxShadowChannels": 10}}"#)
+        var expected = RecordingLimits()
+        (expected.maxExportsPerKey, expected.maxShadowChannels) = (1, 10)
+        #expect(try GatewayConfiguration.load(arguments: ["--config", file], environment: Self.dev).recordings == expected)
+        #expect(try GatewayConfiguration.load(arguments: [], environment: Self.dev).recordings == RecordingLimits())
+        let flagged = try GatewayConfiguration.load(arguments: ["--config", file, "--recordings", #"{"maxRecordedBytesPerKey": 0}"#],
+                                                    environment: Self.dev)
+        var replaced = RecordingLimits()
+        replaced.maxRecordedBytesPerKey = 0
+        #expect(flagged.recordings == replaced, "a later source replaces the whole object")
+        let typo = problems(["--dev", "--recordings", #"{"maxExportPerKey": 3}"#]).map(\.description)
+        #expect(typo.count == 1 && typo[0].contains("did you mean 'maxExportsPerKey'"), "\(typo)")
+        let range = problems(["--dev"], ["TOUCHLINE_RECORDINGS": #"{"maxConcurrentExports": 0}"#]).map(\.description)
+        #expect(range.count == 1 && range[0].contains("maxConcurrentExports must be a whole number from 1 to 256"), "\(range)")
+    }
+
     // MARK: APNs credentials: all or nothing
 
     @Test func allFourCredentialsGiveRealAPNsInProductionByDefault() throws {
@@ -565,7 +583,8 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                                  ("--webhooks JSON", "TOUCHLINE_WEBHOOKS"),
                                  ("--idempotency JSON", "TOUCHLINE_IDEMPOTENCY"), ("--provider-rate-limit JSON", "TOUCHLINE_PROVIDER_RATE_LIMIT"),
                                  ("--store JSON", "TOUCHLINE_STORE"), ("--alerts-mode MODE", "TOUCHLINE_ALERTS_MODE"),
-                                 ("--apns-token-renewal-margin SECONDS", "TOUCHLINE_APNS_TOKEN_RENEWAL_MARGIN")] {
+                                 ("--apns-token-renewal-margin SECONDS", "TOUCHLINE_APNS_TOKEN_RENEWAL_MARGIN"),
+                                 ("--recordings JSON", "TOUCHLINE_RECORDINGS")] {
             #expect(entries.contains { $0.hasPrefix("  \(flag)") && $0.hasSuffix("[\(variable)]") }, "\(flag)")
         }
         #expect(entries.count == 25)

@@ -100,6 +100,38 @@ struct GatewayInputValidationTests {
         #expect(deepState.status == 422 && deepState.errorCode == "content_state_too_large", "\(deepState.text)")
     }
 
+    /// Every control, format and separator character is refused in a user id and a follow,
+    /// wherever one is given (a registration, a personal audience, a kickoff, a token listing),
+    /// naming its code point; other characters beyond ASCII are kept.
+    @Test func identifiersRefuseControlFormatAndSeparatorCharacters() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        let token = GatewayPersonalAPITests.token(1)
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "k1", "storagePolicy": "no-storage"}"#).status == 201)
+        for scalar in IdentifierCharactersTests.refused {
+            let code = String(format: "U+%04X", scalar.value)
+            let text = "fan\\u\(code.dropFirst(2))x"
+            let user = try api.request("POST", "/v1/tokens", json: #"{"token": "\#(token)", "kind": "push-to-start", "userId": "\#(text)"}"#)
+            #expect(user.status == 400 && user.errorCode == "invalid_field" && user.text.contains("'userId'") && user.text.contains(code),
+                    "\(code): \(user.text)")
+            let follow = try api.request("POST", "/v1/tokens", json: #"{"token": "\#(token)", "kind": "push-to-start", "follows": ["\#(text)"]}"#)
+            #expect(follow.status == 400 && follow.errorCode == "invalid_field" && follow.text.contains(code), "\(code): \(follow.text)")
+            let audience = try api.request("POST", "/v1/personal", json: """
+                {"audience": {"userId": "\(text)"}, "event": "update", "contentState": {}}
+                """)
+            #expect(audience.status == 400 && audience.errorCode == "invalid_field" && audience.text.contains(code), "\(code): \(audience.text)")
+            let kickoff = try api.request("POST", "/v1/channels/k1/start", json: """
+                {"audience": {"follows": "\(text)"}, "attributesType": "M", "attributes": {}, "alert": {"title": "t", "body": "b"}}
+                """)
+            #expect(kickoff.status == 400 && kickoff.errorCode == "invalid_field" && kickoff.text.contains(code), "\(code): \(kickoff.text)")
+        }
+        let listed = try api.request("GET", "/v1/tokens?userId=fan%E2%80%A8x")
+        #expect(listed.status == 400 && listed.errorCode == "invalid_query" && listed.text.contains("U+2028"), "\(listed.text)")
+        let kept = try api.request("POST", "/v1/tokens", json: #"{"token": "\#(token)", "kind": "push-to-start", "userId": "fän 東京 😀", "follows": ["team:ÜRÜN"]}"#)
+        #expect(kept.status == 201 && kept.json?.string("userId") == "fän 東京 😀", "\(kept.text)")
+    }
+
     /// Member names compare by code units: two canonically equivalent names are two members.
     @Test func equivalentMemberNamesAreDistinct() async throws {
         let fixture = try GatewayFixture()

@@ -64,4 +64,39 @@ struct GatewayShadowChannelTests {
             #expect(counters.count(endpoint: endpoint) == 0, "APNs was asked for \(endpoint)", sourceLocation: sourceLocation)
         }
     }
+
+    /// Shadow channels need no APNs channel, so Apple's limit does not bound them: the gateway
+    /// does, per key (the key whose prefix covers the channel) and in all, with a named 409 each;
+    /// a deleted shadow channel frees its place.
+    @Test func shadowChannelsHaveAQuotaPerKeyAndPerGateway() async throws {
+        let fixture = try GatewayFixture { configuration in
+            configuration.recordings.maxShadowChannelsPerKey = 2
+            configuration.recordings.maxShadowChannels = 3
+        }
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        let club = GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey)
+        func shadow(_ id: String, through client: GatewayTestClient) throws -> GatewayTestClient.Response {
+            try client.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage", "shadow": true}"#)
+        }
+        #expect(try shadow("club-s1", through: club).status == 201)
+        #expect(try shadow("club-s2", through: api).status == 201, "created by the admin key, it counts against club-'s")
+        let overKey = try shadow("club-s3", through: club)
+        #expect(overKey.status == 409 && overKey.errorCode == "shadow_channel_quota_exceeded", "\(overKey.text)")
+        #expect(overKey.text.contains("'club-'") && overKey.text.contains("recordings.maxShadowChannelsPerKey"), "\(overKey.text)")
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-live", "storagePolicy": "no-storage"}"#).status == 201,
+                "other channels are not shadow channels")
+        #expect(try shadow("ops-s1", through: api).status == 201)
+        let overGateway = try shadow("ops-s2", through: api)
+        #expect(overGateway.status == 409 && overGateway.errorCode == "gateway_shadow_channel_quota_exceeded", "\(overGateway.text)")
+        #expect(try shadow("club-s1", through: club).status == 200, "a repeated create of an existing one is no new channel")
+
+        #expect(try club.request("DELETE", "/v1/channels/club-s1").status == 200)
+        #expect(try shadow("club-s3", through: club).status == 201)
+        let metrics = try api.request("GET", "/metrics").text
+        #expect(metricValue(metrics, #"touchline_shadow_channels{key="club-"}"#) == 2)
+        #expect(metricValue(metrics, #"touchline_recording_quota_used_ratio{resource="shadow_channels",quota="gateway"}"#) == 1)
+        #expect(metricValue(metrics, #"touchline_recording_quota_refusals_total{reason="shadow_channel_quota_exceeded"}"#) == 1)
+        #expect(metricValue(metrics, #"touchline_recording_quota_refusals_total{reason="gateway_shadow_channel_quota_exceeded"}"#) == 1)
+    }
 }

@@ -70,6 +70,44 @@ struct GatewayStatsTests {
         await gateway.shutDown()
     }
 
+    /// A provider key sees its own app's APNs answers, pools and queues only: `tv`'s provider
+    /// never learns what the `default` app sends (its answers, connections, token age), and the
+    /// admin key still sees every app.
+    @Test func globalStatsShowAProviderKeyOnlyItsOwnApp() async throws {
+        let league = try MockAPNsFixture()
+        let tv = try MockAPNsFixture(identity: GatewayAppsTests.tvIdentity)
+        let fixture = try GatewayAppsTests.gateway(league: league, tv: tv)
+        defer { Task { await fixture.shutDown(); await league.shutDown(); await tv.shutDown() } }
+        let api = fixture.admin
+        #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-1", "storagePolicy": "no-storage"}"#).status == 201)
+        #expect(try api.request("POST", "/v1/apps/tv/channels", json: #"{"id": "match-1", "storagePolicy": "no-storage"}"#).status == 201)
+        #expect(try api.request("POST", "/v1/channels/club-1/events", json: GatewayAppsTests.goals(1)).status == 202)
+        try await eventually("the default app's broadcast answered") {
+            guard case .array(let responses)? = try? api.request("GET", "/v1/stats").json?[member: "apns"]?[member: "responses"] else { return false }
+            return responses.contains { $0.string("pool") == "broadcast" && $0.string("status") == "200" }
+        }
+        func pools(_ stats: JSONValue?, _ name: String) -> [String?] {
+            guard case .array(let entries)? = stats?[member: name] else { return [] }
+            return entries.map { $0.string("app") }
+        }
+        let all = try api.request("GET", "/v1/stats").json
+        #expect(pools(all, "apps") == ["default", "tv"])
+        #expect(Set(pools(all, "connections")) == ["default", "tv"])
+
+        let tvStats = try GatewayTestClient(port: fixture.port, key: GatewayAppsTests.tvKey).request("GET", "/v1/stats").json
+        #expect(pools(tvStats, "apps") == ["tv"])
+        #expect(Set(pools(tvStats, "connections")) == ["tv"], "\(String(describing: tvStats?[member: "connections"]))")
+        guard case .array(let tvResponses)? = tvStats?[member: "apns"]?[member: "responses"] else { Issue.record("no responses"); return }
+        #expect(!tvResponses.contains { $0.string("pool") == "broadcast" }, "the default app's broadcast is not tv's: \(tvResponses)")
+        #expect(tvResponses.contains { $0.string("pool") == "management" && $0.string("status")?.hasPrefix("2") == true },
+                "tv's own channel create: \(tvResponses)")
+        #expect(tvStats?[member: "channels"]?.integer("total") == 1)
+
+        let clubStats = try GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey).request("GET", "/v1/stats").json
+        #expect(pools(clubStats, "apps") == ["default"])
+        #expect(Set(pools(clubStats, "connections")) == ["default"])
+    }
+
     @Test func readinessFollowsTheAPNsConnectionsAndHealthStaysUp() async throws {
         let apns = try MockAPNsFixture()
         let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")

@@ -9,6 +9,8 @@ struct GatewayTestClient {
         var body: [UInt8]
         /// The status line and header lines.
         var head = ""
+        /// False for a chunked body cut before its last chunk (the server closed first).
+        var isComplete = true
         var json: JSONValue? { try? JSONParser.parse(body) }
         var text: String { String(decoding: body, as: UTF8.self) }
         /// The first value of a response header (name compared case-insensitively).
@@ -110,7 +112,30 @@ struct GatewayTestClient {
         let statusLine = String(decoding: received[..<split.lowerBound], as: UTF8.self).split(separator: "\r\n").first ?? ""
         let parts = statusLine.split(separator: " ")
         guard parts.count >= 2, let status = Int(parts[1]) else { throw Failure(description: "bad status line \(statusLine)") }
-        return Response(status: status, body: Array(received[split.upperBound...]),
-                        head: String(decoding: received[..<split.lowerBound], as: UTF8.self))
+        var response = Response(status: status, body: Array(received[split.upperBound...]),
+                                head: String(decoding: received[..<split.lowerBound], as: UTF8.self))
+        if response.header("Transfer-Encoding")?.lowercased() == "chunked" {
+            (response.body, response.isComplete) = Self.dechunked(response.body)
+        }
+        return response
+    }
+
+    /// A chunked body's data, and whether its last chunk came (the data up to the cut otherwise).
+    static func dechunked(_ bytes: [UInt8]) -> (data: [UInt8], complete: Bool) {
+        var data: [UInt8] = []
+        var rest = bytes[...]
+        while let lineEnd = rest.firstRange(of: Array("\r\n".utf8)) {
+            let sizeText = String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self).split(separator: ";").first ?? ""
+            guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else { break }
+            if size == 0 { return (data, true) }
+            let start = lineEnd.upperBound
+            guard rest.distance(from: start, to: rest.endIndex) >= size + 2 else {
+                data += rest[start...].prefix(size)
+                break
+            }
+            data += rest[start..<rest.index(start, offsetBy: size)]
+            rest = rest[rest.index(start, offsetBy: size + 2)...]
+        }
+        return (data, false)
     }
 }

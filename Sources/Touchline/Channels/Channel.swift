@@ -23,8 +23,12 @@ final class Channel: @unchecked Sendable {
     /// A shadow channel (`shadow`) computes its pushes and sends none: no APNs channel, every
     /// push accepted at once by the gateway itself (see `ChannelService+Shadow.swift`).
     let isShadow: Bool
-    /// Events the recording holds (at most ``FeedRecording/maximumEvents``).
+    /// Events the recording holds (at most ``FeedRecording/maximumEvents``), and their bytes.
     var recordedEvents = 0
+    var recordedBytes = 0
+    /// The recording left an accepted event out (its quota, or ``FeedRecording/maximumEvents``)
+    /// and keeps nothing more: it is the feed up to there (``RecordingLedger``).
+    var recordingStopped = false
     /// The match's move to a new APNs channel before its activities reach the policy's
     /// `maximumActivityAge` (`ChannelService+Rollover.swift`), and its timer.
     var rollover: ActivityRollover
@@ -263,7 +267,8 @@ final class Channel: @unchecked Sendable {
         ]
         if let attributes { members.append(.init("attributes", attributes.json)) }
         if recording != nil {
-            members.append(.init("recording", ["events": .integer(Int64(recordedEvents)), "limit": .integer(Int64(FeedRecording.maximumEvents))]))
+            members.append(.init("recording", ["events": .integer(Int64(recordedEvents)), "limit": .integer(Int64(FeedRecording.maximumEvents)),
+                                               "bytes": .integer(Int64(recordedBytes)), "stopped": .bool(recordingStopped)]))
         }
         members.append(.init("rollover", rolloverJSON))
         members += [

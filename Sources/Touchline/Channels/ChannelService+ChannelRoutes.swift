@@ -88,6 +88,7 @@ extension ChannelService: APIFeature {
             }
             return lifecycle(.createRequested(request), of: existing)
         }
+        try recordingLedger.admit(creating: id, isShadow: isShadow, records: recordsFeed)
         let now = clock.now()
         // The intent is durable before Apple is asked, so a lost answer can be reconciled.
         let (lifecycle, actions) = Lifecycle.created(for: request, jitterSeed: Channel.jitterSeed(for: id))
@@ -96,6 +97,7 @@ extension ChannelService: APIFeature {
                               engine: ChannelEngine(policy: policy, storage: storage, jitterSeed: Channel.jitterSeed(for: id), now: now),
                               contentState: state, lastSeq: 0, persistedStatus: .creating)
         channels[id] = channel
+        recordingLedger.add(id, isShadow: isShadow, records: recordsFeed)
         perform(actions, on: channel)
     }
 
@@ -146,7 +148,10 @@ extension ChannelService: APIFeature {
                         return
                     }
                     channel.cancelTimers()
-                    if channels[id] === channel { channels[id] = nil }
+                    if channels[id] === channel {
+                        channels[id] = nil
+                        recordingLedger.remove(id)
+                    }
                     request.respond(.json(status: 200, .object(channel.identityJSON + [.init("deleted", true)])))
                 }
             }

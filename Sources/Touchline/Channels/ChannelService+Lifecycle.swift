@@ -62,7 +62,10 @@ extension ChannelService {
             let response = Self.refusal(refusal).response
             for waiter in waiters { waiter.respond(response) }
         case .forget:
-            if channels[channel.id] === channel { channels[channel.id] = nil }
+            if channels[channel.id] === channel {
+                channels[channel.id] = nil
+                recordingLedger.remove(channel.id)
+            }
         case .reportChannelLimit:
             webhooks?.channelLimitReached(channelID: channel.id)
         case .deleteAtAPNs where channel.isShadow:

@@ -57,7 +57,9 @@ extension ChannelService {
     /// Validates `inputs` in order on a copy of the channel and stores what they change as one write.
     private func startWrite(of inputs: [ChannelRequest], for channel: Channel) {
         let now = clock.now()
-        var write = ChannelWrite(for: channel)
+        var write = ChannelWrite(for: channel, recordingRoom: channel.recording.map { _ in
+            recordingLedger.room(for: channel.id, events: channel.recordedEvents)
+        })
         for input in inputs {
             do throws(HTTPError) { try write.add(input, to: channel, now: now) } catch { refuse(input, error) }
         }
@@ -68,6 +70,7 @@ extension ChannelService {
             return
         }
         channel.gate.writeStarted()
+        recordingLedger.reserve(write.loggedBytes, for: channel.id)
         let submitted = BroadcastPressure.now()
         var batch = write.batch(channelID: channel.id, now: now)
         let budgetMemo = (channel.downgradesSeen, channel.budgetExhaustedReportedAt)
@@ -105,7 +108,7 @@ extension ChannelService {
             channel.engine = write.engine
             channel.contentState = write.contentState
             channel.lastSeq = write.lastSeq
-            if channel.recording != nil { channel.recordedEvents += write.loggedEvents.count }
+            if channel.recording != nil { recorded(write, on: channel) }
             if let status = write.endedStatus {
                 channel.persistedStatus = status
                 // The end is durable: no kickoff start may subscribe devices to this channel any more.
@@ -117,6 +120,7 @@ extension ChannelService {
             // The state is already saved with the write: the engine's own `.persist` is skipped.
             if isCurrent { perform(write.actions.filter { if case .persist = $0 { false } else { true } }, on: channel) }
         case .failure(let error):
+            if isCurrent { recordingLedger.release(write.loggedBytes, for: channel.id) }
             let refusal = HTTPError.writeFailed(error, saving: "the channel's input")
             if error.isStorageFailure { log.error("a channel write failed; nothing of it was applied", channel: channel.id, error: error) }
             for (request, _) in write.answers {
@@ -134,6 +138,20 @@ extension ChannelService {
         } else {
             for input in waiting { refuse(input, HTTPError(status: 404, code: "channel_not_found", message: "channel '\(channel.id)' was deleted")) }
         }
+    }
+
+    /// A committed write's recorded events; a write that left some out stops the recording.
+    private func recorded(_ write: ChannelWrite, on channel: Channel) {
+        channel.recordedEvents += write.loggedEvents.count
+        channel.recordedBytes += write.loggedBytes
+        guard write.cutsRecording, !channel.recordingStopped else { return }
+        channel.recordingStopped = true
+        let byQuota = channel.recordedEvents < FeedRecording.maximumEvents
+        recordingLedger.stop(channel.id, byQuota: byQuota)
+        log.warning(byQuota ? "the channel's recording stopped at \(channel.recordedBytes) bytes: its key's or the gateway's recording quota "
+                        + "(recordings.maxRecordedBytesPerKey, recordings.maxRecordedBytes) is reached; later events are applied, not recorded"
+                        : "the channel's recording stopped at its \(FeedRecording.maximumEvents) events; later events are applied, not recorded",
+                    channel: channel.id)
     }
 
     private func response(_ answer: ChannelWrite.Answer, _ channel: Channel) -> HTTPResponse {

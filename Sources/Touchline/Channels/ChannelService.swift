@@ -50,6 +50,10 @@ final class ChannelService: @unchecked Sendable {
     var eventStream: LiveFeed?
     /// Where recording channels keep their feeds (the export reads them; a restore counts them).
     let recordings: any FeedRecordings
+    /// The feed exports running, bounded in the gateway and per key (``FeedExports``).
+    let exports: FeedExports
+    /// The disk recordings and shadow channels hold, per key and in all, against their quotas.
+    var recordingLedger: RecordingLedger
     /// Stores a rollover's start jobs in the personal queue and runs them (the job intake's
     /// ``PersonalJobIntake/storeRolloverStarts(_:completion:)``: this gateway's file, or the
     /// cluster's job bucket); set once at start.
@@ -78,6 +82,8 @@ final class ChannelService: @unchecked Sendable {
         self.log = log
         metrics = IngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
         self.webhooks = webhooks
+        exports = FeedExports(limits: configuration.recordings)
+        recordingLedger = RecordingLedger(limits: configuration.recordings, keys: configuration.apiKeys)
         self.recordings = recordings
     }
 
@@ -87,7 +93,7 @@ final class ChannelService: @unchecked Sendable {
     /// arms timers, finishes deletions that were due). `resumePersonalJobs` gets the APNs ids of
     /// the open channels once they are loaded and before any deletion closes a channel's kickoffs.
     func restore(from reader: any ChannelStoreReader, resumePersonalJobs: (_ openChannels: Set<String>) -> Void) throws {
-        let restored = try load(from: reader) { _ in true }
+        let restored = try load(from: reader, recordingSizes: try recordings.sizes(of: reader) { _ in true }) { _ in true }
         // Queued on the personal loop before the API can hand it a new job, and before any
         // deletion below closes a channel's kickoffs.
         let open = Set(restored.filter { $0.status == .active }.compactMap(\.apnsChannelID))
@@ -99,9 +105,10 @@ final class ChannelService: @unchecked Sendable {
     /// Takes up the channels `belongs` picks (a partition this gateway now owns in a cluster),
     /// as they are in the store, and resumes them as a restart would. Creates whose answer was
     /// lost are created again: adopting orphans needs every partition's channels (see
-    /// docs/cluster.md).
-    func takeUp(from reader: any ChannelStoreReader, where belongs: (String) -> Bool) throws {
-        let restored = try load(from: reader, where: belongs)
+    /// docs/cluster.md). `recordingSizes` are what their recordings hold, read beforehand off
+    /// the loop (``FeedRecordings/sizes(of:where:)``).
+    func takeUp(from reader: any ChannelStoreReader, recordingSizes: [String: RecordingSize], where belongs: (String) -> Bool) throws {
+        let restored = try load(from: reader, recordingSizes: recordingSizes, where: belongs)
         for channel in restored where channel.status == .active {
             if let apnsID = channel.apnsChannelID { personal(of: channel).openKickoffs(into: apnsID) }
         }
@@ -117,6 +124,7 @@ final class ChannelService: @unchecked Sendable {
         for (id, channel) in channels where belongs(id) {
             channel.cancelTimers()
             channels[id] = nil
+            recordingLedger.remove(id)
             channelsNeedingSave[id] = nil
             for request in channel.lifecycle.waiters + channel.gate.waiting.map(\.request) {
                 request.respond(HTTPError(status: 503, code: "channel_moving", message: "channel '\(id)' is moving to another gateway; retry",
@@ -128,7 +136,8 @@ final class ChannelService: @unchecked Sendable {
 
     /// A channel of an app not configured here is left in the store, never loaded: it has no
     /// credentials to be served with, and must not reach another app's connections.
-    private func load(from reader: any ChannelStoreReader, where belongs: (String) -> Bool) throws -> [Channel] {
+    private func load(from reader: any ChannelStoreReader, recordingSizes: [String: RecordingSize],
+                      where belongs: (String) -> Bool) throws -> [Channel] {
         let now = clock.now()
         var restored: [Channel] = []
         var after: String?
@@ -149,8 +158,15 @@ final class ChannelService: @unchecked Sendable {
                 }
                 let channel = Channel.restored(from: record, now: now)
                 if let damage = channel.damage { log.error("channel restored as broken: \(damage)", channel: record.id) }
-                if channel.recording != nil { channel.recordedEvents = try recordings.count(of: record.id) }
+                if channel.recording != nil {
+                    let size = recordingSizes[record.id] ?? RecordingSize()
+                    (channel.recordedEvents, channel.recordedBytes) = (size.events, size.bytes)
+                    // Every accepted event is recorded until the recording stops.
+                    channel.recordingStopped = size.lastSeq < channel.lastSeq
+                }
                 channels[record.id] = channel
+                recordingLedger.add(record.id, isShadow: channel.isShadow, records: channel.recording != nil, bytes: channel.recordedBytes,
+                                    stopped: channel.recordingStopped)
                 restored.append(channel)
             }
             after = last.id

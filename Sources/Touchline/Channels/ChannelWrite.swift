@@ -36,9 +36,9 @@ struct ChannelWrite {
     private(set) var lastSeq: Int64
     /// The channel's last `seq` before the write: its saved state covers the log up to there.
     private let coveredSeq: Int64
-    /// On a channel recording its feed: how many more events the recording keeps (its log is
-    /// never cut); nil on other channels.
-    private let recordingRoom: Int?
+    /// On a channel recording its feed: how many more events and bytes the recording keeps
+    /// (its log is never cut; ``RecordingLedger``); nil on other channels.
+    private let recordingRoom: RecordingLedger.Room?
     private(set) var events: [StoredEvent] = []
     private(set) var duplicates = 0
     /// When the earliest request with new events arrived (latency bookkeeping).
@@ -57,12 +57,14 @@ struct ChannelWrite {
         case channel
     }
 
-    init(for channel: Channel) {
+    /// A write of `channel`; `recordingRoom` is what its recording may still keep (nil on a
+    /// channel that does not record).
+    init(for channel: Channel, recordingRoom: RecordingLedger.Room?) {
         engine = channel.engine
         contentState = channel.contentState
         lastSeq = channel.lastSeq
         coveredSeq = channel.lastSeq
-        recordingRoom = channel.recording.map { _ in max(0, FeedRecording.maximumEvents - channel.recordedEvents) }
+        self.recordingRoom = recordingRoom
     }
 
     /// True when nothing needs storing: every request held only duplicates and stale events
@@ -133,8 +135,24 @@ struct ChannelWrite {
         answers.append((request, .channel))
     }
 
-    /// The new events a recording keeps (all of them on other channels, whose log is cut).
-    var loggedEvents: [StoredEvent] { recordingRoom.map { Array(events.prefix($0)) } ?? events }
+    /// The new events a recording keeps (all of them on other channels, whose log is cut): those
+    /// before the first that passes its room.
+    var loggedEvents: [StoredEvent] {
+        guard let room = recordingRoom else { return events }
+        var bytes = 0
+        let fitting = events.prefix(room.events).prefix { event in
+            bytes += event.body.count
+            return bytes <= room.bytes
+        }
+        return Array(fitting)
+    }
+
+    /// Bytes of the events the recording keeps.
+    var loggedBytes: Int { recordingRoom == nil ? 0 : loggedEvents.reduce(0) { $0 + $1.body.count } }
+
+    /// True when the channel records and this write leaves some of its events out: the
+    /// recording stops here.
+    var cutsRecording: Bool { recordingRoom != nil && loggedEvents.count < events.count }
 
     /// The store operations, in one batch: the new events (those a recording still has room
     /// for, recorded), the log entries the saved state now covers dropped (unless the channel

@@ -253,20 +253,29 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
 
     /// Reads the partition's log up to its end (another gateway may have written it), then
     /// takes its channels up, if the lease that asked for it still holds.
+    /// Its recordings are read here too (their sizes count against the recording quotas), so
+    /// the ingest loop never waits for them.
     private func catchUp(_ partition: Int, fence: Fence) {
-        let store = store, ingestLoop = ingestLoop, ingest = ingest
+        let store = store, ingestLoop = ingestLoop, ingest = ingest, partitioning = partitioning
+        let recordings = ClusterFeedRecordings(store: store)
         Thread { [weak self] in
-            let failure: (any Error)? = Result(catching: {
+            let outcome = Result(catching: { () throws -> [String: RecordingSize] in
                 try store.catchUp(partition: partition)
                 try ingest.prepare(partition: partition)
-            }).failure
-            ingestLoop.execute { [weak self] in self?.caughtUp(partition, fence: fence, failure: failure) }
+                let reader = store.openReader()
+                defer { reader.close() }
+                return try recordings.sizes(of: reader) { partitioning.partition(of: $0) == partition }
+            })
+            ingestLoop.execute { [weak self] in self?.caughtUp(partition, fence: fence, outcome: outcome) }
         }.start()
     }
 
-    private func caughtUp(_ partition: Int, fence: Fence, failure: (any Error)?) {
+    private func caughtUp(_ partition: Int, fence: Fence, outcome: Result<[String: RecordingSize], any Error>) {
         guard case .restoring(let asked)? = partitions[partition], asked == fence else { return }
-        if let failure {
+        let recordingSizes: [String: RecordingSize]
+        switch outcome {
+        case .success(let sizes): recordingSizes = sizes
+        case .failure(let failure):
             log.error("reading partition \(partition)'s log failed; trying again", error: failure)
             return retryCatchUp(partition, fence: fence)
         }
@@ -282,7 +291,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             partitions[partition] = .serving(fence, [handedOver, published])
             let reader = store.openReader()
             defer { reader.close() }
-            try service?.takeUp(from: reader) { partitioning.partition(of: $0) == partition }
+            try service?.takeUp(from: reader, recordingSizes: recordingSizes) { partitioning.partition(of: $0) == partition }
             log.notice("took up partition \(partition) (\(fence))")
         } catch {
             log.error("taking up partition \(partition) failed; trying again", error: error)

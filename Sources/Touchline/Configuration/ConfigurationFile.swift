@@ -35,7 +35,8 @@ struct ConfigurationFile {
     private mutating func read(_ root: JSONValue) {
         guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy",
                                                           "personalQueue", "log", "metrics", "http", "webhooks", "idempotency",
-                                                          "providerRateLimit", "store", "alerts", "apps"]) else {
+                                                          "providerRateLimit", "store", "alerts", "apps",
+                                                          "recordings"]) else {
             return
         }
         layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
@@ -77,6 +78,9 @@ struct ConfigurationFile {
         } }
         layer.providerRateLimit = members["providerRateLimit"].flatMap { convert($0, at: "providerRateLimit") { value throws(InvalidConfigurationValue) in
             try KeyRateLimit(json: value)
+        } }
+        layer.recordings = members["recordings"].flatMap { convert($0, at: "recordings") { value throws(InvalidConfigurationValue) in
+            try RecordingLimits(json: value)
         } }
         layer.store = members["store"].flatMap { convert($0, at: "store") { value throws(InvalidConfigurationValue) in
             try StoreSettings(json: value, defaultInstance: StoreSettings.hostInstance)

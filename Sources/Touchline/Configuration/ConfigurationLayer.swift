@@ -42,6 +42,7 @@ struct ConfigurationLayer {
     var providerRateLimit: SourcedSetting<KeyRateLimit>?
     var store: SourcedSetting<StoreSettings>?
     var alertMode: SourcedSetting<AlertMode>?
+    var recordings: SourcedSetting<RecordingLimits>?
     /// Further apps (`apps`, from the file only: each is a structured entry).
     var apps: [SourcedSetting<GatewayConfiguration.App>]?
 
@@ -70,6 +71,7 @@ struct ConfigurationLayer {
         idempotency = later.idempotency ?? idempotency
         providerRateLimit = later.providerRateLimit ?? providerRateLimit
         store = later.store ?? store
+        recordings = later.recordings ?? recordings
         alertMode = later.alertMode ?? alertMode
         apps = later.apps ?? apps
     }

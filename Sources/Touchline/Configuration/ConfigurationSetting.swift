@@ -47,6 +47,7 @@ struct ConfigurationSetting: Sendable, Hashable {
         .config, .development, .listen, .dataDirectory, .maxBodyBytes, .apnsKeyPath, .apnsKeyID, .apnsTeamID, .apnsBundleID,
         .apnsEnvironment, .apnsCAFile, .apnsBroadcastHost, .apnsTokenRenewalMargin, .adminKey, .apiKeys, .defaultPolicy, .personalQueue, .logLevel, .metrics,
         .http, .webhooks, .idempotency, .providerRateLimit, .store, .alertMode,
+        .recordings,
     ]
 }
 
@@ -199,6 +200,13 @@ extension ConfigurationSetting {
             layer.idempotency = SourcedSetting(value: try IdempotencySettings(json: try parseJSON(text)), source: source)
         },
         show: { "keyLifetime: \(ConfigurationValueText.duration($0.idempotency.keyLifetime))" })
+    static let recordings = Self(
+        "--recordings", "JSON", file: "recordings", environment: "TOUCHLINE_RECORDINGS", title: "exports and recordings",
+        help: "feed exports at once (4) and per key (2); recorded bytes (8 GiB) and shadow channels (1000), each also per key, as JSON",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.recordings = SourcedSetting(value: try RecordingLimits(json: try parseJSON(text)), source: source)
+        },
+        show: { ConfigurationValueText.fields(of: $0.recordings) })
     static let providerRateLimit = Self(
         "--provider-rate-limit", "JSON", file: "providerRateLimit", environment: "TOUCHLINE_PROVIDER_RATE_LIMIT",
         title: "provider rate limit",

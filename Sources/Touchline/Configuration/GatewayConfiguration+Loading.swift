@@ -144,6 +144,7 @@ extension GatewayConfiguration {
         note(layer.store, .store) { configuration.store = $0 }
         note(layer.alertMode, .alertMode) { configuration.alertMode = $0 }
         note(layer.tokenRenewalMargin, .apnsTokenRenewalMargin) { configuration.apnsTokenRenewalMargin = $0 }
+        note(layer.recordings, .recordings) { configuration.recordings = $0 }
         configuration.apps = (layer.apps ?? []).map(\.value)
         origins.apps = (layer.apps ?? []).map(\.source)
         let keys = (layer.adminKeys ?? []) + (layer.providerKeys ?? [])

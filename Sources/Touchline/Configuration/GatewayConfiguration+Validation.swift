@@ -79,7 +79,7 @@ extension GatewayConfiguration {
                     : "API key for prefix \"\(prefix)\" of app '\(apiKey.app)'"
                 if prefix.isEmpty {
                     problems.append(.init("API key with an empty channel prefix: give a prefix, or make it an admin key", source: source))
-                } else if prefix.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
+                } else if prefix.unicodeScalars.contains(where: { $0.properties.isWhitespace || IdentifierCharacters.isRefused($0) }) {
                     problems.append(.init("channel prefix \"\(prefix)\" must not contain spaces or control characters", source: source))
                 }
             }

@@ -55,6 +55,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// How alerts the gateway composes are written for channels that do not choose
     /// (`alerts.mode`): English text, or localization keys the app resolves (``AlertMode``).
     public var alertMode = AlertMode.text
+    /// Feed exports (pool, per-key concurrency) and the disk of recordings and shadow channels
+    /// (quotas per key and for the gateway): `recordings` (``RecordingLimits``).
+    public var recordings = RecordingLimits()
 
     /// How far past APNs's 20 minutes every app's provider token is renewed when APNs called one
     /// expired early (`apns.tokenRenewalMarginSeconds`; ``ProviderToken/renewalMargin``): APNs

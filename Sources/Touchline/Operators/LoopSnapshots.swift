@@ -17,6 +17,14 @@ struct LoopSnapshots: Sendable {
     /// Every app's personal-pool figures, `default` first.
     var personalSnapshots: [APNsSnapshot] { [personal.apns] + appPersonal.map(\.apns) }
     var apnsPools: [APNsSnapshot.Pool] { broadcastSnapshots.flatMap(\.pools) + personalSnapshots.flatMap(\.pools) }
+
+    /// The figures of `app` alone, as the only app: what a provider key of that app may see of
+    /// the APNs answers, pools and queues (another app's are its provider's business). An app
+    /// with no figures (not configured) keeps the `default` app's.
+    func only(app: String) -> LoopSnapshots {
+        LoopSnapshots(broadcast: broadcastSnapshots.first { $0.app == app } ?? broadcast, apps: [],
+                      personal: ([personal] + appPersonal).first { $0.apns.app == app } ?? personal)
+    }
 }
 
 extension OperatorsAPI {

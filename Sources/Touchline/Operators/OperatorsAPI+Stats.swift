@@ -5,12 +5,15 @@ import TouchlineStore
 
 /// The figures of `GET /v1/stats` and `GET /v1/channels/{id}/stats` (served by ``OperatorsAPI``).
 ///
-/// Channel figures cover the channels the key may see (a provider key sees its prefix); queue,
-/// connection and personal-queue figures are the gateway's. The per-channel builder is
+/// Channel figures cover the channels the key may see (a provider key sees its prefix). APNs
+/// answers, pools, connections and the personal queue are the gateway's for an admin key, and
+/// those of its own app for a provider key (one app's provider learns nothing of another's
+/// traffic at Apple); the store's queues are the gateway's. The per-channel builder is
 /// ``Channel/statsJSON(now:)``.
 extension OperatorsAPI {
     /// The global figures for `key`; on the ingest loop, with the other loops' `loops`.
     func statsJSON(visibleTo key: GatewayConfiguration.APIKey, loops: LoopSnapshots) -> JSONValue {
+        let loops = key.scope == .admin ? loops : loops.only(app: key.app)
         let now = clock.now()
         var byStatus = Dictionary(uniqueKeysWithValues: ChannelStatus.allCases.map { ($0, 0) })
         var totals = ChannelEngine.Counters()

@@ -64,6 +64,10 @@ struct FeedReplay {
         var lastInputAt: UnixTime?
         /// The last instant simulated.
         var finishedAt: UnixTime
+        /// Steps the simulation took (an input, a timer, an answer each): what a replay costs,
+        /// in proportion to the feed's inputs and the pushes they make, never to the time the
+        /// feed covers (virtual time jumps from one to the next).
+        var steps = 0
     }
 
     /// Runs `feed`; throws the first input the channel would have refused, naming its line.
@@ -106,6 +110,7 @@ struct FeedReplay {
             let stopAt = (entries.last?.receivedAt ?? feed.header.createdAt) + settings.tail
             var next = 0
             while !closed {
+                result.steps += 1
                 let input = next < entries.count ? entries[next].receivedAt : nil
                 if let answer, answer.at <= min(timer ?? answer.at, input ?? answer.at) {
                     self.answer = nil

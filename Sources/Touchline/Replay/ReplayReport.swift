@@ -76,28 +76,43 @@ struct ReplayReport {
 
     // MARK: Chart
 
-    /// Per minute since the channel's creation: pushes by priority and changed events in the
-    /// upper panel, the longest ingest→APNs delay of the minute's events (all and critical) in
-    /// the lower one, in seconds.
+    /// Buckets the chart has at most: a day of minutes. A feed that covers longer (a match
+    /// recorded across a long pause, an event dated years ahead) gets wider buckets, so the
+    /// chart costs the same whatever time the feed covers.
+    static let maximumBuckets = 1_440
+
+    /// The chart's buckets: whole minutes each, as few as keep them within ``maximumBuckets``
+    /// from the channel's creation to the end of the replay; and how many there are.
+    var buckets: (minutes: Int, count: Int) {
+        let spanMinutes = max(1, Int(((result.finishedAt - result.header.createdAt).inSeconds / 60).rounded(.up)))
+        let minutes = (spanMinutes + Self.maximumBuckets - 1) / Self.maximumBuckets
+        return (minutes, (spanMinutes + minutes - 1) / minutes)
+    }
+
+    /// Per bucket (a minute, or more for a long feed: ``buckets``) since the channel's creation:
+    /// pushes by priority and changed events in the upper panel, the longest ingest→APNs delay
+    /// of the bucket's events (all and critical) in the lower one, in seconds.
     var chart: String {
         let start = result.header.createdAt
-        let minutes = max(1, Int(((result.finishedAt - start).inSeconds / 60).rounded(.up)))
-        func minute(_ time: UnixTime) -> Int { min(minutes - 1, max(0, Int((time - start).inSeconds / 60))) }
+        let (width, count) = buckets
+        let seconds = Double(width * 60)
+        func bucket(_ time: UnixTime) -> Int { min(count - 1, max(0, Int((time - start).inSeconds / seconds))) }
         func counts(_ times: [UnixTime]) -> TimeSeries {
-            var values = [Double](repeating: 0, count: minutes)
-            for time in times { values[minute(time)] += 1 }
-            return TimeSeries(intervalSeconds: 60, values: values)
+            var values = [Double](repeating: 0, count: count)
+            for time in times { values[bucket(time)] += 1 }
+            return TimeSeries(intervalSeconds: seconds, values: values)
         }
         func longest(_ events: [FeedReplay.Event]) -> TimeSeries {
-            var values = [Double](repeating: .nan, count: minutes)
+            var values = [Double](repeating: .nan, count: count)
             for event in events {
                 guard let delay = event.delay else { continue }
-                let index = minute(event.receivedAt)
+                let index = bucket(event.receivedAt)
                 values[index] = values[index].isNaN ? delay.inSeconds : max(values[index], delay.inSeconds)
             }
-            return TimeSeries(intervalSeconds: 60, values: values)
+            return TimeSeries(intervalSeconds: seconds, values: values)
         }
-        let pushes = SVGChart.Panel(title: "Per minute", series: [
+        let per = width == 1 ? "minute" : "\(ReportNumbers.grouped(Double(width))) minutes"
+        let pushes = SVGChart.Panel(title: "Per \(per)", series: [
             .init(name: "priority-10 pushes", unit: "", timeSeries: counts(result.pushes.filter { $0.priority == .immediate }.map(\.sentAt))),
             .init(name: "priority-5 pushes", unit: "", timeSeries: counts(result.pushes.filter { $0.priority == .powerConsiderate }.map(\.sentAt))),
             .init(name: "events changing the state", unit: "", timeSeries: counts(result.events.filter(\.changedState).map(\.receivedAt))),
@@ -107,7 +122,7 @@ struct ReplayReport {
             .init(name: "critical events", unit: "", timeSeries: longest(critical)),
         ])
         let title = "Replay of \(result.header.channelID)"
-        return SVGChart().render(title: title, description: title + ": pushes and delays per minute", panels: [pushes, delays],
+        return SVGChart().render(title: title, description: title + ": pushes and delays per \(per)", panels: [pushes, delays],
                                  timeUnit: .minutes, empty: "The feed has no events.")
     }
 }

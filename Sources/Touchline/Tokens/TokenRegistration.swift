@@ -67,24 +67,26 @@ enum TokenRegistration {
     /// Follows per token at most: a fan's teams, competitions and matches, not a catalogue.
     static let maximumFollows = 100
 
-    /// A user id: 1 to 256 bytes without control characters (a NUL could make two ids one).
+    /// What a user id or a follow may not hold, as messages say it.
+    static let refusedCharacters = "control characters (Unicode's Cc and Cf, U+2028, U+2029)"
+
+    /// A user id: 1 to 256 bytes without control, format or separator characters (a NUL could
+    /// make two ids one, a U+2028 cut the line it is shown on; ``IdentifierCharacters``).
     static func validUserID(_ text: String, field: String, in body: RequestBody) throws(HTTPError) -> String {
-        guard (1...256).contains(text.utf8.count), !Self.hasControlCharacters(text) else {
-            throw body.invalid(field, "must be 1 to 256 bytes without control characters")
+        guard (1...256).contains(text.utf8.count) else { throw body.invalid(field, "must be 1 to 256 bytes without \(refusedCharacters)") }
+        if let problem = IdentifierCharacters.problem(in: text) {
+            throw body.invalid(field, "must be 1 to 256 bytes without \(refusedCharacters); it \(problem)")
         }
         return text
     }
 
-    /// A topic a token follows: 1 to 128 bytes without control characters, like "team:ARS".
+    /// A topic a token follows: 1 to 128 bytes without control, format or separator characters,
+    /// like "team:ARS".
     static func validFollow(_ text: String, field: String, in body: RequestBody) throws(HTTPError) -> String {
-        guard (1...128).contains(text.utf8.count), !Self.hasControlCharacters(text) else {
-            throw body.invalid(field, "must hold strings of 1 to 128 bytes without control characters, like \"team:ARS\" or \"channel:match-1\"")
-        }
+        let rule = "must hold strings of 1 to 128 bytes without \(refusedCharacters), like \"team:ARS\" or \"channel:match-1\""
+        guard (1...128).contains(text.utf8.count) else { throw body.invalid(field, rule) }
+        if let problem = IdentifierCharacters.problem(in: text) { throw body.invalid(field, "\(rule); one \(problem)") }
         return text
-    }
-
-    private static func hasControlCharacters(_ text: String) -> Bool {
-        text.utf8.contains { $0 < 0x20 || $0 == 0x7F }
     }
 
     /// A registration as the API shows it.

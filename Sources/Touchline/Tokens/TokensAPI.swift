@@ -111,6 +111,10 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
         guard let userID = request.target.queryValue("userId"), !userID.isEmpty else {
             throw HTTPError(status: 400, code: "invalid_query", message: "query 'userId' is required (tokens are listed per user)")
         }
+        if let problem = IdentifierCharacters.problem(in: userID) {
+            throw HTTPError(status: 400, code: "invalid_query",
+                            message: "query 'userId' must be without \(TokenRegistration.refusedCharacters); it \(problem)")
+        }
         let records: [TokenRecord]
         do { records = try tokenReader.tokens(userID: userID, app: app, limit: 100) } catch {
             throw HTTPError(status: 500, code: "store_failed", message: "reading tokens failed: \(error)")

@@ -133,6 +133,12 @@ extension HTTP1Connection {
         case .waiting, .skipping:
             updateReadDeadline()
             resumeParsing()
+        case .handling:
+            // A streamed answer waiting to write its next piece.
+            if let current, let drained = current.outputDrained {
+                current.outputDrained = nil
+                drained()
+            }
         default:
             break
         }

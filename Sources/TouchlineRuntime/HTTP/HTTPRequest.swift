@@ -33,6 +33,8 @@ public final class HTTPRequest: @unchecked Sendable {
     /// True once a streamed answer has begun (``startStream(status:headers:onClose:)``):
     /// ``respond(_:)`` then does nothing.
     var isStreaming = false
+    /// A streamed answer's wait for its output to be written (``HTTPResponseStream/whenDrained(_:)``).
+    var outputDrained: (() -> Void)?
 
     /// The path, still percent-encoded.
     public var path: String { target.path }
@@ -95,6 +97,7 @@ public final class HTTPRequest: @unchecked Sendable {
     func markFinished() {
         guard connection != nil else { return }
         connection = nil
+        outputDrained = nil
         let finished = self.finished
         self.finished = nil
         finished?()

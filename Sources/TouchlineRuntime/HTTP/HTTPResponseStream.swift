@@ -5,6 +5,10 @@
 /// chunk; ``finish()`` sends the last chunk. The stream also ends when the client goes away or
 /// the server shuts down: then `onClose` runs, on the loop.
 ///
+/// A writer that must not outrun its client (a feed export read from the store page by page)
+/// writes a piece, then waits with ``whenDrained(_:)`` until the connection has handed all of
+/// it to the socket: the stream then holds at most one piece, whatever the body's length.
+///
 /// Loop-confined like its request (`@unchecked Sendable` only so closures that run on the loop
 /// can capture it). Keep it until `onClose` runs or you finish it; the server keeps it as well
 /// while it is open, so it can end it at shutdown.
@@ -43,8 +47,32 @@ public final class HTTPResponseStream: @unchecked Sendable {
         request.connection?.endStream(for: request)
     }
 
+    /// Runs `body` once the connection has written everything the stream gave it (at once when
+    /// nothing waits), on the loop; never when the stream ends first (`onClose` runs then).
+    /// One at a time: a second call replaces the first. Loop thread only.
+    public func whenDrained(_ body: @escaping () -> Void) {
+        precondition(loop.inEventLoop, "HTTPResponseStream.whenDrained called off its loop")
+        guard isOpen else { return }
+        guard bufferedBytes > 0 else { return body() }
+        request.outputDrained = body
+    }
+
+    /// True for a body that is only whole when its owner finishes it (an export): ended any
+    /// other way (by ``abort()``, or as the server shuts down), the connection closes without
+    /// the last chunk, so the client sees a cut transfer and never takes a part for the whole.
+    /// False (the default) for a stream any prefix of which is whole, such as Server-Sent Events.
+    public var cutsWhenEnded = false
+
+    /// Ends the response as a failure: the connection closes at once, without the last chunk;
+    /// `onClose` runs. Loop thread only.
+    public func abort() {
+        precondition(loop.inEventLoop, "HTTPResponseStream.abort called off its loop")
+        request.connection?.close()
+    }
+
     /// Ends the response as the server shuts down; `onClose` runs.
     func close() {
+        if cutsWhenEnded { return request.connection?.close() ?? () }
         request.connection?.endStream(for: request)
     }
 

@@ -16,6 +16,19 @@ import TouchlineCore
         #expect(try JSONSerialization.jsonObject(with: Data(payload.encoded())) is [String: Any])
     }
 
+    /// A start stored ahead of its time is stamped when it is sent: only the timestamp changes.
+    @Test func aStoredPayloadIsRestampedInPlace() {
+        let scheduled = LiveActivityPayload(timestamp: UnixTime(seconds: 1_767_290_400), event: .start, contentState: ["timestamp": 5],
+                                            alert: LiveActivityAlert(title: "Kick-off", body: "ARS v CHE"), attributesType: "MatchAttributes",
+                                            attributes: ["homeName": "Arsenal"], inputPushChannel: "abc=")
+        var sent = scheduled
+        sent.timestamp = UnixTime(seconds: 1_767_895_200)
+        #expect(LiveActivityPayload.restamped(scheduled.encoded(), timestamp: sent.timestamp) == sent.encoded())
+        #expect(LiveActivityPayload.restamped(Array(#"{"aps":{"event":"start","timestamp":1}}"#.utf8), timestamp: sent.timestamp) == nil,
+                "not as encoded() writes")
+        #expect(LiveActivityPayload.restamped(Array(#"{"aps":{"timestamp":"#.utf8), timestamp: sent.timestamp) == nil, "cut short")
+    }
+
     @Test func aPushToStartIntoAChannelHasEveryStartKeyInOrder() {
         let payload = LiveActivityPayload(
             timestamp: UnixTime(seconds: 1_767_286_800), event: .start,

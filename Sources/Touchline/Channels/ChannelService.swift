@@ -54,6 +54,9 @@ final class ChannelService: @unchecked Sendable {
     /// ``PersonalJobIntake/storeRolloverStarts(_:completion:)``: this gateway's file, or the
     /// cluster's job bucket); set once at start.
     var audienceStarter: (([PersonalJobRecord], @escaping @Sendable (Bool) -> Void) -> Void)?
+    /// What each API key may still hold and ask for (``KeyLimits``): its channels, its
+    /// kickoffs and rollovers, and the rollover interval of every channel.
+    var keyQuotas: KeyQuotas
     /// Webhook delivery (its own loop); nil in a gateway built without one. Channel facts are
     /// recorded with `webhooks.outbox` in the batches that change the channel.
     let webhooks: WebhookDelivery?
@@ -79,6 +82,7 @@ final class ChannelService: @unchecked Sendable {
         metrics = IngestMetrics(maxChannelLabels: configuration.metrics.maxChannelLabels)
         self.webhooks = webhooks
         self.recordings = recordings
+        keyQuotas = KeyQuotas(keys: configuration.apiKeys, settings: configuration.keyLimits, now: clock.now())
     }
 
     // MARK: Restart

@@ -29,6 +29,17 @@ extension SharedJobs {
         }
     }
 
+    /// A scheduled kickoff's start is recorded (the watch shows it on every gateway): the
+    /// gateway owning its channel keeps its audience for the channel's rollovers, as a kickoff
+    /// sent at once is kept, and no other gateway finds the channel. A withdrawn one never is.
+    func announceStart(of jobID: String) {
+        guard case .started? = plan.schedule(of: jobID), cancelled[jobID] == nil, let entry = entries[jobID],
+              let channel = Self.inputPushChannel(of: entry) else { return }
+        let record = Self.record(of: entry)
+        guard let stored = try? StoredJob(record) else { return }
+        queue(ofJob: jobID).announceStart(of: record, stored, into: channel)
+    }
+
     /// Arms the timer for the next scheduled start this gateway records.
     func armStartTimer() {
         guard let next = plan.nextStart else {

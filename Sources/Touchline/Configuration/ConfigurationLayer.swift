@@ -39,6 +39,7 @@ struct ConfigurationLayer {
     var webhooks: SourcedSetting<WebhookSettings>?
     var idempotency: SourcedSetting<IdempotencySettings>?
     var providerRateLimit: SourcedSetting<KeyRateLimit>?
+    var keyLimits: SourcedSetting<KeyLimits>?
     var store: SourcedSetting<StoreSettings>?
     var alertMode: SourcedSetting<AlertMode>?
     /// Further apps (`apps`, from the file only: each is a structured entry).
@@ -67,6 +68,7 @@ struct ConfigurationLayer {
         webhooks = later.webhooks ?? webhooks
         idempotency = later.idempotency ?? idempotency
         providerRateLimit = later.providerRateLimit ?? providerRateLimit
+        keyLimits = later.keyLimits ?? keyLimits
         store = later.store ?? store
         alertMode = later.alertMode ?? alertMode
         apps = later.apps ?? apps

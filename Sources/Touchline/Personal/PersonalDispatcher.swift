@@ -50,6 +50,9 @@ final class PersonalDispatcher: @unchecked Sendable {
     let metrics: PersonalMetrics
     /// The cluster's jobs, on a gateway of a cluster: slices run here save through it.
     var sharedJobs: SharedJobs?
+    /// Told when a scheduled kickoff starts, with its audience and the APNs channel it starts
+    /// into (the channels keep it for their rollovers); set once at start.
+    var scheduledStartBegan: (@Sendable (KickoffTemplate, String) -> Void)?
 
     /// `apns` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, apns: any PersonalAPNsDispatch, reader: any PersonalStoreReader, store: any PersonalStoreWriter, clock: any WallClock,
@@ -216,6 +219,7 @@ final class PersonalDispatcher: @unchecked Sendable {
             scheduled.add(record, inputPushChannel: stored.inputPushChannel)
             return armScheduleTimer()
         }
+        let record = record.startAt == nil ? record : scheduledStartBegins(record, stored)
         let retries: [PersonalJobRetry]
         do {
             retries = try reader.retriesDue(jobID: record.id, at: UnixTime(nanoseconds: .max), limit: .max)
@@ -234,6 +238,32 @@ final class PersonalDispatcher: @unchecked Sendable {
         for job in jobs.values { advance(job, []) }
     }
 
+    /// A scheduled start whose time has come (or that resumes after a restart): stamped with the
+    /// time it is sent, and, while its channel is open, made known to the channel as the
+    /// audience its rollovers start again (``scheduledStartBegan``).
+    private func scheduledStartBegins(_ record: PersonalJobRecord, _ stored: StoredJob) -> PersonalJobRecord {
+        let record = stampedForSending(record)
+        if let channel = stored.inputPushChannel, kickoffChannels.isOpen(channel) { announceStart(of: record, stored, into: channel) }
+        return record
+    }
+
+    /// A job stored ahead of its time, with its payload stamped now, the time it is sent.
+    func stampedForSending(_ record: PersonalJobRecord) -> PersonalJobRecord {
+        var record = record
+        if let payload = LiveActivityPayload.restamped(record.payload, timestamp: clock.now()),
+           payload.count <= LiveActivityPush.maximumPayloadSize {
+            record.payload = payload
+        }
+        return record
+    }
+
+    /// Tells the channels that a scheduled kickoff started into `apnsChannelID` (``scheduledStartBegan``).
+    func announceStart(of record: PersonalJobRecord, _ stored: StoredJob, into apnsChannelID: String) {
+        guard case .follows(let topic) = stored.audience,
+              let template = KickoffTemplate(payload: record.payload, follows: topic, priority: record.priority) else { return }
+        scheduledStartBegan?(template, apnsChannelID)
+    }
+
     /// Runs a slice of a cluster's job from `checkpoint` (on the loop; ``SharedJobs`` decides).
     /// A slice is not tied to a kickoff's channel here: that channel's owner may be another
     /// gateway (docs/cluster.md, "Personal jobs on the cluster").
@@ -243,6 +273,7 @@ final class PersonalDispatcher: @unchecked Sendable {
                   maximumWindow: Int, expiredAt: UnixTime?) throws(StoredJob.Broken) {
         guard !isStopping else { return }
         let stored = try StoredJob(record)
+        let record = record.startAt == nil ? record : stampedForSending(record)
         let limits = FanOutJob.Limits(window: min(settings.window, maximumWindow), maxInFlight: settings.maxInFlight,
                                       pageSize: min(settings.pageSize, maximumWindow))
         let running = PersonalJobRun(record: record, slice: key.slice, checkpoint: checkpoint, audience: stored.audience,

@@ -11,7 +11,7 @@ import Touchline
             environment: ["TOUCHLINE_LOG_LEVEL": "notice", "TOUCHLINE_ADMIN_KEY": "env-admin-0123456789",
                           "TOUCHLINE_PROVIDER_RATE_LIMIT": #"{"requestsPerSecond": 5, "burst": 10}"#])
         let entries = Dictionary(uniqueKeysWithValues: resolved.report.entries.map { ($0.name, $0) })
-        #expect(resolved.report.entries.count == 22 + 2, "22 settings besides the keys, and one line per key")
+        #expect(resolved.report.entries.count == 23 + 2, "23 settings besides the keys, and one line per key")
         #expect(entries["alerts.mode"] == .init(name: "alerts.mode", value: "text", source: "default"))
         #expect(entries["maxBodyBytes"] == .init(name: "maxBodyBytes", value: "2048", source: "flag --max-body-bytes"))
         #expect(entries["log.level"] == .init(name: "log.level", value: "notice", source: "environment variable TOUCHLINE_LOG_LEVEL"))

@@ -33,6 +33,12 @@ public enum TokenOperation: Sendable, Equatable {
     /// commit as the job progress or dead letters it reports.
     case webhook(WebhookOperation)
 
+    /// Records that `tokens` were started into the APNs channel `channel` (one generation of a
+    /// match): a later start into it leaves them out (``PersonalJobReader/startedTokens(among:into:)``).
+    case recordStarts(channel: String, tokens: [String])
+    /// The APNs channel is gone (its match ended, was deleted or rolled over): its starts are forgotten.
+    case forgetStarts(channel: String)
+
     /// Remembers a request's `Idempotency-Key` with its answer, in the same list as the jobs the
     /// request created; replaces an expired record of the same key, and fails the list when
     /// the key is still held by another request.

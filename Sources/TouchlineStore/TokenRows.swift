@@ -43,6 +43,10 @@ enum TokenRows {
                               [.integer(at.nanoseconds), .text(token.lowercased()), .integer(apnsTimestamp.nanoseconds)])
         case .createJob, .advanceJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed:
             try PersonalJobRows.apply(operation, on: db)
+        case .recordStarts(let channel, let tokens):
+            try GenerationStartRows.record(tokens, into: channel, on: db)
+        case .forgetStarts(let channel):
+            try GenerationStartRows.forget(channel, on: db)
         case .webhook(let operation):
             try WebhookOutboxRows.apply(operation, on: db)
         case .rememberIdempotencyKey(let record):

@@ -54,6 +54,10 @@ extension InMemoryTables {
                 letter.status = .replayed
                 deadLetters[id] = letter
             }
+        case .recordStarts(let channel, let tokens):
+            generationStarts[channel, default: []].formUnion(tokens.map { $0.lowercased() })
+        case .forgetStarts(let channel):
+            generationStarts[channel] = nil
         case .webhook(let operation):
             channelTables.apply(operation)
         case .rememberIdempotencyKey(let record):

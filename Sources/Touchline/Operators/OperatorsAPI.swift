@@ -64,7 +64,8 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
             gatherLoopSnapshots { [self] loops in
                 let respond: @Sendable ([MetricFamily]) -> Void = { [self] webhookFamilies in
                     let text = PrometheusTextEncoder.encode(metricFamilies(loops) + storeMetricFamilies(brokenJobs: intake.brokenJobs.count)
-                                                           + clusterMetricFamilies() + keyLimitMetricFamilies() + webhookFamilies)
+                                                           + clusterMetricFamilies() + keyLimitMetricFamilies()
+                                                           + generationStartMetricFamilies(loops) + webhookFamilies)
                     call.respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusTextEncoder.contentType)],
                                               body: Array(text.utf8)))
                 }

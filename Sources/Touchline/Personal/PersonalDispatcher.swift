@@ -134,7 +134,13 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// `settled` runs on the personal loop once none of them has a send in flight. Any thread.
     func closeKickoffs(into apnsChannelID: String, settled: @escaping @Sendable () -> Void = {}) {
         loop.execute { [self] in
-            kickoffChannels.closed(apnsChannelID, settled: settled)
+            kickoffChannels.closed(apnsChannelID) { [self] in
+                // No start names the channel any more: which devices it started is forgotten.
+                store.submit([.forgetStarts(channel: apnsChannelID)]) { [log] result in
+                    if case .failure(let error) = result { log.warning("forgetting the starts into a closed channel failed; they stay, unused", error: error) }
+                }
+                settled()
+            }
             // On a cluster, the kickoff's slices elsewhere are cancelled through the job bucket.
             sharedJobs?.cancelKickoffs(into: apnsChannelID)
             for start in scheduled.starts(into: apnsChannelID) { cancelScheduled(start.record.id) { _ in } }
@@ -349,7 +355,8 @@ final class PersonalDispatcher: @unchecked Sendable {
                 log.error("reading the job's audience failed; the rest of it is not sent", job: running.id, error: error)
                 page = ([], true)
             }
-            running.job.targetsFetched(page.tokens, exhausted: page.exhausted, now: clock.now())
+            running.job.targetsFetched(leavingOutStarted(page.tokens, for: running), through: page.tokens.last, exhausted: page.exhausted,
+                                       now: clock.now())
             running.noteProgress()
         case .send(let token, _):
             guard !isStopping else { return }
@@ -385,6 +392,29 @@ final class PersonalDispatcher: @unchecked Sendable {
         }
     }
 
+    /// `tokens` (a page of a kickoff's audience) without the devices already started into its
+    /// channel, by a save of any job (the store) or by a start into it still running here (held
+    /// as a target, or started and not saved yet): a device is started at most once per APNs
+    /// channel, that is per generation of a match, whatever kickoffs, repeats and rollovers ask
+    /// (docs/personal-pushes.md, "One start per device and generation"). A failed read of the
+    /// store leaves nobody out: a start twice rather than none.
+    private func leavingOutStarted(_ tokens: [String], for running: PersonalJobRun) -> [String] {
+        guard let channel = running.startsChannel, !tokens.isEmpty else { return tokens }
+        let others = jobs.values.filter { $0 !== running && $0.startsChannel == channel }
+        let stored: Set<String>
+        do {
+            stored = try reader.startedTokens(among: tokens, into: channel)
+        } catch {
+            log.error("reading which devices were started into the channel failed; this page is not narrowed", job: running.id, error: error)
+            stored = []
+        }
+        let kept = tokens.filter { token in
+            !stored.contains(token) && !others.contains { $0.job.holds(token) || $0.startsNotStored.contains(token) }
+        }
+        metrics.startsLeftOut += tokens.count - kept.count
+        return kept
+    }
+
     private func send(_ token: String, for running: PersonalJobRun) {
         // Fields read one by one: a copy of the whole job would make the next mutation copy its tables.
         let push = LiveActivityPush(deviceToken: token, payload: running.job.payload,
@@ -394,8 +424,9 @@ final class PersonalDispatcher: @unchecked Sendable {
         apns.send(push) { [self] result in
             inFlight -= 1
             guard !isStopping, jobs[running.runKey] === running else { return }
-            if case .failure(let error) = result {
-                log.debug("APNs push failed", job: running.id, apnsID: error.requestID, token: RedactedToken(token), error: error)
+            switch result {
+            case .success: if running.startsChannel != nil { running.started(token) }
+            case .failure(let error): log.debug("APNs push failed", job: running.id, apnsID: error.requestID, token: RedactedToken(token), error: error)
             }
             running.noteProgress()
             for action in running.job.outcome(token: token, result: Self.outcome(of: result), now: clock.now()) {

@@ -541,10 +541,11 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                                  ("--dev ", "TOUCHLINE_DEV"), ("--apns-broadcast-host HOST[:PORT]", "TOUCHLINE_APNS_BROADCAST_HOST"),
                                  ("--webhooks JSON", "TOUCHLINE_WEBHOOKS"),
                                  ("--idempotency JSON", "TOUCHLINE_IDEMPOTENCY"), ("--provider-rate-limit JSON", "TOUCHLINE_PROVIDER_RATE_LIMIT"),
-                                 ("--store JSON", "TOUCHLINE_STORE"), ("--alerts-mode MODE", "TOUCHLINE_ALERTS_MODE")] {
+                                 ("--store JSON", "TOUCHLINE_STORE"), ("--alerts-mode MODE", "TOUCHLINE_ALERTS_MODE"),
+                                 ("--key-limits JSON", "TOUCHLINE_KEY_LIMITS")] {
             #expect(entries.contains { $0.hasPrefix("  \(flag)") && $0.hasSuffix("[\(variable)]") }, "\(flag)")
         }
-        #expect(entries.count == 24)
+        #expect(entries.count == 25)
         #expect(GatewayConfiguration.commandLineOptions.map(\.name).count == Set(GatewayConfiguration.commandLineOptions.map(\.name)).count)
     }
 }

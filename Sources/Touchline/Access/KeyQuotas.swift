@@ -9,7 +9,7 @@ import TouchlineRuntime
 /// virtual time in tests. Memory is one bucket per configured key, whatever is sent.
 struct KeyQuotas: Sendable {
     /// Which limit refused a request (the `limit` label of `touchline_key_limit_refusals_total`).
-    enum Limit: String, Sendable, CaseIterable {
+    enum Limit: String, Sendable {
         case channels
         case starts
         case rolloverInterval = "rollover_interval"

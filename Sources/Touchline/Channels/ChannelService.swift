@@ -107,7 +107,10 @@ final class ChannelService: @unchecked Sendable {
     func takeUp(from reader: any ChannelStoreReader, where belongs: (String) -> Bool) throws {
         let restored = try load(from: reader, where: belongs)
         for channel in restored where channel.status == .active {
-            if let apnsID = channel.apnsChannelID { personal(of: channel).openKickoffs(into: apnsID) }
+            guard let apnsID = channel.apnsChannelID else { continue }
+            personal(of: channel).openKickoffs(into: apnsID)
+            // A scheduled kickoff that started while the channel had no owner becomes its audience now.
+            personal(of: channel).announceStartedKickoffs(into: apnsID)
         }
         resume(restored)
         for channel in restored where channel.lifecycle.awaitsReconciliation { lifecycle(.recreate, of: channel) }

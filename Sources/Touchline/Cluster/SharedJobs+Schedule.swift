@@ -40,6 +40,14 @@ extension SharedJobs {
         queue(ofJob: jobID).announceStart(of: record, stored, into: channel)
     }
 
+    /// ``announceStart(of:)`` for every open job started into `apnsChannelID`: the gateway now
+    /// owning the channel may not have owned it when the start was recorded.
+    func announceStarts(into apnsChannelID: String) {
+        for entry in entries.values where entry.startAtNanoseconds != nil && Self.inputPushChannel(of: entry) == apnsChannelID {
+            announceStart(of: entry.id)
+        }
+    }
+
     /// Arms the timer for the next scheduled start this gateway records.
     func armStartTimer() {
         guard let next = plan.nextStart else {

@@ -263,6 +263,12 @@ final class PersonalDispatcher: @unchecked Sendable {
         return record
     }
 
+    /// On a cluster, tells the channels again of the scheduled kickoffs into `apnsChannelID`
+    /// that the job bucket shows started (a gateway taking the channel up). Any thread.
+    func announceStartedKickoffs(into apnsChannelID: String) {
+        loop.execute { [self] in sharedJobs?.announceStarts(into: apnsChannelID) }
+    }
+
     /// Tells the channels that a scheduled kickoff started into `apnsChannelID` (``scheduledStartBegan``).
     func announceStart(of record: PersonalJobRecord, _ stored: StoredJob, into apnsChannelID: String) {
         guard case .follows(let topic) = stored.audience,

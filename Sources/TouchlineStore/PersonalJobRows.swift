@@ -68,6 +68,8 @@ enum PersonalJobRows {
             if changed == 0 {
                 throw SQLiteError(code: SQLITE_ERROR, message: "unknown personal job \"\(progress.jobID)\"", statement: nil)
             }
+        case .retargetScheduledJob(let jobID, let payload):
+            try db.run("UPDATE personal_jobs SET payload = ? WHERE id = ? AND status = 'pending'", [.blob(payload), .text(jobID)])
         case .scheduleRetry(let retry):
             try db.run("""
                 INSERT INTO personal_targets (job_id, token, state, attempts, retry_at) VALUES (?, ?, 'retry', ?, ?)

@@ -21,6 +21,9 @@ public enum TokenOperation: Sendable, Equatable {
     case createJob(PersonalJobRecord)
     /// Moves the job's cursor and replaces its counts (and status, if given).
     case advanceJob(PersonalJobProgress)
+    /// Replaces the payload of a job still waiting for its time (`pending`): a scheduled kickoff
+    /// moved to the APNs channel that replaced its own. A job that started meanwhile is left as it is.
+    case retargetScheduledJob(jobID: String, payload: [UInt8])
     /// Schedules (or reschedules) another attempt for one target.
     case scheduleRetry(PersonalJobRetry)
     /// The target needs no more state (sent or expired after a retry): drops its retry row.

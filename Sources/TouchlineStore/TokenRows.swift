@@ -41,7 +41,7 @@ enum TokenRows {
         case .deactivateToken(let token, let apnsTimestamp, let at):
             return try db.run("UPDATE tokens SET active = 0, deactivated_at = ? WHERE token = ? AND active = 1 AND registered_at <= ?",
                               [.integer(at.nanoseconds), .text(token.lowercased()), .integer(apnsTimestamp.nanoseconds)])
-        case .createJob, .advanceJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed:
+        case .createJob, .advanceJob, .retargetScheduledJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed:
             try PersonalJobRows.apply(operation, on: db)
         case .recordStarts(let channel, let tokens):
             try GenerationStartRows.record(tokens, into: channel, on: db)

@@ -32,6 +32,8 @@ extension InMemoryTables {
             job.updatedAt = progress.at
             job.endedAfterCursor = progress.endedAfterCursor
             jobs[progress.jobID] = job
+        case .retargetScheduledJob(let jobID, let payload):
+            if jobs[jobID]?.status == .pending { jobs[jobID]?.payload = payload }
         case .scheduleRetry(let retry):
             try requireJob(retry.jobID)
             targets[JobToken(jobID: retry.jobID, token: retry.token)] = Target(state: .retry, attempts: retry.attempts, retryAt: retry.retryAt)

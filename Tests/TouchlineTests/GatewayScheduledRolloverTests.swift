@@ -74,6 +74,29 @@ struct GatewayScheduledRolloverTests {
                 "neither the cancelled kickoff nor the one waiting for its time started anyone")
     }
 
+    /// A start scheduled before a rollover is neither cancelled with the previous APNs channel
+    /// nor sent into it: it waits, listed, and at its time starts its followers on the successor.
+    @Test func aStartScheduledAcrossARolloverStartsOnTheSuccessor() async throws {
+        let fixture = try GatewayFixture()
+        defer { Task { await fixture.shutDown() } }
+        let api = fixture.admin
+        let (original, ars, _) = try Self.prepare(api)
+        let sent = try api.request("POST", "/v1/channels/club-sched-roll/start", json: Self.kickoff("CHE"))
+        _ = try await GatewayDeadLetterTests.finished(try #require(sent.json?.string("jobId")), on: api)
+        let at = Int64(Date().timeIntervalSince1970) + 4
+        let scheduled = try #require(try api.request("POST", "/v1/channels/club-sched-roll/start", json: Self.kickoff("ARS", at: at)).json?.string("jobId"))
+        #expect(try api.request("POST", "/v1/channels/club-sched-roll/rollover").status == 202)
+        let successor = try await Self.rolledOver(api)
+        #expect(fixture.mock.channels()[original] == nil, "the previous channel is deleted")
+        let listed = try api.request("GET", "/v1/channels/club-sched-roll/starts").json?[member: "starts"]
+        #expect(listed == [["jobId": .string(scheduled), "at": .integer(at), "audience": ["follows": "team:ARS"]]], "\(String(describing: listed))")
+
+        let progress = try await GatewayDeadLetterTests.finished(scheduled, on: api)
+        #expect(progress?.integer("sent") == 3, "\(String(describing: progress))")
+        #expect(Set(Self.starts(into: successor, in: fixture.mock).compactMap(\.deviceToken)).isSuperset(of: ars))
+        #expect(Self.starts(into: original, in: fixture.mock).filter { ars.contains($0.deviceToken ?? "") }.isEmpty)
+    }
+
     /// A scheduled kickoff becomes the channel's audience when its time comes, also after a
     /// restart in between, and a rollover then starts it again; its starts carry the time they
     /// are sent, which the mock holds them to (two seconds of tolerance: stamped when scheduled,

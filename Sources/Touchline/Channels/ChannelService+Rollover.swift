@@ -173,7 +173,7 @@ extension ChannelService {
                     }
                 }
             case .startAudience(let generation):
-                startAudience(of: channel, generation: generation)
+                moveScheduledStarts(of: channel) { [self] in startAudience(of: channel, generation: generation) }
             case .endPrevious(let previous):
                 let push = channel.engine.previousChannelEnd(state: channel.contentState, now: clock.now())
                 dispatcher(of: channel).broadcast(push, on: previous) { [self] result in
@@ -229,6 +229,24 @@ extension ChannelService {
 
     private func rolloverFailed(of channel: Channel) -> [ActivityRollover.Action] {
         channel.rollover.stepFailed(now: clock.now())
+    }
+
+    /// Moves the channel's kickoffs still waiting for their time from the previous APNs channel
+    /// to its new one, then `next` (on the loop): they start at their time into the channel that
+    /// replaced theirs, and closing the previous one does not cancel them. A failed move fails
+    /// the step (retried with back-off; moving again is harmless).
+    private func moveScheduledStarts(of channel: Channel, then next: @escaping @Sendable () -> Void) {
+        guard let previous = channel.rollover.previousChannel, let current = channel.apnsChannelID else { return next() }
+        personal(of: channel).moveScheduledStarts(from: previous, to: current) { [self] moved in
+            loop.execute { [self] in
+                guard channels[channel.id] === channel else { return }
+                guard moved else {
+                    log.warning("moving the kickoffs scheduled into the previous APNs channel failed; the step is tried again", channel: channel.id)
+                    return perform(rolloverFailed(of: channel), on: channel)
+                }
+                next()
+            }
+        }
     }
 
     /// Stores the jobs that start the match's audiences (one per kicked-off topic) on the

@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
@@ -45,6 +47,39 @@ extension SharedJobs {
     func announceStarts(into apnsChannelID: String) {
         for entry in entries.values where entry.startAtNanoseconds != nil && Self.inputPushChannel(of: entry) == apnsChannelID {
             announceStart(of: entry.id)
+        }
+    }
+
+    /// Moves the cluster's kickoffs waiting for their time into `previous` to `successor` (a
+    /// rollover replaced the channel): each entry is stored again naming `successor`, so its
+    /// slices start there and closing `previous` does not cancel it. `completion` on the loop
+    /// with whether every one was stored (a failure is retried with the rollover's step).
+    func moveScheduledStarts(from previous: String, to successor: String, completion: @escaping @Sendable (Bool) -> Void) {
+        let moved = entries.values.compactMap { entry -> SharedJobEntry? in
+            guard case .waiting? = plan.schedule(of: entry.id), cancelled[entry.id] == nil, Self.inputPushChannel(of: entry) == previous,
+                  let payload = LiveActivityPayload.retargeted(Array(entry.payload), from: previous, to: successor) else { return nil }
+            var moved = entry
+            moved.payload = Data(payload)
+            return moved
+        }
+        guard !moved.isEmpty else { return completion(true) }
+        let outstanding = Mutex((remaining: moved.count, failed: false))
+        for entry in moved {
+            board.replace(entry) { [self] result in
+                loop.execute { [self] in
+                    if case .failure(let error) = result {
+                        log.error("moving the scheduled kickoff to the channel's successor failed: \(error)", job: entry.id)
+                    } else {
+                        entries[entry.id] = entry
+                    }
+                    let (remaining, failed) = outstanding.withLock { state in
+                        state.remaining -= 1
+                        if case .failure = result { state.failed = true }
+                        return (state.remaining, state.failed)
+                    }
+                    if remaining == 0 { completion(!failed) }
+                }
+            }
         }
     }
 

@@ -28,7 +28,7 @@ public struct KeyLimits: Sendable, Equatable {
     static let startBurstRange = 1...100_000
     static let rolloverIntervalRange = 0...28_800
 
-    public init(channels: Int = 1_000, startsPerHour: Double = 60, startBurst: Int = 120, rolloverInterval: Duration = .seconds(600)) {
+    public init(channels: Int = 1_000, startsPerHour: Double = 120, startBurst: Int = 1_000, rolloverInterval: Duration = .seconds(600)) {
         self.channels = channels
         self.startsPerHour = startsPerHour
         self.startBurst = startBurst

@@ -201,7 +201,7 @@ extension ConfigurationSetting {
         show: { $0.providerRateLimit.map { ConfigurationValueText.fields(of: $0) } ?? "none" })
     static let keyLimits = Self(
         "--key-limits", "JSON", file: "keyLimits", environment: "TOUCHLINE_KEY_LIMITS", title: "key limits",
-        help: "per provider key: channels (1000), startsPerHour (60) and startBurst (120) of kickoffs and rollovers; rolloverIntervalSeconds (600) per channel, as JSON",
+        help: "per provider key: channels (1000), startsPerHour (120) and startBurst (1000) of kickoffs and rollovers; rolloverIntervalSeconds (600) per channel, as JSON",
         read: { layer, text, source throws(InvalidConfigurationValue) in
             layer.keyLimits = SourcedSetting(value: try KeyLimits(json: try parseJSON(text)), source: source)
         },

@@ -15,6 +15,8 @@ enum LiveActivityPayloadRules {
     struct Summary {
         var event: String
         var inputPushChannel: String?
+        /// `aps.timestamp` when it is a whole number.
+        var timestamp: Int64?
     }
 
     /// The `aps` keys of Live Activities, with the JSON type each must have.
@@ -95,7 +97,7 @@ enum LiveActivityPayloadRules {
         } else {
             throw reject("aps.event must be start, update or end, not \(document.string(eventValue))")
         }
-        guard values[Key.timestamp.rawValue] != nil else { throw reject("aps.timestamp is required") }
+        guard let timestamp = values[Key.timestamp.rawValue] else { throw reject("aps.timestamp is required") }
         guard values[Key.contentState.rawValue] != nil else { throw reject("aps.content-state is required") }
         if let alert = values[Key.alert.rawValue] { try checkAlert(document, alert) }
 
@@ -103,7 +105,7 @@ enum LiveActivityPayloadRules {
             if let key = Key.all.first(where: { $0.isStartOnly && values[$0.rawValue] != nil }) {
                 throw reject("aps.\(key.name) is only allowed with event start")
             }
-            return Summary(event: event)
+            return Summary(event: event, timestamp: document.integer(timestamp))
         }
         guard let attributesType = values[Key.attributesType.rawValue] else { throw reject("a start needs aps.attributes-type") }
         guard attributesType.range.count > 2 else { throw reject("aps.attributes-type is empty") }
@@ -120,7 +122,7 @@ enum LiveActivityPayloadRules {
             }
             channel = id
         }
-        return Summary(event: event, inputPushChannel: channel)
+        return Summary(event: event, inputPushChannel: channel, timestamp: document.integer(timestamp))
     }
 
     /// For other push types: any JSON object with an `aps` object.

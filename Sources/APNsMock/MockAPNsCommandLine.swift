@@ -50,6 +50,9 @@ public struct MockAPNsCommandLine: Sendable {
         static let seed = OptionDeclaration.value("--seed", "N", help: "seed for the fault dice (default 1)")
         static let clockOffset = OptionDeclaration.value("--token-clock-offset", "S", help: "age provider tokens by a clock S seconds "
                                                              + "ahead (negative: behind), as if the client's clock were skewed")
+        static let startTimestampTolerance = OptionDeclaration.value("--start-timestamp-tolerance", "S", help: "refuse a push-to-start "
+                                                                         + "whose aps.timestamp is more than S seconds from the mock's "
+                                                                         + "clock (400 BadRequestPayload; APNs does not check it)")
         static let printCounters = OptionDeclaration.flag("--print-counters", help: "print answer counts by endpoint, status and reason on exit")
         static let arrivalLatency = OptionDeclaration.value("--arrival-latency", "FIELD", help: "measure arrival latency from a "
                                                                 + "Unix-nanosecond timestamp the sender puts in the payload as \"FIELD\": N "
@@ -73,6 +76,7 @@ public struct MockAPNsCommandLine: Sendable {
                                    Option.faultEndpoints, Option.latency, Option.goawayAfter, Option.goawayReason,
                                    Option.silentAfterClientGoaway, Option.seed,
                                    Option.clockOffset]),
+            OptionGroup("Checks beyond APNs", [Option.startTimestampTolerance]),
             OptionGroup("Output", [Option.printCounters, Option.arrivalLatency]),
         ],
         epilogue: """
@@ -155,6 +159,9 @@ public struct MockAPNsCommandLine: Sendable {
             configuration.faults.providerTokenClockOffset = .seconds(offset)
         }
         configuration.arrivalLatencyField = parsed.value(Option.arrivalLatency) ?? configuration.arrivalLatencyField
+        if let tolerance = try parsed.integer(Option.startTimestampTolerance, in: 0...31_536_000) {
+            configuration.startTimestampTolerance = .seconds(tolerance)
+        }
         for key in keys where !FileManager.default.isReadableFile(atPath: key.path) {
             throw parsed.invalid(Option.key, "\(key.keyID): cannot read \(key.path)")
         }

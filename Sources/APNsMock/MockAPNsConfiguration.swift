@@ -134,6 +134,10 @@ public struct MockAPNsConfiguration: Sendable {
     /// accepted push carrying it adds a sample of arrival latency (``MockAPNsServer/takeArrivalReport()``).
     /// Nil: no latency is measured (arrivals and statuses still are).
     public var arrivalLatencyField: String?
+    /// How far a push-to-start's `aps.timestamp` may be from the mock's clock when it arrives
+    /// (`--start-timestamp-tolerance`): a start stamped earlier (or later) is `400
+    /// BadRequestPayload`. Nil, the default: not checked, as APNs does not (``StartTimestampRule``).
+    public var startTimestampTolerance: Duration?
 
     public init(bundleID: String, teamID: String, keys: [ProviderKey], certificateFile: String? = nil, privateKeyFile: String? = nil,
                 host: String = "127.0.0.1", pushPort: Int = 0, managementPort: Int = 0, threads: Int = 1,
@@ -183,5 +187,6 @@ public struct MockAPNsConfiguration: Sendable {
         }
         if let n = faults.goawayAfterRequests, n < 1 { throw MockAPNsSetupError("GOAWAY after must be at least 1 request") }
         guard faults.latency >= .zero else { throw MockAPNsSetupError("latency must not be negative") }
+        if let tolerance = startTimestampTolerance, tolerance < .zero { throw MockAPNsSetupError("the start timestamp tolerance must not be negative") }
     }
 }

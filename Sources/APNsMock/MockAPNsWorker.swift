@@ -17,7 +17,8 @@ final class MockAPNsShared: Sendable {
 
     init(configuration: MockAPNsConfiguration, tls: TLSContext) throws(MockAPNsSetupError) {
         self.configuration = configuration
-        app = MockAPNsApp(bundleID: configuration.bundleID)
+        app = MockAPNsApp(bundleID: configuration.bundleID,
+                          startTimestamps: configuration.startTimestampTolerance.map { StartTimestampRule(tolerance: $0, clock: configuration.clock) })
         verifier = try ProviderTokenVerifier(teamID: configuration.teamID, keys: configuration.keys)
         self.tls = tls
         registry = try MockAPNsRegistry(channelLimit: configuration.channelLimit, unregisteredTokens: configuration.faults.unregisteredTokens,

@@ -3,10 +3,13 @@ struct MockAPNsApp: Sendable {
     let bundleID: String
     /// The one topic Live Activity device pushes must carry.
     let liveActivityTopic: String
+    /// The age a push-to-start's `aps.timestamp` may have; nil: not checked (as by APNs).
+    let startTimestamps: StartTimestampRule?
 
-    init(bundleID: String) {
+    init(bundleID: String, startTimestamps: StartTimestampRule? = nil) {
         self.bundleID = bundleID
         liveActivityTopic = bundleID + ".push-type.liveactivity"
+        self.startTimestamps = startTimestamps
     }
 }
 
@@ -76,6 +79,7 @@ enum DeviceEndpointRules {
         var facts = MockAPNsFacts(deviceToken: token, priority: priority)
         if isLiveActivity {
             let summary = try LiveActivityPayloadRules.check(body.bytes, for: .device, registry: registry)
+            if summary.event == "start", let rule = app.startTimestamps { try rule.check(summary.timestamp) }
             facts.event = summary.event
             facts.channelID = summary.inputPushChannel
         } else {

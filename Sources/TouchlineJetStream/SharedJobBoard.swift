@@ -118,6 +118,16 @@ public final class SharedJobBoard: @unchecked Sendable {
         }
     }
 
+    /// Stores a changed entry of a job that has not started (a scheduled kickoff moved to
+    /// another APNs channel): not held back as a repeat of the job's first entry, as
+    /// ``publish(_:completion:)`` would within the duplicate window. `completion` on the loop.
+    public func replace(_ entry: SharedJobEntry, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
+        let payload = Array((try? encoder.encode(entry)) ?? Data())
+        jetStream.publish(payload, to: JetStream.keySubject(bucket: bucket, key: "job.\(entry.id)"), loop: loop) { result in
+            completion(result.map { _ in () })
+        }
+    }
+
     /// Stores a slice's progress; `completion` on the loop once the cluster has it, with the
     /// entry's revision.
     public func publish(_ entry: SliceEntry, for key: SharedJobPlan.SliceKey, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {

@@ -33,6 +33,10 @@ public protocol PersonalJobReader: AnyObject {
     /// their ids in the list that re-queues them; a letter replayed already fails that list.
     func deadLetters(selectedBy selection: DeadLetterSelection) throws(StoreError) -> [DeadLetterRecord]
 
+    /// Those of `tokens` recorded as started into the APNs channel `channel`
+    /// (``TokenOperation/recordStarts(channel:tokens:)``), as given.
+    func startedTokens(among tokens: [String], into channel: String) throws(StoreError) -> Set<String>
+
     /// The record of `key` used by `scope` on `route`, unless it expired by `now` (a record
     /// expires at its `expiresAt`: found strictly before, not at or after).
     func idempotencyRecord(scope: String, route: String, key: String, at now: UnixTime) throws(StoreError) -> IdempotencyRecord?

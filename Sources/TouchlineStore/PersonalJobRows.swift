@@ -68,6 +68,8 @@ enum PersonalJobRows {
             if changed == 0 {
                 throw SQLiteError(code: SQLITE_ERROR, message: "unknown personal job \"\(progress.jobID)\"", statement: nil)
             }
+        case .retargetScheduledJob(let jobID, let payload):
+            try db.run("UPDATE personal_jobs SET payload = ? WHERE id = ? AND status = 'pending'", [.blob(payload), .text(jobID)])
         case .scheduleRetry(let retry):
             try db.run("""
                 INSERT INTO personal_targets (job_id, token, state, attempts, retry_at) VALUES (?, ?, 'retry', ?, ?)
@@ -91,7 +93,7 @@ enum PersonalJobRows {
                     throw SQLiteError(code: SQLITE_CONSTRAINT, message: "dead letter \(id) is unknown or was already replayed", statement: nil)
                 }
             }
-        case .registerToken, .deleteToken, .deactivateToken, .webhook, .rememberIdempotencyKey, .pruneIdempotencyKeys:
+        case .registerToken, .deleteToken, .deactivateToken, .recordStarts, .forgetStarts, .webhook, .rememberIdempotencyKey, .pruneIdempotencyKeys:
             try TokenRows.apply(operation, on: db)
         }
     }

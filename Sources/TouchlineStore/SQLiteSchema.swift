@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 10
+    static let version: Int64 = 11
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -168,12 +168,24 @@ enum SQLiteSchema {
         ALTER TABLE personal_jobs ADD COLUMN app TEXT NOT NULL DEFAULT 'default';
         """
 
+    /// Version 11: the devices started into each APNs channel (a generation of a match), so
+    /// that no device is started twice into one (docs/personal-pushes.md, "One start per
+    /// device and generation"); 64-bit keys of the channel id and the token (``GenerationStartRows``).
+    static let generationStartStatements = """
+        CREATE TABLE IF NOT EXISTS generation_starts (
+            channel_key INTEGER NOT NULL,
+            token_key   INTEGER NOT NULL,
+            PRIMARY KEY (channel_key, token_key)
+        ) WITHOUT ROWID;
+        """
+
     /// What each version adds, applied in order from the database's version.
     static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements),
                                                                  (4, probeStatements), (5, webhookStatements),
                                                                  (6, idempotencyStatements),
                                                                  (7, registryLogStatements), (8, scheduledStartStatements),
-                                                                 (9, tokenAppStatements), (10, jobAppStatements)]
+                                                                 (9, tokenAppStatements), (10, jobAppStatements),
+                                                                 (11, generationStartStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

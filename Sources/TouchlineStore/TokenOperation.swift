@@ -21,6 +21,9 @@ public enum TokenOperation: Sendable, Equatable {
     case createJob(PersonalJobRecord)
     /// Moves the job's cursor and replaces its counts (and status, if given).
     case advanceJob(PersonalJobProgress)
+    /// Replaces the payload of a job still waiting for its time (`pending`): a scheduled kickoff
+    /// moved to the APNs channel that replaced its own. A job that started meanwhile is left as it is.
+    case retargetScheduledJob(jobID: String, payload: [UInt8])
     /// Schedules (or reschedules) another attempt for one target.
     case scheduleRetry(PersonalJobRetry)
     /// The target needs no more state (sent or expired after a retry): drops its retry row.
@@ -32,6 +35,12 @@ public enum TokenOperation: Sendable, Equatable {
     /// Records a webhook event (or a delivery outcome) in this file's outbox, in the same
     /// commit as the job progress or dead letters it reports.
     case webhook(WebhookOperation)
+
+    /// Records that `tokens` were started into the APNs channel `channel` (one generation of a
+    /// match): a later start into it leaves them out (``PersonalJobReader/startedTokens(among:into:)``).
+    case recordStarts(channel: String, tokens: [String])
+    /// The APNs channel is gone (its match ended, was deleted or rolled over): its starts are forgotten.
+    case forgetStarts(channel: String)
 
     /// Remembers a request's `Idempotency-Key` with its answer, in the same list as the jobs the
     /// request created; replaces an expired record of the same key, and fails the list when

@@ -41,8 +41,12 @@ enum TokenRows {
         case .deactivateToken(let token, let apnsTimestamp, let at):
             return try db.run("UPDATE tokens SET active = 0, deactivated_at = ? WHERE token = ? AND active = 1 AND registered_at <= ?",
                               [.integer(at.nanoseconds), .text(token.lowercased()), .integer(apnsTimestamp.nanoseconds)])
-        case .createJob, .advanceJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed:
+        case .createJob, .advanceJob, .retargetScheduledJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed:
             try PersonalJobRows.apply(operation, on: db)
+        case .recordStarts(let channel, let tokens):
+            try GenerationStartRows.record(tokens, into: channel, on: db)
+        case .forgetStarts(let channel):
+            try GenerationStartRows.forget(channel, on: db)
         case .webhook(let operation):
             try WebhookOutboxRows.apply(operation, on: db)
         case .rememberIdempotencyKey(let record):

@@ -64,6 +64,13 @@ public final class InMemoryStoreReader: ChannelTablesReader, PersonalJobReader, 
 
     // MARK: Jobs
 
+    public func startedTokens(among tokens: [String], into channel: String) throws(StoreError) -> Set<String> {
+        try read { tables in
+            let started = tables.generationStarts[channel] ?? []
+            return Set(tokens.filter { started.contains($0.lowercased()) })
+        }
+    }
+
     public func job(id: String) throws(StoreError) -> PersonalJobRecord? { try read { $0.jobs[id] } }
 
     public func jobProgress(id: String) throws(StoreError) -> (status: PersonalJobStatus, counts: PersonalJobCounts)? {

@@ -32,6 +32,8 @@ extension InMemoryTables {
             job.updatedAt = progress.at
             job.endedAfterCursor = progress.endedAfterCursor
             jobs[progress.jobID] = job
+        case .retargetScheduledJob(let jobID, let payload):
+            if jobs[jobID]?.status == .pending { jobs[jobID]?.payload = payload }
         case .scheduleRetry(let retry):
             try requireJob(retry.jobID)
             targets[JobToken(jobID: retry.jobID, token: retry.token)] = Target(state: .retry, attempts: retry.attempts, retryAt: retry.retryAt)
@@ -54,6 +56,10 @@ extension InMemoryTables {
                 letter.status = .replayed
                 deadLetters[id] = letter
             }
+        case .recordStarts(let channel, let tokens):
+            generationStarts[channel, default: []].formUnion(tokens.map { $0.lowercased() })
+        case .forgetStarts(let channel):
+            generationStarts[channel] = nil
         case .webhook(let operation):
             channelTables.apply(operation)
         case .rememberIdempotencyKey(let record):

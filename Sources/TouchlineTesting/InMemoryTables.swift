@@ -36,4 +36,6 @@ struct InMemoryTables: Sendable {
     /// Dead letters are never deleted, so this is also the highest id kept.
     var lastDeadLetterID: Int64 = 0
     var idempotency: [IdempotencyKey: IdempotencyRecord] = [:]
+    /// The tokens (lowercased) started into each APNs channel.
+    var generationStarts: [String: Set<String>] = [:]
 }

@@ -30,6 +30,44 @@ import TouchlineStore
         #expect(try reader.jobs(status: .pending, limit: 10).map(\.id) == ["now"])
     }
 
+    /// A job waiting for its time takes a new payload (moved to another channel); one that
+    /// started keeps the payload it runs with.
+    @Test(arguments: PersonalStoreKind.allCases)
+    func onlyAWaitingJobIsRetargeted(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
+        var waiting = job("waiting", at: t0)
+        waiting.startAt = t0 + .seconds(3600)
+        try Self.write(store, [.createJob(waiting), .createJob(job("running", at: t0))]).get()
+        try Self.write(store, [.advanceJob(PersonalJobProgress(jobID: "running", cursor: nil, counts: PersonalJobCounts(), status: .running,
+                                                               at: t0 + .seconds(1)))]).get()
+        try Self.write(store, [.retargetScheduledJob(jobID: "waiting", payload: [1, 2, 3]), .retargetScheduledJob(jobID: "running", payload: [4]),
+                               .retargetScheduledJob(jobID: "unknown", payload: [5])]).get()
+        let reader = try store.personalReader()
+        defer { reader.close() }
+        #expect(try reader.job(id: "waiting")?.payload == [1, 2, 3])
+        #expect(try reader.job(id: "running")?.payload == job("running", at: t0).payload)
+    }
+
+    /// The devices started into each APNs channel: recorded (repeats are harmless), told apart
+    /// by channel and read back among a page of tokens (whatever their case), and forgotten
+    /// with the channel.
+    @Test(arguments: PersonalStoreKind.allCases)
+    func startsAreRecordedPerChannelAndForgottenWithIt(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
+        try Self.write(store, [.recordStarts(channel: "gen-1", tokens: [hexToken(1), hexToken(2)]),
+                               .recordStarts(channel: "gen-2", tokens: [hexToken(3)])]).get()
+        try Self.write(store, [.recordStarts(channel: "gen-1", tokens: [hexToken(2)])]).get()
+        let reader = try store.personalReader()
+        defer { reader.close() }
+        let page = [hexToken(1), hexToken(2).uppercased(), hexToken(3), hexToken(4)]
+        #expect(try reader.startedTokens(among: page, into: "gen-1") == [hexToken(1), hexToken(2).uppercased()])
+        #expect(try reader.startedTokens(among: page, into: "gen-2") == [hexToken(3)])
+        #expect(try reader.startedTokens(among: [], into: "gen-1").isEmpty)
+        try Self.write(store, [.forgetStarts(channel: "gen-1")]).get()
+        #expect(try reader.startedTokens(among: page, into: "gen-1").isEmpty)
+        #expect(try reader.startedTokens(among: page, into: "gen-2") == [hexToken(3)], "another channel's stay")
+    }
+
     @Test(arguments: PersonalStoreKind.allCases)
     func aJobIsCheckpointedWithItsOutcomesAndFinished(kind: PersonalStoreKind) async throws {
         let store = try await kind.open()

@@ -16,6 +16,33 @@ import TouchlineCore
         #expect(try JSONSerialization.jsonObject(with: Data(payload.encoded())) is [String: Any])
     }
 
+    /// A start stored ahead of its time is stamped when it is sent: only the timestamp changes.
+    @Test func aStoredPayloadIsRestampedInPlace() {
+        let scheduled = LiveActivityPayload(timestamp: UnixTime(seconds: 1_767_290_400), event: .start, contentState: ["timestamp": 5],
+                                            alert: LiveActivityAlert(title: "Kick-off", body: "ARS v CHE"), attributesType: "MatchAttributes",
+                                            attributes: ["homeName": "Arsenal"], inputPushChannel: "abc=")
+        var sent = scheduled
+        sent.timestamp = UnixTime(seconds: 1_767_895_200)
+        #expect(LiveActivityPayload.restamped(scheduled.encoded(), timestamp: sent.timestamp) == sent.encoded())
+        #expect(LiveActivityPayload.restamped(Array(#"{"aps":{"event":"start","timestamp":1}}"#.utf8), timestamp: sent.timestamp) == nil,
+                "not as encoded() writes")
+        #expect(LiveActivityPayload.restamped(Array(#"{"aps":{"timestamp":"#.utf8), timestamp: sent.timestamp) == nil, "cut short")
+    }
+
+    /// A start waiting for its time moves to the channel that replaced its own: only the
+    /// start's channel changes, not a key of that name the provider put in its attributes.
+    @Test func aStoredStartIsMovedToAnotherChannel() {
+        var start = LiveActivityPayload(timestamp: UnixTime(seconds: 1_767_290_400), event: .start, contentState: ["home": 0],
+                                        alert: LiveActivityAlert(title: "Kick-off", body: "ARS v CHE"), attributesType: "MatchAttributes",
+                                        attributes: ["input-push-channel": "b2xk/Y2g="], inputPushChannel: "b2xk/Y2g=", requestsPushToken: true)
+        let stored = start.encoded()
+        start.inputPushChannel = "bmV3/Y2g="
+        #expect(LiveActivityPayload.retargeted(stored, from: "b2xk/Y2g=", to: "bmV3/Y2g=") == start.encoded())
+        #expect(LiveActivityPayload.retargeted(stored, from: "b3RoZXI=", to: "bmV3/Y2g=") == nil, "not a start into that channel")
+        let update = LiveActivityPayload(timestamp: UnixTime(seconds: 1), event: .update, contentState: ["home": 0])
+        #expect(LiveActivityPayload.retargeted(update.encoded(), from: "b2xk/Y2g=", to: "bmV3") == nil)
+    }
+
     @Test func aPushToStartIntoAChannelHasEveryStartKeyInOrder() {
         let payload = LiveActivityPayload(
             timestamp: UnixTime(seconds: 1_767_286_800), event: .start,

@@ -351,6 +351,27 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
         return (job, start)
     }
 
+    /// Tokens the caller leaves out of a page (started into the generation by another job) are
+    /// not targets: the next page is read after the page's last token as read, the counts add
+    /// up without them, and the job says which tokens it holds.
+    @Test func tokensLeftOutOfAPageAreNeitherTargetedNorReadAgain() {
+        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 10, pageSize: 3), policy: policy, seed: 1)
+        let now = UnixTime(seconds: 1_767_225_600)
+        #expect(job.nextSends(now: now) == [.fetchTargets(after: nil, limit: 3)])
+        job.targetsFetched(["a1"], through: "a3", exhausted: false, now: now)
+        #expect(job.holds("a1") && !job.holds("a2") && !job.holds("a3"))
+        #expect(job.nextSends(now: now) == [.send(token: "a1", attempt: 1), .fetchTargets(after: "a3", limit: 3)])
+        job.targetsFetched([], through: "a6", exhausted: false, now: now)
+        #expect(job.nextSends(now: now) == [.fetchTargets(after: "a6", limit: 3)], "a page left out whole moves on")
+        job.targetsFetched(["a7"], exhausted: true, now: now)
+        _ = job.nextSends(now: now)
+        _ = job.outcome(token: "a1", result: .accepted, now: now)
+        _ = job.outcome(token: "a7", result: .accepted, now: now)
+        #expect(job.isFinished && !job.holds("a1"))
+        #expect(job.counters.targeted == 2 && job.counters.sent == 2 && job.counters.pending == 0)
+        #expect(job.takeProgress().cursor == "a7")
+    }
+
     @Test func outcomeForATokenNotInFlightIsIgnored() {
         var job = FanOutJob(payload: [], limits: limits, policy: policy, seed: 1)
         #expect(job.outcome(token: "ab", result: .accepted, now: UnixTime(seconds: 0)).isEmpty)

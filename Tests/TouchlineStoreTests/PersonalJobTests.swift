@@ -191,7 +191,7 @@ func personalJob(_ id: String) -> PersonalJobRecord {
         defer { writer.close() }
         try await writer.submit([.registerToken(TokenRecord(token: "01", kind: .pushToStart, registeredAt: t0))])
         let version = try SQLiteConnection(path: path).query("PRAGMA user_version") { $0.int64(at: 0) }
-        #expect(version == [10], "migrated to the newest schema (10: a job's app)")
+        #expect(version == [11], "migrated to the newest schema (11: the starts of each generation)")
         #expect(try SQLiteChannelReader(path: path).channel(id: "m1") != nil)
         #expect(try SQLiteTokenReader(path: path).token("01") != nil)
     }
@@ -208,5 +208,31 @@ extension StoreWriter {
         }
         done.wait()
         return result.get()
+    }
+}
+
+/// Version 11 adds the record of the devices started into each APNs channel.
+@Suite struct GenerationStartsMigrationTests {
+    /// A version-10 personal file gains the table on open, keeps its jobs, and records starts.
+    @Test func aVersionTenFileGainsTheStartsOfEachGeneration() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("personal.sqlite")
+        do {
+            let writer = try StoreWriter(path: path)
+            try await writer.submit([.createJob(personalJob("job-1"))])
+            writer.close()
+        }
+        let old = try SQLiteConnection(path: path)
+        try old.execute("DROP TABLE generation_starts; PRAGMA user_version = 10")
+        old.close()
+
+        let writer = try StoreWriter(path: path)
+        defer { writer.close() }
+        try await writer.submit([.recordStarts(channel: "gen-1", tokens: ["ab01"])])
+        let reader = try SQLiteTokenReader(path: path)
+        defer { reader.close() }
+        #expect(try SQLiteConnection(path: path).query("PRAGMA user_version") { $0.int64(at: 0) } == [11])
+        #expect(try reader.job(id: "job-1") != nil)
+        #expect(try reader.startedTokens(among: ["ab01", "ab02"], into: "gen-1") == ["ab01"])
     }
 }

@@ -216,7 +216,8 @@ struct ClusterPersonalJobTests {
     /// cancelled one never sent.
     @Test func aScheduledKickoffWaitsInTheBucketAndStartsOnTimeWhicheverGatewayIsLeft() async throws {
         let cluster = try await NATSCluster.start()
-        let apns = try MockAPNsFixture()
+        // Starts stamped when they were scheduled would arrive six seconds old: the mock refuses them.
+        let apns = try MockAPNsFixture { $0.startTimestampTolerance = .seconds(3) }
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
         let gateways = try await started.serving(on: cluster, apns: apns)
@@ -252,6 +253,11 @@ struct ClusterPersonalJobTests {
         #expect(Set(sends.compactMap(\.deviceToken)) == Set(fans) && sends.count == 40, "each fan once, the cancelled start never")
         #expect(sends.allSatisfy { $0.receivedAt >= UnixTime(seconds: at) }, "none before its time")
         #expect(sends.allSatisfy { (try? JSONParser.parse($0.body))?[member: "aps"]?.string("input-push-channel") == apnsID })
+        #expect(sends.allSatisfy { ((try? JSONParser.parse($0.body))?[member: "aps"]?.integer("timestamp") ?? 0) >= at }, "stamped when sent")
+        // Started, the kickoff is the channel's audience for its rollovers.
+        try await eventually("the started kickoff kept by the channel") {
+            (try? g1.request("GET", "/v1/channels/k1").json?[member: "rollover"]?[member: "audiences"]) == ["team:ARS"]
+        }
         let withdrawn = try g1.request("GET", "/v1/personal/\(cancelled)").json
         #expect(withdrawn?.string("status") == "cancelled" && withdrawn?.integer("sent") == 0, "\(String(describing: withdrawn))")
         #expect(try g1.request("GET", "/v1/channels/k1/starts").json?[member: "starts"] == [])

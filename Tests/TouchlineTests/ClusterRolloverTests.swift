@@ -119,6 +119,45 @@ struct ClusterRolloverTests {
         #expect(apns.mock.channels()[original] == nil && apns.mock.channels()[successor] != nil)
     }
 
+    /// A kickoff scheduled in the cluster's job bucket before a rollover is moved with the
+    /// channel: it is not cancelled with the previous APNs channel, and at its time its slices
+    /// start the followers on the successor, stamped when sent.
+    @Test func aStartScheduledAcrossARolloverStartsOnTheSuccessor() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture { $0.startTimestampTolerance = .seconds(5) }
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try await started.serving(on: cluster, apns: apns)
+        let api = gateways[0].patientAdmin
+        let original = try #require(try api.request("POST", "/v1/channels", json: Self.channel).json?.string("apnsChannelId"))
+        let fans = ClusterPersonalJobTests.tokens(4)
+        try ClusterPersonalJobTests.register(Array(fans.prefix(2)), through: api)
+        for token in fans.suffix(2) {
+            let registered = try api.request("POST", "/v1/tokens", json: #"{"token": "\#(token)", "kind": "push-to-start", "follows": ["team:CHE"]}"#)
+            #expect(registered.status == 201, "\(registered.text)")
+        }
+        try await ClusterPersonalJobTests.copiesAgree(gateways.map(\.patientAdmin))
+        let sent = try api.request("POST", "/v1/channels/k-long/start", json: GatewayKickoffTests.startBody.replacingOccurrences(of: "team:ARS", with: "team:CHE"))
+        _ = try await GatewayDeadLetterTests.finished(try #require(sent.json?.string("jobId"), "\(sent.text)"), on: api)
+        #expect(try api.request("POST", "/v1/channels/k-long/events", json: #"{"seq": 1, "type": "status", "status": "live"}"#).status == 202)
+        let at = Int64(Date().timeIntervalSince1970) + 10
+        let scheduled = try #require(try api.request("POST", "/v1/channels/k-long/start", json: GatewayScheduledKickoffTests.body(at: at)).json?.string("jobId"))
+
+        #expect(try api.request("POST", "/v1/channels/k-long/rollover").status == 202)
+        var successor: String?
+        try await eventually("the rollover over") {
+            let shown = try? api.request("GET", "/v1/channels/k-long").json
+            successor = shown?.string("apnsChannelId")
+            return shown?[member: "rollover"]?.integer("generation") == 2 && shown?[member: "rollover"]?.string("stage") == "live"
+        }
+        let next = try #require(successor)
+        #expect(apns.mock.channels()[original] == nil)
+        let progress = try await GatewayDeadLetterTests.finished(scheduled, on: api)
+        #expect(progress?.integer("sent") == 2, "\(String(describing: progress))")
+        let arsStarts = Self.starts(into: next, in: apns.mock).filter { fans.prefix(2).contains($0.deviceToken ?? "") }
+        #expect(arsStarts.count == 2 && arsStarts.allSatisfy { $0.receivedAt >= UnixTime(seconds: at) }, "\(arsStarts.count) starts at their time")
+    }
+
     static func starts(into apnsID: String, in mock: MockAPNsServer) -> [MockAPNsRecordedRequest] {
         mock.recordedRequests().filter {
             $0.endpoint == .device && $0.event == "start" && $0.status == 200

@@ -14,12 +14,13 @@ import TouchlineStore
     static let tvKey = "tv-secret-0123456789"
 
     /// A gateway sending the `default` app to `league` and the `tv` app to `tv`, with a key of
-    /// each (`club-` channels of `default`, `match-` channels of `tv`) and an admin key.
+    /// each (`club-` channels of `default`, `match-` channels of `tv` whose kickoffs may address the
+    /// `team:` topics) and an admin key.
     static func gateway(league: MockAPNsFixture, tv: MockAPNsFixture,
                         tvPersonalQueue: AppPersonalQueueLimits = AppPersonalQueueLimits()) throws -> GatewayFixture {
         try GatewayFixture(apns: league.gatewaySettings) { configuration in
             configuration.apps = [.init(name: "tv", apns: tv.gatewaySettings, personalQueue: tvPersonalQueue)]
-            configuration.apiKeys.append(.init(key: tvKey, scope: .channelPrefix("match-"), app: "tv"))
+            configuration.apiKeys.append(.init(key: tvKey, scope: .channelPrefix("match-"), app: "tv", followTopics: ["team:*"]))
         }
     }
 

@@ -584,7 +584,8 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                                  ("--idempotency JSON", "TOUCHLINE_IDEMPOTENCY"), ("--provider-rate-limit JSON", "TOUCHLINE_PROVIDER_RATE_LIMIT"),
                                  ("--store JSON", "TOUCHLINE_STORE"), ("--alerts-mode MODE", "TOUCHLINE_ALERTS_MODE"),
                                  ("--apns-token-renewal-margin SECONDS", "TOUCHLINE_APNS_TOKEN_RENEWAL_MARGIN"),
-                                 ("--recordings JSON", "TOUCHLINE_RECORDINGS")] {
+                                 ("--recordings JSON", "TOUCHLINE_RECORDINGS"),
+                                 ("--key-limits JSON", "TOUCHLINE_KEY_LIMITS")] {
             #expect(entries.contains { $0.hasPrefix("  \(flag)") && $0.hasSuffix("[\(variable)]") }, "\(flag)")
         }
         #expect(entries.count == 25)

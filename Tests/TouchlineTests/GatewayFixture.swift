@@ -5,7 +5,8 @@ import Touchline
 import TouchlineCore
 
 /// A gateway on a fresh data directory, listening on a free loopback port, with an admin key
-/// and a key scoped to channels starting with `club-`; on SQLite and the bundled mock APNs unless
+/// and a key scoped to channels starting with `club-` (whose kickoffs may also address the
+/// `team:` topics); on SQLite and the bundled mock APNs unless
 /// `backends` says otherwise (e.g. `.inMemoryStores`, for a store the test can hold or fail).
 final class GatewayFixture: Sendable {
     static let adminKey = "admin-secret-0123456789"
@@ -25,7 +26,7 @@ final class GatewayFixture: Sendable {
         self.directory = try directory ?? MockAPNsDevelopmentCertificates.temporaryDirectory()
         var configuration = GatewayConfiguration(
             apnsMode: apns == nil ? .mock : .apple, apns: apns, listenHost: "127.0.0.1", listenPort: 0, dataDirectory: self.directory,
-            apiKeys: [.init(key: Self.adminKey, scope: .admin), .init(key: Self.clubKey, scope: .channelPrefix("club-"))],
+            apiKeys: [.init(key: Self.adminKey, scope: .admin), .init(key: Self.clubKey, scope: .channelPrefix("club-"), followTopics: ["team:*"])],
             defaultPolicy: policy, maxBodyBytes: maxBodyBytes, personalQueue: personalQueue, metrics: metrics)
         configuration.storeFaultFile = storeFaultFile
         configuration.webhooks = webhooks

@@ -58,7 +58,8 @@ extension ChannelService: APIFeature {
         }
         let app = call.app
         let id = AppChannelID.qualified(providerID, app: app)
-        try APIAccess.require(try call.caller.requiredKey(), covers: id)
+        let key = try call.caller.requiredKey()
+        try APIAccess.require(key, covers: id)
         let definition = try ChannelDefinition(body, defaultPolicy: defaultPolicy(ofApp: app), defaultAlertMode: defaultAlertMode)
         let (storage, policy, alertMode, attributes, state) = (definition.storage, definition.policy, definition.alertMode,
                                                                definition.attributes, definition.initialState)
@@ -89,6 +90,7 @@ extension ChannelService: APIFeature {
             return lifecycle(.createRequested(request), of: existing)
         }
         try recordingLedger.admit(creating: id, isShadow: isShadow, records: recordsFeed)
+        try keyQuotas.requireChannelRoom(for: key) { channelsHeld(by: key) }
         let now = clock.now()
         // The intent is durable before Apple is asked, so a lost answer can be reconciled.
         let (lifecycle, actions) = Lifecycle.created(for: request, jitterSeed: Channel.jitterSeed(for: id))
@@ -99,6 +101,12 @@ extension ChannelService: APIFeature {
         channels[id] = channel
         recordingLedger.add(id, isShadow: isShadow, records: recordsFeed)
         perform(actions, on: channel)
+    }
+
+    /// The channels in `key`'s scope that are not deleted yet: what its `keyLimits.channels` counts
+    /// (on a cluster, those of this gateway's partitions).
+    func channelsHeld(by key: GatewayConfiguration.APIKey) -> Int {
+        channels.values.count { APIAccess.allows(key, $0.id) && $0.status != .deleted }
     }
 
     /// Channels the key may see, by id, a page at a time: `?limit=` (1 to 1000, default 100) and

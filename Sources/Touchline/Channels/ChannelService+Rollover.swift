@@ -30,7 +30,8 @@ extension ChannelService {
     func checkRollover(of channel: Channel) {
         guard !channel.isShadow, channel.lifecycle.isLive else { return }
         let canRoll = !channel.kickoffs.isEmpty && channel.engine.phase == .live && channel.status == .active
-        perform(channel.rollover.check(now: clock.now(), maximumAge: channel.policy.maximumActivityAge, canRoll: canRoll), on: channel)
+        perform(channel.rollover.check(now: clock.now(), maximumAge: channel.policy.maximumActivityAge,
+                                       minimumInterval: keyQuotas.settings.rolloverInterval, canRoll: canRoll), on: channel)
     }
 
     /// After a restart: the step the saved rollover was in, then the timer.
@@ -51,17 +52,38 @@ extension ChannelService {
         }
         guard !channel.kickoffs.isEmpty else {
             throw HTTPError(status: 409, code: "no_kickoff",
-                            message: "channel '\(channel.id)' has had no kickoff (POST /v1/channels/{id}/start), so no audience is known to start on a new channel")
+                            message: "channel '\(channel.id)' has had no kickoff sent yet (POST /v1/channels/{id}/start; a scheduled one counts from its time), "
+                                + "so no audience is known to start on a new channel")
         }
         try requireWritableStore()
-        guard let actions = channel.rollover.start(), actions.first == .persist else {
+        let key = try call.caller.requiredKey()
+        let now = clock.now()
+        let previous = channel.rollover.lastStartedAt
+        let actions: [ActivityRollover.Action]
+        switch channel.rollover.start(now: now, minimumInterval: keyQuotas.settings.rolloverInterval) {
+        case .success(let started):
+            actions = started
+        case .failure(.underWay):
             throw HTTPError(status: 409, code: "rollover_in_progress", message: "channel '\(channel.id)' is rolling over already")
+        case .failure(.tooSoon(let earliest)):
+            keyQuotas.count(.rolloverInterval, for: key)
+            let seconds = KeyQuotas.wholeSeconds(until: earliest, from: now)
+            throw HTTPError(status: 429, code: "rollover_too_soon",
+                            message: "channel '\(channel.id)' rolled over less than \(keyQuotas.settings.rolloverInterval.inSeconds.formatted()) s ago "
+                                + "(keyLimits.rolloverIntervalSeconds); the next may begin in \(seconds) s",
+                            headers: [("Retry-After", String(seconds))])
+        }
+        do throws(HTTPError) {
+            try keyQuotas.takeStart(for: key, now: now)
+        } catch {
+            channel.rollover.startNotSaved(previous: previous)
+            throw error
         }
         // 202 once the rollover is saved: from then on it completes, across restarts.
         let request = call.request
         saveRollover(of: channel) { [self] result in
             if case .failure(let error) = result {
-                channel.rollover.startNotSaved()
+                channel.rollover.startNotSaved(previous: previous)
                 request.respond(HTTPError.writeFailed(error, saving: "the rollover").response)
                 return
             }
@@ -81,8 +103,18 @@ extension ChannelService {
         }
     }
 
-    /// A kickoff of the channel: its audience is kept for the rollovers (the latest per topic).
-    func rememberKickoff(_ kickoff: KickoffTemplate, of channel: Channel) {
+    /// A kickoff into `apnsChannelID` is stored to be sent now, or a scheduled one started: its
+    /// audience is kept for the channel's rollovers (the latest per topic). Only then: a start
+    /// still waiting for its time, or cancelled, is nobody's audience yet. Any thread; nothing
+    /// happens when no channel here publishes on `apnsChannelID` (any more).
+    func rememberKickoff(_ kickoff: KickoffTemplate, into apnsChannelID: String) {
+        loop.execute { [self] in
+            guard let channel = channels.values.first(where: { $0.apnsChannelID == apnsChannelID && !$0.isShadow }) else { return }
+            rememberKickoff(kickoff, of: channel)
+        }
+    }
+
+    private func rememberKickoff(_ kickoff: KickoffTemplate, of channel: Channel) {
         let audiences = KickoffTemplate.remembering(kickoff, in: channel.kickoffs)
         guard audiences != channel.kickoffs else { return }
         channel.kickoffs = audiences
@@ -141,7 +173,7 @@ extension ChannelService {
                     }
                 }
             case .startAudience(let generation):
-                startAudience(of: channel, generation: generation)
+                moveScheduledStarts(of: channel) { [self] in startAudience(of: channel, generation: generation) }
             case .endPrevious(let previous):
                 let push = channel.engine.previousChannelEnd(state: channel.contentState, now: clock.now())
                 dispatcher(of: channel).broadcast(push, on: previous) { [self] result in
@@ -163,7 +195,8 @@ extension ChannelService {
                                 return perform(rolloverFailed(of: channel), on: channel)
                             }
                             log.notice("rolled over: generation \(channel.rollover.generation) on \(channel.apnsChannelID ?? "")", channel: channel.id)
-                            perform(channel.rollover.previousDeleted(maximumAge: channel.policy.maximumActivityAge), on: channel)
+                            perform(channel.rollover.previousDeleted(maximumAge: channel.policy.maximumActivityAge,
+                                                                     minimumInterval: keyQuotas.settings.rolloverInterval), on: channel)
                         }
                     }
                 }
@@ -196,6 +229,24 @@ extension ChannelService {
 
     private func rolloverFailed(of channel: Channel) -> [ActivityRollover.Action] {
         channel.rollover.stepFailed(now: clock.now())
+    }
+
+    /// Moves the channel's kickoffs still waiting for their time from the previous APNs channel
+    /// to its new one, then `next` (on the loop): they start at their time into the channel that
+    /// replaced theirs, and closing the previous one does not cancel them. A failed move fails
+    /// the step (retried with back-off; moving again is harmless).
+    private func moveScheduledStarts(of channel: Channel, then next: @escaping @Sendable () -> Void) {
+        guard let previous = channel.rollover.previousChannel, let current = channel.apnsChannelID else { return next() }
+        personal(of: channel).moveScheduledStarts(from: previous, to: current) { [self] moved in
+            loop.execute { [self] in
+                guard channels[channel.id] === channel else { return }
+                guard moved else {
+                    log.warning("moving the kickoffs scheduled into the previous APNs channel failed; the step is tried again", channel: channel.id)
+                    return perform(rolloverFailed(of: channel), on: channel)
+                }
+                next()
+            }
+        }
     }
 
     /// Stores the jobs that start the match's audiences (one per kicked-off topic) on the

@@ -58,6 +58,9 @@ final class ChannelService: @unchecked Sendable {
     /// ``PersonalJobIntake/storeRolloverStarts(_:completion:)``: this gateway's file, or the
     /// cluster's job bucket); set once at start.
     var audienceStarter: (([PersonalJobRecord], @escaping @Sendable (Bool) -> Void) -> Void)?
+    /// What each API key may still hold and ask for (``KeyLimits``): its channels, its
+    /// kickoffs and rollovers, and the rollover interval of every channel.
+    var keyQuotas: KeyQuotas
     /// Webhook delivery (its own loop); nil in a gateway built without one. Channel facts are
     /// recorded with `webhooks.outbox` in the batches that change the channel.
     let webhooks: WebhookDelivery?
@@ -85,6 +88,7 @@ final class ChannelService: @unchecked Sendable {
         exports = FeedExports(limits: configuration.recordings)
         recordingLedger = RecordingLedger(limits: configuration.recordings, keys: configuration.apiKeys)
         self.recordings = recordings
+        keyQuotas = KeyQuotas(keys: configuration.apiKeys, settings: configuration.keyLimits, now: clock.now())
     }
 
     // MARK: Restart
@@ -110,7 +114,10 @@ final class ChannelService: @unchecked Sendable {
     func takeUp(from reader: any ChannelStoreReader, recordingSizes: [String: RecordingSize], where belongs: (String) -> Bool) throws {
         let restored = try load(from: reader, recordingSizes: recordingSizes, where: belongs)
         for channel in restored where channel.status == .active {
-            if let apnsID = channel.apnsChannelID { personal(of: channel).openKickoffs(into: apnsID) }
+            guard let apnsID = channel.apnsChannelID else { continue }
+            personal(of: channel).openKickoffs(into: apnsID)
+            // A scheduled kickoff that started while the channel had no owner becomes its audience now.
+            personal(of: channel).announceStartedKickoffs(into: apnsID)
         }
         resume(restored)
         for channel in restored where channel.lifecycle.awaitsReconciliation { lifecycle(.recreate, of: channel) }

@@ -37,6 +37,14 @@ struct KickoffTemplate: Sendable, Equatable {
         (self.follows, self.attributesType, self.attributes, self.alert, self.priority) = (follows, attributesType, attributes, alert, priority)
     }
 
+    /// The template of a kickoff's start payload (as the kickoff route encoded it): nil when the
+    /// payload is not a start with attributes and an alert.
+    init?(payload: [UInt8], follows: String, priority: Int) {
+        guard let aps = (try? JSONParser.parse(payload))?[member: "aps"], case .string(let type)? = aps[member: "attributes-type"],
+              let attributes = aps[member: "attributes"], let alert = aps[member: "alert"] else { return nil }
+        self.init(follows: follows, attributesType: type, attributes: attributes, alert: alert, priority: priority)
+    }
+
     /// Reads the settings' copy, checked as the kickoff route checks it.
     init(json: JSONValue) throws(HTTPError) {
         let body = try RequestBody(json, allowed: ["follows", "attributesType", "attributes", "alert", "priority"], prefix: "kickoff.")

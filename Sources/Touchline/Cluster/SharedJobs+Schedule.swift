@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
@@ -26,6 +28,58 @@ extension SharedJobs {
             log.error("recording the scheduled job's start failed: \(error); trying again", job: jobID)
             plan.recordStartFailed(jobID)
             retryActingSoon()
+        }
+    }
+
+    /// A scheduled kickoff's start is recorded (the watch shows it on every gateway): the
+    /// gateway owning its channel keeps its audience for the channel's rollovers, as a kickoff
+    /// sent at once is kept, and no other gateway finds the channel. A withdrawn one never is.
+    func announceStart(of jobID: String) {
+        guard case .started? = plan.schedule(of: jobID), cancelled[jobID] == nil, let entry = entries[jobID],
+              let channel = Self.inputPushChannel(of: entry) else { return }
+        let record = Self.record(of: entry)
+        guard let stored = try? StoredJob(record) else { return }
+        queue(ofJob: jobID).announceStart(of: record, stored, into: channel)
+    }
+
+    /// ``announceStart(of:)`` for every open job started into `apnsChannelID`: the gateway now
+    /// owning the channel may not have owned it when the start was recorded.
+    func announceStarts(into apnsChannelID: String) {
+        for entry in entries.values where entry.startAtNanoseconds != nil && Self.inputPushChannel(of: entry) == apnsChannelID {
+            announceStart(of: entry.id)
+        }
+    }
+
+    /// Moves the cluster's kickoffs waiting for their time into `previous` to `successor` (a
+    /// rollover replaced the channel): each entry is stored again naming `successor`, so its
+    /// slices start there and closing `previous` does not cancel it. `completion` on the loop
+    /// with whether every one was stored (a failure is retried with the rollover's step).
+    func moveScheduledStarts(from previous: String, to successor: String, completion: @escaping @Sendable (Bool) -> Void) {
+        let moved = entries.values.compactMap { entry -> SharedJobEntry? in
+            guard case .waiting? = plan.schedule(of: entry.id), cancelled[entry.id] == nil, Self.inputPushChannel(of: entry) == previous,
+                  let payload = LiveActivityPayload.retargeted(Array(entry.payload), from: previous, to: successor) else { return nil }
+            var moved = entry
+            moved.payload = Data(payload)
+            return moved
+        }
+        guard !moved.isEmpty else { return completion(true) }
+        let outstanding = Mutex((remaining: moved.count, failed: false))
+        for entry in moved {
+            board.replace(entry) { [self] result in
+                loop.execute { [self] in
+                    if case .failure(let error) = result {
+                        log.error("moving the scheduled kickoff to the channel's successor failed: \(error)", job: entry.id)
+                    } else {
+                        entries[entry.id] = entry
+                    }
+                    let (remaining, failed) = outstanding.withLock { state in
+                        state.remaining -= 1
+                        if case .failure = result { state.failed = true }
+                        return (state.remaining, state.failed)
+                    }
+                    if remaining == 0 { completion(!failed) }
+                }
+            }
         }
     }
 

@@ -167,6 +167,7 @@ final class SharedJobs: @unchecked Sendable {
         case .started(let jobID, let revision):
             plan.startRecorded(jobID, revision: revision)
             settleWithdrawal(of: jobID)
+            announceStart(of: jobID)
         case .withdrawn(let jobID, let revision):
             plan.cancellationRecorded(jobID, revision: revision)
             settleWithdrawal(of: jobID)
@@ -455,14 +456,16 @@ final class SharedJobs: @unchecked Sendable {
 
     /// A stored job's entry as the record the dispatcher runs.
     static func record(of entry: SharedJobEntry) -> PersonalJobRecord {
-        PersonalJobRecord(id: entry.id, createdAt: UnixTime(nanoseconds: entry.createdAtNanoseconds), audience: entry.audience,
-                          payload: Array(entry.payload), priority: entry.priority,
-                          expiration: entry.expirationNanoseconds.map(UnixTime.init(nanoseconds:)), status: .running,
-                          app: entry.app ?? AppChannelID.defaultApp)
+        var record = PersonalJobRecord(id: entry.id, createdAt: UnixTime(nanoseconds: entry.createdAtNanoseconds), audience: entry.audience,
+                                       payload: Array(entry.payload), priority: entry.priority,
+                                       expiration: entry.expirationNanoseconds.map(UnixTime.init(nanoseconds:)), status: .running,
+                                       app: entry.app ?? AppChannelID.defaultApp)
+        record.startAt = entry.startAtNanoseconds.map(UnixTime.init(nanoseconds:))
+        return record
     }
 
     /// The personal queue of a job's app (its entry's; `default` for a job not known yet).
-    private func queue(ofJob jobID: String) -> PersonalDispatcher {
+    func queue(ofJob jobID: String) -> PersonalDispatcher {
         entries[jobID].flatMap { $0.app }.flatMap { appDispatchers[$0] } ?? dispatcher
     }
 }

@@ -36,7 +36,7 @@ struct ConfigurationFile {
         guard let members = object(root, at: nil, allowed: ["listen", "dataDirectory", "maxBodyBytes", "apns", "apiKeys", "defaultPolicy",
                                                           "personalQueue", "log", "metrics", "http", "webhooks", "idempotency",
                                                           "providerRateLimit", "store", "alerts", "apps",
-                                                          "recordings"]) else {
+                                                          "recordings", "keyLimits"]) else {
             return
         }
         layer.listen = members["listen"].flatMap { convert($0, at: "listen") { value throws(InvalidConfigurationValue) in
@@ -84,6 +84,9 @@ struct ConfigurationFile {
         } }
         layer.store = members["store"].flatMap { convert($0, at: "store") { value throws(InvalidConfigurationValue) in
             try StoreSettings(json: value, defaultInstance: StoreSettings.hostInstance)
+        } }
+        layer.keyLimits = members["keyLimits"].flatMap { convert($0, at: "keyLimits") { value throws(InvalidConfigurationValue) in
+            try KeyLimits(json: value)
         } }
     }
 
@@ -191,7 +194,8 @@ struct ConfigurationFile {
         var providerKeys: [SourcedSetting<GatewayConfiguration.APIKey>] = []
         for (index, entry) in entries.enumerated() {
             let keyPath = "apiKeys[\(index)]"
-            guard let members = object(entry, at: keyPath, allowed: ["key", "channelPrefix", "admin", "rateLimit", "app"]) else { continue }
+            guard let members = object(entry, at: keyPath, allowed: ["key", "channelPrefix", "admin", "rateLimit", "app",
+                                                                                "limits", "followTopics"]) else { continue }
             guard let key = members["key"].map({ convert($0, at: keyPath + ".key", text) }) else {
                 problems.append(.init("\(keyPath) has no key", source: source(keyPath)))
                 continue
@@ -202,16 +206,27 @@ struct ConfigurationFile {
             let rateLimit = members["rateLimit"].flatMap { convert($0, at: keyPath + ".rateLimit") { value throws(InvalidConfigurationValue) in
                 try KeyRateLimit(json: value)
             } }
+            let limits = members["limits"].flatMap { convert($0, at: keyPath + ".limits") { value throws(InvalidConfigurationValue) in
+                try KeyLimits.Override(json: value)
+            } }
+            let followTopics = members["followTopics"].flatMap { convert($0, at: keyPath + ".followTopics") { value throws(InvalidConfigurationValue) in
+                try FollowTopicGrants.topics(json: value)
+            } }
             guard let key else { continue }
+            if admin?.value == true, followTopics != nil {
+                problems.append(.init("\(keyPath) has both \"admin\": true and followTopics; an admin key may address every topic", source: source(keyPath)))
+            }
             switch (admin?.value ?? false, prefix) {
             case (true, nil):
                 if app != nil {
                     problems.append(.init("\(keyPath) has both \"admin\": true and an app; an admin key serves every app", source: source(keyPath)))
                 }
-                adminKeys.append(SourcedSetting(value: .init(key: key.value, scope: .admin, rateLimit: rateLimit?.value), source: source(keyPath)))
+                adminKeys.append(SourcedSetting(value: .init(key: key.value, scope: .admin, rateLimit: rateLimit?.value, limits: limits?.value),
+                                                source: source(keyPath)))
             case (false, let prefix?):
                 providerKeys.append(SourcedSetting(value: .init(key: key.value, scope: .channelPrefix(prefix.value),
-                                                                          app: app?.value ?? AppChannelID.defaultApp, rateLimit: rateLimit?.value),
+                                                                          app: app?.value ?? AppChannelID.defaultApp, rateLimit: rateLimit?.value,
+                                                                          limits: limits?.value, followTopics: followTopics?.value ?? []),
                                                    source: source(keyPath)))
             case (true, _?):
                 problems.append(.init("\(keyPath) has both \"admin\": true and a channelPrefix; an admin key has no prefix", source: source(keyPath)))

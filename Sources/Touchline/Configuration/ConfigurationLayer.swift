@@ -40,6 +40,7 @@ struct ConfigurationLayer {
     var webhooks: SourcedSetting<WebhookSettings>?
     var idempotency: SourcedSetting<IdempotencySettings>?
     var providerRateLimit: SourcedSetting<KeyRateLimit>?
+    var keyLimits: SourcedSetting<KeyLimits>?
     var store: SourcedSetting<StoreSettings>?
     var alertMode: SourcedSetting<AlertMode>?
     var recordings: SourcedSetting<RecordingLimits>?
@@ -70,6 +71,7 @@ struct ConfigurationLayer {
         webhooks = later.webhooks ?? webhooks
         idempotency = later.idempotency ?? idempotency
         providerRateLimit = later.providerRateLimit ?? providerRateLimit
+        keyLimits = later.keyLimits ?? keyLimits
         store = later.store ?? store
         recordings = later.recordings ?? recordings
         alertMode = later.alertMode ?? alertMode

@@ -71,7 +71,9 @@ public struct ConfigurationReport: Sendable, Equatable, CustomStringConvertible 
             case .channelPrefix(let prefix): "app \(key.app), channels \(prefix)*"
             }
             let limit = key.rateLimit.map { ", rate limit \(ConfigurationValueText.fields(of: $0))" } ?? ""
-            entries.append(Entry(name: "apiKeys[\(index)]", value: "\(scope), key \(ConfigurationValueText.redacted)\(limit)",
+            let own = key.limits.map { ", limits \(ConfigurationValueText.fields(of: $0))" } ?? ""
+            let topics = key.followTopics.isEmpty ? "" : ", follow topics \(ConfigurationValueText.fields(of: key.followTopics))"
+            entries.append(Entry(name: "apiKeys[\(index)]", value: "\(scope), key \(ConfigurationValueText.redacted)\(limit)\(own)\(topics)",
                                  source: origins.apiKey(index)?.description ?? "default"))
         }
         for (index, app) in configuration.apps.enumerated() {

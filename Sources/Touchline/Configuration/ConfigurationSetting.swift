@@ -48,6 +48,7 @@ struct ConfigurationSetting: Sendable, Hashable {
         .apnsEnvironment, .apnsCAFile, .apnsBroadcastHost, .apnsTokenRenewalMargin, .adminKey, .apiKeys, .defaultPolicy, .personalQueue, .logLevel, .metrics,
         .http, .webhooks, .idempotency, .providerRateLimit, .store, .alertMode,
         .recordings,
+        .keyLimits,
     ]
 }
 
@@ -215,6 +216,13 @@ extension ConfigurationSetting {
             layer.providerRateLimit = SourcedSetting(value: try KeyRateLimit(json: try parseJSON(text)), source: source)
         },
         show: { $0.providerRateLimit.map { ConfigurationValueText.fields(of: $0) } ?? "none" })
+    static let keyLimits = Self(
+        "--key-limits", "JSON", file: "keyLimits", environment: "TOUCHLINE_KEY_LIMITS", title: "key limits",
+        help: "per provider key: channels (1000), startsPerHour (120) and startBurst (1000) of kickoffs and rollovers; rolloverIntervalSeconds (600) per channel, as JSON",
+        read: { layer, text, source throws(InvalidConfigurationValue) in
+            layer.keyLimits = SourcedSetting(value: try KeyLimits(json: try parseJSON(text)), source: source)
+        },
+        show: { ConfigurationValueText.fields(of: $0.keyLimits) })
     static let store = Self(
         "--store", "JSON", file: "store", environment: "TOUCHLINE_STORE", title: "store settings",
         help: "where acknowledged data lives: {\"backend\": \"sqlite\"} (default) or \"jetstream\" with servers, instance, prefix, replicas, partitions..., as JSON",

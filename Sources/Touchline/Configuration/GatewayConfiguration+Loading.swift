@@ -141,6 +141,7 @@ extension GatewayConfiguration {
         note(layer.webhooks, .webhooks) { configuration.webhooks = $0 }
         note(layer.idempotency, .idempotency) { configuration.idempotency = $0 }
         note(layer.providerRateLimit, .providerRateLimit) { configuration.providerRateLimit = $0 }
+        note(layer.keyLimits, .keyLimits) { configuration.keyLimits = $0 }
         note(layer.store, .store) { configuration.store = $0 }
         note(layer.alertMode, .alertMode) { configuration.alertMode = $0 }
         note(layer.tokenRenewalMargin, .apnsTokenRenewalMargin) { configuration.apnsTokenRenewalMargin = $0 }

@@ -49,6 +49,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// The request rate limit of provider keys without a `rateLimit` of their own
     /// (`providerRateLimit`); nil: none. Admin keys are limited only by their own.
     public var providerRateLimit: KeyRateLimit?
+    /// What each key may hold and ask for beyond its request rate (`keyLimits`; KeyLimits.swift).
+    public var keyLimits = KeyLimits()
     /// Where acknowledged data lives: SQLite in ``dataDirectory`` (the default), or a NATS
     /// JetStream cluster shared with other gateways (`store`; docs/cluster.md).
     public var store = StoreSettings()
@@ -138,12 +140,20 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var app: String
         /// This key's request rate limit (`apiKeys[].rateLimit`), over `providerRateLimit`.
         public var rateLimit: KeyRateLimit?
+        /// This key's channel and start limits (`apiKeys[].limits`), over `keyLimits`.
+        public var limits: KeyLimits.Override?
+        /// Follow topics a provider key's kickoffs may address besides its own channels'
+        /// `channel:` topics (`apiKeys[].followTopics`): each a topic, or a prefix ending in `*`.
+        public var followTopics: [String]
 
-        public init(key: String, scope: Scope, app: String = AppChannelID.defaultApp, rateLimit: KeyRateLimit? = nil) {
+        public init(key: String, scope: Scope, app: String = AppChannelID.defaultApp, rateLimit: KeyRateLimit? = nil,
+                    limits: KeyLimits.Override? = nil, followTopics: [String] = []) {
             self.key = key
             self.scope = scope
             self.app = app
             self.rateLimit = rateLimit
+            self.limits = limits
+            self.followTopics = followTopics
         }
     }
 

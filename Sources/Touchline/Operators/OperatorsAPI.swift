@@ -67,7 +67,8 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
             gatherLoopSnapshots { [self] loops in
                 let respond: @Sendable ([MetricFamily]) -> Void = { [self] webhookFamilies in
                     let text = PrometheusTextEncoder.encode(metricFamilies(loops) + storeMetricFamilies(brokenJobs: intake.brokenJobs.count)
-                                                           + httpMetricFamilies() + clusterMetricFamilies() + recordingMetricFamilies() + webhookFamilies)
+                                                           + httpMetricFamilies() + clusterMetricFamilies() + recordingMetricFamilies()
+                                                           + keyLimitMetricFamilies() + generationStartMetricFamilies(loops) + webhookFamilies)
                     call.respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusTextEncoder.contentType)],
                                               body: Array(text.utf8)))
                 }

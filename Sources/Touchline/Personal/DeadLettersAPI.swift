@@ -139,7 +139,7 @@ final class DeadLettersAPI: APIFeature, @unchecked Sendable {
         try intake.personalStore.requireWritable()
         beingReplayed.formUnion(ids)
         let answer = JSONValue.object([.init("replayed", .integer(Int64(ids.count))), .init("jobs", .array(summary))])
-        try intake.submitPersonalJobs(jobs, with: [.markReplayed(ids: ids)], for: request, answer: answer, idempotency: claim) { [self] in
+        try intake.submitPersonalJobs(jobs, with: [.markReplayed(ids: ids)], for: request, answer: answer, idempotency: claim) { [self] _ in
             beingReplayed.subtract(ids)
         }
     }

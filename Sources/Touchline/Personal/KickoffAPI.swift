@@ -103,6 +103,13 @@ struct KickoffAPI: APIFeature {
         let audienceFields = try RequestBody(try body.required(body.object("audience"), "audience"), allowed: ["follows"], prefix: "audience.")
         let follow = try TokenRegistration.validFollow(try audienceFields.required(audienceFields.string("follows"), "follows"),
                                                     field: "follows", in: audienceFields)
+        let key = try call.caller.requiredKey()
+        do throws(HTTPError) {
+            try FollowTopicGrants.require(key, mayAddress: follow)
+        } catch {
+            channels.keyQuotas.count(.followTopic, for: key)
+            throw error
+        }
         let attributesType = try body.required(body.string("attributesType"), "attributesType")
         guard !attributesType.isEmpty else { throw body.invalid("attributesType", "must not be empty (the app's ActivityAttributes type)") }
         let attributes = try body.required(body.object("attributes"), "attributes")
@@ -124,13 +131,16 @@ struct KickoffAPI: APIFeature {
         var job = try intake.personalJob(audience: .follows(follow), payload: payload, priority: try PersonalJobIntake.priority(in: body),
                                          expiration: expiration, claim: claim, app: channel.app)
         job.startAt = startAt
-        if let alert = try body.object("alert") {
-            channels.rememberKickoff(KickoffTemplate(follows: follow, attributesType: attributesType, attributes: attributes, alert: alert,
-                                                     priority: job.priority), of: channel)
-        }
         var answer: [JSONValue.Member] = [.init("jobId", .string(job.id))]
         if let startAt { answer.append(.init("at", .integer(startAt.seconds))) }
-        try intake.submitPersonalJobs([job], for: request, answer: .object(answer), idempotency: claim)
+        try intake.personalStore.requireWritable()
+        try channels.keyQuotas.takeStart(for: key, now: intake.clock.now())
+        // A start sent now is the match's audience for its rollovers from its commit on; a
+        // scheduled one only once its time has come and it starts (a cancelled one never is).
+        let template = startAt == nil ? KickoffTemplate(payload: payload, follows: follow, priority: job.priority) : nil
+        try intake.submitPersonalJobs([job], for: request, answer: .object(answer), idempotency: claim) { [channels] stored in
+            if stored, let template { channels.rememberKickoff(template, into: apnsID) }
+        }
     }
 
     /// `at`: Unix seconds in the future, at most ``longestScheduleAhead`` away; nil starts at once.

@@ -46,6 +46,37 @@ extension PersonalDispatcher {
         }
     }
 
+    /// Moves the kickoffs waiting for their time into `previous` to `successor`, the APNs
+    /// channel that replaced it (a rollover): their stored payloads name `successor` from then
+    /// on, so they start there at their time, and closing `previous` does not cancel them. On a
+    /// cluster the job bucket's are moved too (``SharedJobs/moveScheduledStarts(from:to:completion:)``).
+    /// `completion` on the personal loop with whether all are stored moved; a failed write
+    /// leaves the rest waiting into `previous` (moving them again is harmless). Any thread.
+    func moveScheduledStarts(from previous: String, to successor: String, completion: @escaping @Sendable (Bool) -> Void) {
+        loop.execute { [self] in
+            let moved = scheduled.starts(into: previous).compactMap { start -> PersonalJobRecord? in
+                guard let payload = LiveActivityPayload.retargeted(start.record.payload, from: previous, to: successor) else { return nil }
+                var record = start.record
+                record.payload = payload
+                return record
+            }
+            let local: (@escaping @Sendable (Bool) -> Void) -> Void = { [self] done in
+                guard !moved.isEmpty else { return done(true) }
+                store.submit(moved.map { .retargetScheduledJob(jobID: $0.id, payload: $0.payload) }) { [self] result in
+                    loop.execute { [self] in
+                        guard case .success = result else { return done(false) }
+                        for record in moved where scheduled.remove(record.id) != nil { scheduled.add(record, inputPushChannel: successor) }
+                        done(true)
+                    }
+                }
+            }
+            local { [self] stored in
+                guard stored, let sharedJobs else { return completion(stored) }
+                sharedJobs.moveScheduledStarts(from: previous, to: successor, completion: completion)
+            }
+        }
+    }
+
     /// The kickoffs waiting to start into `apnsChannelID`, earliest first, this gateway's and
     /// (on a cluster) the job bucket's (`answer` on the personal loop). Any thread.
     func scheduledStarts(into apnsChannelID: String, answer: @escaping @Sendable ([PersonalJobRecord]) -> Void) {

@@ -50,6 +50,9 @@ final class PersonalDispatcher: @unchecked Sendable {
     let metrics: PersonalMetrics
     /// The cluster's jobs, on a gateway of a cluster: slices run here save through it.
     var sharedJobs: SharedJobs?
+    /// Told when a scheduled kickoff starts, with its audience and the APNs channel it starts
+    /// into (the channels keep it for their rollovers); set once at start.
+    var scheduledStartBegan: (@Sendable (KickoffTemplate, String) -> Void)?
 
     /// `apns` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, apns: any PersonalAPNsDispatch, reader: any PersonalStoreReader, store: any PersonalStoreWriter, clock: any WallClock,
@@ -131,7 +134,13 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// `settled` runs on the personal loop once none of them has a send in flight. Any thread.
     func closeKickoffs(into apnsChannelID: String, settled: @escaping @Sendable () -> Void = {}) {
         loop.execute { [self] in
-            kickoffChannels.closed(apnsChannelID, settled: settled)
+            kickoffChannels.closed(apnsChannelID) { [self] in
+                // No start names the channel any more: which devices it started is forgotten.
+                store.submit([.forgetStarts(channel: apnsChannelID)]) { [log] result in
+                    if case .failure(let error) = result { log.warning("forgetting the starts into a closed channel failed; they stay, unused", error: error) }
+                }
+                settled()
+            }
             // On a cluster, the kickoff's slices elsewhere are cancelled through the job bucket.
             sharedJobs?.cancelKickoffs(into: apnsChannelID)
             for start in scheduled.starts(into: apnsChannelID) { cancelScheduled(start.record.id) { _ in } }
@@ -216,6 +225,7 @@ final class PersonalDispatcher: @unchecked Sendable {
             scheduled.add(record, inputPushChannel: stored.inputPushChannel)
             return armScheduleTimer()
         }
+        let record = record.startAt == nil ? record : scheduledStartBegins(record, stored)
         let retries: [PersonalJobRetry]
         do {
             retries = try reader.retriesDue(jobID: record.id, at: UnixTime(nanoseconds: .max), limit: .max)
@@ -234,6 +244,38 @@ final class PersonalDispatcher: @unchecked Sendable {
         for job in jobs.values { advance(job, []) }
     }
 
+    /// A scheduled start whose time has come (or that resumes after a restart): stamped with the
+    /// time it is sent, and, while its channel is open, made known to the channel as the
+    /// audience its rollovers start again (``scheduledStartBegan``).
+    private func scheduledStartBegins(_ record: PersonalJobRecord, _ stored: StoredJob) -> PersonalJobRecord {
+        let record = stampedForSending(record)
+        if let channel = stored.inputPushChannel, kickoffChannels.isOpen(channel) { announceStart(of: record, stored, into: channel) }
+        return record
+    }
+
+    /// A job stored ahead of its time, with its payload stamped now, the time it is sent.
+    func stampedForSending(_ record: PersonalJobRecord) -> PersonalJobRecord {
+        var record = record
+        if let payload = LiveActivityPayload.restamped(record.payload, timestamp: clock.now()),
+           payload.count <= LiveActivityPush.maximumPayloadSize {
+            record.payload = payload
+        }
+        return record
+    }
+
+    /// On a cluster, tells the channels again of the scheduled kickoffs into `apnsChannelID`
+    /// that the job bucket shows started (a gateway taking the channel up). Any thread.
+    func announceStartedKickoffs(into apnsChannelID: String) {
+        loop.execute { [self] in sharedJobs?.announceStarts(into: apnsChannelID) }
+    }
+
+    /// Tells the channels that a scheduled kickoff started into `apnsChannelID` (``scheduledStartBegan``).
+    func announceStart(of record: PersonalJobRecord, _ stored: StoredJob, into apnsChannelID: String) {
+        guard case .follows(let topic) = stored.audience,
+              let template = KickoffTemplate(payload: record.payload, follows: topic, priority: record.priority) else { return }
+        scheduledStartBegan?(template, apnsChannelID)
+    }
+
     /// Runs a slice of a cluster's job from `checkpoint` (on the loop; ``SharedJobs`` decides).
     /// A slice is not tied to a kickoff's channel here: that channel's owner may be another
     /// gateway (docs/cluster.md, "Personal jobs on the cluster").
@@ -243,6 +285,7 @@ final class PersonalDispatcher: @unchecked Sendable {
                   maximumWindow: Int, expiredAt: UnixTime?) throws(StoredJob.Broken) {
         guard !isStopping else { return }
         let stored = try StoredJob(record)
+        let record = record.startAt == nil ? record : stampedForSending(record)
         let limits = FanOutJob.Limits(window: min(settings.window, maximumWindow), maxInFlight: settings.maxInFlight,
                                       pageSize: min(settings.pageSize, maximumWindow))
         let running = PersonalJobRun(record: record, slice: key.slice, checkpoint: checkpoint, audience: stored.audience,
@@ -318,7 +361,8 @@ final class PersonalDispatcher: @unchecked Sendable {
                 log.error("reading the job's audience failed; the rest of it is not sent", job: running.id, error: error)
                 page = ([], true)
             }
-            running.job.targetsFetched(page.tokens, exhausted: page.exhausted, now: clock.now())
+            running.job.targetsFetched(leavingOutStarted(page.tokens, for: running), through: page.tokens.last, exhausted: page.exhausted,
+                                       now: clock.now())
             running.noteProgress()
         case .send(let token, _):
             guard !isStopping else { return }
@@ -354,6 +398,29 @@ final class PersonalDispatcher: @unchecked Sendable {
         }
     }
 
+    /// `tokens` (a page of a kickoff's audience) without the devices already started into its
+    /// channel, by a save of any job (the store) or by a start into it still running here (held
+    /// as a target, or started and not saved yet): a device is started at most once per APNs
+    /// channel, that is per generation of a match, whatever kickoffs, repeats and rollovers ask
+    /// (docs/personal-pushes.md, "One start per device and generation"). A failed read of the
+    /// store leaves nobody out: a start twice rather than none.
+    private func leavingOutStarted(_ tokens: [String], for running: PersonalJobRun) -> [String] {
+        guard let channel = running.startsChannel, !tokens.isEmpty else { return tokens }
+        let others = jobs.values.filter { $0 !== running && $0.startsChannel == channel }
+        let stored: Set<String>
+        do {
+            stored = try reader.startedTokens(among: tokens, into: channel)
+        } catch {
+            log.error("reading which devices were started into the channel failed; this page is not narrowed", job: running.id, error: error)
+            stored = []
+        }
+        let kept = tokens.filter { token in
+            !stored.contains(token) && !others.contains { $0.job.holds(token) || $0.startsNotStored.contains(token) }
+        }
+        metrics.startsLeftOut += tokens.count - kept.count
+        return kept
+    }
+
     private func send(_ token: String, for running: PersonalJobRun) {
         // Fields read one by one: a copy of the whole job would make the next mutation copy its tables.
         let push = LiveActivityPush(deviceToken: token, payload: running.job.payload,
@@ -363,8 +430,9 @@ final class PersonalDispatcher: @unchecked Sendable {
         apns.send(push) { [self] result in
             inFlight -= 1
             guard !isStopping, jobs[running.runKey] === running else { return }
-            if case .failure(let error) = result {
-                log.debug("APNs push failed", job: running.id, apnsID: error.requestID, token: RedactedToken(token), error: error)
+            switch result {
+            case .success: if running.startsChannel != nil { running.started(token) }
+            case .failure(let error): log.debug("APNs push failed", job: running.id, apnsID: error.requestID, token: RedactedToken(token), error: error)
             }
             running.noteProgress()
             let outcome = Self.outcome(of: result, repeatable: running.tokenKind != .pushToStart)

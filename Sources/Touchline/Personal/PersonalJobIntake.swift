@@ -132,10 +132,11 @@ final class PersonalJobIntake: @unchecked Sendable {
     /// Saves `jobs` and `operations` in one commit (all or nothing), then answers 202 with
     /// `answer` and hands the jobs to the personal queue; a failed commit answers 503 (500 when the store
     /// refused the write itself) and runs nothing. With an idempotency `claim`, its record (the
-    /// 202 and `answer`) is in the same commit. `settled` runs on the ingest loop once the commit has succeeded or failed.
+    /// 202 and `answer`) is in the same commit. `settled` runs on the ingest loop once the commit has succeeded or failed,
+    /// told whether the jobs are stored (and will run).
     func submitPersonalJobs(_ jobs: [PersonalJobRecord], with operations: [TokenOperation] = [], for request: HTTPRequest,
                             answer: JSONValue, idempotency claim: IdempotencyClaim? = nil,
-                            settled: (@Sendable () -> Void)? = nil) throws(HTTPError) {
+                            settled: (@Sendable (_ stored: Bool) -> Void)? = nil) throws(HTTPError) {
         try personalStore.requireWritable()
         let kept = claim.map { holdIdempotencyKey($0, status: 202, answer: answer) } ?? []
         if let sharedJobs {
@@ -146,7 +147,8 @@ final class PersonalJobIntake: @unchecked Sendable {
             if case .success = result { idempotentCommitSucceeded(claim) }
             loop.execute { [self] in
                 if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
-                settled?()
+                let stored = if case .success = result { true } else { false }
+                settled?(stored)
                 switch result {
                 case .success:
                     request.respond(.json(status: 202, answer))
@@ -167,7 +169,7 @@ final class PersonalJobIntake: @unchecked Sendable {
     /// took the request before; the first job's entry holds its answer for repeats.
     private func submitSharedJobs(_ jobs: [PersonalJobRecord], to shared: SharedJobs, then operations: [TokenOperation],
                                   for request: HTTPRequest, answer: JSONValue, idempotency claim: IdempotencyClaim?,
-                                  settled: (@Sendable () -> Void)?) {
+                                  settled: (@Sendable (_ stored: Bool) -> Void)?) {
         if let claim, let first = jobs.first {
             // A repeat sent to any gateway names the same first job (its id comes from the key):
             // if the bucket has it, the request was answered before.
@@ -179,7 +181,7 @@ final class PersonalJobIntake: @unchecked Sendable {
                                             claim: claim, settled: settled)
                 }
                 idempotencyKeys.inFlight.remove(claim.slot)
-                settled?()
+                settled?(false)
                 do throws(HTTPError) {
                     request.respond(try IdempotencyClaim.replay(status: stored.status, response: Array(stored.response.utf8),
                                                                 sameRequest: stored.requestHash == WebhookSignature.hex(claim.requestHash), for: claim))
@@ -198,21 +200,21 @@ final class PersonalJobIntake: @unchecked Sendable {
     /// answered 409: the repeat's retry finds the first's answer.
     private func createSharedJobs(_ jobs: [PersonalJobRecord], in shared: SharedJobs, idempotency: IdempotentAnswer?,
                                   then operations: [TokenOperation], for request: HTTPRequest, answer: String,
-                                  claim: IdempotencyClaim?, settled: (@Sendable () -> Void)?) {
+                                  claim: IdempotencyClaim?, settled: (@Sendable (_ stored: Bool) -> Void)?) {
         let remaining = Mutex(jobs.count)
         let firstFailure = Mutex<(any Error)?>(nil)
         let raced = Mutex(false)
         let finish: @Sendable () -> Void = { [self] in
             if let error = firstFailure.withLock({ $0 }) {
                 if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
-                settled?()
+                settled?(false)
                 let failure = (error as? StoreError) ?? StoreError.storageFailure("the cluster did not store the job: \(error)")
                 request.respond(HTTPError.writeFailed(failure, saving: "the job").response)
                 return
             }
             if let claim, raced.withLock({ $0 }) {
                 idempotencyKeys.inFlight.remove(claim.slot)
-                settled?()
+                settled?(false)
                 request.respond(IdempotencyClaim.inUse(claim).response)
                 return
             }
@@ -220,7 +222,8 @@ final class PersonalJobIntake: @unchecked Sendable {
                 if case .success = result { idempotentCommitSucceeded(claim) }
                 loop.execute { [self] in
                     if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
-                    settled?()
+                    // The jobs are in the bucket and run, whatever this gateway's file says.
+                    settled?(true)
                     switch result {
                     case .success:
                         request.respond(HTTPResponse(status: 202, headers: [("Content-Type", "application/json")], body: Array(answer.utf8)))

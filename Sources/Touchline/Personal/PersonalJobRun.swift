@@ -31,6 +31,11 @@ final class PersonalJobRun: @unchecked Sendable {
     var isAnswered = false
     /// A slice stopped because its partition is no longer this gateway's: it saves nothing more.
     var isStopped = false
+    /// Tokens this kickoff started (APNs accepted the start) whose record is not committed yet:
+    /// with the store's records, what another start into the same channel leaves out.
+    private(set) var startsNotStored: Set<String> = []
+    /// Those of ``startsNotStored`` in the save that is in the store now.
+    private var startsSaving: Set<String> = []
     private var unsavedWrites: [TokenOperation] = []
     private var hasUnsavedProgress = false
     private var saveInStore = false
@@ -76,6 +81,23 @@ final class PersonalJobRun: @unchecked Sendable {
     /// Something changed that the next save must carry.
     func noteProgress() { hasUnsavedProgress = true }
 
+    /// A start into a channel: each device is started into it at most once (docs/personal-pushes.md,
+    /// "One start per device and generation"); the channel, for a kickoff's starts.
+    var startsChannel: String? { tokenKind == .pushToStart ? inputPushChannel : nil }
+
+    /// APNs accepted the start to `token`: recorded with the next save.
+    func started(_ token: String) {
+        startsNotStored.insert(token)
+        hasUnsavedProgress = true
+    }
+
+    /// The record of the starts not stored yet, for a save; marks them as being saved.
+    private func takeStartRecords() -> [TokenOperation] {
+        guard let channel = startsChannel, !startsNotStored.isEmpty else { return [] }
+        startsSaving = startsNotStored
+        return [.recordStarts(channel: channel, tokens: startsSaving.sorted())]
+    }
+
     /// A write to commit with the next save (a dead letter, a deactivation).
     func record(_ write: TokenOperation) {
         unsavedWrites.append(write)
@@ -105,7 +127,7 @@ final class PersonalJobRun: @unchecked Sendable {
         let progress = job.takeProgress()
         let finished = job.isFinished
         var operations: [TokenOperation] = progress.removedRetryRows.map { .clearTarget(jobID: id, token: $0) }
-        operations += unsavedWrites
+        operations += unsavedWrites + takeStartRecords()
         operations += progress.retryRows.map {
             .scheduleRetry(PersonalJobRetry(jobID: id, token: $0.token, attempts: $0.attempts,
                                             retryAt: UnixTime(nanoseconds: $0.notBeforeNanoseconds ?? 0)))
@@ -128,7 +150,7 @@ final class PersonalJobRun: @unchecked Sendable {
     /// Marks a save as being out, like ``takeSave(now:outbox:)``.
     func takeSliceSave(now: UnixTime) -> (writes: [TokenOperation], checkpoint: FanOutCheckpoint, isFinished: Bool) {
         let checkpoint = job.takeCheckpoint()
-        let writes = unsavedWrites
+        let writes = unsavedWrites + takeStartRecords()
         unsavedWrites = []
         hasUnsavedProgress = false
         saveInStore = true
@@ -140,11 +162,15 @@ final class PersonalJobRun: @unchecked Sendable {
     /// save (ahead of newer ones; each is idempotent), so no dead letter or retry row is lost.
     func saveEnded(failed operations: [TokenOperation]?) {
         saveInStore = false
-        guard let operations else { return }
-        // The job's progress and its webhook events are made again by the next save.
+        defer { startsSaving = [] }
+        guard let operations else {
+            startsNotStored.subtract(startsSaving)
+            return
+        }
+        // The job's progress, its webhook events and its starts' record are made again by the next save.
         unsavedWrites = operations.filter {
             switch $0 {
-            case .advanceJob, .webhook: false
+            case .advanceJob, .webhook, .recordStarts: false
             default: true
             }
         } + unsavedWrites

@@ -14,6 +14,8 @@ final class PersonalMetrics: @unchecked Sendable {
     /// (not the 410s: a re-registered or already inactive token is not deactivated).
     var tokensDeactivated = 0
     var deadLetters: [String: Int] = [:]
+    /// Audience tokens left out of kickoffs because their device was started into that channel already.
+    var startsLeftOut = 0
     private var retriesOfFinishedJobs = 0
 
     init(app: String = AppChannelID.defaultApp, apns dispatch: any PersonalAPNsDispatch, credentialsRejected: (@Sendable (String, String) -> Void)? = nil) {
@@ -29,7 +31,8 @@ final class PersonalMetrics: @unchecked Sendable {
     func snapshot(running: [FanOutJob], inFlight: Int) -> PersonalSnapshot {
         PersonalSnapshot(jobsRunning: running.count, targetsPending: running.reduce(0) { $0 + $1.counters.pending },
                                 inFlight: inFlight, tokensDeactivated: tokensDeactivated, deadLetters: deadLetters,
-                                retries: retriesOfFinishedJobs + running.reduce(0) { $0 + $1.counters.retries }, apns: apns.snapshot())
+                                retries: retriesOfFinishedJobs + running.reduce(0) { $0 + $1.counters.retries }, startsLeftOut: startsLeftOut,
+                                apns: apns.snapshot())
     }
 }
 
@@ -46,5 +49,6 @@ struct PersonalSnapshot: Sendable {
     var tokensDeactivated: Int
     var deadLetters: [String: Int]
     var retries: Int
+    var startsLeftOut: Int
     var apns: APNsSnapshot
 }

@@ -27,6 +27,8 @@ enum BundledMockAPNs {
                                                   certificateFile: certificates.certificateFile,
                                                   privateKeyFile: certificates.privateKeyFile, host: "127.0.0.1")
         configuration.channelsFile = directory + "/channels.json"
+        // As strict as it can be: a start stamped an hour away from when it is sent is refused.
+        configuration.startTimestampTolerance = .seconds(3600)
         let mock = try MockAPNsServer(configuration: configuration)
         let addresses = try mock.start()
         let settings = GatewayConfiguration.APNsSettings(

@@ -279,6 +279,12 @@ public final class Gateway: Sendable {
                                            personal: personal, appPersonal: appPersonal, sharedJobs: sharedJobs,
                                            idempotency: configuration.idempotency)
             try ingestLoop.sync { service.audienceStarter = { [intake] jobs, completion in intake.storeRolloverStarts(jobs, completion: completion) } }
+            // A scheduled kickoff becomes its channel's audience (for rollovers) when it starts.
+            try personalLoop.sync {
+                for dispatcher in [personal] + appPersonal {
+                    dispatcher.scheduledStartBegan = { [service] template, channel in service.rememberKickoff(template, into: channel) }
+                }
+            }
             let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
                                    isKnownChannel: { [service] id in service.channels[id] != nil })
             // Every route of the gateway with its scope: the admission hook and the API

@@ -13,6 +13,10 @@
 /// - the start job's id follows from the channel and the ``generation``, so storing it again
 ///   after a restart finds it stored instead of starting the audience twice;
 /// - the previous channel is ended, then deleted, each retried with back-off until APNs confirms.
+///
+/// Rollovers of one channel are at least a `minimumInterval` apart, whoever asks (an operator's
+/// `POST .../rollover` or the age): each starts every follower again, so they must not come
+/// faster than a match needs them. The time the last one began is saved with the rest.
 public struct ActivityRollover: Sendable, Equatable, Codable {
     public enum Stage: Sendable, Equatable, Codable {
         /// The current APNs channel's activities are young enough.
@@ -61,8 +65,18 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
     public private(set) var generationStartedAt: UnixTime
     /// The current APNs channel's place in the match: 1 for the first, one more per rollover.
     public private(set) var generation: Int
+    /// When the last rollover began (nil: never): the next may begin a minimum interval later.
+    public private(set) var lastStartedAt: UnixTime?
     /// Failed attempts at the current step, in a row.
     private var attempts: Int
+
+    /// Why an operator's rollover does not begin.
+    public enum Refusal: Error, Sendable, Equatable {
+        /// One is under way.
+        case underWay
+        /// The last one began less than the minimum interval ago: the next may begin at `until`.
+        case tooSoon(until: UnixTime)
+    }
 
     /// A channel whose first APNs channel was created at `createdAt`.
     public init(generationStartedAt createdAt: UnixTime) {
@@ -77,30 +91,42 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
         maximumAge > .zero ? generationStartedAt + maximumAge : nil
     }
 
-    // MARK: Inputs
-
-    /// An operator asks for a rollover now (`POST /v1/channels/{id}/rollover`): false when one is
-    /// under way already.
-    public mutating func start() -> [Action]? {
-        guard stage == .live else { return nil }
-        stage = .creatingSuccessor
-        attempts = 0
-        return [.persist, .createSuccessor]
+    /// The earliest time the next rollover may begin: `minimumInterval` after the last began.
+    public func earliestStart(minimumInterval: Duration) -> UnixTime? {
+        lastStartedAt.map { $0 + minimumInterval }
     }
 
-    /// The operator's rollover could not be saved: it did not begin (the request is refused).
-    public mutating func startNotSaved() {
-        if stage == .creatingSuccessor { stage = .live }
+    // MARK: Inputs
+
+    /// An operator asks for a rollover now (`POST /v1/channels/{id}/rollover`): refused while one
+    /// is under way, and until `minimumInterval` has passed since the last began.
+    public mutating func start(now: UnixTime, minimumInterval: Duration) -> Result<[Action], Refusal> {
+        guard stage == .live else { return .failure(.underWay) }
+        if let earliest = earliestStart(minimumInterval: minimumInterval), now < earliest { return .failure(.tooSoon(until: earliest)) }
+        lastStartedAt = now
+        stage = .creatingSuccessor
+        attempts = 0
+        return .success([.persist, .createSuccessor])
+    }
+
+    /// The operator's rollover could not be saved: it did not begin (the request is refused), and
+    /// the last start is again `previous`, what ``lastStartedAt`` was before it.
+    public mutating func startNotSaved(previous: UnixTime?) {
+        guard stage == .creatingSuccessor else { return }
+        stage = .live
+        lastStartedAt = previous
     }
 
     /// Time passed, or what `canRoll` depends on changed (the match's audience became known, the
     /// match is live): starts the rollover when due and possible, else says when to look again.
-    /// `canRoll` is false while the match is not live or its audience is not known.
-    public mutating func check(now: UnixTime, maximumAge: Duration, canRoll: Bool) -> [Action] {
-        guard stage == .live, let due = due(maximumAge: maximumAge) else { return [] }
+    /// `canRoll` is false while the match is not live or its audience is not known. A rollover
+    /// due sooner than `minimumInterval` after the last one waits until then.
+    public mutating func check(now: UnixTime, maximumAge: Duration, minimumInterval: Duration, canRoll: Bool) -> [Action] {
+        guard stage == .live, let aged = due(maximumAge: maximumAge) else { return [] }
+        let due = max(aged, earliestStart(minimumInterval: minimumInterval) ?? aged)
         guard now >= due else { return [.armTimer(at: due)] }
-        guard canRoll else { return [] }
-        return start() ?? []
+        guard canRoll, case .success(let actions) = start(now: now, minimumInterval: minimumInterval) else { return [] }
+        return actions
     }
 
     /// APNs created `successor`; `previous` is the channel's APNs channel until now. A match that
@@ -147,12 +173,15 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
         return [.persist, .deletePrevious(previous)]
     }
 
-    /// APNs deleted the previous channel (or no longer knew it): the rollover is over.
-    public mutating func previousDeleted(maximumAge: Duration) -> [Action] {
+    /// APNs deleted the previous channel (or no longer knew it): the rollover is over; the next
+    /// is due `maximumAge` after the successor's creation, and not before `minimumInterval`
+    /// after this one began.
+    public mutating func previousDeleted(maximumAge: Duration, minimumInterval: Duration) -> [Action] {
         guard case .deletingPrevious = stage else { return [] }
         stage = .live
         attempts = 0
-        return [.persist] + (due(maximumAge: maximumAge).map { [.armTimer(at: $0)] } ?? [])
+        guard let aged = due(maximumAge: maximumAge) else { return [.persist] }
+        return [.persist, .armTimer(at: max(aged, earliestStart(minimumInterval: minimumInterval) ?? aged))]
     }
 
     /// The current step failed (APNs or the store): it is tried again after a back-off.
@@ -193,15 +222,19 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
         }
     }
 
-    private enum CodingKeys: String, CodingKey { case stage, generationStartedAt, generation, attempts }
+    private enum CodingKeys: String, CodingKey { case stage, generationStartedAt, generation, attempts, lastStartedAt }
 
-    /// As the channel's settings keep it: the generation's start in Unix nanoseconds.
+    /// As the channel's settings keep it: times in Unix nanoseconds. A rollover saved before
+    /// `lastStartedAt` existed counts the start of its current generation (if it is not the
+    /// first) as the last rollover's, so a restart grants no early one.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         stage = try c.decode(Stage.self, forKey: .stage)
         generationStartedAt = UnixTime(nanoseconds: try c.decode(Int64.self, forKey: .generationStartedAt))
         generation = try c.decode(Int.self, forKey: .generation)
         attempts = try c.decodeIfPresent(Int.self, forKey: .attempts) ?? 0
+        lastStartedAt = try c.decodeIfPresent(Int64.self, forKey: .lastStartedAt).map(UnixTime.init(nanoseconds:))
+            ?? (generation > 1 ? generationStartedAt : nil)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -210,6 +243,7 @@ public struct ActivityRollover: Sendable, Equatable, Codable {
         try c.encode(generationStartedAt.nanoseconds, forKey: .generationStartedAt)
         try c.encode(generation, forKey: .generation)
         try c.encode(attempts, forKey: .attempts)
+        try c.encodeIfPresent(lastStartedAt?.nanoseconds, forKey: .lastStartedAt)
     }
 
     /// The previous APNs channel still to end or delete.

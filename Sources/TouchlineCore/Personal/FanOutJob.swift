@@ -120,6 +120,8 @@ public struct FanOutJob: Sendable {
 
     /// Unended targets held in memory.
     public var heldCount: Int { targets.count }
+    /// Whether `token` is a target of the job that has not ended (fetched, in flight or waiting).
+    public func holds(_ token: String) -> Bool { targets[token] != nil }
     /// Sends in flight.
     /// Every target of the audience has ended (sent, dead-lettered or expired).
     public var isFinished: Bool { exhausted && targets.isEmpty && !fetchOutstanding }
@@ -223,11 +225,13 @@ public struct FanOutJob: Sendable {
     }
 
     /// A page of the audience arrived, in token order (the audience is ordered by token and the
-    /// next page starts after the page's last token). Tokens already accounted for are ignored;
-    /// after the expiration the page is counted as expired at once.
-    public mutating func targetsFetched(_ tokens: [String], exhausted: Bool, now: UnixTime) {
+    /// next page starts after the page's last token, or after `through` when the caller left
+    /// tokens out of the page: its last token as read, at or after every one given). Tokens
+    /// already accounted for are ignored; after the expiration the page is counted as expired at
+    /// once. Tokens left out are not targets of the job: not targeted, never sent.
+    public mutating func targetsFetched(_ tokens: [String], through last: String? = nil, exhausted: Bool, now: UnixTime) {
         fetchOutstanding = false
-        if let last = tokens.last { cursor = last }
+        if let last = last ?? tokens.last { cursor = last }
         self.exhausted = exhausted
         let expired = isExpired(at: now)
         for token in tokens {

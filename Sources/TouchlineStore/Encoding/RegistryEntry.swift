@@ -92,8 +92,8 @@ extension TokenOperation {
     public var isRegistryOperation: Bool {
         switch self {
         case .registerToken, .deleteToken, .deactivateToken: true
-        case .createJob, .advanceJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed, .webhook, .rememberIdempotencyKey,
-             .pruneIdempotencyKeys: false
+        case .createJob, .advanceJob, .retargetScheduledJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed, .recordStarts,
+             .forgetStarts, .webhook, .rememberIdempotencyKey, .pruneIdempotencyKeys: false
         }
     }
 }

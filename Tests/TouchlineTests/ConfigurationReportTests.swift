@@ -11,7 +11,7 @@ import Touchline
             environment: ["TOUCHLINE_LOG_LEVEL": "notice", "TOUCHLINE_ADMIN_KEY": "env-admin-0123456789",
                           "TOUCHLINE_PROVIDER_RATE_LIMIT": #"{"requestsPerSecond": 5, "burst": 10}"#])
         let entries = Dictionary(uniqueKeysWithValues: resolved.report.entries.map { ($0.name, $0) })
-        #expect(resolved.report.entries.count == 23 + 2, "23 settings besides the keys, and one line per key")
+        #expect(resolved.report.entries.count == 25 + 2, "25 settings besides the keys, and one line per key")
         #expect(entries["apns.tokenRenewalMarginSeconds"] == .init(name: "apns.tokenRenewalMarginSeconds", value: "60 s", source: "default"))
         #expect(entries["recordings"]?.value == "{maxConcurrentExports: 4, maxExportsPerKey: 2, maxRecordedBytes: 8589934592, "
                     + "maxRecordedBytesPerKey: 1073741824, maxShadowChannels: 1000, maxShadowChannelsPerKey: 100}", "\(String(describing: entries["recordings"]))")

@@ -588,7 +588,7 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
                                  ("--key-limits JSON", "TOUCHLINE_KEY_LIMITS")] {
             #expect(entries.contains { $0.hasPrefix("  \(flag)") && $0.hasSuffix("[\(variable)]") }, "\(flag)")
         }
-        #expect(entries.count == 25)
+        #expect(entries.count == 27)
         #expect(GatewayConfiguration.commandLineOptions.map(\.name).count == Set(GatewayConfiguration.commandLineOptions.map(\.name)).count)
     }
 }

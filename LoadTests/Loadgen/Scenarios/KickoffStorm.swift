@@ -55,8 +55,15 @@ struct KickoffStorm {
         log.say(String(format: "%d tokens registered in %.1f s (%.0f tokens/s)", tokens.count, registration, Double(tokens.count) / registration))
         let matchIDs = (0..<options.matches).map { String(format: "storm-match-%04d", $0) }
         let apnsIDs = try ChannelCreation.create(matchIDs, policy: ChannelCreation.unthrottledPolicy, connect: gateway.connector)
-        let kickoff = KickoffRequest(channelID: matchIDs[0], apnsChannelID: apnsIDs[matchIDs[0]]!, follow: Self.follow)
-        let pushes = LoadStage.DevicePushes(tokens: tokens, payload: kickoff.payload, priority: 10)
+        // Each kickoff starts the followers into a channel of its own: the gateway starts a device
+        // at most once into one APNs channel, so a second kickoff of one channel would start no one.
+        // The ids are of one length, so every kickoff's payload is as large as h2load's.
+        let kickoffIDs = (0..<2 * options.rounds).map { String(format: "storm-kickoff-%04d", $0) }
+        let kickoffAPNsIDs = try ChannelCreation.create(kickoffIDs, policy: ChannelCreation.unthrottledPolicy, connect: gateway.connector)
+        func kickoff(_ number: Int) -> KickoffRequest {
+            KickoffRequest(channelID: kickoffIDs[number], apnsChannelID: kickoffAPNsIDs[kickoffIDs[number]]!, follow: Self.follow)
+        }
+        let pushes = LoadStage.DevicePushes(tokens: tokens, payload: kickoff(0).payload, priority: 10)
 
         var timeline = ScenarioTimeline()
         var rounds: [Round] = []
@@ -64,7 +71,7 @@ struct KickoffStorm {
             var round = Round()
             // The kickoff alone.
             var phase = try PhaseMeasurement(stage: stage)
-            let alone = try PersonalJobPoller.wait(for: kickoff.post(api: api), api: api, expected: tokens.count)
+            let alone = try PersonalJobPoller.wait(for: kickoff(number * 2 - 2).post(api: api), api: api, expected: tokens.count)
             var figures = try phase.finish()
             timeline.add(figures, label: "kickoff \(number)")
             round.fanOutRate = Double(alone.sent) / alone.seconds
@@ -84,7 +91,7 @@ struct KickoffStorm {
                 let pacer = PacedEvents(channels: matchIDs, connections: options.latencyConnections,
                                         eventsPerChannelPerSecond: options.eventsPerMatchPerSecond, firstSeq: (number * 2 + (storm ? 1 : 0)) * 1_000_000)
                 phase = try PhaseMeasurement(stage: stage)
-                let job = storm ? try kickoff.post(api: api) : nil
+                let job = storm ? try kickoff(number * 2 - 1).post(api: api) : nil
                 let timings = try pacer.run(seconds: seconds, connect: gateway.connector)
                 let left = try job.map { tokens.count - (try PersonalJobPoller.progress(of: $0, api: api)).sent }
                 let drained = try job.map { try PersonalJobPoller.wait(for: $0, api: api, expected: tokens.count) }

@@ -44,7 +44,6 @@ struct KickoffStorm {
         let gateway = try stage.startGateway(extraArguments: [
             "--personal-queue", #"{"connections": \#(connections), "maxInFlight": \#(inFlight), "niceness": \#(niceness)}"#,
         ])
-        let api = try gateway.connect()
         let log = ScenarioLog(Self.name)
         log.say("\(options.tokens) push-to-start tokens following \(Self.follow); \(options.matches) match channels; "
                 + "\(connections) connections x \(inFlight / connections) streams at niceness \(niceness); \(stage.placement.description)")
@@ -64,6 +63,10 @@ struct KickoffStorm {
             KickoffRequest(channelID: kickoffIDs[number], apnsChannelID: kickoffAPNsIDs[kickoffIDs[number]]!, follow: Self.follow)
         }
         let pushes = LoadStage.DevicePushes(tokens: tokens, payload: kickoff(0).payload, priority: 10)
+        // Opened only now: a connection that sends no request within the gateway's first-request
+        // deadline (http.firstRequestTimeoutMilliseconds) is closed, and registering a million
+        // tokens takes longer.
+        let api = try gateway.connect()
 
         var timeline = ScenarioTimeline()
         var rounds: [Round] = []

@@ -11,12 +11,15 @@ enum GenerationStartRows {
         Int64(bitPattern: text.lowercased().utf8.reduce(0xcbf2_9ce4_8422_2325 as UInt64) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 })
     }
 
+    /// One statement for a save's starts (their keys as one JSON array), not one per token: a
+    /// kickoff records a row per follower, and a statement's round trip through the wrapper cost
+    /// more than SQLite's insert itself.
     static func record(_ tokens: [String], into channel: String, on db: SQLiteConnection) throws {
-        let channelKey = SQLiteValue.integer(key(channel))
-        for token in tokens {
-            try db.run("INSERT INTO generation_starts (channel_key, token_key) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                       [channelKey, .integer(key(token))])
-        }
+        guard !tokens.isEmpty else { return }
+        let keys = String(decoding: JSONValue.array(tokens.map { .integer(key($0)) }).encoded, as: UTF8.self)
+        try db.run("""
+            INSERT INTO generation_starts (channel_key, token_key) SELECT ?, value FROM json_each(?) WHERE true ON CONFLICT DO NOTHING
+            """, [.integer(key(channel)), .text(keys)])
     }
 
     static func forget(_ channel: String, on db: SQLiteConnection) throws {

@@ -34,7 +34,8 @@ enum FollowTopicGrants {
     }
 
     /// `apiKeys[].followTopics`: an array of at most ``maximumGrants`` topics of 1 to 128 bytes
-    /// without control characters, `*` only as the last character.
+    /// without the characters no identifier may hold (``IdentifierCharacters``), `*` only as the
+    /// last character.
     static func topics(json value: JSONValue) throws(InvalidConfigurationValue) -> [String] {
         guard case .array(let items) = value, items.count <= maximumGrants else {
             throw InvalidConfigurationValue("must be an array of at most \(maximumGrants) follow topics, like [\"team:ARS\", \"league:PL:*\"]")
@@ -42,7 +43,7 @@ enum FollowTopicGrants {
         var topics: [String] = []
         for item in items {
             guard case .string(let topic) = item, (1...128).contains(topic.utf8.count),
-                  !topic.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }),
+                  !topic.unicodeScalars.contains(where: IdentifierCharacters.isRefused),
                   !topic.dropLast().contains("*"), topic != "*" else {
                 throw InvalidConfigurationValue("must hold follow topics of 1 to 128 bytes without control characters, a '*' only at the end "
                                                 + "of a prefix (\"league:PL:*\"); a lone \"*\" is refused (an admin key addresses everything)")

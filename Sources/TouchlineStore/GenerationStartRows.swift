@@ -28,6 +28,13 @@ enum GenerationStartRows {
 }
 
 extension SQLiteTokenReader {
+    public func hasStarts(into channel: String) throws(StoreError) -> Bool {
+        try StoreError.wrapping {
+            !(try connection.query("SELECT 1 FROM generation_starts WHERE channel_key = ? LIMIT 1",
+                                   [.integer(GenerationStartRows.key(channel))]) { _ in true }).isEmpty
+        }
+    }
+
     public func startedTokens(among tokens: [String], into channel: String) throws(StoreError) -> Set<String> {
         guard !tokens.isEmpty else { return [] }
         let byKey = Dictionary(tokens.map { (GenerationStartRows.key($0), $0) }, uniquingKeysWith: { first, _ in first })

@@ -37,6 +37,10 @@ public protocol PersonalJobReader: AnyObject {
     /// (``TokenOperation/recordStarts(channel:tokens:)``), as given.
     func startedTokens(among tokens: [String], into channel: String) throws(StoreError) -> Set<String>
 
+    /// Whether any device is recorded as started into `channel`: a kickoff into a channel with
+    /// none (and no other start into it running) need not look its pages up.
+    func hasStarts(into channel: String) throws(StoreError) -> Bool
+
     /// The record of `key` used by `scope` on `route`, unless it expired by `now` (a record
     /// expires at its `expiresAt`: found strictly before, not at or after).
     func idempotencyRecord(scope: String, route: String, key: String, at now: UnixTime) throws(StoreError) -> IdempotencyRecord?

@@ -71,6 +71,10 @@ public final class InMemoryStoreReader: ChannelTablesReader, PersonalJobReader, 
         }
     }
 
+    public func hasStarts(into channel: String) throws(StoreError) -> Bool {
+        try read { !($0.generationStarts[channel] ?? []).isEmpty }
+    }
+
     public func job(id: String) throws(StoreError) -> PersonalJobRecord? { try read { $0.jobs[id] } }
 
     public func jobProgress(id: String) throws(StoreError) -> (status: PersonalJobStatus, counts: PersonalJobCounts)? {

@@ -63,8 +63,11 @@ import TouchlineStore
         #expect(try reader.startedTokens(among: page, into: "gen-1") == [hexToken(1), hexToken(2).uppercased()])
         #expect(try reader.startedTokens(among: page, into: "gen-2") == [hexToken(3)])
         #expect(try reader.startedTokens(among: [], into: "gen-1").isEmpty)
+        #expect(try reader.hasStarts(into: "gen-1") && reader.hasStarts(into: "gen-2"))
+        #expect(try !reader.hasStarts(into: "gen-3"))
         try Self.write(store, [.forgetStarts(channel: "gen-1")]).get()
         #expect(try reader.startedTokens(among: page, into: "gen-1").isEmpty)
+        #expect(try !reader.hasStarts(into: "gen-1"))
         #expect(try reader.startedTokens(among: page, into: "gen-2") == [hexToken(3)], "another channel's stay")
     }
 

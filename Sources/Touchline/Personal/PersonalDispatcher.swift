@@ -53,6 +53,10 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// Told when a scheduled kickoff starts, with its audience and the APNs channel it starts
     /// into (the channels keep it for their rollovers); set once at start.
     var scheduledStartBegan: (@Sendable (KickoffTemplate, String) -> Void)?
+    /// The APNs channels this dispatcher started a device into since it began (a start's record
+    /// may not be committed yet when the next kickoff into the channel asks the store), until the
+    /// channel closes; with the store, what ``noteStartsBeginning(_:)`` asks.
+    private var channelsStartedInto: Set<String> = []
 
     /// `apns` must live on `loop`; `reader` is used on `loop` only from now on.
     init(loop: EventLoop, apns: any PersonalAPNsDispatch, reader: any PersonalStoreReader, store: any PersonalStoreWriter, clock: any WallClock,
@@ -136,6 +140,7 @@ final class PersonalDispatcher: @unchecked Sendable {
         loop.execute { [self] in
             kickoffChannels.closed(apnsChannelID) { [self] in
                 // No start names the channel any more: which devices it started is forgotten.
+                channelsStartedInto.remove(apnsChannelID)
                 store.submit([.forgetStarts(channel: apnsChannelID)]) { [log] result in
                     if case .failure(let error) = result { log.warning("forgetting the starts into a closed channel failed; they stay, unused", error: error) }
                 }
@@ -240,6 +245,7 @@ final class PersonalDispatcher: @unchecked Sendable {
         // A kickoff into a channel that has ended since it was accepted is cancelled at once.
         if let channel = stored.inputPushChannel, !kickoffChannels.isOpen(channel) { running.job.expire(at: clock.now()) }
         jobs[record.id] = running
+        noteStartsBeginning(running)
         running.noteProgress()
         for job in jobs.values { advance(job, []) }
     }
@@ -294,6 +300,7 @@ final class PersonalDispatcher: @unchecked Sendable {
         guard jobs[running.runKey] == nil else { return }
         if let expiredAt { running.job.expire(at: expiredAt) }
         jobs[running.runKey] = running
+        noteStartsBeginning(running)
         running.noteProgress()
         for job in jobs.values { advance(job, []) }
     }
@@ -398,6 +405,27 @@ final class PersonalDispatcher: @unchecked Sendable {
         }
     }
 
+    /// A kickoff begins here (new, resumed or a slice): whether its pages must be looked up
+    /// against the recorded starts (``PersonalJobRun/mayMeetRecordedStarts``), and the other
+    /// kickoffs into its channel must now look theirs up, since this one's starts are saved as it
+    /// goes. A failed read looks up, as before.
+    private func noteStartsBeginning(_ running: PersonalJobRun) {
+        guard let channel = running.startsChannel else { return }
+        var others = false
+        for other in jobs.values where other !== running && other.startsChannel == channel {
+            other.mayMeetRecordedStarts = true
+            others = true
+        }
+        let recorded: Bool
+        do {
+            recorded = try reader.hasStarts(into: channel)
+        } catch {
+            log.error("reading whether devices were started into the channel failed; every page is looked up", job: running.id, error: error)
+            recorded = true
+        }
+        running.mayMeetRecordedStarts = others || recorded || channelsStartedInto.contains(channel)
+    }
+
     /// `tokens` (a page of a kickoff's audience) without the devices already started into its
     /// channel, by a save of any job (the store) or by a start into it still running here (held
     /// as a target, or started and not saved yet): a device is started at most once per APNs
@@ -409,7 +437,7 @@ final class PersonalDispatcher: @unchecked Sendable {
         let others = jobs.values.filter { $0 !== running && $0.startsChannel == channel }
         let stored: Set<String>
         do {
-            stored = try reader.startedTokens(among: tokens, into: channel)
+            stored = running.mayMeetRecordedStarts ? try reader.startedTokens(among: tokens, into: channel) : []
         } catch {
             log.error("reading which devices were started into the channel failed; this page is not narrowed", job: running.id, error: error)
             stored = []
@@ -431,7 +459,11 @@ final class PersonalDispatcher: @unchecked Sendable {
             inFlight -= 1
             guard !isStopping, jobs[running.runKey] === running else { return }
             switch result {
-            case .success: if running.startsChannel != nil { running.started(token) }
+            case .success:
+                if let channel = running.startsChannel {
+                    running.started(token)
+                    channelsStartedInto.insert(channel)
+                }
             case .failure(let error): log.debug("APNs push failed", job: running.id, apnsID: error.requestID, token: RedactedToken(token), error: error)
             }
             running.noteProgress()

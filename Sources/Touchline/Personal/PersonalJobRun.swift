@@ -81,6 +81,12 @@ final class PersonalJobRun: @unchecked Sendable {
     /// Something changed that the next save must carry.
     func noteProgress() { hasUnsavedProgress = true }
 
+    /// Whether this kickoff's pages must be looked up against the starts recorded into its
+    /// channel: true unless, when it began, the channel had none recorded and no other start into
+    /// it ran or had run here (then only this job starts devices into it, and its audience holds
+    /// each device once); set again when another start into the channel begins beside it.
+    var mayMeetRecordedStarts = true
+
     /// A start into a channel: each device is started into it at most once (docs/personal-pushes.md,
     /// "One start per device and generation"); the channel, for a kickoff's starts.
     var startsChannel: String? { tokenKind == .pushToStart ? inputPushChannel : nil }

@@ -101,7 +101,7 @@ final class PersonalJobRun: @unchecked Sendable {
     private func takeStartRecords() -> [TokenOperation] {
         guard let channel = startsChannel, !startsNotStored.isEmpty else { return [] }
         startsSaving = startsNotStored
-        return [.recordStarts(channel: channel, tokens: startsSaving.sorted())]
+        return [.recordStarts(channel: channel, tokens: Array(startsSaving))]
     }
 
     /// A write to commit with the next save (a dead letter, a deactivation).

@@ -26,12 +26,16 @@ struct APIConformanceTests {
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
 
-    /// `schemathesis` on `PATH` (`make deps` installs it from PyPI), or nil.
-    private static let schemathesis: String? = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
-        .split(separator: ":").map { "\($0)/schemathesis" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    /// `python3` on `PATH`, or nil. Schemathesis runs as its module (`python3 -m schemathesis.cli`)
+    /// rather than as the script pip writes, which a Python manager's shims may not show on `PATH`
+    /// until they are rebuilt.
+    private static let python: String? = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        .split(separator: ":").map { "\($0)/python3" }.first { FileManager.default.isExecutableFile(atPath: $0) }
 
     @Test func schemathesisFindsNoAnswerOutsideTheDocument() async throws {
-        let schemathesis = try #require(Self.schemathesis, "schemathesis is not installed (make deps installs it from PyPI)")
+        let python = try #require(Self.python, "python3 is not on PATH")
+        let installed = try await ChildProcess.run(python, ["-m", "schemathesis.cli", "--version"])
+        try #require(installed.termination.status == 0, "schemathesis is not installed (make deps installs it from PyPI): \(installed.output)")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchline-conformance-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -43,7 +47,7 @@ struct APIConformanceTests {
         let configuration = directory + "/schemathesis.toml"
         try "max-stream-events = 1\n".write(toFile: configuration, atomically: true, encoding: .utf8)
         let arguments = [
-            "600", schemathesis, "--config-file", configuration, "run", Self.root + "/docs/openapi.json",
+            "600", python, "-m", "schemathesis.cli", "--config-file", configuration, "run", Self.root + "/docs/openapi.json",
             "--url", "http://127.0.0.1:\(gateway.port)",
             "--header", "Authorization: Bearer \(GatewayFixture.adminKey)",
             "--phases", "examples,coverage,fuzzing,stateful", "--mode", "all",

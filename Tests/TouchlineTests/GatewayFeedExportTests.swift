@@ -69,18 +69,8 @@ struct GatewayFeedExportTests {
     /// An export whose store cannot be read is a 503 naming the problem, with `Retry-After`;
     /// nothing is half written, and the next export, once the store reads again, is whole.
     @Test func anExportWhoseStoreCannotBeReadIsA503NamingTheProblem() async throws {
-        let channels = InMemoryStore(name: "channels"), personal = InMemoryStore(name: "personal")
         let unreadable = Mutex(false)
-        let backends = Gateway.Backends(stores: { _ in
-            var stores = Gateway.Stores.inMemory(channels: channels, personal: personal)
-            let open = stores.channelReader
-            stores.channelReader = {
-                if unreadable.withLock({ $0 }) { throw StoreError.storageFailure("disk I/O error (simulated)") }
-                return try open()
-            }
-            return stores
-        }, apns: Gateway.Backends.standard.apns)
-        let fixture = try GatewayFixture(backends: backends)
+        let fixture = try Self.gateway(whoseReaderFails: { unreadable.withLock { $0 } })
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-io", "storagePolicy": "no-storage", "recordFeed": true}"#).status == 201)
@@ -95,28 +85,35 @@ struct GatewayFeedExportTests {
         #expect(export.status == 200 && entries.count == 1, "\(export.text)")
     }
 
-    /// A store that fails once the answer has begun cuts the transfer: the connection closes
-    /// without the last chunk, so the client sees an incomplete body, never a shorter feed that
-    /// looks whole; the failure is counted.
-    @Test func anExportThatFailsAfterItBeganIsCutNotEnded() async throws {
+    /// A gateway on in-memory stores whose channel reader fails to open (a simulated disk I/O
+    /// error) whenever `failsNow` says so.
+    private static func gateway(whoseReaderFails failsNow: @escaping @Sendable () -> Bool) throws -> GatewayFixture {
         let channels = InMemoryStore(name: "channels"), personal = InMemoryStore(name: "personal")
-        // Armed, the store opens one more reader (the export's pages), then fails (the end's read).
-        let opensLeft = Mutex<Int?>(nil)
         let backends = Gateway.Backends(stores: { _ in
             var stores = Gateway.Stores.inMemory(channels: channels, personal: personal)
             let open = stores.channelReader
             stores.channelReader = {
-                let allowed = opensLeft.withLock { left -> Bool in
-                    guard let remaining = left else { return true }
-                    left = remaining - 1
-                    return remaining > 0
-                }
-                guard allowed else { throw StoreError.storageFailure("disk I/O error (simulated)") }
+                if failsNow() { throw StoreError.storageFailure("disk I/O error (simulated)") }
                 return try open()
             }
             return stores
         }, apns: Gateway.Backends.standard.apns)
-        let fixture = try GatewayFixture(backends: backends)
+        return try GatewayFixture(backends: backends)
+    }
+
+    /// A store that fails once the answer has begun cuts the transfer: the connection closes
+    /// without the last chunk, so the client sees an incomplete body, never a shorter feed that
+    /// looks whole; the failure is counted.
+    @Test func anExportThatFailsAfterItBeganIsCutNotEnded() async throws {
+        // Armed, the store opens one more reader (the export's pages), then fails (the end's read).
+        let opensLeft = Mutex<Int?>(nil)
+        let fixture = try Self.gateway(whoseReaderFails: {
+            opensLeft.withLock { left -> Bool in
+                guard let remaining = left else { return false }
+                left = remaining - 1
+                return remaining <= 0
+            }
+        })
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-cut", "storagePolicy": "no-storage", "recordFeed": true}"#).status == 201)

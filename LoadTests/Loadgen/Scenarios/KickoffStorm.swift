@@ -53,7 +53,7 @@ struct KickoffStorm {
                                                                                                 connect: gateway.connector)
         log.say(String(format: "%d tokens registered in %.1f s (%.0f tokens/s)", tokens.count, registration, Double(tokens.count) / registration))
         let matchIDs = (0..<options.matches).map { String(format: "storm-match-%04d", $0) }
-        let apnsIDs = try ChannelCreation.create(matchIDs, policy: ChannelCreation.unthrottledPolicy, connect: gateway.connector)
+        _ = try ChannelCreation.create(matchIDs, policy: ChannelCreation.unthrottledPolicy, connect: gateway.connector)
         // Each kickoff starts the followers into a channel of its own: the gateway starts a device
         // at most once into one APNs channel, so a second kickoff of one channel would start no one.
         // The ids are of one length, so every kickoff's payload is as large as h2load's.

@@ -129,7 +129,10 @@ struct GatewayKeyRotationTests {
         let followers = 800
         let spare = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         let next = try MockAPNsProviderKeyFiles.generate(keyID: Self.nextKeyID, in: spare)
-        let latency = Duration.seconds(2)
+        // Each answer waits this long, so a wave of starts stays in flight for it: the test's
+        // poll below may be held up for seconds on a loaded machine (a full suite run once saw
+        // every start answered before the rotation with 2 s), and must still rotate mid-wave.
+        let latency = Duration.seconds(10)
         let apns = try MockAPNsFixture { configuration in
             configuration.keys.append(.init(keyID: Self.nextKeyID, path: next.publicKeyFile))
             configuration.faults.latency = latency
@@ -159,7 +162,7 @@ struct GatewayKeyRotationTests {
         #expect(rotated.status == 200 && rotated.json?[member: "changed"] == .bool(true), "\(rotated.text)")
 
         var progress: JSONValue?
-        try await eventually("the job to finish", timeout: .seconds(60)) {
+        try await eventually("the job to finish", timeout: .seconds(120)) {
             progress = try? api.request("GET", "/v1/personal/\(jobID)").json
             return progress?.string("status") == "done"
         }

@@ -176,7 +176,9 @@ struct ConnectionPoolTests {
 
     @Test func shutdownFinishesInFlightRequestsAndRefusesNewOnes() async throws {
         var behaviour = TestHTTP2Server.Behaviour()
-        behaviour.responseDelay = .milliseconds(200)
+        // Long enough for the poll below to see all ten in flight on a loaded machine (with
+        // 200 ms, a full parallel run once saw them answered before it looked).
+        behaviour.responseDelay = .seconds(3)
         let server = try TestHTTP2Server(behaviour)
         defer { server.stop() }
         let pool = try TestPool(configuration(port: server.port, connections: 2))

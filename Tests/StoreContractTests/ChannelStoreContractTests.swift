@@ -10,7 +10,7 @@ import TouchlineStore
     @Test(arguments: ChannelStoreKind.allCases)
     func aBatchIsAllOrNothingWhenItFailsInTheMiddle(kind: ChannelStoreKind) async throws {
         let store = try await kind.open()
-        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
+        #expect(try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get().inserted)
         let before = awaitResult { store.channelWriter.submit(WriteBatch([.appendEvents([event("m1", 1)])]), completion: $0) }
         let failed = awaitResult { store.channelWriter.submit(WriteBatch([
             .updateState(ChannelStateUpdate(channelID: "m1", updatedAt: t0 + .seconds(5), lastSeq: 3)),
@@ -37,7 +37,7 @@ import TouchlineStore
     @Test(arguments: ChannelStoreKind.allCases)
     func theCompletionRunsOnItsOwnThreadOnceTheBatchIsReadableFromAFreshReader(kind: ChannelStoreKind) async throws {
         let store = try await kind.open()
-        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
+        #expect(try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get().inserted)
         let submitter = pthread_self()
         let seen = ResultBox<(onSubmitter: Bool, seqs: [Int64], lastSeq: Int64?)>()
         let done = DispatchSemaphore(value: 0)
@@ -63,7 +63,7 @@ import TouchlineStore
     @Test(arguments: ChannelStoreKind.allCases)
     func batchesCommitAndCompleteInSubmissionOrder(kind: ChannelStoreKind) async throws {
         let store = try await kind.open()
-        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
+        #expect(try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get().inserted)
         let order = ResultBox<[Int64]>()
         order.value = .success([])
         let done = DispatchGroup()
@@ -119,7 +119,7 @@ import TouchlineStore
     func channelsPageInIDOrderWithoutGapsOrRepeats(kind: ChannelStoreKind) async throws {
         let store = try await kind.open()
         let ids = (0..<53).map { String(format: "match-%03d", ($0 * 37) % 53) }
-        for id in ids { try awaitResult { store.channelWriter.createChannel(channel(id), completion: $0) }.get() }
+        for id in ids { #expect(try awaitResult { store.channelWriter.createChannel(channel(id), completion: $0) }.get().inserted) }
         let reader = try store.channelReader()
         defer { reader.close() }
         var seen: [String] = []
@@ -130,8 +130,8 @@ import TouchlineStore
     @Test(arguments: ChannelStoreKind.allCases)
     func endsTruncationAndDeletion(kind: ChannelStoreKind) async throws {
         let store = try await kind.open()
-        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
-        try awaitResult { store.channelWriter.createChannel(channel("m2"), completion: $0) }.get()
+        #expect(try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get().inserted)
+        #expect(try awaitResult { store.channelWriter.createChannel(channel("m2"), completion: $0) }.get().inserted)
         let end = ChannelEnd(dismissAt: t0 + .seconds(600), endedAt: t0 + .seconds(60))
         try awaitResult { store.channelWriter.submit(WriteBatch([.appendEvents([event("m2", 1)])]), completion: $0) }.get()
         try awaitResult { store.channelWriter.submit(WriteBatch([
@@ -152,7 +152,7 @@ import TouchlineStore
     @Test(arguments: ChannelStoreKind.allCases)
     func aStorageFailureFailsEveryWriteUntilTheStoreRecovers(kind: ChannelStoreKind) async throws {
         let store = try await kind.open()
-        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
+        #expect(try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get().inserted)
         store.failStorage()
         let failed = awaitResult { store.channelWriter.submit(WriteBatch([.appendEvents([event("m1", 1)])]), completion: $0) }
         #expect(failed.failure?.isStorageFailure == true)
@@ -172,7 +172,7 @@ import TouchlineStore
     @Test(arguments: ChannelStoreKind.allCases)
     func closeCommitsWhatIsQueuedAndRefusesLaterWrites(kind: ChannelStoreKind) async throws {
         let store = try await kind.open()
-        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
+        #expect(try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get().inserted)
         let done = DispatchGroup()
         for seq in Int64(1)...50 {
             done.enter()
@@ -195,7 +195,7 @@ import TouchlineStore
     @Test(arguments: ChannelStoreKind.allCases)
     func aCloseFromACompletionReturnsAndRefusesLaterWrites(kind: ChannelStoreKind) async throws {
         let store = try await kind.open()
-        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
+        #expect(try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get().inserted)
         let closed = DispatchSemaphore(value: 0)
         store.channelWriter.submit(WriteBatch([.appendEvents([event("m1", 1)])])) { _ in
             store.close()

@@ -63,7 +63,7 @@ final class SQLiteStoreUnderTest: StoreUnderTest, @unchecked Sendable {
     func channelReader() throws -> any ChannelStoreReader { try SQLiteChannelReader(path: path) }
     func personalReader() throws -> any PersonalStoreReader { try SQLiteTokenReader(path: path) }
     func outboxReader() throws -> any WebhookOutboxReader { try SQLiteWebhookReader(path: path) }
-    func failStorage() { FileManager.default.createFile(atPath: fault, contents: Data()) }
+    func failStorage() { #expect(FileManager.default.createFile(atPath: fault, contents: Data())) }
     func restoreStorage() { try? FileManager.default.removeItem(atPath: fault) }
     func close() { writer.close() }
     func reopen() throws { writer = try StoreWriter(path: path, faultFile: fault, clock: clock) }

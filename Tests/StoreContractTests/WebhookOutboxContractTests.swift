@@ -20,7 +20,7 @@ import TouchlineStore
     @Test(arguments: ChannelStoreKind.allCases)
     func anEventCommitsWithItsFactOrNotAtAll(kind: ChannelStoreKind) async throws {
         let store = try await kind.open()
-        try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get()
+        #expect(try awaitResult { store.channelWriter.createChannel(channel("m1"), completion: $0) }.get().inserted)
         let failed = Self.write(store, [.webhook(.record(Self.entry(1, at: t0))), .updateState(ChannelStateUpdate(channelID: "nope", updatedAt: t0))])
         #expect(failed.failure == .unknownChannel("nope"))
         let reader = try store.outboxReader()

@@ -16,7 +16,7 @@ struct ClusterDeadLetterTests {
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateway = try started.add([try ClusterGatewayTests.gateway("g1", cluster: cluster, apns: apns)])[0]
+        let gateway = started.add([try ClusterGatewayTests.gateway("g1", cluster: cluster, apns: apns)])[0]
         let api = gateway.patientAdmin
         for n in 0..<2 { try GatewayDeadLetterTests.register(GatewayDeadLetterTests.badToken(n), follows: "team:ARS", user: "bad-\(n)", on: api) }
         for n in 0..<2 { apns.mock.disown(token: GatewayDeadLetterTests.badToken(n)) }

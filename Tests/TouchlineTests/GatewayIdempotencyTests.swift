@@ -151,7 +151,7 @@ struct GatewayIdempotencyTests {
         let fixture = try GatewayFixture(directory: directory + "/data", storeFaultFile: fault)
         defer { Task { await fixture.shutDown(); try? FileManager.default.removeItem(atPath: directory) } }
         let api = fixture.admin
-        FileManager.default.createFile(atPath: fault, contents: nil)
+        #expect(FileManager.default.createFile(atPath: fault, contents: nil))
         let refused = try api.request("POST", "/v1/personal", json: Self.emptyAudienceBody, headers: Self.key("retry-1"))
         #expect(refused.status == 503 && refused.errorCode == "store_unavailable", "\(refused.text)")
         try FileManager.default.removeItem(atPath: fault)

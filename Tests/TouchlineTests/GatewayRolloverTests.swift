@@ -92,7 +92,7 @@ struct GatewayRolloverTests {
         let creates = fixture.mock.counters().count(endpoint: .createChannel)
 
         // Asked while the disk fails: refused, nothing begun.
-        FileManager.default.createFile(atPath: fault, contents: Data())
+        #expect(FileManager.default.createFile(atPath: fault, contents: Data()))
         let refused = try api.request("POST", "/v1/channels/club-long/rollover")
         #expect(refused.status == 503 && refused.errorCode == "store_unavailable", "\(refused.text)")
         try FileManager.default.removeItem(atPath: fault)
@@ -102,7 +102,7 @@ struct GatewayRolloverTests {
         // The disk fails after the rollover is saved: its later saves fail and APNs is not asked
         // past them; once the disk takes writes again, the steps are retried and it completes.
         #expect(try api.request("POST", "/v1/channels/club-long/rollover").status == 202)
-        FileManager.default.createFile(atPath: fault, contents: Data())
+        #expect(FileManager.default.createFile(atPath: fault, contents: Data()))
         try await Task.sleep(for: .milliseconds(500))
         #expect(fixture.mock.counters().count(endpoint: .createChannel) <= creates + 1)
         try FileManager.default.removeItem(atPath: fault)

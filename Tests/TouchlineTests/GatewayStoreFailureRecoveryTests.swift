@@ -27,7 +27,8 @@ struct GatewayStoreFailureRecoveryTests {
         Thread {
             let deadline = ContinuousClock.now + .seconds(30)
             while mock.channels().isEmpty, ContinuousClock.now < deadline { usleep(1_000) }
-            FileManager.default.createFile(atPath: fault, contents: Data())
+            // Not an `#expect`: this thread runs outside the test; the `removeItem` below fails if the file is missing.
+            _ = FileManager.default.createFile(atPath: fault, contents: Data())
         }.start()
         let refused = try await Task.detached { try api.request("POST", "/v1/channels", json: body) }.value
         #expect(refused.status == 503 && refused.errorCode == "store_unavailable", "\(refused.text)")
@@ -54,7 +55,7 @@ struct GatewayStoreFailureRecoveryTests {
         let created = try api.request("POST", "/v1/channels", json: #"{"id": "e1", "storagePolicy": "no-storage", "policy": {"endGracePeriodSeconds": 1}}"#)
         let apnsID = try #require(created.json?.string("apnsChannelId"))
         #expect(try api.request("POST", "/v1/channels/e1/end").status == 202)
-        FileManager.default.createFile(atPath: fault, contents: Data())
+        #expect(FileManager.default.createFile(atPath: fault, contents: Data()))
         try await eventually("the channel deleted at APNs", timeout: .seconds(10)) { apns.mock.channels()[apnsID] == nil }
         try await eventually("the channel shown deleted") { (try? api.request("GET", "/v1/channels/e1").json?.string("status")) == "deleted" }
         try FileManager.default.removeItem(atPath: fault)

@@ -31,7 +31,7 @@ struct GatewayStoreFailureTests {
             fixture.mock.recordedRequests().contains { $0.channelID == apnsID && $0.bodyText.contains(#""n":5"#) }
         }
 
-        FileManager.default.createFile(atPath: fault, contents: Data())
+        #expect(FileManager.default.createFile(atPath: fault, contents: Data()))
         let failed = try api.request("POST", "/v1/channels/f1/events", json: Self.batch(6...9))
         #expect(failed.status == 503 && failed.errorCode == "store_unavailable", "\(failed.text)")
         #expect(failed.header("Retry-After") == "1")
@@ -77,7 +77,7 @@ struct GatewayStoreFailureTests {
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "w1", "storagePolicy": "no-storage"}"#).status == 201)
-        FileManager.default.createFile(atPath: fault, contents: Data())
+        #expect(FileManager.default.createFile(atPath: fault, contents: Data()))
         let answers = try await withThrowingTaskGroup(of: GatewayTestClient.Response.self) { group in
             for seq in 1...8 { group.addTask { try api.request("POST", "/v1/channels/w1/events", json: Self.batch(seq...seq)) } }
             return try await group.reduce(into: []) { $0.append($1) }

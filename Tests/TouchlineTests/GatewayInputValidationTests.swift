@@ -4,6 +4,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// Accepted means deliverable: every input is checked against what it will make (the state,
 /// the push), so nothing acknowledged can later be refused by APNs or by the gateway itself.

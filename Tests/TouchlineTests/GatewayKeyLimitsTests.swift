@@ -5,6 +5,7 @@ import TestSlots
 @testable import Touchline
 import TouchlineCore
 import TouchlineRuntime
+import TouchlineTesting
 
 /// What one key may make the gateway do (`keyLimits`, `apiKeys[].limits`, `followTopics`): its
 /// channels, its kickoffs and rollovers, a channel's rollovers' spacing, and the follow topics

@@ -4,6 +4,7 @@ import TestSlots
 @testable import Touchline
 import TouchlineCore
 import TouchlineRuntime
+import TouchlineTesting
 
 /// Per-key request rate limits: a token bucket per configured key, checked from the head
 /// alone (429 `rate_limited` with `Retry-After`), admin keys exempt unless given their own;

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TestSlots
 import TouchlineCore
+import TouchlineTesting
 
 /// The token registry over the provider API: registration with rotation, listing per user,
 /// deletion, and the errors of each.

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TestSlots
 import TouchlineCore
+import TouchlineTesting
 
 /// A real Prometheus server scrapes the gateway every second; its query API must then return
 /// the gateway's series. Needs the `prometheus` binary (Debian package prometheus, `make deps`).

@@ -1,6 +1,8 @@
 /// A condition that did not hold within its bound (``eventually(_:timeout:_:)``).
 public struct TimedOut: Error, CustomStringConvertible {
     public var description: String
+
+    public init(description: String) { self.description = description }
 }
 
 /// Waits, suspended (never blocking a thread of the task pool), until `condition` holds,

@@ -42,6 +42,14 @@ public enum LoopbackSocket {
         return (Int(UInt16(bigEndian: local.sin_port)), fd)
     }
 
+    /// A port of 127.0.0.1 that was free a moment ago (bound, read and released): for a server
+    /// to listen on, or for a connection that must find nothing there.
+    public static func freePort() throws -> Int {
+        let (port, fd) = try listen(backlog: 1)
+        Glibc.close(fd)
+        return port
+    }
+
     /// True when something accepts connections on 127.0.0.1:`port` now.
     public static func canConnect(port: Int) -> Bool {
         guard let fd = try? connect(port: port) else { return false }

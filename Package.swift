@@ -82,7 +82,8 @@ let package = Package(
         .target(name: "NATSServers", dependencies: ["ChildProcesses", "NATS", "TouchlineRuntime"]),
         .target(name: "Measurements"),
         // The `.heavy` trait: tests that occupy the machine (gateways, servers, clusters, child
-        // processes) share a few slots, so a parallel run never starts them all at once.
+        // processes) share a few slots, so a parallel run never starts them all at once; and the
+        // helpers every test target shares (`eventually`, `LoopbackSocket`).
         .target(name: "TestSlots"),
         .target(name: "APNsMock", dependencies: ["CommandLineOptions", "Measurements", "TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
         .executableTarget(name: "touchline-mock-apns", dependencies: ["APNsMock", "CommandLineOptions"]),

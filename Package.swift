@@ -72,7 +72,7 @@ let package = Package(
         // In-memory stores and APNs dispatch for tests, held to the same contract tests as SQLite
         // (`StoreContractTests`); never linked into an executable (`ProductGraphTests`).
         .target(name: "TouchlineTesting", dependencies: ["ChildProcesses", "NATS", "Touchline", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs",
-                                                        "HTTP2"]),
+                                                        "HTTP2", "TestSlots"]),
         // The programs the tests and the load tool start (posix_spawn: Foundation's `Process` can
         // crash a busy process on Linux, see `ChildProcess`); never linked into the gateway.
         .target(name: "CSpawn"),
@@ -82,7 +82,8 @@ let package = Package(
         .target(name: "NATSServers", dependencies: ["ChildProcesses", "NATS", "TouchlineRuntime"]),
         .target(name: "Measurements"),
         // The `.heavy` trait: tests that occupy the machine (gateways, servers, clusters, child
-        // processes) share a few slots, so a parallel run never starts them all at once.
+        // processes) share a few slots, so a parallel run never starts them all at once; and the
+        // helpers every test target shares (`eventually`, `LoopbackSocket`).
         .target(name: "TestSlots"),
         .target(name: "APNsMock", dependencies: ["CommandLineOptions", "Measurements", "TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
         .executableTarget(name: "touchline-mock-apns", dependencies: ["APNsMock", "CommandLineOptions"]),

@@ -1,8 +1,7 @@
 @testable import APNsMock
 import Testing
-import TestSlots
 
-@Suite(.heavy) struct JSONDocumentTests {
+@Suite struct JSONDocumentTests {
     @Test(arguments: [
         #"{}"#, #"[]"#, #" {"a" : [1, -2.5e+3, 0.0, true, false, null, "x"]} "#, #""é\u00e9\ud83d\ude00\n""#, "0", "-0", "1E9",
         #"{"nested":{"deeper":{"deepest":[[[]]]}}}"#, "\"\u{1F600}\"",
@@ -42,7 +41,7 @@ import TestSlots
     }
 }
 
-@Suite(.heavy) struct TextRuleTests {
+@Suite struct TextRuleTests {
     @Test func base64AndUUIDChecks() {
         #expect(MockAPNsText.isBase64("MQrGaZWyYdhDKZZK9ZXn7w=="))
         #expect(!MockAPNsText.isBase64("MQrGaZWyYdhDKZZK9ZXn7w="))

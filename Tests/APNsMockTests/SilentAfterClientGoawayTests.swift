@@ -50,13 +50,13 @@ import TouchlineRuntime
             return client
         }
         defer { try? loop.sync { client.connection.close() } }
-        try await waitFor("every push at the mock") { mock.server.counters().count(endpoint: .device, status: 200) == Self.pushes }
+        try await eventually("every push at the mock") { mock.server.counters().count(endpoint: .device, status: 200) == Self.pushes }
         try loop.sync {
             let session = try #require(client.connection.session)
             nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, NGHTTP2_NO_ERROR.rawValue, nil, 0)
             client.connection.scheduleFlush()
         }
-        try await waitFor("every answer given or withheld") {
+        try await eventually("every answer given or withheld") {
             (try? loop.sync { client.answered }) == Self.pushes || mock.server.counters().answersWithheld == Self.pushes
         }
         return Run(answered: try loop.sync { client.answered }, unanswered: try loop.sync { client.connection.stats.inFlight },
@@ -85,16 +85,6 @@ import TouchlineRuntime
         #expect(MockAPNsCommandLine.usage.contains("--silent-after-client-goaway"))
     }
 
-    private func waitFor(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("timed out waiting for \(what)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
 }
 
 /// A connection and the answers it got; used on its loop only (``EventLoop/sync(_:)`` carries it).

@@ -1,7 +1,6 @@
 import APNs
 import HTTP2
 import Testing
-import TestSlots
 
 /// One row of the reference's error tables (§5.1 device, §5.2 broadcast and channel management).
 struct Row: Sendable, CustomTestStringConvertible {
@@ -58,7 +57,7 @@ let broadcastTable: [Row] = [APNsEndpointKind.broadcast, .channelManagement].fla
     return groups.flatMap { $0 }
 }
 
-@Suite(.heavy) struct ReasonAndDispositionTests {
+@Suite struct ReasonAndDispositionTests {
     @Test(arguments: deviceTable + broadcastTable)
     func everyDocumentedReasonParsesAndHasItsDisposition(_ row: Row) {
         let response = errorResponse(row.status, row.reason)

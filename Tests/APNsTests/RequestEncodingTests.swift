@@ -1,7 +1,6 @@
 import APNs
 import HTTP2
 import Testing
-import TestSlots
 import TouchlineCore
 
 /// The dynamic headers as (name, value, indexed) triples, in order.
@@ -16,7 +15,7 @@ func templateHeaders(_ request: HTTP2Request) -> [String] {
     request.template.headers.map { "\($0.name)=\($0.value)" }
 }
 
-@Suite(.heavy) struct RequestEncodingTests {
+@Suite struct RequestEncodingTests {
     let encoder: APNsRequestEncoder
     let payload = Array(#"{"aps":{"timestamp":1,"event":"update","content-state":{}}}"#.utf8)
 

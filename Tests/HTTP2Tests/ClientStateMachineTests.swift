@@ -6,7 +6,7 @@ import TouchlineRuntime
 
 /// `HTTP2ClientStateMachine` alone, in virtual time: every input in every state it acts in,
 /// with the exact actions, timer deadlines and request outcomes it returns.
-@Suite("Client state machine", .heavy)
+@Suite("Client state machine")
 struct ClientStateMachineTests {
     private let t0: UInt64 = 1_000_000_000_000
     private static let second: UInt64 = 1_000_000_000

@@ -38,7 +38,7 @@ struct ConnectionFailureTests {
     }
 
     @Test func refusedConnectionNamesTheRefusal() async throws {
-        let port = freePort()
+        let port = try LoopbackSocket.freePort()
         let (error, state) = try await failure(port: port)
         guard case .socket(let reason) = error.transportError else {
             Issue.record("expected a socket error, got \(error)")

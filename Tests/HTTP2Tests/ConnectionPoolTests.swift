@@ -104,7 +104,7 @@ struct ConnectionPoolTests {
     }
 
     @Test func killedServerIsReconnectedWithBackoffAndRequestsSucceedAfterRestart() async throws {
-        let port = freePort()
+        let port = try LoopbackSocket.freePort()
         var server = try ServerProcess.nghttpd(port: port)
         var configuration = configuration(port: port, connections: 2)
         configuration.maxRetriesPerRequest = 100
@@ -129,7 +129,7 @@ struct ConnectionPoolTests {
     }
 
     @Test func unreachableServerFailsRequestsAfterBoundedAttempts() async throws {
-        let port = freePort()
+        let port = try LoopbackSocket.freePort()
         var configuration = configuration(port: port, connections: 2)
         configuration.maxQueuedRequests = 5
         configuration.backoff = Backoff(initial: .milliseconds(20), maximum: .milliseconds(100))
@@ -199,7 +199,7 @@ struct ConnectionPoolTests {
     }
 
     @Test func shutdownFailsRequestsWaitingForAConnection() async throws {
-        let port = freePort()
+        let port = try LoopbackSocket.freePort()
         var configuration = configuration(port: port, connections: 1)
         configuration.maxRetriesPerRequest = 100
         let pool = try TestPool(configuration)

@@ -1,7 +1,6 @@
 import CNGHTTP2
 @testable import HTTP2
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
@@ -9,7 +8,7 @@ import TouchlineRuntime
 /// streams in flight, graceful shutdown, idle PINGs and their timeout, the response timeout, the
 /// SETTINGS timeout and protocol errors. Deadlines are hit to the nanosecond: one tick before,
 /// nothing has happened yet.
-@Suite("Client lifecycle in memory", .heavy)
+@Suite("Client lifecycle in memory")
 struct InMemoryLifecycleTests {
     private let port = 8443
 

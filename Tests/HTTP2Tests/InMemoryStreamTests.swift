@@ -1,7 +1,6 @@
 import CNGHTTP2
 @testable import HTTP2
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
@@ -9,7 +8,7 @@ import TouchlineRuntime
 /// ramp, queueing, header lists, REFUSED_STREAM and other resets. The server counts what the
 /// client put on the wire; the client's own accounting is checked through its peak in-flight
 /// count (nghttp2 would hold back excess HEADERS by itself, hiding an overrun from the server).
-@Suite("Client streams in memory", .heavy)
+@Suite("Client streams in memory")
 struct InMemoryStreamTests {
     private let port = 8443
 

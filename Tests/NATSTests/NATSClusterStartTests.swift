@@ -15,7 +15,7 @@ struct NATSClusterStartTests {
     /// between the choice and the bind): the node's log says so at once, and the cluster starts
     /// again on new ports instead of waiting out the health timeout.
     @Test func aPortTakenBeforeTheNodeBindsItStartsTheClusterAgainOnNewPorts() async throws {
-        let (held, descriptor) = try Self.listeningPort()
+        let (held, descriptor) = try LoopbackSocket.listen(backlog: 1)
         defer { close(descriptor) }
         let attempts = Mutex(0)
         let started = ContinuousClock.now
@@ -28,21 +28,4 @@ struct NATSClusterStartTests {
         #expect(cluster.nodes[0].clientPort != held)
         #expect(ContinuousClock.now - started < .seconds(30), "the taken port was seen before the 60 s health wait ran out")
         await cluster.stop()
-    }
-
-    /// A port bound and listened on by this process, and its descriptor.
-    static func listeningPort() throws -> (Int, Int32) {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(descriptor, socketAddress, length) == 0 && listen(descriptor, 1) == 0 && getsockname(descriptor, socketAddress, &length) == 0
-            }
-        }
-        guard bound else { throw NATSCluster.StartFailure(description: "could not hold a port") }
-        return (Int(UInt16(bigEndian: address.sin_port)), descriptor)
-    }
-}
+    }}

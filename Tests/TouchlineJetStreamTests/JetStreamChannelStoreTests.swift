@@ -215,8 +215,7 @@ struct JetStreamChannelStoreTests {
         }
         try store.write(.deleteChannel(channelID: same[2]))
         try store.write(.markStatus(channelID: same[1], status: .ending, end: nil, at: Self.t0 + .seconds(500)))
-        let trimmed = await eventually { store.snapshotStatistics.trimmedMessages > 0 }
-        #expect(trimmed, "\(store.snapshotStatistics)")
+        try await eventually("a trim (\(store.snapshotStatistics))", timeout: .seconds(10)) { store.snapshotStatistics.trimmedMessages > 0 }
         #expect(store.snapshotStatistics.written >= 2, "\(store.snapshotStatistics)")
         let log = try #require(try node.jetStream.streamState(Self.layout.streamName(of: .partition(partition))))
         #expect(log.firstSequence > 1)
@@ -241,7 +240,7 @@ struct JetStreamChannelStoreTests {
         let partition = Self.layout.partitioning.partition(of: "m1")
         let second = try node.open(snapshots: .init(minimumLogBytes: 500))
         for seq in Int64(2)...60 { try second.write(.appendEvents([Self.event("m1", seq)])) }
-        #expect(await eventually { second.snapshotStatistics.trimmedMessages > 0 })
+        try await eventually("a trim", timeout: .seconds(10)) { second.snapshotStatistics.trimmedMessages > 0 }
         try await DedicatedThread.run(name: "catch-up") { try first.catchUp(partition: partition) }
         #expect(try Self.partitionState(first, partition) == Self.partitionState(second, partition))
         #expect(first.snapshotStatistics.restored >= 1)
@@ -259,7 +258,7 @@ struct JetStreamChannelStoreTests {
         let owner = try node.open()
         try owner.write(.appendEvents([Self.event("m1", 2)]))
         deposed.requestSnapshot(of: partition)
-        #expect(await eventually { deposed.snapshotStatistics.failed == 1 }, "\(deposed.snapshotStatistics)")
+        try await eventually("a failed snapshot (\(deposed.snapshotStatistics))", timeout: .seconds(10)) { deposed.snapshotStatistics.failed == 1 }
         #expect(deposed.snapshotStatistics.written == 0)
         let restored = try node.open()
         #expect(try restored.openReader().events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 2])
@@ -274,7 +273,7 @@ struct JetStreamChannelStoreTests {
         let store = try node.open(snapshots: .init(minimumLogBytes: 100, maximumSnapshotBytes: 40))
         try store.write(.createChannel(Self.channel("m1")))
         for seq in Int64(1)...40 { try store.write(.appendEvents([Self.event("m1", seq)])) }
-        #expect(await eventually { store.snapshotStatistics.skippedTooLarge >= 1 })
+        try await eventually("a snapshot skipped as too large", timeout: .seconds(10)) { store.snapshotStatistics.skippedTooLarge >= 1 }
         #expect(store.snapshotStatistics.written == 0)
         let partition = Self.layout.partitioning.partition(of: "m1")
         #expect(try node.jetStream.streamState(Self.layout.streamName(of: .partition(partition)))?.firstSequence == 1)
@@ -378,15 +377,6 @@ extension JetStreamChannelStore {
             try write([operation]).get()
         }
     }
-}
-
-/// Polls `condition` for up to 10 s.
-func eventually(_ condition: () -> Bool) async -> Bool {
-    for _ in 0..<200 {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(50))
-    }
-    return condition()
 }
 
 extension Result {

@@ -90,7 +90,7 @@ struct JetStreamOutboxTests {
         try store.write([.webhook(.updateDeliveries([WebhookDeliveryUpdate(endpoint: "hooks", outboxID: first.id, attempts: 1, nextAt: Self.t0, status: .delivered)]))]).get()
         let partitionA = Self.layout.partitioning.partition(of: a)
         store.requestSnapshot(of: partitionA)
-        #expect(await eventually { store.snapshotStatistics.trimmedMessages > 0 }, "\(store.snapshotStatistics)")
+        try await eventually("a trim (\(store.snapshotStatistics))", timeout: .seconds(10)) { store.snapshotStatistics.trimmedMessages > 0 }
         let log = try #require(try node.jetStream.streamState(Self.layout.streamName(of: .partition(partitionA))))
         #expect(log.firstSequence > 1, "trimmed below the snapshot")
         let restored = try node.open()

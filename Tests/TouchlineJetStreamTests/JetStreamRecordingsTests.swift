@@ -25,7 +25,7 @@ struct JetStreamRecordingsTests {
                                                 .updateState(ChannelStateUpdate(channelID: "rec-1", updatedAt: Fixture.t0 + .seconds(seq), lastSeq: seq))]
             try store.write(operations).get()
         }
-        #expect(await eventually { store.snapshotStatistics.trimmedMessages > 0 }, "\(store.snapshotStatistics)")
+        try await eventually("a trim (\(store.snapshotStatistics))", timeout: .seconds(10)) { store.snapshotStatistics.trimmedMessages > 0 }
         let log = try #require(try node.jetStream.streamState(Fixture.layout.streamName(of: .partition(partition))))
         #expect(log.firstSequence > 1, "the log is trimmed below its snapshot: \(log)")
         // The tables (and so the snapshots) hold the channel's state, not its recording.
@@ -66,7 +66,7 @@ struct JetStreamRecordingsTests {
         #expect(try again.recordedEventCount(of: "rec-2") == 5, "a later reader finds nothing missing")
 
         try next.write(.deleteChannel(channelID: "rec-2"))
-        #expect(await eventually { (try? next.recordedEventCount(of: "rec-2")) == 0 }, "the recording goes with its channel")
+        try await eventually("the recording to go with its channel", timeout: .seconds(10)) { (try? next.recordedEventCount(of: "rec-2")) == 0 }
         [owner, next, again].forEach { $0.close() }
     }
 }

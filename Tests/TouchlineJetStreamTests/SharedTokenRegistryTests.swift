@@ -262,14 +262,9 @@ private struct RegistryGateway: Sendable {
         return seen
     }
 
-    /// Polls `condition` for up to 10 s.
-    func eventually(_ condition: (RegistryGateway) throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if try condition(self) { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        Issue.record("not within 10 s", sourceLocation: sourceLocation)
+    /// Waits up to 10 s for `condition` to hold of this gateway.
+    func eventually(_ condition: (RegistryGateway) throws -> Bool) async throws {
+        try await TestSlots.eventually("the registry's condition", timeout: .seconds(10)) { try condition(self) }
     }
 
     func close() { registry.close() }

@@ -1,10 +1,9 @@
 import Testing
-import TestSlots
 import TouchlineRuntime
 
 /// The listener's pause after `accept()` runs out of descriptors: short at first, doubling while
 /// failures keep coming, capped, and short again once they stop.
-@Suite(.heavy) struct AcceptBackoffTests {
+@Suite struct AcceptBackoffTests {
     @Test func pausesDoubleWhileFailuresContinueUpToTheMaximum() {
         var backoff = AcceptBackoff(initial: .milliseconds(10), maximum: .milliseconds(80))
         var now = ContinuousClock.now

@@ -1,5 +1,4 @@
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
@@ -50,7 +49,7 @@ private func heads(_ outcomes: [HTTP1RequestParser.Outcome]) -> [HTTPRequestHead
     outcomes.compactMap { if case .head(let head) = $0 { head } else { nil } }
 }
 
-@Suite(.heavy) struct HTTP1RequestParserTests {
+@Suite struct HTTP1RequestParserTests {
     @Test func aSimpleRequestAndItsFields() throws {
         let outcomes = parse("GET /v1/channels?limit=2 HTTP/1.1\r\nHost: gw\r\nX-Trace-Id:  t9 \r\nAccept: */*\r\n\r\n")
         #expect(outcomes.count == 2 && outcomes.last == .end)

@@ -1,10 +1,9 @@
 import Testing
-import TestSlots
 import TouchlineRuntime
 
 /// The bodies held in memory: all together under the total, and each owner's (the gateway: each
 /// API key's) under its share, so one owner's reservations leave the rest to the others.
-@Suite(.heavy) struct HTTPBodyBudgetTests {
+@Suite struct HTTPBodyBudgetTests {
     @Test func oneOwnerHoldsAtMostItsShareAndTheRestStaysForTheOthers() {
         var budget = HTTPBodyBudget(limit: 4000, ownerLimit: 1500)
         #expect(budget.reserve(1000, owner: 1) == nil)

@@ -1,11 +1,10 @@
 import Testing
-import TestSlots
 import TouchlineRuntime
 
 /// Which connections the server takes: general ones up to the cap, probe ones beyond it (the
 /// oldest still silent giving its slot to a newcomer), and never more than its share for one
 /// client address.
-@Suite(.heavy) struct HTTPConnectionSlotsTests {
+@Suite struct HTTPConnectionSlotsTests {
     private let one = PeerAddress("192.0.2.1")!
     private let two = PeerAddress("192.0.2.2")!
     private let three = PeerAddress("192.0.2.3")!

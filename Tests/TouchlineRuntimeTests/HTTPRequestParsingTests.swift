@@ -1,8 +1,7 @@
 import Testing
-import TestSlots
 import TouchlineRuntime
 
-@Suite(.heavy) struct HTTPRequestParsingTests {
+@Suite struct HTTPRequestParsingTests {
     @Test func targetSplitsPathAndDecodesQueryItems() {
         let target = HTTPRequestTarget(parsing: "/v1/channels/a%2Fb?limit=10&q=a+b%20c&flag&empty=&limit=20#frag")
         #expect(target.path == "/v1/channels/a%2Fb")

@@ -1,13 +1,12 @@
 import APNsMock
 import Foundation
 import Testing
-import TestSlots
 import Touchline
 import TouchlineCore
 
 /// `apps` in the configuration file: several apps beside the `apns` block's (`default`), each
 /// checked as that block is, and the problems that name two sides.
-@Suite(.heavy) struct AppsConfigurationTests {
+@Suite struct AppsConfigurationTests {
     static let otherKeyID = "KEYB000002"
     static let otherTeamID = "TEAMB00002"
 

@@ -4,6 +4,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// `Idempotency-Key` on a cluster: a retry of a personal job's request sent to another gateway
 /// (as a load balancer does after a lost 202) gets the first answer, and the audience gets one

@@ -9,6 +9,7 @@ import Touchline
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
+import TouchlineTesting
 
 /// Personal jobs on a cluster: a job accepted by one gateway runs on all of them, a slice at a
 /// time where its partition is owned, and a gateway killed in the middle of it loses nothing

@@ -4,6 +4,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// A new gateway joining a cluster builds its copy of the token registry from the whole log, in
 /// the background: it serves its channels at once and answers the token routes 503 until its

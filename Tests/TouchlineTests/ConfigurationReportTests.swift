@@ -1,10 +1,9 @@
 import Foundation
 import Testing
-import TestSlots
 import Touchline
 
 /// What `touchline serve --check-config` prints, from the same resolution `serve` uses.
-@Suite(.heavy) struct ConfigurationReportTests {
+@Suite struct ConfigurationReportTests {
     @Test func everySettingHasOneLineWithItsSource() throws {
         let resolved = try GatewayConfiguration.resolve(
             arguments: ["--dev", "--max-body-bytes=2048", "--api-key", "flag-acme-0123456789=acme-"],

@@ -4,6 +4,7 @@ import Testing
 import TestSlots
 @testable import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// The operator dashboard: its page and files, the live stream it reads, and the page itself in
 /// a real headless Chromium against a real gateway (bundled mock APNs).
@@ -300,7 +301,7 @@ final class EventStreamClient: @unchecked Sendable {
     private(set) var head = Head(status: 0, headers: [:], body: [])
 
     init(port: Int, path: String, key: String?) throws {
-        fd = try GatewayTestClient.connectLoopback(port: port)
+        fd = try LoopbackSocket.connect(port: port)
         var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         if let key { request += "Authorization: Bearer \(key)\r\n" }
         let bytes = Array((request + "\r\n").utf8)

@@ -4,6 +4,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// The provider API end to end over HTTP, against the mock APNs the gateway starts itself.
 @Suite("Gateway API", .heavy)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TestSlots
 import TouchlineCore
+import TouchlineTesting
 
 /// The gateway refuses a body without a known API key from the request head alone, with the
 /// API's own 401, before reading (or holding) any of the body.
@@ -10,7 +11,7 @@ struct GatewayAdmissionTests {
     /// Sends `head` and `partialBody` on a fresh connection, never the rest of the body, and
     /// returns what the gateway answers before it closes.
     private func answer(port: Int, head: String, partialBody: Int = 0) throws -> String {
-        let fd = try GatewayTestClient.connectLoopback(port: port, timeout: 5)
+        let fd = try LoopbackSocket.connect(port: port, receiveTimeout: 5)
         defer { close(fd) }
         let bytes = Array(head.utf8) + [UInt8](repeating: UInt8(ascii: "{"), count: partialBody)
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

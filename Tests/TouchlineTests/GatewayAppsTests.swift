@@ -5,6 +5,7 @@ import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineStore
+import TouchlineTesting
 
 /// Two apps in one gateway, against two mock APNs of different teams, keys and bundle ids:
 /// the `default` app (the `apns` block) and `tv` (`apps`). Each mock checks the JWT against its

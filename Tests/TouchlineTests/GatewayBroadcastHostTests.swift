@@ -12,21 +12,6 @@ import Glibc
 
 /// `apns.broadcastHost` moves broadcasts, and only broadcasts, to a host of their own.
 @Suite(.heavy) struct GatewayBroadcastHostTests {
-    /// A loopback port nothing listens on (bound, read, closed).
-    static func closedPort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
-        }
-        try #require(bound)
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     @Test func broadcastsGoToTheBroadcastHostWhileDevicePushesKeepThePushHost() async throws {
         let apns = try MockAPNsFixture()
         var settings = apns.gatewaySettings
@@ -35,7 +20,7 @@ import Glibc
             return
         }
         // The push host is dead: a broadcast can only arrive if it went to the broadcast host.
-        settings.environment = .custom(pushHost: "localhost", pushPort: try Self.closedPort(), managementHost: managementHost,
+        settings.environment = .custom(pushHost: "localhost", pushPort: try LoopbackSocket.freePort(), managementHost: managementHost,
                                        managementPort: managementPort)
         settings.broadcastHost = APNsEndpoint(host: "localhost", port: mockPushPort)
         let fixture = try GatewayFixture(apns: settings)

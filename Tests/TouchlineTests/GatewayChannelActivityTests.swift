@@ -1,10 +1,9 @@
 import Testing
-import TestSlots
 @testable import Touchline
 @testable import TouchlineCore
 
 /// The bookkeeping behind the ingest-to-APNs latency and the push history.
-@Suite(.heavy) struct GatewayChannelActivityTests {
+@Suite struct GatewayChannelActivityTests {
     private func push(_ sequence: UInt64, priority: ChannelEngine.Priority = .powerConsiderate) -> ChannelEngine.OutgoingPush {
         ChannelEngine.OutgoingPush(sequence: sequence, payload: Array(repeating: 0x20, count: 100), priority: priority, expiration: 0,
                                    timestamp: UnixTime(seconds: 1), isEnd: false)

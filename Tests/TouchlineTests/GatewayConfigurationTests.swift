@@ -2,7 +2,6 @@ import APNs
 import APNsMock
 import Foundation
 import Testing
-import TestSlots
 import Touchline
 import TouchlineCore
 
@@ -57,7 +56,7 @@ func problems(_ arguments: [String] = [], _ environment: [String: String] = [:])
     }
 }
 
-@Suite(.heavy) struct GatewayConfigurationTests {
+@Suite struct GatewayConfigurationTests {
     // MARK: Sources and precedence
 
     /// Development mode, as the tests of settings other than APNs ask for it.

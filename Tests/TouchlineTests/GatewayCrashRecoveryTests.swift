@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TestSlots
 import TouchlineCore
+import TouchlineTesting
 
 /// `touchline serve` killed with SIGKILL loses nothing it acknowledged.
 @Suite("Gateway crash recovery", .heavy)

@@ -5,6 +5,7 @@ import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineStore
+import TouchlineTesting
 
 /// Dead letters through the gateway against a mock APNs: permanent failures are listed with
 /// paging and filters, and a replay creates new jobs, marks the letters `replayed` in the same

@@ -40,7 +40,7 @@ struct GatewayDescriptorLimitTests {
         let request = Array("GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n".utf8)
         let flooding = ContinuousClock.now
         for _ in 0..<(Self.limit + 50 - openDescriptors(pid)) {
-            let fd = try GatewayTestClient.connectLoopback(port: serve.port)
+            let fd = try LoopbackSocket.connect(port: serve.port)
             _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             clients.append(fd)
         }

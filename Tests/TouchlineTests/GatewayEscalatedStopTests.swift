@@ -7,6 +7,7 @@ import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineRuntime
+import TouchlineTesting
 
 /// The gateway's life as a service: `run(until:)` returns after a graceful shutdown, and a second
 /// stop request during it stops at once without losing what was acknowledged.

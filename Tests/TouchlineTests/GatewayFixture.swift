@@ -3,24 +3,38 @@ import APNsMock
 import Foundation
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// A gateway on a fresh data directory, listening on a free loopback port, with an admin key
 /// and a key scoped to channels starting with `club-` (whose kickoffs may also address the
 /// `team:` topics); on SQLite and the bundled mock APNs unless
 /// `backends` says otherwise (e.g. `.inMemoryStores`, for a store the test can hold or fail).
+///
+/// Its clients reach the gateway over loopback, or in process (`transport`); `init(tier:)` makes
+/// the two tiers a test body runs on (see ``Tier``).
 final class GatewayFixture: Sendable {
     static let adminKey = "admin-secret-0123456789"
     static let clubKey = "club-secret"
 
+    /// The two tiers of the API tests: `.inProcess`, the gateway on the in-memory stores and APNs
+    /// with its clients in process (no file, no socket, no TLS: no heavy slot); `.live`, the
+    /// gateway on SQLite and the bundled strict mock APNs over TLS, its clients over loopback.
+    enum Tier: Sendable, CaseIterable {
+        case inProcess, live
+    }
+
     let directory: String
     let gateway: Gateway
     let port: Int
+    let transport: GatewayTestClient.Transport
+    /// The in-memory stores and APNs of an `.inProcess` fixture (nil on the live tier).
+    let inMemory: InMemoryParts?
 
     init(apns: GatewayConfiguration.APNsSettings? = nil, directory: String? = nil, maxBodyBytes: Int = 8192,
          policy: ChannelPolicy = .default, personalQueue: PersonalQueueSettings = PersonalQueueSettings(),
          metrics: MetricsSettings = MetricsSettings(), webhooks: WebhookSettings = WebhookSettings(), storeFaultFile: String? = nil,
-         clock: any WallClock = SystemClock(), backends: Gateway.Backends = .standard,
-         configure: (inout GatewayConfiguration) -> Void = { _ in },
+         clock: any WallClock = SystemClock(), backends: Gateway.Backends = .standard, inProcess: Bool = false,
+         inMemory: InMemoryParts? = nil, configure: (inout GatewayConfiguration) -> Void = { _ in },
          reloadedAPNs: (@Sendable () -> GatewayConfiguration.APNsSettings?)? = nil,
          reloadedApps: (@Sendable () -> [GatewayConfiguration.App])? = nil) throws {
         self.directory = try directory ?? MockAPNsDevelopmentCertificates.temporaryDirectory()
@@ -43,9 +57,27 @@ final class GatewayFixture: Sendable {
         let source = reloadedAPNs == nil && reloadedApps == nil ? nil : reread
         gateway = Gateway(configuration: configuration, clock: clock, backends: backends, configurationSource: source)
         port = try gateway.start()
+        transport = inProcess ? .inProcess(gateway) : .live(port: port)
+        self.inMemory = inMemory
     }
 
-    var admin: GatewayTestClient { GatewayTestClient(port: port, key: Self.adminKey) }
+    /// A gateway on `tier`'s backends, its clients on `tier`'s transport.
+    convenience init(tier: Tier, maxBodyBytes: Int = 8192, clock: any WallClock = SystemClock(),
+                     configure: (inout GatewayConfiguration) -> Void = { _ in }) throws {
+        switch tier {
+        case .live:
+            try self.init(maxBodyBytes: maxBodyBytes, clock: clock, configure: configure)
+        case .inProcess:
+            let parts = InMemoryParts()
+            try self.init(apns: InMemoryParts.unusedAPNsSettings, maxBodyBytes: maxBodyBytes, clock: clock, backends: parts.backends,
+                          inProcess: true, inMemory: parts, configure: configure)
+        }
+    }
+
+    var admin: GatewayTestClient { client(key: Self.adminKey) }
+
+    /// A client of this gateway with `key`, on the fixture's transport.
+    func client(key: String?) -> GatewayTestClient { GatewayTestClient(transport, key: key) }
 
     /// The mock the gateway started itself.
     var mock: MockAPNsServer { gateway.bundledMockAPNs! }
@@ -61,15 +93,18 @@ final class GatewayFixture: Sendable {
         """
 }
 
-/// Waits (a bounded while, so a bug fails instead of hanging) until `condition` holds. The
-/// default bound is generous: the suite runs its tests in parallel, and a gateway started on a
-/// busy 2-core machine can take seconds to answer.
-func eventually(_ what: String, timeout: Duration = .seconds(30), _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw GatewayTestClient.Failure(description: "timed out waiting for \(what)") }
-        try await Task.sleep(for: .milliseconds(20))
-    }
+/// The stores and APNs of a gateway on `Gateway.Backends.inMemory`.
+struct InMemoryParts: Sendable {
+    let channels = InMemoryStore(name: "channels")
+    let personal = InMemoryStore(name: "personal")
+    let apns = InMemoryAPNsPair()
+
+    var backends: Gateway.Backends { .inMemory(channels: channels, personal: personal, apns: apns) }
+
+    /// APNs settings for `.apple` mode, which the in-memory dispatch never reads (development
+    /// mode would start the bundled mock instead).
+    static let unusedAPNsSettings = GatewayConfiguration.APNsSettings(keyPath: "/nonexistent/key.p8", keyID: "KEY", teamID: "TEAM",
+                                                                      bundleID: "com.example.touchline", environment: .sandbox)
 }
 
 extension JSONValue {

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TestSlots
 import TouchlineCore
+import TouchlineTesting
 
 /// One start per device and generation, against the strict mock: whatever kickoffs, repeats
 /// and rollovers ask, a follower's device is started at most once into each APNs channel of a

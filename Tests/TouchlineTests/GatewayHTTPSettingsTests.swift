@@ -1,12 +1,11 @@
 import Foundation
 import Testing
-import TestSlots
 import Touchline
 import TouchlineRuntime
 
 /// `http`: the provider API's connection cap, body budget and deadlines, from any source,
 /// checked member by member, and shown by `--check-config`.
-@Suite(.heavy) struct GatewayHTTPSettingsTests {
+@Suite struct GatewayHTTPSettingsTests {
     @Test func theDefaultsAndEachSource() throws {
         #expect(try GatewayConfiguration.load(arguments: [], environment: GatewayConfigurationTests.dev).http == HTTPConnectionLimits())
         let defaults = HTTPConnectionLimits()

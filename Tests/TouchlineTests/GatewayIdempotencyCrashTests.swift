@@ -4,6 +4,7 @@ import Foundation
 import Testing
 import TestSlots
 import TouchlineCore
+import TouchlineTesting
 
 /// The lost 202 itself: `touchline serve` dies right after a fan-out's commit and before its
 /// answer (`TOUCHLINE_IDEMPOTENCY_EXIT_AFTER_COMMIT`). The client's retry with the same

@@ -4,17 +4,27 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// Accepted means deliverable: every input is checked against what it will make (the state,
 /// the push), so nothing acknowledged can later be refused by APNs or by the gateway itself.
-@Suite("Gateway input validation", .heavy)
+/// In process on the in-memory backends; the first test also live, on SQLite over loopback.
+@Suite("Gateway input validation")
 struct GatewayInputValidationTests {
     static func nestedPatch(_ levels: Int) -> String {
         String(repeating: #"{"a":"#, count: levels - 1) + "1" + String(repeating: "}", count: levels - 1)
     }
 
     @Test func eventsAreBoundedAndValidatedEvenWhenTheyRepeat() async throws {
-        let fixture = try GatewayFixture(maxBodyBytes: 1 << 20)
+        try await Self.eventsAreBoundedAndValidated(on: .inProcess)
+    }
+
+    @Test(.heavy) func eventsAreBoundedAndValidatedEvenWhenTheyRepeatLive() async throws {
+        try await Self.eventsAreBoundedAndValidated(on: .live)
+    }
+
+    static func eventsAreBoundedAndValidated(on tier: GatewayFixture.Tier) async throws {
+        let fixture = try GatewayFixture(tier: tier, maxBodyBytes: 1 << 20)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "v1", "storagePolicy": "no-storage"}"#).status == 201)
@@ -52,7 +62,7 @@ struct GatewayInputValidationTests {
     /// A goal past the largest score the match state holds is refused, not folded into a state
     /// that every later event would then fail to read.
     @Test func theReducersResultIsHeldToTheStateBounds() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         let body = #"{"id": "s1", "storagePolicy": "no-storage", "attributes": \#(GatewayFixture.matchAttributes)}"#
@@ -67,7 +77,7 @@ struct GatewayInputValidationTests {
     }
 
     @Test func personalInputIsBoundedAndStoredWhole() async throws {
-        let fixture = try GatewayFixture(maxBodyBytes: 2 << 20)
+        let fixture = try GatewayFixture(tier: .inProcess, maxBodyBytes: 2 << 20)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         let token = GatewayPersonalAPITests.token(1)
@@ -104,7 +114,7 @@ struct GatewayInputValidationTests {
     /// wherever one is given (a registration, a personal audience, a kickoff, a token listing),
     /// naming its code point; other characters beyond ASCII are kept.
     @Test func identifiersRefuseControlFormatAndSeparatorCharacters() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         let token = GatewayPersonalAPITests.token(1)
@@ -134,7 +144,7 @@ struct GatewayInputValidationTests {
 
     /// Member names compare by code units: two canonically equivalent names are two members.
     @Test func equivalentMemberNamesAreDistinct() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         let created = try fixture.admin.request("POST", "/v1/channels", json: #"{"id": "u1", "storagePolicy": "no-storage", "initialState": {"\u00e9": 1, "e\u0301": 2}}"#)
         #expect(created.status == 201, "\(created.text)")

@@ -5,13 +5,14 @@ import TestSlots
 @testable import Touchline
 import TouchlineCore
 import TouchlineRuntime
+import TouchlineTesting
 
 /// What one key may make the gateway do (`keyLimits`, `apiKeys[].limits`, `followTopics`): its
 /// channels, its kickoffs and rollovers, a channel's rollovers' spacing, and the follow topics
 /// its kickoffs reach. The buckets in virtual time; the refusals against a running gateway,
 /// each named, with `Retry-After` where time lifts it, counted in `/metrics`, and the admin key
 /// held only to what is given to it.
-@Suite("Gateway per-key limits", .heavy)
+@Suite("Gateway per-key limits")
 struct GatewayKeyLimitsTests {
     static let provider = GatewayConfiguration.APIKey(key: "provider-key-0123456789", scope: .channelPrefix("acme-"))
     static let admin = GatewayConfiguration.APIKey(key: "admin-key-0123456789", scope: .admin)
@@ -63,7 +64,7 @@ struct GatewayKeyLimitsTests {
     }
 
     /// The case: provider `acme-` kicking off the followers of another provider's channel.
-    @Test func aProviderKickoffReachesOnlyTheTopicsItMayAddress() async throws {
+    @Test(.heavy) func aProviderKickoffReachesOnlyTheTopicsItMayAddress() async throws {
         let fixture = try GatewayFixture { $0.apiKeys.append(Self.provider) }
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
@@ -91,7 +92,7 @@ struct GatewayKeyLimitsTests {
     /// A provider key's channels are capped (deleting one makes room), its kickoffs and rollovers
     /// come from one bucket, and a channel rolls over at most once per interval, also across a
     /// restart; the admin key is not capped or bucketed, but the interval is the channel's.
-    @Test func channelsStartsAndRolloversAreBoundedPerKey() async throws {
+    @Test(.heavy) func channelsStartsAndRolloversAreBoundedPerKey() async throws {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         let limits = { (configuration: inout GatewayConfiguration) in
             configuration.apiKeys.append(Self.provider)

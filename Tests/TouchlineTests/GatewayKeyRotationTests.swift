@@ -5,6 +5,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// Rotating the APNs key without a restart: `POST /v1/apns/key/reload` or SIGHUP reads the
 /// configuration again, and the key it names signs the next request's token; a key that cannot

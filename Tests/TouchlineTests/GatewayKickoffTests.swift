@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TestSlots
 import TouchlineCore
+import TouchlineTesting
 
 /// `POST /v1/channels/{id}/start` against the gateway's bundled mock: the start reaches every
 /// push-to-start token following the topic, subscribed to the channel's APNs id.

@@ -3,6 +3,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// Nothing a client without a key, or one key, can hold keeps the others out: silent connections
 /// are closed within the first-request deadline, one address holds its share of the connections,
@@ -33,7 +34,7 @@ struct GatewayLockoutTests {
 
     /// Connections that send nothing, from `source`.
     private func silentConnections(_ count: Int, to port: Int, from source: String) throws -> [Int32] {
-        try (0..<count).map { _ in try GatewayTestClient.connectLoopback(port: port, timeout: 20, source: source) }
+        try (0..<count).map { _ in try LoopbackSocket.connect(port: port, receiveTimeout: 20, source: source) }
     }
 
     private func metrics(_ fixture: GatewayFixture) throws -> String {
@@ -43,7 +44,7 @@ struct GatewayLockoutTests {
     @Test func aConnectionThatSendsNothingIsClosedWithinTheFirstRequestDeadline() async throws {
         let fixture = try GatewayFixture { $0.http.firstRequestTimeout = .milliseconds(500) }
         defer { Task { await fixture.shutDown() } }
-        let fd = try GatewayTestClient.connectLoopback(port: fixture.port, timeout: 20)
+        let fd = try LoopbackSocket.connect(port: fixture.port, receiveTimeout: 20)
         defer { close(fd) }
         // Closed without a word, long before the idle timeout (60 s) or this read's 20 s.
         let (text, closed) = readUntilClosed(fd)
@@ -59,7 +60,7 @@ struct GatewayLockoutTests {
         defer { Task { await fixture.shutDown() } }
         let held = try silentConnections(4, to: fixture.port, from: "127.0.0.2")
         defer { held.forEach { close($0) } }
-        let extra = try GatewayTestClient.connectLoopback(port: fixture.port, timeout: 20, source: "127.0.0.2")
+        let extra = try LoopbackSocket.connect(port: fixture.port, receiveTimeout: 20, source: "127.0.0.2")
         defer { close(extra) }
         let (refusal, closed) = readUntilClosed(extra)
         #expect(closed && refusal.hasPrefix("HTTP/1.1 429 "), "\(refusal)")
@@ -120,7 +121,7 @@ struct GatewayLockoutTests {
         var holding: [Int32] = []
         defer { holding.forEach { close($0) } }
         for held in 1...2 {
-            let fd = try GatewayTestClient.connectLoopback(port: fixture.port, timeout: 20)
+            let fd = try LoopbackSocket.connect(port: fixture.port, receiveTimeout: 20)
             holding.append(fd)
             send(head, on: fd)
             try await eventually("club's head \(held) holding its body's bytes") {
@@ -128,7 +129,7 @@ struct GatewayLockoutTests {
             }
         }
         for _ in 0..<2 {
-            let fd = try GatewayTestClient.connectLoopback(port: fixture.port, timeout: 20)
+            let fd = try LoopbackSocket.connect(port: fixture.port, receiveTimeout: 20)
             defer { close(fd) }
             send(head, on: fd)
             let (refusal, _) = readUntilClosed(fd)

@@ -5,6 +5,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// `/metrics` end to end: events posted through the real gateway, pushes answered by the real
 /// mock APNs over TLS, and the series read back from the Prometheus text.

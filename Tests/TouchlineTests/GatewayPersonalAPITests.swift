@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TestSlots
 import TouchlineCore
+import TouchlineTesting
 
 /// Personal pushes through the gateway against its bundled mock APNs: a push-to-start fan-out
 /// to the followers of a team with dead tokens among them, the job's progress, and the errors.

@@ -4,6 +4,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// A personal fan-out through the gateway against a mock that answers a share of requests with
 /// 500 `InternalServerError` and 503 `Shutdown`: every target ends sent or dead-lettered after

@@ -4,11 +4,12 @@ import TestSlots
 @testable import Touchline
 import TouchlineCore
 import TouchlineRuntime
+import TouchlineTesting
 
 /// Per-key request rate limits: a token bucket per configured key, checked from the head
 /// alone (429 `rate_limited` with `Retry-After`), admin keys exempt unless given their own;
 /// and the constant-time comparison the keys are found with.
-@Suite("Gateway API key rate limits and comparison", .heavy)
+@Suite("Gateway API key rate limits and comparison")
 struct GatewayRateLimitTests {
     static let provider = GatewayConfiguration.APIKey(key: "provider-key-0123456789", scope: .channelPrefix("club-"))
     static let admin = GatewayConfiguration.APIKey(key: "admin-key-0123456789", scope: .admin)
@@ -43,7 +44,7 @@ struct GatewayRateLimitTests {
         #expect(limits.admit(keyIndex: 7, now: start) == nil, "an index outside the keys is not a limited key")
     }
 
-    @Test func aBurstOverAProviderKeysRateGets429WithRetryAfterAndTheAdminKeyIsUnaffected() async throws {
+    @Test(.heavy) func aBurstOverAProviderKeysRateGets429WithRetryAfterAndTheAdminKeyIsUnaffected() async throws {
         let fixture = try GatewayFixture { configuration in
             configuration.providerRateLimit = KeyRateLimit(requestsPerSecond: 0.01, burst: 5)
         }

@@ -1,12 +1,11 @@
 import Foundation
 import Testing
-import TestSlots
 import Touchline
 import TouchlineCore
 
 /// The settings of idempotency keys and request rate limits: loaded from the file, the
 /// environment and flags, every bad value refused in one line naming the setting and its source.
-@Suite(.heavy) struct GatewayRequestLimitSettingsTests {
+@Suite struct GatewayRequestLimitSettingsTests {
     @Test func keysTakeARateLimitOfTheirOwnAndProviderKeysADefault() throws {
         let files = try ConfigurationFiles()
         let file = try files.write("limits.json", """

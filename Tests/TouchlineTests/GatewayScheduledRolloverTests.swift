@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TestSlots
 import TouchlineCore
+import TouchlineTesting
 
 /// Scheduled kickoffs and rollovers together, against the strict mock: a rollover starts only
 /// the audiences of kickoffs already sent (never a cancelled one, never one before its `at`),

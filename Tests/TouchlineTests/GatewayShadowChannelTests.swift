@@ -4,6 +4,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// A shadow channel runs a live feed through the whole gateway (validation, reducer, engine,
 /// store) and shows the pushes it would make, while APNs is never asked for anything: no

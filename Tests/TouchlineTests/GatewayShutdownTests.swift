@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 import TestSlots
 import TouchlineCore
+import TouchlineTesting
 
 /// `touchline serve` stopped with SIGTERM while providers keep posting: it exits 0 in bounded
 /// time, and every event it acknowledged (202) is there after a restart on the same data.

@@ -4,6 +4,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// `/v1/stats`, `/v1/channels/{id}/stats`, `/healthz` and `/readyz` against a real gateway and mock APNs.
 @Suite("Gateway stats and health", .heavy)

@@ -6,6 +6,7 @@ import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineStore
+import TouchlineTesting
 
 /// A commit that fails changes nothing: the batch is answered 503 with `Retry-After`, the
 /// channel keeps the state of its last commit, the gateway shows the failing store and recovers

@@ -2,15 +2,25 @@ import Foundation
 import Testing
 import TestSlots
 import TouchlineCore
+import TouchlineTesting
 
 /// The token registry over the provider API: registration with rotation, listing per user,
-/// deletion, and the errors of each.
-@Suite("Gateway tokens API", .heavy)
+/// deletion, and the errors of each. In process on the in-memory backends; the first test also
+/// live, on SQLite over loopback.
+@Suite("Gateway tokens API")
 struct GatewayTokensAPITests {
     static func token(_ n: Int) -> String { String(repeating: "ab", count: 31) + String(format: "%04x", n) }
 
     @Test func tokensAreRegisteredRotatedListedAndDeleted() async throws {
-        let fixture = try GatewayFixture()
+        try await Self.registerRotateListAndDelete(on: .inProcess)
+    }
+
+    @Test(.heavy) func tokensAreRegisteredRotatedListedAndDeletedLive() async throws {
+        try await Self.registerRotateListAndDelete(on: .live)
+    }
+
+    static func registerRotateListAndDelete(on tier: GatewayFixture.Tier) async throws {
+        let fixture = try GatewayFixture(tier: tier)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-m1", "storagePolicy": "no-storage"}"#).status == 201)
@@ -39,7 +49,7 @@ struct GatewayTokensAPITests {
     }
 
     @Test func badRegistrationsAreRefusedWithTheirCause() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         func post(_ body: String) throws -> (Int, String?, String) {
@@ -60,14 +70,14 @@ struct GatewayTokensAPITests {
         #expect(badFollows.0 == 400 && badFollows.2.contains("follows"), "\(badFollows.2)")
         #expect(try api.request("GET", "/v1/tokens").errorCode == "invalid_query")
 
-        let provider = GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey)
+        let provider = fixture.client(key: GatewayFixture.clubKey)
         let forbidden = try provider.request("POST", "/v1/tokens", json: #"{"token": "\#(Self.token(1))", "kind": "push-to-start"}"#)
         #expect(forbidden.status == 403 && forbidden.errorCode == "forbidden")
         #expect(try api.request("GET", "/v1/tokens?userId=nobody").json?[member: "tokens"] == .array([]))
     }
 
     @Test func aBatchRegistersEveryTokenInOneCommitInOrder() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-m1", "storagePolicy": "no-storage"}"#).status == 201)
@@ -95,7 +105,7 @@ struct GatewayTokensAPITests {
     }
 
     @Test func aBadBatchNamesTheIndexAndFieldAndWritesNothing() async throws {
-        let fixture = try GatewayFixture(maxBodyBytes: 64 * 1024)
+        let fixture = try GatewayFixture(tier: .inProcess, maxBodyBytes: 64 * 1024)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         func post(_ body: String) throws -> (status: Int, code: String?, text: String) {
@@ -123,7 +133,7 @@ struct GatewayTokensAPITests {
         let tooMany = try post(#"{"tokens": ["# + Array(repeating: "{}", count: 10_001).joined(separator: ",") + "]}")
         #expect(tooMany.status == 400 && tooMany.text.contains("1 to 10000"), "\(tooMany.text)")
 
-        let provider = GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey)
+        let provider = fixture.client(key: GatewayFixture.clubKey)
         #expect(try provider.request("POST", "/v1/tokens/batch", json: #"{"tokens": [\#(good)]}"#).errorCode == "forbidden")
         // The batch path is not a token: a DELETE there is refused, not a deletion of "batch".
         let delete = try api.request("DELETE", "/v1/tokens/batch")

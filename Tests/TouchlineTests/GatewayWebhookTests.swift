@@ -3,6 +3,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// Webhooks end to end: a gateway with the bundled mock APNs posts to a real local receiver.
 @Suite("Gateway webhooks", .heavy)

@@ -1,5 +1,7 @@
 import ChildProcesses
 import Foundation
+import TestSlots
+import TouchlineTesting
 
 /// A headless Chromium driven over the DevTools protocol, for tests of the dashboard in a real
 /// browser: a minimal WebSocket client (RFC 6455 text frames over a blocking socket) speaking
@@ -163,7 +165,7 @@ private final class WebSocket: @unchecked Sendable {
     private var buffer: [UInt8] = []
 
     init(port: Int, path: String) throws {
-        fd = try GatewayTestClient.connectLoopback(port: port, timeout: 30)
+        fd = try LoopbackSocket.connect(port: port, receiveTimeout: 30)
         let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         try write(Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n\r\n".utf8))
         let head = try read(through: Array("\r\n\r\n".utf8))

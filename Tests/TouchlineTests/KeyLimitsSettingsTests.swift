@@ -1,13 +1,12 @@
 import Foundation
 import Testing
-import TestSlots
 import Touchline
 import TouchlineCore
 
 /// The per-key limits as operators set them: `keyLimits` from the file, the environment or a
 /// flag, a key's own `limits` and `followTopics` in the file, each shown by `--check-config`,
 /// and every bad value refused in one line naming the setting and its source (never the key).
-@Suite(.heavy) struct KeyLimitsSettingsTests {
+@Suite struct KeyLimitsSettingsTests {
     @Test func keyLimitsComeFromEverySourceAndKeysCarryTheirOwn() throws {
         let files = try ConfigurationFiles()
         let file = try files.write("limits.json", """

@@ -3,6 +3,7 @@ import Testing
 import TestSlots
 @testable import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// docs/openapi.json and docs/api.md against the gateway as built: the document is OpenAPI
 /// 3.0.x and self-consistent, and it describes exactly the routes the router serves.

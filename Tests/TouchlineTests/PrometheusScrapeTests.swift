@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TestSlots
 import TouchlineCore
+import TouchlineTesting
 
 /// A real Prometheus server scrapes the gateway every second; its query API must then return
 /// the gateway's series. Needs the `prometheus` binary (Debian package prometheus, `make deps`).
@@ -26,7 +27,7 @@ struct PrometheusScrapeTests {
                 static_configs:
                   - targets: ["127.0.0.1:\(gateway.port)"]
             """.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
-        let port = freeLoopbackPort()
+        let port = try LoopbackSocket.freePort()
         // The server runs under a shell that stops it once its stdin closes: when this test ends,
         // or when the test process dies, so a crashed run cannot leave the server behind.
         let server = try ChildProcess("/bin/sh", ["-c", #""$0" "$@" </dev/null & server=$!; read -r _; kill "$server"; wait "$server""#,
@@ -55,18 +56,3 @@ struct PrometheusScrapeTests {
     }
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
-func freeLoopbackPort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(fd, pointer, length) == 0 ? getsockname(fd, pointer, &length) : -1
-        }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
-}

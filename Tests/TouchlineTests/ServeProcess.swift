@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 import TouchlineCore
+import TouchlineTesting
 
 /// A running `touchline serve` child process and the port it logged.
 struct ServeProcess {

@@ -1,12 +1,11 @@
 import Testing
-import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineRuntime
 
 /// The `webhooks` setting: read whole from the file, the environment or a flag, and refused
 /// whole with one line naming the field and the source when anything in it is wrong.
-@Suite(.heavy) struct WebhookConfigurationTests {
+@Suite struct WebhookConfigurationTests {
     static let secret = "s3cret-s3cret-s3cret"
 
     func load(_ webhooks: String) throws(GatewayConfigurationError) -> GatewayConfiguration {

@@ -1,6 +1,7 @@
 import ChildProcesses
 import Foundation
 import TouchlineCore
+import TouchlineTesting
 
 /// A plain-HTTP webhook receiver on a real loopback socket and a real thread: it records every
 /// request (head and body) and answers each with the status its script gives for that request

@@ -44,6 +44,8 @@ public final class Gateway: Sendable {
         /// The registry's read connection of the ingest loop's features, closed there at shutdown.
         var tokenReader: UncheckedTokenReader
         var router: APIRouter
+        /// What the HTTP server hands each request to, also reachable without a socket (``front``).
+        var front: RequestFront
         var server: UncheckedServer
         var mock: MockAPNsServer?
         /// This gateway's part in a cluster (the `jetstream` store backend), nil on its own.
@@ -140,6 +142,10 @@ public final class Gateway: Sendable {
 
     /// The port the provider API listens on, once started.
     public var port: Int? { running.withLock { $0?.port } }
+
+    /// The provider API's admission and routing as the HTTP server runs them, while the gateway
+    /// runs (tests send requests through it without a socket: ``RequestFront``).
+    package var front: RequestFront? { running.withLock { $0?.front } }
 
     /// Opens the store, resumes the stored channels, connects to APNs (starting the bundled mock
     /// when no credentials are configured) and starts serving. Returns the bound port.
@@ -296,6 +302,11 @@ public final class Gateway: Sendable {
                 WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators, APNsKeyAPI(reloads: keyReloads, log: log.named("apns")),
                 DashboardAPI(service: service, operators: operators),
             ])
+            let front = RequestFront(loop: ingestLoop, admission: Admission(access: access, router: router, limits: operators.requestLimits).decide) {
+                request in
+                // In a cluster, a request for a channel another gateway owns is handed to it.
+                if let cluster { cluster.route(request) } else { router.handle(request) }
+            }
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
                 // Stored personal jobs are queued on the personal loop before the API can hand
                 // it a new job; those found unusable are reported back to the intake.
@@ -321,12 +332,9 @@ public final class Gateway: Sendable {
                     try service.restore(from: unsafeReader.reader, resumePersonalJobs: resumePersonalJobs)
                 }
                 var serverConfiguration = httpConfiguration
-                serverConfiguration.admission = Admission(access: access, router: router, limits: operators.requestLimits).decide
+                serverConfiguration.admission = front.admission
                 serverConfiguration.probePaths = OperatorsAPI.probePaths
-                let server = try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog) { request in
-                    // In a cluster, a request for a channel another gateway owns is handed to it.
-                    if let cluster { cluster.route(request) } else { router.handle(request) }
-                }
+                let server = try HTTPServer(loop: ingestLoop, configuration: serverConfiguration, log: httpLog, handler: front.route)
                 operators.httpServer = server
                 return UncheckedServer(server: server)
             }
@@ -335,7 +343,8 @@ public final class Gateway: Sendable {
                            webhooks: webhooks, personal: personal, appPersonal: appPersonal, store: store,
                            personalStore: personalStore, connections: connections,
                            appConnections: apns.otherApps.values.map(\.broadcast),
-                           service: service, tokenReader: UncheckedTokenReader(reader: tokenReader), router: router, server: server, mock: mock,
+                           service: service, tokenReader: UncheckedTokenReader(reader: tokenReader), router: router, front: front, server: server,
+                           mock: mock,
                            cluster: cluster, keyReloads: keyReloads, port: server.server.port)
         } catch {
             loops.forEach { $0.stopAndWait() }

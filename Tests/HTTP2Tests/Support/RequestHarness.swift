@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2
+import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
@@ -18,10 +19,6 @@ struct Outcome: Sendable {
     var failures: [HTTP2RequestError] {
         results.compactMap { if case .failure(let error) = $0 { error } else { nil } }
     }
-}
-
-struct TimedOut: Error, CustomStringConvertible {
-    var description: String
 }
 
 /// Collects completions on the loop and resumes the waiting test once all have arrived (or the
@@ -90,12 +87,7 @@ func sendAll<Sender: HTTP2RequestSender & Sendable>(_ requests: [HTTP2Request], 
 /// suite runs its tests in parallel on machines with few cores).
 func waitUntil(on loop: EventLoop, timeout: Duration = .seconds(30), _ what: String,
                _ condition: @escaping @Sendable () -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try loop.sync(condition) { return }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    throw TimedOut(description: "\(what) did not happen within \(timeout)")
+    try await eventually(what, timeout: timeout) { try loop.sync(condition) }
 }
 
 /// Requests used across the tests.

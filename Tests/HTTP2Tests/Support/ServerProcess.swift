@@ -1,5 +1,6 @@
 import ChildProcesses
 import Foundation
+import TestSlots
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,7 +25,7 @@ final class ServerProcess: @unchecked Sendable {
     static func nghttpd(port: Int? = nil, address: String = "127.0.0.1", maxConcurrentStreams: Int = 100,
                         echoUpload: Bool = true, extraArguments: [String] = []) throws -> ServerProcess {
         let pki = TestPKI.shared
-        let port = port ?? freePort()
+        let port = try port ?? LoopbackSocket.freePort()
         return try ServerProcess(executable: "/usr/sbin/nghttpd",
                                  arguments: ["-a", address, "-d", pki.documentRoot, "-m", "\(maxConcurrentStreams)"]
                                      + (echoUpload ? ["--echo-upload"] : []) + extraArguments
@@ -35,7 +36,7 @@ final class ServerProcess: @unchecked Sendable {
     /// `openssl s_server` answering ALPN with `alpn` only (nil: no ALPN support at all).
     static func opensslServer(alpn: String?) throws -> ServerProcess {
         let pki = TestPKI.shared
-        let port = freePort()
+        let port = try LoopbackSocket.freePort()
         return try ServerProcess(executable: "/usr/bin/openssl",
                                  arguments: ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", pki.certificateFile,
                                              "-key", pki.privateKeyFile, "-www"] + (alpn.map { ["-alpn", $0] } ?? []),
@@ -52,44 +53,11 @@ final class ServerProcess: @unchecked Sendable {
 
     private func waitUntilListening() throws {
         for _ in 0..<250 {
-            if canConnect(port: port) { return }
+            if LoopbackSocket.canConnect(port: port) { return }
             guard process.isRunning else { break }
             usleep(20_000)
         }
         kill()
         throw ToolFailure(description: "\(executable) did not start listening on port \(port)")
     }
-}
-
-/// A TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = loopbackAddress(port: 0)
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-            _ = bind(fd, sa, length)
-            _ = getsockname(fd, sa, &length)
-        }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
-/// True when something accepts TCP connections on 127.0.0.1:`port`.
-func canConnect(port: Int) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = loopbackAddress(port: port)
-    return withUnsafePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-    }
-}
-
-private func loopbackAddress(port: Int) -> sockaddr_in {
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    return address
 }

@@ -32,14 +32,10 @@ public final class Gateway: Sendable {
         var personalLoop: EventLoop
         var webhookLoop: EventLoop
         var webhooks: WebhookDelivery
-        var personal: PersonalDispatcher
-        /// The other apps' personal queues (`apps`), on the personal loop too.
-        var appPersonal: [PersonalDispatcher]
+        /// Each app's pools, personal queue, dispatcher and key reload, by name.
+        var apps: PerApp<AppRuntime>
         var store: any ChannelStoreWriter
         var personalStore: any PersonalStoreWriter
-        var connections: any BroadcastAPNsDispatch
-        /// The other apps' broadcast and management dispatches (`apps`).
-        var appConnections: [any BroadcastAPNsDispatch]
         var service: ChannelService
         /// The registry's read connection of the ingest loop's features, closed there at shutdown.
         var tokenReader: UncheckedTokenReader
@@ -48,17 +44,15 @@ public final class Gateway: Sendable {
         var mock: MockAPNsServer?
         /// This gateway's part in a cluster (the `jetstream` store backend), nil on its own.
         var cluster: ClusterNode?
-        /// Rotates each app's APNs key, by app (empty in development mode: the bundled mock's key).
-        var keyReloads: [String: APNsKeyReload]
         var port: Int
 
         /// Ends every grace under way at once (see ``ShutdownRequests``).
         func cutShort() {
             ingestLoop.execute { [server] in server.server.cutShutdownShort() }
-            connections.cutShutdownShort()
-            appConnections.forEach { $0.cutShutdownShort() }
-            personal.cutShutdownShort()
-            appPersonal.forEach { $0.cutShutdownShort() }
+            for app in apps.all {
+                app.apns.broadcast.cutShutdownShort()
+                app.personal.cutShutdownShort()
+            }
             webhooks.cutStopShort()
         }
     }
@@ -100,7 +94,7 @@ public final class Gateway: Sendable {
     /// returns whether a new key is in use for any app.
     @discardableResult
     public func reloadAPNsKey() -> Bool {
-        let reloads = running.withLock { $0?.keyReloads ?? [:] }
+        let reloads = running.withLock { $0?.apps.keyReloads ?? [:] }
         guard !reloads.isEmpty else {
             log.warning("no APNs key to reload: the gateway is not running, or sends to the bundled mock APNs with its own key")
             return false
@@ -219,54 +213,39 @@ public final class Gateway: Sendable {
         }
         do {
             // Broadcasts and channel management on the broadcast loop; device pushes on the personal loop.
-            let apns = try connectAPNs(broadcastLoop, personalLoop)
-            let connections = apns.broadcast
-            var keyReloads: [String: APNsKeyReload] = [:]
-            if configuration.apns != nil, let token = apns.providerToken {
-                keyReloads[AppChannelID.defaultApp] = APNsKeyReload(app: AppChannelID.defaultApp, token: token, keyFile: settings.keyPath,
-                                                                    source: configurationSource, renewConnections: apns.renewConnections)
-            }
-            for app in configuration.apps {
-                guard let dispatch = apns.otherApps[app.name] else { continue }
-                keyReloads[app.name] = APNsKeyReload(app: app.name, token: dispatch.providerToken, keyFile: app.apns.keyPath,
-                                                     source: configurationSource, renewConnections: dispatch.renewConnections)
-            }
+            let dispatches = try connectAPNs(broadcastLoop, personalLoop).apps
             let webhooks = try WebhookDelivery.forStores(loop: webhookLoop, settings: configuration.webhooks, stores: stores,
                                                        clock: clock, log: log.named("webhooks"))
             let broadcastPressure = BroadcastPressure(threshold: configuration.personalQueue.yieldThreshold)
-            let personal = PersonalDispatcher(loop: personalLoop, apns: apns.personal,
-                                                     reader: try stores.personalReader(), store: personalStore, clock: clock,
-                                                     settings: configuration.personalQueue,
-                                                     tokenEnvironment: TokenEnvironment(apns: settings.environment),
-                                                     broadcastPressure: broadcastPressure, webhooks: webhooks,
-                                                     log: log.named("personal"))
-            // Each other app's jobs run in a queue of their own, through its own pool.
-            let appPersonal = try configuration.apps.compactMap { app -> PersonalDispatcher? in
-                guard let dispatch = apns.otherApps[app.name] else { return nil }
-                return PersonalDispatcher(loop: personalLoop, apns: dispatch.personal, reader: try stores.personalReader(), store: personalStore,
-                                          clock: clock, settings: app.personalQueue.applied(to: configuration.personalQueue),
-                                          tokenEnvironment: TokenEnvironment(apns: app.apns.environment), broadcastPressure: broadcastPressure,
-                                          webhooks: webhooks, app: app.name, log: log.named("personal.\(app.name)"))
+            // Each app's jobs run in a queue of their own, through its own pool; its key is
+            // reloaded when the configuration names it (not the bundled mock's).
+            let credentialed = Set(configuration.credentialedApps.map(\.name))
+            var runtimes: [String: AppRuntime] = [:]
+            for app in configuration.servedApps(apns: settings) {
+                guard let dispatch = dispatches[app.name] else { continue }
+                let personal = PersonalDispatcher(loop: personalLoop, apns: dispatch.personal, reader: try stores.personalReader(), store: personalStore,
+                                                  clock: clock, settings: app.personalQueue.applied(to: configuration.personalQueue),
+                                                  tokenEnvironment: TokenEnvironment(apns: app.apns.environment), broadcastPressure: broadcastPressure,
+                                                  webhooks: webhooks, app: app.name, log: log.named(Self.component("personal", of: app.name)))
+                let keyReload = dispatch.providerToken.flatMap { token in
+                    credentialed.contains(app.name) ? APNsKeyReload(app: app.name, token: token, keyFile: app.apns.keyPath,
+                                                                   source: configurationSource, renewConnections: dispatch.renewConnections) : nil
+                }
+                runtimes[app.name] = AppRuntime(name: app.name, apns: dispatch,
+                                                broadcast: BroadcastDispatcher(apns: dispatch.broadcast, ingestLoop: ingestLoop, pressure: broadcastPressure),
+                                                personal: personal, defaultPolicy: app.defaultPolicy(in: configuration), keyReload: keyReload)
             }
+            let apps = PerApp(runtimes)
+            let queues = apps.map { $1.personal }
             // A cluster's personal jobs: any gateway takes them, the partitions' owners run their slices.
             let sharedJobs = try cluster.map { cluster in
-                try SharedJobs.start(on: cluster, dispatcher: personal, appDispatchers: appPersonal, store: personalStore, reader: try stores.personalReader(),
+                try SharedJobs.start(on: cluster, loop: personalLoop, queues: queues, store: personalStore, reader: try stores.personalReader(),
                                      outbox: webhooks.outbox, clock: clock,
                                      log: log.named("personal"))
             }
             let tokenReader = try stores.personalReader()
             let service = ChannelService(loop: ingestLoop, store: store,
-                                         broadcastPressure: broadcastPressure,
-                                         dispatcher: BroadcastDispatcher(apns: connections, ingestLoop: ingestLoop,
-                                                                       pressure: broadcastPressure),
-                                         otherApps: Dictionary(uniqueKeysWithValues: configuration.apps.compactMap { app in
-                                             apns.otherApps[app.name].map { dispatch in
-                                                 (app.name, ChannelService.AppChannels(
-                                                    dispatcher: BroadcastDispatcher(apns: dispatch.broadcast, ingestLoop: ingestLoop, pressure: broadcastPressure),
-                                                    defaultPolicy: app.defaultPolicy ?? configuration.defaultPolicy))
-                                             }
-                                         }),
-                                         personal: personal, appPersonal: appPersonal, webhooks: webhooks, ownership: cluster ?? AllChannels(),
+                                         broadcastPressure: broadcastPressure, apps: apps.map { $1.channels }, webhooks: webhooks, ownership: cluster ?? AllChannels(),
                                          recordings: cluster.map { ClusterFeedRecordings(store: $0.store) as any FeedRecordings }
                                              ?? StoredFeedRecordings(openReader: stores.channelReader),
                                          configuration: configuration, clock: clock, log: log.named("channels"))
@@ -276,12 +255,12 @@ public final class Gateway: Sendable {
             let httpLog = log.named("http")
             let unsafeReader = UncheckedReader(reader: reader)
             let intake = PersonalJobIntake(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
-                                           personal: personal, appPersonal: appPersonal, sharedJobs: sharedJobs,
+                                           queues: queues, sharedJobs: sharedJobs,
                                            idempotency: configuration.idempotency)
             try ingestLoop.sync { service.audienceStarter = { [intake] jobs, completion in intake.storeRolloverStarts(jobs, completion: completion) } }
             // A scheduled kickoff becomes its channel's audience (for rollovers) when it starts.
             try personalLoop.sync {
-                for dispatcher in [personal] + appPersonal {
+                for dispatcher in queues.all {
                     dispatcher.scheduledStartBegan = { [service] template, channel in service.rememberKickoff(template, into: channel) }
                 }
             }
@@ -293,7 +272,7 @@ public final class Gateway: Sendable {
                                          configuration: configuration, clock: clock)
             let router = APIRouter(access: access, features: [
                 service, tokens, PersonalAPI(intake: intake), KickoffAPI(channels: service, intake: intake), DeadLettersAPI(intake: intake, instance: cluster?.settings.instance.name),
-                WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators, APNsKeyAPI(reloads: keyReloads, log: log.named("apns")),
+                WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators, APNsKeyAPI(reloads: apps.keyReloads, log: log.named("apns")),
                 DashboardAPI(service: service, operators: operators),
             ])
             let server = try ingestLoop.sync { () throws -> UncheckedServer in
@@ -303,7 +282,7 @@ public final class Gateway: Sendable {
                 // (a job walking it earlier would miss tokens).
                 let registry = personalStore as? SharedTokenRegistry
                 let resumePersonalJobs = { (openChannels: Set<String>) in
-                    for dispatcher in [personal] + appPersonal {
+                    for dispatcher in queues.all {
                         dispatcher.resumeStoredJobs(openChannels: openChannels, once: { registry?.isCaughtUp ?? true }) { broken in
                             ingestLoop.execute { intake.brokenJobs.merge(broken) { $1 } }
                         }
@@ -332,11 +311,8 @@ public final class Gateway: Sendable {
             }
             webhooks.start()
             return Running(ingestLoop: ingestLoop, broadcastLoop: broadcastLoop, personalLoop: personalLoop, webhookLoop: webhookLoop,
-                           webhooks: webhooks, personal: personal, appPersonal: appPersonal, store: store,
-                           personalStore: personalStore, connections: connections,
-                           appConnections: apns.otherApps.values.map(\.broadcast),
-                           service: service, tokenReader: UncheckedTokenReader(reader: tokenReader), router: router, server: server, mock: mock,
-                           cluster: cluster, keyReloads: keyReloads, port: server.server.port)
+                           webhooks: webhooks, apps: apps, store: store, personalStore: personalStore, service: service, tokenReader: UncheckedTokenReader(reader: tokenReader), router: router, server: server, mock: mock,
+                           cluster: cluster, port: server.server.port)
         } catch {
             loops.forEach { $0.stopAndWait() }
             store.close()
@@ -415,14 +391,13 @@ public final class Gateway: Sendable {
         }
         // Webhook attempts in flight get the same grace as pushes, at the same time; their
         // outcomes are queued before the stores close, and attempts still out then stay pending.
-        async let broadcast: Void = current.connections.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort)
-        async let apps: Void = withTaskGroup(of: Void.self) { group in
-            for dispatch in current.appConnections { group.addTask { await dispatch.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort) } }
-            for queue in current.appPersonal { group.addTask { await queue.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort) } }
+        await withTaskGroup(of: Void.self) { group in
+            for app in current.apps.all {
+                group.addTask { await app.apns.broadcast.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort) }
+                group.addTask { await app.personal.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort) }
+            }
+            group.addTask { await current.webhooks.stop(gracePeriod: apnsGracePeriod, isCutShort: isCutShort) }
         }
-        async let personal: Void = current.personal.shutdown(gracePeriod: apnsGracePeriod, isCutShort: isCutShort)
-        async let webhooks: Void = current.webhooks.stop(gracePeriod: apnsGracePeriod, isCutShort: isCutShort)
-        _ = await (broadcast, apps, personal, webhooks)
         escalation.cancel()
         // Answers delivered during the pool shutdown run (and queue their saves) before the close.
         _ = try? await current.ingestLoop.submit {}

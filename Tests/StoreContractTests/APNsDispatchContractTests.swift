@@ -43,7 +43,7 @@ import TouchlineTesting
                 configuration.dataDirectory = directory
                 let context = Gateway.APNsContext(configuration: configuration, settings: settings, clock: SystemClock(),
                                                   log: GatewayLog(component: "contract", level: .error))
-                let made = try Gateway.Backends.standard.apns(context)(broadcastLoop, personalLoop)
+                let made = try #require(try Gateway.Backends.standard.apns(context)(broadcastLoop, personalLoop).apps[AppChannelID.defaultApp])
                 broadcast = made.broadcast
                 personal = made.personal
                 stopMock = { mock.stop() }

@@ -14,17 +14,9 @@ final class ChannelService: @unchecked Sendable {
     let store: any ChannelStoreWriter
     /// Told how long commits and broadcasts wait, so that the personal queue yields when they wait long.
     let broadcastPressure: BroadcastPressure
-    /// The `default` app's broadcasts and channel management; ``dispatcher(of:)`` picks a channel's.
-    let dispatcher: BroadcastDispatcher
-    /// The other apps' dispatchers and default policies, by name (`apps`).
-    let otherApps: [String: AppChannels]
-    /// Every app served, `default` included.
-    let servedApps: Set<String>
-    /// Runs the `default` app's personal jobs on the personal loop; handed a job once it is durable.
-    let personal: PersonalDispatcher
-    /// The other apps' personal queues, by app: a channel's kickoffs are its app's.
-    let appPersonal: [String: PersonalDispatcher]
-    let defaultPolicy: ChannelPolicy
+    /// Each served app's dispatcher, personal queue and default policy, by name (`default`
+    /// included); ``dispatcher(of:)`` and ``personal(of:)`` pick a channel's.
+    let apps: PerApp<AppChannels>
     /// The alert mode of channels created without `alerts` (`alerts.mode`).
     let defaultAlertMode: AlertMode
     /// Whether this gateway acts for a channel now: always on its own, per partition lease in a
@@ -66,20 +58,14 @@ final class ChannelService: @unchecked Sendable {
     let webhooks: WebhookDelivery?
 
     init(loop: EventLoop, store: any ChannelStoreWriter, broadcastPressure: BroadcastPressure,
-         dispatcher: BroadcastDispatcher, otherApps: [String: AppChannels] = [:],
-         personal: PersonalDispatcher, appPersonal: [PersonalDispatcher] = [], webhooks: WebhookDelivery? = nil, ownership: any ChannelOwnership = AllChannels(),
+         apps: PerApp<AppChannels>, webhooks: WebhookDelivery? = nil, ownership: any ChannelOwnership = AllChannels(),
          recordings: any FeedRecordings, configuration: GatewayConfiguration, clock: any WallClock,
          log: GatewayLog) {
         self.loop = loop
         self.store = store
         self.broadcastPressure = broadcastPressure
-        self.dispatcher = dispatcher
-        self.otherApps = otherApps
-        servedApps = Set(otherApps.keys).union([AppChannelID.defaultApp])
-        self.personal = personal
-        self.appPersonal = Dictionary(uniqueKeysWithValues: appPersonal.map { ($0.app, $0) })
+        self.apps = apps
         self.ownership = ownership
-        defaultPolicy = configuration.defaultPolicy
         defaultAlertMode = configuration.alertMode
         self.clock = clock
         self.log = log

@@ -22,10 +22,8 @@ final class SharedJobs: @unchecked Sendable {
     static let finishRetry: Duration = .seconds(1)
 
     let board: SharedJobBoard
-    /// The `default` app's personal queue; ``queue(of:)`` picks a job's.
-    private let dispatcher: PersonalDispatcher
-    /// The other apps' personal queues, by app: a slice runs in its job's app's queue.
-    private let appDispatchers: [String: PersonalDispatcher]
+    /// Every app's personal queue, by app: a slice runs in its job's app's queue (``queue(ofJob:)``).
+    private let queues: PerApp<PersonalDispatcher>
     private let store: any PersonalStoreWriter
     /// This gateway's personal file, read on the loop.
     private let reader: any PersonalStoreReader
@@ -39,7 +37,8 @@ final class SharedJobs: @unchecked Sendable {
     private let outbox: WebhookOutbox?
     let clock: any WallClock
     let log: GatewayLog
-    var loop: EventLoop { dispatcher.loop }
+    /// The personal loop, where every app's queue runs.
+    let loop: EventLoop
 
     var plan: SharedJobPlan
     /// Open jobs' entries (what their slices run), and finished jobs' final counts only.
@@ -80,14 +79,14 @@ final class SharedJobs: @unchecked Sendable {
     /// trace of a job the cluster ran).
     private var definitionsKept: Set<String> = []
 
-    init(board: SharedJobBoard, partitioning: ChannelPartitioning, dispatcher: PersonalDispatcher, appDispatchers: [PersonalDispatcher] = [],
+    init(board: SharedJobBoard, partitioning: ChannelPartitioning, loop: EventLoop, queues: PerApp<PersonalDispatcher>,
          store: any PersonalStoreWriter,
          reader: any PersonalStoreReader, registryPosition: @escaping @Sendable () -> UInt64,
          registryTarget: @escaping @Sendable () -> UInt64, instance: String, outbox: WebhookOutbox?,
          clock: any WallClock, log: GatewayLog) {
         self.board = board
-        self.dispatcher = dispatcher
-        self.appDispatchers = Dictionary(uniqueKeysWithValues: appDispatchers.map { ($0.app, $0) })
+        self.loop = loop
+        self.queues = queues
         self.store = store
         self.reader = reader
         self.registryPosition = registryPosition
@@ -99,20 +98,20 @@ final class SharedJobs: @unchecked Sendable {
         plan = SharedJobPlan(partitioning: partitioning)
     }
 
-    /// The shared jobs of a cluster gateway: its job bucket opened, the dispatcher's slices
-    /// saving through it, the watch started (blocking: from the starting thread).
-    static func start(on cluster: ClusterNode, dispatcher: PersonalDispatcher, appDispatchers: [PersonalDispatcher] = [],
+    /// The shared jobs of a cluster gateway: its job bucket opened, the queues' slices saving
+    /// through it, the watch started (blocking: from the starting thread, `loop` the queues').
+    static func start(on cluster: ClusterNode, loop: EventLoop, queues: PerApp<PersonalDispatcher>,
                       store: any PersonalStoreWriter, reader: any PersonalStoreReader,
                       outbox: WebhookOutbox?, clock: any WallClock, log: GatewayLog) throws -> SharedJobs {
         let board = try SharedJobBoard.open(jetStream: cluster.jetStream, prefix: cluster.settings.prefix, replicas: cluster.settings.replicas,
-                                            loop: dispatcher.loop)
+                                            loop: loop)
         let registry = store as? SharedTokenRegistry
-        let shared = SharedJobs(board: board, partitioning: cluster.partitioning, dispatcher: dispatcher, appDispatchers: appDispatchers,
+        let shared = SharedJobs(board: board, partitioning: cluster.partitioning, loop: loop, queues: queues,
                                 store: store, reader: reader,
                                 registryPosition: { registry?.appliedSequence ?? 0 },
                                 registryTarget: { registry?.catchUpTarget.load(ordering: .acquiring) ?? 0 }, instance: cluster.settings.instance.name,
                                 outbox: outbox, clock: clock, log: log)
-        try dispatcher.loop.sync { ([dispatcher] + appDispatchers).forEach { $0.sharedJobs = shared } }
+        try loop.sync { queues.all.forEach { $0.sharedJobs = shared } }
         try shared.start()
         return shared
     }
@@ -466,7 +465,7 @@ final class SharedJobs: @unchecked Sendable {
 
     /// The personal queue of a job's app (its entry's; `default` for a job not known yet).
     func queue(ofJob jobID: String) -> PersonalDispatcher {
-        entries[jobID].flatMap { $0.app }.flatMap { appDispatchers[$0] } ?? dispatcher
+        queues[entries[jobID]?.app ?? AppChannelID.defaultApp]
     }
 }
 

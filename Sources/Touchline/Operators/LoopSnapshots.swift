@@ -4,45 +4,41 @@ import TouchlineStore
 
 /// The figures of the broadcast and personal loops, each read on its own loop.
 struct LoopSnapshots: Sendable {
-    /// The `default` app's broadcast and management figures.
-    var broadcast: APNsSnapshot
-    /// The other apps' broadcast and management figures (on the broadcast loop too), by name.
-    var apps: [APNsSnapshot]
-    var personal: PersonalSnapshot
-    /// The other apps' personal queues (on the personal loop too), by name.
-    var appPersonal: [PersonalSnapshot] = []
+    /// Each app's broadcast and management figures, the default app first.
+    var broadcastSnapshots: [APNsSnapshot]
+    /// Each app's personal queue (on the personal loop), the default app first.
+    var personalQueues: [PersonalSnapshot]
 
-    /// Every app's broadcast-loop figures, `default` first.
-    var broadcastSnapshots: [APNsSnapshot] { [broadcast] + apps }
-    /// Every app's personal-pool figures, `default` first.
-    var personalSnapshots: [APNsSnapshot] { [personal.apns] + appPersonal.map(\.apns) }
+    /// The default app's broadcast figures: the gateway's own in the stats and readiness.
+    var broadcast: APNsSnapshot { broadcastSnapshots[0] }
+    /// The default app's personal queue: the gateway's own in the stats and metrics.
+    var personal: PersonalSnapshot { personalQueues[0] }
+    /// Every app's personal-pool figures, the default app first.
+    var personalSnapshots: [APNsSnapshot] { personalQueues.map(\.apns) }
     var apnsPools: [APNsSnapshot.Pool] { broadcastSnapshots.flatMap(\.pools) + personalSnapshots.flatMap(\.pools) }
 
     /// The figures of `app` alone, as the only app: what a provider key of that app may see of
     /// the APNs answers, pools and queues (another app's are its provider's business). An app
     /// with no figures (not configured) keeps the `default` app's.
     func only(app: String) -> LoopSnapshots {
-        LoopSnapshots(broadcast: broadcastSnapshots.first { $0.app == app } ?? broadcast, apps: [],
-                      personal: ([personal] + appPersonal).first { $0.apns.app == app } ?? personal)
+        LoopSnapshots(broadcastSnapshots: [broadcastSnapshots.first { $0.app == app } ?? broadcast],
+                      personalQueues: [personalQueues.first { $0.apns.app == app } ?? personal])
     }
 }
 
 extension OperatorsAPI {
     /// Reads the broadcast loop's and then the personal loop's figures, each on its own loop
-    /// (the hand-offs are `execute`); `done` runs on the ingest loop.
+    /// (the hand-offs are `execute`); `done` runs on the ingest loop. Every app's dispatchers
+    /// share these two loops.
     func gatherLoopSnapshots(_ done: @escaping @Sendable (LoopSnapshots) -> Void) {
         let apns = apnsMetrics
-        let apps = appMetrics
-        let personal = self.personal
-        let appPersonal = intake.appPersonal.sorted { $0.key < $1.key }.map(\.value)
+        let queues = service.apps.all.map(\.personal)
         let ingest = loop
-        dispatcher.apns.loop.execute {
-            let broadcast = apns.snapshot()
-            let appSnapshots = apps.map { $0.snapshot() }
-            personal.loop.execute {
-                let queue = personal.metricsSnapshot()
-                let appQueues = appPersonal.map { $0.metricsSnapshot() }
-                ingest.execute { done(LoopSnapshots(broadcast: broadcast, apps: appSnapshots, personal: queue, appPersonal: appQueues)) }
+        service.apps.all[0].dispatcher.apns.loop.execute {
+            let broadcast = apns.map { $0.snapshot() }
+            queues[0].loop.execute {
+                let personal = queues.map { $0.metricsSnapshot() }
+                ingest.execute { done(LoopSnapshots(broadcastSnapshots: broadcast, personalQueues: personal)) }
             }
         }
     }
@@ -114,7 +110,7 @@ extension OperatorsAPI {
         }
         var retries = counter("touchline_apns_retries_total", "Pushes sent again after a throttle, 5xx or lost answer, by app and pool.")
         for snapshot in loops.broadcastSnapshots { retries.add(broadcastRetries[snapshot.app] ?? 0, ["app": snapshot.app, "pool": "broadcast"]) }
-        for queue in [loops.personal] + loops.appPersonal { retries.add(queue.retries, ["app": queue.apns.app, "pool": "personal"]) }
+        for queue in loops.personalQueues { retries.add(queue.retries, ["app": queue.apns.app, "pool": "personal"]) }
         var deactivated = counter("touchline_tokens_deactivated_total",
                                   "Registry tokens deactivated after a 410 (re-registered or already inactive tokens are not).")
         deactivated.add(loops.personal.tokensDeactivated)

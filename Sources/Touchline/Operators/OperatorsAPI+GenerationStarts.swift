@@ -6,7 +6,7 @@ extension OperatorsAPI {
         var leftOut = MetricFamily("touchline_personal_starts_left_out_total",
                                    help: "Audience tokens a kickoff or rollover left out because their device was started into that APNs channel already, by app.",
                                    kind: .counter)
-        for queue in [loops.personal] + loops.appPersonal { leftOut.add(queue.startsLeftOut, ["app": queue.apns.app]) }
+        for queue in loops.personalQueues { leftOut.add(queue.startsLeftOut, ["app": queue.apns.app]) }
         return [leftOut]
     }
 }

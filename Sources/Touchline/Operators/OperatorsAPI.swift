@@ -24,10 +24,9 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
     let apnsMode: GatewayConfiguration.APNsMode
     /// `/metrics` exposure settings.
     let metricsSettings: MetricsSettings
-    /// The broadcast loop's APNs counters (read there, through `execute`): the `default` app's.
-    let apnsMetrics: APNsMetrics
-    /// The other apps' APNs counters, by name, on the same loop.
-    let appMetrics: [APNsMetrics]
+    /// The broadcast loop's APNs counters (read there, through `execute`): each app's, in the
+    /// order of ``PerApp/names`` (the default app first).
+    let apnsMetrics: [APNsMetrics]
     /// The API keys' request buckets, taken by the admission hook (on this loop: the HTTP server's).
     let requestLimits: Admission.RequestLimits
     /// This gateway's part in a cluster (the `jetstream` store backend), nil on its own.
@@ -44,9 +43,7 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
         self.personalStore = personalStore
         apnsMode = configuration.apnsMode
         metricsSettings = configuration.metrics
-        apnsMetrics = APNsMetrics(apns: service.dispatcher.apns, pushPool: "broadcast", kind: .broadcast, managementPool: "management",
-                                  credentialsRejected: service.webhooks?.credentialsReporter())
-        appMetrics = service.otherApps.sorted { $0.key < $1.key }.map { name, app in
+        apnsMetrics = service.apps.entries.map { name, app in
             APNsMetrics(app: name, apns: app.dispatcher.apns, pushPool: "broadcast", kind: .broadcast, managementPool: "management",
                         credentialsRejected: service.webhooks?.credentialsReporter(app: name))
         }
@@ -58,8 +55,6 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
     var clock: any WallClock { service.clock }
     var loop: EventLoop { service.loop }
     var store: any ChannelStoreWriter { service.store }
-    var dispatcher: BroadcastDispatcher { service.dispatcher }
-    var personal: PersonalDispatcher { service.personal }
 
     func addRoutes(to router: inout APIRouter) {
         addStatsRoutes(to: &router)

@@ -20,10 +20,9 @@ final class PersonalJobIntake: @unchecked Sendable {
     let personalStore: any PersonalStoreWriter
     /// Reads of the registry (jobs, dead letters, idempotency records); on the ingest loop only.
     let tokenReader: any PersonalStoreReader
-    /// Runs the `default` app's personal jobs on the personal loop; handed a job once it is durable.
-    let personal: PersonalDispatcher
-    /// The other apps' personal queues, by app (each runs its app's jobs through its own pool).
-    let appPersonal: [String: PersonalDispatcher]
+    /// Every app's personal queue, by app (each runs its app's jobs through its own pool, on the
+    /// personal loop); handed a job once it is durable.
+    let queues: PerApp<PersonalDispatcher>
     /// `Idempotency-Key`s of the job-creating routes: settings and the keys being committed.
     let idempotencyKeys: IdempotencyKeys
     /// The cluster's personal jobs, on a gateway of a cluster: new jobs are stored there, not
@@ -33,15 +32,14 @@ final class PersonalJobIntake: @unchecked Sendable {
     /// (reported once it has read them): shown by `GET /v1/personal/{job}` and `/metrics`.
     var brokenJobs: [String: String] = [:]
 
-    init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any PersonalStoreReader, personal: PersonalDispatcher,
-         appPersonal: [PersonalDispatcher] = [], sharedJobs: SharedJobs? = nil, idempotency: IdempotencySettings) {
-        self.appPersonal = Dictionary(uniqueKeysWithValues: appPersonal.map { ($0.app, $0) })
+    init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any PersonalStoreReader,
+         queues: PerApp<PersonalDispatcher>, sharedJobs: SharedJobs? = nil, idempotency: IdempotencySettings) {
         self.sharedJobs = sharedJobs
         self.loop = loop
         self.clock = clock
         self.personalStore = personalStore
         self.tokenReader = tokenReader
-        self.personal = personal
+        self.queues = queues
         idempotencyKeys = IdempotencyKeys(settings: idempotency)
     }
 
@@ -79,7 +77,7 @@ final class PersonalJobIntake: @unchecked Sendable {
     }
 
     /// The personal queue of `app` (a job runs in its app's queue, through its app's pool).
-    func queue(of app: String) -> PersonalDispatcher { appPersonal[app] ?? personal }
+    func queue(of app: String) -> PersonalDispatcher { queues[app] }
 
     /// Hands a durable job to its app's personal queue.
     func run(_ job: PersonalJobRecord) { queue(of: job.app).run(job) }

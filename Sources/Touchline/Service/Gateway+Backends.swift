@@ -144,28 +144,17 @@ extension Gateway {
     /// Connects the APNs dispatches on the loops that will own them.
     package typealias APNsConnector = @Sendable (_ broadcastLoop: EventLoop, _ personalLoop: EventLoop) throws -> APNsDispatches
 
-    /// The `default` app's broadcast and management dispatch (on the broadcast loop) and
-    /// device-push dispatch (on the personal loop), and the other apps' dispatches.
+    /// Every app's dispatches, by app name (the default app's among them).
     package struct APNsDispatches: Sendable {
-        package var broadcast: any BroadcastAPNsDispatch
-        package var personal: any PersonalAPNsDispatch
-        /// The provider token both sign with, whose key a reload replaces (nil: no APNs key).
-        package var providerToken: ProviderToken?
-        /// Replaces every APNs connection and, while no new one can be ready yet, runs its
-        /// argument (the key's change): APNs lets a connection change its token only every 20
-        /// minutes, so the new token must be the first each new connection sends. Not on an APNs loop.
-        package var renewConnections: @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void
-        /// The apps of `apps`, by name: each with a provider token and connections of its own.
-        package var otherApps: [String: AppDispatch]
+        package var apps: [String: AppDispatch]
 
-        package init(broadcast: any BroadcastAPNsDispatch, personal: any PersonalAPNsDispatch, providerToken: ProviderToken? = nil,
-                     renewConnections: @escaping @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void = { $0() },
-                     otherApps: [String: AppDispatch] = [:]) {
-            self.broadcast = broadcast
-            self.personal = personal
-            self.providerToken = providerToken
-            self.renewConnections = renewConnections
-            self.otherApps = otherApps
+        package init(apps: [String: AppDispatch]) {
+            self.apps = apps
+        }
+
+        /// The default app alone, with no provider token (no key to reload): in-memory APNs.
+        package init(broadcast: any BroadcastAPNsDispatch, personal: any PersonalAPNsDispatch) {
+            apps = [AppChannelID.defaultApp: AppDispatch(broadcast: broadcast, personal: personal, providerToken: nil, renewConnections: { $0() })]
         }
     }
 
@@ -175,10 +164,14 @@ extension Gateway {
     package struct AppDispatch: Sendable {
         package var broadcast: any BroadcastAPNsDispatch
         package var personal: any PersonalAPNsDispatch
-        package var providerToken: ProviderToken
+        /// The provider token both sign with, whose key a reload replaces (nil: no APNs key).
+        package var providerToken: ProviderToken?
+        /// Replaces every APNs connection and, while no new one can be ready yet, runs its
+        /// argument (the key's change): APNs lets a connection change its token only every 20
+        /// minutes, so the new token must be the first each new connection sends. Not on an APNs loop.
         package var renewConnections: @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void
 
-        package init(broadcast: any BroadcastAPNsDispatch, personal: any PersonalAPNsDispatch, providerToken: ProviderToken,
+        package init(broadcast: any BroadcastAPNsDispatch, personal: any PersonalAPNsDispatch, providerToken: ProviderToken?,
                      renewConnections: @escaping @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void) {
             self.broadcast = broadcast
             self.personal = personal
@@ -202,33 +195,25 @@ extension Gateway {
             self.log = log
         }
 
-        /// Each app's provider token (checked now), then its two ``APNsConnections`` sharing it:
-        /// broadcasts and management on the broadcast loop, device pushes on the personal loop.
-        /// Every app has its own: one app's queue, 429s or dead connection never hold another's
-        /// requests.
+        /// Each app's provider token (checked now, the default app's first), then its two
+        /// ``APNsConnections`` sharing it: broadcasts and management on the broadcast loop,
+        /// device pushes on the personal loop. Every app has its own: one app's queue, 429s or
+        /// dead connection never hold another's requests.
         static func connections(_ context: APNsContext) throws -> APNsConnector {
-            let settings = context.settings
             let margin = context.configuration.apnsTokenRenewalMargin
-            func providerToken(_ settings: GatewayConfiguration.APNsSettings, log: GatewayLog) throws -> ProviderToken {
-                var apns = Self.client(settings)
-                apns.tokenRenewalMargin = margin
-                return try ProviderToken(configuration: apns, clock: context.clock, log: log)
-            }
-            let token = try providerToken(settings, log: context.log.named("apns"))
             let personalQueue = context.configuration.personalQueue
-            let apps = try context.configuration.apps.map { app in
-                (app, try providerToken(app.apns, log: context.log.named("apns.\(app.name)")))
+            let apps = try context.configuration.servedApps(apns: context.settings).map { app in
+                var apns = Self.client(app.apns)
+                apns.tokenRenewalMargin = margin
+                return (app, try ProviderToken(configuration: apns, clock: context.clock, log: context.log.named(Gateway.component("apns", of: app.name))))
             }
             return { broadcastLoop, personalLoop in
-                var otherApps: [String: AppDispatch] = [:]
-                for (app, appToken) in apps {
-                    otherApps[app.name] = try Self.dispatch(app.apns, token: appToken, personalConnections: app.personalQueue.applied(to: personalQueue).connections,
-                                                            broadcastLoop: broadcastLoop, personalLoop: personalLoop)
+                var dispatches: [String: AppDispatch] = [:]
+                for (app, token) in apps {
+                    dispatches[app.name] = try Self.dispatch(app.apns, token: token, personalConnections: app.personalQueue.applied(to: personalQueue).connections,
+                                                             broadcastLoop: broadcastLoop, personalLoop: personalLoop)
                 }
-                let main = try Self.dispatch(settings, token: token, personalConnections: personalQueue.connections,
-                                             broadcastLoop: broadcastLoop, personalLoop: personalLoop)
-                return APNsDispatches(broadcast: main.broadcast, personal: main.personal, providerToken: token,
-                                      renewConnections: main.renewConnections, otherApps: otherApps)
+                return APNsDispatches(apps: dispatches)
             }
         }
 

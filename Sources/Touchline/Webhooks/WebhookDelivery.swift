@@ -362,7 +362,8 @@ final class WebhookDelivery: @unchecked Sendable {
 extension WebhookDelivery {
     /// Delivery for the gateway's two store files, on `loop`: outcomes go to the file the event
     /// came from (one small batch per loop turn and file), facts without a store change of their
-    /// own to the personal file. Not yet polling: call ``start()`` once the gateway serves.
+    /// own to the personal file. Not yet polling: the gateway calls ``start()`` once its stores
+    /// are open, before it restores its channels.
     static func forStores(loop: EventLoop, settings: WebhookSettings, stores: Gateway.Stores,
                         clock: any WallClock, log: GatewayLog) throws -> WebhookDelivery {
         let personalStore = stores.personal

@@ -1,0 +1,160 @@
+import APNsMock
+import TouchlineCore
+import TouchlineRuntime
+
+// The gateway's parts as ``GatewayService``s, in the order the gateway starts them (it shuts
+// them down in the reverse order): the bundled mock, the loops, the cluster node, the stores,
+// the answers in flight (APNs pools, personal queues, webhook delivery), then the channels and
+// the HTTP server (``GatewayFront``).
+
+/// The mock APNs of development mode: started before anything connects to it, stopped last.
+struct BundledMockService: GatewayService {
+    let server: MockAPNsServer
+    /// The APNs settings that point at it.
+    let settings: GatewayConfiguration.APNsSettings
+
+    /// Starts the mock (its files in the data directory).
+    init(dataDirectory: String) throws {
+        (server, settings) = try BundledMockAPNs.start(dataDirectory: dataDirectory)
+    }
+
+    func close() { server.stop() }
+}
+
+/// The ingest, broadcast and personal loops every other part runs on. Stopped once the stores
+/// have committed what the loops queued (their completions still land), and before the
+/// cluster's connection closes (its keeper ran on the ingest loop).
+struct GatewayLoops: GatewayService {
+    let ingest: EventLoop
+    let broadcast: EventLoop
+    let personal: EventLoop
+    private let personalNiceness: Int
+    private let log: GatewayLog
+
+    init(personalNiceness: Int, log: GatewayLog) {
+        broadcast = EventLoop.start(name: "touchline-broadcast")
+        ingest = EventLoop.start(name: "touchline-ingest")
+        personal = EventLoop.start(name: "touchline-personal")
+        self.personalNiceness = personalNiceness
+        self.log = log
+    }
+
+    /// Short time slices, on kernels that honour them: the broadcast path's loops (the ingest
+    /// loop also serves the provider API) preempt background work as soon as they wake, and
+    /// the personal loop, once preempted, holds a CPU for at most a short slice at a time; it
+    /// runs at a lower priority when `personalQueue.niceness` asks.
+    func start() {
+        for loop in [broadcast, ingest, personal] where (try? loop.requestShortSlices(Gateway.broadcastPathSlice)) != true {
+            log.warning("the kernel refused short time slices for \(loop.name); a goal may wait behind background work for a time slice")
+        }
+        if personalNiceness > 0, (try? personal.lowerThreadPriority(niceness: Int32(personalNiceness))) != true {
+            log.warning("the personal loop's thread priority could not be lowered; it runs at the same priority as the others")
+        }
+    }
+
+    func close() {
+        ingest.stopAndWait()
+        broadcast.stopAndWait()
+        personal.stopAndWait()
+    }
+}
+
+/// A cluster gateway's part in its cluster (the `jetstream` store backend).
+extension ClusterNode: GatewayService {
+    /// Gives its partitions up (the others take them over at once), once what it queued is
+    /// stored; its connection closes with ``close()``, after the loops stopped.
+    func shutdown(_ grace: ShutdownGrace) async {
+        await DedicatedThread.run(name: "touchline-store-drain") { [store] in store.close() }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            ingestLoop.execute { [self] in leave { done.resume() } }
+        }
+    }
+}
+
+/// The channel and personal stores: closed (committing what is queued) after everything that
+/// writes to them has stopped.
+extension Gateway.Stores: GatewayService {}
+
+/// What waits for answers from outside: every app's APNs pools and personal queue, and the
+/// webhook delivery. They are given their grace together (a push and a webhook attempt in
+/// flight wait at the same time), then one turn of the ingest loop runs the answers delivered
+/// meanwhile (queueing their saves) before the stores close.
+struct AnswersInFlight: GatewayService {
+    let parts: [any GatewayService]
+    /// Where the answers land.
+    let ingestLoop: EventLoop
+
+    func start() throws {
+        for part in parts { try part.start() }
+    }
+
+    func shutdown(_ grace: ShutdownGrace) async {
+        await withTaskGroup(of: Void.self) { group in
+            for part in parts { group.addTask { await part.shutdown(grace) } }
+        }
+        _ = try? await ingestLoop.submit {}
+    }
+
+    func cutShort() {
+        for part in parts { part.cutShort() }
+    }
+
+    func close() {
+        for part in parts.reversed() { part.close() }
+    }
+}
+
+/// An app's broadcast and management pools: pushes in flight get the grace for their answers;
+/// one still unanswered then is saved as pending.
+struct BroadcastPools: GatewayService {
+    let dispatch: any BroadcastAPNsDispatch
+
+    func shutdown(_ grace: ShutdownGrace) async {
+        await dispatch.shutdown(gracePeriod: grace.answers, isCutShort: grace.isCutShort)
+    }
+
+    func cutShort() { dispatch.cutShutdownShort() }
+}
+
+/// An app's personal queue: sends in flight get the grace for their answers, then the jobs
+/// save their progress and resume after the next start.
+extension PersonalDispatcher: GatewayService {
+    func shutdown(_ grace: ShutdownGrace) async {
+        await shutdown(gracePeriod: grace.answers, isCutShort: grace.isCutShort)
+    }
+
+    func cutShort() { cutShutdownShort() }
+}
+
+/// Webhook delivery, on a loop of its own (it waits on receivers, never on the broadcast
+/// path): polls its outboxes from its start; at shutdown, attempts in flight get the grace
+/// for their answers (outcomes are saved; one still unanswered stays pending and goes again).
+struct WebhookDeliveryService: GatewayService {
+    let delivery: WebhookDelivery
+    let loop: EventLoop
+
+    init(settings: WebhookSettings, stores: Gateway.Stores, clock: any WallClock, log: GatewayLog) throws {
+        let loop = EventLoop.start(name: "touchline-webhooks")
+        do {
+            delivery = try WebhookDelivery.forStores(loop: loop, settings: settings, stores: stores, clock: clock, log: log)
+        } catch {
+            loop.stopAndWait()
+            throw error
+        }
+        self.loop = loop
+    }
+
+    func start() { delivery.start() }
+
+    func shutdown(_ grace: ShutdownGrace) async {
+        await delivery.stop(gracePeriod: grace.answers, isCutShort: grace.isCutShort)
+    }
+
+    func cutShort() { delivery.cutStopShort() }
+
+    /// Closes its readers and its loop, before the stores close.
+    func close() {
+        delivery.close()
+        loop.stopAndWait()
+    }
+}

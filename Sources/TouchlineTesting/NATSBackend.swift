@@ -46,7 +46,8 @@ public enum NATSBackend: String, CaseIterable, Sendable, CustomTestStringConvert
 public final class TestNATSCluster: Sendable {
     /// The in-memory cluster's switches (nil for real servers).
     public let inMemory: InMemoryNATSCluster?
-    private let servers: NATSCluster?
+    /// The nats-server processes (nil in memory), for a test that kills one.
+    public let servers: NATSCluster?
     private let clients = Mutex<[any MessagingClient]>([])
 
     init(inMemory: InMemoryNATSCluster) {

@@ -22,39 +22,40 @@ public final class InMemoryNATSConnection: MessagingClient {
         let operation = "publish to \(subject)"
         guard payload.count <= cluster.maximumPayload else { throw NATSError.payloadTooLarge(operation: operation) }
         let now = cluster.clock.now()
-        let result = cluster.state.withLock { server -> Result<[InMemoryNATSCluster.Server.TimerRequest], NATSError> in
-            if server.closed.contains(client.id) { return .failure(.connectionClosed(operation: operation)) }
+        try cluster.attempt { [client] server throws(NATSError) in
+            if server.closed.contains(client.id) { throw NATSError.connectionClosed(operation: operation) }
             // A client cut off loses what it sends.
             if server.reaches(client) { server.route(NATSMessage(subject: subject, reply: reply, payload: payload), now: now) }
-            return .success(server.takeTimerRequests())
         }
-        cluster.arm(try result.get())
     }
 
     public func subscribe(to subject: String, queue: String?, loop: EventLoop,
                           handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> any MessageSubscription {
         let now = cluster.clock.now()
-        let result = cluster.state.withLock { server -> Result<(UInt64, [InMemoryNATSCluster.Server.TimerRequest]), NATSError> in
-            if server.closed.contains(client.id) { return .failure(.connectionClosed(operation: "subscribe to \(subject)")) }
+        let id = try cluster.attempt { [client] server throws(NATSError) in
+            if server.closed.contains(client.id) { throw NATSError.connectionClosed(operation: "subscribe to \(subject)") }
             let id = server.newID()
             server.subscribers[id] = .init(client: client, pattern: SubjectPattern(subject), queue: queue, loop: loop, handler: handler)
             // A new member of a queue group may be what a push consumer waits for.
             if queue != nil { server.pumpAllConsumers(now: now) }
-            return .success((id, server.takeTimerRequests()))
+            return id
         }
-        let (id, timers) = try result.get()
-        cluster.arm(timers)
         return InMemorySubscription(cluster: cluster, id: id)
     }
 
     public func newInbox() -> String { "_INBOX.\(client.name).\(client.id).\(inboxes.add(1, ordering: .relaxed).newValue)" }
 
     public func close() {
-        cluster.state.withLock { server in
+        // What goes is let go of after the lock (a handler may own another subscription).
+        let removed = cluster.state.withLock { [client] server in
             server.closed.insert(client.id)
+            let subscribers = server.subscribers.filter { $0.value.client == client }
+            let ordered = server.ordered.filter { $0.value.client == client }
             server.subscribers = server.subscribers.filter { $0.value.client != client }
             server.ordered = server.ordered.filter { $0.value.client != client }
+            return (subscribers, ordered)
         }
+        withExtendedLifetime(removed) {}
     }
 }
 
@@ -72,36 +73,42 @@ public final class InMemoryJetStream: JetStreamClient {
     public func publish(_ payload: [UInt8], to subject: String, headers: [String: String], conditions: JetStream.PublishConditions,
                         loop: EventLoop, completion: @escaping JetStream.Completion) {
         let now = cluster.clock.now()
-        let timers = cluster.state.withLock { [cluster, client] server in
+        cluster.perform { [cluster, client] server in
             let result = server.publish(payload, to: subject, headers: headers, conditions: conditions, from: client,
                                         maximumPayload: cluster.maximumPayload, now: now)
-            loop.execute { completion(result) }
-            return server.takeTimerRequests()
+            server.hand(to: loop) { completion(result) }
         }
-        cluster.arm(timers)
     }
 
     @discardableResult
     public func ensureStream(_ settings: JetStream.StreamSettings) throws(NATSError) -> JetStream.StreamState {
         let now = cluster.clock.now()
-        return try cluster.state.withLock { [client] server in Result { () throws(NATSError) in try server.ensureStream(settings, client: client, now: now) } }.get()
+        return try cluster.attempt { [client] server throws(NATSError) in try server.ensureStream(settings, client: client, now: now) }
     }
 
     public func streamState(_ name: String) throws(NATSError) -> JetStream.StreamState? {
-        try read(name, "read stream \(name)")?.state
+        try read(name, "read stream \(name)") { $0?.state }
     }
 
     public func messageCount(stream: String, subject: String) throws(NATSError) -> UInt64 {
         let pattern = SubjectPattern(subject)
-        return UInt64(try read(stream, "count the messages of \(subject) in \(stream)")?.messages.count { pattern.matches($0.subject) } ?? 0)
+        return try read(stream, "count the messages of \(subject) in \(stream)") { UInt64($0?.messages.count { pattern.matches($0.subject) } ?? 0) }
     }
 
     public func lastMessage(stream: String, subject: String) throws(NATSError) -> (payload: [UInt8], sequence: UInt64)? {
         let pattern = SubjectPattern(subject)
         let operation = "read the last message of \(subject)"
         // As the servers answer: no such stream is an error, no such message is none.
-        guard let stored = try read(stream, operation) else { throw NATSError.streamNotFound(operation: operation) }
-        return stored.messages.last { pattern.matches($0.subject) }.map { ($0.payload, $0.sequence) }
+        let last = try read(stream, operation) { stored -> Result<LastMessage?, NATSError> in
+            guard let stored else { return .failure(.streamNotFound(operation: operation)) }
+            return .success(stored.messages.last { pattern.matches($0.subject) }.map { LastMessage(payload: $0.payload, sequence: $0.sequence) })
+        }
+        return try last.get().map { ($0.payload, $0.sequence) }
+    }
+
+    private struct LastMessage: Sendable {
+        let payload: [UInt8]
+        let sequence: UInt64
     }
 
     public func ensureKeyValueBucket(_ name: String, replicas: Int, history: Int, maximumValueSize: Int) throws(NATSError) {
@@ -111,26 +118,22 @@ public final class InMemoryJetStream: JetStreamClient {
 
     public func subscribeOrdered(to subject: String, from start: JetStream.DeliveryStart, loop: EventLoop, window: DeliveryWindow?,
                                  handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> any MessageSubscription {
-        let id = try cluster.state.withLock { [client] server in
-            Result { () throws(NATSError) in try server.subscribeOrdered(to: subject, from: start, client: client, loop: loop, handler: handler) }
-        }.get()
+        let id = try cluster.attempt { [client, cluster] server throws(NATSError) in
+            try server.subscribeOrdered(to: subject, from: start, client: client, loop: loop, window: window,
+                                        resume: { [weak cluster] id in cluster?.perform { $0.catchUp(id) } }, handler: handler)
+        }
         return InMemorySubscription(cluster: cluster, id: id)
     }
 
     public func ensurePushConsumer(_ settings: JetStream.PushConsumerSettings) throws(NATSError) {
         let now = cluster.clock.now()
-        let timers = try cluster.state.withLock { [client] server in
-            Result { () throws(NATSError) in
-                try server.ensurePushConsumer(settings, client: client, now: now)
-                return server.takeTimerRequests()
-            }
-        }.get()
-        cluster.arm(timers)
+        try cluster.attempt { [client] server throws(NATSError) in try server.ensurePushConsumer(settings, client: client, now: now) }
     }
 
-    private func read(_ name: String, _ operation: String) throws(NATSError) -> InMemoryStream? {
+    /// Reads stream `name` (nil: there is none) as it is now.
+    private func read<T: Sendable>(_ name: String, _ operation: String, _ body: (InMemoryStream?) -> T) throws(NATSError) -> T {
         let now = cluster.clock.now()
-        return try cluster.state.withLock { [client] server in Result { () throws(NATSError) in try server.read(name, client: client, now: now, operation) } }.get()
+        return try cluster.attempt { [client] server throws(NATSError) in body(try server.read(name, client: client, now: now, operation)) }
     }
 }
 
@@ -147,9 +150,8 @@ final class InMemorySubscription: MessageSubscription {
     deinit { cancel() }
 
     func cancel() {
-        cluster?.state.withLock { server in
-            server.subscribers[id] = nil
-            server.ordered[id] = nil
-        }
+        // What goes is let go of after the lock (a handler may own another subscription).
+        let removed = cluster?.state.withLock { [id] server in (server.subscribers.removeValue(forKey: id), server.ordered.removeValue(forKey: id)) }
+        withExtendedLifetime(removed) {}
     }
 }

@@ -69,7 +69,7 @@ extension InMemoryNATSCluster.Server {
         let reply = "\(Self.acknowledgementPrefix)\(consumer.settings.stream).\(consumer.settings.name).\(stored.sequence).\(token)"
         let message = NATSMessage(subject: stored.subject, reply: reply, payload: stored.payload, headers: stored.headers)
         let handler = member.handler
-        member.loop.execute { handler(message) }
+        hand(to: member.loop) { handler(message) }
     }
 
     /// `+ACK` or `-NAK {"delay": nanoseconds}` on a delivery's reply subject.

@@ -37,12 +37,11 @@ extension InMemoryNATSCluster.Server {
     }
 
     /// Delivers to ordered consumer `id` every matching message after its position (nothing
-    /// while its client is cut off).
+    /// while its client is cut off), as far as its window lets it.
     mutating func catchUp(_ id: UInt64) {
         guard let consumer = ordered[id], reaches(consumer.client), let stream = streams[consumer.stream] else { return }
         let messages = stream.messages(matching: consumer.pattern, from: .sequence(consumer.position + 1))
-        deliver(messages, of: stream.settings.name, to: consumer)
-        ordered[id]!.position = stream.lastSequence
+        ordered[id]!.position = deliver(messages, of: stream, to: consumer) ?? consumer.position
     }
 
     mutating func resumeOrderedConsumers(of name: String) {
@@ -50,27 +49,37 @@ extension InMemoryNATSCluster.Server {
     }
 
     /// Starts an ordered consumer: what `start` selects now, then every later message.
+    /// `resume(id)` is called when its window has room again.
     mutating func subscribeOrdered(to subject: String, from start: JetStream.DeliveryStart, client: Client, loop: EventLoop,
+                                   window: DeliveryWindow?, resume: @escaping @Sendable (UInt64) -> Void,
                                    handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> UInt64 {
         let operation = "subscribe to \(subject)"
         if let failure = unanswered(client, operation) { throw failure }
         guard let name = stream(storing: subject), let stream = streams[name] else { throw NATSError.streamNotFound(operation: operation) }
         let id = newID()
-        let consumer = OrderedConsumer(client: client, stream: name, pattern: SubjectPattern(subject), loop: loop, handler: handler,
-                                       position: stream.lastSequence)
-        deliver(stream.messages(matching: consumer.pattern, from: start), of: name, to: consumer)
+        var consumer = OrderedConsumer(client: client, stream: name, pattern: SubjectPattern(subject), loop: loop, handler: handler,
+                                       window: window, resume: { resume(id) }, position: 0)
+        let selected = stream.messages(matching: consumer.pattern, from: start)
+        consumer.position = deliver(selected, of: stream, to: consumer) ?? selected.first.map { $0.sequence - 1 } ?? stream.lastSequence
         ordered[id] = consumer
         return id
     }
 
-    private func deliver(_ messages: [InMemoryStream.Message], of stream: String, to consumer: OrderedConsumer) {
+    /// Hands `messages` to the consumer's loop in order while its window has room; the position
+    /// it reached: the stream's last sequence when every one went, else the last one that went
+    /// (nil: none did).
+    private mutating func deliver(_ messages: [InMemoryStream.Message], of stream: InMemoryStream, to consumer: OrderedConsumer) -> UInt64? {
         let handler = consumer.handler
+        var reached: UInt64?
         for (index, stored) in messages.enumerated() {
+            if let window = consumer.window, !window.take(orWhenFree: consumer.resume) { return reached }
             let message = NATSMessage(subject: stored.subject, payload: stored.payload, headers: stored.headers,
-                                      stream: .init(stream: stream, sequence: stored.sequence, pending: UInt64(messages.count - index - 1),
-                                                    timestampNanoseconds: stored.storedAt.nanoseconds))
-            consumer.loop.execute { handler(message) }
+                                      stream: .init(stream: stream.settings.name, sequence: stored.sequence,
+                                                    pending: UInt64(messages.count - index - 1), timestampNanoseconds: stored.storedAt.nanoseconds))
+            hand(to: consumer.loop) { handler(message) }
+            reached = stored.sequence
         }
+        return stream.lastSequence
     }
 
     mutating func ensureStream(_ settings: JetStream.StreamSettings, client: Client, now: UnixTime) throws(NATSError) -> JetStream.StreamState {

@@ -22,9 +22,12 @@ import TouchlineRuntime
 ///   its core messages and those to it are dropped, its ordered consumers pause and resume after
 ///   the last message they delivered, push deliveries go to the group's other members.
 ///
-/// Not modelled: delivery windows (everything is in memory already, so an ordered consumer's
-/// window is not waited for), replicas and leaders (a stream's state names the leader
-/// `in-memory`), the servers' subject mappings.
+/// An ordered consumer's ``DeliveryWindow`` holds as on the servers: no more messages handed to
+/// its loop than the window has places, the rest delivered as the handler releases them.
+///
+/// Not modelled: replicas and leaders (a stream's state names the leader `in-memory`), the
+/// servers' subject mappings, the time a real cluster takes to answer (a publish that gets no
+/// answer fails at once as a timeout, where the client waits for its request timeout).
 public final class InMemoryNATSCluster: Sendable {
     /// How publishes fail while ``failPublishes(_:)`` holds.
     public enum PublishFailure: Sendable {
@@ -40,6 +43,10 @@ public final class InMemoryNATSCluster: Sendable {
     let clock: any WallClock
     let timers = InMemoryTimers()
     let state = Mutex(Server())
+    /// Held while what one call decided is handed to the receivers' loops, so that calls hand
+    /// off in the order they took `state`. Nothing is released under `state`: a handler or a
+    /// completion let go may be the last owner of a subscription, whose release takes `state`.
+    private let handOff = Mutex(())
 
     public init(clock: any WallClock = SystemClock(), maximumPayload: Int = 1_048_576) {
         self.clock = clock
@@ -51,7 +58,7 @@ public final class InMemoryNATSCluster: Sendable {
     /// A new client named `name` (the gateway's instance: ``partition(_:)`` cuts off every
     /// client of that name).
     public func connect(name: String) -> InMemoryNATSConnection {
-        let id = state.withLock { $0.newID() }
+        let id = perform { $0.newID() }
         return InMemoryNATSConnection(cluster: self, client: Client(id: id, name: name))
     }
 
@@ -66,28 +73,43 @@ public final class InMemoryNATSCluster: Sendable {
     /// Reconnects the clients named `name`: their ordered consumers deliver what was stored
     /// meanwhile, and push consumers deliver to them again.
     public func heal(_ name: String) {
-        let timers = state.withLock { server in
+        let now = clock.now()
+        perform { server in
             server.partitioned.remove(name)
             server.resumeOrderedConsumers(of: name)
-            server.pumpAllConsumers(now: clock.now())
-            return server.takeTimerRequests()
+            server.pumpAllConsumers(now: now)
         }
-        arm(timers)
     }
 
-    /// Arms the consumers' timers the last call asked for.
-    func arm(_ requests: [Server.TimerRequest]) {
-        for request in requests {
-            timers.after(request.delay) { [weak self] in self?.timerFired(request) }
+    /// Runs `body` on the server, then hands what it delivered to the receivers' loops (in
+    /// order) and arms the timers it asked for.
+    func attempt<T: Sendable>(_ body: (inout Server) throws(NATSError) -> T) throws(NATSError) -> T {
+        try handOff.withLock { _ in
+            let (result, deliveries, timerRequests) = state.withLock { server in
+                let result = Result { () throws(NATSError) in try body(&server) }
+                return (result, server.takeDeliveries(), server.takeTimerRequests())
+            }
+            for delivery in deliveries { delivery.loop.execute(delivery.work) }
+            for request in timerRequests {
+                timers.after(request.delay) { [weak self] in self?.timerFired(request) }
+            }
+            return result
+        }.get()
+    }
+
+    /// ``attempt(_:)`` for a body that cannot fail.
+    @discardableResult
+    func perform<T: Sendable>(_ body: (inout Server) -> T) -> T {
+        let result = Result<T, NATSError> { () throws(NATSError) in try attempt { server throws(NATSError) in body(&server) } }
+        switch result {
+        case .success(let value): return value
+        case .failure: fatalError("a body that cannot fail failed")
         }
     }
 
     private func timerFired(_ request: Server.TimerRequest) {
-        let timers = state.withLock { server in
-            server.redeliveryDue(request, now: clock.now())
-            return server.takeTimerRequests()
-        }
-        arm(timers)
+        let now = clock.now()
+        perform { $0.redeliveryDue(request, now: now) }
     }
 }
 
@@ -100,7 +122,7 @@ struct Client: Hashable, Sendable {
 extension InMemoryNATSCluster {
     /// Everything the cluster holds. Confined to the cluster's lock.
     struct Server: ~Copyable {
-        struct CoreSubscriber {
+        struct CoreSubscriber: Sendable {
             let client: Client
             let pattern: SubjectPattern
             let queue: String?
@@ -108,12 +130,16 @@ extension InMemoryNATSCluster {
             let handler: @Sendable (NATSMessage) -> Void
         }
 
-        struct OrderedConsumer {
+        struct OrderedConsumer: Sendable {
             let client: Client
             let stream: String
             let pattern: SubjectPattern
             let loop: EventLoop
             let handler: @Sendable (NATSMessage) -> Void
+            /// At most this many delivered and not yet released by the handler.
+            let window: DeliveryWindow?
+            /// Delivers again once the window has room.
+            let resume: @Sendable () -> Void
             /// The last stream sequence considered: later ones are still to deliver.
             var position: UInt64
         }
@@ -128,6 +154,12 @@ extension InMemoryNATSCluster {
             var unacknowledged: [UInt64: UInt64] = [:]
             /// Unacknowledged sequences to deliver again as soon as a member can take them.
             var due: Set<UInt64> = []
+        }
+
+        /// Work for a receiver's loop: a message, an acknowledgement.
+        struct Delivery: Sendable {
+            let loop: EventLoop
+            let work: @Sendable () -> Void
         }
 
         struct TimerRequest: Sendable {
@@ -150,10 +182,21 @@ extension InMemoryNATSCluster {
         /// Which member of each queue group had the last message.
         var queueTurns: [String: Int] = [:]
         private var timerRequests: [TimerRequest] = []
+        private var deliveries: [Delivery] = []
 
         mutating func newID() -> UInt64 {
             lastID += 1
             return lastID
+        }
+
+        /// Hands `work` to `loop` once the call that decided it has left the lock.
+        mutating func hand(to loop: EventLoop, _ work: @escaping @Sendable () -> Void) {
+            deliveries.append(Delivery(loop: loop, work: work))
+        }
+
+        mutating func takeDeliveries() -> [Delivery] {
+            defer { deliveries = [] }
+            return deliveries
         }
 
         mutating func takeTimerRequests() -> [TimerRequest] {
@@ -186,6 +229,7 @@ extension InMemoryNATSCluster {
         /// nobody takes is answered with the servers' no-responders status.
         mutating func route(_ message: NATSMessage, now: UnixTime) {
             if message.subject.hasPrefix(Self.purgePrefix) { return answerPurge(message, now: now) }
+            if message.subject.hasPrefix(Self.deletePrefix) { return answerDelete(message, now: now) }
             if message.subject.hasPrefix(Self.acknowledgementPrefix) { return acknowledge(message, now: now) }
             var groups: [String: [CoreSubscriber]] = [:]
             var receivers: [CoreSubscriber] = []
@@ -201,7 +245,7 @@ extension InMemoryNATSCluster {
             }
             for receiver in receivers {
                 let handler = receiver.handler
-                receiver.loop.execute { handler(message) }
+                hand(to: receiver.loop) { handler(message) }
             }
             if receivers.isEmpty, let reply = message.reply {
                 route(NATSMessage(subject: reply, payload: [], headers: ["Status": "503"]), now: now)
@@ -212,6 +256,22 @@ extension InMemoryNATSCluster {
 
         static let purgePrefix = "$JS.API.STREAM.PURGE."
         static let acknowledgementPrefix = "$JS.ACK."
+        static let deletePrefix = "$JS.API.STREAM.MSG.DELETE."
+
+        /// `{"seq":N}` to `$JS.API.STREAM.MSG.DELETE.<stream>`: an operator removing one message.
+        private mutating func answerDelete(_ request: NATSMessage, now: UnixTime) {
+            let name = String(request.subject.dropFirst(Self.deletePrefix.count))
+            var answer = #"{"error":{"code":404,"err_code":10059,"description":"stream not found"}}"#
+            if streams[name] != nil {
+                answer = #"{"error":{"code":404,"err_code":10037,"description":"no message found"}}"#
+                if case .integer(let sequence)? = (try? JSONParser.parse(request.payload))?[member: "seq"], sequence > 0,
+                   streams[name]!.messages.contains(where: { $0.sequence == UInt64(sequence) }) {
+                    streams[name]!.remove(sequence: UInt64(sequence))
+                    answer = #"{"type":"io.nats.jetstream.api.v1.stream_msg_delete_response","success":true}"#
+                }
+            }
+            if let reply = request.reply { route(NATSMessage(subject: reply, payload: Array(answer.utf8)), now: now) }
+        }
 
         /// `{"seq":N}` or `{"filter":"subject"}` to `$JS.API.STREAM.PURGE.<stream>`, answered as
         /// the servers answer it.

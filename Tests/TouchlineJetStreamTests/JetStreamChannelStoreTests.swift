@@ -4,7 +4,6 @@ import NATS
 import NATSServers
 import Synchronization
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime

@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineStore

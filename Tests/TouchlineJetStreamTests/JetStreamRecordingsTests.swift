@@ -1,8 +1,6 @@
 import Foundation
 import NATS
-import NATSServers
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineStore

@@ -3,7 +3,6 @@ import NATS
 import NATSServers
 import Synchronization
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime

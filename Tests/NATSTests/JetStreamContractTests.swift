@@ -11,7 +11,7 @@ struct JetStreamContractTests {
     @Test(arguments: NATSBackend.allCases)
     func aMessageIDIsStoredOnceWithinTheDuplicateWindow(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let client = try Client(cluster)
+            let client = try BackendClient(cluster)
             try client.jetStream.ensureStream(.init(name: "EVENTS", subjects: ["events.>"], replicas: 1))
 
             let first = try await client.publish("goal", to: "events.m1", conditions: .init(messageID: "m1:1")).get()
@@ -30,8 +30,8 @@ struct JetStreamContractTests {
     @Test(arguments: NATSBackend.allCases)
     func aCompareAndSetOnTheStreamsLastSequenceLosesToTheWriteBeforeIt(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let client = try Client(cluster)
-            let other = try Client(cluster, name: "other")
+            let client = try BackendClient(cluster)
+            let other = try BackendClient(cluster, name: "other")
             try client.jetStream.ensureStream(.init(name: "LOG", subjects: ["log.>"], replicas: 1))
 
             let first = try await client.publish("a", to: "log.p0", conditions: .init(expectedLastSequence: 0)).get()
@@ -54,7 +54,7 @@ struct JetStreamContractTests {
     @Test(arguments: NATSBackend.allCases)
     func aPublishNoStreamTakesFailsAtOnceAndAMissingStreamIsNamedSo(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let client = try Client(cluster)
+            let client = try BackendClient(cluster)
             let refused = await client.publish("x", to: "nowhere.1")
             let failure = try #require(refused.failure)
             #expect(failure.status == NATSError.noResponders(operation: "").status && failure.jetStreamCode == 0, "\(failure)")
@@ -68,7 +68,7 @@ struct JetStreamContractTests {
     @Test(arguments: NATSBackend.allCases)
     func anOrderedConsumerDeliversOnItsLoopInStreamOrderFromItsStart(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let client = try Client(cluster)
+            let client = try BackendClient(cluster)
             try client.jetStream.ensureStream(.init(name: "EVENTS", subjects: ["events.>"], replicas: 1))
             for index in 1...6 { _ = try await client.publish("\(index)", to: "events.m\(index % 2)", headers: ["Writer": "w\(index)"]).get() }
 
@@ -91,8 +91,8 @@ struct JetStreamContractTests {
     @Test(arguments: NATSBackend.allCases)
     func anOrderedConsumerGoesOnWithWhatIsStoredLaterAndNewStartsThere(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let client = try Client(cluster)
-            let writer = try Client(cluster, name: "writer")
+            let client = try BackendClient(cluster)
+            let writer = try BackendClient(cluster, name: "writer")
             try client.jetStream.ensureStream(.init(name: "LOG", subjects: ["log"], replicas: 1))
             _ = try await writer.publish("old", to: "log").get()
             let everything = Mailbox<NATSMessage>()
@@ -120,9 +120,35 @@ struct JetStreamContractTests {
     }
 
     @Test(arguments: NATSBackend.allCases)
+    func aDeliveryWindowHoldsTheRestBackUntilTheHandlerReleasesItsMessages(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let client = try BackendClient(cluster)
+            try client.jetStream.ensureStream(.init(name: "LOG", subjects: ["log"], replicas: 1))
+            for index in 1...10 { _ = try await client.publish("\(index)", to: "log").get() }
+            let window = DeliveryWindow(size: 3)
+            let received = Mailbox<NATSMessage>()
+            let subscription = try client.jetStream.subscribeOrdered(to: "log", from: .all, loop: client.loop, window: window) { received.put($0) }
+            defer {
+                window.close()
+                subscription.cancel()
+            }
+            var sequences: [UInt64] = []
+            for _ in 0..<3 { sequences.append(try #require(try await received.take(timeout: .seconds(10)).stream?.sequence)) }
+            await #expect(throws: Mailbox<NATSMessage>.Timeout.self, "a fourth before any is released") {
+                _ = try await received.take(timeout: .milliseconds(500))
+            }
+            for _ in 0..<7 {
+                window.release()
+                sequences.append(try #require(try await received.take(timeout: .seconds(10)).stream?.sequence))
+            }
+            #expect(sequences == Array(1...10), "one more per release, in order")
+        }
+    }
+
+    @Test(arguments: NATSBackend.allCases)
     func aKeyValueBucketKeepsItsHistoryPerKeyAndItsRevisionIsTheStreamSequence(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let client = try Client(cluster)
+            let client = try BackendClient(cluster)
             try client.jetStream.ensureKeyValueBucket("leases", replicas: 1)
             try client.jetStream.ensureKeyValueBucket("leases", replicas: 1)
             try client.jetStream.ensureKeyValueBucket("jobs", replicas: 1, history: 2, maximumValueSize: 64)
@@ -152,7 +178,7 @@ struct JetStreamContractTests {
     @Test(arguments: NATSBackend.allCases)
     func aPurgeRemovesBelowASequenceOrASubjectAndTheSequencesGoOn(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let client = try Client(cluster)
+            let client = try BackendClient(cluster)
             try client.jetStream.ensureStream(.init(name: "LOG", subjects: ["log.>"], replicas: 1))
             for index in 1...10 { _ = try await client.publish("\(index)", to: "log.p\(index % 2)").get() }
             let requests = try client.loop.sync { try NATSRequests(connection: client.jetStream.messaging, loop: client.loop) }
@@ -176,7 +202,7 @@ struct JetStreamContractTests {
     @Test(arguments: NATSBackend.allCases)
     func aPushConsumerHandsOutOneAtATimeAndDeliversAgainWhatIsNotAcknowledged(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let client = try Client(cluster)
+            let client = try BackendClient(cluster)
             try client.jetStream.ensureStream(.init(name: "INGEST", subjects: ["ingest.>"], replicas: 1, retention: .workQueue))
             let settings = JetStream.PushConsumerSettings(stream: "INGEST", name: "p0", filterSubject: "ingest.p0", deliverSubject: "deliver.p0",
                                                           group: "owners", maximumAckPending: 1, ackWait: .seconds(1))
@@ -212,8 +238,8 @@ struct JetStreamContractTests {
     @Test(arguments: NATSBackend.allCases)
     func aRequestGetsItsAnswerOrNoRespondersOrATimeoutOnItsLoop(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let owner = try Client(cluster, name: "owner")
-            let client = try Client(cluster)
+            let owner = try BackendClient(cluster, name: "owner")
+            let client = try BackendClient(cluster)
             let messaging = owner.jetStream.messaging
             let responder = try messaging.subscribe(to: "owner.p1", queue: "owners", loop: owner.loop) { request in
                 guard let reply = request.reply else { return }
@@ -243,45 +269,4 @@ struct JetStreamContractTests {
             silent.cancel()
         }
     }
-}
-
-/// One client of either backend on a loop of its own, with async helpers.
-private final class Client: Sendable {
-    let loop: EventLoop
-    let jetStream: any JetStreamClient
-
-    init(_ cluster: TestNATSCluster, name: String = "test") throws {
-        loop = EventLoop.start(name: "contract-\(name)")
-        jetStream = try cluster.connect(name: name, loop: loop)
-    }
-
-    deinit { loop.stop() }
-
-    func publish(_ text: String, to subject: String, headers: [String: String] = [:],
-                 conditions: JetStream.PublishConditions = .init()) async -> Result<JetStream.Acknowledgement, NATSError> {
-        await withCheckedContinuation { done in
-            jetStream.publish(Array(text.utf8), to: subject, headers: headers, conditions: conditions, loop: loop) { done.resume(returning: $0) }
-        }
-    }
-
-    func collect(_ count: Int, from subject: String, start: JetStream.DeliveryStart) async throws -> [NATSMessage] {
-        let received = Mailbox<NATSMessage>()
-        let subscription = try jetStream.subscribeOrdered(to: subject, from: start, loop: loop) { received.put($0) }
-        defer { subscription.cancel() }
-        var messages: [NATSMessage] = []
-        for _ in 0..<count { messages.append(try await received.take(timeout: .seconds(10))) }
-        return messages
-    }
-
-    /// A purge sent on the loop, its answer awaited.
-    func purge(_ requests: NATSRequests,
-               _ send: @escaping @Sendable (NATSRequests, @escaping (Result<UInt64, NATSError>) -> Void) -> Void) async -> Result<UInt64, NATSError> {
-        await withCheckedContinuation { done in
-            loop.execute { send(requests) { done.resume(returning: $0) } }
-        }
-    }
-}
-
-extension NATSMessage {
-    var text: String { String(decoding: payload, as: UTF8.self) }
 }

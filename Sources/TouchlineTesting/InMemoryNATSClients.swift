@@ -22,7 +22,7 @@ public final class InMemoryNATSConnection: MessagingClient {
         let operation = "publish to \(subject)"
         guard payload.count <= cluster.maximumPayload else { throw NATSError.payloadTooLarge(operation: operation) }
         let now = cluster.clock.now()
-        try cluster.attempt { [client] server throws(NATSError) in
+        try cluster.perform { [client] server throws(NATSError) in
             if server.closed.contains(client.id) { throw NATSError.connectionClosed(operation: operation) }
             // A client cut off loses what it sends.
             if server.reaches(client) { server.route(NATSMessage(subject: subject, reply: reply, payload: payload), now: now) }
@@ -32,7 +32,7 @@ public final class InMemoryNATSConnection: MessagingClient {
     public func subscribe(to subject: String, queue: String?, loop: EventLoop,
                           handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> any MessageSubscription {
         let now = cluster.clock.now()
-        let id = try cluster.attempt { [client] server throws(NATSError) in
+        let id = try cluster.perform { [client] server throws(NATSError) in
             if server.closed.contains(client.id) { throw NATSError.connectionClosed(operation: "subscribe to \(subject)") }
             let id = server.newID()
             server.subscribers[id] = .init(client: client, pattern: SubjectPattern(subject), queue: queue, loop: loop, handler: handler)
@@ -83,7 +83,7 @@ public final class InMemoryJetStream: JetStreamClient {
     @discardableResult
     public func ensureStream(_ settings: JetStream.StreamSettings) throws(NATSError) -> JetStream.StreamState {
         let now = cluster.clock.now()
-        return try cluster.attempt { [client] server throws(NATSError) in try server.ensureStream(settings, client: client, now: now) }
+        return try cluster.perform { [client] server throws(NATSError) in try server.ensureStream(settings, client: client, now: now) }
     }
 
     public func streamState(_ name: String) throws(NATSError) -> JetStream.StreamState? {
@@ -118,7 +118,7 @@ public final class InMemoryJetStream: JetStreamClient {
 
     public func subscribeOrdered(to subject: String, from start: JetStream.DeliveryStart, loop: EventLoop, window: DeliveryWindow?,
                                  handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> any MessageSubscription {
-        let id = try cluster.attempt { [client, cluster] server throws(NATSError) in
+        let id = try cluster.perform { [client, cluster] server throws(NATSError) in
             try server.subscribeOrdered(to: subject, from: start, client: client, loop: loop, window: window,
                                         resume: { [weak cluster] id in cluster?.perform { $0.catchUp(id) } }, handler: handler)
         }
@@ -127,13 +127,13 @@ public final class InMemoryJetStream: JetStreamClient {
 
     public func ensurePushConsumer(_ settings: JetStream.PushConsumerSettings) throws(NATSError) {
         let now = cluster.clock.now()
-        try cluster.attempt { [client] server throws(NATSError) in try server.ensurePushConsumer(settings, client: client, now: now) }
+        try cluster.perform { [client] server throws(NATSError) in try server.ensurePushConsumer(settings, client: client, now: now) }
     }
 
     /// Reads stream `name` (nil: there is none) as it is now.
     private func read<T: Sendable>(_ name: String, _ operation: String, _ body: (InMemoryStream?) -> T) throws(NATSError) -> T {
         let now = cluster.clock.now()
-        return try cluster.attempt { [client] server throws(NATSError) in body(try server.read(name, client: client, now: now, operation)) }
+        return try cluster.perform { [client] server throws(NATSError) in body(try server.read(name, client: client, now: now, operation)) }
     }
 }
 

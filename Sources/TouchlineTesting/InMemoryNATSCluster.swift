@@ -82,11 +82,12 @@ public final class InMemoryNATSCluster: Sendable {
     }
 
     /// Runs `body` on the server, then hands what it delivered to the receivers' loops (in
-    /// order) and arms the timers it asked for.
-    func attempt<T: Sendable>(_ body: (inout Server) throws(NATSError) -> T) throws(NATSError) -> T {
+    /// order) and arms the timers it asked for. A body that cannot fail makes a call that cannot.
+    @discardableResult
+    func perform<T: Sendable, Failure: Error>(_ body: (inout Server) throws(Failure) -> T) throws(Failure) -> T {
         try handOff.withLock { _ in
             let (result, deliveries, timerRequests) = state.withLock { server in
-                let result = Result { () throws(NATSError) in try body(&server) }
+                let result = Result { () throws(Failure) in try body(&server) }
                 return (result, server.takeDeliveries(), server.takeTimerRequests())
             }
             for delivery in deliveries { delivery.loop.execute(delivery.work) }
@@ -95,16 +96,6 @@ public final class InMemoryNATSCluster: Sendable {
             }
             return result
         }.get()
-    }
-
-    /// ``attempt(_:)`` for a body that cannot fail.
-    @discardableResult
-    func perform<T: Sendable>(_ body: (inout Server) -> T) -> T {
-        let result = Result<T, NATSError> { () throws(NATSError) in try attempt { server throws(NATSError) in body(&server) } }
-        switch result {
-        case .success(let value): return value
-        case .failure: fatalError("a body that cannot fail failed")
-        }
     }
 
     private func timerFired(_ request: Server.TimerRequest) {

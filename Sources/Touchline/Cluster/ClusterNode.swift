@@ -77,11 +77,12 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// bucket if needed) and prepares the keeper; nothing is owned until ``start(service:router:)``.
     /// Blocking: call it while the gateway starts, never on a loop. Throws naming the servers
     /// and the client's reason when the cluster cannot be reached.
-    static func connect(_ settings: JetStreamSettings, ingestLoop: EventLoop, clock: any WallClock, log: GatewayLog) throws -> ClusterNode {
+    static func connect(_ settings: JetStreamSettings, nats: Gateway.NATSConnector, ingestLoop: EventLoop, clock: any WallClock,
+                        log: GatewayLog) throws -> ClusterNode {
         let storeLoop = EventLoop.start(name: "touchline-store")
         let connectionState = ConnectionState()
         do {
-            let connection = try NATSConnection.connect(settings.natsSettings, loop: storeLoop) { event in
+            let jetStream = try nats(settings, storeLoop) { event in
                 switch event {
                 case .disconnected:
                     connectionState.isUp.store(false, ordering: .relaxed)
@@ -97,11 +98,11 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                     break
                 }
             }
+            let connection = jetStream.messaging
             do {
                 guard let partitioning = ChannelPartitioning(count: settings.partitions) else {
                     throw GatewayError.startup("store.partitions \(settings.partitions) is not a partition count")
                 }
-                let jetStream = try JetStream(connection)
                 try ClusterDescriptor.agree(partitions: settings.partitions, prefix: settings.prefix, replicas: settings.replicas,
                                             jetStream: jetStream, loop: storeLoop)
                 let layout = ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning)

@@ -189,7 +189,7 @@ public final class Gateway: Sendable {
         let stores: Stores
         let reader: any ChannelStoreReader
         do {
-            cluster = try configuration.store.jetStream.map { try ClusterNode.connect($0, ingestLoop: ingestLoop, clock: clock, log: log.named("cluster")) }
+            cluster = try configuration.store.jetStream.map { try ClusterNode.connect($0, nats: backends.nats, ingestLoop: ingestLoop, clock: clock, log: log.named("cluster")) }
             do {
                 stores = try cluster.map { try Self.clusterStores($0, configuration) } ?? backends.stores(configuration)
             } catch {

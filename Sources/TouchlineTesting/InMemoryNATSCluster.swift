@@ -11,9 +11,10 @@ import TouchlineRuntime
 ///
 /// The cluster's state sits behind one lock, as a server's sits in another process: every call
 /// takes it briefly, and whatever it delivers (acknowledgements, messages) is handed to the
-/// receiver's loop with `EventLoop.execute` while the lock is held, so every receiver sees the
-/// order in which the cluster stored or routed them. Timers (a consumer's acknowledgement wait,
-/// delayed redeliveries) run on a loop of the cluster's own.
+/// receiver's loop with `EventLoop.execute` once the call has left it, calls one after another
+/// (``perform(_:)``), so every receiver sees the order in which the cluster stored or routed
+/// them. Timers (a consumer's acknowledgement wait, delayed redeliveries) run on a loop of the
+/// cluster's own.
 ///
 /// Switches inject what a real cluster does to its clients:
 /// - ``failPublishes(_:)``: publishes refused with an error, or not answered in time (stored or not);

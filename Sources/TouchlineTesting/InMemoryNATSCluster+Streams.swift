@@ -11,6 +11,7 @@ extension InMemoryNATSCluster.Server {
         let operation = "publish to \(subject)"
         if let failure = unanswered(client, operation) { return .failure(failure) }
         if payload.count > maximumPayload { return .failure(.payloadTooLarge(operation: operation)) }
+        let subject = mapped(subject)
         guard let name = stream(storing: subject) else { return .failure(.noResponders(operation: operation)) }
         switch publishFailure {
         case .refused(let error)?: return .failure(error)

@@ -26,9 +26,11 @@ import TouchlineRuntime
 /// An ordered consumer's ``DeliveryWindow`` holds as on the servers: no more messages handed to
 /// its loop than the window has places, the rest delivered as the handler releases them.
 ///
-/// Not modelled: replicas and leaders (a stream's state names the leader `in-memory`), the
-/// servers' subject mappings, the time a real cluster takes to answer (a publish that gets no
-/// answer fails at once as a timeout, where the client waits for its request timeout).
+/// Subject mappings apply to every publish, core and JetStream, as on the servers.
+///
+/// Not modelled: replicas and leaders (a stream's state names the leader `in-memory`), the time
+/// a real cluster takes to answer (a publish that gets no answer fails at once as a timeout,
+/// where the client waits for its request timeout).
 public final class InMemoryNATSCluster: Sendable {
     /// How publishes fail while ``failPublishes(_:)`` holds.
     public enum PublishFailure: Sendable {
@@ -43,15 +45,20 @@ public final class InMemoryNATSCluster: Sendable {
     public let maximumPayload: Int
     let clock: any WallClock
     let timers = InMemoryTimers()
-    let state = Mutex(Server())
+    let state: Mutex<Server>
     /// Held while what one call decided is handed to the receivers' loops, so that calls hand
     /// off in the order they took `state`. Nothing is released under `state`: a handler or a
     /// completion let go may be the last owner of a subscription, whose release takes `state`.
     private let handOff = Mutex(())
 
-    public init(clock: any WallClock = SystemClock(), maximumPayload: Int = 1_048_576) {
+    /// `mappings`: subject mappings as in the servers' configuration, the first that takes a
+    /// subject applying.
+    public init(clock: any WallClock = SystemClock(), maximumPayload: Int = 1_048_576, mappings: [SubjectMapping] = []) {
         self.clock = clock
         self.maximumPayload = maximumPayload
+        var server = Server()
+        server.mappings = mappings
+        state = Mutex(server)
     }
 
     deinit { timers.stop() }
@@ -167,6 +174,7 @@ extension InMemoryNATSCluster {
         /// Keyed by "stream/name".
         var consumers: [String: PushConsumer] = [:]
         var partitioned: Set<String> = []
+        var mappings: [SubjectMapping] = []
         var closed: Set<UInt64> = []
         var publishFailure: PublishFailure?
         var quorumLost = false
@@ -211,6 +219,11 @@ extension InMemoryNATSCluster {
             return nil
         }
 
+        /// Where a publish to `subject` goes, after the first mapping that takes it.
+        func mapped(_ subject: String) -> String {
+            mappings.lazy.compactMap { $0.map(subject) }.first ?? subject
+        }
+
         func stream(storing subject: String) -> String? {
             streams.first { $0.value.stores(subject) }?.key
         }
@@ -219,7 +232,9 @@ extension InMemoryNATSCluster {
 
         /// Hands `message` to every subscriber of its subject (one per queue group); a request
         /// nobody takes is answered with the servers' no-responders status.
-        mutating func route(_ message: NATSMessage, now: UnixTime) {
+        mutating func route(_ published: NATSMessage, now: UnixTime) {
+            let message = NATSMessage(subject: mapped(published.subject), reply: published.reply, payload: published.payload,
+                                      headers: published.headers)
             if message.subject.hasPrefix(Self.purgePrefix) { return answerPurge(message, now: now) }
             if message.subject.hasPrefix(Self.deletePrefix) { return answerDelete(message, now: now) }
             if message.subject.hasPrefix(Self.acknowledgementPrefix) { return acknowledge(message, now: now) }

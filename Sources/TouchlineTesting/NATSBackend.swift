@@ -15,18 +15,22 @@ public enum NATSBackend: String, CaseIterable, Sendable, CustomTestStringConvert
 
     public var testDescription: String { rawValue }
 
-    /// Runs `body` on a fresh cluster of this kind (`size` servers for a real one); afterwards
+    /// Runs `body` on a fresh cluster of this kind (`size` servers for a real one) with these
+    /// subject mappings (source to destination, as in the servers' configuration); afterwards
     /// its clients are closed and the servers stopped.
-    public func withCluster<T>(size: Int = 1, _ body: (TestNATSCluster) async throws -> T) async throws -> T {
+    public func withCluster<T>(size: Int = 1, mappings: [String: String] = [:], _ body: (TestNATSCluster) async throws -> T) async throws -> T {
         switch self {
         case .inMemory:
-            let cluster = TestNATSCluster(inMemory: InMemoryNATSCluster())
+            let parsed = mappings.sorted { $0.key < $1.key }.map { SubjectMapping(source: $0.key, destination: $0.value) }
+            let known = parsed.compactMap { $0 }
+            guard known.count == parsed.count else { throw UnknownMapping(mappings: mappings) }
+            let cluster = TestNATSCluster(inMemory: InMemoryNATSCluster(mappings: known))
             defer { cluster.closeClients() }
             return try await body(cluster)
         case .servers:
             await HeavyTestSlots.shared.acquire(size)
             defer { HeavyTestSlots.shared.release(size) }
-            let servers = try await NATSCluster.start(size: size)
+            let servers = try await NATSCluster.start(size: size, mappings: mappings)
             let cluster = TestNATSCluster(servers: servers)
             do {
                 let result = try await body(cluster)
@@ -40,6 +44,11 @@ public enum NATSBackend: String, CaseIterable, Sendable, CustomTestStringConvert
             }
         }
     }
+}
+
+/// Mappings the in-memory cluster cannot apply (``SubjectMapping``).
+public struct UnknownMapping: Error {
+    public let mappings: [String: String]
 }
 
 /// A cluster of either kind, as a test connects to it.

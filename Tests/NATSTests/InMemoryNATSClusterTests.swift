@@ -140,6 +140,20 @@ struct InMemoryNATSClusterTests {
         #expect(afterFirstAged?.messages == 1 && afterFirstAged?.firstSequence == 2, "\(String(describing: afterFirstAged))")
     }
 
+    /// The mappings it applies are read as the servers read them, and one it cannot apply is
+    /// refused when the cluster is made, not ignored on the first publish.
+    @Test func aSubjectMappingItCannotApplyIsRefused() async throws {
+        let partitioned = try #require(SubjectMapping(source: "in.*.*", destination: "part.{{ partition(8, 2) }}.{{wildcard(1)}}.{{wildcard(2)}}"))
+        #expect(partitioned.map("in.a.match-1") == "part.\(ChannelPartitioning(count: 8)!.partition(of: "match-1")).a.match-1")
+        #expect(partitioned.map("in.a") == nil && partitioned.map("other.a.b") == nil)
+        #expect(SubjectMapping(source: "in.*", destination: "part.{{split(1,-)}}") == nil)
+        #expect(SubjectMapping(source: "in.*", destination: "part.{{partition(8,1,2)}}") == nil)
+        #expect(SubjectMapping(source: "in.*", destination: "part.{{wildcard(1)") == nil)
+        await #expect(throws: UnknownMapping.self) {
+            try await NATSBackend.inMemory.withCluster(mappings: ["in.*": "part.{{random(8)}}"]) { _ in }
+        }
+    }
+
     @Test func aClosedClientIsToldSo() async throws {
         try await NATSBackend.inMemory.withCluster { cluster in
             let client = try BackendClient(cluster)

@@ -1,5 +1,6 @@
 import NATS
 import Testing
+import TouchlineCore
 import TouchlineRuntime
 import TouchlineTesting
 
@@ -232,6 +233,26 @@ struct JetStreamContractTests {
             #expect(first.subject == "ingest.p0" && first.reply != nil)
             #expect(try client.jetStream.streamState("INGEST")?.messages == 1, "a work queue forgets what was acknowledged")
             member.cancel()
+        }
+    }
+
+    @Test(arguments: NATSBackend.allCases)
+    func theGatewaysPartitionOfAChannelIsTheOneTheServersMappingChooses(backend: NATSBackend) async throws {
+        try await backend.withCluster(mappings: ["in.*": "part.{{partition(64,1)}}.{{wildcard(1)}}"]) { cluster in
+            let client = try BackendClient(cluster)
+            try client.jetStream.ensureStream(.init(name: "PARTS", subjects: ["part.*.*"], replicas: 1))
+            let channels = (0..<300).map { "match-\($0)" } + ["WC2026.FINAL", "league:epl.2026.ars-che", String(repeating: "x", count: 128)]
+            for channel in channels {
+                _ = try await client.publish(channel, to: "in.\(ChannelPartitioning.subjectToken(channel))").get()
+            }
+            let stored = try await client.collect(channels.count, from: "part.*.*", start: .all)
+            let partitioning = try #require(ChannelPartitioning(count: 64))
+            for message in stored {
+                let tokens = message.subject.split(separator: ".")
+                #expect(Int(tokens[1]) == partitioning.partition(of: message.text), "\(message.subject)")
+                #expect(tokens[2] == ChannelPartitioning.subjectToken(message.text))
+            }
+            #expect(Set(stored.map { $0.subject.split(separator: ".")[1] }).count > 50, "the channels spread over the partitions")
         }
     }
 

@@ -231,26 +231,6 @@ extension Result {
     }
 }
 
-@Suite("Partitions as the servers map them", .heavy)
-struct PartitionMappingTests {
-    @Test func theGatewaysPartitionOfAChannelIsTheOneTheServersMappingChooses() async throws {
-        let cluster = try await NATSCluster.start(size: 1, mappings: ["in.*": "part.{{partition(64,1)}}.{{wildcard(1)}}"])
-        let client = try await Client.connect(to: cluster)
-        try client.jetStream.ensureStreamPatiently(.init(name: "PARTS", subjects: ["part.*.*"], replicas: 1))
-        let channels = (0..<300).map { "match-\($0)" } + ["WC2026.FINAL", "league:epl.2026.ars-che", String(repeating: "x", count: 128)]
-        for channel in channels {
-            _ = try await client.publish(Array(channel.utf8), to: "in.\(ChannelPartitioning.subjectToken(channel))").get()
-        }
-        let stored = try await client.collect(channels.count, from: "part.*.*", start: .all)
-        let partitioning = try #require(ChannelPartitioning(count: 64))
-        for message in stored {
-            let partition = message.subject.split(separator: ".")[1]
-            #expect(Int(partition) == partitioning.partition(of: String(decoding: message.payload, as: UTF8.self)), "\(message.subject)")
-        }
-        #expect(Set(stored.map { $0.subject.split(separator: ".")[1] }).count > 50, "the channels spread over the partitions")
-    }
-}
-
 @Suite("Request-reply from a loop", .heavy)
 struct NATSRequestsTests {
     @Test func aRequestGetsItsAnswerOrNoRespondersOrATimeoutOnItsLoop() async throws {

@@ -3,12 +3,14 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineRuntime
 import TouchlineTesting
 
 /// Two gateways of the `jetstream` backend in this process, on an in-memory NATS cluster
 /// (`Gateway.Backends.inMemoryCluster`) instead of servers, each with its in-memory APNs: any
-/// takes any request, each channel runs at the owner of its partition, and when one is cut off
-/// from the cluster the other takes its channels over.
+/// takes any request, each channel runs at the owner of its partition (events published straight
+/// to the cluster included), and when one is cut off from the cluster the other takes its
+/// channels over.
 @Suite(.heavy) struct InMemoryClusterGatewayTests {
     static let partitions = 8
 
@@ -28,7 +30,8 @@ import TouchlineTesting
     }
 
     @Test func twoGatewaysInOneProcessShareTheChannelsAndOneTakesOverWhenTheOtherIsCutOff() async throws {
-        let cluster = InMemoryNATSCluster()
+        let ingest = try #require(SubjectMapping(source: "touchline.in.*", destination: "touchline.ingest.{{partition(\(Self.partitions),1)}}.{{wildcard(1)}}"))
+        let cluster = InMemoryNATSCluster(mappings: [ingest])
         let apns = [InMemoryAPNsPair(channelPrefix: "g1-"), InMemoryAPNsPair(channelPrefix: "g2-")]
         let (g1, api1) = try Self.start("g1", on: cluster, apns: apns[0])
         let (g2, api2) = try Self.start("g2", on: cluster, apns: apns[1])
@@ -57,16 +60,31 @@ import TouchlineTesting
             }
         }
 
+        // Published straight to the cluster, as a provider's own NATS client does: the servers'
+        // mapping puts each on its partition, whose owner takes it.
+        let provider = InMemoryJetStream(cluster.connect(name: "provider"))
+        let providerLoop = EventLoop.start(name: "provider")
+        defer { providerLoop.stop() }
+        for id in channels {
+            let stored = await withCheckedContinuation { done in
+                provider.publish(Array(#"{"seq": 11, "patch": {"minute": 11}}"#.utf8), to: "touchline.in.\(id)", loop: providerLoop) { done.resume(returning: $0) }
+            }
+            #expect((try? stored.get()) != nil, "\(id): \(stored)")
+        }
+        try await eventually("every channel's minute 11, published to the cluster, at its owner's APNs", timeout: .seconds(10)) {
+            Set(apns.flatMap { Self.minutes(at: $0) }.filter { $0.minute == 11 }.map(\.channel)) == Set(apnsIDs.values)
+        }
+
         // g1 cut off: its leases lapse, g2 takes every partition and the channels g1 ran.
         cluster.partition("g1")
         for id in channels {
-            let answer = try await Self.patiently(api2, "POST", "/v1/channels/\(id)/events", #"{"seq": 11, "patch": {"minute": 11}}"#)
-            #expect(answer.status == 202, "\(id) minute 11 after g1 was cut off: \(answer.text)")
+            let answer = try await Self.patiently(api2, "POST", "/v1/channels/\(id)/events", #"{"seq": 12, "patch": {"minute": 12}}"#)
+            #expect(answer.status == 202, "\(id) minute 12 after g1 was cut off: \(answer.text)")
         }
-        try await eventually("every channel's minute 11 at g2's APNs", timeout: .seconds(10)) {
-            Set(Self.minutes(at: apns[1]).filter { $0.minute == 11 }.map(\.channel)) == Set(apnsIDs.values)
+        try await eventually("every channel's minute 12 at g2's APNs", timeout: .seconds(10)) {
+            Set(Self.minutes(at: apns[1]).filter { $0.minute == 12 }.map(\.channel)) == Set(apnsIDs.values)
         }
-        #expect(!Self.minutes(at: apns[0]).contains { $0.minute == 11 }, "the cut-off gateway pushed after losing its partitions")
+        #expect(!Self.minutes(at: apns[0]).contains { $0.minute == 12 }, "the cut-off gateway pushed after losing its partitions")
         await g1.shutdown()
         await g2.shutdown()
     }

@@ -13,9 +13,6 @@ public final class InMemoryNATSConnection: MessagingClient {
         self.client = client
     }
 
-    /// The name the cluster's switches go by.
-    public var name: String { client.name }
-
     public var maximumPayload: Int { cluster.maximumPayload }
 
     public func publish(_ payload: [UInt8], to subject: String, reply: String?) throws(NATSError) {

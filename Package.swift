@@ -70,9 +70,11 @@ let package = Package(
                             .embedInCode("Dashboard/dashboard.css")]),
         .executableTarget(name: "touchline", dependencies: ["CommandLineOptions", "Touchline", "APNs", "APNsMock", "TouchlineRuntime"]),
         // In-memory stores and APNs dispatch for tests, held to the same contract tests as SQLite
-        // (`StoreContractTests`); never linked into an executable (`ProductGraphTests`).
-        .target(name: "TouchlineTesting", dependencies: ["ChildProcesses", "NATS", "Touchline", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs",
-                                                        "HTTP2", "TestSlots"]),
+        // (`StoreContractTests`), and the in-memory NATS JetStream cluster, held to the same
+        // contract tests as nats-server (`JetStreamContractTests`); never linked into an
+        // executable (`ProductGraphTests`).
+        .target(name: "TouchlineTesting", dependencies: ["ChildProcesses", "NATS", "NATSServers", "TestSlots", "Touchline", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs",
+                                                        "HTTP2"]),
         // The programs the tests and the load tool start (posix_spawn: Foundation's `Process` can
         // crash a busy process on Linux, see `ChildProcess`); never linked into the gateway.
         .target(name: "CSpawn"),

@@ -13,6 +13,8 @@ public final class DeliveryWindow: Sendable {
         var free: Int
         var closed = false
         var waiting = false
+        /// A deliverer that does not wait (``take(orWhenFree:)``), to call once a place is free.
+        var waiter: (@Sendable () -> Void)?
     }
 
     private let state: Mutex<State>
@@ -37,6 +39,21 @@ public final class DeliveryWindow: Sendable {
         }
     }
 
+    /// Takes a place for one message if one is free; if none is, `whenFree` runs (on the thread
+    /// that frees one) once one is. For a deliverer that must not wait, as the delivery thread
+    /// does: one that delivers under a lock of its own (an in-memory cluster).
+    public func take(orWhenFree whenFree: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            if state.closed { return true }
+            if state.free > 0 {
+                state.free -= 1
+                return true
+            }
+            state.waiter = whenFree
+            return false
+        }
+    }
+
     /// The handler is done with one message: its place is free again (any thread).
     public func release() { wake { $0.free += 1 } }
 
@@ -45,11 +62,15 @@ public final class DeliveryWindow: Sendable {
     public func close() { wake { $0.closed = true } }
 
     private func wake(_ change: (inout State) -> Void) {
-        let waiting = state.withLock { state -> Bool in
+        let (waiting, waiter) = state.withLock { state in
             change(&state)
-            defer { state.waiting = false }
-            return state.waiting
+            defer {
+                state.waiting = false
+                state.waiter = nil
+            }
+            return (state.waiting, state.waiter)
         }
         if waiting { wakeup.signal() }
+        waiter?()
     }
 }

@@ -53,6 +53,15 @@ extension JetStream {
         public var replicas: Int
         /// The server that orders the stream's writes (nil when none is elected).
         public var leader: String?
+
+        public init(messages: UInt64, bytes: UInt64, firstSequence: UInt64, lastSequence: UInt64, replicas: Int, leader: String?) {
+            self.messages = messages
+            self.bytes = bytes
+            self.firstSequence = firstSequence
+            self.lastSequence = lastSequence
+            self.replicas = replicas
+            self.leader = leader
+        }
     }
 
     /// Creates the stream, or updates one of that name to these settings; returns its state.
@@ -144,7 +153,7 @@ extension JetStream {
     /// that holds on several replicas, expect the stream's last sequence
     /// (``PublishConditions/expectedLastSequence``), not the key's: see docs/cluster.md.
     /// Creating an existing bucket with the same settings succeeds.
-    public func ensureKeyValueBucket(_ name: String, replicas: Int, history: Int = 1, maximumValueSize: Int = 1_024) throws(NATSError) {
+    public func ensureKeyValueBucket(_ name: String, replicas: Int, history: Int, maximumValueSize: Int) throws(NATSError) {
         var config = kvConfig()
         try NATSError.check(kvConfig_Init(&config), "bucket settings")
         var bucket: OpaquePointer?
@@ -180,8 +189,8 @@ extension JetStream {
     /// gap or a lost server, so the order holds across reconnects; nothing is acknowledged.
     /// `window`: at most that many messages handed to the loop and not yet released by the
     /// handler (``DeliveryWindow``); unbounded without one.
-    public func subscribeOrdered(to subject: String, from start: DeliveryStart, loop: EventLoop, window: DeliveryWindow? = nil,
-                                 handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> NATSSubscription {
+    public func subscribeOrdered(to subject: String, from start: DeliveryStart, loop: EventLoop, window: DeliveryWindow?,
+                                 handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> any MessageSubscription {
         let sink = MessageSink(loop: loop, jetStream: true, window: window, handler: handler)
         let closure = Unmanaged.passRetained(sink).toOpaque()
         var options = jsSubOptions()
@@ -256,18 +265,6 @@ extension JetStream {
         }
         jsConsumerInfo_Destroy(info)
         try NATSError.check(status, jetStreamCode: code, "create consumer \(settings.name) of \(settings.stream)")
-    }
-
-    /// Acknowledges a message a push consumer delivered: the consumer moves on.
-    public func acknowledge(_ message: NATSMessage) {
-        guard let reply = message.reply else { return }
-        try? connection.publish(Array("+ACK".utf8), to: reply)
-    }
-
-    /// Hands a delivered message back, to be delivered again after `delay`.
-    public func deliverAgain(_ message: NATSMessage, after delay: Duration) {
-        guard let reply = message.reply else { return }
-        try? connection.publish(Array(#"-NAK {"delay": \#(delay.milliseconds * 1_000_000)}"#.utf8), to: reply)
     }
 
     /// Runs a JetStream API call made at start again while it times out, for at most `limit`: a

@@ -10,7 +10,7 @@ import TouchlineRuntime
 /// acknowledgement (or refusal, or a timeout after ``NATSSettings/requestTimeout``) later on the
 /// publisher's loop. Only an acknowledged publish is stored on a quorum of the stream's replicas:
 /// that is when a gateway on JetStream may answer 202.
-public final class JetStream: @unchecked Sendable {
+public final class JetStream: JetStreamClient, @unchecked Sendable {
     /// The cluster's answer to a publish: where the message was stored, or that an identical
     /// message id was already stored within the stream's duplicate window (nothing stored twice).
     public struct Acknowledgement: Sendable, Equatable {
@@ -48,6 +48,8 @@ public final class JetStream: @unchecked Sendable {
     public let connection: NATSConnection
     private let acknowledgements: AcknowledgementRouter
 
+    public var messaging: any MessagingClient { connection }
+
     public init(_ connection: NATSConnection) throws(NATSError) {
         self.connection = connection
         let router = AcknowledgementRouter()
@@ -80,8 +82,8 @@ public final class JetStream: @unchecked Sendable {
     }
 
     /// Publishes `payload` to `subject`; `completion` runs on `loop` with the cluster's answer.
-    public func publish(_ payload: [UInt8], to subject: String, headers: [String: String] = [:],
-                        conditions: PublishConditions = PublishConditions(), loop: EventLoop,
+    public func publish(_ payload: [UInt8], to subject: String, headers: [String: String],
+                        conditions: PublishConditions, loop: EventLoop,
                         completion: @escaping Completion) {
         var message: OpaquePointer?
         let created = payload.withUnsafeBytes { bytes in

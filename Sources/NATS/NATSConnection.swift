@@ -9,7 +9,7 @@ import TouchlineRuntime
 /// `EventLoop.execute`, the one hand-off between threads (docs/architecture.md). Publishing
 /// only buffers, so it is safe from a loop; `connect`, `flush` and the JetStream management
 /// calls wait for the network and belong on a starting or dedicated thread.
-public final class NATSConnection: @unchecked Sendable {
+public final class NATSConnection: MessagingClient, @unchecked Sendable {
     /// What the connection reports about itself.
     public enum Event: Sendable, Equatable {
         /// The server in use was lost; the client is reconnecting (publishes are buffered).
@@ -54,7 +54,7 @@ public final class NATSConnection: @unchecked Sendable {
     }
 
     /// Sends a message on `subject` (core NATS: at most once, no acknowledgement).
-    public func publish(_ payload: [UInt8], to subject: String, reply: String? = nil) throws(NATSError) {
+    public func publish(_ payload: [UInt8], to subject: String, reply: String?) throws(NATSError) {
         let status = payload.withUnsafeBytes { bytes in
             if let reply {
                 natsConnection_PublishRequest(handle, subject, reply, bytes.baseAddress, Int32(bytes.count))
@@ -63,6 +63,12 @@ public final class NATSConnection: @unchecked Sendable {
             }
         }
         try NATSError.check(status, "publish to \(subject)")
+    }
+
+    /// Core NATS: every message on `subject` (``NATSSubscription/subscribe(_:to:queue:loop:handler:)``).
+    public func subscribe(to subject: String, queue: String?, loop: EventLoop,
+                          handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> any MessageSubscription {
+        try NATSSubscription.subscribe(self, to: subject, queue: queue, loop: loop, handler: handler)
     }
 
     /// Waits until the server has processed everything published so far (a round trip).

@@ -20,6 +20,13 @@ public struct NATSMessage: Sendable, Equatable {
         public var pending: UInt64
         /// When the stream stored it, in nanoseconds since 1970 (the server's clock).
         public var timestampNanoseconds: Int64
+
+        public init(stream: String, sequence: UInt64, pending: UInt64, timestampNanoseconds: Int64) {
+            self.stream = stream
+            self.sequence = sequence
+            self.pending = pending
+            self.timestampNanoseconds = timestampNanoseconds
+        }
     }
 
     public init(subject: String, reply: String? = nil, payload: [UInt8], headers: [String: String] = [:],

@@ -35,18 +35,18 @@ public final class NATSRequests: @unchecked Sendable {
         let completion: (Result<[NATSMessage], Failure>) -> Void
     }
 
-    private let connection: NATSConnection
+    private let connection: any MessagingClient
     private let loop: EventLoop
     private let inbox: String
-    private var subscription: NATSSubscription?
+    private var subscription: (any MessageSubscription)?
     private var pending: [UInt64: Pending] = [:]
     private var lastID: UInt64 = 0
 
-    public init(connection: NATSConnection, loop: EventLoop) throws(NATSError) {
+    public init(connection: any MessagingClient, loop: EventLoop) throws(NATSError) {
         self.connection = connection
         self.loop = loop
         inbox = connection.newInbox()
-        subscription = try NATSSubscription.subscribe(connection, to: inbox + ".*", loop: loop) { [weak self] answer in
+        subscription = try connection.subscribe(to: inbox + ".*", loop: loop) { [weak self] answer in
             self?.answered(answer)
         }
     }

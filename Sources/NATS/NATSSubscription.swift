@@ -4,7 +4,7 @@ import TouchlineRuntime
 /// A subscription whose messages are handed, in the order the client received them, to one
 /// loop. Cancelling stops delivery; messages the client had already taken may still arrive on
 /// the loop afterwards, so a handler that must stop at once checks its own state.
-public final class NATSSubscription: @unchecked Sendable {
+public final class NATSSubscription: MessageSubscription, @unchecked Sendable {
     let handle: OpaquePointer
     public let subject: String
 

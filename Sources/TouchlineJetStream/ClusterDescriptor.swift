@@ -25,7 +25,7 @@ public enum ClusterDescriptor {
     /// Records `partitions` if the cluster has no count yet, or checks it against the recorded
     /// one. Blocking (JetStream API calls and a publish waited for): call it while starting,
     /// never on a loop; `loop` only receives the publish's acknowledgement.
-    public static func agree(partitions: Int, prefix: String, replicas: Int, jetStream: JetStream, loop: EventLoop) throws {
+    public static func agree(partitions: Int, prefix: String, replicas: Int, jetStream: any JetStreamClient, loop: EventLoop) throws {
         let stream = prefix.uppercased() + "_CLUSTER", subject = "\(prefix).cluster"
         try JetStream.retryingTimeouts { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: stream, subjects: [subject], replicas: replicas, maximumMessagesPerSubject: 1))

@@ -40,7 +40,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     static let replayStall: Duration = .seconds(5)
 
     public let layout: ChannelLogLayout
-    let jetStream: JetStream
+    let jetStream: any JetStreamClient
     let loop: EventLoop
     private let clock: any WallClock
     /// The tables as the acknowledged batches left them, shared with the readers.
@@ -80,7 +80,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     var replayedRecordings: [ChannelLogLayout.Log: [StoredEvent]] = [:]
     private let staleness = Mutex<(@Sendable (Int) -> Void)?>(nil)
 
-    private init(jetStream: JetStream, layout: ChannelLogLayout, loop: EventLoop, clock: any WallClock, writerID: String,
+    private init(jetStream: any JetStreamClient, layout: ChannelLogLayout, loop: EventLoop, clock: any WallClock, writerID: String,
                  snapshots: SnapshotSchedule.Settings) {
         self.schedule = SnapshotSchedule(settings: snapshots)
         self.jetStream = jetStream
@@ -94,7 +94,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// when nil) and of the global log from it. Blocks until the replay is done: call it from a
     /// starting thread, never from `loop`. Snapshots larger than the servers' `max_payload`
     /// are never attempted, whatever `snapshots` says.
-    public static func open(jetStream: JetStream, layout: ChannelLogLayout, replicas: Int, partitions: [Int]? = nil,
+    public static func open(jetStream: any JetStreamClient, layout: ChannelLogLayout, replicas: Int, partitions: [Int]? = nil,
                             snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(),
                             loop: EventLoop, clock: any WallClock = SystemClock()) throws -> JetStreamChannelStore {
         for log in layout.logs {
@@ -113,7 +113,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         }
         let writerID = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 36) }.joined()
         var snapshots = snapshots
-        let payloadLimit = jetStream.connection.maximumPayload
+        let payloadLimit = jetStream.messaging.maximumPayload
         if payloadLimit > 0 { snapshots.maximumSnapshotBytes = min(snapshots.maximumSnapshotBytes, payloadLimit - 4_096) }
         let store = JetStreamChannelStore(jetStream: jetStream, layout: layout, loop: loop, clock: clock, writerID: writerID,
                                           snapshots: snapshots)

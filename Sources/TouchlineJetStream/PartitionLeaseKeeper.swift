@@ -33,11 +33,11 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     }
 
     public let bucket: String
-    private let jetStream: JetStream
+    private let jetStream: any JetStreamClient
     private let loop: EventLoop
     private let onOwnership: (Ownership) -> Void
     private var machine: PartitionLeases
-    private var watch: NATSSubscription?
+    private var watch: (any MessageSubscription)?
     private var timer: LoopTimer?
     /// The bucket as the watch and this keeper's own stored writes showed it: the stream's last
     /// sequence, and each key's last revision with whether it is a delete.
@@ -53,7 +53,7 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
 
     /// Creates the bucket if needed (a JetStream request: call from a starting thread, not the
     /// loop) and a keeper for `instance`. Nothing happens until ``start()``.
-    public static func make(jetStream: JetStream, bucket: String, replicas: Int, instance: InstanceID, settings: LeaseSettings,
+    public static func make(jetStream: any JetStreamClient, bucket: String, replicas: Int, instance: InstanceID, settings: LeaseSettings,
                             loop: EventLoop, onOwnership: @escaping (Ownership) -> Void) throws(NATSError) -> PartitionLeaseKeeper {
         try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.ensureKeyValueBucket(bucket, replicas: replicas) }
         let hasKeys = (try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }?.messages ?? 0) > 0
@@ -63,7 +63,7 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
 
     private let watchStartsCaughtUp: Bool
 
-    private init(jetStream: JetStream, bucket: String, instance: InstanceID, settings: LeaseSettings, loop: EventLoop,
+    private init(jetStream: any JetStreamClient, bucket: String, instance: InstanceID, settings: LeaseSettings, loop: EventLoop,
                  watchStartsCaughtUp: Bool, onOwnership: @escaping (Ownership) -> Void) {
         self.jetStream = jetStream
         self.bucket = bucket
@@ -116,7 +116,7 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     }
 
     /// The bucket's watch: the last value of each key, then every change.
-    private func subscribeWatch() throws(NATSError) -> NATSSubscription {
+    private func subscribeWatch() throws(NATSError) -> any MessageSubscription {
         try jetStream.subscribeOrdered(to: "$KV.\(bucket).>", from: .lastPerSubject, loop: loop) { [weak self] message in
             self?.observed(message)
         }

@@ -45,14 +45,14 @@ public final class SharedJobBoard: @unchecked Sendable {
     public static let maximumSliceWindow = 2_000
 
     public let bucket: String
-    private let jetStream: JetStream
+    private let jetStream: any JetStreamClient
     private let loop: EventLoop
-    private var watch: NATSSubscription?
+    private var watch: (any MessageSubscription)?
     private let encoder = JSONEncoder()
     private let decoder = JSONDecoder()
 
     /// Makes the bucket if needed (blocking: from a starting thread).
-    public static func open(jetStream: JetStream, prefix: String, replicas: Int, loop: EventLoop) throws(NATSError) -> SharedJobBoard {
+    public static func open(jetStream: any JetStreamClient, prefix: String, replicas: Int, loop: EventLoop) throws(NATSError) -> SharedJobBoard {
         let bucket = "\(prefix)_jobs"
         try JetStream.retryingTimeouts { () throws(NATSError) in
             try jetStream.ensureKeyValueBucket(bucket, replicas: replicas, maximumValueSize: maximumValueSize)
@@ -60,7 +60,7 @@ public final class SharedJobBoard: @unchecked Sendable {
         return SharedJobBoard(bucket: bucket, jetStream: jetStream, loop: loop)
     }
 
-    private init(bucket: String, jetStream: JetStream, loop: EventLoop) {
+    private init(bucket: String, jetStream: any JetStreamClient, loop: EventLoop) {
         self.bucket = bucket
         self.jetStream = jetStream
         self.loop = loop

@@ -12,7 +12,7 @@ struct RegistryProjection {
     var applied: UInt64 = 0
     /// Bumped on every (re)subscription: messages of an earlier one are ignored.
     var generation = 0
-    var subscription: NATSSubscription?
+    var subscription: (any MessageSubscription)?
     /// The subscription's entries handed to the file and not yet applied (``SharedTokenRegistry/applyWindow``).
     var window: DeliveryWindow?
     /// The subscription was made again because a message was missing: a second gap at once is
@@ -48,7 +48,7 @@ extension SharedTokenRegistry {
     /// says when its copy can answer). Blocks: call it from a starting thread, never from `loop`. `applyLimit`: how long a list whose registry part the cluster
     /// acknowledged may wait for this copy to apply it before the list fails. Refuses a file that follows another log (one that ends before the
     /// file's recorded sequence, or whose beginning was removed), naming both positions.
-    public static func open(jetStream: JetStream, layout: RegistryLogLayout, replicas: Int, local: StoreWriter, loop: EventLoop,
+    public static func open(jetStream: any JetStreamClient, layout: RegistryLogLayout, replicas: Int, local: StoreWriter, loop: EventLoop,
                             clock: any WallClock = SystemClock(), applyLimit: Duration = .seconds(10),
                             waitForCatchUp: Bool = true) throws -> SharedTokenRegistry {
         let state = try JetStream.retryingTimeouts { () throws(NATSError) in

@@ -34,7 +34,7 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
     public static let retryLimit: Duration = .seconds(10)
 
     public let layout: RegistryLogLayout
-    let jetStream: JetStream
+    let jetStream: any JetStreamClient
     let loop: EventLoop
     /// The gateway's own personal file: the copy of the registry, and everything not shared.
     let local: StoreWriter
@@ -74,7 +74,7 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
     var projection = RegistryProjection()
     var restartTimer: LoopTimer?
 
-    init(jetStream: JetStream, layout: RegistryLogLayout, local: StoreWriter, loop: EventLoop, clock: any WallClock, applyLimit: Duration) {
+    init(jetStream: any JetStreamClient, layout: RegistryLogLayout, local: StoreWriter, loop: EventLoop, clock: any WallClock, applyLimit: Duration) {
         self.applyLimit = applyLimit
         self.jetStream = jetStream
         self.layout = layout

@@ -7,16 +7,18 @@ import TouchlineStore
 /// (on its broadcast and personal loops, which exist only then), readable here afterwards.
 package final class InMemoryAPNsPair: Sendable {
     private let made = Mutex<(broadcast: InMemoryAPNs, personal: InMemoryAPNs)?>(nil)
+    private let channelPrefix: String
 
-    package init() {}
+    /// `channelPrefix`: see ``InMemoryAPNs/init(loop:channelPrefix:)``.
+    package init(channelPrefix: String = "in-memory-channel-") { self.channelPrefix = channelPrefix }
 
     /// Broadcasts and channel management (nil before the gateway started).
     package var broadcast: InMemoryAPNs? { made.withLock { $0?.broadcast } }
     /// Device pushes (nil before the gateway started).
     package var personal: InMemoryAPNs? { made.withLock { $0?.personal } }
 
-    fileprivate func make(broadcastLoop: EventLoop, personalLoop: EventLoop) -> Gateway.APNsDispatches {
-        let pair = (broadcast: InMemoryAPNs(loop: broadcastLoop), personal: InMemoryAPNs(loop: personalLoop))
+    func make(broadcastLoop: EventLoop, personalLoop: EventLoop) -> Gateway.APNsDispatches {
+        let pair = (broadcast: InMemoryAPNs(loop: broadcastLoop, channelPrefix: channelPrefix), personal: InMemoryAPNs(loop: personalLoop))
         made.withLock { $0 = pair }
         return Gateway.APNsDispatches(broadcast: pair.broadcast, personal: pair.personal)
     }

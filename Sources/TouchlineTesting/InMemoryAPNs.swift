@@ -50,14 +50,20 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
         var channels: [String: ChannelStorage] = [:]
         var nextChannel = 1
         var isShutDown = false
+        let channelPrefix: String
     }
 
     package let loop: EventLoop
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     /// Touched on ``loop`` only.
     private var observer: ((APNsExchange) -> Void)?
 
-    package init(loop: EventLoop) { self.loop = loop }
+    /// `channelPrefix` starts the ids of the channels it creates: APNs gives ids unique across
+    /// every gateway of a team, so gateways of one cluster each get a prefix of their own.
+    package init(loop: EventLoop, channelPrefix: String = "in-memory-channel-") {
+        self.loop = loop
+        state = Mutex(State(channelPrefix: channelPrefix))
+    }
 
     /// Every request made so far, in order (any thread).
     package var requests: [Request] { state.withLock { $0.requests } }
@@ -157,7 +163,7 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
         case .broadcast, .push:
             return .success(.response(APNsResponse(status: 200)))
         case .createChannel(let storage):
-            let id = "in-memory-channel-\(state.nextChannel)"
+            let id = "\(state.channelPrefix)\(state.nextChannel)"
             state.nextChannel += 1
             state.channels[id] = storage
             return .success(.channelID(id))

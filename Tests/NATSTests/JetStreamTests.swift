@@ -100,30 +100,6 @@ struct JetStreamTests {
         #expect(Set(lastOfEach.map { "\($0.subject)=\(String(decoding: $0.payload, as: UTF8.self))" }) == ["events.m0=6", "events.m1=5"])
     }
 
-    @Test func aDeliveryWindowHoldsTheRestBackUntilTheHandlerReleasesItsMessages() async throws {
-        let cluster = try await NATSCluster.start(size: 1)
-        let client = try await Client.connect(to: cluster)
-        try client.jetStream.ensureStreamPatiently(.init(name: "LOG", subjects: ["log"], replicas: 1))
-        for index in 1...10 { _ = try await client.publish(Array("\(index)".utf8), to: "log").get() }
-        let window = DeliveryWindow(size: 3)
-        let received = Mailbox<NATSMessage>()
-        let subscription = try client.jetStream.subscribeOrdered(to: "log", from: .all, loop: client.loop, window: window) { received.put($0) }
-        defer {
-            window.close()
-            subscription.cancel()
-        }
-        var sequences: [UInt64] = []
-        for _ in 0..<3 { sequences.append(try #require(try await received.take(timeout: .seconds(10)).stream?.sequence)) }
-        await #expect(throws: Mailbox<NATSMessage>.Timeout.self, "a fourth before any is released") {
-            _ = try await received.take(timeout: .milliseconds(500))
-        }
-        for _ in 0..<7 {
-            window.release()
-            sequences.append(try #require(try await received.take(timeout: .seconds(10)).stream?.sequence))
-        }
-        #expect(sequences == Array(1...10), "one more per release, in order")
-    }
-
     @Test func aGatewayThatCannotReachItsClusterIsToldWhichServersAndWhy() async throws {
         let loop = EventLoop.start(name: "nats-refused")
         defer { loop.stop() }
@@ -252,26 +228,6 @@ extension Result {
     var failure: Failure? {
         if case .failure(let failure) = self { return failure }
         return nil
-    }
-}
-
-@Suite("Partitions as the servers map them", .heavy)
-struct PartitionMappingTests {
-    @Test func theGatewaysPartitionOfAChannelIsTheOneTheServersMappingChooses() async throws {
-        let cluster = try await NATSCluster.start(size: 1, mappings: ["in.*": "part.{{partition(64,1)}}.{{wildcard(1)}}"])
-        let client = try await Client.connect(to: cluster)
-        try client.jetStream.ensureStreamPatiently(.init(name: "PARTS", subjects: ["part.*.*"], replicas: 1))
-        let channels = (0..<300).map { "match-\($0)" } + ["WC2026.FINAL", "league:epl.2026.ars-che", String(repeating: "x", count: 128)]
-        for channel in channels {
-            _ = try await client.publish(Array(channel.utf8), to: "in.\(ChannelPartitioning.subjectToken(channel))").get()
-        }
-        let stored = try await client.collect(channels.count, from: "part.*.*", start: .all)
-        let partitioning = try #require(ChannelPartitioning(count: 64))
-        for message in stored {
-            let partition = message.subject.split(separator: ".")[1]
-            #expect(Int(partition) == partitioning.partition(of: String(decoding: message.payload, as: UTF8.self)), "\(message.subject)")
-        }
-        #expect(Set(stored.map { $0.subject.split(separator: ".")[1] }).count > 50, "the channels spread over the partitions")
     }
 }
 

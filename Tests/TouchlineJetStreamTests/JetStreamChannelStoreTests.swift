@@ -13,7 +13,7 @@ import TouchlineTesting
 
 /// What the JetStream channel store adds to the channel store contract (which it passes in
 /// `StoreContractTests`): the log is shared, fenced, and survives the loss of a NATS node.
-@Suite("JetStream channel store", .heavy(weight: 3))
+@Suite("JetStream channel store, on nats-server and in memory")
 struct JetStreamChannelStoreTests {
     static let t0 = UnixTime(seconds: 1_767_225_600)
     static let layout = ChannelLogLayout(partitioning: ChannelPartitioning(count: 8)!)
@@ -26,77 +26,86 @@ struct JetStreamChannelStoreTests {
         StoredEvent(channelID: id, seq: seq, receivedAt: t0 + .seconds(seq), body: Array(#"{"seq":\#(seq)}"#.utf8))
     }
 
-    @Test func aGatewayThatLostItsPartitionCannotWriteItsLogAnyMore() async throws {
-        let node = try await Node.start(size: 1)
-        let creator = try node.open()
-        try creator.write(.createChannel(Self.channel("m1")))
-        creator.close()
-        let first = try node.open()
-        let second = try node.open()
-        try first.write(.appendEvents([Self.event("m1", 1)]))
-        // `second` read the log before `first` wrote: for the cluster it is a deposed owner.
-        let told = Mutex<[Int]>([])
-        second.onStalePartition { partition in told.withLock { $0.append(partition) } }
-        let stale = second.write([.appendEvents([Self.event("m1", 2)])])
-        #expect(stale.failure?.isStorageFailure == true)
-        #expect(stale.failure?.description.contains("was written since this gateway read it") == true, "\(String(describing: stale.failure))")
-        // The log is stale for `second` until read again: it is told, and writes nothing meanwhile.
-        let partition = Self.layout.partitioning.partition(of: "m1")
-        #expect(told.withLock { $0 } == [partition])
-        let meanwhile = second.write([.appendEvents([Self.event("m1", 2)])])
-        #expect(meanwhile.failure?.description.contains("is being read again") == true, "\(String(describing: meanwhile.failure))")
-        try first.write(.appendEvents([Self.event("m1", 3)]))
-        let restored = try node.open()
-        let reader = restored.openReader()
-        #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 3])
-        // Read again, `second` sees what `first` wrote and may write after it.
-        try second.catchUp(partition: partition)
-        #expect(try second.openReader().events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 3])
-        try second.write(.appendEvents([Self.event("m1", 4)]))
-        [first, second, restored].forEach { $0.close() }
+    @Test(arguments: NATSBackend.allCases)
+    func aGatewayThatLostItsPartitionCannotWriteItsLogAnyMore(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let node = try Node(cluster)
+            let creator = try node.open()
+            try creator.write(.createChannel(Self.channel("m1")))
+            creator.close()
+            let first = try node.open()
+            let second = try node.open()
+            try first.write(.appendEvents([Self.event("m1", 1)]))
+            // `second` read the log before `first` wrote: for the cluster it is a deposed owner.
+            let told = Mutex<[Int]>([])
+            second.onStalePartition { partition in told.withLock { $0.append(partition) } }
+            let stale = second.write([.appendEvents([Self.event("m1", 2)])])
+            #expect(stale.failure?.isStorageFailure == true)
+            #expect(stale.failure?.description.contains("was written since this gateway read it") == true, "\(String(describing: stale.failure))")
+            // The log is stale for `second` until read again: it is told, and writes nothing meanwhile.
+            let partition = Self.layout.partitioning.partition(of: "m1")
+            #expect(told.withLock { $0 } == [partition])
+            let meanwhile = second.write([.appendEvents([Self.event("m1", 2)])])
+            #expect(meanwhile.failure?.description.contains("is being read again") == true, "\(String(describing: meanwhile.failure))")
+            try first.write(.appendEvents([Self.event("m1", 3)]))
+            let restored = try node.open()
+            let reader = restored.openReader()
+            #expect(try reader.events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 3])
+            // Read again, `second` sees what `first` wrote and may write after it.
+            try second.catchUp(partition: partition)
+            #expect(try second.openReader().events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 3])
+            try second.write(.appendEvents([Self.event("m1", 4)]))
+            [first, second, restored].forEach { $0.close() }
+        }
     }
 
-    @Test func aBatchForChannelsOfTwoPartitionsIsRefusedWhole() async throws {
-        let node = try await Node.start(size: 1)
-        let store = try node.open()
-        let ids = (0..<50).map { "match-\($0)" }
-        let a = ids[0]
-        let b = try #require(ids.first { Self.layout.partitioning.partition(of: $0) != Self.layout.partitioning.partition(of: a) })
-        try store.write(.createChannel(Self.channel(a)))
-        try store.write(.createChannel(Self.channel(b)))
-        let refused = store.write([.appendEvents([Self.event(a, 1)]), .appendEvents([Self.event(b, 1)])])
-        #expect(refused.failure?.description.contains("cannot commit as one") == true)
-        #expect(try store.openReader().events(channelID: a, afterSeq: 0, limit: 10).isEmpty)
-        store.close()
+    @Test(arguments: NATSBackend.allCases)
+    func aBatchForChannelsOfTwoPartitionsIsRefusedWhole(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let node = try Node(cluster)
+            let store = try node.open()
+            let ids = (0..<50).map { "match-\($0)" }
+            let a = ids[0]
+            let b = try #require(ids.first { Self.layout.partitioning.partition(of: $0) != Self.layout.partitioning.partition(of: a) })
+            try store.write(.createChannel(Self.channel(a)))
+            try store.write(.createChannel(Self.channel(b)))
+            let refused = store.write([.appendEvents([Self.event(a, 1)]), .appendEvents([Self.event(b, 1)])])
+            #expect(refused.failure?.description.contains("cannot commit as one") == true)
+            #expect(try store.openReader().events(channelID: a, afterSeq: 0, limit: 10).isEmpty)
+            store.close()
+        }
     }
 
     /// A gateway taking a partition up reads its log into the tables while its writes to
     /// partitions it already serves are in flight: each write's completion applies to the tables
     /// as they are then, so neither the partition read nor the writes are lost.
-    @Test func aPartitionTakenUpDuringWritesToAnotherKeepsBoth() async throws {
-        let node = try await Node.start(size: 1)
-        let ids = (0..<50).map { "match-\($0)" }
-        let served = ids[0]
-        let takenUp = try #require(ids.first { Self.layout.partitioning.partition(of: $0) != Self.layout.partitioning.partition(of: served) })
-        let previousOwner = try node.open()
-        try previousOwner.write(.createChannel(Self.channel(takenUp)))
-        for seq in Int64(1)...200 { try previousOwner.write(.appendEvents([Self.event(takenUp, seq)])) }
-        previousOwner.close()
+    @Test(arguments: NATSBackend.allCases)
+    func aPartitionTakenUpDuringWritesToAnotherKeepsBoth(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let node = try Node(cluster)
+            let ids = (0..<50).map { "match-\($0)" }
+            let served = ids[0]
+            let takenUp = try #require(ids.first { Self.layout.partitioning.partition(of: $0) != Self.layout.partitioning.partition(of: served) })
+            let previousOwner = try node.open()
+            try previousOwner.write(.createChannel(Self.channel(takenUp)))
+            for seq in Int64(1)...200 { try previousOwner.write(.appendEvents([Self.event(takenUp, seq)])) }
+            previousOwner.close()
 
-        let gateway = try JetStreamChannelStore.open(jetStream: node.jetStream, layout: Self.layout, replicas: 1,
-                                                     partitions: [Self.layout.partitioning.partition(of: served)], loop: node.loop)
-        try gateway.write(.createChannel(Self.channel(served)))
-        let done = DispatchGroup()
-        for seq in Int64(1)...100 {
-            done.enter()
-            gateway.submit(WriteBatch([.appendEvents([Self.event(served, seq)])])) { _ in done.leave() }
+            let gateway = try JetStreamChannelStore.open(jetStream: node.jetStream, layout: Self.layout, replicas: 1,
+                                                         partitions: [Self.layout.partitioning.partition(of: served)], loop: node.loop)
+            try gateway.write(.createChannel(Self.channel(served)))
+            let done = DispatchGroup()
+            for seq in Int64(1)...100 {
+                done.enter()
+                gateway.submit(WriteBatch([.appendEvents([Self.event(served, seq)])])) { _ in done.leave() }
+            }
+            try await DedicatedThread.run(name: "catch-up") { try gateway.catchUp(partition: Self.layout.partitioning.partition(of: takenUp)) }
+            await withCheckedContinuation { finished in done.notify(queue: .global()) { finished.resume() } }
+            let reader = gateway.openReader()
+            #expect(try reader.events(channelID: takenUp, afterSeq: 0, limit: 1_000).map(\.seq) == Array(1...200))
+            #expect(try reader.events(channelID: served, afterSeq: 0, limit: 1_000).map(\.seq) == Array(1...100))
+            gateway.close()
         }
-        try await DedicatedThread.run(name: "catch-up") { try gateway.catchUp(partition: Self.layout.partitioning.partition(of: takenUp)) }
-        await withCheckedContinuation { finished in done.notify(queue: .global()) { finished.resume() } }
-        let reader = gateway.openReader()
-        #expect(try reader.events(channelID: takenUp, afterSeq: 0, limit: 1_000).map(\.seq) == Array(1...200))
-        #expect(try reader.events(channelID: served, afterSeq: 0, limit: 1_000).map(\.seq) == Array(1...100))
-        gateway.close()
     }
 
     /// The partition log's leader killed in the middle of 300 writes. A publish whose answer was
@@ -106,89 +115,98 @@ struct JetStreamChannelStoreTests {
     /// does. Either way every acknowledged batch is in the log exactly once, and after reading
     /// it again the store takes the rest.
     @Test func killingTheLogsLeaderMidWriteLosesNoAcknowledgedBatchAndLogsNoneTwice() async throws {
-        let node = try await Node.start(size: 3)
-        let store = try node.open(replicas: 3)
-        try store.write(.createChannel(Self.channel("m1")))
-        let partition = Self.layout.partitioning.partition(of: "m1")
-        let log = Self.layout.streamName(of: .partition(partition))
-        let leader = try #require(node.cluster.nodes.firstIndex { $0.name == (try? node.jetStream.streamState(log))??.leader })
-        let acknowledged = Mutex<[Int64]>([])
-        let done = DispatchGroup()
-        for seq in Int64(1)...300 {
-            done.enter()
-            store.submit(WriteBatch([.appendEvents([Self.event("m1", seq)])])) { result in
-                if case .success = result { acknowledged.withLock { $0.append(seq) } }
-                done.leave()
+        try await NATSBackend.servers.withCluster(size: 3) { cluster in
+            let node = try Node(cluster)
+            let servers = try #require(cluster.servers)
+            let store = try node.open(replicas: 3)
+            try store.write(.createChannel(Self.channel("m1")))
+            let partition = Self.layout.partitioning.partition(of: "m1")
+            let log = Self.layout.streamName(of: .partition(partition))
+            let leader = try #require(servers.nodes.firstIndex { $0.name == (try? node.jetStream.streamState(log))??.leader })
+            let acknowledged = Mutex<[Int64]>([])
+            let done = DispatchGroup()
+            for seq in Int64(1)...300 {
+                done.enter()
+                store.submit(WriteBatch([.appendEvents([Self.event("m1", seq)])])) { result in
+                    if case .success = result { acknowledged.withLock { $0.append(seq) } }
+                    done.leave()
+                }
+                if seq == 100 { await servers.kill(leader) }
             }
-            if seq == 100 { await node.cluster.kill(leader) }
+            await withCheckedContinuation { finished in done.notify(queue: .global()) { finished.resume() } }
+            let acked = acknowledged.withLock { $0 }
+            // Read again (as a gateway does with a stale log), the rest is written after what is there.
+            try await DedicatedThread.run(name: "catch-up") { try store.catchUp(partition: partition) }
+            let present = Set(try store.openReader().events(channelID: "m1", afterSeq: 0, limit: 1_000).map(\.seq))
+            for seq in Int64(1)...300 where !present.contains(seq) {
+                try store.write(.appendEvents([Self.event("m1", seq)]))
+            }
+            store.close()
+            print("log leader killed mid-write: \(acked.count) of 300 acknowledged on the first try")
+            // A new owner rebuilds every batch, each once, the acknowledged ones among them.
+            let restored = try node.open(replicas: 3)
+            let seqs = try restored.openReader().events(channelID: "m1", afterSeq: 0, limit: 1_000).map(\.seq)
+            #expect(seqs == Array(1...300))
+            #expect(Set(acked).isSubset(of: Set(seqs)))
+            #expect(acked.count >= 100, "the batches before the kill")
+            restored.close()
         }
-        await withCheckedContinuation { finished in done.notify(queue: .global()) { finished.resume() } }
-        let acked = acknowledged.withLock { $0 }
-        // Read again (as a gateway does with a stale log), the rest is written after what is there.
-        try await DedicatedThread.run(name: "catch-up") { try store.catchUp(partition: partition) }
-        let present = Set(try store.openReader().events(channelID: "m1", afterSeq: 0, limit: 1_000).map(\.seq))
-        for seq in Int64(1)...300 where !present.contains(seq) {
-            try store.write(.appendEvents([Self.event("m1", seq)]))
-        }
-        store.close()
-        print("log leader killed mid-write: \(acked.count) of 300 acknowledged on the first try")
-        // A new owner rebuilds every batch, each once, the acknowledged ones among them.
-        let restored = try node.open(replicas: 3)
-        let seqs = try restored.openReader().events(channelID: "m1", afterSeq: 0, limit: 1_000).map(\.seq)
-        #expect(seqs == Array(1...300))
-        #expect(Set(acked).isSubset(of: Set(seqs)))
-        #expect(acked.count >= 100, "the batches before the kill")
-        restored.close()
     }
 
-    @Test func aDamagedLogEntryStopsTheRestoreAndNamesWhere() async throws {
-        let node = try await Node.start(size: 1)
-        let store = try node.open()
-        try store.write(.createChannel(Self.channel("m1")))
-        store.close()
-        let partition = Self.layout.partitioning.partition(of: "m1")
-        let damaged = await node.publish([1, 1, 99], to: Self.layout.subject(of: .partition(partition)))
-        #expect(damaged != nil)
-        let failure = #expect(throws: StoreError.self) { try node.open() }
-        #expect(failure?.description.contains("partition \(partition), log sequence \(damaged ?? 0)") == true, "\(String(describing: failure))")
-        #expect(failure?.description.contains("operation tag 99 is not known") == true)
+    @Test(arguments: NATSBackend.allCases)
+    func aDamagedLogEntryStopsTheRestoreAndNamesWhere(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let node = try Node(cluster)
+            let store = try node.open()
+            try store.write(.createChannel(Self.channel("m1")))
+            store.close()
+            let partition = Self.layout.partitioning.partition(of: "m1")
+            let damaged = await node.publish([1, 1, 99], to: Self.layout.subject(of: .partition(partition)))
+            #expect(damaged != nil)
+            let failure = #expect(throws: StoreError.self) { try node.open() }
+            #expect(failure?.description.contains("partition \(partition), log sequence \(damaged ?? 0)") == true, "\(String(describing: failure))")
+            #expect(failure?.description.contains("operation tag 99 is not known") == true)
+        }
     }
 
     /// Partitions write side by side, one batch in flight each: writes to channels of every
     /// partition, submitted interleaved, complete in each channel's order and all reach the log;
     /// an adopted channel's create (which checks an APNs id across partitions) goes alone and
     /// still refuses an id another partition's channel holds.
-    @Test func partitionsWriteSideBySideAndEachKeepsItsOrder() async throws {
-        let node = try await Node.start(size: 1)
-        let store = try node.open()
-        var channels: [Int: String] = [:]
-        for id in (0..<200).map({ "match-\($0)" }) where channels[Self.layout.partitioning.partition(of: id)] == nil {
-            channels[Self.layout.partitioning.partition(of: id)] = id
-        }
-        let ids = channels.values.sorted()
-        try #require(ids.count == Self.layout.partitioning.count)
-        for id in ids { try store.write(.createChannel(Self.channel(id))) }
-        let completed = Mutex<[String: [Int64]]>([:])
-        let done = DispatchGroup()
-        for seq in Int64(1)...50 {
-            for id in ids {
-                done.enter()
-                store.submit(WriteBatch([.appendEvents([Self.event(id, seq)])])) { result in
-                    if case .success = result { completed.withLock { $0[id, default: []].append(seq) } }
-                    done.leave()
+    @Test(arguments: NATSBackend.allCases)
+    func partitionsWriteSideBySideAndEachKeepsItsOrder(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let node = try Node(cluster)
+            let store = try node.open()
+            var channels: [Int: String] = [:]
+            for id in (0..<200).map({ "match-\($0)" }) where channels[Self.layout.partitioning.partition(of: id)] == nil {
+                channels[Self.layout.partitioning.partition(of: id)] = id
+            }
+            let ids = channels.values.sorted()
+            try #require(ids.count == Self.layout.partitioning.count)
+            for id in ids { try store.write(.createChannel(Self.channel(id))) }
+            let completed = Mutex<[String: [Int64]]>([:])
+            let done = DispatchGroup()
+            for seq in Int64(1)...50 {
+                for id in ids {
+                    done.enter()
+                    store.submit(WriteBatch([.appendEvents([Self.event(id, seq)])])) { result in
+                        if case .success = result { completed.withLock { $0[id, default: []].append(seq) } }
+                        done.leave()
+                    }
                 }
             }
+            await withCheckedContinuation { finished in done.notify(queue: .global()) { finished.resume() } }
+            for id in ids { #expect(completed.withLock { $0[id] } == Array(1...50), "\(id)") }
+            try store.write(.channelCreated(channelID: ids[0], apnsChannelID: "apns-1", at: Self.t0))
+            var adopted = Self.channel("adopted")
+            adopted.apnsChannelID = "apns-1"
+            let clash = Result { try store.write(.createChannel(adopted)) }
+            #expect(clash.failure.map { "\($0)" }?.contains("apns_channel_id") == true, "\(clash)")
+            let restored = try node.open()
+            for id in ids { #expect(try restored.openReader().events(channelID: id, afterSeq: 0, limit: 100).map(\.seq) == Array(1...50)) }
+            [store, restored].forEach { $0.close() }
         }
-        await withCheckedContinuation { finished in done.notify(queue: .global()) { finished.resume() } }
-        for id in ids { #expect(completed.withLock { $0[id] } == Array(1...50), "\(id)") }
-        try store.write(.channelCreated(channelID: ids[0], apnsChannelID: "apns-1", at: Self.t0))
-        var adopted = Self.channel("adopted")
-        adopted.apnsChannelID = "apns-1"
-        let clash = Result { try store.write(.createChannel(adopted)) }
-        #expect(clash.failure.map { "\($0)" }?.contains("apns_channel_id") == true, "\(clash)")
-        let restored = try node.open()
-        for id in ids { #expect(try restored.openReader().events(channelID: id, afterSeq: 0, limit: 100).map(\.seq) == Array(1...50)) }
-        [store, restored].forEach { $0.close() }
     }
 
     // MARK: Snapshots
@@ -201,129 +219,130 @@ struct JetStreamChannelStoreTests {
     /// Channels of one partition with events, states, truncations and a deletion logged through
     /// several snapshots: the log is trimmed below the last snapshot, and a store opened
     /// afterwards (which reads the snapshot and what follows) has the same state byte for byte.
-    @Test func aSnapshottedPartitionIsTrimmedAndRestoresTheSameState() async throws {
-        let node = try await Node.start(size: 1)
-        let ids = (0..<200).map { "match-\($0)" }
-        let partition = Self.layout.partitioning.partition(of: ids[0])
-        let same = ids.filter { Self.layout.partitioning.partition(of: $0) == partition }.prefix(3).map { $0 }
-        try #require(same.count == 3)
-        let store = try node.open(snapshots: .init(minimumLogBytes: 2_000))
-        for id in same { try store.write(.createChannel(Self.channel(id))) }
-        for seq in Int64(1)...120 {
-            for id in same { try store.write(.appendEvents([Self.event(id, seq)])) }
-            if seq % 40 == 0 { try store.write(.truncateEvents(channelID: same[0], throughSeq: seq - 10)) }
+    @Test(arguments: NATSBackend.allCases)
+    func aSnapshottedPartitionIsTrimmedAndRestoresTheSameState(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let node = try Node(cluster)
+            let ids = (0..<200).map { "match-\($0)" }
+            let partition = Self.layout.partitioning.partition(of: ids[0])
+            let same = ids.filter { Self.layout.partitioning.partition(of: $0) == partition }.prefix(3).map { $0 }
+            try #require(same.count == 3)
+            let store = try node.open(snapshots: .init(minimumLogBytes: 2_000))
+            for id in same { try store.write(.createChannel(Self.channel(id))) }
+            for seq in Int64(1)...120 {
+                for id in same { try store.write(.appendEvents([Self.event(id, seq)])) }
+                if seq % 40 == 0 { try store.write(.truncateEvents(channelID: same[0], throughSeq: seq - 10)) }
+            }
+            try store.write(.deleteChannel(channelID: same[2]))
+            try store.write(.markStatus(channelID: same[1], status: .ending, end: nil, at: Self.t0 + .seconds(500)))
+            try await eventually("a trim (\(store.snapshotStatistics))", timeout: .seconds(10)) { store.snapshotStatistics.trimmedMessages > 0 }
+            #expect(store.snapshotStatistics.written >= 2, "\(store.snapshotStatistics)")
+            let log = try #require(try node.jetStream.streamState(Self.layout.streamName(of: .partition(partition))))
+            #expect(log.firstSequence > 1)
+            #expect(log.messages < log.lastSequence / 4, "the log keeps the last snapshot and what follows it: \(log)")
+            let restored = try node.open()
+            #expect(try Self.partitionState(restored, partition) == Self.partitionState(store, partition))
+            #expect(restored.snapshotStatistics.restored == 1)
+            #expect(try restored.openReader().events(channelID: same[1], afterSeq: 0, limit: 1_000).map(\.seq) == Array(1...120))
+            #expect(try restored.openReader().channel(id: same[2]) == nil)
+            // The restored store writes after the snapshot like the one that wrote it.
+            try restored.write(.appendEvents([Self.event(same[1], 121)]))
+            [store, restored].forEach { $0.close() }
         }
-        try store.write(.deleteChannel(channelID: same[2]))
-        try store.write(.markStatus(channelID: same[1], status: .ending, end: nil, at: Self.t0 + .seconds(500)))
-        try await eventually("a trim (\(store.snapshotStatistics))", timeout: .seconds(10)) { store.snapshotStatistics.trimmedMessages > 0 }
-        #expect(store.snapshotStatistics.written >= 2, "\(store.snapshotStatistics)")
-        let log = try #require(try node.jetStream.streamState(Self.layout.streamName(of: .partition(partition))))
-        #expect(log.firstSequence > 1)
-        #expect(log.messages < log.lastSequence / 4, "the log keeps the last snapshot and what follows it: \(log)")
-        let restored = try node.open()
-        #expect(try Self.partitionState(restored, partition) == Self.partitionState(store, partition))
-        #expect(restored.snapshotStatistics.restored == 1)
-        #expect(try restored.openReader().events(channelID: same[1], afterSeq: 0, limit: 1_000).map(\.seq) == Array(1...120))
-        #expect(try restored.openReader().channel(id: same[2]) == nil)
-        // The restored store writes after the snapshot like the one that wrote it.
-        try restored.write(.appendEvents([Self.event(same[1], 121)]))
-        [store, restored].forEach { $0.close() }
     }
 
     /// A store that read a partition, fell behind while another wrote and trimmed it, catches up
     /// from the snapshot: the batches it missed are gone, the snapshot holds them.
-    @Test func aStoreBehindATrimCatchesUpFromTheSnapshot() async throws {
-        let node = try await Node.start(size: 1)
-        let first = try node.open()
-        try first.write(.createChannel(Self.channel("m1")))
-        try first.write(.appendEvents([Self.event("m1", 1)]))
-        let partition = Self.layout.partitioning.partition(of: "m1")
-        let second = try node.open(snapshots: .init(minimumLogBytes: 500))
-        for seq in Int64(2)...60 { try second.write(.appendEvents([Self.event("m1", seq)])) }
-        try await eventually("a trim", timeout: .seconds(10)) { second.snapshotStatistics.trimmedMessages > 0 }
-        try await DedicatedThread.run(name: "catch-up") { try first.catchUp(partition: partition) }
-        #expect(try Self.partitionState(first, partition) == Self.partitionState(second, partition))
-        #expect(first.snapshotStatistics.restored >= 1)
-        [first, second].forEach { $0.close() }
+    @Test(arguments: NATSBackend.allCases)
+    func aStoreBehindATrimCatchesUpFromTheSnapshot(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let node = try Node(cluster)
+            let first = try node.open()
+            try first.write(.createChannel(Self.channel("m1")))
+            try first.write(.appendEvents([Self.event("m1", 1)]))
+            let partition = Self.layout.partitioning.partition(of: "m1")
+            let second = try node.open(snapshots: .init(minimumLogBytes: 500))
+            for seq in Int64(2)...60 { try second.write(.appendEvents([Self.event("m1", seq)])) }
+            try await eventually("a trim", timeout: .seconds(10)) { second.snapshotStatistics.trimmedMessages > 0 }
+            try await DedicatedThread.run(name: "catch-up") { try first.catchUp(partition: partition) }
+            #expect(try Self.partitionState(first, partition) == Self.partitionState(second, partition))
+            #expect(first.snapshotStatistics.restored >= 1)
+            [first, second].forEach { $0.close() }
+        }
     }
 
     /// A deposed owner's snapshot is refused like its batches: it would put an old state after
     /// the new owner's writes.
-    @Test func aDeposedOwnersSnapshotIsFenced() async throws {
-        let node = try await Node.start(size: 1)
-        let deposed = try node.open()
-        try deposed.write(.createChannel(Self.channel("m1")))
-        try deposed.write(.appendEvents([Self.event("m1", 1)]))
-        let partition = Self.layout.partitioning.partition(of: "m1")
-        let owner = try node.open()
-        try owner.write(.appendEvents([Self.event("m1", 2)]))
-        deposed.requestSnapshot(of: partition)
-        try await eventually("a failed snapshot (\(deposed.snapshotStatistics))", timeout: .seconds(10)) { deposed.snapshotStatistics.failed == 1 }
-        #expect(deposed.snapshotStatistics.written == 0)
-        let restored = try node.open()
-        #expect(try restored.openReader().events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 2])
-        #expect(restored.snapshotStatistics.restored == 0)
-        [deposed, owner, restored].forEach { $0.close() }
+    @Test(arguments: NATSBackend.allCases)
+    func aDeposedOwnersSnapshotIsFenced(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let node = try Node(cluster)
+            let deposed = try node.open()
+            try deposed.write(.createChannel(Self.channel("m1")))
+            try deposed.write(.appendEvents([Self.event("m1", 1)]))
+            let partition = Self.layout.partitioning.partition(of: "m1")
+            let owner = try node.open()
+            try owner.write(.appendEvents([Self.event("m1", 2)]))
+            deposed.requestSnapshot(of: partition)
+            try await eventually("a failed snapshot (\(deposed.snapshotStatistics))", timeout: .seconds(10)) { deposed.snapshotStatistics.failed == 1 }
+            #expect(deposed.snapshotStatistics.written == 0)
+            let restored = try node.open()
+            #expect(try restored.openReader().events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 2])
+            #expect(restored.snapshotStatistics.restored == 0)
+            [deposed, owner, restored].forEach { $0.close() }
+        }
     }
 
     /// A snapshot larger than the largest message allowed is not written; the log stays whole
     /// and restores as before.
-    @Test func aSnapshotTooLargeForOneMessageLeavesTheLogWhole() async throws {
-        let node = try await Node.start(size: 1)
-        let store = try node.open(snapshots: .init(minimumLogBytes: 100, maximumSnapshotBytes: 40))
-        try store.write(.createChannel(Self.channel("m1")))
-        for seq in Int64(1)...40 { try store.write(.appendEvents([Self.event("m1", seq)])) }
-        try await eventually("a snapshot skipped as too large", timeout: .seconds(10)) { store.snapshotStatistics.skippedTooLarge >= 1 }
-        #expect(store.snapshotStatistics.written == 0)
-        let partition = Self.layout.partitioning.partition(of: "m1")
-        #expect(try node.jetStream.streamState(Self.layout.streamName(of: .partition(partition)))?.firstSequence == 1)
-        let restored = try node.open()
-        #expect(try restored.openReader().events(channelID: "m1", afterSeq: 0, limit: 100).map(\.seq) == Array(1...40))
-        [store, restored].forEach { $0.close() }
+    @Test(arguments: NATSBackend.allCases)
+    func aSnapshotTooLargeForOneMessageLeavesTheLogWhole(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let node = try Node(cluster)
+            let store = try node.open(snapshots: .init(minimumLogBytes: 100, maximumSnapshotBytes: 40))
+            try store.write(.createChannel(Self.channel("m1")))
+            for seq in Int64(1)...40 { try store.write(.appendEvents([Self.event("m1", seq)])) }
+            try await eventually("a snapshot skipped as too large (\(store.snapshotStatistics))", timeout: .seconds(10)) { store.snapshotStatistics.skippedTooLarge >= 1 }
+            #expect(store.snapshotStatistics.written == 0)
+            let partition = Self.layout.partitioning.partition(of: "m1")
+            #expect(try node.jetStream.streamState(Self.layout.streamName(of: .partition(partition)))?.firstSequence == 1)
+            let restored = try node.open()
+            #expect(try restored.openReader().events(channelID: "m1", afterSeq: 0, limit: 100).map(\.seq) == Array(1...40))
+            [store, restored].forEach { $0.close() }
+        }
     }
 
     /// Trimmed without a snapshot (by hand, or by a stream limit someone set), the log cannot be
     /// restored: the store refuses and names the missing sequences instead of running on half
     /// a partition.
-    @Test func aLogTrimmedWithoutASnapshotIsRefusedByName() async throws {
-        let node = try await Node.start(size: 1)
-        let store = try node.open()
-        try store.write(.createChannel(Self.channel("m1")))
-        for seq in Int64(1)...5 { try store.write(.appendEvents([Self.event("m1", seq)])) }
-        store.close()
-        let partition = Self.layout.partitioning.partition(of: "m1")
-        let purged = await node.purge(Self.layout.streamName(of: .partition(partition)), below: 3)
-        #expect(purged == 2)
-        let failure = #expect(throws: StoreError.self) { try node.open() }
-        #expect(failure?.description.contains("log sequences 1 to 2 are missing") == true, "\(String(describing: failure))")
+    @Test(arguments: NATSBackend.allCases)
+    func aLogTrimmedWithoutASnapshotIsRefusedByName(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let node = try Node(cluster)
+            let store = try node.open()
+            try store.write(.createChannel(Self.channel("m1")))
+            for seq in Int64(1)...5 { try store.write(.appendEvents([Self.event("m1", seq)])) }
+            store.close()
+            let partition = Self.layout.partitioning.partition(of: "m1")
+            let purged = await node.purge(Self.layout.streamName(of: .partition(partition)), below: 3)
+            #expect(purged == 2)
+            let failure = #expect(throws: StoreError.self) { try node.open() }
+            #expect(failure?.description.contains("log sequences 1 to 2 are missing") == true, "\(String(describing: failure))")
+        }
     }
 }
 
-/// A NATS cluster with a connection and a loop, opening channel stores on it.
+/// A client of a NATS cluster (either backend) on a loop of its own, opening channel stores on it.
 final class Node: Sendable {
-    let cluster: NATSCluster
     let loop: EventLoop
-    let connection: NATSConnection
-    let jetStream: JetStream
+    let jetStream: any JetStreamClient
 
-    private init(cluster: NATSCluster, loop: EventLoop, connection: NATSConnection, jetStream: JetStream) {
-        self.cluster = cluster
-        self.loop = loop
-        self.connection = connection
-        self.jetStream = jetStream
+    init(_ cluster: TestNATSCluster) throws {
+        loop = EventLoop.start(name: "jetstream-store-test")
+        jetStream = try cluster.connect(name: "store-test", loop: loop)
     }
 
-    deinit {
-        connection.close()
-        loop.stop()
-    }
-
-    static func start(size: Int) async throws -> Node {
-        let cluster = try await NATSCluster.start(size: size)
-        let loop = EventLoop.start(name: "jetstream-store-test")
-        let connection = try cluster.connect(name: "store-test", loop: loop)
-        return Node(cluster: cluster, loop: loop, connection: connection, jetStream: try JetStream(connection))
-    }
+    deinit { loop.stop() }
 
     func open(replicas: Int = 1, snapshots: SnapshotSchedule.Settings = .init()) throws -> JetStreamChannelStore {
         try JetStreamChannelStore.open(jetStream: jetStream, layout: JetStreamChannelStoreTests.layout, replicas: replicas,
@@ -334,7 +353,7 @@ final class Node: Sendable {
     func purge(_ stream: String, below sequence: UInt64) async -> UInt64? {
         await withCheckedContinuation { done in
             loop.execute { [self] in
-                guard let requests = try? NATSRequests(connection: connection, loop: loop) else { return done.resume(returning: nil) }
+                guard let requests = try? NATSRequests(connection: jetStream.messaging, loop: loop) else { return done.resume(returning: nil) }
                 requests.purge(stream: stream, below: sequence, timeout: .seconds(5)) { result in
                     withExtendedLifetime(requests) { done.resume(returning: try? result.get()) }
                 }

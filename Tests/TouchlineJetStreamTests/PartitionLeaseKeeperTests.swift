@@ -3,54 +3,85 @@ import NATS
 import NATSServers
 import Synchronization
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
 import TouchlineTesting
 
-/// Partition leases on a real 3-node cluster: three gateways' keepers, each on its own loop and
-/// connection, share 16 partitions; one crashes, one leaves.
-@Suite("Partition leases on a real cluster", .serialized, .heavy(weight: 3))
+/// Partition leases on a 3-node cluster, real and in memory (``NATSBackend``; the real one takes
+/// three heavy test slots): three gateways' keepers, each on its own loop and connection, share
+/// 16 partitions; one crashes, one leaves, one is cut off.
+@Suite("Partition leases on a cluster", .serialized)
 struct PartitionLeaseKeeperTests {
     static let settings = try! LeaseSettings(partitionCount: 16)
 
-    @Test func threeGatewaysShareThePartitionsAndACrashedOnesMoveWithinTheLeaseTime() async throws {
-        let cluster = try await NATSCluster.start()
-        let gateways = try (1...3).map { try Gateway(cluster: cluster, name: "g\($0)") }
-        let watcher = FenceWatcher(gateways)
-        try await watcher.until(within: .seconds(20), "every partition owned, at most 6 each") { owned in
-            owned.values.reduce(0) { $0 + $1.count } == 16 && owned.values.allSatisfy { $0.count <= 6 }
+    @Test(arguments: NATSBackend.allCases)
+    func threeGatewaysShareThePartitionsAndACrashedOnesMoveWithinTheLeaseTime(backend: NATSBackend) async throws {
+        try await backend.withCluster(size: 3) { cluster in
+            let gateways = try (1...3).map { try Gateway(cluster: cluster, name: "g\($0)") }
+            let watcher = FenceWatcher(gateways)
+            try await watcher.until(within: .seconds(20), "every partition owned, at most 6 each") { owned in
+                owned.values.reduce(0) { $0 + $1.count } == 16 && owned.values.allSatisfy { $0.count <= 6 }
+            }
+            let crashed = gateways[0]
+            let itsPartitions = try crashed.loop.sync { crashed.keeper.ownedPartitions }
+            try crashed.loop.sync { crashed.keeper.abandon() }
+            let crashedAt = ContinuousClock.now
+            try await watcher.until(within: .seconds(12), "the crashed gateway's partitions owned by the others") { owned in
+                Set(owned["g2", default: []]).union(owned["g3", default: []]) == Set(0..<16)
+            }
+            let handover = ContinuousClock.now - crashedAt
+            #expect(handover < Self.settings.leaseTTL + .seconds(3), "handover took \(handover)")
+            #expect(!itsPartitions.isEmpty)
+            #expect(watcher.violations.isEmpty, "partitions with two fences at once: \(watcher.violations)")
+            watcher.stop()
         }
-        let crashed = gateways[0]
-        let itsPartitions = try crashed.loop.sync { crashed.keeper.ownedPartitions }
-        try crashed.loop.sync { crashed.keeper.abandon() }
-        let crashedAt = ContinuousClock.now
-        try await watcher.until(within: .seconds(12), "the crashed gateway's partitions owned by the others") { owned in
-            Set(owned["g2", default: []]).union(owned["g3", default: []]) == Set(0..<16)
-        }
-        let handover = ContinuousClock.now - crashedAt
-        #expect(handover < Self.settings.leaseTTL + .seconds(3), "handover took \(handover)")
-        #expect(!itsPartitions.isEmpty)
-        #expect(watcher.violations.isEmpty, "partitions with two fences at once: \(watcher.violations)")
-        watcher.stop()
     }
 
-    @Test func aGatewayThatLeavesHandsItsPartitionsOverWithoutWaitingForTheLeaseTime() async throws {
-        let cluster = try await NATSCluster.start()
-        let gateways = try (1...2).map { try Gateway(cluster: cluster, name: "g\($0)") }
-        let watcher = FenceWatcher(gateways)
-        try await watcher.until(within: .seconds(20), "both gateways hold 8") { owned in
-            owned["g1", default: []].count == 8 && owned["g2", default: []].count == 8
+    @Test(arguments: NATSBackend.allCases)
+    func aGatewayThatLeavesHandsItsPartitionsOverWithoutWaitingForTheLeaseTime(backend: NATSBackend) async throws {
+        try await backend.withCluster(size: 3) { cluster in
+            let gateways = try (1...2).map { try Gateway(cluster: cluster, name: "g\($0)") }
+            let watcher = FenceWatcher(gateways)
+            try await watcher.until(within: .seconds(20), "both gateways hold 8") { owned in
+                owned["g1", default: []].count == 8 && owned["g2", default: []].count == 8
+            }
+            let leftAt = ContinuousClock.now
+            try gateways[0].loop.sync { gateways[0].keeper.shutdown() }
+            try await watcher.until(within: .seconds(10), "g2 holds all 16") { owned in owned["g2", default: []].count == 16 }
+            let handover = ContinuousClock.now - leftAt
+            #expect(handover < Self.settings.leaseTTL, "a graceful handover took \(handover), as long as a crash")
+            #expect(gateways[0].events.entries.withLock { $0.last?.ownership } == .left)
+            #expect(watcher.violations.isEmpty, "partitions with two fences at once: \(watcher.violations)")
+            watcher.stop()
         }
-        let leftAt = ContinuousClock.now
-        try gateways[0].loop.sync { gateways[0].keeper.shutdown() }
-        try await watcher.until(within: .seconds(10), "g2 holds all 16") { owned in owned["g2", default: []].count == 16 }
-        let handover = ContinuousClock.now - leftAt
-        #expect(handover < Self.settings.leaseTTL, "a graceful handover took \(handover), as long as a crash")
-        #expect(gateways[0].events.entries.withLock { $0.last?.ownership } == .left)
-        #expect(watcher.violations.isEmpty, "partitions with two fences at once: \(watcher.violations)")
-        watcher.stop()
+    }
+
+    /// The in-memory cluster cuts one gateway off (its writes time out, it sees no one's): its
+    /// leases lapse and the other takes every partition, never two fences for one partition at
+    /// once; healed, it gets its share back. With leases of 400 ms this runs in about a second.
+    @Test func aGatewayCutOffFromTheClusterLosesItsPartitionsAndTakesItsShareBackWhenHealed() async throws {
+        let settings = try LeaseSettings(partitionCount: 16, leaseTTL: .milliseconds(400), renewInterval: .milliseconds(100),
+                                         safetyMargin: .milliseconds(100), memberTTL: .milliseconds(400), writeTimeout: .milliseconds(100),
+                                         retryDelay: .milliseconds(50))
+        try await NATSBackend.inMemory.withCluster { cluster in
+            let switches = try #require(cluster.inMemory)
+            let gateways = try (1...2).map { try Gateway(cluster: cluster, name: "g\($0)", settings: settings) }
+            let watcher = FenceWatcher(gateways)
+            try await watcher.until(within: .seconds(10), "both gateways hold 8") { owned in
+                owned["g1", default: []].count == 8 && owned["g2", default: []].count == 8
+            }
+            switches.partition("g1")
+            try await watcher.until(within: .seconds(10), "g2 holds all 16, g1 none") { owned in
+                owned["g2", default: []].count == 16 && owned["g1", default: []].isEmpty
+            }
+            switches.heal("g1")
+            try await watcher.until(within: .seconds(10), "both gateways hold 8 again") { owned in
+                owned["g1", default: []].count == 8 && owned["g2", default: []].count == 8
+            }
+            #expect(watcher.violations.isEmpty, "partitions with two fences at once: \(watcher.violations)")
+            watcher.stop()
+        }
     }
 }
 
@@ -58,25 +89,20 @@ struct PartitionLeaseKeeperTests {
 private final class Gateway: @unchecked Sendable {
     let name: String
     let loop: EventLoop
-    let connection: NATSConnection
     let keeper: PartitionLeaseKeeper
     let events = OwnershipLog()
 
-    init(cluster: NATSCluster, name: String) throws {
+    init(cluster: TestNATSCluster, name: String, settings: LeaseSettings = PartitionLeaseKeeperTests.settings) throws {
         self.name = name
         loop = EventLoop.start(name: "lease-\(name)")
-        connection = try cluster.connect(name: name, loop: loop)
         let events = events
-        keeper = try PartitionLeaseKeeper.make(jetStream: try JetStream(connection), bucket: "leases", replicas: 3,
-                                               instance: InstanceID(name)!, settings: PartitionLeaseKeeperTests.settings,
+        keeper = try PartitionLeaseKeeper.make(jetStream: try cluster.connect(name: name, loop: loop), bucket: "leases", replicas: 3,
+                                               instance: InstanceID(name)!, settings: settings,
                                                loop: loop) { ownership in events.entries.withLock { $0.append((ownership, ContinuousClock.now)) } }
         try loop.sync { [keeper] in try keeper.start() }
     }
 
-    deinit {
-        connection.close()
-        loop.stop()
-    }
+    deinit { loop.stop() }
 
     /// The partitions this gateway may act for, each with its fence and until when, and the
     /// instant of the reading (taken after it, so every fence was valid from then on).

@@ -1,72 +1,71 @@
 import Foundation
 import NATS
-import NATSServers
 import Synchronization
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
+import TouchlineTesting
 
-/// The cluster's job bucket on a real 3-node cluster: what a finished job leaves behind.
-@Suite("Shared job board", .heavy(weight: 3))
+/// The cluster's job bucket on a 3-node cluster, real and in memory: what a finished job leaves behind.
+@Suite("Shared job board, on nats-server and in memory")
 struct SharedJobBoardTests {
     /// A finished job's slice and cancellation keys become deletion markers, not a purge: a
     /// watch already running skips them as it skips every deletion, a watch started later sees
     /// the job's entry and none of its slices, and the bucket keeps one message per key.
-    @Test func aFinishedJobsKeysBecomeDeletionMarkersThatWatchesSkip() async throws {
-        let cluster = try await NATSCluster.start()
-        let writer = try Board(cluster: cluster, name: "writer")
-        defer { writer.close() }
-        let running = try Board(cluster: cluster, name: "running")
-        defer { running.close() }
-        try running.startWatching()
+    @Test(arguments: NATSBackend.allCases)
+    func aFinishedJobsKeysBecomeDeletionMarkersThatWatchesSkip(backend: NATSBackend) async throws {
+        try await backend.withCluster(size: 3) { cluster in
+            let writer = try Board(cluster: cluster, name: "writer")
+            defer { writer.close() }
+            let running = try Board(cluster: cluster, name: "running")
+            defer { running.close() }
+            try running.startWatching()
 
-        let job = SharedJobEntry(id: "job-1", createdAtNanoseconds: 1, audience: "{}", payload: Data("{}".utf8), priority: 5,
-                                 expirationNanoseconds: nil, slices: 16, registrySequence: 0)
-        let checkpoint = FanOutCheckpoint(cursor: nil, counters: FanOutCounters(), pending: [], endedAfterCursor: [])
-        try await writer.call { board, done in board.publish(job) { done($0.map { _ in () }) } }
-        for index in 0..<2 {
-            let key = SharedJobPlan.SliceKey(jobID: job.id, slice: try #require(AudienceSlice(index: index, count: 16)))
-            try await writer.call { board, done in
-                board.publish(SliceEntry(checkpoint: checkpoint, isFinished: true, instance: "writer"), for: key) { done($0.map { _ in () }) }
+            let job = SharedJobEntry(id: "job-1", createdAtNanoseconds: 1, audience: "{}", payload: Data("{}".utf8), priority: 5,
+                                     expirationNanoseconds: nil, slices: 16, registrySequence: 0)
+            let checkpoint = FanOutCheckpoint(cursor: nil, counters: FanOutCounters(), pending: [], endedAfterCursor: [])
+            try await writer.call { board, done in board.publish(job) { done($0.map { _ in () }) } }
+            for index in 0..<2 {
+                let key = SharedJobPlan.SliceKey(jobID: job.id, slice: try #require(AudienceSlice(index: index, count: 16)))
+                try await writer.call { board, done in
+                    board.publish(SliceEntry(checkpoint: checkpoint, isFinished: true, instance: "writer"), for: key) { done($0.map { _ in () }) }
+                }
             }
-        }
-        try await writer.call { board, done in board.cancel(jobID: job.id, atNanoseconds: 2) { done($0) } }
-        let deleted = Mutex<Int>(0)
-        try await writer.call { board, done in
-            board.forget(jobID: job.id, slices: 16, scheduled: false) { result in done(result.map { count in deleted.withLock { $0 = count } }) }
-        }
-        #expect(deleted.withLock { $0 } == 17, "sixteen slices (two of them written) and the cancellation")
-        // A job published after the markers: once a watch shows it, it has shown all before it.
-        let last = { var entry = job; entry.id = "job-2"; return entry }()
-        try await writer.call { board, done in board.publish(last) { done($0.map { _ in () }) } }
+            try await writer.call { board, done in board.cancel(jobID: job.id, atNanoseconds: 2) { done($0) } }
+            let deleted = Mutex<Int>(0)
+            try await writer.call { board, done in
+                board.forget(jobID: job.id, slices: 16, scheduled: false) { result in done(result.map { count in deleted.withLock { $0 = count } }) }
+            }
+            #expect(deleted.withLock { $0 } == 17, "sixteen slices (two of them written) and the cancellation")
+            // A job published after the markers: once a watch shows it, it has shown all before it.
+            let last = { var entry = job; entry.id = "job-2"; return entry }()
+            try await writer.call { board, done in board.publish(last) { done($0.map { _ in () }) } }
 
-        let later = try Board(cluster: cluster, name: "later")
-        defer { later.close() }
-        try later.startWatching()
-        for board in [running, later] { try await board.untilSeen(jobID: "job-2") }
-        #expect(running.slices == 2 && running.cancellations == 1, "the running watch saw the writes before the markers")
-        #expect(later.slices == 0 && later.cancellations == 0, "a later watch sees no slice or cancellation of the finished job")
-        #expect(later.jobs == ["job-1", "job-2"])
-        #expect(running.unreadable.isEmpty && later.unreadable.isEmpty, "markers are not unreadable entries")
-        let messages = try writer.bucketMessages()
-        #expect(messages == 19, "one message per key (two entries, sixteen slice markers, one cancellation marker), nothing purged")
+            let later = try Board(cluster: cluster, name: "later")
+            defer { later.close() }
+            try later.startWatching()
+            for board in [running, later] { try await board.untilSeen(jobID: "job-2") }
+            #expect(running.slices == 2 && running.cancellations == 1, "the running watch saw the writes before the markers")
+            #expect(later.slices == 0 && later.cancellations == 0, "a later watch sees no slice or cancellation of the finished job")
+            #expect(later.jobs == ["job-1", "job-2"])
+            #expect(running.unreadable.isEmpty && later.unreadable.isEmpty, "markers are not unreadable entries")
+            let messages = try writer.bucketMessages()
+            #expect(messages == 19, "one message per key (two entries, sixteen slice markers, one cancellation marker), nothing purged")
+        }
     }
 }
 
 /// One gateway's job board on a connection and loop of its own, with what its watch saw.
 private final class Board: @unchecked Sendable {
     let loop: EventLoop
-    let connection: NATSConnection
-    let jetStream: JetStream
+    let jetStream: any JetStreamClient
     let board: SharedJobBoard
     private let seen = Mutex<(jobs: [String], slices: Int, cancellations: Int, unreadable: [String])>(([], 0, 0, []))
 
-    init(cluster: NATSCluster, name: String) throws {
+    init(cluster: TestNATSCluster, name: String) throws {
         loop = EventLoop.start(name: name)
-        connection = try cluster.connect(name: name, loop: loop)
-        jetStream = try JetStream(connection)
+        jetStream = try cluster.connect(name: name, loop: loop)
         board = try SharedJobBoard.open(jetStream: jetStream, prefix: "test", replicas: 3, loop: loop)
     }
 
@@ -107,7 +106,7 @@ private final class Board: @unchecked Sendable {
 
     func close() {
         try? loop.sync { self.board.stop() }
-        connection.close()
+        jetStream.messaging.close()
         loop.stop()
     }
 }

@@ -9,11 +9,12 @@ import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineTesting
 
 /// What the shared registry adds to the personal store contract (which it passes in
 /// `StoreContractTests`): every gateway's copy follows one log, catches up when opened, refuses
 /// a log it does not belong to, and never skips an entry it could not apply.
-@Suite("Shared token registry", .heavy(weight: 2))
+@Suite("Shared token registry, on nats-server and in memory")
 struct SharedTokenRegistryTests {
     static let t0 = UnixTime(seconds: 1_767_225_600)
 
@@ -26,197 +27,209 @@ struct SharedTokenRegistryTests {
         .registerToken(TokenRecord(token: token(n), kind: .pushToStart, follows: ["team:ARS"], registeredAt: time))
     }
 
-    @Test func aRegistrationThroughOneGatewayReachesEveryCopy() async throws {
-        let cluster = try await RegistryCluster.start()
-        let first = try cluster.gateway("a")
-        let second = try cluster.gateway("b")
-        try first.write((1...40).map { Self.pushToStart($0) })
-        try second.write([Self.pushToStart(41)])
-        // Read-your-writes at the gateway that wrote; the other's copy follows within moments.
-        #expect(try first.scan().count >= 40)
-        try await second.eventually { try $0.scan() == (1...41).map(Self.token) }
-        try await first.eventually { try $0.scan() == (1...41).map(Self.token) }
-        // Only the copy's application decides what a deactivation changed, whichever gateway asks.
-        let deactivated = try second.write([.deactivateToken(Self.token(7), unlessRegisteredAfter: Self.t0, at: Self.t0 + .seconds(5))])
-        #expect(deactivated.tokensDeactivated == 1)
-        try await first.eventually { try $0.scan().count == 40 }
-        let again = try first.write([.deactivateToken(Self.token(7), unlessRegisteredAfter: Self.t0, at: Self.t0 + .seconds(6))])
-        #expect(again.tokensDeactivated == 0, "already inactive in the copy the log built")
-        [first, second].forEach { $0.close() }
+    @Test(arguments: NATSBackend.allCases)
+    func aRegistrationThroughOneGatewayReachesEveryCopy(backend: NATSBackend) async throws {
+        try await backend.withCluster { nats in
+            let cluster = try RegistryCluster(nats)
+            let first = try cluster.gateway("a")
+            let second = try cluster.gateway("b")
+            try first.write((1...40).map { Self.pushToStart($0) })
+            try second.write([Self.pushToStart(41)])
+            // Read-your-writes at the gateway that wrote; the other's copy follows within moments.
+            #expect(try first.scan().count >= 40)
+            try await second.eventually { try $0.scan() == (1...41).map(Self.token) }
+            try await first.eventually { try $0.scan() == (1...41).map(Self.token) }
+            // Only the copy's application decides what a deactivation changed, whichever gateway asks.
+            let deactivated = try second.write([.deactivateToken(Self.token(7), unlessRegisteredAfter: Self.t0, at: Self.t0 + .seconds(5))])
+            #expect(deactivated.tokensDeactivated == 1)
+            try await first.eventually { try $0.scan().count == 40 }
+            let again = try first.write([.deactivateToken(Self.token(7), unlessRegisteredAfter: Self.t0, at: Self.t0 + .seconds(6))])
+            #expect(again.tokensDeactivated == 0, "already inactive in the copy the log built")
+            [first, second].forEach { $0.close() }
+        }
     }
 
-    @Test func aReopenedFileCatchesUpBeforeItServes() async throws {
-        let cluster = try await RegistryCluster.start()
-        var first = try cluster.gateway("a")
-        try first.write((1...100).map { Self.pushToStart($0) })
-        first.close()
-        let second = try cluster.gateway("b")
-        for batch in stride(from: 101, through: 250, by: 50) { try second.write((batch..<batch + 50).map { Self.pushToStart($0) }) }
-        // Opening returns only once the file holds the whole log: no waiting here.
-        first = try cluster.gateway("a")
-        #expect(try first.scan() == (1...250).map(Self.token))
-        [first, second].forEach { $0.close() }
+    @Test(arguments: NATSBackend.allCases)
+    func aReopenedFileCatchesUpBeforeItServes(backend: NATSBackend) async throws {
+        try await backend.withCluster { nats in
+            let cluster = try RegistryCluster(nats)
+            var first = try cluster.gateway("a")
+            try first.write((1...100).map { Self.pushToStart($0) })
+            first.close()
+            let second = try cluster.gateway("b")
+            for batch in stride(from: 101, through: 250, by: 50) { try second.write((batch..<batch + 50).map { Self.pushToStart($0) }) }
+            // Opening returns only once the file holds the whole log: no waiting here.
+            first = try cluster.gateway("a")
+            #expect(try first.scan() == (1...250).map(Self.token))
+            [first, second].forEach { $0.close() }
+        }
     }
 
-    @Test func aNewCopyReadsALongLogAWindowAtATime() async throws {
-        let cluster = try await RegistryCluster.start()
-        // 300 entries logged by another gateway, as a plain publisher would.
-        let layout = RegistryLogLayout()
-        try cluster.jetStream.ensureStream(.init(name: layout.streamName, subjects: [layout.subject], replicas: 1))
-        for first in stride(from: 0, to: 6_000, by: 20) {
-            let entry = RegistryEntry((first..<first + 20).map { Self.pushToStart($0 + 1) })!
-            _ = try await withCheckedThrowingContinuation { (done: CheckedContinuation<JetStream.Acknowledgement, any Error>) in
-                cluster.jetStream.publish(entry.binaryEncoded, to: RegistryLogLayout().subject, loop: cluster.loop) { done.resume(with: $0) }
+    @Test(arguments: NATSBackend.allCases)
+    func aNewCopyReadsALongLogAWindowAtATime(backend: NATSBackend) async throws {
+        try await backend.withCluster { nats in
+            let cluster = try RegistryCluster(nats)
+            // 300 entries logged by another gateway, as a plain publisher would.
+            let layout = RegistryLogLayout()
+            try cluster.jetStream.ensureStream(.init(name: layout.streamName, subjects: [layout.subject], replicas: 1))
+            for first in stride(from: 0, to: 6_000, by: 20) {
+                let entry = RegistryEntry((first..<first + 20).map { Self.pushToStart($0 + 1) })!
+                _ = try await withCheckedThrowingContinuation { (done: CheckedContinuation<JetStream.Acknowledgement, any Error>) in
+                    cluster.jetStream.publish(entry.binaryEncoded, to: RegistryLogLayout().subject, loop: cluster.loop) { done.resume(with: $0) }
+                }
+            }
+            // The whole log would land in the file's queue at once (one transaction of all of it, a
+            // gigabyte of memory at 10 million tokens); the window hands it over a few entries at a time.
+            let path = "\(cluster.directory)/late.sqlite"
+            let file = try StoreWriter(path: path)
+            let deepest = Mutex(0)
+            let opened = Mutex<Result<SharedTokenRegistry, any Error>?>(nil)
+            Thread {
+                let result = Result { try SharedTokenRegistry.open(jetStream: cluster.jetStream, layout: RegistryLogLayout(), replicas: 1, local: file,
+                                                                   loop: cluster.loop) }
+                opened.withLock { $0 = result }
+            }.start()
+            while opened.withLock({ $0 == nil }) {
+                let depth = file.queueDepth
+                deepest.withLock { $0 = max($0, depth) }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            let registry = try opened.withLock { $0! }.get()
+            let gateway = RegistryGateway(registry: registry, path: path, faultFile: path + ".none")
+            #expect(try gateway.scan() == (1...6_000).map(Self.token))
+            #expect(deepest.withLock { $0 } <= SharedTokenRegistry.applyWindow, "at most a window of entries queued at the file")
+            gateway.close()
+        }
+    }
+
+    @Test(arguments: NATSBackend.allCases)
+    func anEntryMissingFromTheLogStopsANewCopyBeforeIt(backend: NATSBackend) async throws {
+        try await backend.withCluster { nats in
+            let cluster = try RegistryCluster(nats)
+            let writer = try cluster.gateway("a")
+            for n in 1...3 { try writer.write([Self.pushToStart(n)]) }
+            writer.close()
+            // An operator removes the second entry: the log's sequences no longer follow one another.
+            let layout = RegistryLogLayout()
+            let deleted = await withCheckedContinuation { (done: CheckedContinuation<String, Never>) in
+                cluster.loop.execute {
+                    guard let requests = try? NATSRequests(connection: cluster.jetStream.messaging, loop: cluster.loop) else { return done.resume(returning: "") }
+                    requests.request(Array(#"{"seq":2}"#.utf8), to: "$JS.API.STREAM.MSG.DELETE.\(layout.streamName)", timeout: .seconds(5)) { result in
+                        withExtendedLifetime(requests) { done.resume(returning: (try? result.get()).map { String(decoding: $0.payload, as: UTF8.self) } ?? "") }
+                    }
+                }
+            }
+            #expect(deleted.contains(#""success":true"#), "\(deleted)")
+            // A new copy reads 1, finds 3 where 2 should be, reads again, finds 3 again: it stops
+            // before the gap, naming it, instead of going on without entry 2.
+            #expect { _ = try cluster.gateway("b") } throws: { error in
+                "\(error)".contains("token registry log entry 2 is missing (the next is 3)")
             }
         }
-        // The whole log would land in the file's queue at once (one transaction of all of it, a
-        // gigabyte of memory at 10 million tokens); the window hands it over a few entries at a time.
-        let path = "\(cluster.directory)/late.sqlite"
-        let file = try StoreWriter(path: path)
-        let deepest = Mutex(0)
-        let opened = Mutex<Result<SharedTokenRegistry, any Error>?>(nil)
-        Thread {
-            let result = Result { try SharedTokenRegistry.open(jetStream: cluster.jetStream, layout: RegistryLogLayout(), replicas: 1, local: file,
-                                                               loop: cluster.loop) }
-            opened.withLock { $0 = result }
-        }.start()
-        while opened.withLock({ $0 == nil }) {
-            let depth = file.queueDepth
-            deepest.withLock { $0 = max($0, depth) }
-            try await Task.sleep(for: .milliseconds(1))
-        }
-        let registry = try opened.withLock { $0! }.get()
-        let gateway = RegistryGateway(registry: registry, path: path, faultFile: path + ".none")
-        #expect(try gateway.scan() == (1...6_000).map(Self.token))
-        #expect(deepest.withLock { $0 } <= SharedTokenRegistry.applyWindow, "at most a window of entries queued at the file")
-        gateway.close()
     }
 
-    @Test func anEntryMissingFromTheLogStopsANewCopyBeforeIt() async throws {
-        let cluster = try await RegistryCluster.start()
-        let writer = try cluster.gateway("a")
-        for n in 1...3 { try writer.write([Self.pushToStart(n)]) }
-        writer.close()
-        // An operator removes the second entry: the log's sequences no longer follow one another.
-        let layout = RegistryLogLayout()
-        let deleted = await withCheckedContinuation { (done: CheckedContinuation<String, Never>) in
-            cluster.loop.execute {
-                guard let requests = try? NATSRequests(connection: cluster.connection, loop: cluster.loop) else { return done.resume(returning: "") }
-                requests.request(Array(#"{"seq":2}"#.utf8), to: "$JS.API.STREAM.MSG.DELETE.\(layout.streamName)", timeout: .seconds(5)) { result in
-                    withExtendedLifetime(requests) { done.resume(returning: (try? result.get()).map { String(decoding: $0.payload, as: UTF8.self) } ?? "") }
+    @Test(arguments: NATSBackend.allCases)
+    func aFileOfAnotherLogIsRefusedNamingBothPositions(backend: NATSBackend) async throws {
+        try await backend.withCluster { nats in
+            let cluster = try RegistryCluster(nats)
+            let gateway = try cluster.gateway("a")
+            for n in 1...3 { try gateway.write([Self.pushToStart(n)]) }
+            gateway.close()
+            try await backend.withCluster { other in
+                let elsewhere = try RegistryCluster(other, directory: cluster.directory)
+                #expect { _ = try elsewhere.gateway("a") } throws: { error in
+                    "\(error)".contains("holds the token registry up to log sequence 3") && "\(error)".contains("ends at 0")
                 }
             }
         }
-        #expect(deleted.contains(#""success":true"#), "\(deleted)")
-        // A new copy reads 1, finds 3 where 2 should be, reads again, finds 3 again: it stops
-        // before the gap, naming it, instead of going on without entry 2.
-        #expect { _ = try cluster.gateway("b") } throws: { error in
-            "\(error)".contains("token registry log entry 2 is missing (the next is 3)")
+    }
+
+    @Test(arguments: NATSBackend.allCases)
+    func aCopyThatCannotApplyAnEntryStopsBeforeItAndResumesWhenItCan(backend: NATSBackend) async throws {
+        try await backend.withCluster { nats in
+            let cluster = try RegistryCluster(nats)
+            let first = try cluster.gateway("a")
+            let second = try cluster.gateway("b")
+            try first.write([Self.pushToStart(1)])
+            try await second.eventually { try $0.scan().count == 1 }
+            // `second`'s disk refuses writes: it cannot apply what `first` logs, and says so.
+            #expect(FileManager.default.createFile(atPath: second.faultFile, contents: Data()))
+            for n in 2...5 { try first.write([Self.pushToStart(n)]) }
+            try await second.eventually { $0.registry.health.isFailing }
+            #expect(try second.scan().count == 1)
+            // Once it can, it applies every entry it missed, in order, and is healthy again.
+            try FileManager.default.removeItem(atPath: second.faultFile)
+            try await second.eventually { try $0.scan() == (1...5).map(Self.token) && !$0.registry.health.isFailing }
+            [first, second].forEach { $0.close() }
         }
     }
 
-    @Test func aFileOfAnotherLogIsRefusedNamingBothPositions() async throws {
-        let cluster = try await RegistryCluster.start()
-        let gateway = try cluster.gateway("a")
-        for n in 1...3 { try gateway.write([Self.pushToStart(n)]) }
-        gateway.close()
-        let elsewhere = try await RegistryCluster.start(directory: cluster.directory)
-        #expect { _ = try elsewhere.gateway("a") } throws: { error in
-            "\(error)".contains("holds the token registry up to log sequence 3") && "\(error)".contains("ends at 0")
+    @Test(arguments: NATSBackend.allCases)
+    func anEntryNoBuildCanReadStopsTheCopyInsteadOfBeingSkipped(backend: NATSBackend) async throws {
+        try await backend.withCluster { nats in
+            let cluster = try RegistryCluster(nats)
+            let gateway = try cluster.gateway("a")
+            try gateway.write([Self.pushToStart(1)])
+            let stored = await withCheckedContinuation { done in
+                cluster.jetStream.publish([0xFF, 0x01], to: RegistryLogLayout().subject, loop: cluster.loop) { done.resume(returning: $0) }
+            }
+            let sequence = try stored.get().sequence
+            try await gateway.eventually { $0.registry.health.failure?.description.contains("entry \(sequence) cannot be read") == true }
+            let after = Result { try gateway.write([Self.pushToStart(2)]) }
+            #expect((try? after.get()) == nil, "logged after the damaged entry, so never applied here: the list fails instead of answering")
+            #expect(try gateway.scan() == [Self.token(1)])
+            gateway.close()
         }
     }
 
-    @Test func aCopyThatCannotApplyAnEntryStopsBeforeItAndResumesWhenItCan() async throws {
-        let cluster = try await RegistryCluster.start()
-        let first = try cluster.gateway("a")
-        let second = try cluster.gateway("b")
-        try first.write([Self.pushToStart(1)])
-        try await second.eventually { try $0.scan().count == 1 }
-        // `second`'s disk refuses writes: it cannot apply what `first` logs, and says so.
-        #expect(FileManager.default.createFile(atPath: second.faultFile, contents: Data()))
-        for n in 2...5 { try first.write([Self.pushToStart(n)]) }
-        try await second.eventually { $0.registry.health.isFailing }
-        #expect(try second.scan().count == 1)
-        // Once it can, it applies every entry it missed, in order, and is healthy again.
-        try FileManager.default.removeItem(atPath: second.faultFile)
-        try await second.eventually { try $0.scan() == (1...5).map(Self.token) && !$0.registry.health.isFailing }
-        [first, second].forEach { $0.close() }
-    }
-
-    @Test func anEntryNoBuildCanReadStopsTheCopyInsteadOfBeingSkipped() async throws {
-        let cluster = try await RegistryCluster.start()
-        let gateway = try cluster.gateway("a")
-        try gateway.write([Self.pushToStart(1)])
-        let stored = await withCheckedContinuation { done in
-            cluster.jetStream.publish([0xFF, 0x01], to: RegistryLogLayout().subject, loop: cluster.loop) { done.resume(returning: $0) }
+    @Test(arguments: NATSBackend.allCases)
+    func listsCompleteInOrderAndACheckpointNeverOvertakesAnEarlierOne(backend: NATSBackend) async throws {
+        try await backend.withCluster { nats in
+            let cluster = try RegistryCluster(nats)
+            let gateway = try cluster.gateway("a")
+            try gateway.write([Self.pushToStart(1), .createJob(PersonalJobRecord(id: "j", createdAt: Self.t0, audience: "{}", payload: [], status: .running))])
+            let order = Mutex<[Int]>([])
+            let done = DispatchSemaphore(value: 0)
+            // A checkpoint with a 410's deactivation (logged first), then one of the file alone.
+            let progress = { (cursor: Int, sent: Int) in
+                TokenOperation.advanceJob(PersonalJobProgress(jobID: "j", cursor: Self.token(cursor), counts: PersonalJobCounts(sent: Int64(sent)), at: Self.t0))
+            }
+            gateway.registry.submit([.deactivateToken(Self.token(1), unlessRegisteredAfter: Self.t0, at: Self.t0), progress(1, 1)]) { _ in
+                order.withLock { $0.append(1) }
+                done.signal()
+            }
+            gateway.registry.submit([progress(2, 2)]) { _ in
+                order.withLock { $0.append(2) }
+                done.signal()
+            }
+            done.wait()
+            done.wait()
+            #expect(order.withLock { $0 } == [1, 2])
+            let reader = try SQLiteTokenReader(path: gateway.path)
+            defer { reader.close() }
+            #expect(try reader.job(id: "j")?.cursor == Self.token(2), "the later checkpoint committed last")
+            #expect(try reader.token(Self.token(1))?.active == false)
+            gateway.close()
         }
-        let sequence = try stored.get().sequence
-        try await gateway.eventually { $0.registry.health.failure?.description.contains("entry \(sequence) cannot be read") == true }
-        let after = Result { try gateway.write([Self.pushToStart(2)]) }
-        #expect((try? after.get()) == nil, "logged after the damaged entry, so never applied here: the list fails instead of answering")
-        #expect(try gateway.scan() == [Self.token(1)])
-        gateway.close()
-    }
-
-    @Test func listsCompleteInOrderAndACheckpointNeverOvertakesAnEarlierOne() async throws {
-        let cluster = try await RegistryCluster.start()
-        let gateway = try cluster.gateway("a")
-        try gateway.write([Self.pushToStart(1), .createJob(PersonalJobRecord(id: "j", createdAt: Self.t0, audience: "{}", payload: [], status: .running))])
-        let order = Mutex<[Int]>([])
-        let done = DispatchSemaphore(value: 0)
-        // A checkpoint with a 410's deactivation (logged first), then one of the file alone.
-        let progress = { (cursor: Int, sent: Int) in
-            TokenOperation.advanceJob(PersonalJobProgress(jobID: "j", cursor: Self.token(cursor), counts: PersonalJobCounts(sent: Int64(sent)), at: Self.t0))
-        }
-        gateway.registry.submit([.deactivateToken(Self.token(1), unlessRegisteredAfter: Self.t0, at: Self.t0), progress(1, 1)]) { _ in
-            order.withLock { $0.append(1) }
-            done.signal()
-        }
-        gateway.registry.submit([progress(2, 2)]) { _ in
-            order.withLock { $0.append(2) }
-            done.signal()
-        }
-        done.wait()
-        done.wait()
-        #expect(order.withLock { $0 } == [1, 2])
-        let reader = try SQLiteTokenReader(path: gateway.path)
-        defer { reader.close() }
-        #expect(try reader.job(id: "j")?.cursor == Self.token(2), "the later checkpoint committed last")
-        #expect(try reader.token(Self.token(1))?.active == false)
-        gateway.close()
     }
 }
 
-/// A one-node cluster and the gateways' personal files beside it, in one temporary directory.
+/// A client of a one-node cluster (either backend) and the gateways' personal files beside it,
+/// in one temporary directory.
 private final class RegistryCluster: Sendable {
-    let cluster: NATSCluster
     let loop: EventLoop
-    let connection: NATSConnection
-    let jetStream: JetStream
+    let jetStream: any JetStreamClient
     let directory: String
 
-    private init(cluster: NATSCluster, loop: EventLoop, connection: NATSConnection, jetStream: JetStream, directory: String) {
-        self.cluster = cluster
-        self.loop = loop
-        self.connection = connection
-        self.jetStream = jetStream
-        self.directory = directory
-    }
-
-    deinit {
-        connection.close()
-        loop.stop()
-    }
-
     /// `directory`: the gateways' files of an earlier cluster (a new one by default).
-    static func start(directory: String? = nil) async throws -> RegistryCluster {
-        let cluster = try await NATSCluster.start(size: 1)
-        let loop = EventLoop.start(name: "registry-test")
-        let connection = try cluster.connect(name: "registry-test", loop: loop)
-        let directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("touchline-registry-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        return RegistryCluster(cluster: cluster, loop: loop, connection: connection, jetStream: try JetStream(connection), directory: directory)
+    init(_ cluster: TestNATSCluster, directory: String? = nil) throws {
+        loop = EventLoop.start(name: "registry-test")
+        jetStream = try cluster.connect(name: "registry-test", loop: loop)
+        self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("touchline-registry-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
     }
+
+    deinit { loop.stop() }
 
     /// The registry of the gateway called `name`, on its own file (opened again if it exists).
     func gateway(_ name: String) throws -> RegistryGateway {
@@ -262,7 +275,7 @@ private struct RegistryGateway: Sendable {
         return seen
     }
 
-    /// Waits up to 10 s for `condition` to hold of this gateway.
+    /// Polls `condition` for up to 10 s.
     func eventually(_ condition: (RegistryGateway) throws -> Bool) async throws {
         try await TestSlots.eventually("the registry's condition", timeout: .seconds(10)) { try condition(self) }
     }

@@ -24,9 +24,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     static let catchUpRetry: Duration = .seconds(1)
 
     let settings: JetStreamSettings
-    let connection: NATSConnection
+    let connection: any MessagingClient
     let store: JetStreamChannelStore
-    let jetStream: JetStream
+    let jetStream: any JetStreamClient
     let storeLoop: EventLoop
     let partitioning: ChannelPartitioning
     private let keeper: PartitionLeaseKeeper
@@ -59,9 +59,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     private var retryTimers: [Int: LoopTimer] = [:]
     private var leaveTimer: LoopTimer?
     /// Listings asked by the other gateways (`ClusterNode+Listing.swift`).
-    private var memberSubscription: NATSSubscription?
+    private var memberSubscription: (any MessageSubscription)?
     /// Shares of `GET /v1/events` asked by the other gateways (`ClusterNode+Events.swift`).
-    private var eventsSubscription: NATSSubscription?
+    private var eventsSubscription: (any MessageSubscription)?
     /// Reconciliation with APNs' list-all, while this gateway holds partition 0.
     private(set) var reconciler: ClusterReconciler?
 
@@ -70,18 +70,19 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         case restoring(Fence)
         /// Its channels run here; requests handed over for it, and events published for it
         /// straight to the cluster, are taken (the subscriptions).
-        case serving(Fence, [NATSSubscription])
+        case serving(Fence, [any MessageSubscription])
     }
 
     /// Connects to the cluster, opens the channel store (creating the streams and the lease
     /// bucket if needed) and prepares the keeper; nothing is owned until ``start(service:router:)``.
     /// Blocking: call it while the gateway starts, never on a loop. Throws naming the servers
     /// and the client's reason when the cluster cannot be reached.
-    static func connect(_ settings: JetStreamSettings, ingestLoop: EventLoop, clock: any WallClock, log: GatewayLog) throws -> ClusterNode {
+    static func connect(_ settings: JetStreamSettings, nats: Gateway.NATSConnector, ingestLoop: EventLoop, clock: any WallClock,
+                        log: GatewayLog) throws -> ClusterNode {
         let storeLoop = EventLoop.start(name: "touchline-store")
         let connectionState = ConnectionState()
         do {
-            let connection = try NATSConnection.connect(settings.natsSettings, loop: storeLoop) { event in
+            let jetStream = try nats(settings, storeLoop) { event in
                 switch event {
                 case .disconnected:
                     connectionState.isUp.store(false, ordering: .relaxed)
@@ -97,11 +98,11 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                     break
                 }
             }
+            let connection = jetStream.messaging
             do {
                 guard let partitioning = ChannelPartitioning(count: settings.partitions) else {
                     throw GatewayError.startup("store.partitions \(settings.partitions) is not a partition count")
                 }
-                let jetStream = try JetStream(connection)
                 try ClusterDescriptor.agree(partitions: settings.partitions, prefix: settings.prefix, replicas: settings.replicas,
                                             jetStream: jetStream, loop: storeLoop)
                 let layout = ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning)
@@ -131,7 +132,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         }
     }
 
-    private init(settings: JetStreamSettings, connection: NATSConnection, jetStream: JetStream, store: JetStreamChannelStore, storeLoop: EventLoop,
+    private init(settings: JetStreamSettings, connection: any MessagingClient, jetStream: any JetStreamClient, store: JetStreamChannelStore, storeLoop: EventLoop,
                  partitioning: ChannelPartitioning, keeper: PartitionLeaseKeeper, relay: OwnershipRelay, leaseTTL: Duration, ingest: DirectIngest,
                  ingestLoop: EventLoop, connectionState: ConnectionState, log: GatewayLog) {
         self.ingest = ingest
@@ -173,10 +174,10 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         relay.handler = { [weak self] change in self?.ownershipChanged(change) }
         let ingestLoop = ingestLoop
         store.onStalePartition { [weak self] partition in ingestLoop.execute { [weak self] in self?.readAgain(partition) } }
-        memberSubscription = try NATSSubscription.subscribe(connection, to: memberSubject(settings.instance), loop: ingestLoop) {
+        memberSubscription = try connection.subscribe(to: memberSubject(settings.instance), loop: ingestLoop) {
             [weak self] message in self?.serveListing(message)
         }
-        eventsSubscription = try NATSSubscription.subscribe(connection, to: eventsSubject(settings.instance), loop: ingestLoop) {
+        eventsSubscription = try connection.subscribe(to: eventsSubject(settings.instance), loop: ingestLoop) {
             [weak self] message in self?.serveEvents(message)
         }
         let reconciler = ClusterReconciler(node: self, service: service, log: log)
@@ -281,7 +282,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         }
         do {
             guard let router else { return }
-            let handedOver = try NATSSubscription.subscribe(connection, to: ownerSubject(partition), queue: "owners", loop: ingestLoop) {
+            let handedOver = try connection.subscribe(to: ownerSubject(partition), queue: "owners", loop: ingestLoop) {
                 [weak self] message in self?.serve(message, partition: partition)
             }
             let published = try ingest.subscribe(partition: partition, router: router) { [weak self] partition in

@@ -23,7 +23,7 @@ final class ClusterReconciler: @unchecked Sendable {
     /// Each app's sweep: an app's channels are its own at APNs, listed with its own connections.
     private var sweeps: [String: OrphanSweep] = [:]
     private var timer: LoopTimer?
-    private var subscription: NATSSubscription?
+    private var subscription: (any MessageSubscription)?
     private var roundInProgress = false
     /// Rounds by outcome (`complete`, `incomplete`, `list_failed`) and orphans deleted: `/metrics`.
     private(set) var rounds: [String: Int] = [:]
@@ -38,7 +38,7 @@ final class ClusterReconciler: @unchecked Sendable {
 
     /// Answers the others' requests for this gateway's accounts, and starts the rounds' timer.
     func start() throws {
-        subscription = try NATSSubscription.subscribe(node.connection, to: accountsSubject(node.settings.instance), loop: node.ingestLoop) {
+        subscription = try node.connection.subscribe(to: accountsSubject(node.settings.instance), loop: node.ingestLoop) {
             [weak self] message in self?.answerAccounts(message)
         }
         let timer = LoopTimer(loop: node.ingestLoop) { [weak self] in self?.tick() }

@@ -17,12 +17,12 @@ final class DirectIngest: @unchecked Sendable {
     static let redeliveryDelay: Duration = .seconds(1)
 
     let prefix: String
-    private let jetStream: JetStream
-    private let connection: NATSConnection
+    private let jetStream: any JetStreamClient
+    private let connection: any MessagingClient
     private let loop: EventLoop
     private let log: GatewayLog
 
-    init(prefix: String, jetStream: JetStream, connection: NATSConnection, loop: EventLoop, log: GatewayLog) {
+    init(prefix: String, jetStream: any JetStreamClient, connection: any MessagingClient, loop: EventLoop, log: GatewayLog) {
         self.prefix = prefix
         self.jetStream = jetStream
         self.connection = connection
@@ -63,9 +63,9 @@ final class DirectIngest: @unchecked Sendable {
 
     /// Starts taking the partition's events (on the loop), through `router`, while `serves`
     /// says this gateway still serves the partition.
-    func subscribe(partition: Int, router: APIRouter, serves: @escaping @Sendable (Int) -> Bool) throws(NATSError) -> NATSSubscription {
+    func subscribe(partition: Int, router: APIRouter, serves: @escaping @Sendable (Int) -> Bool) throws(NATSError) -> any MessageSubscription {
         let settings = consumer(of: partition)
-        return try NATSSubscription.subscribe(connection, to: settings.deliverSubject, queue: settings.group, loop: loop) { [weak self] message in
+        return try connection.subscribe(to: settings.deliverSubject, queue: settings.group, loop: loop) { [weak self] message in
             self?.take(message, partition: partition, router: router, serves: serves)
         }
     }

@@ -1,4 +1,5 @@
 import APNs
+import NATS
 import Synchronization
 import TouchlineCore
 import TouchlineJetStream
@@ -16,15 +17,29 @@ extension Gateway {
         /// Prepares the APNs side (at start, before the stores: credentials are checked first) and
         /// answers how to connect it once the broadcast and personal loops run.
         package var apns: @Sendable (_ context: APNsContext) throws -> APNsConnector
+        /// How a gateway of the `jetstream` backend reaches its cluster (the NATS servers of its
+        /// settings by default).
+        package var nats: NATSConnector
 
         package init(stores: @escaping @Sendable (GatewayConfiguration) throws -> Stores,
-                     apns: @escaping @Sendable (APNsContext) throws -> APNsConnector) {
+                     apns: @escaping @Sendable (APNsContext) throws -> APNsConnector, nats: @escaping NATSConnector = Gateway.natsServers) {
             self.stores = stores
             self.apns = apns
+            self.nats = nats
         }
 
         /// SQLite in the data directory, and APNs connections.
         package static let standard = Backends(stores: Stores.sqlite, apns: APNsContext.connections)
+    }
+
+    /// Connects a cluster gateway to its cluster: JetStream on a connection whose events go to
+    /// `events` on `loop` (at start, blocking: never on a loop).
+    package typealias NATSConnector = @Sendable (_ settings: JetStreamSettings, _ loop: EventLoop,
+                                                 _ events: @escaping @Sendable (NATSConnection.Event) -> Void) throws(NATSError) -> any JetStreamClient
+
+    /// The NATS servers the settings name.
+    package static let natsServers: NATSConnector = { settings, loop, events throws(NATSError) in
+        try JetStream(try NATSConnection.connect(settings.natsSettings, loop: loop, events: events))
     }
 
     /// The two stores, and how to open readers of what each commits (one per thread that reads).

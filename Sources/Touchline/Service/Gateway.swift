@@ -168,7 +168,7 @@ public final class Gateway: Sendable {
         let loops = try services.start(GatewayLoops(personalNiceness: configuration.personalQueue.niceness, log: log))
         // A cluster gateway's channel store is the cluster's (its keeper runs on the ingest loop).
         let cluster = try configuration.store.jetStream.map {
-            try services.start(ClusterNode.connect($0, ingestLoop: loops.ingest, clock: clock, log: log.named("cluster")))
+            try services.start(ClusterNode.connect($0, nats: backends.nats, ingestLoop: loops.ingest, clock: clock, log: log.named("cluster")))
         }
         let stores = try services.start(try cluster.map { try Self.clusterStores($0, configuration) } ?? backends.stores(configuration))
         let reader = try stores.channelReader()

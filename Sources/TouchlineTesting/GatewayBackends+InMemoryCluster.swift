@@ -1,0 +1,13 @@
+import Touchline
+
+extension Gateway.Backends {
+    /// A gateway of the `jetstream` backend on `cluster` instead of NATS servers, sending to
+    /// the in-memory APNs `apns`: several such gateways in one process share the cluster as they
+    /// would share a real one. Configure `store` as for servers (their URLs are not used; the
+    /// instance is the client's name for the cluster's switches).
+    package static func inMemoryCluster(_ cluster: InMemoryNATSCluster, apns: InMemoryAPNsPair) -> Self {
+        Self(stores: standard.stores,
+             apns: { _ in { broadcastLoop, personalLoop in apns.make(broadcastLoop: broadcastLoop, personalLoop: personalLoop) } },
+             nats: { settings, _, _ in InMemoryJetStream(cluster.connect(name: settings.instance.description)) })
+    }
+}

@@ -62,9 +62,12 @@ let package = Package(
         .target(name: "TouchlineJetStream", dependencies: ["NATS", "TouchlineCore", "TouchlineRuntime", "TouchlineStore"]),
         .target(name: "HTTP2", dependencies: ["TouchlineCore", "TouchlineRuntime", "CNGHTTP2", "CShims"]),
         .target(name: "APNs", dependencies: ["TouchlineCore", "TouchlineRuntime", "HTTP2", "CShims", "COpenSSL"]),
+        // The gateway's settings: every feature's settings type, the configuration file and its
+        // layers (file, environment, flags), validation and the report of what is in force.
+        .target(name: "TouchlineConfiguration", dependencies: ["APNs", "CommandLineOptions", "NATS", "TouchlineCore", "TouchlineRuntime"]),
         // The dashboard's page, script and style are real files, compiled into the binary as bytes
         // (`PackageResources`), so the gateway stays one file to deploy.
-        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
+        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
                                                  "APNsMock", "Measurements", "NATS", "TouchlineJetStream"],
                 resources: [.embedInCode("Dashboard/dashboard.html"), .embedInCode("Dashboard/dashboard.js"),
                             .embedInCode("Dashboard/dashboard.css")]),
@@ -119,7 +122,7 @@ let package = Package(
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
         .testTarget(name: "LoadScenarioTests", dependencies: ["TestSlots", "LoadKit", "Measurements", "ChildProcesses"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSlots", "ChildProcesses"]),
-        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineConfiguration", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
     ],
     swiftLanguageModes: [.v6]
 )

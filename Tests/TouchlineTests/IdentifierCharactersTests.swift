@@ -1,5 +1,6 @@
 import Testing
 @testable import Touchline
+@testable import TouchlineConfiguration
 
 /// Which characters an identifier may not hold (docs/api.md, "Limits"), and how a refusal names
 /// them.

@@ -1,3 +1,4 @@
+import TouchlineConfiguration
 import TouchlineCore
 
 /// The request buckets of the configured API keys: a key with a rate limit gets a token bucket

@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import TouchlineConfiguration
 
 /// Whether the broadcast path was recently slowed down, for the personal queue to yield to it.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import NATS
+import TouchlineConfiguration
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime

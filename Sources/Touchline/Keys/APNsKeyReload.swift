@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import Synchronization
+import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime
 

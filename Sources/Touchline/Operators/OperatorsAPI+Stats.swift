@@ -1,4 +1,5 @@
 import APNs
+import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore

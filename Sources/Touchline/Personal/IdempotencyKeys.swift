@@ -1,4 +1,5 @@
 import Foundation
+import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore

@@ -1,3 +1,4 @@
+import TouchlineConfiguration
 import TouchlineCore
 
 /// One app's part of a running gateway: everything it has of its own, so that one app's

@@ -1,5 +1,6 @@
 import APNsMock
 import Foundation
+import TouchlineConfiguration
 
 /// The mock APNs the gateway starts in-process when no Apple credentials are configured, so a
 /// new user sees pushes happen without an Apple account.

@@ -1,6 +1,7 @@
 import APNs
 import NATS
 import Synchronization
+import TouchlineConfiguration
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime

@@ -1,4 +1,5 @@
 import APNsMock
+import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime
 

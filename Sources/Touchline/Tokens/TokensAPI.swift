@@ -1,3 +1,4 @@
+import TouchlineConfiguration
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime

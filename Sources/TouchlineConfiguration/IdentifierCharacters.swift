@@ -8,7 +8,7 @@
 /// either makes two ids that look alike compare unequal, or cuts or reorders a line where an id
 /// is shown (a log line, a JSON Lines export, a terminal, a support tool); no id needs one.
 /// Identifiers are otherwise stored and compared whole, byte for byte.
-enum IdentifierCharacters {
+package enum IdentifierCharacters {
     /// Whether an identifier may not hold `scalar`.
     static func isRefused(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.properties.generalCategory {
@@ -20,7 +20,7 @@ enum IdentifierCharacters {
     /// What is wrong with `text` as an identifier: the first refused character, by code point
     /// and position (never the character itself, which could break the message where it is
     /// shown), or nil when it has none.
-    static func problem(in text: String) -> String? {
+    package static func problem(in text: String) -> String? {
         for (index, scalar) in text.unicodeScalars.enumerated() where isRefused(scalar) {
             return "holds \(codePoint(scalar)) at character \(index + 1)"
         }

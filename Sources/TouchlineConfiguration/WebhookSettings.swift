@@ -54,7 +54,7 @@ public struct WebhookSettings: Sendable, Equatable {
     }
 
     /// The endpoints subscribed to `type`, by name.
-    func subscribers(of type: WebhookEventType) -> [String] { endpoints.filter { $0.events.contains(type) }.map(\.name) }
+    package func subscribers(of type: WebhookEventType) -> [String] { endpoints.filter { $0.events.contains(type) }.map(\.name) }
 
     /// Settings from JSON, every member checked; `directory` (the configuration file's) makes a
     /// relative `caFile` relative to it.

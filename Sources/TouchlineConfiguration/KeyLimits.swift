@@ -80,7 +80,7 @@ public struct KeyLimits: Sendable, Equatable {
 
     /// The channel and start limits of `key`: its own over these for a provider key; an admin
     /// key only its own (nil members: not limited).
-    func applied(to key: GatewayConfiguration.APIKey) -> (channels: Int?, starts: KeyRateLimit?) {
+    package func applied(to key: GatewayConfiguration.APIKey) -> (channels: Int?, starts: KeyRateLimit?) {
         let own = key.limits ?? Override()
         let isAdmin = key.scope == .admin
         let channels = own.channels ?? (isAdmin ? nil : self.channels)

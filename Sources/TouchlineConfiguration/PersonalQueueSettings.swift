@@ -46,7 +46,7 @@ public struct PersonalQueueSettings: Sendable, Equatable {
     }
 
     /// The bounds handed to each job.
-    var jobLimits: FanOutJob.Limits { FanOutJob.Limits(window: window, maxInFlight: maxInFlight, pageSize: pageSize) }
+    package var jobLimits: FanOutJob.Limits { FanOutJob.Limits(window: window, maxInFlight: maxInFlight, pageSize: pageSize) }
 
     /// Settings from JSON; every member is optional and checked against its range.
     init(json value: JSONValue) throws(InvalidConfigurationValue) {

@@ -18,7 +18,7 @@ public struct IdempotencySettings: Sendable, Equatable {
     static let maximumLifetimeSeconds = 2_592_000
     /// Expired records deleted by one request that stores a key, at most: the table stays
     /// bounded by the keys of one lifetime and no request pays for a large backlog.
-    static let prunedPerRequest = 16
+    package static let prunedPerRequest = 16
 
     public init(keyLifetime: Duration = .seconds(86_400)) {
         self.keyLifetime = keyLifetime

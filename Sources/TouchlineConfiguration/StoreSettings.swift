@@ -173,7 +173,7 @@ public struct JetStreamSettings: Sendable, Equatable {
     }
 
     /// The connection settings of this gateway's NATS client.
-    var natsSettings: NATSSettings {
+    package var natsSettings: NATSSettings {
         NATSSettings(servers: servers, name: instance.description, authentication: authentication, tls: tls)
     }
 

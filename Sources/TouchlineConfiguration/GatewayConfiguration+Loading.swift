@@ -193,7 +193,7 @@ extension GatewayConfiguration {
 
     /// The one line a gateway without Apple credentials stops with: what is missing, and how to
     /// ask for development mode instead.
-    static let missingCredentials = "no APNs credentials: give apns.keyPath, apns.keyID, apns.teamID and apns.bundleID "
+    package static let missingCredentials = "no APNs credentials: give apns.keyPath, apns.keyID, apns.teamID and apns.bundleID "
         + "(TOUCHLINE_APNS_KEY_PATH, _KEY_ID, _TEAM_ID, _BUNDLE_ID or --apns-key, --apns-key-id, --apns-team-id, --apns-bundle-id), "
         + "or run development mode with the bundled mock APNs: --dev, TOUCHLINE_DEV=1 or \"apns\": {\"mode\": \"mock\"}"
 

@@ -6,7 +6,7 @@ import TouchlineRuntime
 /// key reaches only its own audiences. An admin key may address any topic; a provider key the
 /// `channel:` topics of its own channels (an id its prefix covers) and the topics its
 /// configuration grants it (`apiKeys[].followTopics`: a topic as is, or a prefix ending in `*`).
-enum FollowTopicGrants {
+package enum FollowTopicGrants {
     /// Grants a key may carry at most.
     static let maximumGrants = 64
     /// The topic form of a channel (`channel:<id>`), as apps follow a single match.
@@ -26,7 +26,7 @@ enum FollowTopicGrants {
     }
 
     /// 403 `follow_topic_not_allowed` unless `key` may address `topic`; the message names what it may.
-    static func require(_ key: GatewayConfiguration.APIKey, mayAddress topic: String) throws(HTTPError) {
+    package static func require(_ key: GatewayConfiguration.APIKey, mayAddress topic: String) throws(HTTPError) {
         guard !allows(key, topic), case .channelPrefix(let prefix) = key.scope else { return }
         let granted = key.followTopics.isEmpty ? "" : " and \(key.followTopics.map { "'\($0)'" }.joined(separator: ", "))"
         throw HTTPError(status: 403, code: "follow_topic_not_allowed",

@@ -21,7 +21,7 @@ public struct KeyRateLimit: Sendable, Equatable {
     }
 
     /// The time to earn back one request.
-    var interval: Duration { .nanoseconds(Int64((1e9 / requestsPerSecond).rounded(.up))) }
+    package var interval: Duration { .nanoseconds(Int64((1e9 / requestsPerSecond).rounded(.up))) }
 
     /// `{"requestsPerSecond": 0.001...100000, "burst": 1...100000}`, both required.
     init(json value: JSONValue) throws(InvalidConfigurationValue) {

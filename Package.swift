@@ -65,9 +65,12 @@ let package = Package(
         // The gateway's settings: every feature's settings type, the configuration file and its
         // layers (file, environment, flags), validation and the report of what is in force.
         .target(name: "TouchlineConfiguration", dependencies: ["APNs", "CommandLineOptions", "NATS", "TouchlineCore", "TouchlineRuntime"]),
+        // The provider API's door: API keys and their scopes, the router's table of features,
+        // admission from a request's head, per-key rate limits and quotas, body decoding.
+        .target(name: "TouchlineAccess", dependencies: ["TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore"]),
         // The dashboard's page, script and style are real files, compiled into the binary as bytes
         // (`PackageResources`), so the gateway stays one file to deploy.
-        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
+        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineAccess", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
                                                  "APNsMock", "Measurements", "NATS", "TouchlineJetStream"],
                 resources: [.embedInCode("Dashboard/dashboard.html"), .embedInCode("Dashboard/dashboard.js"),
                             .embedInCode("Dashboard/dashboard.css")]),
@@ -122,7 +125,7 @@ let package = Package(
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
         .testTarget(name: "LoadScenarioTests", dependencies: ["TestSlots", "LoadKit", "Measurements", "ChildProcesses"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSlots", "ChildProcesses"]),
-        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineConfiguration", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineAccess", "TouchlineConfiguration", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
     ],
     swiftLanguageModes: [.v6]
 )

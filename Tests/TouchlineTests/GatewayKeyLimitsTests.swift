@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TestSlots
 @testable import Touchline
+@testable import TouchlineAccess
 @testable import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TestSlots
 @testable import Touchline
+@testable import TouchlineAccess
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineTesting

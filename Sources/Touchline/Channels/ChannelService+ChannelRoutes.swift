@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime

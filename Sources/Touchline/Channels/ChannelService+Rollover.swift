@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import TouchlineAccess
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore

@@ -1,4 +1,5 @@
 import APNs
+import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime

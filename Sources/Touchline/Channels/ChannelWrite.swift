@@ -1,4 +1,5 @@
 import APNs
+import TouchlineAccess
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore

@@ -1,6 +1,7 @@
 import Foundation
 import NATS
 import Synchronization
+import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
 import TouchlineJetStream

@@ -1,4 +1,5 @@
 import NATS
+import TouchlineAccess
 import TouchlineCore
 import TouchlineRuntime
 

@@ -1,3 +1,4 @@
+import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime

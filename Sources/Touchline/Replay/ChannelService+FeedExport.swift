@@ -1,3 +1,4 @@
+import TouchlineAccess
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore

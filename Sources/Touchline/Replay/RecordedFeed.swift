@@ -1,4 +1,5 @@
 import Foundation
+import TouchlineAccess
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore

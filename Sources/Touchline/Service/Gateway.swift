@@ -2,6 +2,7 @@ import APNs
 import APNsMock
 import Foundation
 import Synchronization
+import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
 import TouchlineJetStream

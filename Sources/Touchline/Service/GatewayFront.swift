@@ -1,4 +1,5 @@
 import Synchronization
+import TouchlineAccess
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime

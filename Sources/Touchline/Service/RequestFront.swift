@@ -1,3 +1,4 @@
+import TouchlineAccess
 import TouchlineRuntime
 
 /// The provider API behind the HTTP server: the admission hook that settles a request from its

@@ -8,14 +8,14 @@ import TouchlineRuntime
 /// configured key's digest, with no early exit: how long the check takes says neither how much
 /// of a guess was right (the digests are of equal length and differ all over for near misses)
 /// nor which key, if any, matched.
-struct APIAccess: Sendable {
+package struct APIAccess: Sendable {
     let keys: [GatewayConfiguration.APIKey]
     /// The apps served, by name (`default` always).
     let apps: Set<String>
     /// `SHA256.digest` of each key's secret, in the order of `keys`.
     private let digests: [[UInt8]]
 
-    init(keys: [GatewayConfiguration.APIKey], apps: Set<String> = []) {
+    package init(keys: [GatewayConfiguration.APIKey], apps: Set<String> = []) {
         self.keys = keys
         self.apps = apps.union([AppChannelID.defaultApp])
         digests = keys.map { SHA256.digest($0.key.utf8) }
@@ -56,7 +56,7 @@ struct APIAccess: Sendable {
 
     /// 403 when `channelID` (as kept: ``AppChannelID``) is outside `key`'s scope, naming the
     /// key's app and prefix and the channel's (never the key).
-    static func require(_ key: GatewayConfiguration.APIKey, covers channelID: String) throws(HTTPError) {
+    package static func require(_ key: GatewayConfiguration.APIKey, covers channelID: String) throws(HTTPError) {
         guard !allows(key, channelID) else { return }
         let (app, id) = AppChannelID.split(channelID)
         if case .channelPrefix(let prefix) = key.scope {
@@ -70,7 +70,7 @@ struct APIAccess: Sendable {
         throw HTTPError(status: 403, code: "forbidden", message: "this API key may not touch channel '\(id)'")
     }
 
-    static func allows(_ key: GatewayConfiguration.APIKey, _ channelID: String) -> Bool {
+    package static func allows(_ key: GatewayConfiguration.APIKey, _ channelID: String) -> Bool {
         switch key.scope {
         case .admin: return true
         case .channelPrefix(let prefix):
@@ -80,7 +80,7 @@ struct APIAccess: Sendable {
     }
 
     /// Where the routes of an app are: `/v1` (the `default` app) and `/v1/apps/{app}`.
-    static let appRouteBases = ["/v1", "/v1/apps/{app}"]
+    package static let appRouteBases = ["/v1", "/v1/apps/{app}"]
 
     /// The app a route's path names (`/v1/apps/{app}/...`; `default` without the segment): 404
     /// `app_not_found` when it is not served.

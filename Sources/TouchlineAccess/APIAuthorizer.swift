@@ -3,7 +3,7 @@ import TouchlineCore
 import TouchlineRuntime
 
 /// Who may call a route of the provider API, declared with the route (``APIRouter``).
-enum APIScope: Sendable, Equatable {
+package enum APIScope: Sendable, Equatable {
     /// Anyone, without a key: the probes, the dashboard's files, `/metrics` unless it needs a key.
     case open
     /// Any known key; what a prefix key sees is narrowed by the handler (lists, stats).
@@ -16,12 +16,16 @@ enum APIScope: Sendable, Equatable {
 }
 
 /// The caller of a route as the authorizer found it.
-struct APICaller: Sendable {
+package struct APICaller: Sendable {
     /// The key the request presented; nil on ``APIScope/open`` routes.
     let key: GatewayConfiguration.APIKey?
 
+    package init(key: GatewayConfiguration.APIKey?) {
+        self.key = key
+    }
+
     /// The caller's key: a 401 (never a trap) should an open route ask for one.
-    func requiredKey() throws(HTTPError) -> GatewayConfiguration.APIKey {
+    package func requiredKey() throws(HTTPError) -> GatewayConfiguration.APIKey {
         guard let key else {
             throw HTTPError(status: 401, code: "missing_api_key", message: "this route needs an API key; send Authorization: Bearer <api key>",
                             headers: [("WWW-Authenticate", "Bearer")])
@@ -34,10 +38,10 @@ struct APICaller: Sendable {
 /// handler runs: 401 without a known key, 403 outside the key's scope, then 404
 /// `app_not_found` for a path naming an app not served (so no handler checks it again: they
 /// read it with ``HTTPRouteCall/app``).
-struct APIAuthorizer: HTTPRouteAuthorizer {
+package struct APIAuthorizer: HTTPRouteAuthorizer {
     let access: APIAccess
 
-    func authorize(_ request: HTTPRequest, for scope: APIScope, parameters: HTTPRouteParameters) throws(HTTPError) -> APICaller {
+    package func authorize(_ request: HTTPRequest, for scope: APIScope, parameters: HTTPRouteParameters) throws(HTTPError) -> APICaller {
         switch scope {
         case .open:
             return APICaller(key: nil)
@@ -63,11 +67,11 @@ struct APIAuthorizer: HTTPRouteAuthorizer {
 extension HTTPRouteCall where Caller == APICaller {
     /// The app the route's path names (`/v1/apps/{app}/...`), `default` without one; the
     /// authorizer has refused an app that is not served.
-    var app: String { parameters["app"] ?? AppChannelID.defaultApp }
+    package var app: String { parameters["app"] ?? AppChannelID.defaultApp }
 }
 
 /// The provider API's router: routes declared with their ``APIScope``.
-typealias APIRouter = HTTPRouter<APIAuthorizer>
+package typealias APIRouter = HTTPRouter<APIAuthorizer>
 
 /// What a provider-API handler gets.
-typealias APICall = HTTPRouteCall<APICaller>
+package typealias APICall = HTTPRouteCall<APICaller>

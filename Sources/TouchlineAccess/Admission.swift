@@ -15,13 +15,19 @@ import TouchlineRuntime
 /// without a body and without a known key goes to them as is. An admitted body counts against its
 /// key's share of the server's body budget (`http.maxBufferedBodyBytesPerKey`): the key's index is
 /// the body's owner.
-struct Admission: Sendable {
+package struct Admission: Sendable {
     let access: APIAccess
     let router: APIRouter
     let limits: RequestLimits
 
+    package init(access: APIAccess, router: APIRouter, limits: RequestLimits) {
+        self.access = access
+        self.router = router
+        self.limits = limits
+    }
+
     /// The server's admission hook.
-    func decide(_ head: HTTPRequestHead) -> HTTPAdmission {
+    package func decide(_ head: HTTPRequestHead) -> HTTPAdmission {
         if head.hasBody, let method = HTTPMethod(rawValue: head.method),
            case .refused(let error) = router.resolve(method: method, path: HTTPRequestTarget(parsing: head.target).path) {
             return .refuse(error)
@@ -40,17 +46,17 @@ struct Admission: Sendable {
 
     /// The keys' buckets with the clock, on the ingest loop (the HTTP server's loop, where the
     /// admission hook runs): `@unchecked Sendable` only so the hook's closure can capture it.
-    final class RequestLimits: @unchecked Sendable {
+    package final class RequestLimits: @unchecked Sendable {
         private var buckets: KeyRateLimits
         private let clock: any WallClock
         /// Requests refused with 429, by the scope of their key (`admin` or the channel prefix:
         /// never the secret), for `/metrics`.
-        private(set) var refusedByScope: [String: Int] = [:]
+        package private(set) var refusedByScope: [String: Int] = [:]
         /// Each configured key's scope as metrics name it (`admin` or the channel prefix), in the
         /// order of the keys.
-        let scopes: [String]
+        package let scopes: [String]
 
-        init(keys: [GatewayConfiguration.APIKey], providerDefault: KeyRateLimit?, clock: any WallClock) {
+        package init(keys: [GatewayConfiguration.APIKey], providerDefault: KeyRateLimit?, clock: any WallClock) {
             buckets = KeyRateLimits(keys: keys, providerDefault: providerDefault, now: clock.now())
             self.clock = clock
             scopes = keys.map { key in

@@ -8,28 +8,28 @@ import TouchlineRuntime
 ///
 /// Pure but for the clock's reading by the caller: `now` is a parameter, so the rules run in
 /// virtual time in tests. Memory is one bucket per configured key, whatever is sent.
-struct KeyQuotas: Sendable {
+package struct KeyQuotas: Sendable {
     /// Which limit refused a request (the `limit` label of `touchline_key_limit_refusals_total`).
-    enum Limit: String, Sendable {
+    package enum Limit: String, Sendable {
         case channels
         case starts
         case rolloverInterval = "rollover_interval"
         case followTopic = "follow_topic"
     }
 
-    let settings: KeyLimits
+    package let settings: KeyLimits
     /// By key: its start bucket (nil: not limited) and channel cap (nil: none).
     private var starts: [String: RateLimiter?]
     private let channelCaps: [String: Int?]
     /// Refusals by the key's scope (`admin` or its channel prefix, never the key) and limit.
-    private(set) var refusals: [Refusal: Int] = [:]
+    package private(set) var refusals: [Refusal: Int] = [:]
 
-    struct Refusal: Hashable, Sendable {
-        var scope: String
-        var limit: Limit
+    package struct Refusal: Hashable, Sendable {
+        package var scope: String
+        package var limit: Limit
     }
 
-    init(keys: [GatewayConfiguration.APIKey], settings: KeyLimits, now: UnixTime) {
+    package init(keys: [GatewayConfiguration.APIKey], settings: KeyLimits, now: UnixTime) {
         self.settings = settings
         var starts: [String: RateLimiter?] = [:]
         var caps: [String: Int?] = [:]
@@ -48,7 +48,7 @@ struct KeyQuotas: Sendable {
 
     /// Takes one fan-out of push-to-start (a kickoff or an asked-for rollover) from `key`'s
     /// bucket: 429 `start_rate_limited` with `Retry-After` when it is empty.
-    mutating func takeStart(for key: GatewayConfiguration.APIKey, now: UnixTime) throws(HTTPError) {
+    package mutating func takeStart(for key: GatewayConfiguration.APIKey, now: UnixTime) throws(HTTPError) {
         guard case var bucket?? = starts[key.key] else { return }
         defer { starts[key.key] = bucket }
         if bucket.consume(now: now) != nil { return }
@@ -60,7 +60,7 @@ struct KeyQuotas: Sendable {
     }
 
     /// 409 `key_channel_limit` when `key` holds `held` channels already and may hold no more.
-    mutating func requireChannelRoom(for key: GatewayConfiguration.APIKey, held: () -> Int) throws(HTTPError) {
+    package mutating func requireChannelRoom(for key: GatewayConfiguration.APIKey, held: () -> Int) throws(HTTPError) {
         guard case let cap?? = channelCaps[key.key] else { return }
         let held = held()
         guard held >= cap else { return }
@@ -70,7 +70,7 @@ struct KeyQuotas: Sendable {
     }
 
     /// Counts a refusal of `limit` made elsewhere (a rollover too soon, a follow topic not allowed).
-    mutating func count(_ limit: Limit, for key: GatewayConfiguration.APIKey) {
+    package mutating func count(_ limit: Limit, for key: GatewayConfiguration.APIKey) {
         let scope = switch key.scope {
         case .admin: "admin"
         case .channelPrefix(let prefix): prefix
@@ -79,7 +79,7 @@ struct KeyQuotas: Sendable {
     }
 
     /// Whole seconds (at least 1) from `now` to `time`, for `Retry-After`.
-    static func wholeSeconds(until time: UnixTime, from now: UnixTime) -> Int64 {
+    package static func wholeSeconds(until time: UnixTime, from now: UnixTime) -> Int64 {
         max(1, ((time - now).inNanoseconds + 999_999_999) / 1_000_000_000)
     }
 }

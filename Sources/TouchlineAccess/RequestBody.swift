@@ -3,14 +3,14 @@ import TouchlineRuntime
 
 /// A JSON object request body read field by field: every problem is a 4xx ``HTTPError`` naming
 /// the field, and fields nobody asked for are refused (a typo must not be silently ignored).
-struct RequestBody {
+package struct RequestBody {
     private let members: [JSONValue.Member]
     private let allowed: Set<JSONMemberName>
     /// Prefix of field names in messages, e.g. `events[3].`.
     private let prefix: String
 
     /// Parses `bytes` as a JSON object whose members must all be in `allowed`.
-    init(parsing bytes: [UInt8], allowed: Set<JSONMemberName>) throws(HTTPError) {
+    package init(parsing bytes: [UInt8], allowed: Set<JSONMemberName>) throws(HTTPError) {
         let value: JSONValue
         do {
             value = try JSONParser.parse(bytes)
@@ -20,7 +20,7 @@ struct RequestBody {
         try self.init(value, allowed: allowed, prefix: "")
     }
 
-    init(_ value: JSONValue, allowed: Set<JSONMemberName>, prefix: String) throws(HTTPError) {
+    package init(_ value: JSONValue, allowed: Set<JSONMemberName>, prefix: String) throws(HTTPError) {
         guard case .object(let members) = value else {
             throw HTTPError(status: 400, code: "invalid_body", message: "\(prefix.isEmpty ? "the body" : String(prefix.dropLast())) must be a JSON object")
         }
@@ -40,44 +40,44 @@ struct RequestBody {
     }
 
     /// The value of `name` (nil when absent; JSON `null` counts as absent).
-    func value(_ name: String) -> JSONValue? {
+    package func value(_ name: String) -> JSONValue? {
         guard let value = members.first(where: { $0.isNamed(name) })?.value, value != .null else { return nil }
         return value
     }
 
-    func string(_ name: String) throws(HTTPError) -> String? {
+    package func string(_ name: String) throws(HTTPError) -> String? {
         guard let value = value(name) else { return nil }
         guard case .string(let text) = value else { throw wrongType(name, "a string") }
         return text
     }
 
-    func integer(_ name: String) throws(HTTPError) -> Int64? {
+    package func integer(_ name: String) throws(HTTPError) -> Int64? {
         guard let value = value(name) else { return nil }
         guard case .integer(let number) = value else { throw wrongType(name, "an integer") }
         return number
     }
 
-    func bool(_ name: String) throws(HTTPError) -> Bool? {
+    package func bool(_ name: String) throws(HTTPError) -> Bool? {
         guard let value = value(name) else { return nil }
         guard case .bool(let flag) = value else { throw wrongType(name, "true or false") }
         return flag
     }
 
-    func object(_ name: String) throws(HTTPError) -> JSONValue? {
+    package func object(_ name: String) throws(HTTPError) -> JSONValue? {
         guard let value = value(name) else { return nil }
         guard case .object = value else { throw wrongType(name, "a JSON object") }
         return value
     }
 
-    func required<T>(_ value: T?, _ name: String) throws(HTTPError) -> T {
+    package func required<T>(_ value: T?, _ name: String) throws(HTTPError) -> T {
         guard let value else { throw HTTPError(status: 400, code: "missing_field", message: "missing field '\(prefix)\(name)'") }
         return value
     }
 
     /// `name` as messages spell it, with the prefix: `tokens[3].channelId`.
-    func path(_ name: String) -> String { prefix + name }
+    package func path(_ name: String) -> String { prefix + name }
 
-    func invalid(_ name: String, _ problem: String) -> HTTPError {
+    package func invalid(_ name: String, _ problem: String) -> HTTPError {
         HTTPError(status: 400, code: "invalid_field", message: "field '\(prefix)\(name)' \(problem)")
     }
 

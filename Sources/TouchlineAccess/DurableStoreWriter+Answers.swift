@@ -6,7 +6,7 @@ import TouchlineStore
 /// failing, and answers a failed write the same way.
 extension DurableStoreWriter {
     /// 503 with `Retry-After` while the store cannot write: nothing is taken that could not be stored.
-    func requireWritable() throws(HTTPError) {
+    package func requireWritable() throws(HTTPError) {
         guard let failure = health.failure else { return }
         throw HTTPError.storeUnavailable(failure)
     }
@@ -14,7 +14,7 @@ extension DurableStoreWriter {
 
 extension HTTPError {
     /// The answer to input whose commit failed, or that came while the store is failing.
-    static func storeUnavailable(_ failure: StoreError) -> HTTPError {
+    package static func storeUnavailable(_ failure: StoreError) -> HTTPError {
         storeUnavailable(description: "\(failure)")
     }
 
@@ -26,12 +26,12 @@ extension HTTPError {
 
     /// The answer to a write that failed: 503 with `Retry-After` when the storage failed (the
     /// retry will be stored once it recovers), 500 when the store refused this write itself.
-    static func writeFailed(_ error: StoreError, saving what: String) -> HTTPError {
+    package static func writeFailed(_ error: StoreError, saving what: String) -> HTTPError {
         writeFailed(description: "\(error)", isStorageFailure: error.isStorageFailure, saving: what)
     }
 
     /// ``writeFailed(_:saving:)`` for a failure the channel lifecycle reported.
-    static func writeFailed(_ failure: ChannelLifecycle<HTTPRequest>.StoreFailure, saving what: String) -> HTTPError {
+    package static func writeFailed(_ failure: ChannelLifecycle<HTTPRequest>.StoreFailure, saving what: String) -> HTTPError {
         writeFailed(description: failure.message, isStorageFailure: failure.isStorageFailure, saving: what)
     }
 

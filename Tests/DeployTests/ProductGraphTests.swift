@@ -67,6 +67,34 @@ import TestSlots
         #expect(Self.closure(of: aTestTargetUsingIt, in: graph).contains(module))
     }
 
+    /// The gateway's own modules in layers, lowest first: a module may depend on the foundations
+    /// and on gateway modules of lower layers only, so the graph has no cycle and no feature reaches
+    /// up into the assembly. A new gateway module must be placed here.
+    static let gatewayLayers: [[String]] = [
+        ["TouchlineConfiguration"],
+        ["TouchlineAccess"],
+        ["Touchline"],
+    ]
+    /// What the gateway is built on (the core, the runtime, stores, protocols, clients).
+    static let foundations: Set<String> = [
+        "TouchlineActivity", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "TouchlineJetStream", "NATS", "HTTP2", "APNs", "APNsMock",
+        "Measurements", "CommandLineOptions", "CShims", "CNGHTTP2", "COpenSSL", "CLibevent", "CSQLite", "CNATS",
+    ]
+
+    @Test func theGatewaysModulesDependOnLowerLayersOnly() async throws {
+        let graph = try await Self.describePackage().graph
+        let layer = Dictionary(uniqueKeysWithValues: Self.gatewayLayers.enumerated().flatMap { index, modules in modules.map { ($0, index) } })
+        for module in Self.closure(of: "Touchline", in: graph).union(["Touchline"]) where !Self.foundations.contains(module) {
+            let own = try #require(layer[module], "\(module) is a gateway module without a layer: place it in gatewayLayers")
+            for dependency in graph[module] ?? [] where !Self.foundations.contains(dependency) {
+                let theirs = try #require(layer[dependency], "\(module) depends on \(dependency), which has no layer")
+                #expect(theirs < own, "\(module) (layer \(own)) depends on \(dependency) (layer \(theirs))")
+            }
+        }
+        // The walk sees the gateway's modules, so the checks above can fail.
+        #expect(Self.closure(of: "Touchline", in: graph).isSuperset(of: Self.gatewayLayers.dropLast().flatMap { $0 }))
+    }
+
     @Test func theReusablePartsAreLibraryProducts() async throws {
         let libraries = try await Self.describePackage().libraries
         #expect(libraries.isSuperset(of: ["TouchlineCore", "APNs", "APNsMock"]), "library products: \(libraries.sorted())")

@@ -1,0 +1,414 @@
+import TouchlineCore
+
+/// One channel in virtual time (``ChannelMachine``), played the way the gateway's shell, the
+/// store, APNs, a provider and a cluster's leases would play it, with a seeded random source.
+///
+/// The provider sends its events in requests of a few, several at a time, retries whatever is
+/// refused, and ends the channel once every event is acknowledged. The store answers each write
+/// after a random delay, in order, and fails some; APNs takes each push after a random delay,
+/// answers after another, and fails some (throttled, or no answer: the push may or may not have
+/// reached it). The channel is restarted from what the store holds (a crash: answers still on
+/// the way are lost), its lease lapses and comes back (it is told before its next input, as the
+/// shell asks before every push), and its partition is let go and taken up again under a higher
+/// fence (loaded from the store). Faults stop at ``Faults/calmAfter`` so the run can settle.
+///
+/// After every step it checks the invariants:
+/// - no acknowledged event is missing from the stored state (its `seq` is covered);
+/// - at APNs, a push that replaces what devices show (a newer timestamp) never carries an older
+///   state than the one it replaces;
+/// - a running channel never has two pushes in flight (sent, not yet answered);
+/// - no push is decided while the gateway does not act for the channel, nor under an old fence;
+/// - once the run has settled after the acknowledged `end`, devices show the final state as the end.
+struct ChannelSimulation {
+    typealias Machine = ChannelMachine<TestRules>
+    /// How the channel takes an input: the machine itself, or a deliberately broken wrapper (the
+    /// negative controls).
+    typealias Step = (inout Machine, Machine.Input, UnixTime) -> [Machine.Action]
+
+    struct Faults {
+        var storeFailureRate = 0.1
+        var pushFailureRate = 0.15
+        /// Per second of virtual time.
+        var restartRate = 0.01
+        var leaseLapseRate = 0.02
+        var moveRate = 0.01
+        /// No new fault after this much virtual time.
+        var calmAfter = Duration.seconds(300)
+    }
+
+    static let start = UnixTime(seconds: 1_767_225_600)
+    static let policy = ChannelPolicy(minimumInterval: .seconds(1), burst: 3, endGracePeriod: .seconds(10), feedStall: .seconds(30))
+
+    private enum Event {
+        case providerSends(TestRequest)
+        case storeAnswers(run: Int, Stored, succeeded: Bool)
+        case pushArrives(run: Int, ChannelEngine.OutgoingPush)
+        case apnsAnswers(run: Int, sequence: UInt64, Machine.PushOutcome)
+        case deletionAnswered(run: Int)
+        case timer(run: Int, Machine.Timer, armedAs: Int)
+        case saveAgain(run: Int)
+        case fault
+        case comesBack
+    }
+
+    /// What one store write carries.
+    private enum Stored {
+        case write(TestWrite)
+        case state(ChannelMachineState)
+        case status(ChannelStatus)
+    }
+
+    /// What the store holds.
+    private struct Disk {
+        var state: ChannelMachineState
+        var status: ChannelStatus = .active
+    }
+
+    private var random: SplitMix64
+    private let faults: Faults
+    private let step: Step
+    private(set) var now = ChannelSimulation.start
+    /// When each scheduled event is due and its number, latest first (the next one is last).
+    private var due: [(at: Int64, order: Int)] = []
+    private var scheduled: [Int: Event] = [:]
+    private var order = 0
+    private var machine: Machine?
+    /// Bumped by every restart and move: what was on the way to an earlier run is dropped.
+    private var run = 0
+    private var timerArmings: [Machine.Timer: Int] = [:]
+    private var disk: Disk
+    private var storeFreeAt = ChannelSimulation.start
+    private var owned = true
+    private var fence = Fence(Revision(1))
+    private var inFlight: Set<UInt64> = []
+    /// What devices show: the newest timestamp APNs took, its state and whether it ended.
+    private var shown: (timestamp: UnixTime, seq: Int64, isEnd: Bool)?
+    private var unacknowledged: [Int: TestRequest] = [:]
+    private var acknowledgedSeqs: Int64 = 0
+    private var endAcknowledged = false
+    private let lastSeq: Int64
+    private(set) var failures: [String] = []
+    private(set) var steps = 0
+
+    init(seed: UInt64, faults: Faults = Faults(), step: @escaping Step = { $0.handle($1, now: $2) }) {
+        random = SplitMix64(seed: seed)
+        self.faults = faults
+        self.step = step
+        let engine = ChannelEngine(policy: Self.policy, storage: .noStorage, jitterSeed: seed, now: Self.start)
+        disk = Disk(state: ChannelMachineState(engine: engine, contentState: [:], lastSeq: 0))
+        // The provider's feed: 10 to 40 events in requests of 1 to 4, sent over a minute or two.
+        var seq: Int64 = 0
+        var id = 0
+        let events = Int64(10 + random.next() % 31)
+        var sendAt = Duration.zero
+        var requests: [TestRequest] = []
+        while seq < events {
+            let count = Int64(1 + random.next() % 4)
+            requests.append(TestRequest(id: id, kind: .events(Array(seq + 1 ... min(seq + count, events)))))
+            seq = min(seq + count, events)
+            id += 1
+        }
+        lastSeq = seq
+        for request in requests {
+            sendAt += .milliseconds(Int64(random.next() % 4_000))
+            unacknowledged[request.id] = request
+            schedule(.providerSends(request), after: sendAt)
+        }
+        schedule(.fault, after: nextFaultDelay())
+        machine = restored()
+        perform(feed(.resumed))
+    }
+
+    // MARK: Running
+
+    /// Runs until the channel has ended and settled, or `limit` of virtual time has passed.
+    mutating func run(limit: Duration = .seconds(3_600)) {
+        let end = Self.start + limit
+        while let next = popNext(), next.at <= end {
+            now = max(now, next.at)
+            steps += 1
+            handle(next.event)
+            if !failures.isEmpty { return }
+        }
+        checkSettled()
+    }
+
+    private mutating func handle(_ event: Event) {
+        switch event {
+        case .providerSends(let request):
+            guard unacknowledged[request.id] != nil, machine != nil else { return retry(request) }
+            perform(feed(.request(request, room: (), storeWritable: true)))
+        case .storeAnswers(let run, let stored, let succeeded):
+            if succeeded { apply(stored) }
+            guard run == self.run else { return }
+            switch stored {
+            case .write: perform(feed(.writeCompleted(succeeded: succeeded, room: (), storeWritable: true)))
+            case .state where !succeeded:
+                // The shell saves a channel whose save failed again, whole, a second later.
+                schedule(.saveAgain(run: run), after: .seconds(1))
+            case .state, .status: break
+            }
+        case .pushArrives(let run, let push):
+            arrived(push)
+            let outcome = pushOutcome()
+            schedule(.apnsAnswers(run: run, sequence: push.sequence, outcome), after: delay(upTo: 300))
+        case .apnsAnswers(let run, let sequence, let outcome):
+            guard run == self.run else { return }
+            inFlight.remove(sequence)
+            perform(feed(.pushAnswered(sequence: sequence, outcome)))
+        case .deletionAnswered(let run):
+            guard run == self.run else { return }
+            perform(feed(.lifecycle(.deletionConfirmed)))
+        case .timer(let run, let timer, let armedAs):
+            guard run == self.run, timerArmings[timer] == armedAs else { return }
+            timerArmings[timer] = nil
+            perform(feed(.timerFired(timer)))
+        case .saveAgain(let run):
+            guard run == self.run, let machine else { return }
+            // Not while a write is out: that write carries the whole state.
+            if machine.isWriting { return schedule(.saveAgain(run: run), after: .seconds(1)) }
+            submit(.state(machine.state))
+        case .fault:
+            injectFault()
+        case .comesBack:
+            comeBack()
+        }
+    }
+
+    /// Gives the channel `input`, after telling it of a change of ownership (as the shell asks
+    /// before every input).
+    private mutating func feed(_ input: Machine.Input) -> [Machine.Action] {
+        guard let current = machine?.ownership else { return [] }
+        let ownership: Machine.Ownership = owned ? .acting(fence: fence) : .notActing
+        var actions: [Machine.Action] = []
+        // In place: a copy of the machine per input would dominate a run.
+        if current != ownership { actions += step(&machine!, .ownershipChanged(ownership), now) }
+        actions += step(&machine!, input, now)
+        return actions
+    }
+
+    private mutating func perform(_ actions: [Machine.Action]) {
+        for action in actions {
+            switch action {
+            case .submit(let write, _):
+                answer(write.answers.filter { $0.answer == .refused })
+                submit(.write(write))
+            case .answerAtOnce(let write), .answerCommitted(let write):
+                answer(write.answers)
+            case .answerFailed(let write):
+                for (id, _) in write.answers { unacknowledged[id].map { retry($0) } }
+            case .refuse(let request, _):
+                retry(request)
+            case .saveState:
+                submit(.state(machine!.state))
+            case .saveStatus(let status):
+                submit(.status(status))
+            case .send(let push, _, let decidedUnder):
+                decided(push, under: decidedUnder)
+            case .arm(let timer, let at):
+                let armedAs = (timerArmings[timer] ?? 0) + 1
+                timerArmings[timer] = armedAs
+                schedule(.timer(run: run, timer, armedAs: armedAs), at: max(at, now) + .milliseconds(Int64(random.next() % 50)))
+            case .cancel(let timer):
+                timerArmings[timer] = nil
+            case .lifecycle(.deleteAtAPNs):
+                schedule(.deletionAnswered(run: run), after: delay(upTo: 500))
+            case .sendInShadow, .pushAnswerTaken, .noteFeed, .reportStall, .closeKickoffs, .lifecycle, .rollover, .saveRollover,
+                 .rolloverWaitsForOwnership:
+                break
+            }
+        }
+    }
+
+    // MARK: The provider
+
+    private mutating func answer(_ answers: [(request: Int, answer: TestAnswer)]) {
+        for (id, answer) in answers {
+            guard let request = unacknowledged[id] else { continue }
+            switch answer {
+            case .accepted:
+                guard case .events(let seqs) = request.kind else { continue }
+                unacknowledged[id] = nil
+                acknowledgedSeqs = max(acknowledgedSeqs, seqs.max() ?? 0)
+                if disk.state.lastSeq < acknowledgedSeqs {
+                    failures.append("seq \(acknowledgedSeqs) was acknowledged but the store holds up to \(disk.state.lastSeq) (step \(steps))")
+                }
+                if unacknowledged.isEmpty, !endAcknowledged { sendEnd() }
+            case .ended:
+                unacknowledged[id] = nil
+                endAcknowledged = true
+                if disk.status == .active || disk.state.engine.phase == .live {
+                    failures.append("the end was acknowledged but the store holds \(disk.status) (step \(steps))")
+                }
+            case .refused where request.kind == .end && disk.status != .active:
+                // The end was stored but its answer lost: the retry hears that the channel has ended.
+                unacknowledged[id] = nil
+                endAcknowledged = true
+            case .refused:
+                failures.append("request \(id) was refused by the rules (step \(steps))")
+            }
+        }
+    }
+
+    private mutating func sendEnd() {
+        let end = TestRequest(id: -1, kind: .end)
+        unacknowledged[end.id] = end
+        schedule(.providerSends(end), after: delay(upTo: 1_000))
+    }
+
+    private mutating func retry(_ request: TestRequest) {
+        guard unacknowledged[request.id] != nil else { return }
+        schedule(.providerSends(request), after: .milliseconds(200) + delay(upTo: 2_000))
+    }
+
+    // MARK: The store
+
+    private mutating func submit(_ stored: Stored) {
+        let succeeds = isCalm || random.unit() >= faults.storeFailureRate
+        // One writer: answers come in the order of the writes.
+        storeFreeAt = max(storeFreeAt, now) + delay(upTo: 100)
+        schedule(.storeAnswers(run: run, stored, succeeded: succeeds), at: storeFreeAt)
+    }
+
+    private mutating func apply(_ stored: Stored) {
+        switch stored {
+        case .write(let write):
+            disk.state = write.state
+            if let status = write.endedStatus { disk.status = status }
+        case .state(let state):
+            disk.state = state
+        case .status(let status):
+            disk.status = status
+        }
+    }
+
+    /// The channel as a restart (or a new owner) loads it from the store.
+    private mutating func restored() -> Machine {
+        let lifecycle = ChannelLifecycle<Int>.restored(apnsChannelID: "apns-1", status: disk.status, damage: nil, jitterSeed: 1)
+        let state = ChannelMachineState(engine: ChannelEngine(policy: Self.policy, storage: .noStorage, snapshot: disk.state.engine.snapshot),
+                                        contentState: disk.state.contentState, lastSeq: disk.state.lastSeq)
+        return Machine(rules: TestRules(), policy: Self.policy, isShadow: false, minimumRolloverInterval: .seconds(60), state: state,
+                       lifecycle: lifecycle, rollover: ActivityRollover(generationStartedAt: Self.start), persistedStatus: disk.status,
+                       hasAudience: false, watchingFrom: now, ownership: owned ? .acting(fence: fence) : .notActing)
+    }
+
+    // MARK: APNs
+
+    private mutating func decided(_ push: ChannelEngine.OutgoingPush, under decidedUnder: Fence?) {
+        if !owned { failures.append("a push was decided while the gateway did not act for the channel (step \(steps))") }
+        if decidedUnder != fence { failures.append("a push was decided under \(String(describing: decidedUnder)), the lease's is \(fence)") }
+        if !inFlight.isEmpty { failures.append("push \(push.sequence) was sent while \(inFlight.sorted()) was in flight (step \(steps))") }
+        inFlight.insert(push.sequence)
+        // A push that will fail without an answer may or may not reach APNs.
+        if random.next() % 8 == 0, !isCalm {
+            inFlight.remove(push.sequence)
+            schedule(.apnsAnswers(run: run, sequence: push.sequence, .failed(.retryLater, outcome: "no_response")), after: delay(upTo: 300))
+            return
+        }
+        schedule(.pushArrives(run: run, push), after: delay(upTo: 200))
+    }
+
+    private mutating func arrived(_ push: ChannelEngine.OutgoingPush) {
+        let seq = TestRules.seq(of: push)
+        if let shown, push.timestamp <= shown.timestamp { return }
+        if let shown, seq < shown.seq {
+            failures.append("devices went from seq \(shown.seq) back to \(seq) (step \(steps))")
+        }
+        if let shown, shown.isEnd, !push.isEnd { failures.append("an update replaced the end (step \(steps))") }
+        shown = (push.timestamp, seq, push.isEnd)
+    }
+
+    private mutating func pushOutcome() -> Machine.PushOutcome {
+        guard !isCalm, random.unit() < faults.pushFailureRate else { return .accepted }
+        return random.next() % 2 == 0 ? .failed(.throttled, outcome: "TooManyRequests") : .failed(.retryLater, outcome: "HTTP503")
+    }
+
+    // MARK: Faults
+
+    private var isCalm: Bool { now - Self.start >= faults.calmAfter }
+
+    private mutating func nextFaultDelay() -> Duration {
+        let rate = faults.restartRate + faults.leaseLapseRate + faults.moveRate
+        return .milliseconds(Int64(random.unit() * 2 / rate * 1_000))
+    }
+
+    private mutating func injectFault() {
+        guard !isCalm else { return }
+        schedule(.fault, after: nextFaultDelay())
+        guard machine != nil, owned else { return }
+        let rate = faults.restartRate + faults.leaseLapseRate + faults.moveRate
+        let pick = random.unit() * rate
+        if pick < faults.restartRate {
+            // A crash: the process is gone, whatever was on the way to it is lost.
+            forget()
+            schedule(.comesBack, after: delay(upTo: 3_000))
+        } else if pick < faults.restartRate + faults.leaseLapseRate {
+            // The lease lapses; the channel hears of it before its next input.
+            owned = false
+            schedule(.comesBack, after: delay(upTo: 2_000))
+        } else {
+            // The partition is let go; later taken up again under a higher fence.
+            owned = false
+            forget()
+            schedule(.comesBack, after: delay(upTo: 5_000))
+        }
+    }
+
+    private mutating func forget() {
+        machine = nil
+        run += 1
+        inFlight = []
+        timerArmings = [:]
+        // The provider's connections to it are cut: it sends again what it has no answer to.
+        for request in unacknowledged.values.sorted(by: { $0.id < $1.id }) { retry(request) }
+    }
+
+    private mutating func comeBack() {
+        if !owned {
+            owned = true
+            fence = Fence(Revision(fence.revision.value + 1))
+        }
+        guard machine == nil else { return }
+        machine = restored()
+        perform(feed(.resumed))
+    }
+
+    /// The run is over: every event and the end acknowledged, and devices show the final state
+    /// as the end.
+    private mutating func checkSettled() {
+        guard failures.isEmpty else { return }
+        if !unacknowledged.isEmpty { failures.append("requests \(unacknowledged.keys.sorted()) were never acknowledged") }
+        guard let shown, shown.isEnd, shown.seq == lastSeq else {
+            return failures.append("after the end, devices show \(String(describing: shown)), not the end with seq \(lastSeq)")
+        }
+    }
+
+    // MARK: Time
+
+    private mutating func delay(upTo milliseconds: Int64) -> Duration {
+        .milliseconds(1 + Int64(random.next() % UInt64(milliseconds)))
+    }
+
+    private mutating func schedule(_ event: Event, after delay: Duration) {
+        schedule(event, at: now + delay)
+    }
+
+    private mutating func schedule(_ event: Event, at time: UnixTime) {
+        order += 1
+        scheduled[order] = event
+        let key = (at: time.nanoseconds, order: order)
+        // Binary search for the place that keeps `due` latest first.
+        var low = 0
+        var high = due.count
+        while low < high {
+            let middle = (low + high) / 2
+            if due[middle].at > key.at || (due[middle].at == key.at && due[middle].order > key.order) { low = middle + 1 } else { high = middle }
+        }
+        due.insert(key, at: low)
+    }
+
+    private mutating func popNext() -> (at: UnixTime, event: Event)? {
+        guard let next = due.popLast(), let event = scheduled.removeValue(forKey: next.order) else { return nil }
+        return (UnixTime(nanoseconds: next.at), event)
+    }
+}

@@ -1,0 +1,59 @@
+import Testing
+import TouchlineCore
+
+/// A channel's rules under delays, failures, restarts and moves, on many seeds
+/// (``ChannelSimulation``), and the negative controls that show the simulation sees a broken rule.
+@Suite("Channel simulation")
+struct ChannelSimulationTests {
+    typealias Machine = ChannelMachine<TestRules>
+
+    static let seeds: ClosedRange<UInt64> = 1...2_000
+
+    /// The first failures of `step` over `seeds` (a seed and what broke).
+    static func failures(seeds: ClosedRange<UInt64>, step: @escaping ChannelSimulation.Step = { $0.handle($1, now: $2) }) -> [String] {
+        var found: [String] = []
+        for seed in seeds {
+            var simulation = ChannelSimulation(seed: seed, step: step)
+            simulation.run()
+            if let failure = simulation.failures.first { found.append("seed \(seed): \(failure)") }
+            if found.count >= 5 { break }
+        }
+        return found
+    }
+
+    @Test func everyInvariantHoldsOnTwoThousandSeeds() {
+        let failures = Self.failures(seeds: Self.seeds)
+        #expect(failures.isEmpty, "\(failures)")
+    }
+
+    /// A seed's run is the same every time: a failure can be replayed from its seed.
+    @Test func aSeedReplaysTheSameRun() {
+        var first = ChannelSimulation(seed: 42)
+        first.run()
+        var second = ChannelSimulation(seed: 42)
+        second.run()
+        #expect(first.steps == second.steps && first.steps > 100)
+        #expect(first.now == second.now)
+    }
+
+    // MARK: Negative controls
+
+    /// A channel that does not hear that its lease lapsed decides pushes without ownership.
+    @Test func aChannelDeafToALapsedLeaseIsCaught() {
+        let failures = Self.failures(seeds: Self.seeds) { machine, input, now in
+            if case .ownershipChanged(.notActing) = input { return [] }
+            return machine.handle(input, now: now)
+        }
+        #expect(failures.contains { $0.contains("did not act for the channel") }, "\(failures)")
+    }
+
+    /// A shell that acknowledges a write whose commit failed loses acknowledged events.
+    @Test func acknowledgingAFailedWriteIsCaught() {
+        let failures = Self.failures(seeds: Self.seeds) { machine, input, now in
+            machine.handle(input, now: now).map { action in
+                if case .answerFailed(let write) = action { .answerCommitted(write) } else { action }
+            }
+        }
+        #expect(failures.contains { $0.contains("was acknowledged but the store holds") }, "\(failures)")
+    }
+}

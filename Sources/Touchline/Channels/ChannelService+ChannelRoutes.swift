@@ -93,11 +93,12 @@ extension ChannelService: APIFeature {
         try keyQuotas.requireChannelRoom(for: key) { channelsHeld(by: key) }
         let now = clock.now()
         // The intent is durable before Apple is asked, so a lost answer can be reconciled.
-        let (lifecycle, actions) = Lifecycle.created(for: request, jitterSeed: Channel.jitterSeed(for: id))
+        let (machine, actions) = Machine.created(for: request, rules: Channel.rules(id: id, attributes: attributes, alertMode: alertMode),
+                                                 policy: policy, storage: storage, isShadow: isShadow, contentState: state,
+                                                 minimumRolloverInterval: keyQuotas.settings.rolloverInterval,
+                                                 jitterSeed: Channel.jitterSeed(for: id), now: now)
         let channel = Channel(id: id, storage: storage, policy: policy, attributes: attributes, alertMode: alertMode, createdAt: now,
-                              recording: recordsFeed ? FeedRecording(initialState: state) : nil, isShadow: isShadow, lifecycle: lifecycle,
-                              engine: ChannelEngine(policy: policy, storage: storage, jitterSeed: Channel.jitterSeed(for: id), now: now),
-                              contentState: state, lastSeq: 0, persistedStatus: .creating)
+                              recording: recordsFeed ? FeedRecording(initialState: state) : nil, isShadow: isShadow, machine: machine)
         channels[id] = channel
         recordingLedger.add(id, isShadow: isShadow, records: recordsFeed)
         perform(actions, on: channel)

@@ -21,7 +21,7 @@ extension ChannelService {
     /// The machine's answer to `input`, not performed yet.
     func decide(_ input: Machine.Input, of channel: Channel) -> [Machine.Action] {
         let now = clock.now()
-        let ownership: Machine.Ownership = ownership.actsFor(channel.id) ? .acting(fence: nil) : .notActing
+        let ownership: Machine.Ownership = ownership.actsFor(channel.id) ? .acting(fence: ownership.fence(for: channel.id)) : .notActing
         var actions: [Machine.Action] = []
         if channel.machine.ownership != ownership { actions += channel.machine.handle(.ownershipChanged(ownership), now: now) }
         return actions + channel.machine.handle(input, now: now)
@@ -33,7 +33,7 @@ extension ChannelService {
         eventStream?.channelChanged()
     }
 
-    private func perform(_ action: Machine.Action, on channel: Channel) {
+    func perform(_ action: Machine.Action, on channel: Channel) {
         switch action {
         case .submit(let write, let reports):
             submit(write, feedReports: reports, of: channel)
@@ -42,7 +42,7 @@ extension ChannelService {
         case .answerCommitted(let write):
             answerCommitted(write, of: channel)
         case .answerFailed:
-            // Answered where the commit's failure is known (``writeCompleted(_:of:_:)``).
+            // Only a commit's completion leads here, and it answers with the store's failure.
             break
         case .refuse(let request, let refusal):
             refuse(request, Self.refusal(refusal, of: channel, store: store))

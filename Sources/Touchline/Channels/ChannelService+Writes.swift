@@ -70,18 +70,17 @@ extension ChannelService {
         if case .success = result, channel.recording != nil { recorded(write, on: channel) }
         if case .failure(let error) = result {
             if isCurrent { recordingLedger.release(write.loggedBytes, for: channel.id) }
-            let refusal = HTTPError.writeFailed(error, saving: "the channel's input")
             if error.isStorageFailure { log.error("a channel write failed; nothing of it was applied", channel: channel.id, error: error) }
-            for (request, _) in write.answers {
-                metrics.rejectedEvents[refusal.code, default: 0] += 1
-                request.respond(refusal.response)
-            }
         }
         let completed = Machine.Input.writeCompleted(succeeded: result.isSuccess, room: recordingRoom(of: channel),
                                                      storeWritable: isCurrent && !store.health.isFailing)
-        guard isCurrent else {
-            // Deleted or let go meanwhile: its requests are answered, nothing else is done.
-            for action in decide(completed, of: channel) {
+        for action in decide(completed, of: channel) {
+            if case .answerFailed(let write) = action, case .failure(let error) = result {
+                answerFailed(write, HTTPError.writeFailed(error, saving: "the channel's input"))
+            } else if isCurrent {
+                perform(action, on: channel)
+            } else {
+                // Deleted or let go meanwhile: its requests are answered, nothing else is done.
                 switch action {
                 case .answerCommitted(let write): answerCommitted(write, of: channel)
                 case .refuse(let request, _):
@@ -90,9 +89,16 @@ extension ChannelService {
                 default: break
                 }
             }
-            return
         }
-        handle(completed, of: channel)
+        if isCurrent { eventStream?.channelChanged() }
+    }
+
+    /// A write whose commit failed: nothing of it was applied; every request gets the failure.
+    private func answerFailed(_ write: ChannelWrite, _ refusal: HTTPError) {
+        for (request, _) in write.answers {
+            metrics.rejectedEvents[refusal.code, default: 0] += 1
+            request.respond(refusal.response)
+        }
     }
 
     /// A write with nothing to store: its answers go at once.

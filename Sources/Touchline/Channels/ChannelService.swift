@@ -190,8 +190,10 @@ final class ChannelService: @unchecked Sendable {
     /// Stops sending and cancels every timer (shutdown).
     func stop() {
         isStopping = true
+        let now = clock.now()
         for channel in channels.values {
-            handle(.stopped, of: channel)
+            // Its machine sends and arms nothing more; the loop timers stop here.
+            _ = channel.machine.handle(.stopped, now: now)
             channel.cancelTimers()
         }
     }

@@ -4,7 +4,9 @@ import TouchlineCore
 /// store, APNs, a provider and a cluster's leases would play it, with a seeded random source.
 ///
 /// The provider sends its events in requests of a few, several at a time, retries whatever is
-/// refused, and ends the channel once every event is acknowledged. The store answers each write
+/// refused, and ends the channel once every event is acknowledged. The channel's audience is
+/// known from the start and its activities reach their maximum age within seconds, so it rolls
+/// over to new APNs channels several times during the match. The store answers each write
 /// after a random delay, in order, and fails some; APNs takes each push after a random delay,
 /// answers after another, and fails some (throttled, or no answer: the push may or may not have
 /// reached it). The channel is restarted from what the store holds (a crash: answers still on
@@ -14,11 +16,13 @@ import TouchlineCore
 ///
 /// After every step it checks the invariants:
 /// - no acknowledged event is missing from the stored state (its `seq` is covered);
-/// - at APNs, a push that replaces what devices show (a newer timestamp) never carries an older
-///   state than the one it replaces;
+/// - at APNs, on every APNs channel, a push that replaces what devices show (a newer timestamp)
+///   never carries an older state than the one it replaces, nor an update after the end;
 /// - a running channel never has two pushes in flight (sent, not yet answered);
-/// - no push is decided while the gateway does not act for the channel, nor under an old fence;
-/// - once the run has settled after the acknowledged `end`, devices show the final state as the end.
+/// - no push and no rollover call is decided while the gateway does not act for the channel, and
+///   no push under an old fence;
+/// - once the run has settled after the acknowledged `end`, every APNs channel devices were
+///   started on shows an end, and the latest of them the final state.
 struct ChannelSimulation {
     typealias Machine = ChannelMachine<TestRules>
     /// How the channel takes an input: the machine itself, or a deliberately broken wrapper (the
@@ -37,14 +41,18 @@ struct ChannelSimulation {
     }
 
     static let start = UnixTime(seconds: 1_767_225_600)
-    static let policy = ChannelPolicy(minimumInterval: .seconds(1), burst: 3, endGracePeriod: .seconds(10), feedStall: .seconds(30))
+    static let policy = ChannelPolicy(minimumInterval: .seconds(1), burst: 3, endGracePeriod: .seconds(10), feedStall: .seconds(30),
+                                      maximumActivityAge: .seconds(8))
+    static let rolloverInterval = Duration.seconds(4)
 
     private enum Event {
         case providerSends(TestRequest)
         case storeAnswers(run: Int, Stored, succeeded: Bool)
-        case pushArrives(run: Int, ChannelEngine.OutgoingPush)
+        case pushArrives(run: Int, String, ChannelEngine.OutgoingPush)
         case apnsAnswers(run: Int, sequence: UInt64, Machine.PushOutcome)
         case deletionAnswered(run: Int)
+        case rolloverAnswered(run: Int, Machine.RolloverOutcome)
+        case previousEndArrives(run: Int, String, ChannelEngine.OutgoingPush)
         case timer(run: Int, Machine.Timer, armedAs: Int)
         case saveAgain(run: Int)
         case fault
@@ -56,12 +64,18 @@ struct ChannelSimulation {
         case write(TestWrite)
         case state(ChannelMachineState)
         case status(ChannelStatus)
+        /// The channel's settings with its rollover; `save` is what waits for the commit.
+        case rollover(ActivityRollover, save: Machine.RolloverSave)
+        /// A rollover's successor made the channel's APNs channel, with the rollover.
+        case switched(to: String, ActivityRollover)
     }
 
     /// What the store holds.
     private struct Disk {
         var state: ChannelMachineState
         var status: ChannelStatus = .active
+        var apnsID = "apns-1"
+        var rollover = ActivityRollover(generationStartedAt: ChannelSimulation.start)
     }
 
     private var random: SplitMix64
@@ -82,13 +96,30 @@ struct ChannelSimulation {
     private var fence = Fence(Revision(1))
     private var inFlight: Set<UInt64> = []
     /// What devices show: the newest timestamp APNs took, its state and whether it ended.
-    private var shown: (timestamp: UnixTime, seq: Int64, isEnd: Bool)?
+    private var shown: [String: (timestamp: UnixTime, seq: Int64, isEnd: Bool)] = [:]
+    /// The APNs channels devices were started on (the first, then each rollover's audience).
+    private var audiences: Set<String> = ["apns-1"]
+    private var successors = 1
     private var unacknowledged: [Int: TestRequest] = [:]
     private var acknowledgedSeqs: Int64 = 0
     private var endAcknowledged = false
     private let lastSeq: Int64
     private(set) var failures: [String] = []
     private(set) var steps = 0
+    /// What the run went through, to show that the seeds exercise what the checks are about.
+    private(set) var seen = Seen()
+
+    struct Seen {
+        var restarts = 0
+        var lapses = 0
+        var moves = 0
+        var failedCommits = 0
+        var failedPushes = 0
+        /// Successors saved as the channel's APNs channel.
+        var rollovers = 0
+        /// Pushes the engine decided while a write was in the store (held answers let them out).
+        var heldInputs = 0
+    }
 
     init(seed: UInt64, faults: Faults = Faults(), step: @escaping Step = { $0.handle($1, now: $2) }) {
         random = SplitMix64(seed: seed)
@@ -142,23 +173,38 @@ struct ChannelSimulation {
             if succeeded { apply(stored) }
             guard run == self.run else { return }
             switch stored {
-            case .write: perform(feed(.writeCompleted(succeeded: succeeded, room: (), storeWritable: true)))
+            case .write:
+                if !succeeded { seen.failedCommits += 1 }
+                perform(feed(.writeCompleted(succeeded: succeeded, room: (), storeWritable: true)))
             case .state where !succeeded:
                 // The shell saves a channel whose save failed again, whole, a second later.
                 schedule(.saveAgain(run: run), after: .seconds(1))
             case .state, .status: break
+            case .rollover(_, let save): perform(feed(.rolloverSaved(save, succeeded: succeeded)))
+            case .switched(let successor, _):
+                if succeeded { seen.rollovers += 1 }
+                perform(feed(.rolloverStep(succeeded ? .switched(to: successor) : .failed)))
             }
-        case .pushArrives(let run, let push):
-            arrived(push)
+        case .pushArrives(let run, let apnsID, let push):
+            arrived(push, on: apnsID)
             let outcome = pushOutcome()
             schedule(.apnsAnswers(run: run, sequence: push.sequence, outcome), after: delay(upTo: 300))
         case .apnsAnswers(let run, let sequence, let outcome):
             guard run == self.run else { return }
             inFlight.remove(sequence)
+            if case .failed = outcome { seen.failedPushes += 1 }
+            if machine?.isWriting == true { seen.heldInputs += 1 }
             perform(feed(.pushAnswered(sequence: sequence, outcome)))
         case .deletionAnswered(let run):
             guard run == self.run else { return }
             perform(feed(.lifecycle(.deletionConfirmed)))
+        case .rolloverAnswered(let run, let outcome):
+            guard run == self.run else { return }
+            perform(feed(.rolloverStep(outcome)))
+        case .previousEndArrives(let run, let previous, let push):
+            arrived(push, on: previous)
+            let ended = isCalm || random.unit() >= faults.pushFailureRate
+            schedule(.rolloverAnswered(run: run, ended ? .previousEnded : .failed), after: delay(upTo: 300))
         case .timer(let run, let timer, let armedAs):
             guard run == self.run, timerArmings[timer] == armedAs else { return }
             timerArmings[timer] = nil
@@ -203,8 +249,8 @@ struct ChannelSimulation {
                 submit(.state(machine!.state))
             case .saveStatus(let status):
                 submit(.status(status))
-            case .send(let push, _, let decidedUnder):
-                decided(push, under: decidedUnder)
+            case .send(let push, let apnsID, let decidedUnder):
+                decided(push, on: apnsID, under: decidedUnder)
             case .arm(let timer, let at):
                 let armedAs = (timerArmings[timer] ?? 0) + 1
                 timerArmings[timer] = armedAs
@@ -213,10 +259,38 @@ struct ChannelSimulation {
                 timerArmings[timer] = nil
             case .lifecycle(.deleteAtAPNs):
                 schedule(.deletionAnswered(run: run), after: delay(upTo: 500))
-            case .sendInShadow, .pushAnswerTaken, .noteFeed, .reportStall, .closeKickoffs, .lifecycle, .rollover, .saveRollover,
-                 .rolloverWaitsForOwnership:
+            case .saveRollover(let save):
+                submit(.rollover(machine!.rollover, save: save))
+            case .rollover(let call):
+                perform(call)
+            case .sendInShadow, .pushAnswerTaken, .noteFeed, .reportStall, .closeKickoffs, .lifecycle, .rolloverWaitsForOwnership:
                 break
             }
+        }
+    }
+
+    /// A rollover's call to APNs or the job queue, answered after a while (or failed).
+    private mutating func perform(_ call: Machine.RolloverCall) {
+        // Saving the successor is a store write (fenced by the store in a cluster); every other
+        // call goes out to APNs or the job queue, which only the channel's owner may do.
+        let callsOut = if case .switchTo = call { false } else { true }
+        if callsOut, !owned { failures.append("a rollover call \(call) was decided while the gateway did not act for the channel (step \(steps))") }
+        let succeeds = isCalm || random.unit() >= faults.pushFailureRate
+        switch call {
+        case .createSuccessor:
+            successors += 1
+            schedule(.rolloverAnswered(run: run, succeeds ? .successorCreated("apns-\(successors)") : .failed), after: delay(upTo: 500))
+        case .switchTo(let successor):
+            submit(.switched(to: successor, machine!.rollover))
+        case .startAudience:
+            if succeeds, let current = machine?.apnsChannelID { audiences.insert(current) }
+            schedule(.rolloverAnswered(run: run, succeeds ? .audienceStarted : .failed), after: delay(upTo: 300))
+        case .endPrevious(let previous, let push):
+            schedule(.previousEndArrives(run: run, previous, push), after: delay(upTo: 200))
+        case .deletePrevious:
+            schedule(.rolloverAnswered(run: run, succeeds ? .previousDeleted : .failed), after: delay(upTo: 300))
+        case .deleteUnneeded:
+            break
         }
     }
 
@@ -279,22 +353,27 @@ struct ChannelSimulation {
             disk.state = state
         case .status(let status):
             disk.status = status
+        case .rollover(let rollover, _):
+            disk.rollover = rollover
+        case .switched(let successor, let rollover):
+            disk.apnsID = successor
+            disk.rollover = rollover
         }
     }
 
     /// The channel as a restart (or a new owner) loads it from the store.
     private mutating func restored() -> Machine {
-        let lifecycle = ChannelLifecycle<Int>.restored(apnsChannelID: "apns-1", status: disk.status, damage: nil, jitterSeed: 1)
+        let lifecycle = ChannelLifecycle<Int>.restored(apnsChannelID: disk.apnsID, status: disk.status, damage: nil, jitterSeed: 1)
         let state = ChannelMachineState(engine: ChannelEngine(policy: Self.policy, storage: .noStorage, snapshot: disk.state.engine.snapshot),
                                         contentState: disk.state.contentState, lastSeq: disk.state.lastSeq)
-        return Machine(rules: TestRules(), policy: Self.policy, isShadow: false, minimumRolloverInterval: .seconds(60), state: state,
-                       lifecycle: lifecycle, rollover: ActivityRollover(generationStartedAt: Self.start), persistedStatus: disk.status,
-                       hasAudience: false, watchingFrom: now, ownership: owned ? .acting(fence: fence) : .notActing)
+        return Machine(rules: TestRules(), policy: Self.policy, isShadow: false, minimumRolloverInterval: Self.rolloverInterval, state: state,
+                       lifecycle: lifecycle, rollover: disk.rollover, persistedStatus: disk.status, hasAudience: true, watchingFrom: now,
+                       ownership: owned ? .acting(fence: fence) : .notActing)
     }
 
     // MARK: APNs
 
-    private mutating func decided(_ push: ChannelEngine.OutgoingPush, under decidedUnder: Fence?) {
+    private mutating func decided(_ push: ChannelEngine.OutgoingPush, on apnsID: String, under decidedUnder: Fence?) {
         if !owned { failures.append("a push was decided while the gateway did not act for the channel (step \(steps))") }
         if decidedUnder != fence { failures.append("a push was decided under \(String(describing: decidedUnder)), the lease's is \(fence)") }
         if !inFlight.isEmpty { failures.append("push \(push.sequence) was sent while \(inFlight.sorted()) was in flight (step \(steps))") }
@@ -305,17 +384,18 @@ struct ChannelSimulation {
             schedule(.apnsAnswers(run: run, sequence: push.sequence, .failed(.retryLater, outcome: "no_response")), after: delay(upTo: 300))
             return
         }
-        schedule(.pushArrives(run: run, push), after: delay(upTo: 200))
+        schedule(.pushArrives(run: run, apnsID, push), after: delay(upTo: 200))
     }
 
-    private mutating func arrived(_ push: ChannelEngine.OutgoingPush) {
+    /// APNs took `push` on `apnsID`: devices there show it if its timestamp is newer.
+    private mutating func arrived(_ push: ChannelEngine.OutgoingPush, on apnsID: String) {
         let seq = TestRules.seq(of: push)
-        if let shown, push.timestamp <= shown.timestamp { return }
-        if let shown, seq < shown.seq {
-            failures.append("devices went from seq \(shown.seq) back to \(seq) (step \(steps))")
+        if let shown = shown[apnsID] {
+            guard push.timestamp > shown.timestamp else { return }
+            if seq < shown.seq { failures.append("devices on \(apnsID) went from seq \(shown.seq) back to \(seq) (step \(steps))") }
+            if shown.isEnd, !push.isEnd { failures.append("an update replaced the end on \(apnsID) (step \(steps))") }
         }
-        if let shown, shown.isEnd, !push.isEnd { failures.append("an update replaced the end (step \(steps))") }
-        shown = (push.timestamp, seq, push.isEnd)
+        shown[apnsID] = (push.timestamp, seq, push.isEnd)
     }
 
     private mutating func pushOutcome() -> Machine.PushOutcome {
@@ -340,14 +420,17 @@ struct ChannelSimulation {
         let pick = random.unit() * rate
         if pick < faults.restartRate {
             // A crash: the process is gone, whatever was on the way to it is lost.
+            seen.restarts += 1
             forget()
             schedule(.comesBack, after: delay(upTo: 3_000))
         } else if pick < faults.restartRate + faults.leaseLapseRate {
             // The lease lapses; the channel hears of it before its next input.
+            seen.lapses += 1
             owned = false
             schedule(.comesBack, after: delay(upTo: 2_000))
         } else {
             // The partition is let go; later taken up again under a higher fence.
+            seen.moves += 1
             owned = false
             forget()
             schedule(.comesBack, after: delay(upTo: 5_000))
@@ -378,8 +461,14 @@ struct ChannelSimulation {
     private mutating func checkSettled() {
         guard failures.isEmpty else { return }
         if !unacknowledged.isEmpty { failures.append("requests \(unacknowledged.keys.sorted()) were never acknowledged") }
-        guard let shown, shown.isEnd, shown.seq == lastSeq else {
-            return failures.append("after the end, devices show \(String(describing: shown)), not the end with seq \(lastSeq)")
+        for apnsID in audiences.sorted() where shown[apnsID]?.isEnd != true {
+            failures.append("after the end, devices on \(apnsID) show \(String(describing: shown[apnsID])), not an end")
+        }
+        // The latest audience: where the channel's own end went, or a previous channel whose
+        // rollover's end carried the final state (the match had ended before the switch).
+        let latest = audiences.max { Int($0.dropFirst(5)) ?? 0 < Int($1.dropFirst(5)) ?? 0 } ?? disk.apnsID
+        if shown[latest]?.seq != lastSeq {
+            failures.append("after the end, devices on \(latest) show \(String(describing: shown[latest])), not seq \(lastSeq)")
         }
     }
 

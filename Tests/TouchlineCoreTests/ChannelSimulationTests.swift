@@ -26,6 +26,28 @@ struct ChannelSimulationTests {
         #expect(failures.isEmpty, "\(failures)")
     }
 
+    /// The seeds go through what the checks are about: most runs roll over and see failed
+    /// commits and pushes, answers held behind a write, and many see crashes, lapsed leases and moves.
+    @Test func theSeedsExerciseFaultsRolloversAndTheGate() {
+        var totals = ChannelSimulation.Seen()
+        var runsRolledOver = 0
+        for seed: UInt64 in 1...200 {
+            var simulation = ChannelSimulation(seed: seed)
+            simulation.run()
+            let seen = simulation.seen
+            totals.restarts += seen.restarts
+            totals.lapses += seen.lapses
+            totals.moves += seen.moves
+            totals.failedCommits += seen.failedCommits
+            totals.failedPushes += seen.failedPushes
+            totals.heldInputs += seen.heldInputs
+            if seen.rollovers > 0 { runsRolledOver += 1 }
+        }
+        #expect(runsRolledOver >= 150, "\(runsRolledOver) of 200 runs rolled over")
+        #expect(totals.restarts >= 50 && totals.lapses >= 100 && totals.moves >= 50, "\(totals)")
+        #expect(totals.failedCommits >= 200 && totals.failedPushes >= 200 && totals.heldInputs >= 20, "\(totals)")
+    }
+
     /// A seed's run is the same every time: a failure can be replayed from its seed.
     @Test func aSeedReplaysTheSameRun() {
         var first = ChannelSimulation(seed: 42)

@@ -211,6 +211,81 @@ struct ChannelMachineTests {
         #expect(machine.startRollover(now: Self.start).map { _ in true } == .success(true), "a failed start counted against the interval")
     }
 
+    // MARK: The life at APNs, restarts and shadow channels
+
+    /// The end is pushed, accepted, and after the grace period the APNs channel is deleted; a
+    /// refused deletion is a deadline of its own, retried until confirmed, and saved as deleted.
+    @Test func theEndLeadsToADeletionRetriedOnItsOwnTimerUntilConfirmed() {
+        let (closed, graceOver) = Self.ended()
+        var machine = closed
+        let refused = machine.handle(.lifecycle(.deletionFailed(retryable: true)), now: graceOver)
+        let retryAt = refused.compactMap(\.armedTimer).first { $0.0 == .deletionRetry }?.1
+        #expect(retryAt.map { $0 > graceOver } ?? false)
+        let again = machine.handle(.timerFired(.deletionRetry), now: retryAt!)
+        #expect(again.compactMap(\.lifecycleAction).contains { if case .deleteAtAPNs = $0 { true } else { false } })
+        let confirmed = machine.handle(.lifecycle(.deletionConfirmed), now: retryAt!)
+        #expect(confirmed.contains { if case .saveStatus(.deleted) = $0 { true } else { false } })
+        #expect(machine.status == .deleted)
+    }
+
+    /// A channel loaded from the store sends what was pending (a push in flight at the crash
+    /// counts as pending) and asks again for a deletion that was due.
+    @Test func aResumedChannelSendsWhatWasPendingAndAsksAgainForADueDeletion() {
+        var machine = Self.active()
+        _ = machine.handle(Self.events(1, 3), now: Self.start)
+        #expect(machine.handle(Self.committed(), now: Self.start).compactMap(\.push).count == 1)
+        var restored = Self.restored(from: machine, at: Self.start + .seconds(30))
+        let resumed = restored.handle(.resumed, now: Self.start + .seconds(30))
+        #expect(resumed.compactMap(\.push).map(TestRules.seq) == [3], "the push in flight at the crash was not sent again")
+        #expect(resumed.compactMap(\.armedTimer).contains { $0.0 == .feed }, "the feed watch did not start again")
+
+        let (closing, graceOver) = Self.ended()
+        #expect(closing.engine.phase == .closed)
+        var reopened = Self.restored(from: closing, at: graceOver + .seconds(30))
+        let asked = reopened.handle(.resumed, now: graceOver + .seconds(30))
+        #expect(asked.compactMap(\.lifecycleAction).contains { if case .deleteAtAPNs("apns-1") = $0 { true } else { false } })
+    }
+
+    /// A shadow channel's pushes never go to APNs: the gateway accepts them in its place.
+    @Test func aShadowChannelsPushesAreAcceptedByTheGateway() {
+        var machine = Self.active(isShadow: true)
+        _ = machine.handle(Self.events(1, 1), now: Self.start)
+        let done = machine.handle(Self.committed(), now: Self.start)
+        #expect(done.compactMap(\.push).isEmpty)
+        let shadowed = done.compactMap { if case .sendInShadow(let push) = $0 { push } else { nil } }
+        #expect(shadowed.count == 1)
+        let taken = machine.handle(.pushAnswered(sequence: shadowed[0].sequence, .acceptedInShadow), now: Self.start)
+        #expect(taken.contains { if case .pushAnswerTaken(_, .acceptedInShadow) = $0 { true } else { false } })
+        #expect(!machine.engine.hasPushInFlight && machine.engine.lastSentState != nil)
+    }
+
+    /// A channel that had one event, ended, and whose grace period is over: its deletion is
+    /// asked for (`deleteAtAPNs` was performed) at the time returned.
+    static func ended() -> (Machine, UnixTime) {
+        var machine = Self.active()
+        _ = machine.handle(Self.events(1, 1), now: Self.start)
+        let first = machine.handle(Self.committed(), now: Self.start).compactMap(\.push)
+        _ = machine.handle(.pushAnswered(sequence: first[0].sequence, .accepted), now: Self.start)
+        _ = machine.handle(.request(TestRequest(id: 2, kind: .end), room: (), storeWritable: true), now: Self.start + .seconds(5))
+        let end = machine.handle(Self.committed(), now: Self.start + .seconds(5)).compactMap(\.push)
+        #expect(end.map(\.isEnd) == [true] && end.map(TestRules.seq) == [1])
+        let ended = machine.handle(.pushAnswered(sequence: end[0].sequence, .accepted), now: Self.start + .seconds(5))
+        let graceOver = ended.compactMap(\.armedTimer).last { $0.0 == .engine }!.1
+        let due = machine.handle(.timerFired(.engine), now: graceOver)
+        #expect(due.compactMap(\.lifecycleAction).contains { if case .deleteAtAPNs("apns-1") = $0 { true } else { false } })
+        return (machine, graceOver)
+    }
+
+    /// `machine` as a restart would load it from what it saved.
+    static func restored(from machine: Machine, at now: UnixTime) -> Machine {
+        let state = ChannelMachineState(engine: ChannelEngine(policy: policy, storage: .noStorage, snapshot: machine.engine.snapshot),
+                                        contentState: machine.contentState, lastSeq: machine.lastSeq)
+        let lifecycle = ChannelLifecycle<Int>.restored(apnsChannelID: machine.apnsChannelID, status: machine.status, damage: nil, jitterSeed: 7)
+        return Machine(rules: TestRules(), policy: policy, isShadow: false, minimumRolloverInterval: .seconds(60), state: state,
+                       lifecycle: lifecycle, rollover: machine.rollover, persistedStatus: machine.status, hasAudience: false, watchingFrom: now,
+                       ownership: .acting(fence: nil))
+    }
+
     // MARK: Shutdown
 
     @Test func afterStopNothingGoesOutAndNoTimerIsArmed() {

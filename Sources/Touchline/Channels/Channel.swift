@@ -75,15 +75,15 @@ final class Channel: @unchecked Sendable {
 
     // MARK: The machine's state
 
-    var engine: ChannelEngine { machine.engine }
+    var engine: ChannelEngine { machine.state.engine }
     var lifecycle: ChannelLifecycle<HTTPRequest> { machine.lifecycle }
     var rollover: ActivityRollover { machine.rollover }
     /// Whether the provider's feed still comes (`feedStallSeconds`).
     var feed: FeedWatch { machine.feed }
     /// The full current content-state (also before the first push).
-    var contentState: JSONValue { machine.contentState }
+    var contentState: JSONValue { machine.state.contentState }
     /// The highest provider `seq` applied (0 before the first event).
-    var lastSeq: Int64 { machine.lastSeq }
+    var lastSeq: Int64 { machine.state.lastSeq }
     var brokenReason: String? { machine.brokenReason }
 
     /// The rules of a sports channel's events; nil on other channels.

@@ -263,7 +263,8 @@ struct ChannelSimulation {
                 submit(.rollover(machine!.rollover, save: save))
             case .rollover(let call):
                 perform(call)
-            case .sendInShadow, .pushAnswerTaken, .noteFeed, .reportStall, .closeKickoffs, .lifecycle, .rolloverWaitsForOwnership:
+            case .sendInShadow, .pushAnswerTaken, .noteFeed, .reportStall, .closeKickoffs, .lifecycle, .rolloverWaitsForOwnership,
+                 .beginRollover, .refuseRollover:
                 break
             }
         }

@@ -76,6 +76,9 @@ extension ChannelService {
                 }
                 handle(.rolloverSaved(save, succeeded: result.isSuccess), of: channel)
             }
+        case .beginRollover, .refuseRollover:
+            // Only an operator's request leads here, and ``startRollover(_:)`` answers it.
+            break
         case .rolloverWaitsForOwnership:
             log.notice("the rollover's step waits: this gateway does not act for the channel at this instant", channel: channel.id)
         case .arm(let timer, let time):

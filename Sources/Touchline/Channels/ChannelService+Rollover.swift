@@ -28,43 +28,29 @@ extension ChannelService {
     /// `POST /v1/channels/{id}/rollover`: a rollover now, whatever the activities' age.
     func startRollover(_ call: APICall) throws(HTTPError) {
         let channel = try channel(call)
-        guard !channel.isShadow else {
-            throw HTTPError(status: 409, code: "shadow_channel", message: "channel '\(channel.id)' is a shadow channel: it has no APNs channel to roll over")
-        }
-        guard channel.lifecycle.isLive, channel.engine.phase == .live else {
-            throw HTTPError(status: 409, code: "channel_not_active", message: "channel '\(channel.id)' is \(channel.status.rawValue): there is no live match to roll over")
-        }
-        guard !channel.kickoffs.isEmpty else {
-            throw HTTPError(status: 409, code: "no_kickoff",
-                            message: "channel '\(channel.id)' has had no kickoff sent yet (POST /v1/channels/{id}/start; a scheduled one counts from its time), "
-                                + "so no audience is known to start on a new channel")
-        }
-        try requireWritableStore()
         let key = try call.caller.requiredKey()
         let now = clock.now()
-        let save: Machine.RolloverSave
-        switch channel.machine.startRollover(now: now) {
-        case .success(let started):
-            save = started
-        case .failure(.underWay):
-            throw HTTPError(status: 409, code: "rollover_in_progress", message: "channel '\(channel.id)' is rolling over already")
-        case .failure(.tooSoon(let earliest)):
-            keyQuotas.count(.rolloverInterval, for: key)
-            let seconds = KeyQuotas.wholeSeconds(until: earliest, from: now)
-            throw HTTPError(status: 429, code: "rollover_too_soon",
-                            message: "channel '\(channel.id)' rolled over less than \(keyQuotas.settings.rolloverInterval.inSeconds.formatted()) s ago "
-                                + "(keyLimits.rolloverIntervalSeconds); the next may begin in \(seconds) s",
-                            headers: [("Retry-After", String(seconds))])
+        for action in decide(.rolloverRequested(storeWritable: !store.health.isFailing), of: channel) {
+            switch action {
+            case .refuseRollover(let refusal):
+                throw rolloverRefusal(refusal, of: channel, key: key, now: now)
+            case .beginRollover(let save):
+                do throws(HTTPError) {
+                    try keyQuotas.takeStart(for: key, now: now)
+                } catch {
+                    // Not begun: the rollover is as it was.
+                    handle(.rolloverSaved(save, succeeded: false), of: channel)
+                    throw error
+                }
+                begin(save, of: channel, answering: call.request)
+            default:
+                perform(action, on: channel)
+            }
         }
-        do throws(HTTPError) {
-            try keyQuotas.takeStart(for: key, now: now)
-        } catch {
-            // Not begun: the rollover is as it was.
-            handle(.rolloverSaved(save, succeeded: false), of: channel)
-            throw error
-        }
-        // 202 once the rollover is saved: from then on it completes, across restarts.
-        let request = call.request
+    }
+
+    /// Saves the operator's rollover: 202 once it is saved, from then on it completes, across restarts.
+    private func begin(_ save: Machine.RolloverSave, of channel: Channel, answering request: HTTPRequest) {
         saveRollover(of: channel) { [self] result in
             if case .failure(let error) = result {
                 handle(.rolloverSaved(save, succeeded: false), of: channel)
@@ -73,6 +59,35 @@ extension ChannelService {
             }
             request.respond(.json(status: 202, channel.json(now: clock.now())))
             handle(.rolloverSaved(save, succeeded: true), of: channel)
+        }
+    }
+
+    /// The answer to an operator's rollover that does not begin.
+    private func rolloverRefusal(_ refusal: Machine.RolloverRefusal, of channel: Channel, key: GatewayConfiguration.APIKey,
+                                 now: UnixTime) -> HTTPError {
+        switch refusal {
+        case .shadowChannel:
+            return HTTPError(status: 409, code: "shadow_channel", message: "channel '\(channel.id)' is a shadow channel: it has no APNs channel to roll over")
+        case .noLiveMatch:
+            return HTTPError(status: 409, code: "channel_not_active",
+                             message: "channel '\(channel.id)' is \(channel.status.rawValue): there is no live match to roll over")
+        case .noAudience:
+            return HTTPError(status: 409, code: "no_kickoff",
+                             message: "channel '\(channel.id)' has had no kickoff sent yet (POST /v1/channels/{id}/start; a scheduled one counts from its time), "
+                                + "so no audience is known to start on a new channel")
+        case .storeFailing:
+            do throws(HTTPError) { try requireWritableStore() } catch { return error }
+            return HTTPError(status: 503, code: "store_unavailable", message: "the store cannot write; nothing was stored, retry the same request",
+                             headers: [("Retry-After", "1")])
+        case .underWay:
+            return HTTPError(status: 409, code: "rollover_in_progress", message: "channel '\(channel.id)' is rolling over already")
+        case .tooSoon(let earliest):
+            keyQuotas.count(.rolloverInterval, for: key)
+            let seconds = KeyQuotas.wholeSeconds(until: earliest, from: now)
+            return HTTPError(status: 429, code: "rollover_too_soon",
+                             message: "channel '\(channel.id)' rolled over less than \(keyQuotas.settings.rolloverInterval.inSeconds.formatted()) s ago "
+                                + "(keyLimits.rolloverIntervalSeconds); the next may begin in \(seconds) s",
+                             headers: [("Retry-After", String(seconds))])
         }
     }
 

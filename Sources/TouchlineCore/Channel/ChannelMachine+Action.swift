@@ -43,6 +43,11 @@ extension ChannelMachine {
         case rollover(RolloverCall)
         /// Save the rollover (the channel's settings); report ``Input/rolloverSaved(_:succeeded:)``.
         case saveRollover(RolloverSave)
+        /// An operator's rollover may begin: save it and answer the request with the commit (a
+        /// refusal of the shell's own is reported as a failed save: it did not begin).
+        case beginRollover(RolloverSave)
+        /// An operator's rollover does not begin.
+        case refuseRollover(RolloverRefusal)
         /// A rollover step waits: this gateway does not act for the channel at this instant.
         case rolloverWaitsForOwnership
 

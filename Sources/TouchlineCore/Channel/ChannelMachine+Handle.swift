@@ -16,6 +16,8 @@ extension ChannelMachine {
             return []
         case .lifecycle(let input):
             return lifecycle(input, now: now)
+        case .rolloverRequested(let storeWritable):
+            return [requestRollover(storeWritable: storeWritable, now: now)]
         case .rolloverSaved(let save, let succeeded):
             return rolloverSaved(save, succeeded: succeeded, now: now)
         case .rolloverStep(let outcome):

@@ -15,7 +15,11 @@ extension ChannelMachine {
         case ownershipChanged(Ownership)
         /// A step of the channel's life at APNs (its create, adoption, deletion) answered.
         case lifecycle(Lifecycle.Input)
-        /// A rollover's save (``Action/saveRollover(_:)``) committed or failed.
+        /// An operator asks for a rollover now (`POST .../rollover`); `storeWritable` is false
+        /// while the store is failing.
+        case rolloverRequested(storeWritable: Bool)
+        /// A rollover's save (``Action/saveRollover(_:)`` or ``Action/beginRollover(_:)``)
+        /// committed or failed.
         case rolloverSaved(RolloverSave, succeeded: Bool)
         /// A rollover's call out (``Action/rollover(_:)``) answered.
         case rolloverStep(RolloverOutcome)
@@ -42,6 +46,21 @@ extension ChannelMachine {
         case previousDeleted
         /// The step failed (APNs, the store or the job queue): it is retried after a back-off.
         case failed
+    }
+
+    /// Why an operator's rollover does not begin.
+    public enum RolloverRefusal: Sendable, Equatable {
+        /// A shadow channel has no APNs channel to roll over.
+        case shadowChannel
+        /// The match is not live (or the channel not active).
+        case noLiveMatch
+        /// No kickoff gave the channel an audience to start on a new channel.
+        case noAudience
+        case storeFailing
+        /// One is under way.
+        case underWay
+        /// The last one began less than the minimum interval ago: the next may begin at `until`.
+        case tooSoon(until: UnixTime)
     }
 
     /// A save of the rollover and what waits for its commit.

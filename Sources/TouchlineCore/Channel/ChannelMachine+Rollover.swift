@@ -12,14 +12,22 @@ extension ChannelMachine {
                                               canRoll: canRoll), now: now)
     }
 
-    /// An operator asks for a rollover now (`POST .../rollover`; the shell has checked that the
-    /// channel can roll). On success the shell saves the rollover (answering the request with
-    /// its commit) and reports ``Input/rolloverSaved(_:succeeded:)``; a request refused for a
-    /// reason of the shell's is reported as a failed save, so the rollover does not begin.
-    public mutating func startRollover(now: UnixTime) -> Result<RolloverSave, ActivityRollover.Refusal> {
+    /// An operator asks for a rollover now, whatever the activities' age: it needs a live match
+    /// with a known audience, a writable store, none under way and the minimum interval since
+    /// the last. It begins with its save (``Action/beginRollover(_:)``).
+    mutating func requestRollover(storeWritable: Bool, now: UnixTime) -> Action {
+        guard !isShadow else { return .refuseRollover(.shadowChannel) }
+        guard lifecycle.isLive, isMatchLive else { return .refuseRollover(.noLiveMatch) }
+        guard hasAudience else { return .refuseRollover(.noAudience) }
+        guard storeWritable else { return .refuseRollover(.storeFailing) }
         let previous = rollover.lastStartedAt
-        return rollover.start(now: now, minimumInterval: minimumRolloverInterval).map { actions in
-            RolloverSave(rest: Array(actions.dropFirst()), operatorStart: .init(previousStart: previous))
+        switch rollover.start(now: now, minimumInterval: minimumRolloverInterval) {
+        case .success(let actions):
+            return .beginRollover(RolloverSave(rest: Array(actions.dropFirst()), operatorStart: .init(previousStart: previous)))
+        case .failure(.underWay):
+            return .refuseRollover(.underWay)
+        case .failure(.tooSoon(let earliest)):
+            return .refuseRollover(.tooSoon(until: earliest))
         }
     }
 

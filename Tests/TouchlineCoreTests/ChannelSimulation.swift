@@ -4,10 +4,11 @@ import TouchlineCore
 /// store, APNs, a provider and a cluster's leases would play it, with a seeded random source.
 ///
 /// The provider sends its events in requests of a few, several at a time, retries whatever is
-/// refused, and ends the channel once every event is acknowledged. The channel's audience is
-/// known from the start and its activities reach their maximum age within seconds, so it rolls
-/// over to new APNs channels several times during the match. The store answers each write
-/// after a random delay, in order, and fails some; APNs takes each push after a random delay,
+/// refused, and ends the channel once every event is acknowledged; an operator asks for a
+/// rollover now and then. The channel's audience is known from the start and its activities
+/// reach their maximum age within seconds, so it rolls over to new APNs channels several times
+/// during the match. The store answers each write after a random delay, in order, and fails
+/// some (then the gateway refuses input for a while, as the store's health says); APNs takes each push after a random delay,
 /// answers after another, and fails some (throttled, or no answer: the push may or may not have
 /// reached it). The channel is restarted from what the store holds (a crash: answers still on
 /// the way are lost), its lease lapses and comes back (it is told before its next input, as the
@@ -57,6 +58,8 @@ struct ChannelSimulation {
         case saveAgain(run: Int)
         case fault
         case comesBack
+        /// An operator asks for a rollover now.
+        case operatorAsks
     }
 
     /// What one store write carries.
@@ -93,6 +96,10 @@ struct ChannelSimulation {
     private var disk: Disk
     private var storeFreeAt = ChannelSimulation.start
     private var owned = true
+    /// After a failed write the store refuses nothing, but the gateway answers 503 until the
+    /// writer's probe commits again.
+    private var storeFailingUntil = ChannelSimulation.start
+    private var storeWritable: Bool { now >= storeFailingUntil }
     private var fence = Fence(Revision(1))
     private var inFlight: Set<UInt64> = []
     /// What devices show: the newest timestamp APNs took, its state and whether it ended.
@@ -117,8 +124,12 @@ struct ChannelSimulation {
         var failedPushes = 0
         /// Successors saved as the channel's APNs channel.
         var rollovers = 0
-        /// Pushes the engine decided while a write was in the store (held answers let them out).
+        /// APNs answers that came while a write was in the store (held by the gate).
         var heldInputs = 0
+        /// Requests refused while the store was failing.
+        var refusedForStore = 0
+        /// Operators' rollovers that began.
+        var operatorRollovers = 0
     }
 
     init(seed: UInt64, faults: Faults = Faults(), step: @escaping Step = { $0.handle($1, now: $2) }) {
@@ -146,6 +157,7 @@ struct ChannelSimulation {
             schedule(.providerSends(request), after: sendAt)
         }
         schedule(.fault, after: nextFaultDelay())
+        schedule(.operatorAsks, after: .seconds(2) + delay(upTo: 10_000))
         machine = restored()
         perform(feed(.resumed))
     }
@@ -168,14 +180,14 @@ struct ChannelSimulation {
         switch event {
         case .providerSends(let request):
             guard unacknowledged[request.id] != nil, machine != nil else { return retry(request) }
-            perform(feed(.request(request, room: (), storeWritable: true)))
+            perform(feed(.request(request, room: (), storeWritable: storeWritable)))
         case .storeAnswers(let run, let stored, let succeeded):
-            if succeeded { apply(stored) }
+            if succeeded { apply(stored) } else { storeFailingUntil = max(storeFailingUntil, now + delay(upTo: 3_000)) }
             guard run == self.run else { return }
             switch stored {
             case .write:
                 if !succeeded { seen.failedCommits += 1 }
-                perform(feed(.writeCompleted(succeeded: succeeded, room: (), storeWritable: true)))
+                perform(feed(.writeCompleted(succeeded: succeeded, room: (), storeWritable: storeWritable)))
             case .state where !succeeded:
                 // The shell saves a channel whose save failed again, whole, a second later.
                 schedule(.saveAgain(run: run), after: .seconds(1))
@@ -216,6 +228,9 @@ struct ChannelSimulation {
             submit(.state(machine.state))
         case .fault:
             injectFault()
+        case .operatorAsks:
+            if !isCalm { schedule(.operatorAsks, after: .seconds(5) + delay(upTo: 10_000)) }
+            perform(feed(.rolloverRequested(storeWritable: storeWritable)))
         case .comesBack:
             comeBack()
         }
@@ -243,7 +258,8 @@ struct ChannelSimulation {
                 answer(write.answers)
             case .answerFailed(let write):
                 for (id, _) in write.answers { unacknowledged[id].map { retry($0) } }
-            case .refuse(let request, _):
+            case .refuse(let request, let refusal):
+                if refusal == .storeFailing { seen.refusedForStore += 1 }
                 retry(request)
             case .saveState:
                 submit(.state(machine!.state))
@@ -263,8 +279,12 @@ struct ChannelSimulation {
                 submit(.rollover(machine!.rollover, save: save))
             case .rollover(let call):
                 perform(call)
+            case .beginRollover(let save):
+                seen.operatorRollovers += 1
+                // The key's quota may refuse it: it did not begin.
+                if random.next() % 8 == 0 { perform(feed(.rolloverSaved(save, succeeded: false))) } else { submit(.rollover(machine!.rollover, save: save)) }
             case .sendInShadow, .pushAnswerTaken, .noteFeed, .reportStall, .closeKickoffs, .lifecycle, .rolloverWaitsForOwnership,
-                 .beginRollover, .refuseRollover:
+                 .refuseRollover:
                 break
             }
         }

@@ -27,7 +27,8 @@ struct ChannelSimulationTests {
     }
 
     /// The seeds go through what the checks are about: most runs roll over and see failed
-    /// commits and pushes, answers held behind a write, and many see crashes, lapsed leases and moves.
+    /// commits and pushes, answers held behind a write, requests refused while the store fails,
+    /// operators' rollovers, crashes, lapsed leases and moves.
     @Test func theSeedsExerciseFaultsRolloversAndTheGate() {
         var totals = ChannelSimulation.Seen()
         var runsRolledOver = 0
@@ -41,11 +42,14 @@ struct ChannelSimulationTests {
             totals.failedCommits += seen.failedCommits
             totals.failedPushes += seen.failedPushes
             totals.heldInputs += seen.heldInputs
+            totals.refusedForStore += seen.refusedForStore
+            totals.operatorRollovers += seen.operatorRollovers
             if seen.rollovers > 0 { runsRolledOver += 1 }
         }
         #expect(runsRolledOver >= 150, "\(runsRolledOver) of 200 runs rolled over")
         #expect(totals.restarts >= 50 && totals.lapses >= 100 && totals.moves >= 50, "\(totals)")
         #expect(totals.failedCommits >= 200 && totals.failedPushes >= 200 && totals.heldInputs >= 20, "\(totals)")
+        #expect(totals.refusedForStore >= 50 && totals.operatorRollovers >= 50, "\(totals)")
     }
 
     /// A seed's run is the same every time: a failure can be replayed from its seed.

@@ -21,10 +21,18 @@ extension ChannelService {
     /// The machine's answer to `input`, not performed yet.
     func decide(_ input: Machine.Input, of channel: Channel) -> [Machine.Action] {
         let now = clock.now()
+        // A channel loaded while the gateway stops (a partition taken up meanwhile) stops too.
+        if isStopping, !channel.machine.isStopped { stop(channel, now: now) }
         let ownership: Machine.Ownership = ownership.actsFor(channel.id) ? .acting(fence: ownership.fence(for: channel.id)) : .notActing
         var actions: [Machine.Action] = []
         if channel.machine.ownership != ownership { actions += channel.machine.handle(.ownershipChanged(ownership), now: now) }
         return actions + channel.machine.handle(input, now: now)
+    }
+
+    /// Its machine sends and arms nothing more; the loop timers stop here (shutdown).
+    func stop(_ channel: Channel, now: UnixTime) {
+        _ = channel.machine.handle(.stopped, now: now)
+        channel.cancelTimers()
     }
 
     /// Performs the machine's actions for `channel`, in order.

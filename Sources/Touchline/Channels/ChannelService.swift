@@ -191,10 +191,6 @@ final class ChannelService: @unchecked Sendable {
     func stop() {
         isStopping = true
         let now = clock.now()
-        for channel in channels.values {
-            // Its machine sends and arms nothing more; the loop timers stop here.
-            _ = channel.machine.handle(.stopped, now: now)
-            channel.cancelTimers()
-        }
+        for channel in channels.values { stop(channel, now: now) }
     }
 }

@@ -3,20 +3,24 @@ import TouchlineCore
 /// One channel in virtual time (``ChannelMachine``), played the way the gateway's shell, the
 /// store, APNs, a provider and a cluster's leases would play it, with a seeded random source.
 ///
-/// The provider sends its events in requests of a few, several at a time, retries whatever is
-/// refused, and ends the channel once every event is acknowledged; an operator asks for a
-/// rollover now and then. The channel's audience is known from the start and its activities
-/// reach their maximum age within seconds, so it rolls over to new APNs channels several times
-/// during the match. The store answers each write after a random delay, in order, and fails
-/// some (then the gateway refuses input for a while, as the store's health says); APNs takes each push after a random delay,
-/// answers after another, and fails some (throttled, or no answer: the push may or may not have
-/// reached it). The channel is restarted from what the store holds (a crash: answers still on
-/// the way are lost), its lease lapses and comes back (it is told before its next input, as the
-/// shell asks before every push), and its partition is let go and taken up again under a higher
-/// fence (loaded from the store). Faults stop at ``Faults/calmAfter`` so the run can settle.
+/// The provider creates the channel (again, when its create is refused or cut off), sends its
+/// events in requests of a few, several at a time, retries whatever is refused, and ends the
+/// channel once every event is acknowledged; an operator asks for a rollover now and then. Once
+/// created the channel's audience is known, and its activities reach their maximum age within
+/// seconds, so it rolls over to new APNs channels several times during the match. The store
+/// answers each write after a random delay, in order, and fails some (then the gateway refuses
+/// input for a while, as the store's health says); APNs takes each push after a random delay,
+/// answers after another, and fails some pushes and creates (throttled, or no answer: the push
+/// may or may not have reached it). The channel is restarted from what the store holds (a
+/// crash: answers still on the way are lost; one run in four crashes during the create, and a
+/// channel found without its APNs id adopts the one a lost answer left, or is created again),
+/// its lease lapses and comes back (it is told before its next input, as the shell asks before
+/// every push), and its partition is let go and taken up again under a higher fence (loaded
+/// from the store). Faults stop at ``Faults/calmAfter`` so the run can settle.
 ///
 /// After every step it checks the invariants:
-/// - no acknowledged event is missing from the stored state (its `seq` is covered);
+/// - no acknowledged event is missing from the stored state (its `seq` is covered), and a
+///   create is answered only once its APNs channel is stored;
 /// - at APNs, on every APNs channel, a push that replaces what devices show (a newer timestamp)
 ///   never carries an older state than the one it replaces, nor an update after the end;
 /// - a running channel never has two pushes in flight (sent, not yet answered);
@@ -57,13 +61,23 @@ struct ChannelSimulation {
         case timer(run: Int, Machine.Timer, armedAs: Int)
         case saveAgain(run: Int)
         case fault
+        /// A crash at a chosen moment (in the middle of the create).
+        case crash
         case comesBack
         /// An operator asks for a rollover now.
         case operatorAsks
+        /// The provider creates the channel (again, when its create was refused or cut off).
+        case providerCreates
+        /// APNs answered a create: the new channel's id, or nil for a refusal.
+        case createAnswered(run: Int, String?)
     }
 
     /// What one store write carries.
     private enum Stored {
+        /// The create intent: the channel stored as `creating`, with no APNs id.
+        case intent
+        /// The id APNs gave, saved as the channel's.
+        case apnsID(String)
         case write(TestWrite)
         case state(ChannelMachineState)
         case status(ChannelStatus)
@@ -75,9 +89,10 @@ struct ChannelSimulation {
 
     /// What the store holds.
     private struct Disk {
+        var exists = false
         var state: ChannelMachineState
-        var status: ChannelStatus = .active
-        var apnsID = "apns-1"
+        var status: ChannelStatus = .creating
+        var apnsID: String?
         var rollover = ActivityRollover(generationStartedAt: ChannelSimulation.start)
     }
 
@@ -105,8 +120,13 @@ struct ChannelSimulation {
     /// What devices show: the newest timestamp APNs took, its state and whether it ended.
     private var shown: [String: (timestamp: UnixTime, seq: Int64, isEnd: Bool)] = [:]
     /// The APNs channels devices were started on (the first, then each rollover's audience).
-    private var audiences: Set<String> = ["apns-1"]
-    private var successors = 1
+    private var audiences: Set<String> = []
+    /// The APNs channels created so far (`apns-1`, `apns-2`, ...), and those a create whose answer
+    /// was lost left behind, for reconciliation to adopt.
+    private var created = 0
+    private var orphans: [String] = []
+    private var createAcknowledged = false
+    private let seed: UInt64
     private var unacknowledged: [Int: TestRequest] = [:]
     private var acknowledgedSeqs: Int64 = 0
     private var endAcknowledged = false
@@ -130,10 +150,29 @@ struct ChannelSimulation {
         var refusedForStore = 0
         /// Operators' rollovers that began.
         var operatorRollovers = 0
+        /// Creates refused (APNs, the store) and asked again.
+        var refusedCreates = 0
+        /// Channels a restart found without their APNs id, adopted or created again.
+        var reconciled = 0
+
+        mutating func add(_ other: Seen) {
+            restarts += other.restarts
+            lapses += other.lapses
+            moves += other.moves
+            failedCommits += other.failedCommits
+            failedPushes += other.failedPushes
+            rollovers += other.rollovers
+            heldInputs += other.heldInputs
+            refusedForStore += other.refusedForStore
+            operatorRollovers += other.operatorRollovers
+            refusedCreates += other.refusedCreates
+            reconciled += other.reconciled
+        }
     }
 
     init(seed: UInt64, faults: Faults = Faults(), step: @escaping Step = { $0.handle($1, now: $2) }) {
         random = SplitMix64(seed: seed)
+        self.seed = seed
         self.faults = faults
         self.step = step
         let engine = ChannelEngine(policy: Self.policy, storage: .noStorage, jitterSeed: seed, now: Self.start)
@@ -158,8 +197,9 @@ struct ChannelSimulation {
         }
         schedule(.fault, after: nextFaultDelay())
         schedule(.operatorAsks, after: .seconds(2) + delay(upTo: 10_000))
-        machine = restored()
-        perform(feed(.resumed))
+        schedule(.providerCreates, after: .zero)
+        // One run in four crashes while its channel is being created.
+        if random.next() % 4 == 0 { schedule(.crash, after: delay(upTo: 1_000)) }
     }
 
     // MARK: Running
@@ -193,6 +233,10 @@ struct ChannelSimulation {
                 schedule(.saveAgain(run: run), after: .seconds(1))
             case .state, .status: break
             case .rollover(_, let save): perform(feed(.rolloverSaved(save, succeeded: succeeded)))
+            case .intent:
+                perform(feed(.lifecycle(.intentSaved(succeeded ? .success(()) : .failure(.init("disk full", isStorageFailure: true))))))
+            case .apnsID:
+                perform(feed(.lifecycle(.idSaved(succeeded ? .success(()) : .failure(.init("disk full", isStorageFailure: true))))))
             case .switched(let successor, _):
                 if succeeded { seen.rollovers += 1 }
                 perform(feed(.rolloverStep(succeeded ? .switched(to: successor) : .failed)))
@@ -228,6 +272,17 @@ struct ChannelSimulation {
             submit(.state(machine.state))
         case .fault:
             injectFault()
+        case .crash:
+            crash()
+        case .providerCreates:
+            create()
+        case .createAnswered(let run, let apnsID):
+            guard run == self.run else {
+                // The answer is lost with the process: APNs keeps the channel, unaccounted for.
+                if let apnsID { orphans.append(apnsID) }
+                return
+            }
+            perform(feed(.lifecycle(apnsID.map(ChannelLifecycle.Input.apnsCreated) ?? .apnsCreateFailed("HTTP503", limitReached: false))))
         case .operatorAsks:
             if !isCalm { schedule(.operatorAsks, after: .seconds(5) + delay(upTo: 10_000)) }
             perform(feed(.rolloverRequested(storeWritable: storeWritable)))
@@ -275,6 +330,26 @@ struct ChannelSimulation {
                 timerArmings[timer] = nil
             case .lifecycle(.deleteAtAPNs):
                 schedule(.deletionAnswered(run: run), after: delay(upTo: 500))
+            case .lifecycle(.saveIntent):
+                submit(.intent)
+            case .lifecycle(.createAtAPNs):
+                let succeeds = isCalm || random.unit() >= faults.pushFailureRate
+                if succeeds { created += 1 }
+                schedule(.createAnswered(run: run, succeeds ? "apns-\(created)" : nil), after: delay(upTo: 500))
+            case .lifecycle(.saveAPNsID(let apnsID)):
+                submit(.apnsID(apnsID))
+            case .lifecycle(.answerCreated(let waiters)) where !waiters.isEmpty:
+                createdAndAnswered()
+            case .lifecycle(.answerExisting):
+                createdAndAnswered()
+            case .lifecycle(.answerRefused):
+                seen.refusedCreates += 1
+                schedule(.providerCreates, after: .milliseconds(200) + delay(upTo: 2_000))
+            case .lifecycle(.forget):
+                // The intent never reached the store: the channel is as if never created.
+                machine = nil
+                run += 1
+                timerArmings = [:]
             case .saveRollover(let save):
                 submit(.rollover(machine!.rollover, save: save))
             case .rollover(let call):
@@ -299,8 +374,8 @@ struct ChannelSimulation {
         let succeeds = isCalm || random.unit() >= faults.pushFailureRate
         switch call {
         case .createSuccessor:
-            successors += 1
-            schedule(.rolloverAnswered(run: run, succeeds ? .successorCreated("apns-\(successors)") : .failed), after: delay(upTo: 500))
+            if succeeds { created += 1 }
+            schedule(.rolloverAnswered(run: run, succeeds ? .successorCreated("apns-\(created)") : .failed), after: delay(upTo: 500))
         case .switchTo(let successor):
             submit(.switched(to: successor, machine!.rollover))
         case .startAudience:
@@ -379,16 +454,57 @@ struct ChannelSimulation {
         case .switched(let successor, let rollover):
             disk.apnsID = successor
             disk.rollover = rollover
+        case .intent:
+            disk.exists = true
+        case .apnsID(let apnsID):
+            disk.apnsID = apnsID
+            disk.status = .active
         }
     }
 
     /// The channel as a restart (or a new owner) loads it from the store.
+    /// The provider's create: a new channel, or a repeat for the one being created (or that was).
+    private mutating func create() {
+        guard !createAcknowledged else { return }
+        if owned, machine != nil { return perform(feed(.lifecycle(.createRequested(0)))) }
+        // Down (a crash, a move): later. Never created, or its intent was not stored: a new one.
+        guard owned, !disk.exists else { return schedule(.providerCreates, after: .milliseconds(500) + delay(upTo: 2_000)) }
+        let (fresh, actions) = Machine.created(for: 0, rules: TestRules(), policy: Self.policy, storage: .noStorage, isShadow: false,
+                                               contentState: [:], minimumRolloverInterval: Self.rolloverInterval, jitterSeed: seed, now: now)
+        machine = fresh
+        perform(actions)
+    }
+
+    /// The create is answered 201 (or 200): only once the channel's APNs id is stored. Then a
+    /// kickoff gives it its audience.
+    private mutating func createdAndAnswered() {
+        guard let apnsID = machine?.apnsChannelID, disk.apnsID == apnsID else {
+            return failures.append("a create was answered before its APNs channel was stored (step \(steps))")
+        }
+        guard !createAcknowledged else { return }
+        createAcknowledged = true
+        audiences.insert(apnsID)
+        perform(feed(.audienceKnown))
+    }
+
+    /// After a restart, a channel whose create answer was lost is reconciled: it adopts the
+    /// channel APNs made for it, or is created again.
+    private mutating func reconcile() {
+        guard machine?.lifecycle.awaitsReconciliation == true else { return }
+        seen.reconciled += 1
+        if let orphan = orphans.popLast() {
+            perform(feed(.lifecycle(.adopt(orphan))))
+        } else {
+            perform(feed(.lifecycle(.recreate)))
+        }
+    }
+
     private mutating func restored() -> Machine {
         let lifecycle = ChannelLifecycle<Int>.restored(apnsChannelID: disk.apnsID, status: disk.status, damage: nil, jitterSeed: 1)
         let state = ChannelMachineState(engine: ChannelEngine(policy: Self.policy, storage: .noStorage, snapshot: disk.state.engine.snapshot),
                                         contentState: disk.state.contentState, lastSeq: disk.state.lastSeq)
         return Machine(rules: TestRules(), policy: Self.policy, isShadow: false, minimumRolloverInterval: Self.rolloverInterval, state: state,
-                       lifecycle: lifecycle, rollover: disk.rollover, persistedStatus: disk.status, hasAudience: true, watchingFrom: now,
+                       lifecycle: lifecycle, rollover: disk.rollover, persistedStatus: disk.status, hasAudience: createAcknowledged, watchingFrom: now,
                        ownership: owned ? .acting(fence: fence) : .notActing)
     }
 
@@ -440,10 +556,7 @@ struct ChannelSimulation {
         let rate = faults.restartRate + faults.leaseLapseRate + faults.moveRate
         let pick = random.unit() * rate
         if pick < faults.restartRate {
-            // A crash: the process is gone, whatever was on the way to it is lost.
-            seen.restarts += 1
-            forget()
-            schedule(.comesBack, after: delay(upTo: 3_000))
+            crash()
         } else if pick < faults.restartRate + faults.leaseLapseRate {
             // The lease lapses; the channel hears of it before its next input.
             seen.lapses += 1
@@ -458,6 +571,14 @@ struct ChannelSimulation {
         }
     }
 
+    /// The process is gone, whatever was on the way to it is lost; it starts again a little later.
+    private mutating func crash() {
+        guard machine != nil else { return }
+        seen.restarts += 1
+        forget()
+        schedule(.comesBack, after: delay(upTo: 3_000))
+    }
+
     private mutating func forget() {
         machine = nil
         run += 1
@@ -465,6 +586,7 @@ struct ChannelSimulation {
         timerArmings = [:]
         // The provider's connections to it are cut: it sends again what it has no answer to.
         for request in unacknowledged.values.sorted(by: { $0.id < $1.id }) { retry(request) }
+        if !createAcknowledged { schedule(.providerCreates, after: .milliseconds(200) + delay(upTo: 2_000)) }
     }
 
     private mutating func comeBack() {
@@ -472,9 +594,10 @@ struct ChannelSimulation {
             owned = true
             fence = Fence(Revision(fence.revision.value + 1))
         }
-        guard machine == nil else { return }
+        guard machine == nil, disk.exists else { return }
         machine = restored()
         perform(feed(.resumed))
+        reconcile()
     }
 
     /// The run is over: every event and the end acknowledged, and devices show the final state
@@ -487,7 +610,9 @@ struct ChannelSimulation {
         }
         // The latest audience: where the channel's own end went, or a previous channel whose
         // rollover's end carried the final state (the match had ended before the switch).
-        let latest = audiences.max { Int($0.dropFirst(5)) ?? 0 < Int($1.dropFirst(5)) ?? 0 } ?? disk.apnsID
+        guard let latest = audiences.max(by: { Int($0.dropFirst(5)) ?? 0 < Int($1.dropFirst(5)) ?? 0 }) else {
+            return failures.append("the channel's create was never answered")
+        }
         if shown[latest]?.seq != lastSeq {
             failures.append("after the end, devices on \(latest) show \(String(describing: shown[latest])), not seq \(lastSeq)")
         }

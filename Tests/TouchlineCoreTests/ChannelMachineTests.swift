@@ -303,6 +303,32 @@ struct ChannelMachineTests {
         return (machine, graceOver)
     }
 
+    /// A provider's delete waits for a create under way, and takes every APNs channel the
+    /// channel holds with it: its own (none for a shadow channel or once APNs deleted it) and
+    /// a rollover's other one.
+    @Test func aDeleteWaitsForTheCreateAndTakesEveryAPNsChannelWithIt() {
+        var (creating, _) = Machine.created(for: 1, rules: TestRules(), policy: Self.policy, storage: .noStorage, isShadow: false,
+                                            contentState: [:], minimumRolloverInterval: .seconds(60), jitterSeed: 7, now: Self.start)
+        #expect(creating.handle(.deleteRequested, now: Self.start).count == 1)
+        #expect(creating.handle(.deleteRequested, now: Self.start).contains { if case .refuseDeleteWhileCreating = $0 { true } else { false } })
+        /// The APNs channels the delete takes, and whether it reports the deletion.
+        func deletion(_ machine: inout Machine) -> (apnsChannel: String?, rolloverChannel: String?, reports: Bool)? {
+            guard case .delete(let deletion)? = machine.handle(.deleteRequested, now: Self.start).first else { return nil }
+            return (deletion.apnsChannel, deletion.rolloverChannel, deletion.reportsDeletion)
+        }
+        var machine = Self.active()
+        #expect(deletion(&machine).map { $0 == ("apns-1", nil, true) } == true)
+        _ = machine.handle(.audienceKnown, now: Self.start)
+        _ = machine.handle(.rolloverSaved(Self.begin(&machine)!, succeeded: true), now: Self.start)
+        _ = machine.handle(.rolloverStep(.successorCreated("apns-2")), now: Self.start)
+        #expect(deletion(&machine).map { $0 == ("apns-1", "apns-2", true) } == true)
+        var shadow = Self.active(isShadow: true)
+        #expect(deletion(&shadow).map { $0.apnsChannel == nil } == true)
+        var (deleted, graceOver) = Self.ended()
+        _ = deleted.handle(.lifecycle(.deletionConfirmed), now: graceOver)
+        #expect(deletion(&deleted).map { $0 == (nil, nil, false) } == true)
+    }
+
     /// `machine` as a restart would load it from what it saved.
     static func restored(from machine: Machine, at now: UnixTime) -> Machine {
         let state = ChannelMachineState(engine: ChannelEngine(policy: policy, storage: .noStorage, snapshot: machine.engine.snapshot),

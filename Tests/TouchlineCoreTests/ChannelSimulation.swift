@@ -359,7 +359,7 @@ struct ChannelSimulation {
                 // The key's quota may refuse it: it did not begin.
                 if random.next() % 8 == 0 { perform(feed(.rolloverSaved(save, succeeded: false))) } else { submit(.rollover(machine!.rollover, save: save)) }
             case .sendInShadow, .pushAnswerTaken, .noteFeed, .reportStall, .closeKickoffs, .lifecycle, .rolloverWaitsForOwnership,
-                 .refuseRollover:
+                 .refuseRollover, .delete, .refuseDeleteWhileCreating:
                 break
             }
         }

@@ -99,8 +99,6 @@ final class Channel: @unchecked Sendable {
 
     /// Apple's id, once saved.
     var apnsChannelID: String? { machine.apnsChannelID }
-    /// True once APNs confirmed the deletion of the channel (after the end's grace period).
-    var apnsDeleted: Bool { if case .deleted = lifecycle.stage { true } else { false } }
     /// Set when the stored record could not be used at start: the channel is shown as broken
     /// with this reason and takes nothing but a delete, while every other channel is served.
     var damage: String? { machine.damage }

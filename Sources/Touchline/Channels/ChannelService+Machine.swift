@@ -84,8 +84,8 @@ extension ChannelService {
                 }
                 handle(.rolloverSaved(save, succeeded: result.isSuccess), of: channel)
             }
-        case .beginRollover, .refuseRollover:
-            // Only an operator's request leads here, and ``startRollover(_:)`` answers it.
+        case .beginRollover, .refuseRollover, .delete, .refuseDeleteWhileCreating:
+            // Only the provider's or operator's request leads here, and its route answers it.
             break
         case .rolloverWaitsForOwnership:
             log.notice("the rollover's step waits: this gateway does not act for the channel at this instant", channel: channel.id)

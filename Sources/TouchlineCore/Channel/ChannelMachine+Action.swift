@@ -43,6 +43,10 @@ extension ChannelMachine {
         case rollover(RolloverCall)
         /// Save the rollover (the channel's settings); report ``Input/rolloverSaved(_:succeeded:)``.
         case saveRollover(RolloverSave)
+        /// Delete the channel for the provider: its APNs channels, then its record; answer the request.
+        case delete(Deletion)
+        /// The channel is being created at APNs: it can be deleted once that has answered.
+        case refuseDeleteWhileCreating
         /// An operator's rollover may begin: save it and answer the request with the commit (a
         /// refusal of the shell's own is reported as a failed save: it did not begin).
         case beginRollover(RolloverSave)

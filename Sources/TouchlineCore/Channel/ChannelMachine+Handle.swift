@@ -16,6 +16,11 @@ extension ChannelMachine {
             return []
         case .lifecycle(let input):
             return lifecycle(input, now: now)
+        case .deleteRequested:
+            guard !lifecycle.isCreateUnderWay else { return [.refuseDeleteWhileCreating] }
+            let deleted = if case .deleted = lifecycle.stage { true } else { false }
+            return [.delete(Deletion(apnsChannel: isShadow ? nil : lifecycle.apnsChannelToDelete, rolloverChannel: rollover.otherChannel,
+                                     reportsDeletion: !deleted))]
         case .rolloverRequested(let storeWritable):
             return [requestRollover(storeWritable: storeWritable, now: now)]
         case .rolloverSaved(let save, let succeeded):

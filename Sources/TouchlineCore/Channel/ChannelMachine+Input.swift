@@ -15,6 +15,8 @@ extension ChannelMachine {
         case ownershipChanged(Ownership)
         /// A step of the channel's life at APNs (its create, adoption, deletion) answered.
         case lifecycle(Lifecycle.Input)
+        /// The provider deletes the channel (`DELETE /v1/channels/{id}`).
+        case deleteRequested
         /// An operator asks for a rollover now (`POST .../rollover`); `storeWritable` is false
         /// while the store is failing.
         case rolloverRequested(storeWritable: Bool)
@@ -46,6 +48,20 @@ extension ChannelMachine {
         case previousDeleted
         /// The step failed (APNs, the store or the job queue): it is retried after a back-off.
         case failed
+    }
+
+    /// What a provider's delete removes besides the record: the APNs channels it must delete
+    /// first, so none is left toward Apple's limit.
+    public struct Deletion: Sendable, Equatable {
+        /// The channel's APNs channel (also one APNs gave that the store never took); nil on a
+        /// shadow channel and once APNs confirmed its deletion. Its kickoffs are closed first,
+        /// and the record goes only once APNs deleted it.
+        public var apnsChannel: String?
+        /// The other APNs channel of a rollover under way (the previous one, or a successor not
+        /// saved yet), deleted without waiting for the answer.
+        public var rolloverChannel: String?
+        /// The channel was not deleted at APNs yet: the deletion is reported to webhooks.
+        public var reportsDeletion: Bool
     }
 
     /// Why an operator's rollover does not begin.

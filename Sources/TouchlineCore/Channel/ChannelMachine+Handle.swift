@@ -17,10 +17,7 @@ extension ChannelMachine {
         case .lifecycle(let input):
             return lifecycle(input, now: now)
         case .deleteRequested:
-            guard !lifecycle.isCreateUnderWay else { return [.refuseDeleteWhileCreating] }
-            let deleted = if case .deleted = lifecycle.stage { true } else { false }
-            return [.delete(Deletion(apnsChannel: isShadow ? nil : lifecycle.apnsChannelToDelete, rolloverChannel: rollover.otherChannel,
-                                     reportsDeletion: !deleted))]
+            return [deleteRequested()]
         case .rolloverRequested(let storeWritable):
             return [requestRollover(storeWritable: storeWritable, now: now)]
         case .rolloverSaved(let save, let succeeded):
@@ -35,8 +32,17 @@ extension ChannelMachine {
         case .stopped:
             isStopped = true
             defer { armed = [:] }
-            return armed.keys.sorted { "\($0)" < "\($1)" }.map(Action.cancel)
+            return Timer.allCases.filter { armed[$0] != nil }.map(Action.cancel)
         }
+    }
+
+    /// A provider's delete waits for a create under way; otherwise every APNs channel the
+    /// channel holds goes with it (an id APNs gave that the store never took too, so it does not leak).
+    private func deleteRequested() -> Action {
+        guard !lifecycle.isCreateUnderWay else { return .refuseDeleteWhileCreating }
+        let deletedAtAPNs = if case .deleted = lifecycle.stage { true } else { false }
+        return .delete(Deletion(apnsChannel: isShadow ? nil : lifecycle.apnsChannelToDelete, rolloverChannel: rollover.otherChannel,
+                                reportsDeletion: !deletedAtAPNs))
     }
 
     private mutating func timerFired(_ timer: Timer, now: UnixTime) -> [Action] {

@@ -3,8 +3,10 @@ import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
-/// One channel as the ingest loop holds it: the engine, the content-state the reducer folds
-/// into, the provider's last `seq`, and what the API shows about it.
+/// One channel as the ingest loop holds it: its machine (the engine, the content-state the
+/// reducer folds into, the provider's last `seq`, its life at APNs, the gate, the rollover and
+/// the feed watch), the settings fixed at its creation, the loop timers of the machine's
+/// deadlines, and the bookkeeping of its recording and activity.
 ///
 /// Confined to the ingest loop (`@unchecked Sendable` only so loop jobs can capture it).
 final class Channel: @unchecked Sendable {
@@ -29,33 +31,14 @@ final class Channel: @unchecked Sendable {
     /// The recording left an accepted event out (its quota, or ``FeedRecording/maximumEvents``)
     /// and keeps nothing more: it is the feed up to there (``RecordingLedger``).
     var recordingStopped = false
-    /// The match's move to a new APNs channel before its activities reach the policy's
-    /// `maximumActivityAge` (`ChannelService+Rollover.swift`), and its timer.
-    var rollover: ActivityRollover
-    var rolloverTimer: LoopTimer?
-    /// The rollover's timer waits for a retry of a failed step (not for the next rollover).
-    var rolloverRetryArmed = false
     /// The audiences a rollover starts again: the latest kickoff per follow topic.
     var kickoffs: [KickoffTemplate] = []
-    /// The channel's life at APNs (create, adoption, deletion), and the requests waiting for
-    /// its create to settle.
-    var lifecycle: ChannelLifecycle<HTTPRequest>
-    /// One acknowledged write in the store at a time; what comes meanwhile waits or is held.
-    var gate = CommitGate<ChannelRequest, ChannelInput>()
-    var engine: ChannelEngine
-    /// The full current content-state (also before the first push).
-    var contentState: JSONValue
-    /// The highest provider `seq` applied (0 before the first event).
-    var lastSeq: Int64
-    /// The status last written to the store.
-    var persistedStatus: ChannelStatus
-    var brokenReason: String?
-    /// The engine's timer, and the timer of the next attempt at deleting the APNs channel.
-    var timer: LoopTimer?
-    var deletionTimer: LoopTimer?
-    /// Whether the provider's feed still comes (`feedStallSeconds`), and the timer that looks again.
-    var feed: FeedWatch
-    var feedTimer: LoopTimer?
+    /// The channel's rules: its engine, its life at APNs, the commit gate, the rollover, the
+    /// feed watch and the ownership fence, composed (``ChannelMachine``). Its actions are
+    /// performed by ``ChannelService/handle(_:of:)``.
+    var machine: Machine
+    /// The loop timers that fire the machine's deadlines, one per kind.
+    var timers: [Machine.Timer: LoopTimer] = [:]
     /// A fire-and-forget save of the state or status failed: it is made again once the store
     /// takes writes (see `ChannelService.retryFailedSaves`).
     var needsSave = false
@@ -68,9 +51,10 @@ final class Channel: @unchecked Sendable {
     /// Recent pushes and latency bookkeeping for metrics and stats.
     var activity = ChannelActivity()
 
+    typealias Machine = ChannelMachine<ChannelRules>
+
     init(id: String, storage: ChannelStorage, policy: ChannelPolicy, attributes: MatchAttributes?, alertMode: AlertMode, createdAt: UnixTime,
-         recording: FeedRecording? = nil, isShadow: Bool = false, lifecycle: ChannelLifecycle<HTTPRequest>, engine: ChannelEngine,
-         contentState: JSONValue, lastSeq: Int64, persistedStatus: ChannelStatus) {
+         recording: FeedRecording? = nil, isShadow: Bool = false, machine: Machine) {
         self.id = id
         app = AppChannelID.app(of: id)
         self.storage = storage
@@ -80,50 +64,47 @@ final class Channel: @unchecked Sendable {
         self.createdAt = createdAt
         self.recording = recording
         self.isShadow = isShadow
-        rollover = ActivityRollover(generationStartedAt: createdAt)
-        self.lifecycle = lifecycle
-        self.engine = engine
-        downgradesSeen = engine.counters.budgetDowngrades
-        feed = FeedWatch(stallAfter: policy.feedStall, watchingFrom: createdAt)
-        self.contentState = contentState
-        self.lastSeq = lastSeq
-        self.persistedStatus = persistedStatus
+        self.machine = machine
+        downgradesSeen = machine.engine.counters.budgetDowngrades
     }
+
+    /// The rules a channel's requests are validated with.
+    static func rules(id: String, attributes: MatchAttributes?, alertMode: AlertMode) -> ChannelRules {
+        ChannelRules(channelID: id, sports: attributes.map { SportsChannel(attributes: $0, alertMode: alertMode) })
+    }
+
+    // MARK: The machine's state
+
+    var engine: ChannelEngine { machine.state.engine }
+    var lifecycle: ChannelLifecycle<HTTPRequest> { machine.lifecycle }
+    var rollover: ActivityRollover { machine.rollover }
+    /// Whether the provider's feed still comes (`feedStallSeconds`).
+    var feed: FeedWatch { machine.feed }
+    /// The full current content-state (also before the first push).
+    var contentState: JSONValue { machine.state.contentState }
+    /// The highest provider `seq` applied (0 before the first event).
+    var lastSeq: Int64 { machine.state.lastSeq }
+    var brokenReason: String? { machine.brokenReason }
 
     /// The rules of a sports channel's events; nil on other channels.
-    var sports: SportsChannel? { attributes.map { SportsChannel(attributes: $0, alertMode: alertMode) } }
+    var sports: SportsChannel? { machine.rules.sports }
 
-    /// True while the match is live, when a silent feed counts as stalled: a sports channel
-    /// whose state says `live`; a channel without a sport between its first event and its end.
-    /// A channel not active (being created, broken, damaged, ending) is never live.
-    var isFeedLive: Bool {
-        guard status == .active, engine.phase == .live else { return false }
-        return attributes == nil ? lastSeq > 0 : contentState[member: "status"] == .string("live")
-    }
+    /// True while the match is live, when a silent feed counts as stalled (``ChannelMachine/isFeedLive``).
+    var isFeedLive: Bool { machine.isFeedLive }
 
-    /// Stops every timer of the channel (deleted, let go, shutdown).
+    /// Stops every timer of the channel (deleted, let go).
     func cancelTimers() {
-        timer?.cancel()
-        deletionTimer?.cancel()
-        feedTimer?.cancel()
-        rolloverTimer?.cancel()
+        for timer in timers.values { timer.cancel() }
     }
 
     /// Apple's id, once saved.
-    var apnsChannelID: String? { lifecycle.apnsChannelID }
-    /// True once APNs confirmed the deletion of the channel (after the end's grace period).
-    var apnsDeleted: Bool { if case .deleted = lifecycle.stage { true } else { false } }
+    var apnsChannelID: String? { machine.apnsChannelID }
     /// Set when the stored record could not be used at start: the channel is shown as broken
     /// with this reason and takes nothing but a delete, while every other channel is served.
-    var damage: String? { if case .damaged(let reason, _) = lifecycle.stage { reason } else { nil } }
+    var damage: String? { machine.damage }
 
     /// The status the API shows and the store keeps, derived from the engine's phase.
-    var status: ChannelStatus { status(of: engine) }
-
-    /// The status the channel would have with `engine` (a write's engine, before it is applied).
-    func status(of engine: ChannelEngine) -> ChannelStatus {
-        lifecycle.status(enginePhase: engine.phase)
-    }
+    var status: ChannelStatus { machine.status }
 
     /// A different seed per channel, so channels throttled together do not retry together (FNV-1a).
     static func jitterSeed(for id: String) -> UInt64 {
@@ -172,25 +153,28 @@ final class Channel: @unchecked Sendable {
 
     /// Rebuilds a channel from its record, or, when the record cannot be used, a damaged
     /// channel that names the broken part.
-    static func restored(from record: ChannelRecord, now: UnixTime) -> Channel {
+    /// `rolloverInterval` is the least time between two rollovers (`keyLimits.rolloverIntervalSeconds`).
+    static func restored(from record: ChannelRecord, rolloverInterval: Duration, now: UnixTime) -> Channel {
         do {
-            return try Channel(record: record, now: now)
+            return try Channel(record: record, rolloverInterval: rolloverInterval, now: now)
         } catch {
             let damage = "the stored record cannot be read: \(error)"
             let lifecycle = ChannelLifecycle<HTTPRequest>.restored(apnsChannelID: record.apnsChannelID, status: record.status, damage: damage,
                                                                    jitterSeed: jitterSeed(for: record.id))
-            let channel = Channel(id: record.id, storage: record.storagePolicy, policy: .default, attributes: nil, alertMode: .text,
-                                  createdAt: record.createdAt, lifecycle: lifecycle,
-                                  engine: ChannelEngine(storage: record.storagePolicy, jitterSeed: jitterSeed(for: record.id), now: now),
-                                  contentState: .object([]), lastSeq: record.lastSeq, persistedStatus: .broken)
-            channel.brokenReason = damage
-            return channel
+            let state = ChannelMachineState(engine: ChannelEngine(storage: record.storagePolicy, jitterSeed: jitterSeed(for: record.id), now: now),
+                                            contentState: .object([]), lastSeq: record.lastSeq)
+            let machine = Machine(rules: rules(id: record.id, attributes: nil, alertMode: .text), policy: .default, isShadow: false,
+                                  minimumRolloverInterval: rolloverInterval, state: state, lifecycle: lifecycle,
+                                  rollover: ActivityRollover(generationStartedAt: record.createdAt), persistedStatus: .broken,
+                                  brokenReason: damage, hasAudience: false, watchingFrom: record.createdAt, ownership: .acting(fence: nil))
+            return Channel(id: record.id, storage: record.storagePolicy, policy: .default, attributes: nil, alertMode: .text,
+                           createdAt: record.createdAt, machine: machine)
         }
     }
 
     /// Rebuilds a channel from its record; throws a message naming the broken part. Everything
     /// is validated as the API validates it, so a restored channel can take its next event.
-    private convenience init(record: ChannelRecord, now: UnixTime) throws {
+    private convenience init(record: ChannelRecord, rolloverInterval: Duration, now: UnixTime) throws {
         func part<T>(_ name: String, _ read: () throws -> T) throws -> T {
             do { return try read() } catch { throw GatewayError.startup("\(name): \(error)") }
         }
@@ -236,14 +220,17 @@ final class Channel: @unchecked Sendable {
         }
         let lifecycle = ChannelLifecycle<HTTPRequest>.restored(apnsChannelID: record.apnsChannelID, status: record.status, damage: nil,
                                                                jitterSeed: Self.jitterSeed(for: record.id))
+        // The time of events before the restart is not kept: the feed's silence counts from the restart.
+        let machine = Machine(rules: Self.rules(id: record.id, attributes: attributes, alertMode: alertMode), policy: policy, isShadow: isShadow,
+                              minimumRolloverInterval: rolloverInterval,
+                              state: ChannelMachineState(engine: engine, contentState: contentState, lastSeq: record.lastSeq),
+                              lifecycle: lifecycle, rollover: rollover ?? ActivityRollover(generationStartedAt: record.createdAt),
+                              persistedStatus: record.status,
+                              brokenReason: record.status == .broken ? ChannelEngine.Action.channelNotRegisteredReason : nil,
+                              hasAudience: !kickoffs.isEmpty, watchingFrom: now, ownership: .acting(fence: nil))
         self.init(id: record.id, storage: record.storagePolicy, policy: policy, attributes: attributes, alertMode: alertMode, createdAt: record.createdAt,
-                  recording: recording, isShadow: isShadow, lifecycle: lifecycle, engine: engine, contentState: contentState,
-                  lastSeq: record.lastSeq, persistedStatus: record.status)
-        if record.status == .broken { brokenReason = ChannelEngine.Action.channelNotRegisteredReason }
-        if let rollover { self.rollover = rollover }
+                  recording: recording, isShadow: isShadow, machine: machine)
         self.kickoffs = kickoffs
-        // The time of events before the restart is not kept: the silence counts from the restart.
-        feed = FeedWatch(stallAfter: policy.feedStall, watchingFrom: now)
     }
 
     // MARK: API view

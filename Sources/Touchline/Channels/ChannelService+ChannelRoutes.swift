@@ -95,11 +95,12 @@ extension ChannelService: APIFeature {
         try keyQuotas.requireChannelRoom(for: key) { channelsHeld(by: key) }
         let now = clock.now()
         // The intent is durable before Apple is asked, so a lost answer can be reconciled.
-        let (lifecycle, actions) = Lifecycle.created(for: request, jitterSeed: Channel.jitterSeed(for: id))
+        let (machine, actions) = Machine.created(for: request, rules: Channel.rules(id: id, attributes: attributes, alertMode: alertMode),
+                                                 policy: policy, storage: storage, isShadow: isShadow, contentState: state,
+                                                 minimumRolloverInterval: keyQuotas.settings.rolloverInterval,
+                                                 jitterSeed: Channel.jitterSeed(for: id), now: now)
         let channel = Channel(id: id, storage: storage, policy: policy, attributes: attributes, alertMode: alertMode, createdAt: now,
-                              recording: recordsFeed ? FeedRecording(initialState: state) : nil, isShadow: isShadow, lifecycle: lifecycle,
-                              engine: ChannelEngine(policy: policy, storage: storage, jitterSeed: Channel.jitterSeed(for: id), now: now),
-                              contentState: state, lastSeq: 0, persistedStatus: .creating)
+                              recording: recordsFeed ? FeedRecording(initialState: state) : nil, isShadow: isShadow, machine: machine)
         channels[id] = channel
         recordingLedger.add(id, isShadow: isShadow, records: recordsFeed)
         perform(actions, on: channel)
@@ -136,14 +137,23 @@ extension ChannelService: APIFeature {
     }
 
     private func delete(_ call: APICall) throws(HTTPError) {
-        let request = call.request
         let channel = try channel(call)
-        let id = channel.id
-        guard !channel.lifecycle.isCreateUnderWay else {
-            throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is being created at APNs; delete it once that has answered")
+        for action in decide(.deleteRequested, of: channel) {
+            switch action {
+            case .refuseDeleteWhileCreating:
+                throw HTTPError(status: 409, code: "channel_not_ready", message: "the channel is being created at APNs; delete it once that has answered")
+            case .delete(let deletion):
+                delete(channel, deletion, answering: call.request)
+            default:
+                perform(action, on: channel)
+            }
         }
-        // An APNs channel of a rollover under way (the previous one, or a successor not saved yet) goes too.
-        if let other = channel.rollover.otherChannel {
+    }
+
+    /// Deletes the channel's APNs channels, then its record, and answers the provider.
+    private func delete(_ channel: Channel, _ deletion: Machine.Deletion, answering request: HTTPRequest) {
+        let id = channel.id
+        if let other = deletion.rolloverChannel {
             dispatcher(of: channel).deleteChannel(other) { [self] result in
                 if case .failure(let error) = result, error.disposition != .channelGone {
                     log.warning("deleting the rollover's APNs channel \(other) failed", channel: id, apnsID: error.requestID, error: error)
@@ -151,7 +161,7 @@ extension ChannelService: APIFeature {
             }
         }
         let forget: @Sendable () -> Void = { [self] in
-            store.submit(WriteBatch([.deleteChannel(channelID: id)] + (channel.apnsDeleted ? [] : channelEvent(.channelDeleted, of: channel)))) { [self] result in
+            store.submit(WriteBatch([.deleteChannel(channelID: id)] + (deletion.reportsDeletion ? channelEvent(.channelDeleted, of: channel) : []))) { [self] result in
                 loop.execute { [self] in
                     if case .failure(let error) = result {
                         request.respond(HTTPError.writeFailed(error, saving: "the channel's deletion").response)
@@ -166,8 +176,7 @@ extension ChannelService: APIFeature {
                 }
             }
         }
-        // An id APNs gave but the store never took is deleted too, so it does not leak.
-        guard let apnsID = channel.lifecycle.apnsChannelToDelete, !channel.isShadow else { return forget() }
+        guard let apnsID = deletion.apnsChannel else { return forget() }
         // Kickoffs into the channel are cancelled and their sends in flight answered first.
         personal(of: channel).closeKickoffs(into: apnsID) { [self] in
             dispatcher(of: channel).deleteChannel(apnsID) { result in

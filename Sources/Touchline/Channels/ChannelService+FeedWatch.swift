@@ -6,28 +6,10 @@ import TouchlineStore
 /// Feed watching (``FeedWatch``): a live match whose feed falls silent for its
 /// `feedStallSeconds` is marked stalled, and recovered when events come again; a jump of `seq`
 /// is reported as a gap. Each report is a log line, a webhook event (committed with the events
-/// that show it, or on its own for a stall) and a metric; the channel's `feed` shows it.
+/// that show it, or on its own for a stall) and a metric; the channel's `feed` shows it. The
+/// watch runs in the channel's machine (its timer is one of the machine's deadlines); this
+/// words what it reports.
 extension ChannelService {
-    /// Arms the channel's feed timer for the moment its feed would turn stalled, or stops it.
-    func watchFeed(of channel: Channel) {
-        guard !isStopping, let deadline = channel.feed.stallDeadline(live: channel.isFeedLive) else {
-            channel.feedTimer?.cancel()
-            return
-        }
-        let timer = channel.feedTimer ?? LoopTimer(loop: loop) { [self] in feedTimerFired(channel) }
-        channel.feedTimer = timer
-        let delay = deadline - clock.now()
-        timer.schedule(after: delay > .zero ? delay : .zero)
-    }
-
-    private func feedTimerFired(_ channel: Channel) {
-        guard channels[channel.id] === channel, !isStopping else { return }
-        guard let report = channel.feed.check(now: clock.now(), live: channel.isFeedLive) else { return watchFeed(of: channel) }
-        note([report], of: channel)
-        let events = feedEvents([report], of: channel)
-        if !events.isEmpty { submitSave(events, of: channel, what: "the feed's stall") }
-    }
-
     /// The webhook events of `reports`.
     func feedEvents(_ reports: [FeedWatch.Report], of channel: Channel) -> [StoreOperation] {
         reports.flatMap { report -> [StoreOperation] in

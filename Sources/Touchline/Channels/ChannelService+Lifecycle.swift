@@ -10,16 +10,12 @@ import TouchlineStore
 extension ChannelService {
     typealias Lifecycle = ChannelLifecycle<HTTPRequest>
 
-    /// Gives the channel's lifecycle `input` and performs the actions it returns.
+    /// Gives the channel's lifecycle `input` (through its machine) and performs what follows.
     func lifecycle(_ input: Lifecycle.Input, of channel: Channel) {
-        perform(channel.lifecycle.handle(input), on: channel)
+        handle(.lifecycle(input), of: channel)
     }
 
-    func perform(_ actions: [Lifecycle.Action], on channel: Channel) {
-        for action in actions { perform(action, on: channel) }
-    }
-
-    private func perform(_ action: Lifecycle.Action, on channel: Channel) {
+    func perform(_ action: Lifecycle.Action, on channel: Channel) {
         switch action {
         case .saveIntent:
             store.createChannel(channel.creationRecord) { [self] result in
@@ -50,9 +46,7 @@ extension ChannelService {
                 }
             }
         case .openKickoffs(let apnsID):
-            channel.persistedStatus = .active
             if !channel.isShadow { personal(of: channel).openKickoffs(into: apnsID) }
-            checkRollover(of: channel)
         case .answerCreated(let waiters):
             let body = channel.json(now: clock.now())
             for (index, waiter) in waiters.enumerated() { waiter.respond(.json(status: index == 0 ? 201 : 200, body)) }
@@ -73,18 +67,13 @@ extension ChannelService {
         case .deleteAtAPNs(let apnsID):
             deleteAtAPNs(apnsID, of: channel)
         case .armDeletionRetry(let delay):
+            // The machine arms the timer.
             log.warning("deleting APNs channel \(channel.apnsChannelID ?? "") failed; trying again in \(delay.inSeconds) s", channel: channel.id)
-            let timer = channel.deletionTimer ?? LoopTimer(loop: loop) { [self] in
-                guard channels[channel.id] === channel, !isStopping else { return }
-                lifecycle(.deletionRetryDue, of: channel)
-            }
-            channel.deletionTimer = timer
-            timer.schedule(after: delay)
         case .abandonDeletion(let apnsID):
             log.error("APNs refused to delete channel \(apnsID) for good; it is left to an operator", channel: channel.id)
         case .saveStatus:
-            saveStatus(of: channel)
-            eventStream?.channelChanged()
+            // The machine saves the status it leads to (``ChannelMachine/Action/saveStatus(_:)``).
+            break
         }
     }
 
@@ -92,7 +81,6 @@ extension ChannelService {
     /// APNs to delete it: a confirmed deletion, or `ChannelNotRegistered` (already gone), ends it.
     private func deleteAtAPNs(_ apnsID: String, of channel: Channel) {
         guard !isStopping, channels[channel.id] === channel else { return }
-        channel.deletionTimer?.cancel()
         personal(of: channel).closeKickoffs(into: apnsID) { [self] in
             loop.execute { [self] in
                 guard !isStopping, channels[channel.id] === channel else { return }

@@ -26,76 +26,75 @@ import TouchlineStore
 /// (a lapsed lease fails the step, retried with back-off, by when the lease is renewed or the
 /// channel has moved), and the next owner resumes the saved step as a restart does.
 extension ChannelService {
-    /// Looks at the channel's rollover again: after a change of what it depends on (the channel
-    /// became active, a kickoff came, the match went live) and when its timer fires.
-    func checkRollover(of channel: Channel) {
-        guard !channel.isShadow, channel.lifecycle.isLive else { return }
-        let canRoll = !channel.kickoffs.isEmpty && channel.engine.phase == .live && channel.status == .active
-        perform(channel.rollover.check(now: clock.now(), maximumAge: channel.policy.maximumActivityAge,
-                                       minimumInterval: keyQuotas.settings.rolloverInterval, canRoll: canRoll), on: channel)
-    }
-
-    /// After a restart: the step the saved rollover was in, then the timer.
-    func resumeRollover(of channel: Channel) {
-        guard !channel.isShadow else { return }
-        perform(channel.rollover.resumed(isLive: isMatchLive(channel)), on: channel)
-        checkRollover(of: channel)
-    }
-
     /// `POST /v1/channels/{id}/rollover`: a rollover now, whatever the activities' age.
     func startRollover(_ call: APICall) throws(HTTPError) {
         let channel = try channel(call)
-        guard !channel.isShadow else {
-            throw HTTPError(status: 409, code: "shadow_channel", message: "channel '\(channel.id)' is a shadow channel: it has no APNs channel to roll over")
-        }
-        guard channel.lifecycle.isLive, isMatchLive(channel) else {
-            throw HTTPError(status: 409, code: "channel_not_active", message: "channel '\(channel.id)' is \(channel.status.rawValue): there is no live match to roll over")
-        }
-        guard !channel.kickoffs.isEmpty else {
-            throw HTTPError(status: 409, code: "no_kickoff",
-                            message: "channel '\(channel.id)' has had no kickoff sent yet (POST /v1/channels/{id}/start; a scheduled one counts from its time), "
-                                + "so no audience is known to start on a new channel")
-        }
-        try requireWritableStore()
         let key = try call.caller.requiredKey()
         let now = clock.now()
-        let previous = channel.rollover.lastStartedAt
-        let actions: [ActivityRollover.Action]
-        switch channel.rollover.start(now: now, minimumInterval: keyQuotas.settings.rolloverInterval) {
-        case .success(let started):
-            actions = started
-        case .failure(.underWay):
-            throw HTTPError(status: 409, code: "rollover_in_progress", message: "channel '\(channel.id)' is rolling over already")
-        case .failure(.tooSoon(let earliest)):
-            keyQuotas.count(.rolloverInterval, for: key)
-            let seconds = KeyQuotas.wholeSeconds(until: earliest, from: now)
-            throw HTTPError(status: 429, code: "rollover_too_soon",
-                            message: "channel '\(channel.id)' rolled over less than \(keyQuotas.settings.rolloverInterval.inSeconds.formatted()) s ago "
-                                + "(keyLimits.rolloverIntervalSeconds); the next may begin in \(seconds) s",
-                            headers: [("Retry-After", String(seconds))])
+        for action in decide(.rolloverRequested(storeWritable: !store.health.isFailing), of: channel) {
+            switch action {
+            case .refuseRollover(let refusal):
+                throw rolloverRefusal(refusal, of: channel, key: key, now: now)
+            case .beginRollover(let save):
+                do throws(HTTPError) {
+                    try keyQuotas.takeStart(for: key, now: now)
+                } catch {
+                    // Not begun: the rollover is as it was.
+                    handle(.rolloverSaved(save, succeeded: false), of: channel)
+                    throw error
+                }
+                begin(save, of: channel, answering: call.request)
+            default:
+                perform(action, on: channel)
+            }
         }
-        do throws(HTTPError) {
-            try keyQuotas.takeStart(for: key, now: now)
-        } catch {
-            channel.rollover.startNotSaved(previous: previous)
-            throw error
-        }
-        // 202 once the rollover is saved: from then on it completes, across restarts.
-        let request = call.request
+    }
+
+    /// Saves the operator's rollover: 202 once it is saved, from then on it completes, across restarts.
+    private func begin(_ save: Machine.RolloverSave, of channel: Channel, answering request: HTTPRequest) {
         saveRollover(of: channel) { [self] result in
             if case .failure(let error) = result {
-                channel.rollover.startNotSaved(previous: previous)
+                handle(.rolloverSaved(save, succeeded: false), of: channel)
                 request.respond(HTTPError.writeFailed(error, saving: "the rollover").response)
                 return
             }
             request.respond(.json(status: 202, channel.json(now: clock.now())))
-            perform(Array(actions.dropFirst()), on: channel)
+            handle(.rolloverSaved(save, succeeded: true), of: channel)
+        }
+    }
+
+    /// The answer to an operator's rollover that does not begin.
+    private func rolloverRefusal(_ refusal: Machine.RolloverRefusal, of channel: Channel, key: GatewayConfiguration.APIKey,
+                                 now: UnixTime) -> HTTPError {
+        switch refusal {
+        case .shadowChannel:
+            return HTTPError(status: 409, code: "shadow_channel", message: "channel '\(channel.id)' is a shadow channel: it has no APNs channel to roll over")
+        case .noLiveMatch:
+            return HTTPError(status: 409, code: "channel_not_active",
+                             message: "channel '\(channel.id)' is \(channel.status.rawValue): there is no live match to roll over")
+        case .noAudience:
+            return HTTPError(status: 409, code: "no_kickoff",
+                             message: "channel '\(channel.id)' has had no kickoff sent yet (POST /v1/channels/{id}/start; a scheduled one counts from its time), "
+                                + "so no audience is known to start on a new channel")
+        case .storeFailing:
+            do throws(HTTPError) { try requireWritableStore() } catch { return error }
+            return HTTPError(status: 503, code: "store_unavailable", message: "the store cannot write; nothing was stored, retry the same request",
+                             headers: [("Retry-After", "1")])
+        case .underWay:
+            return HTTPError(status: 409, code: "rollover_in_progress", message: "channel '\(channel.id)' is rolling over already")
+        case .tooSoon(let earliest):
+            keyQuotas.count(.rolloverInterval, for: key)
+            let seconds = KeyQuotas.wholeSeconds(until: earliest, from: now)
+            return HTTPError(status: 429, code: "rollover_too_soon",
+                             message: "channel '\(channel.id)' rolled over less than \(keyQuotas.settings.rolloverInterval.inSeconds.formatted()) s ago "
+                                + "(keyLimits.rolloverIntervalSeconds); the next may begin in \(seconds) s",
+                             headers: [("Retry-After", String(seconds))])
         }
     }
 
     /// Saves the channel's settings (its rollover with them); `completion` on the loop, unless the
     /// channel was deleted or let go meanwhile.
-    private func saveRollover(of channel: Channel, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+    func saveRollover(of channel: Channel, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         store.submit(WriteBatch([.updateState(channel.settingsUpdate(at: clock.now()))])) { [self] result in
             loop.execute { [self] in
                 guard channels[channel.id] === channel else { return }
@@ -120,116 +119,68 @@ extension ChannelService {
         guard audiences != channel.kickoffs else { return }
         channel.kickoffs = audiences
         submitSave([.updateState(channel.settingsUpdate(at: clock.now()))], of: channel, what: "the channel's kickoff")
-        checkRollover(of: channel)
+        handle(.audienceKnown, of: channel)
     }
-
-    private func isMatchLive(_ channel: Channel) -> Bool { channel.engine.phase == .live }
 
     // MARK: Actions
 
-    /// Performs `actions` in order; after a `persist`, the rest waits for its commit.
-    func perform(_ actions: [ActivityRollover.Action], on channel: Channel) {
-        guard !isStopping, channels[channel.id] === channel else { return }
-        for (index, action) in actions.enumerated() {
-            if action.callsOut, !ownership.actsFor(channel.id) {
-                // A cluster gateway whose lease lapsed at this instant: the step fails and is
-                // tried again after the back-off (the lease renewed, or the channel moved on).
-                log.notice("the rollover's step waits: this gateway does not act for the channel at this instant", channel: channel.id)
-                return perform(rolloverFailed(of: channel), on: channel)
+    /// Performs a rollover's call to APNs or the job queue and reports how it went.
+    func perform(_ call: Machine.RolloverCall, on channel: Channel) {
+        switch call {
+        case .createSuccessor:
+            dispatcher(of: channel).createChannel(storage: channel.storage) { [self] result in
+                guard channels[channel.id] === channel else { return }
+                switch result {
+                case .success(let successor):
+                    log.notice("rolling over to APNs channel \(successor)", channel: channel.id)
+                    handle(.rolloverStep(.successorCreated(successor)), of: channel)
+                case .failure(let error):
+                    log.warning("creating the rollover's APNs channel failed", channel: channel.id, apnsID: error.requestID, error: error)
+                    handle(.rolloverStep(.failed), of: channel)
+                }
             }
-            switch action {
-            case .persist:
-                let rest = Array(actions[(index + 1)...])
-                saveRollover(of: channel) { [self] result in
-                    if case .failure(let error) = result {
-                        log.error("saving the channel's rollover failed; the step is tried again", channel: channel.id, error: error)
-                        return perform(rolloverFailed(of: channel), on: channel)
-                    }
-                    perform(rest, on: channel)
-                }
-                return
-            case .createSuccessor:
-                dispatcher(of: channel).createChannel(storage: channel.storage) { [self] result in
+        case .switchTo(let successor):
+            let batch = WriteBatch([.channelCreated(channelID: channel.id, apnsChannelID: successor, at: clock.now()),
+                                    .updateState(channel.settingsUpdate(at: clock.now()))])
+            store.submit(batch) { [self] result in
+                loop.execute { [self] in
                     guard channels[channel.id] === channel else { return }
-                    switch result {
-                    case .success(let successor):
-                        guard let current = channel.apnsChannelID else { return perform(rolloverFailed(of: channel), on: channel) }
-                        log.notice("rolling over to APNs channel \(successor)", channel: channel.id)
-                        perform(channel.rollover.successorCreated(successor, replacing: current, isLive: isMatchLive(channel), now: clock.now()),
-                                on: channel)
-                    case .failure(let error):
-                        log.warning("creating the rollover's APNs channel failed", channel: channel.id, apnsID: error.requestID, error: error)
-                        perform(rolloverFailed(of: channel), on: channel)
-                    }
+                    handle(.rolloverStep(result.isSuccess ? .switched(to: successor) : .failed), of: channel)
                 }
-            case .switchTo(let successor):
-                let batch = WriteBatch([.channelCreated(channelID: channel.id, apnsChannelID: successor, at: clock.now()),
-                                        .updateState(channel.settingsUpdate(at: clock.now()))])
-                store.submit(batch) { [self] result in
-                    loop.execute { [self] in
+            }
+        case .startAudience(let generation):
+            moveScheduledStarts(of: channel) { [self] in startAudience(of: channel, generation: generation) }
+        case .endPrevious(let previous, let push):
+            dispatcher(of: channel).broadcast(push, on: previous) { [self] result in
+                guard channels[channel.id] === channel else { return }
+                if case .failure(let error) = result, error.disposition != .channelGone {
+                    log.warning("ending the activities of the previous APNs channel \(previous) failed", channel: channel.id,
+                                apnsID: error.requestID, error: error)
+                    return handle(.rolloverStep(.failed), of: channel)
+                }
+                handle(.rolloverStep(.previousEnded), of: channel)
+            }
+        case .deletePrevious(let previous):
+            personal(of: channel).closeKickoffs(into: previous) { [self] in
+                loop.execute { [self] in
+                    dispatcher(of: channel).deleteChannel(previous) { [self] result in
                         guard channels[channel.id] === channel else { return }
-                        guard case .success = result else { return perform(rolloverFailed(of: channel), on: channel) }
-                        lifecycle(.rolledOver(to: successor), of: channel)
-                        perform(channel.rollover.switched(isLive: isMatchLive(channel)), on: channel)
-                    }
-                }
-            case .startAudience(let generation):
-                moveScheduledStarts(of: channel) { [self] in startAudience(of: channel, generation: generation) }
-            case .endPrevious(let previous):
-                let push = channel.engine.previousChannelEnd(state: channel.contentState, now: clock.now())
-                dispatcher(of: channel).broadcast(push, on: previous) { [self] result in
-                    guard channels[channel.id] === channel else { return }
-                    if case .failure(let error) = result, error.disposition != .channelGone {
-                        log.warning("ending the activities of the previous APNs channel \(previous) failed", channel: channel.id,
-                                    apnsID: error.requestID, error: error)
-                        return perform(rolloverFailed(of: channel), on: channel)
-                    }
-                    perform(channel.rollover.previousEnded(), on: channel)
-                }
-            case .deletePrevious(let previous):
-                personal(of: channel).closeKickoffs(into: previous) { [self] in
-                    loop.execute { [self] in
-                        dispatcher(of: channel).deleteChannel(previous) { [self] result in
-                            guard channels[channel.id] === channel else { return }
-                            if case .failure(let error) = result, error.disposition != .channelGone {
-                                log.warning("deleting the previous APNs channel \(previous) failed", channel: channel.id, apnsID: error.requestID, error: error)
-                                return perform(rolloverFailed(of: channel), on: channel)
-                            }
-                            log.notice("rolled over: generation \(channel.rollover.generation) on \(channel.apnsChannelID ?? "")", channel: channel.id)
-                            perform(channel.rollover.previousDeleted(maximumAge: channel.policy.maximumActivityAge,
-                                                                     minimumInterval: keyQuotas.settings.rolloverInterval), on: channel)
+                        if case .failure(let error) = result, error.disposition != .channelGone {
+                            log.warning("deleting the previous APNs channel \(previous) failed", channel: channel.id, apnsID: error.requestID, error: error)
+                            return handle(.rolloverStep(.failed), of: channel)
                         }
+                        log.notice("rolled over: generation \(channel.rollover.generation) on \(channel.apnsChannelID ?? "")", channel: channel.id)
+                        handle(.rolloverStep(.previousDeleted), of: channel)
                     }
                 }
-            case .deleteUnneeded(let apnsID):
-                dispatcher(of: channel).deleteChannel(apnsID) { [self] result in
-                    if case .failure(let error) = result, error.disposition != .channelGone {
-                        log.warning("deleting APNs channel \(apnsID), created for a match that has ended, failed", channel: channel.id, error: error)
-                    }
+            }
+        case .deleteUnneeded(let apnsID):
+            dispatcher(of: channel).deleteChannel(apnsID) { [self] result in
+                if case .failure(let error) = result, error.disposition != .channelGone {
+                    log.warning("deleting APNs channel \(apnsID), created for a match that has ended, failed", channel: channel.id, error: error)
                 }
-            case .armTimer(let at), .armRetry(let at):
-                let isRetry = if case .armRetry = action { true } else { false }
-                let timer = channel.rolloverTimer ?? LoopTimer(loop: loop) { [self] in rolloverTimerFired(channel) }
-                channel.rolloverTimer = timer
-                channel.rolloverRetryArmed = isRetry
-                let delay = at - clock.now()
-                timer.schedule(after: delay > .zero ? delay : .zero)
             }
         }
-    }
-
-    private func rolloverTimerFired(_ channel: Channel) {
-        guard !isStopping, channels[channel.id] === channel else { return }
-        if channel.rolloverRetryArmed {
-            channel.rolloverRetryArmed = false
-            perform(channel.rollover.retryDue(isLive: isMatchLive(channel)), on: channel)
-        } else {
-            checkRollover(of: channel)
-        }
-    }
-
-    private func rolloverFailed(of channel: Channel) -> [ActivityRollover.Action] {
-        channel.rollover.stepFailed(now: clock.now())
     }
 
     /// Moves the channel's kickoffs still waiting for their time from the previous APNs channel
@@ -243,7 +194,7 @@ extension ChannelService {
                 guard channels[channel.id] === channel else { return }
                 guard moved else {
                     log.warning("moving the kickoffs scheduled into the previous APNs channel failed; the step is tried again", channel: channel.id)
-                    return perform(rolloverFailed(of: channel), on: channel)
+                    return handle(.rolloverStep(.failed), of: channel)
                 }
                 next()
             }
@@ -256,7 +207,7 @@ extension ChannelService {
     private func startAudience(of channel: Channel, generation: Int) {
         guard let apnsID = channel.apnsChannelID, let audienceStarter, !channel.kickoffs.isEmpty else {
             log.warning("the rollover has no audience to start (no kickoff); the previous activities are ended", channel: channel.id)
-            return perform(channel.rollover.audienceStarted(), on: channel)
+            return handle(.rolloverStep(.audienceStarted), of: channel)
         }
         let now = clock.now()
         var jobs: [PersonalJobRecord] = []
@@ -273,7 +224,7 @@ extension ChannelService {
         }
         audienceStarter(jobs) { [self] stored in
             guard channels[channel.id] === channel else { return }
-            perform(stored ? channel.rollover.audienceStarted() : rolloverFailed(of: channel), on: channel)
+            handle(.rolloverStep(stored ? .audienceStarted : .failed), of: channel)
         }
     }
 
@@ -284,15 +235,5 @@ extension ChannelService {
     /// stored once.
     static func rolloverJobID(_ channelID: String, generation: Int, follows: String) -> String {
         "job-rollover-\(SHA256.hex(Array(channelID.utf8)).prefix(24))-\(generation)-\(SHA256.hex(Array(follows.utf8)).prefix(12))"
-    }
-}
-
-extension ActivityRollover.Action {
-    /// The step asks APNs or the job queue for something (what only the channel's owner may do).
-    fileprivate var callsOut: Bool {
-        switch self {
-        case .createSuccessor, .startAudience, .endPrevious, .deletePrevious, .deleteUnneeded: true
-        case .persist, .switchTo, .armTimer, .armRetry: false
-        }
     }
 }

@@ -20,15 +20,6 @@ extension ChannelService {
                    of: channel, what: "the channel")
     }
 
-    /// Writes the status when it changed since the last write.
-    func saveStatus(of channel: Channel) {
-        let status = channel.status
-        guard status != channel.persistedStatus, status != .creating else { return }
-        channel.persistedStatus = status
-        submitSave([.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now())] + statusEvent(of: channel, status: status),
-                   of: channel, what: "the channel status")
-    }
-
     /// Saves `operations` with the webhook events an earlier failed save left; a failure keeps
     /// this save's events for the next one.
     func submitSave(_ operations: [StoreOperation], of channel: Channel, what: String) {
@@ -59,15 +50,13 @@ extension ChannelService {
     private func retryFailedSaves() {
         guard !isStopping else { return }
         guard !store.health.isFailing else { return saveRetryTimer?.schedule(after: Self.saveRetryInterval) ?? () }
-        let due = channelsNeedingSave.values.filter { !$0.gate.isWriting }
+        let due = channelsNeedingSave.values.filter { !$0.machine.isWriting }
         for channel in due {
             channelsNeedingSave[channel.id] = nil
             guard channels[channel.id] === channel, channel.needsSave else { continue }
             channel.needsSave = false
             var operations: [StoreOperation] = [.updateState(channel.stateUpdate(at: clock.now()))]
-            let status = channel.status
-            if status != .creating {
-                channel.persistedStatus = status
+            if let status = channel.machine.statusForSaveAgain() {
                 operations.append(.markStatus(channelID: channel.id, status: status, end: nil, at: clock.now()))
             }
             submitSave(operations, of: channel, what: "the channel again")

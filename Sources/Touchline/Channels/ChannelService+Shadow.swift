@@ -29,7 +29,7 @@ extension ChannelService {
         channel.activity.pushSent(push, at: clock.now(), keepingPayload: true)
         loop.execute { [self] in
             guard channels[channel.id] === channel else { return }
-            feed(.shadowAccepted(sequence: push.sequence), to: channel)
+            handle(.pushAnswered(sequence: push.sequence, .acceptedInShadow), of: channel)
         }
     }
 

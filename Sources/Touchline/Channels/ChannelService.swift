@@ -108,7 +108,7 @@ final class ChannelService: @unchecked Sendable {
             personal(of: channel).announceStartedKickoffs(into: apnsID)
         }
         resume(restored)
-        for channel in restored where channel.lifecycle.awaitsReconciliation { lifecycle(.recreate, of: channel) }
+        for channel in restored where channel.lifecycle.awaitsReconciliation { handle(.lifecycle(.recreate), of: channel) }
     }
 
     /// Lets go of the channels `belongs` picks (a partition this gateway no longer owns): their
@@ -121,7 +121,7 @@ final class ChannelService: @unchecked Sendable {
             channels[id] = nil
             recordingLedger.remove(id)
             channelsNeedingSave[id] = nil
-            for request in channel.lifecycle.waiters + channel.gate.waiting.map(\.request) {
+            for request in channel.lifecycle.waiters + channel.machine.gate.waiting.map(\.request) {
                 request.respond(HTTPError(status: 503, code: "channel_moving", message: "channel '\(id)' is moving to another gateway; retry",
                                           headers: [("Retry-After", "1")]).response)
             }
@@ -151,7 +151,7 @@ final class ChannelService: @unchecked Sendable {
                     unserved[app, default: 0] += 1
                     continue
                 }
-                let channel = Channel.restored(from: record, now: now)
+                let channel = Channel.restored(from: record, rolloverInterval: keyQuotas.settings.rolloverInterval, now: now)
                 if let damage = channel.damage { log.error("channel restored as broken: \(damage)", channel: record.id) }
                 if channel.recording != nil {
                     let size = recordingSizes[record.id] ?? RecordingSize()
@@ -169,113 +169,16 @@ final class ChannelService: @unchecked Sendable {
         return restored
     }
 
+    /// Sends what was pending, arms the timers, resumes rollovers and asks again for deletions
+    /// that were due (``ChannelMachine/Input/resumed``).
     private func resume(_ restored: [Channel]) {
-        let now = clock.now()
-        for channel in restored where channel.lifecycle.isLive {
-            perform(channel.engine.tick(now: now), on: channel)
-            watchFeed(of: channel)
-            resumeRollover(of: channel)
-            // A deletion asked for before the restart and not confirmed: ask again.
-            if channel.engine.phase == .closed { lifecycle(.deletionDue, of: channel) }
-        }
-    }
-
-    // MARK: Engine actions
-
-    /// Performs the engine's actions for `channel`, in order, then saves what changed.
-    func perform(_ actions: [ChannelEngine.Action], on channel: Channel) {
-        var needsSave = false
-        for action in actions {
-            if isStopping, action.isOutgoing { continue }
-            switch action {
-            case .send(let push):
-                send(push, on: channel)
-            case .armTimer(let time):
-                let timer = channel.timer ?? LoopTimer(loop: loop) { [self] in timerFired(channel) }
-                channel.timer = timer
-                let delay = time - clock.now()
-                timer.schedule(after: delay > .zero ? delay : .zero)
-            case .persist:
-                needsSave = true
-            case .deleteChannel:
-                lifecycle(.deletionDue, of: channel)
-            case .markBroken(let reason):
-                channel.brokenReason = reason
-                if let apnsID = channel.apnsChannelID { personal(of: channel).closeKickoffs(into: apnsID) }
-            }
-        }
-        if needsSave { save(channel) }
-        saveStatus(of: channel)
-        eventStream?.channelChanged()
-    }
-
-    private func send(_ push: ChannelEngine.OutgoingPush, on channel: Channel) {
-        guard let apnsID = channel.apnsChannelID else { return }
-        // A cluster gateway whose lease lapsed at this instant sends nothing. The push goes back
-        // to the engine as one to try again after a back-off: by then the lease is renewed and
-        // it goes, or the partition has been let go and the next owner sends it.
-        guard ownership.actsFor(channel.id) else {
-            loop.execute { [self] in
-                guard channels[channel.id] === channel else { return }
-                perform(channel.engine.pushFailed(sequence: push.sequence, .retryLater, now: clock.now()), on: channel)
-            }
-            return
-        }
-        if channel.isShadow { return sendShadow(push, on: channel) }
-        channel.activity.pushSent(push, at: clock.now())
-        dispatcher(of: channel).broadcast(push, on: apnsID) { [self] result in
-            guard channels[channel.id] === channel else { return }
-            feed(.pushAnswered(sequence: push.sequence, result), to: channel)
-        }
-    }
-
-    private func timerFired(_ channel: Channel) {
-        guard channels[channel.id] === channel else { return }
-        feed(.timerFired, to: channel)
-    }
-
-    /// Gives the engine an input, or holds it while a write of the channel is in the store (the
-    /// engine must stay as the last commit left it until the write completes).
-    func feed(_ input: ChannelInput, to channel: Channel) {
-        guard channel.gate.pass(input) else { return }
-        switch input {
-        case .timerFired: perform(channel.engine.tick(now: clock.now()), on: channel)
-        case .pushAnswered(let sequence, let result): pushAnswered(channel, sequence, result)
-        case .shadowAccepted(let sequence):
-            recordAnswer(of: sequence, on: channel, outcome: "shadow", retried: false)
-            perform(channel.engine.pushSucceeded(sequence: sequence, now: clock.now()), on: channel)
-        }
-    }
-
-    /// An APNs answer to a publish, back on the ingest loop.
-    private func pushAnswered(_ channel: Channel, _ sequence: UInt64, _ result: Result<APNsResponse, APNsError>) {
-        let now = clock.now()
-        switch result {
-        case .success:
-            recordAnswer(of: sequence, on: channel, outcome: "accepted", retried: false)
-            perform(channel.engine.pushSucceeded(sequence: sequence, now: now), on: channel)
-        case .failure(let error):
-            log.warning("APNs broadcast failed", channel: channel.id, apnsID: error.requestID, error: error)
-            let failure = BroadcastDispatcher.pushFailure(for: error)
-            recordAnswer(of: sequence, on: channel, outcome: error.reason?.name ?? error.status.map { "HTTP\($0)" } ?? "no_response",
-                         retried: failure == .throttled || failure == .retryLater)
-            perform(channel.engine.pushFailed(sequence: sequence, failure, now: now), on: channel)
-        }
+        for channel in restored where channel.lifecycle.isLive { handle(.resumed, of: channel) }
     }
 
     /// Stops sending and cancels every timer (shutdown).
     func stop() {
         isStopping = true
-        for channel in channels.values { channel.cancelTimers() }
-    }
-}
-
-extension ChannelEngine.Action {
-    /// Actions that start something new: skipped once the gateway is stopping.
-    fileprivate var isOutgoing: Bool {
-        switch self {
-        case .send, .armTimer, .deleteChannel: true
-        case .persist, .markBroken: false
-        }
+        let now = clock.now()
+        for channel in channels.values { stop(channel, now: now) }
     }
 }

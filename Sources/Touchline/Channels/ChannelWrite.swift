@@ -17,13 +17,30 @@ enum ChannelRequest {
     }
 }
 
-/// An engine input that came while a write of the channel was in the store; fed to the engine
-/// once the write has completed, in arrival order.
-enum ChannelInput {
-    case pushAnswered(sequence: UInt64, Result<APNsResponse, APNsError>)
-    /// A shadow channel's push, accepted by the gateway in APNs' place.
-    case shadowAccepted(sequence: UInt64)
-    case timerFired
+/// What a channel's machine needs of the API's request format: the channel's id and sport,
+/// with which an events or end request is validated (``ChannelWrite``).
+struct ChannelRules: ChannelMachineRules {
+    typealias Request = ChannelRequest
+    typealias Waiter = HTTPRequest
+    /// What the channel's recording may still keep (nil on a channel that does not record).
+    typealias Room = RecordingLedger.Room?
+    typealias Write = ChannelWrite
+
+    let channelID: String
+    /// The rules of a sports channel's events; nil on other channels.
+    let sports: SportsChannel?
+
+    /// A sports channel's feed is live while its state says `live`.
+    var followsMatchStatus: Bool { sports != nil }
+
+    func write(_ requests: [ChannelRequest], on state: ChannelMachineState, room: RecordingLedger.Room?, now: UnixTime,
+               status: (ChannelEngine) -> ChannelStatus) -> ChannelWrite {
+        var write = ChannelWrite(state: state, recordingRoom: room)
+        for request in requests {
+            do throws(HTTPError) { try write.add(request, rules: self, now: now, status: status) } catch { write.refused(request, error) }
+        }
+        return write
+    }
 }
 
 /// One acknowledged write of a channel: the events and end requests it answers, and the state
@@ -31,10 +48,9 @@ enum ChannelInput {
 ///
 /// Requests are validated in order, each on top of the ones before it; a refused request is
 /// answered at once and leaves the rest unchanged (as if it had not come).
-struct ChannelWrite {
-    private(set) var engine: ChannelEngine
-    private(set) var contentState: JSONValue
-    private(set) var lastSeq: Int64
+struct ChannelWrite: ChannelMachineWrite {
+    /// The engine, content-state and last `seq` the write leaves.
+    private(set) var state: ChannelMachineState
     /// The channel's last `seq` before the write: its saved state covers the log up to there.
     private let coveredSeq: Int64
     /// On a channel recording its feed: how many more events and bytes the recording keeps
@@ -47,57 +63,66 @@ struct ChannelWrite {
     /// The end, when one of the requests ended the channel.
     private var end: (status: ChannelStatus, end: ChannelEnd)?
     /// What the engine asked for; performed once the write is durable.
-    private(set) var actions: [ChannelEngine.Action] = []
+    private(set) var engineActions: [ChannelEngine.Action] = []
     /// The requests to answer after the commit, and how.
     private(set) var answers: [(request: HTTPRequest, answer: Answer)] = []
+    /// The requests refused while the write was built: answered at once, before it is stored.
+    private(set) var refusals: [(request: ChannelRequest, error: HTTPError)] = []
 
-    enum Answer {
+    enum Answer: Sendable {
         /// 202 with this body (an events request).
         case fixed(JSONValue)
         /// 202 with the channel as it is after the write (an end request).
         case channel
     }
 
-    /// A write of `channel`; `recordingRoom` is what its recording may still keep (nil on a
-    /// channel that does not record).
-    init(for channel: Channel, recordingRoom: RecordingLedger.Room?) {
-        engine = channel.engine
-        contentState = channel.contentState
-        lastSeq = channel.lastSeq
-        coveredSeq = channel.lastSeq
+    /// A write on top of `state`; `recordingRoom` is what the channel's recording may still keep
+    /// (nil on a channel that does not record).
+    init(state: ChannelMachineState, recordingRoom: RecordingLedger.Room?) {
+        self.state = state
+        coveredSeq = state.lastSeq
         self.recordingRoom = recordingRoom
     }
+
+    var engine: ChannelEngine { state.engine }
+    var contentState: JSONValue { state.contentState }
+    var lastSeq: Int64 { state.lastSeq }
+    var acceptedSeqs: [Int64] { events.map(\.seq) }
 
     /// True when nothing needs storing: every request held only duplicates and stale events
     /// (their answers can go at once).
     var isEmpty: Bool { events.isEmpty && end == nil }
 
     /// Adds one request, or throws its refusal (then nothing of it is kept).
-    mutating func add(_ request: ChannelRequest, to channel: Channel, now: UnixTime) throws(HTTPError) {
+    mutating func add(_ request: ChannelRequest, rules: ChannelRules, now: UnixTime, status: (ChannelEngine) -> ChannelStatus) throws(HTTPError) {
         switch request {
         case .events(let request, let receivedAt):
-            try addEvents(request, receivedAt: receivedAt, channel: channel, now: now)
+            try addEvents(request, receivedAt: receivedAt, rules: rules, now: now)
         case .end(let request):
-            try addEnd(request, channel: channel, now: now)
+            try addEnd(request, sports: rules.sports, now: now, status: status)
         }
     }
 
-    private mutating func addEvents(_ request: HTTPRequest, receivedAt: ContinuousClock.Instant, channel: Channel,
+    /// A request refused while the write was built.
+    mutating func refused(_ request: ChannelRequest, _ error: HTTPError) {
+        refusals.append((request, error))
+    }
+
+    private mutating func addEvents(_ request: HTTPRequest, receivedAt: ContinuousClock.Instant, rules: ChannelRules,
                                     now: UnixTime) throws(HTTPError) {
-        let batch = try EventBatch(EventBatch.events(in: request.body), channelID: channel.id, sports: channel.sports,
+        let batch = try EventBatch(EventBatch.events(in: request.body), channelID: rules.channelID, sports: rules.sports,
                                           engine: engine, contentState: contentState, lastSeq: lastSeq, now: now)
-        engine = batch.engine
-        contentState = batch.contentState
-        lastSeq = batch.lastSeq
+        state = ChannelMachineState(engine: batch.engine, contentState: batch.contentState, lastSeq: batch.lastSeq)
         events += batch.accepted
         duplicates += batch.duplicates
-        actions += batch.actions
+        engineActions += batch.actions
         if !batch.accepted.isEmpty, firstAcceptedAt == nil { firstAcceptedAt = receivedAt }
         answers.append((request, .fixed(["accepted": .integer(Int64(batch.accepted.count)), "duplicates": .integer(Int64(batch.duplicates)),
                                          "stale": .array(batch.stale.map(JSONValue.integer)), "lastSeq": .integer(batch.lastSeq)])))
     }
 
-    private mutating func addEnd(_ request: HTTPRequest, channel: Channel, now: UnixTime) throws(HTTPError) {
+    private mutating func addEnd(_ request: HTTPRequest, sports: SportsChannel?, now: UnixTime,
+                                 status: (ChannelEngine) -> ChannelStatus) throws(HTTPError) {
         let body = try RequestBody(parsing: request.body.isEmpty ? Array("{}".utf8) : request.body,
                                           allowed: ["finalState", "event", "dismissAt"])
         var finalState = try body.object("finalState")
@@ -107,12 +132,12 @@ struct ChannelWrite {
         var alert: LiveActivityAlert?
         if let event = try body.object("event") {
             guard finalState == nil else { throw body.invalid("event", "cannot be given together with 'finalState'") }
-            let change = try EventBatch.change(EventBatch.parse(event, name: "event", sports: channel.sports), to: contentState,
-                                               sports: channel.sports, now: now, name: "event")
+            let change = try EventBatch.change(EventBatch.parse(event, name: "event", sports: sports), to: contentState,
+                                               sports: sports, now: now, name: "event")
             (finalState, importance, alert) = (change.state, change.importance, change.alert)
         } else if let finalState {
             try EventBatch.requireWithinLimits(finalState, "finalState")
-            try EventBatch.requireMatchState(finalState, on: channel.sports, name: "finalState")
+            try EventBatch.requireMatchState(finalState, on: sports, name: "finalState")
         }
         let dismissAt = try body.integer("dismissAt").map { (seconds: Int64) throws(HTTPError) -> UnixTime in
             // APNs takes any Unix second, but a date beyond 2100 is certainly a unit mistake (ms?).
@@ -129,10 +154,10 @@ struct ChannelWrite {
         } catch {
             throw EventBatch.refusal(error, name: "finalState")
         }
-        engine = ended
-        if let finalState { contentState = finalState }
-        actions += endActions
-        end = (channel.status(of: engine), ChannelEnd(dismissAt: dismissAt, endedAt: now))
+        state.engine = ended
+        if let finalState { state.contentState = finalState }
+        engineActions += endActions
+        end = (status(ended), ChannelEnd(dismissAt: dismissAt, endedAt: now))
         answers.append((request, .channel))
     }
 

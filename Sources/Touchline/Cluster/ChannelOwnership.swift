@@ -9,9 +9,13 @@ import TouchlineCore
 /// ingest loop.
 protocol ChannelOwnership: AnyObject {
     func actsFor(_ channelID: String) -> Bool
+    /// The fence of the lease this gateway acts for the channel under now; nil on a gateway on
+    /// its own (no lease) or when it does not act for it. Pushes carry it (``ChannelMachine``).
+    func fence(for channelID: String) -> Fence?
 }
 
-/// A gateway on its own: every channel is its own.
+/// A gateway on its own: every channel is its own, with no lease to fence.
 final class AllChannels: ChannelOwnership {
     func actsFor(_ channelID: String) -> Bool { true }
+    func fence(for channelID: String) -> Fence? { nil }
 }

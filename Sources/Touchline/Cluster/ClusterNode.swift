@@ -194,6 +194,13 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         serves(partitioning.partition(of: channelID))
     }
 
+    /// The fence of `channelID`'s partition while this gateway serves it (its lease valid at this instant).
+    func fence(for channelID: String) -> Fence? {
+        let partition = partitioning.partition(of: channelID)
+        guard case .serving? = partitions[partition] else { return nil }
+        return keeper.fence(for: partition)
+    }
+
     /// Whether the partition is taken up here and its lease valid at this instant.
     func serves(_ partition: Int) -> Bool {
         guard case .serving? = partitions[partition] else { return false }

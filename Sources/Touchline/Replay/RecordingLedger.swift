@@ -31,7 +31,7 @@ struct RecordingLedger {
     }
 
     /// What a recording may still keep of a write.
-    struct Room: Equatable {
+    struct Room: Equatable, Sendable {
         var events: Int
         var bytes: Int
     }

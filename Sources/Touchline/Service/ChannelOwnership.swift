@@ -12,6 +12,6 @@ protocol ChannelOwnership: AnyObject {
 }
 
 /// A gateway on its own: every channel is its own.
-final class AllChannels: ChannelOwnership {
+final class AllChannels: ChannelOwnership, Sendable {
     func actsFor(_ channelID: String) -> Bool { true }
 }

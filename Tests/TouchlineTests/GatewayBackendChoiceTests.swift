@@ -9,9 +9,20 @@ import TouchlineTesting
 /// and a member of the in-memory JetStream cluster. The API answers the same; only what the
 /// backend supplies differs (where jobs are kept, what `/readyz` shows of it).
 @Suite(.heavy) struct GatewayBackendChoiceTests {
-    enum Choice: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        case sqlite, inMemoryStores, inMemoryCluster
-        var testDescription: String { rawValue }
+    enum Choice: Sendable, CustomTestStringConvertible {
+        case sqlite, inMemoryStores
+        /// A member of this in-memory cluster.
+        case inMemoryCluster(InMemoryNATSCluster)
+
+        static var allCases: [Choice] { [.sqlite, .inMemoryStores, .inMemoryCluster(InMemoryNATSCluster())] }
+        var isCluster: Bool { if case .inMemoryCluster = self { true } else { false } }
+        var testDescription: String {
+            switch self {
+            case .sqlite: "sqlite"
+            case .inMemoryStores: "inMemoryStores"
+            case .inMemoryCluster: "inMemoryCluster"
+            }
+        }
     }
 
     /// A gateway on `choice`, sending to in-memory APNs, driven in process.
@@ -29,10 +40,10 @@ import TouchlineTesting
             backends = .sqlite(apns: apns)
         case .inMemoryStores:
             backends = .inMemory(channels: InMemoryStore(name: "channels"), personal: InMemoryStore(name: "personal"), apns: apns)
-        case .inMemoryCluster:
+        case .inMemoryCluster(let cluster):
             configuration.store = StoreSettings(backend: .jetstream, jetStream: JetStreamSettings(servers: ["nats://in-memory"], instance: InstanceID("g1")!,
                                                                                                  partitions: 4))
-            backends = .inMemoryCluster(InMemoryNATSCluster(), apns: apns)
+            backends = .inMemoryCluster(cluster, apns: apns)
         }
         let gateway = Gateway(configuration: configuration, backends: backends)
         try gateway.start()
@@ -65,9 +76,9 @@ import TouchlineTesting
         // What the backend supplies shows where operators look: a cluster member's part.
         let ready = try api.request("GET", "/readyz")
         #expect(ready.status == 200, "\(ready.text)")
-        #expect((ready.json?[member: "cluster"] != nil) == (choice == .inMemoryCluster), "\(ready.text)")
+        #expect((ready.json?[member: "cluster"] != nil) == choice.isCluster, "\(ready.text)")
         let metrics = try api.request("GET", "/metrics")
-        #expect(metrics.text.contains("touchline_cluster_connected") == (choice == .inMemoryCluster))
+        #expect(metrics.text.contains("touchline_cluster_connected") == choice.isCluster)
         await gateway.shutdown()
     }
 }

@@ -43,6 +43,14 @@ extension Gateway.Backends {
         })
     }
 
+    /// A gateway on its own on SQLite in the data directory (as ``standard``) that sends to the
+    /// in-memory APNs `apns`.
+    package static func sqlite(apns: InMemoryAPNsPair) -> Self {
+        Self(stores: standard.stores, apns: { _ in
+            { broadcastLoop, personalLoop in apns.make(broadcastLoop: broadcastLoop, personalLoop: personalLoop) }
+        })
+    }
+
     /// A gateway on in-memory stores (`channels`, `personal`) that connects to APNs as its
     /// configuration says (the bundled mock in development mode): for tests of the API and the
     /// pushes that want a store they can hold or fail at will, and no file.

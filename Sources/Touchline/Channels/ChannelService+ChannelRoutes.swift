@@ -20,10 +20,7 @@ extension ChannelService: APIFeature {
             }
             router.add(.delete, "\(base)/channels/{id}", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in try delete(call) }
             router.add(.post, "\(base)/channels/{id}/events", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
-                do throws(HTTPError) { take(.events(call.request, receivedAt: .now), for: try channel(call)) } catch {
-                    metrics.rejectedEvents[error.code, default: 0] += 1
-                    throw error
-                }
+                postEvents(to: try call.parameters.string("id"), app: call.app, request: call.request)
             }
             router.add(.post, "\(base)/channels/{id}/end", scope: .channel(parameter: "id")) { [self] call throws(HTTPError) in
                 take(.end(call.request), for: try channel(call))

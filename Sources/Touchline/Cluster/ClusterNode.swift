@@ -290,18 +290,18 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             return retryCatchUp(partition, fence: fence)
         }
         do {
-            guard let router else { return }
+            guard let service else { return }
             let handedOver = try connection.subscribe(to: ownerSubject(partition), queue: "owners", loop: ingestLoop) {
                 [weak self] message in self?.serve(message, partition: partition)
             }
-            let published = try ingest.subscribe(partition: partition, router: router) { [weak self] partition in
+            let published = try ingest.subscribe(partition: partition, service: service) { [weak self] partition in
                 self?.serves(partition) ?? false
             }
             // Served from now on: the channels taken up below push what they had pending at once.
             partitions[partition] = .serving(fence, [handedOver, published])
             let reader = store.openReader()
             defer { reader.close() }
-            try service?.takeUp(from: reader, recordingSizes: recordingSizes) { partitioning.partition(of: $0) == partition }
+            try service.takeUp(from: reader, recordingSizes: recordingSizes) { partitioning.partition(of: $0) == partition }
             log.notice("took up partition \(partition) (\(fence))")
         } catch {
             log.error("taking up partition \(partition) failed; trying again", error: error)

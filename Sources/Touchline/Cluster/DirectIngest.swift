@@ -62,31 +62,29 @@ final class DirectIngest: @unchecked Sendable {
         try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.ensurePushConsumer(consumer(of: partition)) }
     }
 
-    /// Starts taking the partition's events (on the loop), through `router`, while `serves`
-    /// says this gateway still serves the partition.
-    func subscribe(partition: Int, router: APIRouter, serves: @escaping @Sendable (Int) -> Bool) throws(NATSError) -> any MessageSubscription {
+    /// Starts taking the partition's events (on the loop) into `service`'s channels, while
+    /// `serves` says this gateway still serves the partition.
+    func subscribe(partition: Int, service: ChannelService, serves: @escaping @Sendable (Int) -> Bool) throws(NATSError) -> any MessageSubscription {
         let settings = consumer(of: partition)
         return try connection.subscribe(to: settings.deliverSubject, queue: settings.group, loop: loop) { [weak self] message in
-            self?.take(message, partition: partition, router: router, serves: serves)
+            self?.take(message, partition: partition, service: service, serves: serves)
         }
     }
 
-    private func take(_ message: NATSMessage, partition: Int, router: APIRouter, serves: (Int) -> Bool) {
+    /// Takes one event message through the channel service's events entry, as the route would
+    /// (the NATS account's permission to publish stands for the API key).
+    private func take(_ message: NATSMessage, partition: Int, service: ChannelService, serves: (Int) -> Bool) {
         guard serves(partition) else { return jetStream.deliverAgain(message, after: Self.redeliveryDelay) }
         let token = message.subject.split(separator: ".").last.map(String.init) ?? ""
         let channelID = token.replacingOccurrences(of: "~", with: ".")
-        let request = HTTPRequest(method: .post, target: "/v1/channels/\(channelID)/events",
-                                  headers: [HTTPHeaderField(name: "Content-Type", value: "application/json")], body: message.payload,
-                                  loop: loop) { [weak self] response in
+        service.postEvents(to: channelID, app: AppChannelID.defaultApp, body: message.payload, loop: loop) { [weak self] outcome in
             guard let self else { return }
-            switch response.status {
-            case 200..<300: jetStream.acknowledge(message)
-            case 500...: jetStream.deliverAgain(message, after: Self.redeliveryDelay)
-            default: reject(message, channelID: channelID, token: token, response: response)
+            switch outcome {
+            case .stored: jetStream.acknowledge(message)
+            case .unavailable: jetStream.deliverAgain(message, after: Self.redeliveryDelay)
+            case .refused(let response): reject(message, channelID: channelID, token: token, response: response)
             }
         }
-        // The NATS account's permission to publish stands for the API key.
-        router.handle(request, authorizedAs: APICaller(key: nil))
     }
 
     /// Publishes the refused event with its error to `<prefix>.rejected.<channel>`, then lets

@@ -111,7 +111,7 @@ final class SharedJobs: @unchecked Sendable {
                                 registryPosition: { registry?.appliedSequence ?? 0 },
                                 registryTarget: { registry?.catchUpTarget.load(ordering: .acquiring) ?? 0 }, instance: cluster.settings.instance.name,
                                 outbox: outbox, clock: clock, log: log)
-        try loop.sync { queues.all.forEach { $0.sharedJobs = shared } }
+        try loop.sync { queues.all.forEach { $0.jobBoard = shared } }
         try shared.start()
         return shared
     }
@@ -405,42 +405,25 @@ final class SharedJobs: @unchecked Sendable {
         }
     }
 
-    /// How many of a job's slices have saved their end, of how many.
-    struct SliceProgress: Sendable {
-        var finished: Int
-        var total: Int
-    }
-
-    /// A job as the bucket shows it.
-    struct JobView: Sendable {
-        var status: PersonalJobStatus
-        var counts: PersonalJobCounts
-        /// Nil once the job is finished (its slices' keys are gone).
-        var slices: SliceProgress?
-        var startAt: UnixTime?
-        /// Cancelled before its start: nothing of it was sent.
-        var withdrawn = false
-    }
-
     /// A job's status, counts and slices as the bucket shows them, nil if it holds no such job,
     /// and why it cannot run if it is broken (`completion` on `answerLoop`).
-    func progress(of jobID: String, answerLoop: EventLoop, completion: @escaping @Sendable (JobView?, String?) -> Void) {
+    func progress(of jobID: String, answerLoop: EventLoop, completion: @escaping @Sendable (PersonalJobView?, String?) -> Void) {
         loop.execute { [self] in
             let broken = brokenJobs[jobID]
-            var view: JobView?
+            var view: PersonalJobView?
             if let finished = finishedJobs[jobID] {
-                view = JobView(status: .done, counts: PersonalJobCounts(finished.counters), startAt: finished.startAt, withdrawn: finished.withdrawn)
+                view = PersonalJobView(status: .done, counts: PersonalJobCounts(finished.counters), startAt: finished.startAt, withdrawn: finished.withdrawn)
             } else if let entry = entries[jobID], let progress = plan.progress(of: jobID) {
                 let startAt = entry.startAtNanoseconds.map(UnixTime.init(nanoseconds:))
                 switch plan.schedule(of: jobID) {
                 case .waiting?:
-                    view = JobView(status: .pending, counts: PersonalJobCounts(progress.counters), startAt: startAt)
+                    view = PersonalJobView(status: .pending, counts: PersonalJobCounts(progress.counters), startAt: startAt)
                 case .withdrawn?:
-                    view = JobView(status: .done, counts: PersonalJobCounts(progress.counters), startAt: startAt, withdrawn: true)
+                    view = PersonalJobView(status: .done, counts: PersonalJobCounts(progress.counters), startAt: startAt, withdrawn: true)
                 case .started?, nil:
                     let started = saved.keys.contains { $0.jobID == jobID }
-                    view = JobView(status: started ? .running : .pending, counts: PersonalJobCounts(progress.counters),
-                                   slices: SliceProgress(finished: progress.slicesFinished, total: progress.slices), startAt: startAt)
+                    view = PersonalJobView(status: started ? .running : .pending, counts: PersonalJobCounts(progress.counters),
+                                   slices: .init(finished: progress.slicesFinished, total: progress.slices), startAt: startAt)
                 }
             }
             let result = view

@@ -12,7 +12,7 @@ extension OperatorsAPI {
     func readinessJSON(_ loops: LoopSnapshots) -> (ready: Bool, body: JSONValue) {
         let writable = { (store: any DurableStoreWriter) in store.isOpen && !store.health.isFailing }
         let gatewayPools = loops.broadcast.pools + loops.personal.apns.pools
-        let ready = writable(store) && writable(personalStore) && gatewayPools.allSatisfy(\.isReady) && (cluster?.isConnected ?? true)
+        let ready = writable(store) && writable(personalStore) && gatewayPools.allSatisfy(\.isReady) && backend.isConnected
         let storeJSON = { (store: any DurableStoreWriter) -> JSONValue in
             let health = store.health
             var members: [JSONValue.Member] = [
@@ -34,6 +34,6 @@ extension OperatorsAPI {
                 let pools = loops.apnsPools.filter { $0.app == snapshot.app }
                 return ["app": .string(snapshot.app), "ready": .bool(pools.allSatisfy(\.isReady))]
             })),
-        ] + (clusterJSON().map { [.init("cluster", $0)] } ?? [])))
+        ] + (backend.readinessMember().map { [$0] } ?? [])))
     }
 }

@@ -31,15 +31,15 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
     let apnsMetrics: [APNsMetrics]
     /// The API keys' request buckets, taken by the admission hook (on this loop: the HTTP server's).
     let requestLimits: Admission.RequestLimits
-    /// This gateway's part in a cluster (the `jetstream` store backend), nil on its own.
-    let cluster: ClusterNode?
+    /// What operators see of the backend (a cluster member's connection, partitions, registry).
+    let backend: any BackendOperatorView
     /// The provider API's server, on this loop, set once it listens (its connections and bodies
     /// are in `/metrics`); weak, as the server's handler holds the routes and so this.
     weak var httpServer: HTTPServer?
 
-    init(service: ChannelService, intake: PersonalJobIntake, personalStore: any PersonalStoreWriter, cluster: ClusterNode? = nil,
+    init(service: ChannelService, intake: PersonalJobIntake, personalStore: any PersonalStoreWriter, backend: any BackendOperatorView,
          configuration: GatewayConfiguration, clock: any WallClock) {
-        self.cluster = cluster
+        self.backend = backend
         self.service = service
         self.intake = intake
         self.personalStore = personalStore
@@ -64,7 +64,7 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
             gatherLoopSnapshots { [self] loops in
                 let respond: @Sendable ([MetricFamily]) -> Void = { [self] webhookFamilies in
                     let text = PrometheusTextEncoder.encode(metricFamilies(loops) + storeMetricFamilies(brokenJobs: intake.brokenJobs.count)
-                                                           + httpMetricFamilies() + clusterMetricFamilies() + recordingMetricFamilies()
+                                                           + httpMetricFamilies() + backend.metricFamilies() + recordingMetricFamilies()
                                                            + keyLimitMetricFamilies() + generationStartMetricFamilies(loops) + webhookFamilies)
                     call.respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusTextEncoder.contentType)],
                                               body: Array(text.utf8)))

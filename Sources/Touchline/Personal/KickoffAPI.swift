@@ -17,7 +17,7 @@ import TouchlineStore
 /// waits on the personal queue until then, also across restarts; `GET /v1/channels/{id}/starts`
 /// lists the channel's waiting starts and `DELETE /v1/channels/{id}/starts/{job}` cancels one
 /// (``PersonalDispatcher/cancelScheduled(_:into:answer:)``; on a cluster the start waits in the
-/// job bucket instead, ``SharedJobs/cancelScheduled(_:into:answer:)``).
+/// job bucket instead, ``PersonalJobBoard/cancelScheduled(_:into:answer:)``).
 ///
 /// Holds the channels (the start names the channel's APNs id and takes its content-state) and
 /// the job intake it shares with the other personal routes.

@@ -25,7 +25,7 @@ struct PersonalAPI: APIFeature {
                 }
             }
             router.add(.get, "\(base)/personal/{job}", scope: scope) { call throws(HTTPError) in
-                try showPersonalJob(call.request, id: try call.parameters.string("job"), app: call.app)
+                showPersonalJob(call.request, id: try call.parameters.string("job"), app: call.app)
             }
         }
     }
@@ -61,24 +61,20 @@ struct PersonalAPI: APIFeature {
         try intake.submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
     }
 
-    private func showPersonalJob(_ request: HTTPRequest, id: String, app: String) throws(HTTPError) {
-        if let shared = intake.sharedJobs {
-            // A cluster's job is in its bucket; one stored in this gateway's file before (a
-            // migrated one) is read from there.
-            shared.progress(of: id, answerLoop: intake.loop) { job, broken in
-                if let broken {
-                    request.respond(Self.brokenAnswer(id, reason: broken))
-                    return
-                }
-                guard let job else {
-                    do throws(HTTPError) { try showStoredJob(request, id: id, app: app) } catch { request.respond(error.response) }
-                    return
-                }
-                request.respond(Self.answer(id, (job.status, job.counts), startAt: job.startAt, cancelled: job.withdrawn, slices: job.slices))
+    private func showPersonalJob(_ request: HTTPRequest, id: String, app: String) {
+        // A job on the board (a cluster's bucket) is shown from there; any other from this
+        // gateway's file (on a cluster, one stored there before: a migrated one).
+        intake.jobBoard.progress(of: id, answerLoop: intake.loop) { job, broken in
+            if let broken {
+                request.respond(Self.brokenAnswer(id, reason: broken))
+                return
             }
-            return
+            guard let job else {
+                do throws(HTTPError) { try showStoredJob(request, id: id, app: app) } catch { request.respond(error.response) }
+                return
+            }
+            request.respond(Self.answer(id, (job.status, job.counts), startAt: job.startAt, cancelled: job.withdrawn, slices: job.slices))
         }
-        try showStoredJob(request, id: id, app: app)
     }
 
     /// A job of another app is not this app's to show: as unknown here.
@@ -99,7 +95,7 @@ struct PersonalAPI: APIFeature {
     /// The job as the API shows it; a scheduled one with its `startAt`, and `cancelled` when it
     /// was cancelled before its time.
     private static func answer(_ id: String, _ job: (status: PersonalJobStatus, counts: PersonalJobCounts), startAt: UnixTime? = nil,
-                               cancelled: Bool = false, slices: SharedJobs.SliceProgress? = nil) -> HTTPResponse {
+                               cancelled: Bool = false, slices: PersonalJobView.SliceProgress? = nil) -> HTTPResponse {
         let counts = job.counts
         let failed = counts.failed.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, .integer($0.value)) }
         var members: [JSONValue.Member] = [

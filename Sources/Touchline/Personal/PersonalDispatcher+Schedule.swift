@@ -22,7 +22,7 @@ extension PersonalDispatcher {
         loop.execute { [self] in
             guard let start = scheduled.remove(jobID) else {
                 // On a cluster, a start waits in the job bucket (one of this gateway's own file, a migrated one, waits here).
-                if let apnsChannelID, let shared = sharedJobs, shared.cancelScheduled(jobID, into: apnsChannelID, answer: answer) { return }
+                if let apnsChannelID, jobBoard.cancelScheduled(jobID, into: apnsChannelID, answer: answer) { return }
                 return answer(.notWaiting)
             }
             if let apnsChannelID, start.inputPushChannel != apnsChannelID {
@@ -49,7 +49,7 @@ extension PersonalDispatcher {
     /// Moves the kickoffs waiting for their time into `previous` to `successor`, the APNs
     /// channel that replaced it (a rollover): their stored payloads name `successor` from then
     /// on, so they start there at their time, and closing `previous` does not cancel them. On a
-    /// cluster the job bucket's are moved too (``SharedJobs/moveScheduledStarts(from:to:completion:)``).
+    /// cluster the job bucket's are moved too (``PersonalJobBoard/moveScheduledStarts(from:to:completion:)``).
     /// `completion` on the personal loop with whether all are stored moved; a failed write
     /// leaves the rest waiting into `previous` (moving them again is harmless). Any thread.
     func moveScheduledStarts(from previous: String, to successor: String, completion: @escaping @Sendable (Bool) -> Void) {
@@ -71,8 +71,8 @@ extension PersonalDispatcher {
                 }
             }
             local { [self] stored in
-                guard stored, let sharedJobs else { return completion(stored) }
-                sharedJobs.moveScheduledStarts(from: previous, to: successor, completion: completion)
+                guard stored else { return completion(stored) }
+                jobBoard.moveScheduledStarts(from: previous, to: successor, completion: completion)
             }
         }
     }
@@ -81,7 +81,7 @@ extension PersonalDispatcher {
     /// (on a cluster) the job bucket's (`answer` on the personal loop). Any thread.
     func scheduledStarts(into apnsChannelID: String, answer: @escaping @Sendable ([PersonalJobRecord]) -> Void) {
         loop.execute { [self] in
-            let starts = scheduled.starts(into: apnsChannelID).map(\.record) + (sharedJobs?.scheduledStarts(into: apnsChannelID) ?? [])
+            let starts = scheduled.starts(into: apnsChannelID).map(\.record) + jobBoard.scheduledStarts(into: apnsChannelID)
             answer(starts.sorted { ($0.startAt ?? $0.createdAt, $0.id) < ($1.startAt ?? $1.createdAt, $1.id) })
         }
     }

@@ -49,8 +49,9 @@ final class PersonalDispatcher: @unchecked Sendable {
     private(set) var brokenJobs: [String: String] = [:]
     /// Counters for `/metrics` and the stats, on this loop.
     let metrics: PersonalMetrics
-    /// The cluster's jobs, on a gateway of a cluster: slices run here save through it.
-    var sharedJobs: SharedJobs?
+    /// Where jobs beyond this queue's own are kept (the backend's; on a cluster, its job
+    /// bucket, through which the slices run here save); set once at start.
+    var jobBoard: any PersonalJobBoard = OwnJobs()
     /// Told when a scheduled kickoff starts, with its audience and the APNs channel it starts
     /// into (the channels keep it for their rollovers); set once at start.
     var scheduledStartBegan: (@Sendable (KickoffTemplate, String) -> Void)?
@@ -83,7 +84,7 @@ final class PersonalDispatcher: @unchecked Sendable {
         var snapshot = metrics.snapshot(running: jobs.values.map(\.job), inFlight: inFlight)
         snapshot.jobsRunning = Set(jobs.values.map(\.id)).count
         snapshot.slicesRunning = jobs.values.count { $0.slice != nil }
-        snapshot.slicesStarted = sharedJobs?.slicesStarted ?? 0
+        snapshot.slicesStarted = jobBoard.slicesStarted
         return snapshot
     }
 
@@ -148,7 +149,7 @@ final class PersonalDispatcher: @unchecked Sendable {
                 settled()
             }
             // On a cluster, the kickoff's slices elsewhere are cancelled through the job bucket.
-            sharedJobs?.cancelKickoffs(into: apnsChannelID)
+            jobBoard.cancelKickoffs(into: apnsChannelID)
             for start in scheduled.starts(into: apnsChannelID) { cancelScheduled(start.record.id) { _ in } }
             let now = clock.now()
             for running in jobs.values where running.inputPushChannel == apnsChannelID {
@@ -201,15 +202,15 @@ final class PersonalDispatcher: @unchecked Sendable {
         for running in slices {
             _ = await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 loop.execute { [self] in
-                    guard let shared = sharedJobs, let slice = running.slice else { return done.resume() }
+                    guard let slice = running.slice else { return done.resume() }
                     let save = running.takeSliceSave(now: clock.now())
-                    shared.save(SharedJobPlan.SliceKey(jobID: running.id, slice: slice), checkpoint: save.checkpoint,
+                    jobBoard.save(SharedJobPlan.SliceKey(jobID: running.id, slice: slice), checkpoint: save.checkpoint,
                                 isFinished: save.isFinished, writes: save.writes) { _ in done.resume() }
                 }
             }
         }
         _ = try? await loop.submit { [self] in
-            sharedJobs?.stop()
+            jobBoard.stop()
             jobs = [:]
             reader.close()
         }
@@ -273,7 +274,7 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// On a cluster, tells the channels again of the scheduled kickoffs into `apnsChannelID`
     /// that the job bucket shows started (a gateway taking the channel up). Any thread.
     func announceStartedKickoffs(into apnsChannelID: String) {
-        loop.execute { [self] in sharedJobs?.announceStarts(into: apnsChannelID) }
+        loop.execute { [self] in jobBoard.announceStarts(into: apnsChannelID) }
     }
 
     /// Tells the channels that a scheduled kickoff started into `apnsChannelID` (``scheduledStartBegan``).
@@ -283,7 +284,7 @@ final class PersonalDispatcher: @unchecked Sendable {
         scheduledStartBegan?(template, apnsChannelID)
     }
 
-    /// Runs a slice of a cluster's job from `checkpoint` (on the loop; ``SharedJobs`` decides).
+    /// Runs a slice of a cluster's job from `checkpoint` (on the loop; the cluster's job board decides).
     /// A slice is not tied to a kickoff's channel here: that channel's owner may be another
     /// gateway (docs/cluster.md, "Personal jobs on the cluster").
     /// `maximumWindow` caps the fan-out window, and with it what the slice's checkpoint lists.
@@ -530,11 +531,12 @@ final class PersonalDispatcher: @unchecked Sendable {
     }
 
     /// Saves a slice: its dead letters and deactivations to this gateway's store, then its
-    /// checkpoint to the cluster's job bucket (``SharedJobs/save(_:checkpoint:isFinished:writes:completion:)``).
-    /// A slice stopped meanwhile saves nothing more; a finished one tells ``SharedJobs`` once
+    /// checkpoint to the cluster's job bucket (``PersonalJobBoard/save(_:checkpoint:isFinished:writes:completion:)``).
+    /// A slice stopped meanwhile saves nothing more; a finished one tells the board once
     /// its last save is stored.
     private func saveSlice(_ running: PersonalJobRun, now: UnixTime) {
-        guard let shared = sharedJobs, let slice = running.slice, !running.isStopped else { return }
+        guard let slice = running.slice, !running.isStopped else { return }
+        let shared = jobBoard
         let save = running.takeSliceSave(now: now)
         let key = SharedJobPlan.SliceKey(jobID: running.id, slice: slice)
         shared.save(key, checkpoint: save.checkpoint, isFinished: save.isFinished, writes: save.writes) { [self] result in

@@ -27,16 +27,16 @@ final class PersonalJobIntake: @unchecked Sendable {
     let queues: PerApp<PersonalDispatcher>
     /// `Idempotency-Key`s of the job-creating routes: settings and the keys being committed.
     let idempotencyKeys: IdempotencyKeys
-    /// The cluster's personal jobs, on a gateway of a cluster: new jobs are stored there, not
-    /// in this gateway's file.
-    let sharedJobs: SharedJobs?
+    /// Where new jobs are stored and run: this gateway's file and queues on its own, the
+    /// cluster's job bucket on a cluster (the backend's ``PersonalJobBoard``).
+    let jobBoard: any PersonalJobBoard
     /// Stored personal jobs the personal queue found unusable at start, with the reason
     /// (reported once it has read them): shown by `GET /v1/personal/{job}` and `/metrics`.
     var brokenJobs: [String: String] = [:]
 
     init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any PersonalStoreReader,
-         queues: PerApp<PersonalDispatcher>, sharedJobs: SharedJobs? = nil, idempotency: IdempotencySettings) {
-        self.sharedJobs = sharedJobs
+         queues: PerApp<PersonalDispatcher>, jobBoard: any PersonalJobBoard = OwnJobs(), idempotency: IdempotencySettings) {
+        self.jobBoard = jobBoard
         self.loop = loop
         self.clock = clock
         self.personalStore = personalStore
@@ -106,18 +106,22 @@ final class PersonalJobIntake: @unchecked Sendable {
             throw HTTPError(status: 422, code: "payload_too_large",
                             message: "the push payload is \(payload.count) bytes; APNs takes at most \(LiveActivityPush.maximumPayloadSize)")
         }
-        let id = sharedJobs != nil ? claim?.jobID(index: index) : nil
+        let id = jobBoard.namesJobsByKey ? claim?.jobID(index: index) : nil
         return PersonalJobRecord(id: id ?? "job-" + UUID().uuidString.lowercased(), createdAt: clock.now(),
                                  audience: String(decoding: audience.json.encoded, as: UTF8.self), payload: payload,
                                  priority: priority, expiration: expiration, app: app)
     }
 
-    /// Stores a rollover's start jobs in one commit and runs them, leaving out those whose id is
-    /// stored already (a restart in the middle of a rollover); `completion` on the loop with
-    /// whether they are all stored. On a cluster they go to the job bucket instead, each once
-    /// (``SharedJobs/createMissing(_:answerLoop:completion:)``).
+    /// Stores a rollover's start jobs on the job board, each once, and runs them; `completion`
+    /// on the loop with whether they are all stored.
     func storeRolloverStarts(_ jobs: [PersonalJobRecord], completion: @escaping @Sendable (Bool) -> Void) {
-        if let sharedJobs { return sharedJobs.createMissing(jobs, answerLoop: loop, completion: completion) }
+        jobBoard.storeRolloverStarts(jobs, through: self, completion: completion)
+    }
+
+    /// ``storeRolloverStarts(_:completion:)`` on a gateway on its own: the jobs in one commit to
+    /// this gateway's file, leaving out those whose id is stored already (a restart in the
+    /// middle of a rollover).
+    func storeRolloverStartsInFile(_ jobs: [PersonalJobRecord], completion: @escaping @Sendable (Bool) -> Void) {
         let new = jobs.filter { (try? tokenReader.job(id: $0.id)) == nil }
         guard !new.isEmpty else { return completion(true) }
         personalStore.submit(new.map(TokenOperation.createJob)) { [self] result in
@@ -139,11 +143,15 @@ final class PersonalJobIntake: @unchecked Sendable {
                             settled: (@Sendable (_ stored: Bool) -> Void)? = nil) throws(HTTPError) {
         try personalStore.requireWritable()
         let kept = claim.map { holdIdempotencyKey($0, status: 202, answer: answer) } ?? []
-        if let sharedJobs {
-            return submitSharedJobs(jobs, to: sharedJobs, then: operations + kept, for: request, answer: answer, idempotency: claim,
-                                    settled: settled)
-        }
-        personalStore.submit(jobs.map(TokenOperation.createJob) + operations + kept) { [self] result in
+        jobBoard.store(jobs, then: operations + kept, through: self, for: request, answer: answer, idempotency: claim, settled: settled)
+    }
+
+    /// ``submitPersonalJobs(_:with:for:answer:idempotency:settled:)`` on a gateway on its own:
+    /// `jobs` and `operations` (the idempotency record among them) in one commit to this
+    /// gateway's file, then the 202 and the jobs handed to their queues.
+    func commitToFile(_ jobs: [PersonalJobRecord], with operations: [TokenOperation], for request: HTTPRequest, answer: JSONValue,
+                      idempotency claim: IdempotencyClaim?, settled: (@Sendable (_ stored: Bool) -> Void)?) {
+        personalStore.submit(jobs.map(TokenOperation.createJob) + operations) { [self] result in
             if case .success = result { idempotentCommitSucceeded(claim) }
             loop.execute { [self] in
                 if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
@@ -156,90 +164,6 @@ final class PersonalJobIntake: @unchecked Sendable {
                 case .failure(let error):
                     request.respond(HTTPError.writeFailed(error, saving: "the job").response)
                 }
-            }
-        }
-    }
-
-    /// A cluster gateway's ``submitPersonalJobs(_:with:for:answer:idempotency:settled:)``: the
-    /// jobs are stored in the cluster's job bucket first (that is when they are durable and will
-    /// run, whichever gateway survives), then `operations` (the idempotency record, a replay's
-    /// marks) in this gateway's file, then the 202. A failure before the last step answers 503
-    /// (docs/cluster.md, "Personal jobs on the cluster", on what a retry then does). With an
-    /// `Idempotency-Key`, the job ids come from the key, so the bucket tells whether any gateway
-    /// took the request before; the first job's entry holds its answer for repeats.
-    private func submitSharedJobs(_ jobs: [PersonalJobRecord], to shared: SharedJobs, then operations: [TokenOperation],
-                                  for request: HTTPRequest, answer: JSONValue, idempotency claim: IdempotencyClaim?,
-                                  settled: (@Sendable (_ stored: Bool) -> Void)?) {
-        if let claim, let first = jobs.first {
-            // A repeat sent to any gateway names the same first job (its id comes from the key):
-            // if the bucket has it, the request was answered before.
-            return shared.idempotentAnswer(of: first.id, answerLoop: loop) { [self] stored in
-                guard let stored else {
-                    let record = IdempotentAnswer(requestHash: WebhookSignature.hex(claim.requestHash), status: 202,
-                                                  response: String(decoding: answer.encoded, as: UTF8.self))
-                    return createSharedJobs(jobs, in: shared, idempotency: record, then: operations, for: request, answer: record.response,
-                                            claim: claim, settled: settled)
-                }
-                idempotencyKeys.inFlight.remove(claim.slot)
-                settled?(false)
-                do throws(HTTPError) {
-                    request.respond(try IdempotencyClaim.replay(status: stored.status, response: Array(stored.response.utf8),
-                                                                sameRequest: stored.requestHash == WebhookSignature.hex(claim.requestHash), for: claim))
-                } catch {
-                    request.respond(error.response)
-                }
-            }
-        }
-        createSharedJobs(jobs, in: shared, idempotency: nil, then: operations, for: request, answer: String(decoding: answer.encoded, as: UTF8.self),
-                         claim: claim, settled: settled)
-    }
-
-    /// Stores `jobs` in the cluster's bucket (the first with the idempotent request's answer),
-    /// then `operations` in this gateway's file, then answers 202 with `answer`. A first job the
-    /// bucket had already (a repeat racing the first request, within its duplicate window) is
-    /// answered 409: the repeat's retry finds the first's answer.
-    private func createSharedJobs(_ jobs: [PersonalJobRecord], in shared: SharedJobs, idempotency: IdempotentAnswer?,
-                                  then operations: [TokenOperation], for request: HTTPRequest, answer: String,
-                                  claim: IdempotencyClaim?, settled: (@Sendable (_ stored: Bool) -> Void)?) {
-        let remaining = Mutex(jobs.count)
-        let firstFailure = Mutex<(any Error)?>(nil)
-        let raced = Mutex(false)
-        let finish: @Sendable () -> Void = { [self] in
-            if let error = firstFailure.withLock({ $0 }) {
-                if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
-                settled?(false)
-                let failure = (error as? StoreError) ?? StoreError.storageFailure("the cluster did not store the job: \(error)")
-                request.respond(HTTPError.writeFailed(failure, saving: "the job").response)
-                return
-            }
-            if let claim, raced.withLock({ $0 }) {
-                idempotencyKeys.inFlight.remove(claim.slot)
-                settled?(false)
-                request.respond(IdempotencyClaim.inUse(claim).response)
-                return
-            }
-            personalStore.submit(operations) { [self] result in
-                if case .success = result { idempotentCommitSucceeded(claim) }
-                loop.execute { [self] in
-                    if let claim { idempotencyKeys.inFlight.remove(claim.slot) }
-                    // The jobs are in the bucket and run, whatever this gateway's file says.
-                    settled?(true)
-                    switch result {
-                    case .success:
-                        request.respond(HTTPResponse(status: 202, headers: [("Content-Type", "application/json")], body: Array(answer.utf8)))
-                    case .failure(let error): request.respond(HTTPError.writeFailed(error, saving: "the job").response)
-                    }
-                }
-            }
-        }
-        guard !jobs.isEmpty else { return finish() }
-        for (index, job) in jobs.enumerated() {
-            shared.create(job, idempotency: index == 0 ? idempotency : nil, answerLoop: loop) { result in
-                switch result {
-                case .success(let stored): if index == 0, !stored, idempotency != nil { raced.withLock { $0 = true } }
-                case .failure(let error): firstFailure.withLock { if $0 == nil { $0 = error } }
-                }
-                if remaining.withLock({ $0 -= 1; return $0 }) == 0 { finish() }
             }
         }
     }

@@ -1,5 +1,4 @@
 import TouchlineCore
-import TouchlineJetStream
 import TouchlineStore
 
 /// Where a gateway's channels keep their recorded feeds (``StoreOperation/recordEvents(_:)``),
@@ -82,7 +81,7 @@ private final class StoredEventPages: RecordedEventPages {
 }
 
 /// A recording already read whole, handed out in pages.
-private final class ReadEventPages: RecordedEventPages {
+final class ReadEventPages: RecordedEventPages {
     var events: ArraySlice<StoredEvent>
 
     init(events: [StoredEvent]) { self.events = events[...] }
@@ -107,31 +106,6 @@ struct StoredFeedRecordings: FeedRecordings {
 
     func channel(_ channelID: String) throws -> ChannelRecord? {
         let reader = try openReader()
-        defer { reader.close() }
-        return try reader.channel(id: channelID)
-    }
-}
-
-/// A cluster's recordings: the stream of recordings beside the partition logs, readable from any
-/// gateway; the channel itself from the owner's tables (docs/cluster.md, "Feed recordings on the
-/// cluster").
-struct ClusterFeedRecordings: FeedRecordings {
-    /// How far the gateways' clocks may differ: an event is stamped by the owner that took it,
-    /// the channel's creation by the owner then. (Older events are a deleted channel's of the
-    /// same id, left only if removing its recording failed.)
-    static let clockTolerance = Duration.seconds(60)
-
-    let store: JetStreamChannelStore
-
-    /// The cluster's recording is read whole (its ordered consumer delivers it at once), then
-    /// handed out in pages.
-    func pages(of channelID: String, createdAt: UnixTime) throws -> any RecordedEventPages {
-        ReadEventPages(events: try store.recordedEvents(of: channelID, since: createdAt + (.zero - Self.clockTolerance),
-                                                        limit: FeedRecording.maximumEvents))
-    }
-
-    func channel(_ channelID: String) throws -> ChannelRecord? {
-        let reader = store.openReader()
         defer { reader.close() }
         return try reader.channel(id: channelID)
     }

@@ -31,6 +31,14 @@ extension Gateway {
 
         /// SQLite in the data directory, and APNs connections.
         package static let standard = Backends(stores: Stores.sqlite, apns: APNsContext.connections)
+
+        /// The backend the configuration asks for: a member of the JetStream cluster `store`
+        /// names (reached through ``nats``), or a gateway on its own on ``stores``. The one
+        /// place that tells the two apart (``GatewayBackend``).
+        func backend(for configuration: GatewayConfiguration) -> any GatewayBackend {
+            if let settings = configuration.store.jetStream { return ClusterBackend(settings: settings, nats: nats) }
+            return OneGatewayBackend(openStores: stores)
+        }
     }
 
     /// Connects a cluster gateway to its cluster: JetStream on a connection whose events go to
@@ -101,59 +109,6 @@ extension Gateway {
                           personalReader: { try SQLiteTokenReader(path: personalPath) },
                           channelOutboxReader: { try SQLiteWebhookReader(path: channelsPath) },
                           personalOutboxReader: { try SQLiteWebhookReader(path: personalPath) })
-        }
-    }
-
-    /// The cluster's channel store, and the personal file in the data directory holding this
-    /// gateway's copy of the shared token registry (brought up to the registry log's end while the
-    /// gateway already serves its channels: ``SharedTokenRegistry/isCaughtUp``) and what it keeps to itself: jobs stored before it joined, dead letters,
-    /// idempotency keys (docs/cluster.md, "The shared token registry", "Personal jobs on the cluster").
-    static func clusterStores(_ node: ClusterNode, _ configuration: GatewayConfiguration) throws -> Stores {
-        let personalPath = configuration.dataDirectory + "/personal.sqlite"
-        let personalFile = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness),
-                                           faultFile: configuration.storeFaultFile)
-        let registry: SharedTokenRegistry
-        do {
-            // Caught up in the background: a new gateway serves its channels at once while its copy
-            // is built (docs/cluster.md, "The shared token registry").
-            registry = try SharedTokenRegistry.open(jetStream: node.jetStream, layout: RegistryLogLayout(prefix: node.settings.prefix),
-                                                    replicas: node.settings.replicas, local: personalFile, loop: node.storeLoop,
-                                                    waitForCatchUp: false)
-        } catch {
-            personalFile.close()
-            throw error
-        }
-        let store = node.store
-        return Stores(channels: store, personal: registry,
-                      channelReader: { store.openReader() }, personalReader: { try SQLiteTokenReader(path: personalPath) },
-                      channelOutboxReader: { ServedOutboxReader(store.openReader(), layout: store.layout, served: { node.servedNow }) },
-                      personalOutboxReader: { try SQLiteWebhookReader(path: personalPath) },
-                      channelOutboxWrite: { operation, done in writeByPartition(operation, to: store, served: { node.servedNow }, done: done) })
-    }
-
-    /// Writes a webhook delivery's outbox operation to the cluster's channel store: outcomes as
-    /// one batch per partition log (each event's outcome goes to the log that recorded it), those
-    /// of partitions no longer served here dropped (their new owner delivers the event again:
-    /// receivers drop repeats by event id). Done once every batch is; the first failure if any.
-    private static func writeByPartition(_ operation: WebhookOperation, to store: JetStreamChannelStore, served: @Sendable () -> Set<Int>,
-                                         done: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
-        guard case .updateDeliveries(let updates) = operation else { return store.submit(WriteBatch([.webhook(operation)]), completion: done) }
-        let partitions = served()
-        let byLog = Dictionary(grouping: updates) { store.layout.log(ofOutboxID: $0.outboxID) }.filter { log, _ in
-            if case .partition(let partition) = log { partitions.contains(partition) } else { false }
-        }
-        guard !byLog.isEmpty else { return done(.success(())) }
-        let outcome = Mutex<(waiting: Int, failure: StoreError?)>((byLog.count, nil))
-        for part in byLog.values {
-            store.submit(WriteBatch([.webhook(.updateDeliveries(part))])) { result in
-                let finished = outcome.withLock { state -> (Bool, StoreError?) in
-                    if case .failure(let error) = result, state.failure == nil { state.failure = error }
-                    state.waiting -= 1
-                    return (state.waiting == 0, state.failure)
-                }
-                guard finished.0 else { return }
-                done(finished.1.map { .failure($0) } ?? .success(()))
-            }
         }
     }
 

@@ -39,8 +39,8 @@ public final class Gateway: Sendable {
         /// What the HTTP server hands each request to, also reachable without a socket (``front``).
         var front: RequestFront
         var mock: MockAPNsServer?
-        /// This gateway's part in a cluster (the `jetstream` store backend), nil on its own.
-        var cluster: ClusterNode?
+        /// What it stores into and how it shares its work (on its own, or a cluster member).
+        var backend: any StartedBackend
         var port: Int
     }
 
@@ -109,7 +109,7 @@ public final class Gateway: Sendable {
         for loop in current.loops where !loop.inEventLoop {
             loop.stopAndWait()
         }
-        current.cluster?.close()
+        current.backend.release()
         current.mock?.stop()
     }
 
@@ -147,7 +147,7 @@ public final class Gateway: Sendable {
     }
 
     /// Makes and starts the gateway's parts in order, each once what it needs runs: the bundled
-    /// mock (development mode), the loops, the cluster node (a cluster gateway), the stores, what
+    /// mock (development mode), the loops, the backend (a cluster member's node, the stores), what
     /// waits for answers (every app's APNs pools and personal queue, webhook delivery), then the
     /// channels with the HTTP server (``GatewayFront``). The shutdown takes them in the reverse order.
     private func start(into services: GatewayServices) throws -> Running {
@@ -168,11 +168,9 @@ public final class Gateway: Sendable {
         // (`Backends`); the provider tokens are checked before anything else starts.
         let connectAPNs = try backends.apns(APNsContext(configuration: configuration, settings: settings, clock: clock, log: log))
         let loops = try services.start(GatewayLoops(personalNiceness: configuration.personalQueue.niceness, log: log))
-        // A cluster gateway's channel store is the cluster's (its keeper runs on the ingest loop).
-        let cluster = try configuration.store.jetStream.map {
-            try services.start(ClusterNode.connect($0, nats: backends.nats, ingestLoop: loops.ingest, clock: clock, log: log.named("cluster")))
-        }
-        let stores = try services.start(try cluster.map { try Self.clusterStores($0, configuration) } ?? backends.stores(configuration))
+        // On its own or a cluster member: the stores, ownership, job board and request front.
+        let backend = try backends.backend(for: configuration).start(into: services, loops: loops, configuration: configuration, clock: clock, log: log)
+        let stores = backend.stores
         let reader = try stores.channelReader()
         defer { reader.close() }
         // Broadcasts and channel management on the broadcast loop; device pushes on the personal loop.
@@ -189,10 +187,10 @@ public final class Gateway: Sendable {
         }
         let pools: [any GatewayService] = apps.all.flatMap { app -> [any GatewayService] in [BroadcastPools(dispatch: app.apns.broadcast), app.personal] }
         try services.start(AnswersInFlight(parts: pools + [webhooks], ingestLoop: loops.ingest))
-        let front = try services.start(try front(apps: apps, loops: loops, cluster: cluster, stores: stores, reader: reader,
+        let front = try services.start(try front(apps: apps, loops: loops, backend: backend, reader: reader,
                                                  webhooks: webhooks.delivery, broadcastPressure: broadcastPressure))
         return Running(services: services, loops: [loops.ingest, loops.broadcast, loops.personal, webhooks.loop], apps: apps,
-                       router: front.router, front: front.requests, mock: mock, cluster: cluster, port: front.port ?? 0)
+                       router: front.router, front: front.requests, mock: mock, backend: backend, port: front.port ?? 0)
     }
 
     /// Every app's runtime, the default app's among them: its pools, a personal queue of its
@@ -221,24 +219,20 @@ public final class Gateway: Sendable {
 
     /// The channels, the job intake and every route, wired together, and the part that serves
     /// them (not started yet).
-    private func front(apps: PerApp<AppRuntime>, loops: GatewayLoops, cluster: ClusterNode?, stores: Stores, reader: any ChannelStoreReader,
+    private func front(apps: PerApp<AppRuntime>, loops: GatewayLoops, backend: any StartedBackend, reader: any ChannelStoreReader,
                        webhooks: WebhookDelivery, broadcastPressure: BroadcastPressure) throws -> GatewayFront {
+        let stores = backend.stores
         let (ingestLoop, personalStore) = (loops.ingest, stores.personal)
         let queues = apps.map { $1.personal }
-        // A cluster's personal jobs: any gateway takes them, the partitions' owners run their slices.
-        let sharedJobs = try cluster.map { cluster in
-            try SharedJobs.start(on: cluster, loop: loops.personal, queues: queues, store: personalStore, reader: try stores.personalReader(),
-                                 outbox: webhooks.outbox, clock: clock, log: log.named("personal"))
-        }
+        // On a cluster, any gateway takes personal jobs and the partitions' owners run their slices.
+        let jobBoard = try backend.jobBoard(queues: queues, loop: loops.personal, outbox: webhooks.outbox, clock: clock, log: log.named("personal"))
         let tokenReader = try stores.personalReader()
         let service = ChannelService(loop: ingestLoop, store: stores.channels, broadcastPressure: broadcastPressure, apps: apps.map { $1.channels },
-                                     webhooks: webhooks, ownership: cluster ?? AllChannels(),
-                                     recordings: cluster.map { ClusterFeedRecordings(store: $0.store) as any FeedRecordings }
-                                         ?? StoredFeedRecordings(openReader: stores.channelReader),
+                                     webhooks: webhooks, ownership: backend.ownership, recordings: backend.recordings,
                                      configuration: configuration, clock: clock, log: log.named("channels"))
         let access = APIAccess(keys: configuration.apiKeys, apps: Set(configuration.apps.map(\.name)))
         let intake = PersonalJobIntake(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
-                                       queues: queues, sharedJobs: sharedJobs, idempotency: configuration.idempotency)
+                                       queues: queues, jobBoard: jobBoard, idempotency: configuration.idempotency)
         try ingestLoop.sync { service.audienceStarter = { [intake] jobs, completion in intake.storeRolloverStarts(jobs, completion: completion) } }
         // A scheduled kickoff becomes its channel's audience (for rollovers) when it starts.
         try loops.personal.sync {
@@ -246,21 +240,21 @@ public final class Gateway: Sendable {
                 queue.scheduledStartBegan = { [service] template, channel in service.rememberKickoff(template, into: channel) }
             }
         }
-        let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
+        let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader, registry: backend.registry,
                                isKnownChannel: { [service] id in service.channels[id] != nil })
         // Every route of the gateway with its scope: the admission hook and the API
         // document's test read this same table.
-        let operators = OperatorsAPI(service: service, intake: intake, personalStore: personalStore, cluster: cluster,
+        let operators = OperatorsAPI(service: service, intake: intake, personalStore: personalStore, backend: backend.operatorView,
                                      configuration: configuration, clock: clock)
         let router = APIRouter(access: access, features: [
-            service, tokens, PersonalAPI(intake: intake), KickoffAPI(channels: service, intake: intake), DeadLettersAPI(intake: intake, instance: cluster?.settings.instance.name),
+            service, tokens, PersonalAPI(intake: intake), KickoffAPI(channels: service, intake: intake), DeadLettersAPI(intake: intake, instance: backend.instanceName),
             WebhookEventsAPI(loop: ingestLoop, webhooks: webhooks), operators, APNsKeyAPI(reloads: apps.keyReloads, log: log.named("apns")),
             DashboardAPI(service: service, operators: operators),
         ])
         let http = HTTPServerConfiguration(host: configuration.listenHost, port: configuration.listenPort,
                                            maxBodySize: configuration.maxBodyBytes, connectionLimits: configuration.http)
         return GatewayFront(loop: ingestLoop, service: service, router: router, access: access, operators: operators, intake: intake,
-                            queues: queues, cluster: cluster, sharedJobs: sharedJobs, personalStore: personalStore, reader: reader,
+                            queues: queues, backend: backend, reader: reader,
                             tokenReader: tokenReader, configuration: http, log: log.named("http"))
     }
 

@@ -18,16 +18,14 @@ final class GatewayFront: GatewayService {
     let loop: EventLoop
     let service: ChannelService
     let router: APIRouter
-    /// What the HTTP server hands each request to: admission, then the cluster's front or the
+    /// What the HTTP server hands each request to: admission, then the backend's front of the
     /// router (also reachable without a socket, ``Gateway/front``).
     let requests: RequestFront
     private let operators: OperatorsAPI
     private let intake: PersonalJobIntake
     private let queues: PerApp<PersonalDispatcher>
-    private let cluster: ClusterNode?
-    private let sharedJobs: SharedJobs?
-    /// The personal store: on a cluster, the shared registry whose copy jobs wait for.
-    private let personalStore: any PersonalStoreWriter
+    /// Restores the channels (or takes partitions up), and whose registry copy jobs wait for.
+    private let backend: any StartedBackend
     private let configuration: HTTPServerConfiguration
     private let log: GatewayLog
     /// The channels' reader, used once by the start while the starting thread waits.
@@ -45,22 +43,16 @@ final class GatewayFront: GatewayService {
     private struct UncheckedTokenReader: @unchecked Sendable { let reader: any PersonalStoreReader }
 
     init(loop: EventLoop, service: ChannelService, router: APIRouter, access: APIAccess, operators: OperatorsAPI, intake: PersonalJobIntake,
-         queues: PerApp<PersonalDispatcher>, cluster: ClusterNode?, sharedJobs: SharedJobs?, personalStore: any PersonalStoreWriter,
-         reader: any ChannelStoreReader, tokenReader: any PersonalStoreReader, configuration: HTTPServerConfiguration, log: GatewayLog) {
+         queues: PerApp<PersonalDispatcher>, backend: any StartedBackend, reader: any ChannelStoreReader, tokenReader: any PersonalStoreReader, configuration: HTTPServerConfiguration, log: GatewayLog) {
         self.loop = loop
         self.service = service
         self.router = router
-        requests = RequestFront(loop: loop, admission: Admission(access: access, router: router, limits: operators.requestLimits).decide) {
-            [router, cluster] request in
-            // In a cluster, a request for a channel another gateway owns is handed to it.
-            if let cluster { cluster.route(request) } else { router.handle(request) }
-        }
+        requests = RequestFront(loop: loop, admission: Admission(access: access, router: router, limits: operators.requestLimits).decide,
+                                route: backend.front(to: router))
         self.operators = operators
         self.intake = intake
         self.queues = queues
-        self.cluster = cluster
-        self.sharedJobs = sharedJobs
-        self.personalStore = personalStore
+        self.backend = backend
         self.reader = UncheckedReader(reader: reader)
         self.tokenReader = UncheckedTokenReader(reader: tokenReader)
         self.configuration = configuration
@@ -83,32 +75,21 @@ final class GatewayFront: GatewayService {
         server.withLock { $0 = started }
     }
 
-    /// On the ingest loop: the channels restored (or taken up as leases come), then the server.
+    /// On the ingest loop: the channels restored (on a cluster, taken up as leases come), then the server.
     private func restoreAndListen() throws -> UncheckedServer {
         // Stored personal jobs are queued on the personal loop before the API can hand
         // it a new job; those found unusable are reported back to the intake.
         // On a cluster, once this gateway's copy of the token registry has caught up
         // (a job walking it earlier would miss tokens).
-        let registry = personalStore as? SharedTokenRegistry
+        let registry = backend.registry
         let resumePersonalJobs = { [queues, intake, loop] (openChannels: Set<String>) in
             for queue in queues.all {
-                queue.resumeStoredJobs(openChannels: openChannels, once: { registry?.isCaughtUp ?? true }) { broken in
+                queue.resumeStoredJobs(openChannels: openChannels, once: { registry.isCaughtUp }) { broken in
                     loop.execute { intake.brokenJobs.merge(broken) { $1 } }
                 }
             }
         }
-        if let cluster {
-            // A cluster gateway owns nothing yet: it takes partitions up as their leases
-            // come, and runs the slices of the cluster's jobs that belong to them.
-            resumePersonalJobs([])
-            if let sharedJobs {
-                let personalLoop = sharedJobs.loop
-                cluster.partitionsChanged = { owned in personalLoop.execute { sharedJobs.ownershipChanged(owned) } }
-            }
-            try cluster.start(service: service, router: router)
-        } else {
-            try service.restore(from: reader.reader, resumePersonalJobs: resumePersonalJobs)
-        }
+        try backend.begin(service: service, router: router, reader: reader.reader, resumePersonalJobs: resumePersonalJobs)
         var serverConfiguration = configuration
         serverConfiguration.admission = requests.admission
         serverConfiguration.probePaths = OperatorsAPI.probePaths

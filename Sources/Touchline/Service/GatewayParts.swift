@@ -4,7 +4,7 @@ import TouchlineCore
 import TouchlineRuntime
 
 // The gateway's parts as ``GatewayService``s, in the order the gateway starts them (it shuts
-// them down in the reverse order): the bundled mock, the loops, the cluster node, the stores,
+// them down in the reverse order): the bundled mock, the loops, the backend's (a cluster member's node, the stores),
 // the answers in flight (APNs pools, personal queues, webhook delivery), then the channels and
 // the HTTP server (``GatewayFront``).
 
@@ -57,18 +57,6 @@ struct GatewayLoops: GatewayService {
         ingest.stopAndWait()
         broadcast.stopAndWait()
         personal.stopAndWait()
-    }
-}
-
-/// A cluster gateway's part in its cluster (the `jetstream` store backend).
-extension ClusterNode: GatewayService {
-    /// Gives its partitions up (the others take them over at once), once what it queued is
-    /// stored; its connection closes with ``close()``, after the loops stopped.
-    func shutdown(_ grace: ShutdownGrace) async {
-        await DedicatedThread.run(name: "touchline-store-drain") { [store] in store.close() }
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            ingestLoop.execute { [self] in leave { done.resume() } }
-        }
     }
 }
 

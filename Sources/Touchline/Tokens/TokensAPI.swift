@@ -20,11 +20,14 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
     private let clock: any WallClock
     private let personalStore: any PersonalStoreWriter
     private let tokenReader: any TokenRegistryReader
+    /// This gateway's copy of the registry (on a cluster, built from the log while it serves).
+    private let registry: any TokenRegistryCopy
     /// Whether a kept channel id (``AppChannelID``) names a channel of this gateway (an update token must).
     private let isKnownChannel: (String) -> Bool
 
     init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any TokenRegistryReader,
-         isKnownChannel: @escaping (String) -> Bool) {
+         registry: any TokenRegistryCopy, isKnownChannel: @escaping (String) -> Bool) {
+        self.registry = registry
         self.loop = loop
         self.clock = clock
         self.personalStore = personalStore
@@ -61,9 +64,10 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
     /// gateway), 503: a read would miss tokens, and a registration would wait for the copy to
     /// apply it. Another gateway answers meanwhile.
     private func requireRegistry() throws(HTTPError) {
-        guard let registry = personalStore as? SharedTokenRegistry, !registry.isCaughtUp else { return }
+        guard !registry.isCaughtUp else { return }
+        let progress = registry.catchUpProgress
         throw HTTPError(status: 503, code: "registry_catching_up",
-                        message: "this gateway's copy of the token registry is still being built (log sequence \(registry.appliedSequence) of \(registry.catchUpTarget.load(ordering: .acquiring))); retry shortly or through another gateway",
+                        message: "this gateway's copy of the token registry is still being built (log sequence \(progress.applied) of \(progress.target)); retry shortly or through another gateway",
                         headers: [("Retry-After", "5")])
     }
 

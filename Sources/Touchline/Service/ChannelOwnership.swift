@@ -15,7 +15,7 @@ protocol ChannelOwnership: AnyObject {
 }
 
 /// A gateway on its own: every channel is its own, with no lease to fence.
-final class AllChannels: ChannelOwnership {
+final class AllChannels: ChannelOwnership, Sendable {
     func actsFor(_ channelID: String) -> Bool { true }
     func fence(for channelID: String) -> Fence? { nil }
 }

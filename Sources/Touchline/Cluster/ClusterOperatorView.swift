@@ -4,25 +4,28 @@ import TouchlineJetStream
 /// What operators see of a cluster gateway (the `jetstream` store backend): in `/readyz`, its
 /// NATS connection and the partitions it serves; on `/metrics`, the same as gauges, the
 /// requests it handed to other gateways by outcome, what it did with partition snapshots, and
-/// its rounds of reconciliation with APNs' list-all.
-extension OperatorsAPI {
-    /// The `cluster` member of `/readyz` (nil for a gateway on its own).
-    func clusterJSON() -> JSONValue? {
-        guard let cluster else { return nil }
-        return .object([
+/// its rounds of reconciliation with APNs' list-all. On the ingest loop.
+struct ClusterOperatorView: BackendOperatorView {
+    let cluster: ClusterNode
+    /// This gateway's copy of the shared token registry.
+    let registry: SharedTokenRegistry
+
+    var isConnected: Bool { cluster.isConnected }
+
+    /// The `cluster` member of `/readyz`.
+    func readinessMember() -> JSONValue.Member? {
+        .init("cluster", .object([
             .init("instance", .string(cluster.settings.instance.description)),
             .init("connected", .bool(cluster.isConnected)),
             .init("servedPartitions", .array(cluster.servedPartitions.map { .integer(Int64($0)) })),
             .init("partitions", .integer(Int64(cluster.partitioning.count))),
             .init("members", .array(cluster.liveMembers.map { .string($0.description) })),
-        ] + ((personalStore as? SharedTokenRegistry).map { registry in
-            [.init("registry", .object([.init("caughtUp", .bool(registry.isCaughtUp)), .init("applied", .integer(Int64(registry.appliedSequence))),
-                                        .init("catchUpTarget", .integer(Int64(registry.catchUpTarget.load(ordering: .acquiring))))]))]
-        } ?? []))
+            .init("registry", .object([.init("caughtUp", .bool(registry.isCaughtUp)), .init("applied", .integer(Int64(registry.appliedSequence))),
+                                       .init("catchUpTarget", .integer(Int64(registry.catchUpTarget.load(ordering: .acquiring))))])),
+        ]))
     }
 
-    func clusterMetricFamilies() -> [MetricFamily] {
-        guard let cluster else { return [] }
+    func metricFamilies() -> [MetricFamily] {
         let name = cluster.settings.instance.description
         let instance: MetricLabels = ["instance": name]
         var connected = MetricFamily("touchline_cluster_connected",
@@ -39,7 +42,7 @@ extension OperatorsAPI {
         var caughtUp = MetricFamily("touchline_cluster_registry_caught_up",
                                     help: "1 once this gateway's copy of the token registry has applied the log as far as it went at the start; 0 while it is built (token routes answer 503, slices here wait).",
                                     kind: .gauge)
-        caughtUp.add((personalStore as? SharedTokenRegistry)?.isCaughtUp ?? true ? 1 : 0, instance)
+        caughtUp.add(registry.isCaughtUp ? 1 : 0, instance)
         var forwarded = MetricFamily("touchline_cluster_forwarded_requests_total",
                                      help: "Provider requests handed to the gateway owning their channel, by outcome (answered, no_owner, timeout, not_sent, unreadable).",
                                      kind: .counter)

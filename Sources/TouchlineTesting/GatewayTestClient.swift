@@ -155,9 +155,9 @@ package struct GatewayTestClient: Sendable {
         guard done.wait(timeout: .now() + .seconds(timeoutSeconds)) == .success, let response = answered.withLock({ $0 }) else {
             throw Failure(description: "no answer to \(method) \(path) within \(timeoutSeconds) s (a streamed answer comes only live)")
         }
-        var head = "HTTP/1.1 \(response.status)\r\n"
-        for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
-        return Response(status: response.status, body: method == "HEAD" ? [] : response.body, head: String(head.dropLast(2)))
+        // Joined, not trimmed: "\r\n" is one Character, so dropping two would cut the last value.
+        let head = (["HTTP/1.1 \(response.status)"] + response.headers.map { "\($0.name): \($0.value)" }).joined(separator: "\r\n")
+        return Response(status: response.status, body: method == "HEAD" ? [] : response.body, head: head)
     }
 
     /// A chunked body's data, and whether its last chunk came (the data up to the cut otherwise).

@@ -27,9 +27,38 @@ public struct HeavyTest: SuiteTrait, TestTrait, TestScoping {
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
         // Suites themselves only group their tests; only a test case takes slots.
         guard testCase != nil else { return try await function() }
+        let clock = ContinuousClock()
+        let asked = clock.now
         await HeavyTestSlots.shared.acquire(weight)
-        defer { HeavyTestSlots.shared.release(weight) }
+        let granted = clock.now
+        defer {
+            HeavyTestSlots.shared.release(weight)
+            SlotReport.shared?.record(test: test, weight: weight, waited: granted - asked, held: clock.now - granted)
+        }
         try await function()
+    }
+}
+
+/// Where the heavy slots' time goes: with `TOUCHLINE_TEST_SLOT_REPORT` naming a file, each heavy
+/// test case appends one line to it, `held-seconds<TAB>waited-seconds<TAB>weight<TAB>test`, when it
+/// gives its slots back. A test's own duration in Swift Testing's output includes its wait for a
+/// slot, so in a parallel run it says more about the queue than about the test; the time a test
+/// holds its slots, times its weight, is what it costs the run.
+final class SlotReport: Sendable {
+    static let shared = ProcessInfo.processInfo.environment["TOUCHLINE_TEST_SLOT_REPORT"].flatMap(SlotReport.init(path:))
+
+    private let descriptor: Int32
+
+    init?(path: String) {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return nil }
+    }
+
+    func record(test: Test, weight: Int, waited: Duration, held: Duration) {
+        func seconds(_ duration: Duration) -> String { String(format: "%.3f", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18) }
+        let line = Array("\(seconds(held))\t\(seconds(waited))\t\(weight == .max ? "alone" : String(weight))\t\(test.id)\n".utf8)
+        // One write per line, appended: lines from tests ending together never interleave.
+        _ = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 }
 

@@ -18,9 +18,15 @@ import Testing
 /// test that starts a three-node NATS cluster (three servers, their elections, the gateways on
 /// them) takes three (`.heavy(weight: 3)`), so that a run never starts more clusters than the
 /// machine brings up within their health checks.
+///
+/// A test that holds its slots for tens of seconds (a load scenario, a rotation under load) is
+/// `long` (`.heavy(long: true)`): it goes before the short tests waiting, so that it starts
+/// while they run instead of after them, when it would end the run alone.
 public struct HeavyTest: SuiteTrait, TestTrait, TestScoping {
     /// Slots each test case takes.
     public let weight: Int
+    /// Whether the test case goes before the short ones waiting for slots.
+    public var isLong = false
 
     public var isRecursive: Bool { true }
 
@@ -29,7 +35,7 @@ public struct HeavyTest: SuiteTrait, TestTrait, TestScoping {
         guard testCase != nil else { return try await function() }
         let clock = ContinuousClock()
         let asked = clock.now
-        await HeavyTestSlots.shared.acquire(weight)
+        await HeavyTestSlots.shared.acquire(weight, long: isLong)
         let granted = clock.now
         defer {
             HeavyTestSlots.shared.release(weight)
@@ -68,6 +74,10 @@ extension Trait where Self == HeavyTest {
 
     /// The test occupies as much as `weight` ordinary heavy tests.
     public static func heavy(weight: Int) -> HeavyTest { HeavyTest(weight: weight) }
+
+    /// A heavy test that runs for tens of seconds (`long`): it takes its slots before the short
+    /// tests waiting.
+    public static func heavy(weight: Int = 1, long: Bool) -> HeavyTest { HeavyTest(weight: weight, isLong: long) }
     /// The test runs with no other heavy test beside it (it takes every slot): for the few whose
     /// bounds are about the machine's own timing, such as reading a killed process's state before
     /// its leases run out.
@@ -85,7 +95,13 @@ public final class HeavyTestSlots: Sendable {
     private struct State {
         let count: Int
         var free: Int
-        var waiting: [(weight: Int, granted: CheckedContinuation<Void, Never>)] = []
+        var waiting: [(weight: Int, long: Bool, granted: CheckedContinuation<Void, Never>)] = []
+
+        /// Queues a waiter: a long one after the long ones already waiting, before the others.
+        mutating func enqueue(weight: Int, long: Bool, _ granted: CheckedContinuation<Void, Never>) {
+            let place = long ? (waiting.firstIndex { !$0.long } ?? waiting.endIndex) : waiting.endIndex
+            waiting.insert((min(weight, count), long, granted), at: place)
+        }
 
         /// Grants waiters in arrival order while the first one fits (a heavier one is not passed
         /// over for ever by lighter ones behind it).
@@ -107,16 +123,19 @@ public final class HeavyTestSlots: Sendable {
     }
 
     /// Waits (suspended, not blocking a thread) until `weight` slots are free, and takes them.
-    /// First come, first served; a weight above the count takes them all.
-    public func acquire(_ weight: Int = 1) async {
+    /// First come, first served, the `long` ones first; a weight above the count takes them all.
+    public func acquire(_ weight: Int = 1, long: Bool = false) async {
         await withCheckedContinuation { (granted: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-                state.waiting.append((min(weight, state.count), granted))
+                state.enqueue(weight: weight, long: long, granted)
                 return state.grantable()
             }
             ready.forEach { $0.resume() }
         }
     }
+
+    /// How many tests wait for slots now.
+    public var waitingCount: Int { state.withLock { $0.waiting.count } }
 
     /// Gives `weight` slots back, to the waiters in order as far as they fit.
     public func release(_ weight: Int = 1) {

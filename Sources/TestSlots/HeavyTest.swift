@@ -82,6 +82,10 @@ extension Trait where Self == HeavyTest {
     /// bounds are about the machine's own timing, such as reading a killed process's state before
     /// its leases run out.
     public static var heavyAlone: HeavyTest { HeavyTest(weight: .max) }
+
+    /// A test that runs alone for tens of seconds (`long`): queued before the short tests, it
+    /// runs as the run begins instead of waiting for every slot to drain in the middle of it.
+    public static func heavyAlone(long: Bool) -> HeavyTest { HeavyTest(weight: .max, isLong: long) }
 }
 
 /// The slots heavy tests share across the whole test process (every test module of the run).

@@ -9,7 +9,7 @@ import TouchlineTesting
 /// The operator dashboard: its page and files, the live stream it reads, and the page itself in
 /// a real headless Chromium against a real gateway (bundled mock APNs). The page and its files
 /// are checked in process on the in-memory backends; the stream and the browser live.
-@Suite("Dashboard")
+@Suite("Dashboard", .gatewaysInProcess)
 struct DashboardTests {
     /// The repository root, found from this file's place in `Tests/TouchlineTests/`.
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -9,7 +9,7 @@ import TouchlineTesting
 /// The provider API end to end: over HTTP against the mock APNs the gateway starts itself (the
 /// tests that read what reached APNs, and the HTTP server's own 413), and in process on the
 /// in-memory backends for what only the API answers.
-@Suite("Gateway API")
+@Suite("Gateway API", .gatewaysInProcess)
 struct GatewayAPITests {
     /// The `aps` object of a recorded broadcast.
     private func aps(_ request: MockAPNsRecordedRequest) throws -> JSONValue {

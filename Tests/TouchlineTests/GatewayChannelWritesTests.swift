@@ -10,7 +10,7 @@ import TouchlineTesting
 /// One acknowledged write per channel in the store at a time: requests that come meanwhile wait
 /// and go together in the next commit, up to a bound beyond which they are refused. In process
 /// on the in-memory backends, whose store holds its commits on demand.
-@Suite("Gateway channel writes")
+@Suite("Gateway channel writes", .gatewaysInProcess)
 struct GatewayChannelWritesTests {
     /// Requests a channel holds while its write is in the store (docs/api.md, Limits).
     static let waitingLimit = 64

@@ -11,7 +11,7 @@ import TouchlineTesting
 /// paging and filters, and a replay creates new jobs, marks the letters `replayed` in the same
 /// commit, and its sends reach APNs once the cause is fixed. Listing and refusals run in process
 /// on the in-memory backends, whose APNs refuses the bad tokens as the mock does.
-@Suite("Gateway dead letters")
+@Suite("Gateway dead letters", .gatewaysInProcess)
 struct GatewayDeadLetterTests {
     /// A well-formed token that the mock answers 400 `BadDeviceToken` once disowned (a token of
     /// the other environment): the registry takes it, APNs refuses it.

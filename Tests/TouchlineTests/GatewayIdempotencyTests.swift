@@ -14,7 +14,7 @@ import TouchlineTesting
 /// committed is 409, malformed keys are 400, and keys expire. The tests that read what reached
 /// APNs run live; the others in process on the in-memory stores, which hold and fail commits on
 /// demand.
-@Suite("Gateway idempotency keys")
+@Suite("Gateway idempotency keys", .gatewaysInProcess)
 struct GatewayIdempotencyTests {
     static func key(_ value: String) -> [(name: String, value: String)] { [("Idempotency-Key", value)] }
 

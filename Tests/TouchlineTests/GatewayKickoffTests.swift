@@ -8,7 +8,7 @@ import TouchlineTesting
 /// `POST /v1/channels/{id}/start` against the gateway's bundled mock: the start reaches every
 /// push-to-start token following the topic, subscribed to the channel's APNs id. Refusals are
 /// checked in process on the in-memory backends.
-@Suite("Gateway kickoff start")
+@Suite("Gateway kickoff start", .gatewaysInProcess)
 struct GatewayKickoffTests {
     static let startBody = """
         {"audience": {"follows": "team:ARS"}, "attributesType": "MatchAttributes", "attributes": \(GatewayFixture.matchAttributes),

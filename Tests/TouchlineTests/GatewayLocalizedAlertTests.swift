@@ -10,7 +10,7 @@ import TouchlineTesting
 /// Localized alerts through the gateway: the configured default and a channel's own mode, the
 /// alert that reaches APNs, the mode kept across a restart, and localized alerts a provider
 /// sends itself, checked against the app's catalogue.
-@Suite struct GatewayLocalizedAlertTests {
+@Suite(.gatewaysInProcess) struct GatewayLocalizedAlertTests {
     static func start(channels: InMemoryStore, apns: InMemoryAPNsPair, alertMode: AlertMode) throws -> (Gateway, GatewayTestClient) {
         try InMemoryGatewayTests.start(channels: channels, personal: InMemoryStore(name: "personal"), apns: apns) {
             $0.alertMode = alertMode

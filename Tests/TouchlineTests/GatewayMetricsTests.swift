@@ -10,7 +10,7 @@ import TouchlineTesting
 /// `/metrics` end to end: events posted through the real gateway, pushes answered by the real
 /// mock APNs over TLS, and the series read back from the Prometheus text; the label cap and the
 /// key `/metrics` may take in process on the in-memory backends.
-@Suite("Gateway metrics")
+@Suite("Gateway metrics", .gatewaysInProcess)
 struct GatewayMetricsTests {
     @Test(.heavy) func eventsPushesAndAPNsAnswersShowUpOnMetrics() async throws {
         let gateway = try GatewayFixture()

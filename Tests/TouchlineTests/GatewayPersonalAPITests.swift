@@ -8,7 +8,7 @@ import TouchlineTesting
 /// Personal pushes through the gateway against its bundled mock APNs: a push-to-start fan-out
 /// to the followers of a team with dead tokens among them, the job's progress, and the errors
 /// (these in process on the in-memory backends).
-@Suite("Gateway personal pushes API")
+@Suite("Gateway personal pushes API", .gatewaysInProcess)
 struct GatewayPersonalAPITests {
     static func token(_ n: Int) -> String { String(repeating: "cd", count: 30) + String(format: "%08x", n) }
 

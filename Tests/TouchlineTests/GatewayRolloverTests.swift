@@ -12,7 +12,7 @@ import TouchlineTesting
 /// channel deleted; later pushes go to the successor; and across a restart the channel keeps
 /// its generation. A rollover meeting a failing store runs in process on the in-memory backends,
 /// whose store fails on demand.
-@Suite("Gateway rollover")
+@Suite("Gateway rollover", .gatewaysInProcess)
 struct GatewayRolloverTests {
     static let channel = #"{"id": "club-long", "storagePolicy": "no-storage", "policy": {"maximumActivityAgeSeconds": 600}, "attributes": \#(GatewayFixture.matchAttributes)}"#
 

@@ -7,7 +7,7 @@ import TouchlineCore
 /// sends it at its time, also after a restart; it is listed while it waits and can be cancelled
 /// until it starts; a time in the past or too far ahead is refused and stores nothing (in
 /// process on the in-memory backends).
-@Suite("Gateway scheduled kickoffs")
+@Suite("Gateway scheduled kickoffs", .gatewaysInProcess)
 struct GatewayScheduledKickoffTests {
     static func body(at seconds: Int64, extra: String = "") -> String {
         #"{"audience": {"follows": "team:ARS"}, "attributesType": "MatchAttributes", "attributes": \#(GatewayFixture.matchAttributes), "#

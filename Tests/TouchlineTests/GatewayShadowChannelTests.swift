@@ -10,7 +10,7 @@ import TouchlineTesting
 /// store) and shows the pushes it would make, while APNs is never asked for anything: no
 /// channel created, no push, no deletion; across a restart, and with its feed recorded for
 /// replay. The quotas, answered by the API alone, run in process on the in-memory backends.
-@Suite("Shadow channels")
+@Suite("Shadow channels", .gatewaysInProcess)
 struct GatewayShadowChannelTests {
     @Test(.heavy) func aShadowChannelComputesAndShowsItsPushesWithoutEverAskingAPNs() async throws {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSlots
 import Touchline
 import TouchlineCore
 import TouchlineTesting
@@ -7,7 +8,7 @@ import TouchlineTesting
 /// Basketball and tennis channels through the provider API: created with their sport, events
 /// of their vocabulary folded into their state, another sport's events and unknown sports
 /// refused with a message that names them, nothing applied.
-@Suite struct GatewaySportsTests {
+@Suite(.gatewaysInProcess) struct GatewaySportsTests {
     @Test func basketballAndTennisChannelsFoldTheirOwnEvents() async throws {
         let (gateway, api) = try GatewayLocalizedAlertTests.start(channels: InMemoryStore(name: "channels"), apns: InMemoryAPNsPair(),
                                                                   alertMode: .text)

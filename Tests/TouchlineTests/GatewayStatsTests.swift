@@ -9,7 +9,7 @@ import TouchlineTesting
 /// `/v1/stats`, `/v1/channels/{id}/stats`, `/healthz` and `/readyz`: a channel's stats in process
 /// on the in-memory backends; the global stats, which show the APNs connections, and readiness,
 /// which follows them, against a real gateway and mock APNs.
-@Suite("Gateway stats and health")
+@Suite("Gateway stats and health", .gatewaysInProcess)
 struct GatewayStatsTests {
     @Test func channelStatsShowPushesHistoryBudgetAndState() async throws {
         let gateway = try GatewayFixture(tier: .inProcess)

@@ -12,7 +12,7 @@ import TouchlineTesting
 /// channel keeps the state of its last commit, the gateway shows the failing store and recovers
 /// by itself, the provider's retry is stored, and every 202 survives a restart. Requests behind a
 /// failed write are checked in process on the in-memory stores, failed with their switch.
-@Suite("Gateway store failures")
+@Suite("Gateway store failures", .gatewaysInProcess)
 struct GatewayStoreFailureTests {
     static func batch(_ seqs: ClosedRange<Int>) -> String {
         #"{"events": ["# + seqs.map { #"{"seq": \#($0), "patch": {"n": \#($0)}}"# }.joined(separator: ",") + "]}"

@@ -7,7 +7,7 @@ import TouchlineTesting
 
 /// Webhooks end to end: a gateway with the bundled mock APNs posts to a real local receiver (the
 /// `/v1/events` refusals in process on the in-memory backends).
-@Suite("Gateway webhooks")
+@Suite("Gateway webhooks", .gatewaysInProcess)
 struct GatewayWebhookTests {
     static let secret = "whsec-0123456789abcdef"
 

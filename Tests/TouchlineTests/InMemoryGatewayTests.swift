@@ -9,7 +9,7 @@ import TouchlineTesting
 
 /// A gateway on the in-memory stores and APNs dispatch (`Gateway.Backends.inMemory`): no file,
 /// no connection, the provider API unchanged (its client in process: no heavy slot).
-@Suite struct InMemoryGatewayTests {
+@Suite(.gatewaysInProcess) struct InMemoryGatewayTests {
     /// A gateway on the in-memory backends, `configure` changing its configuration first, and an
     /// admin client of it in process.
     static func start(channels: InMemoryStore, personal: InMemoryStore, apns: InMemoryAPNsPair,

@@ -13,7 +13,7 @@ import TouchlineTesting
 /// on its path 405), so the table is checked against what the server really does. The route
 /// tables come from gateways in process on the in-memory backends; only the probe over HTTP
 /// takes a heavy slot.
-@Suite("OpenAPI document")
+@Suite("OpenAPI document", .gatewaysInProcess)
 struct OpenAPIDocumentTests {
     /// The repository root, found from this file's place in `Tests/TouchlineTests/`.
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -18,18 +18,53 @@ import Testing
 /// test that starts a three-node NATS cluster (three servers, their elections, the gateways on
 /// them) takes three (`.heavy(weight: 3)`), so that a run never starts more clusters than the
 /// machine brings up within their health checks.
+///
+/// A test that holds its slots for tens of seconds (a load scenario, a rotation under load) is
+/// `long` (`.heavy(long: true)`): it goes before the short tests waiting, so that it starts
+/// while they run instead of after them, when it would end the run alone.
 public struct HeavyTest: SuiteTrait, TestTrait, TestScoping {
     /// Slots each test case takes.
     public let weight: Int
+    /// Whether the test case goes before the short ones waiting for slots.
+    public var isLong = false
 
     public var isRecursive: Bool { true }
 
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
         // Suites themselves only group their tests; only a test case takes slots.
         guard testCase != nil else { return try await function() }
-        await HeavyTestSlots.shared.acquire(weight)
-        defer { HeavyTestSlots.shared.release(weight) }
+        let clock = ContinuousClock()
+        let asked = clock.now
+        await HeavyTestSlots.shared.acquire(weight, long: isLong)
+        let granted = clock.now
+        defer {
+            HeavyTestSlots.shared.release(weight)
+            SlotReport.shared?.record(test: test, weight: weight, waited: granted - asked, held: clock.now - granted)
+        }
         try await function()
+    }
+}
+
+/// Where the heavy slots' time goes: with `TOUCHLINE_TEST_SLOT_REPORT` naming a file, each heavy
+/// test case appends one line to it, `held-seconds<TAB>waited-seconds<TAB>weight<TAB>test`, when it
+/// gives its slots back. A test's own duration in Swift Testing's output includes its wait for a
+/// slot, so in a parallel run it says more about the queue than about the test; the time a test
+/// holds its slots, times its weight, is what it costs the run.
+final class SlotReport: Sendable {
+    static let shared = ProcessInfo.processInfo.environment["TOUCHLINE_TEST_SLOT_REPORT"].flatMap(SlotReport.init(path:))
+
+    private let descriptor: Int32
+
+    init?(path: String) {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return nil }
+    }
+
+    func record(test: Test, weight: Int, waited: Duration, held: Duration) {
+        func seconds(_ duration: Duration) -> String { String(format: "%.3f", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18) }
+        let line = Array("\(seconds(held))\t\(seconds(waited))\t\(weight == .max ? "alone" : String(weight))\t\(test.id)\n".utf8)
+        // One write per line, appended: lines from tests ending together never interleave.
+        _ = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 }
 
@@ -39,10 +74,18 @@ extension Trait where Self == HeavyTest {
 
     /// The test occupies as much as `weight` ordinary heavy tests.
     public static func heavy(weight: Int) -> HeavyTest { HeavyTest(weight: weight) }
+
+    /// A heavy test that runs for tens of seconds (`long`): it takes its slots before the short
+    /// tests waiting.
+    public static func heavy(weight: Int = 1, long: Bool) -> HeavyTest { HeavyTest(weight: weight, isLong: long) }
     /// The test runs with no other heavy test beside it (it takes every slot): for the few whose
     /// bounds are about the machine's own timing, such as reading a killed process's state before
     /// its leases run out.
     public static var heavyAlone: HeavyTest { HeavyTest(weight: .max) }
+
+    /// A test that runs alone for tens of seconds (`long`): queued before the short tests, it
+    /// runs as the run begins instead of waiting for every slot to drain in the middle of it.
+    public static func heavyAlone(long: Bool) -> HeavyTest { HeavyTest(weight: .max, isLong: long) }
 }
 
 /// The slots heavy tests share across the whole test process (every test module of the run).
@@ -56,7 +99,13 @@ public final class HeavyTestSlots: Sendable {
     private struct State {
         let count: Int
         var free: Int
-        var waiting: [(weight: Int, granted: CheckedContinuation<Void, Never>)] = []
+        var waiting: [(weight: Int, long: Bool, granted: CheckedContinuation<Void, Never>)] = []
+
+        /// Queues a waiter: a long one after the long ones already waiting, before the others.
+        mutating func enqueue(weight: Int, long: Bool, _ granted: CheckedContinuation<Void, Never>) {
+            let place = long ? (waiting.firstIndex { !$0.long } ?? waiting.endIndex) : waiting.endIndex
+            waiting.insert((min(weight, count), long, granted), at: place)
+        }
 
         /// Grants waiters in arrival order while the first one fits (a heavier one is not passed
         /// over for ever by lighter ones behind it).
@@ -78,16 +127,19 @@ public final class HeavyTestSlots: Sendable {
     }
 
     /// Waits (suspended, not blocking a thread) until `weight` slots are free, and takes them.
-    /// First come, first served; a weight above the count takes them all.
-    public func acquire(_ weight: Int = 1) async {
+    /// First come, first served, the `long` ones first; a weight above the count takes them all.
+    public func acquire(_ weight: Int = 1, long: Bool = false) async {
         await withCheckedContinuation { (granted: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-                state.waiting.append((min(weight, state.count), granted))
+                state.enqueue(weight: weight, long: long, granted)
                 return state.grantable()
             }
             ready.forEach { $0.resume() }
         }
     }
+
+    /// How many tests wait for slots now.
+    public var waitingCount: Int { state.withLock { $0.waiting.count } }
 
     /// Gives `weight` slots back, to the waiters in order as far as they fit.
     public func release(_ weight: Int = 1) {

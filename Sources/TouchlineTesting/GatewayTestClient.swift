@@ -57,6 +57,7 @@ package struct GatewayTestClient: Sendable {
         }
     }
 
+    /// Every error a request throws: no connection, no answer in time, an answer that is not HTTP.
     package struct Failure: Error, CustomStringConvertible {
         package var description: String
         package init(description: String) { self.description = description }
@@ -117,7 +118,10 @@ package struct GatewayTestClient: Sendable {
 
     private static func live(port: Int, _ method: String, _ path: String, fields: [(name: String, value: String)], body: [UInt8],
                              timeoutSeconds: Int) throws -> Response {
-        let fd = try LoopbackSocket.connect(port: port, receiveTimeout: timeoutSeconds)
+        // A refused connection is the client's failure like any other (a test expecting a gateway
+        // to be gone expects a `Failure`).
+        let fd: Int32
+        do { fd = try LoopbackSocket.connect(port: port, receiveTimeout: timeoutSeconds) } catch { throw Failure(description: "\(error)") }
         defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nConnection: close\r\n"
         for (name, value) in fields { head += "\(name): \(value)\r\n" }
@@ -155,9 +159,9 @@ package struct GatewayTestClient: Sendable {
         guard done.wait(timeout: .now() + .seconds(timeoutSeconds)) == .success, let response = answered.withLock({ $0 }) else {
             throw Failure(description: "no answer to \(method) \(path) within \(timeoutSeconds) s (a streamed answer comes only live)")
         }
-        var head = "HTTP/1.1 \(response.status)\r\n"
-        for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
-        return Response(status: response.status, body: method == "HEAD" ? [] : response.body, head: String(head.dropLast(2)))
+        // Joined, not trimmed: "\r\n" is one Character, so dropping two would cut the last value.
+        let head = (["HTTP/1.1 \(response.status)"] + response.headers.map { "\($0.name): \($0.value)" }).joined(separator: "\r\n")
+        return Response(status: response.status, body: method == "HEAD" ? [] : response.body, head: head)
     }
 
     /// A chunked body's data, and whether its last chunk came (the data up to the cut otherwise).

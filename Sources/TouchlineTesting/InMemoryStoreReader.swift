@@ -82,10 +82,14 @@ public final class InMemoryStoreReader: ChannelTablesReader, PersonalJobReader, 
     }
 
     public func jobs(status: PersonalJobStatus, limit: Int) throws(StoreError) -> [PersonalJobRecord] {
+        Array(try allJobs().filter { $0.status == status }.prefix(max(0, limit)))
+    }
+
+    /// Every job, in any status, oldest first, from one committed state: a test that reads
+    /// status by status while the queue runs could see a job twice or not at all.
+    public func allJobs() throws(StoreError) -> [PersonalJobRecord] {
         try read { tables in
-            Array(tables.jobs.values.filter { $0.status == status }.sorted {
-                $0.createdAt != $1.createdAt ? $0.createdAt < $1.createdAt : Self.precedes($0.id, $1.id)
-            }.prefix(max(0, limit)))
+            tables.jobs.values.sorted { $0.createdAt != $1.createdAt ? $0.createdAt < $1.createdAt : Self.precedes($0.id, $1.id) }
         }
     }
 

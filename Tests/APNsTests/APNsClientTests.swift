@@ -1,7 +1,6 @@
 import APNs
 import HTTP2
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
@@ -10,7 +9,9 @@ final class Collector<T>: @unchecked Sendable {
     var results: [Result<T, APNsError>] = []
 }
 
-@Suite(.heavy) struct APNsClientTests {
+/// The APNs client over fake senders on one event loop, on a manual clock (no socket, no
+/// process: no heavy slot).
+@Suite struct APNsClientTests {
     let directory: TemporaryDirectory
     let clock = ManualClock(UnixTime(seconds: 1_767_225_600))
     let token: ProviderToken

@@ -5,7 +5,9 @@ import Testing
 import TestSlots
 import TouchlineCore
 
-@Suite(.heavy) struct ProviderTokenSignerTests {
+/// The ES256 provider token signer. Keys on P-256 are made in process; the tests that run the
+/// `openssl` tool (to verify, or to make the other kinds of key) take a heavy slot.
+@Suite struct ProviderTokenSignerTests {
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory() }
 
@@ -28,7 +30,7 @@ import TouchlineCore
         #expect(try #require(Base64URLDecoding.decode(claims)).text == #"{"iss":"TEAM456789","iat":1767290400}"#)
     }
 
-    @Test func signatureVerifiesWithTheOpenSSLTool() throws {
+    @Test(.heavy) func signatureVerifiesWithTheOpenSSLTool() throws {
         let keyPath = try TestKeys.p256(in: directory)
         let signer = try ProviderTokenSigner(keyFile: keyPath, keyID: keyID, teamID: teamID)
         let jwt = try signer.token(issuedAt: UnixTime(seconds: 1_767_290_400))
@@ -37,7 +39,7 @@ import TouchlineCore
         #expect(try verify(signingInput: signingInput, rawSignature: raw, key: keyPath))
     }
 
-    @Test func aTamperedTokenDoesNotVerify() throws {
+    @Test(.heavy) func aTamperedTokenDoesNotVerify() throws {
         let keyPath = try TestKeys.p256(in: directory)
         let signer = try ProviderTokenSigner(keyFile: keyPath, keyID: keyID, teamID: teamID)
         let jwt = try signer.token(issuedAt: UnixTime(seconds: 1_767_290_400))
@@ -47,7 +49,7 @@ import TouchlineCore
         #expect(try !verify(signingInput: otherInput, rawSignature: raw, key: keyPath))
     }
 
-    @Test func aTraditionalECPrivateKeyFileOnP256IsAccepted() throws {
+    @Test(.heavy) func aTraditionalECPrivateKeyFileOnP256IsAccepted() throws {
         let pkcs8 = try TestKeys.p256(in: directory)
         let sec1 = directory.file("sec1.pem")
         #expect(try openssl(["ec", "-in", pkcs8, "-out", sec1]).status == 0)
@@ -69,7 +71,7 @@ import TouchlineCore
 
     // MARK: - Bad keys and ids
 
-    @Test func aP384KeyIsRejectedNamingTheCurve() throws {
+    @Test(.heavy) func aP384KeyIsRejectedNamingTheCurve() throws {
         let path = try TestKeys.p384(in: directory)
         let error = try #require(throws: APNsConfigurationError.self) {
             try ProviderTokenSigner(keyFile: path, keyID: keyID, teamID: teamID)
@@ -78,7 +80,7 @@ import TouchlineCore
         #expect(error.description == "key file \(path) is not a P-256 EC key (found EC key on curve secp384r1, 384 bits)")
     }
 
-    @Test func anRSAKeyIsRejectedNamingTheType() throws {
+    @Test(.heavy) func anRSAKeyIsRejectedNamingTheType() throws {
         let path = try TestKeys.rsa(in: directory)
         let error = try #require(throws: APNsConfigurationError.self) {
             try ProviderTokenSigner(keyFile: path, keyID: keyID, teamID: teamID)
@@ -119,7 +121,7 @@ import TouchlineCore
         }
     }
 
-    @Test func aCertificateIsNotAKey() throws {
+    @Test(.heavy) func aCertificateIsNotAKey() throws {
         let key = try TestKeys.p256(in: directory)
         let certificate = directory.file("cert.pem")
         let result = try openssl(["req", "-new", "-x509", "-key", key, "-subj", "/CN=test", "-days", "1", "-out", certificate])
@@ -142,7 +144,7 @@ import TouchlineCore
         }
     }
 
-    @Test func aKeyAfterACertificateInTheSameFileIsFound() throws {
+    @Test(.heavy) func aKeyAfterACertificateInTheSameFileIsFound() throws {
         let key = try TestKeys.p256(in: directory)
         let certificate = directory.file("cert.pem")
         #expect(try openssl(["req", "-new", "-x509", "-key", key, "-subj", "/CN=test", "-days", "1", "-out", certificate]).status == 0)
@@ -150,7 +152,7 @@ import TouchlineCore
         #expect(try ProviderTokenSigner(keyFile: bundle, keyID: keyID, teamID: teamID).token(issuedAt: UnixTime(seconds: 1)).count > 0)
     }
 
-    @Test func anEncryptedKeyIsRejectedWithoutPrompting() throws {
+    @Test(.heavy) func anEncryptedKeyIsRejectedWithoutPrompting() throws {
         let plain = try TestKeys.p256(in: directory)
         let encrypted = directory.file("encrypted.p8")
         let result = try openssl(["pkcs8", "-topk8", "-in", plain, "-out", encrypted, "-v2", "aes-256-cbc", "-passout", "pass:secret"])
@@ -160,7 +162,7 @@ import TouchlineCore
         }
     }
 
-    @Test func anEncryptedTraditionalKeyIsRejectedWithoutPrompting() throws {
+    @Test(.heavy) func anEncryptedTraditionalKeyIsRejectedWithoutPrompting() throws {
         let plain = try TestKeys.p256(in: directory)
         let encrypted = directory.file("encrypted-sec1.pem")
         let result = try openssl(["ec", "-in", plain, "-out", encrypted, "-aes256", "-passout", "pass:secret"])

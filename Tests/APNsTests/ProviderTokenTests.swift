@@ -1,11 +1,11 @@
 import APNs
 import Synchronization
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 
-@Suite(.heavy) struct ProviderTokenTests {
+/// When the provider token is signed again, on a manual clock (no process, no socket).
+@Suite struct ProviderTokenTests {
     let directory: TemporaryDirectory
     let signer: ProviderTokenSigner
     let clock = ManualClock(UnixTime(seconds: 1_767_225_600))

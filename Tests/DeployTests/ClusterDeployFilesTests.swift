@@ -6,16 +6,16 @@ import TestSlots
 /// direct publishes with the gateways' partition count; the compose file runs three servers and
 /// two gateways on them; Prometheus' configuration and the cluster's alerts pass promtool and
 /// their unit tests, use documented metrics and are explained in the operations guide.
-@Suite("Cluster deploy files", .heavy)
+@Suite("Cluster deploy files")
 struct ClusterDeployFilesTests {
-    @Test(.enabled(if: DeployTool.exists("nats-server"), "nats-server is not installed"))
+    @Test(.heavy, .enabled(if: DeployTool.exists("nats-server"), "nats-server is not installed"))
     func natsServerAcceptsItsConfiguration() async throws {
         let checked = try await DeployTool.run("env", ["NATS_NAME=nats-1", DeployTool.path(of: "nats-server")!, "-t", "-c", "deploy/cluster/nats.conf"])
         #expect(checked.status == 0, "\(checked.output)")
         #expect(checked.output.contains("is valid"), "\(checked.output)")
     }
 
-    @Test(.enabled(if: DeployTool.exists("python3"), "python3 is not installed"))
+    @Test(.heavy, .enabled(if: DeployTool.exists("python3"), "python3 is not installed"))
     func theComposeFileRunsThreeServersAndTwoGatewaysOnThem() async throws {
         let converted = try await DeployTool.run("python3", ["-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
                                                                "deploy/cluster/compose.yaml"])
@@ -40,7 +40,7 @@ struct ClusterDeployFilesTests {
         #expect(instances.count == 2, "each gateway has a name of its own")
     }
 
-    @Test(.enabled(if: DeployTool.exists("promtool"), "promtool (Debian prometheus) is not installed"))
+    @Test(.heavy, .enabled(if: DeployTool.exists("promtool"), "promtool (Debian prometheus) is not installed"))
     func promtoolAcceptsTheConfigurationAndTheAlertsFireOnTheirSeries() async throws {
         let configuration = try await DeployTool.run("promtool", ["check", "config", "deploy/cluster/prometheus.yml"])
         #expect(configuration.status == 0 && configuration.output.contains("2 rule files found"), "\(configuration.output)")

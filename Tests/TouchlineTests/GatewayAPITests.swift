@@ -6,8 +6,10 @@ import Touchline
 import TouchlineCore
 import TouchlineTesting
 
-/// The provider API end to end over HTTP, against the mock APNs the gateway starts itself.
-@Suite("Gateway API", .heavy)
+/// The provider API end to end: over HTTP against the mock APNs the gateway starts itself (the
+/// tests that read what reached APNs, and the HTTP server's own 413), and in process on the
+/// in-memory backends for what only the API answers.
+@Suite("Gateway API", .gatewaysInProcess)
 struct GatewayAPITests {
     /// The `aps` object of a recorded broadcast.
     private func aps(_ request: MockAPNsRecordedRequest) throws -> JSONValue {
@@ -18,7 +20,7 @@ struct GatewayAPITests {
         mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.channelID == channel }
     }
 
-    @Test func createIsIdempotentAndEventsBecomeBroadcasts() async throws {
+    @Test(.heavy) func createIsIdempotentAndEventsBecomeBroadcasts() async throws {
         let fixture = try GatewayFixture()
         let api = fixture.admin
         let body = #"{"id": "club-ars-che", "storagePolicy": "no-storage", "attributes": \#(GatewayFixture.matchAttributes)}"#
@@ -75,7 +77,7 @@ struct GatewayAPITests {
     @Test func aChannelPolicyFillsItsGapsFromTheConfiguredDefaultAndRejectsUnknownMembers() async throws {
         var configured = ChannelPolicy.default
         configured.minimumInterval = .seconds(7)
-        let fixture = try GatewayFixture(policy: configured)
+        let fixture = try GatewayFixture(tier: .inProcess) { $0.defaultPolicy = configured }
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
 
@@ -94,7 +96,7 @@ struct GatewayAPITests {
     }
 
     @Test func aSportsChannelKeepsAMatchStateThroughPatchesAndEnd() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         let body = #"{"id": "club-m1", "storagePolicy": "no-storage", "attributes": \#(GatewayFixture.matchAttributes)}"#
@@ -114,7 +116,7 @@ struct GatewayAPITests {
     }
 
     @Test func channelListIsPagedByID() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         let ids = ["club-a", "club-b", "club-c", "club-d", "club-e"]
@@ -141,7 +143,7 @@ struct GatewayAPITests {
     }
 
     @Test func duplicatesAreIgnoredStaleReportedAndABadBatchChangesNothing() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         let api = fixture.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "g1", "storagePolicy": "most-recent"}"#).status == 201)
         let path = "/v1/channels/g1/events"
@@ -173,7 +175,7 @@ struct GatewayAPITests {
         await fixture.shutDown()
     }
 
-    @Test func badRequestsGetJSONErrorsNamingTheCause() async throws {
+    @Test(.heavy) func badRequestsGetJSONErrorsNamingTheCause() async throws {
         let fixture = try GatewayFixture(maxBodyBytes: 8192)
         let api = fixture.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "other-1", "storagePolicy": "no-storage"}"#).status == 201)
@@ -231,7 +233,7 @@ struct GatewayAPITests {
         await fixture.shutDown()
     }
 
-    @Test func endSendsTheFinalStateThenRefusesEvents() async throws {
+    @Test(.heavy) func endSendsTheFinalStateThenRefusesEvents() async throws {
         let fixture = try GatewayFixture()
         let api = fixture.admin
         let created = try api.request("POST", "/v1/channels", json: #"{"id": "e1", "storagePolicy": "no-storage", "policy": {"endGracePeriodSeconds": 0}}"#)

@@ -8,15 +8,16 @@ import TouchlineRuntime
 import TouchlineTesting
 
 /// One acknowledged write per channel in the store at a time: requests that come meanwhile wait
-/// and go together in the next commit, up to a bound beyond which they are refused.
-@Suite("Gateway channel writes", .heavy)
+/// and go together in the next commit, up to a bound beyond which they are refused. In process
+/// on the in-memory backends, whose store holds its commits on demand.
+@Suite("Gateway channel writes", .gatewaysInProcess)
 struct GatewayChannelWritesTests {
     /// Requests a channel holds while its write is in the store (docs/api.md, Limits).
     static let waitingLimit = 64
 
     @Test func requestsWaitBehindTheChannelsWriteUpToTheBound() async throws {
-        let store = InMemoryStore(name: "channels")
-        let fixture = try GatewayFixture(backends: .inMemoryStores(channels: store, personal: InMemoryStore(name: "personal")))
+        let fixture = try GatewayFixture(tier: .inProcess)
+        let store = try #require(fixture.inMemory).channels
         defer { Task { await fixture.shutDown() } }
         // The held requests wait for as long as this test takes to release them on a busy machine.
         let api = fixture.admin.waiting(upTo: 60)

@@ -9,16 +9,26 @@ import TouchlineTesting
 
 /// Dead letters through the gateway against a mock APNs: permanent failures are listed with
 /// paging and filters, and a replay creates new jobs, marks the letters `replayed` in the same
-/// commit, and its sends reach APNs once the cause is fixed.
-@Suite("Gateway dead letters", .heavy)
+/// commit, and its sends reach APNs once the cause is fixed. Listing and refusals run in process
+/// on the in-memory backends, whose APNs refuses the bad tokens as the mock does.
+@Suite("Gateway dead letters", .gatewaysInProcess)
 struct GatewayDeadLetterTests {
     /// A well-formed token that the mock answers 400 `BadDeviceToken` once disowned (a token of
     /// the other environment): the registry takes it, APNs refuses it.
     static func badToken(_ n: Int) -> String { String(repeating: "e", count: 56) + String(format: "%08x", n) }
 
-    /// Makes the fixture's mock refuse `badToken(n)` for each n.
+    /// Makes the fixture's APNs refuse `badToken(n)` for each n with 400 `BadDeviceToken`: the
+    /// mock, or in process the in-memory APNs (which then answers every other push 200).
     static func disownBadTokens(_ numbers: [Int], on fixture: GatewayFixture) {
-        for n in numbers { fixture.mock.disown(token: badToken(n)) }
+        let disowned = Set(numbers.map(badToken))
+        guard let inMemory = fixture.inMemory?.apns.personal else {
+            for token in disowned { fixture.mock.disown(token: token) }
+            return
+        }
+        inMemory.script { request in
+            guard case .push(let push) = request, disowned.contains(push.deviceToken) else { return nil }
+            return .failure(InMemoryAPNs.rejection(status: 400, reason: "BadDeviceToken", endpoint: .device))
+        }
     }
 
     static func register(_ token: String, follows: String, user: String, on api: GatewayTestClient) throws {
@@ -56,7 +66,7 @@ struct GatewayDeadLetterTests {
     }
 
     @Test func permanentFailuresAreListedWithPagingAndFilters() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         for n in 0..<6 { try Self.register(GatewayPersonalAPITests.token(n), follows: "team:ARS", user: "fan-\(n)", on: api) }
@@ -101,7 +111,7 @@ struct GatewayDeadLetterTests {
             let refused = try api.request("GET", "/v1/deadletters?\(query)")
             #expect(refused.status == 400 && refused.errorCode == "invalid_query" && refused.text.contains("'\(name)'"), "\(query): \(refused.text)")
         }
-        let provider = GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey)
+        let provider = fixture.client(key: GatewayFixture.clubKey)
         let forbidden = try provider.request("GET", "/v1/deadletters")
         #expect(forbidden.status == 403 && forbidden.errorCode == "forbidden" && forbidden.text.contains("admin"), "\(forbidden.text)")
         #expect(try provider.request("POST", "/v1/deadletters/replay", json: #"{"jobId": "x"}"#).status == 403)
@@ -109,7 +119,7 @@ struct GatewayDeadLetterTests {
     }
 
     @Test func badReplaysAreRefusedNamingTheProblem() async throws {
-        let fixture = try GatewayFixture(maxBodyBytes: 1 << 20)
+        let fixture = try GatewayFixture(tier: .inProcess, maxBodyBytes: 1 << 20)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         for n in 0..<2 { try Self.register(Self.badToken(n), follows: "team:ARS", user: "bad-\(n)", on: api) }
@@ -145,7 +155,7 @@ struct GatewayDeadLetterTests {
 
     /// First round against a gateway configured with the wrong bundle id (every push is refused
     /// with `DeviceTokenNotForTopic`); the operator fixes the configuration, restarts, replays.
-    @Test func replayAfterTheCauseIsFixedReachesAPNsAndMarksTheLettersReplayed() async throws {
+    @Test(.heavy) func replayAfterTheCauseIsFixedReachesAPNsAndMarksTheLettersReplayed() async throws {
         let apns = try MockAPNsFixture()
         let data = apns.directory + "/data"
         var misconfigured = apns.gatewaySettings

@@ -34,7 +34,9 @@ struct GatewayEscalatedStopTests {
         try await eventually("the gateway started") { port.withLock { $0 } != nil }
         let api = GatewayTestClient(port: try #require(port.withLock { $0 }), key: GatewayFixture.adminKey)
         #expect(try api.request("POST", "/v1/channels/quiet/events", json: #"{"seq": 1, "patch": {"minute": 61}}"#).status == 202)
-        try await Task.sleep(for: .milliseconds(300))  // the broadcast is on its way to the silent APNs
+        try await eventually("the broadcast at the silent APNs") {
+            silent.mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.channelID == apnsID }
+        }
 
         requests.request("first")
         try await Task.sleep(for: .milliseconds(500))

@@ -3,6 +3,8 @@ import APNsMock
 import Foundation
 import Touchline
 import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
 import TouchlineTesting
 
 /// A gateway on a fresh data directory, listening on a free loopback port, with an admin key
@@ -82,6 +84,24 @@ final class GatewayFixture: Sendable {
     /// The mock the gateway started itself.
     var mock: MockAPNsServer { gateway.bundledMockAPNs! }
 
+    /// Every stored personal job's id, in any status, oldest first, in one read (jobs move between
+    /// statuses while the queue runs them, so a read per status could see one twice or not at
+    /// all): from the in-memory store in process, from `personal.sqlite` live.
+    func storedJobIDs() throws -> [String] {
+        if let inMemory { return try inMemory.personal.openReader().allJobs().map(\.id) }
+        let connection = try SQLiteConnection(path: directory + "/personal.sqlite")
+        defer { connection.close() }
+        return try connection.query("SELECT id FROM personal_jobs ORDER BY created_at, id") { $0.text(at: 0) ?? "" }
+    }
+
+    /// Idempotency records the personal store keeps, expired or not, on either tier.
+    func idempotencyRecordCount() throws -> Int {
+        if let inMemory { return try inMemory.personal.openReader().idempotencyRecordCount() }
+        let reader = try SQLiteTokenReader(path: directory + "/personal.sqlite")
+        defer { reader.close() }
+        return try reader.idempotencyRecordCount()
+    }
+
     func shutDown(removingData: Bool = true) async {
         await gateway.shutdown()
         if removingData { try? FileManager.default.removeItem(atPath: directory) }
@@ -102,9 +122,12 @@ struct InMemoryParts: Sendable {
     var backends: Gateway.Backends { .inMemory(channels: channels, personal: personal, apns: apns) }
 
     /// APNs settings for `.apple` mode, which the in-memory dispatch never reads (development
-    /// mode would start the bundled mock instead).
-    static let unusedAPNsSettings = GatewayConfiguration.APNsSettings(keyPath: "/nonexistent/key.p8", keyID: "KEY", teamID: "TEAM",
-                                                                      bundleID: "com.example.touchline", environment: .sandbox)
+    /// mode would start the bundled mock instead). A custom environment, like the live tier's
+    /// mock: personal jobs reach tokens of either environment (sandbox or production would
+    /// send only to tokens registered for it).
+    static let unusedAPNsSettings = GatewayConfiguration.APNsSettings(
+        keyPath: "/nonexistent/key.p8", keyID: "KEY", teamID: "TEAM", bundleID: "com.example.touchline",
+        environment: .custom(pushHost: "apns.invalid", pushPort: 443, managementHost: "apns.invalid", managementPort: 443))
 }
 
 extension JSONValue {

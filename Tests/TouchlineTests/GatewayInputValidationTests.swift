@@ -9,7 +9,7 @@ import TouchlineTesting
 /// Accepted means deliverable: every input is checked against what it will make (the state,
 /// the push), so nothing acknowledged can later be refused by APNs or by the gateway itself.
 /// In process on the in-memory backends; the first test also live, on SQLite over loopback.
-@Suite("Gateway input validation")
+@Suite("Gateway input validation", .gatewaysInProcess)
 struct GatewayInputValidationTests {
     static func nestedPatch(_ levels: Int) -> String {
         String(repeating: #"{"a":"#, count: levels - 1) + "1" + String(repeating: "}", count: levels - 1)

@@ -10,7 +10,7 @@ import TouchlineTesting
 /// Rotating the APNs key without a restart: `POST /v1/apns/key/reload` or SIGHUP reads the
 /// configuration again, and the key it names signs the next request's token; a key that cannot
 /// be used (unreadable, not a key, another team's) is refused naming why, and the current key stays.
-@Suite("APNs key rotation", .heavy)
+@Suite("APNs key rotation")
 struct GatewayKeyRotationTests {
     static let nextKeyID = "TESTKEY002"
 
@@ -30,7 +30,7 @@ struct GatewayKeyRotationTests {
             .compactMap(keyID(of:))
     }
 
-    @Test func aReloadSignsWithTheNewKeyAndABadOneLeavesTheCurrentKeyInPlace() async throws {
+    @Test(.heavy) func aReloadSignsWithTheNewKeyAndABadOneLeavesTheCurrentKeyInPlace() async throws {
         // The mock knows two keys of the team: the one the gateway starts with and its successor.
         let spare = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         let next = try MockAPNsProviderKeyFiles.generate(keyID: Self.nextKeyID, in: spare)
@@ -79,7 +79,7 @@ struct GatewayKeyRotationTests {
     /// key while the `default` app keeps signing with its own; a key of another team is refused
     /// for tv and changes nothing of either app; a reload of every app (SIGHUP's) changes only
     /// what the configuration changed.
-    @Test func eachAppsKeyRotatesOnItsOwn() async throws {
+    @Test(.heavy) func eachAppsKeyRotatesOnItsOwn() async throws {
         let spare = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         let tvNextKeyID = "TVKEY00003"
         let next = try MockAPNsProviderKeyFiles.generate(keyID: tvNextKeyID, in: spare)
@@ -126,7 +126,7 @@ struct GatewayKeyRotationTests {
     /// for every answer and only then say GOAWAY, so the mock withholds nothing and accepts every
     /// start exactly once. (Before, GOAWAY went first: the mock left the streams in flight
     /// unanswered and the gateway sent them again, 119 starts accepted twice in a run.)
-    @Test func aRotationUnderLoadAcceptsEveryStartExactlyOnceWhateverTheServerDoesAfterAGoaway() async throws {
+    @Test(.heavy(long: true)) func aRotationUnderLoadAcceptsEveryStartExactlyOnceWhateverTheServerDoesAfterAGoaway() async throws {
         let followers = 800
         let spare = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         let next = try MockAPNsProviderKeyFiles.generate(keyID: Self.nextKeyID, in: spare)
@@ -188,7 +188,7 @@ struct GatewayKeyRotationTests {
         #expect(followers - oldKey.count > 0, "some starts went out with the new key")
     }
 
-    @Test func developmentModeHasNoKeyToReload() async throws {
+    @Test(.heavy) func developmentModeHasNoKeyToReload() async throws {
         let fixture = try GatewayFixture()
         defer { Task { await fixture.shutDown() } }
         let refused = try fixture.admin.request("POST", "/v1/apns/key/reload")
@@ -196,7 +196,7 @@ struct GatewayKeyRotationTests {
     }
 
     /// `touchline serve` rotates on SIGHUP: the key named by the configuration file is read again.
-    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    @Test(.heavy, .enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
     func sighupRotatesTheKeyTheConfigurationFileNames() async throws {
         let spare = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         let next = try MockAPNsProviderKeyFiles.generate(keyID: Self.nextKeyID, in: spare)

@@ -6,15 +6,16 @@ import TouchlineCore
 import TouchlineTesting
 
 /// `POST /v1/channels/{id}/start` against the gateway's bundled mock: the start reaches every
-/// push-to-start token following the topic, subscribed to the channel's APNs id.
-@Suite("Gateway kickoff start", .heavy)
+/// push-to-start token following the topic, subscribed to the channel's APNs id. Refusals are
+/// checked in process on the in-memory backends.
+@Suite("Gateway kickoff start", .gatewaysInProcess)
 struct GatewayKickoffTests {
     static let startBody = """
         {"audience": {"follows": "team:ARS"}, "attributesType": "MatchAttributes", "attributes": \(GatewayFixture.matchAttributes),
          "alert": {"title": "Kick-off", "body": "ARS v CHE"}}
         """
 
-    @Test func startReachesThePushToStartFollowersWithTheChannelsAPNsID() async throws {
+    @Test(.heavy) func startReachesThePushToStartFollowersWithTheChannelsAPNsID() async throws {
         let fixture = try GatewayFixture()
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
@@ -55,14 +56,14 @@ struct GatewayKickoffTests {
     }
 
     @Test func startIsRefusedForUnknownEndedOrForeignChannelsAndBadBodies() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         for id in ["club-over", "other-1"] {
             #expect(try api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#).status == 201)
         }
         #expect(try api.request("POST", "/v1/channels/club-over/end", json: "{}").status == 202)
-        let provider = GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey)
+        let provider = fixture.client(key: GatewayFixture.clubKey)
 
         let unknown = try api.request("POST", "/v1/channels/club-nope/start", json: Self.startBody)
         #expect(unknown.status == 404 && unknown.errorCode == "channel_not_found", "\(unknown.text)")
@@ -87,6 +88,6 @@ struct GatewayKickoffTests {
             let response = try api.request("POST", "/v1/channels/other-1/start", json: body)
             #expect(response.status == 400 && response.text.contains("'\(field)'"), "\(body) -> \(response.status) \(response.text)")
         }
-        #expect(fixture.mock.recordedRequests().filter { $0.endpoint == .device }.isEmpty, "nothing was started")
+        #expect(try #require(fixture.inMemory?.apns.personal).requests.isEmpty, "nothing was started")
     }
 }

@@ -10,12 +10,11 @@ import TouchlineTesting
 /// Localized alerts through the gateway: the configured default and a channel's own mode, the
 /// alert that reaches APNs, the mode kept across a restart, and localized alerts a provider
 /// sends itself, checked against the app's catalogue.
-@Suite(.heavy) struct GatewayLocalizedAlertTests {
+@Suite(.gatewaysInProcess) struct GatewayLocalizedAlertTests {
     static func start(channels: InMemoryStore, apns: InMemoryAPNsPair, alertMode: AlertMode) throws -> (Gateway, GatewayTestClient) {
-        let (gateway, port) = try InMemoryGatewayTests.start(channels: channels, personal: InMemoryStore(name: "personal"), apns: apns) {
+        try InMemoryGatewayTests.start(channels: channels, personal: InMemoryStore(name: "personal"), apns: apns) {
             $0.alertMode = alertMode
         }
-        return (gateway, GatewayTestClient(port: port, key: GatewayFixture.adminKey))
     }
 
     /// The alerts of the broadcasts sent to `apnsID`, as JSON text.

@@ -8,10 +8,11 @@ import TouchlineCore
 import TouchlineTesting
 
 /// `/metrics` end to end: events posted through the real gateway, pushes answered by the real
-/// mock APNs over TLS, and the series read back from the Prometheus text.
-@Suite("Gateway metrics", .heavy)
+/// mock APNs over TLS, and the series read back from the Prometheus text; the label cap and the
+/// key `/metrics` may take in process on the in-memory backends.
+@Suite("Gateway metrics", .gatewaysInProcess)
 struct GatewayMetricsTests {
-    @Test func eventsPushesAndAPNsAnswersShowUpOnMetrics() async throws {
+    @Test(.heavy) func eventsPushesAndAPNsAnswersShowUpOnMetrics() async throws {
         let gateway = try GatewayFixture()
         let api = gateway.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "m1", "storagePolicy": "no-storage"}"#).status == 201)
@@ -48,7 +49,7 @@ struct GatewayMetricsTests {
         await gateway.shutDown()
     }
 
-    @Test func refusedBroadcastsAndDeadPersonalTokensAreCountedByPoolStatusAndReason() async throws {
+    @Test(.heavy) func refusedBroadcastsAndDeadPersonalTokensAreCountedByPoolStatusAndReason() async throws {
         let dead = Set([1, 2].map(GatewayPersonalAPITests.token))
         let apns = try MockAPNsFixture { configuration in
             configuration.faults.rateEndpoints = [.broadcast]
@@ -93,7 +94,7 @@ struct GatewayMetricsTests {
     /// `touchline_tokens_deactivated_total` counts tokens the store deactivated, not 410s: two
     /// tokens listed dead since before they were registered stay active, and a 410 for a token
     /// already deactivated changes nothing. Every 410 is still a dead letter `Unregistered`.
-    @Test func tokensDeactivatedCountsTokensTheStoreDeactivatedNotFourTens() async throws {
+    @Test(.heavy) func tokensDeactivatedCountsTokensTheStoreDeactivatedNotFourTens() async throws {
         let listed = Set([1, 2].map(GatewayPersonalAPITests.token))
         let apns = try MockAPNsFixture { $0.faults.unregisteredTokens = listed }
         let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
@@ -138,7 +139,7 @@ struct GatewayMetricsTests {
     /// APNs's clock an hour and a minute ahead: even a fresh token is expired for it, and a new
     /// one may not be signed for 20 minutes. The personal sends are held (not dead-lettered), and
     /// /metrics shows the skew, the hold and the held requests.
-    @Test func aProviderTokenRenewalHoldShowsOnMetricsAndDeadLettersNothing() async throws {
+    @Test(.heavy) func aProviderTokenRenewalHoldShowsOnMetricsAndDeadLettersNothing() async throws {
         let apns = try MockAPNsFixture { $0.faults.providerTokenClockOffset = .seconds(61 * 60) }
         let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
         let api = gateway.admin
@@ -167,7 +168,7 @@ struct GatewayMetricsTests {
     }
 
     @Test func channelsBeyondTheLabelCapAreSummedUnderOther() async throws {
-        let gateway = try GatewayFixture(metrics: MetricsSettings(maxChannelLabels: 1))
+        let gateway = try GatewayFixture(tier: .inProcess) { $0.metrics = MetricsSettings(maxChannelLabels: 1) }
         let api = gateway.admin
         for id in ["a", "b", "c"] {
             #expect(try api.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#).status == 201)
@@ -184,16 +185,16 @@ struct GatewayMetricsTests {
     }
 
     @Test func metricsAreOpenByDefaultAndTakeAKeyWhenConfigured() async throws {
-        let open = try GatewayFixture()
-        #expect(try GatewayTestClient(port: open.port).request("GET", "/metrics").status == 200)
+        let open = try GatewayFixture(tier: .inProcess)
+        #expect(try open.client(key: nil).request("GET", "/metrics").status == 200)
         await open.shutDown()
-        let closed = try GatewayFixture(metrics: MetricsSettings(requireKey: true))
-        #expect(try GatewayTestClient(port: closed.port).request("GET", "/metrics").status == 401)
-        #expect(try GatewayTestClient(port: closed.port, key: GatewayFixture.clubKey).request("GET", "/metrics").status == 200)
+        let closed = try GatewayFixture(tier: .inProcess) { $0.metrics = MetricsSettings(requireKey: true) }
+        #expect(try closed.client(key: nil).request("GET", "/metrics").status == 401)
+        #expect(try closed.client(key: GatewayFixture.clubKey).request("GET", "/metrics").status == 200)
         await closed.shutDown()
     }
 
-    @Test func promtoolAcceptsTheOutput() async throws {
+    @Test(.heavy) func promtoolAcceptsTheOutput() async throws {
         let promtool = try #require(executable("promtool"), "promtool is missing: install the Debian package prometheus (make deps)")
         let gateway = try GatewayFixture(metrics: MetricsSettings(maxChannelLabels: 1))
         let api = gateway.admin

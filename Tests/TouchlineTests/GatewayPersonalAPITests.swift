@@ -6,8 +6,9 @@ import TouchlineCore
 import TouchlineTesting
 
 /// Personal pushes through the gateway against its bundled mock APNs: a push-to-start fan-out
-/// to the followers of a team with dead tokens among them, the job's progress, and the errors.
-@Suite("Gateway personal pushes API", .heavy)
+/// to the followers of a team with dead tokens among them, the job's progress, and the errors
+/// (these in process on the in-memory backends).
+@Suite("Gateway personal pushes API", .gatewaysInProcess)
 struct GatewayPersonalAPITests {
     static func token(_ n: Int) -> String { String(repeating: "cd", count: 30) + String(format: "%08x", n) }
 
@@ -17,7 +18,7 @@ struct GatewayPersonalAPITests {
          "attributes": \(GatewayFixture.matchAttributes)}
         """
 
-    @Test func followsJobReachesEveryFollowerAndDeactivatesUnregisteredTokens() async throws {
+    @Test(.heavy) func followsJobReachesEveryFollowerAndDeactivatesUnregisteredTokens() async throws {
         let fixture = try GatewayFixture()
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
@@ -65,7 +66,7 @@ struct GatewayPersonalAPITests {
         #expect(accepted.first?.bodyText.contains(#""attributes-type":"MatchAttributes""#) == true)
     }
 
-    @Test func tokenJobCarriesPriorityAndExpirationAndAPastExpirationSendsNothing() async throws {
+    @Test(.heavy) func tokenJobCarriesPriorityAndExpirationAndAPastExpirationSendsNothing() async throws {
         let fixture = try GatewayFixture()
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
@@ -103,7 +104,7 @@ struct GatewayPersonalAPITests {
     }
 
     @Test func badRequestsAreRefusedNamingTheField() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         func post(_ body: String) throws -> (Int, String) {
@@ -131,9 +132,9 @@ struct GatewayPersonalAPITests {
     }
 
     @Test func providerKeysAreForbidden() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
-        let provider = GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey)
+        let provider = fixture.client(key: GatewayFixture.clubKey)
         let created = try provider.request("POST", "/v1/personal", json: Self.startBody)
         #expect(created.status == 403 && created.errorCode == "forbidden", "\(created.text)")
         #expect(try provider.request("GET", "/v1/personal/job-1").status == 403)

@@ -4,17 +4,19 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// The rollover past the 8-hour limit against the strict mock: a successor APNs channel is
 /// created, the kickoff's audience is started on it with the current state, the previous
 /// channel's activities are ended with the same state (dismissed at once) and the previous
 /// channel deleted; later pushes go to the successor; and across a restart the channel keeps
-/// its generation.
-@Suite("Gateway rollover", .heavy)
+/// its generation. A rollover meeting a failing store runs in process on the in-memory backends,
+/// whose store fails on demand.
+@Suite("Gateway rollover", .gatewaysInProcess)
 struct GatewayRolloverTests {
     static let channel = #"{"id": "club-long", "storagePolicy": "no-storage", "policy": {"maximumActivityAgeSeconds": 600}, "attributes": \#(GatewayFixture.matchAttributes)}"#
 
-    @Test func aRolloverMovesTheMatchToANewChannelAndEndsTheOldActivitiesWithTheSameState() async throws {
+    @Test(.heavy) func aRolloverMovesTheMatchToANewChannelAndEndsTheOldActivitiesWithTheSameState() async throws {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         let first = try GatewayFixture(directory: directory)
         let api = first.admin
@@ -79,46 +81,50 @@ struct GatewayRolloverTests {
     /// A rollover asked for while the disk fails is refused (503) and does not begin; one whose
     /// later steps meet a failing disk retries them with back-off and completes once it recovers.
     @Test func aRolloverWaitsForTheStoreAndThenCompletes() async throws {
-        let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let fault = directory + "/disk-full"
-        let fixture = try GatewayFixture(directory: directory + "/data", storeFaultFile: fault)
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
+        let parts = try #require(fixture.inMemory)
+        let apns = try #require(parts.apns.broadcast)
+        func creates() -> Int { apns.requests.filter { if case .createChannel = $0 { true } else { false } }.count }
+        // The disk under both stores fills and recovers, as with the fault file.
+        func disk(full: Bool) {
+            for store in [parts.channels, parts.personal] { full ? store.failStorage() : store.restoreStorage() }
+        }
         let api = fixture.admin
         let original = try #require(try api.request("POST", "/v1/channels", json: Self.channel).json?.string("apnsChannelId"))
         try GatewayDeadLetterTests.register(GatewayPersonalAPITests.token(1), follows: "team:ARS", user: "fan-1", on: api)
         let kickoff = try api.request("POST", "/v1/channels/club-long/start", json: GatewayKickoffTests.startBody)
         _ = try await GatewayDeadLetterTests.finished(try #require(kickoff.json?.string("jobId")), on: api)
-        let creates = fixture.mock.counters().count(endpoint: .createChannel)
+        let created = creates()
 
         // Asked while the disk fails: refused, nothing begun.
-        #expect(FileManager.default.createFile(atPath: fault, contents: Data()))
+        disk(full: true)
         let refused = try api.request("POST", "/v1/channels/club-long/rollover")
         #expect(refused.status == 503 && refused.errorCode == "store_unavailable", "\(refused.text)")
-        try FileManager.default.removeItem(atPath: fault)
+        disk(full: false)
         try await eventually("the store to recover", timeout: .seconds(5)) { (try? api.request("GET", "/readyz", key: .some(nil)).status) == 200 }
         #expect(try api.request("GET", "/v1/channels/club-long").json?[member: "rollover"]?.string("stage") == "live")
 
         // The disk fails after the rollover is saved: its later saves fail and APNs is not asked
         // past them; once the disk takes writes again, the steps are retried and it completes.
         #expect(try api.request("POST", "/v1/channels/club-long/rollover").status == 202)
-        #expect(FileManager.default.createFile(atPath: fault, contents: Data()))
+        disk(full: true)
         try await Task.sleep(for: .milliseconds(500))
-        #expect(fixture.mock.counters().count(endpoint: .createChannel) <= creates + 1)
-        try FileManager.default.removeItem(atPath: fault)
+        #expect(creates() <= created + 1)
+        disk(full: false)
         var shown: JSONValue?
         try await eventually("the rollover over", timeout: .seconds(20)) {
             shown = try? api.request("GET", "/v1/channels/club-long").json
             return shown?[member: "rollover"]?.integer("generation") == 2 && shown?[member: "rollover"]?.string("stage") == "live"
         }
-        #expect(fixture.mock.counters().count(endpoint: .createChannel) == creates + 1, "one successor")
-        #expect(fixture.mock.channels()[original] == nil && shown?.string("apnsChannelId") != original)
+        #expect(creates() == created + 1, "one successor")
+        #expect(apns.channels[original] == nil && shown?.string("apnsChannelId") != original)
     }
 
     /// A rollover acknowledged just before the gateway stops completes after the restart: each
     /// step was saved before the next began, and the saved one is done again. (APNs answers
     /// slowly here, so the stop comes while the successor's create is out.)
-    @Test func anAcknowledgedRolloverCompletesAfterARestart() async throws {
+    @Test(.heavy) func anAcknowledgedRolloverCompletesAfterARestart() async throws {
         let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(200) }
         let data = apns.directory + "/data"
         let first = try GatewayFixture(apns: apns.gatewaySettings, directory: data)
@@ -147,7 +153,7 @@ struct GatewayRolloverTests {
     }
 
     @Test func rolloversAreRefusedWhereTheyCannotRun() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "club-trial", "storagePolicy": "no-storage", "shadow": true}"#).status == 201)

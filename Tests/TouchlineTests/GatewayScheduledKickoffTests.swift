@@ -5,8 +5,9 @@ import TouchlineCore
 
 /// Scheduled kickoffs: `POST /v1/channels/{id}/start` with `at` stores the start at once and
 /// sends it at its time, also after a restart; it is listed while it waits and can be cancelled
-/// until it starts; a time in the past or too far ahead is refused and stores nothing.
-@Suite("Gateway scheduled kickoffs", .heavy)
+/// until it starts; a time in the past or too far ahead is refused and stores nothing (in
+/// process on the in-memory backends).
+@Suite("Gateway scheduled kickoffs", .gatewaysInProcess)
 struct GatewayScheduledKickoffTests {
     static func body(at seconds: Int64, extra: String = "") -> String {
         #"{"audience": {"follows": "team:ARS"}, "attributesType": "MatchAttributes", "attributes": \#(GatewayFixture.matchAttributes), "#
@@ -24,7 +25,7 @@ struct GatewayScheduledKickoffTests {
         fixture.mock.recordedRequests().filter { $0.endpoint == .device && $0.event == "start" }.count
     }
 
-    @Test func aScheduledStartWaitsIsListedAndGoesAtItsTime() async throws {
+    @Test(.heavy) func aScheduledStartWaitsIsListedAndGoesAtItsTime() async throws {
         let fixture = try GatewayFixture()
         defer { Task { await fixture.shutDown() } }
         let apnsID = try Self.prepare(fixture)
@@ -47,7 +48,7 @@ struct GatewayScheduledKickoffTests {
         #expect(late.status == 409 && late.errorCode == "start_not_waiting", "\(late.text)")
     }
 
-    @Test func aCancelledStartIsNeverSentAndARestartKeepsTheOthers() async throws {
+    @Test(.heavy) func aCancelledStartIsNeverSentAndARestartKeepsTheOthers() async throws {
         let first = try GatewayFixture()
         let data = first.directory
         _ = try Self.prepare(first)
@@ -72,7 +73,7 @@ struct GatewayScheduledKickoffTests {
     }
 
     @Test func aTimeInThePastTooFarAheadOrBeforeTheExpirationIsRefused() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         _ = try Self.prepare(fixture)
         let now = Int64(Date().timeIntervalSince1970)

@@ -9,10 +9,10 @@ import TouchlineTesting
 /// A shadow channel runs a live feed through the whole gateway (validation, reducer, engine,
 /// store) and shows the pushes it would make, while APNs is never asked for anything: no
 /// channel created, no push, no deletion; across a restart, and with its feed recorded for
-/// replay.
-@Suite("Shadow channels", .heavy)
+/// replay. The quotas, answered by the API alone, run in process on the in-memory backends.
+@Suite("Shadow channels", .gatewaysInProcess)
 struct GatewayShadowChannelTests {
-    @Test func aShadowChannelComputesAndShowsItsPushesWithoutEverAskingAPNs() async throws {
+    @Test(.heavy) func aShadowChannelComputesAndShowsItsPushesWithoutEverAskingAPNs() async throws {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         let first = try GatewayFixture(directory: directory)
         var api = first.admin
@@ -70,13 +70,13 @@ struct GatewayShadowChannelTests {
     /// does, per key (the key whose prefix covers the channel) and in all, with a named 409 each;
     /// a deleted shadow channel frees its place.
     @Test func shadowChannelsHaveAQuotaPerKeyAndPerGateway() async throws {
-        let fixture = try GatewayFixture { configuration in
+        let fixture = try GatewayFixture(tier: .inProcess) { configuration in
             configuration.recordings.maxShadowChannelsPerKey = 2
             configuration.recordings.maxShadowChannels = 3
         }
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
-        let club = GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey)
+        let club = fixture.client(key: GatewayFixture.clubKey)
         func shadow(_ id: String, through client: GatewayTestClient) throws -> GatewayTestClient.Response {
             try client.request("POST", "/v1/channels", json: #"{"id": "\#(id)", "storagePolicy": "no-storage", "shadow": true}"#)
         }

@@ -8,7 +8,7 @@ import TouchlineTesting
 /// Basketball and tennis channels through the provider API: created with their sport, events
 /// of their vocabulary folded into their state, another sport's events and unknown sports
 /// refused with a message that names them, nothing applied.
-@Suite(.heavy) struct GatewaySportsTests {
+@Suite(.gatewaysInProcess) struct GatewaySportsTests {
     @Test func basketballAndTennisChannelsFoldTheirOwnEvents() async throws {
         let (gateway, api) = try GatewayLocalizedAlertTests.start(channels: InMemoryStore(name: "channels"), apns: InMemoryAPNsPair(),
                                                                   alertMode: .text)

@@ -6,11 +6,13 @@ import Touchline
 import TouchlineCore
 import TouchlineTesting
 
-/// `/v1/stats`, `/v1/channels/{id}/stats`, `/healthz` and `/readyz` against a real gateway and mock APNs.
-@Suite("Gateway stats and health", .heavy)
+/// `/v1/stats`, `/v1/channels/{id}/stats`, `/healthz` and `/readyz`: a channel's stats in process
+/// on the in-memory backends; the global stats, which show the APNs connections, and readiness,
+/// which follows them, against a real gateway and mock APNs.
+@Suite("Gateway stats and health", .gatewaysInProcess)
 struct GatewayStatsTests {
     @Test func channelStatsShowPushesHistoryBudgetAndState() async throws {
-        let gateway = try GatewayFixture()
+        let gateway = try GatewayFixture(tier: .inProcess)
         let api = gateway.admin
         let create = #"{"id": "club-ars", "storagePolicy": "no-storage", "attributes": \#(GatewayFixture.matchAttributes)}"#
         #expect(try api.request("POST", "/v1/channels", json: create).status == 201)
@@ -37,14 +39,14 @@ struct GatewayStatsTests {
         #expect(pushes.allSatisfy { ($0.integer("bytes") ?? 0) > 100 })
 
         // Scoped like the channel routes.
-        let club = GatewayTestClient(port: gateway.port, key: GatewayFixture.clubKey)
+        let club = gateway.client(key: GatewayFixture.clubKey)
         #expect(try club.request("GET", "/v1/channels/club-ars/stats").status == 200)
         #expect(try api.request("GET", "/v1/channels/nope/stats").errorCode == "channel_not_found")
-        #expect(try GatewayTestClient(port: gateway.port).request("GET", "/v1/channels/club-ars/stats").status == 401)
+        #expect(try gateway.client(key: nil).request("GET", "/v1/channels/club-ars/stats").status == 401)
         await gateway.shutDown()
     }
 
-    @Test func globalStatsCountWhatTheKeyMaySee() async throws {
+    @Test(.heavy) func globalStatsCountWhatTheKeyMaySee() async throws {
         let gateway = try GatewayFixture()
         let api = gateway.admin
         for id in ["club-a", "other-b"] {
@@ -74,7 +76,7 @@ struct GatewayStatsTests {
     /// A provider key sees its own app's APNs answers, pools and queues only: `tv`'s provider
     /// never learns what the `default` app sends (its answers, connections, token age), and the
     /// admin key still sees every app.
-    @Test func globalStatsShowAProviderKeyOnlyItsOwnApp() async throws {
+    @Test(.heavy) func globalStatsShowAProviderKeyOnlyItsOwnApp() async throws {
         let league = try MockAPNsFixture()
         let tv = try MockAPNsFixture(identity: GatewayAppsTests.tvIdentity)
         let fixture = try GatewayAppsTests.gateway(league: league, tv: tv)
@@ -109,7 +111,7 @@ struct GatewayStatsTests {
         #expect(Set(pools(clubStats, "connections")) == ["default"])
     }
 
-    @Test func readinessFollowsTheAPNsConnectionsAndHealthStaysUp() async throws {
+    @Test(.heavy) func readinessFollowsTheAPNsConnectionsAndHealthStaysUp() async throws {
         let apns = try MockAPNsFixture()
         let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
         let probe = GatewayTestClient(port: gateway.port)

@@ -4,6 +4,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineStore
 
 /// What the disk failing in the middle of a channel's life must not leave behind: an APNs
 /// channel nobody accounts for, or a channel that comes back from a restart as it was before
@@ -62,8 +63,12 @@ struct GatewayStoreFailureRecoveryTests {
         try await eventually("the store to recover", timeout: .seconds(5)) {
             (try? api.request("GET", "/readyz", key: .some(nil)).status) == 200
         }
-        // The failed saves are made again about a second later.
-        try await Task.sleep(for: .milliseconds(2_500))
+        // The failed saves are made again about a second later: the file shows the channel deleted.
+        try await eventually("the deletion saved again") {
+            guard let reader = try? SQLiteChannelReader(path: data + "/touchline.sqlite") else { return false }
+            defer { reader.close() }
+            return (try? reader.channel(id: "e1"))??.status == .deleted
+        }
         await first.shutDown(removingData: false)
 
         let second = try GatewayFixture(apns: apns.gatewaySettings, directory: data)

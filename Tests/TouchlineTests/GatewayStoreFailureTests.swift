@@ -10,8 +10,9 @@ import TouchlineTesting
 
 /// A commit that fails changes nothing: the batch is answered 503 with `Retry-After`, the
 /// channel keeps the state of its last commit, the gateway shows the failing store and recovers
-/// by itself, the provider's retry is stored, and every 202 survives a restart.
-@Suite("Gateway store failures", .heavy)
+/// by itself, the provider's retry is stored, and every 202 survives a restart. Requests behind a
+/// failed write are checked in process on the in-memory stores, failed with their switch.
+@Suite("Gateway store failures", .gatewaysInProcess)
 struct GatewayStoreFailureTests {
     static func batch(_ seqs: ClosedRange<Int>) -> String {
         #"{"events": ["# + seqs.map { #"{"seq": \#($0), "patch": {"n": \#($0)}}"# }.joined(separator: ",") + "]}"
@@ -19,7 +20,7 @@ struct GatewayStoreFailureTests {
 
     /// With the fault hook (any user): a failed commit leaves the channel as it was, the retry is
     /// stored as new events, not as duplicates, and nothing of the failed batch reaches APNs first.
-    @Test func aFailedCommitChangesNothingAndTheRetryIsStored() async throws {
+    @Test(.heavy) func aFailedCommitChangesNothingAndTheRetryIsStored() async throws {
         let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let fault = directory + "/disk-full"
@@ -71,14 +72,11 @@ struct GatewayStoreFailureTests {
     /// Requests for a channel that wait behind its write in the store are answered in order; when
     /// that write fails they are refused too (the store is failing), and none of them is applied.
     @Test func requestsWaitingBehindAFailedWriteAreNotApplied() async throws {
-        let directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let fault = directory + "/disk-full"
-        let fixture = try GatewayFixture(directory: directory + "/data", storeFaultFile: fault)
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
         let api = fixture.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "w1", "storagePolicy": "no-storage"}"#).status == 201)
-        #expect(FileManager.default.createFile(atPath: fault, contents: Data()))
+        try #require(fixture.inMemory).channels.failStorage()
         let answers = try await withThrowingTaskGroup(of: GatewayTestClient.Response.self) { group in
             for seq in 1...8 { group.addTask { try api.request("POST", "/v1/channels/w1/events", json: Self.batch(seq...seq)) } }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -91,7 +89,7 @@ struct GatewayStoreFailureTests {
     /// otherwise, where the fault hook above covers the logic): events are posted until the disk
     /// refuses them, the disk is freed, every refused batch is retried, and after a restart
     /// every acknowledged event is in the store.
-    @Test(.enabled(if: ScratchFilesystem.canMount, "needs root to mount a tmpfs"))
+    @Test(.heavy, .enabled(if: ScratchFilesystem.canMount, "needs root to mount a tmpfs"))
     func everyAcknowledgedEventSurvivesAFullDisk() async throws {
         let filesystem = try #require(ScratchFilesystem(bytes: 3 << 20))
         defer { filesystem.unmount() }

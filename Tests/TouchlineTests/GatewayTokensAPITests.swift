@@ -7,7 +7,7 @@ import TouchlineTesting
 /// The token registry over the provider API: registration with rotation, listing per user,
 /// deletion, and the errors of each. In process on the in-memory backends; the first test also
 /// live, on SQLite over loopback.
-@Suite("Gateway tokens API")
+@Suite("Gateway tokens API", .gatewaysInProcess)
 struct GatewayTokensAPITests {
     static func token(_ n: Int) -> String { String(repeating: "ab", count: 31) + String(format: "%04x", n) }
 

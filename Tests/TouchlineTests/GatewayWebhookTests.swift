@@ -5,8 +5,9 @@ import Touchline
 import TouchlineCore
 import TouchlineTesting
 
-/// Webhooks end to end: a gateway with the bundled mock APNs posts to a real local receiver.
-@Suite("Gateway webhooks", .heavy)
+/// Webhooks end to end: a gateway with the bundled mock APNs posts to a real local receiver (the
+/// `/v1/events` refusals in process on the in-memory backends).
+@Suite("Gateway webhooks", .gatewaysInProcess)
 struct GatewayWebhookTests {
     static let secret = "whsec-0123456789abcdef"
 
@@ -25,7 +26,7 @@ struct GatewayWebhookTests {
         #expect(deleted.status == 200, "\(deleted.text)")
     }
 
-    @Test("a receiver that fails three times gets the event once more after recovery, signed, and the same event is pulled from /v1/events")
+    @Test("a receiver that fails three times gets the event once more after recovery, signed, and the same event is pulled from /v1/events", .heavy)
     func retriesUntilDelivered() async throws {
         let receiver = try WebhookTestReceiver.listening { $0 < 3 ? 500 : 200 }
         defer { receiver.stop() }
@@ -74,7 +75,7 @@ struct GatewayWebhookTests {
         #expect(metrics.contains(#"touchline_webhook_pending{endpoint="receiver"} 0"#))
     }
 
-    @Test("a delivery pending at shutdown is delivered after the restart, once")
+    @Test("a delivery pending at shutdown is delivered after the restart, once", .heavy)
     func pendingSurvivesRestart() async throws {
         let receiver = try WebhookTestReceiver()
         defer { receiver.stop() }
@@ -97,7 +98,7 @@ struct GatewayWebhookTests {
         #expect(event[member: "data"]?.string("channelId") == "hooked-2")
     }
 
-    @Test("an attempt in flight at shutdown is answered within the grace and not sent again after the restart")
+    @Test("an attempt in flight at shutdown is answered within the grace and not sent again after the restart", .heavy)
     func attemptInFlightAtShutdownIsNotRepeated() async throws {
         let receiver = try WebhookTestReceiver.listening(delay: .milliseconds(700))
         defer { receiver.stop() }
@@ -114,7 +115,7 @@ struct GatewayWebhookTests {
         #expect(try second.admin.request("GET", "/metrics").text.contains(#"touchline_webhook_pending{endpoint="receiver"} 0"#))
     }
 
-    @Test("events older than the retention are pruned while the gateway runs, not once a minute")
+    @Test("events older than the retention are pruned while the gateway runs, not once a minute", .heavy)
     func oldEventsArePruned() async throws {
         let receiver = try WebhookTestReceiver.listening()
         defer { receiver.stop() }
@@ -134,7 +135,7 @@ struct GatewayWebhookTests {
         }
     }
 
-    @Test("an endpoint whose receiver stalls does not hold up another endpoint's deliveries")
+    @Test("an endpoint whose receiver stalls does not hold up another endpoint's deliveries", .heavy)
     func aStalledEndpointDoesNotDelayAnother() async throws {
         // Answers one connection at a time, each after 30 s: its endpoint's slots stay taken for
         // longer than the test can take, however loaded the machine.
@@ -159,9 +160,9 @@ struct GatewayWebhookTests {
 
     @Test("/v1/events needs an admin key and a cursor it gave")
     func eventsRouteRefusals() async throws {
-        let fixture = try GatewayFixture()
+        let fixture = try GatewayFixture(tier: .inProcess)
         defer { Task { await fixture.shutDown() } }
-        let club = GatewayTestClient(port: fixture.port, key: GatewayFixture.clubKey)
+        let club = fixture.client(key: GatewayFixture.clubKey)
         #expect(try club.request("GET", "/v1/events").status == 403)
         let bad = try fixture.admin.request("GET", "/v1/events?after=nonsense")
         #expect(bad.status == 400 && bad.errorCode == "invalid_cursor", "\(bad.text)")

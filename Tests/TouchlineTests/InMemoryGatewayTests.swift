@@ -8,11 +8,12 @@ import TouchlineStore
 import TouchlineTesting
 
 /// A gateway on the in-memory stores and APNs dispatch (`Gateway.Backends.inMemory`): no file,
-/// no connection, the provider API unchanged.
-@Suite(.heavy) struct InMemoryGatewayTests {
-    /// A gateway on the in-memory backends, `configure` changing its configuration first.
+/// no connection, the provider API unchanged (its client in process: no heavy slot).
+@Suite(.gatewaysInProcess) struct InMemoryGatewayTests {
+    /// A gateway on the in-memory backends, `configure` changing its configuration first, and an
+    /// admin client of it in process.
     static func start(channels: InMemoryStore, personal: InMemoryStore, apns: InMemoryAPNsPair,
-                      configure: (inout GatewayConfiguration) -> Void = { _ in }) throws -> (Gateway, Int) {
+                      configure: (inout GatewayConfiguration) -> Void = { _ in }) throws -> (Gateway, GatewayTestClient) {
         // APNs settings are required by `.apple` mode and ignored by the in-memory dispatch.
         let settings = GatewayConfiguration.APNsSettings(keyPath: "/nonexistent/key.p8", keyID: "KEY", teamID: "TEAM",
                                                          bundleID: "com.example.touchline", environment: .sandbox)
@@ -21,14 +22,14 @@ import TouchlineTesting
                                                  apiKeys: [.init(key: GatewayFixture.adminKey, scope: .admin)])
         configure(&configuration)
         let gateway = Gateway(configuration: configuration, backends: .inMemory(channels: channels, personal: personal, apns: apns))
-        return (gateway, try gateway.start())
+        _ = try gateway.start()
+        return (gateway, GatewayTestClient(.inProcess(gateway), key: GatewayFixture.adminKey))
     }
 
     @Test func channelsAndEventsGoThroughTheInjectedStoresAndDispatch() async throws {
         let channels = InMemoryStore(name: "channels"), personal = InMemoryStore(name: "personal")
         let apns = InMemoryAPNsPair()
-        let (gateway, port) = try Self.start(channels: channels, personal: personal, apns: apns)
-        let api = GatewayTestClient(port: port, key: GatewayFixture.adminKey)
+        let (gateway, api) = try Self.start(channels: channels, personal: personal, apns: apns)
         let created = try api.request("POST", "/v1/channels",
                                       json: #"{"id": "m1", "storagePolicy": "no-storage", "attributes": \#(GatewayFixture.matchAttributes)}"#)
         #expect(created.status == 201, "\(created.text)")
@@ -55,8 +56,8 @@ import TouchlineTesting
         await gateway.shutdown()
 
         // A restart on what was committed finds the channel.
-        let (again, secondPort) = try Self.start(channels: channels.reopened(), personal: personal.reopened(), apns: InMemoryAPNsPair())
-        let restored = try GatewayTestClient(port: secondPort, key: GatewayFixture.adminKey).request("GET", "/v1/channels/m1")
+        let (again, client) = try Self.start(channels: channels.reopened(), personal: personal.reopened(), apns: InMemoryAPNsPair())
+        let restored = try client.request("GET", "/v1/channels/m1")
         #expect(restored.status == 200 && restored.json?.string("apnsChannelId") == apnsID, "\(restored.text)")
         await again.shutdown()
     }

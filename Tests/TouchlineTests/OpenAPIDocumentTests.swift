@@ -11,8 +11,10 @@ import TouchlineTesting
 ///
 /// The served routes come from the running gateway's route table (method, pattern, scope), and
 /// the same gateway is probed over HTTP (a keyed route answers 401 without a key, another method
-/// on its path 405), so the table is checked against what the server really does.
-@Suite("OpenAPI document", .heavy)
+/// on its path 405), so the table is checked against what the server really does. The route
+/// tables come from gateways in process on the in-memory backends; only the probe over HTTP
+/// takes a heavy slot.
+@Suite("OpenAPI document", .gatewaysInProcess)
 struct OpenAPIDocumentTests {
     /// The repository root, found from this file's place in `Tests/TouchlineTests/`.
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -47,7 +49,7 @@ struct OpenAPIDocumentTests {
 
     /// The route table of a running gateway; `requireMetricsKey` decides the scope of `/metrics`.
     private func routeTable(requireMetricsKey: Bool = false) async throws -> [APIRouter.Route] {
-        let fixture = try GatewayFixture(metrics: MetricsSettings(requireKey: requireMetricsKey))
+        let fixture = try GatewayFixture(tier: .inProcess) { $0.metrics = MetricsSettings(requireKey: requireMetricsKey) }
         let routes = fixture.gateway.routes
         await fixture.shutDown()
         return routes
@@ -103,7 +105,7 @@ struct OpenAPIDocumentTests {
         #expect(metrics?.scope == .anyKey)
     }
 
-    @Test func theRunningRouterServesExactlyTheDocumentedMethods() async throws {
+    @Test(.heavy) func theRunningRouterServesExactlyTheDocumentedMethods() async throws {
         let document = try document()
         let documented = documentedOperations(document)
         let fixture = try GatewayFixture()

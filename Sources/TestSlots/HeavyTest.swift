@@ -35,13 +35,11 @@ public struct HeavyTest: SuiteTrait, TestTrait, TestScoping {
         guard testCase != nil else { return try await function() }
         let clock = ContinuousClock()
         let asked = clock.now
-        await HeavyTestSlots.shared.acquire(weight, long: isLong)
-        let granted = clock.now
-        defer {
-            HeavyTestSlots.shared.release(weight)
-            SlotReport.shared?.record(test: test, weight: weight, waited: granted - asked, held: clock.now - granted)
+        try await HeavyTestSlots.shared.withSlots(weight, long: isLong) {
+            let granted = clock.now
+            defer { SlotReport.shared?.record(test: test, weight: weight, waited: granted - asked, held: clock.now - granted) }
+            try await function()
         }
-        try await function()
     }
 }
 
@@ -124,6 +122,25 @@ public final class HeavyTestSlots: Sendable {
     public init(count: Int) {
         precondition(count > 0, "at least one slot")
         state = Mutex(State(count: count, free: count))
+    }
+
+    /// Whether the current task (or one it descends from) holds slots: it never waits for more,
+    /// see ``withSlots(_:long:_:)``.
+    @TaskLocal static var isHolding = false
+
+    /// Runs `body` holding `weight` slots, taken first unless this task holds slots already.
+    ///
+    /// A test holding slots that waits for more (a heavy test starting a NATS cluster through a
+    /// helper that takes the cluster's slots, or a cluster started inside another) deadlocks the
+    /// run as soon as a waiter that needs every slot (``heavyAlone``) stands first in the queue:
+    /// the holder waits behind it, and it waits for the holder. So slots are taken once per task:
+    /// what a test holds covers what it starts inside, and a test that starts more than one
+    /// server's worth says so in its trait's weight.
+    public func withSlots<T>(_ weight: Int = 1, long: Bool = false, _ body: () async throws -> T) async rethrows -> T {
+        if Self.isHolding { return try await body() }
+        await acquire(weight, long: long)
+        defer { release(weight) }
+        return try await Self.$isHolding.withValue(true) { try await body() }
     }
 
     /// Waits (suspended, not blocking a thread) until `weight` slots are free, and takes them.

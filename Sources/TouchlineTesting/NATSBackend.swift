@@ -28,19 +28,19 @@ public enum NATSBackend: String, CaseIterable, Sendable, CustomTestStringConvert
             defer { cluster.closeClients() }
             return try await body(cluster)
         case .servers:
-            await HeavyTestSlots.shared.acquire(size)
-            defer { HeavyTestSlots.shared.release(size) }
-            let servers = try await NATSCluster.start(size: size, mappings: mappings)
-            let cluster = TestNATSCluster(servers: servers)
-            do {
-                let result = try await body(cluster)
-                cluster.closeClients()
-                await servers.stop()
-                return result
-            } catch {
-                cluster.closeClients()
-                await servers.stop()
-                throw error
+            return try await HeavyTestSlots.shared.withSlots(size) {
+                let servers = try await NATSCluster.start(size: size, mappings: mappings)
+                let cluster = TestNATSCluster(servers: servers)
+                do {
+                    let result = try await body(cluster)
+                    cluster.closeClients()
+                    await servers.stop()
+                    return result
+                } catch {
+                    cluster.closeClients()
+                    await servers.stop()
+                    throw error
+                }
             }
         }
     }

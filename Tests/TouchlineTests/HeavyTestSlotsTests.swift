@@ -24,6 +24,27 @@ import TestSlots
         }
     }
 
+    /// A task holding slots that asks for more inside (a heavy test starting a NATS cluster
+    /// through a helper that takes the cluster's slots) runs on what it holds: were it to queue
+    /// behind a waiter that needs every slot, each would wait for the other for ever.
+    @Test(.timeLimit(.minutes(1))) func slotsTakenInsideSlotsAlreadyHeldAreNotWaitedFor() async throws {
+        let queue = Queue(slots: HeavyTestSlots(count: 2))
+        let ran = try await queue.slots.withSlots(1) {
+            try await queue.enqueue("alone", weight: 2)
+            return await queue.slots.withSlots(1) { true }
+        }
+        #expect(ran, "the inner slots were not waited for")
+        try await eventually("the one needing every slot granted once they are all free") { queue.order == ["alone"] }
+        // Outside any held slots, a task waits its turn as before.
+        let waitedTurn = Mutex(false)
+        let later = Task { await queue.slots.withSlots(1) { waitedTurn.withLock { $0 = true } } }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!waitedTurn.withLock { $0 }, "not granted while the other holds every slot")
+        queue.slots.release(2)
+        await later.value
+        #expect(waitedTurn.withLock { $0 })
+    }
+
     @Test func aLongTestGoesBeforeTheShortOnesWaitingButAfterTheLongOnes() async throws {
         let queue = Queue(slots: HeavyTestSlots(count: 1))
         await queue.slots.acquire()

@@ -68,9 +68,12 @@ let package = Package(
         // The provider API's door: API keys and their scopes, the router's table of features,
         // admission from a request's head, per-key rate limits and quotas, body decoding.
         .target(name: "TouchlineAccess", dependencies: ["TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore"]),
+        // Webhooks: the outbox facts are written to, delivery to the receivers with retries, and
+        // the events API that reads the outbox.
+        .target(name: "TouchlineWebhooks", dependencies: ["TouchlineAccess", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore"]),
         // The dashboard's page, script and style are real files, compiled into the binary as bytes
         // (`PackageResources`), so the gateway stays one file to deploy.
-        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineAccess", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
+        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineAccess", "TouchlineWebhooks", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
                                                  "APNsMock", "Measurements", "NATS", "TouchlineJetStream"],
                 resources: [.embedInCode("Dashboard/dashboard.html"), .embedInCode("Dashboard/dashboard.js"),
                             .embedInCode("Dashboard/dashboard.css")]),

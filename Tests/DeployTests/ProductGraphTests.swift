@@ -73,6 +73,7 @@ import TestSlots
     static let gatewayLayers: [[String]] = [
         ["TouchlineConfiguration"],
         ["TouchlineAccess"],
+        ["TouchlineWebhooks"],
         ["Touchline"],
     ]
     /// What the gateway is built on (the core, the runtime, stores, protocols, clients).

@@ -4,6 +4,7 @@ import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// The ingest side of the gateway: the channels, their engines, and the actions they ask for.
 ///

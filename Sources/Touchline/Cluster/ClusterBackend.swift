@@ -4,6 +4,7 @@ import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// A member of a JetStream cluster (the `jetstream` store backend, docs/cluster.md): the
 /// partition logs and the shared token registry on the cluster's NATS servers (or the

@@ -3,6 +3,7 @@ import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// Runs personal fan-out jobs, isolated from broadcasts: its own loop and thread, its own APNs
 /// connection pool and its own read connection, so a million-token backlog never delays a

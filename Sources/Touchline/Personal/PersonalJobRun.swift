@@ -2,6 +2,7 @@ import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// One personal job on the personal loop: its ``FanOutJob`` and the bookkeeping of its saves.
 ///

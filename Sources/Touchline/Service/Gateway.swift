@@ -8,6 +8,7 @@ import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// The Touchline gateway: the provider API in, APNs broadcasts out, SQLite underneath.
 ///

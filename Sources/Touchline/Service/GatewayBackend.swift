@@ -2,6 +2,7 @@ import TouchlineAccess
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// What a gateway stores into and how it shares its channels and jobs with other gateways: its
 /// backend, picked once by the assembly (``Gateway/Backends/backend(for:)``) and asked, never

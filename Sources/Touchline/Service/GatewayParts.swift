@@ -2,6 +2,7 @@ import APNsMock
 import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime
+import TouchlineWebhooks
 
 // The gateway's parts as ``GatewayService``s, in the order the gateway starts them (it shuts
 // them down in the reverse order): the bundled mock, the loops, the backend's (a cluster member's node, the stores),

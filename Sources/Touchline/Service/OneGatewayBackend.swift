@@ -2,6 +2,7 @@ import TouchlineAccess
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// A gateway on its own (the `sqlite` store backend, or in-memory stores in tests): it acts for
 /// every channel, keeps every personal job in its personal file, serves every request itself,

@@ -74,6 +74,7 @@ import TestSlots
         ["TouchlineConfiguration"],
         ["TouchlineAccess"],
         ["TouchlineWebhooks"],
+        ["TouchlinePersonal"],
         ["Touchline"],
     ]
     /// What the gateway is built on (the core, the runtime, stores, protocols, clients).

@@ -2,6 +2,7 @@ import Synchronization
 import TouchlineAccess
 import TouchlineCore
 import TouchlineJetStream
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 import TouchlineWebhooks
@@ -121,7 +122,7 @@ struct ClusterBackend: GatewayBackend {
 
 /// The shared registry, as this gateway's copy of it.
 extension SharedTokenRegistry: TokenRegistryCopy {
-    var catchUpProgress: (applied: UInt64, target: UInt64) { (appliedSequence, catchUpTarget.load(ordering: .acquiring)) }
+    package var catchUpProgress: (applied: UInt64, target: UInt64) { (appliedSequence, catchUpTarget.load(ordering: .acquiring)) }
 }
 
 /// A cluster gateway's part in its cluster (the `jetstream` store backend).

@@ -1,6 +1,7 @@
 import Foundation
 import TouchlineCore
 import TouchlineJetStream
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 import TouchlineWebhooks

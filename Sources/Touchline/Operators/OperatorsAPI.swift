@@ -1,6 +1,7 @@
 import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 

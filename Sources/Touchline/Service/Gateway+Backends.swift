@@ -4,6 +4,7 @@ import Synchronization
 import TouchlineConfiguration
 import TouchlineCore
 import TouchlineJetStream
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 import TouchlineWebhooks

@@ -6,6 +6,7 @@ import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
 import TouchlineJetStream
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 import TouchlineWebhooks

@@ -1,6 +1,7 @@
 import APNsMock
 import TouchlineConfiguration
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineWebhooks
 

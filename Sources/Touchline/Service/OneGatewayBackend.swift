@@ -1,5 +1,6 @@
 import TouchlineAccess
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 import TouchlineWebhooks

@@ -68,9 +68,17 @@ let package = Package(
         // The provider API's door: API keys and their scopes, the router's table of features,
         // admission from a request's head, per-key rate limits and quotas, body decoding.
         .target(name: "TouchlineAccess", dependencies: ["TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore"]),
+        // Webhooks: the outbox facts are written to, delivery to the receivers with retries, and
+        // the events API that reads the outbox.
+        .target(name: "TouchlineWebhooks", dependencies: ["TouchlineAccess", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore"]),
+        // Personal pushes: the token registry's API, the personal queue (jobs, their intake and
+        // board, the dispatcher on its own loop and pools), dead letters, and each app's APNs
+        // dispatch and figures.
+        .target(name: "TouchlinePersonal", dependencies: ["APNs", "HTTP2", "TouchlineAccess", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime",
+                                                         "TouchlineStore", "TouchlineWebhooks"]),
         // The dashboard's page, script and style are real files, compiled into the binary as bytes
         // (`PackageResources`), so the gateway stays one file to deploy.
-        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineAccess", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
+        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
                                                  "APNsMock", "Measurements", "NATS", "TouchlineJetStream"],
                 resources: [.embedInCode("Dashboard/dashboard.html"), .embedInCode("Dashboard/dashboard.js"),
                             .embedInCode("Dashboard/dashboard.css")]),
@@ -79,7 +87,7 @@ let package = Package(
         // (`StoreContractTests`), and the in-memory NATS JetStream cluster, held to the same
         // contract tests as nats-server (`JetStreamContractTests`); never linked into an
         // executable (`ProductGraphTests`).
-        .target(name: "TouchlineTesting", dependencies: ["ChildProcesses", "NATS", "NATSServers", "TestSlots", "Touchline", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs",
+        .target(name: "TouchlineTesting", dependencies: ["ChildProcesses", "NATS", "NATSServers", "TestSlots", "Touchline", "TouchlinePersonal", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs",
                                                         "HTTP2"]),
         // The programs the tests and the load tool start (posix_spawn: Foundation's `Process` can
         // crash a busy process on Linux, see `ChildProcess`); never linked into the gateway.
@@ -116,7 +124,7 @@ let package = Package(
         .testTarget(name: "TouchlineStoreTests", dependencies: ["TestSlots", "TouchlineStore", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         // One contract suite per store and dispatch protocol, run against every implementation.
         .testTarget(name: "StoreContractTests", dependencies: ["TestSlots", "TouchlineTesting", "Touchline", "TouchlineStore", "TouchlineRuntime",
-                                                               "TouchlineCore", "APNs", "APNsMock", "NATS", "NATSServers", "TouchlineJetStream"]),
+                                                               "TouchlineCore", "APNs", "APNsMock", "NATS", "NATSServers", "TouchlineJetStream", "TouchlinePersonal"]),
         .testTarget(name: "HTTP2Tests", dependencies: ["TestSlots", "HTTP2", "TouchlineRuntime", "TouchlineCore", "CNGHTTP2", "ChildProcesses"]),
         .testTarget(name: "APNsTests", dependencies: ["TestSlots", "APNs", "TouchlineCore", "COpenSSL", "CShims", "ChildProcesses"]),
         .testTarget(name: "APNsMockTests", dependencies: ["TestSlots", "APNsMock", "Measurements", "HTTP2", "CNGHTTP2", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
@@ -125,7 +133,7 @@ let package = Package(
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
         .testTarget(name: "LoadScenarioTests", dependencies: ["TestSlots", "LoadKit", "Measurements", "ChildProcesses"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSlots", "ChildProcesses"]),
-        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineAccess", "TouchlineConfiguration", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineAccess", "TouchlineConfiguration", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses", "TouchlinePersonal"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -3,6 +3,7 @@ import HTTP2
 import Synchronization
 import Touchline
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 
 /// An APNs dispatch in memory, for tests: a ``BroadcastAPNsDispatch`` and a

@@ -73,6 +73,8 @@ import TestSlots
     static let gatewayLayers: [[String]] = [
         ["TouchlineConfiguration"],
         ["TouchlineAccess"],
+        ["TouchlineWebhooks"],
+        ["TouchlinePersonal"],
         ["Touchline"],
     ]
     /// What the gateway is built on (the core, the runtime, stores, protocols, clients).

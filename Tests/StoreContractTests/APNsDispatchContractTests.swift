@@ -4,6 +4,7 @@ import Testing
 import TestSlots
 @testable import Touchline
 import TouchlineCore
+@testable import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineTesting
 

@@ -1,6 +1,7 @@
 import Testing
 import TestSlots
 @testable import Touchline
+@testable import TouchlinePersonal
 
 @Suite(.heavy) struct BroadcastPressureTests {
     @Test func onlyAWaitAtTheThresholdCountsAndItIsForgottenAfterTheWindow() async throws {

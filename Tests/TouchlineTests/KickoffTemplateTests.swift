@@ -1,6 +1,7 @@
 import Testing
 @testable import Touchline
 import TouchlineCore
+@testable import TouchlinePersonal
 import TouchlineRuntime
 
 /// The audiences a channel keeps for its rollovers: the latest kickoff per follow topic, at most

@@ -1,6 +1,7 @@
 import Testing
 @testable import Touchline
 import TouchlineCore
+@testable import TouchlinePersonal
 
 /// Apps as a map (``PerApp``): the default app is an entry like the others, listed first.
 @Suite struct PerAppTests {

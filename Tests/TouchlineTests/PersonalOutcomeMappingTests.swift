@@ -3,6 +3,7 @@ import HTTP2
 import Testing
 @testable import Touchline
 import TouchlineCore
+@testable import TouchlinePersonal
 
 /// What the personal queue makes of APNs's answers and of their absence
 /// (`PersonalDispatcher.outcome(of:repeatable:)`, table in docs/personal-pushes.md): a send that

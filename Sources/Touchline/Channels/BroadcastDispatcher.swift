@@ -1,5 +1,6 @@
 import APNs
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 
 /// The bridge between the ingest loop and the broadcast loop.

@@ -1,5 +1,6 @@
 import Foundation
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 

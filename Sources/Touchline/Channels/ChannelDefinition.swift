@@ -45,7 +45,7 @@ struct ChannelDefinition: Sendable, Equatable {
         }
         let sports = attributes.map { SportsChannel(attributes: $0, alertMode: alertMode) }
         var state = try body.object("initialState") ?? sports?.initialState ?? .object([])
-        try EventBatch.requireWithinLimits(state, "initialState")
+        try ContentStateLimits.require(state, "initialState")
         if let sports {
             do { state = try sports.validated(state: state) } catch {
                 throw body.invalid("initialState", "is not a \(sports.sport.rawValue) content-state: \(error.description)")

@@ -1,4 +1,5 @@
 import TouchlineCore
+import TouchlinePersonal
 
 /// The apps a gateway's channels belong to (``AppChannelID``): each app's channels go to APNs
 /// through its own dispatcher (its provider token and connections), run their kickoffs in its

@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import TouchlineAccess
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 

@@ -1,5 +1,6 @@
 import APNs
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 

@@ -2,8 +2,10 @@ import APNs
 import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// The ingest side of the gateway: the channels, their engines, and the actions they ask for.
 ///

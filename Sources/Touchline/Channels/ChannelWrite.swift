@@ -136,7 +136,7 @@ struct ChannelWrite: ChannelMachineWrite {
                                                sports: sports, now: now, name: "event")
             (finalState, importance, alert) = (change.state, change.importance, change.alert)
         } else if let finalState {
-            try EventBatch.requireWithinLimits(finalState, "finalState")
+            try ContentStateLimits.require(finalState, "finalState")
             try EventBatch.requireMatchState(finalState, on: sports, name: "finalState")
         }
         let dismissAt = try body.integer("dismissAt").map { (seconds: Int64) throws(HTTPError) -> UnixTime in

@@ -107,7 +107,7 @@ struct EventBatch {
         } catch {
             throw HTTPError(status: 422, code: "invalid_event", message: "\(name)\(error.field.map { ".\($0)" } ?? ""): \(error.description)")
         }
-        if case .patch(let patch) = parsed { try requireWithinLimits(patch.patch, "\(name).patch") }
+        if case .patch(let patch) = parsed { try ContentStateLimits.require(patch.patch, "\(name).patch") }
         return parsed
     }
 
@@ -118,7 +118,7 @@ struct EventBatch {
         switch event {
         case .patch(let patch):
             let patched = state.applyingMergePatch(patch.patch)
-            try requireWithinLimits(patched, "\(name): the resulting content-state")
+            try ContentStateLimits.require(patched, "\(name): the resulting content-state")
             try requireMatchState(patched, on: sports, name: name)
             return (patched, patch.importance, patch.alert)
         case .sports(let sportEvent):
@@ -136,15 +136,6 @@ struct EventBatch {
             // maximum score is refused here, not by the next event's read of the state).
             try requireMatchState(folded.state, on: sports, name: name)
             return folded
-        }
-    }
-
-    /// 422 when `value` is outside ``ContentStateLimits``; `what` names it in the message.
-    static func requireWithinLimits(_ value: JSONValue, _ what: String) throws(HTTPError) {
-        do {
-            try ContentStateLimits.check(value)
-        } catch {
-            throw HTTPError(status: 422, code: "content_state_too_large", message: "\(what) \(error.description)")
         }
     }
 

@@ -2,8 +2,10 @@ import Synchronization
 import TouchlineAccess
 import TouchlineCore
 import TouchlineJetStream
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// A member of a JetStream cluster (the `jetstream` store backend, docs/cluster.md): the
 /// partition logs and the shared token registry on the cluster's NATS servers (or the
@@ -120,7 +122,7 @@ struct ClusterBackend: GatewayBackend {
 
 /// The shared registry, as this gateway's copy of it.
 extension SharedTokenRegistry: TokenRegistryCopy {
-    var catchUpProgress: (applied: UInt64, target: UInt64) { (appliedSequence, catchUpTarget.load(ordering: .acquiring)) }
+    package var catchUpProgress: (applied: UInt64, target: UInt64) { (appliedSequence, catchUpTarget.load(ordering: .acquiring)) }
 }
 
 /// A cluster gateway's part in its cluster (the `jetstream` store backend).

@@ -1,5 +1,6 @@
 import TouchlineCore
 import TouchlineStore
+import TouchlineWebhooks
 
 /// Where a reader of a listing gathered from many sources stands on a cluster: the last id it
 /// has seen in each. For `GET /v1/events`, one per partition (`p<partition>`: the events its log

@@ -3,6 +3,7 @@ import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// `GET /v1/events` on a cluster. The events live in many outboxes: each partition's (in its
 /// log, read by the gateway serving it) and each gateway's personal file. The gateway asked

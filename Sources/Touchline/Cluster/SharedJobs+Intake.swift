@@ -1,6 +1,7 @@
 import Synchronization
 import TouchlineCore
 import TouchlineJetStream
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 

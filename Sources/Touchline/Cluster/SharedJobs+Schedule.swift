@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TouchlineCore
 import TouchlineJetStream
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 

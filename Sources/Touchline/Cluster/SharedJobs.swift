@@ -1,8 +1,10 @@
 import Foundation
 import TouchlineCore
 import TouchlineJetStream
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// Personal jobs shared by a cluster's gateways (docs/cluster.md, "Personal jobs on the
 /// cluster"): a job accepted by any gateway is one entry in the cluster's job bucket, cut in

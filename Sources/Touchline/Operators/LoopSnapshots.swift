@@ -1,6 +1,7 @@
 import APNs
 import TouchlineConfiguration
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineStore
 
 /// The figures of the broadcast and personal loops, each read on its own loop.

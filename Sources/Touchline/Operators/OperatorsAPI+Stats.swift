@@ -2,6 +2,7 @@ import APNs
 import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 

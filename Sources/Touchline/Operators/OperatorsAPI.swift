@@ -1,6 +1,7 @@
 import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 
@@ -70,7 +71,7 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
                                               body: Array(text.utf8)))
                 }
                 guard let webhooks = service.webhooks else { return respond([]) }
-                webhooks.snapshot { [self] snapshot in service.loop.execute { [self] in respond(webhookMetricFamilies(snapshot)) } }
+                webhooks.snapshot { [service] snapshot in service.loop.execute { respond(snapshot.metricFamilies) } }
             }
         }
         router.add(.get, "/healthz", scope: .open) { call throws(HTTPError) in

@@ -123,7 +123,7 @@ struct RecordedFeed: Sendable, Equatable {
             let fields = try RequestBody(end, allowed: ["finalState", "dismissAt"], prefix: "end.")
             let finalState = try fields.object("finalState")
             if let finalState {
-                try EventBatch.requireWithinLimits(finalState, "end.finalState")
+                try ContentStateLimits.require(finalState, "end.finalState")
                 try EventBatch.requireMatchState(finalState, on: header.channel.sports, name: "end.finalState")
             }
             let dismissAt = try fields.string("dismissAt").map { (text) throws(HTTPError) in

@@ -1,5 +1,6 @@
 import TouchlineConfiguration
 import TouchlineCore
+import TouchlinePersonal
 
 /// One app's part of a running gateway: everything it has of its own, so that one app's
 /// trouble at APNs never delays another's pushes. The gateway holds one per app served, in a

@@ -4,8 +4,10 @@ import Synchronization
 import TouchlineConfiguration
 import TouchlineCore
 import TouchlineJetStream
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 extension Gateway {
     /// What a started gateway stores into and sends through. The gateway depends only on the
@@ -64,7 +66,7 @@ extension Gateway {
         package var channelOutboxWrite: OutboxWrite
 
         /// How an outbox operation is written to its store, with the completion told the result.
-        package typealias OutboxWrite = @Sendable (WebhookOperation, @escaping @Sendable (Result<Void, StoreError>) -> Void) -> Void
+        package typealias OutboxWrite = WebhookDelivery.OutboxWrite
 
         package init(channels: any ChannelStoreWriter, personal: any PersonalStoreWriter,
                      channelReader: @escaping @Sendable () throws -> any ChannelStoreReader,

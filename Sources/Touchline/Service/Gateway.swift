@@ -6,8 +6,10 @@ import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
 import TouchlineJetStream
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// The Touchline gateway: the provider API in, APNs broadcasts out, SQLite underneath.
 ///

@@ -1,7 +1,9 @@
 import TouchlineAccess
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// What a gateway stores into and how it shares its channels and jobs with other gateways: its
 /// backend, picked once by the assembly (``Gateway/Backends/backend(for:)``) and asked, never
@@ -54,16 +56,6 @@ protocol StartedBackend: Sendable {
     /// A gateway released while it runs (its loops stopped): closes what the backend holds
     /// beyond its parts (a cluster's connection).
     func release()
-}
-
-/// This gateway's copy of the token registry. On its own, its file is the registry; in a
-/// cluster, the copy is built from the registry's log while the gateway already serves
-/// (docs/cluster.md, "The shared token registry"): reads before it is complete would miss tokens.
-protocol TokenRegistryCopy: Sendable {
-    /// Whether the copy holds every token the registry held when the gateway started.
-    var isCaughtUp: Bool { get }
-    /// How far the copy is: the log sequence applied, of the one it catches up to.
-    var catchUpProgress: (applied: UInt64, target: UInt64) { get }
 }
 
 /// What operators see of the backend, on the ingest loop.

@@ -2,6 +2,7 @@ import Synchronization
 import TouchlineAccess
 import TouchlineCore
 import TouchlineJetStream
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 

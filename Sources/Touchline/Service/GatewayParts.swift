@@ -1,7 +1,9 @@
 import APNsMock
 import TouchlineConfiguration
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
+import TouchlineWebhooks
 
 // The gateway's parts as ``GatewayService``s, in the order the gateway starts them (it shuts
 // them down in the reverse order): the bundled mock, the loops, the backend's (a cluster member's node, the stores),

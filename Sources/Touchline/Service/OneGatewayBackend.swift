@@ -1,7 +1,9 @@
 import TouchlineAccess
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// A gateway on its own (the `sqlite` store backend, or in-memory stores in tests): it acts for
 /// every channel, keeps every personal job in its personal file, serves every request itself,

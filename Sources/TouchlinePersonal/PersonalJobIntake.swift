@@ -3,7 +3,6 @@ import Foundation
 import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
-import TouchlineJetStream
 import TouchlineRuntime
 import Synchronization
 import TouchlineStore
@@ -14,27 +13,27 @@ import TouchlineStore
 /// the hand-off to the personal queue.
 ///
 /// On the ingest loop (`@unchecked Sendable` only so store completions can capture it).
-final class PersonalJobIntake: @unchecked Sendable {
-    let loop: EventLoop
-    let clock: any WallClock
+package final class PersonalJobIntake: @unchecked Sendable {
+    package let loop: EventLoop
+    package let clock: any WallClock
     /// Tokens, personal jobs and dead letters: a file and writer thread of their own, so that
     /// personal writes never queue in front of a channel's commit.
-    let personalStore: any PersonalStoreWriter
+    package let personalStore: any PersonalStoreWriter
     /// Reads of the registry (jobs, dead letters, idempotency records); on the ingest loop only.
     let tokenReader: any PersonalStoreReader
     /// Every app's personal queue, by app (each runs its app's jobs through its own pool, on the
     /// personal loop); handed a job once it is durable.
     let queues: PerApp<PersonalDispatcher>
     /// `Idempotency-Key`s of the job-creating routes: settings and the keys being committed.
-    let idempotencyKeys: IdempotencyKeys
+    package let idempotencyKeys: IdempotencyKeys
     /// Where new jobs are stored and run: this gateway's file and queues on its own, the
     /// cluster's job bucket on a cluster (the backend's ``PersonalJobBoard``).
     let jobBoard: any PersonalJobBoard
     /// Stored personal jobs the personal queue found unusable at start, with the reason
     /// (reported once it has read them): shown by `GET /v1/personal/{job}` and `/metrics`.
-    var brokenJobs: [String: String] = [:]
+    package var brokenJobs: [String: String] = [:]
 
-    init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any PersonalStoreReader,
+    package init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any PersonalStoreReader,
          queues: PerApp<PersonalDispatcher>, jobBoard: any PersonalJobBoard = OwnJobs(), idempotency: IdempotencySettings) {
         self.jobBoard = jobBoard
         self.loop = loop
@@ -47,7 +46,7 @@ final class PersonalJobIntake: @unchecked Sendable {
 
     /// `alert` (`{title, body, sound?}`): title and body of 1 to 256 characters, sound of 1 to
     /// 64. Required when `requiredFor` names why (APNs refuses a start without an alert).
-    static func alert(in body: RequestBody, requiredFor reason: String? = nil) throws(HTTPError) -> LiveActivityAlert? {
+    package static func alert(in body: RequestBody, requiredFor reason: String? = nil) throws(HTTPError) -> LiveActivityAlert? {
         guard let value = try body.object("alert") else {
             if let reason { throw body.invalid("alert", "is required for \(reason) (APNs starts no Live Activity without one)") }
             return nil
@@ -64,14 +63,14 @@ final class PersonalJobIntake: @unchecked Sendable {
     }
 
     /// `priority`: 5 or 10, default 10.
-    static func priority(in body: RequestBody) throws(HTTPError) -> Int {
+    package static func priority(in body: RequestBody) throws(HTTPError) -> Int {
         let priority = try body.integer("priority") ?? 10
         guard priority == 5 || priority == 10 else { throw body.invalid("priority", "must be 5 or 10, got \(priority)") }
         return Int(priority)
     }
 
     /// `expiration`: a positive Unix time in seconds, when given.
-    static func expiration(in body: RequestBody) throws(HTTPError) -> UnixTime? {
+    package static func expiration(in body: RequestBody) throws(HTTPError) -> UnixTime? {
         try body.integer("expiration").map { (seconds: Int64) throws(HTTPError) -> UnixTime in
             guard seconds > 0 else { throw body.invalid("expiration", "must be a positive Unix time in seconds") }
             return UnixTime(seconds: seconds)
@@ -79,7 +78,7 @@ final class PersonalJobIntake: @unchecked Sendable {
     }
 
     /// The personal queue of `app` (a job runs in its app's queue, through its app's pool).
-    func queue(of app: String) -> PersonalDispatcher { queues[app] }
+    package func queue(of app: String) -> PersonalDispatcher { queues[app] }
 
     /// Hands a durable job to its app's personal queue.
     func run(_ job: PersonalJobRecord) { queue(of: job.app).run(job) }
@@ -100,7 +99,7 @@ final class PersonalJobIntake: @unchecked Sendable {
     /// A new job (not saved yet) for an encoded payload, refused when APNs would refuse the payload.
     /// Its id is random, or on a cluster, for a request with an `Idempotency-Key` (`claim`), the
     /// `index`th id derived from the key (``IdempotencyClaim/jobID(index:)``).
-    func personalJob(audience: PersonalAudience, payload: [UInt8], priority: Int, expiration: UnixTime?,
+    package func personalJob(audience: PersonalAudience, payload: [UInt8], priority: Int, expiration: UnixTime?,
                      claim: IdempotencyClaim?, index: Int = 0, app: String = AppChannelID.defaultApp) throws(HTTPError) -> PersonalJobRecord {
         guard payload.count <= LiveActivityPush.maximumPayloadSize else {
             throw HTTPError(status: 422, code: "payload_too_large",
@@ -114,7 +113,7 @@ final class PersonalJobIntake: @unchecked Sendable {
 
     /// Stores a rollover's start jobs on the job board, each once, and runs them; `completion`
     /// on the loop with whether they are all stored.
-    func storeRolloverStarts(_ jobs: [PersonalJobRecord], completion: @escaping @Sendable (Bool) -> Void) {
+    package func storeRolloverStarts(_ jobs: [PersonalJobRecord], completion: @escaping @Sendable (Bool) -> Void) {
         jobBoard.storeRolloverStarts(jobs, through: self, completion: completion)
     }
 
@@ -138,7 +137,7 @@ final class PersonalJobIntake: @unchecked Sendable {
     /// refused the write itself) and runs nothing. With an idempotency `claim`, its record (the
     /// 202 and `answer`) is in the same commit. `settled` runs on the ingest loop once the commit has succeeded or failed,
     /// told whether the jobs are stored (and will run).
-    func submitPersonalJobs(_ jobs: [PersonalJobRecord], with operations: [TokenOperation] = [], for request: HTTPRequest,
+    package func submitPersonalJobs(_ jobs: [PersonalJobRecord], with operations: [TokenOperation] = [], for request: HTTPRequest,
                             answer: JSONValue, idempotency claim: IdempotencyClaim? = nil,
                             settled: (@Sendable (_ stored: Bool) -> Void)? = nil) throws(HTTPError) {
         try personalStore.requireWritable()
@@ -170,7 +169,7 @@ final class PersonalJobIntake: @unchecked Sendable {
 
     // MARK: Idempotency-Key
 
-    static let idempotentRoutes = (personal: "POST /v1/personal", kickoff: "POST /v1/channels/{id}/start",
+    package static let idempotentRoutes = (personal: "POST /v1/personal", kickoff: "POST /v1/channels/{id}/start",
                                    replay: "POST /v1/deadletters/replay")
 
     /// Runs `body` (a route that creates personal jobs) under the request's `Idempotency-Key`,
@@ -180,7 +179,7 @@ final class PersonalJobIntake: @unchecked Sendable {
     /// commit with its jobs (``submitPersonalJobs(_:with:for:answer:idempotency:settled:)``).
     /// `route` is the `default` app's; an app's keys are its own (the route under its path), so
     /// one key sent to two apps makes two jobs.
-    func idempotently(_ call: APICall, route defaultRoute: String,
+    package func idempotently(_ call: APICall, route defaultRoute: String,
                       _ body: (IdempotencyClaim?) throws(HTTPError) -> Void) throws(HTTPError) {
         let route = call.app == AppChannelID.defaultApp ? defaultRoute
             : defaultRoute.replacingOccurrences(of: " /v1/", with: " /v1/apps/\(call.app)/")
@@ -212,7 +211,7 @@ final class PersonalJobIntake: @unchecked Sendable {
 
     /// The commit of `claim` has succeeded (on the writer's thread): with the test hook set, the
     /// process ends here, before the answer is written.
-    func idempotentCommitSucceeded(_ claim: IdempotencyClaim?) {
+    package func idempotentCommitSucceeded(_ claim: IdempotencyClaim?) {
         guard claim != nil, idempotencyKeys.settings.exitAfterCommit else { return }
         _exit(86)
     }

@@ -7,12 +7,12 @@ import TouchlineStore
 ///
 /// A value (`Sendable`, no state of its own) shared by every loop that records facts; the
 /// event goes into the caller's store operations, so it commits with the fact or not at all.
-struct WebhookOutbox: Sendable {
+package struct WebhookOutbox: Sendable {
     let settings: WebhookSettings
     let clock: any WallClock
 
     /// The outbox write for a `type` event with `data`.
-    func record(_ type: WebhookEventType, _ data: [JSONValue.Member]) -> WebhookOperation {
+    package func record(_ type: WebhookEventType, _ data: [JSONValue.Member]) -> WebhookOperation {
         let id = Self.newEventID()
         let now = clock.now()
         let body = JSONValue.object([
@@ -33,5 +33,5 @@ struct WebhookOutbox: Sendable {
 
 extension StoreOperation {
     /// True for the outbox's writes: those a failed save hands on to the next one.
-    var isWebhook: Bool { if case .webhook = self { true } else { false } }
+    package var isWebhook: Bool { if case .webhook = self { true } else { false } }
 }

@@ -13,18 +13,23 @@ import TouchlineStore
 ///
 /// Owns only the ingest loop (where answers are made) and the webhook delivery that reads both
 /// outboxes; nil in a gateway built without webhooks (503 `events_unavailable`).
-struct WebhookEventsAPI: APIFeature {
+package struct WebhookEventsAPI: APIFeature {
     let loop: EventLoop
     let webhooks: WebhookDelivery?
 
-    func addRoutes(to router: inout APIRouter) {
+    package init(loop: EventLoop, webhooks: WebhookDelivery?) {
+        self.loop = loop
+        self.webhooks = webhooks
+    }
+
+    package func addRoutes(to router: inout APIRouter) {
         router.add(.get, "/v1/events", scope: .admin(purpose: "webhook events")) { call throws(HTTPError) in
             try listEvents(call.request)
         }
     }
 
     /// The query's `limit`: 1 to 1000, 100 by default.
-    static func limit(of request: HTTPRequest) throws(HTTPError) -> Int {
+    package static func limit(of request: HTTPRequest) throws(HTTPError) -> Int {
         guard let text = request.target.queryValue("limit") else { return 100 }
         guard let value = Int(text), (1...1000).contains(value) else {
             throw HTTPError(status: 400, code: "invalid_query", message: "query 'limit' must be a whole number from 1 to 1000, got \"\(text.prefix(40))\"")
@@ -33,7 +38,7 @@ struct WebhookEventsAPI: APIFeature {
     }
 
     /// The answer: the stored documents as they were signed, byte for byte, and the next cursor.
-    static func page(_ events: [StoredWebhookEvent], next: String) -> HTTPResponse {
+    package static func page(_ events: [StoredWebhookEvent], next: String) -> HTTPResponse {
         var body = Array(#"{"events":["#.utf8)
         for (index, event) in events.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }

@@ -1,7 +1,6 @@
 import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
-import TouchlineJetStream
 import TouchlineRuntime
 import TouchlineStore
 
@@ -15,7 +14,7 @@ import TouchlineStore
 /// Owns what the routes need: the personal store (writes), the registry's read connection, and
 /// a look-up of the channels an update token may name. On the ingest loop (`@unchecked
 /// Sendable` only so route closures and store completions can capture it).
-final class TokensAPI: APIFeature, @unchecked Sendable {
+package final class TokensAPI: APIFeature, @unchecked Sendable {
     private let loop: EventLoop
     private let clock: any WallClock
     private let personalStore: any PersonalStoreWriter
@@ -25,7 +24,7 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
     /// Whether a kept channel id (``AppChannelID``) names a channel of this gateway (an update token must).
     private let isKnownChannel: (String) -> Bool
 
-    init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any TokenRegistryReader,
+    package init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any TokenRegistryReader,
          registry: any TokenRegistryCopy, isKnownChannel: @escaping (String) -> Bool) {
         self.registry = registry
         self.loop = loop
@@ -37,7 +36,7 @@ final class TokensAPI: APIFeature, @unchecked Sendable {
 
     /// The registry routes, under `/v1` for the `default` app and under `/v1/apps/{app}` for
     /// any served app: a token belongs to the app it was registered for.
-    func addRoutes(to router: inout APIRouter) {
+    package func addRoutes(to router: inout APIRouter) {
         let scope = APIScope.admin(purpose: "token registry routes")
         for base in APIAccess.appRouteBases {
             router.add(.post, "\(base)/tokens", scope: scope) { [self] call throws(HTTPError) in

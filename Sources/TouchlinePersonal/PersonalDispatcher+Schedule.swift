@@ -8,7 +8,7 @@ import TouchlineStore
 /// only while it still waits, so a start is either cancelled or sent, never both.
 extension PersonalDispatcher {
     /// What a cancellation found.
-    enum Cancellation: Sendable, Equatable {
+    package enum Cancellation: Sendable, Equatable {
         case cancelled
         /// It is no longer waiting: started (or finished), or not a scheduled job of this gateway.
         case notWaiting
@@ -18,7 +18,7 @@ extension PersonalDispatcher {
     /// Cancels the scheduled job `jobID` (a start into `apnsChannelID`, when given) if it still
     /// waits: stored done before its time, then `answer` (on the personal loop). A failed write leaves it
     /// waiting. Any thread.
-    func cancelScheduled(_ jobID: String, into apnsChannelID: String? = nil, answer: @escaping @Sendable (Cancellation) -> Void) {
+    package func cancelScheduled(_ jobID: String, into apnsChannelID: String? = nil, answer: @escaping @Sendable (Cancellation) -> Void) {
         loop.execute { [self] in
             guard let start = scheduled.remove(jobID) else {
                 // On a cluster, a start waits in the job bucket (one of this gateway's own file, a migrated one, waits here).
@@ -52,7 +52,7 @@ extension PersonalDispatcher {
     /// cluster the job bucket's are moved too (``PersonalJobBoard/moveScheduledStarts(from:to:completion:)``).
     /// `completion` on the personal loop with whether all are stored moved; a failed write
     /// leaves the rest waiting into `previous` (moving them again is harmless). Any thread.
-    func moveScheduledStarts(from previous: String, to successor: String, completion: @escaping @Sendable (Bool) -> Void) {
+    package func moveScheduledStarts(from previous: String, to successor: String, completion: @escaping @Sendable (Bool) -> Void) {
         loop.execute { [self] in
             let moved = scheduled.starts(into: previous).compactMap { start -> PersonalJobRecord? in
                 guard let payload = LiveActivityPayload.retargeted(start.record.payload, from: previous, to: successor) else { return nil }
@@ -79,7 +79,7 @@ extension PersonalDispatcher {
 
     /// The kickoffs waiting to start into `apnsChannelID`, earliest first, this gateway's and
     /// (on a cluster) the job bucket's (`answer` on the personal loop). Any thread.
-    func scheduledStarts(into apnsChannelID: String, answer: @escaping @Sendable ([PersonalJobRecord]) -> Void) {
+    package func scheduledStarts(into apnsChannelID: String, answer: @escaping @Sendable ([PersonalJobRecord]) -> Void) {
         loop.execute { [self] in
             let starts = scheduled.starts(into: apnsChannelID).map(\.record) + jobBoard.scheduledStarts(into: apnsChannelID)
             answer(starts.sorted { ($0.startAt ?? $0.createdAt, $0.id) < ($1.startAt ?? $1.createdAt, $1.id) })

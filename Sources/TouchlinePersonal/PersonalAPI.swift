@@ -11,12 +11,16 @@ import TouchlineStore
 /// Admin keys only (the audience is the app's users, not a provider's channels). The payload is
 /// built and encoded here, once; the job is answered 202 once it is durable and then handed to
 /// the personal loop, so the fan-out never runs on the ingest loop.
-struct PersonalAPI: APIFeature {
+package struct PersonalAPI: APIFeature {
     let intake: PersonalJobIntake
+
+    package init(intake: PersonalJobIntake) {
+        self.intake = intake
+    }
 
     /// The routes under `/v1` for the `default` app and under `/v1/apps/{app}` for any app:
     /// a job reaches its app's tokens through its app's connections.
-    func addRoutes(to router: inout APIRouter) {
+    package func addRoutes(to router: inout APIRouter) {
         let scope = APIScope.admin(purpose: "personal pushes")
         for base in APIAccess.appRouteBases {
             router.add(.post, "\(base)/personal", scope: scope) { call throws(HTTPError) in
@@ -43,10 +47,10 @@ struct PersonalAPI: APIFeature {
             throw body.invalid("audience", "'follows' selects push-to-start tokens, so it needs event \"start\"")
         }
         let contentState = try body.required(body.object("contentState"), "contentState")
-        try EventBatch.requireWithinLimits(contentState, "contentState")
+        try ContentStateLimits.require(contentState, "contentState")
         let attributesType = try body.string("attributesType")
         let attributes = try body.object("attributes")
-        if let attributes { try EventBatch.requireWithinLimits(attributes, "attributes") }
+        if let attributes { try ContentStateLimits.require(attributes, "attributes") }
         if event == .start {
             guard let attributesType, !attributesType.isEmpty else { throw body.invalid("attributesType", "is required for event \"start\"") }
             guard attributes != nil else { throw body.invalid("attributes", "is required for event \"start\"") }

@@ -5,7 +5,7 @@ import TouchlineStore
 /// Who a personal push goes to: one token, one user's tokens, every push-to-start token
 /// following a topic, or an explicit list of tokens (a dead-letter replay). Stored with the job
 /// as JSON text (`{"follows":"team:ARS"}`, `{"tokens":["ab12…", …]}`, ...).
-enum PersonalAudience: Sendable, Equatable {
+package enum PersonalAudience: Sendable, Equatable {
     case token(String)
     case userID(String)
     case follows(String)
@@ -19,7 +19,7 @@ enum PersonalAudience: Sendable, Equatable {
     }
 
     /// The audience as stored and shown (`{"token": ...}`, `{"userId": ...}`, `{"follows": ...}`, `{"tokens": [...]}`).
-    var json: JSONValue {
+    package var json: JSONValue {
         switch self {
         case .token(let token): .object([.init("token", .string(token))])
         case .userID(let userID): .object([.init("userId", .string(userID))])
@@ -29,7 +29,7 @@ enum PersonalAudience: Sendable, Equatable {
     }
 
     /// Reads the stored JSON text back; nil if it is not one of the four forms.
-    init?(storedText text: String) {
+    package init?(storedText text: String) {
         guard let value = try? JSONParser.parse(Array(text.utf8)), case .object(let members) = value, members.count == 1 else { return nil }
         switch (members[0].name, members[0].value) {
         case ("token", .string(let token)): self = .token(token)
@@ -104,7 +104,7 @@ enum PersonalAudience: Sendable, Equatable {
 extension TokenEnvironment {
     /// The registry environment served by an APNs endpoint: production and sandbox tokens only
     /// work there; custom endpoints (a test server) take every token.
-    init?(apns environment: APNsEnvironment) {
+    package init?(apns environment: APNsEnvironment) {
         switch environment {
         case .production: self = .production
         case .sandbox: self = .sandbox

@@ -5,19 +5,19 @@ import TouchlineStore
 /// A personal job read back from the store, checked before it may resume: a record that fails
 /// here is reported broken with the reason (and never sent), so one bad row cannot stop the
 /// queue or send a push APNs would refuse.
-struct StoredJob {
+package struct StoredJob {
     let audience: PersonalAudience
     /// `aps.event` of the payload.
     let event: String
     /// `aps.input-push-channel`: the APNs channel a kickoff's activities subscribe to.
-    let inputPushChannel: String?
+    package let inputPushChannel: String?
 
     /// Why a job cannot run, naming the part.
-    struct Broken: Error, CustomStringConvertible {
-        var description: String
+    package struct Broken: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    init(_ record: PersonalJobRecord) throws(Broken) {
+    package init(_ record: PersonalJobRecord) throws(Broken) {
         if let unreadable = record.unreadable { throw Broken(description: unreadable) }
         guard let audience = PersonalAudience(storedText: record.audience) else {
             throw Broken(description: "its audience \(record.audience.prefix(80)) cannot be read")

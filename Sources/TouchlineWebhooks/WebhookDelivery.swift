@@ -21,9 +21,9 @@ import TouchlineStore
 ///
 /// **Thread confinement:** everything but `loop` is touched on `loop` only (`@unchecked
 /// Sendable` so that store completions and other loops can hand work to it with `execute`).
-final class WebhookDelivery: @unchecked Sendable {
+package final class WebhookDelivery: @unchecked Sendable {
     let loop: EventLoop
-    let outbox: WebhookOutbox
+    package let outbox: WebhookOutbox
     private let settings: WebhookSettings
     private let clock: any WallClock
     private let log: GatewayLog
@@ -62,10 +62,19 @@ final class WebhookDelivery: @unchecked Sendable {
     /// The gateway passes the channels' file first and the personal file last; facts without a
     /// store change of their own go to the last (the personal writer: never in front of a
     /// channel's commit).
-    struct Source {
+    /// How an outbox operation is written to its store, with the completion told the result.
+    package typealias OutboxWrite = @Sendable (WebhookOperation, @escaping @Sendable (Result<Void, StoreError>) -> Void) -> Void
+
+    package struct Source {
         var name: String
         var reader: any WebhookOutboxReader
-        var write: Gateway.Stores.OutboxWrite
+        var write: OutboxWrite
+
+        package init(name: String, reader: any WebhookOutboxReader, write: @escaping OutboxWrite) {
+            self.name = name
+            self.reader = reader
+            self.write = write
+        }
     }
 
     private struct DeliveryKey: Hashable {
@@ -81,7 +90,7 @@ final class WebhookDelivery: @unchecked Sendable {
         var dead = 0
     }
 
-    init(loop: EventLoop, settings: WebhookSettings, sources: [Source], clock: any WallClock, log: GatewayLog) throws {
+    package init(loop: EventLoop, settings: WebhookSettings, sources: [Source], clock: any WallClock, log: GatewayLog) throws {
         self.loop = loop
         self.settings = settings
         self.sources = sources
@@ -95,7 +104,7 @@ final class WebhookDelivery: @unchecked Sendable {
     }
 
     /// Starts polling (the first poll delivers what a previous run left pending).
-    func start() {
+    package func start() {
         loop.execute { [self] in poll() }
     }
 
@@ -103,7 +112,7 @@ final class WebhookDelivery: @unchecked Sendable {
     /// answers, and hands the decided outcomes to their stores; called before the stores close.
     /// An attempt still unanswered after the grace is abandoned: it stays pending in the store
     /// and goes again after the next start (the receiver drops the repeat by its event id).
-    func stop(gracePeriod: Duration, isCutShort: @escaping @Sendable () -> Bool = { false }) async {
+    package func stop(gracePeriod: Duration, isCutShort: @escaping @Sendable () -> Bool = { false }) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             loop.execute { [self] in
                 isStopping = true
@@ -123,7 +132,7 @@ final class WebhookDelivery: @unchecked Sendable {
 
     /// Ends the grace of ``stop(gracePeriod:)`` at once (an escalated stop): attempts still out
     /// stay pending and go again after the next start.
-    func cutStopShort() {
+    package func cutStopShort() {
         loop.execute { [self] in drained?() }
     }
 
@@ -271,7 +280,7 @@ final class WebhookDelivery: @unchecked Sendable {
     // MARK: Facts without a store change
 
     /// ``credentialsRejected(reason:pool:app:)`` for `app` as the closure an APNs exchange observer calls.
-    func credentialsReporter(app: String = AppChannelID.defaultApp) -> @Sendable (String, String) -> Void {
+    package func credentialsReporter(app: String = AppChannelID.defaultApp) -> @Sendable (String, String) -> Void {
         { [self] reason, pool in credentialsRejected(reason: reason, pool: pool, app: app) }
     }
 
@@ -286,7 +295,7 @@ final class WebhookDelivery: @unchecked Sendable {
     /// APNs refused a channel create for the app's channel limit: one event per app per five
     /// minutes (every create meets the limit until channels are deleted), written on its own to
     /// the personal outbox. `channelID` is the kept id: the event names its app apart.
-    func channelLimitReached(channelID: String) {
+    package func channelLimitReached(channelID: String) {
         let (app, id) = AppChannelID.split(channelID)
         recordAlert(.channelLimitReached, throttledBy: AppChannelID.qualified("channel.limit_reached", app: app),
                     [.init("channelId", .string(id))] + AppChannelID.member(naming: app))
@@ -306,7 +315,7 @@ final class WebhookDelivery: @unchecked Sendable {
     // MARK: Reading
 
     /// Per endpoint: the counters since the start and the backlog in both outboxes (on this loop).
-    func snapshot(_ done: @escaping @Sendable (WebhookSnapshot) -> Void) {
+    package func snapshot(_ done: @escaping @Sendable (WebhookSnapshot) -> Void) {
         loop.execute { [self] in
             var endpoints: [WebhookSnapshot.Endpoint] = []
             for endpoint in settings.endpoints {
@@ -347,7 +356,7 @@ final class WebhookDelivery: @unchecked Sendable {
     /// Runs `read` on this loop with the outboxes' readers (the channels' first, the personal
     /// file's last) and hands its result to `done`: a cluster gateway's share of `GET /v1/events`
     /// (`ClusterNode+Events.swift`).
-    func read<T: Sendable>(_ read: @escaping @Sendable ([any WebhookOutboxReader]) throws(StoreError) -> T,
+    package func read<T: Sendable>(_ read: @escaping @Sendable ([any WebhookOutboxReader]) throws(StoreError) -> T,
                            _ done: @escaping @Sendable (Result<T, StoreError>) -> Void) {
         loop.execute { [self] in
             do throws(StoreError) { done(.success(try read(sources.map(\.reader)))) } catch { done(.failure(error)) }
@@ -355,35 +364,7 @@ final class WebhookDelivery: @unchecked Sendable {
     }
 
     /// Closes the readers (after ``stop()``, before the stores close).
-    func close() {
+    package func close() {
         try? loop.sync { [self] in for source in sources { source.reader.close() } }
-    }
-}
-
-extension WebhookDelivery {
-    /// Delivery for the gateway's two store files, on `loop`: outcomes go to the file the event
-    /// came from (one small batch per loop turn and file), facts without a store change of their
-    /// own to the personal file. Not yet polling: the gateway calls ``start()`` once its stores
-    /// are open, before it restores its channels.
-    static func forStores(loop: EventLoop, settings: WebhookSettings, stores: Gateway.Stores,
-                        clock: any WallClock, log: GatewayLog) throws -> WebhookDelivery {
-        let personalStore = stores.personal
-        let channelsReader = try stores.channelOutboxReader()
-        let personalReader: any WebhookOutboxReader
-        do { personalReader = try stores.personalOutboxReader() } catch {
-            channelsReader.close()
-            throw error
-        }
-        let sources = [
-            Source(name: "channels", reader: channelsReader, write: stores.channelOutboxWrite),
-            Source(name: "personal", reader: personalReader) { operation, done in personalStore.submit([.webhook(operation)], completion: done) },
-        ]
-        do {
-            return try WebhookDelivery(loop: loop, settings: settings, sources: sources, clock: clock, log: log)
-        } catch {
-            channelsReader.close()
-            personalReader.close()
-            throw error
-        }
     }
 }

@@ -3,6 +3,7 @@ import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// Runs personal fan-out jobs, isolated from broadcasts: its own loop and thread, its own APNs
 /// connection pool and its own read connection, so a million-token backlog never delays a
@@ -16,8 +17,8 @@ import TouchlineStore
 ///
 /// **Thread confinement:** everything but ``run(_:)``, ``resumeStoredJobs()`` and
 /// ``shutdown()`` runs on ``loop``; `@unchecked Sendable` only so loop jobs can capture it.
-final class PersonalDispatcher: @unchecked Sendable {
-    let loop: EventLoop
+package final class PersonalDispatcher: @unchecked Sendable {
+    package let loop: EventLoop
     private let apns: any PersonalAPNsDispatch
     private let reader: any PersonalStoreReader
     let store: any PersonalStoreWriter
@@ -51,17 +52,17 @@ final class PersonalDispatcher: @unchecked Sendable {
     let metrics: PersonalMetrics
     /// Where jobs beyond this queue's own are kept (the backend's; on a cluster, its job
     /// bucket, through which the slices run here save); set once at start.
-    var jobBoard: any PersonalJobBoard = OwnJobs()
+    package var jobBoard: any PersonalJobBoard = OwnJobs()
     /// Told when a scheduled kickoff starts, with its audience and the APNs channel it starts
     /// into (the channels keep it for their rollovers); set once at start.
-    var scheduledStartBegan: (@Sendable (KickoffTemplate, String) -> Void)?
+    package var scheduledStartBegan: (@Sendable (KickoffTemplate, String) -> Void)?
     /// The APNs channels this dispatcher started a device into since it began (a start's record
     /// may not be committed yet when the next kickoff into the channel asks the store), until the
     /// channel closes; with the store, what ``noteStartsBeginning(_:)`` asks.
     private var channelsStartedInto: Set<String> = []
 
     /// `apns` must live on `loop`; `reader` is used on `loop` only from now on.
-    init(loop: EventLoop, apns: any PersonalAPNsDispatch, reader: any PersonalStoreReader, store: any PersonalStoreWriter, clock: any WallClock,
+    package init(loop: EventLoop, apns: any PersonalAPNsDispatch, reader: any PersonalStoreReader, store: any PersonalStoreWriter, clock: any WallClock,
          settings: PersonalQueueSettings = PersonalQueueSettings(), tokenEnvironment: TokenEnvironment?,
          broadcastPressure: BroadcastPressure = BroadcastPressure(), webhooks: WebhookDelivery? = nil,
          app: String = AppChannelID.defaultApp, log: GatewayLog) {
@@ -80,7 +81,7 @@ final class PersonalDispatcher: @unchecked Sendable {
     }
 
     /// The queue's figures now; call on ``loop``.
-    func metricsSnapshot() -> PersonalSnapshot {
+    package func metricsSnapshot() -> PersonalSnapshot {
         var snapshot = metrics.snapshot(running: jobs.values.map(\.job), inFlight: inFlight)
         snapshot.jobsRunning = Set(jobs.values.map(\.id)).count
         snapshot.slicesRunning = jobs.values.count { $0.slice != nil }
@@ -101,7 +102,7 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// `openChannels` are the channels kickoffs may name (the active ones); a kickoff into any
     /// other is cancelled. A job that fails its check is not run: `broken` gets every such job
     /// with the reason (on the personal loop).
-    func resumeStoredJobs(openChannels: Set<String>, once registryIsReady: @escaping @Sendable () -> Bool = { true },
+    package func resumeStoredJobs(openChannels: Set<String>, once registryIsReady: @escaping @Sendable () -> Bool = { true },
                           broken: @escaping @Sendable ([String: String]) -> Void) {
         loop.execute { [self] in
             kickoffChannels = KickoffChannels(open: openChannels)
@@ -132,13 +133,13 @@ final class PersonalDispatcher: @unchecked Sendable {
     }
 
     /// Kickoffs may name this channel from now on (its APNs create is saved). Any thread.
-    func openKickoffs(into apnsChannelID: String) {
+    package func openKickoffs(into apnsChannelID: String) {
         loop.execute { [self] in kickoffChannels.opened(apnsChannelID) }
     }
 
     /// Cancels the kickoffs into a channel that ends or is deleted (``KickoffChannels``);
     /// `settled` runs on the personal loop once none of them has a send in flight. Any thread.
-    func closeKickoffs(into apnsChannelID: String, settled: @escaping @Sendable () -> Void = {}) {
+    package func closeKickoffs(into apnsChannelID: String, settled: @escaping @Sendable () -> Void = {}) {
         loop.execute { [self] in
             kickoffChannels.closed(apnsChannelID) { [self] in
                 // No start names the channel any more: which devices it started is forgotten.
@@ -174,11 +175,11 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// `gracePeriod` for their answers.
     /// Ends the grace of ``shutdown(gracePeriod:)`` at once (an escalated stop): sends still
     /// unanswered count as not sent, and the jobs' progress is saved as in a graceful stop.
-    func cutShutdownShort() {
+    package func cutShutdownShort() {
         apns.cutShutdownShort()
     }
 
-    func shutdown(gracePeriod: Duration, isCutShort: @escaping @Sendable () -> Bool = { false }) async {
+    package func shutdown(gracePeriod: Duration, isCutShort: @escaping @Sendable () -> Bool = { false }) async {
         _ = try? await loop.submit { [self] in
             isStopping = true
             scheduleTimer?.cancel()
@@ -273,12 +274,12 @@ final class PersonalDispatcher: @unchecked Sendable {
 
     /// On a cluster, tells the channels again of the scheduled kickoffs into `apnsChannelID`
     /// that the job bucket shows started (a gateway taking the channel up). Any thread.
-    func announceStartedKickoffs(into apnsChannelID: String) {
+    package func announceStartedKickoffs(into apnsChannelID: String) {
         loop.execute { [self] in jobBoard.announceStarts(into: apnsChannelID) }
     }
 
     /// Tells the channels that a scheduled kickoff started into `apnsChannelID` (``scheduledStartBegan``).
-    func announceStart(of record: PersonalJobRecord, _ stored: StoredJob, into apnsChannelID: String) {
+    package func announceStart(of record: PersonalJobRecord, _ stored: StoredJob, into apnsChannelID: String) {
         guard case .follows(let topic) = stored.audience,
               let template = KickoffTemplate(payload: record.payload, follows: topic, priority: record.priority) else { return }
         scheduledStartBegan?(template, apnsChannelID)
@@ -289,7 +290,7 @@ final class PersonalDispatcher: @unchecked Sendable {
     /// gateway (docs/cluster.md, "Personal jobs on the cluster").
     /// `maximumWindow` caps the fan-out window, and with it what the slice's checkpoint lists.
     /// `expiredAt`: the job was cancelled then (its kickoff's channel ended).
-    func runSlice(_ key: SharedJobPlan.SliceKey, of record: PersonalJobRecord, checkpoint: FanOutCheckpoint,
+    package func runSlice(_ key: SharedJobPlan.SliceKey, of record: PersonalJobRecord, checkpoint: FanOutCheckpoint,
                   maximumWindow: Int, expiredAt: UnixTime?) throws(StoredJob.Broken) {
         guard !isStopping else { return }
         let stored = try StoredJob(record)
@@ -309,7 +310,7 @@ final class PersonalDispatcher: @unchecked Sendable {
 
     /// Ends the slices of a cluster's job running here as if they expired at `time` (its
     /// kickoff was cancelled on the channel owner's gateway).
-    func expireSlices(ofJob jobID: String, at time: UnixTime) {
+    package func expireSlices(ofJob jobID: String, at time: UnixTime) {
         for running in jobs.values where running.id == jobID && running.slice != nil {
             running.job.expire(at: time)
             advance(running, [])
@@ -318,7 +319,7 @@ final class PersonalDispatcher: @unchecked Sendable {
 
     /// Stops a slice at once, without saving: its partition is no longer this gateway's, and
     /// the next owner resumes it from its last save. Answers still due are ignored.
-    func stopSlice(_ key: SharedJobPlan.SliceKey) {
+    package func stopSlice(_ key: SharedJobPlan.SliceKey) {
         guard let running = jobs.removeValue(forKey: PersonalJobRun.sliceKey(jobID: key.jobID, key.slice)) else { return }
         running.isStopped = true
         running.timer?.cancel()

@@ -8,7 +8,7 @@ import TouchlineCore
 /// Loop-confined to the dispatch's loop, like the client it observes: plain counters, no
 /// locks. The ingest loop asks for a ``snapshot()`` with `execute` when `/metrics` or the stats
 /// are requested (`@unchecked Sendable` only so that hand-off can capture it).
-final class APNsMetrics: @unchecked Sendable {
+package final class APNsMetrics: @unchecked Sendable {
     /// The `app` label: the app whose pools these are (`default`, or one of `apps`).
     let app: String
     /// The `pool` label of the push pool's series (`broadcast` or `personal`).
@@ -24,7 +24,7 @@ final class APNsMetrics: @unchecked Sendable {
     private let credentialsRejected: (@Sendable (String, String) -> Void)?
 
     /// Installs the observer on the connections' loop, ahead of any request handed to it later.
-    init(app: String = AppChannelID.defaultApp, apns: any APNsDispatch, pushPool: String, kind: APNsConnections.Pool, managementPool: String?,
+    package init(app: String = AppChannelID.defaultApp, apns: any APNsDispatch, pushPool: String, kind: APNsConnections.Pool, managementPool: String?,
          credentialsRejected: (@Sendable (String, String) -> Void)? = nil) {
         self.app = app
         self.apns = apns
@@ -54,7 +54,7 @@ final class APNsMetrics: @unchecked Sendable {
                                                  "UnrelatedKeyIdInToken", "BadEnvironmentKeyInToken", "TopicMismatch", "Forbidden"]
 
     /// The figures now (on the dispatch's loop).
-    func snapshot() -> APNsSnapshot {
+    package func snapshot() -> APNsSnapshot {
         var pools: [APNsSnapshot.Pool] = []
         if let stats = apns.poolStats(pushPoolKind) { pools.append(.init(app: app, name: pushPool, stats: stats)) }
         if let managementPool, let stats = apns.poolStats(.management) { pools.append(.init(app: app, name: managementPool, stats: stats)) }
@@ -66,38 +66,38 @@ final class APNsMetrics: @unchecked Sendable {
 }
 
 /// The APNs figures of one loop at one moment, carried to the ingest loop.
-struct APNsSnapshot: Sendable {
-    struct ResponseKey: Hashable, Sendable {
-        var pool: String
+package struct APNsSnapshot: Sendable {
+    package struct ResponseKey: Hashable, Sendable {
+        package var pool: String
         /// The HTTP status, or `none` when no answer came.
-        var status: String
+        package var status: String
         /// APNs' reason (empty on success), or how the request failed without an answer.
-        var reason: String
+        package var reason: String
     }
 
-    struct Pool: Sendable {
+    package struct Pool: Sendable {
         /// The app the pool serves.
-        var app: String
-        var name: String
-        var stats: HTTP2ConnectionPool.Stats
+        package var app: String
+        package var name: String
+        package var stats: HTTP2ConnectionPool.Stats
 
         /// Connected, or still making its first connections without a failure: no back-off under way.
-        var isReady: Bool {
+        package var isReady: Bool {
             stats.readyConnections > 0
                 || stats.slots.contains { $0.connectionState == .connecting && $0.consecutiveFailures == 0 }
         }
     }
 
     /// The app whose requests these are.
-    var app: String
-    var responses: [ResponseKey: Int]
-    var responseTimes: [String: Histogram]
-    var pools: [Pool]
-    var providerTokenIssuedAt: UnixTime
+    package var app: String
+    package var responses: [ResponseKey: Int]
+    package var responseTimes: [String: Histogram]
+    package var pools: [Pool]
+    package var providerTokenIssuedAt: UnixTime
     /// The app's token's counters (the same for every loop: an app has one token).
-    var providerTokenStatistics: ProviderToken.Statistics
+    package var providerTokenStatistics: ProviderToken.Statistics
     /// The end of the token's renewal hold in force, if any (APNs rejects it as expired, clock skew).
-    var providerTokenRenewalHold: UnixTime?
+    package var providerTokenRenewalHold: UnixTime?
     /// Requests this loop's client holds until the token may be renewed.
-    var heldRequests: Int
+    package var heldRequests: Int
 }

@@ -2,6 +2,7 @@ import APNs
 import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineCore
+import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore
 
@@ -115,10 +116,10 @@ struct KickoffAPI: APIFeature {
         let attributesType = try body.required(body.string("attributesType"), "attributesType")
         guard !attributesType.isEmpty else { throw body.invalid("attributesType", "must not be empty (the app's ActivityAttributes type)") }
         let attributes = try body.required(body.object("attributes"), "attributes")
-        try EventBatch.requireWithinLimits(attributes, "attributes")
+        try ContentStateLimits.require(attributes, "attributes")
         let contentState: JSONValue
         if let given = try body.object("contentState") {
-            try EventBatch.requireWithinLimits(given, "contentState")
+            try ContentStateLimits.require(given, "contentState")
             try EventBatch.requireMatchState(given, on: channel.sports, name: "contentState")
             contentState = given
         } else {

@@ -4,8 +4,9 @@ import TouchlineStore
 
 /// The webhook series of `/metrics`, one `endpoint` label per configured endpoint (at most
 /// ``WebhookSettings/maximumEndpoints``, so the cardinality is bounded by the configuration).
-extension OperatorsAPI {
-    func webhookMetricFamilies(_ snapshot: WebhookSnapshot) -> [MetricFamily] {
+extension WebhookSnapshot {
+    package var metricFamilies: [MetricFamily] {
+        let snapshot = self
         var delivered = MetricFamily("touchline_webhook_deliveries_total",
                                      help: "Webhook deliveries answered 2xx, by endpoint (since the start).", kind: .counter)
         var failed = MetricFamily("touchline_webhook_failed_attempts_total",
@@ -28,7 +29,7 @@ extension OperatorsAPI {
 }
 
 /// The webhook figures at one moment, carried to the ingest loop for `/metrics`.
-struct WebhookSnapshot: Sendable {
+package struct WebhookSnapshot: Sendable {
     struct Endpoint: Sendable {
         var name: String
         var counters: WebhookDelivery.Counters

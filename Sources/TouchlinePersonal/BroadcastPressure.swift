@@ -11,21 +11,21 @@ import TouchlineConfiguration
 /// CPU to spare the waits stay in microseconds and a backlog runs at full speed, also during
 /// live matches. This one atomic is a signal, not shared state: no loop's data crosses (the
 /// hand-offs stay `EventLoop.execute`).
-final class BroadcastPressure: Sendable {
+package final class BroadcastPressure: Sendable {
     private let lastPressure = Atomic<UInt64>(0)
     let threshold: Duration
     let window: Duration
 
-    init(threshold: Duration = .milliseconds(1), window: Duration = .seconds(1)) {
+    package init(threshold: Duration = .milliseconds(1), window: Duration = .seconds(1)) {
         self.threshold = threshold
         self.window = window
     }
 
     /// A moment on the broadcast path to measure a wait from.
-    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    package static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     /// Something on the broadcast path started waiting at `start` and got going now (any thread).
-    func observeWait(since start: UInt64) {
+    package func observeWait(since start: UInt64) {
         let now = Self.now()
         if now &- start >= UInt64(threshold.inNanoseconds) { lastPressure.store(now, ordering: .relaxed) }
     }

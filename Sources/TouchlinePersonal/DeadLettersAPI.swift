@@ -11,7 +11,7 @@ import TouchlineStore
 /// `replayed` marks of their dead letters land together or not at all.
 ///
 /// On the ingest loop (`@unchecked Sendable` only so route closures can capture it).
-final class DeadLettersAPI: APIFeature, @unchecked Sendable {
+package final class DeadLettersAPI: APIFeature, @unchecked Sendable {
     private let intake: PersonalJobIntake
     /// This gateway's instance name on a cluster (nil on a gateway of its own): a replay may name
     /// the gateway holding its letters (`gateway`), which must then be this one (the cluster
@@ -21,7 +21,7 @@ final class DeadLettersAPI: APIFeature, @unchecked Sendable {
     /// refused until the first has committed (then the store shows them `replayed`).
     private var beingReplayed: Set<Int64> = []
 
-    init(intake: PersonalJobIntake, instance: String? = nil) {
+    package init(intake: PersonalJobIntake, instance: String? = nil) {
         self.intake = intake
         self.instance = instance
     }
@@ -29,7 +29,7 @@ final class DeadLettersAPI: APIFeature, @unchecked Sendable {
     /// Dead letters one replay takes at most.
     static let maximumReplay = 10_000
 
-    func addRoutes(to router: inout APIRouter) {
+    package func addRoutes(to router: inout APIRouter) {
         let scope = APIScope.admin(purpose: "dead letters")
         router.add(.get, "/v1/deadletters", scope: scope) { [self] call throws(HTTPError) in try listDeadLetters(call.request) }
         router.add(.post, "/v1/deadletters/replay", scope: scope) { [self] call throws(HTTPError) in

@@ -2,6 +2,7 @@ import TouchlineConfiguration
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineWebhooks
 
 /// One personal job on the personal loop: its ``FanOutJob`` and the bookkeeping of its saves.
 ///
@@ -12,7 +13,7 @@ import TouchlineStore
 ///
 /// **Thread confinement:** created and used on the personal loop only; `@unchecked Sendable` so
 /// that store completions can hand it back to that loop.
-final class PersonalJobRun: @unchecked Sendable {
+package final class PersonalJobRun: @unchecked Sendable {
     /// The job's id (dead letters name it).
     let id: String
     /// The run's key among the dispatcher's runs: the job's id, and for a slice of a cluster's
@@ -193,7 +194,7 @@ final class PersonalJobRun: @unchecked Sendable {
     }
 
     /// The webhook event of the dead letters among `operations` (their count by reason), if any.
-    static func deadLettersEvent(of id: String, in operations: [TokenOperation], outbox: WebhookOutbox) -> TokenOperation? {
+    package static func deadLettersEvent(of id: String, in operations: [TokenOperation], outbox: WebhookOutbox) -> TokenOperation? {
         var reasons: [String: Int64] = [:]
         for case .deadLetter(let letter) in operations { reasons[letter.reason, default: 0] += 1 }
         guard !reasons.isEmpty else { return nil }
@@ -204,7 +205,7 @@ final class PersonalJobRun: @unchecked Sendable {
     }
 
     /// The webhook event of a job's end, with its final counts.
-    static func finishedEvent(of id: String, counts: PersonalJobCounts, outbox: WebhookOutbox) -> TokenOperation {
+    package static func finishedEvent(of id: String, counts: PersonalJobCounts, outbox: WebhookOutbox) -> TokenOperation {
         .webhook(outbox.record(.personalJobFinished, [
             .init("jobId", .string(id)), .init("targeted", .integer(counts.targeted)), .init("sent", .integer(counts.sent)),
             .init("failed", .object(counts.failed.sorted { $0.key < $1.key }.map { .init($0.key, .integer($0.value)) })),
@@ -215,7 +216,7 @@ final class PersonalJobRun: @unchecked Sendable {
 
 extension PersonalJobCounts {
     /// A job's counts as stored and shown, from the fan-out's counters.
-    init(_ counters: FanOutCounters) {
+    package init(_ counters: FanOutCounters) {
         self.init(targeted: Int64(counters.targeted), sent: Int64(counters.sent), failed: counters.failedByReason.mapValues(Int64.init),
                   expired: Int64(counters.expired), pending: Int64(counters.pending))
     }

@@ -17,27 +17,27 @@ import TouchlineStore
 /// `idempotency.keyLifetimeSeconds`. Without the header a request behaves as before.
 ///
 /// Loop-confined to the ingest loop, like the service that owns it.
-final class IdempotencyKeys: @unchecked Sendable {
+package final class IdempotencyKeys: @unchecked Sendable {
     let settings: IdempotencySettings
     /// Keys whose request is in the store's hands: a repeat is refused (409) until it has
     /// committed (then the store answers it) or failed (then it runs like a first request).
-    var inFlight: Set<IdempotencyClaim.Slot> = []
+    package var inFlight: Set<IdempotencyClaim.Slot> = []
 
     init(settings: IdempotencySettings) { self.settings = settings }
 }
 
 /// A request's hold on its `Idempotency-Key`: where the key is kept and what the request was.
-struct IdempotencyClaim: Sendable {
-    struct Slot: Hashable, Sendable {
+package struct IdempotencyClaim: Sendable {
+    package struct Slot: Hashable, Sendable {
         /// The API key's identity (``IdempotencyClaim/scope(of:)``).
         var scope: String
         var route: String
         var key: String
     }
 
-    var slot: Slot
+    package var slot: Slot
     /// SHA-256 of the method, target and body.
-    var requestHash: [UInt8]
+    package var requestHash: [UInt8]
 
     /// The record to commit with the request's jobs.
     func record(status: Int, response: JSONValue, at now: UnixTime, lifetime: Duration) -> IdempotencyRecord {
@@ -68,7 +68,7 @@ struct IdempotencyClaim: Sendable {
 
     /// A repeat's answer: the stored one (`status`, `response`) again if the request is the
     /// same as the first (422 if not).
-    static func replay(status: Int, response: [UInt8], sameRequest: Bool, for claim: IdempotencyClaim) throws(HTTPError) -> HTTPResponse {
+    package static func replay(status: Int, response: [UInt8], sameRequest: Bool, for claim: IdempotencyClaim) throws(HTTPError) -> HTTPResponse {
         guard sameRequest else {
             throw HTTPError(status: 422, code: "idempotency_key_reused",
                             message: "Idempotency-Key \"\(claim.slot.key)\" was used for a different request to \(claim.slot.route) (another path or body); use a new key for a new request")
@@ -77,7 +77,7 @@ struct IdempotencyClaim: Sendable {
     }
 
     /// A repeat while the first request is still being answered.
-    static func inUse(_ claim: IdempotencyClaim) -> HTTPError {
+    package static func inUse(_ claim: IdempotencyClaim) -> HTTPError {
         HTTPError(status: 409, code: "idempotency_key_in_use",
                   message: "a request with Idempotency-Key \"\(claim.slot.key)\" is still being processed; retry once it has been answered",
                   headers: [("Retry-After", "1")])

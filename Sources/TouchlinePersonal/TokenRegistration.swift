@@ -6,7 +6,7 @@ import TouchlineStore
 
 /// What a token registration may hold, checked once for every route that takes tokens, user
 /// ids or follows (the registry, personal audiences, kickoffs) and for the personal queue.
-enum TokenRegistration {
+package enum TokenRegistration {
     /// Registrations per `POST /v1/tokens/batch` at most: about 1.3 MB of JSON, one commit.
     static let maximumBatchSize = 10_000
     static let fields: Set<JSONMemberName> = ["token", "kind", "channelId", "userId", "follows", "environment"]
@@ -84,7 +84,7 @@ enum TokenRegistration {
 
     /// A topic a token follows: 1 to 128 bytes without control, format or separator characters,
     /// like "team:ARS".
-    static func validFollow(_ text: String, field: String, in body: RequestBody) throws(HTTPError) -> String {
+    package static func validFollow(_ text: String, field: String, in body: RequestBody) throws(HTTPError) -> String {
         let rule = "must hold strings of 1 to 128 bytes without \(refusedCharacters), like \"team:ARS\" or \"channel:match-1\""
         guard (1...128).contains(text.utf8.count) else { throw body.invalid(field, rule) }
         if let problem = IdentifierCharacters.problem(in: text) { throw body.invalid(field, "\(rule); one \(problem)") }

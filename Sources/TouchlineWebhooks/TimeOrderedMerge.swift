@@ -4,9 +4,9 @@
 /// nothing a later page needs is skipped. `GET /v1/events` merges a gateway's two store files
 /// with it (``EventsCursor``), and on a cluster every outbox and every gateway's dead letters
 /// (``ClusterCursor``).
-enum TimeOrderedMerge {
+package enum TimeOrderedMerge {
     /// At most `limit` items, and the last item taken from each source (the reader's new position there).
-    static func merge<Source: Hashable & Comparable, Item, Time: Comparable>(_ pages: [Source: [Item]], limit: Int,
+    package static func merge<Source: Hashable & Comparable, Item, Time: Comparable>(_ pages: [Source: [Item]], limit: Int,
                                                                              time: (Item) -> Time) -> (items: [Item], last: [Source: Item]) {
         var heads = pages.mapValues { $0[...] }
         var items: [Item] = []

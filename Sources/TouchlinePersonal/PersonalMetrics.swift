@@ -37,18 +37,18 @@ final class PersonalMetrics: @unchecked Sendable {
 }
 
 /// The personal queue's figures at one moment, carried to the ingest loop.
-struct PersonalSnapshot: Sendable {
+package struct PersonalSnapshot: Sendable {
     /// Jobs with a run here (a cluster's job counts once, however many of its slices run here).
-    var jobsRunning: Int
+    package var jobsRunning: Int
     /// On a cluster: slices of the cluster's jobs running here, and started here since the start.
-    var slicesRunning = 0
-    var slicesStarted = 0
+    package var slicesRunning = 0
+    package var slicesStarted = 0
     /// Targets fetched from the audience that have not ended yet, over the running jobs.
-    var targetsPending: Int
-    var inFlight: Int
-    var tokensDeactivated: Int
-    var deadLetters: [String: Int]
-    var retries: Int
-    var startsLeftOut: Int
-    var apns: APNsSnapshot
+    package var targetsPending: Int
+    package var inFlight: Int
+    package var tokensDeactivated: Int
+    package var deadLetters: [String: Int]
+    package var retries: Int
+    package var startsLeftOut: Int
+    package var apns: APNsSnapshot
 }

@@ -11,7 +11,7 @@ import TouchlineStore
 /// its own file (stored before it joined) still run in its queues. The intake stores through
 /// it (on the ingest loop); the queues save slices and look scheduled starts up through it (on
 /// the personal loop).
-protocol PersonalJobBoard: AnyObject, Sendable {
+package protocol PersonalJobBoard: AnyObject, Sendable {
     // MARK: The intake's side (ingest loop)
 
     /// Whether a request's `Idempotency-Key` names its jobs (``IdempotencyClaim/jobID(index:)``):
@@ -58,7 +58,7 @@ protocol PersonalJobBoard: AnyObject, Sendable {
 }
 
 /// A job's progress on a board: the answer of `GET /v1/personal/{job}`.
-struct PersonalJobView: Sendable {
+package struct PersonalJobView: Sendable {
     var status: PersonalJobStatus
     var counts: PersonalJobCounts
     /// Nil once the job is finished (its slices' keys are gone).
@@ -68,50 +68,65 @@ struct PersonalJobView: Sendable {
     var withdrawn = false
 
     /// How many of a job's slices are finished.
-    struct SliceProgress: Sendable {
+    package struct SliceProgress: Sendable {
         var finished: Int
         var total: Int
+
+        package init(finished: Int, total: Int) {
+            self.finished = finished
+            self.total = total
+        }
+    }
+
+    package init(status: PersonalJobStatus, counts: PersonalJobCounts, slices: SliceProgress? = nil, startAt: UnixTime? = nil, withdrawn: Bool = false) {
+        self.status = status
+        self.counts = counts
+        self.slices = slices
+        self.startAt = startAt
+        self.withdrawn = withdrawn
     }
 }
 
 /// A gateway on its own: every job in its personal file, run by its app's queue; nothing is
 /// kept beyond the queues, so every question about the board's own jobs finds none.
-final class OwnJobs: PersonalJobBoard {
-    var namesJobsByKey: Bool { false }
+package final class OwnJobs: PersonalJobBoard {
+    package init() {}
 
-    func storeRolloverStarts(_ jobs: [PersonalJobRecord], through intake: PersonalJobIntake, completion: @escaping @Sendable (Bool) -> Void) {
+    package var namesJobsByKey: Bool { false }
+
+    package func storeRolloverStarts(_ jobs: [PersonalJobRecord], through intake: PersonalJobIntake, completion: @escaping @Sendable (Bool) -> Void) {
         intake.storeRolloverStartsInFile(jobs, completion: completion)
     }
 
-    func store(_ jobs: [PersonalJobRecord], then operations: [TokenOperation], through intake: PersonalJobIntake, for request: HTTPRequest,
+    package func store(_ jobs: [PersonalJobRecord], then operations: [TokenOperation], through intake: PersonalJobIntake, for request: HTTPRequest,
                answer: JSONValue, idempotency claim: IdempotencyClaim?, settled: (@Sendable (_ stored: Bool) -> Void)?) {
         intake.commitToFile(jobs, with: operations, for: request, answer: answer, idempotency: claim, settled: settled)
     }
 
-    func progress(of jobID: String, answerLoop: EventLoop, completion: @escaping @Sendable (PersonalJobView?, String?) -> Void) {
+    package func progress(of jobID: String, answerLoop: EventLoop, completion: @escaping @Sendable (PersonalJobView?, String?) -> Void) {
         completion(nil, nil)
     }
 
-    var slicesStarted: Int { 0 }
+    package var slicesStarted: Int { 0 }
 
     /// No slice runs on a gateway on its own: nothing to save.
-    func save(_ key: SharedJobPlan.SliceKey, checkpoint: FanOutCheckpoint, isFinished: Bool, writes: [TokenOperation],
+    package func save(_ key: SharedJobPlan.SliceKey, checkpoint: FanOutCheckpoint, isFinished: Bool, writes: [TokenOperation],
               completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
         completion(.success(0))
     }
 
-    func sliceRunEnded(_ key: SharedJobPlan.SliceKey) {}
-    func cancelKickoffs(into apnsChannelID: String) {}
-    func announceStarts(into apnsChannelID: String) {}
+    package func sliceRunEnded(_ key: SharedJobPlan.SliceKey) {}
+    package func cancelKickoffs(into apnsChannelID: String) {}
+    package func announceStarts(into apnsChannelID: String) {}
 
-    func cancelScheduled(_ jobID: String, into apnsChannelID: String, answer: @escaping @Sendable (PersonalDispatcher.Cancellation) -> Void) -> Bool {
+    package func cancelScheduled(_ jobID: String, into apnsChannelID: String, answer: @escaping @Sendable (PersonalDispatcher.Cancellation) -> Void) -> Bool {
         false
     }
 
-    func moveScheduledStarts(from previous: String, to successor: String, completion: @escaping @Sendable (Bool) -> Void) {
+    package func moveScheduledStarts(from previous: String, to successor: String, completion: @escaping @Sendable (Bool) -> Void) {
         completion(true)
     }
 
-    func scheduledStarts(into apnsChannelID: String) -> [PersonalJobRecord] { [] }
-    func stop() {}
+    package func scheduledStarts(into apnsChannelID: String) -> [PersonalJobRecord] { [] }
+    package func stop() {}
 }

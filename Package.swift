@@ -13,7 +13,10 @@ import PackageDescription
 /// - `NATS`: the NATS C client for the loops (JetStream publishes, ordered consumers, streams);
 /// - `HTTP2`: nghttp2 client and server sessions on top of the runtime;
 /// - `APNs`: provider tokens, typed APNs requests and errors, connection pools;
-/// - `Touchline`: the gateway (provider API, channels, personal queue), on the modules above;
+/// - the gateway's own modules, in layers: `TouchlineConfiguration` (its settings),
+///   `TouchlineAccess` (the provider API's door), `TouchlineWebhooks`, `TouchlinePersonal`
+///   (tokens and the personal queue), and `Touchline` (channels, cluster, operators, and the
+///   assembly), each on the ones before it (`ProductGraphTests`);
 /// - `TouchlineTesting`: in-memory stores and APNs dispatch for tests, held to the contract tests
 ///   that SQLite passes (`StoreContractTests`); `ChildProcesses`: the programs the tests and the
 ///   load tool run beside themselves, started with `posix_spawn`;

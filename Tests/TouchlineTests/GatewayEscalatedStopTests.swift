@@ -89,7 +89,7 @@ struct GatewayEscalatedStopTests {
         #expect(try GatewayTestClient(port: port, key: GatewayFixture.adminKey).request("GET", "/healthz").status == 200)
         await DedicatedThread.run(name: "gateway-release") { held.withLock { $0 = nil } }
         // Nothing listens any more: the connection itself is refused.
-        let refused = #expect(throws: LoopbackSocket.Failure.self) {
+        let refused = #expect(throws: GatewayTestClient.Failure.self) {
             try GatewayTestClient(port: port, key: GatewayFixture.adminKey).request("GET", "/healthz")
         }
         #expect(refused?.description.contains("Connection refused") == true, "\(String(describing: refused))")

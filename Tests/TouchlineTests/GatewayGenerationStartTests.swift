@@ -76,8 +76,15 @@ struct GatewayGenerationStartTests {
         #expect(progress?.integer("targeted") == 0, "\(String(describing: progress))")
         // The personal loop's figures reach /metrics with its next published snapshot, which may
         // come after the job's end is readable.
-        try await eventually("the four devices left out in /metrics") {
-            (try? second.admin.request("GET", "/metrics").text)?.contains(#"touchline_personal_starts_left_out_total{app="default"} 4"#) == true
+        var shown: [String] = []
+        do {
+            try await eventually("the four devices left out in /metrics") {
+                shown = (try? second.admin.request("GET", "/metrics").text)?.split(separator: "\n").map(String.init)
+                    .filter { $0.hasPrefix("touchline_personal_starts_left_out_total") } ?? []
+                return shown.contains(#"touchline_personal_starts_left_out_total{app="default"} 4"#)
+            }
+        } catch {
+            Issue.record("\(error); /metrics showed \(shown)")
         }
     }
 

@@ -22,12 +22,7 @@ final class BackendClient: Sendable {
     }
 
     func collect(_ count: Int, from subject: String, start: JetStream.DeliveryStart) async throws -> [NATSMessage] {
-        let received = Mailbox<NATSMessage>()
-        let subscription = try jetStream.subscribeOrdered(to: subject, from: start, loop: loop) { received.put($0) }
-        defer { subscription.cancel() }
-        var messages: [NATSMessage] = []
-        for _ in 0..<count { messages.append(try await received.take(timeout: .seconds(10))) }
-        return messages
+        try await jetStream.collect(count, from: subject, start: start, on: loop)
     }
 
     /// A purge sent on the loop, its answer awaited.
@@ -41,4 +36,17 @@ final class BackendClient: Sendable {
 
 extension NATSMessage {
     var text: String { String(decoding: payload, as: UTF8.self) }
+}
+
+extension JetStreamClient {
+    /// The first `count` messages on `subject` from `start`, delivered in order on `loop`
+    /// (each within 10 s).
+    func collect(_ count: Int, from subject: String, start: JetStream.DeliveryStart, on loop: EventLoop) async throws -> [NATSMessage] {
+        let received = Mailbox<NATSMessage>()
+        let subscription = try subscribeOrdered(to: subject, from: start, loop: loop) { received.put($0) }
+        defer { subscription.cancel() }
+        var messages: [NATSMessage] = []
+        for _ in 0..<count { messages.append(try await received.take(timeout: .seconds(10))) }
+        return messages
+    }
 }

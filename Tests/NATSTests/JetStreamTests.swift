@@ -197,12 +197,7 @@ private final class Client: Sendable {
     }
 
     func collect(_ count: Int, from subject: String, start: JetStream.DeliveryStart) async throws -> [NATSMessage] {
-        let received = Mailbox<NATSMessage>()
-        let subscription = try jetStream.subscribeOrdered(to: subject, from: start, loop: loop) { received.put($0) }
-        defer { subscription.cancel() }
-        var messages: [NATSMessage] = []
-        for _ in 0..<count { messages.append(try await received.take(timeout: .seconds(10))) }
-        return messages
+        try await jetStream.collect(count, from: subject, start: start, on: loop)
     }
 }
 

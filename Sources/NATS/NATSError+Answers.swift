@@ -20,12 +20,12 @@ extension NATSError {
 
     /// A publish to a subject no stream stores: nobody answers it.
     public static func noResponders(operation: String) -> NATSError {
-        NATSError(status: NATS_NO_RESPONDERS.rawValue, operation: operation, detail: String(cString: natsStatus_GetText(NATS_NO_RESPONDERS)))
+        clientStatus(NATS_NO_RESPONDERS, operation: operation)
     }
 
     /// A call the cluster did not answer in time (no quorum, a lost server): the outcome is unknown.
     public static func timeout(operation: String) -> NATSError {
-        NATSError(status: NATS_TIMEOUT.rawValue, operation: operation, detail: String(cString: natsStatus_GetText(NATS_TIMEOUT)))
+        clientStatus(NATS_TIMEOUT, operation: operation)
     }
 
     /// A publish the stream refuses for its size limits (`maximumBytes`, `maximumMessageSize`).
@@ -41,11 +41,16 @@ extension NATSError {
 
     /// A message larger than the servers' `max_payload`: the client refuses to send it.
     public static func payloadTooLarge(operation: String) -> NATSError {
-        NATSError(status: NATS_MAX_PAYLOAD.rawValue, operation: operation, detail: String(cString: natsStatus_GetText(NATS_MAX_PAYLOAD)))
+        clientStatus(NATS_MAX_PAYLOAD, operation: operation)
     }
 
     /// A call on a closed connection.
     public static func connectionClosed(operation: String) -> NATSError {
-        NATSError(status: NATS_CONNECTION_CLOSED.rawValue, operation: operation, detail: String(cString: natsStatus_GetText(NATS_CONNECTION_CLOSED)))
+        clientStatus(NATS_CONNECTION_CLOSED, operation: operation)
+    }
+
+    /// A failure the C client reports by its status alone, described by the client's own text.
+    private static func clientStatus(_ status: natsStatus, operation: String) -> NATSError {
+        NATSError(status: status.rawValue, operation: operation, detail: String(cString: natsStatus_GetText(status)))
     }
 }

@@ -81,11 +81,15 @@ let package = Package(
                                                          "TouchlineStore", "TouchlineWebhooks"]),
         // The dashboard's page, script and style are real files, compiled into the binary as bytes
         // (`PackageResources`), so the gateway stays one file to deploy.
-        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
+        // A channel's service: the shell that performs its machine's actions (stores, APNs,
+        // timers), the broadcast dispatcher, recordings, exports and replays, the live feed.
+        .target(name: "TouchlineChannels", dependencies: ["TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration", "TouchlineCore",
+                                                         "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs", "Measurements"]),
+        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineChannels", "TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
                                                  "APNsMock", "Measurements", "NATS", "TouchlineJetStream"],
                 resources: [.embedInCode("Dashboard/dashboard.html"), .embedInCode("Dashboard/dashboard.js"),
                             .embedInCode("Dashboard/dashboard.css")]),
-        .executableTarget(name: "touchline", dependencies: ["CommandLineOptions", "Touchline", "APNs", "APNsMock", "TouchlineRuntime"]),
+        .executableTarget(name: "touchline", dependencies: ["CommandLineOptions", "Touchline", "TouchlineChannels", "APNs", "APNsMock", "TouchlineRuntime"]),
         // In-memory stores and APNs dispatch for tests, held to the same contract tests as SQLite
         // (`StoreContractTests`), and the in-memory NATS JetStream cluster, held to the same
         // contract tests as nats-server (`JetStreamContractTests`); never linked into an
@@ -136,7 +140,7 @@ let package = Package(
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
         .testTarget(name: "LoadScenarioTests", dependencies: ["TestSlots", "LoadKit", "Measurements", "ChildProcesses"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSlots", "ChildProcesses"]),
-        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineAccess", "TouchlineConfiguration", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses", "TouchlinePersonal"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineAccess", "TouchlineConfiguration", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses", "TouchlinePersonal", "TouchlineChannels"]),
     ],
     swiftLanguageModes: [.v6]
 )

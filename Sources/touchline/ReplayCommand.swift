@@ -1,6 +1,7 @@
 import CommandLineOptions
 import Foundation
 import Touchline
+import TouchlineChannels
 
 /// `touchline replay FEED.jsonl`: runs a recorded feed through the real engine in virtual time
 /// with a policy to try and prints the pushes it would make (``Replay``); nothing is sent.

@@ -75,6 +75,7 @@ import TestSlots
         ["TouchlineAccess"],
         ["TouchlineWebhooks"],
         ["TouchlinePersonal"],
+        ["TouchlineChannels"],
         ["Touchline"],
     ]
     /// What the gateway is built on (the core, the runtime, stores, protocols, clients).

@@ -4,6 +4,7 @@ import NATSServers
 import Testing
 import TestSlots
 @testable import Touchline
+@testable import TouchlineChannels
 import TouchlineCore
 
 /// Feed recordings on a cluster: a recording channel's events, posted through both gateways,

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 import TestSlots
 import Touchline
+import TouchlineChannels
 import TouchlineCore
 
 /// Development mode is explicit: without Apple credentials the gateway refuses to start, and in

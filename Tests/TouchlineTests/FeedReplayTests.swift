@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Touchline
+@testable import TouchlineChannels
 import TouchlineCore
 
 /// `touchline replay`'s core: a recorded feed read line by line (each problem naming its line),

@@ -1,5 +1,6 @@
 import Testing
 @testable import Touchline
+@testable import TouchlineChannels
 @testable import TouchlineCore
 
 /// The bookkeeping behind the ingest-to-APNs latency and the push history.

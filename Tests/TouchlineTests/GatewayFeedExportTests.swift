@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import TestSlots
 @testable import Touchline
+@testable import TouchlineChannels
 import TouchlineCore
 import TouchlineStore
 import TouchlineTesting

@@ -1,6 +1,7 @@
 import Foundation
 import NATS
 import TouchlineConfiguration
+import TouchlineChannels
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime

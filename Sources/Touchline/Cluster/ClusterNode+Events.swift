@@ -1,4 +1,5 @@
 import NATS
+import TouchlineChannels
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime

@@ -1,5 +1,6 @@
 import NATS
 import TouchlineAccess
+import TouchlineChannels
 import TouchlineCore
 import TouchlineRuntime
 

@@ -3,6 +3,7 @@ import NATS
 import Synchronization
 import TouchlineAccess
 import TouchlineConfiguration
+import TouchlineChannels
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime

@@ -1,5 +1,6 @@
 import Foundation
 import NATS
+import TouchlineChannels
 import TouchlineCore
 import TouchlineRuntime
 

@@ -1,4 +1,5 @@
 import Synchronization
+import TouchlineChannels
 import TouchlineCore
 import TouchlineJetStream
 import TouchlinePersonal

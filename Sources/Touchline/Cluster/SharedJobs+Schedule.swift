@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TouchlineChannels
 import TouchlineCore
 import TouchlineJetStream
 import TouchlinePersonal

@@ -1,4 +1,5 @@
 import Foundation
+import TouchlineChannels
 import TouchlineCore
 import TouchlineJetStream
 import TouchlinePersonal

@@ -1,4 +1,5 @@
 import TouchlineAccess
+import TouchlineChannels
 import TouchlineCore
 import TouchlineRuntime
 
@@ -33,8 +34,8 @@ struct DashboardAPI: APIFeature {
         let key = try call.caller.requiredKey()
         let channelID = request.target.queryValue("channel")
         if let channelID { try APIAccess.require(key, covers: channelID) }
-        let stream = service.eventStream ?? LiveFeed(service: service, operators: operators)
-        service.eventStream = stream
+        let stream = service.changeWatcher as? LiveFeed ?? LiveFeed(service: service, operators: operators)
+        service.changeWatcher = stream
         try stream.connect(request, key: key, channelID: channelID)
     }
 }

@@ -1,5 +1,6 @@
 import TouchlineAccess
 import TouchlineConfiguration
+import TouchlineChannels
 import TouchlineCore
 import TouchlineRuntime
 
@@ -16,7 +17,7 @@ import TouchlineRuntime
 ///
 /// Confined to the ingest loop with the ``ChannelService`` it reads (`@unchecked Sendable` only
 /// so loop jobs can capture it).
-final class LiveFeed: @unchecked Sendable {
+final class LiveFeed: ChannelChangeWatcher, @unchecked Sendable {
     /// More clients are refused (503), so a dashboard left open in many tabs cannot make every
     /// snapshot cost more than the ingest loop can spare.
     static let maxClients = 32

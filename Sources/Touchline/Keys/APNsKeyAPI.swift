@@ -1,4 +1,5 @@
 import TouchlineAccess
+import TouchlineChannels
 import TouchlineCore
 import TouchlineRuntime
 

@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import Synchronization
 import TouchlineConfiguration
+import TouchlineChannels
 import TouchlineCore
 import TouchlineRuntime
 

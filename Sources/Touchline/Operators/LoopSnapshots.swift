@@ -1,5 +1,6 @@
 import APNs
 import TouchlineConfiguration
+import TouchlineChannels
 import TouchlineCore
 import TouchlinePersonal
 import TouchlineStore

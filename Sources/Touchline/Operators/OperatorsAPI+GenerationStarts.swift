@@ -1,3 +1,4 @@
+import TouchlineChannels
 import TouchlineCore
 
 /// The figures of "one start per device and generation" (docs/personal-pushes.md) for `/metrics`.

@@ -1,3 +1,4 @@
+import TouchlineChannels
 import TouchlineCore
 
 /// The per-key limits' figures for `/metrics` (docs/metrics.md; the limits: docs/reliability.md,

@@ -1,3 +1,4 @@
+import TouchlineChannels
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore

@@ -1,3 +1,4 @@
+import TouchlineChannels
 import TouchlineCore
 
 /// What operators see of feed exports, recordings and shadow channels on `/metrics`: the export

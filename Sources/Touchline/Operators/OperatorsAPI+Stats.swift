@@ -1,6 +1,7 @@
 import APNs
 import TouchlineAccess
 import TouchlineConfiguration
+import TouchlineChannels
 import TouchlineCore
 import TouchlinePersonal
 import TouchlineRuntime

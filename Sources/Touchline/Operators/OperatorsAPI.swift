@@ -1,5 +1,6 @@
 import TouchlineAccess
 import TouchlineConfiguration
+import TouchlineChannels
 import TouchlineCore
 import TouchlinePersonal
 import TouchlineRuntime

@@ -1,3 +1,4 @@
+import TouchlineChannels
 import APNsMock
 import Foundation
 import TouchlineConfiguration

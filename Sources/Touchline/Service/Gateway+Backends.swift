@@ -2,6 +2,7 @@ import APNs
 import NATS
 import Synchronization
 import TouchlineConfiguration
+import TouchlineChannels
 import TouchlineCore
 import TouchlineJetStream
 import TouchlinePersonal

@@ -4,6 +4,7 @@ import Foundation
 import Synchronization
 import TouchlineAccess
 import TouchlineConfiguration
+import TouchlineChannels
 import TouchlineCore
 import TouchlineJetStream
 import TouchlinePersonal

@@ -1,5 +1,6 @@
 import Synchronization
 import TouchlineAccess
+import TouchlineChannels
 import TouchlineCore
 import TouchlineJetStream
 import TouchlinePersonal

@@ -1,5 +1,6 @@
 import APNsMock
 import TouchlineConfiguration
+import TouchlineChannels
 import TouchlineCore
 import TouchlinePersonal
 import TouchlineRuntime

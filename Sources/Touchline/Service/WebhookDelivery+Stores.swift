@@ -1,4 +1,5 @@
 import TouchlineConfiguration
+import TouchlineChannels
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore

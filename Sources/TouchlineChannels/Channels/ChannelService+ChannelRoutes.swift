@@ -11,7 +11,7 @@ import TouchlineStore
 extension ChannelService: APIFeature {
     /// The channel routes: create, list, show, delete, events, end; each under `/v1` for the
     /// `default` app and under `/v1/apps/{app}` for any served app.
-    func addRoutes(to router: inout APIRouter) {
+    package func addRoutes(to router: inout APIRouter) {
         for base in APIAccess.appRouteBases {
             router.add(.post, "\(base)/channels", scope: .anyKey) { [self] call throws(HTTPError) in try create(call) }
             router.add(.get, "\(base)/channels", scope: .anyKey) { [self] call throws(HTTPError) in try list(call) }
@@ -36,7 +36,7 @@ extension ChannelService: APIFeature {
 
     /// The channel of a ``APIScope/channel(parameter:)`` route (its key is already checked), in
     /// the path's app: 404 for an unknown id.
-    func channel(_ call: APICall, parameter: String = "id") throws(HTTPError) -> Channel {
+    package func channel(_ call: APICall, parameter: String = "id") throws(HTTPError) -> Channel {
         let id = try call.parameters.string(parameter)
         guard !id.contains("/"), let channel = channels[AppChannelID.qualified(id, app: call.app)] else {
             throw HTTPError(status: 404, code: "channel_not_found", message: "no channel with id '\(id)'")

@@ -91,7 +91,7 @@ extension ChannelService {
                 }
             }
         }
-        if isCurrent { eventStream?.channelChanged() }
+        if isCurrent { changeWatcher?.channelChanged() }
     }
 
     /// A write whose commit failed: nothing of it was applied; every request gets the failure.

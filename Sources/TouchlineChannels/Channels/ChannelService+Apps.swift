@@ -7,21 +7,27 @@ import TouchlinePersonal
 extension ChannelService {
     /// What the channels of an app need: where their broadcasts and channel management go, where
     /// their kickoffs run, and the policy of those created without one.
-    struct AppChannels: Sendable {
-        let dispatcher: BroadcastDispatcher
-        let personal: PersonalDispatcher
+    package struct AppChannels: Sendable {
+        package let dispatcher: BroadcastDispatcher
+        package let personal: PersonalDispatcher
         let defaultPolicy: ChannelPolicy
+
+        package init(dispatcher: BroadcastDispatcher, personal: PersonalDispatcher, defaultPolicy: ChannelPolicy) {
+            self.dispatcher = dispatcher
+            self.personal = personal
+            self.defaultPolicy = defaultPolicy
+        }
     }
 
     /// Every app served, `default` included.
-    var servedApps: Set<String> { Set(apps.names) }
+    package var servedApps: Set<String> { Set(apps.names) }
 
     /// Whether `app` is configured here.
     func serves(app: String) -> Bool { apps.contains(app) }
 
     /// The dispatcher of `app`'s channels. Only channels of served apps are loaded or created,
     /// so another app never reaches the `default` app's connections.
-    func dispatcher(ofApp app: String) -> BroadcastDispatcher { apps[app].dispatcher }
+    package func dispatcher(ofApp app: String) -> BroadcastDispatcher { apps[app].dispatcher }
 
     /// The dispatcher of `channel`'s app.
     func dispatcher(of channel: Channel) -> BroadcastDispatcher { dispatcher(ofApp: channel.app) }

@@ -12,23 +12,23 @@ import TouchlineWebhooks
 /// Everything here runs on the ingest loop (`@unchecked Sendable` only so loop jobs can capture
 /// it). Store completions arrive on the writer's thread and hop back with `execute`; APNs
 /// answers come back through ``BroadcastDispatcher``. The provider API is in `ChannelService+ChannelRoutes.swift`.
-final class ChannelService: @unchecked Sendable {
-    let loop: EventLoop
+package final class ChannelService: @unchecked Sendable {
+    package let loop: EventLoop
     /// Channels and their events.
-    let store: any ChannelStoreWriter
+    package let store: any ChannelStoreWriter
     /// Told how long commits and broadcasts wait, so that the personal queue yields when they wait long.
     let broadcastPressure: BroadcastPressure
     /// Each served app's dispatcher, personal queue and default policy, by name (`default`
     /// included); ``dispatcher(of:)`` and ``personal(of:)`` pick a channel's.
-    let apps: PerApp<AppChannels>
+    package let apps: PerApp<AppChannels>
     /// The alert mode of channels created without `alerts` (`alerts.mode`).
     let defaultAlertMode: AlertMode
     /// Whether this gateway acts for a channel now: always on its own, per partition lease in a
     /// cluster (asked before every push).
     let ownership: any ChannelOwnership
-    let clock: any WallClock
+    package let clock: any WallClock
     let log: GatewayLog
-    var channels: [String: Channel] = [:]
+    package var channels: [String: Channel] = [:]
     /// Set at shutdown: no more pushes, timers or deletions; what is pending stays in the
     /// snapshots (a push in flight is saved as pending) and goes out after the next start.
     private(set) var isStopping = false
@@ -36,32 +36,32 @@ final class ChannelService: @unchecked Sendable {
     /// (503) meanwhile, so their fresh APNs channels are never taken for orphans.
     var reconcilingApps: Set<String> = []
     /// Counters of the ingest loop not kept by the channels themselves.
-    var metrics: IngestMetrics
+    package var metrics: IngestMetrics
     /// Channels whose fire-and-forget save failed, saved again by a timer once the store takes
     /// writes (see `ChannelService+Saves.swift`).
     var channelsNeedingSave: [String: Channel] = [:]
     var saveRetryTimer: LoopTimer?
-    /// The dashboard's live feed, made by the first `GET /v1/stream`; the HTTP server ends its
-    /// streams at shutdown.
-    var eventStream: LiveFeed?
+    /// Who is told when a channel changes: the dashboard's live feed, made by the first
+    /// `GET /v1/stream` (the HTTP server ends its streams at shutdown).
+    package var changeWatcher: (any ChannelChangeWatcher)?
     /// Where recording channels keep their feeds (the export reads them; a restore counts them).
     let recordings: any FeedRecordings
     /// The feed exports running, bounded in the gateway and per key (``FeedExports``).
-    let exports: FeedExports
+    package let exports: FeedExports
     /// The disk recordings and shadow channels hold, per key and in all, against their quotas.
-    var recordingLedger: RecordingLedger
+    package var recordingLedger: RecordingLedger
     /// Stores a rollover's start jobs in the personal queue and runs them (the job intake's
     /// ``PersonalJobIntake/storeRolloverStarts(_:completion:)``: this gateway's file, or the
     /// cluster's job bucket); set once at start.
-    var audienceStarter: (([PersonalJobRecord], @escaping @Sendable (Bool) -> Void) -> Void)?
+    package var audienceStarter: (([PersonalJobRecord], @escaping @Sendable (Bool) -> Void) -> Void)?
     /// What each API key may still hold and ask for (``KeyLimits``): its channels, its
     /// kickoffs and rollovers, and the rollover interval of every channel.
-    var keyQuotas: KeyQuotas
+    package var keyQuotas: KeyQuotas
     /// Webhook delivery (its own loop); nil in a gateway built without one. Channel facts are
     /// recorded with `webhooks.outbox` in the batches that change the channel.
-    let webhooks: WebhookDelivery?
+    package let webhooks: WebhookDelivery?
 
-    init(loop: EventLoop, store: any ChannelStoreWriter, broadcastPressure: BroadcastPressure,
+    package init(loop: EventLoop, store: any ChannelStoreWriter, broadcastPressure: BroadcastPressure,
          apps: PerApp<AppChannels>, webhooks: WebhookDelivery? = nil, ownership: any ChannelOwnership = AllChannels(),
          recordings: any FeedRecordings, configuration: GatewayConfiguration, clock: any WallClock,
          log: GatewayLog) {
@@ -86,7 +86,7 @@ final class ChannelService: @unchecked Sendable {
     /// Loads every channel from the store and resumes the live ones (sends what was pending,
     /// arms timers, finishes deletions that were due). `resumePersonalJobs` gets the APNs ids of
     /// the open channels once they are loaded and before any deletion closes a channel's kickoffs.
-    func restore(from reader: any ChannelStoreReader, resumePersonalJobs: (_ openChannels: Set<String>) -> Void) throws {
+    package func restore(from reader: any ChannelStoreReader, resumePersonalJobs: (_ openChannels: Set<String>) -> Void) throws {
         let restored = try load(from: reader, recordingSizes: try recordings.sizes(of: reader) { _ in true }) { _ in true }
         // Queued on the personal loop before the API can hand it a new job, and before any
         // deletion below closes a channel's kickoffs.
@@ -101,7 +101,7 @@ final class ChannelService: @unchecked Sendable {
     /// lost are created again: adopting orphans needs every partition's channels (see
     /// docs/cluster.md). `recordingSizes` are what their recordings hold, read beforehand off
     /// the loop (``FeedRecordings/sizes(of:where:)``).
-    func takeUp(from reader: any ChannelStoreReader, recordingSizes: [String: RecordingSize], where belongs: (String) -> Bool) throws {
+    package func takeUp(from reader: any ChannelStoreReader, recordingSizes: [String: RecordingSize], where belongs: (String) -> Bool) throws {
         let restored = try load(from: reader, recordingSizes: recordingSizes, where: belongs)
         for channel in restored where channel.status == .active {
             guard let apnsID = channel.apnsChannelID else { continue }
@@ -117,7 +117,7 @@ final class ChannelService: @unchecked Sendable {
     /// timers stop and answers still coming for them are dropped. What they had not sent stays
     /// in the store for the next owner; requests waiting on them get 503 (retry: it reaches the
     /// next owner).
-    func letGo(where belongs: (String) -> Bool) {
+    package func letGo(where belongs: (String) -> Bool) {
         for (id, channel) in channels where belongs(id) {
             channel.cancelTimers()
             channels[id] = nil
@@ -128,7 +128,7 @@ final class ChannelService: @unchecked Sendable {
                                           headers: [("Retry-After", "1")]).response)
             }
         }
-        eventStream?.channelChanged()
+        changeWatcher?.channelChanged()
     }
 
     /// A channel of an app not configured here is left in the store, never loaded: it has no
@@ -178,7 +178,7 @@ final class ChannelService: @unchecked Sendable {
     }
 
     /// Stops sending and cancels every timer (shutdown).
-    func stop() {
+    package func stop() {
         isStopping = true
         let now = clock.now()
         for channel in channels.values { stop(channel, now: now) }

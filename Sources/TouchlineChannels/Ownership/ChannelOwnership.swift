@@ -7,7 +7,7 @@ import TouchlineCore
 /// it acts for the channels of the partitions whose leases it holds, and asks before every push,
 /// since a lease can lapse between two inputs (docs/cluster.md, "Partition leases"). Used on the
 /// ingest loop.
-protocol ChannelOwnership: AnyObject {
+package protocol ChannelOwnership: AnyObject {
     func actsFor(_ channelID: String) -> Bool
     /// The fence of the lease this gateway acts for the channel under now; nil on a gateway on
     /// its own (no lease) or when it does not act for it. Pushes carry it (``ChannelMachine``).
@@ -15,7 +15,9 @@ protocol ChannelOwnership: AnyObject {
 }
 
 /// A gateway on its own: every channel is its own, with no lease to fence.
-final class AllChannels: ChannelOwnership, Sendable {
-    func actsFor(_ channelID: String) -> Bool { true }
-    func fence(for channelID: String) -> Fence? { nil }
+package final class AllChannels: ChannelOwnership, Sendable {
+    package init() {}
+
+    package func actsFor(_ channelID: String) -> Bool { true }
+    package func fence(for channelID: String) -> Fence? { nil }
 }

@@ -2,13 +2,13 @@ import TouchlineCore
 
 /// The ingest loop's own counters: what the channels' engines and activity do not already count.
 /// Plain values, confined to the ingest loop with ``ChannelService``.
-struct IngestMetrics {
+package struct IngestMetrics {
     /// Event requests refused, by the API error code (`invalid_event`, `payload_too_large`...).
-    var rejectedEvents: [String: Int] = [:]
+    package var rejectedEvents: [String: Int] = [:]
     /// Ingest-to-APNs latency by the push's priority.
-    var ingestToAPNs: [ChannelEngine.Priority: Histogram] = [:]
+    package var ingestToAPNs: [ChannelEngine.Priority: Histogram] = [:]
     /// Which channels get their own `channel` label.
-    var channelLabels: ChannelLabelCap
+    package var channelLabels: ChannelLabelCap
 
     init(maxChannelLabels: Int) {
         channelLabels = ChannelLabelCap(limit: maxChannelLabels)

@@ -4,7 +4,7 @@ import TouchlineStore
 /// Where a gateway's channels keep their recorded feeds (``StoreOperation/recordEvents(_:)``),
 /// as the export and a channel's restore read them. Blocking: called on the exporting thread,
 /// or where channels are loaded.
-protocol FeedRecordings: Sendable {
+package protocol FeedRecordings: Sendable {
     /// The recorded events of channel `channelID`, created at `createdAt` (nothing older is
     /// its), in `seq` order, each once, read a page at a time.
     func pages(of channelID: String, createdAt: UnixTime) throws -> any RecordedEventPages
@@ -26,7 +26,7 @@ extension FeedRecordings {
     /// What the recordings of the stored channels `belongs` picks hold, by channel id: read
     /// before the channels are loaded (blocking; where a long read holds nothing up: at start,
     /// or on the thread that reads a cluster partition's log).
-    func sizes(of reader: any ChannelStoreReader, where belongs: (String) -> Bool) throws -> [String: RecordingSize] {
+    package func sizes(of reader: any ChannelStoreReader, where belongs: (String) -> Bool) throws -> [String: RecordingSize] {
         var sizes: [String: RecordingSize] = [:]
         var after: String?
         while case let page = try reader.channels(after: after, limit: 500), let last = page.last {
@@ -40,7 +40,7 @@ extension FeedRecordings {
 }
 
 /// What a recording holds: its events, their bytes as posted, and the last one's `seq`.
-struct RecordingSize: Equatable {
+package struct RecordingSize: Equatable {
     var events = 0
     var bytes = 0
     var lastSeq: Int64 = 0
@@ -53,7 +53,7 @@ struct RecordingSize: Equatable {
 }
 
 /// A recording read in `seq` order, a page at a time, on the thread that opened it.
-protocol RecordedEventPages: AnyObject {
+package protocol RecordedEventPages: AnyObject {
     /// The next events, at most `limit`; empty once all are read.
     func next(limit: Int) throws -> [StoredEvent]
     /// Lets go of what the reading holds (a store reader); called once, when done.
@@ -81,30 +81,34 @@ private final class StoredEventPages: RecordedEventPages {
 }
 
 /// A recording already read whole, handed out in pages.
-final class ReadEventPages: RecordedEventPages {
+package final class ReadEventPages: RecordedEventPages {
     var events: ArraySlice<StoredEvent>
 
-    init(events: [StoredEvent]) { self.events = events[...] }
+    package init(events: [StoredEvent]) { self.events = events[...] }
 
-    func next(limit: Int) throws -> [StoredEvent] {
+    package func next(limit: Int) throws -> [StoredEvent] {
         let page = events.prefix(limit)
         events = events.dropFirst(page.count)
         return Array(page)
     }
 
-    func close() { events = [] }
+    package func close() { events = [] }
 }
 
 /// The embedded store's recordings: a recording channel's event log, never truncated, read with
 /// a reader opened for the call.
-struct StoredFeedRecordings: FeedRecordings {
+package struct StoredFeedRecordings: FeedRecordings {
     let openReader: @Sendable () throws -> any ChannelStoreReader
 
-    func pages(of channelID: String, createdAt: UnixTime) throws -> any RecordedEventPages {
+    package init(openReader: @escaping @Sendable () throws -> any ChannelStoreReader) {
+        self.openReader = openReader
+    }
+
+    package func pages(of channelID: String, createdAt: UnixTime) throws -> any RecordedEventPages {
         StoredEventPages(channelID: channelID, reader: try openReader())
     }
 
-    func channel(_ channelID: String) throws -> ChannelRecord? {
+    package func channel(_ channelID: String) throws -> ChannelRecord? {
         let reader = try openReader()
         defer { reader.close() }
         return try reader.channel(id: channelID)

@@ -9,11 +9,17 @@ import TouchlineRuntime
 /// broadcast loop with `execute`, where the ``BroadcastAPNsDispatch`` (push and management) lives.
 /// Hand-off 2: the APNs answer comes back to the ingest loop with `execute`, so every reply
 /// closure runs on the ingest loop and may touch channel state. Nothing else crosses.
-struct BroadcastDispatcher: Sendable {
-    let apns: any BroadcastAPNsDispatch
+package struct BroadcastDispatcher: Sendable {
+    package let apns: any BroadcastAPNsDispatch
     let ingestLoop: EventLoop
     /// Told how long a broadcast waited to reach the broadcast loop.
     let pressure: BroadcastPressure
+
+    package init(apns: any BroadcastAPNsDispatch, ingestLoop: EventLoop, pressure: BroadcastPressure) {
+        self.apns = apns
+        self.ingestLoop = ingestLoop
+        self.pressure = pressure
+    }
 
     /// Publishes `push` on the APNs channel `apnsChannelID` (push pool).
     func broadcast(_ push: ChannelEngine.OutgoingPush, on apnsChannelID: String,
@@ -35,12 +41,12 @@ struct BroadcastDispatcher: Sendable {
     }
 
     /// Deletes an APNs channel (management pool).
-    func deleteChannel(_ apnsChannelID: String, reply: @escaping @Sendable (Result<APNsResponse, APNsError>) -> Void) {
+    package func deleteChannel(_ apnsChannelID: String, reply: @escaping @Sendable (Result<APNsResponse, APNsError>) -> Void) {
         forward(reply) { apns, done in apns.deleteChannel(apnsChannelID, completion: done) }
     }
 
     /// Lists the ids of every channel of the app (management pool).
-    func listChannels(reply: @escaping @Sendable (Result<[String], APNsError>) -> Void) {
+    package func listChannels(reply: @escaping @Sendable (Result<[String], APNsError>) -> Void) {
         forward(reply) { apns, done in apns.listChannels(completion: done) }
     }
 

@@ -22,16 +22,21 @@ import TouchlineStore
 ///
 /// Holds the channels (the start names the channel's APNs id and takes its content-state) and
 /// the job intake it shares with the other personal routes.
-struct KickoffAPI: APIFeature {
+package struct KickoffAPI: APIFeature {
     let channels: ChannelService
     let intake: PersonalJobIntake
+
+    package init(channels: ChannelService, intake: PersonalJobIntake) {
+        self.channels = channels
+        self.intake = intake
+    }
 
     /// How far ahead a start may be scheduled: a morning's kickoffs, or a week's.
     static let longestScheduleAhead = Duration.seconds(7 * 86_400)
 
     /// The routes under `/v1` for the `default` app and under `/v1/apps/{app}` for any app: a
     /// kickoff reaches its channel's app's followers, through that app's personal queue.
-    func addRoutes(to router: inout APIRouter) {
+    package func addRoutes(to router: inout APIRouter) {
         for base in APIAccess.appRouteBases {
             router.add(.post, "\(base)/channels/{id}/start", scope: .channel(parameter: "id")) { call throws(HTTPError) in
                 try intake.idempotently(call, route: PersonalJobIntake.idempotentRoutes.kickoff) { claim throws(HTTPError) in

@@ -12,23 +12,23 @@ import TouchlineRuntime
 /// the key's own exports hold it up).
 ///
 /// Confined to the ingest loop, where exports are admitted and where each one's end is reported.
-final class FeedExports: @unchecked Sendable {
-    let limits: RecordingLimits
+package final class FeedExports: @unchecked Sendable {
+    package let limits: RecordingLimits
     /// Exports running, by the key that asked (``GatewayConfiguration/APIKey/scopeLabel``).
     private(set) var running: [String: Int] = [:]
     /// Exports refused, by error code, for `/metrics`.
-    private(set) var refused: [String: Int] = [:]
+    package private(set) var refused: [String: Int] = [:]
     /// Exports finished, by outcome (`complete`, `client_gone`, `failed`), for `/metrics`.
-    private(set) var finished: [String: Int] = [:]
+    package private(set) var finished: [String: Int] = [:]
     /// Events and bytes written by finished and running exports, for `/metrics`.
-    var eventsWritten = 0
-    var bytesWritten = 0
+    package var eventsWritten = 0
+    package var bytesWritten = 0
 
     init(limits: RecordingLimits) {
         self.limits = limits
     }
 
-    var runningTotal: Int { running.values.reduce(0, +) }
+    package var runningTotal: Int { running.values.reduce(0, +) }
 
     /// Admits one more export for `key`, or throws the refusal; the caller must call
     /// ``finish(_:outcome:)`` with the returned label once the export ends, whatever happens.

@@ -38,7 +38,7 @@ extension ChannelService {
     /// Performs the machine's actions for `channel`, in order.
     func perform(_ actions: [Machine.Action], on channel: Channel) {
         for action in actions { perform(action, on: channel) }
-        eventStream?.channelChanged()
+        changeWatcher?.channelChanged()
     }
 
     func perform(_ action: Machine.Action, on channel: Channel) {

@@ -7,11 +7,11 @@ import TouchlineStore
 /// the saved state covers them, so `GET /v1/channels/{id}/events/export` can write the feed for
 /// `touchline replay` (docs/replay.md). The state before the first event is kept with the
 /// channel's settings, since the feed starts from it.
-struct FeedRecording: Sendable, Equatable {
+package struct FeedRecording: Sendable, Equatable {
     /// Events a recording keeps at most: a whole day at more than one a second. Past it the
     /// channel goes on as usual and its later events are not kept (the export then ends there,
     /// followed by the end).
-    static let maximumEvents = 100_000
+    package static let maximumEvents = 100_000
 
     /// The content-state before the first event.
     var initialState: JSONValue
@@ -24,7 +24,7 @@ struct FeedRecording: Sendable, Equatable {
     }
 
     /// Whether a stored channel records its feed (its settings hold a recording).
-    static func isRecorded(_ record: ChannelRecord) -> Bool {
+    package static func isRecorded(_ record: ChannelRecord) -> Bool {
         (try? JSONParser.parse(Array(record.policyJSON.utf8)))?[member: "recording"] != nil
     }
 

@@ -4,7 +4,7 @@ import TouchlineRuntime
 /// `GET /v1/channels/{id}/stats`: one channel as an operator follows it during a match.
 extension Channel {
     /// The channel's figures now; on the ingest loop.
-    func statsJSON(now: UnixTime) -> JSONValue {
+    package func statsJSON(now: UnixTime) -> JSONValue {
         let counters = engine.counters
         let lastPush = activity.recentPushes.last
         let errors = counters.throttled + counters.retries + counters.dropped

@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import TouchlineAccess
+import TouchlineConfiguration
 import TouchlineCore
 import TouchlinePersonal
 import TouchlineRuntime
@@ -108,7 +109,7 @@ extension ChannelService {
     /// audience is kept for the channel's rollovers (the latest per topic). Only then: a start
     /// still waiting for its time, or cancelled, is nobody's audience yet. Any thread; nothing
     /// happens when no channel here publishes on `apnsChannelID` (any more).
-    func rememberKickoff(_ kickoff: KickoffTemplate, into apnsChannelID: String) {
+    package func rememberKickoff(_ kickoff: KickoffTemplate, into apnsChannelID: String) {
         loop.execute { [self] in
             guard let channel = channels.values.first(where: { $0.apnsChannelID == apnsChannelID && !$0.isShadow }) else { return }
             rememberKickoff(kickoff, of: channel)

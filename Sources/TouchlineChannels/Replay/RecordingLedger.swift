@@ -18,7 +18,7 @@ import TouchlineRuntime
 ///   not kept), so a recording never has a gap: it is the feed up to a point.
 ///
 /// A value type, owned by the channel service on the ingest loop; no I/O.
-struct RecordingLedger {
+package struct RecordingLedger {
     struct Entry: Equatable {
         /// The key the channel counts against (``GatewayConfiguration/APIKey/scopeLabel``).
         var owner: String
@@ -36,17 +36,17 @@ struct RecordingLedger {
         var bytes: Int
     }
 
-    let limits: RecordingLimits
+    package let limits: RecordingLimits
     /// The provider keys' scopes, by app: `(prefix, label)`, longest prefix first.
     private let prefixes: [String: [(prefix: String, label: String)]]
     private(set) var entries: [String: Entry] = [:]
-    private(set) var bytesByKey: [String: Int] = [:]
-    private(set) var totalBytes = 0
-    private(set) var shadowChannelsByKey: [String: Int] = [:]
-    private(set) var totalShadowChannels = 0
+    package private(set) var bytesByKey: [String: Int] = [:]
+    package private(set) var totalBytes = 0
+    package private(set) var shadowChannelsByKey: [String: Int] = [:]
+    package private(set) var totalShadowChannels = 0
     /// Recordings stopped by a quota since the start, and creates refused by error code, for `/metrics`.
-    private(set) var stoppedByQuota = 0
-    private(set) var refusedCreates: [String: Int] = [:]
+    package private(set) var stoppedByQuota = 0
+    package private(set) var refusedCreates: [String: Int] = [:]
 
     init(limits: RecordingLimits, keys: [GatewayConfiguration.APIKey]) {
         self.limits = limits

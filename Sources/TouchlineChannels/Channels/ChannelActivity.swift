@@ -6,7 +6,7 @@ import TouchlineCore
 /// The engine's ``ChannelEngine/Counters`` stay the source of the running totals (they are saved
 /// with the channel); this holds only what the engine does not know. Kept in memory, so it starts
 /// empty after a restart. Confined to the ingest loop with its ``Channel``.
-struct ChannelActivity {
+package struct ChannelActivity {
     /// Pushes kept in ``recentPushes``.
     static let historyLimit = 50
 
@@ -26,7 +26,7 @@ struct ChannelActivity {
     /// The last pushes sent, oldest first.
     private(set) var recentPushes: [Push] = []
     /// Events acknowledged as duplicates of the last `seq` (not kept across restarts).
-    var duplicateEvents = 0
+    package var duplicateEvents = 0
     /// When the oldest event not yet carried by a sent push was accepted.
     private var oldestUnsentEvent: ContinuousClock.Instant?
     /// The push in flight, its priority, and when the oldest event it carries was accepted.

@@ -10,17 +10,17 @@ import TouchlineStore
 /// deadlines, and the bookkeeping of its recording and activity.
 ///
 /// Confined to the ingest loop (`@unchecked Sendable` only so loop jobs can capture it).
-final class Channel: @unchecked Sendable {
-    let id: String
+package final class Channel: @unchecked Sendable {
+    package let id: String
     /// The app the channel belongs to (``AppChannelID``), read from its id once: every push asks.
-    let app: String
+    package let app: String
     let storage: ChannelStorage
     let policy: ChannelPolicy
     /// Set for sports channels: sports events go through `SportsReducer` with these.
-    let attributes: MatchAttributes?
+    package let attributes: MatchAttributes?
     /// How the reducer writes the alerts it composes (fixed at creation).
     let alertMode: AlertMode
-    let createdAt: UnixTime
+    package let createdAt: UnixTime
     /// Set on a channel that records its feed for export and replay (`recordFeed`).
     let recording: FeedRecording?
     /// A shadow channel (`shadow`) computes its pushes and sends none: no APNs channel, every
@@ -50,7 +50,7 @@ final class Channel: @unchecked Sendable {
     var downgradesSeen: Int
     var budgetExhaustedReportedAt: UnixTime?
     /// Recent pushes and latency bookkeeping for metrics and stats.
-    var activity = ChannelActivity()
+    package var activity = ChannelActivity()
 
     typealias Machine = ChannelMachine<ChannelRules>
 
@@ -76,11 +76,11 @@ final class Channel: @unchecked Sendable {
 
     // MARK: The machine's state
 
-    var engine: ChannelEngine { machine.state.engine }
+    package var engine: ChannelEngine { machine.state.engine }
     var lifecycle: ChannelLifecycle<HTTPRequest> { machine.lifecycle }
     var rollover: ActivityRollover { machine.rollover }
     /// Whether the provider's feed still comes (`feedStallSeconds`).
-    var feed: FeedWatch { machine.feed }
+    package var feed: FeedWatch { machine.feed }
     /// The full current content-state (also before the first push).
     var contentState: JSONValue { machine.state.contentState }
     /// The highest provider `seq` applied (0 before the first event).
@@ -99,13 +99,13 @@ final class Channel: @unchecked Sendable {
     }
 
     /// Apple's id, once saved.
-    var apnsChannelID: String? { machine.apnsChannelID }
+    package var apnsChannelID: String? { machine.apnsChannelID }
     /// Set when the stored record could not be used at start: the channel is shown as broken
     /// with this reason and takes nothing but a delete, while every other channel is served.
-    var damage: String? { machine.damage }
+    package var damage: String? { machine.damage }
 
     /// The status the API shows and the store keeps, derived from the engine's phase.
-    var status: ChannelStatus { machine.status }
+    package var status: ChannelStatus { machine.status }
 
     /// A different seed per channel, so channels throttled together do not retry together (FNV-1a).
     static func jitterSeed(for id: String) -> UInt64 {

@@ -2,7 +2,7 @@ import TouchlineCore
 import TouchlineRuntime
 
 /// What a post of events to a channel came to, by what its sender does next.
-enum EventsOutcome: Sendable {
+package enum EventsOutcome: Sendable {
     /// Stored (2xx): acknowledged, never lost.
     case stored(HTTPResponse)
     /// Refused for what it is (4xx: unknown channel, invalid events, ...): refused again if sent again.
@@ -39,7 +39,7 @@ extension ChannelService {
 
     /// Events for channel `id` of `app` with `body` (the route's JSON), taken as the route
     /// takes them; `outcome` once, on `loop` (the ingest loop, where this runs).
-    func postEvents(to id: String, app: String, body: [UInt8], loop: EventLoop, outcome: @escaping @Sendable (EventsOutcome) -> Void) {
+    package func postEvents(to id: String, app: String, body: [UInt8], loop: EventLoop, outcome: @escaping @Sendable (EventsOutcome) -> Void) {
         let request = HTTPRequest(method: .post, target: "/v1/channels/\(id)/events",
                                   headers: [HTTPHeaderField(name: "Content-Type", value: "application/json")], body: body,
                                   loop: loop) { response in outcome(EventsOutcome(response)) }

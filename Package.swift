@@ -85,16 +85,20 @@ let package = Package(
         // timers), the broadcast dispatcher, recordings, exports and replays, the live feed.
         .target(name: "TouchlineChannels", dependencies: ["TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration", "TouchlineCore",
                                                          "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs", "Measurements"]),
-        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineChannels", "TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
+        // The JetStream cluster as a backend: partition logs, leases, the shared registry and
+        // job board, owner-or-forward, direct ingest from the NATS subject.
+        .target(name: "TouchlineCluster", dependencies: ["TouchlineChannels", "TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration",
+                                                        "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "TouchlineJetStream", "NATS"]),
+        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineChannels", "TouchlineCluster", "TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
                                                  "APNsMock", "Measurements", "NATS", "TouchlineJetStream"],
                 resources: [.embedInCode("Dashboard/dashboard.html"), .embedInCode("Dashboard/dashboard.js"),
                             .embedInCode("Dashboard/dashboard.css")]),
-        .executableTarget(name: "touchline", dependencies: ["CommandLineOptions", "Touchline", "TouchlineChannels", "APNs", "APNsMock", "TouchlineRuntime"]),
+        .executableTarget(name: "touchline", dependencies: ["CommandLineOptions", "Touchline", "TouchlineChannels", "TouchlineCluster", "APNs", "APNsMock", "TouchlineRuntime"]),
         // In-memory stores and APNs dispatch for tests, held to the same contract tests as SQLite
         // (`StoreContractTests`), and the in-memory NATS JetStream cluster, held to the same
         // contract tests as nats-server (`JetStreamContractTests`); never linked into an
         // executable (`ProductGraphTests`).
-        .target(name: "TouchlineTesting", dependencies: ["ChildProcesses", "NATS", "NATSServers", "TestSlots", "Touchline", "TouchlinePersonal", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs",
+        .target(name: "TouchlineTesting", dependencies: ["ChildProcesses", "NATS", "NATSServers", "TestSlots", "Touchline", "TouchlineChannels", "TouchlinePersonal", "TouchlineStore", "TouchlineCore", "TouchlineRuntime", "APNs",
                                                         "HTTP2"]),
         // The programs the tests and the load tool start (posix_spawn: Foundation's `Process` can
         // crash a busy process on Linux, see `ChildProcess`); never linked into the gateway.
@@ -140,7 +144,7 @@ let package = Package(
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
         .testTarget(name: "LoadScenarioTests", dependencies: ["TestSlots", "LoadKit", "Measurements", "ChildProcesses"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSlots", "ChildProcesses"]),
-        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineAccess", "TouchlineConfiguration", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses", "TouchlinePersonal", "TouchlineChannels"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineAccess", "TouchlineConfiguration", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses", "TouchlinePersonal", "TouchlineChannels", "TouchlineCluster"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Synchronization
 import Touchline
+import TouchlineChannels
 import TouchlineRuntime
 import TouchlineStore
 
@@ -24,7 +25,7 @@ package final class InMemoryAPNsPair: Sendable {
     }
 }
 
-extension Gateway.Stores {
+extension GatewayStores {
     /// Both stores in memory, each with readers of what it committed.
     package static func inMemory(channels: InMemoryStore, personal: InMemoryStore) -> Self {
         Self(channels: channels, personal: personal,

@@ -1,6 +1,7 @@
 import CommandLineOptions
 import Foundation
 import Touchline
+import TouchlineCluster
 
 /// `touchline migrate --from DIR`: copies a SQLite gateway's channels, tokens and open jobs into
 /// the cluster its settings name (``ClusterMigration``), and prints what it copied.

@@ -76,6 +76,7 @@ import TestSlots
         ["TouchlineWebhooks"],
         ["TouchlinePersonal"],
         ["TouchlineChannels"],
+        ["TouchlineCluster"],
         ["Touchline"],
     ]
     /// What the gateway is built on (the core, the runtime, stores, protocols, clients).

@@ -4,6 +4,7 @@ import NATSServers
 import Testing
 import TestSlots
 @testable import Touchline
+@testable import TouchlineCluster
 import TouchlineCore
 
 /// Several apps on a cluster: a SQLite gateway with two apps migrates into the cluster, and two

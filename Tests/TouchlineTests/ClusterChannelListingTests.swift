@@ -1,4 +1,5 @@
 import Testing
+@testable import TouchlineCluster
 import TouchlineCore
 import TouchlineRuntime
 @testable import Touchline

@@ -5,6 +5,7 @@ import Testing
 import TestSlots
 @testable import Touchline
 @testable import TouchlineChannels
+@testable import TouchlineCluster
 import TouchlineCore
 import TouchlineStore
 

@@ -1,5 +1,6 @@
 import Testing
 @testable import Touchline
+@testable import TouchlineCluster
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore

@@ -91,7 +91,7 @@ struct GatewayFeedExportTests {
     private static func gateway(whoseReaderFails failsNow: @escaping @Sendable () -> Bool) throws -> GatewayFixture {
         let channels = InMemoryStore(name: "channels"), personal = InMemoryStore(name: "personal")
         let backends = Gateway.Backends(stores: { _ in
-            var stores = Gateway.Stores.inMemory(channels: channels, personal: personal)
+            var stores = GatewayStores.inMemory(channels: channels, personal: personal)
             let open = stores.channelReader
             stores.channelReader = {
                 if failsNow() { throw StoreError.storageFailure("disk I/O error (simulated)") }
@@ -181,7 +181,7 @@ struct GatewayFeedExportTests {
         let held = Mutex(false), waiting = Mutex(0)
         let release = DispatchSemaphore(value: 0)
         let backends = Gateway.Backends(stores: { _ in
-            var stores = Gateway.Stores.inMemory(channels: channels, personal: personal)
+            var stores = GatewayStores.inMemory(channels: channels, personal: personal)
             let open = stores.channelReader
             stores.channelReader = {
                 if held.withLock({ $0 }) {

@@ -1,6 +1,7 @@
 import APNs
 import NATS
 import Synchronization
+import TouchlineCluster
 import TouchlineConfiguration
 import TouchlineChannels
 import TouchlineCore
@@ -17,7 +18,7 @@ extension Gateway {
     /// APNs (or the bundled mock), and tests inject other implementations.
     package struct Backends: Sendable {
         /// Opens both stores (at start, before the loops).
-        package var stores: @Sendable (_ configuration: GatewayConfiguration) throws -> Stores
+        package var stores: @Sendable (_ configuration: GatewayConfiguration) throws -> GatewayStores
         /// Prepares the APNs side (at start, before the stores: credentials are checked first) and
         /// answers how to connect it once the broadcast and personal loops run.
         package var apns: @Sendable (_ context: APNsContext) throws -> APNsConnector
@@ -25,15 +26,15 @@ extension Gateway {
         /// settings by default).
         package var nats: NATSConnector
 
-        package init(stores: @escaping @Sendable (GatewayConfiguration) throws -> Stores,
-                     apns: @escaping @Sendable (APNsContext) throws -> APNsConnector, nats: @escaping NATSConnector = Gateway.natsServers) {
+        package init(stores: @escaping @Sendable (GatewayConfiguration) throws -> GatewayStores,
+                     apns: @escaping @Sendable (APNsContext) throws -> APNsConnector, nats: @escaping NATSConnector = ClusterBackend.natsServers) {
             self.stores = stores
             self.apns = apns
             self.nats = nats
         }
 
         /// SQLite in the data directory, and APNs connections.
-        package static let standard = Backends(stores: Stores.sqlite, apns: APNsContext.connections)
+        package static let standard = Backends(stores: GatewayStores.sqlite, apns: APNsContext.connections)
 
         /// The backend the configuration asks for: a member of the JetStream cluster `store`
         /// names (reached through ``nats``), or a gateway on its own on ``stores``. The one
@@ -41,77 +42,6 @@ extension Gateway {
         func backend(for configuration: GatewayConfiguration) -> any GatewayBackend {
             if let settings = configuration.store.jetStream { return ClusterBackend(settings: settings, nats: nats) }
             return OneGatewayBackend(openStores: stores)
-        }
-    }
-
-    /// Connects a cluster gateway to its cluster: JetStream on a connection whose events go to
-    /// `events` on `loop` (at start, blocking: never on a loop).
-    package typealias NATSConnector = @Sendable (_ settings: JetStreamSettings, _ loop: EventLoop,
-                                                 _ events: @escaping @Sendable (NATSConnection.Event) -> Void) throws(NATSError) -> any JetStreamClient
-
-    /// The NATS servers the settings name.
-    package static let natsServers: NATSConnector = { settings, loop, events throws(NATSError) in
-        try JetStream(try NATSConnection.connect(settings.natsSettings, loop: loop, events: events))
-    }
-
-    /// The two stores, and how to open readers of what each commits (one per thread that reads).
-    package struct Stores: Sendable {
-        package var channels: any ChannelStoreWriter
-        package var personal: any PersonalStoreWriter
-        package var channelReader: @Sendable () throws -> any ChannelStoreReader
-        package var personalReader: @Sendable () throws -> any PersonalStoreReader
-        package var channelOutboxReader: @Sendable () throws -> any WebhookOutboxReader
-        package var personalOutboxReader: @Sendable () throws -> any WebhookOutboxReader
-        /// How the webhook delivery writes to the channel outbox (by default one batch on the
-        /// channel store; a cluster splits outcomes by partition: ``clusterStores(_:_:)``).
-        package var channelOutboxWrite: OutboxWrite
-
-        /// How an outbox operation is written to its store, with the completion told the result.
-        package typealias OutboxWrite = WebhookDelivery.OutboxWrite
-
-        package init(channels: any ChannelStoreWriter, personal: any PersonalStoreWriter,
-                     channelReader: @escaping @Sendable () throws -> any ChannelStoreReader,
-                     personalReader: @escaping @Sendable () throws -> any PersonalStoreReader,
-                     channelOutboxReader: @escaping @Sendable () throws -> any WebhookOutboxReader,
-                     personalOutboxReader: @escaping @Sendable () throws -> any WebhookOutboxReader,
-                     channelOutboxWrite: OutboxWrite? = nil) {
-            self.channels = channels
-            self.personal = personal
-            self.channelReader = channelReader
-            self.personalReader = personalReader
-            self.channelOutboxReader = channelOutboxReader
-            self.personalOutboxReader = personalOutboxReader
-            self.channelOutboxWrite = channelOutboxWrite ?? { operation, done in channels.submit(WriteBatch([.webhook(operation)]), completion: done) }
-        }
-
-        /// Closes both writers (a start that failed).
-        func close() {
-            channels.close()
-            personal.close()
-        }
-
-        /// `touchline.sqlite` and `personal.sqlite` in the data directory, each with a writer
-        /// thread of its own (the personal one at the personal queue's priority).
-        static func sqlite(_ configuration: GatewayConfiguration) throws -> Stores {
-            let channelsPath = configuration.dataDirectory + "/touchline.sqlite"
-            let personalPath = configuration.dataDirectory + "/personal.sqlite"
-            try PersonalStoreSplit.copyLegacyRows(from: channelsPath, to: personalPath)
-            // Every 202 waits for this writer's commit: it preempts background work when it wakes.
-            let faultFile = configuration.storeFaultFile
-            let store = try StoreWriter(path: channelsPath, slice: Gateway.broadcastPathSlice, faultFile: faultFile)
-            let personalStore: StoreWriter
-            do {
-                // The personal queue's commits (saves, registrations) give way to the broadcast path's, like its loop.
-                personalStore = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness), faultFile: faultFile)
-            } catch {
-                store.close()
-                throw error
-            }
-            return Stores(channels: store, personal: personalStore,
-                          channelReader: { try SQLiteChannelReader(path: channelsPath) },
-                          personalReader: { try SQLiteTokenReader(path: personalPath) },
-                          channelOutboxReader: { try SQLiteWebhookReader(path: channelsPath) },
-                          personalOutboxReader: { try SQLiteWebhookReader(path: personalPath) })
         }
     }
 

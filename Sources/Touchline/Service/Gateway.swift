@@ -53,10 +53,6 @@ public final class Gateway: Sendable {
         running.withLock { $0?.router.routes ?? [] }
     }
 
-    /// The time slice the broadcast path's threads ask for: far below the default (1.4 ms on two
-    /// CPUs), so that a goal's commit and push are not held behind the personal queue's work.
-    static let broadcastPathSlice = Duration.microseconds(100)
-
     /// `log` defaults to standard output at the configured level, as component `gateway`.
     /// `configurationSource` reads the configuration again for a key reload
     /// (``reloadAPNsKey()``); without it a reload is refused.
@@ -200,7 +196,7 @@ public final class Gateway: Sendable {
     /// own (its jobs, through its own pool), its channels' dispatcher, and its key reload when
     /// the configuration names its key (not the bundled mock's).
     private func appRuntimes(_ dispatches: [String: AppDispatch], settings: GatewayConfiguration.APNsSettings, loops: GatewayLoops,
-                             stores: Stores, webhooks: WebhookDelivery, broadcastPressure: BroadcastPressure) throws -> PerApp<AppRuntime> {
+                             stores: GatewayStores, webhooks: WebhookDelivery, broadcastPressure: BroadcastPressure) throws -> PerApp<AppRuntime> {
         let credentialed = Set(configuration.credentialedApps.map(\.name))
         var runtimes: [String: AppRuntime] = [:]
         for app in configuration.servedApps(apns: settings) {

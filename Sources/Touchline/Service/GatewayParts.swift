@@ -25,48 +25,6 @@ struct BundledMockService: GatewayService {
     func close() { server.stop() }
 }
 
-/// The ingest, broadcast and personal loops every other part runs on. Stopped once the stores
-/// have committed what the loops queued (their completions still land), and before the
-/// cluster's connection closes (its keeper ran on the ingest loop).
-struct GatewayLoops: GatewayService {
-    let ingest: EventLoop
-    let broadcast: EventLoop
-    let personal: EventLoop
-    private let personalNiceness: Int
-    private let log: GatewayLog
-
-    init(personalNiceness: Int, log: GatewayLog) {
-        broadcast = EventLoop.start(name: "touchline-broadcast")
-        ingest = EventLoop.start(name: "touchline-ingest")
-        personal = EventLoop.start(name: "touchline-personal")
-        self.personalNiceness = personalNiceness
-        self.log = log
-    }
-
-    /// Short time slices, on kernels that honour them: the broadcast path's loops (the ingest
-    /// loop also serves the provider API) preempt background work as soon as they wake, and
-    /// the personal loop, once preempted, holds a CPU for at most a short slice at a time; it
-    /// runs at a lower priority when `personalQueue.niceness` asks.
-    func start() {
-        for loop in [broadcast, ingest, personal] where (try? loop.requestShortSlices(Gateway.broadcastPathSlice)) != true {
-            log.warning("the kernel refused short time slices for \(loop.name); a goal may wait behind background work for a time slice")
-        }
-        if personalNiceness > 0, (try? personal.lowerThreadPriority(niceness: Int32(personalNiceness))) != true {
-            log.warning("the personal loop's thread priority could not be lowered; it runs at the same priority as the others")
-        }
-    }
-
-    func close() {
-        ingest.stopAndWait()
-        broadcast.stopAndWait()
-        personal.stopAndWait()
-    }
-}
-
-/// The channel and personal stores: closed (committing what is queued) after everything that
-/// writes to them has stopped.
-extension Gateway.Stores: GatewayService {}
-
 /// What waits for answers from outside: every app's APNs pools and personal queue, and the
 /// webhook delivery. They are given their grace together (a push and a webhook attempt in
 /// flight wait at the same time), then one turn of the ingest loop runs the answers delivered
@@ -111,11 +69,11 @@ struct BroadcastPools: GatewayService {
 /// An app's personal queue: sends in flight get the grace for their answers, then the jobs
 /// save their progress and resume after the next start.
 extension PersonalDispatcher: GatewayService {
-    func shutdown(_ grace: ShutdownGrace) async {
+    package func shutdown(_ grace: ShutdownGrace) async {
         await shutdown(gracePeriod: grace.answers, isCutShort: grace.isCutShort)
     }
 
-    func cutShort() { cutShutdownShort() }
+    package func cutShort() { cutShutdownShort() }
 }
 
 /// Webhook delivery, on a loop of its own (it waits on receivers, never on the broadcast
@@ -125,7 +83,7 @@ struct WebhookDeliveryService: GatewayService {
     let delivery: WebhookDelivery
     let loop: EventLoop
 
-    init(settings: WebhookSettings, stores: Gateway.Stores, clock: any WallClock, log: GatewayLog) throws {
+    init(settings: WebhookSettings, stores: GatewayStores, clock: any WallClock, log: GatewayLog) throws {
         let loop = EventLoop.start(name: "touchline-webhooks")
         do {
             delivery = try WebhookDelivery.forStores(loop: loop, settings: settings, stores: stores, clock: clock, log: log)

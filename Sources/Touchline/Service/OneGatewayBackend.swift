@@ -11,7 +11,7 @@ import TouchlineWebhooks
 /// and its token registry is its file, always complete.
 struct OneGatewayBackend: GatewayBackend {
     /// Opens both stores (SQLite in the data directory by default).
-    let openStores: @Sendable (_ configuration: GatewayConfiguration) throws -> Gateway.Stores
+    let openStores: @Sendable (_ configuration: GatewayConfiguration) throws -> GatewayStores
 
     func start(into services: GatewayServices, loops: GatewayLoops, configuration: GatewayConfiguration, clock: any WallClock,
                log: GatewayLog) throws -> any StartedBackend {
@@ -19,7 +19,7 @@ struct OneGatewayBackend: GatewayBackend {
     }
 
     private struct Started: StartedBackend {
-        let stores: Gateway.Stores
+        let stores: GatewayStores
         var ownership: any ChannelOwnership { AllChannels() }
         var recordings: any FeedRecordings { StoredFeedRecordings(openReader: stores.channelReader) }
         var registry: any TokenRegistryCopy { CompleteRegistry() }

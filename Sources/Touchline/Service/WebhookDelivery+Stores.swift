@@ -10,7 +10,7 @@ extension WebhookDelivery {
     /// came from (one small batch per loop turn and file), facts without a store change of their
     /// own to the personal file. Not yet polling: the gateway calls ``start()`` once its stores
     /// are open, before it restores its channels.
-    static func forStores(loop: EventLoop, settings: WebhookSettings, stores: Gateway.Stores,
+    static func forStores(loop: EventLoop, settings: WebhookSettings, stores: GatewayStores,
                         clock: any WallClock, log: GatewayLog) throws -> WebhookDelivery {
         let personalStore = stores.personal
         let channelsReader = try stores.channelOutboxReader()

@@ -80,7 +80,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// bucket if needed) and prepares the keeper; nothing is owned until ``start(service:router:)``.
     /// Blocking: call it while the gateway starts, never on a loop. Throws naming the servers
     /// and the client's reason when the cluster cannot be reached.
-    static func connect(_ settings: JetStreamSettings, nats: Gateway.NATSConnector, ingestLoop: EventLoop, clock: any WallClock,
+    static func connect(_ settings: JetStreamSettings, nats: NATSConnector, ingestLoop: EventLoop, clock: any WallClock,
                         log: GatewayLog) throws -> ClusterNode {
         let storeLoop = EventLoop.start(name: "touchline-store")
         let connectionState = ConnectionState()

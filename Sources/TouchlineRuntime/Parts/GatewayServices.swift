@@ -1,5 +1,4 @@
 import Synchronization
-import TouchlineRuntime
 
 /// The gateway's parts (``GatewayService``) in the order they started: they shut down in the
 /// reverse order, one after the other, each gracefully unless cut short; then each is closed,
@@ -7,7 +6,7 @@ import TouchlineRuntime
 ///
 /// Thread-safe: parts are started from the starting thread, the shutdown runs in a task, and a
 /// cut may come from any thread (``ShutdownRequests``'s escalation).
-final class GatewayServices: Sendable {
+package final class GatewayServices: Sendable {
     private struct State {
         var started: [any GatewayService] = []
         /// The parts not shut down yet, counted from the first: a cut reaches those only.
@@ -16,11 +15,11 @@ final class GatewayServices: Sendable {
 
     private let state = Mutex(State())
 
-    init() {}
+    package init() {}
 
     /// Starts `service` after those started before it (blocking) and returns it.
     @discardableResult
-    func start<Service: GatewayService>(_ service: Service) throws -> Service {
+    package func start<Service: GatewayService>(_ service: Service) throws -> Service {
         try service.start()
         state.withLock { state in
             state.started.append(service)
@@ -31,7 +30,7 @@ final class GatewayServices: Sendable {
 
     /// Shuts every part down in the reverse order of the starts, then closes them all (on a
     /// thread of its own: closing joins threads and commits what is queued).
-    func shutdown(_ grace: ShutdownGrace) async {
+    package func shutdown(_ grace: ShutdownGrace) async {
         let parts = state.withLock { $0.started }
         for index in parts.indices.reversed() {
             await parts[index].shutdown(grace)
@@ -41,13 +40,13 @@ final class GatewayServices: Sendable {
     }
 
     /// Ends the grace of the part shutting down now and takes it from those still to come.
-    func cutShort() {
+    package func cutShort() {
         let parts = state.withLock { $0.started.prefix($0.running) }
         for part in parts.reversed() { part.cutShort() }
     }
 
     /// Closes every part started, in the reverse order (a start that failed; blocking).
-    func closeAll() {
+    package func closeAll() {
         let parts = state.withLock { state in
             defer { state = State() }
             return state.started

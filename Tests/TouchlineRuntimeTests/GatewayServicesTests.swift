@@ -1,6 +1,6 @@
 import Synchronization
 import Testing
-@testable import Touchline
+import TouchlineRuntime
 
 /// The gateway's parts' one lifecycle (``GatewayServices``): started in order, shut down in the
 /// reverse order and then closed in the reverse order; a cut reaches the part shutting down and

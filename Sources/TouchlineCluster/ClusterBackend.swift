@@ -1,6 +1,7 @@
 import Synchronization
 import TouchlineAccess
 import TouchlineChannels
+import TouchlineConfiguration
 import TouchlineCore
 import TouchlineJetStream
 import TouchlinePersonal
@@ -13,12 +14,17 @@ import TouchlineWebhooks
 /// in-memory cluster in tests: `nats` says how it is reached). It acts for the channels of the
 /// partitions whose leases it holds, keeps new personal jobs in the cluster's job bucket, and
 /// hands each request for a channel another gateway owns to that gateway.
-struct ClusterBackend: GatewayBackend {
+package struct ClusterBackend: GatewayBackend {
     let settings: JetStreamSettings
-    let nats: Gateway.NATSConnector
+    let nats: NATSConnector
+
+    package init(settings: JetStreamSettings, nats: @escaping NATSConnector) {
+        self.settings = settings
+        self.nats = nats
+    }
 
     /// The cluster node (connected, its store opened), then the stores on it.
-    func start(into services: GatewayServices, loops: GatewayLoops, configuration: GatewayConfiguration, clock: any WallClock,
+    package func start(into services: GatewayServices, loops: GatewayLoops, configuration: GatewayConfiguration, clock: any WallClock,
                log: GatewayLog) throws -> any StartedBackend {
         let node = try services.start(ClusterNode.connect(settings, nats: nats, ingestLoop: loops.ingest, clock: clock, log: log.named("cluster")))
         let (stores, registry) = try Self.stores(node, configuration)
@@ -27,7 +33,7 @@ struct ClusterBackend: GatewayBackend {
 
     private struct Started: StartedBackend {
         let node: ClusterNode
-        let stores: Gateway.Stores
+        let stores: GatewayStores
         let sharedRegistry: SharedTokenRegistry
 
         var ownership: any ChannelOwnership { node }
@@ -69,7 +75,7 @@ struct ClusterBackend: GatewayBackend {
     /// gateway's copy of the shared token registry (brought up to the registry log's end while the
     /// gateway already serves its channels: ``SharedTokenRegistry/isCaughtUp``) and what it keeps to itself: jobs stored before it joined, dead letters,
     /// idempotency keys (docs/cluster.md, "The shared token registry", "Personal jobs on the cluster").
-    static func stores(_ node: ClusterNode, _ configuration: GatewayConfiguration) throws -> (Gateway.Stores, SharedTokenRegistry) {
+    static func stores(_ node: ClusterNode, _ configuration: GatewayConfiguration) throws -> (GatewayStores, SharedTokenRegistry) {
         let personalPath = configuration.dataDirectory + "/personal.sqlite"
         let personalFile = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness),
                                            faultFile: configuration.storeFaultFile)
@@ -85,7 +91,7 @@ struct ClusterBackend: GatewayBackend {
             throw error
         }
         let store = node.store
-        let stores = Gateway.Stores(channels: store, personal: registry,
+        let stores = GatewayStores(channels: store, personal: registry,
                       channelReader: { store.openReader() }, personalReader: { try SQLiteTokenReader(path: personalPath) },
                       channelOutboxReader: { ServedOutboxReader(store.openReader(), layout: store.layout, served: { node.servedNow }) },
                       personalOutboxReader: { try SQLiteWebhookReader(path: personalPath) },

@@ -1,5 +1,4 @@
 import Synchronization
-import TouchlineRuntime
 
 /// A long-lived part of the gateway (its loops, stores, cluster node, APNs pools, personal
 /// queues, webhook delivery, channels and HTTP server, the bundled mock): each starts, runs and
@@ -10,7 +9,7 @@ import TouchlineRuntime
 /// work in flight its grace, unless the grace is cut short (at once by ``cutShort()``, or from
 /// the beginning when ``ShutdownGrace/isCutShort`` is true as it begins). Once every part has
 /// shut down, `close()` releases what it holds (files, threads, connections).
-protocol GatewayService: Sendable {
+package protocol GatewayService: Sendable {
     /// Begins its work (blocking: on the starting thread). Parts that run once made (loops,
     /// connections, stores) start nothing more. A part that throws did not start; those started
     /// before it are closed in the reverse order.
@@ -27,19 +26,25 @@ protocol GatewayService: Sendable {
 }
 
 extension GatewayService {
-    func start() throws {}
-    func shutdown(_ grace: ShutdownGrace) async {}
-    func cutShort() {}
-    func close() {}
+    package func start() throws {}
+    package func shutdown(_ grace: ShutdownGrace) async {}
+    package func cutShort() {}
+    package func close() {}
 }
 
 /// The graces of a shutdown: what requests in flight get (the HTTP server's), and what
 /// answers in flight get (APNs pushes, webhook attempts); both end at once when cut short.
-struct ShutdownGrace: Sendable {
-    var requests: Duration
-    var answers: Duration
+package struct ShutdownGrace: Sendable {
+    package var requests: Duration
+    package var answers: Duration
     /// True once a second stop request came: a step that begins then takes no grace. Each part
     /// reads it on its own loop as its step begins (``GatewayServices/cutShort()`` is queued on
     /// the same loops after the flag is set): a step begun before the escalation is cut by it.
-    var isCutShort: @Sendable () -> Bool
+    package var isCutShort: @Sendable () -> Bool
+
+    package init(requests: Duration, answers: Duration, isCutShort: @escaping @Sendable () -> Bool) {
+        self.requests = requests
+        self.answers = answers
+        self.isCutShort = isCutShort
+    }
 }

@@ -1,5 +1,5 @@
 import TouchlineAccess
-import TouchlineChannels
+import TouchlineConfiguration
 import TouchlineCore
 import TouchlinePersonal
 import TouchlineRuntime
@@ -19,7 +19,7 @@ import TouchlineWebhooks
 ///   cluster's job bucket, and hands each request for a channel it does not own to the owner.
 ///
 /// docs/architecture.md, "The backend", shows what each supplies.
-protocol GatewayBackend: Sendable {
+package protocol GatewayBackend: Sendable {
     /// Starts the backend's parts into `services` once the loops run (blocking, while the
     /// gateway starts: a cluster member connects, opens its logs and buckets; the stores open)
     /// and returns what the rest of the gateway is built on.
@@ -28,9 +28,9 @@ protocol GatewayBackend: Sendable {
 }
 
 /// A started backend: the stores and the rules of sharing every other part uses.
-protocol StartedBackend: Sendable {
+package protocol StartedBackend: Sendable {
     /// The channel and personal stores, and how to read them.
-    var stores: Gateway.Stores { get }
+    var stores: GatewayStores { get }
     /// Which channels this gateway acts for at each instant (asked before every push).
     var ownership: any ChannelOwnership { get }
     /// Where the channels' feed recordings are read.
@@ -60,7 +60,7 @@ protocol StartedBackend: Sendable {
 }
 
 /// What operators see of the backend, on the ingest loop.
-protocol BackendOperatorView {
+package protocol BackendOperatorView {
     /// Whether the backend takes the gateway's requests (readiness): a cluster member while
     /// connected to its cluster.
     var isConnected: Bool { get }

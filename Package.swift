@@ -79,8 +79,6 @@ let package = Package(
         // dispatch and figures.
         .target(name: "TouchlinePersonal", dependencies: ["APNs", "HTTP2", "TouchlineAccess", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime",
                                                          "TouchlineStore", "TouchlineWebhooks"]),
-        // The dashboard's page, script and style are real files, compiled into the binary as bytes
-        // (`PackageResources`), so the gateway stays one file to deploy.
         // A channel's service: the shell that performs its machine's actions (stores, APNs,
         // timers), the broadcast dispatcher, recordings, exports and replays, the live feed.
         .target(name: "TouchlineChannels", dependencies: ["TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration", "TouchlineCore",
@@ -89,10 +87,15 @@ let package = Package(
         // job board, owner-or-forward, direct ingest from the NATS subject.
         .target(name: "TouchlineCluster", dependencies: ["TouchlineChannels", "TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration",
                                                         "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "TouchlineJetStream", "NATS"]),
-        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineChannels", "TouchlineCluster", "TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
-                                                 "APNsMock", "Measurements", "NATS", "TouchlineJetStream"],
+        // What operators see and do: readiness, /metrics, stats, the dashboard and its live feed,
+        // the APNs key's reload. The dashboard's page, script and style are real files, compiled
+        // into the binary as bytes (`PackageResources`), so the gateway stays one file to deploy.
+        .target(name: "TouchlineOperators", dependencies: ["TouchlineChannels", "TouchlineAccess", "TouchlinePersonal", "TouchlineConfiguration", "TouchlineCore",
+                                                          "TouchlineRuntime", "TouchlineStore", "APNs"],
                 resources: [.embedInCode("Dashboard/dashboard.html"), .embedInCode("Dashboard/dashboard.js"),
                             .embedInCode("Dashboard/dashboard.css")]),
+        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineChannels", "TouchlineCluster", "TouchlineOperators", "TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
+                                                 "APNsMock", "Measurements", "NATS", "TouchlineJetStream"]),
         .executableTarget(name: "touchline", dependencies: ["CommandLineOptions", "Touchline", "TouchlineChannels", "TouchlineCluster", "APNs", "APNsMock", "TouchlineRuntime"]),
         // In-memory stores and APNs dispatch for tests, held to the same contract tests as SQLite
         // (`StoreContractTests`), and the in-memory NATS JetStream cluster, held to the same
@@ -144,7 +147,7 @@ let package = Package(
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
         .testTarget(name: "LoadScenarioTests", dependencies: ["TestSlots", "LoadKit", "Measurements", "ChildProcesses"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSlots", "ChildProcesses"]),
-        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineAccess", "TouchlineConfiguration", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses", "TouchlinePersonal", "TouchlineChannels", "TouchlineCluster"]),
+        .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineAccess", "TouchlineConfiguration", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses", "TouchlinePersonal", "TouchlineChannels", "TouchlineCluster", "TouchlineOperators"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -76,7 +76,7 @@ import TestSlots
         ["TouchlineWebhooks"],
         ["TouchlinePersonal"],
         ["TouchlineChannels"],
-        ["TouchlineCluster"],
+        ["TouchlineCluster", "TouchlineOperators"],
         ["Touchline"],
     ]
     /// What the gateway is built on (the core, the runtime, stores, protocols, clients).

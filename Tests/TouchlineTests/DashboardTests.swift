@@ -4,6 +4,7 @@ import Testing
 import TestSlots
 @testable import Touchline
 import TouchlineCore
+@testable import TouchlineOperators
 import TouchlineTesting
 
 /// The operator dashboard: its page and files, the live stream it reads, and the page itself in
@@ -48,7 +49,7 @@ struct DashboardTests {
         }
         // What is served is the repository's files, byte for byte, embedded at build time.
         for (served, file) in [(anonymous.text, "dashboard.html"), (script.text, "dashboard.js"), (style.text, "dashboard.css")] {
-            let source = try String(contentsOfFile: Self.root.appendingPathComponent("Sources/Touchline/Dashboard/" + file).path, encoding: .utf8)
+            let source = try String(contentsOfFile: Self.root.appendingPathComponent("Sources/TouchlineOperators/Dashboard/" + file).path, encoding: .utf8)
             #expect(served == source, "\(file) differs from what the gateway serves")
         }
         await fixture.shutDown()
@@ -57,7 +58,7 @@ struct DashboardTests {
     /// The script is real JavaScript: Node's syntax check (Debian package nodejs; make deps installs it).
     @Test(.heavy, .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/node"), "node is not installed"))
     func theScriptPassesNodesSyntaxCheck() throws {
-        let (termination, text) = try ChildProcess.run("/usr/bin/node", ["--check", Self.root.appendingPathComponent("Sources/Touchline/Dashboard/dashboard.js").path])
+        let (termination, text) = try ChildProcess.run("/usr/bin/node", ["--check", Self.root.appendingPathComponent("Sources/TouchlineOperators/Dashboard/dashboard.js").path])
         #expect(termination == .exited(0), "node --check: \(text)")
     }
 

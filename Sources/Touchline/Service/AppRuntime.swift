@@ -1,6 +1,7 @@
 import TouchlineConfiguration
 import TouchlineChannels
 import TouchlineCore
+import TouchlineOperators
 import TouchlinePersonal
 
 /// One app's part of a running gateway: everything it has of its own, so that one app's

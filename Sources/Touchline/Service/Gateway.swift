@@ -7,6 +7,7 @@ import TouchlineConfiguration
 import TouchlineChannels
 import TouchlineCore
 import TouchlineJetStream
+import TouchlineOperators
 import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore

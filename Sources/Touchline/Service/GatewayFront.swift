@@ -3,6 +3,7 @@ import TouchlineAccess
 import TouchlineChannels
 import TouchlineCore
 import TouchlineJetStream
+import TouchlineOperators
 import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore

@@ -8,12 +8,17 @@ import TouchlineRuntime
 /// signal is awkward (a container platform's exec, a runbook's HTTP call). 200 with the key in
 /// use; 422 `key_reload_refused` naming why, the current key kept; 409 `key_reload_unavailable`
 /// in development mode (the bundled mock's key); 404 `app_not_found`.
-struct APNsKeyAPI: APIFeature {
+package struct APNsKeyAPI: APIFeature {
     /// Each app's reload, by name (empty in development mode).
     let reloads: [String: APNsKeyReload]
     let log: GatewayLog
 
-    func addRoutes(to router: inout APIRouter) {
+    package init(reloads: [String: APNsKeyReload], log: GatewayLog) {
+        self.reloads = reloads
+        self.log = log
+    }
+
+    package func addRoutes(to router: inout APIRouter) {
         for base in APIAccess.appRouteBases {
             router.add(.post, "\(base)/apns/key/reload", scope: .admin(purpose: "APNs key rotations")) { call throws(HTTPError) in
                 let app = call.app

@@ -19,7 +19,7 @@ import TouchlineStore
 /// the keys' rate-limit refusals (the admission hook takes from the same buckets) and the
 /// personal store's health. On the ingest loop (`@unchecked Sendable` only so route closures
 /// and loop jobs can capture it).
-final class OperatorsAPI: APIFeature, @unchecked Sendable {
+package final class OperatorsAPI: APIFeature, @unchecked Sendable {
     let service: ChannelService
     let intake: PersonalJobIntake
     /// Tokens, personal jobs and dead letters: its health and queue are shown beside the channels'.
@@ -32,14 +32,14 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
     /// order of ``PerApp/names`` (the default app first).
     let apnsMetrics: [APNsMetrics]
     /// The API keys' request buckets, taken by the admission hook (on this loop: the HTTP server's).
-    let requestLimits: Admission.RequestLimits
+    package let requestLimits: Admission.RequestLimits
     /// What operators see of the backend (a cluster member's connection, partitions, registry).
     let backend: any BackendOperatorView
     /// The provider API's server, on this loop, set once it listens (its connections and bodies
     /// are in `/metrics`); weak, as the server's handler holds the routes and so this.
-    weak var httpServer: HTTPServer?
+    package weak var httpServer: HTTPServer?
 
-    init(service: ChannelService, intake: PersonalJobIntake, personalStore: any PersonalStoreWriter, backend: any BackendOperatorView,
+    package init(service: ChannelService, intake: PersonalJobIntake, personalStore: any PersonalStoreWriter, backend: any BackendOperatorView,
          configuration: GatewayConfiguration, clock: any WallClock) {
         self.backend = backend
         self.service = service
@@ -60,7 +60,7 @@ final class OperatorsAPI: APIFeature, @unchecked Sendable {
     var loop: EventLoop { service.loop }
     var store: any ChannelStoreWriter { service.store }
 
-    func addRoutes(to router: inout APIRouter) {
+    package func addRoutes(to router: inout APIRouter) {
         addStatsRoutes(to: &router)
         router.add(.get, "/metrics", scope: metricsSettings.requireKey ? .anyKey : .open) { [self] call throws(HTTPError) in
             gatherLoopSnapshots { [self] loops in

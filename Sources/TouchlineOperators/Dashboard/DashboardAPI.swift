@@ -15,11 +15,16 @@ import TouchlineRuntime
 ///
 /// The live feed reads the channels, so this feature holds the ``ChannelService`` (on the
 /// ingest loop, like the feed) and makes the feed on the first `GET /v1/stream`.
-struct DashboardAPI: APIFeature {
+package struct DashboardAPI: APIFeature {
     let service: ChannelService
     let operators: OperatorsAPI
 
-    func addRoutes(to router: inout APIRouter) {
+    package init(service: ChannelService, operators: OperatorsAPI) {
+        self.service = service
+        self.operators = operators
+    }
+
+    package func addRoutes(to router: inout APIRouter) {
         router.add(.get, "/", scope: .open) { call throws(HTTPError) in call.respond(DashboardAssets.page) }
         router.add(.get, "/channels/{id}", scope: .open) { call throws(HTTPError) in call.respond(DashboardAssets.page) }
         router.add(.get, "/dashboard.js", scope: .open) { call throws(HTTPError) in call.respond(DashboardAssets.script) }

@@ -5,7 +5,7 @@ import TouchlineRuntime
 extension OperatorsAPI {
     /// The routes a connection of the probes' reserve may ask for (`http.probeConnections`): a
     /// load balancer's health and readiness checks, and the scrape that shows what fills the port.
-    static let probePaths: Set<String> = ["/healthz", "/readyz", "/metrics"]
+    package static let probePaths: Set<String> = ["/healthz", "/readyz", "/metrics"]
 
     /// The provider API's connections and request bodies (`http` settings), for `/metrics`: read
     /// from the HTTP server on this loop. Keys are named by their scope, never by the key.

@@ -15,22 +15,22 @@ import TouchlineRuntime
 ///
 /// Thread-safe: a reload reads files and signs once (milliseconds), under a lock so two reloads
 /// never interleave.
-final class APNsKeyReload: Sendable {
+package final class APNsKeyReload: Sendable {
     /// Where the configuration is read again from (the serve command's sources).
-    typealias ConfigurationSource = @Sendable () throws -> GatewayConfiguration
+    package typealias ConfigurationSource = @Sendable () throws -> GatewayConfiguration
 
     /// What a reload did.
-    struct Reloaded: Sendable, Equatable {
-        var keyID: String
-        var teamID: String
+    package struct Reloaded: Sendable, Equatable {
+        package var keyID: String
+        package var teamID: String
         /// False when the configuration names the key in use already (same id and team, same file bytes):
         /// nothing is signed, since APNs refuses tokens changed more often than every 20 minutes.
-        var changed: Bool
+        package var changed: Bool
     }
 
     /// Why a reload was refused; the current key stays.
-    struct Refused: Error, Sendable, CustomStringConvertible {
-        var description: String
+    package struct Refused: Error, Sendable, CustomStringConvertible {
+        package var description: String
     }
 
     /// The app whose key this reloads.
@@ -43,7 +43,7 @@ final class APNsKeyReload: Sendable {
     /// The key id, its team and the digest of the key file in use.
     private let current: Mutex<(keyID: String, teamID: String, digest: String)>
 
-    init(app: String, token: ProviderToken, keyFile: String, source: ConfigurationSource?,
+    package init(app: String, token: ProviderToken, keyFile: String, source: ConfigurationSource?,
          renewConnections: @escaping @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void) {
         self.app = app
         self.token = token
@@ -54,7 +54,7 @@ final class APNsKeyReload: Sendable {
     }
 
     /// Reads the configuration again and moves to the key it names, if it is another and usable.
-    func reload() throws(Refused) -> Reloaded {
+    package func reload() throws(Refused) -> Reloaded {
         guard let source else { throw Refused(description: "this gateway was started without a configuration to read again") }
         let configuration: GatewayConfiguration
         do { configuration = try source() } catch { throw Refused(description: "the configuration cannot be read: \(error)") }

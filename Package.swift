@@ -15,7 +15,8 @@ import PackageDescription
 /// - `APNs`: provider tokens, typed APNs requests and errors, connection pools;
 /// - the gateway's own modules, in layers: `TouchlineConfiguration` (its settings),
 ///   `TouchlineAccess` (the provider API's door), `TouchlineWebhooks`, `TouchlinePersonal`
-///   (tokens and the personal queue), and `Touchline` (channels, cluster, operators, and the
+///   (tokens and the personal queue), `TouchlineChannels` (the channel service and the backend
+///   seam), `TouchlineCluster` and `TouchlineOperators` (beside each other), and `Touchline` (the
 ///   assembly), each on the ones before it (`ProductGraphTests`);
 /// - `TouchlineTesting`: in-memory stores and APNs dispatch for tests, held to the contract tests
 ///   that SQLite passes (`StoreContractTests`); `ChildProcesses`: the programs the tests and the

@@ -77,7 +77,9 @@ final class DirectIngest: @unchecked Sendable {
     private func take(_ message: NATSMessage, partition: Int, service: ChannelService, serves: (Int) -> Bool) {
         guard serves(partition) else { return jetStream.deliverAgain(message, after: Self.redeliveryDelay) }
         let token = message.subject.split(separator: ".").last.map(String.init) ?? ""
-        let channelID = token.replacingOccurrences(of: "~", with: ".")
+        // As the route reads its path segment: `%XX` decoded (a malformed escape names no channel).
+        let spelled = token.replacingOccurrences(of: "~", with: ".")
+        let channelID = HTTPRequestTarget.percentDecoded(spelled.utf8) ?? spelled
         service.postEvents(to: channelID, app: AppChannelID.defaultApp, body: message.payload, loop: loop) { [weak self] outcome in
             guard let self else { return }
             switch outcome {

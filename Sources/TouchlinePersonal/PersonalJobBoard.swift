@@ -109,10 +109,17 @@ package final class OwnJobs: PersonalJobBoard {
 
     package var slicesStarted: Int { 0 }
 
-    /// No slice runs on a gateway on its own: nothing to save.
+    /// No slice runs on a gateway on its own, so nothing asks to save one; were something to,
+    /// the answer is that nothing was stored (never a success for a write that was not made).
     package func save(_ key: SharedJobPlan.SliceKey, checkpoint: FanOutCheckpoint, isFinished: Bool, writes: [TokenOperation],
               completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
-        completion(.success(0))
+        completion(.failure(NoSharedSlices(key: key)))
+    }
+
+    /// Why a gateway on its own saves no slice: it has no shared job board to save it on.
+    package struct NoSharedSlices: Error, CustomStringConvertible {
+        package let key: SharedJobPlan.SliceKey
+        package var description: String { "a gateway on its own keeps no shared slices: slice \(key) was not saved" }
     }
 
     package func sliceRunEnded(_ key: SharedJobPlan.SliceKey) {}

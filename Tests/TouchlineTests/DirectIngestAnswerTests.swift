@@ -53,6 +53,17 @@ import TouchlineTesting
             #expect(record.integer("status") == http.status && record.string("error") == http.error && record.string("message") == http.message,
                     "\(inputs[index].body): published \(record), HTTP \(http)")
         }
+
+        // A subject token names its channel as the route's path segment does: `%XX` decoded.
+        let published = await withCheckedContinuation { done in
+            provider.publish(Array(#"{"seq": 1, "patch": {"minute": 7}}"#.utf8), to: "touchline.in.match%2D2", loop: loop) { done.resume(returning: $0) }
+        }
+        #expect((try? published.get()) != nil, "\(published)")
+        try await eventually("the event published to match%2D2 applied to match-2", timeout: .seconds(10)) {
+            let shown = try? api.request("GET", "/v1/channels/match-2", key: GatewayFixture.adminKey)
+            return shown?.json?.integer("lastSeq") == 1
+        }
+        #expect(received.withLock { $0.count } == inputs.count, "no refusal recorded for the percent-encoded subject")
         await gateway.shutdown()
     }
 }

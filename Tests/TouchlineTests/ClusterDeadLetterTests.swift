@@ -9,10 +9,11 @@ import TouchlineCore
 /// job's definition (its file's dead-letter rows refer to the job, and a replay reads the
 /// original's payload from it), listed and replayed through it. Without the copy a slice's save
 /// with a dead letter failed on the file's foreign key, again and again: the job never finished.
-@Suite("Dead letters on a cluster", .heavy(weight: 3))
+/// One gateway on the in-memory cluster; two, each holding some letters, on a real 3-node cluster.
+@Suite("Dead letters on a cluster")
 struct ClusterDeadLetterTests {
-    @Test func aSharedJobsDeadLettersAreReplayedThroughTheGatewayThatSentThem() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy) func aSharedJobsDeadLettersAreReplayedThroughTheGatewayThatSentThem() async throws {
+        let cluster = try await ClusterUnderTest.start(.inMemory)
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
@@ -46,8 +47,8 @@ struct ClusterDeadLetterTests {
     /// Two gateways ran the slices, so each holds some of the job's dead letters: either lists
     /// them all (page by page, each once, marked with the gateway holding it), and a replay
     /// naming that gateway goes through it.
-    @Test func everyGatewaysDeadLettersAreListedAndReplayedThroughAnyGateway() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy(weight: 3)) func everyGatewaysDeadLettersAreListedAndReplayedThroughAnyGateway() async throws {
+        let cluster = try await ClusterUnderTest.start(.servers)
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }

@@ -10,19 +10,20 @@ import NATSServers
 import TouchlineRuntime
 import TouchlineTesting
 
-/// Several gateways on one real 3-node NATS JetStream cluster (the `jetstream` store backend):
-/// any of them takes any request, each channel is run by the gateway owning its partition, and
-/// what reaches APNs keeps each channel's order.
-@Suite("Gateways on a cluster", .heavy(weight: 3))
+/// Several gateways on one NATS JetStream cluster (the `jetstream` store backend): any of them
+/// takes any request, each channel is run by the gateway owning its partition, and what reaches
+/// APNs keeps each channel's order. The gateways' behaviour runs on the in-memory cluster; a
+/// NATS server killed and a gateway process killed run on a real 3-node cluster.
+@Suite("Gateways on a cluster")
 struct ClusterGatewayTests {
     static let partitions = 8
     /// Small, so that partitions get snapshots and are taken over from them.
     static let snapshotLogBytes = 1_024
 
     /// A gateway of the cluster, in this process, sending to `apns`.
-    static func gateway(_ name: String, cluster: NATSCluster, apns: MockAPNsFixture,
+    static func gateway(_ name: String, cluster: ClusterUnderTest, apns: MockAPNsFixture,
                         configure: @escaping (inout GatewayConfiguration) -> Void = { _ in }) throws -> GatewayFixture {
-        try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/\(name)") { configuration in
+        try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/\(name)", backends: cluster.backends) { configuration in
             configuration.store = StoreSettings(backend: .jetstream,
                                                 jetStream: JetStreamSettings(servers: cluster.urls, instance: InstanceID(name)!, partitions: Self.partitions,
                                                                              snapshotLogBytes: Self.snapshotLogBytes))
@@ -30,8 +31,8 @@ struct ClusterGatewayTests {
         }
     }
 
-    @Test func eventsPostedToEveryGatewayReachAPNsInEachChannelsOrder() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy) func eventsPostedToEveryGatewayReachAPNsInEachChannelsOrder() async throws {
+        let cluster = try await ClusterUnderTest.start(.inMemory)
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
@@ -115,8 +116,8 @@ struct ClusterGatewayTests {
 
     /// The token registry is the cluster's: a fan registered through one gateway is in the
     /// audience of a personal job run by another, and listed by every gateway.
-    @Test func aJobOnOneGatewayReachesTheFansRegisteredThroughEveryGateway() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy) func aJobOnOneGatewayReachesTheFansRegisteredThroughEveryGateway() async throws {
+        let cluster = try await ClusterUnderTest.start(.inMemory)
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
@@ -144,8 +145,8 @@ struct ClusterGatewayTests {
     /// NATS client would) are taken by the channel's owner as the HTTP route takes them: in
     /// order, each state at APNs; refused ones (bad JSON, unknown channel, a field out of range)
     /// land on `touchline.rejected.<channel>` with their error.
-    @Test func eventsPublishedStraightToTheClusterAreTakenLikeHTTPAndRefusedOnesRecorded() async throws {
-        let cluster = try await NATSCluster.start(mappings: ["touchline.in.*": "touchline.ingest.{{partition(\(Self.partitions),1)}}.{{wildcard(1)}}"])
+    @Test(.heavy) func eventsPublishedStraightToTheClusterAreTakenLikeHTTPAndRefusedOnesRecorded() async throws {
+        let cluster = try await ClusterUnderTest.start(.inMemory, mappings: ["touchline.in.*": "touchline.ingest.{{partition(\(Self.partitions),1)}}.{{wildcard(1)}}"])
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
@@ -190,8 +191,9 @@ struct ClusterGatewayTests {
     /// message id), ingest goes on (a request may get 503 meanwhile, and is sent again), and
     /// every acknowledged state reaches APNs. Then every gateway stops and new ones start on the
     /// same cluster: the channels and their states are all there.
-    @Test func aKilledNATSServerLosesNothingAcknowledgedNorDoesARestartOfEveryGateway() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy(weight: 3)) func aKilledNATSServerLosesNothingAcknowledgedNorDoesARestartOfEveryGateway() async throws {
+        let servers = try await NATSCluster.start()
+        let cluster = ClusterUnderTest.servers(servers)
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
@@ -203,9 +205,9 @@ struct ClusterGatewayTests {
         load.start()
         try await eventually("events acknowledged") { load.acknowledgedCount > 100 }
         let before = load.acknowledgedCount
-        await cluster.kill(0)
+        await servers.kill(0)
         try await eventually("ingest going on without the killed server", timeout: .seconds(60)) { load.acknowledgedCount > before + 200 }
-        try await cluster.restart(0)
+        try await servers.restart(0)
         try await eventually("ingest going on after it is back", timeout: .seconds(60)) { load.acknowledgedCount > before + 400 }
         await load.stop()
         let acknowledged = load.lastAcknowledged
@@ -246,7 +248,7 @@ struct ClusterGatewayTests {
     /// through both. Its partitions move to the other, whose pushes of them resume within 5 s;
     /// every acknowledged event's state reaches APNs; a state goes twice only where its push was
     /// in flight at the kill (once per moved channel at most).
-    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    @Test(.heavy(weight: 3), .enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
     func aKilledGatewaysChannelsMoveAndNothingAcknowledgedIsLost() async throws {
         let cluster = try await NATSCluster.start()
         let apns = try MockAPNsFixture()
@@ -430,17 +432,15 @@ extension GatewayTestClient {
 /// A provider's own NATS client: publishes to the cluster and reads what it keeps.
 private final class NATSProvider: Sendable {
     let loop: EventLoop
-    let connection: NATSConnection
-    let jetStream: JetStream
+    let jetStream: any JetStreamClient
 
-    init(cluster: NATSCluster) throws {
+    init(cluster: ClusterUnderTest) throws {
         loop = EventLoop.start(name: "provider")
-        connection = try cluster.connect(name: "provider", loop: loop)
-        jetStream = try JetStream(connection)
+        jetStream = try cluster.connect(name: "provider", loop: loop)
     }
 
     deinit {
-        connection.close()
+        jetStream.messaging.close()
         loop.stop()
     }
 
@@ -485,14 +485,14 @@ final class StartedGateways: Sendable {
 
     /// Gateways `names` on `cluster`, each configured by `configure`, once every one serves its
     /// share of the partitions (a test started before would see its channels move under it).
-    func serving(_ names: [String] = ["g1", "g2"], on cluster: NATSCluster, apns: MockAPNsFixture,
+    func serving(_ names: [String] = ["g1", "g2"], on cluster: ClusterUnderTest, apns: MockAPNsFixture,
                  configure: @escaping (inout GatewayConfiguration) -> Void = { _ in }) async throws -> [GatewayFixture] {
         let started = add(try names.map { try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns, configure: configure) })
         try await eventually("every gateway serves partitions") { ClusterPersonalJobTests.everyGatewayServes(started.map(\.patientAdmin)) }
         return started
     }
 
-    func shutDown(after apns: MockAPNsFixture, keeping cluster: NATSCluster) {
+    func shutDown(after apns: MockAPNsFixture, keeping cluster: ClusterUnderTest) {
         let gateways = gateways.withLock { $0 }
         Task {
             for gateway in gateways { await gateway.shutDown(removingData: false) }

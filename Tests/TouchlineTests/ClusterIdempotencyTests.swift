@@ -8,11 +8,11 @@ import TouchlineTesting
 
 /// `Idempotency-Key` on a cluster: a retry of a personal job's request sent to another gateway
 /// (as a load balancer does after a lost 202) gets the first answer, and the audience gets one
-/// fan-out, not two.
-@Suite("Idempotency keys on a cluster", .heavy(weight: 3))
+/// fan-out, not two. On the in-memory cluster (the job bucket's watch is the cluster's contract).
+@Suite("Idempotency keys on a cluster", .heavy)
 struct ClusterIdempotencyTests {
     @Test func aRepeatSentToAnotherGatewayGetsTheFirstAnswerAndRunsNothing() async throws {
-        let cluster = try await NATSCluster.start()
+        let cluster = try await ClusterUnderTest.start(.inMemory)
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }

@@ -65,7 +65,7 @@ struct ClusterJobKillTests {
         victim.process.wait()
         // What the killed gateway had saved: read before its leases run out (3 s), so before
         // anyone resumes its slices. Requests it sent before dying are all at the mock by now.
-        let atKill = try await ClusterPersonalJobTests.savedSlices(in: cluster).filter { $0.key.jobID == jobID }
+        let atKill = try await ClusterPersonalJobTests.savedSlices(in: .servers(cluster)).filter { $0.key.jobID == jobID }
         let acceptedAtKill = apns.mock.recordedRequests().filter { $0.endpoint == .device && $0.status == 200 }.compactMap(\.deviceToken)
         #expect(acceptedAtKill.count < Self.killAudience, "the kill came in the middle of the fan-out")
         let victimSlices = atKill.filter { $0.value.instance == "g2" && !$0.value.isFinished }
@@ -81,7 +81,7 @@ struct ClusterJobKillTests {
                 return progress?.string("status") == "done"
             }
         } catch {
-            let slices = try await ClusterPersonalJobTests.savedSlices(in: cluster).filter { $0.key.jobID == jobID }
+            let slices = try await ClusterPersonalJobTests.savedSlices(in: .servers(cluster)).filter { $0.key.jobID == jobID }
             Issue.record("""
                 \(String(describing: progress)); slices: \(slices.sorted { $0.key < $1.key }.map { "\($0.key.slice.index):\($0.value.instance):\($0.value.isFinished):\($0.value.checkpoint.counters.sent)" })
                 g1: \(gateways[0].logLines.suffix(30).joined(separator: "\n"))

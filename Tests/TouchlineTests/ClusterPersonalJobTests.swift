@@ -13,8 +13,10 @@ import TouchlineTesting
 
 /// Personal jobs on a cluster: a job accepted by one gateway runs on all of them, a slice at a
 /// time where its partition is owned, and a gateway killed in the middle of it loses nothing
-/// (docs/cluster.md, "Personal jobs on the cluster").
-@Suite("Personal jobs on a cluster", .heavy(weight: 3))
+/// (docs/cluster.md, "Personal jobs on the cluster"). On the in-memory cluster, but for the
+/// hand-over at a gateway's stop, on a real 3-node cluster (as is a gateway's death,
+/// ClusterJobKillTests).
+@Suite("Personal jobs on a cluster")
 struct ClusterPersonalJobTests {
     /// `count` distinct push-to-start tokens spread over every first hex digit, in a stable order.
     static func tokens(_ count: Int) -> [String] {
@@ -69,12 +71,11 @@ struct ClusterPersonalJobTests {
 
     /// The slices' last saved progress in the cluster's job bucket, read by a client of the test
     /// (a finished job's slices are deleted: they are absent).
-    static func savedSlices(in cluster: NATSCluster) async throws -> [SharedJobPlan.SliceKey: SliceEntry] {
+    static func savedSlices(in cluster: ClusterUnderTest) async throws -> [SharedJobPlan.SliceKey: SliceEntry] {
         let loop = EventLoop.start(name: "bucket-reader")
         defer { loop.stop() }
-        let connection = try cluster.connect(name: "bucket-reader", loop: loop)
-        defer { connection.close() }
-        let jetStream = try JetStream(connection)
+        let jetStream = try cluster.connect(name: "bucket-reader", loop: loop)
+        defer { jetStream.messaging.close() }
         let read = Mutex<(entries: [SharedJobPlan.SliceKey: SliceEntry], done: Bool)>(([:], false))
         let subscription = try jetStream.subscribeOrdered(to: "$KV.touchline_jobs.slice.>", from: .lastPerSubject, loop: loop) { message in
             let parts = message.subject.split(separator: ".").suffix(3)
@@ -96,8 +97,8 @@ struct ClusterPersonalJobTests {
     /// Two gateways in this process: a job accepted by one reaches every follower once, its
     /// slices run on both, and either gateway shows its final counts. Saves are made as often
     /// as they can be, so a slice often finishes while one is out: its last save still goes.
-    @Test func aJobAcceptedByOneGatewayRunsOnEveryGatewayAndReachesEachFanOnce() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy) func aJobAcceptedByOneGatewayRunsOnEveryGatewayAndReachesEachFanOnce() async throws {
+        let cluster = try await ClusterUnderTest.start(.inMemory)
         let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(5) }
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
@@ -134,8 +135,8 @@ struct ClusterPersonalJobTests {
     /// A gateway stopped gracefully in the middle of a job saves its slices' checkpoints before
     /// it gives their partitions up; the other resumes them at once and finishes the job. A
     /// token goes twice only if its send was still out when the stop began.
-    @Test func aGatewayStoppingInTheMiddleOfAJobHandsItsSlicesOver() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy(weight: 3)) func aGatewayStoppingInTheMiddleOfAJobHandsItsSlicesOver() async throws {
+        let cluster = try await ClusterUnderTest.start(.servers)
         let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(20) }
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
@@ -174,8 +175,8 @@ struct ClusterPersonalJobTests {
 
     /// Ending a channel cancels its kickoff on every gateway: the slices running on the gateway
     /// that does not own the channel stop too, and the rest of the audience counts as expired.
-    @Test func endingAChannelCancelsItsKickoffOnEveryGateway() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy) func endingAChannelCancelsItsKickoffOnEveryGateway() async throws {
+        let cluster = try await ClusterUnderTest.start(.inMemory)
         // Each start answered after 250 ms, 4 in flight per gateway: the 400 starts take 12 s or more.
         let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(250) }
         let started = StartedGateways()
@@ -215,8 +216,8 @@ struct ClusterPersonalJobTests {
     /// cancellable on every gateway, started at their time by whichever gateway owns the job's
     /// first slice then (here the one left after the accepting gateway stopped), and a
     /// cancelled one never sent.
-    @Test func aScheduledKickoffWaitsInTheBucketAndStartsOnTimeWhicheverGatewayIsLeft() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy) func aScheduledKickoffWaitsInTheBucketAndStartsOnTimeWhicheverGatewayIsLeft() async throws {
+        let cluster = try await ClusterUnderTest.start(.inMemory)
         // Starts stamped when they were scheduled would arrive six seconds old: the mock refuses them.
         let apns = try MockAPNsFixture { $0.startTimestampTolerance = .seconds(3) }
         let started = StartedGateways()

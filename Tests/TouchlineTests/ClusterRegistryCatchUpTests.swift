@@ -24,7 +24,7 @@ struct ClusterRegistryCatchUpTests {
     }
 
     @Test func aNewGatewayServesAtOnceWhileItsCopyIsBuiltAndMissesNoFan() async throws {
-        let cluster = try await NATSCluster.start()
+        let cluster = try await ClusterUnderTest.start(.servers)
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }

@@ -77,15 +77,10 @@ struct ClusterPersonalJobTests {
         let jetStream = try cluster.connect(name: "bucket-reader", loop: loop)
         defer { jetStream.messaging.close() }
         let read = Mutex<(entries: [SharedJobPlan.SliceKey: SliceEntry], done: Bool)>(([:], false))
-        let subscription = try jetStream.subscribeOrdered(to: "$KV.touchline_jobs.slice.>", from: .lastPerSubject, loop: loop) { message in
-            let parts = message.subject.split(separator: ".").suffix(3)
-            let deleted = message.headers["KV-Operation"] != nil
-            let entry = deleted ? nil : try? JSONDecoder().decode(SliceEntry.self, from: Data(message.payload))
-            guard parts.count == 3, let index = Int(parts[parts.startIndex + 1]), let count = Int(parts[parts.startIndex + 2]),
-                  let slice = AudienceSlice(index: index, count: count),
-                  deleted || entry != nil else { return }
+        let subscription = try jetStream.subscribeOrdered(to: SliceSave.subjects, from: .lastPerSubject, loop: loop) { message in
+            guard let save = SliceSave(message) else { return }
             read.withLock {
-                $0.entries[SharedJobPlan.SliceKey(jobID: String(parts[parts.startIndex]), slice: slice)] = entry
+                $0.entries[save.key] = save.entry
                 if message.stream?.pending == 0 { $0.done = true }
             }
         }
@@ -263,6 +258,76 @@ struct ClusterPersonalJobTests {
         let withdrawn = try g1.request("GET", "/v1/personal/\(cancelled)").json
         #expect(withdrawn?.string("status") == "cancelled" && withdrawn?.integer("sent") == 0, "\(String(describing: withdrawn))")
         #expect(try g1.request("GET", "/v1/channels/k1/starts").json?[member: "starts"] == [])
+    }
+}
+
+/// One write of the job bucket's slice keys: a slice's saved progress, or its deletion (nil).
+struct SliceSave: Sendable {
+    static let subjects = "$KV.touchline_jobs.slice.>"
+
+    let key: SharedJobPlan.SliceKey
+    let entry: SliceEntry?
+
+    init?(_ message: NATSMessage) {
+        let parts = message.subject.split(separator: ".").suffix(3)
+        let deleted = message.headers["KV-Operation"] != nil
+        let entry = deleted ? nil : try? JSONDecoder().decode(SliceEntry.self, from: Data(message.payload))
+        guard parts.count == 3, let index = Int(parts[parts.startIndex + 1]), let count = Int(parts[parts.startIndex + 2]),
+              let slice = AudienceSlice(index: index, count: count),
+              deleted || entry != nil else { return nil }
+        key = SharedJobPlan.SliceKey(jobID: String(parts[parts.startIndex]), slice: slice)
+        self.entry = entry
+    }
+}
+
+/// Every write of the job bucket's slice keys from its start on, in the bucket's order, through
+/// a subscription of the test's own opened before the job: a killed gateway's last save of each
+/// slice is what it had saved when it died, however late the test looks. (A read of the bucket
+/// after the kill races the survivors, which save the slices they take over as soon as the
+/// killed gateway's leases run out.)
+final class SliceSaves: Sendable {
+    private let loop: EventLoop
+    private let jetStream: any JetStreamClient
+    private let log: SaveLog
+    private let subscription: any MessageSubscription
+
+    private final class SaveLog: Sendable {
+        let saves = Mutex<[SliceSave]>([])
+    }
+
+    init(in cluster: ClusterUnderTest) throws {
+        loop = EventLoop.start(name: "bucket-watch")
+        jetStream = try cluster.connect(name: "bucket-watch", loop: loop)
+        let log = SaveLog()
+        self.log = log
+        subscription = try jetStream.subscribeOrdered(to: SliceSave.subjects, from: .all, loop: loop) { message in
+            if let save = SliceSave(message) { log.saves.withLock { $0.append(save) } }
+        }
+    }
+
+    deinit {
+        subscription.cancel()
+        jetStream.messaging.close()
+        loop.stop()
+    }
+
+    /// The last save `instance` made of each slice of job `jobID` it saved.
+    func lastSaves(by instance: String, ofJob jobID: String) -> [SharedJobPlan.SliceKey: SliceEntry] {
+        var last: [SharedJobPlan.SliceKey: SliceEntry] = [:]
+        for save in log.saves.withLock({ $0 }) where save.key.jobID == jobID && save.entry?.instance == instance {
+            last[save.key] = save.entry
+        }
+        return last
+    }
+
+    /// The gateways that saved each slice of job `jobID`, in the order they did (for a failure's message).
+    func savers(ofJob jobID: String) -> [Int: [String]] {
+        var savers: [Int: [String]] = [:]
+        for save in log.saves.withLock({ $0 }) where save.key.jobID == jobID {
+            guard let instance = save.entry?.instance, savers[save.key.slice.index]?.last != instance else { continue }
+            savers[save.key.slice.index, default: []].append(instance)
+        }
+        return savers
     }
 }
 

@@ -129,34 +129,42 @@ struct ClusterPersonalJobTests {
 
     /// A gateway stopped gracefully in the middle of a job saves its slices' checkpoints before
     /// it gives their partitions up; the other resumes them at once and finishes the job. A
-    /// token goes twice only if its send was still out when the stop began.
+    /// token goes twice only if its send was still out when the stop began. Which slices were
+    /// handed over is read from a watch of the job bucket (the stopped gateway's last save of
+    /// each, unfinished, then the other's), not from a look at the bucket before the stop, which
+    /// a loaded run made after the stopping gateway had finished its slices.
     @Test(.heavy(weight: 3)) func aGatewayStoppingInTheMiddleOfAJobHandsItsSlicesOver() async throws {
         let cluster = try await ClusterUnderTest.start(.servers)
-        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(20) }
+        // Each start answered after 50 ms, 8 in flight per gateway: g1's share takes seconds,
+        // long enough for the stop to come in the middle of it.
+        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(50) }
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
         let maxInFlight = 8
         let gateways = try await started.serving(on: cluster, apns: apns) { $0.personalQueue.maxInFlight = maxInFlight }
         let fans = Self.tokens(1_200)
         try Self.register(fans, through: gateways[1].patientAdmin, perRequest: 50)
+        let saves = try SliceSaves(in: cluster)
         let created = try gateways[1].patientAdmin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
         let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
         try await eventually("a fifth of the job sent") { apns.mock.counters().count(endpoint: .device, status: 200) >= 240 }
-        // The slices g1 is running as it is asked to stop.
-        let running = try await Self.savedSlices(in: cluster).filter { $0.key.jobID == jobID && $0.value.instance == "g1" && !$0.value.isFinished }
-        #expect(!running.isEmpty, "g1 is running slices")
         func slicesStarted(by gateway: GatewayFixture) throws -> Double {
             metricValue(try gateway.patientAdmin.request("GET", "/metrics").text, "touchline_personal_slices_started_total") ?? 0
         }
         let startedByG2 = try slicesStarted(by: gateways[1])
         await gateways[0].shutDown(removingData: false)
-        // Those g1 finished before it stopped (after the look above) are not handed over. Should
-        // the job have finished already, its slices are deleted: who finished them is unknown.
-        let afterStop = try await Self.savedSlices(in: cluster)
-        let finishedByG1 = running.keys.filter { afterStop[$0] == nil || (afterStop[$0]?.instance == "g1" && afterStop[$0]?.isFinished == true) }
         let progress = try await GatewayDeadLetterTests.finished(jobID, on: gateways[1].patientAdmin)
         #expect(progress?.integer("targeted") == 1_200 && progress?.integer("sent") == 1_200, "\(String(describing: progress))")
-        #expect(try slicesStarted(by: gateways[1]) - startedByG2 >= Double(running.count - finishedByG1.count),
+        // The slices g1 was running when it stopped: its last save of each is unfinished (those
+        // it finished before are not handed over). g2 saved each after it (the watch delivers in
+        // the bucket's order: once g2's save of a slice is there, all of g1's are).
+        var stopped: [SharedJobPlan.SliceKey: SliceEntry] = [:]
+        try await eventually("g2's saves of the slices g1 was running when it stopped") {
+            stopped = saves.lastSaves(by: "g1", ofJob: jobID).filter { !$0.value.isFinished }
+            let savers = saves.savers(ofJob: jobID)
+            return !stopped.isEmpty && stopped.keys.allSatisfy { savers[$0.slice.index]?.last == "g2" }
+        }
+        #expect(try slicesStarted(by: gateways[1]) - startedByG2 >= Double(stopped.count),
                 "g2 resumed the slices g1 was running when it stopped")
         var seen: [String: Int] = [:]
         for request in apns.mock.recordedRequests() where request.endpoint == .device && request.status == 200 {

@@ -1,3 +1,4 @@
+import APNs
 import APNsMock
 import Foundation
 import Synchronization
@@ -12,9 +13,10 @@ import TouchlineTesting
 
 /// Several gateways on one NATS JetStream cluster (the `jetstream` store backend): any of them
 /// takes any request, each channel is run by the gateway owning its partition, and what reaches
-/// APNs keeps each channel's order. The gateways' behaviour runs on the in-memory cluster; a
-/// NATS server killed and a gateway process killed run on a real 3-node cluster.
-@Suite("Gateways on a cluster")
+/// APNs keeps each channel's order. The gateways' behaviour runs in process on the in-memory
+/// cluster and APNs (``InProcessCluster``); a NATS server killed and a gateway process killed
+/// run on a real 3-node cluster against the strict mock.
+@Suite("Gateways on a cluster", .gatewaysInProcess)
 struct ClusterGatewayTests {
     static let partitions = 8
     /// Small, so that partitions get snapshots and are taken over from them.
@@ -31,12 +33,10 @@ struct ClusterGatewayTests {
         }
     }
 
-    @Test(.heavy) func eventsPostedToEveryGatewayReachAPNsInEachChannelsOrder() async throws {
-        let cluster = try await ClusterUnderTest.start(.inMemory)
-        let apns = try MockAPNsFixture()
-        let started = StartedGateways()
-        defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) })
+    @Test func eventsPostedToEveryGatewayReachAPNsInEachChannelsOrder() async throws {
+        let cluster = try InProcessCluster()
+        defer { cluster.shutDown() }
+        let gateways = try cluster.add(["g1", "g2"])
         let channels = (1...6).map { "match-\($0)" }
         try await Self.create(channels, through: gateways.map(\.patientAdmin))
         // Every event goes to the other gateway than the one before; the owner orders them.
@@ -48,16 +48,11 @@ struct ClusterGatewayTests {
             }
         }
         try await eventually("every channel's last minute at APNs") {
-            let broadcasts = apns.mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.status == 200 }
-            return Set(broadcasts.filter { $0.bodyText.contains(#""minute":20"#) }.compactMap(\.channelID)).count == channels.count
+            Self.minutes(cluster.journal.broadcasts).values.count { $0.contains(20) } == channels.count
         }
-        // Each APNs channel saw its minutes in increasing order (coalescing may skip some).
-        var minutes: [String: [Int]] = [:]
-        for request in apns.mock.recordedRequests() where request.endpoint == .broadcast && request.status == 200 {
-            guard let channel = request.channelID, let range = request.bodyText.range(of: #""minute":"#) else { continue }
-            let digits = request.bodyText[range.upperBound...].prefix { $0.isNumber }
-            minutes[channel, default: []].append(Int(digits)!)
-        }
+        // Each APNs channel saw its minutes in increasing order (coalescing may skip some),
+        // whichever gateway sent them.
+        let minutes = Self.minutes(cluster.journal.broadcasts)
         #expect(minutes.count == channels.count)
         for (channel, seen) in minutes {
             #expect(seen == seen.sorted() && Set(seen).count == seen.count, "\(channel): \(seen)")
@@ -109,22 +104,18 @@ struct ClusterGatewayTests {
             #expect(items.compactMap { $0.string("id") } == (channels + extra).sorted(), "\(listed.text)")
         }
         #expect(try gateways[0].patientAdmin.request("POST", "/v1/apps/default/channels/match-8/events", json: #"{"seq": 1, "patch": {"minute": 99}}"#).status == 202)
-        try await eventually("match-8's event at APNs") {
-            apns.mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.status == 200 && $0.bodyText.contains(#""minute":99"#) }
-        }
+        try await eventually("match-8's event at APNs") { Self.minutes(cluster.journal.broadcasts).values.contains { $0.contains(99) } }
     }
 
     /// The token registry is the cluster's: a fan registered through one gateway is in the
     /// audience of a personal job run by another, and listed by every gateway.
-    @Test(.heavy) func aJobOnOneGatewayReachesTheFansRegisteredThroughEveryGateway() async throws {
-        let cluster = try await ClusterUnderTest.start(.inMemory)
-        let apns = try MockAPNsFixture()
-        let started = StartedGateways()
-        defer { started.shutDown(after: apns, keeping: cluster) }
+    @Test func aJobOnOneGatewayReachesTheFansRegisteredThroughEveryGateway() async throws {
+        let cluster = try InProcessCluster()
+        defer { cluster.shutDown() }
         // Serving before the job starts, as the cluster job tests do: a job started while
         // partitions still move between the gateways timed out in one CI run (a rebalance does
         // not save a slice before moving it; noted under issue 14).
-        let gateways = try await started.serving(on: cluster, apns: apns)
+        let gateways = try await cluster.serving()
         let fans = (0..<6).map(GatewayPersonalAPITests.token)
         for (n, token) in fans.enumerated() {
             try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: gateways[n % 2].patientAdmin)
@@ -137,24 +128,22 @@ struct ClusterGatewayTests {
         try await ClusterPersonalJobTests.copiesAgree(gateways.map(\.patientAdmin))
         let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: gateways[1].patientAdmin)
         #expect(job.progress?.integer("targeted") == 6 && job.progress?.integer("sent") == 6, "\(String(describing: job.progress))")
-        let starts = apns.mock.recordedRequests().filter { $0.endpoint == .device && $0.status == 200 }
-        #expect(Set(starts.compactMap(\.deviceToken)) == Set(fans) && starts.count == 6)
+        let starts = cluster.pushedTokens
+        #expect(Set(starts) == Set(fans) && starts.count == 6)
     }
 
     /// Events published straight to the cluster (`touchline.in.<channel>`, as a provider's own
     /// NATS client would) are taken by the channel's owner as the HTTP route takes them: in
     /// order, each state at APNs; refused ones (bad JSON, unknown channel, a field out of range)
     /// land on `touchline.rejected.<channel>` with their error.
-    @Test(.heavy) func eventsPublishedStraightToTheClusterAreTakenLikeHTTPAndRefusedOnesRecorded() async throws {
-        let cluster = try await ClusterUnderTest.start(.inMemory, mappings: ["touchline.in.*": "touchline.ingest.{{partition(\(Self.partitions),1)}}.{{wildcard(1)}}"])
-        let apns = try MockAPNsFixture()
-        let started = StartedGateways()
-        defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) })
+    @Test func eventsPublishedStraightToTheClusterAreTakenLikeHTTPAndRefusedOnesRecorded() async throws {
+        let cluster = try InProcessCluster(mappings: ["touchline.in.*": "touchline.ingest.{{partition(\(Self.partitions),1)}}.{{wildcard(1)}}"])
+        defer { cluster.shutDown() }
+        let gateways = try cluster.add(["g1", "g2"])
         let channels = ["match.1", "match-2", "match:3"]
         try await Self.create(channels, through: [gateways[0].patientAdmin])
         let apnsIDs = try Self.apnsIDs(of: channels, through: gateways[1].patientAdmin)
-        let provider = try NATSProvider(cluster: cluster)
+        let provider = try NATSProvider(cluster: cluster.underTest)
         for minute in 1...15 {
             for id in channels {
                 let token = id.replacingOccurrences(of: ".", with: "~")
@@ -166,10 +155,10 @@ struct ClusterGatewayTests {
         try await provider.publish("not json", to: "touchline.in.match-2")
         try await provider.publish(#"{"seq": 1, "patch": {"minute": 1}}"#, to: "touchline.in.no-such-match")
         try await eventually("every channel's minute 15 at APNs") {
-            let minutes = Self.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+            let minutes = Self.minutes(cluster.journal.broadcasts, apnsIDs: apnsIDs)
             return channels.allSatisfy { minutes[$0]?.last == 15 }
         }
-        let minutes = Self.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+        let minutes = Self.minutes(cluster.journal.broadcasts, apnsIDs: apnsIDs)
         for id in channels {
             #expect(minutes[id] == minutes[id]?.sorted(), "\(id): \(minutes[id] ?? [])")
         }
@@ -345,6 +334,23 @@ struct ClusterGatewayTests {
             ids[id] = try #require(try api.request("GET", "/v1/channels/\(id)").json?.string("apnsChannelId"), "\(id)")
         }
         return ids
+    }
+
+    /// The minutes the broadcasts carried, in order, by APNs channel id.
+    static func minutes(_ broadcasts: [Broadcast]) -> [String: [Int]] {
+        var minutes: [String: [Int]] = [:]
+        for broadcast in broadcasts {
+            let body = String(decoding: broadcast.payload, as: UTF8.self)
+            guard let range = body.range(of: #""minute":"#) else { continue }
+            minutes[broadcast.channelID, default: []].append(Int(body[range.upperBound...].prefix { $0.isNumber })!)
+        }
+        return minutes
+    }
+
+    /// The minutes each channel's broadcasts carried, in order (`apnsIDs`: each channel's APNs id).
+    static func minutes(_ broadcasts: [Broadcast], apnsIDs: [String: String]) -> [String: [Int]] {
+        let byAPNsID = minutes(broadcasts)
+        return apnsIDs.reduce(into: [:]) { minutes, channel in minutes[channel.key] = byAPNsID[channel.value] }
     }
 
     /// The minutes each channel's broadcasts carried, in arrival order.

@@ -10,30 +10,22 @@ import TouchlineTesting
 ///   server or a gateway process killed, a migration dialling the servers, leases and elections
 ///   over the network); such a test takes three heavy slots;
 /// - `.inMemory`: an ``InMemoryNATSCluster`` in this process, held to the same contract tests as
-///   the servers, for the gateways' own behaviour on a cluster (forwarding, ownership and its
-///   hand-over, the job and token buckets, webhooks and dead letters across gateways): no process
-///   to start and no election to wait for. Its gateways still connect to the mock APNs over TLS
-///   and listen on loopback, so such a test takes one heavy slot.
+///   the servers, for the gateways' own behaviour on a cluster (ownership and its hand-over, the
+///   job bucket, webhooks, reconciliation, recordings) where the test reads what the strict mock
+///   saw (its latency, its channels, its check of a start's timestamp) or a receiver took: no
+///   process to start and no election to wait for, but the mock over TLS and clients over
+///   loopback, so such a test takes one heavy slot. (Tests that read only the API and what the
+///   gateways asked of APNs run wholly in process: ``InProcessCluster``.)
 enum ClusterUnderTest: Sendable {
     case servers(NATSCluster)
     case inMemory(InMemoryNATSCluster)
 
-    /// A fresh cluster of `backend`'s kind with these subject mappings (source to destination,
-    /// as in the servers' configuration).
-    static func start(_ backend: NATSBackend, mappings: [String: String] = [:]) async throws -> ClusterUnderTest {
+    /// A fresh cluster of `backend`'s kind.
+    static func start(_ backend: NATSBackend) async throws -> ClusterUnderTest {
         switch backend {
-        case .servers:
-            return .servers(try await NATSCluster.start(mappings: mappings))
-        case .inMemory:
-            let parsed = mappings.sorted { $0.key < $1.key }.compactMap { SubjectMapping(source: $0.key, destination: $0.value) }
-            guard parsed.count == mappings.count else { throw ClusterPersonalJobTests.Failure("mappings the in-memory cluster cannot apply: \(mappings)") }
-            return .inMemory(InMemoryNATSCluster(mappings: parsed))
+        case .servers: .servers(try await NATSCluster.start())
+        case .inMemory: .inMemory(InMemoryNATSCluster())
         }
-    }
-
-    /// The real servers (nil in memory), for a test that kills one or dials them itself.
-    var servers: NATSCluster? {
-        if case .servers(let servers) = self { servers } else { nil }
     }
 
     /// The server URLs a gateway's settings name (an in-memory cluster's gateways dial none).

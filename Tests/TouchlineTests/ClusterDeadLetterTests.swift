@@ -16,7 +16,7 @@ import TouchlineTesting
 @Suite("Dead letters on a cluster", .gatewaysInProcess)
 struct ClusterDeadLetterTests {
     @Test func aSharedJobsDeadLettersAreReplayedThroughTheGatewayThatSentThem() async throws {
-        let cluster = try InProcessCluster()
+        let cluster = InProcessCluster()
         defer { cluster.shutDown() }
         let api = try cluster.add(["g1"])[0].patientAdmin
         for n in 0..<2 { try GatewayDeadLetterTests.register(GatewayDeadLetterTests.badToken(n), follows: "team:ARS", user: "bad-\(n)", on: api) }

@@ -14,8 +14,9 @@ import TouchlineTesting
 /// Several gateways on one NATS JetStream cluster (the `jetstream` store backend): any of them
 /// takes any request, each channel is run by the gateway owning its partition, and what reaches
 /// APNs keeps each channel's order. The gateways' behaviour runs in process on the in-memory
-/// cluster and APNs (``InProcessCluster``); a NATS server killed and a gateway process killed
-/// run on a real 3-node cluster against the strict mock.
+/// cluster and APNs (``InProcessCluster``); events published straight to the servers' mapped
+/// subjects, a NATS server killed and a gateway process killed run on a real 3-node cluster
+/// against the strict mock.
 @Suite("Gateways on a cluster", .gatewaysInProcess)
 struct ClusterGatewayTests {
     static let partitions = 8
@@ -34,7 +35,7 @@ struct ClusterGatewayTests {
     }
 
     @Test func eventsPostedToEveryGatewayReachAPNsInEachChannelsOrder() async throws {
-        let cluster = try InProcessCluster()
+        let cluster = InProcessCluster()
         defer { cluster.shutDown() }
         let gateways = try cluster.add(["g1", "g2"])
         let channels = (1...6).map { "match-\($0)" }
@@ -110,7 +111,7 @@ struct ClusterGatewayTests {
     /// The token registry is the cluster's: a fan registered through one gateway is in the
     /// audience of a personal job run by another, and listed by every gateway.
     @Test func aJobOnOneGatewayReachesTheFansRegisteredThroughEveryGateway() async throws {
-        let cluster = try InProcessCluster()
+        let cluster = InProcessCluster()
         defer { cluster.shutDown() }
         // Serving before the job starts, as the cluster job tests do: a job started while
         // partitions still move between the gateways timed out in one CI run (a rebalance does
@@ -135,15 +136,19 @@ struct ClusterGatewayTests {
     /// Events published straight to the cluster (`touchline.in.<channel>`, as a provider's own
     /// NATS client would) are taken by the channel's owner as the HTTP route takes them: in
     /// order, each state at APNs; refused ones (bad JSON, unknown channel, a field out of range)
-    /// land on `touchline.rejected.<channel>` with their error.
-    @Test func eventsPublishedStraightToTheClusterAreTakenLikeHTTPAndRefusedOnesRecorded() async throws {
-        let cluster = try InProcessCluster(mappings: ["touchline.in.*": "touchline.ingest.{{partition(\(Self.partitions),1)}}.{{wildcard(1)}}"])
-        defer { cluster.shutDown() }
-        let gateways = try cluster.add(["g1", "g2"])
+    /// land on `touchline.rejected.<channel>` with their error. On the servers: the subject
+    /// mapping that puts each channel on its partition is theirs.
+    @Test(.heavy(weight: 3)) func eventsPublishedStraightToTheClusterAreTakenLikeHTTPAndRefusedOnesRecorded() async throws {
+        let servers = try await NATSCluster.start(mappings: ["touchline.in.*": "touchline.ingest.{{partition(\(Self.partitions),1)}}.{{wildcard(1)}}"])
+        let cluster = ClusterUnderTest.servers(servers)
+        let apns = try MockAPNsFixture()
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) })
         let channels = ["match.1", "match-2", "match:3"]
         try await Self.create(channels, through: [gateways[0].patientAdmin])
         let apnsIDs = try Self.apnsIDs(of: channels, through: gateways[1].patientAdmin)
-        let provider = try NATSProvider(cluster: cluster.underTest)
+        let provider = try NATSProvider(cluster: cluster)
         for minute in 1...15 {
             for id in channels {
                 let token = id.replacingOccurrences(of: ".", with: "~")
@@ -155,10 +160,10 @@ struct ClusterGatewayTests {
         try await provider.publish("not json", to: "touchline.in.match-2")
         try await provider.publish(#"{"seq": 1, "patch": {"minute": 1}}"#, to: "touchline.in.no-such-match")
         try await eventually("every channel's minute 15 at APNs") {
-            let minutes = Self.minutes(cluster.journal.broadcasts, apnsIDs: apnsIDs)
+            let minutes = Self.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
             return channels.allSatisfy { minutes[$0]?.last == 15 }
         }
-        let minutes = Self.minutes(cluster.journal.broadcasts, apnsIDs: apnsIDs)
+        let minutes = Self.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
         for id in channels {
             #expect(minutes[id] == minutes[id]?.sorted(), "\(id): \(minutes[id] ?? [])")
         }

@@ -94,7 +94,7 @@ struct ClusterPersonalJobTests {
     /// slices run on both, and either gateway shows its final counts. Saves are made as often
     /// as they can be, so a slice often finishes while one is out: its last save still goes.
     @Test func aJobAcceptedByOneGatewayRunsOnEveryGatewayAndReachesEachFanOnce() async throws {
-        let cluster = try InProcessCluster()
+        let cluster = InProcessCluster()
         defer { cluster.shutDown() }
         let gateways = try await cluster.serving { $0.personalQueue.saveInterval = .milliseconds(1) }
         let fans = Self.tokens(400)
@@ -134,9 +134,9 @@ struct ClusterPersonalJobTests {
     /// a loaded run made after the stopping gateway had finished its slices.
     @Test(.heavy) func aGatewayStoppingInTheMiddleOfAJobHandsItsSlicesOver() async throws {
         let cluster = try await ClusterUnderTest.start(.inMemory)
-        // Each start answered after 50 ms, 8 in flight per gateway: g1's share takes seconds,
-        // long enough for the stop to come in the middle of it.
-        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(50) }
+        // Each start answered after 100 ms, 8 in flight per gateway: g1's share takes over 7 s,
+        // so that the stop comes in the middle of it however late a loaded run gets to it.
+        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(100) }
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
         let maxInFlight = 8
@@ -158,10 +158,15 @@ struct ClusterPersonalJobTests {
         // it finished before are not handed over). g2 saved each after it (the watch delivers in
         // the bucket's order: once g2's save of a slice is there, all of g1's are).
         var stopped: [SharedJobPlan.SliceKey: SliceEntry] = [:]
-        try await eventually("g2's saves of the slices g1 was running when it stopped") {
-            stopped = saves.lastSaves(by: "g1", ofJob: jobID).filter { !$0.value.isFinished }
-            let savers = saves.savers(ofJob: jobID)
-            return !stopped.isEmpty && stopped.keys.allSatisfy { savers[$0.slice.index]?.last == "g2" }
+        do {
+            try await eventually("g2's saves of the slices g1 was running when it stopped") {
+                stopped = saves.lastSaves(by: "g1", ofJob: jobID).filter { !$0.value.isFinished }
+                let savers = saves.savers(ofJob: jobID)
+                return !stopped.isEmpty && stopped.keys.allSatisfy { savers[$0.slice.index]?.last == "g2" }
+            }
+        } catch {
+            Issue.record("slices g1 stopped: \(stopped.keys.map(\.slice.index).sorted()); savers: \(saves.savers(ofJob: jobID).sorted { $0.key < $1.key })")
+            throw error
         }
         #expect(try slicesStarted(by: gateways[1]) - startedByG2 >= Double(stopped.count),
                 "g2 resumed the slices g1 was running when it stopped")

@@ -15,12 +15,7 @@ final class InProcessCluster: Sendable {
     let journal = InMemoryAPNsJournal()
     private let started = Mutex<[(name: String, gateway: GatewayFixture, apns: InMemoryAPNsPair)]>([])
 
-    /// `mappings`: subject mappings, source to destination, as in the servers' configuration.
-    init(mappings: [String: String] = [:]) throws {
-        let parsed = mappings.sorted { $0.key < $1.key }.compactMap { SubjectMapping(source: $0.key, destination: $0.value) }
-        guard parsed.count == mappings.count else { throw ClusterPersonalJobTests.Failure("mappings the in-memory cluster cannot apply: \(mappings)") }
-        cluster = InMemoryNATSCluster(mappings: parsed)
-    }
+    init() { cluster = InMemoryNATSCluster() }
 
     /// The cluster as the tests that also run on servers take it.
     var underTest: ClusterUnderTest { .inMemory(cluster) }

@@ -3,7 +3,8 @@
 
 A test function is heavy when its own `@Test(...)` traits name `.heavy`, `.heavy(weight:)` or
 `.heavyAlone`, or when it is declared inside a type (or an extension of a type) whose
-`@Suite(...)` traits do: the trait is recursive, so nested suites count too. A parameterized
+`@Suite(...)` traits do: the trait is recursive, so nested suites count too. A type is looked up
+in its own test target (two targets may each have a suite of the same name). A parameterized
 test counts once. Run from the repository root:
 
     scripts/count-heavy-tests.py            # heavy and all test functions, by target and in all
@@ -138,7 +139,8 @@ def main():
     root = pathlib.Path("Tests")
     files = sorted(root.rglob("*.swift"))
     parsed = {path: scan(code_only(path.read_text())) for path in files}
-    heavy_types = {e[1] for events in parsed.values() for e in events if e[0] == "type" and e[3] and e[2] != "extension"}
+    heavy_types = {(path.parts[1], e[1]) for path, events in parsed.items() for e in events
+                   if e[0] == "type" and e[3] and e[2] != "extension"}
     by_target = {}
     heavy_files = {}
     for path, events in parsed.items():
@@ -146,7 +148,7 @@ def main():
         for event in events:
             if event[0] != "test":
                 continue
-            heavy = event[1] or any(name in heavy_types for name in event[2])
+            heavy = event[1] or any((target, name) in heavy_types for name in event[2])
             total, heavies = by_target.get(target, (0, 0))
             by_target[target] = (total + 1, heavies + heavy)
             if heavy:

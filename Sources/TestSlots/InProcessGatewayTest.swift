@@ -6,7 +6,8 @@ import Testing
 /// same. Such a test takes no heavy slot but one of a few slots of its own
 /// (``HeavyTestSlots/inProcess``, two per CPU and at least two), so that a run never starts
 /// dozens of gateways at once beside the heavy tests (the burst the heavy slots exist to avoid;
-/// each of these tests holds its slot for well under a second). A test that also carries
+/// most of these tests hold their slot for well under a second, a cluster member waiting for
+/// its partitions' leases a few seconds). A test that also carries
 /// ``HeavyTest`` (a suite's live tier) takes only its heavy slot.
 public struct InProcessGatewayTest: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }

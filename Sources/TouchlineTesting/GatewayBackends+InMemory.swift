@@ -9,9 +9,13 @@ import TouchlineStore
 package final class InMemoryAPNsPair: Sendable {
     private let made = Mutex<(broadcast: InMemoryAPNs, personal: InMemoryAPNs)?>(nil)
     private let channelPrefix: String
+    private let journal: InMemoryAPNsJournal?
 
-    /// `channelPrefix`: see ``InMemoryAPNs/init(loop:channelPrefix:)``.
-    package init(channelPrefix: String = "in-memory-channel-") { self.channelPrefix = channelPrefix }
+    /// `channelPrefix`, `journal`: see ``InMemoryAPNs/init(loop:channelPrefix:journal:)``.
+    package init(channelPrefix: String = "in-memory-channel-", journal: InMemoryAPNsJournal? = nil) {
+        self.channelPrefix = channelPrefix
+        self.journal = journal
+    }
 
     /// Broadcasts and channel management (nil before the gateway started).
     package var broadcast: InMemoryAPNs? { made.withLock { $0?.broadcast } }
@@ -19,7 +23,8 @@ package final class InMemoryAPNsPair: Sendable {
     package var personal: InMemoryAPNs? { made.withLock { $0?.personal } }
 
     func make(broadcastLoop: EventLoop, personalLoop: EventLoop) -> Gateway.APNsDispatches {
-        let pair = (broadcast: InMemoryAPNs(loop: broadcastLoop, channelPrefix: channelPrefix), personal: InMemoryAPNs(loop: personalLoop))
+        let pair = (broadcast: InMemoryAPNs(loop: broadcastLoop, channelPrefix: channelPrefix, journal: journal),
+                    personal: InMemoryAPNs(loop: personalLoop, journal: journal))
         made.withLock { $0 = pair }
         return Gateway.APNsDispatches(broadcast: pair.broadcast, personal: pair.personal)
     }

@@ -56,13 +56,16 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
 
     package let loop: EventLoop
     private let state: Mutex<State>
+    private let journal: InMemoryAPNsJournal?
     /// Touched on ``loop`` only.
     private var observer: ((APNsExchange) -> Void)?
 
     /// `channelPrefix` starts the ids of the channels it creates: APNs gives ids unique across
     /// every gateway of a team, so gateways of one cluster each get a prefix of their own.
-    package init(loop: EventLoop, channelPrefix: String = "in-memory-channel-") {
+    /// `journal`: where it also records its requests, in one order with other APNs'.
+    package init(loop: EventLoop, channelPrefix: String = "in-memory-channel-", journal: InMemoryAPNsJournal? = nil) {
         self.loop = loop
+        self.journal = journal
         state = Mutex(State(channelPrefix: channelPrefix))
     }
 
@@ -129,6 +132,7 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
     private func answer<T>(_ request: Request, _ completion: @escaping (Result<T, APNsError>) -> Void, _ fit: (Reply) -> T?) {
         let outcome: Result<Reply, APNsError> = state.withLock { s in
             s.requests.append(request)
+            journal?.record(request)
             if s.isShutDown {
                 return .failure(APNsError(transport: .shutdown, endpoint: request.endpoint, sentID: nil))
             }

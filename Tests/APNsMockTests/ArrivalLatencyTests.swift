@@ -8,7 +8,7 @@ import TouchlineCore
 /// over time, and with `--arrival-latency FIELD` the latency of accepted pushes carrying the
 /// sender's time; merged over the worker loops and started afresh by each report. The payload
 /// rules stay as strict.
-@Suite(.heavy) struct ArrivalLatencyTests {
+@Suite struct ArrivalLatencyTests {
     static func update(sentAt: Int64) -> [UInt8] {
         Sample.json(#"{"aps":{"timestamp":1767290400,"event":"update","content-state":{"home":1,"sentAt":\#(sentAt)}}}"#)
     }
@@ -17,7 +17,7 @@ import TouchlineCore
         endpoint?.statuses.values.reduce(0, +) ?? 0
     }
 
-    @Test func acceptedPushesAreCountedAndMeasuredPerEndpointAndPriorityOverAllWorkers() throws {
+    @Test(.heavy) func acceptedPushesAreCountedAndMeasuredPerEndpointAndPriorityOverAllWorkers() throws {
         let fixture = try TestFixture.get()
         var configuration = fixture.configuration()
         configuration.arrivalLatencyField = "sentAt"
@@ -66,7 +66,7 @@ import TouchlineCore
         #expect(next.period.startNanoseconds == report.endNanoseconds)
     }
 
-    @Test func withoutTheFieldArrivalsAndStatusesAreStillCounted() throws {
+    @Test(.heavy) func withoutTheFieldArrivalsAndStatusesAreStillCounted() throws {
         let fixture = try TestFixture.get()
         let mock = try RunningMock(fixture.configuration(), fixture: fixture)
         let channel = try #require(mock.server.createChannel(storagePolicy: 0))
@@ -79,7 +79,7 @@ import TouchlineCore
         #expect(report.latency(endpoint: "broadcast").count == 0)
     }
 
-    @Test func theReportIsPrintedAsOneJSONLineAndReadBack() throws {
+    @Test(.heavy) func theReportIsPrintedAsOneJSONLineAndReadBack() throws {
         var tally = MockAPNsArrivalTally(period: MeasurementPeriod(startNanoseconds: 1_000))
         tally.record(endpoint: .broadcast, status: 200, priority: 5, sentAt: 500, at: 2_000)
         tally.record(endpoint: .device, status: 410, priority: nil, sentAt: nil, at: 3_000)

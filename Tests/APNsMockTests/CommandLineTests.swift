@@ -1,8 +1,7 @@
 import APNsMock
 import Testing
-import TestSlots
 
-@Suite(.heavy) struct CommandLineTests {
+@Suite struct CommandLineTests {
     @Test func parsesEveryFlag() throws {
         let fixture = try TestFixture.get()
         let parsed = try MockAPNsCommandLine.parse([

@@ -11,7 +11,7 @@ import TouchlineRuntime
 /// GOAWAY before its last answer, as the gateway's connection retirement once did, is left with
 /// requests that were accepted but look unanswered; without the fault, the same client gets
 /// every answer.
-@Suite(.heavy) struct SilentAfterClientGoawayTests {
+@Suite struct SilentAfterClientGoawayTests {
     private static let pushes = 6
 
     /// What one early-GOAWAY client saw, and the mock's counters.
@@ -63,7 +63,7 @@ import TouchlineRuntime
                    counters: mock.server.counters())
     }
 
-    @Test func aServerThatStopsAnsweringAfterTheClientsGoawayLeavesProcessedRequestsUnanswered() async throws {
+    @Test(.heavy) func aServerThatStopsAnsweringAfterTheClientsGoawayLeavesProcessedRequestsUnanswered() async throws {
         let run = try await sendThenSayGoawayEarly(silent: true)
         #expect(run.counters.count(endpoint: .device, status: 200) == Self.pushes, "every push was processed")
         #expect(run.answered == 0 && run.unanswered == Self.pushes, "none was answered")
@@ -71,7 +71,7 @@ import TouchlineRuntime
         #expect(run.counters.description.contains("answers withheld after the client's GOAWAY: \(Self.pushes)"))
     }
 
-    @Test func withoutTheFaultTheSameClientGetsEveryAnswer() async throws {
+    @Test(.heavy) func withoutTheFaultTheSameClientGetsEveryAnswer() async throws {
         let run = try await sendThenSayGoawayEarly(silent: false)
         #expect(run.answered == Self.pushes && run.unanswered == 0)
         #expect(run.counters.answersWithheld == 0)

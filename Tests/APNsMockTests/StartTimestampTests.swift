@@ -7,11 +7,11 @@ import TouchlineCore
 /// does): with a tolerance configured, a start stamped further from the mock's clock than that
 /// is `400 BadRequestPayload`, naming by how much; updates are not held to it, and without a
 /// tolerance nothing is refused for its timestamp.
-@Suite(.heavy) struct StartTimestampTests {
+@Suite struct StartTimestampTests {
     /// `Sample.start`'s timestamp.
     static let stamped: Int64 = 1_767_286_800
 
-    @Test func aStartStampedBeyondTheToleranceIsRefused() throws {
+    @Test(.heavy) func aStartStampedBeyondTheToleranceIsRefused() throws {
         let fixture = try TestFixture.get()
         let clock = ManualClock(UnixTime(seconds: Self.stamped + 90))
         var configuration = fixture.configuration(clock: clock)
@@ -39,7 +39,7 @@ import TouchlineCore
         #expect(update.status == 200, "\(update)")
     }
 
-    @Test func withoutAToleranceAStartIsNotJudgedByItsTimestamp() throws {
+    @Test(.heavy) func withoutAToleranceAStartIsNotJudgedByItsTimestamp() throws {
         let fixture = try TestFixture.get()
         let clock = ManualClock(UnixTime(seconds: Self.stamped + 7 * 86_400))
         let mock = try RunningMock(fixture.configuration(clock: clock), fixture: fixture)

@@ -6,7 +6,7 @@ import TestSlots
 /// Every stored fuzz input (the seeds and each finding kept as a regression, under
 /// `Fuzz/Corpus/<target>/`) still passes its target: `touchline-fuzz` of the ordinary build
 /// replays them through the same code the fuzzer drives.
-@Suite(.heavy) struct FuzzCorpusTests {
+@Suite struct FuzzCorpusTests {
     static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("touchline-fuzz").path
     static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -21,7 +21,7 @@ import TestSlots
                                                   "http-request-head"]), "\(Self.targets)")
     }
 
-    @Test(arguments: targets)
+    @Test(.heavy, arguments: targets)
     func storedInputsPass(target: String) async throws {
         let (termination, text) = try await ChildProcess.run(Self.executable, [target, Self.corpus + "/" + target])
         #expect(termination == .exited(0), "\(text)")

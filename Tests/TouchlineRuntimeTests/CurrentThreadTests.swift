@@ -1,10 +1,9 @@
 import Foundation
 import Testing
-import TestSlots
 import TouchlineRuntime
 
 /// Thread names, priorities and time slices reach the kernel (read back from /proc).
-@Suite(.heavy) struct CurrentThreadTests {
+@Suite struct CurrentThreadTests {
     /// `/proc/self/task/*/` folders of this process's threads named `name`.
     static func tasks(named name: String) -> [String] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []

@@ -1,10 +1,9 @@
 import Foundation
 import Synchronization
 import Testing
-import TestSlots
 import TouchlineRuntime
 
-@Suite(.heavy) struct EventLoopTests {
+@Suite struct EventLoopTests {
     @Test func executeRunsJobsOnTheLoopThreadInOrderFromManyThreads() async throws {
         let loop = EventLoop.start(name: "test-loop")
         defer { loop.stopAndWait() }

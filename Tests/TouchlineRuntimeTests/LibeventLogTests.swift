@@ -6,7 +6,7 @@ import TouchlineRuntime
 
 /// libevent's own messages arrive as JSON log lines, rate-limited; the limiter and the
 /// descriptor limit on their own.
-@Suite("libevent log and process limits", .heavy)
+@Suite("libevent log and process limits")
 struct LibeventLogTests {
     @Test func aRateLimiterLetsTheFirstLinesOfEachIntervalThroughAndCountsTheRest() {
         var limiter = LogRateLimiter(maxLines: 2, per: .seconds(1))
@@ -20,7 +20,7 @@ struct LibeventLogTests {
         #expect(limiter.admit(at: start + .seconds(1) + .milliseconds(1)) == 0)
     }
 
-    @Test func libeventWarningsBecomeRateLimitedJSONLines() async throws {
+    @Test(.heavy) func libeventWarningsBecomeRateLimitedJSONLines() async throws {
         let lines = GatewayLogTests.Lines()
         LibeventLog.install(log: GatewayLog(component: "gateway", level: .info, output: lines.output))
         // Installed explicitly: a gateway starting meanwhile in another test does not take the sink.
@@ -41,7 +41,7 @@ struct LibeventLogTests {
         #expect(after.contains { $0["message"]?.contains("libevent messages dropped by the rate limit") == true }, "\(after)")
     }
 
-    @Test func theOpenFileLimitIsRaisedToTheHardLimit() throws {
+    @Test(.heavy) func theOpenFileLimitIsRaisedToTheHardLimit() throws {
         let change = try #require(DescriptorLimit.raiseToHardLimit())
         let now = try #require(DescriptorLimit.current())
         #expect(now.soft == change.current)

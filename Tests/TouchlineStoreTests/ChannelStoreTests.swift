@@ -1,11 +1,10 @@
 import Foundation
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
-@Suite(.heavy) struct ChannelStoreTests {
+@Suite struct ChannelStoreTests {
     @Test func createIsIdempotentAndReturnsTheExistingRecord() async throws {
         let dir = TemporaryDirectory()
         let writer = try StoreWriter(path: dir.file("store.db"))

@@ -1,11 +1,10 @@
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineStore
 
 /// The registry reads behind `GET /v1/deadletters` and `POST /v1/deadletters/replay`: filtered
 /// keyset pages, look-up by id, and which tokens of an explicit list can still be sent to.
-@Suite(.heavy) struct DeadLetterReaderTests {
+@Suite struct DeadLetterReaderTests {
     static func hex(_ n: Int) -> String { String(repeating: "0", count: 60) + String(format: "%04x", n) }
 
     @Test func pagesFilterByStatusJobAndReasonAndIdsAreLookedUpAsAList() async throws {

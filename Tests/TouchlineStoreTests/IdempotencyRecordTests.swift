@@ -1,13 +1,12 @@
 import Foundation
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
 /// `idempotency_keys` (schema version 5): a record commits with the jobs of its list, is found
 /// until it expires, is never taken over while it holds, and is pruned a bounded number at a time.
-@Suite(.heavy) struct IdempotencyRecordTests {
+@Suite struct IdempotencyRecordTests {
     static func record(_ key: String, scope: String = "scope-a", hash: UInt8 = 1, job: String = "job-1",
                        at created: UnixTime = t0, lifetime: Duration = .seconds(60)) -> IdempotencyRecord {
         IdempotencyRecord(scope: scope, route: "POST /v1/personal", key: key, requestHash: [UInt8](repeating: hash, count: 32),

@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
@@ -11,7 +10,7 @@ func personalJob(_ id: String) -> PersonalJobRecord {
                       expiration: t0 + .seconds(3_600))
 }
 
-@Suite(.heavy) struct PersonalJobTests {
+@Suite struct PersonalJobTests {
     /// A fan-out half done when the store closes resumes after its cursor with the same counts,
     /// retry rows and dead letters: they were all written in the same batches.
     @Test func aJobResumesAfterReopenWithItsCursorAndCounters() async throws {

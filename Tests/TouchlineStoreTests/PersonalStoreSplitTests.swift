@@ -1,12 +1,11 @@
 import Foundation
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
 /// Personal tables written before they had a file of their own move there once, whole.
-@Suite(.heavy) struct PersonalStoreSplitTests {
+@Suite struct PersonalStoreSplitTests {
     @Test func legacyTokensJobsAndDeadLettersAreCopiedOnceIntoTheNewFile() async throws {
         let dir = TemporaryDirectory()
         let channels = dir.file("touchline.sqlite"), personal = dir.file("personal.sqlite")

@@ -1,10 +1,9 @@
 import Foundation
 import Testing
-import TestSlots
 import TouchlineRuntime
 import TouchlineStore
 
-@Suite(.heavy) struct SQLiteConnectionTests {
+@Suite struct SQLiteConnectionTests {
     @Test func valuesRoundTripIncludingEmptyBlobsAndNulls() throws {
         let dir = TemporaryDirectory()
         let db = try SQLiteConnection(path: dir.file("values.db"))

@@ -1,13 +1,12 @@
 import Foundation
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
 /// The writer knows when its storage fails, refuses nothing itself, and finds out by its own
 /// probe when writes work again.
-@Suite(.heavy) struct StoreHealthTests {
+@Suite struct StoreHealthTests {
     @Test func aStorageFailureMakesTheStoreFailingUntilAProbeSucceeds() async throws {
         let dir = TemporaryDirectory()
         let fault = dir.file("disk-full")
@@ -87,7 +86,7 @@ import TouchlineStore
 }
 
 /// A damaged file stops the start with the reason; it is never served as an empty store.
-@Suite(.heavy) struct StoreIntegrityTests {
+@Suite struct StoreIntegrityTests {
     @Test func anEmptyFileWhereADatabaseWasExpectedIsRefused() throws {
         let dir = TemporaryDirectory()
         #expect(FileManager.default.createFile(atPath: dir.file("store.db"), contents: Data()))

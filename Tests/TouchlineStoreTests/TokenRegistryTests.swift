@@ -8,7 +8,7 @@ import TouchlineStore
 /// A 64-digit hex token derived from `n`, in upper case to check that the store lowercases it.
 func hexToken(_ n: Int) -> String { String(format: "%064X", n) }
 
-@Suite(.heavy) struct TokenRegistryTests {
+@Suite struct TokenRegistryTests {
     @Test func aTokenIsStoredLowercaseWithItsFollows() async throws {
         let dir = TemporaryDirectory()
         let writer = try StoreWriter(path: dir.file("store.db"))
@@ -178,7 +178,7 @@ func hexToken(_ n: Int) -> String { String(format: "%064X", n) }
 
     /// 20,000 followers (plus inactive, update and other-team tokens that must be skipped) read
     /// in pages of 777: every follower exactly once, in order, and nothing else.
-    @Test func theFollowsScanVisitsEveryActivePushToStartTokenOnce() async throws {
+    @Test(.heavy) func theFollowsScanVisitsEveryActivePushToStartTokenOnce() async throws {
         let dir = TemporaryDirectory()
         let writer = try StoreWriter(path: dir.file("store.db"))
         defer { writer.close() }

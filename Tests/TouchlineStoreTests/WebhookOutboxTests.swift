@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-import TestSlots
 import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
@@ -8,7 +7,7 @@ import TouchlineStore
 /// The webhook outbox on real SQLite files: an event commits with its fact or not at all, in
 /// either file; deliveries per endpoint; idempotent records; pruning; the reads the delivery
 /// loop and `GET /v1/events` make.
-@Suite(.heavy) struct WebhookOutboxTests {
+@Suite struct WebhookOutboxTests {
     static func entry(_ id: String, at seconds: Int64 = 1_000, endpoints: [String] = ["a", "b"]) -> WebhookOutboxEntry {
         WebhookOutboxEntry(eventID: id, type: "channel.ended", createdAt: UnixTime(seconds: seconds), body: Array(#"{"id":"\#(id)"}"#.utf8),
                            endpoints: endpoints)

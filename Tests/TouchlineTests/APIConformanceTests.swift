@@ -19,8 +19,9 @@ import TestSlots
 ///
 /// Deterministic generation: the same document and gateway give the same requests, so a failure
 /// repeats. The run is bounded by `--max-examples` per operation (about 14,000 requests in about
-/// a minute here) and by `timeout`.
-@Suite("API document against the running gateway", .heavy)
+/// a minute here) and by `timeout`. Long: it takes its slot as the run begins (started among the
+/// last, its minute ended the run alone).
+@Suite("API document against the running gateway", .heavy(long: true))
 struct APIConformanceTests {
     /// The repository root (this file is Tests/TouchlineTests/APIConformanceTests.swift).
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

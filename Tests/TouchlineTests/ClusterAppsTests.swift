@@ -13,7 +13,7 @@ import TouchlineCore
 @Suite("Apps on a cluster", .serialized, .heavy(weight: 3))
 struct ClusterAppsTests {
     @Test func twoGatewaysServeEachAppsChannelsAndPersonalPushesThroughItsOwnAPNs() async throws {
-        let cluster = try await NATSCluster.start()
+        let cluster = try await ClusterUnderTest.start(.servers)
         let league = try MockAPNsFixture()
         let tv = try MockAPNsFixture(identity: GatewayAppsTests.tvIdentity)
         defer { Task { await tv.shutDown() } }

@@ -4,22 +4,27 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// Dead letters of a cluster's shared jobs: kept by the gateway that sent, with a copy of the
 /// job's definition (its file's dead-letter rows refer to the job, and a replay reads the
 /// original's payload from it), listed and replayed through it. Without the copy a slice's save
 /// with a dead letter failed on the file's foreign key, again and again: the job never finished.
-@Suite("Dead letters on a cluster", .heavy(weight: 3))
+/// One gateway in process on the in-memory cluster and APNs (which refuses the bad tokens as the
+/// mock refuses tokens it disowned); two, each holding some letters, on a real 3-node cluster
+/// against the strict mock.
+@Suite("Dead letters on a cluster", .gatewaysInProcess)
 struct ClusterDeadLetterTests {
     @Test func aSharedJobsDeadLettersAreReplayedThroughTheGatewayThatSentThem() async throws {
-        let cluster = try await NATSCluster.start()
-        let apns = try MockAPNsFixture()
-        let started = StartedGateways()
-        defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateway = started.add([try ClusterGatewayTests.gateway("g1", cluster: cluster, apns: apns)])[0]
-        let api = gateway.patientAdmin
+        let cluster = InProcessCluster()
+        defer { cluster.shutDown() }
+        let api = try cluster.add(["g1"])[0].patientAdmin
         for n in 0..<2 { try GatewayDeadLetterTests.register(GatewayDeadLetterTests.badToken(n), follows: "team:ARS", user: "bad-\(n)", on: api) }
-        for n in 0..<2 { apns.mock.disown(token: GatewayDeadLetterTests.badToken(n)) }
+        let disowned = Set((0..<2).map(GatewayDeadLetterTests.badToken))
+        try #require(cluster.apns(of: "g1")?.personal).script { request in
+            guard case .push(let push) = request, disowned.contains(push.deviceToken) else { return nil }
+            return .failure(InMemoryAPNs.rejection(status: 400, reason: "BadDeviceToken", endpoint: .device))
+        }
         let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: api)
         #expect(job.progress?[member: "failed"] == .object([.init("BadDeviceToken", .integer(2))]), "\(String(describing: job.progress))")
         let ids = GatewayDeadLetterTests.letters(try api.request("GET", "/v1/deadletters")).compactMap { $0.integer("id") }
@@ -46,8 +51,8 @@ struct ClusterDeadLetterTests {
     /// Two gateways ran the slices, so each holds some of the job's dead letters: either lists
     /// them all (page by page, each once, marked with the gateway holding it), and a replay
     /// naming that gateway goes through it.
-    @Test func everyGatewaysDeadLettersAreListedAndReplayedThroughAnyGateway() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy(weight: 3)) func everyGatewaysDeadLettersAreListedAndReplayedThroughAnyGateway() async throws {
+        let cluster = try await ClusterUnderTest.start(.servers)
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }

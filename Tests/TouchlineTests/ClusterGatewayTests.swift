@@ -1,3 +1,4 @@
+import APNs
 import APNsMock
 import Foundation
 import Synchronization
@@ -10,19 +11,22 @@ import NATSServers
 import TouchlineRuntime
 import TouchlineTesting
 
-/// Several gateways on one real 3-node NATS JetStream cluster (the `jetstream` store backend):
-/// any of them takes any request, each channel is run by the gateway owning its partition, and
-/// what reaches APNs keeps each channel's order.
-@Suite("Gateways on a cluster", .heavy(weight: 3))
+/// Several gateways on one NATS JetStream cluster (the `jetstream` store backend): any of them
+/// takes any request, each channel is run by the gateway owning its partition, and what reaches
+/// APNs keeps each channel's order. The gateways' behaviour runs in process on the in-memory
+/// cluster and APNs (``InProcessCluster``); events published straight to the servers' mapped
+/// subjects, a NATS server killed and a gateway process killed run on a real 3-node cluster
+/// against the strict mock.
+@Suite("Gateways on a cluster", .gatewaysInProcess)
 struct ClusterGatewayTests {
     static let partitions = 8
     /// Small, so that partitions get snapshots and are taken over from them.
     static let snapshotLogBytes = 1_024
 
     /// A gateway of the cluster, in this process, sending to `apns`.
-    static func gateway(_ name: String, cluster: NATSCluster, apns: MockAPNsFixture,
+    static func gateway(_ name: String, cluster: ClusterUnderTest, apns: MockAPNsFixture,
                         configure: @escaping (inout GatewayConfiguration) -> Void = { _ in }) throws -> GatewayFixture {
-        try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/\(name)") { configuration in
+        try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/\(name)", backends: cluster.backends) { configuration in
             configuration.store = StoreSettings(backend: .jetstream,
                                                 jetStream: JetStreamSettings(servers: cluster.urls, instance: InstanceID(name)!, partitions: Self.partitions,
                                                                              snapshotLogBytes: Self.snapshotLogBytes))
@@ -31,11 +35,9 @@ struct ClusterGatewayTests {
     }
 
     @Test func eventsPostedToEveryGatewayReachAPNsInEachChannelsOrder() async throws {
-        let cluster = try await NATSCluster.start()
-        let apns = try MockAPNsFixture()
-        let started = StartedGateways()
-        defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try Self.gateway($0, cluster: cluster, apns: apns) })
+        let cluster = InProcessCluster()
+        defer { cluster.shutDown() }
+        let gateways = try cluster.add(["g1", "g2"])
         let channels = (1...6).map { "match-\($0)" }
         try await Self.create(channels, through: gateways.map(\.patientAdmin))
         // Every event goes to the other gateway than the one before; the owner orders them.
@@ -47,16 +49,11 @@ struct ClusterGatewayTests {
             }
         }
         try await eventually("every channel's last minute at APNs") {
-            let broadcasts = apns.mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.status == 200 }
-            return Set(broadcasts.filter { $0.bodyText.contains(#""minute":20"#) }.compactMap(\.channelID)).count == channels.count
+            Self.minutes(cluster.journal.broadcasts).values.count { $0.contains(20) } == channels.count
         }
-        // Each APNs channel saw its minutes in increasing order (coalescing may skip some).
-        var minutes: [String: [Int]] = [:]
-        for request in apns.mock.recordedRequests() where request.endpoint == .broadcast && request.status == 200 {
-            guard let channel = request.channelID, let range = request.bodyText.range(of: #""minute":"#) else { continue }
-            let digits = request.bodyText[range.upperBound...].prefix { $0.isNumber }
-            minutes[channel, default: []].append(Int(digits)!)
-        }
+        // Each APNs channel saw its minutes in increasing order (coalescing may skip some),
+        // whichever gateway sent them.
+        let minutes = Self.minutes(cluster.journal.broadcasts)
         #expect(minutes.count == channels.count)
         for (channel, seen) in minutes {
             #expect(seen == seen.sorted() && Set(seen).count == seen.count, "\(channel): \(seen)")
@@ -108,22 +105,18 @@ struct ClusterGatewayTests {
             #expect(items.compactMap { $0.string("id") } == (channels + extra).sorted(), "\(listed.text)")
         }
         #expect(try gateways[0].patientAdmin.request("POST", "/v1/apps/default/channels/match-8/events", json: #"{"seq": 1, "patch": {"minute": 99}}"#).status == 202)
-        try await eventually("match-8's event at APNs") {
-            apns.mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.status == 200 && $0.bodyText.contains(#""minute":99"#) }
-        }
+        try await eventually("match-8's event at APNs") { Self.minutes(cluster.journal.broadcasts).values.contains { $0.contains(99) } }
     }
 
     /// The token registry is the cluster's: a fan registered through one gateway is in the
     /// audience of a personal job run by another, and listed by every gateway.
     @Test func aJobOnOneGatewayReachesTheFansRegisteredThroughEveryGateway() async throws {
-        let cluster = try await NATSCluster.start()
-        let apns = try MockAPNsFixture()
-        let started = StartedGateways()
-        defer { started.shutDown(after: apns, keeping: cluster) }
+        let cluster = InProcessCluster()
+        defer { cluster.shutDown() }
         // Serving before the job starts, as the cluster job tests do: a job started while
         // partitions still move between the gateways timed out in one CI run (a rebalance does
         // not save a slice before moving it; noted under issue 14).
-        let gateways = try await started.serving(on: cluster, apns: apns)
+        let gateways = try await cluster.serving()
         let fans = (0..<6).map(GatewayPersonalAPITests.token)
         for (n, token) in fans.enumerated() {
             try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: gateways[n % 2].patientAdmin)
@@ -136,16 +129,18 @@ struct ClusterGatewayTests {
         try await ClusterPersonalJobTests.copiesAgree(gateways.map(\.patientAdmin))
         let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: gateways[1].patientAdmin)
         #expect(job.progress?.integer("targeted") == 6 && job.progress?.integer("sent") == 6, "\(String(describing: job.progress))")
-        let starts = apns.mock.recordedRequests().filter { $0.endpoint == .device && $0.status == 200 }
-        #expect(Set(starts.compactMap(\.deviceToken)) == Set(fans) && starts.count == 6)
+        let starts = cluster.pushedTokens
+        #expect(Set(starts) == Set(fans) && starts.count == 6)
     }
 
     /// Events published straight to the cluster (`touchline.in.<channel>`, as a provider's own
     /// NATS client would) are taken by the channel's owner as the HTTP route takes them: in
     /// order, each state at APNs; refused ones (bad JSON, unknown channel, a field out of range)
-    /// land on `touchline.rejected.<channel>` with their error.
-    @Test func eventsPublishedStraightToTheClusterAreTakenLikeHTTPAndRefusedOnesRecorded() async throws {
-        let cluster = try await NATSCluster.start(mappings: ["touchline.in.*": "touchline.ingest.{{partition(\(Self.partitions),1)}}.{{wildcard(1)}}"])
+    /// land on `touchline.rejected.<channel>` with their error. On the servers: the subject
+    /// mapping that puts each channel on its partition is theirs.
+    @Test(.heavy(weight: 3)) func eventsPublishedStraightToTheClusterAreTakenLikeHTTPAndRefusedOnesRecorded() async throws {
+        let servers = try await NATSCluster.start(mappings: ["touchline.in.*": "touchline.ingest.{{partition(\(Self.partitions),1)}}.{{wildcard(1)}}"])
+        let cluster = ClusterUnderTest.servers(servers)
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
@@ -190,8 +185,9 @@ struct ClusterGatewayTests {
     /// message id), ingest goes on (a request may get 503 meanwhile, and is sent again), and
     /// every acknowledged state reaches APNs. Then every gateway stops and new ones start on the
     /// same cluster: the channels and their states are all there.
-    @Test func aKilledNATSServerLosesNothingAcknowledgedNorDoesARestartOfEveryGateway() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy(weight: 3)) func aKilledNATSServerLosesNothingAcknowledgedNorDoesARestartOfEveryGateway() async throws {
+        let servers = try await NATSCluster.start()
+        let cluster = ClusterUnderTest.servers(servers)
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
@@ -203,9 +199,9 @@ struct ClusterGatewayTests {
         load.start()
         try await eventually("events acknowledged") { load.acknowledgedCount > 100 }
         let before = load.acknowledgedCount
-        await cluster.kill(0)
+        await servers.kill(0)
         try await eventually("ingest going on without the killed server", timeout: .seconds(60)) { load.acknowledgedCount > before + 200 }
-        try await cluster.restart(0)
+        try await servers.restart(0)
         try await eventually("ingest going on after it is back", timeout: .seconds(60)) { load.acknowledgedCount > before + 400 }
         await load.stop()
         let acknowledged = load.lastAcknowledged
@@ -246,7 +242,7 @@ struct ClusterGatewayTests {
     /// through both. Its partitions move to the other, whose pushes of them resume within 5 s;
     /// every acknowledged event's state reaches APNs; a state goes twice only where its push was
     /// in flight at the kill (once per moved channel at most).
-    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    @Test(.heavy(weight: 3), .enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
     func aKilledGatewaysChannelsMoveAndNothingAcknowledgedIsLost() async throws {
         let cluster = try await NATSCluster.start()
         let apns = try MockAPNsFixture()
@@ -345,6 +341,23 @@ struct ClusterGatewayTests {
         return ids
     }
 
+    /// The minutes the broadcasts carried, in order, by APNs channel id.
+    static func minutes(_ broadcasts: [Broadcast]) -> [String: [Int]] {
+        var minutes: [String: [Int]] = [:]
+        for broadcast in broadcasts {
+            let body = String(decoding: broadcast.payload, as: UTF8.self)
+            guard let range = body.range(of: #""minute":"#) else { continue }
+            minutes[broadcast.channelID, default: []].append(Int(body[range.upperBound...].prefix { $0.isNumber })!)
+        }
+        return minutes
+    }
+
+    /// The minutes each channel's broadcasts carried, in order (`apnsIDs`: each channel's APNs id).
+    static func minutes(_ broadcasts: [Broadcast], apnsIDs: [String: String]) -> [String: [Int]] {
+        let byAPNsID = minutes(broadcasts)
+        return apnsIDs.reduce(into: [:]) { minutes, channel in minutes[channel.key] = byAPNsID[channel.value] }
+    }
+
     /// The minutes each channel's broadcasts carried, in arrival order.
     static func minutes(_ requests: [MockAPNsRecordedRequest], apnsIDs: [String: String]) -> [String: [Int]] {
         let channelOf = Dictionary(uniqueKeysWithValues: apnsIDs.map { ($1, $0) })
@@ -430,17 +443,15 @@ extension GatewayTestClient {
 /// A provider's own NATS client: publishes to the cluster and reads what it keeps.
 private final class NATSProvider: Sendable {
     let loop: EventLoop
-    let connection: NATSConnection
-    let jetStream: JetStream
+    let jetStream: any JetStreamClient
 
-    init(cluster: NATSCluster) throws {
+    init(cluster: ClusterUnderTest) throws {
         loop = EventLoop.start(name: "provider")
-        connection = try cluster.connect(name: "provider", loop: loop)
-        jetStream = try JetStream(connection)
+        jetStream = try cluster.connect(name: "provider", loop: loop)
     }
 
     deinit {
-        connection.close()
+        jetStream.messaging.close()
         loop.stop()
     }
 
@@ -485,14 +496,14 @@ final class StartedGateways: Sendable {
 
     /// Gateways `names` on `cluster`, each configured by `configure`, once every one serves its
     /// share of the partitions (a test started before would see its channels move under it).
-    func serving(_ names: [String] = ["g1", "g2"], on cluster: NATSCluster, apns: MockAPNsFixture,
+    func serving(_ names: [String] = ["g1", "g2"], on cluster: ClusterUnderTest, apns: MockAPNsFixture,
                  configure: @escaping (inout GatewayConfiguration) -> Void = { _ in }) async throws -> [GatewayFixture] {
         let started = add(try names.map { try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns, configure: configure) })
         try await eventually("every gateway serves partitions") { ClusterPersonalJobTests.everyGatewayServes(started.map(\.patientAdmin)) }
         return started
     }
 
-    func shutDown(after apns: MockAPNsFixture, keeping cluster: NATSCluster) {
+    func shutDown(after apns: MockAPNsFixture, keeping cluster: ClusterUnderTest) {
         let gateways = gateways.withLock { $0 }
         Task {
             for gateway in gateways { await gateway.shutDown(removingData: false) }

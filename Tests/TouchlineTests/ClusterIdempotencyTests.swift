@@ -8,15 +8,14 @@ import TouchlineTesting
 
 /// `Idempotency-Key` on a cluster: a retry of a personal job's request sent to another gateway
 /// (as a load balancer does after a lost 202) gets the first answer, and the audience gets one
-/// fan-out, not two.
-@Suite("Idempotency keys on a cluster", .heavy(weight: 3))
+/// fan-out, not two. In process on the in-memory cluster and APNs (the job bucket's watch is the
+/// cluster's contract, held by the servers too).
+@Suite("Idempotency keys on a cluster", .gatewaysInProcess)
 struct ClusterIdempotencyTests {
     @Test func aRepeatSentToAnotherGatewayGetsTheFirstAnswerAndRunsNothing() async throws {
-        let cluster = try await NATSCluster.start()
-        let apns = try MockAPNsFixture()
-        let started = StartedGateways()
-        defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) })
+        let cluster = InProcessCluster()
+        defer { cluster.shutDown() }
+        let gateways = try cluster.add(["g1", "g2"])
         let fans = (0..<3).map(GatewayPersonalAPITests.token)
         for (n, token) in fans.enumerated() {
             try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: gateways[0].patientAdmin)
@@ -42,7 +41,7 @@ struct ClusterIdempotencyTests {
         _ = try await GatewayDeadLetterTests.finished(jobID, on: gateways[1].patientAdmin)
         // One fan-out: each fan got one start.
         try await Task.sleep(for: .milliseconds(500))
-        let starts = apns.mock.recordedRequests().filter { $0.endpoint == .device && $0.status == 200 }
-        #expect(starts.count == fans.count && Set(starts.compactMap(\.deviceToken)) == Set(fans), "\(starts.count) starts")
+        let starts = cluster.pushedTokens
+        #expect(starts.count == fans.count && Set(starts) == Set(fans), "\(starts.count) starts")
     }
 }

@@ -46,7 +46,7 @@ struct ClusterMigrationTests {
         let eventsInSource = try ["match-1", "rec-1"].map { try sourceReader.events(channelID: $0, afterSeq: 0, limit: 100).count }.reduce(0, +)
         sourceReader.close()
 
-        let cluster = try await NATSCluster.start()
+        let cluster = try await ClusterUnderTest.start(.servers)
         let target = apns.directory + "/g1"
         let settings = JetStreamSettings(servers: cluster.urls, instance: InstanceID("g1")!, partitions: ClusterGatewayTests.partitions)
         let summary = try ClusterMigration(source: source, settings: settings, dataDirectory: target).run()

@@ -9,8 +9,9 @@ import TouchlineCore
 /// The rollover past the 8-hour limit on a cluster: asked through a gateway that does not own the
 /// channel, run by the one that does (its start jobs in the cluster's job bucket, slices on both
 /// gateways), and, when the owner leaves in the middle of it, finished by the next owner from the
-/// saved step (docs/cluster.md, "Rollovers on the cluster").
-@Suite("Rollovers on a cluster", .heavy(weight: 3))
+/// saved step (docs/cluster.md, "Rollovers on the cluster"). On the in-memory cluster, but for
+/// the rollover finished by the next owner, on a real 3-node cluster.
+@Suite("Rollovers on a cluster")
 struct ClusterRolloverTests {
     static let channel = #"{"id": "k-long", "storagePolicy": "no-storage", "policy": {"maximumActivityAgeSeconds": 600}, "attributes": \#(GatewayFixture.matchAttributes)}"#
 
@@ -30,8 +31,8 @@ struct ClusterRolloverTests {
     /// gateway that does not own the channel creates the successor, starts all five followers on
     /// it once with the current state, ends the previous activities at priority 10 and deletes
     /// the previous channel, whichever gateway each start job's slices ran on.
-    @Test func aRolloverAskedOfAnyGatewayRunsAtTheChannelsOwner() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy) func aRolloverAskedOfAnyGatewayRunsAtTheChannelsOwner() async throws {
+        let cluster = try await ClusterUnderTest.start(.inMemory)
         let apns = try MockAPNsFixture()
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
@@ -80,8 +81,8 @@ struct ClusterRolloverTests {
     /// The owner leaves while APNs refuses the successor (its channel limit is reached): the
     /// other gateway takes the channel up with the rollover's saved step and completes it once
     /// APNs has room, starting the audience once.
-    @Test func theNextOwnerCompletesARolloverTheLastOneLeftHalfDone() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy(weight: 3)) func theNextOwnerCompletesARolloverTheLastOneLeftHalfDone() async throws {
+        let cluster = try await ClusterUnderTest.start(.servers)
         // Room for two channels: the match and one more, which a blocker takes first.
         let apns = try MockAPNsFixture { $0.channelLimit = 2 }
         let started = StartedGateways()
@@ -122,8 +123,8 @@ struct ClusterRolloverTests {
     /// A kickoff scheduled in the cluster's job bucket before a rollover is moved with the
     /// channel: it is not cancelled with the previous APNs channel, and at its time its slices
     /// start the followers on the successor, stamped when sent.
-    @Test func aStartScheduledAcrossARolloverStartsOnTheSuccessor() async throws {
-        let cluster = try await NATSCluster.start()
+    @Test(.heavy) func aStartScheduledAcrossARolloverStartsOnTheSuccessor() async throws {
+        let cluster = try await ClusterUnderTest.start(.inMemory)
         let apns = try MockAPNsFixture { $0.startTimestampTolerance = .seconds(5) }
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }

@@ -4,27 +4,29 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// Webhooks on a cluster: each partition's events are recorded in its log with the fact they
 /// report, delivered by the partition's owner, and their outcomes logged there too, so the
-/// gateway that takes a partition over delivers what its previous owner had not.
-@Suite("Webhooks on a cluster", .heavy(weight: 3))
+/// gateway that takes a partition over delivers what its previous owner had not. On the
+/// in-memory cluster, but for the hand-over after a stop, on a real 3-node cluster.
+@Suite("Webhooks on a cluster")
 struct ClusterWebhookTests {
-    static func gateway(_ name: String, cluster: NATSCluster, apns: MockAPNsFixture, receiver: WebhookTestReceiver) throws -> GatewayFixture {
+    static func gateway(_ name: String, cluster: ClusterUnderTest, apns: MockAPNsFixture, receiver: WebhookTestReceiver) throws -> GatewayFixture {
         let settings = try GatewayWebhookTests.settings(url: receiver.url)
         return try ClusterGatewayTests.gateway(name, cluster: cluster, apns: apns) { $0.webhooks = settings }
     }
 
-    /// A 3-node cluster, the mock APNs, a receiver (listening or not yet) and gateways `names`
-    /// posting to it; `stop()` shuts them down in order.
+    /// A cluster of `backend`'s kind, the mock APNs, a receiver (listening or not yet) and
+    /// gateways `names` posting to it; `stop()` shuts them down in order.
     final class Setup: Sendable {
-        let cluster: NATSCluster
+        let cluster: ClusterUnderTest
         let apns: MockAPNsFixture
         let receiver: WebhookTestReceiver
         let started = StartedGateways()
 
-        init(listening: Bool) async throws {
-            cluster = try await NATSCluster.start()
+        init(listening: Bool, on backend: NATSBackend = .inMemory) async throws {
+            cluster = try await ClusterUnderTest.start(backend)
             apns = try MockAPNsFixture()
             receiver = listening ? try WebhookTestReceiver.listening() : try WebhookTestReceiver()
         }
@@ -51,7 +53,7 @@ struct ClusterWebhookTests {
         metricValue(try gateway.patientAdmin.request("GET", "/metrics").text, #"touchline_webhook_deliveries_total{endpoint="receiver"}"#) ?? 0
     }
 
-    @Test func eachPartitionsOwnerDeliversItsEventsOnce() async throws {
+    @Test(.heavy) func eachPartitionsOwnerDeliversItsEventsOnce() async throws {
         let setup = try await Setup(listening: true)
         defer { setup.stop() }
         let (receiver, gateways) = (setup.receiver, try setup.add(["g1", "g2"]))
@@ -75,8 +77,8 @@ struct ClusterWebhookTests {
 
     /// A gateway stops while its events are still pending (the receiver is down): the gateway
     /// taking its partitions over reads their outbox from the log and delivers them.
-    @Test func aPartitionsPendingEventsAreDeliveredByItsNextOwner() async throws {
-        let setup = try await Setup(listening: false)
+    @Test(.heavy(weight: 3)) func aPartitionsPendingEventsAreDeliveredByItsNextOwner() async throws {
+        let setup = try await Setup(listening: false, on: .servers)
         defer { setup.stop() }
         let (receiver, gateways) = (setup.receiver, try setup.add(["g1", "g2"]))
         let channels = (1...8).map { "handed-\($0)" }
@@ -100,7 +102,7 @@ struct ClusterWebhookTests {
 
     /// A gateway that gave partitions up to a newcomer still holds their pending events (until
     /// its prune drops them) but no longer delivers them: the newcomer does, so each goes once.
-    @Test func aGatewayDeliversOnlyThePartitionsItServesNow() async throws {
+    @Test(.heavy) func aGatewayDeliversOnlyThePartitionsItServesNow() async throws {
         let setup = try await Setup(listening: false)
         defer { setup.stop() }
         let (receiver, first) = (setup.receiver, try setup.add(["g1"])[0])
@@ -130,7 +132,7 @@ struct ClusterWebhookTests {
     /// Every event of the cluster, page by page, through either gateway: the partitions' (each
     /// read by its owner) and each gateway's personal file's (a job's end is recorded by the
     /// gateway that finished it), each once, and an empty page after the last keeps the cursor.
-    @Test func eitherGatewayPagesThroughEveryOutboxOfTheCluster() async throws {
+    @Test(.heavy) func eitherGatewayPagesThroughEveryOutboxOfTheCluster() async throws {
         let setup = try await Setup(listening: true)
         defer { setup.stop() }
         let (receiver, gateways) = (setup.receiver, try setup.add(["g1", "g2"]))

@@ -10,7 +10,7 @@ import TouchlineTesting
 /// Events published straight to the cluster are taken by the channel service's events entry,
 /// the one the HTTP route calls: a refused event's record on `touchline.rejected.<channel>`
 /// carries the status, error and message the route answers for the same body.
-@Suite(.heavy) struct DirectIngestAnswerTests {
+@Suite(.gatewaysInProcess) struct DirectIngestAnswerTests {
     @Test func aRefusedPublishCarriesTheAnswerOfTheHTTPRoute() async throws {
         let ingest = try #require(SubjectMapping(source: "touchline.in.*", destination: "touchline.ingest.{{partition(4,1)}}.{{wildcard(1)}}"))
         let cluster = InMemoryNATSCluster(mappings: [ingest])

@@ -8,7 +8,7 @@ import TouchlineTesting
 /// One body of behaviour on each backend the assembly can take: SQLite files, in-memory stores,
 /// and a member of the in-memory JetStream cluster. The API answers the same; only what the
 /// backend supplies differs (where jobs are kept, what `/readyz` shows of it).
-@Suite(.heavy) struct GatewayBackendChoiceTests {
+@Suite(.gatewaysInProcess) struct GatewayBackendChoiceTests {
     enum Choice: Sendable, CustomTestStringConvertible {
         case sqlite, inMemoryStores
         /// A member of this in-memory cluster.

@@ -1,15 +1,19 @@
 import APNsMock
 import Foundation
+import Synchronization
 import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineTesting
 
 /// APNs answers feed back into the channel engine: a deleted channel is marked broken, 429 and
-/// 5xx are counted and retried later, and the channel stays usable.
-@Suite("Gateway dispatch results", .heavy)
+/// 5xx are counted and retried later, and the channel stays usable. The first test live, APNs
+/// forgetting a channel the strict mock created; the others in process on the in-memory
+/// backends, APNs's answers scripted as the mock gives them.
+@Suite("Gateway dispatch results", .gatewaysInProcess)
 struct GatewayDispatchTests {
-    @Test func aChannelAPNsForgotIsMarkedBrokenAndRefusesEvents() async throws {
+    @Test(.heavy) func aChannelAPNsForgotIsMarkedBrokenAndRefusesEvents() async throws {
         let apns = try MockAPNsFixture()
         let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
         let api = gateway.admin
@@ -31,13 +35,15 @@ struct GatewayDispatchTests {
         await apns.shutDown()
     }
 
-    @Test(arguments: [("throttled", 429), ("retries", 500)])
-    func failedPublishesAreCountedAndKeptForLater(counter: String, status: Int) async throws {
-        let apns = try MockAPNsFixture { configuration in
-            configuration.faults.rateEndpoints = [.broadcast]
-            if status == 429 { configuration.faults.tooManyRequestsRate = 1 } else { configuration.faults.internalServerErrorRate = 1 }
+    @Test(arguments: [("throttled", 429, "TooManyRequests"), ("retries", 500, "InternalServerError")])
+    func failedPublishesAreCountedAndKeptForLater(counter: String, status: Int, reason: String) async throws {
+        let gateway = try GatewayFixture(tier: .inProcess)
+        defer { Task { await gateway.shutDown() } }
+        let apns = try #require(gateway.inMemory?.apns.broadcast)
+        apns.script { request in
+            guard case .broadcast = request else { return nil }
+            return .failure(InMemoryAPNs.rejection(status: status, reason: reason, endpoint: .broadcast))
         }
-        let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
         let api = gateway.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "busy", "storagePolicy": "no-storage"}"#).status == 201)
         #expect(try api.request("POST", "/v1/channels/busy/events", json: #"{"seq": 1, "patch": {"home": 1}}"#).status == 202)
@@ -48,18 +54,20 @@ struct GatewayDispatchTests {
         let shown = try api.request("GET", "/v1/channels/busy")
         #expect(shown.json?.string("status") == "active")
         #expect(shown.json?[member: "counters"]?.integer("dropped") == 0)
-        let answers = apns.mock.counters()
-        #expect(answers.count(endpoint: .broadcast, status: status) >= 1)
-        #expect(answers.count(endpoint: .broadcast) == answers.count(endpoint: .broadcast, status: status))
+        #expect(apns.requests.contains { if case .broadcast = $0 { true } else { false } })
         // Still taking events while the retry waits for its back-off.
         #expect(try api.request("POST", "/v1/channels/busy/events", json: #"{"seq": 2, "patch": {"home": 2}}"#).status == 202)
-        await gateway.shutDown()
-        await apns.shutDown()
     }
 
     @Test func theAppsChannelLimitIsAClearConflict() async throws {
-        let apns = try MockAPNsFixture { $0.channelLimit = 1 }
-        let gateway = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data")
+        let gateway = try GatewayFixture(tier: .inProcess)
+        defer { Task { await gateway.shutDown() } }
+        // Room for one channel, as the mock with `channelLimit = 1` answers a second create.
+        let creates = CreateCount()
+        try #require(gateway.inMemory?.apns.broadcast).script { request in
+            guard case .createChannel = request, creates.next() > 1 else { return nil }
+            return .failure(InMemoryAPNs.rejection(status: 400, reason: "CannotCreateChannelConfig", endpoint: .channelManagement))
+        }
         let api = gateway.admin
         #expect(try api.request("POST", "/v1/channels", json: #"{"id": "one", "storagePolicy": "no-storage"}"#).status == 201)
         let refused = try api.request("POST", "/v1/channels", json: #"{"id": "two", "storagePolicy": "no-storage"}"#)
@@ -68,7 +76,13 @@ struct GatewayDispatchTests {
         #expect(refused.json?.string("message")?.contains("CannotCreateChannelConfig") == true)
         let pending = try api.request("GET", "/v1/channels/two")
         #expect(pending.json?.string("status") == "creating")
-        await gateway.shutDown()
-        await apns.shutDown()
     }
+}
+
+/// The channel creates a scripted APNs has answered, counted as they come.
+private final class CreateCount: Sendable {
+    private let count = Mutex(0)
+
+    /// Counts one more create and returns how many there have been.
+    func next() -> Int { count.withLock { $0 += 1; return $0 } }
 }

@@ -7,11 +7,11 @@ import TouchlineRuntime
 import TouchlineTesting
 
 /// Two gateways of the `jetstream` backend in this process, on an in-memory NATS cluster
-/// (`Gateway.Backends.inMemoryCluster`) instead of servers, each with its in-memory APNs: any
-/// takes any request, each channel runs at the owner of its partition (events published straight
+/// (`Gateway.Backends.inMemoryCluster`) instead of servers, each with its in-memory APNs and its
+/// client in process: any takes any request, each channel runs at the owner of its partition (events published straight
 /// to the cluster included), and when one is cut off from the cluster the other takes its
 /// channels over.
-@Suite(.heavy) struct InMemoryClusterGatewayTests {
+@Suite(.gatewaysInProcess) struct InMemoryClusterGatewayTests {
     static let partitions = 8
 
     /// A cluster gateway named `name` on `cluster`, sending to `apns`.
@@ -26,7 +26,8 @@ import TouchlineTesting
         configuration.store = StoreSettings(backend: .jetstream, jetStream: JetStreamSettings(servers: ["nats://in-memory"], instance: InstanceID(name)!,
                                                                                              partitions: Self.partitions))
         let gateway = Gateway(configuration: configuration, backends: .inMemoryCluster(cluster, apns: apns))
-        return (gateway, GatewayTestClient(port: try gateway.start(), key: GatewayFixture.adminKey))
+        try gateway.start()
+        return (gateway, GatewayTestClient(.inProcess(gateway), key: GatewayFixture.adminKey))
     }
 
     @Test func twoGatewaysInOneProcessShareTheChannelsAndOneTakesOverWhenTheOtherIsCutOff() async throws {

@@ -34,6 +34,10 @@ package final class PersonalDispatcher: @unchecked Sendable {
     /// Records the webhook events of job ends and dead letters in the saves that carry them.
     private let webhooks: WebhookDelivery?
     private var jobs: [String: PersonalJobRun] = [:]
+    /// Finished jobs whose last save is not written yet (one of theirs was in the store as they
+    /// finished): a shutdown writes it, or they would resume after the restart from the save
+    /// before and send again what they sent since.
+    private var finishedUnsaved: [String: PersonalJobRun] = [:]
     private var inFlight = 0
     private(set) var isStopping = false
     /// Jobs with answers since their last `nextSends`, advanced once at the end of the loop
@@ -183,14 +187,15 @@ package final class PersonalDispatcher: @unchecked Sendable {
         _ = try? await loop.submit { [self] in
             isStopping = true
             scheduleTimer?.cancel()
-            for running in jobs.values {
+            for running in Array(jobs.values) + finishedUnsaved.values {
                 running.timer?.cancel()
                 running.saveTimer?.cancel()
             }
         }
         await apns.shutdown(gracePeriod: gracePeriod, isCutShort: isCutShort)
+        // The jobs running, and those finished whose last save waited for an earlier one.
         let finalSaves = (try? await loop.submit { [self] in
-            jobs.values.filter { $0.slice == nil }.map { $0.takeSave(now: clock.now()) }
+            (Array(jobs.values) + finishedUnsaved.values.filter(\.isSaveOutstanding)).filter { $0.slice == nil }.map { $0.takeSave(now: clock.now()) }
         }) ?? []
         for operations in finalSaves {
             _ = await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -213,6 +218,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
         _ = try? await loop.submit { [self] in
             jobBoard.stop()
             jobs = [:]
+            finishedUnsaved = [:]
             reader.close()
         }
     }
@@ -343,6 +349,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
             running.noteProgress()
             metrics.jobFinished(running.job)
             jobs[running.runKey] = nil
+            finishedUnsaved[running.runKey] = running
             running.timer?.cancel()
             running.saveTimer?.cancel()
             for job in jobs.values { advance(job, []) }
@@ -500,6 +507,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
     private func saveIfDue(_ running: PersonalJobRun) {
         guard !isStopping else { return }
         let now = clock.now()
+        if running.job.isFinished, !running.isSaveOutstanding { finishedUnsaved[running.runKey] = nil }
         switch running.saveTiming(now: now, interval: settings.saveInterval) {
         case .notNeeded:
             return

@@ -41,6 +41,9 @@ package final class PersonalJobRun: @unchecked Sendable {
     private var unsavedWrites: [TokenOperation] = []
     private var hasUnsavedProgress = false
     private var saveInStore = false
+    /// Whether a save of it is still to be written: progress not taken yet, or a save in the
+    /// store whose completion may find more (a finished job's last save waits for it).
+    var isSaveOutstanding: Bool { hasUnsavedProgress || saveInStore }
     private var lastSave: UnixTime?
     private var hasStarted: Bool
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Counts the test functions that take a heavy slot, per test target and in all.
 
-A test function is heavy when its own `@Test(...)` traits name `.heavy`, `.heavy(weight:)` or
-`.heavyAlone`, or when it is declared inside a type (or an extension of a type) whose
+A test function is heavy when its own `@Test(...)` traits name `.heavy`, `.heavy(weight:)` (or
+`.heavyAlone`, the trait of earlier versions: an older tree counts the same way), or when it is declared inside a type (or an extension of a type) whose
 `@Suite(...)` traits do: the trait is recursive, so nested suites count too. A type is looked up
 in its own test target (two targets may each have a suite of the same name). A parameterized
 test counts once. Run from the repository root:

@@ -60,7 +60,7 @@ final class SlotReport: Sendable {
 
     func record(test: Test, weight: Int, waited: Duration, held: Duration) {
         func seconds(_ duration: Duration) -> String { String(format: "%.3f", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18) }
-        let line = Array("\(seconds(held))\t\(seconds(waited))\t\(weight == .max ? "alone" : String(weight))\t\(test.id)\n".utf8)
+        let line = Array("\(seconds(held))\t\(seconds(waited))\t\(weight)\t\(test.id)\n".utf8)
         // One write per line, appended: lines from tests ending together never interleave.
         _ = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
@@ -76,14 +76,6 @@ extension Trait where Self == HeavyTest {
     /// A heavy test that runs for tens of seconds (`long`): it takes its slots before the short
     /// tests waiting.
     public static func heavy(weight: Int = 1, long: Bool) -> HeavyTest { HeavyTest(weight: weight, isLong: long) }
-    /// The test runs with no other heavy test beside it (it takes every slot): for the few whose
-    /// bounds are about the machine's own timing, such as reading a killed process's state before
-    /// its leases run out.
-    public static var heavyAlone: HeavyTest { HeavyTest(weight: .max) }
-
-    /// A test that runs alone for tens of seconds (`long`): queued before the short tests, it
-    /// runs as the run begins instead of waiting for every slot to drain in the middle of it.
-    public static func heavyAlone(long: Bool) -> HeavyTest { HeavyTest(weight: .max, isLong: long) }
 }
 
 /// The slots heavy tests share across the whole test process (every test module of the run).
@@ -132,7 +124,7 @@ public final class HeavyTestSlots: Sendable {
     ///
     /// A test holding slots that waits for more (a heavy test starting a NATS cluster through a
     /// helper that takes the cluster's slots, or a cluster started inside another) deadlocks the
-    /// run as soon as a waiter that needs every slot (``heavyAlone``) stands first in the queue:
+    /// run as soon as a waiter that needs more slots than are free stands first in the queue:
     /// the holder waits behind it, and it waits for the holder. So slots are taken once per task:
     /// what a test holds covers what it starts inside, and a test that starts more than one
     /// server's worth says so in its trait's weight.

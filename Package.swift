@@ -95,8 +95,8 @@ let package = Package(
                                                           "TouchlineRuntime", "TouchlineStore", "APNs"],
                 resources: [.embedInCode("Dashboard/dashboard.html"), .embedInCode("Dashboard/dashboard.js"),
                             .embedInCode("Dashboard/dashboard.css")]),
-        .target(name: "Touchline", dependencies: ["CommandLineOptions", "TouchlineChannels", "TouchlineCluster", "TouchlineOperators", "TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks", "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "HTTP2", "APNs",
-                                                 "APNsMock", "Measurements", "NATS", "TouchlineJetStream"]),
+        .target(name: "Touchline", dependencies: ["TouchlineChannels", "TouchlineCluster", "TouchlineOperators", "TouchlineAccess", "TouchlinePersonal", "TouchlineWebhooks",
+                                                 "TouchlineConfiguration", "TouchlineCore", "TouchlineRuntime", "TouchlineStore", "APNs", "APNsMock"]),
         .executableTarget(name: "touchline", dependencies: ["CommandLineOptions", "Touchline", "TouchlineChannels", "TouchlineCluster", "APNs", "APNsMock", "TouchlineRuntime"]),
         // In-memory stores and APNs dispatch for tests, held to the same contract tests as SQLite
         // (`StoreContractTests`), and the in-memory NATS JetStream cluster, held to the same

@@ -1,11 +1,9 @@
 import APNs
-import NATS
 import Synchronization
 import TouchlineCluster
 import TouchlineConfiguration
 import TouchlineChannels
 import TouchlineCore
-import TouchlineJetStream
 import TouchlinePersonal
 import TouchlineRuntime
 import TouchlineStore

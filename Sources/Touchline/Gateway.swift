@@ -6,7 +6,6 @@ import TouchlineAccess
 import TouchlineConfiguration
 import TouchlineChannels
 import TouchlineCore
-import TouchlineJetStream
 import TouchlineOperators
 import TouchlinePersonal
 import TouchlineRuntime

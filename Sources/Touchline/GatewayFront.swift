@@ -2,7 +2,6 @@ import Synchronization
 import TouchlineAccess
 import TouchlineChannels
 import TouchlineCore
-import TouchlineJetStream
 import TouchlineOperators
 import TouchlinePersonal
 import TouchlineRuntime

@@ -146,7 +146,7 @@ let package = Package(
         .testTarget(name: "DeployTests", dependencies: ["TestSlots", "ChildProcesses"]),
         .testTarget(name: "MeasurementsTests", dependencies: ["Measurements"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "Measurements"]),
-        .testTarget(name: "LoadScenarioTests", dependencies: ["TestSlots", "LoadKit", "Measurements", "ChildProcesses"]),
+        .testTarget(name: "LoadScenarioTests", dependencies: ["TestSlots", "LoadKit", "Measurements", "ChildProcesses", "NATSServers"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["TestSlots", "ChildProcesses"]),
         .testTarget(name: "TouchlineTests", dependencies: ["TestSlots", "Touchline", "TouchlineAccess", "TouchlineConfiguration", "TouchlineTesting", "NATSServers", "TouchlineJetStream", "TouchlineStore", "APNs", "HTTP2", "APNsMock", "TouchlineRuntime", "TouchlineCore", "ChildProcesses", "TouchlinePersonal", "TouchlineChannels", "TouchlineCluster", "TouchlineOperators"]),
     ],

@@ -138,7 +138,7 @@ public final class NATSCluster: Sendable {
 
     private func startNode(_ index: Int) throws {
         let node = nodes[index]
-        let process = try ChildProcess("/usr/sbin/nats-server", ["-c", node.configurationFile], output: .null, errors: .null)
+        let process = try ChildProcess(try NATSServerExecutable.current.get(), ["-c", node.configurationFile], output: .null, errors: .null)
         ServerReaper.adopt(process.pid)
         processes.withLock { $0[index] = process }
     }

@@ -1,6 +1,7 @@
 import ChildProcesses
 import Foundation
 import LoadKit
+import NATSServers
 import Testing
 import TestSlots
 
@@ -116,7 +117,7 @@ import TestSlots
     }
 
     /// Two gateways on a three-node NATS cluster, their ceiling, and a SQLite gateway, in one run.
-    @Test(.heavy(weight: 3, long: true), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nats-server"), "needs nats-server"))
+    @Test(.heavy(weight: 3, long: true), .enabled(if: (try? NATSServerExecutable.current.get()) != nil, "needs nats-server"))
     func aSmallScaleOutRunMeasuresTheClusterAgainstItsCeilingAndSQLite() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }

@@ -81,9 +81,8 @@ extension Trait where Self == HeavyTest {
 /// The slots heavy tests share across the whole test process (every test module of the run).
 ///
 /// Their number is `TOUCHLINE_TEST_SLOTS` when set (1 runs heavy tests one at a time), else
-/// six per CPU and at least six: on two CPUs, twelve heavy tests at once ran the suite in 165 s
-/// and 171 s where eight took 216 s (most gateway suites run in process now and hold a slot
-/// mostly waiting), and all at once was slower and failed most runs.
+/// four per CPU and at least four: on two CPUs, eight heavy tests at once ran the suite fastest
+/// and never missed a bound, where all at once was slower and failed most runs.
 public final class HeavyTestSlots: Sendable {
     public static let shared = HeavyTestSlots(count: HeavyTestSlots.configuredCount())
 
@@ -164,6 +163,6 @@ public final class HeavyTestSlots: Sendable {
         if let text = ProcessInfo.processInfo.environment["TOUCHLINE_TEST_SLOTS"], let count = Int(text), count > 0 {
             return count
         }
-        return max(6, 6 * ProcessInfo.processInfo.activeProcessorCount)
+        return max(4, 4 * ProcessInfo.processInfo.activeProcessorCount)
     }
 }

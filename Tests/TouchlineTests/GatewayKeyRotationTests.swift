@@ -150,17 +150,27 @@ struct GatewayKeyRotationTests {
                 {"token": "\(token)", "kind": "push-to-start", "userId": "fan-\(n)", "follows": ["team:ARS"]}
                 """).status == 201)
         }
-        func accepted() -> [MockAPNsRecordedRequest] {
+        let accepted: @Sendable () -> [MockAPNsRecordedRequest] = {
             apns.mock.recordedRequests().filter { $0.endpoint == .device && $0.status == 200 }
         }
         let created = try api.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
         let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
-        try await eventually("a few hundred starts in flight") { accepted().count >= 200 }
 
-        configured.withLock { $0.keyPath = next.privateKeyFile; $0.keyID = Self.nextKeyID }
-        let rotatedAt = SystemClock().now()
-        let rotated = try api.request("POST", "/v1/apns/key/reload")
-        #expect(rotated.status == 200 && rotated.json?[member: "changed"] == .bool(true), "\(rotated.text)")
+        // The key changes as soon as a few hundred starts are answered (the next wave then waits
+        // for its answers), from a thread of its own: on a loaded run this test's task can wait
+        // longer than the wave stays in flight for a thread of the task pool (a full run once
+        // rotated after every start was answered).
+        let (rotatedAt, rotated) = await withCheckedContinuation { (done: CheckedContinuation<(UnixTime, Result<GatewayTestClient.Response, any Error>), Never>) in
+            Thread.detachNewThread {
+                let deadline = ContinuousClock.now + .seconds(60)
+                while accepted().count < 200, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.005) }
+                configured.withLock { $0.keyPath = next.privateKeyFile; $0.keyID = Self.nextKeyID }
+                let rotatedAt = SystemClock().now()
+                done.resume(returning: (rotatedAt, Result { try api.request("POST", "/v1/apns/key/reload") }))
+            }
+        }
+        let reloaded = try rotated.get()
+        #expect(reloaded.status == 200 && reloaded.json?[member: "changed"] == .bool(true), "\(reloaded.text)")
 
         var progress: JSONValue?
         try await eventually("the job to finish", timeout: .seconds(120)) {

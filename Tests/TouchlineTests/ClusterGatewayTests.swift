@@ -185,7 +185,7 @@ struct ClusterGatewayTests {
     /// message id), ingest goes on (a request may get 503 meanwhile, and is sent again), and
     /// every acknowledged state reaches APNs. Then every gateway stops and new ones start on the
     /// same cluster: the channels and their states are all there.
-    @Test(.heavy(weight: 3)) func aKilledNATSServerLosesNothingAcknowledgedNorDoesARestartOfEveryGateway() async throws {
+    @Test(.heavy(weight: 3, long: true)) func aKilledNATSServerLosesNothingAcknowledgedNorDoesARestartOfEveryGateway() async throws {
         let servers = try await NATSCluster.start()
         let cluster = ClusterUnderTest.servers(servers)
         let apns = try MockAPNsFixture()
@@ -242,7 +242,7 @@ struct ClusterGatewayTests {
     /// through both. Its partitions move to the other, whose pushes of them resume within 5 s;
     /// every acknowledged event's state reaches APNs; a state goes twice only where its push was
     /// in flight at the kill (once per moved channel at most).
-    @Test(.heavy(weight: 3), .enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    @Test(.heavy(weight: 3, long: true), .enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
     func aKilledGatewaysChannelsMoveAndNothingAcknowledgedIsLost() async throws {
         let cluster = try await NATSCluster.start()
         let apns = try MockAPNsFixture()

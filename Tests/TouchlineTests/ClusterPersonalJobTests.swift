@@ -132,7 +132,7 @@ struct ClusterPersonalJobTests {
     /// handed over is read from a watch of the job bucket (the stopped gateway's last save of
     /// each, unfinished, then the other's), not from a look at the bucket before the stop, which
     /// a loaded run made after the stopping gateway had finished its slices.
-    @Test(.heavy) func aGatewayStoppingInTheMiddleOfAJobHandsItsSlicesOver() async throws {
+    @Test(.heavy(long: true)) func aGatewayStoppingInTheMiddleOfAJobHandsItsSlicesOver() async throws {
         let cluster = try await ClusterUnderTest.start(.inMemory)
         // Each start answered after 100 ms, 8 in flight per gateway: g1's share takes over 7 s,
         // so that the stop comes in the middle of it however late a loaded run gets to it.

@@ -5,7 +5,7 @@ import TestSlots
 /// The README's run command (`touchline demo`) keeps working: the gateway starts on its
 /// embedded defaults, takes the sample match, and APNs receives critical and routine
 /// broadcasts and the final `end`.
-@Suite("Quick start", .heavy)
+@Suite("Quick start", .heavy(long: true))
 struct QuickStartTests {
     @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
     func demoFeedsTheSampleMatchThroughTheGateway() async throws {

@@ -467,7 +467,9 @@ package final class PersonalDispatcher: @unchecked Sendable {
         inFlight += 1
         apns.send(push) { [self] result in
             inFlight -= 1
-            guard !isStopping, jobs[running.runKey] === running else { return }
+            // An answer that comes in the shutdown's grace still counts (and records its start),
+            // so the last save holds it; only the sends it would start wait for the next start.
+            guard jobs[running.runKey] === running else { return }
             switch result {
             case .success:
                 if let channel = running.startsChannel {
@@ -482,6 +484,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
                 perform(action, for: running)
             }
             if let channel = running.inputPushChannel, running.job.inFlightCount == 0 { settleKickoffs(into: channel) }
+            guard !isStopping else { return }
             advanceAtTurnEnd(running)
         }
     }

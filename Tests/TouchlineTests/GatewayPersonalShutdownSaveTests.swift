@@ -1,3 +1,4 @@
+import APNsMock
 import Synchronization
 import Testing
 import TestSlots
@@ -5,11 +6,12 @@ import TouchlineCore
 import TouchlineStore
 import TouchlineTesting
 
-/// A personal job that finishes while an earlier save of it is still in the store waits for that
-/// save before writing its last one; a shutdown meanwhile writes that last save itself. Without
-/// it the job stayed `running` in the store and, after the restart, resumed from the save before
-/// and sent again what it had sent since. In process on the in-memory backends, whose personal
-/// store holds its commits on demand.
+/// What a personal job sent before a shutdown is in its last save: a job that finishes while an
+/// earlier save of it is still in the store (its last save waits for that one), and a job whose
+/// last answers come in the shutdown's grace. Without it such a job stayed `running` in the store
+/// and, after the restart, resumed from the save before and sent again what it had sent since.
+/// The first in process on the in-memory backends, whose personal store holds its commits on
+/// demand; the second against the mock, whose latency keeps the answers for the grace.
 @Suite("Gateway personal job's last save at shutdown", .gatewaysInProcess)
 struct GatewayPersonalShutdownSaveTests {
     @Test func aJobFinishedBehindItsEarlierSaveIsSavedDoneByTheShutdown() async throws {
@@ -44,6 +46,31 @@ struct GatewayPersonalShutdownSaveTests {
         parts.personal.releaseCommits()
         await shutdown.value
         #expect(queued, "the shutdown queued no last save of the finished job")
+
+        let stored = try #require(try parts.personal.openReader().job(id: jobID))
+        #expect(stored.status == .done, "the job is stored as \(stored.status)")
+        #expect(stored.counts.sent == 3)
+    }
+
+    /// Answers that come in the shutdown's grace count: a job whose last answers come then is
+    /// saved done with them, not left to resume after the restart and send them again.
+    @Test(.heavy) func answersInTheShutdownsGraceAreSavedWithTheJob() async throws {
+        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(1500) }
+        let parts = InMemoryParts()
+        let fixture = try GatewayFixture(apns: apns.gatewaySettings, directory: apns.directory + "/data",
+                                         backends: .inMemoryStores(channels: parts.channels, personal: parts.personal))
+        defer { Task { await apns.shutDown() } }
+        let api = fixture.admin
+        for n in 0..<3 {
+            #expect(try api.request("POST", "/v1/tokens", json: """
+                {"token": "\(GatewayPersonalAPITests.token(n))", "kind": "push-to-start", "userId": "fan-\(n)", "follows": ["team:ARS"]}
+                """).status == 201)
+        }
+        let created = try api.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
+        let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
+        // The three starts are at APNs, their answers 1.5 s away, when the gateway stops.
+        try await eventually("the three starts at the mock") { apns.mock.counters().count(endpoint: .device, status: 200) == 3 }
+        await fixture.shutDown()
 
         let stored = try #require(try parts.personal.openReader().job(id: jobID))
         #expect(stored.status == .done, "the job is stored as \(stored.status)")

@@ -468,7 +468,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
         apns.send(push) { [self] result in
             inFlight -= 1
             // An answer that comes in the shutdown's grace still counts (and records its start),
-            // so the last save holds it; only the sends it would start wait for the next start.
+            // so the last save holds it.
             guard jobs[running.runKey] === running else { return }
             switch result {
             case .success:
@@ -483,8 +483,10 @@ package final class PersonalDispatcher: @unchecked Sendable {
             for action in running.job.outcome(token: token, result: outcome, now: clock.now()) {
                 perform(action, for: running)
             }
-            if let channel = running.inputPushChannel, running.job.inFlightCount == 0 { settleKickoffs(into: channel) }
+            // Stopping, nothing more starts: no new sends, and what waits for the channel's
+            // kickoffs to settle (its end) waits for the next start as before.
             guard !isStopping else { return }
+            if let channel = running.inputPushChannel, running.job.inFlightCount == 0 { settleKickoffs(into: channel) }
             advanceAtTurnEnd(running)
         }
     }

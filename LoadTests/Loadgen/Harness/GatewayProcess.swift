@@ -46,6 +46,8 @@ final class GatewayProcess {
     var cpuSeconds: Double { child.cpuSeconds }
     var peakResidentBytes: Int { child.peakResidentBytes }
     func stop() { child.stop() }
+    /// SIGTERM without waiting for the exit (``stop()`` waits).
+    func askToStop() { child.askToStop() }
     /// `kill -9`: gone at once, without its shutdown.
     func kill() { child.kill() }
     var isRunning: Bool { child.process.isRunning }

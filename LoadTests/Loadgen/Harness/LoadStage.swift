@@ -40,8 +40,7 @@ final class LoadStage {
     }
 
     deinit {
-        gatewayProcess?.stop()
-        otherGateways.forEach { $0.stop() }
+        stopGateways()
         mock.stop()
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -60,6 +59,15 @@ final class LoadStage {
         let (gateway, target) = try launchGateway(extraArguments: extraArguments, dataDirectory: directory + "/data-\(otherGateways.count + 2)")
         otherGateways.append(gateway)
         return target
+    }
+
+    /// Stops every gateway of the stage together: SIGTERM to all of them, then waits for each. A
+    /// cluster's gateways must stop before its servers do: once the servers are gone, each one's
+    /// shutdown waits out its grace for answers the cluster can no longer give.
+    func stopGateways() {
+        let gateways = (gatewayProcess.map { [$0] } ?? []) + otherGateways
+        gateways.forEach { $0.askToStop() }
+        gateways.forEach { $0.stop() }
     }
 
     /// Kills gateway `index` of ``otherGateways`` with SIGKILL (no shutdown, as a lost machine).

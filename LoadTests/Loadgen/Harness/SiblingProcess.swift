@@ -103,6 +103,12 @@ final class SiblingProcess {
         process.wait()
     }
 
+    /// Asks it to stop gracefully (SIGTERM) without waiting, so that several can stop together.
+    func askToStop() {
+        guard process.isRunning else { return }
+        process.signal(SIGTERM)
+    }
+
     /// Stops it gracefully (SIGTERM) and waits for it to exit.
     func stop() {
         guard process.isRunning else { return }

@@ -109,6 +109,7 @@ struct ScaleOut {
         let embeddedFigures = try phase.finish()
         timeline.add(embeddedFigures, label: "burst on SQLite")
         log.say(String(format: "the same burst on one SQLite gateway: %@ events/s", ReportNumbers.grouped(alone.rate)))
+        stage.stopGateways()
         await cluster.stop()
 
         let clusterCPU = clusteredFigures.cpuSeconds(of: "gateway") + clusteredFigures.cpuSeconds(of: "gateway 2")

@@ -49,6 +49,10 @@ public enum APNsDisposition: Sendable, Hashable, CustomStringConvertible {
     /// Credentials, key, bundle or account setup is wrong: alert an operator; retrying will not
     /// help and hammering may get the server blocked.
     case configuration
+    /// Never sent: the ownership it was decided under had moved by the moment it was due to
+    /// leave (``HTTP2RequestError/withheld``). Neither retried nor counted here: whoever owns
+    /// it now sends what is due.
+    case withheld
 
     /// The disposition of an HTTP error response.
     public static func forRejection(status: Int, reason: APNsReason, endpoint: APNsEndpointKind) -> APNsDisposition {
@@ -81,6 +85,7 @@ public enum APNsDisposition: Sendable, Hashable, CustomStringConvertible {
         switch error {
         case .transport, .notConnected, .streamReset: return .retryOnNewConnection
         case .queueFull, .shutdown, .retriesExhausted, .timedOut: return .retryWithBackoff
+        case .withheld: return .withheld
         case .goaway(_, let reasonName):
             guard let reasonName else { return .retryOnNewConnection }
             let reason = APNsReason(reasonName)
@@ -123,6 +128,7 @@ public enum APNsDisposition: Sendable, Hashable, CustomStringConvertible {
         case .backOffChannel: "back off this channel"
         case .drop: "drop (do not retry)"
         case .configuration: "configuration problem (alert operators)"
+        case .withheld: "withheld (the ownership it was decided under moved)"
         }
     }
 }

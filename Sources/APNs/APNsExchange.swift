@@ -43,6 +43,7 @@ public struct APNsExchange: Sendable, Equatable {
         case .queueFull: "queue_full"
         case .shutdown: "shutdown"
         case .retriesExhausted: "retries_exhausted"
+        case .withheld: "withheld"
         }
     }
 }

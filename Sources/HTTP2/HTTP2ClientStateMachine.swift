@@ -186,11 +186,13 @@ struct HTTP2ClientStateMachine {
     /// A stream ended: what becomes of its request, and whether queued requests may use the
     /// freed slot. `timedOut`: the connection reset it after the response timeout;
     /// `hasResponse`: a status line arrived.
-    mutating func streamClosed(streamID: Int32, errorCode: UInt32, timedOut: Bool,
+    mutating func streamClosed(streamID: Int32, errorCode: UInt32, timedOut: Bool, withheld: Bool = false,
                                hasResponse: Bool) -> (HTTP2StreamOutcome, HTTP2ClientAction) {
         if !isClosed { inFlight -= 1 }
         let outcome: HTTP2StreamOutcome
-        if timedOut {
+        if withheld {
+            outcome = .fail(.withheld)
+        } else if timedOut {
             outcome = .fail(.timedOut(after: configuration.responseTimeout))
         } else if errorCode == HTTP2ErrorCode.noError, hasResponse {
             completed += 1

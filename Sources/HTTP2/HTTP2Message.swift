@@ -1,3 +1,4 @@
+import TouchlineCore
 import TouchlineRuntime
 
 /// The HTTP method of a request: APNs uses only these three.
@@ -92,12 +93,18 @@ public struct HTTP2Request: Sendable {
     public var headers: DynamicHeaders
     /// The body; an array shared by many requests is not copied (copy-on-write).
     public var body: [UInt8]
+    /// Asked just before the request's HEADERS frame is written (each attempt): when it no
+    /// longer holds, the frame is not sent and the request fails with
+    /// ``HTTP2RequestError/withheld``. nil: always sent.
+    public var fence: (any SideEffectFence)?
 
-    public init(template: HeaderTemplate, path: String, headers: DynamicHeaders = DynamicHeaders(), body: [UInt8] = []) {
+    public init(template: HeaderTemplate, path: String, headers: DynamicHeaders = DynamicHeaders(), body: [UInt8] = [],
+                fence: (any SideEffectFence)? = nil) {
         self.template = template
         self.path = path
         self.headers = headers
         self.body = body
+        self.fence = fence
     }
 }
 
@@ -138,6 +145,9 @@ public enum HTTP2RequestError: Error, Sendable, CustomStringConvertible {
     case shutdown
     /// Retries on fresh connections were exhausted.
     case retriesExhausted(last: String)
+    /// Not sent: its fence no longer held when its HEADERS frame was about to be written (the
+    /// sender lost the ownership the request was decided under). The server never saw it.
+    case withheld
 
     public var description: String {
         switch self {
@@ -149,13 +159,14 @@ public enum HTTP2RequestError: Error, Sendable, CustomStringConvertible {
         case .queueFull: "request queue is full"
         case .shutdown: "client is shut down"
         case .retriesExhausted(let last): "gave up after retries: \(last)"
+        case .withheld: "not sent: the ownership it was decided under no longer held when it was due to leave"
         }
     }
 }
 
 extension HTTP2RequestError {
     /// True when the server provably did not process the request: it was never sent (no
-    /// connection, queue full), or every connection that had it handed it back unprocessed
+    /// connection, queue full, withheld by its fence), or every connection that had it handed it back unprocessed
     /// (REFUSED_STREAM, above a GOAWAY's last-stream-id, lost before its HEADERS went out).
     ///
     /// Callers that count delivery attempts count only the others: a GOAWAY or a reconnect storm
@@ -164,7 +175,7 @@ extension HTTP2RequestError {
     /// ends fails with it too, and may have been processed.
     public var isUnprocessed: Bool {
         switch self {
-        case .notConnected, .queueFull, .retriesExhausted: true
+        case .notConnected, .queueFull, .retriesExhausted, .withheld: true
         case .transport, .goaway, .streamReset, .timedOut, .shutdown: false
         }
     }

@@ -26,6 +26,8 @@ public final class HTTP2PendingRequest: @unchecked Sendable {
     @exclusivity(unchecked) var submittedAt: UInt64 = 0
     /// The connection reset the stream because the response timeout passed.
     @exclusivity(unchecked) var timedOut = false
+    /// Its HEADERS frame was cancelled because its fence no longer held.
+    @exclusivity(unchecked) var withheld = false
 
     // Links of the connection's in-flight list (see `InFlightList`).
     @exclusivity(unchecked) fileprivate var next: HTTP2PendingRequest?
@@ -56,6 +58,7 @@ public final class HTTP2PendingRequest: @unchecked Sendable {
         status = 0
         closeErrorCode = 0
         timedOut = false
+        withheld = false
         if !responseHeaders.isEmpty { responseHeaders = [] }
         if !responseBody.isEmpty { responseBody = [] }
     }

@@ -267,16 +267,17 @@ extension JetStream {
         try NATSError.check(status, jetStreamCode: code, "create consumer \(settings.name) of \(settings.stream)")
     }
 
-    /// Runs a JetStream API call made at start again while it times out, for at most `limit`: a
-    /// cluster that is electing a leader (after a node was lost, or just started) answers with
-    /// timeouts for seconds.
+    /// Runs a JetStream API call made at start again while the cluster answers as one that is
+    /// forming (``NATSError/isClusterForming``), for at most `limit`: a cluster just started, or
+    /// electing a leader after a node was lost, answers with timeouts, "no suitable peers for
+    /// placement" and "no leader" for seconds. Then the last answer is thrown.
     @discardableResult
-    public static func retryingTimeouts<T>(for limit: Duration = .seconds(15), _ call: () throws(NATSError) -> T) throws(NATSError) -> T {
+    public static func retryingWhileForming<T>(for limit: Duration = .seconds(15), _ call: () throws(NATSError) -> T) throws(NATSError) -> T {
         let deadline = ContinuousClock.now + limit
         while true {
             do {
                 return try call()
-            } catch where error.isTimeout && ContinuousClock.now < deadline {
+            } catch where error.isClusterForming && ContinuousClock.now < deadline {
                 usleep(200_000)
             }
         }

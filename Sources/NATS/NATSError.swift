@@ -33,6 +33,16 @@ public struct NATSError: Error, CustomStringConvertible, Sendable, Equatable {
     /// No answer in time: the outcome is unknown (the write may or may not be stored).
     public var isTimeout: Bool { status == NATS_TIMEOUT.rawValue }
 
+    /// What a cluster answers while it forms or elects a leader, and stops answering once it
+    /// has: no answer in time, no JetStream responder yet, no peers for placement (a node still
+    /// joining), no leader, not available, an offline stream.
+    public var isClusterForming: Bool {
+        if isTimeout || status == NATS_NO_RESPONDERS.rawValue { return true }
+        let forming: [jsErrCode] = [JSClusterIncompleteErr, JSClusterNoPeersErr, JSClusterNotAssignedErr, JSClusterNotAvailErr,
+                                    JSClusterNotLeaderErr, JSStreamOfflineErr]
+        return forming.contains { Int($0.rawValue) == jetStreamCode }
+    }
+
     /// Throws unless `status` is `NATS_OK`; the detail is the client's last error on this thread
     /// (which names the server or the field) when it has one, else the status text.
     static func check(_ status: natsStatus, jetStreamCode: jsErrCode = jsErrCode(0),

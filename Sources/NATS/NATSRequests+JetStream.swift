@@ -1,4 +1,5 @@
 import CNATS
+import Foundation
 
 /// JetStream API calls sent as requests from a loop, for the calls a loop makes in passing and
 /// must not block on (the client's own `js_*` management calls wait for their answer).
@@ -46,5 +47,47 @@ extension NATSRequests {
         }
         let count = text.split(separator: #""purged":"#).dropFirst().first.map { $0.prefix { $0.isNumber } }.flatMap { UInt64($0) }
         return .success(count ?? 0)
+    }
+
+    /// The message id (`Nats-Msg-Id`) of the message `stream` holds at `sequence`: nil when it
+    /// holds none there (never stored, or removed since) or that message has no id.
+    /// `completion` runs on the loop.
+    ///
+    /// A writer whose publish went unanswered, and whose retry was then refused for its expected
+    /// last sequence, asks this of the sequence its write would have taken: current servers check
+    /// the expected sequence before the message id, so the refusal alone does not say whether the
+    /// first attempt was stored.
+    public func messageID(in stream: String, at sequence: UInt64, timeout: Duration,
+                          completion: @escaping (Result<String?, NATSError>) -> Void) {
+        let operation = "read message \(sequence) of \(stream)"
+        request(Array(#"{"seq":\#(sequence)}"#.utf8), to: "$JS.API.STREAM.MSG.GET.\(stream)", timeout: timeout) { result in
+            switch result {
+            case .success(let answer):
+                completion(Self.storedMessageID(answer.payload, operation: operation))
+            case .failure(.notSent(let error)):
+                completion(.failure(error))
+            case .failure(let failure):
+                completion(.failure(NATSError(status: NATS_TIMEOUT.rawValue, operation: operation, detail: failure.description)))
+            }
+        }
+    }
+
+    /// Reads a `stream_msg_get_response`: its base64 `hdrs` hold the stored headers. "No message
+    /// found" (10037) is nil; any other error object is a failure carrying the servers' words.
+    static func storedMessageID(_ payload: [UInt8], operation: String) -> Result<String?, NATSError> {
+        let text = String(decoding: payload, as: UTF8.self)
+        if text.contains(#""err_code":10037"#) { return .success(nil) }
+        guard text.contains(#""message":{"#) else {
+            return .failure(NATSError(status: NATS_ERR.rawValue, operation: operation, detail: String(text.prefix(300))))
+        }
+        guard let encoded = text.split(separator: #""hdrs":""#).dropFirst().first?.prefix(while: { $0 != "\"" }),
+              let headers = Data(base64Encoded: String(encoded)) else { return .success(nil) }
+        for line in String(decoding: headers, as: UTF8.self).split(separator: "\r\n") {
+            let field = line.split(separator: ":", maxSplits: 1)
+            if field.count == 2, field[0].lowercased() == "nats-msg-id" {
+                return .success(field[1].trimmingCharacters(in: .whitespaces))
+            }
+        }
+        return .success(nil)
     }
 }

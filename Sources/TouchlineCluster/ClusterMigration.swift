@@ -76,6 +76,7 @@ package struct ClusterMigration {
         defer { loop.stopAndWait() }
         let connection: NATSConnection
         do {
+            try NATSServerVersion.requireSupported(settings.servers, timeout: settings.natsSettings.connectTimeout)
             connection = try NATSConnection.connect(settings.natsSettings, loop: loop) { _ in }
         } catch {
             throw GatewayError.startup("cannot use the NATS cluster (store.servers \(settings.servers.joined(separator: ", "))): \(error)")

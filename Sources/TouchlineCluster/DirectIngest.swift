@@ -43,10 +43,10 @@ final class DirectIngest: @unchecked Sendable {
     /// Creates the ingest stream (each message removed once its owner has taken it) and the
     /// stream of refused events (kept 7 days). Blocking: while the gateway starts.
     func ensureStreams(replicas: Int) throws(NATSError) {
-        try JetStream.retryingTimeouts { () throws(NATSError) in
+        try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: ingestStream, subjects: ["\(prefix).ingest.>"], replicas: replicas, retention: .workQueue))
         }
-        try JetStream.retryingTimeouts { () throws(NATSError) in
+        try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: rejectedStream, subjects: ["\(prefix).rejected.>"], replicas: replicas,
                                              maximumAge: .seconds(7 * 86_400)))
         }
@@ -60,7 +60,7 @@ final class DirectIngest: @unchecked Sendable {
 
     /// Creates the partition's consumer if needed (blocking: off the loops).
     func prepare(partition: Int) throws(NATSError) {
-        try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.ensurePushConsumer(consumer(of: partition)) }
+        try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.ensurePushConsumer(consumer(of: partition)) }
     }
 
     /// Starts taking the partition's events (on the loop) into `service`'s channels, while

@@ -10,7 +10,10 @@ package typealias NATSConnector = @Sendable (_ settings: JetStreamSettings, _ lo
 
 extension ClusterBackend {
     /// The NATS servers the settings name.
+    /// A server older than the oldest supported release is refused before connecting.
     package static let natsServers: NATSConnector = { settings, loop, events throws(NATSError) in
-        try JetStream(try NATSConnection.connect(settings.natsSettings, loop: loop, events: events))
+        let nats = settings.natsSettings
+        try NATSServerVersion.requireSupported(nats.servers, timeout: nats.connectTimeout)
+        return try JetStream(try NATSConnection.connect(nats, loop: loop, events: events))
     }
 }

@@ -27,11 +27,11 @@ public enum ClusterDescriptor {
     /// never on a loop; `loop` only receives the publish's acknowledgement.
     public static func agree(partitions: Int, prefix: String, replicas: Int, jetStream: any JetStreamClient, loop: EventLoop) throws {
         let stream = prefix.uppercased() + "_CLUSTER", subject = "\(prefix).cluster"
-        try JetStream.retryingTimeouts { () throws(NATSError) in
+        try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: stream, subjects: [subject], replicas: replicas, maximumMessagesPerSubject: 1))
         }
         for _ in 0..<3 {
-            if let recorded = try JetStream.retryingTimeouts({ () throws(NATSError) in try jetStream.lastMessage(stream: stream, subject: subject) }) {
+            if let recorded = try JetStream.retryingWhileForming({ () throws(NATSError) in try jetStream.lastMessage(stream: stream, subject: subject) }) {
                 guard let text = String(validating: recorded.payload, as: UTF8.self), text.hasPrefix("partitions "),
                       let count = Int(text.dropFirst("partitions ".count)) else {
                     throw Unreadable(description: "\(stream) holds \(recorded.payload.count) bytes that are not a partition count")

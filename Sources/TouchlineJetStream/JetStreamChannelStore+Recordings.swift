@@ -73,7 +73,7 @@ extension JetStreamChannelStore {
         var missing: [StoredEvent] = []
         for (channelID, events) in Dictionary(grouping: replayed, by: \.channelID) {
             let subject = layout.recordingSubject(of: channelID)
-            let last = try JetStream.retryingTimeouts { () throws(NATSError) in
+            let last = try JetStream.retryingWhileForming { () throws(NATSError) in
                 try jetStream.lastMessage(stream: layout.recordingsStreamName, subject: subject)
             }
             let lastSeq = last.flatMap { try? StoredEvent(binaryEncoded: $0.payload) }?.seq ?? .min
@@ -106,7 +106,7 @@ extension JetStreamChannelStore {
 
     /// How many events the recording of `channelID` holds (blocking; never on the loop).
     public func recordedEventCount(of channelID: String) throws -> Int {
-        Int(try JetStream.retryingTimeouts { () throws(NATSError) in
+        Int(try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.messageCount(stream: layout.recordingsStreamName, subject: layout.recordingSubject(of: channelID))
         })
     }
@@ -119,7 +119,7 @@ extension JetStreamChannelStore {
         guard stored > 0 else { return [] }
         let read = Mutex<(events: [Int64: StoredEvent], delivered: Int, damaged: String?)>(([:], 0, nil))
         let caughtUp = DispatchSemaphore(value: 0)
-        let subscription = try JetStream.retryingTimeouts { () throws(NATSError) in
+        let subscription = try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.subscribeOrdered(to: layout.recordingSubject(of: channelID), from: .all, loop: loop) { message in
                 let done = read.withLock { state -> Bool in
                     state.delivered += 1

@@ -20,8 +20,10 @@ import TouchlineStore
 ///   stream's, not the subject's: only the stream's holds against a write still in flight on a
 ///   replicated stream, docs/cluster.md.)
 /// - **A lost acknowledgement is not a failure**: the publish is repeated with the same message
-///   id; JetStream recognises it (before the sequence check) and answers with the first
-///   attempt's sequence if it was stored. Only after ``retryLimit`` does the batch fail.
+///   id. If the first attempt was stored, the repeat is refused for its expected sequence (or, on
+///   a server that checks the id first, answered as a duplicate), and the log's message at the
+///   expected place is read: it carries the write's id. Only after ``retryLimit`` does the batch
+///   fail.
 /// - **Order**: one batch per partition log is in flight at a time, so a partition's batches (and
 ///   so each channel's) commit and complete in submission order, while partitions write side by
 ///   side (``PartitionWriteQueue``). A batch that checks or changes what partitions share (an
@@ -98,16 +100,16 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                             snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(),
                             loop: EventLoop, clock: any WallClock = SystemClock()) throws -> JetStreamChannelStore {
         for log in layout.logs {
-            try JetStream.retryingTimeouts { () throws(NATSError) in
+            try JetStream.retryingWhileForming { () throws(NATSError) in
                 try jetStream.ensureStream(.init(name: layout.streamName(of: log), subjects: [layout.subject(of: log)], replicas: replicas,
                                                  duplicateWindow: .seconds(120)))
             }
         }
-        try JetStream.retryingTimeouts { () throws(NATSError) in
+        try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: layout.recordingsStreamName, subjects: layout.recordingsSubjects, replicas: replicas,
                                              duplicateWindow: .seconds(120)))
         }
-        try JetStream.retryingTimeouts { () throws(NATSError) in
+        try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: layout.probeStreamName, subjects: layout.probeSubjects, replicas: replicas,
                                              maximumAge: .seconds(60), maximumMessagesPerSubject: 1, duplicateWindow: .seconds(10)))
         }
@@ -331,13 +333,23 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
 
     /// Logs `bytes` to `log`, repeating the same message after a lost answer until
     /// ``retryLimit`` has passed since `since`.
+    ///
+    /// A repeat is refused for its expected last sequence when the first attempt was stored
+    /// (current servers check the sequence before the message id; 2.9 answered a duplicate), so
+    /// after a lost answer a refusal is not taken at its word: the message at the sequence the
+    /// write expected to take is read, and if it carries this write's id, the write was stored
+    /// there (`unanswered`: an attempt of this write went without an answer).
     func publish(_ bytes: [UInt8], to log: ChannelLogLayout.Log, headers: [String: String] = [:], id: String,
-                 since: ContinuousClock.Instant, then done: @escaping @Sendable (Result<UInt64, StoreError>) -> Void) {
-        let conditions = JetStream.PublishConditions(messageID: id, expectedLastSequence: lastSequence[log] ?? 0)
+                 since: ContinuousClock.Instant, unanswered: Bool = false,
+                 then done: @escaping @Sendable (Result<UInt64, StoreError>) -> Void) {
+        let expected = lastSequence[log] ?? 0
+        let conditions = JetStream.PublishConditions(messageID: id, expectedLastSequence: expected)
         jetStream.publish(bytes, to: layout.subject(of: log), headers: headers, conditions: conditions, loop: loop) { [self] result in
             switch result {
             case .success(let acknowledgement):
                 done(.success(acknowledgement.sequence))
+            case .failure(let error) where error.isWrongLastSequence && unanswered:
+                storedEarlier(id, in: log, at: expected + 1, refusal: error, then: done)
             case .failure(let error) where error.isWrongLastSequence:
                 markStale(log)
                 done(.failure(.storageFailure("\(log) was written since this gateway read it (by another, or a write of its own whose answer was lost): \(error)")))
@@ -352,10 +364,34 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                 // One write per log is in flight at a time, so one timer per log serves its retries.
                 let timer = LoopTimer(loop: loop) { [self] in
                     retryTimers[log] = nil
-                    publish(bytes, to: log, headers: headers, id: id, since: since, then: done)
+                    publish(bytes, to: log, headers: headers, id: id, since: since, unanswered: true, then: done)
                 }
                 retryTimers[log] = timer
                 timer.schedule(after: .milliseconds(100))
+            }
+        }
+    }
+
+    /// After a lost answer and a refused repeat: the write was stored if the log's message at
+    /// `sequence` carries its `id`. Otherwise another write took that place, and the log is
+    /// read again before this store writes to it.
+    private func storedEarlier(_ id: String, in log: ChannelLogLayout.Log, at sequence: UInt64, refusal: NATSError,
+                               then done: @escaping @Sendable (Result<UInt64, StoreError>) -> Void) {
+        if requests == nil { requests = try? NATSRequests(connection: jetStream.messaging, loop: loop) }
+        guard let requests else {
+            markStale(log)
+            return done(.failure(.storageFailure("\(log): cannot ask whether a write whose answer was lost was stored; reading it again")))
+        }
+        requests.messageID(in: layout.streamName(of: log), at: sequence, timeout: .seconds(5)) { [self] found in
+            switch found {
+            case .success(let stored) where stored == id:
+                done(.success(sequence))
+            case .success:
+                markStale(log)
+                done(.failure(.storageFailure("\(log) was written since this gateway read it (by another gateway): \(refusal)")))
+            case .failure(let error):
+                markStale(log)
+                done(.failure(.storageFailure("\(log): a write whose answer was lost may be stored (\(error)); reading it again")))
             }
         }
     }
@@ -423,7 +459,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         let applied = try loop.sync { [self] in lastSequence[log] ?? 0 }
         let read = { [self] in if case .partition(let partition) = log { loop.execute { [self] in stale.remove(partition) } } }
         // A stream that is not there (its leader being elected, say) is not an empty log.
-        guard let state = try JetStream.retryingTimeouts({ () throws(NATSError) in try jetStream.streamState(stream) }) else {
+        guard let state = try JetStream.retryingWhileForming({ () throws(NATSError) in try jetStream.streamState(stream) }) else {
             throw StoreError.storageFailure("\(log)'s stream \(stream) did not answer as existing")
         }
         let last = state.lastSequence
@@ -431,7 +467,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         let caughtUp = DispatchSemaphore(value: 0)
         let failure = Mutex<StoreError?>(nil)
         let delivered = Mutex<Int>(0)
-        let subscription = try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.subscribeOrdered(to: subject, from: .sequence(applied + 1), loop: loop) { [self] message in
+        let subscription = try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.subscribeOrdered(to: subject, from: .sequence(applied + 1), loop: loop) { [self] message in
             delivered.withLock { $0 += 1 }
             // After the first message that cannot be applied, the rest are not read: the error
             // names that message.

@@ -55,8 +55,8 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     /// loop) and a keeper for `instance`. Nothing happens until ``start()``.
     public static func make(jetStream: any JetStreamClient, bucket: String, replicas: Int, instance: InstanceID, settings: LeaseSettings,
                             loop: EventLoop, onOwnership: @escaping (Ownership) -> Void) throws(NATSError) -> PartitionLeaseKeeper {
-        try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.ensureKeyValueBucket(bucket, replicas: replicas) }
-        let hasKeys = (try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }?.messages ?? 0) > 0
+        try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.ensureKeyValueBucket(bucket, replicas: replicas) }
+        let hasKeys = (try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }?.messages ?? 0) > 0
         return PartitionLeaseKeeper(jetStream: jetStream, bucket: bucket, instance: instance, settings: settings, loop: loop,
                                     watchStartsCaughtUp: !hasKeys, onOwnership: onOwnership)
     }
@@ -133,7 +133,7 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
         let loop = loop
         Thread { [weak self] in
             guard let self else { return }
-            let renewed = Result { () throws(NATSError) in try JetStream.retryingTimeouts { () throws(NATSError) in try subscribeWatch() } }
+            let renewed = Result { () throws(NATSError) in try JetStream.retryingWhileForming { () throws(NATSError) in try subscribeWatch() } }
             loop.execute { [weak self] in
                 guard let self else { return }
                 renewingWatch = false

@@ -54,7 +54,7 @@ public final class SharedJobBoard: @unchecked Sendable {
     /// Makes the bucket if needed (blocking: from a starting thread).
     public static func open(jetStream: any JetStreamClient, prefix: String, replicas: Int, loop: EventLoop) throws(NATSError) -> SharedJobBoard {
         let bucket = "\(prefix)_jobs"
-        try JetStream.retryingTimeouts { () throws(NATSError) in
+        try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.ensureKeyValueBucket(bucket, replicas: replicas, maximumValueSize: maximumValueSize)
         }
         return SharedJobBoard(bucket: bucket, jetStream: jetStream, loop: loop)

@@ -51,7 +51,7 @@ extension SharedTokenRegistry {
     public static func open(jetStream: any JetStreamClient, layout: RegistryLogLayout, replicas: Int, local: StoreWriter, loop: EventLoop,
                             clock: any WallClock = SystemClock(), applyLimit: Duration = .seconds(10),
                             waitForCatchUp: Bool = true) throws -> SharedTokenRegistry {
-        let state = try JetStream.retryingTimeouts { () throws(NATSError) in
+        let state = try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: layout.streamName, subjects: [layout.subject], replicas: replicas, duplicateWindow: .seconds(120)))
         }
         let recorded = try waitForCompletion { local.registryLogSequence(completion: $0) }.get()

@@ -592,6 +592,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
         case .tokenDead: return .tokenDead(timestampMilliseconds: error.timestampMilliseconds)
         case .configuration: return .configuration(reason: reasonName(of: error))
         case .drop, .channelGone, .backOffChannel: return .permanent(reason: reasonName(of: error))
+        case .withheld: return .notProcessed
         }
     }
 

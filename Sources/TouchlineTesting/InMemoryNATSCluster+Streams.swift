@@ -13,7 +13,12 @@ extension InMemoryNATSCluster.Server {
         if payload.count > maximumPayload { return .failure(.payloadTooLarge(operation: operation)) }
         let subject = mapped(subject)
         guard let name = stream(storing: subject) else { return .failure(.noResponders(operation: operation)) }
-        switch publishFailure {
+        let failure = publishFailure
+        if failure != nil {
+            publishFailuresLeft -= 1
+            if publishFailuresLeft <= 0 { publishFailure = nil }
+        }
+        switch failure {
         case .refused(let error)?: return .failure(error)
         case .timedOut(stored: false)?: return .failure(.timeout(operation: operation))
         case .timedOut(stored: true)?, nil: break
@@ -22,7 +27,7 @@ extension InMemoryNATSCluster.Server {
         if case .success(let acknowledgement) = result, !acknowledgement.duplicate {
             deliverStored(in: name, now: now)
         }
-        if case .timedOut(stored: true)? = publishFailure { return .failure(.timeout(operation: operation)) }
+        if case .timedOut(stored: true)? = failure { return .failure(.timeout(operation: operation)) }
         return result
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import NATS
 import Synchronization
 import TouchlineCore
@@ -70,7 +71,11 @@ public final class InMemoryNATSCluster: Sendable {
         return InMemoryNATSConnection(cluster: self, client: Client(id: id, name: name))
     }
 
-    public func failPublishes(_ failure: PublishFailure?) { state.withLock { $0.publishFailure = failure } }
+    /// Fails the next `times` publishes that reach a stream (all of them by default) as
+    /// `failure`; nil stops failing them.
+    public func failPublishes(_ failure: PublishFailure?, times: Int = .max) {
+        state.withLock { $0.publishFailure = failure; $0.publishFailuresLeft = times }
+    }
 
     public func loseQuorum() { state.withLock { $0.quorumLost = true } }
 
@@ -177,6 +182,7 @@ extension InMemoryNATSCluster {
         var mappings: [SubjectMapping] = []
         var closed: Set<UInt64> = []
         var publishFailure: PublishFailure?
+        var publishFailuresLeft = Int.max
         var quorumLost = false
         private var lastID: UInt64 = 0
         /// Which member of each queue group had the last message.
@@ -237,6 +243,7 @@ extension InMemoryNATSCluster {
                                       headers: published.headers)
             if message.subject.hasPrefix(Self.purgePrefix) { return answerPurge(message, now: now) }
             if message.subject.hasPrefix(Self.deletePrefix) { return answerDelete(message, now: now) }
+            if message.subject.hasPrefix(Self.messageGetPrefix) { return answerMessageGet(message, now: now) }
             if message.subject.hasPrefix(Self.acknowledgementPrefix) { return acknowledge(message, now: now) }
             var groups: [String: [CoreSubscriber]] = [:]
             var receivers: [CoreSubscriber] = []
@@ -264,6 +271,23 @@ extension InMemoryNATSCluster {
         static let purgePrefix = "$JS.API.STREAM.PURGE."
         static let acknowledgementPrefix = "$JS.ACK."
         static let deletePrefix = "$JS.API.STREAM.MSG.DELETE."
+        static let messageGetPrefix = "$JS.API.STREAM.MSG.GET."
+
+        /// `{"seq":N}` to `$JS.API.STREAM.MSG.GET.<stream>`: the stored message with its headers
+        /// (base64, as the servers send them), or "no message found".
+        private mutating func answerMessageGet(_ request: NATSMessage, now: UnixTime) {
+            let name = String(request.subject.dropFirst(Self.messageGetPrefix.count))
+            var answer = #"{"error":{"code":404,"err_code":10059,"description":"stream not found"}}"#
+            if let stream = streams[name] {
+                answer = #"{"error":{"code":404,"err_code":10037,"description":"no message found"}}"#
+                if case .integer(let sequence)? = (try? JSONParser.parse(request.payload))?[member: "seq"],
+                   let message = stream.messages.first(where: { $0.sequence == UInt64(sequence) }) {
+                    let headerBlock = "NATS/1.0\r\n" + message.headers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)\r\n" }.joined() + "\r\n"
+                    answer = #"{"type":"io.nats.jetstream.api.v1.stream_msg_get_response","message":{"subject":"\#(message.subject)","seq":\#(message.sequence),"hdrs":"\#(Data(headerBlock.utf8).base64EncodedString())","data":"\#(Data(message.payload).base64EncodedString())"}}"#
+                }
+            }
+            if let reply = request.reply { route(NATSMessage(subject: reply, payload: Array(answer.utf8)), now: now) }
+        }
 
         /// `{"seq":N}` to `$JS.API.STREAM.MSG.DELETE.<stream>`: an operator removing one message.
         private mutating func answerDelete(_ request: NATSMessage, now: UnixTime) {

@@ -2,8 +2,8 @@ import NATS
 import TouchlineCore
 
 /// One JetStream stream held in memory: its messages in sequence order and the rules a server
-/// applies when storing (deduplication by message id, then the compare-and-set on the stream's
-/// last sequence, size limits, per-subject history, age). A value with no I/O: the in-memory
+/// applies when storing (the compare-and-set on the stream's last sequence, then deduplication by
+/// message id, size limits, per-subject history, age). A value with no I/O: the in-memory
 /// cluster owns one per stream and decides what to deliver from what it returns.
 struct InMemoryStream: Sendable {
     struct Message: Sendable {
@@ -37,16 +37,18 @@ struct InMemoryStream: Sendable {
 
     func stores(_ subject: String) -> Bool { patterns.contains { $0.matches(subject) } }
 
-    /// Stores a publish, or says why not; a known message id answers the first one's sequence
-    /// as a duplicate before the condition is looked at.
+    /// Stores a publish, or says why not. As current servers do, the expected last sequence is
+    /// checked first: a retry of a stored write that expects the sequence before it is refused,
+    /// not answered as a duplicate. A known message id then answers the first one's sequence as
+    /// a duplicate.
     mutating func store(_ payload: [UInt8], subject: String, headers: [String: String], conditions: JetStream.PublishConditions,
                         now: UnixTime, operation: String) -> Result<JetStream.Acknowledgement, NATSError> {
         expire(now: now)
-        if let id = conditions.messageID, let seen = recentIDs[id] {
-            return .success(.init(stream: settings.name, sequence: seen.sequence, duplicate: true))
-        }
         if let expected = conditions.expectedLastSequence, expected != lastSequence {
             return .failure(.wrongLastSequence(lastSequence, operation: operation))
+        }
+        if let id = conditions.messageID, let seen = recentIDs[id] {
+            return .success(.init(stream: settings.name, sequence: seen.sequence, duplicate: true))
         }
         var stored = headers
         if let id = conditions.messageID { stored["Nats-Msg-Id"] = id }

@@ -208,3 +208,45 @@ struct InMemoryStreamTests {
         #expect(link.successes.count == 2)
     }
 }
+
+/// A request's fence, asked at submit and again as its HEADERS frame is about to be written: the
+/// first `holdingAnswers` times it holds, then it does not.
+private final class CountedFence: SideEffectFence, @unchecked Sendable {
+    private var left: Int
+    init(holdingAnswers: Int) { left = holdingAnswers }
+    var holds: Bool {
+        left -= 1
+        return left >= 0
+    }
+}
+
+@Suite("Client streams in memory: fences")
+struct InMemoryFenceTests {
+    /// The last moment before a request's bytes leave: a fence that no longer holds when the
+    /// HEADERS frame is written cancels it (the server sees nothing of it), as does one that no
+    /// longer holds when the request gets its stream. Either fails as `withheld`, and the
+    /// connection goes on with the rest.
+    @Test func aRequestWhoseFenceNoLongerHoldsIsWithheldAndTheServerNeverSeesIt() {
+        let link = InMemoryConnection(server: InMemoryServer(maxConcurrentStreams: 100))
+        link.connect()
+        var requests = TestRequests.posts(4, port: 8443)
+        requests[0].fence = CountedFence(holdingAnswers: 2)
+        requests[1].fence = CountedFence(holdingAnswers: 1)
+        requests[2].fence = CountedFence(holdingAnswers: 0)
+        link.send(requests)
+        link.serveAll()
+
+        #expect(link.pending == 0 && link.duplicateCompletions == 0)
+        #expect((try? link.results[0]?.get())?.body == requests[0].body)
+        for index in [1, 2] {
+            guard case .failure(.withheld)? = link.results[index] else {
+                Issue.record("request \(index): \(String(describing: link.results[index]))")
+                continue
+            }
+        }
+        #expect((try? link.results[3]?.get())?.body == requests[3].body, "a request without a fence is sent")
+        #expect(link.server.stats.requestsReceived == 2)
+        #expect(link.server.stats.invalidFrames == 0 && link.server.stats.resetsReceived.isEmpty)
+        #expect(link.stats.inFlight == 0 && link.state == .ready)
+    }
+}

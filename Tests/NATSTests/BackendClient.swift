@@ -25,6 +25,16 @@ final class BackendClient: Sendable {
         try await jetStream.collect(count, from: subject, start: start, on: loop)
     }
 
+    /// The message id of `stream`'s message at `sequence`, asked on the loop.
+    func messageID(in stream: String, at sequence: UInt64) async -> Result<String?, NATSError> {
+        guard let requests = try? loop.sync({ [jetStream, loop] in try NATSRequests(connection: jetStream.messaging, loop: loop) }) else {
+            return .failure(.connectionClosed(operation: "read message \(sequence) of \(stream)"))
+        }
+        return await withCheckedContinuation { done in
+            loop.execute { requests.messageID(in: stream, at: sequence, timeout: .seconds(5)) { result in withExtendedLifetime(requests) { done.resume(returning: result) } } }
+        }
+    }
+
     /// A purge sent on the loop, its answer awaited.
     func purge(_ requests: NATSRequests,
                _ send: @escaping @Sendable (NATSRequests, @escaping (Result<UInt64, NATSError>) -> Void) -> Void) async -> Result<UInt64, NATSError> {

@@ -39,16 +39,31 @@ struct JetStreamContractTests {
             let secondFirst = await other.publish("b", to: "log.p0", conditions: .init(expectedLastSequence: 0))
             let next = try await other.publish("a", to: "log.p1", conditions: .init(expectedLastSequence: first.sequence)).get()
             let stale = await client.publish("b", to: "log.p0", conditions: .init(expectedLastSequence: first.sequence))
-            // A retry of a stored write (same id) is known by its id before its condition is checked.
+            // A retry of a stored write (same id, same condition): 2.11 answers it as a duplicate
+            // (the id checked first), 2.15 and the in-memory cluster refuse it for its condition
+            // (checked first): a writer must take both. Without a condition it is a duplicate.
+            // The message at the place it expected carries its id: what a writer whose answer
+            // was lost reads.
             let retried = try await client.publish("c", to: "log.p9", conditions: .init(messageID: "w1", expectedLastSequence: next.sequence)).get()
-            let retriedAgain = try await client.publish("c", to: "log.p9", conditions: .init(messageID: "w1", expectedLastSequence: next.sequence)).get()
+            let retriedAgain = await client.publish("c", to: "log.p9", conditions: .init(messageID: "w1", expectedLastSequence: next.sequence))
+            let retriedWithoutCondition = try await client.publish("c", to: "log.p9", conditions: .init(messageID: "w1")).get()
+            let storedID = try await client.messageID(in: "LOG", at: retried.sequence).get()
+            let withoutID = try await client.messageID(in: "LOG", at: first.sequence).get()
+            let beyondTheEnd = try await client.messageID(in: "LOG", at: retried.sequence + 1).get()
+            let missingStream = await client.messageID(in: "MISSING", at: 1)
 
             #expect(secondFirst.failure?.isWrongLastSequence == true, "\(secondFirst)")
             #expect(next.sequence == 2)
             #expect(stale.failure?.isWrongLastSequence == true && stale.failure?.isTimeout == false, "\(stale)")
             #expect(stale.failure?.description.contains("log.p0") == true, "\(stale)")
             #expect(retried == .init(stream: "LOG", sequence: 3, duplicate: false))
-            #expect(retriedAgain == .init(stream: "LOG", sequence: 3, duplicate: true))
+            switch retriedAgain {
+            case .success(let acknowledgement): #expect(acknowledgement == .init(stream: "LOG", sequence: 3, duplicate: true))
+            case .failure(let refusal): #expect(refusal.isWrongLastSequence, "\(refusal)")
+            }
+            #expect(retriedWithoutCondition == .init(stream: "LOG", sequence: 3, duplicate: true))
+            #expect(storedID == "w1" && withoutID == nil && beyondTheEnd == nil)
+            #expect(missingStream.failure != nil, "\(missingStream)")
         }
     }
 

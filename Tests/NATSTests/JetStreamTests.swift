@@ -28,28 +28,6 @@ struct JetStreamTests {
         #expect(try client.jetStream.streamState("MISSING") == nil)
     }
 
-    @Test func aCompareAndSetOnTheStreamLosesToTheWriteBeforeIt() async throws {
-        let cluster = try await NATSCluster.start(size: 1)
-        let client = try await Client.connect(to: cluster)
-        try client.jetStream.ensureStreamPatiently(.init(name: "LOG", subjects: ["log.>"], replicas: 1))
-
-        let first = try await client.publish(Array("a".utf8), to: "log.p0", conditions: .init(expectedLastSequence: 0)).get()
-        let secondFirst = await client.publish(Array("b".utf8), to: "log.p0", conditions: .init(expectedLastSequence: 0))
-        let next = try await client.publish(Array("a".utf8), to: "log.p1", conditions: .init(expectedLastSequence: first.sequence)).get()
-        let stale = await client.publish(Array("b".utf8), to: "log.p0", conditions: .init(expectedLastSequence: first.sequence))
-
-        // The same publish again (a retry after a lost acknowledgement) is recognised by its id
-        // before its condition is checked: the retry learns its first attempt was stored.
-        let retried = try await client.publish(Array("a".utf8), to: "log.p9", conditions: .init(messageID: "w1", expectedLastSequence: next.sequence)).get()
-        let retriedAgain = try await client.publish(Array("a".utf8), to: "log.p9",
-                                                    conditions: .init(messageID: "w1", expectedLastSequence: next.sequence)).get()
-        #expect(retriedAgain.duplicate && retriedAgain.sequence == retried.sequence)
-        #expect(secondFirst.failure?.isWrongLastSequence == true, "\(secondFirst)")
-        #expect(next.sequence == first.sequence + 1)
-        #expect(stale.failure?.isWrongLastSequence == true, "\(stale)")
-        #expect(stale.failure?.description.contains("log.p0") == true)
-    }
-
     /// Six writers at once, each expecting the stream's last sequence, on one and on three
     /// replicas: exactly one is stored every time. The backend's fencing rests on this.
     ///
@@ -288,11 +266,11 @@ extension JetStream {
     /// stream of three replicas made just after the cluster started can time out on a busy machine.
     @discardableResult
     func ensureStreamPatiently(_ settings: StreamSettings) throws(NATSError) -> StreamState {
-        try Self.retryingTimeouts { () throws(NATSError) in try ensureStream(settings) }
+        try Self.retryingWhileForming { () throws(NATSError) in try ensureStream(settings) }
     }
 
     /// ``ensureKeyValueBucket(_:replicas:history:maximumValueSize:)``, tried again while it times out.
     func ensureKeyValueBucketPatiently(_ name: String, replicas: Int) throws(NATSError) {
-        try Self.retryingTimeouts { () throws(NATSError) in try ensureKeyValueBucket(name, replicas: replicas) }
+        try Self.retryingWhileForming { () throws(NATSError) in try ensureKeyValueBucket(name, replicas: replicas) }
     }
 }

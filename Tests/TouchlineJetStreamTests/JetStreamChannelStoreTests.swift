@@ -153,6 +153,46 @@ struct JetStreamChannelStoreTests {
         }
     }
 
+    /// A batch stored whose answer was lost: the repeat (same id, same expected sequence) is
+    /// refused for its condition by current servers, and the store reads the log's message at
+    /// the place it expected: its own id, so the batch succeeds, once, and the log is not stale.
+    /// Another writer's message there is a refusal and a stale log.
+    @Test func aBatchStoredWithoutAnAnswerSucceedsOnceAndAnotherWritersPlaceIsARefusal() async throws {
+        try await NATSBackend.inMemory.withCluster { cluster in
+            let switches = try #require(cluster.inMemory)
+            let node = try Node(cluster)
+            let store = try node.open()
+            try store.write(.createChannel(Self.channel("m1")))
+            let told = Mutex<[Int]>([])
+            store.onStalePartition { partition in told.withLock { $0.append(partition) } }
+            switches.failPublishes(.timedOut(stored: true), times: 1)
+            try store.write(.appendEvents([Self.event("m1", 1)]))
+            let partition = Self.layout.partitioning.partition(of: "m1")
+            let stream = Self.layout.streamName(of: .partition(partition))
+            #expect(try node.jetStream.streamState(stream)?.messages == 2, "the create and the event, once each")
+            #expect(told.withLock { $0 }.isEmpty)
+            try store.write(.appendEvents([Self.event("m1", 2)]))
+
+            // Lost again, and another writer's message takes the place before the repeat: its
+            // publish is queued on the store's loop right behind the first attempt.
+            switches.failPublishes(.timedOut(stored: false), times: 1)
+            let outcome = Mutex<Result<Void, StoreError>?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            store.submit(WriteBatch([.appendEvents([Self.event("m1", 3)])])) { result in
+                outcome.withLock { $0 = result }
+                finished.signal()
+            }
+            let intruder = await node.publishOnTheLoop([1, 2, 3], to: Self.layout.subject(of: .partition(partition)))
+            await withCheckedContinuation { done in DispatchQueue.global().async { finished.wait(); done.resume() } }
+            let refused = try #require(outcome.withLock { $0 })
+            #expect(intruder != nil)
+            #expect(refused.failure?.description.contains("was written since this gateway read it") == true, "\(String(describing: refused.failure))")
+            #expect(told.withLock { $0 } == [partition])
+            #expect(try store.openReader().events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 2])
+            store.close()
+        }
+    }
+
     @Test(arguments: NATSBackend.allCases)
     func aDamagedLogEntryStopsTheRestoreAndNamesWhere(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
@@ -357,6 +397,15 @@ final class Node: Sendable {
                 requests.purge(stream: stream, below: sequence, timeout: .seconds(5)) { result in
                     withExtendedLifetime(requests) { done.resume(returning: try? result.get()) }
                 }
+            }
+        }
+    }
+
+    /// ``publish(_:to:)`` sent from the loop, behind whatever the loop was asked to do before.
+    func publishOnTheLoop(_ bytes: [UInt8], to subject: String) async -> UInt64? {
+        await withCheckedContinuation { done in
+            loop.execute { [jetStream, loop] in
+                jetStream.publish(bytes, to: subject, loop: loop) { done.resume(returning: try? $0.get().sequence) }
             }
         }
     }

@@ -31,7 +31,7 @@ struct JetStreamPublishCeiling {
         defer { connection.close() }
         let jetStream = try JetStream(connection)
         for partition in 0..<partitions {
-            try JetStream.retryingTimeouts { () throws(NATSError) in
+            try JetStream.retryingWhileForming { () throws(NATSError) in
                 try jetStream.ensureStream(.init(name: "CEILING_\(partition)", subjects: ["ceiling.\(partition)"], replicas: replicas,
                                                  duplicateWindow: .seconds(120)))
             }

@@ -77,7 +77,7 @@ struct TokenRegistryScale {
                        filled.seconds, ReportNumbers.grouped(filled.rate)))
         try await Task.sleep(for: .seconds(5))
         let after = ServersReading(cluster)
-        let stream = try JetStream.retryingTimeouts { () throws(NATSError) in try jetStream.streamState(layout.streamName) }
+        let stream = try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState(layout.streamName) }
         await cluster.kill(0)
         try await cluster.restart(0)
         try await Task.sleep(for: .seconds(5))
@@ -229,7 +229,7 @@ struct TokenRegistryScale {
         let connection = try NATSConnection.connect(NATSSettings(servers: cluster.urls, name: "subject-layout", maximumPendingPublishes: window * 2),
                                                     loop: loop, events: { _ in })
         let jetStream = try JetStream(connection)
-        try JetStream.retryingTimeouts { () throws(NATSError) in
+        try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: "SUBJECT_LAYOUT", subjects: ["layout.>"], replicas: options.replicas, maximumMessagesPerSubject: 1))
         }
         let slots = DispatchSemaphore(value: window)

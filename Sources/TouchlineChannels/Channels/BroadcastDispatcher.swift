@@ -68,7 +68,9 @@ package struct BroadcastDispatcher: Sendable {
     static func pushFailure(for error: APNsError) -> ChannelEngine.PushFailure {
         switch error.disposition {
         case .backOffChannel, .backOffToken: .throttled
-        case .retryWithBackoff, .retryOnNewConnection, .refreshTokenAndRetry: .retryLater
+        // Withheld: ownership moved before it left. The machine sends it again only once it acts
+        // for the channel again, under the fence it then holds.
+        case .retryWithBackoff, .retryOnNewConnection, .refreshTokenAndRetry, .withheld: .retryLater
         case .channelGone: .channelGone
         case .drop, .configuration, .tokenDead: .dropped
         }

@@ -76,10 +76,15 @@ public final class APNsClient: @unchecked Sendable {
                 decode: Self.plainResponse, completion: completion)
     }
 
-    /// Publishes one update to a broadcast channel.
-    public func broadcast(_ broadcast: Broadcast, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
-        perform(Result { () throws(APNsError) in try encoder.request(for: broadcast) }, endpoint: .broadcast,
-                sentID: broadcast.requestID, decode: Self.plainResponse, completion: completion)
+    /// Publishes one update to a broadcast channel; with `fence`, only if it still holds when
+    /// the request's HEADERS frame is written (else ``HTTP2RequestError/withheld``).
+    public func broadcast(_ broadcast: Broadcast, fence: (any SideEffectFence)? = nil,
+                          completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        perform(Result { () throws(APNsError) in
+            var request = try encoder.request(for: broadcast)
+            request.fence = fence
+            return request
+        }, endpoint: .broadcast, sentID: broadcast.requestID, decode: Self.plainResponse, completion: completion)
     }
 
     /// Creates a channel and returns its id. Not idempotent: if the answer is lost, look for the

@@ -172,8 +172,6 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     private func submit(_ request: HTTP2PendingRequest) {
         let session = session!  // the machine grants streams only while ready, and the session lives until closed
         request.prepareForSubmit()
-        // Checked again as its HEADERS frame is written; this spares a stream the server would not see.
-        if let fence = request.request.fence, !fence.holds { return request.complete(.failure(.withheld)) }
         let userData = Unmanaged.passUnretained(request).toOpaque()
         let streamID = headerLists.withHeaderList(for: request.request) { list, count -> Int32 in
             if request.request.body.isEmpty {

@@ -166,7 +166,11 @@ extension JetStream {
             return js_CreateKeyValue(&bucket, context, &config)
         }
         kvStore_Destroy(bucket)
-        try NATSError.check(status, "create key-value bucket \(name)")
+        do {
+            try NATSError.check(status, "create key-value bucket \(name)")
+        } catch {
+            throw error.withJetStreamCodeOfItsWords
+        }
     }
 
     /// The subject a bucket stores `key` under.
@@ -272,7 +276,7 @@ extension JetStream {
     /// electing a leader after a node was lost, answers with timeouts, "no suitable peers for
     /// placement" and "no leader" for seconds. Then the last answer is thrown.
     @discardableResult
-    public static func retryingWhileForming<T>(for limit: Duration = .seconds(15), _ call: () throws(NATSError) -> T) throws(NATSError) -> T {
+    public static func retryingWhileForming<T>(for limit: Duration = .seconds(30), _ call: () throws(NATSError) -> T) throws(NATSError) -> T {
         let deadline = ContinuousClock.now + limit
         while true {
             do {

@@ -33,6 +33,16 @@ public struct NATSError: Error, CustomStringConvertible, Sendable, Equatable {
     /// No answer in time: the outcome is unknown (the write may or may not be stored).
     public var isTimeout: Bool { status == NATS_TIMEOUT.rawValue }
 
+    /// The error with the JetStream code its words name, when it came without one: the C
+    /// client's key-value calls pass on the servers' description but not their code.
+    var withJetStreamCodeOfItsWords: NATSError {
+        guard jetStreamCode == 0 else { return self }
+        let known: [(words: String, code: jsErrCode)] = [("no suitable peers for placement", JSClusterNoPeersErr),
+                                                         ("temporarily unavailable", JSClusterNotAvailErr)]
+        guard let match = known.first(where: { detail.contains($0.words) }) else { return self }
+        return NATSError(status: status, jetStreamCode: Int(match.code.rawValue), operation: operation, detail: detail)
+    }
+
     /// What a cluster answers while it forms or elects a leader, and stops answering once it
     /// has: no answer in time, no JetStream responder yet, no peers for placement (a node still
     /// joining), no leader, not available, an offline stream.

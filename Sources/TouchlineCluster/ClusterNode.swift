@@ -33,6 +33,8 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     let storeLoop: EventLoop
     let partitioning: ChannelPartitioning
     private let keeper: PartitionLeaseKeeper
+    /// The keeper's holds, read by the last checks before side effects leave (any thread).
+    private let fences: PartitionFences
     private let relay: OwnershipRelay
     /// How long others wait before taking a silent owner's partitions.
     private let leaseTTL: Duration
@@ -109,18 +111,20 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                 try ClusterDescriptor.agree(partitions: settings.partitions, prefix: settings.prefix, replicas: settings.replicas,
                                             jetStream: jetStream, loop: storeLoop)
                 let layout = ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning)
+                let fences = PartitionFences(partitions: settings.partitions)
                 let store = try JetStreamChannelStore.open(jetStream: jetStream, layout: layout, replicas: settings.replicas, partitions: [],
                                                            snapshots: SnapshotSchedule.Settings(minimumLogBytes: settings.snapshotLogBytes),
-                                                           loop: storeLoop, clock: clock)
+                                                           fences: fences, loop: storeLoop, clock: clock)
                 let ingest = DirectIngest(prefix: settings.prefix, jetStream: jetStream, connection: connection, loop: ingestLoop,
                                           log: log.named("ingest"))
                 try ingest.ensureStreams(replicas: settings.replicas)
                 let relay = OwnershipRelay()
                 let leases = try LeaseSettings(partitionCount: settings.partitions)
                 let keeper = try PartitionLeaseKeeper.make(jetStream: jetStream, bucket: "\(settings.prefix)_leases", replicas: settings.replicas,
-                                                           instance: settings.instance, settings: leases, loop: ingestLoop) { relay.handler?($0) }
+                                                           instance: settings.instance, settings: leases, fences: fences,
+                                                           loop: ingestLoop) { relay.handler?($0) }
                 return ClusterNode(settings: settings, connection: connection, jetStream: jetStream, store: store, storeLoop: storeLoop, partitioning: partitioning,
-                                   keeper: keeper, relay: relay, leaseTTL: leases.leaseTTL, ingest: ingest, ingestLoop: ingestLoop,
+                                   keeper: keeper, fences: fences, relay: relay, leaseTTL: leases.leaseTTL, ingest: ingest, ingestLoop: ingestLoop,
                                    connectionState: connectionState, log: log)
             } catch {
                 connection.close()
@@ -136,7 +140,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     }
 
     private init(settings: JetStreamSettings, connection: any MessagingClient, jetStream: any JetStreamClient, store: JetStreamChannelStore, storeLoop: EventLoop,
-                 partitioning: ChannelPartitioning, keeper: PartitionLeaseKeeper, relay: OwnershipRelay, leaseTTL: Duration, ingest: DirectIngest,
+                 partitioning: ChannelPartitioning, keeper: PartitionLeaseKeeper, fences: PartitionFences, relay: OwnershipRelay, leaseTTL: Duration, ingest: DirectIngest,
                  ingestLoop: EventLoop, connectionState: ConnectionState, log: GatewayLog) {
         self.ingest = ingest
         self.leaseTTL = leaseTTL
@@ -147,6 +151,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         self.storeLoop = storeLoop
         self.partitioning = partitioning
         self.keeper = keeper
+        self.fences = fences
         self.relay = relay
         self.ingestLoop = ingestLoop
         self.connectionState = connectionState
@@ -200,6 +205,12 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         let partition = partitioning.partition(of: channelID)
         guard case .serving? = partitions[partition] else { return nil }
         return keeper.fence(for: partition)
+    }
+
+    /// The last check a side effect of `channelID` decided under `fence` carries: it leaves only
+    /// while this gateway still holds that fence of the channel's partition.
+    func sideEffectFence(for channelID: String, fence: Fence) -> (any SideEffectFence)? {
+        fences.fence(of: partitioning.partition(of: channelID), fence)
     }
 
     /// Whether the partition is taken up here and its lease valid at this instant.
@@ -262,8 +273,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         catchUp(partition, fence: fence)
     }
 
-    /// Reads the partition's log up to its end (another gateway may have written it), then
-    /// takes its channels up, if the lease that asked for it still holds.
+    /// Reads the partition's log up to its end (another gateway may have written it) and writes
+    /// the takeover record after it, then takes its channels up, if the lease that asked for it
+    /// still holds.
     /// Its recordings are read here too (their sizes count against the recording quotas), so
     /// the ingest loop never waits for them.
     private func catchUp(_ partition: Int, fence: Fence) {
@@ -271,7 +283,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         let recordings = ClusterFeedRecordings(store: store)
         Thread { [weak self] in
             let outcome = Result(catching: { () throws -> [String: RecordingSize] in
-                try store.catchUp(partition: partition)
+                try store.takeOver(partition: partition, under: fence)
                 try ingest.prepare(partition: partition)
                 let reader = store.openReader()
                 defer { reader.close() }

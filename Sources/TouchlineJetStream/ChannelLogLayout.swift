@@ -53,6 +53,12 @@ public struct ChannelLogLayout: Sendable, Equatable {
     /// channels with it, and the messages before it may be trimmed (docs/cluster.md, "Snapshots").
     public static let snapshotHeader = "Touchline-Snapshot"
 
+    /// The header that marks a partition log's message as a takeover record: the fence a new
+    /// owner took the partition over with (its lease revision), written after it read the log and
+    /// before it serves. Replay skips it; its place in the log is what fences earlier owners out
+    /// (docs/cluster.md, "What each fence protects").
+    public static let takeoverHeader = "Touchline-Takeover"
+
     /// Where the health probe writes (the last write of each store kept, for a minute).
     public var probeStreamName: String { "\(prefix.uppercased())_LOG_PROBE" }
     public func probeSubject(writer: String) -> String { "\(prefix).probe.\(writer)" }

@@ -55,7 +55,8 @@ extension JetStreamChannelStore {
             snapshotCounts.withLock { $0.skippedTooLarge += 1 }
             return done()
         }
-        publish(bytes, to: log, headers: [ChannelLogLayout.snapshotHeader: "1"], id: nextMessageID(), since: .now) { [self] result in
+        publish(bytes, to: log, headers: [ChannelLogLayout.snapshotHeader: "1"], id: nextMessageID(), since: .now,
+                fence: ownFence(of: log)) { [self] result in
             switch result {
             case .success(let sequence):
                 lastSequence[log] = sequence
@@ -90,6 +91,12 @@ extension JetStreamChannelStore {
     /// partition's channels. On the loop.
     func apply(_ message: NATSMessage, at sequence: UInt64, of log: ChannelLogLayout.Log) throws(StoreError) {
         let expected = (lastSequence[log] ?? 0) + 1
+        if message.headers[ChannelLogLayout.takeoverHeader] != nil {
+            guard case .partition = log, sequence == expected else {
+                throw .refused("\(log), log sequence \(sequence): a takeover record out of place")
+            }
+            return
+        }
         if message.headers[ChannelLogLayout.snapshotHeader] != nil {
             guard case .partition(let partition) = log else { throw .refused("\(log), log sequence \(sequence): a snapshot in the global log") }
             let snapshot: ChannelTables

@@ -56,6 +56,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     enum QueuedWork {
         case caller((_ done: @escaping @Sendable () -> Void) -> Void)
         case snapshot(partition: Int)
+        case takeover(partition: Int, fence: Fence, completion: @Sendable (Result<Void, StoreError>) -> Void)
     }
 
     // Confined to `loop`.
@@ -81,10 +82,17 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// copies ``recopyReplayed(_:)`` checks once the replay is done.
     var replayedRecordings: [ChannelLogLayout.Log: [StoredEvent]] = [:]
     private let staleness = Mutex<(@Sendable (Int) -> Void)?>(nil)
+    /// The leases this gateway holds, when it writes under them (a cluster gateway): a write to a
+    /// partition's log is sent only while the fence it took the partition over with holds. nil:
+    /// every log is written (tools, tests of the store alone).
+    let fences: PartitionFences?
+    /// Per partition, the fence of this store's last takeover record (`+Takeover.swift`).
+    var takenOver: [Int: Fence] = [:]
 
     private init(jetStream: any JetStreamClient, layout: ChannelLogLayout, loop: EventLoop, clock: any WallClock, writerID: String,
-                 snapshots: SnapshotSchedule.Settings) {
+                 snapshots: SnapshotSchedule.Settings, fences: PartitionFences?) {
         self.schedule = SnapshotSchedule(settings: snapshots)
+        self.fences = fences
         self.jetStream = jetStream
         self.layout = layout
         self.loop = loop
@@ -95,9 +103,10 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// Creates the log stream if needed and rebuilds the tables of `partitions` (all of them
     /// when nil) and of the global log from it. Blocks until the replay is done: call it from a
     /// starting thread, never from `loop`. Snapshots larger than the servers' `max_payload`
-    /// are never attempted, whatever `snapshots` says.
+    /// are never attempted, whatever `snapshots` says. With `fences`, partition logs are
+    /// written only under a takeover (``takeOver(partition:under:)``) whose fence holds.
     public static func open(jetStream: any JetStreamClient, layout: ChannelLogLayout, replicas: Int, partitions: [Int]? = nil,
-                            snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(),
+                            snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(), fences: PartitionFences? = nil,
                             loop: EventLoop, clock: any WallClock = SystemClock()) throws -> JetStreamChannelStore {
         for log in layout.logs {
             try JetStream.retryingWhileForming { () throws(NATSError) in
@@ -118,7 +127,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         let payloadLimit = jetStream.messaging.maximumPayload
         if payloadLimit > 0 { snapshots.maximumSnapshotBytes = min(snapshots.maximumSnapshotBytes, payloadLimit - 4_096) }
         let store = JetStreamChannelStore(jetStream: jetStream, layout: layout, loop: loop, clock: clock, writerID: writerID,
-                                          snapshots: snapshots)
+                                          snapshots: snapshots, fences: fences)
         let logs = (partitions ?? Array(0..<layout.partitioning.count)).map(ChannelLogLayout.Log.partition) + [.global]
         for log in logs { try store.replayRetrying(log) }
         return store
@@ -243,6 +252,8 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                     perform(done)
                 case .snapshot(let partition):
                     writeSnapshot(of: partition, done: done)
+                case .takeover(let partition, let fence, let completion):
+                    writeTakeover(of: partition, under: fence, done: done, completion: completion)
                 }
             }
         } while rescan
@@ -251,6 +262,12 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             closeWaiters.forEach { $0.signal() }
             closeWaiters = []
         }
+    }
+
+    /// Queues `partition`'s takeover record behind the writes already waiting, and starts what may start.
+    func queueTakeover(of partition: Int, under fence: Fence, completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        queue.append(.init(log: .partition(partition), work: .takeover(partition: partition, fence: fence, completion: completion)))
+        startNext()
     }
 
     /// Queues a snapshot of `partition` behind the writes already waiting (once).
@@ -281,7 +298,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                           completion: completion, done: done)
         }
         let bytes = batch.binaryEncoded
-        publish(bytes, to: log, id: nextMessageID(), since: ContinuousClock.now) { [self] result in
+        publish(bytes, to: log, id: nextMessageID(), since: ContinuousClock.now, fence: ownFence(of: log)) { [self] result in
             switch result {
             case .success(let sequence):
                 lastSequence[log] = sequence
@@ -339,9 +356,12 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// after a lost answer a refusal is not taken at its word: the message at the sequence the
     /// write expected to take is read, and if it carries this write's id, the write was stored
     /// there (`unanswered`: an attempt of this write went without an answer).
+    ///
+    /// Each attempt is sent only while `fence` (the takeover's, for a partition log) holds.
     func publish(_ bytes: [UInt8], to log: ChannelLogLayout.Log, headers: [String: String] = [:], id: String,
-                 since: ContinuousClock.Instant, unanswered: Bool = false,
+                 since: ContinuousClock.Instant, unanswered: Bool = false, fence: Fence? = nil,
                  then done: @escaping @Sendable (Result<UInt64, StoreError>) -> Void) {
+        if let refusal = fenceRefusal(writing: log, under: fence) { return done(.failure(refusal)) }
         let expected = lastSequence[log] ?? 0
         let conditions = JetStream.PublishConditions(messageID: id, expectedLastSequence: expected)
         jetStream.publish(bytes, to: layout.subject(of: log), headers: headers, conditions: conditions, loop: loop) { [self] result in
@@ -364,7 +384,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                 // One write per log is in flight at a time, so one timer per log serves its retries.
                 let timer = LoopTimer(loop: loop) { [self] in
                     retryTimers[log] = nil
-                    publish(bytes, to: log, headers: headers, id: id, since: since, unanswered: true, then: done)
+                    publish(bytes, to: log, headers: headers, id: id, since: since, unanswered: true, fence: fence, then: done)
                 }
                 retryTimers[log] = timer
                 timer.schedule(after: .milliseconds(100))

@@ -53,19 +53,24 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
 
     /// Creates the bucket if needed (a JetStream request: call from a starting thread, not the
     /// loop) and a keeper for `instance`. Nothing happens until ``start()``.
+    /// `fences` is told what the keeper holds after every input, for the last checks of side
+    /// effects on other threads.
     public static func make(jetStream: any JetStreamClient, bucket: String, replicas: Int, instance: InstanceID, settings: LeaseSettings,
-                            loop: EventLoop, onOwnership: @escaping (Ownership) -> Void) throws(NATSError) -> PartitionLeaseKeeper {
+                            fences: PartitionFences? = nil, loop: EventLoop,
+                            onOwnership: @escaping (Ownership) -> Void) throws(NATSError) -> PartitionLeaseKeeper {
         try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.ensureKeyValueBucket(bucket, replicas: replicas) }
         let hasKeys = (try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }?.messages ?? 0) > 0
-        return PartitionLeaseKeeper(jetStream: jetStream, bucket: bucket, instance: instance, settings: settings, loop: loop,
+        return PartitionLeaseKeeper(jetStream: jetStream, bucket: bucket, instance: instance, settings: settings, fences: fences, loop: loop,
                                     watchStartsCaughtUp: !hasKeys, onOwnership: onOwnership)
     }
 
     private let watchStartsCaughtUp: Bool
+    private let fences: PartitionFences?
 
-    private init(jetStream: any JetStreamClient, bucket: String, instance: InstanceID, settings: LeaseSettings, loop: EventLoop,
-                 watchStartsCaughtUp: Bool, onOwnership: @escaping (Ownership) -> Void) {
+    private init(jetStream: any JetStreamClient, bucket: String, instance: InstanceID, settings: LeaseSettings, fences: PartitionFences?,
+                 loop: EventLoop, watchStartsCaughtUp: Bool, onOwnership: @escaping (Ownership) -> Void) {
         self.jetStream = jetStream
+        self.fences = fences
         self.bucket = bucket
         self.loop = loop
         self.onOwnership = onOwnership
@@ -106,6 +111,7 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     /// leases then expire).
     public func abandon() {
         abandoned = true
+        fences?.update([:])
         watch?.cancel()
         watch = nil
         timer?.cancel()
@@ -167,9 +173,22 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
 
     private func feed(_ input: PartitionLeases.Input) {
         guard !abandoned else { return }
-        let actions = machine.handle(input, now: ContinuousClock.now)
+        let now = ContinuousClock.now
+        let actions = machine.handle(input, now: now)
+        publishHolds(now: now)
         for action in actions { perform(action) }
         scheduleTick()
+    }
+
+    /// Tells ``fences`` what the machine holds now, before the gateway hears of any change: a
+    /// partition it starts owning is writable by the time it takes it up.
+    private func publishHolds(now: ContinuousClock.Instant) {
+        guard let fences else { return }
+        var held: [Int: (fence: Fence, until: ContinuousClock.Instant)] = [:]
+        for partition in machine.ownedPartitions {
+            if let hold = machine.fenceHold(for: partition, now: now) { held[partition] = hold }
+        }
+        fences.update(held)
     }
 
     private func scheduleTick() {

@@ -29,8 +29,8 @@ package final class APNsConnectionsDispatch: BroadcastAPNsDispatch, PersonalAPNs
 
     package func cutShutdownShort() { connections.cutShutdownShort() }
 
-    package func broadcast(_ broadcast: Broadcast, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
-        connections.client.broadcast(broadcast, completion: completion)
+    package func broadcast(_ broadcast: Broadcast, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        connections.client.broadcast(broadcast, fence: fence, completion: completion)
     }
 
     package func createChannel(storage: ChannelStorage, completion: @escaping (Result<String, APNsError>) -> Void) {

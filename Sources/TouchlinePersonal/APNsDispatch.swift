@@ -56,8 +56,8 @@ extension APNsDispatch {
 
 /// Broadcasts on APNs channels and the channels' management (create, delete, read, list).
 package protocol BroadcastAPNsDispatch: APNsDispatch {
-    /// Publishes `broadcast` (push pool).
-    func broadcast(_ broadcast: Broadcast, completion: @escaping (Result<APNsResponse, APNsError>) -> Void)
+    /// Publishes `broadcast` (push pool); with `fence`, only while it holds as the request leaves.
+    func broadcast(_ broadcast: Broadcast, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void)
     /// Creates a channel with `storage`; answers Apple's id for it.
     func createChannel(storage: ChannelStorage, completion: @escaping (Result<String, APNsError>) -> Void)
     /// Deletes a channel.

@@ -104,7 +104,13 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
 
     // MARK: Requests
 
-    package func broadcast(_ broadcast: Broadcast, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+    /// A `fence` that no longer holds as the request is made withholds it, as the HTTP/2
+    /// client does at its HEADERS frame: nothing is recorded.
+    package func broadcast(_ broadcast: Broadcast, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        if let fence, !fence.holds {
+            let delivery = UncheckedDelivery { completion(.failure(APNsError(transport: .withheld, endpoint: .broadcast, sentID: broadcast.requestID))) }
+            return loop.execute { delivery.run() }
+        }
         answer(.broadcast(broadcast), completion) { if case .response(let r) = $0 { r } else { nil } }
     }
 

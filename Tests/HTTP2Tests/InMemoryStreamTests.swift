@@ -209,8 +209,8 @@ struct InMemoryStreamTests {
     }
 }
 
-/// A request's fence, asked at submit and again as its HEADERS frame is about to be written: the
-/// first `holdingAnswers` times it holds, then it does not.
+/// A request's fence, asked as its HEADERS frame is about to be written: the first
+/// `holdingAnswers` times it holds, then it does not.
 private final class CountedFence: SideEffectFence, @unchecked Sendable {
     private var left: Int
     init(holdingAnswers: Int) { left = holdingAnswers }
@@ -223,15 +223,14 @@ private final class CountedFence: SideEffectFence, @unchecked Sendable {
 @Suite("Client streams in memory: fences")
 struct InMemoryFenceTests {
     /// The last moment before a request's bytes leave: a fence that no longer holds when the
-    /// HEADERS frame is written cancels it (the server sees nothing of it), as does one that no
-    /// longer holds when the request gets its stream. Either fails as `withheld`, and the
-    /// connection goes on with the rest.
+    /// HEADERS frame is written cancels it (the server sees nothing of it); the request fails as
+    /// `withheld`, once, and the connection goes on with the rest.
     @Test func aRequestWhoseFenceNoLongerHoldsIsWithheldAndTheServerNeverSeesIt() {
         let link = InMemoryConnection(server: InMemoryServer(maxConcurrentStreams: 100))
         link.connect()
         var requests = TestRequests.posts(4, port: 8443)
-        requests[0].fence = CountedFence(holdingAnswers: 2)
-        requests[1].fence = CountedFence(holdingAnswers: 1)
+        requests[0].fence = CountedFence(holdingAnswers: 1)
+        requests[1].fence = CountedFence(holdingAnswers: 0)
         requests[2].fence = CountedFence(holdingAnswers: 0)
         link.send(requests)
         link.serveAll()

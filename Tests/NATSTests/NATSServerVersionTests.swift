@@ -124,4 +124,15 @@ struct JetStreamStartRetryTests {
         }
         #expect(gaveUp?.detail == "no suitable peers for placement" && ContinuousClock.now - started < .seconds(5))
     }
+
+    /// The C client's key-value creation passes the servers' words on without their code: the
+    /// words are read for it, so a bucket created while a node joins is tried again too.
+    @Test func aKeyValueCreationRefusedForPlacementCountsAsForming() {
+        let words = NATSError(status: 1, operation: "create key-value bucket touchline_leases",
+                              detail: "(jsm.c:1033): no suitable peers for placement, peer offline")
+        #expect(!words.isClusterForming)
+        #expect(words.withJetStreamCodeOfItsWords.isClusterForming && words.withJetStreamCodeOfItsWords.jetStreamCode == 10005)
+        let other = NATSError(status: 1, operation: "create key-value bucket x", detail: "insufficient resources")
+        #expect(other.withJetStreamCodeOfItsWords == other)
+    }
 }

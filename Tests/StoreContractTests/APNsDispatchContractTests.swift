@@ -101,9 +101,16 @@ import TouchlineTesting
         #expect(try await Self.request(apns) { $0.readChannel(id, completion: $1) }.result.get().storagePolicy == .mostRecent)
 
         let broadcast = Broadcast(channelID: id, payload: Self.payload, priority: .immediate, expiration: .at(UnixTime(seconds: 1_767_229_200)))
-        let sent = await Self.request(apns) { $0.broadcast(broadcast, completion: $1) }
+        let sent = await Self.request(apns) { $0.broadcast(broadcast, fence: HeldFence(holds: true), completion: $1) }
         #expect(sent.onLoop && sent.afterTheCall)
         #expect(try sent.result.get().status == 200)
+        // A fence that no longer holds: the broadcast is withheld, never sent nor retried.
+        let withheld = await Self.request(apns) { $0.broadcast(broadcast, fence: HeldFence(holds: false), completion: $1) }
+        #expect(withheld.onLoop && withheld.afterTheCall)
+        guard case .failure(let error) = withheld.result, error.disposition == .withheld else {
+            Issue.record("a broadcast under a fence that no longer holds: \(withheld.result)")
+            return
+        }
 
         _ = try await Self.request(apns) { $0.deleteChannel(id, completion: $1) }.result.get()
         #expect(try await !Self.request(apns) { $0.listChannels(completion: $1) }.result.get().contains(id))
@@ -148,4 +155,9 @@ import Synchronization
 private struct UncheckedDispatch<D>: @unchecked Sendable {
     let dispatch: D
     init(_ dispatch: D) { self.dispatch = dispatch }
+}
+
+/// A side effect's fence fixed at holding or not.
+private struct HeldFence: SideEffectFence {
+    let holds: Bool
 }

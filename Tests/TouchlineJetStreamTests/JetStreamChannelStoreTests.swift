@@ -59,6 +59,50 @@ struct JetStreamChannelStoreTests {
         }
     }
 
+    /// Two owners of one partition in turn, each writing under its own fence. The second's
+    /// takeover record follows everything the first had stored, so the first (its lease still
+    /// valid by its own clock, as a paused gateway believes) cannot store anything after it:
+    /// its next write is refused, and nothing it wrote is missing from what the second reads.
+    /// A write whose fence no longer holds is not sent at all.
+    @Test(arguments: NATSBackend.allCases)
+    func aTakeoverRecordFencesTheEarlierOwnerOutAndALapsedFenceSendsNothing(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let partition = Self.layout.partitioning.partition(of: "m1")
+            let stream = Self.layout.streamName(of: .partition(partition))
+            let far = ContinuousClock.now + .seconds(3_600)
+            let firstFences = PartitionFences(partitions: 8)
+            firstFences.update([partition: (Fence(Revision(5)), far)])
+            let secondFences = PartitionFences(partitions: 8)
+            secondFences.update([partition: (Fence(Revision(9)), far)])
+            let node = try Node(cluster)
+            let first = try node.open(fences: firstFences)
+            let second = try node.open(fences: secondFences)
+
+            let notTakenOver = first.write([.createChannel(Self.channel("m1"))])
+            #expect(notTakenOver.failure?.description.contains("is not taken over by this gateway") == true, "\(String(describing: notTakenOver))")
+            try await DedicatedThread.run(name: "takeover") { try first.takeOver(partition: partition, under: Fence(Revision(5))) }
+            try first.write(.createChannel(Self.channel("m1")))
+            for seq in Int64(1)...3 { try first.write(.appendEvents([Self.event("m1", seq)])) }
+
+            try await DedicatedThread.run(name: "takeover") { try second.takeOver(partition: partition, under: Fence(Revision(9))) }
+            #expect(try second.openReader().events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 2, 3])
+            let messages = try #require(try node.jetStream.streamState(stream)?.messages)
+            let deposed = first.write([.appendEvents([Self.event("m1", 4)])])
+            #expect(deposed.failure?.description.contains("was written since this gateway read it") == true, "\(String(describing: deposed))")
+            #expect(try node.jetStream.streamState(stream)?.messages == messages, "nothing of the earlier owner after the record")
+            try second.write(.appendEvents([Self.event("m1", 4)]))
+
+            // The second's lease lapses: its next write is dropped before it is sent.
+            secondFences.update([:])
+            let lapsed = second.write([.appendEvents([Self.event("m1", 5)])])
+            #expect(lapsed.failure?.description.contains("no longer holds; the write is dropped") == true, "\(String(describing: lapsed))")
+            #expect(try node.jetStream.streamState(stream)?.messages == messages + 1)
+            let restored = try node.open()
+            #expect(try restored.openReader().events(channelID: "m1", afterSeq: 0, limit: 10).map(\.seq) == [1, 2, 3, 4])
+            [first, second, restored].forEach { $0.close() }
+        }
+    }
+
     @Test(arguments: NATSBackend.allCases)
     func aBatchForChannelsOfTwoPartitionsIsRefusedWhole(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
@@ -384,9 +428,9 @@ final class Node: Sendable {
 
     deinit { loop.stop() }
 
-    func open(replicas: Int = 1, snapshots: SnapshotSchedule.Settings = .init()) throws -> JetStreamChannelStore {
+    func open(replicas: Int = 1, snapshots: SnapshotSchedule.Settings = .init(), fences: PartitionFences? = nil) throws -> JetStreamChannelStore {
         try JetStreamChannelStore.open(jetStream: jetStream, layout: JetStreamChannelStoreTests.layout, replicas: replicas,
-                                       snapshots: snapshots, loop: loop)
+                                       snapshots: snapshots, fences: fences, loop: loop)
     }
 
     /// Purges `stream` below `sequence` as an operator would; how many messages went.

@@ -22,7 +22,7 @@ package struct BroadcastDispatcher: Sendable {
     }
 
     /// Publishes `push` on the APNs channel `apnsChannelID` (push pool).
-    func broadcast(_ push: ChannelEngine.OutgoingPush, on apnsChannelID: String,
+    func broadcast(_ push: ChannelEngine.OutgoingPush, on apnsChannelID: String, fence: (any SideEffectFence)? = nil,
                    reply: @escaping @Sendable (Result<APNsResponse, APNsError>) -> Void) {
         let broadcast = Broadcast(channelID: apnsChannelID, payload: push.payload,
                                   priority: push.priority == .immediate ? .immediate : .powerConsiderate,
@@ -31,7 +31,7 @@ package struct BroadcastDispatcher: Sendable {
         let pressure = self.pressure
         forward(reply) { apns, done in
             pressure.observeWait(since: queued)
-            apns.broadcast(broadcast, completion: done)
+            apns.broadcast(broadcast, fence: fence, completion: done)
         }
     }
 

@@ -65,8 +65,8 @@ extension ChannelService {
             note([report], of: channel)
             let events = feedEvents([report], of: channel)
             if !events.isEmpty { submitSave(events, of: channel, what: "the feed's stall") }
-        case .send(let push, let apnsID, _):
-            send(push, on: apnsID, of: channel)
+        case .send(let push, let apnsID, let fence):
+            send(push, on: apnsID, fence: fence.flatMap { ownership.sideEffectFence(for: channel.id, fence: $0) }, of: channel)
         case .sendInShadow(let push):
             sendShadow(push, on: channel)
         case .pushAnswerTaken(let sequence, let outcome):
@@ -104,9 +104,11 @@ extension ChannelService {
 
     // MARK: Pushes
 
-    private func send(_ push: ChannelEngine.OutgoingPush, on apnsID: String, of channel: Channel) {
+    /// `fence` goes with the push to the moment its bytes leave: a push decided before this
+    /// gateway lost the channel's partition (paused, cut off) is dropped there, not sent.
+    private func send(_ push: ChannelEngine.OutgoingPush, on apnsID: String, fence: (any SideEffectFence)?, of channel: Channel) {
         channel.activity.pushSent(push, at: clock.now())
-        dispatcher(of: channel).broadcast(push, on: apnsID) { [self] result in
+        dispatcher(of: channel).broadcast(push, on: apnsID, fence: fence) { [self] result in
             guard channels[channel.id] === channel else { return }
             handle(.pushAnswered(sequence: push.sequence, outcome(of: result, on: channel)), of: channel)
         }

@@ -12,6 +12,9 @@ package protocol ChannelOwnership: AnyObject {
     /// The fence of the lease this gateway acts for the channel under now; nil on a gateway on
     /// its own (no lease) or when it does not act for it. Pushes carry it (``ChannelMachine``).
     func fence(for channelID: String) -> Fence?
+    /// The last check a side effect of the channel decided under `fence` carries to the moment
+    /// its bytes leave (the APNs request's HEADERS frame); nil when there is nothing to check.
+    func sideEffectFence(for channelID: String, fence: Fence) -> (any SideEffectFence)?
 }
 
 /// A gateway on its own: every channel is its own, with no lease to fence.
@@ -20,4 +23,5 @@ package final class AllChannels: ChannelOwnership, Sendable {
 
     package func actsFor(_ channelID: String) -> Bool { true }
     package func fence(for channelID: String) -> Fence? { nil }
+    package func sideEffectFence(for channelID: String, fence: Fence) -> (any SideEffectFence)? { nil }
 }

@@ -117,6 +117,7 @@ public final class NATSConnection: MessagingClient, @unchecked Sendable {
         try NATSError.check(natsOptions_SetPingInterval(options, settings.pingInterval.milliseconds), "NATS ping interval")
         try NATSError.check(natsOptions_SetMaxPingsOut(options, Int32(settings.maxPingsOut)), "NATS pings out")
         try NATSError.check(natsOptions_SetFailRequestsOnDisconnect(options, true), "NATS request failure on disconnect")
+        try NATSError.check(natsOptions_SetReconnectBufSize(options, Int32(NATSSettings.reconnectBufferBytes)), "NATS reconnect buffer")
         switch settings.authentication {
         case .none: break
         case .token(let token):

@@ -50,6 +50,12 @@ public struct NATSSettings: Sendable, Equatable {
     /// Publishes that may await their acknowledgement at once (the client stalls beyond).
     public var maximumPendingPublishes: Int
 
+    /// What the client holds of publishes made while it reconnects (its default is 8 MiB): one
+    /// largest message and a little more. Beyond it a publish fails at once and its writer tries
+    /// again after the reconnect, under its fence (a write held here and sent late is refused
+    /// by the log's compare-and-set once a new owner has written its takeover record).
+    public static let reconnectBufferBytes = 2 * 1_048_576
+
     public init(servers: [String], name: String, authentication: Authentication = .none, tls: TLS? = nil,
                 connectTimeout: Duration = .seconds(2), reconnectWait: Duration = .milliseconds(250),
                 pingInterval: Duration = .seconds(2), maxPingsOut: Int = 2, requestTimeout: Duration = .seconds(5),

@@ -59,22 +59,24 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
                             fences: PartitionFences? = nil, loop: EventLoop,
                             onOwnership: @escaping (Ownership) -> Void) throws(NATSError) -> PartitionLeaseKeeper {
         try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.ensureKeyValueBucket(bucket, replicas: replicas) }
-        let hasKeys = (try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }?.messages ?? 0) > 0
+        let state = try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }
+        let emptyThrough = (state?.messages ?? 0) == 0 ? state?.lastSequence ?? 0 : nil
         return PartitionLeaseKeeper(jetStream: jetStream, bucket: bucket, instance: instance, settings: settings, fences: fences, loop: loop,
-                                    watchStartsCaughtUp: !hasKeys, onOwnership: onOwnership)
+                                    emptyThrough: emptyThrough, onOwnership: onOwnership)
     }
 
-    private let watchStartsCaughtUp: Bool
+    /// The bucket held no message at start, and its stream's last sequence was this.
+    private let emptyThrough: UInt64?
     private let fences: PartitionFences?
 
     private init(jetStream: any JetStreamClient, bucket: String, instance: InstanceID, settings: LeaseSettings, fences: PartitionFences?,
-                 loop: EventLoop, watchStartsCaughtUp: Bool, onOwnership: @escaping (Ownership) -> Void) {
+                 loop: EventLoop, emptyThrough: UInt64?, onOwnership: @escaping (Ownership) -> Void) {
         self.jetStream = jetStream
         self.fences = fences
         self.bucket = bucket
         self.loop = loop
         self.onOwnership = onOwnership
-        self.watchStartsCaughtUp = watchStartsCaughtUp
+        self.emptyThrough = emptyThrough
         writeTimeout = settings.writeTimeout
         machine = PartitionLeases(instance: instance, incarnation: UInt64.random(in: 1 ... .max), settings: settings,
                                   now: ContinuousClock.now)
@@ -82,8 +84,11 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
 
     /// Starts watching the bucket and ticking (on the loop).
     public func start() throws(NATSError) {
-        watch = try subscribeWatch()
-        if watchStartsCaughtUp { feed(.caughtUp) }
+        watch = try subscribeWatch(generation: watchGeneration)
+        if let emptyThrough {
+            seenThrough = emptyThrough
+            feed(.caughtUp)
+        }
         feed(.tick)
     }
 
@@ -122,9 +127,38 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     }
 
     /// The bucket's watch: the last value of each key, then every change.
-    private func subscribeWatch() throws(NATSError) -> any MessageSubscription {
+    private func subscribeWatch(generation: Int) throws(NATSError) -> any MessageSubscription {
         try jetStream.subscribeOrdered(to: "$KV.\(bucket).>", from: .lastPerSubject, loop: loop) { [weak self] message in
-            self?.observed(message)
+            self?.observed(message, watch: generation)
+        }
+    }
+
+    // MARK: A complete view
+
+    /// The stream sequence through which this keeper has seen every message of the bucket: set
+    /// when a watch has delivered the last value of each key up to the stream's end, moved on by
+    /// each next message. nil while that is not known (before, and after a gap until a new
+    /// watch caught up): writes are held then, since a write decided on a view with a message
+    /// missing could take a lease whose renewal it did not see (the stream-wide compare-and-set
+    /// holds only against what came after the view's last message).
+    private var seenThrough: UInt64?
+    /// Which watch's messages count: one made earlier may still deliver until it is cancelled.
+    private var watchGeneration = 0
+    /// Gaps seen in the watch, each followed by a new watch (`/metrics`).
+    public private(set) var watchGaps = 0
+
+    /// Follows the watch's sequence; a message after a gap makes the view incomplete.
+    private func followSequence(_ sequence: UInt64, pending: UInt64?) {
+        guard let through = seenThrough else {
+            // A watch's first delivery with nothing pending reaches the stream's end.
+            if pending == 0 { seenThrough = sequence }
+            return
+        }
+        if sequence == through + 1 {
+            seenThrough = sequence
+        } else if sequence > through + 1 {
+            watchGaps += 1
+            renewWatch()
         }
     }
 
@@ -133,22 +167,36 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     /// ordered consumer can take many seconds to notice). It is made anew, from the last value
     /// of each key, on a thread of its own (creating a consumer waits for the cluster); what it
     /// delivers again is old news to the machine.
+    ///
+    /// Until the new watch has caught up, the view is not known complete, and writes wait.
     private func renewWatch() {
-        guard !renewingWatch, !abandoned else { return }
+        guard !abandoned else { return }
+        watchGeneration += 1
+        seenThrough = nil
+        guard !renewingWatch else { return }
         renewingWatch = true
         let loop = loop
+        let generation = watchGeneration
         Thread { [weak self] in
             guard let self else { return }
-            let renewed = Result { () throws(NATSError) in try JetStream.retryingWhileForming { () throws(NATSError) in try subscribeWatch() } }
+            let renewed = Result { () throws(NATSError) -> (any MessageSubscription, JetStream.StreamState?) in
+                // Read first: a stream then holding nothing delivers nothing to catch up with.
+                let state = try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }
+                return (try JetStream.retryingWhileForming { () throws(NATSError) in try subscribeWatch(generation: generation) }, state)
+            }
             loop.execute { [weak self] in
                 guard let self else { return }
                 renewingWatch = false
-                guard case .success(let subscription) = renewed, !abandoned, watch != nil else {
-                    if case .success(let subscription) = renewed { subscription.cancel() }
+                guard case .success(let (subscription, state)) = renewed, !abandoned, watch != nil else {
+                    if case .success(let (subscription, _)) = renewed { subscription.cancel() }
                     return
                 }
                 watch?.cancel()
                 watch = subscription
+                // A gap seen meanwhile asked for a watch newer than this one.
+                guard generation == watchGeneration else { return renewWatch() }
+                if seenThrough == nil, let state, state.messages == 0 { seenThrough = state.lastSequence }
+                resendHeldWrite()
             }
         }.start()
     }
@@ -157,9 +205,12 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
 
     // MARK: Inputs
 
-    private func observed(_ message: NATSMessage) {
-        guard watch != nil, let revision = message.stream?.sequence,
-              let key = LeaseKey(name: String(message.subject.dropFirst("$KV.\(bucket).".count))) else { return }
+    private func observed(_ message: NATSMessage, watch generation: Int) {
+        guard watch != nil, generation == watchGeneration, let revision = message.stream?.sequence else { return }
+        let wasComplete = seenThrough != nil
+        followSequence(revision, pending: message.stream?.pending)
+        if !wasComplete, seenThrough != nil { resendHeldWrite() }
+        guard let key = LeaseKey(name: String(message.subject.dropFirst("$KV.\(bucket).".count))) else { return }
         let operation = message.headers["KV-Operation"]
         let deleted = operation == "DEL" || operation == "PURGE"
         head = max(head, revision)
@@ -222,6 +273,14 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
         let write: BucketWrite
         let since: ContinuousClock.Instant
         var refusedAt: UInt64?
+        /// Held until the view of the bucket is known complete again.
+        var heldForTheView = false
+    }
+
+    /// Sends the write held for an incomplete view, now that the view is complete.
+    private func resendHeldWrite() {
+        guard let sending, sending.heldForTheView, seenThrough != nil else { return }
+        send(sending.write, since: sending.since)
     }
 
     private func sendNext() {
@@ -233,8 +292,9 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     private func send(_ write: BucketWrite, since: ContinuousClock.Instant) {
         guard keyMatches(write) else { return finish(write, .conflict) }
         guard ContinuousClock.now - since < writeTimeout else { return finish(write, .failed) }
-        sending = Sending(write: write, since: since, refusedAt: nil)
+        sending = Sending(write: write, since: since, refusedAt: nil, heldForTheView: seenThrough == nil)
         armWriteTimer(since: since)
+        guard seenThrough != nil else { return }
         let expectedHead = head
         let subject = JetStream.keySubject(bucket: bucket, key: write.key.name)
         let payload = write.record?.encoded ?? []

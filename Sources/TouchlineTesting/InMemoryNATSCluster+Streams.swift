@@ -82,8 +82,12 @@ extension InMemoryNATSCluster.Server {
             let message = NATSMessage(subject: stored.subject, payload: stored.payload, headers: stored.headers,
                                       stream: .init(stream: stream.settings.name, sequence: stored.sequence,
                                                     pending: UInt64(messages.count - index - 1), timestampNanoseconds: stored.storedAt.nanoseconds))
-            hand(to: consumer.loop) { handler(message) }
             reached = stored.sequence
+            if let lost = lostDeliveries[consumer.client.name], lost > 0 {
+                lostDeliveries[consumer.client.name] = lost - 1
+                continue
+            }
+            hand(to: consumer.loop) { handler(message) }
         }
         return stream.lastSequence
     }

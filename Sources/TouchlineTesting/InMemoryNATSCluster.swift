@@ -77,6 +77,10 @@ public final class InMemoryNATSCluster: Sendable {
         state.withLock { $0.publishFailure = failure; $0.publishFailuresLeft = times }
     }
 
+    /// Loses the next `count` messages the ordered consumers of the clients named `name` would
+    /// be handed, as a message lost on the way is: the consumer moves past them, unaware.
+    public func loseDeliveries(to name: String, count: Int = 1) { state.withLock { $0.lostDeliveries[name] = count } }
+
     public func loseQuorum() { state.withLock { $0.quorumLost = true } }
 
     public func restoreQuorum() { state.withLock { $0.quorumLost = false } }
@@ -183,6 +187,8 @@ extension InMemoryNATSCluster {
         var closed: Set<UInt64> = []
         var publishFailure: PublishFailure?
         var publishFailuresLeft = Int.max
+        /// Per client name, how many ordered-consumer deliveries to it are still to be lost.
+        var lostDeliveries: [String: Int] = [:]
         var quorumLost = false
         private var lastID: UInt64 = 0
         /// Which member of each queue group had the last message.

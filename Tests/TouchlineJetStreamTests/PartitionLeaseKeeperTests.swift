@@ -2,6 +2,7 @@ import Foundation
 import NATS
 import NATSServers
 import Synchronization
+import TestSlots
 import Testing
 import TouchlineCore
 import TouchlineJetStream
@@ -33,6 +34,31 @@ struct PartitionLeaseKeeperTests {
             let handover = ContinuousClock.now - crashedAt
             #expect(handover < Self.settings.leaseTTL + .seconds(3), "handover took \(handover)")
             #expect(!itsPartitions.isEmpty)
+            #expect(watcher.violations.isEmpty, "partitions with two fences at once: \(watcher.violations)")
+            watcher.stop()
+        }
+    }
+
+    /// A message of the bucket lost on its way to one keeper's watch: the next one shows the
+    /// gap, the keeper holds its writes and watches anew from the last value of each key, and
+    /// goes on with a complete view. Nobody's partitions move, and no two fences overlap.
+    @Test func aMessageLostOnTheWayToAWatchIsNoticedAndTheViewReadAgain() async throws {
+        try await NATSBackend.inMemory.withCluster(size: 3) { cluster in
+            let switches = try #require(cluster.inMemory)
+            let gateways = try (1...2).map { try Gateway(cluster: cluster, name: "g\($0)") }
+            let watcher = FenceWatcher(gateways)
+            try await watcher.until(within: .seconds(20), "both gateways hold 8") { owned in
+                owned["g1", default: []].count == 8 && owned["g2", default: []].count == 8
+            }
+            let before = try gateways[0].loop.sync { gateways[0].keeper.ownedPartitions }
+            switches.loseDeliveries(to: "g1")
+            try await eventually("g1 noticed the gap", timeout: .seconds(10)) {
+                (try? gateways[0].loop.sync { gateways[0].keeper.watchGaps }) == 1
+            }
+            // Two lease times later, g1 still renews what it held: its view is whole again.
+            try await Task.sleep(for: Self.settings.leaseTTL * 2)
+            #expect(try gateways[0].loop.sync { gateways[0].keeper.ownedPartitions } == before)
+            #expect(try gateways[0].loop.sync { gateways[0].keeper.watchGaps } == 1)
             #expect(watcher.violations.isEmpty, "partitions with two fences at once: \(watcher.violations)")
             watcher.stop()
         }

@@ -70,10 +70,14 @@ public final class APNsClient: @unchecked Sendable {
                   managementSender: managementSender, loop: loop)
     }
 
-    /// Sends one Live Activity push to one device token.
-    public func send(_ push: LiveActivityPush, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
-        perform(Result { () throws(APNsError) in try encoder.request(for: push) }, endpoint: .device, sentID: push.apnsID,
-                decode: Self.plainResponse, completion: completion)
+    /// Sends one Live Activity push to one device token; with `fence`, only if it still holds
+    /// when the request's HEADERS frame is written (else ``HTTP2RequestError/withheld``).
+    public func send(_ push: LiveActivityPush, fence: (any SideEffectFence)? = nil, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        perform(Result { () throws(APNsError) in
+            var request = try encoder.request(for: push)
+            request.fence = fence
+            return request
+        }, endpoint: .device, sentID: push.apnsID, decode: Self.plainResponse, completion: completion)
     }
 
     /// Publishes one update to a broadcast channel; with `fence`, only if it still holds when

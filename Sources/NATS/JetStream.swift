@@ -31,14 +31,18 @@ public final class JetStream: JetStreamClient, @unchecked Sendable {
         /// duplicate window is acknowledged as a duplicate and not stored.
         public var messageID: String?
         /// Compare-and-set on the whole stream: stored only if the stream's last message has
-        /// this sequence (0: the stream is empty). This is the condition that holds against
-        /// concurrent writers on a replicated stream; the subject's expected last sequence does
-        /// not in nats-server 2.9, so it is not offered (docs/cluster.md).
+        /// this sequence (0: the stream is empty).
         public var expectedLastSequence: UInt64?
+        /// Compare-and-set on the subject (a bucket's key): stored only if the subject's last
+        /// message has this sequence (0: it has none). It holds against concurrent writers on a
+        /// replicated stream from nats-server 2.9.21 on (2.9.10 stored racing writes, so the
+        /// gateway refuses servers that old; measured in `JetStreamTests`).
+        public var expectedLastSubjectSequence: UInt64?
 
-        public init(messageID: String? = nil, expectedLastSequence: UInt64? = nil) {
+        public init(messageID: String? = nil, expectedLastSequence: UInt64? = nil, expectedLastSubjectSequence: UInt64? = nil) {
             self.messageID = messageID
             self.expectedLastSequence = expectedLastSequence
+            self.expectedLastSubjectSequence = expectedLastSubjectSequence
         }
     }
 
@@ -101,6 +105,9 @@ public final class JetStream: JetStreamClient, @unchecked Sendable {
         if let expected = conditions.expectedLastSequence {
             // The client leaves 0 out (it means "not set" to it); the server reads it as "empty".
             if expected == 0 { natsMsgHeader_Set(message, "Nats-Expected-Last-Sequence", "0") } else { options.ExpectLastSeq = expected }
+        }
+        if let expected = conditions.expectedLastSubjectSequence {
+            if expected == 0 { natsMsgHeader_Set(message, "Nats-Expected-Last-Subject-Sequence", "0") } else { options.ExpectLastSubjectSeq = expected }
         }
         var owned: OpaquePointer? = message
         let status = withOptionalCString(conditions.messageID) { id in

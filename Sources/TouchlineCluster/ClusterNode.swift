@@ -34,7 +34,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     let partitioning: ChannelPartitioning
     private let keeper: PartitionLeaseKeeper
     /// The keeper's holds, read by the last checks before side effects leave (any thread).
-    private let fences: PartitionFences
+    let fences: PartitionFences
     private let relay: OwnershipRelay
     /// How long others wait before taking a silent owner's partitions.
     private let leaseTTL: Duration
@@ -76,6 +76,12 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         /// Its channels run here; requests handed over for it, and events published for it
         /// straight to the cluster, are taken (the subscriptions).
         case serving(Fence, [any MessageSubscription])
+
+        var fence: Fence {
+            switch self {
+            case .restoring(let fence), .serving(let fence, _): fence
+            }
+        }
     }
 
     /// Connects to the cluster, opens the channel store (creating the streams and the lease
@@ -237,12 +243,13 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         partitions.compactMap { if case .serving = $1 { $0 } else { nil } }.sorted()
     }
 
-    /// Told the partitions whose leases this gateway holds, on the ingest loop, each time they
-    /// change (the cluster's personal jobs run the slices of those partitions: ``SharedJobs``).
-    var partitionsChanged: ((Set<Int>) -> Void)?
+    /// Told the partitions whose leases this gateway holds, each with its fence, on the ingest
+    /// loop, each time they change (the cluster's personal jobs run the slices of those
+    /// partitions under those fences: ``SharedJobs``).
+    var partitionsChanged: (([Int: Fence]) -> Void)?
 
     private func ownershipChanged(_ change: PartitionLeaseKeeper.Ownership) {
-        defer { partitionsChanged?(Set(partitions.keys)) }
+        defer { partitionsChanged?(partitions.mapValues(\.fence)) }
         switch change {
         case .start(let partition, let fence):
             partitions[partition] = .restoring(fence)

@@ -74,6 +74,11 @@ final class SharedJobs: @unchecked Sendable {
     var withdrawals: [String: Withdrawal] = [:]
     /// Jobs whose entry cannot be run, with the reason (never sent; shown by the API).
     private(set) var brokenJobs: [String: String] = [:]
+    /// The partitions held here, each with the fence it is held under: a slice runs, sends and
+    /// saves under its partition's fence.
+    private var heldUnder: [Int: Fence] = [:]
+    /// The leases' holds, which every send and save of a slice checks as it leaves.
+    private let fences: PartitionFences
     /// Slices started here since the start (figures and tests).
     private(set) var slicesStarted = 0
     /// Jobs whose definition this gateway's file holds: a copy, marked done, written with the
@@ -82,12 +87,13 @@ final class SharedJobs: @unchecked Sendable {
     /// trace of a job the cluster ran).
     private var definitionsKept: Set<String> = []
 
-    init(board: SharedJobBoard, partitioning: ChannelPartitioning, loop: EventLoop, queues: PerApp<PersonalDispatcher>,
+    init(board: SharedJobBoard, partitioning: ChannelPartitioning, fences: PartitionFences, loop: EventLoop, queues: PerApp<PersonalDispatcher>,
          store: any PersonalStoreWriter,
          reader: any PersonalStoreReader, registryPosition: @escaping @Sendable () -> UInt64,
          registryTarget: @escaping @Sendable () -> UInt64, instance: String, outbox: WebhookOutbox?,
          clock: any WallClock, log: GatewayLog) {
         self.board = board
+        self.fences = fences
         self.loop = loop
         self.queues = queues
         self.store = store
@@ -109,7 +115,7 @@ final class SharedJobs: @unchecked Sendable {
         let board = try SharedJobBoard.open(jetStream: cluster.jetStream, prefix: cluster.settings.prefix, replicas: cluster.settings.replicas,
                                             loop: loop)
         let registry = store as? SharedTokenRegistry
-        let shared = SharedJobs(board: board, partitioning: cluster.partitioning, loop: loop, queues: queues,
+        let shared = SharedJobs(board: board, partitioning: cluster.partitioning, fences: cluster.fences, loop: loop, queues: queues,
                                 store: store, reader: reader,
                                 registryPosition: { registry?.appliedSequence ?? 0 },
                                 registryTarget: { registry?.catchUpTarget.load(ordering: .acquiring) ?? 0 }, instance: cluster.settings.instance.name,
@@ -135,8 +141,18 @@ final class SharedJobs: @unchecked Sendable {
     // MARK: Inputs
 
     /// The partitions whose leases this gateway holds now (on the loop).
-    func ownershipChanged(_ partitions: Set<Int>) {
-        plan.ownedPartitionsChanged(partitions)
+    func ownershipChanged(_ partitions: [Int: Fence]) {
+        let before = heldUnder
+        heldUnder = partitions
+        plan.ownedPartitionsChanged(Set(partitions.keys))
+        // A partition lost and held again between two calls keeps running its slices, but
+        // under the new fence: the old one withholds every send and save.
+        for key in plan.running.sorted() {
+            let partition = key.slice.partition(ofJob: key.jobID, in: plan.partitioning)
+            guard let old = before[partition], let new = partitions[partition], old != new else { continue }
+            queue(ofJob: key.jobID).stopSlice(key)
+            run(key)
+        }
         act()
     }
 
@@ -201,6 +217,12 @@ final class SharedJobs: @unchecked Sendable {
         armStartTimer()
     }
 
+    /// The last check of a slice's sends and saves: its partition still held under the fence it runs under.
+    private func sliceFence(_ key: SharedJobPlan.SliceKey) -> PartitionFence? {
+        let partition = key.slice.partition(ofJob: key.jobID, in: plan.partitioning)
+        return heldUnder[partition].map { fences.fence(of: partition, $0) }
+    }
+
     private func run(_ key: SharedJobPlan.SliceKey) {
         guard let entry = entries[key.jobID] else { return }
         guard registryPosition() >= entry.registrySequence else {
@@ -214,7 +236,7 @@ final class SharedJobs: @unchecked Sendable {
             ?? FanOutCheckpoint(cursor: key.slice.startCursor, counters: FanOutCounters(), pending: [], endedAfterCursor: [])
         do {
             try queue(ofJob: key.jobID).runSlice(key, of: Self.record(of: entry), checkpoint: checkpoint, maximumWindow: SharedJobBoard.maximumSliceWindow,
-                                    expiredAt: cancelled[key.jobID])
+                                    expiredAt: cancelled[key.jobID], fence: sliceFence(key))
             slicesStarted += 1
         } catch {
             // It stays "running" in the plan, so it is not tried again: it can never be sent.
@@ -334,8 +356,11 @@ final class SharedJobs: @unchecked Sendable {
     private func publish(_ entry: SliceEntry, for key: SharedJobPlan.SliceKey, deactivated: Int,
                          completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
         // The lease may have gone while the writes were in the store.
-        guard plan.running.contains(key) else { return completion(.failure(NotOwned(key: key))) }
-        board.publish(entry, for: key) { [self] result in
+        guard plan.running.contains(key), let fence = sliceFence(key) else { return completion(.failure(NotOwned(key: key))) }
+        // Fenced twice: sent only while the partition is still held under the slice's fence, and
+        // stored only over the save this gateway knows last (a late save of an earlier owner, or
+        // one this gateway has not seen, refuses it).
+        board.publish(entry, for: key, fence: fence, over: saved[key]?.revision ?? 0) { [self] result in
             switch result {
             case .success(let revision):
                 // What this gateway wrote is what it runs from, whatever the watch shows yet.

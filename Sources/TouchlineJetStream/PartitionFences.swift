@@ -38,6 +38,13 @@ public final class PartitionFences: Sendable {
         return hold.fence == fence && now() < hold.until
     }
 
+    /// The fence `partition` is held under now, if it is.
+    public func current(of partition: Int) -> Fence? {
+        let hold = holds.withLock { $0.indices.contains(partition) ? $0[partition] : nil }
+        guard let hold, now() < hold.until else { return nil }
+        return hold.fence
+    }
+
     /// The check a side effect decided under `fence` carries to its last moment.
     public func fence(of partition: Int, _ fence: Fence) -> PartitionFence {
         PartitionFence(fences: self, partition: partition, fence: fence)

@@ -128,16 +128,23 @@ public final class SharedJobBoard: @unchecked Sendable {
         }
     }
 
-    /// Stores a slice's progress; `completion` on the loop once the cluster has it, with the
-    /// entry's revision.
-    public func publish(_ entry: SliceEntry, for key: SharedJobPlan.SliceKey, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
+    /// Stores a slice's progress over its save of revision `previous` (0: its first), if `fence`
+    /// still holds as it is sent; `completion` on the loop once the cluster has it, with the
+    /// entry's revision. A save over another revision is refused (``NATSError/isWrongLastSequence``):
+    /// checkpoints only move forward from the one their writer ran from.
+    public func publish(_ entry: SliceEntry, for key: SharedJobPlan.SliceKey, fence: any SideEffectFence, over previous: UInt64,
+                        completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
         let payload = Array((try? encoder.encode(entry)) ?? Data())
         guard payload.count <= Self.maximumValueSize else {
             let error = NATSError(status: 0, operation: "save \(key)", detail: "its checkpoint is \(payload.count) bytes, over \(Self.maximumValueSize)")
             return loop.execute { completion(.failure(error)) }
         }
+        guard fence.holds else {
+            let error = NATSError(status: 0, operation: "save \(key)", detail: "the lease it runs under (\(fence)) no longer holds; not saved")
+            return loop.execute { completion(.failure(error)) }
+        }
         jetStream.publish(payload, to: JetStream.keySubject(bucket: bucket, key: "slice.\(key.jobID).\(key.slice.index).\(key.slice.count)"),
-                          loop: loop) { result in
+                          conditions: JetStream.PublishConditions(expectedLastSubjectSequence: previous), loop: loop) { result in
             completion(result.map(\.sequence))
         }
     }

@@ -49,7 +49,7 @@ package final class APNsConnectionsDispatch: BroadcastAPNsDispatch, PersonalAPNs
         connections.client.readChannel(apnsChannelID, completion: completion)
     }
 
-    package func send(_ push: LiveActivityPush, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
-        connections.client.send(push, completion: completion)
+    package func send(_ push: LiveActivityPush, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        connections.client.send(push, fence: fence, completion: completion)
     }
 }

@@ -70,8 +70,8 @@ package protocol BroadcastAPNsDispatch: APNsDispatch {
 
 /// Device pushes of the personal queue (update and push-to-start tokens).
 package protocol PersonalAPNsDispatch: APNsDispatch {
-    /// Sends `push` to its device token.
-    func send(_ push: LiveActivityPush, completion: @escaping (Result<APNsResponse, APNsError>) -> Void)
+    /// Sends `push` to its device token; with `fence`, only while it holds as the request leaves.
+    func send(_ push: LiveActivityPush, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void)
 }
 
 /// The provider token's state as metrics show it.

@@ -296,8 +296,10 @@ package final class PersonalDispatcher: @unchecked Sendable {
     /// gateway (docs/cluster.md, "Personal jobs on the cluster").
     /// `maximumWindow` caps the fan-out window, and with it what the slice's checkpoint lists.
     /// `expiredAt`: the job was cancelled then (its kickoff's channel ended).
+    /// Every push of the slice carries `fence` to the moment it leaves (withheld if the
+    /// partition moved meanwhile).
     package func runSlice(_ key: SharedJobPlan.SliceKey, of record: PersonalJobRecord, checkpoint: FanOutCheckpoint,
-                  maximumWindow: Int, expiredAt: UnixTime?) throws(StoredJob.Broken) {
+                  maximumWindow: Int, expiredAt: UnixTime?, fence: (any SideEffectFence)?) throws(StoredJob.Broken) {
         guard !isStopping else { return }
         let stored = try StoredJob(record)
         let record = record.startAt == nil ? record : stampedForSending(record)
@@ -308,6 +310,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
                                      limits: limits, settings: settings, seed: UInt64(bitPattern: clock.now().nanoseconds))
         guard jobs[running.runKey] == nil else { return }
         if let expiredAt { running.job.expire(at: expiredAt) }
+        running.fence = fence
         jobs[running.runKey] = running
         noteStartsBeginning(running)
         running.noteProgress()
@@ -465,7 +468,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
                                     priority: running.job.priority == 5 ? .powerConsiderate : .immediate,
                                     expiration: running.job.expiration.map { .at($0) })
         inFlight += 1
-        apns.send(push) { [self] result in
+        apns.send(push, fence: running.fence) { [self] result in
             inFlight -= 1
             // An answer that comes in the shutdown's grace still counts (and records its start),
             // so the last save holds it.

@@ -27,6 +27,9 @@ package final class PersonalJobRun: @unchecked Sendable {
     /// The channel a kickoff's starts subscribe to (`input-push-channel`), nil for other jobs.
     let inputPushChannel: String?
     var job: FanOutJob
+    /// A cluster slice's pushes leave only while its partition is held under this (nil: a job
+    /// of a gateway on its own, or of its own file).
+    var fence: (any SideEffectFence)?
     var timer: LoopTimer?
     var saveTimer: LoopTimer?
     /// Waits in the dispatcher's list of jobs to advance at the end of the loop turn.

@@ -130,7 +130,11 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
         answer(.readChannel(apnsChannelID), completion) { if case .configuration(let c) = $0 { c } else { nil } }
     }
 
-    package func send(_ push: LiveActivityPush, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+    package func send(_ push: LiveActivityPush, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        if let fence, !fence.holds {
+            let delivery = UncheckedDelivery { completion(.failure(APNsError(transport: .withheld, endpoint: .device, sentID: push.apnsID))) }
+            return loop.execute { delivery.run() }
+        }
         answer(.push(push), completion) { if case .response(let r) = $0 { r } else { nil } }
     }
 

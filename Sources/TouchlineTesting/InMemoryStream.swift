@@ -47,6 +47,10 @@ struct InMemoryStream: Sendable {
         if let expected = conditions.expectedLastSequence, expected != lastSequence {
             return .failure(.wrongLastSequence(lastSequence, operation: operation))
         }
+        if let expected = conditions.expectedLastSubjectSequence {
+            let last = messages.last { $0.subject == subject }?.sequence ?? 0
+            if expected != last { return .failure(.wrongLastSequence(last, operation: operation)) }
+        }
         if let id = conditions.messageID, let seen = recentIDs[id] {
             return .success(.init(stream: settings.name, sequence: seen.sequence, duplicate: true))
         }

@@ -30,12 +30,6 @@ struct JetStreamTests {
 
     /// Six writers at once, each expecting the stream's last sequence, on one and on three
     /// replicas: exactly one is stored every time. The backend's fencing rests on this.
-    ///
-    /// (The subject's expected last sequence, `Nats-Expected-Last-Subject-Sequence`, does not
-    /// hold under the same race on three replicas in nats-server 2.9: the leader checks it
-    /// before proposing and counts no write still in flight, so 96 of 120 such writes were
-    /// stored in one run. The wrapper does not offer it; see docs/cluster.md, "Compare-and-set
-    /// on a replicated stream".)
     @Test(arguments: [1, 3])
     func concurrentWritesExpectingTheStreamsLastSequenceStoreExactlyOne(replicas: Int) async throws {
         let cluster = try await NATSCluster.start(size: replicas)
@@ -58,6 +52,38 @@ struct JetStreamTests {
                 return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
             }
             #expect(stored == 1, "round \(round): \(stored) of 6 writes expecting sequence \(last.sequence) were stored")
+        }
+    }
+
+    /// Six writers at once to one key, each expecting the key's last sequence, on three
+    /// replicas: exactly one is stored every round, while other keys are written around them.
+    /// nats-server 2.9.10 failed this (the leader checked the subject's sequence before
+    /// proposing, counting no write in flight: 96 of 120 racing writes stored in one run), which
+    /// is one reason the gateway refuses servers older than 2.11; slice checkpoints rest on it.
+    @Test func concurrentWritesExpectingAKeysLastSequenceStoreExactlyOneOnThreeReplicas() async throws {
+        let cluster = try await NATSCluster.start(size: 3)
+        let clients = try await [Client.connect(to: cluster), Client.connect(to: cluster), Client.connect(to: cluster)]
+        try clients[0].jetStream.ensureStreamPatiently(.init(name: "KEYS", subjects: ["keys.>"], replicas: 3))
+        let first = try await clients[0].publish(Array("a".utf8), to: "keys.k", conditions: .init(expectedLastSubjectSequence: 0)).get()
+        let notNew = await clients[1].publish(Array("a".utf8), to: "keys.k", conditions: .init(expectedLastSubjectSequence: 0))
+        #expect(first.sequence == 1 && notNew.failure?.isWrongLastSequence == true, "\(notNew)")
+        var last = first.sequence
+        for round in 0..<20 {
+            let results = await withTaskGroup(of: UInt64?.self) { group in
+                for index in 0..<6 {
+                    group.addTask { [last] in
+                        let result = await clients[index % 3].publish(Array("\(index)".utf8), to: "keys.k",
+                                                                     conditions: .init(expectedLastSubjectSequence: last))
+                        return try? result.get().sequence
+                    }
+                }
+                group.addTask { try? await clients[round % 3].publish(Array("other".utf8), to: "keys.other\(round)").get().sequence }
+                return await group.reduce(into: [UInt64]()) { if let sequence = $1 { $0.append(sequence) } }
+            }
+            let onTheKey = try #require(try clients[0].jetStream.lastMessage(stream: "KEYS", subject: "keys.k")).sequence
+            #expect(results.count == 2, "round \(round): \(results.count - 1) of 6 writes expecting the key at \(last) were stored")
+            #expect(onTheKey > last)
+            last = onTheKey
         }
     }
 

@@ -124,10 +124,16 @@ import TouchlineTesting
         let observed = Mutex<[APNsEndpointKind]>([])
         try await apns.loop.submit { apns.observeExchanges { exchange in observed.withLock { $0.append(exchange.endpoint) } } }
         let push = LiveActivityPush(deviceToken: hexToken(42), payload: Self.payload, priority: .powerConsiderate)
-        let sent = await Self.request(apns) { $0.send(push, completion: $1) }
+        let sent = await Self.request(apns) { $0.send(push, fence: HeldFence(holds: true), completion: $1) }
         #expect(sent.onLoop && sent.afterTheCall)
         #expect(try sent.result.get().status == 200)
         #expect(observed.withLock { $0 } == [.device], "each exchange is observed once, on the loop")
+        let withheld = await Self.request(apns) { $0.send(push, fence: HeldFence(holds: false), completion: $1) }
+        #expect(withheld.onLoop && withheld.afterTheCall)
+        guard case .failure(let error) = withheld.result, error.disposition == .withheld else {
+            Issue.record("a device push under a fence that no longer holds: \(withheld.result)")
+            return await dispatches.stop()
+        }
         let figures = try await apns.loop.submit { apns.credentialFigures() }
         #expect(figures.statistics.tokensSigned >= 1)
         await dispatches.stop()
@@ -139,7 +145,7 @@ import TouchlineTesting
         let apns = dispatches.personal
         await apns.shutdown(gracePeriod: .seconds(1))
         let push = LiveActivityPush(deviceToken: hexToken(42), payload: Self.payload, priority: .powerConsiderate)
-        let refused = await Self.request(apns) { $0.send(push, completion: $1) }
+        let refused = await Self.request(apns) { $0.send(push, fence: nil, completion: $1) }
         #expect(refused.onLoop)
         guard case .failure(let error) = refused.result, case .transport(.shutdown) = error.failure else {
             Issue.record("a request after the shutdown got \(refused.result)")

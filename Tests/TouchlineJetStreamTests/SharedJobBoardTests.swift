@@ -29,7 +29,8 @@ struct SharedJobBoardTests {
             for index in 0..<2 {
                 let key = SharedJobPlan.SliceKey(jobID: job.id, slice: try #require(AudienceSlice(index: index, count: 16)))
                 try await writer.call { board, done in
-                    board.publish(SliceEntry(checkpoint: checkpoint, isFinished: true, instance: "writer"), for: key) { done($0.map { _ in () }) }
+                    board.publish(SliceEntry(checkpoint: checkpoint, isFinished: true, instance: "writer"), for: key, fence: FixedFence(holds: true),
+                                  over: 0) { done($0.map { _ in () }) }
                 }
             }
             try await writer.call { board, done in board.cancel(jobID: job.id, atNanoseconds: 2) { done($0) } }
@@ -54,6 +55,43 @@ struct SharedJobBoardTests {
             #expect(messages == 19, "one message per key (two entries, sixteen slice markers, one cancellation marker), nothing purged")
         }
     }
+}
+
+extension SharedJobBoardTests {
+    /// A slice's checkpoints only move forward from the one their writer ran from: a save over
+    /// an older revision (a deposed owner's late save, a save of an owner that has not seen the
+    /// newer one) is refused, and a save whose fence no longer holds is not sent at all.
+    @Test(arguments: NATSBackend.allCases)
+    func sliceSavesAreStoredOnlyOverTheSaveTheyRanFromAndUnderAFenceThatHolds(backend: NATSBackend) async throws {
+        try await backend.withCluster(size: 3) { cluster in
+            let owner = try Board(cluster: cluster, name: "owner")
+            defer { owner.close() }
+            let key = SharedJobPlan.SliceKey(jobID: "job-1", slice: try #require(AudienceSlice(index: 3, count: 16)))
+            func save(_ sent: Int, over previous: UInt64, holds: Bool = true) async -> Result<UInt64, NATSError> {
+                var counters = FanOutCounters()
+                counters.sent = sent
+                let entry = SliceEntry(checkpoint: FanOutCheckpoint(cursor: nil, counters: counters, pending: [], endedAfterCursor: []),
+                                       isFinished: false, instance: "owner")
+                return await owner.result { board, done in board.publish(entry, for: key, fence: FixedFence(holds: holds), over: previous, completion: done) }
+            }
+            let first = try await save(100, over: 0).get()
+            let second = try await save(200, over: first).get()
+            let late = await save(150, over: first)
+            #expect(late.failure?.isWrongLastSequence == true, "a save over a revision no longer the last: \(late)")
+            let againFirst = await save(50, over: 0)
+            #expect(againFirst.failure?.isWrongLastSequence == true, "a first save of a slice saved already: \(againFirst)")
+            let last = try owner.bucketLastSequence()
+            let lapsed = await save(300, over: second, holds: false)
+            #expect(lapsed.failure?.detail.contains("no longer holds; not saved") == true, "\(lapsed)")
+            #expect(try owner.bucketLastSequence() == last, "nothing sent under a fence that no longer holds")
+            _ = try await save(300, over: second).get()
+        }
+    }
+}
+
+/// A side effect's fence fixed at holding or not.
+private struct FixedFence: SideEffectFence {
+    let holds: Bool
 }
 
 /// One gateway's job board on a connection and loop of its own, with what its watch saw.
@@ -103,6 +141,14 @@ private final class Board: @unchecked Sendable {
     }
 
     func bucketMessages() throws -> UInt64 { try jetStream.streamState("KV_\(board.bucket)")?.messages ?? 0 }
+    func bucketLastSequence() throws -> UInt64 { try jetStream.streamState("KV_\(board.bucket)")?.lastSequence ?? 0 }
+
+    /// A call on the loop whose answer is awaited as it is.
+    func result<T: Sendable>(_ body: @escaping @Sendable (SharedJobBoard, @escaping @Sendable (Result<T, NATSError>) -> Void) -> Void) async -> Result<T, NATSError> {
+        await withCheckedContinuation { continuation in
+            loop.execute { [board] in body(board) { continuation.resume(returning: $0) } }
+        }
+    }
 
     func close() {
         try? loop.sync { self.board.stop() }

@@ -93,10 +93,12 @@ public final class APNsClient: @unchecked Sendable {
 
     /// Creates a channel and returns its id. Not idempotent: if the answer is lost, look for the
     /// new channel with ``listChannels(requestID:completion:)`` before creating another.
-    public func createChannel(policy: ChannelStorage, requestID: String? = nil,
+    /// With `fence`, only if it still holds when the request's HEADERS frame is written.
+    public func createChannel(policy: ChannelStorage, requestID: String? = nil, fence: (any SideEffectFence)? = nil,
                               completion: @escaping (Result<String, APNsError>) -> Void) {
-        perform(.success(encoder.createChannelRequest(policy: policy, requestID: requestID)), endpoint: .channelManagement,
-                sentID: requestID, decode: Self.createdChannelID, completion: completion)
+        var request = encoder.createChannelRequest(policy: policy, requestID: requestID)
+        request.fence = fence
+        perform(.success(request), endpoint: .channelManagement, sentID: requestID, decode: Self.createdChannelID, completion: completion)
     }
 
     /// Reads a channel's storage policy.
@@ -111,11 +113,15 @@ public final class APNsClient: @unchecked Sendable {
                 }, completion: completion)
     }
 
-    /// Deletes a channel for good (its id never comes back).
-    public func deleteChannel(_ channelID: String, requestID: String? = nil,
+    /// Deletes a channel for good (its id never comes back). With `fence`, only if it still
+    /// holds when the request's HEADERS frame is written.
+    public func deleteChannel(_ channelID: String, requestID: String? = nil, fence: (any SideEffectFence)? = nil,
                               completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
-        perform(Result { () throws(APNsError) in try encoder.deleteChannelRequest(channelID: channelID, requestID: requestID) },
-                endpoint: .channelManagement, sentID: requestID, decode: Self.plainResponse, completion: completion)
+        perform(Result { () throws(APNsError) in
+            var request = try encoder.deleteChannelRequest(channelID: channelID, requestID: requestID)
+            request.fence = fence
+            return request
+        }, endpoint: .channelManagement, sentID: requestID, decode: Self.plainResponse, completion: completion)
     }
 
     /// Lists the ids of every channel of the app in this environment.

@@ -78,6 +78,9 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     /// Streams nghttp2 closed during the current session call; resolved once it has returned, so
     /// that completions and the delegate never run inside nghttp2.
     @exclusivity(unchecked) var closedStreams: [HTTP2PendingRequest] = []
+    /// Submitted requests with a fence whose HEADERS have not been written yet: checked before
+    /// each write (``withholdLapsedRequests(_:)``).
+    private var fencedUnsent: [HTTP2PendingRequest] = []
     private var resolvingClosedStreams = false
     @exclusivity(unchecked) private var peakBufferedOutput = 0
 
@@ -191,6 +194,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
         request.streamID = streamID
         request.submittedAt = now
         inFlight.append(request)
+        if request.request.fence != nil { fencedUnsent.append(request) }
         if case .arm(let deadline) = machine.streamOpened(now: now) { timers.arm(.response, at: deadline) }
     }
 
@@ -243,6 +247,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
     /// Returns false when the session failed (the connection is then closed).
     private func writeFrames(limit: Int) -> Bool {
         guard let session, let transport else { return false }
+        withholdLapsedRequests(session)
         while transport.pendingOutputBytes + output.count < limit {
             var data: UnsafePointer<UInt8>?
             let length = nghttp2_session_mem_send(session, &data)
@@ -256,7 +261,22 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
         }
         output.flush(to: transport)
         peakBufferedOutput = max(peakBufferedOutput, transport.pendingOutputBytes)
+        fencedUnsent.removeAll { $0.headersSent || $0.withheld || !$0.isPending }
         return true
+    }
+
+    /// The last moment before submitted requests become bytes: a request whose fence no longer
+    /// holds is withheld. A RST_STREAM submitted for a stream whose HEADERS still wait makes
+    /// nghttp2 drop them before it encodes them, and close the stream unsent (cancelling in
+    /// the before-frame-send callback instead would come after the encoding, and leave the
+    /// server's header table out of step with ours: the next request would be a compression
+    /// error).
+    private func withholdLapsedRequests(_ session: OpaquePointer) {
+        for request in fencedUnsent where !request.headersSent && !request.withheld && request.isPending {
+            guard let fence = request.request.fence, !fence.holds else { continue }
+            request.withheld = true
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), request.streamID, NGHTTP2_CANCEL.rawValue)
+        }
     }
 
     // MARK: After each nghttp2 call
@@ -404,6 +424,7 @@ public final class HTTP2ClientConnection: HTTP2RequestSender, @unchecked Sendabl
         if close.ending == .afterPendingFrames, machine.isTransportConnected { _ = writeFrames(limit: .max) }
         timers.cancelAll()
         flushScheduled = false
+        fencedUnsent = []
         while let request = inFlight.popFirst() {
             resolve(request, machine.outcomeAtClose(streamID: request.streamID, headersSent: request.headersSent))
         }

@@ -46,19 +46,6 @@ extension HTTP2ClientConnection {
             withStreamRequest(session, streamID) { $0.responseBody.append(contentsOf: UnsafeBufferPointer(start: data, count: length)) }
             return 0
         }
-        // The last moment before a request's bytes leave: a fence that no longer holds cancels
-        // its HEADERS frame (nghttp2 then closes the stream it opened for it, unsent).
-        nghttp2_session_callbacks_set_before_frame_send_callback(callbacks) { session, frame, _ in
-            guard frame!.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
-            var cancel = false
-            withStreamRequest(session, frame!.pointee.hd.stream_id) { request in
-                if let fence = request.request.fence, !fence.holds {
-                    request.withheld = true
-                    cancel = true
-                }
-            }
-            return cancel ? NGHTTP2_ERR_CANCEL.rawValue : 0
-        }
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { session, frame, _ in
             if frame!.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) {
                 withStreamRequest(session, frame!.pointee.hd.stream_id) { $0.headersSent = true }

@@ -129,13 +129,15 @@ final class ClusterReconciler: @unchecked Sendable {
             // A partition nobody runs at this moment would make its channels look like orphans.
             return finish("incomplete")
         }
+        // Decided under partition 0's lease: the deletes leave only while it holds.
+        let fence = node.fences.current(of: 0).map { node.fences.fence(of: 0, $0) }
         for (app, channels) in listed.sorted(by: { $0.key < $1.key }) {
             // Accounted ids are every app's: Apple's ids are its own, so another app's never match.
             let orphans = sweeps[app, default: OrphanSweep(confirmationAge: node.settings.reconcileInterval)]
                 .round(listed: channels, accounted: accounts.apnsIDs, at: service.clock.now())
             for orphan in orphans {
                 log.notice("deleting APNs channel \(orphan) of app '\(app)': no gateway has accounted for it for \(node.settings.reconcileInterval) (a create whose answer was lost)")
-                service.dispatcher(ofApp: app).deleteChannel(orphan) { [weak self] result in
+                service.dispatcher(ofApp: app).deleteChannel(orphan, fence: fence) { [weak self] result in
                     guard let self else { return }
                     switch result {
                     case .success: orphansDeleted += 1

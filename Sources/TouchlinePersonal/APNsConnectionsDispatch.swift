@@ -33,12 +33,12 @@ package final class APNsConnectionsDispatch: BroadcastAPNsDispatch, PersonalAPNs
         connections.client.broadcast(broadcast, fence: fence, completion: completion)
     }
 
-    package func createChannel(storage: ChannelStorage, completion: @escaping (Result<String, APNsError>) -> Void) {
-        connections.client.createChannel(policy: storage, completion: completion)
+    package func createChannel(storage: ChannelStorage, fence: (any SideEffectFence)?, completion: @escaping (Result<String, APNsError>) -> Void) {
+        connections.client.createChannel(policy: storage, fence: fence, completion: completion)
     }
 
-    package func deleteChannel(_ apnsChannelID: String, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
-        connections.client.deleteChannel(apnsChannelID, completion: completion)
+    package func deleteChannel(_ apnsChannelID: String, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        connections.client.deleteChannel(apnsChannelID, fence: fence, completion: completion)
     }
 
     package func listChannels(completion: @escaping (Result<[String], APNsError>) -> Void) {

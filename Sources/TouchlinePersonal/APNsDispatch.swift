@@ -58,10 +58,10 @@ extension APNsDispatch {
 package protocol BroadcastAPNsDispatch: APNsDispatch {
     /// Publishes `broadcast` (push pool); with `fence`, only while it holds as the request leaves.
     func broadcast(_ broadcast: Broadcast, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void)
-    /// Creates a channel with `storage`; answers Apple's id for it.
-    func createChannel(storage: ChannelStorage, completion: @escaping (Result<String, APNsError>) -> Void)
-    /// Deletes a channel.
-    func deleteChannel(_ apnsChannelID: String, completion: @escaping (Result<APNsResponse, APNsError>) -> Void)
+    /// Creates a channel with `storage`; answers Apple's id for it. With `fence`, only while it holds as the request leaves.
+    func createChannel(storage: ChannelStorage, fence: (any SideEffectFence)?, completion: @escaping (Result<String, APNsError>) -> Void)
+    /// Deletes a channel. With `fence`, only while it holds as the request leaves.
+    func deleteChannel(_ apnsChannelID: String, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void)
     /// The ids of every channel of the app.
     func listChannels(completion: @escaping (Result<[String], APNsError>) -> Void)
     /// A channel's configuration (its storage policy).

@@ -104,22 +104,29 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
 
     // MARK: Requests
 
-    /// A `fence` that no longer holds as the request is made withholds it, as the HTTP/2
-    /// client does at its HEADERS frame: nothing is recorded.
     package func broadcast(_ broadcast: Broadcast, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
-        if let fence, !fence.holds {
-            let delivery = UncheckedDelivery { completion(.failure(APNsError(transport: .withheld, endpoint: .broadcast, sentID: broadcast.requestID))) }
-            return loop.execute { delivery.run() }
-        }
+        if withheld(by: fence, endpoint: .broadcast, completion) { return }
         answer(.broadcast(broadcast), completion) { if case .response(let r) = $0 { r } else { nil } }
     }
 
-    package func createChannel(storage: ChannelStorage, completion: @escaping (Result<String, APNsError>) -> Void) {
+    package func createChannel(storage: ChannelStorage, fence: (any SideEffectFence)?, completion: @escaping (Result<String, APNsError>) -> Void) {
+        if withheld(by: fence, endpoint: .channelManagement, completion) { return }
         answer(.createChannel(storage), completion) { if case .channelID(let id) = $0 { id } else { nil } }
     }
 
-    package func deleteChannel(_ apnsChannelID: String, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+    package func deleteChannel(_ apnsChannelID: String, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        if withheld(by: fence, endpoint: .channelManagement, completion) { return }
         answer(.deleteChannel(apnsChannelID), completion) { if case .response(let r) = $0 { r } else { nil } }
+    }
+
+    /// A `fence` that no longer holds as the request is made withholds it, as the HTTP/2
+    /// client does at its HEADERS frame: nothing is recorded, the failure comes on the loop.
+    private func withheld<T>(by fence: (any SideEffectFence)?, endpoint: APNsEndpointKind,
+                             _ completion: @escaping (Result<T, APNsError>) -> Void) -> Bool {
+        guard let fence, !fence.holds else { return false }
+        let delivery = UncheckedDelivery { completion(.failure(APNsError(transport: .withheld, endpoint: endpoint, sentID: nil))) }
+        loop.execute { delivery.run() }
+        return true
     }
 
     package func listChannels(completion: @escaping (Result<[String], APNsError>) -> Void) {
@@ -131,10 +138,7 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
     }
 
     package func send(_ push: LiveActivityPush, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
-        if let fence, !fence.holds {
-            let delivery = UncheckedDelivery { completion(.failure(APNsError(transport: .withheld, endpoint: .device, sentID: push.apnsID))) }
-            return loop.execute { delivery.run() }
-        }
+        if withheld(by: fence, endpoint: .device, completion) { return }
         answer(.push(push), completion) { if case .response(let r) = $0 { r } else { nil } }
     }
 

@@ -292,11 +292,27 @@ extension JetStream {
     /// stream of three replicas made just after the cluster started can time out on a busy machine.
     @discardableResult
     func ensureStreamPatiently(_ settings: StreamSettings) throws(NATSError) -> StreamState {
-        try Self.retryingWhileForming { () throws(NATSError) in try ensureStream(settings) }
+        let created = try Self.retryingWhileForming { () throws(NATSError) in try ensureStream(settings) }
+        try untilLed(settings.name)
+        return created
     }
 
-    /// ``ensureKeyValueBucket(_:replicas:history:maximumValueSize:)``, tried again while it times out.
+    /// ``ensureKeyValueBucket(_:replicas:history:maximumValueSize:)``, tried again while it times
+    /// out, and until its stream has a leader.
     func ensureKeyValueBucketPatiently(_ name: String, replicas: Int) throws(NATSError) {
         try Self.retryingWhileForming { () throws(NATSError) in try ensureKeyValueBucket(name, replicas: replicas) }
+        try untilLed("KV_\(name)")
+    }
+
+    /// Waits until `stream`'s own leader answers: a replicated stream just created takes a
+    /// moment to elect one, and a publish before that finds no responders (seen under a full
+    /// parallel run with nats-server 2.15).
+    private func untilLed(_ stream: String) throws(NATSError) {
+        _ = try Self.retryingWhileForming { () throws(NATSError) -> StreamState in
+            guard let state = try streamState(stream), state.leader != nil || state.replicas <= 1 else {
+                throw .noResponders(operation: "stream \(stream)'s leader")
+            }
+            return state
+        }
     }
 }

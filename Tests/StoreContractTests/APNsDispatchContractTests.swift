@@ -94,7 +94,10 @@ import TouchlineTesting
     func channelsAreCreatedListedReadBroadcastToAndDeleted(kind: DispatchKind) async throws {
         let dispatches = try Dispatches(kind)
         let apns = dispatches.broadcast
-        let created = await Self.request(apns) { $0.createChannel(storage: .mostRecent, completion: $1) }
+        let refusedCreate = await Self.request(apns) { $0.createChannel(storage: .mostRecent, fence: HeldFence(holds: false), completion: $1) }
+        #expect(refusedCreate.onLoop && refusedCreate.afterTheCall)
+        #expect(refusedCreate.result.failure?.disposition == .withheld, "a create under a fence that no longer holds: \(refusedCreate.result)")
+        let created = await Self.request(apns) { $0.createChannel(storage: .mostRecent, fence: HeldFence(holds: true), completion: $1) }
         #expect(created.onLoop && created.afterTheCall, "answers come on the dispatch's loop, after the call returned")
         let id = try created.result.get()
         #expect(try await Self.request(apns) { $0.listChannels(completion: $1) }.result.get().contains(id))
@@ -112,7 +115,10 @@ import TouchlineTesting
             return
         }
 
-        _ = try await Self.request(apns) { $0.deleteChannel(id, completion: $1) }.result.get()
+        let refusedDelete = await Self.request(apns) { $0.deleteChannel(id, fence: HeldFence(holds: false), completion: $1) }
+        #expect(refusedDelete.result.failure?.disposition == .withheld, "a delete under a fence that no longer holds: \(refusedDelete.result)")
+        #expect(try await Self.request(apns) { $0.listChannels(completion: $1) }.result.get().contains(id), "the channel withheld from deletion stays")
+        _ = try await Self.request(apns) { $0.deleteChannel(id, fence: nil, completion: $1) }.result.get()
         #expect(try await !Self.request(apns) { $0.listChannels(completion: $1) }.result.get().contains(id))
         await dispatches.stop()
     }

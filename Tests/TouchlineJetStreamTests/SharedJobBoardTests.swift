@@ -47,7 +47,8 @@ struct SharedJobBoardTests {
             defer { later.close() }
             try later.startWatching()
             for board in [running, later] { try await board.untilSeen(jobID: "job-2") }
-            #expect(running.slices == 2 && running.cancellations == 1, "the running watch saw the writes before the markers")
+            #expect(running.slices == 2 && running.cancellations == 1,
+                    "the running watch saw the writes before the markers: \(running.slices) slices, \(running.cancellations) cancellations")
             #expect(later.slices == 0 && later.cancellations == 0, "a later watch sees no slice or cancellation of the finished job")
             #expect(later.jobs == ["job-1", "job-2"])
             #expect(running.unreadable.isEmpty && later.unreadable.isEmpty, "markers are not unreadable entries")

@@ -35,14 +35,17 @@ package struct BroadcastDispatcher: Sendable {
         }
     }
 
-    /// Creates an APNs channel (management pool); answers its id.
-    func createChannel(storage: ChannelStorage, reply: @escaping @Sendable (Result<String, APNsError>) -> Void) {
-        forward(reply) { apns, done in apns.createChannel(storage: storage, completion: done) }
+    /// Creates an APNs channel (management pool); answers its id. With `fence`, withheld
+    /// unless it holds as the request leaves.
+    func createChannel(storage: ChannelStorage, fence: (any SideEffectFence)?, reply: @escaping @Sendable (Result<String, APNsError>) -> Void) {
+        forward(reply) { apns, done in apns.createChannel(storage: storage, fence: fence, completion: done) }
     }
 
-    /// Deletes an APNs channel (management pool).
-    package func deleteChannel(_ apnsChannelID: String, reply: @escaping @Sendable (Result<APNsResponse, APNsError>) -> Void) {
-        forward(reply) { apns, done in apns.deleteChannel(apnsChannelID, completion: done) }
+    /// Deletes an APNs channel (management pool). With `fence`, withheld unless it holds as the
+    /// request leaves.
+    package func deleteChannel(_ apnsChannelID: String, fence: (any SideEffectFence)?,
+                               reply: @escaping @Sendable (Result<APNsResponse, APNsError>) -> Void) {
+        forward(reply) { apns, done in apns.deleteChannel(apnsChannelID, fence: fence, completion: done) }
     }
 
     /// Lists the ids of every channel of the app (management pool).

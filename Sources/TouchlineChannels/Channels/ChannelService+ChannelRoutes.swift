@@ -151,7 +151,7 @@ extension ChannelService: APIFeature {
     private func delete(_ channel: Channel, _ deletion: Machine.Deletion, answering request: HTTPRequest) {
         let id = channel.id
         if let other = deletion.rolloverChannel {
-            dispatcher(of: channel).deleteChannel(other) { [self] result in
+            dispatcher(of: channel).deleteChannel(other, fence: sideEffectFence(of: channel)) { [self] result in
                 if case .failure(let error) = result, error.disposition != .channelGone {
                     log.warning("deleting the rollover's APNs channel \(other) failed", channel: id, apnsID: error.requestID, error: error)
                 }
@@ -176,7 +176,7 @@ extension ChannelService: APIFeature {
         guard let apnsID = deletion.apnsChannel else { return forget() }
         // Kickoffs into the channel are cancelled and their sends in flight answered first.
         personal(of: channel).closeKickoffs(into: apnsID) { [self] in
-            dispatcher(of: channel).deleteChannel(apnsID) { result in
+            dispatcher(of: channel).deleteChannel(apnsID, fence: sideEffectFence(of: channel)) { result in
                 if case .failure(let error) = result, error.disposition != .channelGone {
                     request.respond(.error(status: 502, error: "apns_error", message: "APNs did not delete the channel: \(error)"))
                     return

@@ -24,7 +24,7 @@ extension ChannelService {
         case .createAtAPNs where channel.isShadow:
             createShadow(channel)
         case .createAtAPNs:
-            dispatcher(of: channel).createChannel(storage: channel.storage) { [self] result in
+            dispatcher(of: channel).createChannel(storage: channel.storage, fence: sideEffectFence(of: channel)) { [self] result in
                 guard channels[channel.id] === channel else { return }
                 switch result {
                 case .success(let apnsID): lifecycle(.apnsCreated(apnsID), of: channel)
@@ -84,7 +84,7 @@ extension ChannelService {
         personal(of: channel).closeKickoffs(into: apnsID) { [self] in
             loop.execute { [self] in
                 guard !isStopping, channels[channel.id] === channel else { return }
-                dispatcher(of: channel).deleteChannel(apnsID) { [self] result in
+                dispatcher(of: channel).deleteChannel(apnsID, fence: sideEffectFence(of: channel)) { [self] result in
                     guard channels[channel.id] === channel else { return }
                     switch result {
                     case .success:

@@ -104,6 +104,13 @@ extension ChannelService {
 
     // MARK: Pushes
 
+    /// The last check of an APNs call for `channel` decided now: its partition's fence, as the
+    /// channel's machine acts under it (nil on a gateway on its own).
+    func sideEffectFence(of channel: Channel) -> (any SideEffectFence)? {
+        guard case .acting(let fence?) = channel.machine.ownership else { return nil }
+        return ownership.sideEffectFence(for: channel.id, fence: fence)
+    }
+
     /// `fence` goes with the push to the moment its bytes leave: a push decided before this
     /// gateway lost the channel's partition (paused, cut off) is dropped there, not sent.
     private func send(_ push: ChannelEngine.OutgoingPush, on apnsID: String, fence: (any SideEffectFence)?, of channel: Channel) {

@@ -59,7 +59,8 @@ extension ChannelService {
             if let channel = channels[channelID] { lifecycle(.adopt(apnsID), of: channel) }
         }
         for orphan in plan.delete {
-            dispatcher(ofApp: round.app).deleteChannel(orphan) { [self] result in
+            // A gateway's own start: every channel is its own, with no lease to fence.
+            dispatcher(ofApp: round.app).deleteChannel(orphan, fence: nil) { [self] result in
                 if case .failure(let error) = result {
                     log.warning("deleting orphan APNs channel \(orphan) of app '\(round.app)' failed", apnsID: error.requestID, error: error)
                 }

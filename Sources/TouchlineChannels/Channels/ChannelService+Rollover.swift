@@ -130,7 +130,7 @@ extension ChannelService {
     func perform(_ call: Machine.RolloverCall, on channel: Channel) {
         switch call {
         case .createSuccessor:
-            dispatcher(of: channel).createChannel(storage: channel.storage) { [self] result in
+            dispatcher(of: channel).createChannel(storage: channel.storage, fence: sideEffectFence(of: channel)) { [self] result in
                 guard channels[channel.id] === channel else { return }
                 switch result {
                 case .success(let successor):
@@ -165,7 +165,7 @@ extension ChannelService {
         case .deletePrevious(let previous):
             personal(of: channel).closeKickoffs(into: previous) { [self] in
                 loop.execute { [self] in
-                    dispatcher(of: channel).deleteChannel(previous) { [self] result in
+                    dispatcher(of: channel).deleteChannel(previous, fence: sideEffectFence(of: channel)) { [self] result in
                         guard channels[channel.id] === channel else { return }
                         if case .failure(let error) = result, error.disposition != .channelGone {
                             log.warning("deleting the previous APNs channel \(previous) failed", channel: channel.id, apnsID: error.requestID, error: error)
@@ -177,7 +177,7 @@ extension ChannelService {
                 }
             }
         case .deleteUnneeded(let apnsID):
-            dispatcher(of: channel).deleteChannel(apnsID) { [self] result in
+            dispatcher(of: channel).deleteChannel(apnsID, fence: sideEffectFence(of: channel)) { [self] result in
                 if case .failure(let error) = result, error.disposition != .channelGone {
                     log.warning("deleting APNs channel \(apnsID), created for a match that has ended, failed", channel: channel.id, error: error)
                 }

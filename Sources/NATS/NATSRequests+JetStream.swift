@@ -25,11 +25,18 @@ extension NATSRequests {
 
     private func purge(stream: String, _ body: [UInt8], operation: String, timeout: Duration,
                        completion: @escaping (Result<UInt64, NATSError>) -> Void) {
-        let subject = "$JS.API.STREAM.PURGE.\(stream)"
+        apiRequest(body, to: "$JS.API.STREAM.PURGE.\(stream)", operation: operation, timeout: timeout, read: Self.purged, completion: completion)
+    }
+
+    /// A JetStream API request from the loop: its answer read by `read`, a request not sent or
+    /// not answered in time a failure naming `operation`.
+    private func apiRequest<T>(_ body: [UInt8], to subject: String, operation: String, timeout: Duration,
+                               read: @escaping ([UInt8], String) -> Result<T, NATSError>,
+                               completion: @escaping (Result<T, NATSError>) -> Void) {
         request(body, to: subject, timeout: timeout) { result in
             switch result {
             case .success(let answer):
-                completion(Self.purged(answer.payload, operation: operation))
+                completion(read(answer.payload, operation))
             case .failure(.notSent(let error)):
                 completion(.failure(error))
             case .failure(let failure):
@@ -59,17 +66,8 @@ extension NATSRequests {
     /// first attempt was stored.
     public func messageID(in stream: String, at sequence: UInt64, timeout: Duration,
                           completion: @escaping (Result<String?, NATSError>) -> Void) {
-        let operation = "read message \(sequence) of \(stream)"
-        request(Array(#"{"seq":\#(sequence)}"#.utf8), to: "$JS.API.STREAM.MSG.GET.\(stream)", timeout: timeout) { result in
-            switch result {
-            case .success(let answer):
-                completion(Self.storedMessageID(answer.payload, operation: operation))
-            case .failure(.notSent(let error)):
-                completion(.failure(error))
-            case .failure(let failure):
-                completion(.failure(NATSError(status: NATS_TIMEOUT.rawValue, operation: operation, detail: failure.description)))
-            }
-        }
+        apiRequest(Array(#"{"seq":\#(sequence)}"#.utf8), to: "$JS.API.STREAM.MSG.GET.\(stream)", operation: "read message \(sequence) of \(stream)",
+                   timeout: timeout, read: Self.storedMessageID, completion: completion)
     }
 
     /// Reads a `stream_msg_get_response`: its base64 `hdrs` hold the stored headers. "No message

@@ -372,7 +372,7 @@ struct ClusterGatewayTests {
 
 /// Events posted to every channel in turn, round-robin over the gateways still up, from a
 /// thread of its own; remembers each channel's highest acknowledged `seq` (= its `minute`).
-private final class EventLoad: Sendable {
+final class EventLoad: Sendable {
     private struct State {
         var running = true
         var down: Set<Int> = []
@@ -479,9 +479,6 @@ extension GatewayFixture {
     var patientAdmin: GatewayTestClient { admin.waiting(upTo: 30) }
 }
 
-extension ServeProcess {
-    fileprivate var patientAdmin: GatewayTestClient { admin.waiting(upTo: 30) }
-}
 
 /// The gateways a test started, shut down when it ends however it ends (a gateway released
 /// while it runs would leave its loops running without it), then the mock, with the cluster

@@ -108,3 +108,9 @@ final class CapturedText: Sendable {
     /// True once the writer closed its end and everything it wrote is in `text`.
     let ended = Mutex(false)
 }
+
+extension ServeProcess {
+    /// The admin API, waiting up to 30 s per request (a request for a moving partition's channel
+    /// waits for its new owner).
+    var patientAdmin: GatewayTestClient { admin.waiting(upTo: 30) }
+}

@@ -1,0 +1,73 @@
+import APNsMock
+import Foundation
+import Glibc
+import NATSServers
+import Testing
+import TestSlots
+import Touchline
+import TouchlineCore
+import TouchlineRuntime
+
+/// The owner of half the channels stopped with SIGSTOP for two leases while events pour in, then
+/// resumed: a paused process wakes believing it still owns what it owned, with pushes it decided
+/// before the pause still queued for APNs. The mock answers slowly, on one stream per
+/// connection, so that the owner has pushes waiting when it stops.
+@Suite("A paused owner on a cluster", .heavy(weight: 3, long: true))
+struct ClusterPausedOwnerTests {
+    /// What the resumed gateway had queued is withheld at its last write (its fence lapsed during
+    /// the pause), so no channel's state ever goes back in time at APNs, though the other
+    /// gateway pushed newer states meanwhile; every acknowledged event's state reaches APNs.
+    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    func whatAPausedOwnerHadQueuedIsWithheldWhenItWakesAndNoStateGoesBackInTime() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture { configuration in
+            configuration.faults.latency = .milliseconds(150)
+            configuration.initialMaxConcurrentStreams = 1
+            configuration.maxConcurrentStreams = 1
+        }
+        defer { Task { await apns.shutDown(); withExtendedLifetime(cluster) {} } }
+        func serve(_ name: String) async throws -> ServeProcess {
+            let store = #"{"backend": "jetstream", "servers": [\#(cluster.urls.map { "\"\($0)\"" }.joined(separator: ","))], "instance": "\#(name)", "partitions": \#(ClusterGatewayTests.partitions)}"#
+            return try await ServeProcess(dataDirectory: apns.directory + "/\(name)", arguments: apns.serveArguments + ["--store", store, "--log-level", "notice"])
+        }
+        let gateways = [try await serve("g1"), try await serve("g2")]
+        let partitioning = ChannelPartitioning(count: ClusterGatewayTests.partitions)!
+        let channels = (1...16).map { "match-\($0)" }
+        try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
+        try await eventually("both gateways serving") { gateways.allSatisfy { !ClusterGatewayTests.served(by: $0).isEmpty } }
+        let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[1].patientAdmin)
+
+        let load = EventLoad(channels: channels, gateways: gateways.map(\.patientAdmin))
+        load.start()
+        try await eventually("events acknowledged through both gateways") { load.acknowledgedCount > 200 }
+        let paused = gateways[0]
+        let moved = Set(channels.filter { ClusterGatewayTests.served(by: paused).contains(partitioning.partition(of: $0)) })
+        load.drop(gateway: 0)
+        kill(paused.process.pid, SIGSTOP)
+        // Two leases (3 s each): the other gateway takes the partitions over and pushes newer states.
+        try await Task.sleep(for: .seconds(6))
+        kill(paused.process.pid, SIGCONT)
+        try await Task.sleep(for: .seconds(3))
+        await load.stop()
+        let acknowledged = load.lastAcknowledged
+
+        try await eventually("every channel's last acknowledged minute at APNs", timeout: .seconds(30)) {
+            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+            return channels.allSatisfy { (minutes[$0]?.last ?? 0) >= (acknowledged[$0] ?? 0) }
+        }
+        let broadcasts = apns.mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.status == 200 }
+        let minutes = ClusterGatewayTests.minutes(broadcasts, apnsIDs: apnsIDs)
+        for id in channels {
+            let seen = minutes[id] ?? []
+            #expect(seen == seen.sorted(), "\(id) went back in time at APNs: \(seen)")
+        }
+        // The window was there: the resumed gateway withheld pushes it had queued.
+        let metrics = try paused.patientAdmin.request("GET", "/metrics").text
+        let withheld = metrics.split(separator: "\n").filter { $0.hasPrefix("touchline_apns_responses_total") && $0.contains(#"reason="withheld""#) }
+            .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+        print("paused owner: \(moved.count) channels moved, \(Int(withheld)) queued pushes withheld on waking")
+        #expect(!moved.isEmpty)
+        #expect(withheld >= 1, "no push was waiting when the owner paused: \(metrics.split(separator: "\n").filter { $0.contains("apns_responses") })")
+        for gateway in gateways { #expect(gateway.terminate() == 0) }
+    }
+}

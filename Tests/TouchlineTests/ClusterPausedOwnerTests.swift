@@ -43,6 +43,7 @@ struct ClusterPausedOwnerTests {
         let paused = gateways[0]
         let moved = Set(channels.filter { ClusterGatewayTests.served(by: paused).contains(partitioning.partition(of: $0)) })
         load.drop(gateway: 0)
+        let pausedAt = UnixTime(nanoseconds: Int64(Date().timeIntervalSince1970 * 1e9))
         kill(paused.process.pid, SIGSTOP)
         // Two leases (3 s each): the other gateway takes the partitions over and pushes newer states.
         try await Task.sleep(for: .seconds(6))
@@ -61,11 +62,16 @@ struct ClusterPausedOwnerTests {
             let seen = minutes[id] ?? []
             #expect(seen == seen.sorted(), "\(id) went back in time at APNs: \(seen)")
         }
+        // While the owner is stopped, every push reaching APNs is the other gateway's.
+        let firstAfter = moved.compactMap { id in broadcasts.first { $0.channelID == apnsIDs[id] && $0.receivedAt > pausedAt }?.receivedAt }
+        let takeover = Duration.nanoseconds((firstAfter.max() ?? pausedAt).nanoseconds - pausedAt.nanoseconds)
+        // 2.7 to 3.6 s alone (lease 3 s); beside a parallel suite, only a bound a lost takeover would miss.
+        #expect(firstAfter.count == moved.count && takeover < .seconds(20), "the moved channels' pushes resumed \(takeover) after the pause")
         // The window was there: the resumed gateway withheld pushes it had queued.
         let metrics = try paused.patientAdmin.request("GET", "/metrics").text
         let withheld = metrics.split(separator: "\n").filter { $0.hasPrefix("touchline_apns_responses_total") && $0.contains(#"reason="withheld""#) }
             .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
-        print("paused owner: \(moved.count) channels moved, \(Int(withheld)) queued pushes withheld on waking")
+        print("paused owner: \(moved.count) channels moved, their pushes resumed \(takeover) after the pause (lease 3 s), \(Int(withheld)) queued pushes withheld on waking")
         #expect(!moved.isEmpty)
         #expect(withheld >= 1, "no push was waiting when the owner paused: \(metrics.split(separator: "\n").filter { $0.contains("apns_responses") })")
         for gateway in gateways { #expect(gateway.terminate() == 0) }

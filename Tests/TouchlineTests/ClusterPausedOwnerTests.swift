@@ -2,6 +2,7 @@ import APNsMock
 import Foundation
 import Glibc
 import NATSServers
+import Synchronization
 import Testing
 import TestSlots
 import Touchline
@@ -74,6 +75,73 @@ struct ClusterPausedOwnerTests {
         print("paused owner: \(moved.count) channels moved, their pushes resumed \(takeover) after the pause (lease 3 s), \(Int(withheld)) queued pushes withheld on waking")
         #expect(!moved.isEmpty)
         #expect(withheld >= 1, "no push was waiting when the owner paused: \(metrics.split(separator: "\n").filter { $0.contains("apns_responses") })")
+        for gateway in gateways { #expect(gateway.terminate() == 0) }
+    }
+
+    /// A quiet partition: the owner is stopped while the last events of its channels are in
+    /// it, and no more events come for them. Whatever it acknowledged (on waking, or before
+    /// stopping) reaches APNs: the new owner reads the logs to their end and writes its takeover
+    /// record after them, so a batch the stopped owner had stored is read, and one it had not is
+    /// refused to it and answered 503 (the provider sends it again).
+    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    func whatAPausedOwnerAcknowledgedOnAQuietPartitionReachesAPNs() async throws {
+        let cluster = try await NATSCluster.start()
+        let apns = try MockAPNsFixture()
+        defer { Task { await apns.shutDown(); withExtendedLifetime(cluster) {} } }
+        func serve(_ name: String) async throws -> ServeProcess {
+            let store = #"{"backend": "jetstream", "servers": [\#(cluster.urls.map { "\"\($0)\"" }.joined(separator: ","))], "instance": "\#(name)", "partitions": \#(ClusterGatewayTests.partitions)}"#
+            return try await ServeProcess(dataDirectory: apns.directory + "/\(name)", arguments: apns.serveArguments + ["--store", store, "--log-level", "notice"])
+        }
+        let gateways = [try await serve("g1"), try await serve("g2")]
+        let partitioning = ChannelPartitioning(count: ClusterGatewayTests.partitions)!
+        let channels = (1...16).map { "match-\($0)" }
+        try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
+        try await eventually("both gateways serving") { gateways.allSatisfy { !ClusterGatewayTests.served(by: $0).isEmpty } }
+        let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[1].patientAdmin)
+        let paused = gateways[0]
+        let quiet = channels.filter { ClusterGatewayTests.served(by: paused).contains(partitioning.partition(of: $0)) }
+        for id in quiet {
+            let first = try paused.patientAdmin.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": 1, "patch": {"minute": 1}}"#)
+            #expect(first.status == 202, "\(first.text)")
+        }
+        try await eventually("every quiet channel's first minute at APNs") {
+            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+            return quiet.allSatisfy { minutes[$0]?.contains(1) == true }
+        }
+
+        // The last event of every quiet channel, sent to its owner at once; the owner stopped
+        // a moment later, while some are inside it.
+        let answers = Mutex<[String: (status: Int, late: Bool)]>([:])
+        let stoppedAt = Mutex<ContinuousClock.Instant?>(nil)
+        let api = paused.admin.waiting(upTo: 60)
+        for id in quiet {
+            Thread {
+                let status = (try? api.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": 2, "patch": {"minute": 2}}"#))?.status ?? 0
+                let late = stoppedAt.withLock { $0 }.map { ContinuousClock.now > $0 } ?? false
+                answers.withLock { $0[id] = (status, late) }
+            }.start()
+        }
+        usleep(1_500)
+        kill(paused.process.pid, SIGSTOP)
+        stoppedAt.withLock { $0 = ContinuousClock.now }
+        try await Task.sleep(for: .seconds(6))
+        kill(paused.process.pid, SIGCONT)
+        try await eventually("every last event answered", timeout: .seconds(60)) { answers.withLock { $0.count } == quiet.count }
+
+        let acknowledged = answers.withLock { $0 }.filter { $0.value.status == 202 }.map(\.key)
+        try await eventually("every acknowledged last minute at APNs", timeout: .seconds(30)) {
+            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+            return acknowledged.allSatisfy { minutes[$0]?.contains(2) == true }
+        }
+        let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+        for id in quiet {
+            let seen = minutes[id] ?? []
+            #expect(seen == seen.sorted(), "\(id) went back in time at APNs: \(seen)")
+        }
+        let outcomes = answers.withLock { $0 }.values
+        print("quiet partitions: \(quiet.count) last events, \(acknowledged.count) acknowledged (\(outcomes.count { $0.status == 202 && $0.late }) of them after the stop), \(outcomes.count { $0.status != 202 }) refused")
+        #expect(!quiet.isEmpty)
+        #expect(outcomes.allSatisfy { [202, 503].contains($0.status) }, "\(answers.withLock { $0 })")
         for gateway in gateways { #expect(gateway.terminate() == 0) }
     }
 }

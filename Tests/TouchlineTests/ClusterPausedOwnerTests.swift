@@ -15,28 +15,36 @@ import TouchlineRuntime
 /// connection, so that the owner has pushes waiting when it stops.
 @Suite("A paused owner on a cluster", .heavy(weight: 3, long: true))
 struct ClusterPausedOwnerTests {
-    /// What the resumed gateway had queued is withheld at its last write (its fence lapsed during
-    /// the pause), so no channel's state ever goes back in time at APNs, though the other
-    /// gateway pushed newer states meanwhile; every acknowledged event's state reaches APNs.
-    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
-    func whatAPausedOwnerHadQueuedIsWithheldWhenItWakesAndNoStateGoesBackInTime() async throws {
+    static let channels = (1...16).map { "match-\($0)" }
+
+    /// Two `touchline serve` processes on a fresh 3-node cluster, sending to `apns`, with
+    /// ``channels`` created and both gateways serving; each channel's APNs channel id.
+    static func twoGateways(sendingTo apns: MockAPNsFixture) async throws -> (NATSCluster, [ServeProcess], [String: String]) {
         let cluster = try await NATSCluster.start()
-        let apns = try MockAPNsFixture { configuration in
-            configuration.faults.latency = .milliseconds(150)
-            configuration.initialMaxConcurrentStreams = 1
-            configuration.maxConcurrentStreams = 1
-        }
-        defer { Task { await apns.shutDown(); withExtendedLifetime(cluster) {} } }
         func serve(_ name: String) async throws -> ServeProcess {
             let store = #"{"backend": "jetstream", "servers": [\#(cluster.urls.map { "\"\($0)\"" }.joined(separator: ","))], "instance": "\#(name)", "partitions": \#(ClusterGatewayTests.partitions)}"#
             return try await ServeProcess(dataDirectory: apns.directory + "/\(name)", arguments: apns.serveArguments + ["--store", store, "--log-level", "notice"])
         }
         let gateways = [try await serve("g1"), try await serve("g2")]
-        let partitioning = ChannelPartitioning(count: ClusterGatewayTests.partitions)!
-        let channels = (1...16).map { "match-\($0)" }
         try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
         try await eventually("both gateways serving") { gateways.allSatisfy { !ClusterGatewayTests.served(by: $0).isEmpty } }
-        let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[1].patientAdmin)
+        return (cluster, gateways, try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[1].patientAdmin))
+    }
+
+    /// What the resumed gateway had queued is withheld at its last write (its fence lapsed during
+    /// the pause), so no channel's state ever goes back in time at APNs, though the other
+    /// gateway pushed newer states meanwhile; every acknowledged event's state reaches APNs.
+    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    func whatAPausedOwnerHadQueuedIsWithheldWhenItWakesAndNoStateGoesBackInTime() async throws {
+        let apns = try MockAPNsFixture { configuration in
+            configuration.faults.latency = .milliseconds(150)
+            configuration.initialMaxConcurrentStreams = 1
+            configuration.maxConcurrentStreams = 1
+        }
+        let (cluster, gateways, apnsIDs) = try await Self.twoGateways(sendingTo: apns)
+        defer { Task { await apns.shutDown(); withExtendedLifetime(cluster) {} } }
+        let partitioning = ChannelPartitioning(count: ClusterGatewayTests.partitions)!
+        let channels = Self.channels
 
         let load = EventLoad(channels: channels, gateways: gateways.map(\.patientAdmin))
         load.start()
@@ -85,19 +93,11 @@ struct ClusterPausedOwnerTests {
     /// refused to it and answered 503 (the provider sends it again).
     @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
     func whatAPausedOwnerAcknowledgedOnAQuietPartitionReachesAPNs() async throws {
-        let cluster = try await NATSCluster.start()
         let apns = try MockAPNsFixture()
+        let (cluster, gateways, apnsIDs) = try await Self.twoGateways(sendingTo: apns)
         defer { Task { await apns.shutDown(); withExtendedLifetime(cluster) {} } }
-        func serve(_ name: String) async throws -> ServeProcess {
-            let store = #"{"backend": "jetstream", "servers": [\#(cluster.urls.map { "\"\($0)\"" }.joined(separator: ","))], "instance": "\#(name)", "partitions": \#(ClusterGatewayTests.partitions)}"#
-            return try await ServeProcess(dataDirectory: apns.directory + "/\(name)", arguments: apns.serveArguments + ["--store", store, "--log-level", "notice"])
-        }
-        let gateways = [try await serve("g1"), try await serve("g2")]
         let partitioning = ChannelPartitioning(count: ClusterGatewayTests.partitions)!
-        let channels = (1...16).map { "match-\($0)" }
-        try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
-        try await eventually("both gateways serving") { gateways.allSatisfy { !ClusterGatewayTests.served(by: $0).isEmpty } }
-        let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[1].patientAdmin)
+        let channels = Self.channels
         let paused = gateways[0]
         let quiet = channels.filter { ClusterGatewayTests.served(by: paused).contains(partitioning.partition(of: $0)) }
         for id in quiet {

@@ -97,8 +97,7 @@ extension JetStreamChannelStore {
     /// never read: an export reads only what came after its channel's creation).
     func forgetRecordings(of batch: WriteBatch) {
         for case .deleteChannel(let channelID) in batch.operations {
-            if requests == nil { requests = try? NATSRequests(connection: jetStream.messaging, loop: loop) }
-            requests?.purge(stream: layout.recordingsStreamName, subject: layout.recordingSubject(of: channelID), timeout: .seconds(5)) { _ in }
+            apiRequests?.purge(stream: layout.recordingsStreamName, subject: layout.recordingSubject(of: channelID), timeout: .seconds(5)) { _ in }
         }
     }
 

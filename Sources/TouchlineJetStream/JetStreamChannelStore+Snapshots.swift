@@ -72,8 +72,7 @@ extension JetStreamChannelStore {
 
     /// Removes the messages of `log` before the snapshot at `sequence` (not waited for).
     private func trim(_ log: ChannelLogLayout.Log, below sequence: UInt64) {
-        if requests == nil { requests = try? NATSRequests(connection: jetStream.messaging, loop: loop) }
-        guard let requests else {
+        guard let requests = apiRequests else {
             snapshotCounts.withLock { $0.failedTrims += 1 }
             return
         }

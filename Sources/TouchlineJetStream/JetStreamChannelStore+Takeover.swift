@@ -1,5 +1,6 @@
-import Foundation
+import Dispatch
 import NATS
+import Synchronization
 import TouchlineCore
 import TouchlineStore
 
@@ -27,15 +28,15 @@ extension JetStreamChannelStore {
         for _ in 0..<Self.takeoverAttempts {
             try catchUp(partition: partition)
             let written = DispatchSemaphore(value: 0)
-            let outcome = LockedResult()
+            let outcome = Mutex<Result<Void, StoreError>?>(nil)
             loop.execute { [self] in
                 queueTakeover(of: partition, under: fence) { result in
-                    outcome.set(result)
+                    outcome.withLock { $0 = result }
                     written.signal()
                 }
             }
             written.wait()
-            switch outcome.get() {
+            switch outcome.withLock({ $0 }) ?? .failure(.storageFailure("no answer")) {
             case .success: return
             case .failure(let error) where isStale(partition):
                 // A write slipped in between the read and the record: read again.
@@ -88,12 +89,4 @@ extension JetStreamChannelStore {
     private func isStale(_ partition: Int) -> Bool {
         (try? loop.sync { [self] in stale.contains(partition) }) ?? false
     }
-}
-
-/// A result handed from the store's loop to the thread waiting for it.
-private final class LockedResult: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: Result<Void, StoreError> = .failure(.storageFailure("no answer"))
-    func set(_ value: Result<Void, StoreError>) { lock.withLock { result = value } }
-    func get() -> Result<Void, StoreError> { lock.withLock { result } }
 }

@@ -68,8 +68,9 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     var written: UInt64 = 0
     var schedule: SnapshotSchedule
     var snapshotQueued: Set<Int> = []
-    /// JetStream API requests sent from the loop (trimming a log), made on first use.
-    var requests: NATSRequests?
+    /// JetStream API requests sent from the loop (trimming a log, reading a message back), made
+    /// on first use (``apiRequests``).
+    private var requests: NATSRequests?
     let snapshotCounts = Mutex(SnapshotStatistics())
     private var closeWaiters: [DispatchSemaphore] = []
     /// Per log: the timer of its write in flight, repeating a publish that got no answer.
@@ -392,13 +393,19 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         }
     }
 
+    /// ``requests``, made on first use (on the loop). nil when the connection cannot take the
+    /// subscription for answers now (it is closed or lost): each caller has its way of failing.
+    var apiRequests: NATSRequests? {
+        if requests == nil { requests = try? NATSRequests(connection: jetStream.messaging, loop: loop) }
+        return requests
+    }
+
     /// After a lost answer and a refused repeat: the write was stored if the log's message at
     /// `sequence` carries its `id`. Otherwise another write took that place, and the log is
     /// read again before this store writes to it.
     private func storedEarlier(_ id: String, in log: ChannelLogLayout.Log, at sequence: UInt64, refusal: NATSError,
                                then done: @escaping @Sendable (Result<UInt64, StoreError>) -> Void) {
-        if requests == nil { requests = try? NATSRequests(connection: jetStream.messaging, loop: loop) }
-        guard let requests else {
+        guard let requests = apiRequests else {
             markStale(log)
             return done(.failure(.storageFailure("\(log): cannot ask whether a write whose answer was lost was stored; reading it again")))
         }

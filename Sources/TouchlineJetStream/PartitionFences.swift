@@ -33,9 +33,7 @@ public final class PartitionFences: Sendable {
 
     /// Whether `fence` still lets this gateway act for `partition` at this instant.
     public func holds(_ fence: Fence, of partition: Int) -> Bool {
-        let hold = holds.withLock { $0.indices.contains(partition) ? $0[partition] : nil }
-        guard let hold else { return false }
-        return hold.fence == fence && now() < hold.until
+        current(of: partition) == fence
     }
 
     /// The fence `partition` is held under now, if it is.

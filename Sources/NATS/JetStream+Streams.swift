@@ -26,12 +26,23 @@ extension JetStream {
         /// How long a message id is remembered for deduplication.
         public var duplicateWindow: Duration
         public var maximumMessageSize: Int?
-        /// The stream's size limit; a publish beyond it is refused (nothing old is dropped).
+        /// The stream's size limit (on each of its servers); what a publish beyond it meets is
+        /// ``whenFull``.
         public var maximumBytes: Int?
+        public var whenFull: WhenFull
+
+        /// What a full stream does with one more message.
+        public enum WhenFull: Sendable, Equatable {
+            /// Refuses it (nothing stored is ever dropped): logs whose every message counts.
+            case refuseNew
+            /// Drops its oldest messages to make room: records worth keeping only while fresh.
+            case dropOldest
+        }
 
         public init(name: String, subjects: [String], replicas: Int = 3, retention: Retention = .limits,
                     maximumAge: Duration? = nil, maximumMessagesPerSubject: Int? = nil,
-                    duplicateWindow: Duration = .seconds(120), maximumMessageSize: Int? = nil, maximumBytes: Int? = nil) {
+                    duplicateWindow: Duration = .seconds(120), maximumMessageSize: Int? = nil, maximumBytes: Int? = nil,
+                    whenFull: WhenFull = .refuseNew) {
             self.name = name
             self.subjects = subjects
             self.replicas = replicas
@@ -41,6 +52,7 @@ extension JetStream {
             self.duplicateWindow = duplicateWindow
             self.maximumMessageSize = maximumMessageSize
             self.maximumBytes = maximumBytes
+            self.whenFull = whenFull
         }
     }
 
@@ -86,7 +98,7 @@ extension JetStream {
                 config.Duplicates = settings.duplicateWindow.milliseconds * 1_000_000
                 config.MaxMsgSize = settings.maximumMessageSize.map(Int32.init) ?? -1
                 config.MaxBytes = settings.maximumBytes.map(Int64.init) ?? -1
-                config.Discard = settings.maximumBytes == nil ? js_DiscardOld : js_DiscardNew
+                config.Discard = settings.whenFull == .dropOldest ? js_DiscardOld : js_DiscardNew
                 let added = js_AddStream(&info, context, &config, nil, &code)
                 guard added != NATS_OK, code == JSStreamNameExistErr else { return added }
                 code = jsErrCode(0)
@@ -153,7 +165,7 @@ extension JetStream {
     /// that holds on several replicas, expect the stream's last sequence
     /// (``PublishConditions/expectedLastSequence``), not the key's: see docs/cluster.md.
     /// Creating an existing bucket with the same settings succeeds.
-    public func ensureKeyValueBucket(_ name: String, replicas: Int, history: Int, maximumValueSize: Int) throws(NATSError) {
+    public func ensureKeyValueBucket(_ name: String, replicas: Int, history: Int, maximumValueSize: Int, maximumBytes: Int?) throws(NATSError) {
         var config = kvConfig()
         try NATSError.check(kvConfig_Init(&config), "bucket settings")
         var bucket: OpaquePointer?
@@ -162,15 +174,35 @@ extension JetStream {
             config.Replicas = Int32(replicas)
             config.History = UInt8(clamping: history)
             config.MaxValueSize = Int32(maximumValueSize)
+            config.MaxBytes = maximumBytes.map(Int64.init) ?? -1
             config.StorageType = js_FileStorage
             return js_CreateKeyValue(&bucket, context, &config)
         }
         kvStore_Destroy(bucket)
         do {
             try NATSError.check(status, "create key-value bucket \(name)")
+        } catch where error.detail.contains("configuration is different") || error.detail.contains("with a different configuration") {
+            try limitExistingBucket(name, maximumBytes: maximumBytes)
         } catch {
             throw error.withJetStreamCodeOfItsWords
         }
+    }
+
+    /// Gives a bucket made before its size limit existed that limit, keeping the rest of the
+    /// settings the servers gave it (the C client creates buckets but does not update them).
+    private func limitExistingBucket(_ name: String, maximumBytes: Int?) throws(NATSError) {
+        let stream = "KV_\(name)"
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let read = js_GetStreamInfo(&info, context, stream, nil, &code)
+        defer { jsStreamInfo_Destroy(info) }
+        try NATSError.check(read, jetStreamCode: code, "read key-value bucket \(name)")
+        guard let config = info?.pointee.Config else { throw NATSError(status: NATS_ERR.rawValue, operation: "read key-value bucket \(name)", detail: "no settings") }
+        config.pointee.MaxBytes = maximumBytes.map(Int64.init) ?? -1
+        var updated: UnsafeMutablePointer<jsStreamInfo>?
+        let status = js_UpdateStream(&updated, context, config, nil, &code)
+        jsStreamInfo_Destroy(updated)
+        try NATSError.check(status, jetStreamCode: code, "limit key-value bucket \(name)")
     }
 
     /// The subject a bucket stores `key` under.

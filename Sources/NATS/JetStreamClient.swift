@@ -1,3 +1,4 @@
+import CNATS
 import TouchlineRuntime
 
 /// JetStream as the cluster code uses it: publishes acknowledged once stored (with
@@ -38,8 +39,9 @@ public protocol JetStreamClient: AnyObject, Sendable {
     func lastMessage(stream: String, subject: String) throws(NATSError) -> (payload: [UInt8], sequence: UInt64)?
 
     /// A key-value bucket: stream `KV_<name>` on subjects `$KV.<name>.>` keeping `history`
-    /// values per key. Creating an existing bucket with the same settings succeeds.
-    func ensureKeyValueBucket(_ name: String, replicas: Int, history: Int, maximumValueSize: Int) throws(NATSError)
+    /// values per key, refusing writes past `maximumBytes` (nil: unlimited). Creating an existing
+    /// bucket succeeds, and gives it `maximumBytes`.
+    func ensureKeyValueBucket(_ name: String, replicas: Int, history: Int, maximumValueSize: Int, maximumBytes: Int?) throws(NATSError)
 
     /// Every stored message on `subject` (wildcards allowed) from `start` on, once, in stream
     /// order, on `loop`, then every new one.
@@ -69,8 +71,20 @@ extension JetStreamClient {
     }
 
     /// A bucket keeping one value per key.
-    public func ensureKeyValueBucket(_ name: String, replicas: Int, maximumValueSize: Int = 1_024) throws(NATSError) {
-        try ensureKeyValueBucket(name, replicas: replicas, history: 1, maximumValueSize: maximumValueSize)
+    public func ensureKeyValueBucket(_ name: String, replicas: Int, maximumValueSize: Int = 1_024, maximumBytes: Int? = nil) throws(NATSError) {
+        try ensureKeyValueBucket(name, replicas: replicas, history: 1, maximumValueSize: maximumValueSize, maximumBytes: maximumBytes)
+    }
+
+    /// Creates or updates the stream as ``ensureStream(_:)`` does, but refuses, naming both
+    /// figures, to give a stream that refuses new messages when full a limit below what it
+    /// holds: it would refuse every write from then on.
+    @discardableResult
+    public func ensureBoundedStream(_ settings: JetStream.StreamSettings) throws(NATSError) -> JetStream.StreamState {
+        if let limit = settings.maximumBytes, settings.whenFull == .refuseNew, let state = try streamState(settings.name), state.bytes > limit {
+            throw NATSError(status: NATS_ERR.rawValue, operation: "limit stream \(settings.name)",
+                            detail: "it holds \(state.bytes) bytes, more than the limit of \(limit) it would get: raise the limit")
+        }
+        return try ensureStream(settings)
     }
 
     /// An ordered consumer without a delivery window.

@@ -32,6 +32,10 @@ public struct NATSError: Error, CustomStringConvertible, Sendable, Equatable {
     public var isWrongLastSequence: Bool { jetStreamCode == Int(JSStreamWrongLastSequenceErr.rawValue) }
     /// No answer in time: the outcome is unknown (the write may or may not be stored).
     public var isTimeout: Bool { status == NATS_TIMEOUT.rawValue }
+    /// The stream is at its size limit and refuses new messages (it keeps what it holds).
+    public var isStreamFull: Bool {
+        jetStreamCode == Int(JSStreamStoreFailedErr.rawValue) && (detail.contains("maximum bytes") || detail.contains("maximum messages"))
+    }
 
     /// The error with the JetStream code its words name, when it came without one: the C
     /// client's key-value calls pass on the servers' description but not their code.

@@ -84,7 +84,8 @@ package struct ClusterBackend: GatewayBackend {
             // Caught up in the background: a new gateway serves its channels at once while its copy
             // is built (docs/cluster.md, "The shared token registry").
             registry = try SharedTokenRegistry.open(jetStream: node.jetStream, layout: RegistryLogLayout(prefix: node.settings.prefix),
-                                                    replicas: node.settings.replicas, local: personalFile, loop: node.storeLoop,
+                                                    replicas: node.settings.replicas, maximumBytes: node.settings.limits.registryBytes,
+                                                    local: personalFile, loop: node.storeLoop,
                                                     waitForCatchUp: false)
         } catch {
             personalFile.close()

@@ -87,7 +87,7 @@ package struct ClusterMigration {
                                     loop: loop)
         var summary = Summary()
         let channels = try JetStreamChannelStore.open(jetStream: jetStream, layout: ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning),
-                                                      replicas: settings.replicas, loop: loop)
+                                                      replicas: settings.replicas, limits: settings.limits.channelLogs, loop: loop)
         defer { channels.close() }
         let channelReader = try SQLiteChannelReader(path: channelsPath)
         defer { channelReader.close() }
@@ -98,7 +98,7 @@ package struct ClusterMigration {
         let registry: SharedTokenRegistry
         do {
             registry = try SharedTokenRegistry.open(jetStream: jetStream, layout: RegistryLogLayout(prefix: settings.prefix), replicas: settings.replicas,
-                                                    local: personalFile, loop: loop)
+                                                    maximumBytes: settings.limits.registryBytes, local: personalFile, loop: loop)
         } catch {
             personalFile.close()
             throw error

@@ -40,6 +40,8 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     private let leaseTTL: Duration
     /// Events published straight to the cluster, taken for the partitions served here.
     private let ingest: DirectIngest
+    /// How full each stream and bucket is (`/metrics`).
+    let storage: ClusterStorageGauge
     let ingestLoop: EventLoop
     private let log: GatewayLog
     private let connectionState: ConnectionState
@@ -119,19 +121,24 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                 let layout = ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning)
                 let fences = PartitionFences(partitions: settings.partitions)
                 let store = try JetStreamChannelStore.open(jetStream: jetStream, layout: layout, replicas: settings.replicas, partitions: [],
+                                                           limits: settings.limits.channelLogs,
                                                            snapshots: SnapshotSchedule.Settings(minimumLogBytes: settings.snapshotLogBytes),
                                                            fences: fences, loop: storeLoop, clock: clock)
                 let ingest = DirectIngest(prefix: settings.prefix, jetStream: jetStream, connection: connection, loop: ingestLoop,
                                           log: log.named("ingest"))
-                try ingest.ensureStreams(replicas: settings.replicas)
+                try ingest.ensureStreams(replicas: settings.replicas, ingestBytes: settings.limits.ingestBytes,
+                                         rejectedBytes: settings.limits.rejectedBytes)
                 let relay = OwnershipRelay()
                 let leases = try LeaseSettings(partitionCount: settings.partitions)
-                let keeper = try PartitionLeaseKeeper.make(jetStream: jetStream, bucket: "\(settings.prefix)_leases", replicas: settings.replicas,
+                let keeper = try PartitionLeaseKeeper.make(jetStream: jetStream, bucket: PartitionLeaseKeeper.bucketName(prefix: settings.prefix), replicas: settings.replicas,
+                                                           maximumBytes: settings.limits.leasesBytes,
                                                            instance: settings.instance, settings: leases, fences: fences,
                                                            loop: ingestLoop) { relay.handler?($0) }
+                let storage = ClusterStorageGauge(jetStream: jetStream, streams: settings.limits.streams(layout: layout, ingest: ingest),
+                                                  loop: ingestLoop)
                 return ClusterNode(settings: settings, connection: connection, jetStream: jetStream, store: store, storeLoop: storeLoop, partitioning: partitioning,
-                                   keeper: keeper, fences: fences, relay: relay, leaseTTL: leases.leaseTTL, ingest: ingest, ingestLoop: ingestLoop,
-                                   connectionState: connectionState, log: log)
+                                   keeper: keeper, fences: fences, relay: relay, leaseTTL: leases.leaseTTL, ingest: ingest, storage: storage,
+                                   ingestLoop: ingestLoop, connectionState: connectionState, log: log)
             } catch {
                 connection.close()
                 throw error
@@ -147,8 +154,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
 
     private init(settings: JetStreamSettings, connection: any MessagingClient, jetStream: any JetStreamClient, store: JetStreamChannelStore, storeLoop: EventLoop,
                  partitioning: ChannelPartitioning, keeper: PartitionLeaseKeeper, fences: PartitionFences, relay: OwnershipRelay, leaseTTL: Duration, ingest: DirectIngest,
-                 ingestLoop: EventLoop, connectionState: ConnectionState, log: GatewayLog) {
+                 storage: ClusterStorageGauge, ingestLoop: EventLoop, connectionState: ConnectionState, log: GatewayLog) {
         self.ingest = ingest
+        self.storage = storage
         self.leaseTTL = leaseTTL
         self.settings = settings
         self.connection = connection
@@ -197,6 +205,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         let reconciler = ClusterReconciler(node: self, service: service, log: log)
         try reconciler.start()
         self.reconciler = reconciler
+        storage.start()
         try keeper.start()
     }
 
@@ -452,6 +461,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     func leave(done: @escaping () -> Void) {
         guard !hasLeft else { return done() }
         reconciler?.stop()
+        storage.stop()
         var called = false
         let once = { if !called { called = true; done() } }
         left.append(once)

@@ -4,8 +4,8 @@ import TouchlineJetStream
 
 /// What operators see of a cluster gateway (the `jetstream` store backend): in `/readyz`, its
 /// NATS connection and the partitions it serves; on `/metrics`, the same as gauges, the
-/// requests it handed to other gateways by outcome, what it did with partition snapshots, and
-/// its rounds of reconciliation with APNs' list-all. On the ingest loop.
+/// requests it handed to other gateways by outcome, what it did with partition snapshots, its
+/// rounds of reconciliation with APNs' list-all, and how full each stream is. On the ingest loop.
 struct ClusterOperatorView: BackendOperatorView {
     let cluster: ClusterNode
     /// This gateway's copy of the shared token registry.
@@ -74,6 +74,25 @@ struct ClusterOperatorView: BackendOperatorView {
             }
             orphans.add(reconciler.orphansDeleted, instance)
         }
-        return [connected, served, members, caughtUp, forwarded, snapshots, trimmed, rounds, orphans]
+        return [connected, served, members, caughtUp, forwarded, snapshots, trimmed, rounds, orphans] + storageFamilies()
+    }
+
+    /// Each stream's and bucket's size against its limit, as last read (the cluster's, so every
+    /// gateway reports the same; the alerts take the largest).
+    private func storageFamilies() -> [MetricFamily] {
+        var bytes = MetricFamily("touchline_cluster_stream_bytes",
+                                 help: "Bytes a stream or bucket of the cluster holds (on each of its servers), as last read.", kind: .gauge)
+        var limit = MetricFamily("touchline_cluster_stream_limit_bytes",
+                                 help: "The size limit the gateways gave the stream or bucket (store.limits); writes past it are refused.", kind: .gauge)
+        var messages = MetricFamily("touchline_cluster_stream_messages", help: "Messages a stream or bucket of the cluster holds, as last read.",
+                                    kind: .gauge)
+        let name = cluster.settings.instance.description
+        for reading in cluster.storage.readings {
+            let labels: MetricLabels = ["instance": name, "stream": reading.stream]
+            bytes.add(Int(clamping: reading.bytes), labels)
+            limit.add(reading.limitBytes, labels)
+            messages.add(Int(clamping: reading.messages), labels)
+        }
+        return [bytes, limit, messages]
     }
 }

@@ -41,14 +41,17 @@ final class DirectIngest: @unchecked Sendable {
     }
 
     /// Creates the ingest stream (each message removed once its owner has taken it) and the
-    /// stream of refused events (kept 7 days). Blocking: while the gateway starts.
-    func ensureStreams(replicas: Int) throws(NATSError) {
+    /// stream of refused events (kept 7 days, the oldest dropped first when full). A full ingest
+    /// stream refuses publishes: the provider's publish fails, nothing is dropped. Blocking:
+    /// while the gateway starts.
+    func ensureStreams(replicas: Int, ingestBytes: Int?, rejectedBytes: Int?) throws(NATSError) {
         try JetStream.retryingWhileForming { () throws(NATSError) in
-            try jetStream.ensureStream(.init(name: ingestStream, subjects: ["\(prefix).ingest.>"], replicas: replicas, retention: .workQueue))
+            try jetStream.ensureBoundedStream(.init(name: ingestStream, subjects: ["\(prefix).ingest.>"], replicas: replicas, retention: .workQueue,
+                                                    maximumBytes: ingestBytes))
         }
         try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: rejectedStream, subjects: ["\(prefix).rejected.>"], replicas: replicas,
-                                             maximumAge: .seconds(7 * 86_400)))
+                                             maximumAge: .seconds(7 * 86_400), maximumBytes: rejectedBytes, whenFull: .dropOldest))
         }
     }
 

@@ -113,7 +113,7 @@ final class SharedJobs: @unchecked Sendable {
                       store: any PersonalStoreWriter, reader: any PersonalStoreReader,
                       outbox: WebhookOutbox?, clock: any WallClock, log: GatewayLog) throws -> SharedJobs {
         let board = try SharedJobBoard.open(jetStream: cluster.jetStream, prefix: cluster.settings.prefix, replicas: cluster.settings.replicas,
-                                            loop: loop)
+                                            maximumBytes: cluster.settings.limits.jobsBytes, loop: loop)
         let registry = store as? SharedTokenRegistry
         let shared = SharedJobs(board: board, partitioning: cluster.partitioning, fences: cluster.fences, loop: loop, queues: queues,
                                 store: store, reader: reader,

@@ -26,7 +26,7 @@ public struct StoreSettings: Sendable, Equatable {
 
     /// Members of the `store` object besides `backend`: the cluster's.
     static let clusterMembers = ["servers", "instance", "token", "user", "password", "credentialsFile", "nkey", "tls", "prefix",
-                                 "replicas", "partitions", "snapshotLogBytes", "reconcileIntervalSeconds"]
+                                 "replicas", "partitions", "snapshotLogBytes", "reconcileIntervalSeconds", "limits"]
 
     /// Settings from JSON: `{"backend": "sqlite"}`, or `{"backend": "jetstream", "servers": [...], ...}`.
     init(json value: JSONValue, defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -90,10 +90,12 @@ public struct JetStreamSettings: Sendable, Equatable {
     /// apart is an orphan of a lost create and is deleted at Apple (docs/cluster.md,
     /// "Reconciliation with APNs' list-all"). Longer than any create takes to save its id.
     public var reconcileInterval: Duration
+    /// The size limit of every stream and bucket, each alerted on before it is reached.
+    public var limits: ClusterStorageLimits
 
     public init(servers: [String], instance: InstanceID, authentication: NATSSettings.Authentication = .none, tls: NATSSettings.TLS? = nil,
                 prefix: String = "touchline", replicas: Int = 3, partitions: Int = 64, snapshotLogBytes: Int = 262_144,
-                reconcileInterval: Duration = .seconds(600)) {
+                reconcileInterval: Duration = .seconds(600), limits: ClusterStorageLimits = ClusterStorageLimits()) {
         self.servers = servers
         self.instance = instance
         self.authentication = authentication
@@ -103,6 +105,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         self.partitions = partitions
         self.snapshotLogBytes = snapshotLogBytes
         self.reconcileInterval = reconcileInterval
+        self.limits = limits
     }
 
     init(members: [String: JSONValue], defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -133,6 +136,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         partitions = try ConfigurationMembers.integer(members, "partitions", 1...4096) ?? 64
         snapshotLogBytes = try ConfigurationMembers.integer(members, "snapshotLogBytes", 1_024...1_073_741_824) ?? 262_144
         reconcileInterval = .seconds(try ConfigurationMembers.integer(members, "reconcileIntervalSeconds", 1...86_400) ?? 600)
+        limits = try members["limits"].map { value throws(InvalidConfigurationValue) in try ClusterStorageLimits(json: value) } ?? ClusterStorageLimits()
     }
 
     /// At most one way to authenticate: a token, a user and password, a `.creds` file, or an nkey.
@@ -192,7 +196,7 @@ public struct JetStreamSettings: Sendable, Equatable {
                                     tls.expectedHostname.map { "host name \($0)" }].compactMap { $0 }.joined(separator: ", "))
         }
         parts += ["prefix: \(prefix)", "replicas: \(replicas)", "partitions: \(partitions)", "snapshotLogBytes: \(snapshotLogBytes)",
-                  "reconcileIntervalSeconds: \(reconcileInterval.components.seconds)"]
+                  "reconcileIntervalSeconds: \(reconcileInterval.components.seconds)", "limits: \(limits.summary)"]
         return parts.joined(separator: "; ")
     }
 }

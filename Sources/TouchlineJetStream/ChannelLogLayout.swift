@@ -30,6 +30,30 @@ public struct ChannelLogLayout: Sendable, Equatable {
         }
     }
 
+    /// How large each of the store's streams may grow on a server (nil: unlimited). A full log
+    /// refuses writes: its partition answers 503 while the others carry on.
+    public struct SizeLimits: Sendable, Equatable {
+        public var partitionLogBytes: Int?
+        public var globalLogBytes: Int?
+        public var recordingsBytes: Int?
+
+        public init(partitionLogBytes: Int? = nil, globalLogBytes: Int? = nil, recordingsBytes: Int? = nil) {
+            self.partitionLogBytes = partitionLogBytes
+            self.globalLogBytes = globalLogBytes
+            self.recordingsBytes = recordingsBytes
+        }
+
+        func bytes(of log: Log) -> Int? {
+            switch log {
+            case .partition: partitionLogBytes
+            case .global: globalLogBytes
+            }
+        }
+    }
+
+    /// The health probe's stream keeps one small message per store for a minute.
+    static let probeStreamBytes = 8 << 20
+
     /// Every log: the partitions', then the global one.
     public var logs: [Log] { (0..<partitioning.count).map(Log.partition) + [.global] }
 

@@ -28,7 +28,8 @@ public enum ClusterDescriptor {
     public static func agree(partitions: Int, prefix: String, replicas: Int, jetStream: any JetStreamClient, loop: EventLoop) throws {
         let stream = prefix.uppercased() + "_CLUSTER", subject = "\(prefix).cluster"
         try JetStream.retryingWhileForming { () throws(NATSError) in
-            try jetStream.ensureStream(.init(name: stream, subjects: [subject], replicas: replicas, maximumMessagesPerSubject: 1))
+            try jetStream.ensureStream(.init(name: stream, subjects: [subject], replicas: replicas, maximumMessagesPerSubject: 1,
+                                             maximumBytes: 1 << 20))
         }
         for _ in 0..<3 {
             if let recorded = try JetStream.retryingWhileForming({ () throws(NATSError) in try jetStream.lastMessage(stream: stream, subject: subject) }) {

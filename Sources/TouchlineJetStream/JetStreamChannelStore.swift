@@ -107,21 +107,23 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// are never attempted, whatever `snapshots` says. With `fences`, partition logs are
     /// written only under a takeover (``takeOver(partition:under:)``) whose fence holds.
     public static func open(jetStream: any JetStreamClient, layout: ChannelLogLayout, replicas: Int, partitions: [Int]? = nil,
+                            limits: ChannelLogLayout.SizeLimits = ChannelLogLayout.SizeLimits(),
                             snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(), fences: PartitionFences? = nil,
                             loop: EventLoop, clock: any WallClock = SystemClock()) throws -> JetStreamChannelStore {
         for log in layout.logs {
             try JetStream.retryingWhileForming { () throws(NATSError) in
-                try jetStream.ensureStream(.init(name: layout.streamName(of: log), subjects: [layout.subject(of: log)], replicas: replicas,
-                                                 duplicateWindow: .seconds(120)))
+                try jetStream.ensureBoundedStream(.init(name: layout.streamName(of: log), subjects: [layout.subject(of: log)], replicas: replicas,
+                                                        duplicateWindow: .seconds(120), maximumBytes: limits.bytes(of: log)))
             }
         }
         try JetStream.retryingWhileForming { () throws(NATSError) in
-            try jetStream.ensureStream(.init(name: layout.recordingsStreamName, subjects: layout.recordingsSubjects, replicas: replicas,
-                                             duplicateWindow: .seconds(120)))
+            try jetStream.ensureBoundedStream(.init(name: layout.recordingsStreamName, subjects: layout.recordingsSubjects, replicas: replicas,
+                                                    duplicateWindow: .seconds(120), maximumBytes: limits.recordingsBytes))
         }
         try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: layout.probeStreamName, subjects: layout.probeSubjects, replicas: replicas,
-                                             maximumAge: .seconds(60), maximumMessagesPerSubject: 1, duplicateWindow: .seconds(10)))
+                                             maximumAge: .seconds(60), maximumMessagesPerSubject: 1, duplicateWindow: .seconds(10),
+                                             maximumBytes: ChannelLogLayout.probeStreamBytes, whenFull: .dropOldest))
         }
         let writerID = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 36) }.joined()
         var snapshots = snapshots
@@ -374,6 +376,8 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             case .failure(let error) where error.isWrongLastSequence:
                 markStale(log)
                 done(.failure(.storageFailure("\(log) was written since this gateway read it (by another, or a write of its own whose answer was lost): \(error)")))
+            case .failure(let error) where error.isStreamFull:
+                done(.failure(.full("\(log) is full (store.limits): \(error)")))
             case .failure(let error) where error.jetStreamCode != 0:
                 // The stream answered and refused (full, say): trying again would change nothing.
                 done(.failure(.storageFailure("the cluster refused the batch: \(error)")))
@@ -423,9 +427,15 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         }
     }
 
+    /// A full log fails its own writes only: the store's health, which gates every write of
+    /// the gateway, is left as it is.
     private func finish<T>(_ result: Result<T, StoreError>, completion: @Sendable (Result<T, StoreError>) -> Void, done: @Sendable () -> Void) {
         let now = clock.now()
-        control.withLock { $0.record(result, at: now) }
+        if case .failure(let error) = result, error.isFull {
+            control.withLock { $0.statistics.failedBatches += 1 }
+        } else {
+            control.withLock { $0.record(result, at: now) }
+        }
         completion(result)
         done()
         if health.isFailing { scheduleProbe() }

@@ -51,14 +51,18 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     /// Set by ``abandon()``: answers still arriving change nothing and send nothing.
     private var abandoned = false
 
+    /// The lease bucket of the deployment named `prefix`.
+    public static func bucketName(prefix: String) -> String { "\(prefix)_leases" }
+
     /// Creates the bucket if needed (a JetStream request: call from a starting thread, not the
     /// loop) and a keeper for `instance`. Nothing happens until ``start()``.
     /// `fences` is told what the keeper holds after every input, for the last checks of side
-    /// effects on other threads.
-    public static func make(jetStream: any JetStreamClient, bucket: String, replicas: Int, instance: InstanceID, settings: LeaseSettings,
+    /// effects on other threads. `maximumBytes`: the bucket's size limit.
+    public static func make(jetStream: any JetStreamClient, bucket: String, replicas: Int, maximumBytes: Int? = nil, instance: InstanceID,
+                            settings: LeaseSettings,
                             fences: PartitionFences? = nil, loop: EventLoop,
                             onOwnership: @escaping (Ownership) -> Void) throws(NATSError) -> PartitionLeaseKeeper {
-        try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.ensureKeyValueBucket(bucket, replicas: replicas) }
+        try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.ensureKeyValueBucket(bucket, replicas: replicas, maximumBytes: maximumBytes) }
         let state = try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }
         let emptyThrough = (state?.messages ?? 0) == 0 ? state?.lastSequence ?? 0 : nil
         return PartitionLeaseKeeper(jetStream: jetStream, bucket: bucket, instance: instance, settings: settings, fences: fences, loop: loop,

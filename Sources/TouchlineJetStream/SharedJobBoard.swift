@@ -51,11 +51,15 @@ public final class SharedJobBoard: @unchecked Sendable {
     private let encoder = JSONEncoder()
     private let decoder = JSONDecoder()
 
-    /// Makes the bucket if needed (blocking: from a starting thread).
-    public static func open(jetStream: any JetStreamClient, prefix: String, replicas: Int, loop: EventLoop) throws(NATSError) -> SharedJobBoard {
-        let bucket = "\(prefix)_jobs"
+    /// The bucket of the deployment named `prefix`.
+    public static func bucketName(prefix: String) -> String { "\(prefix)_jobs" }
+
+    /// Makes the bucket if needed (blocking: from a starting thread); `maximumBytes` is its size limit.
+    public static func open(jetStream: any JetStreamClient, prefix: String, replicas: Int, maximumBytes: Int? = nil,
+                            loop: EventLoop) throws(NATSError) -> SharedJobBoard {
+        let bucket = bucketName(prefix: prefix)
         try JetStream.retryingWhileForming { () throws(NATSError) in
-            try jetStream.ensureKeyValueBucket(bucket, replicas: replicas, maximumValueSize: maximumValueSize)
+            try jetStream.ensureKeyValueBucket(bucket, replicas: replicas, maximumValueSize: maximumValueSize, maximumBytes: maximumBytes)
         }
         return SharedJobBoard(bucket: bucket, jetStream: jetStream, loop: loop)
     }

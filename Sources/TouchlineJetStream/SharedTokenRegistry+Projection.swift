@@ -48,11 +48,14 @@ extension SharedTokenRegistry {
     /// says when its copy can answer). Blocks: call it from a starting thread, never from `loop`. `applyLimit`: how long a list whose registry part the cluster
     /// acknowledged may wait for this copy to apply it before the list fails. Refuses a file that follows another log (one that ends before the
     /// file's recorded sequence, or whose beginning was removed), naming both positions.
-    public static func open(jetStream: any JetStreamClient, layout: RegistryLogLayout, replicas: Int, local: StoreWriter, loop: EventLoop,
+    /// `maximumBytes`: the log's size limit; registrations past it are refused.
+    public static func open(jetStream: any JetStreamClient, layout: RegistryLogLayout, replicas: Int, maximumBytes: Int? = nil,
+                            local: StoreWriter, loop: EventLoop,
                             clock: any WallClock = SystemClock(), applyLimit: Duration = .seconds(10),
                             waitForCatchUp: Bool = true) throws -> SharedTokenRegistry {
         let state = try JetStream.retryingWhileForming { () throws(NATSError) in
-            try jetStream.ensureStream(.init(name: layout.streamName, subjects: [layout.subject], replicas: replicas, duplicateWindow: .seconds(120)))
+            try jetStream.ensureBoundedStream(.init(name: layout.streamName, subjects: [layout.subject], replicas: replicas,
+                                                    duplicateWindow: .seconds(120), maximumBytes: maximumBytes))
         }
         let recorded = try waitForCompletion { local.registryLogSequence(completion: $0) }.get()
         guard recorded <= state.lastSequence else {

@@ -37,6 +37,17 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         .database(SQLiteError(code: SQLITE_IOERR, message: message, statement: nil))
     }
 
+    /// A part of the store at its size limit (a cluster's partition log): a storage failure
+    /// (503) for the writes to that part only, while the rest of the store stays writable.
+    public static func full(_ message: String) -> StoreError {
+        .database(SQLiteError(code: SQLITE_FULL, message: message, statement: nil))
+    }
+
+    /// Storage at its size limit: a full disk for SQLite, a full log for a cluster (``full(_:)``).
+    public var isFull: Bool {
+        if case .database(let error) = self { error.primaryCode == SQLITE_FULL } else { false }
+    }
+
     /// A write refused by the store's rules rather than its storage (a duplicate key, a key
     /// still held, a dead letter replayed already), from any backend: ``isStorageFailure`` is false.
     public static func refused(_ message: String) -> StoreError {

@@ -108,9 +108,9 @@ public final class InMemoryJetStream: JetStreamClient {
         let sequence: UInt64
     }
 
-    public func ensureKeyValueBucket(_ name: String, replicas: Int, history: Int, maximumValueSize: Int) throws(NATSError) {
+    public func ensureKeyValueBucket(_ name: String, replicas: Int, history: Int, maximumValueSize: Int, maximumBytes: Int?) throws(NATSError) {
         try ensureStream(.init(name: "KV_\(name)", subjects: ["$KV.\(name).>"], replicas: replicas, maximumMessagesPerSubject: history,
-                               maximumMessageSize: maximumValueSize))
+                               maximumMessageSize: maximumValueSize, maximumBytes: maximumBytes))
     }
 
     public func subscribeOrdered(to subject: String, from start: JetStream.DeliveryStart, loop: EventLoop, window: DeliveryWindow?,

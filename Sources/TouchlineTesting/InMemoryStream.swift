@@ -3,8 +3,9 @@ import TouchlineCore
 
 /// One JetStream stream held in memory: its messages in sequence order and the rules a server
 /// applies when storing (the compare-and-set on the stream's last sequence, then deduplication by
-/// message id, size limits, per-subject history, age). A value with no I/O: the in-memory
-/// cluster owns one per stream and decides what to deliver from what it returns.
+/// message id, size limits, refusing or dropping the oldest when full, per-subject history,
+/// age). A value with no I/O: the in-memory cluster owns one per stream and decides what to
+/// deliver from what it returns.
 struct InMemoryStream: Sendable {
     struct Message: Sendable {
         var subject: String
@@ -61,7 +62,12 @@ struct InMemoryStream: Sendable {
             return .failure(.messageTooLarge(operation: operation))
         }
         if let limit = settings.maximumBytes, bytes + message.size > limit {
-            return .failure(.storeRefused("maximum bytes exceeded", operation: operation))
+            guard settings.whenFull == .dropOldest, message.size <= limit else {
+                return .failure(.storeRefused("maximum bytes exceeded", operation: operation))
+            }
+            var dropped = 0, freed = 0
+            while bytes - freed + message.size > limit { freed += messages[dropped].size; dropped += 1 }
+            remove(Set(0..<dropped))
         }
         lastSequence += 1
         messages.append(message)

@@ -167,7 +167,7 @@ struct JetStreamContractTests {
             let client = try BackendClient(cluster)
             try client.jetStream.ensureKeyValueBucket("leases", replicas: 1)
             try client.jetStream.ensureKeyValueBucket("leases", replicas: 1)
-            try client.jetStream.ensureKeyValueBucket("jobs", replicas: 1, history: 2, maximumValueSize: 64)
+            try client.jetStream.ensureKeyValueBucket("jobs", replicas: 1, history: 2, maximumValueSize: 64, maximumBytes: nil)
             let p0 = JetStream.keySubject(bucket: "leases", key: "partition.0")
 
             let created = try await client.publish("a", to: p0, conditions: .init(expectedLastSequence: 0)).get()
@@ -188,6 +188,45 @@ struct JetStreamContractTests {
             #expect(try client.jetStream.lastMessage(stream: "KV_jobs", subject: "$KV.jobs.job.7").map { String(decoding: $0.payload, as: UTF8.self) } == "3")
             #expect(try client.jetStream.lastMessage(stream: "KV_jobs", subject: "$KV.jobs.job.8") == nil)
             #expect(tooLarge.failure != nil && tooLarge.failure?.isTimeout == false, "\(tooLarge)")
+        }
+    }
+
+    @Test(arguments: NATSBackend.allCases)
+    func aFullStreamRefusesOrDropsItsOldestAndNoLimitIsSetBelowWhatAStreamHolds(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let client = try BackendClient(cluster)
+            let value = String(repeating: "x", count: 1_500)
+            // About 1,500 bytes a message as either counts it (a server adds a few dozen): two fit in 4 KiB, three do not.
+            try client.jetStream.ensureBoundedStream(.init(name: "LOG", subjects: ["log.>"], replicas: 1, maximumBytes: 4_096))
+            try client.jetStream.ensureStream(.init(name: "REJECTED", subjects: ["rejected.>"], replicas: 1, maximumBytes: 4_096,
+                                                    whenFull: .dropOldest))
+            for _ in 0..<2 { _ = try await client.publish(value, to: "log.p0").get() }
+            let refused = await client.publish(value, to: "log.p0")
+            for _ in 0..<3 { _ = try await client.publish(value, to: "rejected.p0").get() }
+            let logState = try #require(try client.jetStream.streamState("LOG"))
+            let rejectedState = try #require(try client.jetStream.streamState("REJECTED"))
+
+            #expect(refused.failure != nil && refused.failure?.isTimeout == false && refused.failure?.isWrongLastSequence == false, "\(refused)")
+            #expect(logState.messages == 2 && logState.firstSequence == 1 && logState.lastSequence == 2, "nothing stored was dropped")
+            #expect(rejectedState.messages == 2 && rejectedState.firstSequence == 2 && rejectedState.lastSequence == 3, "the oldest went")
+
+            // A limit below what the log holds would refuse every write from then on: refused, naming both figures.
+            let lowered = Result { () throws(NATSError) in
+                try client.jetStream.ensureBoundedStream(.init(name: "LOG", subjects: ["log.>"], replicas: 1, maximumBytes: 2_048))
+            }
+            #expect(lowered.failure?.description.contains("holds \(logState.bytes) bytes") == true, "\(lowered)")
+            #expect(lowered.failure?.description.contains("2048") == true, "\(lowered)")
+            try client.jetStream.ensureBoundedStream(.init(name: "LOG", subjects: ["log.>"], replicas: 1, maximumBytes: 8_192))
+            _ = try await client.publish(value, to: "log.p0").get()
+
+            // A bucket made without a limit gets one when it is ensured again with it.
+            try client.jetStream.ensureKeyValueBucket("jobs", replicas: 1, maximumValueSize: 4_096)
+            for key in 1...3 { _ = try await client.publish(value, to: JetStream.keySubject(bucket: "jobs", key: "k\(key)")).get() }
+            try client.jetStream.ensureKeyValueBucket("jobs", replicas: 1, maximumValueSize: 4_096, maximumBytes: 8_192)
+            for key in 4...5 { _ = try await client.publish(value, to: JetStream.keySubject(bucket: "jobs", key: "k\(key)")).get() }
+            let bucketFull = await client.publish(value, to: JetStream.keySubject(bucket: "jobs", key: "k6"))
+            #expect(bucketFull.failure != nil && bucketFull.failure?.isTimeout == false, "\(bucketFull)")
+            #expect(try client.jetStream.streamState("KV_jobs")?.messages == 5)
         }
     }
 

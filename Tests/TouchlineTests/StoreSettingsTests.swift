@@ -16,7 +16,8 @@ import TouchlineCore
         let file = try files.write("cluster.json", """
             {"store": {"backend": "jetstream", "servers": ["nats://10.0.0.1:4222", "tls://10.0.0.2:4222"], "instance": "gw-1",
                        "credentialsFile": "/etc/touchline/gw.creds", "tls": {"caFile": "/etc/touchline/nats-ca.pem"},
-                       "prefix": "league", "replicas": 5, "partitions": 128, "snapshotLogBytes": 65536}}
+                       "prefix": "league", "replicas": 5, "partitions": 128, "snapshotLogBytes": 65536,
+                       "limits": {"partitionLogBytes": 134217728, "registryBytes": 8589934592}}}
             """)
         let configuration = try GatewayConfiguration.load(arguments: ["--config", file], environment: GatewayConfigurationTests.dev)
         let cluster = try #require(configuration.store.jetStream)
@@ -26,6 +27,11 @@ import TouchlineCore
         #expect(cluster.authentication == .credentialsFile("/etc/touchline/gw.creds"))
         #expect(cluster.tls == NATSSettings.TLS(caFile: "/etc/touchline/nats-ca.pem"))
         #expect(cluster.prefix == "league" && cluster.replicas == 5 && cluster.partitions == 128 && cluster.snapshotLogBytes == 65_536)
+        var limits = ClusterStorageLimits()
+        limits.partitionLogBytes = 128 << 20
+        limits.registryBytes = 8 << 30
+        #expect(cluster.limits == limits, "the members given, the others' defaults")
+        #expect(limits.total(partitions: 128) == 128 * (128 << 20) + (256 << 20) + (10 << 30) + (8 << 30) + (1 << 30) + 2 * (256 << 20) + (16 << 20))
 
         // Later sources replace the whole object; members left out take their defaults.
         let flagged = try GatewayConfiguration.load(
@@ -65,6 +71,11 @@ import TouchlineCore
          "store settings members tls.certificateFile and tls.keyFile go together"),
         (#"{"backend": "jetstream", "servers": ["nats://n1"], "tls": {"ca": "/c.pem"}}"#, "store settings has unknown key 'tls.ca'"),
         (#"{"backend": "jetstream", "server": ["nats://n1"]}"#, "store settings has unknown key 'server' (did you mean 'servers'?)"),
+        (#"{"backend": "jetstream", "servers": ["nats://n1"], "limits": {"partitionLogBytes": 100}}"#,
+         "store settings member limits.partitionLogBytes must be a whole number from 1048576 to 1099511627776"),
+        (#"{"backend": "jetstream", "servers": ["nats://n1"], "limits": {"partitionLogByte": 1048576}}"#,
+         "store settings has unknown key 'limits.partitionLogByte' (did you mean 'partitionLogBytes'?)"),
+        (#"{"backend": "jetstream", "servers": ["nats://n1"], "limits": 5}"#, "store settings member limits must be an object"),
     ]
 
     @Test func eachBadValueIsRefusedInOneLineNamingTheMemberAndItsSource() throws {

@@ -1,0 +1,65 @@
+import TouchlineCore
+
+/// The size limit of every stream and bucket the gateways keep on a cluster (`store.limits`,
+/// one JSON object; docs/scale-out.md, "Sizing the cluster"). Each is what one server holds of
+/// that stream; a replicated stream weighs it on each of its replicas.
+///
+/// Every limit refuses writes past it (the rejected-events stream drops its oldest instead),
+/// so one stream filling up answers 503 for what it holds and leaves the rest of the cluster
+/// writable: the servers' own `max_file_store` is one budget for all of them, and a cluster
+/// that reached it would refuse every partition's writes at once. Gateways report how full each
+/// stream is (`touchline_cluster_stream_bytes` against `touchline_cluster_stream_limit_bytes`)
+/// and the alerts fire at 80 % and 95 %.
+public struct ClusterStorageLimits: Sendable, Equatable {
+    /// Each partition log: its snapshot, twice during a snapshot's write, plus the batches since
+    /// (`snapshotLogBytes` or the snapshot's size, whichever is more).
+    public var partitionLogBytes = 64 << 20
+    /// The log of batches that concern no channel (a few webhook outcomes).
+    public var globalLogBytes = 256 << 20
+    /// Recorded feeds; holds `recordings.maxRecordedBytes` of event bodies with their subjects and headers.
+    public var recordingsBytes = 10 << 30
+    /// The token registry's log (about 120 bytes per registration).
+    public var registryBytes = 4 << 30
+    /// Events published straight to the cluster and not yet taken by their owner.
+    public var ingestBytes = 1 << 30
+    /// Directly published events that were refused (kept 7 days; the oldest go first when full).
+    public var rejectedBytes = 256 << 20
+    /// The personal jobs' bucket: each job, its slices' checkpoints, until it expires.
+    public var jobsBytes = 256 << 20
+    /// The lease bucket: one small entry per partition and per gateway.
+    public var leasesBytes = 16 << 20
+
+    public init() {}
+
+    static let names = ["partitionLogBytes", "globalLogBytes", "recordingsBytes", "registryBytes", "ingestBytes", "rejectedBytes",
+                        "jobsBytes", "leasesBytes"]
+
+    /// Limits from JSON; every member is optional, from 1 MiB to 1 TiB.
+    init(json value: JSONValue) throws(InvalidConfigurationValue) {
+        self.init()
+        let members = try ConfigurationMembers.members(of: value, allowed: Self.names, path: "limits")
+        let range = (1 << 20)...(1 << 40)
+        func limit(_ name: String, _ current: Int) throws(InvalidConfigurationValue) -> Int {
+            try ConfigurationMembers.integer(members, "limits.\(name)", range, key: name) ?? current
+        }
+        partitionLogBytes = try limit("partitionLogBytes", partitionLogBytes)
+        globalLogBytes = try limit("globalLogBytes", globalLogBytes)
+        recordingsBytes = try limit("recordingsBytes", recordingsBytes)
+        registryBytes = try limit("registryBytes", registryBytes)
+        ingestBytes = try limit("ingestBytes", ingestBytes)
+        rejectedBytes = try limit("rejectedBytes", rejectedBytes)
+        jobsBytes = try limit("jobsBytes", jobsBytes)
+        leasesBytes = try limit("leasesBytes", leasesBytes)
+    }
+
+    /// As `--check-config` shows them.
+    var summary: String {
+        let values = [partitionLogBytes, globalLogBytes, recordingsBytes, registryBytes, ingestBytes, rejectedBytes, jobsBytes, leasesBytes]
+        return zip(Self.names, values).map { "\($0) \($1)" }.joined(separator: ", ")
+    }
+
+    /// What one server holds at most, all partitions' logs together, for `max_file_store`.
+    public func total(partitions: Int) -> Int {
+        partitions * partitionLogBytes + globalLogBytes + recordingsBytes + registryBytes + ingestBytes + rejectedBytes + jobsBytes + leasesBytes
+    }
+}

@@ -1,0 +1,69 @@
+import Testing
+import TestSlots
+import Touchline
+import TouchlineCore
+import TouchlineTesting
+
+/// Every stream of a cluster has a limit of its own (`store.limits`): a partition log whose
+/// state outgrows it refuses its own partition's writes (503 naming the reason) while every
+/// other partition carries on, raising the limit lets it write again, and `/metrics` shows each
+/// stream against its limit.
+@Suite("Cluster storage limits", .gatewaysInProcess)
+struct ClusterStorageLimitTests {
+    static let partitionLogBytes = 32_768
+
+    static func limited(_ bytes: Int) -> (inout GatewayConfiguration) -> Void {
+        { configuration in configuration.store.jetStream?.limits.partitionLogBytes = bytes }
+    }
+
+    @Test func aFullPartitionLogRefusesOnlyItsOwnWritesAndARaisedLimitLetsItWriteAgain() async throws {
+        let cluster = InProcessCluster()
+        defer { cluster.shutDown() }
+        let gateway = try await cluster.serving(["g1"], configure: Self.limited(Self.partitionLogBytes))[0]
+        let api = gateway.patientAdmin
+        let partitioning = ChannelPartitioning(count: ClusterGatewayTests.partitions)!
+        let candidates = (1...64).map { "match-\($0)" }
+        let full = partitioning.partition(of: candidates[0])
+        // Three channels of one partition, and one of another.
+        let crowded = Array(candidates.filter { partitioning.partition(of: $0) == full }.prefix(3))
+        let elsewhere = try #require(candidates.first { partitioning.partition(of: $0) != full })
+        try #require(crowded.count == 3)
+        try await ClusterGatewayTests.create(crowded + [elsewhere], through: [api])
+        let logStream = "TOUCHLINE_LOG_\(full)"
+        let client = InMemoryJetStream(cluster.cluster.connect(name: "observer"))
+
+        // A long match: snapshots trim the log as it goes, but the partition's state (each
+        // channel's events) grows until the snapshot, twice during its write, no longer fits.
+        let text = String(repeating: "a", count: 500)
+        var refusal: GatewayTestClient.Response?
+        var trimmedBeforeFull = false
+        for seq in 1...1_000 where refusal == nil {
+            let answer = try api.request("POST", "/v1/channels/\(crowded[seq % 3])/events",
+                                         json: #"{"seq": \#(seq), "patch": {"minute": \#(seq), "commentary": "\#(text)"}}"#)
+            if answer.status != 202 { refusal = answer }
+            if try client.streamState(logStream).map({ $0.firstSequence > 1 }) == true { trimmedBeforeFull = true }
+        }
+        let refused = try #require(refusal, "1,000 events all fitted in a log of \(Self.partitionLogBytes) bytes")
+        #expect(trimmedBeforeFull, "the log was trimmed below a snapshot before it filled")
+        #expect(refused.status == 503 && refused.text.contains("partition \(full) is full (store.limits)"), "\(refused.text)")
+        #expect(try client.streamState(logStream).map { $0.bytes <= UInt64(Self.partitionLogBytes) } == true)
+        // Every other partition carries on.
+        for seq in 1...5 {
+            let answer = try api.request("POST", "/v1/channels/\(elsewhere)/events", json: #"{"seq": \#(seq), "patch": {"minute": \#(seq)}}"#)
+            #expect(answer.status == 202, "\(elsewhere) seq \(seq): \(answer.text)")
+        }
+        let metrics = try api.request("GET", "/metrics").text
+        #expect(metricValue(metrics, #"touchline_cluster_stream_limit_bytes{instance="g1",stream="\#(logStream)"}"#) == Double(Self.partitionLogBytes),
+                "\(metrics)")
+        #expect(metricValue(metrics, #"touchline_cluster_stream_limit_bytes{instance="g1",stream="KV_touchline_jobs"}"#) == Double(256 << 20))
+        #expect(metricValue(metrics, #"touchline_cluster_stream_bytes{instance="g1",stream="\#(logStream)"}"#) != nil, "\(metrics)")
+
+        // A gateway started with a larger limit gives the log room again.
+        await gateway.shutDown()
+        let raised = try cluster.add(["g2"], configure: Self.limited(4 * Self.partitionLogBytes))[0]
+        try await eventually("\(crowded[0]) takes events again") {
+            (try? raised.patientAdmin.request("POST", "/v1/channels/\(crowded[0])/events",
+                                             json: #"{"seq": 401, "patch": {"minute": 401, "commentary": "\#(text)"}}"#))?.status == 202
+        }
+    }
+}

@@ -37,6 +37,10 @@ struct ClusterOperatorView: BackendOperatorView {
                                   help: "Partitions whose channels this gateway runs now (it holds their leases and has read their logs).",
                                   kind: .gauge)
         served.add(cluster.servedPartitions.count, instance)
+        var partitions = MetricFamily("touchline_cluster_partitions",
+                                      help: "Partitions the cluster's channels are spread over (store.partitions; the same on every gateway).",
+                                      kind: .gauge)
+        partitions.add(cluster.partitioning.count, instance)
         var members = MetricFamily("touchline_cluster_members", help: "Gateways this one counts as live members of the cluster, itself included.",
                                    kind: .gauge)
         members.add(cluster.liveMembers.count, instance)
@@ -74,7 +78,7 @@ struct ClusterOperatorView: BackendOperatorView {
             }
             orphans.add(reconciler.orphansDeleted, instance)
         }
-        return [connected, served, members, caughtUp, forwarded, snapshots, trimmed, rounds, orphans] + storageFamilies()
+        return [connected, served, partitions, members, caughtUp, forwarded, snapshots, trimmed, rounds, orphans] + storageFamilies()
     }
 
     /// Each stream's and bucket's size against its limit, as last read (the cluster's, so every

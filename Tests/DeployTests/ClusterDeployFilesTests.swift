@@ -56,7 +56,7 @@ struct ClusterDeployFilesTests {
         #expect(used.count >= 3)
         for metric in used { #expect(metrics.contains("`\(metric)`"), "\(metric) is not in docs/metrics.md") }
         let alerts = rules.matches(of: /- alert: (\w+)/).map { String($0.1) }
-        #expect(alerts.count == 3)
+        #expect(alerts.count == 5)
         for alert in alerts { #expect(guide.contains("`\(alert)`"), "\(alert) is not explained in docs/operations.md") }
     }
 }

@@ -79,6 +79,9 @@ final class SharedJobs: @unchecked Sendable {
     private var heldUnder: [Int: Fence] = [:]
     /// The leases' holds, which every send and save of a slice checks as it leaves.
     private let fences: PartitionFences
+    /// When finished jobs leave the bucket and this gateway's memory.
+    private(set) var expiry: FinishedJobExpiry
+    private var expiryTimer: LoopTimer?
     /// Slices started here since the start (figures and tests).
     private(set) var slicesStarted = 0
     /// Jobs whose definition this gateway's file holds: a copy, marked done, written with the
@@ -91,8 +94,9 @@ final class SharedJobs: @unchecked Sendable {
          store: any PersonalStoreWriter,
          reader: any PersonalStoreReader, registryPosition: @escaping @Sendable () -> UInt64,
          registryTarget: @escaping @Sendable () -> UInt64, instance: String, outbox: WebhookOutbox?,
-         clock: any WallClock, log: GatewayLog) {
+         finishedJobRetention: Duration, clock: any WallClock, log: GatewayLog) {
         self.board = board
+        expiry = FinishedJobExpiry(retention: finishedJobRetention)
         self.fences = fences
         self.loop = loop
         self.queues = queues
@@ -119,20 +123,26 @@ final class SharedJobs: @unchecked Sendable {
                                 store: store, reader: reader,
                                 registryPosition: { registry?.appliedSequence ?? 0 },
                                 registryTarget: { registry?.catchUpTarget.load(ordering: .acquiring) ?? 0 }, instance: cluster.settings.instance.name,
-                                outbox: outbox, clock: clock, log: log)
+                                outbox: outbox, finishedJobRetention: cluster.settings.finishedJobRetention, clock: clock, log: log)
         try loop.sync { queues.all.forEach { $0.jobBoard = shared } }
         try shared.start()
         return shared
     }
 
-    /// Starts watching the bucket (blocking: from the starting thread).
+    /// Starts watching the bucket (blocking: from the starting thread) and sweeping expired jobs.
     func start() throws {
         try board.start(onChange: { [weak self] change in self?.observed(change) },
                         onUnreadable: { [weak self] key in self?.log.error("the job bucket's key \(key) cannot be read; it is skipped") })
+        try loop.sync { [self] in
+            let timer = LoopTimer(loop: loop) { [weak self] in self?.sweepExpiredJobs() }
+            expiryTimer = timer
+            timer.schedule(after: expiry.sweepInterval)
+        }
     }
 
     func stop() {
         board.stop()
+        expiryTimer?.cancel()
         registryTimer?.cancel()
         retryTimer?.cancel()
         startTimer?.cancel()
@@ -163,6 +173,7 @@ final class SharedJobs: @unchecked Sendable {
                                             startAt: entry.startAtNanoseconds.map(UnixTime.init(nanoseconds:))))
             if let answer = entry.idempotency { idempotentAnswers[entry.id] = answer }
             if let counters = entry.finished {
+                expiry.finished(entry.id, at: entry.finishedAtNanoseconds.map(UnixTime.init(nanoseconds:)) ?? clock.now())
                 entries[entry.id] = nil
                 finishedJobs[entry.id] = FinishedJob(counters: counters, startAt: entry.startAtNanoseconds.map(UnixTime.init(nanoseconds:)),
                                                      withdrawn: entry.withdrawn == true)
@@ -189,8 +200,39 @@ final class SharedJobs: @unchecked Sendable {
         case .withdrawn(let jobID, let revision):
             plan.cancellationRecorded(jobID, revision: revision)
             settleWithdrawal(of: jobID)
+        case .removed(let jobID):
+            expiry.removed(jobID, seenAt: clock.now())
+            plan.jobChanged(jobID, nil)
+            entries[jobID] = nil
+            finishedJobs[jobID] = nil
+            idempotentAnswers[jobID] = nil
+            cancelled[jobID] = nil
+            saved = saved.filter { $0.key.jobID != jobID }
         }
         act()
+    }
+
+    /// Removes the finished jobs past their retention from the bucket and purges the keys of
+    /// those removed a sweep ago, while this gateway holds partition 0 (the sweeper); each write
+    /// leaves only while that hold does. Then sweeps again a sweep interval later.
+    private func sweepExpiredJobs() {
+        defer { expiryTimer?.schedule(after: expiry.sweepInterval) }
+        let sweeperFence = heldUnder[0].map { fences.fence(of: 0, $0) }
+        for action in expiry.sweep(at: clock.now(), isSweeper: sweeperFence != nil) {
+            switch action {
+            case .remove(let jobID):
+                guard let sweeperFence else { continue }
+                board.remove(jobID: jobID, fence: sweeperFence) { [self] result in
+                    guard case .failure(let error) = result else { return }
+                    expiry.removeFailed(jobID)
+                    log.warning("removing the expired job from the bucket failed: \(error); trying again at the next sweep", job: jobID)
+                }
+            case .purge(let jobID):
+                board.purge(jobID: jobID) { [self] result in
+                    if case .failure(let error) = result { log.warning("purging the removed job's keys failed: \(error); they stay", job: jobID) }
+                }
+            }
+        }
     }
 
     /// A slice run ended here (finished and saved): the plan may finish its job.

@@ -26,7 +26,8 @@ public struct StoreSettings: Sendable, Equatable {
 
     /// Members of the `store` object besides `backend`: the cluster's.
     static let clusterMembers = ["servers", "instance", "token", "user", "password", "credentialsFile", "nkey", "tls", "prefix",
-                                 "replicas", "partitions", "snapshotLogBytes", "reconcileIntervalSeconds", "limits"]
+                                 "replicas", "partitions", "snapshotLogBytes", "reconcileIntervalSeconds", "limits",
+                                 "finishedJobRetentionSeconds"]
 
     /// Settings from JSON: `{"backend": "sqlite"}`, or `{"backend": "jetstream", "servers": [...], ...}`.
     init(json value: JSONValue, defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -92,10 +93,14 @@ public struct JetStreamSettings: Sendable, Equatable {
     public var reconcileInterval: Duration
     /// The size limit of every stream and bucket, each alerted on before it is reached.
     public var limits: ClusterStorageLimits
+    /// How long a finished personal job stays in the job bucket (and its status, counts and
+    /// idempotent answer on the API) before it is removed (docs/cluster.md, "Finished jobs expire").
+    public var finishedJobRetention: Duration
 
     public init(servers: [String], instance: InstanceID, authentication: NATSSettings.Authentication = .none, tls: NATSSettings.TLS? = nil,
                 prefix: String = "touchline", replicas: Int = 3, partitions: Int = 64, snapshotLogBytes: Int = 262_144,
-                reconcileInterval: Duration = .seconds(600), limits: ClusterStorageLimits = ClusterStorageLimits()) {
+                reconcileInterval: Duration = .seconds(600), limits: ClusterStorageLimits = ClusterStorageLimits(),
+                finishedJobRetention: Duration = .seconds(7 * 86_400)) {
         self.servers = servers
         self.instance = instance
         self.authentication = authentication
@@ -106,6 +111,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         self.snapshotLogBytes = snapshotLogBytes
         self.reconcileInterval = reconcileInterval
         self.limits = limits
+        self.finishedJobRetention = finishedJobRetention
     }
 
     init(members: [String: JSONValue], defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -137,6 +143,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         snapshotLogBytes = try ConfigurationMembers.integer(members, "snapshotLogBytes", 1_024...1_073_741_824) ?? 262_144
         reconcileInterval = .seconds(try ConfigurationMembers.integer(members, "reconcileIntervalSeconds", 1...86_400) ?? 600)
         limits = try members["limits"].map { value throws(InvalidConfigurationValue) in try ClusterStorageLimits(json: value) } ?? ClusterStorageLimits()
+        finishedJobRetention = .seconds(try ConfigurationMembers.integer(members, "finishedJobRetentionSeconds", 60...(90 * 86_400)) ?? 7 * 86_400)
     }
 
     /// At most one way to authenticate: a token, a user and password, a `.creds` file, or an nkey.
@@ -196,7 +203,8 @@ public struct JetStreamSettings: Sendable, Equatable {
                                     tls.expectedHostname.map { "host name \($0)" }].compactMap { $0 }.joined(separator: ", "))
         }
         parts += ["prefix: \(prefix)", "replicas: \(replicas)", "partitions: \(partitions)", "snapshotLogBytes: \(snapshotLogBytes)",
-                  "reconcileIntervalSeconds: \(reconcileInterval.components.seconds)", "limits: \(limits.summary)"]
+                  "reconcileIntervalSeconds: \(reconcileInterval.components.seconds)", "limits: \(limits.summary)",
+                  "finishedJobRetentionSeconds: \(finishedJobRetention.components.seconds)"]
         return parts.joined(separator: "; ")
     }
 }

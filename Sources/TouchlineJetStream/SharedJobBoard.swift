@@ -36,6 +36,8 @@ public final class SharedJobBoard: @unchecked Sendable {
         /// The provider cancelled the scheduled job at this revision: it is withdrawn unless its
         /// start came first.
         case withdrawn(jobID: String, revision: UInt64)
+        /// The job's entry was deleted: it expired (``FinishedJobExpiry``), and is forgotten.
+        case removed(jobID: String)
     }
 
     /// Largest value the bucket takes: a slice's checkpoint lists at most a fan-out window of
@@ -48,6 +50,8 @@ public final class SharedJobBoard: @unchecked Sendable {
     private let jetStream: any JetStreamClient
     private let loop: EventLoop
     private var watch: (any MessageSubscription)?
+    /// The JetStream API requests of purges, made on first use (on the loop).
+    private var requests: NATSRequests?
     private let encoder = JSONEncoder()
     private let decoder = JSONDecoder()
 
@@ -86,7 +90,10 @@ public final class SharedJobBoard: @unchecked Sendable {
 
     private func observed(_ message: NATSMessage) {
         let key = message.subject.dropFirst("$KV.\(bucket).".count)
-        guard message.headers["KV-Operation"] == nil else { return }
+        guard message.headers["KV-Operation"] == nil else {
+            if key.hasPrefix("job.") { onChange(.removed(jobID: String(key.dropFirst("job.".count)))) }
+            return
+        }
         let revision = message.stream?.sequence ?? 0
         if key.hasPrefix("job."), let entry = try? decoder.decode(SharedJobEntry.self, from: Data(message.payload)) {
             onChange(.job(entry))
@@ -185,9 +192,9 @@ public final class SharedJobBoard: @unchecked Sendable {
     /// the bucket keeps in place of the value (it holds one message per key) and every watch
     /// skips. `completion` on the loop once the cluster has every marker, with how many went.
     ///
-    /// Markers, not a purge: nats-server 2.9.10 moves every consumer of a stream past a purge
-    /// with a subject filter, so a purge could make another gateway's watch skip what was written
-    /// just before it (docs/cluster.md, "Finished jobs leave markers"); a marker is a plain write.
+    /// Markers, not a purge: a watch running now and one started later then agree on what the
+    /// job left; the markers are purged with the job's entry once it expires (docs/cluster.md,
+    /// "Finished jobs expire").
     public func forget(jobID: String, slices: Int, scheduled: Bool, completion: @escaping @Sendable (Result<Int, NATSError>) -> Void) {
         let keys = (0..<max(slices, 0)).map { "slice.\(jobID).\($0).\(slices)" } + ["cancel.\(jobID)"]
             + (scheduled ? ["start.\(jobID)", "withdraw.\(jobID)"] : [])
@@ -201,6 +208,36 @@ public final class SharedJobBoard: @unchecked Sendable {
                 }
                 guard finished else { return }
                 completion(failure.map { .failure($0) } ?? .success(keys.count))
+            }
+        }
+    }
+
+    /// Writes a deletion marker over an expired job's entry, if `fence` (the sweeper's hold of
+    /// partition 0) still holds as it is sent; `completion` on the loop once the cluster has it.
+    public func remove(jobID: String, fence: any SideEffectFence, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
+        guard fence.holds else {
+            let error = NATSError(status: 0, operation: "remove job \(jobID)", detail: "the lease it was decided under (\(fence)) no longer holds")
+            return loop.execute { completion(.failure(error)) }
+        }
+        jetStream.publish([], to: JetStream.keySubject(bucket: bucket, key: "job.\(jobID)"), headers: ["KV-Operation": "DEL"], loop: loop) { result in
+            completion(result.map { _ in () })
+        }
+    }
+
+    /// Purges every key of a removed job from the bucket: its entry's marker, and its slices',
+    /// cancellation's and schedule's, which ``forget(jobID:slices:scheduled:completion:)``
+    /// left. A filtered purge moves no consumer past other keys' messages on the servers this
+    /// gateway runs on (2.11 and later). `completion` on the loop with how many messages went.
+    public func purge(jobID: String, completion: @escaping @Sendable (Result<UInt64, NATSError>) -> Void) {
+        guard let requests = requests ?? (try? NATSRequests(connection: jetStream.messaging, loop: loop)) else {
+            let error = NATSError(status: 0, operation: "purge job \(jobID)", detail: "the connection takes no requests now")
+            return loop.execute { completion(.failure(error)) }
+        }
+        self.requests = requests
+        let stream = "KV_\(bucket)", slices = "$KV.\(bucket).slice.\(jobID).>"
+        requests.purge(stream: stream, subject: "$KV.\(bucket).*.\(jobID)", timeout: .seconds(5)) { first in
+            requests.purge(stream: stream, subject: slices, timeout: .seconds(5)) { second in
+                completion(first.flatMap { keys in second.map { keys + $0 } })
             }
         }
     }

@@ -54,6 +54,23 @@ struct SharedJobBoardTests {
             #expect(running.unreadable.isEmpty && later.unreadable.isEmpty, "markers are not unreadable entries")
             let messages = try writer.bucketMessages()
             #expect(messages == 19, "one message per key (two entries, sixteen slice markers, one cancellation marker), nothing purged")
+
+            // The job expires: its entry's marker is written only under a fence that holds, every
+            // watch sees it, and the purge then leaves nothing of the job in the bucket.
+            let lapsed = await writer.result { board, done in board.remove(jobID: job.id, fence: FixedFence(holds: false), completion: done) }
+            #expect(lapsed.failure?.detail.contains("no longer holds") == true, "\(lapsed)")
+            #expect(try writer.bucketMessages() == 19, "nothing written under a lapsed fence")
+            try await writer.call { board, done in board.remove(jobID: job.id, fence: FixedFence(holds: true), completion: done) }
+            for board in [running, later] { try await board.untilRemoved(jobID: job.id) }
+            let purged = Mutex<UInt64>(0)
+            try await writer.call { board, done in board.purge(jobID: job.id) { result in done(result.map { count in purged.withLock { $0 = count } }) } }
+            #expect(purged.withLock { $0 } == 18, "the entry's marker, sixteen slice markers and the cancellation's")
+            #expect(try writer.bucketMessages() == 1, "job-2's entry alone")
+            let afterPurge = try Board(cluster: cluster, name: "after-purge")
+            defer { afterPurge.close() }
+            try afterPurge.startWatching()
+            try await afterPurge.untilSeen(jobID: "job-2")
+            #expect(afterPurge.jobs == ["job-2"] && afterPurge.removed.isEmpty && afterPurge.slices == 0)
         }
     }
 }
@@ -100,7 +117,7 @@ private final class Board: @unchecked Sendable {
     let loop: EventLoop
     let jetStream: any JetStreamClient
     let board: SharedJobBoard
-    private let seen = Mutex<(jobs: [String], slices: Int, cancellations: Int, unreadable: [String])>(([], 0, 0, []))
+    private let seen = Mutex<(jobs: [String], slices: Int, cancellations: Int, unreadable: [String], removed: [String])>(([], 0, 0, [], []))
 
     init(cluster: TestNATSCluster, name: String) throws {
         loop = EventLoop.start(name: name)
@@ -112,6 +129,7 @@ private final class Board: @unchecked Sendable {
     var slices: Int { seen.withLock { $0.slices } }
     var cancellations: Int { seen.withLock { $0.cancellations } }
     var unreadable: [String] { seen.withLock { $0.unreadable } }
+    var removed: [String] { seen.withLock { $0.removed } }
 
     func startWatching() throws {
         try board.start(onChange: { [self] change in
@@ -121,6 +139,7 @@ private final class Board: @unchecked Sendable {
                 case .slice: $0.slices += 1
                 case .cancelled: $0.cancellations += 1
                 case .started, .withdrawn: break
+                case .removed(let jobID): $0.removed.append(jobID)
                 }
             }
         }, onUnreadable: { [self] key in seen.withLock { $0.unreadable.append(key) } })
@@ -130,6 +149,14 @@ private final class Board: @unchecked Sendable {
     func call(_ body: @escaping @Sendable (SharedJobBoard, @escaping @Sendable (Result<Void, NATSError>) -> Void) -> Void) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             loop.execute { [board] in body(board) { continuation.resume(with: $0.mapError { $0 as any Error }) } }
+        }
+    }
+
+    func untilRemoved(jobID: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !removed.contains(jobID) {
+            guard ContinuousClock.now < deadline else { throw NATSError(status: 0, operation: "watch", detail: "\(jobID)'s removal not seen") }
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 

@@ -66,4 +66,28 @@ struct ClusterStorageLimitTests {
                                              json: #"{"seq": 401, "patch": {"minute": 401, "commentary": "\#(text)"}}"#))?.status == 202
         }
     }
+
+    /// A finished job stays a retention long, then leaves the bucket, the API and every
+    /// gateway's memory.
+    @Test func aFinishedJobExpiresFromTheBucketTheAPIAndEveryGateway() async throws {
+        let cluster = InProcessCluster()
+        defer { cluster.shutDown() }
+        let gateways = try await cluster.serving { $0.store.jetStream?.finishedJobRetention = .seconds(2) }
+        for (n, token) in (0..<3).map(GatewayPersonalAPITests.token).enumerated() {
+            try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: gateways[n % 2].patientAdmin)
+        }
+        try await ClusterPersonalJobTests.copiesAgree(gateways.map(\.patientAdmin))
+        let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: gateways[1].patientAdmin)
+        #expect(job.progress?.integer("sent") == 3)
+        let client = InMemoryJetStream(cluster.cluster.connect(name: "observer"))
+        #expect(try client.messageCount(stream: "KV_touchline_jobs", subject: "$KV.touchline_jobs.job.\(job.id)") == 1)
+
+        try await eventually("the job to leave the API of both gateways") {
+            try gateways.allSatisfy { try $0.patientAdmin.request("GET", "/v1/personal/\(job.id)").status == 404 }
+        }
+        try await eventually("the job's keys to be purged from the bucket") {
+            try client.messageCount(stream: "KV_touchline_jobs", subject: "$KV.touchline_jobs.*.\(job.id)") == 0
+                && client.messageCount(stream: "KV_touchline_jobs", subject: "$KV.touchline_jobs.slice.\(job.id).>") == 0
+        }
+    }
 }

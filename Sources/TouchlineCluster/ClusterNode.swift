@@ -128,6 +128,8 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                                           log: log.named("ingest"))
                 try ingest.ensureStreams(replicas: settings.replicas, ingestBytes: settings.limits.ingestBytes,
                                          rejectedBytes: settings.limits.rejectedBytes)
+                try ClusterMappingCheck.run(prefix: settings.prefix, partitioning: partitioning, connection: connection, loop: storeLoop,
+                                            log: log.named("cluster"))
                 let relay = OwnershipRelay()
                 let leases = try LeaseSettings(partitionCount: settings.partitions)
                 let keeper = try PartitionLeaseKeeper.make(jetStream: jetStream, bucket: PartitionLeaseKeeper.bucketName(prefix: settings.prefix), replicas: settings.replicas,

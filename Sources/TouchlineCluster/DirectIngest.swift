@@ -80,6 +80,8 @@ final class DirectIngest: @unchecked Sendable {
     private func take(_ message: NATSMessage, partition: Int, service: ChannelService, serves: (Int) -> Bool) {
         guard serves(partition) else { return jetStream.deliverAgain(message, after: Self.redeliveryDelay) }
         let token = message.subject.split(separator: ".").last.map(String.init) ?? ""
+        // A starting gateway's probe of the servers' mapping (ClusterMappingCheck): no event.
+        if token.hasPrefix(PartitionMappingProbe.tokenPrefix) { return jetStream.acknowledge(message) }
         // As the route reads its path segment: `%XX` decoded (a malformed escape names no channel).
         let spelled = token.replacingOccurrences(of: "~", with: ".")
         let channelID = HTTPRequestTarget.percentDecoded(spelled.utf8) ?? spelled

@@ -17,12 +17,17 @@ public struct ChannelPartitioning: Sendable, Equatable {
 
     /// The channel's partition: the hash of its subject token, as the servers compute it.
     public func partition(of channelID: String) -> Int {
+        Int(Self.hash(of: channelID) % UInt32(count))
+    }
+
+    /// FNV-1a (32 bits) of the channel's subject token: its partition is this modulo the count.
+    public static func hash(of channelID: String) -> UInt32 {
         var hash: UInt32 = 2_166_136_261
-        for byte in Self.subjectToken(channelID).utf8 {
+        for byte in subjectToken(channelID).utf8 {
             hash ^= UInt32(byte)
             hash &*= 16_777_619
         }
-        return Int(hash % UInt32(count))
+        return hash
     }
 
     /// The channel id as one NATS subject token. Channel ids may hold '.', which separates

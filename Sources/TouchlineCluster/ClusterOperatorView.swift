@@ -56,10 +56,10 @@ struct ClusterOperatorView: BackendOperatorView {
         }
         let counts = cluster.store.snapshotStatistics
         var snapshots = MetricFamily("touchline_cluster_snapshots_total",
-                                     help: "Partition snapshots by outcome: written to a log, restored while reading one, skipped as larger than the servers' max_payload, failed (fenced or unanswered).",
+                                     help: "Partition snapshots by outcome: written to a log in one message, written_in_parts (larger than the servers' max_payload), restored while reading one, failed (fenced or unanswered).",
                                      kind: .counter)
-        for (outcome, count) in [("failed", counts.failed), ("restored", counts.restored), ("skipped_too_large", counts.skippedTooLarge),
-                                 ("written", counts.written)] {
+        for (outcome, count) in [("failed", counts.failed), ("restored", counts.restored), ("written_in_parts", counts.writtenInParts),
+                                 ("written", counts.written - counts.writtenInParts)] {
             snapshots.add(count, ["instance": name, "outcome": outcome])
         }
         var trimmed = MetricFamily("touchline_cluster_log_messages_trimmed_total",

@@ -4,10 +4,10 @@ import TouchlineStore
 
 /// What the store did with snapshots since it was opened (`/metrics`).
 public struct SnapshotStatistics: Sendable, Equatable {
-    /// Snapshots logged (acknowledged by the cluster).
+    /// Snapshots logged (every part acknowledged by the cluster).
     public var written = 0
-    /// Snapshots not written because they would exceed the largest message the servers take.
-    public var skippedTooLarge = 0
+    /// Of those, snapshots written in several parts (larger than the servers' `max_payload`).
+    public var writtenInParts = 0
     /// Snapshots whose publish failed (refused as fenced, or unanswered); the log stays whole.
     public var failed = 0
     /// Snapshots read while replaying a partition.
@@ -51,18 +51,31 @@ extension JetStreamChannelStore {
                           outbox: { id in layout.log(ofOutboxID: id) == log })
         }
         let bytes = tables.binaryEncoded
-        guard schedule.decide(snapshotOf: bytes.count, partition: partition) == .write else {
-            snapshotCounts.withLock { $0.skippedTooLarge += 1 }
-            return done()
-        }
-        publish(bytes, to: log, headers: [ChannelLogLayout.snapshotHeader: "1"], id: nextMessageID(), since: .now,
-                fence: ownFence(of: log)) { [self] result in
+        let parts = SnapshotParts.cut(bytes, partBytes: schedule.settings.maximumPartBytes)
+        writeSnapshotParts(parts, from: 0, first: nil, of: partition, size: bytes.count, done: done)
+    }
+
+    /// Logs part `index` of `parts` and the ones after it, each over the one before; once the
+    /// last is stored, the log is trimmed below the first. A part that fails ends the snapshot:
+    /// the parts already logged are ignored by replay.
+    private func writeSnapshotParts(_ parts: [[UInt8]], from index: Int, first: UInt64?, of partition: Int, size: Int,
+                                    done: @escaping @Sendable () -> Void) {
+        let log = ChannelLogLayout.Log.partition(partition)
+        publish(parts[index], to: log, headers: [ChannelLogLayout.snapshotHeader: SnapshotParts.header(index: index + 1, count: parts.count)],
+                id: nextMessageID(), since: .now, fence: ownFence(of: log)) { [self] result in
             switch result {
             case .success(let sequence):
                 lastSequence[log] = sequence
-                schedule.snapshotted(bytes.count, partition: partition)
-                snapshotCounts.withLock { $0.written += 1 }
-                trim(log, below: sequence)
+                let first = first ?? sequence
+                guard index + 1 == parts.count else {
+                    return writeSnapshotParts(parts, from: index + 1, first: first, of: partition, size: size, done: done)
+                }
+                schedule.snapshotted(size, partition: partition)
+                snapshotCounts.withLock {
+                    $0.written += 1
+                    if parts.count > 1 { $0.writtenInParts += 1 }
+                }
+                trim(log, below: first)
             case .failure:
                 snapshotCounts.withLock { $0.failed += 1 }
             }
@@ -96,11 +109,15 @@ extension JetStreamChannelStore {
             }
             return
         }
-        if message.headers[ChannelLogLayout.snapshotHeader] != nil {
+        if let header = message.headers[ChannelLogLayout.snapshotHeader] {
             guard case .partition(let partition) = log else { throw .refused("\(log), log sequence \(sequence): a snapshot in the global log") }
+            guard let (index, count) = SnapshotParts.parse(header) else {
+                throw .refused("\(log), log sequence \(sequence): an unreadable snapshot part \"\(header)\"")
+            }
+            guard let whole = try readSnapshotPart(message.payload, index: index, count: count, at: sequence, expected: expected, of: log) else { return }
             let snapshot: ChannelTables
-            do { snapshot = try ChannelTables(binaryEncoded: message.payload) } catch {
-                throw .refused("\(log), snapshot at log sequence \(sequence): \(error)")
+            do { snapshot = try ChannelTables(binaryEncoded: whole) } catch {
+                throw .refused("\(log), snapshot ending at log sequence \(sequence): \(error)")
             }
             let (partitioning, layout) = (layout.partitioning, layout)
             do {
@@ -111,12 +128,14 @@ extension JetStreamChannelStore {
             } catch {
                 throw .refused("\(log), snapshot at log sequence \(sequence) cannot be restored: \(error)")
             }
-            schedule.snapshotted(message.payload.count, partition: partition)
+            schedule.snapshotted(whole.count, partition: partition)
             snapshotCounts.withLock { $0.restored += 1 }
             // The snapshot's writer had every batch before it copied to the recordings.
             replayedRecordings[log] = nil
             return
         }
+        // The parts of a snapshot whose writing stopped: the batches before them hold its state.
+        snapshotReadings[log] = nil
         // Only a snapshot may follow a gap: the log is trimmed below snapshots and nowhere else.
         guard sequence == expected else {
             throw .refused("\(log): log sequences \(expected) to \(sequence - 1) are missing and no snapshot follows them")
@@ -135,5 +154,25 @@ extension JetStreamChannelStore {
         }
         replayedRecordings[log, default: []] += Self.recordedEvents(of: batch)
         if case .partition(let partition) = log { schedule.logged(message.payload.count, to: partition) }
+    }
+
+    /// Takes part `index` of `count` of a snapshot read at `sequence`; the whole snapshot once
+    /// its last part is read, else nil. Part 1 may follow a gap (the log is trimmed below it); a
+    /// later part is taken only right after the part before it, and a part without its
+    /// predecessors (a snapshot whose writing stopped, read from its middle) is skipped.
+    private func readSnapshotPart(_ part: [UInt8], index: Int, count: Int, at sequence: UInt64, expected: UInt64,
+                                  of log: ChannelLogLayout.Log) throws(StoreError) -> [UInt8]? {
+        if index == 1 {
+            snapshotReadings[log] = SnapshotParts.Reading(count: count, firstPart: part, at: sequence)
+        } else if snapshotReadings[log]?.add(part, index: index, at: sequence) != true {
+            snapshotReadings[log] = nil
+            guard sequence == expected else {
+                throw .refused("\(log): log sequences \(expected) to \(sequence - 1) are missing and no snapshot follows them")
+            }
+            return nil
+        }
+        guard let reading = snapshotReadings[log], reading.isComplete else { return nil }
+        snapshotReadings[log] = nil
+        return reading.bytes
     }
 }

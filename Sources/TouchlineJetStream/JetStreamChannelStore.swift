@@ -82,6 +82,8 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     /// Per log: the recorded events of the batches replayed since its last snapshot, whose
     /// copies ``recopyReplayed(_:)`` checks once the replay is done.
     var replayedRecordings: [ChannelLogLayout.Log: [StoredEvent]] = [:]
+    /// Snapshots being read back part by part, per log (on the loop).
+    var snapshotReadings: [ChannelLogLayout.Log: SnapshotParts.Reading] = [:]
     private let staleness = Mutex<(@Sendable (Int) -> Void)?>(nil)
     /// The leases this gateway holds, when it writes under them (a cluster gateway): a write to a
     /// partition's log is sent only while the fence it took the partition over with holds. nil:
@@ -103,8 +105,8 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
 
     /// Creates the log stream if needed and rebuilds the tables of `partitions` (all of them
     /// when nil) and of the global log from it. Blocks until the replay is done: call it from a
-    /// starting thread, never from `loop`. Snapshots larger than the servers' `max_payload`
-    /// are never attempted, whatever `snapshots` says. With `fences`, partition logs are
+    /// starting thread, never from `loop`. Snapshots larger than the servers' `max_payload` are
+    /// written in parts, whatever `snapshots` says. With `fences`, partition logs are
     /// written only under a takeover (``takeOver(partition:under:)``) whose fence holds.
     public static func open(jetStream: any JetStreamClient, layout: ChannelLogLayout, replicas: Int, partitions: [Int]? = nil,
                             limits: ChannelLogLayout.SizeLimits = ChannelLogLayout.SizeLimits(),
@@ -128,7 +130,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         let writerID = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 36) }.joined()
         var snapshots = snapshots
         let payloadLimit = jetStream.messaging.maximumPayload
-        if payloadLimit > 0 { snapshots.maximumSnapshotBytes = min(snapshots.maximumSnapshotBytes, payloadLimit - 4_096) }
+        if payloadLimit > 0 { snapshots.maximumPartBytes = min(snapshots.maximumPartBytes, payloadLimit - 4_096) }
         let store = JetStreamChannelStore(jetStream: jetStream, layout: layout, loop: loop, clock: clock, writerID: writerID,
                                           snapshots: snapshots, fences: fences)
         let logs = (partitions ?? Array(0..<layout.partitioning.count)).map(ChannelLogLayout.Log.partition) + [.global]

@@ -9,26 +9,18 @@ public struct SnapshotSchedule: Sendable, Equatable {
     public struct Settings: Sendable, Equatable {
         /// Batches logged since the last snapshot must weigh at least this much before the next.
         public var minimumLogBytes: Int
-        /// A snapshot larger than this is not written (a NATS message cannot exceed the
-        /// servers' `max_payload`); the partition is replayed from its log instead, and the next
-        /// try waits until as much has been logged again.
-        public var maximumSnapshotBytes: Int
+        /// The largest message of a snapshot: a larger snapshot is written in parts of this
+        /// size (a NATS message cannot exceed the servers' `max_payload`).
+        public var maximumPartBytes: Int
 
         /// - Parameters:
         ///   - minimumLogBytes: default 256 KiB: replaying that much takes milliseconds.
-        ///   - maximumSnapshotBytes: default 1 MiB less room for headers, the servers' default
+        ///   - maximumPartBytes: default 1 MiB less room for headers, the servers' default
         ///     `max_payload`; the store lowers it to what its servers announce.
-        public init(minimumLogBytes: Int = 256 * 1_024, maximumSnapshotBytes: Int = 1_048_576 - 4_096) {
+        public init(minimumLogBytes: Int = 256 * 1_024, maximumPartBytes: Int = 1_048_576 - 4_096) {
             self.minimumLogBytes = minimumLogBytes
-            self.maximumSnapshotBytes = maximumSnapshotBytes
+            self.maximumPartBytes = maximumPartBytes
         }
-    }
-
-    /// What to do with a snapshot of a given size.
-    public enum Decision: Sendable, Equatable {
-        case write
-        /// Too large for one message: skipped until as much has been logged again.
-        case skip
     }
 
     public let settings: Settings
@@ -55,15 +47,5 @@ public struct SnapshotSchedule: Sendable, Equatable {
     public func isDue(_ partition: Int) -> Bool {
         let logged = loggedSinceSnapshot[partition] ?? 0
         return logged > 0 && logged >= max(settings.minimumLogBytes, lastSnapshotSize[partition] ?? 0)
-    }
-
-    /// Whether a snapshot of `bytes` for `partition` is written; a skipped one counts as taken
-    /// (without anything trimmed), so the next try waits until its size has been logged again.
-    public mutating func decide(snapshotOf bytes: Int, partition: Int) -> Decision {
-        guard bytes <= settings.maximumSnapshotBytes else {
-            snapshotted(bytes, partition: partition)
-            return .skip
-        }
-        return .write
     }
 }

@@ -377,22 +377,55 @@ struct JetStreamChannelStoreTests {
         }
     }
 
-    /// A snapshot larger than the largest message allowed is not written; the log stays whole
-    /// and restores as before.
+    /// A snapshot larger than the largest message allowed is written in parts: the log is
+    /// trimmed below the first, and a store opened afterwards restores the same state from them.
     @Test(arguments: NATSBackend.allCases)
-    func aSnapshotTooLargeForOneMessageLeavesTheLogWhole(backend: NATSBackend) async throws {
+    func aSnapshotLargerThanOneMessageIsWrittenInPartsAndRestores(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
             let node = try Node(cluster)
-            let store = try node.open(snapshots: .init(minimumLogBytes: 100, maximumSnapshotBytes: 40))
+            let store = try node.open(snapshots: .init(minimumLogBytes: 100, maximumPartBytes: 200))
             try store.write(.createChannel(Self.channel("m1")))
             for seq in Int64(1)...40 { try store.write(.appendEvents([Self.event("m1", seq)])) }
-            try await eventually("a snapshot skipped as too large (\(store.snapshotStatistics))", timeout: .seconds(10)) { store.snapshotStatistics.skippedTooLarge >= 1 }
-            #expect(store.snapshotStatistics.written == 0)
+            try await eventually("a snapshot written in parts, and a trim (\(store.snapshotStatistics))", timeout: .seconds(10)) {
+                store.snapshotStatistics.writtenInParts >= 1 && store.snapshotStatistics.trimmedMessages > 0
+            }
             let partition = Self.layout.partitioning.partition(of: "m1")
-            #expect(try node.jetStream.streamState(Self.layout.streamName(of: .partition(partition)))?.firstSequence == 1)
+            #expect(try node.jetStream.streamState(Self.layout.streamName(of: .partition(partition)))?.firstSequence ?? 0 > 1)
             let restored = try node.open()
+            #expect(restored.snapshotStatistics.restored >= 1)
+            #expect(try Self.partitionState(restored, partition) == Self.partitionState(store, partition))
             #expect(try restored.openReader().events(channelID: "m1", afterSeq: 0, limit: 100).map(\.seq) == Array(1...40))
             [store, restored].forEach { $0.close() }
+        }
+    }
+
+    /// A snapshot whose writing stopped after some of its parts (its owner deposed) leaves
+    /// parts that replay skips, at the log's end or before later batches, as it skips a later
+    /// part read without its first: the batches before them, never trimmed, hold the state.
+    @Test(arguments: NATSBackend.allCases)
+    func theLoggedPartsOfASnapshotThatStoppedAreSkipped(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let node = try Node(cluster)
+            let store = try node.open()
+            try store.write(.createChannel(Self.channel("m1")))
+            for seq in Int64(1)...5 { try store.write(.appendEvents([Self.event("m1", seq)])) }
+            store.close()
+            let partition = Self.layout.partitioning.partition(of: "m1")
+            let subject = Self.layout.subject(of: .partition(partition))
+            let header = ChannelLogLayout.snapshotHeader
+            #expect(await node.publish(Array("first of two parts".utf8), to: subject, headers: [header: "1/2"]) != nil)
+
+            let resumed = try node.open()
+            #expect(try resumed.openReader().events(channelID: "m1", afterSeq: 0, limit: 100).map(\.seq) == Array(1...5))
+            try resumed.write(.appendEvents([Self.event("m1", 6)]))
+            resumed.close()
+            #expect(await node.publish(Array("second of two parts".utf8), to: subject, headers: [header: "2/2"]) != nil)
+
+            let again = try node.open()
+            #expect(try again.openReader().events(channelID: "m1", afterSeq: 0, limit: 100).map(\.seq) == Array(1...6))
+            #expect(again.snapshotStatistics.restored == 0)
+            try again.write(.appendEvents([Self.event("m1", 7)]))
+            again.close()
         }
     }
 
@@ -455,9 +488,9 @@ final class Node: Sendable {
     }
 
     /// Publishes raw bytes (as a damaged or foreign writer would); the stored sequence.
-    func publish(_ bytes: [UInt8], to subject: String) async -> UInt64? {
+    func publish(_ bytes: [UInt8], to subject: String, headers: [String: String] = [:]) async -> UInt64? {
         await withCheckedContinuation { done in
-            jetStream.publish(bytes, to: subject, loop: loop) { done.resume(returning: try? $0.get().sequence) }
+            jetStream.publish(bytes, to: subject, headers: headers, loop: loop) { done.resume(returning: try? $0.get().sequence) }
         }
     }
 }

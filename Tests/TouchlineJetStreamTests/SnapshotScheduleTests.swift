@@ -2,7 +2,7 @@ import Testing
 import TouchlineJetStream
 
 struct SnapshotScheduleTests {
-    static let settings = SnapshotSchedule.Settings(minimumLogBytes: 1_000, maximumSnapshotBytes: 10_000)
+    static let settings = SnapshotSchedule.Settings(minimumLogBytes: 1_000, maximumPartBytes: 10_000)
 
     @Test func aPartitionIsDueOnceItsLogOutweighsTheMinimum() {
         var schedule = SnapshotSchedule(settings: Self.settings)
@@ -19,25 +19,12 @@ struct SnapshotScheduleTests {
     @Test func afterASnapshotTheNextWaitsForALogAsHeavyAsIt() {
         var schedule = SnapshotSchedule(settings: Self.settings)
         schedule.logged(5_000, to: 0)
-        #expect(schedule.decide(snapshotOf: 4_000, partition: 0) == .write)
         schedule.snapshotted(4_000, partition: 0)
         #expect(!schedule.isDue(0))
         schedule.logged(3_999, to: 0)
         #expect(!schedule.isDue(0))
         schedule.logged(1, to: 0)
         #expect(schedule.isDue(0))
-    }
-
-    @Test func aSnapshotTooLargeForOneMessageIsSkippedUntilAsMuchIsLoggedAgain() {
-        var schedule = SnapshotSchedule(settings: Self.settings)
-        schedule.logged(20_000, to: 1)
-        #expect(schedule.decide(snapshotOf: 10_001, partition: 1) == .skip)
-        #expect(!schedule.isDue(1))
-        schedule.logged(10_000, to: 1)
-        #expect(!schedule.isDue(1))
-        schedule.logged(1, to: 1)
-        #expect(schedule.isDue(1))
-        #expect(schedule.decide(snapshotOf: 10_000, partition: 1) == .write)
     }
 
     /// A snapshot read while replaying counts like one written: a new owner does not snapshot
@@ -48,5 +35,38 @@ struct SnapshotScheduleTests {
         schedule.snapshotted(2_000, partition: 2)
         schedule.logged(1_500, to: 2)
         #expect(!schedule.isDue(2))
+    }
+}
+
+/// Snapshots as messages: cut into parts no larger than a message may be, read back from
+/// consecutive sequences only.
+struct SnapshotPartsTests {
+    @Test func aSnapshotIsCutIntoPartsAndReadBackWhole() {
+        let bytes = (0..<1_000).map { UInt8($0 % 251) }
+        #expect(SnapshotParts.cut(bytes, partBytes: 1_000) == [bytes])
+        let parts = SnapshotParts.cut(bytes, partBytes: 300)
+        #expect(parts.map(\.count) == [300, 300, 300, 100])
+        var reading = SnapshotParts.Reading(count: parts.count, firstPart: parts[0], at: 41)
+        for (offset, part) in parts.enumerated().dropFirst() {
+            #expect(!reading.isComplete)
+            let added = reading.add(part, index: offset + 1, at: 41 + UInt64(offset))
+            #expect(added)
+        }
+        #expect(reading.isComplete && reading.bytes == bytes)
+    }
+
+    @Test func aPartOutOfPlaceIsNotTaken() {
+        var reading = SnapshotParts.Reading(count: 3, firstPart: [1], at: 10)
+        let outcomes = [reading.add([2], index: 2, at: 12), reading.add([3], index: 3, at: 11), reading.add([2], index: 2, at: 11),
+                        reading.add([2], index: 2, at: 12)]
+        #expect(outcomes == [false, false, true, false], "a sequence skipped, a part skipped, the next part, the same part again")
+        #expect(reading.bytes == [1, 2] && !reading.isComplete)
+    }
+
+    @Test func headersNameThePartAndTheCount() {
+        #expect(SnapshotParts.header(index: 2, count: 5) == "2/5")
+        #expect(SnapshotParts.parse("2/5")! == (2, 5))
+        #expect(SnapshotParts.parse("1")! == (1, 1), "a whole snapshot, as written before parts")
+        for bad in ["0/3", "4/3", "2/0", "x/3", "2/", "1/2/3", ""] { #expect(SnapshotParts.parse(bad) == nil, "\(bad)") }
     }
 }

@@ -239,6 +239,13 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// True while the NATS connection is up (readiness; ingest answers 503 otherwise).
     var isConnected: Bool { connectionState.isUp.load(ordering: .relaxed) }
 
+    /// The keeper's writes failing for longer than a lease (its leases, and likely every
+    /// gateway's, have lapsed: the cluster has lost its quorum, or this gateway its way to it).
+    var leaseWritesFailing: (seconds: Int64, reason: String)? {
+        guard let failing = keeper.writesFailing, ContinuousClock.now - failing.since > leaseTTL else { return nil }
+        return ((ContinuousClock.now - failing.since).components.seconds, failing.reason)
+    }
+
     /// The members the keeper counts as live, this gateway included.
     var liveMembers: [InstanceID] { keeper.liveMembers }
 
@@ -380,6 +387,11 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             _ = try router.authorize(request, for: route, parameters: parameters)
             guard isConnected else {
                 throw HTTPError(status: 503, code: "cluster_unavailable", message: "this gateway has lost its NATS cluster; retry shortly",
+                                headers: [("Retry-After", "1")])
+            }
+            if let failing = leaseWritesFailing {
+                throw HTTPError(status: 503, code: "cluster_unavailable",
+                                message: "the NATS cluster has not stored this gateway's lease writes for \(failing.seconds) s (\(failing.reason)): without a quorum of its servers no gateway serves channels; retry shortly",
                                 headers: [("Retry-After", "1")])
             }
         } catch {

@@ -18,6 +18,7 @@ struct ClusterOperatorView: BackendOperatorView {
         .init("cluster", .object([
             .init("instance", .string(cluster.settings.instance.description)),
             .init("connected", .bool(cluster.isConnected)),
+            .init("leaseWritesFailing", cluster.leaseWritesFailing.map { .string("for \($0.seconds) s: \($0.reason)") } ?? .null),
             .init("servedPartitions", .array(cluster.servedPartitions.map { .integer(Int64($0)) })),
             .init("partitions", .integer(Int64(cluster.partitioning.count))),
             .init("members", .array(cluster.liveMembers.map { .string($0.description) })),

@@ -292,10 +292,22 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
         send(write, since: ContinuousClock.now)
     }
 
+    /// Since when, and why, the cluster has not stored this keeper's writes (nil after one it
+    /// stored): without a quorum of its servers no lease is written, so none is renewed and no
+    /// partition is served anywhere. `/readyz` and the gateway's answers name it.
+    public private(set) var writesFailing: (since: ContinuousClock.Instant, reason: String)?
+
+    private func writeFailed(_ reason: String) {
+        writesFailing = (writesFailing?.since ?? ContinuousClock.now, reason)
+    }
+
     /// Sends `write` expecting the stream's last sequence, if its key is still as it expects.
     private func send(_ write: BucketWrite, since: ContinuousClock.Instant) {
         guard keyMatches(write) else { return finish(write, .conflict) }
-        guard ContinuousClock.now - since < writeTimeout else { return finish(write, .failed) }
+        guard ContinuousClock.now - since < writeTimeout else {
+            writeFailed("a lease write had no answer within \(writeTimeout)")
+            return finish(write, .failed)
+        }
         sending = Sending(write: write, since: since, refusedAt: nil, heldForTheView: seenThrough == nil)
         armWriteTimer(since: since)
         guard seenThrough != nil else { return }
@@ -310,6 +322,7 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
             case .success(let acknowledgement):
                 // Stored expecting `expectedHead`: it is the very next message of the stream.
                 head = max(head, acknowledgement.sequence)
+                writesFailing = nil
                 if acknowledgement.sequence >= keys[write.key]?.revision ?? 0 {
                     keys[write.key] = (acknowledgement.sequence, write.record == nil)
                 }
@@ -320,7 +333,8 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
                 } else {
                     sending?.refusedAt = expectedHead
                 }
-            case .failure:
+            case .failure(let error):
+                writeFailed("\(error)")
                 finish(write, .failed)
             }
         }
@@ -347,7 +361,7 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     private func armWriteTimer(since: ContinuousClock.Instant) {
         let timer = writeTimer ?? LoopTimer(loop: loop) { [weak self] in
             guard let self, let sending, ContinuousClock.now - sending.since >= writeTimeout else { return }
-            if sending.refusedAt != nil { renewWatch() }
+            if sending.refusedAt != nil { renewWatch() } else { writeFailed("a lease write had no answer within \(writeTimeout)") }
             finish(sending.write, .failed)
         }
         writeTimer = timer

@@ -378,6 +378,8 @@ final class EventLoad: Sendable {
         var down: Set<Int> = []
         var acknowledged: [String: Int] = [:]
         var count = 0
+        /// Answers other than 202, by status, error code and whether they carried `Retry-After`.
+        var refusals: [String: Int] = [:]
     }
 
     private let channels: [String]
@@ -406,6 +408,10 @@ final class EventLoad: Sendable {
                     if answer?.status == 202 {
                         state.withLock { $0.acknowledged[id] = seq; $0.count += 1 }
                         next[id] = seq + 1
+                    } else if let answer {
+                        let retry = answer.head.lowercased().contains("retry-after:") ? "Retry-After" : "no Retry-After"
+                        let key = "\(answer.status) \(answer.json?.string("error") ?? "?") \(retry)"
+                        state.withLock { $0.refusals[key, default: 0] += 1 }
                     }
                 }
                 usleep(50_000)
@@ -418,6 +424,7 @@ final class EventLoad: Sendable {
     func drop(gateway: Int) { state.withLock { _ = $0.down.insert(gateway) } }
 
     var acknowledgedCount: Int { state.withLock { $0.count } }
+    var refusals: [String: Int] { state.withLock { $0.refusals } }
     var lastAcknowledged: [String: Int] { state.withLock { $0.acknowledged } }
 
     /// Stops and returns once the last request is answered (waited for on a thread of its own).

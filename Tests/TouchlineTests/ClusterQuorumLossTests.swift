@@ -1,0 +1,69 @@
+import NATSServers
+import Testing
+import TestSlots
+import Touchline
+import TouchlineCore
+import TouchlineTesting
+
+/// Two of the three NATS servers stopped under load (the cluster has no quorum), then started
+/// again: meanwhile ingest answers 503 with `Retry-After` and `/readyz` says why; nothing
+/// acknowledged is lost, every channel's states reach APNs in order, and everything resumes
+/// by itself once the servers are back.
+@Suite("Cluster quorum loss", .gatewaysInProcess)
+struct ClusterQuorumLossTests {
+    @Test(.heavy(weight: 3, long: true)) func withoutQuorumIngestAnswers503AndEverythingResumesWhenTheServersReturn() async throws {
+        let servers = try await NATSCluster.start()
+        let cluster = ClusterUnderTest.servers(servers)
+        let apns = try MockAPNsFixture()
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try started.add(["g1", "g2"].map { try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) })
+        let channels = (1...8).map { "match-\($0)" }
+        try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
+        let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[0].patientAdmin)
+        let load = EventLoad(channels: channels, gateways: gateways.map(\.patientAdmin))
+        load.start()
+        try await eventually("events acknowledged") { load.acknowledgedCount > 100 }
+
+        await servers.kill(1)
+        await servers.kill(2)
+        let beforeOutage = load.refusals.values.reduce(0, +)
+        var readiness: [GatewayTestClient.Response] = []
+        try await eventually("ingest refused while the cluster has no quorum", timeout: .seconds(60)) {
+            load.refusals.values.reduce(0, +) > beforeOutage + 20
+        }
+        // Stalled: nothing more is acknowledged while two servers of three are gone.
+        let stalledAt = load.acknowledgedCount
+        try await eventually("both gateways not ready, naming why", timeout: .seconds(60)) {
+            readiness = try gateways.map { try $0.patientAdmin.request("GET", "/readyz") }
+            return readiness.allSatisfy { $0.status == 503 && $0.text.contains(#""leaseWritesFailing":"for "#) }
+        }
+        try await eventually("ingest refused naming the cluster", timeout: .seconds(30)) {
+            load.refusals.keys.contains("503 cluster_unavailable Retry-After")
+        }
+        try await Task.sleep(for: .seconds(2))
+        #expect(load.acknowledgedCount <= stalledAt + 16, "at most a round of requests in flight when the quorum went")
+
+        try await servers.restart(1)
+        try await servers.restart(2)
+        try await eventually("ingest resumed by itself", timeout: .seconds(90)) { load.acknowledgedCount > stalledAt + 200 }
+        try await eventually("both gateways ready again", timeout: .seconds(60)) {
+            try gateways.allSatisfy { try $0.patientAdmin.request("GET", "/readyz").status == 200 }
+        }
+        await load.stop()
+
+        #expect(try gateways.allSatisfy { try $0.patientAdmin.request("GET", "/readyz").text.contains(#""leaseWritesFailing":null"#) })
+        let refusals = load.refusals
+        #expect(refusals.keys.allSatisfy { $0.hasPrefix("503 ") && $0.hasSuffix(" Retry-After") }, "\(refusals)")
+        let acknowledged = load.lastAcknowledged
+        try await eventually("every channel's last acknowledged minute at APNs") {
+            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+            return channels.allSatisfy { (minutes[$0]?.last ?? 0) >= (acknowledged[$0] ?? 0) }
+        }
+        let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+        for id in channels {
+            let seen = minutes[id] ?? []
+            #expect(seen == seen.sorted(), "\(id)'s states went back in time at APNs: \(seen)")
+        }
+    }
+}

@@ -430,14 +430,19 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     }
 
     /// A full log fails its own writes only: the store's health, which gates every write of
-    /// the gateway, is left as it is.
-    private func finish<T>(_ result: Result<T, StoreError>, completion: @Sendable (Result<T, StoreError>) -> Void, done: @Sendable () -> Void) {
-        let now = clock.now()
+    /// the gateway, is left as it is, unless a probe write fails too (the servers are out of
+    /// storage, not only this log). The write is answered once the health is settled.
+    private func finish<T>(_ result: Result<T, StoreError>, completion: @escaping @Sendable (Result<T, StoreError>) -> Void,
+                           done: @escaping @Sendable () -> Void) {
         if case .failure(let error) = result, error.isFull {
             control.withLock { $0.statistics.failedBatches += 1 }
-        } else {
-            control.withLock { $0.record(result, at: now) }
+            return probeAfterFullLog(error) { [self] in answer(Result<T, StoreError>.failure(error), completion: completion, done: done) }
         }
+        control.withLock { $0.record(result, at: clock.now()) }
+        answer(result, completion: completion, done: done)
+    }
+
+    private func answer<T>(_ result: Result<T, StoreError>, completion: @Sendable (Result<T, StoreError>) -> Void, done: @Sendable () -> Void) {
         completion(result)
         done()
         if health.isFailing { scheduleProbe() }
@@ -446,6 +451,19 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     // MARK: Probe
 
     private var probeTimer: LoopTimer?
+
+    /// After a write refused by its full log: a write to the probe stream (which drops its
+    /// oldest when full) tells a full log from servers out of storage; only the latter makes
+    /// the store's health failing, with the log's refusal as the reason.
+    private func probeAfterFullLog(_ refusal: StoreError, then settled: @escaping @Sendable () -> Void) {
+        jetStream.publish([], to: layout.probeSubject(writer: writerID), loop: loop) { [self] result in
+            if case .failure = result {
+                let failure = StoreError.storageFailure("\(refusal), and the servers refuse other writes too")
+                control.withLock { $0.record(Result<Void, StoreError>.failure(failure), at: clock.now()) }
+            }
+            settled()
+        }
+    }
 
     /// While failing, the store tries a write of its own every second (to the probe stream, which
     /// no replay reads), so its health turns back by itself once the cluster takes writes again,

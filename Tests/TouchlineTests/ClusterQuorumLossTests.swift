@@ -28,15 +28,21 @@ struct ClusterQuorumLossTests {
         await servers.kill(1)
         await servers.kill(2)
         let beforeOutage = load.refusals.values.reduce(0, +)
-        var readiness: [GatewayTestClient.Response] = []
         try await eventually("ingest refused while the cluster has no quorum", timeout: .seconds(60)) {
             load.refusals.values.reduce(0, +) > beforeOutage + 20
         }
         // Stalled: nothing more is acknowledged while two servers of three are gone.
         let stalledAt = load.acknowledgedCount
-        try await eventually("both gateways not ready, naming why", timeout: .seconds(60)) {
-            readiness = try gateways.map { try $0.patientAdmin.request("GET", "/readyz") }
-            return readiness.allSatisfy { $0.status == 503 && $0.text.contains(#""leaseWritesFailing":"for "#) }
+        for (index, gateway) in gateways.enumerated() {
+            var answer: GatewayTestClient.Response?
+            do {
+                try await eventually("g\(index + 1) not ready, naming why", timeout: .seconds(60)) {
+                    answer = try gateway.patientAdmin.request("GET", "/readyz")
+                    return answer?.status == 503 && answer?.text.contains(#""leaseWritesFailing":"for "#) == true
+                }
+            } catch {
+                throw GatewayTestClient.Failure(description: "\(error); /readyz answered \(answer?.status ?? 0) \(answer?.text ?? "")")
+            }
         }
         try await eventually("ingest refused naming the cluster", timeout: .seconds(30)) {
             load.refusals.keys.contains("503 cluster_unavailable Retry-After")

@@ -181,7 +181,9 @@ public final class NATSCluster: Sendable {
         ]
         if !routes.isEmpty {
             let urls = routes.map { "\"nats://127.0.0.1:\($0)\"" }.joined(separator: ", ")
-            lines.append("cluster { name: touchline, listen: 127.0.0.1:\(node.routePort), routes: [\(urls)] }")
+            // Clients use the servers they were given, no others the cluster tells them of: a test
+            // that puts a relay between a client and the servers keeps it there.
+            lines.append("cluster { name: touchline, listen: 127.0.0.1:\(node.routePort), routes: [\(urls)], no_advertise: true }")
         }
         if !mappings.isEmpty {
             let entries = mappings.sorted { $0.key < $1.key }.map { "  \"\($0.key)\": \"\($0.value)\"" }

@@ -119,6 +119,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                 try ClusterDescriptor.agree(partitions: settings.partitions, prefix: settings.prefix, replicas: settings.replicas,
                                             jetStream: jetStream, loop: storeLoop)
                 let layout = ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning)
+                try refuseOtherReplicas(settings, layout: layout, jetStream: jetStream)
                 let fences = PartitionFences(partitions: settings.partitions)
                 let store = try JetStreamChannelStore.open(jetStream: jetStream, layout: layout, replicas: settings.replicas, partitions: [],
                                                            limits: settings.limits.channelLogs,
@@ -152,6 +153,16 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             storeLoop.stopAndWait()
             throw error
         }
+    }
+
+    /// Refuses a replica count other than the one the cluster's streams were made with: creating
+    /// them again with it would move every stream's copies (and a lower count would lose the
+    /// quorum the others count on) behind the other gateways' backs.
+    private static func refuseOtherReplicas(_ settings: JetStreamSettings, layout: ChannelLogLayout, jetStream: any JetStreamClient) throws {
+        let stream = layout.streamName(of: .partition(0))
+        guard let state = try JetStream.retryingWhileForming({ () throws(NATSError) in try jetStream.streamState(stream) }),
+              state.replicas != settings.replicas else { return }
+        throw GatewayError.startup("the cluster's streams were made with \(state.replicas) replicas (\(stream)), but store.replicas is \(settings.replicas): give every gateway the same count")
     }
 
     private init(settings: JetStreamSettings, connection: any MessagingClient, jetStream: any JetStreamClient, store: JetStreamChannelStore, storeLoop: EventLoop,

@@ -7,7 +7,8 @@ import TouchlineTesting
 
 /// The partition count is set in two places, the servers' subject mapping and the gateways'
 /// `store.partitions`: a gateway refuses at start a mapping over another count, naming both,
-/// starts on a matching one, and on servers without the mapping (HTTP ingest only).
+/// starts on a matching one, and on servers without the mapping (HTTP ingest only). Likewise a
+/// replica count other than the streams'.
 @Suite("Cluster mapping check", .gatewaysInProcess)
 struct ClusterMappingCheckTests {
     static func mapping(over count: Int) -> SubjectMapping {
@@ -47,5 +48,21 @@ struct ClusterMappingCheckTests {
         }
         #expect("\(refused.map { "\($0)" } ?? "")".contains("spreads touchline.in.* over 32 partitions, but store.partitions is 8"),
                 "\(String(describing: refused))")
+    }
+
+    /// The replica count is the streams': a gateway set to another is refused, naming both.
+    @Test func aGatewaySetToAnotherReplicaCountIsRefusedNamingBoth() async throws {
+        let cluster = InMemoryNATSCluster()
+        let first = try Self.start(on: cluster)
+        let apns = InMemoryAPNsPair(channelPrefix: "g2-", journal: InMemoryAPNsJournal())
+        let refused = #expect(throws: (any Error).self) {
+            _ = try GatewayFixture(apns: InMemoryParts.unusedAPNsSettings, backends: .inMemoryCluster(cluster, apns: apns), inProcess: true) {
+                $0.store = StoreSettings(backend: .jetstream, jetStream: JetStreamSettings(
+                    servers: ["nats://in-memory"], instance: InstanceID("g2")!, replicas: 1, partitions: ClusterGatewayTests.partitions))
+            }
+        }
+        #expect("\(refused.map { "\($0)" } ?? "")".contains("made with 3 replicas (TOUCHLINE_LOG_0), but store.replicas is 1"),
+                "\(String(describing: refused))")
+        await first.shutDown()
     }
 }

@@ -92,9 +92,16 @@ extension SharedJobBoardTests {
                                        isFinished: false, instance: "owner")
                 return await owner.result { board, done in board.publish(entry, for: key, fence: FixedFence(holds: holds), over: previous, completion: done) }
             }
-            let first = try await save(100, over: 0).get()
-            let second = try await save(200, over: first).get()
-            let late = await save(150, over: first)
+            // A bucket just made may not be heard by every server yet: no responders stores nothing.
+            var first = await save(100, over: 0)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while case .failure(let error) = first, error.status == NATSError.noResponders(operation: "").status, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                first = await save(100, over: 0)
+            }
+            let firstRevision = try first.get()
+            let second = try await save(200, over: firstRevision).get()
+            let late = await save(150, over: firstRevision)
             #expect(late.failure?.isWrongLastSequence == true, "a save over a revision no longer the last: \(late)")
             let againFirst = await save(50, over: 0)
             #expect(againFirst.failure?.isWrongLastSequence == true, "a first save of a slice saved already: \(againFirst)")

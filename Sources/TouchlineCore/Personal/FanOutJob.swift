@@ -143,6 +143,10 @@ public struct FanOutJob: Sendable {
                 endedAfterCursor.append(token)
             }
         }
+        // A resumed job's tokens that ended before the restart and are not fetched again yet:
+        // its counters hold them, so its progress must list them, or the next restart would
+        // target them again (and count them twice).
+        endedAfterCursor += accountedAfterCursor.filter { targets[$0] == nil }.sorted()
         var upserts: [FanOutCheckpoint.PendingTarget] = [], removals: [String] = []
         for token in retryRowsChanged {
             if let target = targets[token], target.awaitsRetry {
@@ -237,7 +241,12 @@ public struct FanOutJob: Sendable {
         for token in tokens {
             // Only a resumed job can meet a token it already holds or has accounted for: the
             // audience moves forward, never back.
-            if !accountedAfterCursor.isEmpty, accountedAfterCursor.remove(token) != nil || targets[token] != nil { continue }
+            if !accountedAfterCursor.isEmpty, accountedAfterCursor.remove(token) != nil || targets[token] != nil {
+                // Ended before the restart: not targeted again, but still ended after the cursor
+                // (saved as such) until the cursor passes it.
+                if targets[token] == nil { unsettled.append(token) }
+                continue
+            }
             counters.targeted += 1
             unsettled.append(token)
             if expired {

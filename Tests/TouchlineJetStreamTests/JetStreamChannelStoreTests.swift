@@ -406,11 +406,7 @@ struct JetStreamChannelStoreTests {
     func theLoggedPartsOfASnapshotThatStoppedAreSkipped(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
             let node = try Node(cluster)
-            let store = try node.open()
-            try store.write(.createChannel(Self.channel("m1")))
-            for seq in Int64(1)...5 { try store.write(.appendEvents([Self.event("m1", seq)])) }
-            store.close()
-            let partition = Self.layout.partitioning.partition(of: "m1")
+            let partition = try node.logChannelM1(events: 5)
             let subject = Self.layout.subject(of: .partition(partition))
             let header = ChannelLogLayout.snapshotHeader
             #expect(await node.publish(Array("first of two parts".utf8), to: subject, headers: [header: "1/2"]) != nil)
@@ -436,16 +432,23 @@ struct JetStreamChannelStoreTests {
     func aLogTrimmedWithoutASnapshotIsRefusedByName(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
             let node = try Node(cluster)
-            let store = try node.open()
-            try store.write(.createChannel(Self.channel("m1")))
-            for seq in Int64(1)...5 { try store.write(.appendEvents([Self.event("m1", seq)])) }
-            store.close()
-            let partition = Self.layout.partitioning.partition(of: "m1")
+            let partition = try node.logChannelM1(events: 5)
             let purged = await node.purge(Self.layout.streamName(of: .partition(partition)), below: 3)
             #expect(purged == 2)
             let failure = #expect(throws: StoreError.self) { try node.open() }
             #expect(failure?.description.contains("log sequences 1 to 2 are missing") == true, "\(String(describing: failure))")
         }
+    }
+}
+
+extension Node {
+    /// Channel m1 created with events 1 to `count` by a store opened and closed again: m1's partition.
+    func logChannelM1(events count: Int64) throws -> Int {
+        let store = try open()
+        defer { store.close() }
+        try store.write(.createChannel(JetStreamChannelStoreTests.channel("m1")))
+        for seq in Int64(1)...count { try store.write(.appendEvents([JetStreamChannelStoreTests.event("m1", seq)])) }
+        return JetStreamChannelStoreTests.layout.partitioning.partition(of: "m1")
     }
 }
 

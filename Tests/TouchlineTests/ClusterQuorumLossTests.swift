@@ -12,18 +12,9 @@ import TouchlineTesting
 @Suite("Cluster quorum loss", .gatewaysInProcess)
 struct ClusterQuorumLossTests {
     @Test(.heavy(weight: 3, long: true)) func withoutQuorumIngestAnswers503AndEverythingResumesWhenTheServersReturn() async throws {
-        let servers = try await NATSCluster.start()
-        let cluster = ClusterUnderTest.servers(servers)
-        let apns = try MockAPNsFixture()
-        let started = StartedGateways()
-        defer { started.shutDown(after: apns, keeping: cluster) }
-        let gateways = try started.add(["g1", "g2"].map { try ClusterGatewayTests.gateway($0, cluster: cluster, apns: apns) })
-        let channels = (1...8).map { "match-\($0)" }
-        try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
-        let apnsIDs = try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[0].patientAdmin)
-        let load = EventLoad(channels: channels, gateways: gateways.map(\.patientAdmin))
-        load.start()
-        try await eventually("events acknowledged") { load.acknowledgedCount > 100 }
+        let run = try await LoadedCluster.start()
+        defer { run.shutDown() }
+        let (servers, gateways, load) = (run.servers, run.gateways, run.load)
 
         await servers.kill(1)
         await servers.kill(2)
@@ -56,23 +47,10 @@ struct ClusterQuorumLossTests {
         try await eventually("both gateways ready again", timeout: .seconds(60)) {
             try gateways.allSatisfy { try $0.patientAdmin.request("GET", "/readyz").status == 200 }
         }
-        await load.stop()
-
+        try await run.expectEveryAcknowledgedStateInOrder("quorum lost and back")
         // A lease write that failed shows until the next one is stored (a renewal, a heartbeat).
         try await eventually("both gateways' lease writes stored again") {
             try gateways.allSatisfy { try $0.patientAdmin.request("GET", "/readyz").text.contains(#""leaseWritesFailing":null"#) }
-        }
-        let refusals = load.refusals
-        #expect(refusals.keys.allSatisfy { $0.hasPrefix("503 ") && $0.hasSuffix(" Retry-After") }, "\(refusals)")
-        let acknowledged = load.lastAcknowledged
-        try await eventually("every channel's last acknowledged minute at APNs") {
-            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
-            return channels.allSatisfy { (minutes[$0]?.last ?? 0) >= (acknowledged[$0] ?? 0) }
-        }
-        let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
-        for id in channels {
-            let seen = minutes[id] ?? []
-            #expect(seen == seen.sorted(), "\(id)'s states went back in time at APNs: \(seen)")
         }
     }
 }

@@ -12,10 +12,7 @@ extension ClusterStorageLimits {
     /// Every limited stream and bucket of a cluster, by name, with its limit: what the storage
     /// gauge reads.
     func streams(layout: ChannelLogLayout, ingest: DirectIngest) -> [(name: String, limitBytes: Int)] {
-        layout.logs.map { log in
-            let limit = if case .partition = log { partitionLogBytes } else { globalLogBytes }
-            return (layout.streamName(of: log), limit)
-        } + [(layout.recordingsStreamName, recordingsBytes), (RegistryLogLayout(prefix: layout.prefix).streamName, registryBytes),
+        layout.logs.map { log in (layout.streamName(of: log), channelLogs.bytes(of: log)!) } + [(layout.recordingsStreamName, recordingsBytes), (RegistryLogLayout(prefix: layout.prefix).streamName, registryBytes),
              (ingest.ingestStream, ingestBytes), (ingest.rejectedStream, rejectedBytes),
              ("KV_" + SharedJobBoard.bucketName(prefix: layout.prefix), jobsBytes), ("KV_" + PartitionLeaseKeeper.bucketName(prefix: layout.prefix), leasesBytes)]
     }

@@ -31,35 +31,31 @@ public struct ClusterStorageLimits: Sendable, Equatable {
 
     public init() {}
 
-    static let names = ["partitionLogBytes", "globalLogBytes", "recordingsBytes", "registryBytes", "ingestBytes", "rejectedBytes",
-                        "jobsBytes", "leasesBytes"]
+    /// Every member, as the file names it: the one list the JSON, the report and the sum read.
+    private static let members: [(name: String, keyPath: WritableKeyPath<ClusterStorageLimits, Int> & Sendable)] = [
+        ("partitionLogBytes", \.partitionLogBytes), ("globalLogBytes", \.globalLogBytes), ("recordingsBytes", \.recordingsBytes),
+        ("registryBytes", \.registryBytes), ("ingestBytes", \.ingestBytes), ("rejectedBytes", \.rejectedBytes),
+        ("jobsBytes", \.jobsBytes), ("leasesBytes", \.leasesBytes),
+    ]
 
     /// Limits from JSON; every member is optional, from 1 MiB to 1 TiB.
     init(json value: JSONValue) throws(InvalidConfigurationValue) {
         self.init()
-        let members = try ConfigurationMembers.members(of: value, allowed: Self.names, path: "limits")
-        let range = (1 << 20)...(1 << 40)
-        func limit(_ name: String, _ current: Int) throws(InvalidConfigurationValue) -> Int {
-            try ConfigurationMembers.integer(members, "limits.\(name)", range, key: name) ?? current
+        let members = try ConfigurationMembers.members(of: value, allowed: Self.members.map(\.name), path: "limits")
+        for member in Self.members {
+            if let limit = try ConfigurationMembers.integer(members, "limits.\(member.name)", (1 << 20)...(1 << 40), key: member.name) {
+                self[keyPath: member.keyPath] = limit
+            }
         }
-        partitionLogBytes = try limit("partitionLogBytes", partitionLogBytes)
-        globalLogBytes = try limit("globalLogBytes", globalLogBytes)
-        recordingsBytes = try limit("recordingsBytes", recordingsBytes)
-        registryBytes = try limit("registryBytes", registryBytes)
-        ingestBytes = try limit("ingestBytes", ingestBytes)
-        rejectedBytes = try limit("rejectedBytes", rejectedBytes)
-        jobsBytes = try limit("jobsBytes", jobsBytes)
-        leasesBytes = try limit("leasesBytes", leasesBytes)
     }
 
     /// As `--check-config` shows them.
     var summary: String {
-        let values = [partitionLogBytes, globalLogBytes, recordingsBytes, registryBytes, ingestBytes, rejectedBytes, jobsBytes, leasesBytes]
-        return zip(Self.names, values).map { "\($0) \($1)" }.joined(separator: ", ")
+        Self.members.map { "\($0.name) \(self[keyPath: $0.keyPath])" }.joined(separator: ", ")
     }
 
     /// What one server holds at most, all partitions' logs together, for `max_file_store`.
     public func total(partitions: Int) -> Int {
-        partitions * partitionLogBytes + globalLogBytes + recordingsBytes + registryBytes + ingestBytes + rejectedBytes + jobsBytes + leasesBytes
+        Self.members.reduce((partitions - 1) * partitionLogBytes) { $0 + self[keyPath: $1.keyPath] }
     }
 }

@@ -43,7 +43,7 @@ public struct ChannelLogLayout: Sendable, Equatable {
             self.recordingsBytes = recordingsBytes
         }
 
-        func bytes(of log: Log) -> Int? {
+        public func bytes(of log: Log) -> Int? {
             switch log {
             case .partition: partitionLogBytes
             case .global: globalLogBytes

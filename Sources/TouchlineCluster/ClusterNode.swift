@@ -250,11 +250,11 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// True while the NATS connection is up (readiness; ingest answers 503 otherwise).
     var isConnected: Bool { connectionState.isUp.load(ordering: .relaxed) }
 
-    /// The keeper's writes failing for longer than a lease (its leases, and likely every
+    /// None of the keeper's writes stored for longer than a lease (its leases, and likely every
     /// gateway's, have lapsed: the cluster has lost its quorum, or this gateway its way to it).
     var leaseWritesFailing: (seconds: Int64, reason: String)? {
-        guard let failing = keeper.writesFailing, ContinuousClock.now - failing.since > leaseTTL else { return nil }
-        return ((ContinuousClock.now - failing.since).components.seconds, failing.reason)
+        guard let stalled = keeper.writesStalled(longerThan: leaseTTL) else { return nil }
+        return ((ContinuousClock.now - stalled.since).components.seconds, stalled.reason)
     }
 
     /// The members the keeper counts as live, this gateway included.

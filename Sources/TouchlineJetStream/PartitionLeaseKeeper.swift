@@ -88,6 +88,7 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
 
     /// Starts watching the bucket and ticking (on the loop).
     public func start() throws(NATSError) {
+        lastStored = ContinuousClock.now
         watch = try subscribeWatch(generation: watchGeneration)
         if let emptyThrough {
             seenThrough = emptyThrough
@@ -292,14 +293,22 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
         send(write, since: ContinuousClock.now)
     }
 
-    /// Since when, and why, the cluster has not stored this keeper's writes (nil after one it
-    /// stored): without a quorum of its servers no lease is written, so none is renewed and no
-    /// partition is served anywhere. `/readyz` and the gateway's answers name it.
-    public private(set) var writesFailing: (since: ContinuousClock.Instant, reason: String)?
+    /// When the cluster last stored one of this keeper's writes (its start, before the first),
+    /// and why the last write since then failed, if one did.
+    private var lastStored = ContinuousClock.now
+    private var lastFailure: String?
 
-    private func writeFailed(_ reason: String) {
-        writesFailing = (writesFailing?.since ?? ContinuousClock.now, reason)
+    /// Since when, and why, the cluster has stored none of this keeper's writes, once that has
+    /// lasted `longerThan`. A keeper at work has its heartbeat stored every renewal, so this is
+    /// the cluster not taking writes: without a quorum of its servers no lease is renewed and
+    /// no partition is served anywhere. Writes held for an incomplete view of the bucket (its
+    /// watch unanswered) count too. `/readyz` and the gateway's answers name it.
+    public func writesStalled(longerThan: Duration) -> (since: ContinuousClock.Instant, reason: String)? {
+        guard ContinuousClock.now - lastStored > longerThan else { return nil }
+        return (lastStored, lastFailure ?? (seenThrough == nil ? "its watch of the lease bucket gets no answer" : "no write was stored"))
     }
+
+    private func writeFailed(_ reason: String) { lastFailure = reason }
 
     /// Sends `write` expecting the stream's last sequence, if its key is still as it expects.
     private func send(_ write: BucketWrite, since: ContinuousClock.Instant) {
@@ -322,7 +331,8 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
             case .success(let acknowledgement):
                 // Stored expecting `expectedHead`: it is the very next message of the stream.
                 head = max(head, acknowledgement.sequence)
-                writesFailing = nil
+                lastStored = ContinuousClock.now
+                lastFailure = nil
                 if acknowledgement.sequence >= keys[write.key]?.revision ?? 0 {
                     keys[write.key] = (acknowledgement.sequence, write.record == nil)
                 }

@@ -40,19 +40,24 @@ public enum ClusterDescriptor {
                 guard count == partitions else { throw Mismatch(recorded: count, configured: partitions, prefix: prefix) }
                 return
             }
-            // Nobody recorded it yet: the first to store it (into the empty stream) sets it.
-            let done = DispatchSemaphore(value: 0)
-            let outcome = Mutex<Result<JetStream.Acknowledgement, NATSError>?>(nil)
-            jetStream.publish(Array("partitions \(partitions)".utf8), to: subject, conditions: .init(expectedLastSequence: 0), loop: loop) { result in
-                outcome.withLock { $0 = result }
-                done.signal()
+            // Nobody recorded it yet: the first to store it (into the empty stream) sets it. A
+            // stream just made may not be heard by every server yet (no responders): nothing is
+            // stored then, and the publish is sent again while the cluster forms.
+            let stored = try JetStream.retryingWhileForming { () throws(NATSError) -> Bool in
+                let done = DispatchSemaphore(value: 0)
+                let outcome = Mutex<Result<JetStream.Acknowledgement, NATSError>?>(nil)
+                jetStream.publish(Array("partitions \(partitions)".utf8), to: subject, conditions: .init(expectedLastSequence: 0), loop: loop) { result in
+                    outcome.withLock { $0 = result }
+                    done.signal()
+                }
+                done.wait()
+                switch outcome.withLock({ $0! }) {
+                case .success: return true
+                case .failure(let error) where error.isWrongLastSequence: return false  // another gateway was first: read its count
+                case .failure(let error): throw error
+                }
             }
-            done.wait()
-            switch outcome.withLock({ $0! }) {
-            case .success: return
-            case .failure(let error) where error.isWrongLastSequence: continue  // another gateway was first: read its count
-            case .failure(let error): throw error
-            }
+            if stored { return }
         }
     }
 }

@@ -65,4 +65,14 @@ struct ClusterMappingCheckTests {
                 "\(String(describing: refused))")
         await first.shutDown()
     }
+
+    /// A cluster whose streams were just made may not hear a publish yet (no responders): the
+    /// first gateway's record of the partition count is sent again, and the gateway starts.
+    @Test func aFirstPublishNoServerHearsYetIsSentAgainAtStart() async throws {
+        let cluster = InMemoryNATSCluster()
+        cluster.failPublishes(.refused(.noResponders(operation: "publish to touchline.cluster")), times: 2)
+        let gateway = try Self.start(on: cluster)
+        #expect(try gateway.patientAdmin.request("GET", "/readyz").status == 200)
+        await gateway.shutDown()
+    }
 }

@@ -48,9 +48,16 @@ struct ClusterQuorumLossTests {
             try gateways.allSatisfy { try $0.patientAdmin.request("GET", "/readyz").status == 200 }
         }
         try await run.expectEveryAcknowledgedStateInOrder("quorum lost and back")
-        // A lease write that failed shows until the next one is stored (a renewal, a heartbeat).
-        try await eventually("both gateways' lease writes stored again") {
-            try gateways.allSatisfy { try $0.patientAdmin.request("GET", "/readyz").text.contains(#""leaseWritesFailing":null"#) }
+        // Stalled writes show until the next one is stored (a renewal, a heartbeat), once the lease
+        // bucket's stream has recovered too: as long as the other recoveries above are given.
+        var answers: [String] = []
+        do {
+            try await eventually("both gateways' lease writes stored again", timeout: .seconds(60)) {
+                answers = try gateways.map { try $0.patientAdmin.request("GET", "/readyz").text }
+                return answers.allSatisfy { $0.contains(#""leaseWritesFailing":null"#) }
+            }
+        } catch {
+            throw GatewayTestClient.Failure(description: "\(error); /readyz answered \(answers.joined(separator: " and "))")
         }
     }
 }

@@ -234,8 +234,8 @@ extension ChannelService {
     static let rolloverStartLifetime = Duration.seconds(30 * 60)
 
     /// The id of a generation's start job for one topic: the same after a restart, so it is
-    /// stored once.
-    static func rolloverJobID(_ channelID: String, generation: Int, follows: String) -> String {
+    /// stored once, and known to whoever follows the rollover's jobs.
+    package static func rolloverJobID(_ channelID: String, generation: Int, follows: String) -> String {
         "job-rollover-\(SHA256.hex(Array(channelID.utf8)).prefix(24))-\(generation)-\(SHA256.hex(Array(follows.utf8)).prefix(12))"
     }
 }

@@ -28,13 +28,19 @@ package struct ClusterBackend: GatewayBackend {
                log: GatewayLog) throws -> any StartedBackend {
         let node = try services.start(ClusterNode.connect(settings, nats: nats, ingestLoop: loops.ingest, clock: clock, log: log.named("cluster")))
         let (stores, registry) = try Self.stores(node, configuration)
-        return Started(node: node, stores: try services.start(stores), sharedRegistry: registry)
+        let started = Started(node: node, stores: try services.start(stores), sharedRegistry: registry,
+                              compactor: RegistryCompactor(registry: registry, fences: node.fences,
+                                                           settings: RegistryCompactionSettings(entriesBetweenSnapshots: UInt64(settings.registrySnapshotEntries)),
+                                                           loop: node.storeLoop, log: log.named("registry")))
+        node.storeLoop.execute { started.compactor.start() }
+        return started
     }
 
     private struct Started: StartedBackend {
         let node: ClusterNode
         let stores: GatewayStores
         let sharedRegistry: SharedTokenRegistry
+        let compactor: RegistryCompactor
 
         var ownership: any ChannelOwnership { node }
         var recordings: any FeedRecordings { ClusterFeedRecordings(store: node.store) }
@@ -68,7 +74,10 @@ package struct ClusterBackend: GatewayBackend {
             try node.start(service: service, router: router)
         }
 
-        func release() { node.close() }
+        func release() {
+            node.storeLoop.execute { [compactor] in compactor.stop() }
+            node.close()
+        }
     }
 
     /// The cluster's channel store, and the personal file in the data directory holding this
@@ -85,6 +94,7 @@ package struct ClusterBackend: GatewayBackend {
             // is built (docs/cluster.md, "The shared token registry").
             registry = try SharedTokenRegistry.open(jetStream: node.jetStream, layout: RegistryLogLayout(prefix: node.settings.prefix),
                                                     replicas: node.settings.replicas, maximumBytes: node.settings.limits.registryBytes,
+                                                    snapshotMaximumBytes: node.settings.limits.registrySnapshotBytes,
                                                     local: personalFile, loop: node.storeLoop,
                                                     waitForCatchUp: false)
         } catch {

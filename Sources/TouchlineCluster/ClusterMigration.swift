@@ -98,7 +98,8 @@ package struct ClusterMigration {
         let registry: SharedTokenRegistry
         do {
             registry = try SharedTokenRegistry.open(jetStream: jetStream, layout: RegistryLogLayout(prefix: settings.prefix), replicas: settings.replicas,
-                                                    maximumBytes: settings.limits.registryBytes, local: personalFile, loop: loop)
+                                                    maximumBytes: settings.limits.registryBytes,
+                                                    snapshotMaximumBytes: settings.limits.registrySnapshotBytes, local: personalFile, loop: loop)
         } catch {
             personalFile.close()
             throw error

@@ -49,6 +49,15 @@ struct ClusterOperatorView: BackendOperatorView {
                                     help: "1 once this gateway's copy of the token registry has applied the log as far as it went at the start; 0 while it is built (token routes answer 503, slices here wait).",
                                     kind: .gauge)
         caughtUp.add(registry.isCaughtUp ? 1 : 0, instance)
+        let compaction = registry.compactionStatistics
+        var registrySnapshots = MetricFamily("touchline_cluster_registry_snapshots_total",
+                                             help: "Token registry snapshots by outcome: written by this gateway (as the holder of partition 0), restored into its copy (its file was behind the log's start).",
+                                             kind: .counter)
+        registrySnapshots.add(compaction.written, ["instance": name, "outcome": "written"])
+        registrySnapshots.add(compaction.restored, ["instance": name, "outcome": "restored"])
+        var registryTrimmed = MetricFamily("touchline_cluster_registry_entries_trimmed_total",
+                                           help: "Token registry log entries this gateway trimmed below a snapshot.", kind: .counter)
+        registryTrimmed.add(Int(clamping: compaction.trimmedEntries), instance)
         var forwarded = MetricFamily("touchline_cluster_forwarded_requests_total",
                                      help: "Provider requests handed to the gateway owning their channel, by outcome (answered, no_owner, timeout, not_sent, unreadable).",
                                      kind: .counter)
@@ -79,7 +88,7 @@ struct ClusterOperatorView: BackendOperatorView {
             }
             orphans.add(reconciler.orphansDeleted, instance)
         }
-        return [connected, served, partitions, members, caughtUp, forwarded, snapshots, trimmed, rounds, orphans] + storageFamilies()
+        return [connected, served, partitions, members, caughtUp, registrySnapshots, registryTrimmed, forwarded, snapshots, trimmed, rounds, orphans] + storageFamilies()
     }
 
     /// Each stream's and bucket's size against its limit, as last read (the cluster's, so every

@@ -20,6 +20,9 @@ public struct ClusterStorageLimits: Sendable, Equatable {
     public var recordingsBytes = 10 << 30
     /// The token registry's log (about 120 bytes per registration).
     public var registryBytes = 4 << 30
+    /// The token registry's snapshots: the newest, and the next while it is written (about 90
+    /// bytes per token each).
+    public var registrySnapshotBytes = 4 << 30
     /// Events published straight to the cluster and not yet taken by their owner.
     public var ingestBytes = 1 << 30
     /// Directly published events that were refused (kept 7 days; the oldest go first when full).
@@ -34,7 +37,7 @@ public struct ClusterStorageLimits: Sendable, Equatable {
     /// Every member, as the file names it: the one list the JSON, the report and the sum read.
     private static let members: [(name: String, keyPath: WritableKeyPath<ClusterStorageLimits, Int> & Sendable)] = [
         ("partitionLogBytes", \.partitionLogBytes), ("globalLogBytes", \.globalLogBytes), ("recordingsBytes", \.recordingsBytes),
-        ("registryBytes", \.registryBytes), ("ingestBytes", \.ingestBytes), ("rejectedBytes", \.rejectedBytes),
+        ("registryBytes", \.registryBytes), ("registrySnapshotBytes", \.registrySnapshotBytes), ("ingestBytes", \.ingestBytes), ("rejectedBytes", \.rejectedBytes),
         ("jobsBytes", \.jobsBytes), ("leasesBytes", \.leasesBytes),
     ]
 

@@ -27,7 +27,7 @@ public struct StoreSettings: Sendable, Equatable {
     /// Members of the `store` object besides `backend`: the cluster's.
     static let clusterMembers = ["servers", "instance", "token", "user", "password", "credentialsFile", "nkey", "tls", "prefix",
                                  "replicas", "partitions", "snapshotLogBytes", "reconcileIntervalSeconds", "limits",
-                                 "finishedJobRetentionSeconds"]
+                                 "finishedJobRetentionSeconds", "registrySnapshotEntries"]
 
     /// Settings from JSON: `{"backend": "sqlite"}`, or `{"backend": "jetstream", "servers": [...], ...}`.
     init(json value: JSONValue, defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -96,11 +96,14 @@ public struct JetStreamSettings: Sendable, Equatable {
     /// How long a finished personal job stays in the job bucket (and its status, counts and
     /// idempotent answer on the API) before it is removed (docs/cluster.md, "Finished jobs expire").
     public var finishedJobRetention: Duration
+    /// Registry log entries between two snapshots of the token registry; the log keeps about
+    /// twice this many (docs/cluster.md, "Compacting the token registry").
+    public var registrySnapshotEntries: Int
 
     public init(servers: [String], instance: InstanceID, authentication: NATSSettings.Authentication = .none, tls: NATSSettings.TLS? = nil,
                 prefix: String = "touchline", replicas: Int = 3, partitions: Int = 64, snapshotLogBytes: Int = 262_144,
                 reconcileInterval: Duration = .seconds(600), limits: ClusterStorageLimits = ClusterStorageLimits(),
-                finishedJobRetention: Duration = .seconds(7 * 86_400)) {
+                finishedJobRetention: Duration = .seconds(7 * 86_400), registrySnapshotEntries: Int = 100_000) {
         self.servers = servers
         self.instance = instance
         self.authentication = authentication
@@ -112,6 +115,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         self.reconcileInterval = reconcileInterval
         self.limits = limits
         self.finishedJobRetention = finishedJobRetention
+        self.registrySnapshotEntries = registrySnapshotEntries
     }
 
     init(members: [String: JSONValue], defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -144,6 +148,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         reconcileInterval = .seconds(try ConfigurationMembers.integer(members, "reconcileIntervalSeconds", 1...86_400) ?? 600)
         limits = try members["limits"].map { value throws(InvalidConfigurationValue) in try ClusterStorageLimits(json: value) } ?? ClusterStorageLimits()
         finishedJobRetention = .seconds(try ConfigurationMembers.integer(members, "finishedJobRetentionSeconds", 60...(90 * 86_400)) ?? 7 * 86_400)
+        registrySnapshotEntries = try ConfigurationMembers.integer(members, "registrySnapshotEntries", 10...100_000_000) ?? 100_000
     }
 
     /// At most one way to authenticate: a token, a user and password, a `.creds` file, or an nkey.
@@ -204,7 +209,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         }
         parts += ["prefix: \(prefix)", "replicas: \(replicas)", "partitions: \(partitions)", "snapshotLogBytes: \(snapshotLogBytes)",
                   "reconcileIntervalSeconds: \(reconcileInterval.components.seconds)", "limits: \(limits.summary)",
-                  "finishedJobRetentionSeconds: \(finishedJobRetention.components.seconds)"]
+                  "finishedJobRetentionSeconds: \(finishedJobRetention.components.seconds)", "registrySnapshotEntries: \(registrySnapshotEntries)"]
         return parts.joined(separator: "; ")
     }
 }

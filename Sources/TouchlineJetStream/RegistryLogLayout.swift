@@ -10,6 +10,16 @@ public struct RegistryLogLayout: Sendable, Equatable {
     public var streamName: String { "\(prefix.uppercased())_TOKENS" }
     public var subject: String { "\(prefix).tokens" }
 
+    /// The stream of snapshots of the registry (``SharedTokenRegistry/compact(_:fence:)``): the
+    /// newest one's parts, then its marker.
+    public var snapshotStreamName: String { "\(prefix.uppercased())_TOKENS_SNAPSHOTS" }
+    public var snapshotPartSubject: String { "\(prefix).tokens.snapshot.part" }
+    public var snapshotMarkerSubject: String { "\(prefix).tokens.snapshot.marker" }
+    var snapshotSubjects: [String] { ["\(prefix).tokens.snapshot.*"] }
+
+    /// A snapshot part's place, `<k>/<n>` (``SnapshotParts``).
+    public static let snapshotHeader = "Touchline-Snapshot"
+
     /// The header naming the store that logged an entry: it waits for its own entries to be
     /// applied to its copy before it answers.
     public static let writerHeader = "Touchline-Writer"

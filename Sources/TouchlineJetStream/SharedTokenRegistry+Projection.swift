@@ -49,24 +49,32 @@ extension SharedTokenRegistry {
     /// acknowledged may wait for this copy to apply it before the list fails. Refuses a file that follows another log (one that ends before the
     /// file's recorded sequence, or whose beginning was removed), naming both positions.
     /// `maximumBytes`: the log's size limit; registrations past it are refused.
+    /// `snapshotMaximumBytes`: the snapshot stream's (``compact(_:fence:)``). A file behind the
+    /// log's first entry (the log was compacted since) is restored from the newest snapshot first.
     public static func open(jetStream: any JetStreamClient, layout: RegistryLogLayout, replicas: Int, maximumBytes: Int? = nil,
-                            local: StoreWriter, loop: EventLoop,
+                            snapshotMaximumBytes: Int? = nil, local: StoreWriter, loop: EventLoop,
                             clock: any WallClock = SystemClock(), applyLimit: Duration = .seconds(10),
                             waitForCatchUp: Bool = true) throws -> SharedTokenRegistry {
         let state = try JetStream.retryingWhileForming { () throws(NATSError) in
-            try jetStream.ensureBoundedStream(.init(name: layout.streamName, subjects: [layout.subject], replicas: replicas,
-                                                    duplicateWindow: .seconds(120), maximumBytes: maximumBytes))
+            try jetStream.ensureBoundedStream(.init(name: layout.snapshotStreamName, subjects: layout.snapshotSubjects, replicas: replicas,
+                                                    maximumBytes: snapshotMaximumBytes))
+            return try jetStream.ensureBoundedStream(.init(name: layout.streamName, subjects: [layout.subject], replicas: replicas,
+                                                           duplicateWindow: .seconds(120), maximumBytes: maximumBytes))
         }
-        let recorded = try waitForCompletion { local.registryLogSequence(completion: $0) }.get()
+        var recorded = try waitForCompletion { local.registryLogSequence(completion: $0) }.get()
         guard recorded <= state.lastSequence else {
             throw StoreError.refused("\(local.path) holds the token registry up to log sequence \(recorded), but \(layout.streamName) ends at \(state.lastSequence): the file follows another cluster's log, or the stream was created again")
         }
-        if state.messages > 0, state.firstSequence > recorded + 1 {
-            throw StoreError.refused("\(local.path) holds the token registry up to log sequence \(recorded), but \(layout.streamName) starts at \(state.firstSequence): the entries between were removed")
+        var restored = false
+        if state.firstSequence > recorded + 1 {
+            recorded = try restoreNewestSnapshot(jetStream: jetStream, layout: layout, local: local, loop: loop, behind: recorded,
+                                                 logStart: state.firstSequence)
+            restored = true
         }
         let registry = SharedTokenRegistry(jetStream: jetStream, layout: layout, local: local, loop: loop, clock: clock, applyLimit: applyLimit)
+        if restored { registry.compactionCounts.withLock { $0.restored += 1 } }
         registry.catchUpTarget.store(state.lastSequence, ordering: .releasing)
-        try loop.sync { [registry] in
+        try loop.sync { [registry, recorded] in
             registry.projection.applied = recorded
             registry.appliedPosition.store(recorded, ordering: .releasing)
             try registry.follow(from: recorded)
@@ -79,6 +87,19 @@ extension SharedTokenRegistry {
             throw error
         }
         return registry
+    }
+
+    /// Restores `local`, which holds the log up to `recorded`, from the newest snapshot, which
+    /// must reach the log's first entry `logStart`; returns the sequence it holds now. Blocks.
+    static func restoreNewestSnapshot(jetStream: any JetStreamClient, layout: RegistryLogLayout, local: StoreWriter, loop: EventLoop,
+                                      behind recorded: UInt64, logStart: UInt64) throws -> UInt64 {
+        let snapshot = try readNewestSnapshot(jetStream: jetStream, layout: layout, loop: loop)
+        guard let snapshot, snapshot.sequence + 1 >= logStart else {
+            let newest = snapshot.map { "the newest snapshot holds \($0.sequence)" } ?? "there is no snapshot"
+            throw StoreError.refused("\(local.path) holds the token registry up to log sequence \(recorded), but \(layout.streamName) starts at \(logStart) and \(newest): the entries between were removed")
+        }
+        _ = try waitForCompletion { local.restoreRegistrySnapshot(snapshot, completion: $0) }.get()
+        return try waitForCompletion { local.registryLogSequence(completion: $0) }.get()
     }
 
     /// Subscribes to the log after `sequence`.
@@ -108,15 +129,18 @@ extension SharedTokenRegistry {
         guard generation == projection.generation, let sequence = message.stream?.sequence, sequence > projection.delivered else {
             return window.release()
         }
-        // Nothing is removed from the log, so its sequences follow one another. A message missing
-        // here was lost on the way (the client drops what a slow subscriber leaves pending): read
-        // again from the last one handed over. Missing again at once, it is missing from the log.
+        // Only compaction removes entries, from the log's start, so its sequences follow one
+        // another. A message missing here was lost on the way (the client drops what a slow
+        // subscriber leaves pending): read again from the last one handed over. Missing again at
+        // once, it is missing from the log: trimmed below a snapshot (the copy is restored from
+        // it), or removed by hand (the copy stops before it).
         guard sequence == projection.delivered + 1 else {
             window.release()
             let delivered = projection.delivered
             stopFollowing()
             guard !projection.readAgainForGap else {
-                return report(.storageFailure("token registry log entry \(delivered + 1) is missing (the next is \(sequence)): entries were removed from the log; this gateway's copy stops before it"))
+                report(.storageFailure("token registry log entry \(delivered + 1) is missing (the next is \(sequence)): entries were removed from the log; this gateway's copy stops before it"))
+                return restoreBehindTrimmedLog(applied: projection.applied)
             }
             projection.readAgainForGap = true
             gapsReadAgain.add(1, ordering: .relaxed)
@@ -158,6 +182,36 @@ extension SharedTokenRegistry {
             report(error)
             stopFollowing()
             scheduleRestart()
+        }
+    }
+
+    /// A copy whose next entry was trimmed below a snapshot: restored from the newest snapshot
+    /// on a thread of its own (the reads block), then following from it. Nothing happens when
+    /// the log still starts right after `applied` (the entry is missing from its middle).
+    private func restoreBehindTrimmedLog(applied: UInt64) {
+        let (jetStream, layout, local, loop) = (jetStream, layout, local, loop)
+        DedicatedThread.start(name: "touchline-registry-restore") { [self] in
+            let outcome = Result { () throws -> UInt64? in
+                guard let start = try jetStream.streamState(layout.streamName)?.firstSequence, start > applied + 1 else { return nil }
+                return try Self.restoreNewestSnapshot(jetStream: jetStream, layout: layout, local: local, loop: loop, behind: applied, logStart: start)
+            }
+            loop.execute { [self] in
+                guard isOpen else { return }
+                switch outcome {
+                case .success(nil): return
+                case .success(let restored?):
+                    compactionCounts.withLock { $0.restored += 1 }
+                    projectionHealth.withLock { $0 = nil }
+                    projection.applied = max(projection.applied, restored)
+                    appliedPosition.store(projection.applied, ordering: .releasing)
+                    do { try follow(from: projection.applied) } catch { report(.storageFailure("cannot follow the token registry log: \(error)")) }
+                case .failure(let error):
+                    // Tried again (the file may have been full, the servers away): following
+                    // again meets the same gap, and restores.
+                    report((error as? StoreError) ?? .storageFailure("cannot restore the token registry from its snapshot: \(error)"))
+                    scheduleRestart()
+                }
+            }
         }
     }
 

@@ -5,6 +5,16 @@ import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
+/// What compaction of the registry did since it was opened.
+public struct RegistryCompactionStatistics: Sendable, Equatable {
+    /// Snapshots this gateway stored (its copy, as the holder of partition 0).
+    public var written = 0
+    /// Snapshots this gateway's copy was restored from (its file was behind the log's start).
+    public var restored = 0
+    /// Log entries trimmed below a snapshot by this gateway.
+    public var trimmedEntries: UInt64 = 0
+}
+
 /// ``PersonalStoreWriter`` for gateways on a cluster: the token registry is shared, the rest of
 /// the personal side (jobs, dead letters, idempotency keys, the outbox) stays in the gateway's
 /// own SQLite file.
@@ -101,6 +111,9 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
     /// How often the copy subscribed again because a message of the log was lost on the way
     /// (the client drops messages a slow subscriber leaves pending); the figures report it.
     public let gapsReadAgain = Atomic<Int>(0)
+    /// What compaction did since the registry was opened (`/metrics`).
+    public var compactionStatistics: RegistryCompactionStatistics { compactionCounts.withLock { $0 } }
+    let compactionCounts = Mutex(RegistryCompactionStatistics())
     /// The last log sequence this gateway's copy has applied, readable from any thread: a
     /// personal job accepted here records it, and a slice of that job waits, wherever it runs,
     /// for a copy at least this far before it reads its audience.

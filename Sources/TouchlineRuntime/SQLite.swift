@@ -253,4 +253,18 @@ public final class SQLiteStatement {
 
     /// The column as an optional integer (nil when NULL).
     public func optionalInt64(at column: Int32) -> Int64? { isNull(at: column) ? nil : int64(at: column) }
+
+    /// How many columns the statement's rows have.
+    public var columnCount: Int32 { sqlite3_column_count(raw) }
+
+    /// The column as whatever SQLite stored: for copying rows whose columns the caller does not name.
+    public func value(at column: Int32) -> SQLiteValue {
+        switch sqlite3_column_type(raw, column) {
+        case SQLITE_INTEGER: .integer(int64(at: column))
+        case SQLITE_FLOAT: .real(double(at: column))
+        case SQLITE_TEXT: .text(text(at: column) ?? "")
+        case SQLITE_BLOB: .blob(blob(at: column) ?? [])
+        default: .null
+        }
+    }
 }

@@ -27,8 +27,7 @@ extension StoreWriter {
             }
             var count = 0
             for operation in entry.operations { count += try TokenRows.apply(operation, on: db) }
-            try db.run("INSERT INTO registry_log (id, sequence) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET sequence = excluded.sequence",
-                       [.integer(Int64(sequence))])
+            try Self.recordRegistryLogSequence(sequence, on: db)
             deactivated.withLock { $0 = count }
         }, complete: { error in
             if let error { return completion(.failure(error)) }
@@ -61,8 +60,13 @@ extension StoreWriter {
         }))
     }
 
-    private static func registryLogSequence(on db: SQLiteConnection) throws -> UInt64 {
+    static func registryLogSequence(on db: SQLiteConnection) throws -> UInt64 {
         let stored = try db.query("SELECT sequence FROM registry_log WHERE id = 1") { $0.int64(at: 0) }.first ?? 0
         return UInt64(max(stored, 0))
+    }
+
+    static func recordRegistryLogSequence(_ sequence: UInt64, on db: SQLiteConnection) throws {
+        try db.run("INSERT INTO registry_log (id, sequence) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET sequence = excluded.sequence",
+                   [.integer(Int64(sequence))])
     }
 }

@@ -184,6 +184,127 @@ struct SharedTokenRegistryTests {
         }
     }
 
+    /// A fence for compactions that holds, or not, as the test says.
+    struct TestFence: SideEffectFence { let holds: Bool }
+
+    /// Compaction (docs/cluster.md, "Compacting the token registry"): a snapshot in parts, the
+    /// log trimmed below the one before, and a new copy restored from it holding exactly what
+    /// the copy that wrote it holds.
+    @Test(arguments: NATSBackend.allCases)
+    func aCompactedLogIsRestoredFromItsSnapshotByANewCopy(backend: NATSBackend) async throws {
+        try await backend.withCluster { nats in
+            let cluster = try RegistryCluster(nats)
+            let first = try cluster.gateway("a")
+            for n in 1...30 { try first.write([Self.pushToStart(n)]) }
+            try first.write([.deactivateToken(Self.token(4), unlessRegisteredAfter: Self.t0, at: Self.t0 + .seconds(1)), .deleteToken(Self.token(5))])
+            let settings = RegistryCompactionSettings(entriesBetweenSnapshots: 10, partBytes: 300)
+            let holds = TestFence(holds: true)
+            guard case .compacted(let firstSnapshot, let parts, nil) = try first.registry.compact(settings, fence: holds) else {
+                Issue.record("the first compaction did not store a snapshot")
+                return
+            }
+            #expect(firstSnapshot == 31 && parts > 1, "a snapshot of the copy at the log's end, cut in parts of 300 bytes")
+            #expect(try first.registry.compact(settings, fence: holds) == .notDue(newest: 31))
+            for n in 31...45 { try first.write([Self.pushToStart(n)]) }
+            guard case .compacted(46, _, 32) = try first.registry.compact(settings, fence: holds) else {
+                Issue.record("the second compaction did not store a snapshot at 46 and trim below 32")
+                return
+            }
+            let log = try #require(try cluster.jetStream.streamState(RegistryLogLayout().streamName))
+            #expect(log.firstSequence == 32 && log.lastSequence == 46, "the log keeps what follows the snapshot before the newest")
+            let statistics = first.registry.compactionStatistics
+            #expect(statistics.written == 2 && statistics.restored == 0 && statistics.trimmedEntries == 31)
+
+            // A new gateway's file is behind the log's start: restored from the newest snapshot.
+            let second = try cluster.gateway("b")
+            let expected = (1...45).filter { $0 != 4 && $0 != 5 }.map(Self.token)
+            #expect(try second.scan() == expected)
+            #expect(try first.scan() == expected)
+            #expect(second.registry.compactionStatistics.restored == 1)
+            #expect(try Self.rows(second.path) == Self.rows(first.path), "the same rows, inactive and all")
+            // And both follow the log on from there.
+            try second.write([Self.pushToStart(46)])
+            try await first.eventually { try $0.scan().last == Self.token(46) }
+            [first, second].forEach { $0.close() }
+        }
+    }
+
+    /// A copy that could not apply while the log was compacted twice (its next entry is gone)
+    /// is restored from the newest snapshot while it runs, then follows the log again.
+    @Test(arguments: NATSBackend.allCases)
+    func aCopyLeftBehindATrimIsRestoredWhileItRuns(backend: NATSBackend) async throws {
+        try await backend.withCluster { nats in
+            let cluster = try RegistryCluster(nats)
+            let first = try cluster.gateway("a")
+            let second = try cluster.gateway("b")
+            try first.write([Self.pushToStart(1)])
+            try await second.eventually { try $0.scan().count == 1 }
+            #expect(FileManager.default.createFile(atPath: second.faultFile, contents: Data()))
+            let settings = RegistryCompactionSettings(entriesBetweenSnapshots: 5, partBytes: 4_096)
+            for round in 0..<2 {
+                for n in 0..<6 { try first.write([Self.pushToStart(2 + round * 6 + n)]) }
+                guard case .compacted = try first.registry.compact(settings, fence: TestFence(holds: true)) else {
+                    Issue.record("compaction \(round + 1) did not store a snapshot")
+                    return
+                }
+            }
+            #expect(try #require(try cluster.jetStream.streamState(RegistryLogLayout().streamName)).firstSequence > 2)
+            try FileManager.default.removeItem(atPath: second.faultFile)
+            try first.write([Self.pushToStart(14)])
+            try await second.eventually { try $0.scan() == (1...14).map(Self.token) && !$0.registry.health.isFailing }
+            #expect(second.registry.compactionStatistics.restored == 1)
+            [first, second].forEach { $0.close() }
+        }
+    }
+
+    /// A compactor whose hold has moved writes nothing; one with too few entries neither.
+    @Test(arguments: NATSBackend.allCases)
+    func aCompactionWritesNothingWithoutItsHoldOrBeforeItIsDue(backend: NATSBackend) async throws {
+        try await backend.withCluster { nats in
+            let cluster = try RegistryCluster(nats)
+            let gateway = try cluster.gateway("a")
+            for n in 1...12 { try gateway.write([Self.pushToStart(n)]) }
+            #expect(try gateway.registry.compact(RegistryCompactionSettings(entriesBetweenSnapshots: 10), fence: TestFence(holds: false)) == .fenced)
+            #expect(try gateway.registry.compact(RegistryCompactionSettings(entriesBetweenSnapshots: 13), fence: TestFence(holds: true)) == .notDue(newest: 0))
+            let snapshots = try #require(try cluster.jetStream.streamState(RegistryLogLayout().snapshotStreamName))
+            #expect(snapshots.messages == 0)
+            #expect(try #require(try cluster.jetStream.streamState(RegistryLogLayout().streamName)).firstSequence == 1)
+            gateway.close()
+        }
+    }
+
+    /// A snapshot that cannot be read whole changes nothing in the file it was to replace.
+    @Test func aDamagedSnapshotRestoresNothing() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchline-snapshot-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let source = try StoreWriter(path: directory + "/a.sqlite")
+        defer { source.close() }
+        _ = try waitForCompletion { source.applyRegistryEntry(RegistryEntry((1...3).map { Self.pushToStart($0) })!, sequence: 1, previous: 0, completion: $0) }.get()
+        let snapshot = try waitForCompletion { source.readRegistrySnapshot(completion: $0) }.get()
+        let target = try StoreWriter(path: directory + "/b.sqlite")
+        defer { target.close() }
+        _ = try waitForCompletion { target.applyRegistryEntry(RegistryEntry([Self.pushToStart(9)])!, sequence: 1, previous: 0, completion: $0) }.get()
+        let cut = RegistrySnapshot(sequence: 2, bytes: Array(snapshot.bytes.dropLast(5)))
+        #expect(throws: StoreError.self) { try waitForCompletion { target.restoreRegistrySnapshot(cut, completion: $0) }.get() }
+        #expect(try Self.rows(directory + "/b.sqlite").map(\.first) == [Self.token(9)])
+        #expect(try waitForCompletion { target.registryLogSequence(completion: $0) }.get() == 1)
+        // The whole one replaces the file's registry.
+        let whole = RegistrySnapshot(sequence: 2, bytes: snapshot.bytes)
+        #expect(try waitForCompletion { target.restoreRegistrySnapshot(whole, completion: $0) }.get())
+        #expect(try Self.rows(directory + "/b.sqlite") == Self.rows(directory + "/a.sqlite"))
+    }
+
+    /// Every registry row of a file, as text: token, kind, active, deactivation, follows.
+    static func rows(_ path: String) throws -> [[String]] {
+        let connection = try SQLiteConnection(path: path)
+        defer { connection.close() }
+        return try connection.query("""
+            SELECT token, kind, active, coalesce(deactivated_at, ''), coalesce((SELECT group_concat(follow) FROM token_follows f WHERE f.token = t.token), '')
+            FROM tokens t ORDER BY token
+            """) { row in (0..<5).map { row.text(at: Int32($0)) ?? "" } }
+    }
+
     @Test(arguments: NATSBackend.allCases)
     func listsCompleteInOrderAndACheckpointNeverOvertakesAnEarlierOne(backend: NATSBackend) async throws {
         try await backend.withCluster { nats in

@@ -2,6 +2,7 @@ import Testing
 import TestSlots
 import Touchline
 import TouchlineCore
+import TouchlineJetStream
 import TouchlineTesting
 
 /// Every stream of a cluster has a limit of its own (`store.limits`): a partition log whose
@@ -89,5 +90,37 @@ struct ClusterStorageLimitTests {
             try client.messageCount(stream: "KV_touchline_jobs", subject: "$KV.touchline_jobs.*.\(job.id)") == 0
                 && client.messageCount(stream: "KV_touchline_jobs", subject: "$KV.touchline_jobs.slice.\(job.id).>") == 0
         }
+    }
+
+    /// The token registry's log is compacted by the gateway holding partition 0 once its copy
+    /// is `store.registrySnapshotEntries` past the newest snapshot, and trimmed below the one
+    /// before; a gateway that joins later is restored from the snapshot and reaches every token.
+    @Test func theRegistryLogIsCompactedAndAGatewayJoiningLaterIsRestoredFromItsSnapshot() async throws {
+        let cluster = InProcessCluster()
+        defer { cluster.shutDown() }
+        let compactEvery: (inout GatewayConfiguration) -> Void = { $0.store.jetStream?.registrySnapshotEntries = 10 }
+        let gateways = try await cluster.serving(configure: compactEvery)
+        let tokens = (0..<36).map(GatewayPersonalAPITests.token)
+        let client = InMemoryJetStream(cluster.cluster.connect(name: "observer"))
+        let layout = RegistryLogLayout()
+        for (n, token) in tokens.prefix(18).enumerated() {
+            try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: gateways[n % 2].patientAdmin)
+        }
+        try await eventually("a first snapshot", timeout: .seconds(20)) {
+            try client.messageCount(stream: layout.snapshotStreamName, subject: layout.snapshotMarkerSubject) == 1
+        }
+        for (n, token) in tokens.dropFirst(18).enumerated() {
+            try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n + 18)", on: gateways[n % 2].patientAdmin)
+        }
+        try await eventually("the log trimmed below the first snapshot", timeout: .seconds(20)) {
+            (try client.streamState(layout.streamName)?.firstSequence ?? 0) > 1
+        }
+        let joining = try cluster.add(["g3"], configure: compactEvery)[0]
+        try await ClusterPersonalJobTests.copiesAgree((gateways + [joining]).map(\.patientAdmin))
+        let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: joining.patientAdmin)
+        #expect(job.progress?.integer("targeted") == 36, "every token, those only in the snapshot too")
+        #expect(Set(cluster.pushedTokens) == Set(tokens))
+        let metrics = try joining.patientAdmin.request("GET", "/metrics").text
+        #expect(metrics.contains(#"touchline_cluster_registry_snapshots_total{instance="g3",outcome="restored"} 1"#), "\(metrics.split(separator: "\n").filter { $0.contains("registry_snapshots") })")
     }
 }

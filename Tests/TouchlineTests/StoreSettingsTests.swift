@@ -17,7 +17,8 @@ import TouchlineCore
             {"store": {"backend": "jetstream", "servers": ["nats://10.0.0.1:4222", "tls://10.0.0.2:4222"], "instance": "gw-1",
                        "credentialsFile": "/etc/touchline/gw.creds", "tls": {"caFile": "/etc/touchline/nats-ca.pem"},
                        "prefix": "league", "replicas": 5, "partitions": 128, "snapshotLogBytes": 65536,
-                       "limits": {"partitionLogBytes": 134217728, "registryBytes": 8589934592}, "finishedJobRetentionSeconds": 86400}}
+                       "limits": {"partitionLogBytes": 134217728, "registryBytes": 8589934592}, "finishedJobRetentionSeconds": 86400,
+                       "registrySnapshotEntries": 50000}}
             """)
         let configuration = try GatewayConfiguration.load(arguments: ["--config", file], environment: GatewayConfigurationTests.dev)
         let cluster = try #require(configuration.store.jetStream)
@@ -31,8 +32,8 @@ import TouchlineCore
         limits.partitionLogBytes = 128 << 20
         limits.registryBytes = 8 << 30
         #expect(cluster.limits == limits, "the members given, the others' defaults")
-        #expect(cluster.finishedJobRetention == .seconds(86_400))
-        #expect(limits.total(partitions: 128) == 128 * (128 << 20) + (256 << 20) + (10 << 30) + (8 << 30) + (1 << 30) + 2 * (256 << 20) + (16 << 20))
+        #expect(cluster.finishedJobRetention == .seconds(86_400) && cluster.registrySnapshotEntries == 50_000)
+        #expect(limits.total(partitions: 128) == 128 * (128 << 20) + (256 << 20) + (10 << 30) + (8 << 30) + (4 << 30) + (1 << 30) + 2 * (256 << 20) + (16 << 20))
 
         // Later sources replace the whole object; members left out take their defaults.
         let flagged = try GatewayConfiguration.load(
@@ -79,6 +80,8 @@ import TouchlineCore
         (#"{"backend": "jetstream", "servers": ["nats://n1"], "limits": 5}"#, "store settings member limits must be an object"),
         (#"{"backend": "jetstream", "servers": ["nats://n1"], "finishedJobRetentionSeconds": 10}"#,
          "store settings member finishedJobRetentionSeconds must be a whole number from 60 to 7776000"),
+        (#"{"backend": "jetstream", "servers": ["nats://n1"], "registrySnapshotEntries": 5}"#,
+         "store settings member registrySnapshotEntries must be a whole number from 10 to 100000000"),
     ]
 
     @Test func eachBadValueIsRefusedInOneLineNamingTheMemberAndItsSource() throws {

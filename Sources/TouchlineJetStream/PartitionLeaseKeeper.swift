@@ -48,6 +48,10 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     private var sending: Sending?
     private var writeTimer: LoopTimer?
     private let writeTimeout: Duration
+    /// How long one attempt at a new watch waits for the cluster to answer, and how long after a
+    /// failed one the next starts.
+    private let watchRenewalLimit: Duration
+    private let retryDelay: Duration
     /// Set by ``abandon()``: answers still arriving change nothing and send nothing.
     private var abandoned = false
 
@@ -82,6 +86,8 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
         self.onOwnership = onOwnership
         self.emptyThrough = emptyThrough
         writeTimeout = settings.writeTimeout
+        watchRenewalLimit = settings.leaseTTL
+        retryDelay = settings.retryDelay
         machine = PartitionLeases(instance: instance, incarnation: UInt64.random(in: 1 ... .max), settings: settings,
                                   now: ContinuousClock.now)
     }
@@ -127,6 +133,7 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
         timer?.cancel()
         timer = nil
         writeTimer?.cancel()
+        watchRetryTimer?.cancel()
         writes = []
         sending = nil
     }
@@ -173,7 +180,11 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     /// of each key, on a thread of its own (creating a consumer waits for the cluster); what it
     /// delivers again is old news to the machine.
     ///
-    /// Until the new watch has caught up, the view is not known complete, and writes wait.
+    /// Until the new watch has caught up, the view is not known complete, and writes wait. An
+    /// attempt the cluster does not answer within a lease (no quorum, the client's server gone)
+    /// is followed by another a retry delay later, for as long as it takes: a keeper left without
+    /// a watch would hold its writes for good (seen once after a quorum loss: the gateway never
+    /// served again).
     private func renewWatch() {
         guard !abandoned else { return }
         watchGeneration += 1
@@ -186,14 +197,16 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
             guard let self else { return }
             let renewed = Result { () throws(NATSError) -> (any MessageSubscription, JetStream.StreamState?) in
                 // Read first: a stream then holding nothing delivers nothing to catch up with.
-                let state = try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }
-                return (try JetStream.retryingWhileForming { () throws(NATSError) in try subscribeWatch(generation: generation) }, state)
+                let limit = watchRenewalLimit
+                let state = try JetStream.retryingWhileForming(for: limit) { () throws(NATSError) in try jetStream.streamState("KV_\(bucket)") }
+                return (try JetStream.retryingWhileForming(for: limit) { () throws(NATSError) in try subscribeWatch(generation: generation) }, state)
             }
             loop.execute { [weak self] in
                 guard let self else { return }
                 renewingWatch = false
                 guard case .success(let (subscription, state)) = renewed, !abandoned, watch != nil else {
                     if case .success(let (subscription, _)) = renewed { subscription.cancel() }
+                    if case .failure(let error) = renewed, !abandoned, watch != nil { retryWatch(after: error) }
                     return
                 }
                 watch?.cancel()
@@ -207,6 +220,20 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     }
 
     private var renewingWatch = false
+    private var watchRetryTimer: LoopTimer?
+    /// Attempts at a new watch the cluster did not answer (`/metrics`, tests).
+    public private(set) var watchRenewalFailures = 0
+
+    private func retryWatch(after error: NATSError) {
+        watchRenewalFailures += 1
+        writeFailed("its watch of the lease bucket cannot be made again: \(error)")
+        let timer = watchRetryTimer ?? LoopTimer(loop: loop) { [weak self] in
+            guard let self, !abandoned, watch != nil, seenThrough == nil else { return }
+            renewWatch()
+        }
+        watchRetryTimer = timer
+        timer.schedule(after: retryDelay)
+    }
 
     // MARK: Inputs
 
@@ -371,7 +398,16 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
     private func armWriteTimer(since: ContinuousClock.Instant) {
         let timer = writeTimer ?? LoopTimer(loop: loop) { [weak self] in
             guard let self, let sending, ContinuousClock.now - sending.since >= writeTimeout else { return }
-            if sending.refusedAt != nil { renewWatch() } else { writeFailed("a lease write had no answer within \(writeTimeout)") }
+            if sending.refusedAt != nil {
+                renewWatch()
+            } else if sending.heldForTheView {
+                // Held, not sent: the view is incomplete, and a new watch is on its way (or
+                // started now, should none be).
+                writeFailed("a lease write was held for \(writeTimeout): the view of the lease bucket is not known complete")
+                if !renewingWatch { renewWatch() }
+            } else {
+                writeFailed("a lease write had no answer within \(writeTimeout)")
+            }
             finish(sending.write, .failed)
         }
         writeTimer = timer

@@ -87,6 +87,13 @@ public final class InMemoryNATSCluster: Sendable {
 
     public func partition(_ name: String) { state.withLock { _ = $0.partitioned.insert(name) } }
 
+    /// The JetStream calls and publishes of the clients named `name` get no answer, while their
+    /// consumers still deliver: a server that routes messages but whose JetStream does not answer
+    /// (its meta group without a leader after a quorum loss). `false` answers them again.
+    public func answerCalls(of name: String, _ answering: Bool) {
+        state.withLock { if answering { $0.unanswering.remove(name) } else { $0.unanswering.insert(name) } }
+    }
+
     /// Reconnects the clients named `name`: their ordered consumers deliver what was stored
     /// meanwhile, and push consumers deliver to them again.
     public func heal(_ name: String) {
@@ -183,6 +190,7 @@ extension InMemoryNATSCluster {
         /// Keyed by "stream/name".
         var consumers: [String: PushConsumer] = [:]
         var partitioned: Set<String> = []
+        var unanswering: Set<String> = []
         var mappings: [SubjectMapping] = []
         var closed: Set<UInt64> = []
         var publishFailure: PublishFailure?
@@ -227,7 +235,7 @@ extension InMemoryNATSCluster {
         /// Why a JetStream call of `client` gets no answer, if it gets none.
         func unanswered(_ client: Client, _ operation: String) -> NATSError? {
             if closed.contains(client.id) { return .connectionClosed(operation: operation) }
-            if quorumLost || partitioned.contains(client.name) { return .timeout(operation: operation) }
+            if quorumLost || partitioned.contains(client.name) || unanswering.contains(client.name) { return .timeout(operation: operation) }
             return nil
         }
 

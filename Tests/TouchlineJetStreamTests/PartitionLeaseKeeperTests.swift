@@ -64,6 +64,39 @@ struct PartitionLeaseKeeperTests {
         }
     }
 
+    /// A gap in one keeper's watch while the cluster does not answer its calls: the new watch
+    /// cannot be made, so the keeper holds its writes and its partitions go to the other. It
+    /// tries again every retry delay, and once the cluster answers it has a complete view again
+    /// and takes its share back. (Without the retries it held its writes for good: seen once
+    /// after a quorum loss on real servers.)
+    @Test func aWatchThatCannotBeMadeAgainIsTriedUntilTheClusterAnswers() async throws {
+        let settings = try LeaseSettings(partitionCount: 16, leaseTTL: .milliseconds(400), renewInterval: .milliseconds(100),
+                                         safetyMargin: .milliseconds(100), memberTTL: .milliseconds(400), writeTimeout: .milliseconds(100),
+                                         retryDelay: .milliseconds(50))
+        try await NATSBackend.inMemory.withCluster { cluster in
+            let switches = try #require(cluster.inMemory)
+            let gateways = try (1...2).map { try Gateway(cluster: cluster, name: "g\($0)", settings: settings) }
+            let watcher = FenceWatcher(gateways)
+            try await watcher.until(within: .seconds(10), "both gateways hold 8") { owned in
+                owned["g1", default: []].count == 8 && owned["g2", default: []].count == 8
+            }
+            switches.answerCalls(of: "g1", false)
+            switches.loseDeliveries(to: "g1")
+            try await watcher.until(within: .seconds(10), "g2 holds all 16, g1 none") { owned in
+                owned["g2", default: []].count == 16 && owned["g1", default: []].isEmpty
+            }
+            try await eventually("g1 tried more than once", timeout: .seconds(10)) {
+                (try? gateways[0].loop.sync { gateways[0].keeper.watchRenewalFailures }) ?? 0 >= 2
+            }
+            switches.answerCalls(of: "g1", true)
+            try await watcher.until(within: .seconds(10), "both gateways hold 8 again") { owned in
+                owned["g1", default: []].count == 8 && owned["g2", default: []].count == 8
+            }
+            #expect(watcher.violations.isEmpty, "partitions with two fences at once: \(watcher.violations)")
+            watcher.stop()
+        }
+    }
+
     @Test(arguments: NATSBackend.allCases)
     func aGatewayThatLeavesHandsItsPartitionsOverWithoutWaitingForTheLeaseTime(backend: NATSBackend) async throws {
         try await backend.withCluster(size: 3) { cluster in

@@ -279,8 +279,11 @@ struct SliceSave: Sendable {
 
     let key: SharedJobPlan.SliceKey
     let entry: SliceEntry?
+    /// When the test's watch received it: a moment after the bucket stored it.
+    let observedAt: UnixTime
 
-    init?(_ message: NATSMessage) {
+    init?(_ message: NATSMessage, observedAt: UnixTime = UnixTime(nanoseconds: Int64(Date().timeIntervalSince1970 * 1e9))) {
+        self.observedAt = observedAt
         let parts = message.subject.split(separator: ".").suffix(3)
         let deleted = message.headers["KV-Operation"] != nil
         let entry = deleted ? nil : try? JSONDecoder().decode(SliceEntry.self, from: Data(message.payload))
@@ -330,6 +333,11 @@ final class SliceSaves: Sendable {
             last[save.key] = save.entry
         }
         return last
+    }
+
+    /// Every save of a slice of job `jobID`, in the bucket's order.
+    func saves(ofJob jobID: String) -> [SliceSave] {
+        log.saves.withLock { $0 }.filter { $0.key.jobID == jobID }
     }
 
     /// The gateways that saved each slice of job `jobID`, in the order they did (for a failure's message).

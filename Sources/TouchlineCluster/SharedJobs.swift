@@ -64,6 +64,8 @@ final class SharedJobs: @unchecked Sendable {
     private var saved: [SharedJobPlan.SliceKey: (entry: SliceEntry, revision: UInt64)] = [:]
     /// Slices the plan runs here that wait for the registry copy to reach their job's position.
     private var waitingForRegistry: Set<SharedJobPlan.SliceKey> = []
+    /// Slices whose last save is being read before they run.
+    private var readingSaves: Set<SharedJobPlan.SliceKey> = []
     private var registryTimer: LoopTimer?
     /// Acts again after a failed write of the bucket.
     private var retryTimer: LoopTimer?
@@ -274,8 +276,45 @@ final class SharedJobs: @unchecked Sendable {
             if !timer.isScheduled { timer.schedule(after: Self.registryWait) }
             return
         }
+        guard !readingSaves.contains(key) else { return }
+        readingSaves.insert(key)
+        let board = board
+        DedicatedThread.start(name: "touchline-slice-save-read") { [weak self] in
+            let current = Result { try board.currentSave(of: key) }
+            self?.loop.execute { [weak self] in self?.start(key, from: current) }
+        }
+    }
+
+    /// Starts a slice run from its last save as the cluster holds it (``SharedJobBoard/currentSave(of:)``),
+    /// not from the watch's view, which a paused gateway wakes up with far behind: resumed from
+    /// that, it sent again what the gateway that ran the slice meanwhile had saved as sent. A
+    /// read the cluster does not answer is tried again a moment later.
+    private func start(_ key: SharedJobPlan.SliceKey, from current: Result<(entry: SliceEntry, revision: UInt64)?, any Error>) {
+        readingSaves.remove(key)
+        guard plan.running.contains(key), let entry = entries[key.jobID], finishedJobs[key.jobID] == nil else { return }
+        switch current {
+        case .success(let latest?) where latest.revision > saved[key]?.revision ?? 0:
+            saved[key] = latest
+            plan.sliceChanged(key, .init(counters: latest.entry.checkpoint.counters, isFinished: latest.entry.isFinished))
+        case .success:
+            break
+        case .failure(let error):
+            log.warning("reading \(key)'s last save failed: \(error); trying again in \(Self.registryWait)", job: key.jobID)
+            waitingForRegistry.insert(key)
+            let timer = registryTimer ?? LoopTimer(loop: loop) { [weak self] in self?.retryWaiting() }
+            registryTimer = timer
+            if !timer.isScheduled { timer.schedule(after: Self.registryWait) }
+            return
+        }
+        if saved[key]?.entry.isFinished == true {
+            // Finished meanwhile by another gateway: nothing to send.
+            plan.runEnded(key)
+            return act()
+        }
         let checkpoint = saved[key]?.entry.checkpoint
             ?? FanOutCheckpoint(cursor: key.slice.startCursor, counters: FanOutCounters(), pending: [], endedAfterCursor: [])
+        log.info("runs \(key) from " + (saved[key].map { "its save at revision \($0.revision) by \($0.entry.instance) (\($0.entry.checkpoint.counters.sent) sent)" } ?? "its start"),
+                 job: key.jobID)
         do {
             try queue(ofJob: key.jobID).runSlice(key, of: Self.record(of: entry), checkpoint: checkpoint, maximumWindow: SharedJobBoard.maximumSliceWindow,
                                     expiredAt: cancelled[key.jobID], fence: sliceFence(key))

@@ -160,6 +160,16 @@ public final class SharedJobBoard: @unchecked Sendable {
         }
     }
 
+    /// A slice's last save as the cluster holds it now, with its revision (nil: none, or
+    /// removed), read past the watch: a gateway taking a slice over runs it from this, whatever
+    /// its watch has delivered yet (after a pause the watch can be silent for many seconds).
+    /// Blocks: never on the loop.
+    public func currentSave(of key: SharedJobPlan.SliceKey) throws -> (entry: SliceEntry, revision: UInt64)? {
+        let subject = JetStream.keySubject(bucket: bucket, key: "slice.\(key.jobID).\(key.slice.index).\(key.slice.count)")
+        guard let last = try jetStream.lastMessage(stream: "KV_\(bucket)", subject: subject), !last.payload.isEmpty else { return nil }
+        return (try decoder.decode(SliceEntry.self, from: Data(last.payload)), last.sequence)
+    }
+
     /// Cancels a job from `atNanoseconds` on; `completion` on the loop once the cluster has it.
     public func cancel(jobID: String, atNanoseconds: Int64, completion: @escaping @Sendable (Result<Void, NATSError>) -> Void) {
         jetStream.publish(Array(String(atNanoseconds).utf8), to: JetStream.keySubject(bucket: bucket, key: "cancel.\(jobID)"),

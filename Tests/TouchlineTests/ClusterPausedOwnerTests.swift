@@ -18,14 +18,16 @@ struct ClusterPausedOwnerTests {
     static let channels = (1...16).map { "match-\($0)" }
 
     /// Two `touchline serve` processes on a fresh 3-node cluster, sending to `apns`, with
-    /// ``channels`` created and both gateways serving; each channel's APNs channel id.
-    static func twoGateways(sendingTo apns: MockAPNsFixture) async throws -> (NATSCluster, [ServeProcess], [String: String]) {
+    /// ``channels`` created and both gateways serving; each channel's APNs channel id. The first
+    /// reaches the servers through `relays` when given (made for the cluster's client ports).
+    static func twoGateways(sendingTo apns: MockAPNsFixture,
+                            relays: ((NATSCluster) throws -> [String])? = nil) async throws -> (NATSCluster, [ServeProcess], [String: String]) {
         let cluster = try await NATSCluster.start()
-        func serve(_ name: String) async throws -> ServeProcess {
-            let store = #"{"backend": "jetstream", "servers": [\#(cluster.urls.map { "\"\($0)\"" }.joined(separator: ","))], "instance": "\#(name)", "partitions": \#(ClusterGatewayTests.partitions)}"#
+        func serve(_ name: String, servers: [String]) async throws -> ServeProcess {
+            let store = #"{"backend": "jetstream", "servers": [\#(servers.map { "\"\($0)\"" }.joined(separator: ","))], "instance": "\#(name)", "partitions": \#(ClusterGatewayTests.partitions)}"#
             return try await ServeProcess(dataDirectory: apns.directory + "/\(name)", arguments: apns.serveArguments + ["--store", store, "--log-level", "notice"])
         }
-        let gateways = [try await serve("g1"), try await serve("g2")]
+        let gateways = [try await serve("g1", servers: try relays?(cluster) ?? cluster.urls), try await serve("g2", servers: cluster.urls)]
         try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
         try await eventually("both gateways serving") { gateways.allSatisfy { !ClusterGatewayTests.served(by: $0).isEmpty } }
         return (cluster, gateways, try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[1].patientAdmin))
@@ -142,6 +144,83 @@ struct ClusterPausedOwnerTests {
         print("quiet partitions: \(quiet.count) last events, \(acknowledged.count) acknowledged (\(outcomes.count { $0.status == 202 && $0.late }) of them after the stop), \(outcomes.count { $0.status != 202 }) refused")
         #expect(!quiet.isEmpty)
         #expect(outcomes.allSatisfy { [202, 503].contains($0.status) }, "\(answers.withLock { $0 })")
+        for gateway in gateways { #expect(gateway.terminate() == 0) }
+    }
+
+    /// The owner's last writes held in its retry loop and its client's buffers: its link to the
+    /// servers is cut (a relay stops passing bytes) just after the last events of its channels
+    /// were sent to it, and it is stopped a moment later for two leases. The other gateway takes
+    /// over and writes its takeover records; then the link is mended (what waited in it reaches
+    /// the servers) and the owner resumed. Nothing it had not stored before the takeover is
+    /// stored after it: each write still in its loop fails its fence, and one that waited in the
+    /// link is refused by the takeover record. So whatever it answered 202 reaches APNs.
+    @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
+    func writesAPausedOwnerHadInItsRetryLoopAreNotStoredAfterTheTakeover() async throws {
+        let apns = try MockAPNsFixture()
+        let proxies = Mutex<[CuttableProxy]>([])
+        let (cluster, gateways, apnsIDs) = try await Self.twoGateways(sendingTo: apns) { cluster in
+            let relays = try cluster.nodes.map { try CuttableProxy(targetPort: $0.clientPort) }
+            proxies.withLock { $0 = relays }
+            return relays.map(\.url)
+        }
+        let relays = proxies.withLock { $0 }
+        defer { relays.forEach { $0.close() }; Task { await apns.shutDown(); withExtendedLifetime(cluster) {} } }
+        let partitioning = ChannelPartitioning(count: ClusterGatewayTests.partitions)!
+        let paused = gateways[0]
+        let quiet = Self.channels.filter { ClusterGatewayTests.served(by: paused).contains(partitioning.partition(of: $0)) }
+        for id in quiet {
+            let first = try paused.patientAdmin.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": 1, "patch": {"minute": 1}}"#)
+            #expect(first.status == 202, "\(first.text)")
+        }
+        try await eventually("every quiet channel's first minute at APNs") {
+            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+            return quiet.allSatisfy { minutes[$0]?.contains(1) == true }
+        }
+
+        let answers = Mutex<[String: Int]>([:])
+        let api = paused.admin.waiting(upTo: 60)
+        for id in quiet {
+            Thread {
+                let status = (try? api.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": 2, "patch": {"minute": 2}}"#))?.status ?? 0
+                answers.withLock { $0[id] = status }
+            }.start()
+        }
+        usleep(1_000)
+        relays.forEach { $0.cut() }
+        // Its writes now get no answer: they wait in the retry loop and in the link.
+        usleep(300_000)
+        kill(paused.process.pid, SIGSTOP)
+        let stoppedAt = UnixTime(nanoseconds: Int64(Date().timeIntervalSince1970 * 1e9))
+        let unansweredAtStop = quiet.count - answers.withLock { $0.count }
+        try await eventually("the other gateway serving every quiet channel's partition", timeout: .seconds(30)) {
+            Set(quiet.map { partitioning.partition(of: $0) }).isSubset(of: ClusterGatewayTests.served(by: gateways[1]))
+        }
+        relays.forEach { $0.mend() }
+        usleep(500_000)
+        kill(paused.process.pid, SIGCONT)
+        try await eventually("every last event answered", timeout: .seconds(60)) { answers.withLock { $0.count } == quiet.count }
+
+        let outcomes = answers.withLock { $0 }
+        let acknowledged = outcomes.filter { $0.value == 202 }.map(\.key)
+        try await eventually("every acknowledged last minute at APNs", timeout: .seconds(30)) {
+            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+            return acknowledged.allSatisfy { minutes[$0]?.contains(2) == true }
+        }
+        let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+        for id in quiet {
+            let seen = minutes[id] ?? []
+            #expect(seen == seen.sorted(), "\(id) went back in time at APNs: \(seen)")
+        }
+        // Each channel's next event goes through the other gateway: a last event the stopped
+        // owner did store is a duplicate there, one it did not is new.
+        for id in quiet {
+            let next = try gateways[1].patientAdmin.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": 2, "patch": {"minute": 2}}"#)
+            #expect(next.status == 202, "\(id): \(next.text)")
+        }
+        let lateMinuteTwos = apns.mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.receivedAt > stoppedAt }
+        print("retry loop: \(quiet.count) last events, \(unansweredAtStop) unanswered when the owner stopped, \(acknowledged.count) acknowledged, \(outcomes.count { $0.value != 202 }) refused; \(lateMinuteTwos.count) pushes after the stop")
+        #expect(!quiet.isEmpty && unansweredAtStop > 0, "no write was in the retry loop when the owner stopped")
+        #expect(outcomes.values.allSatisfy { [202, 503].contains($0) }, "\(outcomes)")
         for gateway in gateways { #expect(gateway.terminate() == 0) }
     }
 }

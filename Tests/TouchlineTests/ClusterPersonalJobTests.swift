@@ -281,9 +281,12 @@ struct SliceSave: Sendable {
     let entry: SliceEntry?
     /// When the test's watch received it: a moment after the bucket stored it.
     let observedAt: UnixTime
+    /// The bucket's revision of it.
+    let revision: UInt64
 
     init?(_ message: NATSMessage, observedAt: UnixTime = UnixTime(nanoseconds: Int64(Date().timeIntervalSince1970 * 1e9))) {
         self.observedAt = observedAt
+        revision = message.stream?.sequence ?? 0
         let parts = message.subject.split(separator: ".").suffix(3)
         let deleted = message.headers["KV-Operation"] != nil
         let entry = deleted ? nil : try? JSONDecoder().decode(SliceEntry.self, from: Data(message.payload))

@@ -41,7 +41,7 @@ struct GatewayKickoffTests {
         #expect(started.status == 202, "\(started.text)")
         let jobID = try #require(started.json?.string("jobId"))
         let progress = try await GatewayDeadLetterTests.finished(jobID, on: api)
-        #expect(progress?.integer("targeted") == 5 && progress?.integer("sent") == 5)
+        #expect(progress?.integer("targeted") == 5 && progress?.integer("sent") == 5, "\(String(describing: progress))")
 
         let starts = fixture.mock.recordedRequests().filter { $0.endpoint == .device }
         #expect(starts.count == 5 && starts.allSatisfy { $0.status == 200 && $0.event == "start" && $0.priority == 10 })

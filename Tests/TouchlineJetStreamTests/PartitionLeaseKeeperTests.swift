@@ -64,22 +64,28 @@ struct PartitionLeaseKeeperTests {
         }
     }
 
+    /// Two keepers with leases of 400 ms on `cluster`, each holding 8 of the 16 partitions.
+    private static func twoBalancedFastGateways(on cluster: TestNATSCluster) async throws -> ([Gateway], FenceWatcher) {
+        let settings = try LeaseSettings(partitionCount: 16, leaseTTL: .milliseconds(400), renewInterval: .milliseconds(100),
+                                         safetyMargin: .milliseconds(100), memberTTL: .milliseconds(400), writeTimeout: .milliseconds(100),
+                                         retryDelay: .milliseconds(50))
+        let gateways = try (1...2).map { try Gateway(cluster: cluster, name: "g\($0)", settings: settings) }
+        let watcher = FenceWatcher(gateways)
+        try await watcher.until(within: .seconds(10), "both gateways hold 8") { owned in
+            owned["g1", default: []].count == 8 && owned["g2", default: []].count == 8
+        }
+        return (gateways, watcher)
+    }
+
     /// A gap in one keeper's watch while the cluster does not answer its calls: the new watch
     /// cannot be made, so the keeper holds its writes and its partitions go to the other. It
     /// tries again every retry delay, and once the cluster answers it has a complete view again
     /// and takes its share back. (Without the retries it held its writes for good: seen once
     /// after a quorum loss on real servers.)
     @Test func aWatchThatCannotBeMadeAgainIsTriedUntilTheClusterAnswers() async throws {
-        let settings = try LeaseSettings(partitionCount: 16, leaseTTL: .milliseconds(400), renewInterval: .milliseconds(100),
-                                         safetyMargin: .milliseconds(100), memberTTL: .milliseconds(400), writeTimeout: .milliseconds(100),
-                                         retryDelay: .milliseconds(50))
         try await NATSBackend.inMemory.withCluster { cluster in
             let switches = try #require(cluster.inMemory)
-            let gateways = try (1...2).map { try Gateway(cluster: cluster, name: "g\($0)", settings: settings) }
-            let watcher = FenceWatcher(gateways)
-            try await watcher.until(within: .seconds(10), "both gateways hold 8") { owned in
-                owned["g1", default: []].count == 8 && owned["g2", default: []].count == 8
-            }
+            let (gateways, watcher) = try await Self.twoBalancedFastGateways(on: cluster)
             switches.answerCalls(of: "g1", false)
             switches.loseDeliveries(to: "g1")
             try await watcher.until(within: .seconds(10), "g2 holds all 16, g1 none") { owned in
@@ -120,16 +126,9 @@ struct PartitionLeaseKeeperTests {
     /// leases lapse and the other takes every partition, never two fences for one partition at
     /// once; healed, it gets its share back. With leases of 400 ms this runs in about a second.
     @Test func aGatewayCutOffFromTheClusterLosesItsPartitionsAndTakesItsShareBackWhenHealed() async throws {
-        let settings = try LeaseSettings(partitionCount: 16, leaseTTL: .milliseconds(400), renewInterval: .milliseconds(100),
-                                         safetyMargin: .milliseconds(100), memberTTL: .milliseconds(400), writeTimeout: .milliseconds(100),
-                                         retryDelay: .milliseconds(50))
         try await NATSBackend.inMemory.withCluster { cluster in
             let switches = try #require(cluster.inMemory)
-            let gateways = try (1...2).map { try Gateway(cluster: cluster, name: "g\($0)", settings: settings) }
-            let watcher = FenceWatcher(gateways)
-            try await watcher.until(within: .seconds(10), "both gateways hold 8") { owned in
-                owned["g1", default: []].count == 8 && owned["g2", default: []].count == 8
-            }
+            let (_, watcher) = try await Self.twoBalancedFastGateways(on: cluster)
             switches.partition("g1")
             try await watcher.until(within: .seconds(10), "g2 holds all 16, g1 none") { owned in
                 owned["g2", default: []].count == 16 && owned["g1", default: []].isEmpty

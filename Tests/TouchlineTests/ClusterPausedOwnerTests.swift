@@ -33,6 +33,21 @@ struct ClusterPausedOwnerTests {
         return (cluster, gateways, try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[1].patientAdmin))
     }
 
+    /// Every channel of `acknowledged` shows its last minute (2) at APNs, and no channel of
+    /// `channels` went back in time there.
+    static func expectLastMinutes(of acknowledged: [String], at apns: MockAPNsFixture, apnsIDs: [String: String],
+                                  inOrderFor channels: [String]) async throws {
+        try await eventually("every acknowledged last minute at APNs", timeout: .seconds(30)) {
+            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+            return acknowledged.allSatisfy { minutes[$0]?.contains(2) == true }
+        }
+        let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+        for id in channels {
+            let seen = minutes[id] ?? []
+            #expect(seen == seen.sorted(), "\(id) went back in time at APNs: \(seen)")
+        }
+    }
+
     /// What the resumed gateway had queued is withheld at its last write (its fence lapsed during
     /// the pause), so no channel's state ever goes back in time at APNs, though the other
     /// gateway pushed newer states meanwhile; every acknowledged event's state reaches APNs.
@@ -131,15 +146,7 @@ struct ClusterPausedOwnerTests {
         try await eventually("every last event answered", timeout: .seconds(60)) { answers.withLock { $0.count } == quiet.count }
 
         let acknowledged = answers.withLock { $0 }.filter { $0.value.status == 202 }.map(\.key)
-        try await eventually("every acknowledged last minute at APNs", timeout: .seconds(30)) {
-            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
-            return acknowledged.allSatisfy { minutes[$0]?.contains(2) == true }
-        }
-        let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
-        for id in quiet {
-            let seen = minutes[id] ?? []
-            #expect(seen == seen.sorted(), "\(id) went back in time at APNs: \(seen)")
-        }
+        try await Self.expectLastMinutes(of: acknowledged, at: apns, apnsIDs: apnsIDs, inOrderFor: quiet)
         let outcomes = answers.withLock { $0 }.values
         print("quiet partitions: \(quiet.count) last events, \(acknowledged.count) acknowledged (\(outcomes.count { $0.status == 202 && $0.late }) of them after the stop), \(outcomes.count { $0.status != 202 }) refused")
         #expect(!quiet.isEmpty)
@@ -202,15 +209,7 @@ struct ClusterPausedOwnerTests {
 
         let outcomes = answers.withLock { $0 }
         let acknowledged = outcomes.filter { $0.value == 202 }.map(\.key)
-        try await eventually("every acknowledged last minute at APNs", timeout: .seconds(30)) {
-            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
-            return acknowledged.allSatisfy { minutes[$0]?.contains(2) == true }
-        }
-        let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
-        for id in quiet {
-            let seen = minutes[id] ?? []
-            #expect(seen == seen.sorted(), "\(id) went back in time at APNs: \(seen)")
-        }
+        try await Self.expectLastMinutes(of: acknowledged, at: apns, apnsIDs: apnsIDs, inOrderFor: quiet)
         // Each channel's last event sent again goes through either gateway (503 while a partition
         // moves back to the woken one is a retry): a last event the stopped owner did store is a
         // duplicate, one it did not is new.

@@ -33,7 +33,7 @@ struct RegistryProjection {
 
 extension SharedTokenRegistry {
     /// A copy that stops following is started again after this long, from what it applied.
-    static let restartDelay: Duration = .seconds(1)
+    public static let restartDelay: Duration = .seconds(1)
     /// Entries handed to the file ahead of what it applied: the file commits them together, and
     /// the rest of the log waits with the client and the servers (a new gateway reads the whole
     /// log: a gigabyte at 10 million tokens).
@@ -176,9 +176,11 @@ extension SharedTokenRegistry {
             if generation == projection.generation { projectionHealth.withLock { $0 = nil } }
             if own { ownEntryApplied(at: sequence, summary: summary) }
         case .failure(let error):
-            // The entries handed after it are refused as a gap: the first failure is the cause.
-            // Follow again, once, from what applied.
-            guard generation == projection.generation, projectionFailure == nil else { return }
+            // The entries handed after it (refused as a gap) belong to the subscription stopped
+            // here, so only the first failure of each subscription counts. Follow again from
+            // what applied, after every failure: a retry that fails too (the disk still full)
+            // is retried in turn (it used to stop the copy for good).
+            guard generation == projection.generation else { return }
             report(error)
             stopFollowing()
             scheduleRestart()

@@ -159,6 +159,9 @@ struct SharedTokenRegistryTests {
             for n in 2...5 { try first.write([Self.pushToStart(n)]) }
             try await second.eventually { $0.registry.health.isFailing }
             #expect(try second.scan().count == 1)
+            // Its tries every second fail too while the disk refuses (a full run's load once kept
+            // the disk full past the first try: that second failure stopped the retries for good).
+            try await Task.sleep(for: SharedTokenRegistry.restartDelay * 2.5)
             // Once it can, it applies every entry it missed, in order, and is healthy again.
             try FileManager.default.removeItem(atPath: second.faultFile)
             try await second.eventually { try $0.scan() == (1...5).map(Self.token) && !$0.registry.health.isFailing }

@@ -269,13 +269,7 @@ final class SharedJobs: @unchecked Sendable {
 
     private func run(_ key: SharedJobPlan.SliceKey) {
         guard let entry = entries[key.jobID] else { return }
-        guard registryPosition() >= entry.registrySequence else {
-            waitingForRegistry.insert(key)
-            let timer = registryTimer ?? LoopTimer(loop: loop) { [weak self] in self?.retryWaiting() }
-            registryTimer = timer
-            if !timer.isScheduled { timer.schedule(after: Self.registryWait) }
-            return
-        }
+        guard registryPosition() >= entry.registrySequence else { return runLater(key) }
         guard !readingSaves.contains(key) else { return }
         readingSaves.insert(key)
         let board = board
@@ -292,6 +286,11 @@ final class SharedJobs: @unchecked Sendable {
     private func start(_ key: SharedJobPlan.SliceKey, from current: Result<(entry: SliceEntry, revision: UInt64)?, any Error>) {
         readingSaves.remove(key)
         guard plan.running.contains(key), let entry = entries[key.jobID], finishedJobs[key.jobID] == nil else { return }
+        // The partition may have gone while its save was read: the plan starts it again when it comes back.
+        guard let fence = sliceFence(key) else {
+            plan.runEnded(key)
+            return act()
+        }
         switch current {
         case .success(let latest?) where latest.revision > saved[key]?.revision ?? 0:
             saved[key] = latest
@@ -300,11 +299,7 @@ final class SharedJobs: @unchecked Sendable {
             break
         case .failure(let error):
             log.warning("reading \(key)'s last save failed: \(error); trying again in \(Self.registryWait)", job: key.jobID)
-            waitingForRegistry.insert(key)
-            let timer = registryTimer ?? LoopTimer(loop: loop) { [weak self] in self?.retryWaiting() }
-            registryTimer = timer
-            if !timer.isScheduled { timer.schedule(after: Self.registryWait) }
-            return
+            return runLater(key)
         }
         if saved[key]?.entry.isFinished == true {
             // Finished meanwhile by another gateway: nothing to send.
@@ -317,13 +312,21 @@ final class SharedJobs: @unchecked Sendable {
                  job: key.jobID)
         do {
             try queue(ofJob: key.jobID).runSlice(key, of: Self.record(of: entry), checkpoint: checkpoint, maximumWindow: SharedJobBoard.maximumSliceWindow,
-                                    expiredAt: cancelled[key.jobID], fence: sliceFence(key))
+                                    expiredAt: cancelled[key.jobID], fence: fence)
             slicesStarted += 1
         } catch {
             // It stays "running" in the plan, so it is not tried again: it can never be sent.
             if brokenJobs[key.jobID] == nil { log.error("the job cannot run: \(error); it is shown as broken and never sent", job: key.jobID) }
             brokenJobs[key.jobID] = error.description
         }
+    }
+
+    /// Runs `key` again a moment later (its registry copy behind its job's position, or its save unread).
+    private func runLater(_ key: SharedJobPlan.SliceKey) {
+        waitingForRegistry.insert(key)
+        let timer = registryTimer ?? LoopTimer(loop: loop) { [weak self] in self?.retryWaiting() }
+        registryTimer = timer
+        if !timer.isScheduled { timer.schedule(after: Self.registryWait) }
     }
 
     private func retryWaiting() {

@@ -111,9 +111,16 @@ extension SharedTokenRegistry {
         }
         compactionCounts.withLock { $0.written += 1 }
         // The earlier snapshot (and any stopped one after it) goes; then what only it covered.
+        // Each purge is sent only when there is something below its sequence: on nats-server
+        // 2.11.11 a purge below sequence 1 of a stream starting at 1 left it without the
+        // snapshot just written (`SharedTokenRegistryTests` on the oldest server); 2.15.1
+        // removed nothing.
         guard fence.holds, let firstPart else { return .compacted(sequence: snapshot.sequence, parts: parts.count, trimmedBelow: nil) }
-        try purgeWaiting(layout.snapshotStreamName, below: firstPart)
-        guard let newest, fence.holds else { return .compacted(sequence: snapshot.sequence, parts: parts.count, trimmedBelow: nil) }
+        if state.messages > 0 { try purgeWaiting(layout.snapshotStreamName, below: firstPart) }
+        guard let newest, fence.holds, let log = try jetStream.streamState(layout.streamName), log.messages > 0,
+              log.firstSequence <= newest.registrySequence else {
+            return .compacted(sequence: snapshot.sequence, parts: parts.count, trimmedBelow: nil)
+        }
         let trimmed = try purgeWaiting(layout.streamName, below: newest.registrySequence + 1)
         compactionCounts.withLock { $0.trimmedEntries += trimmed }
         return .compacted(sequence: snapshot.sequence, parts: parts.count, trimmedBelow: newest.registrySequence + 1)

@@ -33,6 +33,21 @@ struct ClusterPausedOwnerTests {
         return (cluster, gateways, try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[1].patientAdmin))
     }
 
+    /// The channels `owner` serves, each given its first minute through it and shown at APNs.
+    static func firstMinutes(ofChannelsServedBy owner: ServeProcess, at apns: MockAPNsFixture, apnsIDs: [String: String]) async throws -> [String] {
+        let partitioning = ChannelPartitioning(count: ClusterGatewayTests.partitions)!
+        let served = channels.filter { ClusterGatewayTests.served(by: owner).contains(partitioning.partition(of: $0)) }
+        for id in served {
+            let first = try owner.patientAdmin.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": 1, "patch": {"minute": 1}}"#)
+            #expect(first.status == 202, "\(first.text)")
+        }
+        try await eventually("every served channel's first minute at APNs") {
+            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
+            return served.allSatisfy { minutes[$0]?.contains(1) == true }
+        }
+        return served
+    }
+
     /// Every channel of `acknowledged` shows its last minute (2) at APNs, and no channel of
     /// `channels` went back in time there.
     static func expectLastMinutes(of acknowledged: [String], at apns: MockAPNsFixture, apnsIDs: [String: String],
@@ -113,18 +128,8 @@ struct ClusterPausedOwnerTests {
         let apns = try MockAPNsFixture()
         let (cluster, gateways, apnsIDs) = try await Self.twoGateways(sendingTo: apns)
         defer { Task { await apns.shutDown(); withExtendedLifetime(cluster) {} } }
-        let partitioning = ChannelPartitioning(count: ClusterGatewayTests.partitions)!
-        let channels = Self.channels
         let paused = gateways[0]
-        let quiet = channels.filter { ClusterGatewayTests.served(by: paused).contains(partitioning.partition(of: $0)) }
-        for id in quiet {
-            let first = try paused.patientAdmin.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": 1, "patch": {"minute": 1}}"#)
-            #expect(first.status == 202, "\(first.text)")
-        }
-        try await eventually("every quiet channel's first minute at APNs") {
-            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
-            return quiet.allSatisfy { minutes[$0]?.contains(1) == true }
-        }
+        let quiet = try await Self.firstMinutes(ofChannelsServedBy: paused, at: apns, apnsIDs: apnsIDs)
 
         // The last event of every quiet channel, sent to its owner at once; the owner stopped
         // a moment later, while some are inside it.
@@ -174,15 +179,7 @@ struct ClusterPausedOwnerTests {
         defer { relays.forEach { $0.close() }; Task { await apns.shutDown(); withExtendedLifetime(cluster) {} } }
         let partitioning = ChannelPartitioning(count: ClusterGatewayTests.partitions)!
         let paused = gateways[0]
-        let quiet = Self.channels.filter { ClusterGatewayTests.served(by: paused).contains(partitioning.partition(of: $0)) }
-        for id in quiet {
-            let first = try paused.patientAdmin.request("POST", "/v1/channels/\(id)/events", json: #"{"seq": 1, "patch": {"minute": 1}}"#)
-            #expect(first.status == 202, "\(first.text)")
-        }
-        try await eventually("every quiet channel's first minute at APNs") {
-            let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
-            return quiet.allSatisfy { minutes[$0]?.contains(1) == true }
-        }
+        let quiet = try await Self.firstMinutes(ofChannelsServedBy: paused, at: apns, apnsIDs: apnsIDs)
 
         let answers = Mutex<[String: Int]>([:])
         let api = paused.admin.waiting(upTo: 60)

@@ -67,11 +67,3 @@ extension StoreWriter {
         try db.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)]) { $0.text(at: 0) ?? "" }
     }
 }
-
-extension RegistrySnapshot {
-    /// Reads past the version and sequence.
-    static func header(_ reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) -> UInt64 {
-        try reader.version(binaryVersion, of: "token registry snapshot layout")
-        return try reader.unsigned()
-    }
-}

@@ -26,9 +26,14 @@ public struct RegistrySnapshot: Sendable, Equatable {
     /// Reads the sequence a snapshot's bytes were taken at, and checks the layout's version.
     public init(binaryEncoded bytes: [UInt8]) throws(BinaryRecordReader.Damaged) {
         var reader = BinaryRecordReader(bytes)
-        try reader.version(Self.binaryVersion, of: "token registry snapshot layout")
-        sequence = try reader.unsigned()
+        sequence = try Self.header(&reader)
         self.bytes = bytes
+    }
+
+    /// Reads past the version and sequence; the sequence.
+    static func header(_ reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) -> UInt64 {
+        try reader.version(binaryVersion, of: "token registry snapshot layout")
+        return try reader.unsigned()
     }
 
     /// Writes the header; the tables follow (``Tables``).

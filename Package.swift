@@ -112,6 +112,9 @@ let package = Package(
         // load tool's scale-out scenario; never linked into the gateway (`ProductGraphTests`).
         .target(name: "NATSServers", dependencies: ["ChildProcesses", "NATS", "TouchlineRuntime"]),
         .target(name: "Measurements"),
+        // Deterministic simulations in virtual time of gateways around the lease bucket (the pure
+        // lease machines played as a shell and a network would play them), for the tests only.
+        .target(name: "ClusterSimulations", dependencies: ["TouchlineCore"]),
         // The `.heavy` trait: tests that occupy the machine (gateways, servers, clusters, child
         // processes) share a few slots, so a parallel run never starts them all at once; and the
         // helpers every test target shares (`eventually`, `LoopbackSocket`).
@@ -131,9 +134,9 @@ let package = Package(
         .testTarget(name: "CommandLineOptionsTests", dependencies: ["CommandLineOptions"]),
         .testTarget(name: "ChildProcessesTests", dependencies: ["TestSlots", "ChildProcesses"]),
         .testTarget(name: "NATSTests", dependencies: ["TestSlots", "NATS", "NATSServers", "TouchlineCore", "TouchlineRuntime", "TouchlineTesting"]),
-        .testTarget(name: "TouchlineJetStreamTests", dependencies: ["TestSlots", "NATS", "NATSServers", "TouchlineCore", "TouchlineJetStream", "TouchlineRuntime",
+        .testTarget(name: "TouchlineJetStreamTests", dependencies: ["ClusterSimulations", "TestSlots", "NATS", "NATSServers", "TouchlineCore", "TouchlineJetStream", "TouchlineRuntime",
                                                                     "TouchlineStore", "TouchlineTesting"]),
-        .testTarget(name: "TouchlineCoreTests", dependencies: ["TouchlineCore"]),
+        .testTarget(name: "TouchlineCoreTests", dependencies: ["ClusterSimulations", "TouchlineCore"]),
         .testTarget(name: "TouchlineActivityTests", dependencies: ["TouchlineActivity", "TouchlineCore"]),
         .testTarget(name: "TouchlineRuntimeTests", dependencies: ["TestSlots", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),
         .testTarget(name: "TouchlineStoreTests", dependencies: ["TestSlots", "TouchlineStore", "TouchlineRuntime", "TouchlineCore", "ChildProcesses"]),

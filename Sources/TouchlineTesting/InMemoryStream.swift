@@ -6,27 +6,27 @@ import TouchlineCore
 /// message id, size limits, refusing or dropping the oldest when full, per-subject history,
 /// age). A value with no I/O: the in-memory cluster owns one per stream and decides what to
 /// deliver from what it returns.
-struct InMemoryStream: Sendable {
-    struct Message: Sendable {
-        var subject: String
-        var payload: [UInt8]
-        var headers: [String: String]
-        var sequence: UInt64
-        var storedAt: UnixTime
+package struct InMemoryStream: Sendable {
+    package struct Message: Sendable {
+        package var subject: String
+        package var payload: [UInt8]
+        package var headers: [String: String]
+        package var sequence: UInt64
+        package var storedAt: UnixTime
 
         var size: Int { subject.utf8.count + payload.count + headers.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count } }
     }
 
     var settings: JetStream.StreamSettings
     private(set) var patterns: [SubjectPattern]
-    private(set) var messages: [Message] = []
+    package private(set) var messages: [Message] = []
     /// The last sequence ever given, kept when its message is removed (as a server keeps it).
-    private(set) var lastSequence: UInt64 = 0
+    package private(set) var lastSequence: UInt64 = 0
     private var bytes = 0
     /// Message ids seen within the duplicate window, with the sequence they were stored at.
     private var recentIDs: [String: (sequence: UInt64, at: UnixTime)] = [:]
 
-    init(_ settings: JetStream.StreamSettings) {
+    package init(_ settings: JetStream.StreamSettings) {
         self.settings = settings
         patterns = settings.subjects.map(SubjectPattern.init)
     }
@@ -42,7 +42,7 @@ struct InMemoryStream: Sendable {
     /// checked first: a retry of a stored write that expects the sequence before it is refused,
     /// not answered as a duplicate. A known message id then answers the first one's sequence as
     /// a duplicate.
-    mutating func store(_ payload: [UInt8], subject: String, headers: [String: String], conditions: JetStream.PublishConditions,
+    package mutating func store(_ payload: [UInt8], subject: String, headers: [String: String], conditions: JetStream.PublishConditions,
                         now: UnixTime, operation: String) -> Result<JetStream.Acknowledgement, NATSError> {
         expire(now: now)
         if let expected = conditions.expectedLastSequence, expected != lastSequence {

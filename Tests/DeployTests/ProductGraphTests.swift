@@ -55,7 +55,8 @@ import TestSlots
     /// the child processes and the loopback NATS cluster for the tests and the load tool: none is
     /// linked into the gateway, and none is a product.
     @Test(arguments: [("TouchlineTesting", "StoreContractTests", ["touchline-load"]), ("ChildProcesses", "TouchlineTests", []),
-                      ("TestSlots", "TouchlineTests", ["touchline-load"]), ("NATSServers", "TouchlineJetStreamTests", [])])
+                      ("TestSlots", "TouchlineTests", ["touchline-load"]), ("NATSServers", "TouchlineJetStreamTests", []),
+                      ("ClusterSimulations", "TouchlineJetStreamTests", ["touchline-load"])])
     func theTestSupportModulesAreLinkedByTestsOnly(module: String, aTestTargetUsingIt: String, alsoKeptFrom: [String]) async throws {
         let (graph, libraries) = try await Self.describePackage()
         #expect(graph[module] != nil, "the module is gone or renamed: \(graph.keys.sorted())")

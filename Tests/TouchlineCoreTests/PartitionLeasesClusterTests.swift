@@ -1,4 +1,5 @@
 import Testing
+import ClusterSimulations
 import TouchlineCore
 
 /// Whole clusters of ``PartitionLeases`` in virtual time (``LeaseSimulation``): convergence,

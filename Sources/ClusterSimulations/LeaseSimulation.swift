@@ -16,21 +16,38 @@ import TouchlineCore
 /// set at the same virtual instant, fences of a partition only grow from grant to grant, an
 /// instance starts only what it does not own and stops only what it owns, a fence is only set
 /// on an owned partition, and no instance asks for ticks without letting time pass.
-struct LeaseSimulation {
-    typealias Instant = ContinuousClock.Instant
+public struct LeaseSimulation {
+    public typealias Instant = ContinuousClock.Instant
 
-    struct Faults {
+    public struct Faults {
         /// The delay of each request, answer and watch report (uniform).
-        var delay: ClosedRange<Duration> = .milliseconds(1) ... .milliseconds(20)
+        public var delay: ClosedRange<Duration> = .milliseconds(1) ... .milliseconds(20)
         /// The chance that any one request, answer or watch report is lost.
-        var dropRate = 0.0
+        public var dropRate = 0.0
         /// Clock rates are drawn from 1 ± this.
-        var maximumDrift = 0.0
+        public var maximumDrift = 0.0
         /// Timers fire up to this late.
-        var tickLateness = Duration.milliseconds(5)
+        public var tickLateness = Duration.milliseconds(5)
+
+        public init(delay: ClosedRange<Duration> = .milliseconds(1) ... .milliseconds(20), dropRate: Double = 0,
+                    maximumDrift: Double = 0, tickLateness: Duration = .milliseconds(5)) {
+            self.delay = delay
+            self.dropRate = dropRate
+            self.maximumDrift = maximumDrift
+            self.tickLateness = tickLateness
+        }
     }
 
-    enum Connection: Equatable {
+    /// A partition an instance started or stopped owning, as its machine said (for a simulation
+    /// of what the instances do with their partitions: ``takeOwnershipChanges()``).
+    public struct OwnershipChange: Sendable {
+        public let instance: Int
+        public let partition: Int
+        /// The fence it started owning under; nil: it stopped.
+        public let fence: Fence?
+    }
+
+    public enum Connection: Equatable {
         case up
         /// Cut off from the bucket, still running (and still able to push, were it not for its fence).
         case isolated
@@ -40,24 +57,29 @@ struct LeaseSimulation {
 
     /// A class: the checks after every event read every instance, and copying one each time
     /// (with its whole state machine) would dominate a run.
-    final class Instance {
-        let id: InstanceID
-        var leases: PartitionLeases
-        var connection = Connection.up
-        let clockStart: Int64
-        let clockRate: Double
+    public final class Instance {
+        public let id: InstanceID
+        public var leases: PartitionLeases
+        public var connection = Connection.up
+        public let clockStart: Int64
+        public let clockRate: Double
         /// A restart's number: answers and watch reports for an earlier run are lost with it.
-        var run = 0
+        public var run = 0
         /// Partitions between `startOwning` and `stopOwning`, per partition.
-        var owns: [Bool]
-        var tickAt: Int64?
+        public var owns: [Bool]
+        public var tickAt: Int64?
         /// Watch reports leave in order: the next can arrive no earlier than this.
-        var watchFreeAt: Int64 = 0
-        var shutdownCompletedAt: Int64?
-        var ticksWithoutTimePassing = 0
-        var lastTickAt: Int64 = -1
+        public var watchFreeAt: Int64 = 0
+        public var shutdownCompletedAt: Int64?
+        public var ticksWithoutTimePassing = 0
+        public var lastTickAt: Int64 = -1
+        /// A stopped process (SIGSTOP): until this virtual time it handles nothing (what reaches
+        /// it waits, in order), while its clock runs on.
+        public var pausedUntil: Int64?
+        /// A watch report to it was lost: the next one shows the gap.
+        public var missedReport = false
 
-        init(id: InstanceID, leases: PartitionLeases, clockStart: Int64, clockRate: Double, partitionCount: Int) {
+        public init(id: InstanceID, leases: PartitionLeases, clockStart: Int64, clockRate: Double, partitionCount: Int) {
             self.id = id
             self.leases = leases
             self.clockStart = clockStart
@@ -66,7 +88,13 @@ struct LeaseSimulation {
         }
 
         /// What its clock reads at virtual time `time`.
-        func localNow(at time: Int64) -> ContinuousClock.Instant {
+        public func localNow(at time: Int64) -> ContinuousClock.Instant {
+            Self.localNow(at: time, clockStart: clockStart, clockRate: clockRate)
+        }
+
+        /// What a clock that read `clockStart` when the simulation began, running at
+        /// `clockRate`, reads at virtual time `time`.
+        public static func localNow(at time: Int64, clockStart: Int64, clockRate: Double) -> ContinuousClock.Instant {
             LeaseSimulation.origin + .nanoseconds(clockStart + Int64((Double(time) * clockRate).rounded(.down)))
         }
     }
@@ -78,14 +106,14 @@ struct LeaseSimulation {
         case tick(instance: Int, run: Int)
     }
 
-    static let origin = ContinuousClock.now
+    public static let origin = ContinuousClock.now
 
-    let settings: LeaseSettings
-    var faults: Faults
+    public let settings: LeaseSettings
+    public var faults: Faults
     /// Virtual nanoseconds since the simulation began.
-    private(set) var time: Int64 = 0
-    private(set) var instances: [Instance] = []
-    private(set) var bucket: [LeaseKey: (revision: Revision, value: PartitionLeases.ObservedValue)] = [:]
+    public private(set) var time: Int64 = 0
+    public private(set) var instances: [Instance] = []
+    public private(set) var bucket: [LeaseKey: (revision: Revision, value: PartitionLeases.ObservedValue)] = [:]
     private var lastRevision: UInt64 = 0
     private var random: SplitMix64
     private var events = EventQueue<Event>()
@@ -96,14 +124,21 @@ struct LeaseSimulation {
     /// Partitions with more than one entry in `owners` (only those need their fences compared).
     private var contested = 0
     /// Ownership changes from one instance to another.
-    private(set) var moves = 0
+    public private(set) var moves = 0
     /// Broken invariants, in order (the run goes on).
-    private(set) var failures: [String] = []
+    public private(set) var failures: [String] = []
+    /// Ownership changes not yet taken, oldest first (kept only while ``recordsOwnership``).
+    private var ownershipChanges: [OwnershipChange] = []
+    /// Instances fed since the last ``takeFedInstances()`` (kept only while ``recordsOwnership``).
+    private var fed: [Int] = []
+    /// Keeps every start and stop of ownership for ``takeOwnershipChanges()``, and the instances
+    /// fed for ``takeFedInstances()``.
+    public var recordsOwnership = false
     /// Also checks, after every event, that every set fence belongs to an owned partition (costs
     /// instances × partitions per event).
-    var checksEveryFence = false
+    public var checksEveryFence = false
 
-    init(settings: LeaseSettings, faults: Faults = Faults(), seed: UInt64) {
+    public init(settings: LeaseSettings, faults: Faults = Faults(), seed: UInt64) {
         self.settings = settings
         self.faults = faults
         random = SplitMix64(seed: seed)
@@ -112,14 +147,14 @@ struct LeaseSimulation {
         lastOwner = Array(repeating: nil, count: settings.partitionCount)
     }
 
-    var seconds: Double { Double(time) / 1e9 }
+    public var seconds: Double { Double(time) / 1e9 }
 
     // MARK: Scenario
 
     /// Starts a new instance now, its clock at `clockRate` (default: drawn within the drift);
     /// returns its index.
     @discardableResult
-    mutating func start(_ name: String, clockRate: Double? = nil) -> Int {
+    public mutating func start(_ name: String, clockRate: Double? = nil) -> Int {
         guard let id = InstanceID(name) else { fatalError("bad instance name \(name)") }
         let rate = clockRate ?? 1 + (random.unit() * 2 - 1) * faults.maximumDrift
         let clockStart = Int64(random.next() % 1_000_000) * 1_000_000
@@ -132,11 +167,11 @@ struct LeaseSimulation {
     }
 
     /// Starts `count` instances named `i0`, `i1`...
-    mutating func start(count: Int) {
+    public mutating func start(count: Int) {
         for number in 0..<count { start("i\(number)") }
     }
 
-    mutating func kill(_ index: Int) {
+    public mutating func kill(_ index: Int) {
         instances[index].connection = .killed
         instances[index].tickAt = nil
         for partition in owners.indices { removeOwner(index, of: partition) }
@@ -148,42 +183,57 @@ struct LeaseSimulation {
         if wasContested && owners[partition].count < 2 { contested -= 1 }
     }
 
-    mutating func isolate(_ index: Int) {
+    public mutating func isolate(_ index: Int) {
         guard instances[index].connection == .up else { return }
         instances[index].connection = .isolated
     }
 
     /// Reconnects an isolated instance: its watch starts again with every key.
-    mutating func heal(_ index: Int) {
+    public mutating func heal(_ index: Int) {
         guard instances[index].connection == .isolated else { return }
         instances[index].connection = .up
         subscribe(index)
     }
 
     /// The watch starts again with every key (as a watch that lost messages recovers).
-    mutating func resubscribe(_ index: Int) {
+    public mutating func resubscribe(_ index: Int) {
         guard instances[index].connection == .up else { return }
         subscribe(index)
     }
 
     /// The process starts again under the same name (after a kill, or in place).
-    mutating func restart(_ index: Int) {
+    public mutating func restart(_ index: Int) {
         if instances[index].connection != .killed { kill(index) }
         instances[index].run += 1
         instances[index].connection = .up
         instances[index].owns = Array(repeating: false, count: settings.partitionCount)
         instances[index].shutdownCompletedAt = nil
+        instances[index].pausedUntil = nil
         instances[index].leases = PartitionLeases(instance: instances[index].id, incarnation: random.next(), settings: settings,
                                                   now: localNow(index))
         subscribe(index)
     }
 
-    mutating func shutdown(_ index: Int) {
+    public mutating func shutdown(_ index: Int) {
         feed(index, .shutdown)
     }
 
+    /// Stops the process for `duration` (SIGSTOP, then SIGCONT): answers, watch reports and
+    /// ticks that reach it meanwhile wait and are handled in order when it resumes; what it sent
+    /// before goes on its way; its clock runs on (the monotonic clock counts a stopped process's
+    /// time).
+    public mutating func pause(_ index: Int, for duration: Duration) {
+        guard instances[index].connection != .killed else { return }
+        let until = time + duration.inNanoseconds
+        instances[index].pausedUntil = max(instances[index].pausedUntil ?? 0, until)
+    }
+
+    /// Whether the instance is stopped at this virtual time.
+    public func isPaused(_ index: Int) -> Bool { instances[index].pausedUntil.map { time < $0 } ?? false }
+
     /// A new watch: every key as it is now, then `caughtUp`, then every later write.
     private mutating func subscribe(_ index: Int) {
+        instances[index].missedReport = false
         let at = max(instances[index].watchFreeAt, time + delay())
         let run = instances[index].run
         for (key, entry) in bucket.sorted(by: { $0.key.name < $1.key.name }) {
@@ -195,8 +245,28 @@ struct LeaseSimulation {
 
     // MARK: Running
 
+    /// The virtual time of the next event, if any: a simulation built on this one runs its own
+    /// events and these in time order (``step()``, ``advance(to:)``).
+    public var nextEventTime: Int64? { events.nextTime }
+
+    /// Lets virtual time pass to `instant` (never back); the caller has run every event before it.
+    public mutating func advance(to instant: Int64) { time = max(time, instant) }
+
+    /// The instances whose machines took an input since the last call (a keeper tells its
+    /// fences what its machine holds after each input), oldest first.
+    public mutating func takeFedInstances() -> [Int] {
+        defer { fed.removeAll(keepingCapacity: true) }
+        return fed
+    }
+
+    /// The ownership changes since the last call, oldest first.
+    public mutating func takeOwnershipChanges() -> [OwnershipChange] {
+        defer { ownershipChanges.removeAll() }
+        return ownershipChanges
+    }
+
     /// Runs the events of the next `duration` of virtual time.
-    mutating func run(for duration: Duration) {
+    public mutating func run(for duration: Duration) {
         let end = time + duration.inNanoseconds
         while let next = events.nextTime, next <= end { step() }
         time = end
@@ -204,7 +274,7 @@ struct LeaseSimulation {
 
     /// Runs until `condition` holds (checked every 10 ms of virtual time) or `limit` passed;
     /// returns the virtual time it took, nil if it never held.
-    mutating func run(until condition: (LeaseSimulation) -> Bool, within limit: Duration) -> Duration? {
+    public mutating func run(until condition: (LeaseSimulation) -> Bool, within limit: Duration) -> Duration? {
         let begin = time
         let end = time + limit.inNanoseconds
         while time <= end {
@@ -214,16 +284,30 @@ struct LeaseSimulation {
         return nil
     }
 
-    private mutating func step() {
+    /// Runs the next event.
+    public mutating func step() {
         guard let (at, event) = events.pop() else { return }
         time = at
+        if let resumes = pausedUntil(of: event), resumes > at {
+            // Handled once the process resumes, after what reached it before.
+            if case .tick(let index, _) = event, instances[index].tickAt == at { instances[index].tickAt = resumes }
+            events.push(event, at: resumes)
+            return
+        }
         switch event {
         case .request(let index, let run, let write):
             arrive(write, from: index, run: run)
         case .answer(let index, let run, let write, let outcome):
             if isReachable(index, run: run) { feed(index, .completed(write, outcome)) }
         case .report(let index, let run, let input):
-            if isReachable(index, run: run) { feed(index, input) }
+            guard isReachable(index, run: run) else { break }
+            if instances[index].missedReport {
+                // The report's sequence shows the gap: the keeper watches anew from each key's
+                // last value (the reports of the old watch still on their way change nothing).
+                subscribe(index)
+            } else {
+                feed(index, input)
+            }
         case .tick(let index, let run):
             guard instances[index].run == run, instances[index].connection != .killed, instances[index].tickAt == at else { return }
             instances[index].tickAt = nil
@@ -240,6 +324,15 @@ struct LeaseSimulation {
         checkInvariants()
     }
 
+    /// When the instance an answer, report or tick is for resumes, if it is stopped (a request
+    /// is already on the network).
+    private func pausedUntil(of event: Event) -> Int64? {
+        switch event {
+        case .request: nil
+        case .answer(let index, _, _, _), .report(let index, _, _), .tick(let index, _): instances[index].pausedUntil
+        }
+    }
+
     private func isReachable(_ index: Int, run: Int) -> Bool {
         instances[index].run == run && instances[index].connection == .up
     }
@@ -248,7 +341,11 @@ struct LeaseSimulation {
     private mutating func arrive(_ write: BucketWrite, from index: Int, run: Int) {
         let outcome = apply(write)
         if case .stored(let revision) = outcome, let entry = bucket[write.key] {
-            for receiver in instances.indices where instances[receiver].connection == .up && !drops() {
+            for receiver in instances.indices where instances[receiver].connection == .up {
+                if drops() {
+                    instances[receiver].missedReport = true
+                    continue
+                }
                 let at = max(instances[receiver].watchFreeAt, time + delay())
                 instances[receiver].watchFreeAt = at
                 events.push(.report(instance: receiver, run: instances[receiver].run,
@@ -282,6 +379,7 @@ struct LeaseSimulation {
 
     private mutating func feed(_ index: Int, _ input: PartitionLeases.Input) {
         let actions = instances[index].leases.handle(input, now: localNow(index))
+        if recordsOwnership { fed.append(index) }
         for action in actions { perform(action, by: index) }
         scheduleTick(index)
     }
@@ -312,10 +410,12 @@ struct LeaseSimulation {
             instances[index].owns[partition] = true
             owners[partition].append(index)
             if owners[partition].count == 2 { contested += 1 }
+            if recordsOwnership { ownershipChanges.append(OwnershipChange(instance: index, partition: partition, fence: fence)) }
         case .stopOwning(let partition):
             if !instances[index].owns[partition] { fail("\(id) stopped partition \(partition) it does not own") }
             instances[index].owns[partition] = false
             removeOwner(index, of: partition)
+            if recordsOwnership { ownershipChanges.append(OwnershipChange(instance: index, partition: partition, fence: nil)) }
         case .shutdownComplete:
             instances[index].shutdownCompletedAt = time
         }
@@ -334,7 +434,7 @@ struct LeaseSimulation {
     // MARK: Clocks
 
     /// What the instance's clock reads now.
-    func localNow(_ index: Int) -> Instant { instances[index].localNow(at: time) }
+    public func localNow(_ index: Int) -> Instant { instances[index].localNow(at: time) }
 
     /// The first virtual time at which the instance's clock reads `instant` or later.
     private func virtualTime(of instant: Instant, on index: Int) -> Int64 {
@@ -368,12 +468,12 @@ struct LeaseSimulation {
     // MARK: Looking
 
     /// Instances connected and running as members.
-    var activeInstances: [Int] {
+    public var activeInstances: [Int] {
         instances.indices.filter { instances[$0].connection == .up && instances[$0].leases.phase == .running }
     }
 
     /// Partitions each instance (not killed) holds a fence for now.
-    func holdings() -> [Int: [Int]] {
+    public func holdings() -> [Int: [Int]] {
         var held: [Int: [Int]] = [:]
         for (index, instance) in instances.enumerated() where instance.connection != .killed {
             let now = instance.localNow(at: time)
@@ -385,7 +485,7 @@ struct LeaseSimulation {
 
     /// Every partition is held by exactly one active instance, none holds more than ⌈P/N⌉ for
     /// N active instances, and the others hold nothing.
-    var isBalanced: Bool {
+    public var isBalanced: Bool {
         let active = activeInstances
         guard !active.isEmpty else { return false }
         let ceiling = (settings.partitionCount + active.count - 1) / active.count
@@ -398,7 +498,7 @@ struct LeaseSimulation {
     }
 
     /// The owners of partitions (by instance name), for messages.
-    var summary: String {
+    public var summary: String {
         holdings().sorted { $0.key < $1.key }.map { "\(instances[$0.key].id)=\($0.value.count)" }.joined(separator: " ")
     }
 
@@ -414,63 +514,7 @@ struct LeaseSimulation {
         faults.dropRate > 0 && random.unit() < faults.dropRate
     }
 
-    mutating func chance(_ probability: Double) -> Bool { random.unit() < probability }
+    public mutating func chance(_ probability: Double) -> Bool { random.unit() < probability }
 
-    mutating func pick(_ range: Range<Int>) -> Int { range.lowerBound + Int(random.next() % UInt64(range.count)) }
-}
-
-/// Events by virtual time, in insertion order among equal times: a binary heap of times over
-/// slots holding the events (so that reordering moves no event).
-struct EventQueue<Event> {
-    private var heap: [(time: Int64, order: UInt64, slot: Int)] = []
-    private var slots: [Event?] = []
-    private var freeSlots: [Int] = []
-    private var pushed: UInt64 = 0
-
-    var nextTime: Int64? { heap.first?.time }
-
-    mutating func push(_ event: Event, at time: Int64) {
-        pushed += 1
-        let slot: Int
-        if let free = freeSlots.popLast() {
-            slot = free
-            slots[slot] = event
-        } else {
-            slot = slots.count
-            slots.append(event)
-        }
-        heap.append((time, pushed, slot))
-        var child = heap.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard precedes(child, parent) else { break }
-            heap.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func pop() -> (Int64, Event)? {
-        guard !heap.isEmpty else { return nil }
-        heap.swapAt(0, heap.count - 1)
-        let top = heap.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var first = parent
-            if left < heap.count && precedes(left, first) { first = left }
-            if right < heap.count && precedes(right, first) { first = right }
-            guard first != parent else { break }
-            heap.swapAt(parent, first)
-            parent = first
-        }
-        guard let event = slots[top.slot] else { return nil }
-        slots[top.slot] = nil
-        freeSlots.append(top.slot)
-        return (top.time, event)
-    }
-
-    private func precedes(_ a: Int, _ b: Int) -> Bool {
-        heap[a].time != heap[b].time ? heap[a].time < heap[b].time : heap[a].order < heap[b].order
-    }
+    public mutating func pick(_ range: Range<Int>) -> Int { range.lowerBound + Int(random.next() % UInt64(range.count)) }
 }

@@ -6,11 +6,14 @@ import TouchlineCore
 /// The bucket applies writes with compare-and-set and gives every stored write the next
 /// revision; its watch reports each stored write to every connected instance, in order, after
 /// a seeded random delay (a new subscriber first gets every key, then `caughtUp`). Requests,
-/// answers and watch reports each take a random delay and may be dropped. An instance can be
-/// killed (it stops sending and receiving; requests already on the way still arrive), isolated
-/// from the bucket (its writes fail or go unanswered, its watch is silent; healing resubscribes
-/// it), restarted under the same name, or shut down. Each instance reads its own clock, which
-/// starts anywhere and runs at its own rate.
+/// answers and watch reports each take a random delay and may be dropped; an instance notices a
+/// lost report at the next one and watches anew, as the keeper does on a gap in the stream's
+/// sequences. An instance can be killed (it stops sending and receiving; requests already on
+/// the way still arrive), isolated from the bucket (its writes fail or go unanswered, its watch
+/// is silent; healing resubscribes it), paused (what reaches it waits), restarted under the same
+/// name, or shut down. Each instance reads its own clock, which starts anywhere and runs at its
+/// own rate. ``step()``, ``advance(to:)`` and the changes it records let a simulation of what
+/// the instances do with their partitions run beside it (`ClusterSimulation`).
 ///
 /// After every event it checks the invariants: no partition has two instances whose fence is
 /// set at the same virtual instant, fences of a partition only grow from grant to grant, an

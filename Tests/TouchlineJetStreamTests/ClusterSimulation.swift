@@ -39,9 +39,19 @@ import TouchlineTesting
 /// every slice reaches APNs. The lease simulation's own invariants (never two fences of a
 /// partition at one instant) hold too.
 ///
+/// **Faults**: messages lost, delayed, held in a cut link for seconds and delivered in order when
+/// it is mended, publishes repeated; pushes held before their socket write; gateways paused (the
+/// clock runs on; on waking, what reached their sockets is handled before the timers that
+/// expired), cut off from the cluster, killed and restarted, with links cut as an owner takes a
+/// quiet partition's last event; providers that wait 1 to 10 s for an answer and send again.
+///
 /// **Not modelled**: the channel engines' pacing and budgets, snapshots, the token registry, the
 /// NATS client's own reconnects (a message is lost or held, not retransmitted), and the time
-/// bytes take from a socket to APNs (a push arrives as it is written).
+/// bytes take from a socket to APNs (a push arrives as it is written). The lease layer is
+/// ``LeaseSimulation``'s: its bucket takes per-key compare-and-set (a guarantee the servers give
+/// a key-value bucket), where the keeper writes by compare-and-set on the bucket stream's last
+/// sequence; its watch, like the keeper's, notices a lost report at the next and watches anew.
+/// The keeper's own protocol is held by `PartitionLeaseKeeperTests` on both backends.
 struct ClusterSimulation {
     struct Faults {
         /// Delay of each data-plane message (uniform).

@@ -1,12 +1,19 @@
+import TestSlots
 import Testing
 import TouchlineCore
 
 /// Gateways on a cluster in virtual time under every fault at once (``ClusterSimulation``),
 /// seed after seed; and the negative controls: with one fence taken out, the same simulation
 /// catches it.
-@Suite("Cluster simulation")
+///
+/// Each test case keeps a CPU busy for seconds: one at a time, holding one CPU's share of the
+/// heavy slots, so the tests that time real clusters beside it keep theirs.
+@Suite("Cluster simulation", .serialized, .heavy(weight: 4))
 struct ClusterSimulationTests {
     static let seedsPerBlock: UInt64 = 50
+    /// Each seed: this long of faults, then this long for the cluster to settle (long enough for
+    /// a provider's longest wait and a slice run from its start).
+    static let chaos = Duration.seconds(24), settle = Duration.seconds(16)
 
     /// A seed's cluster and faults: 2 to 4 gateways, 4 to 8 partitions, 6 to 12 channels; up
     /// to 3 % of messages lost, delays up to 40 ms, publishes held in the link and pushes held
@@ -54,7 +61,7 @@ struct ClusterSimulationTests {
         var total = ClusterSimulation.Statistics()
         for seed in seeds {
             var simulation = try simulation(seed: seed, removing: removed, aimed: aimed)
-            let failures = simulation.run(chaos: .seconds(30), settle: .seconds(20))
+            let failures = simulation.run(chaos: Self.chaos, settle: Self.settle)
             if !failures.isEmpty { failed[seed] = failures + [simulation.summary, "\(simulation.statistics)"] }
             total.add(simulation.statistics)
         }
@@ -93,7 +100,7 @@ struct ClusterSimulationTests {
     /// A seed is a run: the same seed twice gives the same run, so a failing seed can be replayed.
     @Test func aSeedRunsTheSameEachTime() throws {
         var first = try Self.simulation(seed: 7), second = try Self.simulation(seed: 7)
-        #expect(first.run(chaos: .seconds(30), settle: .seconds(20)) == second.run(chaos: .seconds(30), settle: .seconds(20)))
+        #expect(first.run(chaos: Self.chaos, settle: Self.settle) == second.run(chaos: Self.chaos, settle: Self.settle))
         #expect("\(first.statistics)" == "\(second.statistics)")
         #expect(first.statistics.takeovers > 0 && first.statistics.pushes > 0, "\(first.statistics)")
     }

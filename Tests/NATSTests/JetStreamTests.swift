@@ -37,8 +37,9 @@ struct JetStreamTests {
         try clients[0].jetStream.ensureStreamPatiently(.init(name: "ONE", subjects: ["one.>"], replicas: replicas))
         // 0 expects an empty stream.
         let first = try await clients[0].publishOnceTheStreamHears(Array("a".utf8), to: "one.x", conditions: .init(expectedLastSequence: 0)).get()
-        let notEmpty = await clients[1].publish(Array("a".utf8), to: "one.x", conditions: .init(expectedLastSequence: 0))
+        let notEmpty = await clients[1].publishOnceTheStreamHears(Array("a".utf8), to: "one.x", conditions: .init(expectedLastSequence: 0))
         #expect(first.sequence == 1 && notEmpty.failure?.isWrongLastSequence == true, "\(notEmpty)")
+        try await Client.waitUntilTheStreamHears(clients, on: "one.warm")
         for round in 0..<20 {
             let last = try await clients[0].publish(Array("a".utf8), to: "one.x").get()
             let stored = await withTaskGroup(of: Bool.self) { group in
@@ -64,9 +65,11 @@ struct JetStreamTests {
         let cluster = try await NATSCluster.start(size: 3)
         let clients = try await [Client.connect(to: cluster), Client.connect(to: cluster), Client.connect(to: cluster)]
         try clients[0].jetStream.ensureStreamPatiently(.init(name: "KEYS", subjects: ["keys.>"], replicas: 3))
-        let first = try await clients[0].publish(Array("a".utf8), to: "keys.k", conditions: .init(expectedLastSubjectSequence: 0)).get()
-        let notNew = await clients[1].publish(Array("a".utf8), to: "keys.k", conditions: .init(expectedLastSubjectSequence: 0))
+        let first = try await clients[0].publishOnceTheStreamHears(Array("a".utf8), to: "keys.k",
+                                                                   conditions: .init(expectedLastSubjectSequence: 0)).get()
+        let notNew = await clients[1].publishOnceTheStreamHears(Array("a".utf8), to: "keys.k", conditions: .init(expectedLastSubjectSequence: 0))
         #expect(first.sequence == 1 && notNew.failure?.isWrongLastSequence == true, "\(notNew)")
+        try await Client.waitUntilTheStreamHears(clients, on: "keys.warm")
         var last = first.sequence
         for round in 0..<20 {
             let results = await withTaskGroup(of: UInt64?.self) { group in
@@ -212,6 +215,13 @@ private final class Client: Sendable {
                   ContinuousClock.now < deadline else { return result }
             try? await Task.sleep(for: .milliseconds(50))
         }
+    }
+
+    /// Until the server of each of `clients` takes publishes to the new stream (its subjects'
+    /// interest reaches every server of the cluster a moment after the stream is made; before,
+    /// a publish is answered "no responders", which a race would count as a lost write).
+    static func waitUntilTheStreamHears(_ clients: [Client], on subject: String) async throws {
+        for client in clients { _ = try await client.publishOnceTheStreamHears(Array("ready".utf8), to: subject).get() }
     }
 
     func collect(_ count: Int, from subject: String, start: JetStream.DeliveryStart) async throws -> [NATSMessage] {

@@ -72,7 +72,10 @@ public final class APNsClient: @unchecked Sendable {
 
     /// Sends one Live Activity push to one device token; with `fence`, only if it still holds
     /// when the request's HEADERS frame is written (else ``HTTP2RequestError/withheld``).
+    /// A fence that stamps request ids names itself in `apns-id` when the push has none.
     public func send(_ push: LiveActivityPush, fence: (any SideEffectFence)? = nil, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        var push = push
+        if push.apnsID == nil { push.apnsID = fence?.requestID }
         perform(Result { () throws(APNsError) in
             var request = try encoder.request(for: push)
             request.fence = fence
@@ -82,8 +85,11 @@ public final class APNsClient: @unchecked Sendable {
 
     /// Publishes one update to a broadcast channel; with `fence`, only if it still holds when
     /// the request's HEADERS frame is written (else ``HTTP2RequestError/withheld``).
+    /// A fence that stamps request ids names itself in `apns-request-id` when the broadcast has none.
     public func broadcast(_ broadcast: Broadcast, fence: (any SideEffectFence)? = nil,
                           completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        var broadcast = broadcast
+        if broadcast.requestID == nil { broadcast.requestID = fence?.requestID }
         perform(Result { () throws(APNsError) in
             var request = try encoder.request(for: broadcast)
             request.fence = fence
@@ -96,6 +102,7 @@ public final class APNsClient: @unchecked Sendable {
     /// With `fence`, only if it still holds when the request's HEADERS frame is written.
     public func createChannel(policy: ChannelStorage, requestID: String? = nil, fence: (any SideEffectFence)? = nil,
                               completion: @escaping (Result<String, APNsError>) -> Void) {
+        let requestID = requestID ?? fence?.requestID
         var request = encoder.createChannelRequest(policy: policy, requestID: requestID)
         request.fence = fence
         perform(.success(request), endpoint: .channelManagement, sentID: requestID, decode: Self.createdChannelID, completion: completion)
@@ -117,6 +124,7 @@ public final class APNsClient: @unchecked Sendable {
     /// holds when the request's HEADERS frame is written.
     public func deleteChannel(_ channelID: String, requestID: String? = nil, fence: (any SideEffectFence)? = nil,
                               completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
+        let requestID = requestID ?? fence?.requestID
         perform(Result { () throws(APNsError) in
             var request = try encoder.deleteChannelRequest(channelID: channelID, requestID: requestID)
             request.fence = fence

@@ -120,7 +120,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                                             jetStream: jetStream, loop: storeLoop)
                 let layout = ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning)
                 try refuseOtherReplicas(settings, layout: layout, jetStream: jetStream)
-                let fences = PartitionFences(partitions: settings.partitions)
+                let fences = PartitionFences(partitions: settings.partitions, instance: settings.instance)
                 let store = try JetStreamChannelStore.open(jetStream: jetStream, layout: layout, replicas: settings.replicas, partitions: [],
                                                            limits: settings.limits.channelLogs,
                                                            snapshots: SnapshotSchedule.Settings(minimumLogBytes: settings.snapshotLogBytes),

@@ -18,10 +18,15 @@ public final class PartitionFences: Sendable {
 
     private let holds: Mutex<[Hold?]>
     private let now: @Sendable () -> ContinuousClock.Instant
+    /// The gateway's tag in its requests' ids (``FenceStamp``); nil: no ids are stamped.
+    private let gateway: UInt32?
+    private let serials = Atomic<UInt32>(0)
 
-    public init(partitions: Int, now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+    /// `instance`: the gateway's name, whose tag goes into the id of each fenced request to APNs.
+    public init(partitions: Int, instance: InstanceID? = nil, now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
         holds = Mutex(Array(repeating: nil, count: partitions))
         self.now = now
+        gateway = instance.map(FenceStamp.tag(of:))
     }
 
     /// Records what the keeper holds now: `held` by partition; every other partition is held no more.
@@ -43,6 +48,13 @@ public final class PartitionFences: Sendable {
         return hold.fence
     }
 
+    /// A new request id naming `fence` of `partition` and this gateway; nil without an instance.
+    func stamp(_ fence: Fence, of partition: Int) -> String? {
+        guard let gateway else { return nil }
+        let serial = serials.wrappingAdd(1, ordering: .relaxed).newValue
+        return FenceStamp(gateway: gateway, partition: partition, fence: fence, serial: serial).uuid
+    }
+
     /// The check a side effect decided under `fence` carries to its last moment.
     public func fence(of partition: Int, _ fence: Fence) -> PartitionFence {
         PartitionFence(fences: self, partition: partition, fence: fence)
@@ -56,6 +68,8 @@ public struct PartitionFence: SideEffectFence, CustomStringConvertible {
     public let fence: Fence
 
     public var holds: Bool { fences.holds(fence, of: partition) }
+
+    public var requestID: String? { fences.stamp(fence, of: partition) }
 
     public var description: String { "partition \(partition) \(fence)" }
 }

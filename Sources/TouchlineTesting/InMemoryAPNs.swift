@@ -104,8 +104,11 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
 
     // MARK: Requests
 
+    /// Stamped with the fence's request id when it has none, as the APNs client does.
     package func broadcast(_ broadcast: Broadcast, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
         if withheld(by: fence, endpoint: .broadcast, completion) { return }
+        var broadcast = broadcast
+        if broadcast.requestID == nil { broadcast.requestID = fence?.requestID }
         answer(.broadcast(broadcast), completion) { if case .response(let r) = $0 { r } else { nil } }
     }
 
@@ -137,8 +140,11 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
         answer(.readChannel(apnsChannelID), completion) { if case .configuration(let c) = $0 { c } else { nil } }
     }
 
+    /// Stamped with the fence's request id when it has none, as the APNs client does.
     package func send(_ push: LiveActivityPush, fence: (any SideEffectFence)?, completion: @escaping (Result<APNsResponse, APNsError>) -> Void) {
         if withheld(by: fence, endpoint: .device, completion) { return }
+        var push = push
+        if push.apnsID == nil { push.apnsID = fence?.requestID }
         answer(.push(push), completion) { if case .response(let r) = $0 { r } else { nil } }
     }
 
@@ -179,8 +185,11 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
 
     private static func defaultAnswer(_ request: Request, _ state: inout State) -> Result<Reply, APNsError> {
         switch request {
-        case .broadcast, .push:
-            return .success(.response(APNsResponse(status: 200)))
+        case .broadcast(let broadcast):
+            // The request's id comes back, as APNs echoes it.
+            return .success(.response(APNsResponse(status: 200, requestID: broadcast.requestID)))
+        case .push(let push):
+            return .success(.response(APNsResponse(status: 200, apnsID: push.apnsID)))
         case .createChannel(let storage):
             let id = "\(state.channelPrefix)\(state.nextChannel)"
             state.nextChannel += 1

@@ -107,6 +107,10 @@ import TouchlineTesting
         let sent = await Self.request(apns) { $0.broadcast(broadcast, fence: HeldFence(holds: true), completion: $1) }
         #expect(sent.onLoop && sent.afterTheCall)
         #expect(try sent.result.get().status == 200)
+        // A fence that stamps its requests names them: the answer echoes the stamp.
+        let stamp = FenceStamp(gateway: FenceStamp.tag(of: InstanceID("g7")!), partition: 5, fence: Fence(Revision(1_234)), serial: 9)
+        let stamped = await Self.request(apns) { $0.broadcast(broadcast, fence: HeldFence(holds: true, requestID: stamp.uuid), completion: $1) }
+        #expect(try stamped.result.get().requestID.flatMap(FenceStamp.init(uuid:)) == stamp, "\(stamped.result)")
         // A fence that no longer holds: the broadcast is withheld, never sent nor retried.
         let withheld = await Self.request(apns) { $0.broadcast(broadcast, fence: HeldFence(holds: false), completion: $1) }
         #expect(withheld.onLoop && withheld.afterTheCall)
@@ -142,6 +146,10 @@ import TouchlineTesting
         }
         let figures = try await apns.loop.submit { apns.credentialFigures() }
         #expect(figures.statistics.tokensSigned >= 1)
+        // A fence that stamps its requests names them: the answer echoes the stamp.
+        let stamp = FenceStamp(gateway: FenceStamp.tag(of: InstanceID("g7")!), partition: 2, fence: Fence(Revision(77)), serial: 1)
+        let stamped = await Self.request(apns) { $0.send(push, fence: HeldFence(holds: true, requestID: stamp.uuid), completion: $1) }
+        #expect(try stamped.result.get().apnsID.flatMap(FenceStamp.init(uuid:)) == stamp, "\(stamped.result)")
         await dispatches.stop()
     }
 
@@ -172,4 +180,5 @@ private struct UncheckedDispatch<D>: @unchecked Sendable {
 /// A side effect's fence fixed at holding or not.
 private struct HeldFence: SideEffectFence {
     let holds: Bool
+    var requestID: String?
 }

@@ -48,8 +48,45 @@ struct ClusterPausedOwnerTests {
         return served
     }
 
-    /// Every channel of `acknowledged` shows its last minute (2) at APNs, and no channel of
-    /// `channels` went back in time there.
+    /// The mock records the request id of each push, which names the gateway and the fence that
+    /// sent it (``FenceStamp``): in each partition the fences never go down in arrival order, so
+    /// nothing a deposed owner sent reached APNs after its successor's first push. Returns the
+    /// stamped pushes by sender.
+    @discardableResult
+    static func expectFencesOnlyGrow(at apns: MockAPNsFixture) throws -> [String: Int] {
+        let broadcasts = apns.mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.status == 200 }
+        let names = try ["g1", "g2"].map { try #require(InstanceID($0)) }
+        let (problems, senders) = fenceRegressions(in: broadcasts.map { ($0.header("apns-request-id"), $0.receivedAt) }, gateways: names)
+        for problem in problems { Issue.record(Comment(rawValue: problem)) }
+        #expect(senders.values.reduce(0, +) > 0, "no push at the mock names its fence")
+        return senders
+    }
+
+    /// Pushes under a fence older than one that reached APNs before them in their partition,
+    /// from each push's request id and arrival (ids that are no stamp are skipped); and the
+    /// stamped pushes by sender (`gateways` by name).
+    static func fenceRegressions(in pushes: [(requestID: String?, at: UnixTime)], gateways: [InstanceID]) -> (problems: [String], senders: [String: Int]) {
+        let names = Dictionary(uniqueKeysWithValues: gateways.map { (FenceStamp.tag(of: $0), $0.name) })
+        var highest: [UInt16: (stamp: FenceStamp, at: UnixTime)] = [:]
+        var problems: [String] = []
+        var senders: [String: Int] = [:]
+        for push in pushes.sorted(by: { $0.at < $1.at }) {
+            guard let stamp = push.requestID.flatMap(FenceStamp.init(uuid:)) else { continue }
+            let sender = names[stamp.gateway] ?? "an unknown gateway"
+            senders[sender, default: 0] += 1
+            if let top = highest[stamp.partition], stamp.fence < top.stamp.fence {
+                problems.append("partition \(stamp.partition): \(sender) pushed under \(stamp.fence) at \(push.at), after "
+                                + "\(names[top.stamp.gateway] ?? "?") pushed under \(top.stamp.fence) at \(top.at)")
+            } else {
+                highest[stamp.partition] = (stamp, push.at)
+            }
+        }
+        return (problems, senders)
+    }
+
+    /// Every channel of `acknowledged` shows its last minute (2) at APNs, no channel of
+    /// `channels` went back in time there, and no partition's fence went back
+    /// (``expectFencesOnlyGrow(at:)``).
     static func expectLastMinutes(of acknowledged: [String], at apns: MockAPNsFixture, apnsIDs: [String: String],
                                   inOrderFor channels: [String]) async throws {
         try await eventually("every acknowledged last minute at APNs", timeout: .seconds(30)) {
@@ -61,6 +98,7 @@ struct ClusterPausedOwnerTests {
             let seen = minutes[id] ?? []
             #expect(seen == seen.sorted(), "\(id) went back in time at APNs: \(seen)")
         }
+        try expectFencesOnlyGrow(at: apns)
     }
 
     /// What the resumed gateway had queued is withheld at its last write (its fence lapsed during
@@ -103,6 +141,8 @@ struct ClusterPausedOwnerTests {
             let seen = minutes[id] ?? []
             #expect(seen == seen.sorted(), "\(id) went back in time at APNs: \(seen)")
         }
+        let senders = try Self.expectFencesOnlyGrow(at: apns)
+        #expect(senders.count == 2, "pushes by sender at the mock: \(senders)")
         // While the owner is stopped, every push reaching APNs is the other gateway's.
         let firstAfter = moved.compactMap { id in broadcasts.first { $0.channelID == apnsIDs[id] && $0.receivedAt > pausedAt }?.receivedAt }
         let takeover = Duration.nanoseconds((firstAfter.max() ?? pausedAt).nanoseconds - pausedAt.nanoseconds)
@@ -112,7 +152,7 @@ struct ClusterPausedOwnerTests {
         let metrics = try paused.patientAdmin.request("GET", "/metrics").text
         let withheld = metrics.split(separator: "\n").filter { $0.hasPrefix("touchline_apns_responses_total") && $0.contains(#"reason="withheld""#) }
             .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
-        print("paused owner: \(moved.count) channels moved, their pushes resumed \(takeover) after the pause (lease 3 s), \(Int(withheld)) queued pushes withheld on waking")
+        print("paused owner: \(moved.count) channels moved, their pushes resumed \(takeover) after the pause (lease 3 s), \(Int(withheld)) queued pushes withheld on waking; stamped pushes at the mock by sender: \(senders)")
         #expect(!moved.isEmpty)
         #expect(withheld >= 1, "no push was waiting when the owner paused: \(metrics.split(separator: "\n").filter { $0.contains("apns_responses") })")
         for gateway in gateways { #expect(gateway.terminate() == 0) }
@@ -224,5 +264,22 @@ struct ClusterPausedOwnerTests {
         #expect(!quiet.isEmpty && unansweredAtStop > 0, "no write was in the retry loop when the owner stopped")
         #expect(outcomes.values.allSatisfy { [202, 503].contains($0) }, "\(outcomes)")
         for gateway in gateways { #expect(gateway.terminate() == 0) }
+    }
+}
+
+/// The check of fences at the mock, on pushes made up: it can fail.
+@Suite struct FenceOrderCheckTests {
+    @Test func aPushUnderAnOlderFenceAfterANewerOneIsNamed() throws {
+        let g1 = try #require(InstanceID("g1")), g2 = try #require(InstanceID("g2"))
+        func push(_ gateway: InstanceID, partition: Int, fence: UInt64, at seconds: Int64) -> (requestID: String?, at: UnixTime) {
+            (FenceStamp(gateway: FenceStamp.tag(of: gateway), partition: partition, fence: Fence(Revision(fence)), serial: 0).uuid,
+             UnixTime(seconds: seconds))
+        }
+        let handedOver = [push(g1, partition: 3, fence: 10, at: 1), push(g2, partition: 3, fence: 20, at: 2), push(g1, partition: 4, fence: 11, at: 3),
+                          (requestID: "3f2504e0-4f89-41d3-9a0c-0305e82c3301", at: UnixTime(seconds: 4))]
+        let fine = ClusterPausedOwnerTests.fenceRegressions(in: handedOver, gateways: [g1, g2])
+        #expect(fine.problems.isEmpty && fine.senders == ["g1": 2, "g2": 1], "\(fine)")
+        let late = ClusterPausedOwnerTests.fenceRegressions(in: handedOver + [push(g1, partition: 3, fence: 10, at: 5)], gateways: [g1, g2])
+        #expect(late.problems.count == 1 && late.problems[0].contains("partition 3: g1 pushed under fence 10"), "\(late.problems)")
     }
 }

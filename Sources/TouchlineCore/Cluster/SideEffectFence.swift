@@ -9,4 +9,13 @@
 public protocol SideEffectFence: Sendable {
     /// Whether the ownership the side effect was decided under still lets this gateway act now.
     var holds: Bool { get }
+
+    /// An id for the side effect's request that names the ownership it was decided under
+    /// (``FenceStamp``), for the requests whose id the sender chooses; nil: the server makes one
+    /// up. Asked once per request, when it is made.
+    var requestID: String? { get }
+}
+
+extension SideEffectFence {
+    public var requestID: String? { nil }
 }

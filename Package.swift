@@ -19,8 +19,9 @@ import PackageDescription
 ///   seam), `TouchlineCluster` and `TouchlineOperators` (beside each other), and `Touchline` (the
 ///   assembly), each on the ones before it (`ProductGraphTests`);
 /// - `TouchlineTesting`: in-memory stores and APNs dispatch for tests, held to the contract tests
-///   that SQLite passes (`StoreContractTests`); `ChildProcesses`: the programs the tests and the
-///   load tool run beside themselves, started with `posix_spawn`;
+///   that SQLite passes (`StoreContractTests`); `ClusterSimulations`: the lease machines of a
+///   cluster in virtual time, for the tests' simulations; `ChildProcesses`: the programs the tests
+///   and the load tool run beside themselves, started with `posix_spawn`;
 /// - `APNsMock`: the strict mock APNs server (a test server as a product of its own), which the
 ///   gateway starts in development mode; `Measurements`: the arrival histograms it shares with
 ///   the load tools;

@@ -116,5 +116,6 @@ import TestSlots
         #expect(!symbols.contains("16TouchlineTesting"), "the touchline binary links the in-memory test doubles")
         #expect(!symbols.contains("14ChildProcesses"), "the touchline binary links the tests' process starter")
         #expect(!symbols.contains("11NATSServers"), "the touchline binary links the loopback NATS cluster")
+        #expect(!symbols.contains("18ClusterSimulations"), "the touchline binary links the tests' simulations")
     }
 }

@@ -293,7 +293,7 @@ struct ClusterSimulation {
         case logRead(gateway: Int, run: Int, partition: Int, from: UInt64, read: Int)
         case logAnswered(gateway: Int, run: Int, partition: Int, read: Int, [InMemoryStream.Message], last: UInt64)
         case readTimedOut(gateway: Int, run: Int, partition: Int, read: Int)
-        case readAgain(gateway: Int, run: Int, partition: Int, LogReading)
+        case takeoverAgain(gateway: Int, run: Int, partition: Int, Fence)
         case pushWritten(gateway: Int, run: Int, Push)
         case sliceRead(gateway: Int, run: Int, partition: Int, slice: Int)
         case sliceAnswered(gateway: Int, run: Int, partition: Int, slice: Int, position: Int, revision: UInt64)
@@ -354,12 +354,8 @@ struct ClusterSimulation {
             }
         case .readTimedOut(let gateway, _, let partition, let read):
             if let reading = gateways[gateway].views[partition].pendingReads.removeValue(forKey: read) { readTimedOut(gateway, partition, reading) }
-        case .readAgain(let gateway, _, let partition, let reading):
-            if case .takeover(let fence) = reading {
-                if gateways[gateway].views[partition].takingOver == fence { beginTakeover(gateway, partition, fence) }
-            } else {
-                readLog(gateway, partition, reading)
-            }
+        case .takeoverAgain(let gateway, _, let partition, let fence):
+            if gateways[gateway].views[partition].takingOver == fence { beginTakeover(gateway, partition, fence) }
         case .pushWritten(let gateway, _, let push): pushWritten(push, by: gateway)
         case .sliceRead(let gateway, let run, let partition, let slice):
             let last = saves.messages.last { $0.subject == "slices.\(partition)" }
@@ -396,7 +392,7 @@ struct ClusterSimulation {
         switch event {
         case .request(let gateway, let run, _, _, _, _), .publishAnswered(let gateway, let run, _, _, _, _),
              .publishTimedOut(let gateway, let run, _, _, _), .publishRetried(let gateway, let run, _, _),
-             .logAnswered(let gateway, let run, _, _, _, _), .readTimedOut(let gateway, let run, _, _), .readAgain(let gateway, let run, _, _),
+             .logAnswered(let gateway, let run, _, _, _, _), .readTimedOut(let gateway, let run, _, _), .takeoverAgain(let gateway, let run, _, _),
              .pushWritten(let gateway, let run, _), .sliceAnswered(let gateway, let run, _, _, _, _),
              .sliceReadTimedOut(let gateway, let run, _, _), .sliceSends(let gateway, let run, _, _), .sliceRestarts(let gateway, let run, _, _),
              .saveAnswered(let gateway, let run, _, _, _, _, _), .saveTimedOut(let gateway, let run, _, _, _):
@@ -409,7 +405,7 @@ struct ClusterSimulation {
     /// Whether the event is a gateway's own timer (or its loop's own work), not a message.
     private func isTimer(_ event: Event) -> Bool {
         switch event {
-        case .publishTimedOut, .publishRetried, .readTimedOut, .readAgain, .pushWritten, .sliceReadTimedOut, .sliceSends, .sliceRestarts,
+        case .publishTimedOut, .publishRetried, .readTimedOut, .takeoverAgain, .pushWritten, .sliceReadTimedOut, .sliceSends, .sliceRestarts,
              .saveTimedOut:
             true
         default:
@@ -589,7 +585,7 @@ struct ClusterSimulation {
                 // Given up (the fence lapsed, or writes kept slipping in): the node tries the
                 // whole takeover again a moment later, for as long as it owns the partition.
                 gateway.views[partition].takeoverAttempts = 0
-                return schedule(.readAgain(gateway: index, run: gateway.run, partition: partition, .takeover(fence)), after: .milliseconds(500))
+                return schedule(.takeoverAgain(gateway: index, run: gateway.run, partition: partition, fence), after: .milliseconds(500))
             }
             return beginTakeover(index, partition, fence)
         }
@@ -676,7 +672,7 @@ struct ClusterSimulation {
             }
             guard view.writing == nil else {
                 // A write of an earlier ownership is still in flight: it settles first.
-                return schedule(.readAgain(gateway: index, run: gateways[index].run, partition: partition, reading), after: .milliseconds(50))
+                return schedule(.takeoverAgain(gateway: index, run: gateways[index].run, partition: partition, fence), after: .milliseconds(50))
             }
             gateways[index].writes += 1
             view.writing = Write(id: gateways[index].writes, messageID: "g\(index).\(gateways[index].run).\(gateways[index].writes)", payload: [],

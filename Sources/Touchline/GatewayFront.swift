@@ -79,14 +79,22 @@ final class GatewayFront: GatewayService {
 
     /// On the ingest loop: the channels restored (on a cluster, taken up as leases come), then the server.
     private func restoreAndListen() throws -> UncheckedServer {
-        // Stored personal jobs are queued on the personal loop before the API can hand
-        // it a new job; those found unusable are reported back to the intake.
-        // On a cluster, once this gateway's copy of the token registry has caught up
+        // Stored personal jobs are read here and queued on the personal loop before the API
+        // can store a new job, so a job reaches its queue one way only (the resume, or the
+        // intake after its commit); those found unusable are reported back to the intake.
+        // On a cluster they start once this gateway's copy of the token registry has caught up
         // (a job walking it earlier would miss tokens).
         let registry = backend.registry
-        let resumePersonalJobs = { [queues, intake, loop] (openChannels: Set<String>) in
+        let resumePersonalJobs = { [queues, intake, loop, log, tokenReader] (openChannels: Set<String>) in
+            let stored: [PersonalJobRecord]
+            do {
+                stored = try [PersonalJobStatus.running, .pending].flatMap { status throws(StoreError) in try tokenReader.reader.jobs(status: status, limit: 10_000) }
+            } catch {
+                log.error("reading unfinished personal jobs failed; they resume at the next start", error: error)
+                stored = []
+            }
             for queue in queues.all {
-                queue.resumeStoredJobs(openChannels: openChannels, once: { registry.isCaughtUp }) { broken in
+                queue.resumeStoredJobs(stored, openChannels: openChannels, once: { registry.isCaughtUp }) { broken in
                     loop.execute { intake.brokenJobs.merge(broken) { $1 } }
                 }
             }

@@ -13,7 +13,7 @@ import TouchlineWebhooks
 /// reads audience pages from the registry, sends the job's payload (encoded once) to each token,
 /// maps APNs answers to ``PersonalOutcome``, and saves progress (``PersonalJobRun``).
 /// Sends in flight over all jobs stay within `maxInFlight`, shared evenly between running jobs.
-/// At start, ``resumeStoredJobs()`` picks up the jobs a previous process left unfinished.
+/// At start, ``resumeStoredJobs(_:openChannels:once:broken:)`` picks up the jobs a previous process left unfinished.
 ///
 /// **Thread confinement:** everything but ``run(_:)``, ``resumeStoredJobs()`` and
 /// ``shutdown()`` runs on ``loop``; `@unchecked Sendable` only so loop jobs can capture it.
@@ -98,41 +98,41 @@ package final class PersonalDispatcher: @unchecked Sendable {
         loop.execute { [self] in start(record) }
     }
 
-    /// Armed while the stored jobs wait for the registry copy (``resumeStoredJobs(openChannels:once:broken:)``).
+    /// Armed while the stored jobs wait for the registry copy (``resumeStoredJobs(_:openChannels:once:broken:)``).
     private var resumeTimer: LoopTimer?
 
-    /// Resumes the jobs left `pending` or `running` in the store (any thread): each continues
-    /// from its saved progress, so what APNs accepted before the restart is not sent again.
+    /// Resumes `stored`, the jobs left `pending` or `running` in the store (any thread): each
+    /// continues from its saved progress, so what APNs accepted before the restart is not sent
+    /// again. The caller reads them before the API can store a new job: a read here, on the
+    /// personal loop, could come after such a job's commit (a late loop, or a cluster's wait for
+    /// its registry copy) and start it a second time beside the intake's ``run(_:)``, or before
+    /// its kickoff's channel is known open here, which expires it at once.
     /// `openChannels` are the channels kickoffs may name (the active ones); a kickoff into any
     /// other is cancelled. A job that fails its check is not run: `broken` gets every such job
     /// with the reason (on the personal loop).
-    package func resumeStoredJobs(openChannels: Set<String>, once registryIsReady: @escaping @Sendable () -> Bool = { true },
-                          broken: @escaping @Sendable ([String: String]) -> Void) {
+    package func resumeStoredJobs(_ stored: [PersonalJobRecord], openChannels: Set<String>,
+                                  once registryIsReady: @escaping @Sendable () -> Bool = { true },
+                                  broken: @escaping @Sendable ([String: String]) -> Void) {
         loop.execute { [self] in
             kickoffChannels = KickoffChannels(open: openChannels)
-            resumeStoredJobs(once: registryIsReady, broken: broken)
+            // The app's own jobs: each app's dispatcher resumes its own.
+            resume(stored.filter { $0.app == app }, once: registryIsReady, broken: broken)
         }
     }
 
     /// Starts the stored jobs once `registryIsReady` (a cluster gateway's copy of the registry
     /// may still be built from the log: a job walking it now would miss tokens), looking again
     /// every tenth of a second until then.
-    private func resumeStoredJobs(once registryIsReady: @escaping @Sendable () -> Bool, broken: @escaping @Sendable ([String: String]) -> Void) {
+    private func resume(_ stored: [PersonalJobRecord], once registryIsReady: @escaping @Sendable () -> Bool,
+                        broken: @escaping @Sendable ([String: String]) -> Void) {
         guard registryIsReady() else {
-            let timer = resumeTimer ?? LoopTimer(loop: loop) { [self] in resumeStoredJobs(once: registryIsReady, broken: broken) }
+            let timer = resumeTimer ?? LoopTimer(loop: loop) { [self] in resume(stored, once: registryIsReady, broken: broken) }
             resumeTimer = timer
             timer.schedule(after: .milliseconds(100))
             return
         }
         resumeTimer = nil
-        do {
-            for status in [PersonalJobStatus.running, .pending] {
-                // The app's own jobs: each app's dispatcher resumes its own.
-                for record in try reader.jobs(status: status, limit: 10_000) where record.app == app { start(record) }
-            }
-        } catch {
-            log.error("reading unfinished personal jobs failed; they resume at the next start", error: error)
-        }
+        for record in stored { start(record) }
         broken(brokenJobs)
     }
 

@@ -284,16 +284,20 @@ struct JetStreamContractTests {
             // once more: 2 s was missed by a test task held up in a loaded parallel run.
             let afterWait = try await received.take(timeout: .seconds(10))
             client.jetStream.acknowledge(afterWait)
-            // A task held up past the wait once more may find the first handed out again before
-            // its acknowledgement landed: acknowledged as well, it comes no more.
-            var second = try await received.take(timeout: .seconds(10))
-            while second.text == "1" {
-                client.jetStream.acknowledge(second)
-                second = try await received.take(timeout: .seconds(10))
+            // A task held up past the wait once more may find the message before handed out
+            // again before its acknowledgement landed (seen for the first and for the second):
+            // acknowledged as well, it comes no more, and the next one follows.
+            func next(after previous: NATSMessage) async throws -> NATSMessage {
+                var message = try await received.take(timeout: .seconds(10))
+                while message.text == previous.text {
+                    client.jetStream.acknowledge(message)
+                    message = try await received.take(timeout: .seconds(10))
+                }
+                client.jetStream.acknowledge(message)
+                return message
             }
-            client.jetStream.acknowledge(second)
-            let third = try await received.take(timeout: .seconds(10))
-            client.jetStream.acknowledge(third)
+            let second = try await next(after: afterWait)
+            let third = try await next(after: second)
             // The servers take acknowledgements after they were sent.
             var left = try client.jetStream.streamState("INGEST")?.messages
             for _ in 0..<100 where left != 1 {

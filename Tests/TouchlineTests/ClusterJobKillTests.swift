@@ -242,7 +242,8 @@ struct ClusterJobKillTests {
 
 /// docs/cluster.md's bound on tokens sent twice, checked send by send: a token sent again went
 /// again only if the gateway that sent it before had not saved it as sent (its slice's cursor
-/// past it, or among the tokens ended after the cursor) before another gateway saved that slice.
+/// past it, or among the tokens ended after the cursor) before another gateway saved that slice,
+/// or before the token went again.
 /// A save observed after a send may have been made a moment before it; such a save does not
 /// hold the token yet, so the rule never calls a send justified that was not.
 struct ResendCheck {
@@ -263,9 +264,11 @@ struct ResendCheck {
             let ordered = tokenSends.sorted { $0.at < $1.at }
             let sliceSaves = saves.filter { $0.key.slice.contains(token) }
             for (first, again) in zip(ordered, ordered.dropFirst()) {
-                // The first sender's saves of the slice after its send, up to another gateway's.
+                // The first sender's saves of the slice after its send, up to another gateway's
+                // and up to the send again: when one gateway sends a token twice, a save of its
+                // after the second send (a run from an older save) says nothing of the first.
                 let after = sliceSaves.drop { $0.observedAt < first.at }
-                let own = after.prefix { $0.entry?.instance == first.gateway }
+                let own = after.prefix { $0.entry?.instance == first.gateway && $0.observedAt < again.at }
                 if own.contains(where: { $0.entry.map { Self.holds(token, $0.checkpoint) } ?? false }) { unjustified.append((first, again)) }
             }
         }

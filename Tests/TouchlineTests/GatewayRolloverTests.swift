@@ -54,9 +54,16 @@ struct GatewayRolloverTests {
         let successor = try #require(shown?.string("apnsChannelId"))
         #expect(successor != original)
 
-        // The audience started again on the successor, with the state of the moment.
-        let starts = first.mock.recordedRequests().filter { $0.endpoint == .device && $0.event == "start" && $0.status == 200 }
-        let restarts = starts.filter { (try? JSONParser.parse($0.body)[member: "aps"]?.string("input-push-channel")) == successor }
+        // The audience started again on the successor, with the state of the moment. The rollover
+        // is live once its start jobs are stored; the starts follow from the personal queue.
+        func restartsOnTheSuccessor() -> [MockAPNsRecordedRequest] {
+            first.mock.recordedRequests().filter {
+                $0.endpoint == .device && $0.event == "start" && $0.status == 200
+                    && (try? JSONParser.parse($0.body)[member: "aps"]?.string("input-push-channel")) == successor
+            }
+        }
+        try await eventually("the audience started on the successor") { restartsOnTheSuccessor().count >= 5 }
+        let restarts = restartsOnTheSuccessor()
         #expect(Set(restarts.compactMap(\.deviceToken)) == Set(fans + rivals) && restarts.count == 5, "\(restarts.count) starts on the successor")
         let restart = try #require(try restarts.first.map { try JSONParser.parse($0.body)[member: "aps"] } ?? nil)
         #expect(restart[member: "content-state"]?[member: "homeScore"] == .integer(1) && restart[member: "alert"]?[member: "title"] == "Kick-off")

@@ -134,9 +134,12 @@ struct ClusterPersonalJobTests {
     /// a loaded run made after the stopping gateway had finished its slices.
     @Test(.heavy(long: true)) func aGatewayStoppingInTheMiddleOfAJobHandsItsSlicesOver() async throws {
         let cluster = try await ClusterUnderTest.start(.inMemory)
-        // Each start answered after 100 ms, 8 in flight per gateway: g1's share takes over 7 s,
-        // so that the stop comes in the middle of it however late a loaded run gets to it.
-        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(100) }
+        // Each start answered after 250 ms, 8 in flight per gateway: g1's share takes about 19 s,
+        // so that the stop comes in the middle of it however late a loaded run gets to it. At
+        // 100 ms (7.5 s) a full clean run once reached the stop only after g1 had finished every
+        // slice of its share: the test's task, on a cooperative pool that the suite's blocking
+        // client calls hold, waited seconds between seeing a fifth sent and the stop.
+        let apns = try MockAPNsFixture { $0.faults.latency = .milliseconds(250) }
         let started = StartedGateways()
         defer { started.shutDown(after: apns, keeping: cluster) }
         let maxInFlight = 8
@@ -152,7 +155,8 @@ struct ClusterPersonalJobTests {
         }
         let startedByG2 = try slicesStarted(by: gateways[1])
         await gateways[0].shutDown(removingData: false)
-        let progress = try await GatewayDeadLetterTests.finished(jobID, on: gateways[1].patientAdmin)
+        // g2 alone sends what is left at 32 a second: up to about 40 s.
+        let progress = try await GatewayDeadLetterTests.finished(jobID, on: gateways[1].patientAdmin, timeout: .seconds(90))
         #expect(progress?.integer("targeted") == 1_200 && progress?.integer("sent") == 1_200, "\(String(describing: progress))")
         // The slices g1 was running when it stopped: its last save of each is unfinished (those
         // it finished before are not handed over). g2 saved each after it (the watch delivers in

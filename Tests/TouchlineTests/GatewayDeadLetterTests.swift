@@ -46,10 +46,10 @@ struct GatewayDeadLetterTests {
         return (id, progress)
     }
 
-    static func finished(_ jobID: String, on api: GatewayTestClient) async throws -> JSONValue? {
+    static func finished(_ jobID: String, on api: GatewayTestClient, timeout: Duration = .seconds(30)) async throws -> JSONValue? {
         var progress: JSONValue?
         do {
-            try await eventually("job \(jobID) to finish") {
+            try await eventually("job \(jobID) to finish", timeout: timeout) {
                 progress = try? api.request("GET", "/v1/personal/\(jobID)").json
                 return progress?.string("status") == "done"
             }

@@ -15,7 +15,7 @@ import TouchlineWebhooks
 /// Sends in flight over all jobs stay within `maxInFlight`, shared evenly between running jobs.
 /// At start, ``resumeStoredJobs(_:openChannels:once:broken:)`` picks up the jobs a previous process left unfinished.
 ///
-/// **Thread confinement:** everything but ``run(_:)``, ``resumeStoredJobs()`` and
+/// **Thread confinement:** everything but ``run(_:)``, ``resumeStoredJobs(_:openChannels:once:broken:)`` and
 /// ``shutdown()`` runs on ``loop``; `@unchecked Sendable` only so loop jobs can capture it.
 package final class PersonalDispatcher: @unchecked Sendable {
     package let loop: EventLoop

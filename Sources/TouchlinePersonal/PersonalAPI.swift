@@ -88,8 +88,8 @@ package struct PersonalAPI: APIFeature {
             request.respond(Self.brokenAnswer(id, reason: reason))
             return
         }
-        let job: PersonalJobRecord?
-        do { job = try intake.tokenReader.job(id: id) } catch {
+        let job: PersonalJobSummary?
+        do { job = try intake.tokenReader.jobSummary(id: id) } catch {
             throw HTTPError(status: 500, code: "store_failed", message: "reading the job failed: \(error)")
         }
         guard let job, job.app == app else { throw HTTPError(status: 404, code: "job_not_found", message: "no personal job with id '\(id)'") }

@@ -9,8 +9,9 @@ public protocol PersonalJobReader: AnyObject {
     /// The job whole (payload, cursor, tokens ended after it), nil when unknown.
     func job(id: String) throws(StoreError) -> PersonalJobRecord?
 
-    /// A job's status and counts only (what clients poll during a fan-out).
-    func jobProgress(id: String) throws(StoreError) -> (status: PersonalJobStatus, counts: PersonalJobCounts)?
+    /// What the API shows of a job (what clients poll during a fan-out), without reading its
+    /// payload or its tokens ended after the cursor; nil when unknown.
+    func jobSummary(id: String) throws(StoreError) -> PersonalJobSummary?
 
     /// Up to `limit` jobs in `status`, oldest first (creation time, then id): at startup
     /// `.pending` and `.running` are the work to resume.

@@ -63,6 +63,31 @@ public struct PersonalJobCounts: Sendable, Equatable {
     }()
 }
 
+/// What `GET /v1/personal/{job}` shows of a stored job, read without its payload and without
+/// the tokens ended after its cursor (thousands during a large fan-out, and clients poll).
+public struct PersonalJobSummary: Sendable, Equatable {
+    public var app: String
+    public var status: PersonalJobStatus
+    public var counts: PersonalJobCounts
+    public var startAt: UnixTime?
+    public var updatedAt: UnixTime
+
+    /// As ``PersonalJobRecord/wasCancelled``.
+    public var wasCancelled: Bool { status == .done && startAt.map { updatedAt < $0 } == true }
+
+    public init(app: String, status: PersonalJobStatus, counts: PersonalJobCounts, startAt: UnixTime?, updatedAt: UnixTime) {
+        self.app = app
+        self.status = status
+        self.counts = counts
+        self.startAt = startAt
+        self.updatedAt = updatedAt
+    }
+
+    public init(_ job: PersonalJobRecord) {
+        self.init(app: job.app, status: job.status, counts: job.counts, startAt: job.startAt, updatedAt: job.updatedAt)
+    }
+}
+
 /// A durable personal push: its audience, its payload (encoded once, reused for every token) and
 /// how far its fan-out got.
 public struct PersonalJobRecord: Sendable, Equatable {
@@ -91,7 +116,7 @@ public struct PersonalJobRecord: Sendable, Equatable {
 
     /// A scheduled job finished before its time: it can only have been cancelled (a job that
     /// started cannot finish before it started), so no status of its own is stored.
-    public var wasCancelled: Bool { status == .done && startAt.map { updatedAt < $0 } == true }
+    public var wasCancelled: Bool { PersonalJobSummary(self).wasCancelled }
     /// Why the stored row could not be read in full (the other members are then stand-ins).
     /// Never written.
     public var unreadable: String?

@@ -68,19 +68,24 @@ public final class SQLiteTokenReader: TokenRegistryReader, PersonalJobReader, @u
         }
     }
 
-    /// A job's status and counts only, for `GET /v1/personal/{job}`: clients poll it during a
-    /// fan-out, and the whole record carries the payload and the tokens ended after the cursor
-    /// (thousands in a large fan-out).
-    public func jobProgress(id: String) throws(StoreError) -> (status: PersonalJobStatus, counts: PersonalJobCounts)? {
+    /// What `GET /v1/personal/{job}` shows: clients poll it during a fan-out, and the whole
+    /// record carries the payload and the tokens ended after the cursor (thousands in a large
+    /// fan-out, split into strings on every read).
+    public func jobSummary(id: String) throws(StoreError) -> PersonalJobSummary? {
         try StoreError.wrapping {
-            try connection.query("SELECT status, targeted, sent, failed, expired, pending FROM personal_jobs WHERE id = ?", [.text(id)]) { row in
+            try connection.query("""
+                SELECT status, targeted, sent, failed, expired, pending, start_at, updated_at, app FROM personal_jobs WHERE id = ?
+                """, [.text(id)]) { row in
                 guard let status = row.text(at: 0).flatMap(PersonalJobStatus.init(rawValue:)),
                       let failed = PersonalJobCounts.failed(fromJSON: row.text(at: 3) ?? "") else {
                     throw SQLiteError(code: SQLITE_CORRUPT, message: "personal job \"\(id)\" has an unreadable status or failure counts",
                                       statement: nil)
                 }
-                return (status: status, counts: PersonalJobCounts(targeted: row.int64(at: 1), sent: row.int64(at: 2), failed: failed,
-                                                                  expired: row.int64(at: 4), pending: row.int64(at: 5)))
+                return PersonalJobSummary(app: row.text(at: 8) ?? AppChannelID.defaultApp, status: status,
+                                          counts: PersonalJobCounts(targeted: row.int64(at: 1), sent: row.int64(at: 2), failed: failed,
+                                                                    expired: row.int64(at: 4), pending: row.int64(at: 5)),
+                                          startAt: row.optionalInt64(at: 6).map(UnixTime.init(nanoseconds:)),
+                                          updatedAt: UnixTime(nanoseconds: row.int64(at: 7)))
             }.first
         }
     }

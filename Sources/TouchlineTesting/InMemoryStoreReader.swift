@@ -77,8 +77,8 @@ public final class InMemoryStoreReader: ChannelTablesReader, PersonalJobReader, 
 
     public func job(id: String) throws(StoreError) -> PersonalJobRecord? { try read { $0.jobs[id] } }
 
-    public func jobProgress(id: String) throws(StoreError) -> (status: PersonalJobStatus, counts: PersonalJobCounts)? {
-        try read { $0.jobs[id].map { (status: $0.status, counts: $0.counts) } }
+    public func jobSummary(id: String) throws(StoreError) -> PersonalJobSummary? {
+        try read { $0.jobs[id].map(PersonalJobSummary.init) }
     }
 
     public func jobs(status: PersonalJobStatus, limit: Int) throws(StoreError) -> [PersonalJobRecord] {

@@ -28,6 +28,25 @@ import TouchlineStore
                                                                at: t0 + .seconds(5)))]).get()
         #expect(try reader.job(id: "later")?.wasCancelled == true && reader.job(id: "later")?.startAt == t0 + .seconds(3600))
         #expect(try reader.jobs(status: .pending, limit: 10).map(\.id) == ["now"])
+        // What the API shows is read on its own, and agrees with the whole record.
+        for id in ["later", "now"] {
+            let summary = try #require(try reader.jobSummary(id: id))
+            #expect(summary == PersonalJobSummary(try #require(try reader.job(id: id))))
+        }
+        #expect(try reader.jobSummary(id: "later")?.wasCancelled == true && reader.jobSummary(id: "now")?.wasCancelled == false)
+    }
+
+    /// The summary the API polls carries the job's app.
+    @Test(arguments: PersonalStoreKind.allCases)
+    func aJobsSummaryNamesItsApp(kind: PersonalStoreKind) async throws {
+        let store = try await kind.open()
+        var other = job("other", at: t0)
+        other.app = "com.example.other"
+        try Self.write(store, [.createJob(other)]).get()
+        let reader = try store.personalReader()
+        defer { reader.close() }
+        #expect(try reader.jobSummary(id: "other")?.app == "com.example.other")
+        #expect(try reader.jobSummary(id: "missing") == nil)
     }
 
     /// A job waiting for its time takes a new payload (moved to another channel); one that
@@ -90,7 +109,7 @@ import TouchlineStore
         let running = try #require(try reader.job(id: "j1"))
         #expect(running.status == .running && running.cursor == hexToken(4) && running.endedAfterCursor == [hexToken(6)])
         #expect(running.counts == counts && running.updatedAt == t0 + .seconds(5))
-        #expect(try reader.jobProgress(id: "j1")?.counts == counts)
+        #expect(try reader.jobSummary(id: "j1")?.counts == counts)
         #expect(try reader.jobs(status: .running, limit: 10).map(\.id) == ["j1"])
         #expect(try reader.retriesDue(jobID: "j1", at: t0 + .seconds(25), limit: 10).map(\.token) == [hexToken(2)])
         #expect(try reader.retriesDue(jobID: "j1", at: t0 + .seconds(30), limit: 10).map(\.token) == [hexToken(2), hexToken(3)],
@@ -107,7 +126,7 @@ import TouchlineStore
         #expect(try reader.retriesDue(jobID: "j1", at: t0 + .seconds(99), limit: 10).isEmpty)
         try Self.write(store, [.advanceJob(PersonalJobProgress(jobID: "j1", cursor: nil, counts: finished, status: .done, at: t0 + .seconds(41)))]).get()
         #expect(try reader.jobs(status: .running, limit: 10).isEmpty)
-        #expect(try reader.jobProgress(id: "j1")?.status == .done && reader.jobProgress(id: "j1")?.counts == finished)
+        #expect(try reader.jobSummary(id: "j1")?.status == .done && reader.jobSummary(id: "j1")?.counts == finished)
     }
 
     @Test(arguments: PersonalStoreKind.allCases)

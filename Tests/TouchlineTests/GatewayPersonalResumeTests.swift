@@ -51,7 +51,7 @@ struct GatewayPersonalResumeTests {
         // What the killed process had saved as sent: every acceptance beyond it was in flight or
         // not yet saved at the kill, and is all that may go twice.
         let saved = try SQLiteTokenReader(path: data + "/personal.sqlite")
-        let savedSent = try #require(try saved.jobProgress(id: jobID)).counts.sent
+        let savedSent = try #require(try saved.jobSummary(id: jobID)).counts.sent
         saved.close()
 
         let second = try await ServeProcess(dataDirectory: data, arguments: arguments)

@@ -10,6 +10,7 @@ import Touchline
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
+import TouchlineStore
 
 /// Personal jobs through the deaths and pauses of the gateways running their slices, on a real
 /// cluster. Each gateway sends to a mock APNs of its own, so every push shows its sender, and a
@@ -77,7 +78,8 @@ struct ClusterJobKillTests {
     }
 
     /// Runs a job of `audience` tokens through `blows` and checks:
-    /// - sent + dead-lettered + expired = targeted = `audience`, and every token was accepted;
+    /// - sent + dead-lettered + expired = targeted = `audience`, and every token was accepted or
+    ///   dead-lettered as `Unconfirmed` (sent, never answered) in its sender's file;
     /// - every token sent again went again only within docs/cluster.md's bound: the gateway that
     ///   sent it before had not saved it as sent when its slice moved (``ResendCheck``);
     /// - a paused gateway sends nothing after it wakes but in slices it took back and saved.
@@ -172,14 +174,54 @@ struct ClusterJobKillTests {
         }
         #expect(targeted == Int64(audience) && sent + failed + expired == targeted && progress?.integer("pending") == 0,
                 "\(String(describing: progress))")
+        // A push-to-start that went out and got no answer (the response timeout, a connection
+        // lost) is dead-lettered as `Unconfirmed`, never sent again: it may have started the
+        // device. On a machine this busy (three gateways, three servers and three mocks beside
+        // other tests) a few do; nothing else may fail.
+        var unconfirmed: Int64 = 0
+        if case .object(let reasons)? = progress?[member: "failed"] {
+            for reason in reasons {
+                guard case .integer(let count) = reason.value else { continue }
+                if reason.name == PersonalDeliveryPolicy.unconfirmedReason { unconfirmed = count } else {
+                    Issue.record("\(count) targets failed with \(reason.name)")
+                }
+            }
+        }
+        #expect(unconfirmed <= Int64(Self.maxInFlight * gateways.count), "more unanswered than the gateways had in flight: \(unconfirmed)")
 
         let acceptedAtEnd = accepted()
         var seen: [String: Int] = [:]
         for token in acceptedAtEnd.compactMap(\.request.deviceToken) { seen[token, default: 0] += 1 }
-        #expect(seen.count == audience && Set(seen.keys) == Set(fans), "\(seen.count) distinct tokens accepted")
+        let jobSaves = saves.saves(ofJob: jobID)
+        // Every token no mock accepted is a dead letter of the job, in the file of the gateway
+        // that sent it, so an operator can see it and replay it.
+        var deadLettered: Set<String> = []
+        for (index, mock) in mocks.enumerated() {
+            let reader = try SQLiteTokenReader(path: mock.directory + "/g\(index + 1)/personal.sqlite")
+            defer { reader.close() }
+            deadLettered.formUnion(try reader.deadLetters(jobID: jobID, reason: PersonalDeliveryPolicy.unconfirmedReason, after: 0, limit: 10_000)
+                .map(\.token))
+        }
+        let missing = Set(fans).subtracting(seen.keys).subtracting(deadLettered)
+        print("cluster job: \(unconfirmed) sends unanswered and dead-lettered, \(deadLettered.count) dead letters stored")
+        if let token = missing.min() {
+            let history = jobSaves.filter { $0.key.slice.contains(token) }.map { save in
+                "\(save.entry?.instance ?? "-") r\(save.revision): \(save.entry.map { "cursor \($0.checkpoint.cursor?.prefix(12) ?? "start"), sent \($0.checkpoint.counters.sent), finished \($0.isFinished), covers it \(ResendCheck.holds(token, $0.checkpoint))" } ?? "removed")"
+            }
+            let slices = Set(missing.compactMap { token in AudienceSlice.all(count: 16).first { $0.contains(token) }?.index })
+            Issue.record("""
+                \(missing.count) tokens neither accepted nor dead-lettered, in slices \(slices.sorted()); the job: \(String(describing: progress))
+                the first, \(token.prefix(12))…: its slice's saves: \(history.joined(separator: "\n"))
+                any mock's answers to it: \(servers.flatMap { $0.recordedRequests().filter { $0.deviceToken == token }.map(\.status) })
+                sends without an answer, by gateway: \(gateways.map { gateway in
+                    ((try? gateway.admin.request("GET", "/metrics").text) ?? "").split(separator: "\n")
+                        .filter { $0.hasPrefix("touchline_apns_responses_total") && $0.contains("status=\"none\"") }.joined(separator: ", ")
+                })
+                """)
+        }
+        #expect(missing.isEmpty && Set(seen.keys).isSubset(of: Set(fans)), "\(seen.count) distinct tokens accepted, \(deadLettered.count) dead-lettered")
         let twice = seen.filter { $0.value > 1 }
 
-        let jobSaves = saves.saves(ofJob: jobID)
         // A paused gateway's requests written before the pause reach the mock after it wakes
         // (their frames waited in its buffers and the sockets', behind a busy mock), sometimes
         // after it runs their slice again. Its log says from which save each run after waking

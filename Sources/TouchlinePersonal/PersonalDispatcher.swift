@@ -440,8 +440,9 @@ package final class PersonalDispatcher: @unchecked Sendable {
     }
 
     /// `tokens` (a page of a kickoff's audience) without the devices already started into its
-    /// channel, by a save of any job (the store) or by a start into it still running here (held
-    /// as a target, or started and not saved yet): a device is started at most once per APNs
+    /// channel, by a save of any job (the store) or by a start into it here (held as a target by
+    /// one still running, or started and not saved yet by one running or finished with its last
+    /// save still in the store): a device is started at most once per APNs
     /// channel, that is per generation of a match, whatever kickoffs, repeats and rollovers ask
     /// (docs/personal-pushes.md, "One start per device and generation"). A failed read of the
     /// store leaves nobody out: a start twice rather than none.
@@ -455,8 +456,9 @@ package final class PersonalDispatcher: @unchecked Sendable {
             log.error("reading which devices were started into the channel failed; this page is not narrowed", job: running.id, error: error)
             stored = []
         }
+        let startedByOthers = Set((others + finishedUnsaved.values.filter { $0.startsChannel == channel }).flatMap(\.startsNotStored))
         let kept = tokens.filter { token in
-            !stored.contains(token) && !others.contains { $0.job.holds(token) || $0.startsNotStored.contains(token) }
+            !stored.contains(token) && !startedByOthers.contains(token) && !others.contains { $0.job.holds(token) }
         }
         metrics.startsLeftOut += tokens.count - kept.count
         return kept

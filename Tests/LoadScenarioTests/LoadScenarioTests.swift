@@ -57,7 +57,8 @@ import TestSlots
         let scenario = try #require(try report(under: root).scenarios.first)
         let fanOut = try #require(scenario.throughputs.first { $0.name == "kickoff fan-out, no broadcasts" })
         #expect(fanOut.value > 0 && (fanOut.ceilingRatio ?? 0) > 0)
-        #expect(scenario.checks.map(\.name) == ["kickoff fan-out / h2load", "broadcast p99 during the storm / alone",
+        #expect(scenario.checks.map(\.name) == ["kickoff fan-out / h2load", "kickoff fan-out during the matches / h2load",
+                                                "broadcast p99 during the storm / alone",
                                                 "every event broadcast, storm outlasting the events"])
         #expect(scenario.latencies.allSatisfy { $0.summary.count > 0 })
     }

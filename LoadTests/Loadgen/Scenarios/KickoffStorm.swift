@@ -8,9 +8,9 @@ import Touchline
 ///
 /// Each round has four phases: the kickoff alone (its fan-out rate), h2load sending the same
 /// payload to the same token paths with the same concurrency and CPU priority (the ceiling),
-/// the matches broadcasting alone, and the matches broadcasting through a new kickoff. Two
-/// figures are held to issue 4's targets: fan-out rate / h2load ≥ 0.7, and the broadcasts'
-/// ingest→APNs p99 during the storm / alone ≤ 1.5.
+/// the matches broadcasting alone, and the matches broadcasting through a new kickoff. Three
+/// figures are held to issue 34's targets: fan-out rate / h2load ≥ 0.9 alone and ≥ 0.75 through
+/// the matches, and the broadcasts' ingest→APNs p99 during the storm / alone ≤ 1.5.
 struct KickoffStorm {
     struct Options {
         var tokens = 1_000_000
@@ -22,7 +22,8 @@ struct KickoffStorm {
         var mockThreads: Int?
         var personalConnections: Int?
         var personalInFlight: Int?
-        var rateTarget = 0.7
+        var rateTarget = 0.9
+        var stormRateTarget = 0.75
         var isolationTarget = 1.5
     }
 
@@ -144,6 +145,7 @@ struct KickoffStorm {
         var complete = true
 
         var rateRatio: Double { fanOutRate / ceilingRate }
+        var stormRateRatio: Double { stormFanOutRate / ceilingRate }
         var isolationRatio: Double { storm.summary.p99 / alone.summary.p99 }
     }
 
@@ -157,6 +159,7 @@ struct KickoffStorm {
         // idle phase drifts between rounds (its p99 varied from 0.54 to 1.30 ms) more than a
         // pair does.
         let rateRatio = median(rounds.map(\.rateRatio)), isolationRatio = median(rounds.map(\.isolationRatio))
+        let stormRateRatio = median(rounds.map(\.stormRateRatio))
         var alone = LatencyHistogram(), storm = LatencyHistogram()
         for round in rounds {
             alone.merge(round.alone)
@@ -194,6 +197,8 @@ struct KickoffStorm {
                      timeline.phaseTable],
             series: timeline.series,
             checks: [.init(name: "kickoff fan-out / h2load", measured: rateRatio, target: options.rateTarget, comparison: .atLeast),
+                     .init(name: "kickoff fan-out during the matches / h2load", measured: stormRateRatio, target: options.stormRateTarget,
+                           comparison: .atLeast),
                      .init(name: "broadcast p99 during the storm / alone", measured: isolationRatio, target: options.isolationTarget,
                            comparison: .atMost),
                      .init(name: "every event broadcast, storm outlasting the events", measured: complete ? 1 : 0, target: 1, comparison: .atLeast)],

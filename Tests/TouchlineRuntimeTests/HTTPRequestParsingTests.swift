@@ -69,6 +69,37 @@ import TouchlineRuntime
         #expect(post.status == 405 && post.response.header("allow") == "DELETE")
     }
 
+    /// Every route whose pattern is the most literal match owns the path, in the order added;
+    /// a literal elsewhere in a pattern of the same length does not take a path it does not spell.
+    @Test func theMostLiteralMatchesOwnAPathInTheOrderTheyWereAdded() throws {
+        var router = HTTPRouter()
+        router.add(.get, "/v1/channels/{id}") { _ in }
+        router.add(.get, "/v1/channels/stats") { _ in }
+        router.add(.delete, "/v1/channels/{id}") { _ in }
+        router.add(.post, "/v1/{kind}/{id}") { _ in }
+        router.add(.patch, "/v1/channels/{id}") { _ in }
+        guard case .refused(let byID) = router.resolve(method: .put, path: "/v1/channels/m1/") else {
+            Issue.record("expected a refusal")
+            return
+        }
+        #expect(byID.status == 405 && byID.response.header("allow") == "GET, DELETE, PATCH")
+        guard case .refused(let stats) = router.resolve(method: .put, path: "/v1/channels/stats") else {
+            Issue.record("expected a refusal")
+            return
+        }
+        #expect(stats.status == 405 && stats.response.header("allow") == "GET")
+        guard case .found(let route, let parameters) = router.resolve(method: .post, path: "/v1/tokens/t%2F1") else {
+            Issue.record("the least literal route owns what no other matches")
+            return
+        }
+        #expect(route.pattern == "/v1/{kind}/{id}" && parameters["kind"] == "tokens" && parameters["id"] == "t/1")
+        guard case .refused(let root) = router.resolve(method: .get, path: "/") else {
+            Issue.record("expected a refusal")
+            return
+        }
+        #expect(root.status == 404)
+    }
+
     @Test func bearerTokenNamesEachProblem() throws {
         #expect(try HTTPRequest.bearerToken(fromAuthorization: "Bearer abc.123") == "abc.123")
         #expect(try HTTPRequest.bearerToken(fromAuthorization: "bearer   abc") == "abc")

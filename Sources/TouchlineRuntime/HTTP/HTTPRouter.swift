@@ -23,21 +23,13 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
         /// The path as declared, `{name}` marking a parameter segment.
         public let pattern: String
         public let scope: Authorizer.Scope
-        fileprivate let segments: [Segment]
         fileprivate let handler: Handler
-
-        /// 1 for a literal segment, 0 for a parameter: the larger mask (compared in order) is
-        /// the more specific pattern.
-        fileprivate var literalMask: [Int] { segments.map { if case .literal = $0 { 1 } else { 0 } } }
-    }
-
-    fileprivate enum Segment: Sendable, Equatable {
-        case literal(String)
-        case parameter(String)
     }
 
     /// Every route, in the order added.
     public private(set) var routes: [Route] = []
+    /// Each route's pattern, at its index in ``routes``: matched without the generic types.
+    private var patterns: [RoutePattern] = []
     private let authorizer: Authorizer
 
     public init(authorizer: Authorizer) {
@@ -46,11 +38,8 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
 
     /// Adds a route; `pattern` is a path whose `{name}` segments capture one path segment each.
     public mutating func add(_ method: HTTPMethod, _ pattern: String, scope: Authorizer.Scope, handler: @escaping Handler) {
-        let segments = pathSegments(pattern).map { segment -> Segment in
-            if segment.hasPrefix("{") && segment.hasSuffix("}") { return .parameter(String(segment.dropFirst().dropLast())) }
-            return .literal(String(segment))
-        }
-        routes.append(Route(method: method, pattern: pattern, scope: scope, segments: segments, handler: handler))
+        patterns.append(RoutePattern(pattern))
+        routes.append(Route(method: method, pattern: pattern, scope: scope, handler: handler))
     }
 
     /// Routes `request`: authorizes it for its route's scope and runs the handler, or answers
@@ -129,29 +118,6 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
     /// The routes whose pattern matches `path`, with their parameters: only the most literal
     /// pattern that matches owns the path.
     private func owningRoutes(path: String) -> [(Route, HTTPRouteParameters)] {
-        let segments = pathSegments(path)
-        let matches = routes.compactMap { route in match(route.segments, segments).map { (route, $0) } }
-        let owner = matches.map { $0.0.literalMask }.max { $0.lexicographicallyPrecedes($1) }
-        return matches.filter { $0.0.literalMask == owner }
+        RoutePattern.owners(of: path, among: patterns).map { (routes[$0.index], $0.parameters) }
     }
-
-    private func match(_ pattern: [Segment], _ segments: [Substring]) -> HTTPRouteParameters? {
-        guard pattern.count == segments.count else { return nil }
-        var parameters = HTTPRouteParameters()
-        for (expected, actual) in zip(pattern, segments) {
-            switch expected {
-            case .literal(let literal):
-                guard actual == literal else { return nil }
-            case .parameter(let name):
-                guard !actual.isEmpty, let value = HTTPRequestTarget.percentDecoded(actual.utf8) else { return nil }
-                parameters.values.append((name, value))
-            }
-        }
-        return parameters
-    }
-}
-
-/// Splits a path on `/`, ignoring a trailing slash (`/v1/channels/` is `/v1/channels`).
-private func pathSegments(_ path: String) -> [Substring] {
-    path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().reversed().drop { $0.isEmpty }.reversed()
 }

@@ -67,10 +67,12 @@ struct GatewayMetricsTests {
         }
         #expect(try api.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody).status == 202)
         var text = ""
-        try await eventually("a throttled broadcast and the dead tokens") {
+        // The four starts are answered in any order: the two 410s can be counted while a 200 is on its way.
+        try await eventually("a throttled broadcast, the dead tokens and every start answered") {
             text = (try? api.request("GET", "/metrics").text) ?? ""
             return metricValue(text, #"touchline_apns_retries_total{app="default",pool="broadcast"}"#) ?? 0 >= 1
                 && metricValue(text, #"touchline_dead_letters_total{reason="Unregistered"}"#) == 2
+                && metricValue(text, #"touchline_apns_response_seconds_count{app="default",pool="personal"}"#) ?? 0 >= 4
         }
         // The mock dates its listed tokens' 410s from its start, before they were registered: the
         // registry keeps them, so no token was deactivated (see the test of touchline_tokens_deactivated_total below).

@@ -25,7 +25,8 @@ struct SharedJobBoardTests {
             let job = SharedJobEntry(id: "job-1", createdAtNanoseconds: 1, audience: "{}", payload: Data("{}".utf8), priority: 5,
                                      expirationNanoseconds: nil, slices: 16, registrySequence: 0)
             let checkpoint = FanOutCheckpoint(cursor: nil, counters: FanOutCounters(), pending: [], endedAfterCursor: [])
-            try await writer.call { board, done in board.publish(job) { done($0.map { _ in () }) } }
+            // The bucket was just made: its first write waits until the writer's server hears it.
+            try await Board.onceHeard { await writer.result { board, done in board.publish(job) { done($0.map { _ in () }) } } }
             for index in 0..<2 {
                 let key = SharedJobPlan.SliceKey(jobID: job.id, slice: try #require(AudienceSlice(index: index, count: 16)))
                 try await writer.call { board, done in
@@ -92,14 +93,7 @@ extension SharedJobBoardTests {
                                        isFinished: false, instance: "owner")
                 return await owner.result { board, done in board.publish(entry, for: key, fence: FixedFence(holds: holds), over: previous, completion: done) }
             }
-            // A bucket just made may not be heard by every server yet: no responders stores nothing.
-            var first = await save(100, over: 0)
-            let deadline = ContinuousClock.now + .seconds(10)
-            while case .failure(let error) = first, error.status == NATSError.noResponders(operation: "").status, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
-                first = await save(100, over: 0)
-            }
-            let firstRevision = try first.get()
+            let firstRevision = try await Board.onceHeard { await save(100, over: 0) }
             let second = try await save(200, over: firstRevision).get()
             let late = await save(150, over: firstRevision)
             #expect(late.failure?.isWrongLastSequence == true, "a save over a revision no longer the last: \(late)")
@@ -177,6 +171,18 @@ private final class Board: @unchecked Sendable {
 
     func bucketMessages() throws -> UInt64 { try jetStream.streamState("KV_\(board.bucket)")?.messages ?? 0 }
     func bucketLastSequence() throws -> UInt64 { try jetStream.streamState("KV_\(board.bucket)")?.lastSequence ?? 0 }
+
+    /// What `attempt` answers, made again while it is "no responders": a bucket just made may
+    /// not be heard by every server yet, and no responders stores nothing.
+    static func onceHeard<T>(_ attempt: () async -> Result<T, NATSError>) async throws -> T {
+        var result = await attempt()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while case .failure(let error) = result, error.status == NATSError.noResponders(operation: "").status, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            result = await attempt()
+        }
+        return try result.get()
+    }
 
     /// A call on the loop whose answer is awaited as it is.
     func result<T: Sendable>(_ body: @escaping @Sendable (SharedJobBoard, @escaping @Sendable (Result<T, NATSError>) -> Void) -> Void) async -> Result<T, NATSError> {

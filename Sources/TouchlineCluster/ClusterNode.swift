@@ -290,6 +290,9 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                 service?.letGo { partitioning.partition(of: $0) == partition }
                 log.notice("let go of partition \(partition)")
             }
+            // Behind the writes its channels submitted already (from this loop): the partition's
+            // tables go once those are done.
+            store.release(partition: partition)
         case .left:
             hasLeft = true
             left.forEach { $0() }

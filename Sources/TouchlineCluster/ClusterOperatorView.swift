@@ -38,6 +38,10 @@ struct ClusterOperatorView: BackendOperatorView {
                                   help: "Partitions whose channels this gateway runs now (it holds their leases and has read their logs).",
                                   kind: .gauge)
         served.add(cluster.servedPartitions.count, instance)
+        var held = MetricFamily("touchline_cluster_channels_held",
+                                help: "Channels whose stored state this gateway holds in memory: those of the partitions it serves or is taking up (a partition given up is dropped).",
+                                kind: .gauge)
+        held.add(cluster.store.heldChannels, instance)
         var partitions = MetricFamily("touchline_cluster_partitions",
                                       help: "Partitions the cluster's channels are spread over (store.partitions; the same on every gateway).",
                                       kind: .gauge)
@@ -88,7 +92,7 @@ struct ClusterOperatorView: BackendOperatorView {
             }
             orphans.add(reconciler.orphansDeleted, instance)
         }
-        return [connected, served, partitions, members, caughtUp, registrySnapshots, registryTrimmed, forwarded, snapshots, trimmed, rounds, orphans] + storageFamilies()
+        return [connected, served, held, partitions, members, caughtUp, registrySnapshots, registryTrimmed, forwarded, snapshots, trimmed, rounds, orphans] + storageFamilies()
     }
 
     /// Each stream's and bucket's size against its limit, as last read (the cluster's, so every

@@ -57,6 +57,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         case caller((_ done: @escaping @Sendable () -> Void) -> Void)
         case snapshot(partition: Int)
         case takeover(partition: Int, fence: Fence, completion: @Sendable (Result<Void, StoreError>) -> Void)
+        case release(partition: Int)
     }
 
     // Confined to `loop`.
@@ -91,6 +92,9 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     let fences: PartitionFences?
     /// Per partition, the fence of this store's last takeover record (`+Takeover.swift`).
     var takenOver: [Int: Fence] = [:]
+    /// Per partition, how many times its tables were dropped (`+Release.swift`): a replay that
+    /// began before a drop stops rather than apply the rest of the log to nothing.
+    var releases: [Int: Int] = [:]
 
     private init(jetStream: any JetStreamClient, layout: ChannelLogLayout, loop: EventLoop, clock: any WallClock, writerID: String,
                  snapshots: SnapshotSchedule.Settings, fences: PartitionFences?) {
@@ -179,14 +183,15 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         if batch.operations.contains(where: \.isOutboxPrune) { return prune(batch, completion: completion) }
         // A batch of two partitions is refused when performed; until then it waits alone.
         let log = try? layout.log(of: batch)
-        enqueue(log: log ?? .global, exclusive: log == nil || Self.touchesWhatPartitionsShare(batch), { tables throws(StoreError) in
+        enqueue(log: log ?? .global, exclusive: log == nil || Self.touchesWhatPartitionsShare(batch), scope: ChannelScope(batch.operations), { tables throws(StoreError) in
             for operation in batch.operations { try tables.apply(operation) }
             return (batch, ())
         }, completion: completion)
     }
 
     public func createChannel(_ record: ChannelRecord, completion: @escaping @Sendable (Result<ChannelCreation, StoreError>) -> Void) {
-        enqueue(log: .partition(layout.partitioning.partition(of: record.id)), exclusive: record.apnsChannelID != nil, { tables throws(StoreError) in
+        enqueue(log: .partition(layout.partitioning.partition(of: record.id)), exclusive: record.apnsChannelID != nil,
+                scope: ChannelScope([.createChannel(record)]), { tables throws(StoreError) in
             let inserted = try tables.insert(record)
             let creation = ChannelCreation(record: tables.channels[record.id] ?? record, inserted: inserted)
             return (inserted ? WriteBatch([.createChannel(record)]) : nil, creation)
@@ -226,15 +231,18 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         }
     }
 
-    /// Queues a write to `log`: `apply` checks it on a copy of the tables and says what to log
-    /// (nil: nothing, the answer stands as it is).
-    private func enqueue<T: Sendable>(log: ChannelLogLayout.Log, exclusive: Bool,
+    /// Queues a write to `log`: `apply` checks it on a copy of the rows `scope` names (never
+    /// more: a write costs what it touches, however many channels the tables hold) and says
+    /// what to log (nil: nothing, the answer stands as it is).
+    private func enqueue<T: Sendable>(log: ChannelLogLayout.Log, exclusive: Bool, scope: ChannelScope,
                                       _ apply: @escaping @Sendable (inout ChannelTables) throws(StoreError) -> (WriteBatch?, T),
                                       completion: @escaping @Sendable (Result<T, StoreError>) -> Void) {
         let admitted = control.withLock { $0.admit() }
         loop.execute { [self] in
             guard admitted else { return completion(.failure(.closed)) }
-            queue.append(.init(log: log, exclusive: exclusive, work: .caller { [self] done in perform(apply, done: done, completion: completion) }))
+            queue.append(.init(log: log, exclusive: exclusive, work: .caller { [self] done in
+                perform(apply, on: scope, done: done, completion: completion)
+            }))
             startNext()
         }
     }
@@ -259,6 +267,9 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                     writeSnapshot(of: partition, done: done)
                 case .takeover(let partition, let fence, let completion):
                     writeTakeover(of: partition, under: fence, done: done, completion: completion)
+                case .release(let partition):
+                    dropTables(of: partition)
+                    done()
                 }
             }
         } while rescan
@@ -275,15 +286,21 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         startNext()
     }
 
+    /// Queues dropping `partition`'s tables behind the writes already waiting, and starts what may start.
+    func queueRelease(of partition: Int) {
+        queue.append(.init(log: .partition(partition), work: .release(partition: partition)))
+        startNext()
+    }
+
     /// Queues a snapshot of `partition` behind the writes already waiting (once).
     func queueSnapshot(of partition: Int) {
         guard snapshotQueued.insert(partition).inserted else { return }
         queue.append(.init(log: .partition(partition), work: .snapshot(partition: partition)))
     }
 
-    private func perform<T: Sendable>(_ apply: (inout ChannelTables) throws(StoreError) -> (WriteBatch?, T), done: @escaping @Sendable () -> Void,
-                                      completion: @escaping @Sendable (Result<T, StoreError>) -> Void) {
-        var checked = committed.tables.withLock { $0 }
+    private func perform<T: Sendable>(_ apply: (inout ChannelTables) throws(StoreError) -> (WriteBatch?, T), on scope: ChannelScope,
+                                      done: @escaping @Sendable () -> Void, completion: @escaping @Sendable (Result<T, StoreError>) -> Void) {
+        var checked = committed.tables.withLock { $0.scoped(to: scope) }
         let batch: WriteBatch?
         let answer: T
         let log: ChannelLogLayout.Log
@@ -314,7 +331,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
                 // Applied to the tables as they are now, not to the copy it was checked on: a
                 // partition taken up meanwhile may have been read into them. The batch concerns
                 // only its own partition, which nothing else changes, so it applies as checked.
-                // In place: the checked copy is gone by now, so nothing is copied, and a batch
+                // In place: nothing shares the tables' storage, so nothing is copied, and a batch
                 // that no longer applies stops the process rather than leave it half applied.
                 let layout = layout
                 committed.tables.withLock { current in
@@ -513,7 +530,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     private func replay(_ log: ChannelLogLayout.Log) throws {
         let subject = layout.subject(of: log)
         let stream = layout.streamName(of: log)
-        let applied = try loop.sync { [self] in lastSequence[log] ?? 0 }
+        let (applied, releasesBefore) = try loop.sync { [self] in (lastSequence[log] ?? 0, releases(of: log)) }
         let read = { [self] in if case .partition(let partition) = log { loop.execute { [self] in stale.remove(partition) } } }
         // A stream that is not there (its leader being elected, say) is not an empty log.
         guard let state = try JetStream.retryingWhileForming({ () throws(NATSError) in try jetStream.streamState(stream) }) else {
@@ -531,6 +548,7 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
             guard failure.withLock({ $0 == nil }), let sequence = message.stream?.sequence, sequence > (lastSequence[log] ?? 0),
                   sequence <= last else { return }
             do throws(StoreError) {
+                guard releases(of: log) == releasesBefore else { throw .storageFailure("\(log) was let go while it was read") }
                 try apply(message, at: sequence, of: log)
                 lastSequence[log] = sequence
             } catch {

@@ -43,6 +43,12 @@ public struct SnapshotSchedule: Sendable, Equatable {
         lastSnapshotSize[partition] = bytes
     }
 
+    /// The store no longer holds `partition` (it was given up): it starts over when read again.
+    public mutating func forget(_ partition: Int) {
+        loggedSinceSnapshot[partition] = nil
+        lastSnapshotSize[partition] = nil
+    }
+
     /// Whether `partition` should get a snapshot now.
     public func isDue(_ partition: Int) -> Bool {
         let logged = loggedSinceSnapshot[partition] ?? 0

@@ -7,11 +7,15 @@ import TouchlineCore
 /// one request at a time each, for a fixed time. An event counts once answered 202 (stored).
 /// Each connection owns every K-th channel, so a channel's `seq` grows in one thread only; with
 /// several gateways, each connection sends its requests to them in turn (a cluster's gateways
-/// hand a channel's batch to its owner).
+/// hand a channel's batch to its owner), or to the gateway `route` names for the channel (a
+/// balancer that routes by channel).
 struct EventBurst {
     var connections: Int
     var batchSize: Int
     var seconds: Double
+    /// The seq the channels' events start after: a second burst on the same channels starts
+    /// past the first's.
+    var seqsAfter = 0
 
     struct Outcome {
         var events: Int
@@ -20,19 +24,19 @@ struct EventBurst {
         var rate: Double { Double(events) / seconds }
     }
 
-    func run(_ ids: [String], gateways: [@Sendable () throws -> HTTPLoadClient]) throws -> Outcome {
-        let (connections, batchSize) = (connections, batchSize)
+    func run(_ ids: [String], gateways: [@Sendable () throws -> HTTPLoadClient], route: (@Sendable (String) -> Int)? = nil) throws -> Outcome {
+        let (connections, batchSize, seqsAfter) = (connections, batchSize, seqsAfter)
         let start = monotonicNanoseconds()
         let deadline = start + Int64(seconds * 1e9)
         let perThread = try onThreads(connections) { index in
             let clients = try gateways.map { try $0() }
             let owned = stride(from: index, to: ids.count, by: connections).map { ids[$0] }
-            var lastSeq = [Int](repeating: 0, count: owned.count)
+            var lastSeq = [Int](repeating: seqsAfter, count: owned.count)
             var perSecond: [Double] = []
             var turn = 0
             while monotonicNanoseconds() < deadline {
                 let channel = turn % owned.count
-                let client = clients[turn % clients.count]
+                let client = clients[route?(owned[channel]) ?? turn % clients.count]
                 turn += 1
                 var body = #"{"events":["#
                 for number in 0..<batchSize {

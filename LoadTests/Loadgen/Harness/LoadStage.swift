@@ -27,16 +27,16 @@ final class LoadStage {
     /// Other processes of the scenario whose CPU and memory the report shows (NATS servers).
     var companionProcesses: [(name: String, pid: Int32)] = []
 
-    /// Starts the mock with `mockThreads` loops (default: its CPUs' count) and `--arrival-latency
-    /// sentAt`, on CPUs of its own when `pinMock` (and the run allows pinning).
-    init(settings: LoadSettings, pinMock: Bool, mockThreads: Int? = nil) throws {
+    /// Starts the mock with `mockThreads` loops (default: its CPUs' count), `--arrival-latency
+    /// sentAt` and `mockArguments`, on CPUs of its own when `pinMock` (and the run allows pinning).
+    init(settings: LoadSettings, pinMock: Bool, mockThreads: Int? = nil, mockArguments: [String] = []) throws {
         self.settings = settings
         placement = pinMock ? settings.placement : .shared(cpus: settings.placement.cpus)
         try pinThisProcess(to: placement.clients ?? "0-\(placement.cpus - 1)")
         directory = try MockAPNsDevelopmentCertificates.temporaryDirectory()
         key = try MockAPNsProviderKeyFiles.generate(keyID: LoadIdentity.keyID, in: directory)
         mock = try MockProcess(directory: directory, key: key, threads: mockThreads ?? placement.mockCPUCount,
-                               extraArguments: ["--arrival-latency", "sentAt"], cpus: placement.mock)
+                               extraArguments: ["--arrival-latency", "sentAt"] + mockArguments, cpus: placement.mock)
     }
 
     deinit {

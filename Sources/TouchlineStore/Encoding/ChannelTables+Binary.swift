@@ -51,7 +51,7 @@ extension ChannelTables {
         self.init()
         for _ in 0..<(try reader.count()) {
             let record = try reader.channel()
-            channels[record.id] = record
+            store(record)
             var logged: [Int64: StoredEvent] = [:]
             for _ in 0..<(try reader.count()) {
                 let event = StoredEvent(channelID: record.id, seq: try reader.signed(), receivedAt: try reader.time(), body: try reader.data())

@@ -5,7 +5,7 @@ import TouchlineCore
 extension ChannelTables {
     public func channel(id: String) -> ChannelRecord? { channels[id] }
 
-    public func channel(apnsChannelID: String) -> ChannelRecord? { channels.values.first { $0.apnsChannelID == apnsChannelID } }
+    public func channel(apnsChannelID: String) -> ChannelRecord? { channelIDsByAPNsID[apnsChannelID].flatMap { channels[$0] } }
 
     public func channels(after afterID: String?, limit: Int) -> [ChannelRecord] {
         Array(channels.values.filter { Self.precedes(afterID ?? "", $0.id) }.sorted { Self.precedes($0.id, $1.id) }.prefix(max(0, limit)))

@@ -8,7 +8,7 @@ extension ChannelTables {
     public func subset(where include: (String) -> Bool, outbox includeOutbox: (Int64) -> Bool = { _ in false }) -> ChannelTables {
         var subset = ChannelTables()
         for (id, record) in channels where include(id) {
-            subset.channels[id] = record
+            subset.store(record)
             if let logged = events[id] { subset.events[id] = logged }
         }
         for (id, row) in outbox where includeOutbox(id) {
@@ -33,23 +33,15 @@ extension ChannelTables {
             throw .refused("outbox row \(foreign) does not belong where it is restored")
         }
         var next = self
-        for id in channels.keys where include(id) {
-            next.channels[id] = nil
-            next.events[id] = nil
-        }
-        let apnsIDs = Set(next.channels.values.compactMap(\.apnsChannelID))
+        next.removeChannels(where: include, outbox: includeOutbox)
+        let keptAPNsIDs = next.channelIDsByAPNsID
         for (id, record) in subset.channels {
-            if let apnsID = record.apnsChannelID, apnsIDs.contains(apnsID) {
+            if let apnsID = record.apnsChannelID, keptAPNsIDs[apnsID] != nil {
                 throw .refused("UNIQUE constraint failed: channels.apns_channel_id (\(id))")
             }
-            next.channels[id] = record
+            next.store(record)
             if let logged = subset.events[id] { next.events[id] = logged }
         }
-        for (id, row) in outbox where includeOutbox(id) {
-            next.outbox[id] = nil
-            next.outboxIDs[row.eventID] = nil
-        }
-        next.deliveries = next.deliveries.filter { !includeOutbox($0.key.outboxID) }
         for (id, row) in subset.outbox {
             next.outbox[id] = row
             next.outboxIDs[row.eventID] = id
@@ -57,5 +49,16 @@ extension ChannelTables {
         next.deliveries.merge(subset.deliveries) { _, restored in restored }
         next.lastOutboxID = max(next.lastOutboxID, subset.lastOutboxID)
         self = next
+    }
+
+    /// Removes the channels `include` selects (and their events) and the outbox rows
+    /// `includeOutbox` selects (and their deliveries): a cluster gateway drops a partition it
+    /// gave up.
+    public mutating func removeChannels(where include: (String) -> Bool, outbox includeOutbox: (Int64) -> Bool = { _ in false }) {
+        for id in channels.keys.filter(include) { removeChannel(id) }
+        for id in outbox.keys.filter(includeOutbox) {
+            if let row = outbox.removeValue(forKey: id) { outboxIDs[row.eventID] = nil }
+        }
+        deliveries = deliveries.filter { !includeOutbox($0.key.outboxID) }
     }
 }

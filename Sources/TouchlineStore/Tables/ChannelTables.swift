@@ -4,7 +4,8 @@ import TouchlineCore
 /// the rules the SQLite schema enforces (unique APNs ids, events only for known channels and
 /// once per seq, outbox ids never reused). A store that keeps its tables in memory (the test
 /// store, or the JetStream backend that rebuilds them from its log) applies each batch to a copy
-/// and keeps the copy only when every operation succeeded: the all-or-nothing rule.
+/// (the JetStream backend: of the rows the batch touches, ``scoped(to:)``) and keeps the
+/// outcome only when every operation succeeded: the all-or-nothing rule.
 /// Orders follow SQLite's binary collation (byte order of UTF-8), so every backend pages alike.
 public struct ChannelTables: Sendable {
     struct DeliveryKey: Hashable, Sendable {
@@ -18,7 +19,12 @@ public struct ChannelTables: Sendable {
         var status: WebhookDeliveryStatus
     }
 
-    public internal(set) var channels: [String: ChannelRecord] = [:]
+    /// Changed only through ``store(_:)`` and ``removeChannel(_:)``, which keep
+    /// ``channelIDsByAPNsID`` in step.
+    public private(set) var channels: [String: ChannelRecord] = [:]
+    /// Which channel holds each APNs channel id: the uniqueness check, and the scope of a batch
+    /// that sets one (``scoped(to:)``), without looking at every channel.
+    private(set) var channelIDsByAPNsID: [String: String] = [:]
     /// Per channel, by seq.
     var events: [String: [Int64: StoredEvent]] = [:]
     var outbox: [Int64: StoredWebhookEvent] = [:]
@@ -37,12 +43,12 @@ public struct ChannelTables: Sendable {
     /// Inserts unless the id exists; answers whether it did.
     public mutating func insert(_ record: ChannelRecord) throws(StoreError) -> Bool {
         guard channels[record.id] == nil else { return false }
-        if let apnsID = record.apnsChannelID, channels.values.contains(where: { $0.apnsChannelID == apnsID }) {
+        if let apnsID = record.apnsChannelID, channelIDsByAPNsID[apnsID] != nil {
             throw .refused("UNIQUE constraint failed: channels.apns_channel_id")
         }
         var stored = record
         stored.unreadable = nil
-        channels[record.id] = stored
+        store(stored)
         return true
     }
 
@@ -51,7 +57,7 @@ public struct ChannelTables: Sendable {
         case .createChannel(let record):
             _ = try insert(record)
         case .channelCreated(let id, let apnsID, let at):
-            if channels.values.contains(where: { $0.apnsChannelID == apnsID && $0.id != id }) {
+            if let holder = channelIDsByAPNsID[apnsID], holder != id {
                 throw .refused("UNIQUE constraint failed: channels.apns_channel_id")
             }
             try updateChannel(id) { channel in
@@ -77,8 +83,7 @@ public struct ChannelTables: Sendable {
                 if let end { channel.end = ChannelEnd(dismissAt: end.dismissAt ?? channel.end?.dismissAt, endedAt: end.endedAt) }
             }
         case .deleteChannel(let id):
-            channels[id] = nil
-            events[id] = nil
+            removeChannel(id)
         case .appendEvents(let appended), .recordEvents(let appended):
             for event in appended {
                 guard channels[event.channelID] != nil else { throw .refused("FOREIGN KEY constraint failed: events.channel_id") }
@@ -97,7 +102,24 @@ public struct ChannelTables: Sendable {
     private mutating func updateChannel(_ id: String, _ change: (inout ChannelRecord) -> Void) throws(StoreError) {
         guard var channel = channels[id] else { throw .unknownChannel(id) }
         change(&channel)
-        channels[id] = channel
+        store(channel)
+    }
+
+    /// Puts `record` in its place, replacing any channel of its id, and indexes its APNs id.
+    mutating func store(_ record: ChannelRecord) {
+        if let previous = channels.updateValue(record, forKey: record.id)?.apnsChannelID, previous != record.apnsChannelID,
+           channelIDsByAPNsID[previous] == record.id {
+            channelIDsByAPNsID[previous] = nil
+        }
+        if let apnsID = record.apnsChannelID { channelIDsByAPNsID[apnsID] = record.id }
+    }
+
+    /// Removes a channel and its events.
+    mutating func removeChannel(_ id: String) {
+        if let apnsID = channels.removeValue(forKey: id)?.apnsChannelID, channelIDsByAPNsID[apnsID] == id {
+            channelIDsByAPNsID[apnsID] = nil
+        }
+        events[id] = nil
     }
 
     // MARK: Outbox

@@ -70,6 +70,9 @@ struct ChannelTablesScopeTests {
                 }
                 tables = after
                 outcomes.succeeded += 1
+                // The listing's order index follows creates and deletes.
+                let listed = tables.channels(after: nil, limit: 100).map(\.id)
+                #expect(listed == tables.channels.keys.sorted(by: ChannelTables.precedes), "round \(round): \(listed)")
             default:
                 Issue.record("round \(round): the whole tables answered \(whole), the scope \(scoped), for \(batch)")
                 return
@@ -108,5 +111,30 @@ struct ChannelTablesScopeTests {
         let decoded = try ChannelTables(binaryEncoded: tables.binaryEncoded)
         #expect(decoded.channel(apnsChannelID: "B")?.id == "m3")
         #expect(throws: StoreError.self) { var copy = decoded; _ = try copy.insert(Self.record("m4", apnsID: "B")) }
+    }
+
+    /// Pages of the listing, from any id (held or not), follow the binary order, also after a
+    /// partition's channels were removed and a snapshot of them restored.
+    @Test func pagesFollowTheBinaryOrderFromAnyIDThroughRemovalsAndRestores() throws {
+        var random = SplitMix64(seed: 7)
+        var tables = ChannelTables()
+        let ids = (0..<300).map { _ in String(Int.random(in: 0..<100_000, using: &random), radix: 36) }
+        for id in ids { _ = try tables.insert(Self.record(id, apnsID: nil)) }
+        let inB = { (id: String) in id.utf8.first.map { $0 % 2 == 0 } ?? false }
+        let snapshot = tables.subset(where: inB)
+        tables.removeChannels(where: inB)
+        #expect(tables.channels.keys.allSatisfy { !inB($0) })
+        try tables.replaceChannels(where: inB, with: snapshot)
+        let expected = Set(ids).sorted(by: ChannelTables.precedes)
+        for after in [nil, "", "0", "zz", "m"] + ids.prefix(20).map(Optional.some) {
+            let page = tables.channels(after: after, limit: 7).map(\.id)
+            #expect(page == Array(expected.filter { ChannelTables.precedes(after ?? "", $0) }.prefix(7)), "after \(String(describing: after))")
+        }
+        var walked: [String] = []
+        while let last = tables.channels(after: walked.last, limit: 13).last.map({ $0.id }) {
+            walked += tables.channels(after: walked.last, limit: 13).map(\.id)
+            #expect(walked.last == last)
+        }
+        #expect(walked == expected)
     }
 }

@@ -8,7 +8,8 @@ extension ChannelTables {
     public func channel(apnsChannelID: String) -> ChannelRecord? { channelIDsByAPNsID[apnsChannelID].flatMap { channels[$0] } }
 
     public func channels(after afterID: String?, limit: Int) -> [ChannelRecord] {
-        Array(channels.values.filter { Self.precedes(afterID ?? "", $0.id) }.sorted { Self.precedes($0.id, $1.id) }.prefix(max(0, limit)))
+        let first = afterID.map(orderedIndex(after:)) ?? 0
+        return orderedIDs[first..<min(orderedIDs.count, first + max(0, limit))].compactMap { channels[$0] }
     }
 
     public func channels(status: ChannelStatus) -> [ChannelRecord] {

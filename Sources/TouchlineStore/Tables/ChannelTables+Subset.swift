@@ -55,7 +55,8 @@ extension ChannelTables {
     /// `includeOutbox` selects (and their deliveries): a cluster gateway drops a partition it
     /// gave up.
     public mutating func removeChannels(where include: (String) -> Bool, outbox includeOutbox: (Int64) -> Bool = { _ in false }) {
-        for id in channels.keys.filter(include) { removeChannel(id) }
+        for id in channels.keys.filter(include) { _ = forgetChannel(id) }
+        orderedIDs.removeAll(where: include)
         for id in outbox.keys.filter(includeOutbox) {
             if let row = outbox.removeValue(forKey: id) { outboxIDs[row.eventID] = nil }
         }

@@ -20,8 +20,12 @@ public struct ChannelTables: Sendable {
     }
 
     /// Changed only through ``store(_:)`` and ``removeChannel(_:)``, which keep
-    /// ``channelIDsByAPNsID`` in step.
+    /// ``channelIDsByAPNsID`` and ``orderedIDs`` in step.
     public private(set) var channels: [String: ChannelRecord] = [:]
+    /// The channels' ids in the listing order (``precedes(_:_:)``): a page of the listing is a
+    /// binary search and a slice, not a sort of every channel. A gateway taking a partition up
+    /// pages through all the channels it holds; sorting them all per page made that quadratic.
+    var orderedIDs: [String] = []
     /// Which channel holds each APNs channel id: the uniqueness check, and the scope of a batch
     /// that sets one (``scoped(to:)``), without looking at every channel.
     private(set) var channelIDsByAPNsID: [String: String] = [:]
@@ -105,21 +109,44 @@ public struct ChannelTables: Sendable {
         store(channel)
     }
 
-    /// Puts `record` in its place, replacing any channel of its id, and indexes its APNs id.
+    /// Puts `record` in its place, replacing any channel of its id, and indexes its id and APNs id.
     mutating func store(_ record: ChannelRecord) {
-        if let previous = channels.updateValue(record, forKey: record.id)?.apnsChannelID, previous != record.apnsChannelID,
-           channelIDsByAPNsID[previous] == record.id {
-            channelIDsByAPNsID[previous] = nil
+        guard let previous = channels.updateValue(record, forKey: record.id) else {
+            orderedIDs.insert(record.id, at: orderedIndex(after: record.id))
+            if let apnsID = record.apnsChannelID { channelIDsByAPNsID[apnsID] = record.id }
+            return
+        }
+        if let previousAPNsID = previous.apnsChannelID, previousAPNsID != record.apnsChannelID, channelIDsByAPNsID[previousAPNsID] == record.id {
+            channelIDsByAPNsID[previousAPNsID] = nil
         }
         if let apnsID = record.apnsChannelID { channelIDsByAPNsID[apnsID] = record.id }
     }
 
     /// Removes a channel and its events.
     mutating func removeChannel(_ id: String) {
-        if let apnsID = channels.removeValue(forKey: id)?.apnsChannelID, channelIDsByAPNsID[apnsID] == id {
-            channelIDsByAPNsID[apnsID] = nil
-        }
+        guard forgetChannel(id) else { return }
+        let index = orderedIndex(after: id) - 1
+        if orderedIDs.indices.contains(index), orderedIDs[index] == id { orderedIDs.remove(at: index) }
+    }
+
+    /// Removes a channel and its events, leaving ``orderedIDs`` to the caller (which removes
+    /// many at once); whether it was there.
+    mutating func forgetChannel(_ id: String) -> Bool {
         events[id] = nil
+        guard let removed = channels.removeValue(forKey: id) else { return false }
+        if let apnsID = removed.apnsChannelID, channelIDsByAPNsID[apnsID] == id { channelIDsByAPNsID[apnsID] = nil }
+        return true
+    }
+
+    /// The position in ``orderedIDs`` of the first id that `id` precedes: where `id` goes, or
+    /// just past it when it is there.
+    func orderedIndex(after id: String) -> Int {
+        var (low, high) = (0, orderedIDs.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if Self.precedes(id, orderedIDs[middle]) { high = middle } else { low = middle + 1 }
+        }
+        return low
     }
 
     // MARK: Outbox

@@ -105,10 +105,23 @@ public struct ChannelLogLayout: Sendable, Equatable {
     /// delivery outcomes it writes. A batch for two partitions is refused (it could not commit
     /// all-or-nothing; the gateway writes one channel per batch, and splits outcomes by partition).
     public func log(of batch: WriteBatch) throws(StoreError) -> Log {
-        var logs = Set(batch.operations.flatMap(Self.channels(of:)).map { Log.partition(partitioning.partition(of: $0)) })
+        var logs: Set<Log> = []
+        // A batch's events are mostly one channel's: each run of one id is placed once.
+        var previous: String?
+        func place(_ channelID: String) {
+            guard channelID != previous else { return }
+            previous = channelID
+            logs.insert(.partition(partitioning.partition(of: channelID)))
+        }
         for operation in batch.operations {
-            guard case .webhook(.updateDeliveries(let updates)) = operation else { continue }
-            for update in updates { logs.insert(log(ofOutboxID: update.outboxID)) }
+            switch operation {
+            case .createChannel(let record): place(record.id)
+            case .channelCreated(let id, _, _), .markStatus(let id, _, _, _), .deleteChannel(let id), .truncateEvents(let id, _): place(id)
+            case .updateState(let update): place(update.channelID)
+            case .appendEvents(let events), .recordEvents(let events): for event in events { place(event.channelID) }
+            case .webhook(.updateDeliveries(let updates)): for update in updates { logs.insert(log(ofOutboxID: update.outboxID)) }
+            case .webhook: break
+            }
         }
         guard logs.count <= 1 else {
             let partitions = logs.map { if case .partition(let partition) = $0 { "\(partition)" } else { "global" } }.sorted()
@@ -141,16 +154,6 @@ public struct ChannelLogLayout: Sendable, Equatable {
         switch log {
         case .partition(let partition): partition
         case .global: 1_024
-        }
-    }
-
-    private static func channels(of operation: StoreOperation) -> [String] {
-        switch operation {
-        case .createChannel(let record): [record.id]
-        case .channelCreated(let id, _, _), .markStatus(let id, _, _, _), .deleteChannel(let id), .truncateEvents(let id, _): [id]
-        case .updateState(let update): [update.channelID]
-        case .appendEvents(let events), .recordEvents(let events): events.map(\.channelID)
-        case .webhook: []
         }
     }
 }

@@ -23,8 +23,11 @@ public struct ChannelPartitioning: Sendable, Equatable {
     /// FNV-1a (32 bits) of the channel's subject token: its partition is this modulo the count.
     public static func hash(of channelID: String) -> UInt32 {
         var hash: UInt32 = 2_166_136_261
-        for byte in subjectToken(channelID).utf8 {
-            hash ^= UInt32(byte)
+        // The subject token's bytes, without making it: '.' is written '~' (``subjectToken(_:)``;
+        // in UTF-8 the byte of '.' is never part of another character). Once per event written
+        // on a cluster, so it allocates nothing.
+        for byte in channelID.utf8 {
+            hash ^= UInt32(byte == UInt8(ascii: ".") ? UInt8(ascii: "~") : byte)
             hash &*= 16_777_619
         }
         return hash
@@ -33,7 +36,7 @@ public struct ChannelPartitioning: Sendable, Equatable {
     /// The channel id as one NATS subject token. Channel ids may hold '.', which separates
     /// tokens, so it is written '~' (a character ids never hold, so no two ids share a token).
     public static func subjectToken(_ channelID: String) -> String {
-        channelID.contains(".") ? channelID.replacingDots() : channelID
+        channelID.utf8.contains(UInt8(ascii: ".")) ? channelID.replacingDots() : channelID
     }
 }
 

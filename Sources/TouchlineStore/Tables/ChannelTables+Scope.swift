@@ -29,7 +29,12 @@ public struct ChannelScope: Sendable, Equatable {
             case .markStatus(let id, _, _, _), .deleteChannel(let id), .truncateEvents(let id, _):
                 channelIDs.insert(id)
             case .appendEvents(let events), .recordEvents(let events):
-                for event in events { channelIDs.insert(event.channelID) }
+                // Mostly one channel's: each run of one id is inserted (and hashed) once.
+                var previous: String?
+                for event in events where event.channelID != previous {
+                    previous = event.channelID
+                    channelIDs.insert(event.channelID)
+                }
             case .webhook:
                 break
             }

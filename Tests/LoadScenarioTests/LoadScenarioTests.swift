@@ -134,6 +134,8 @@ import TestSlots
         // Per event against SQLite, to the owners and handed over; the ceiling is information only.
         #expect(scenario.checks.filter { $0.name.hasPrefix("gateway CPU per event, JetStream") && $0.measured > 0 }.count == 2, "\(scenario.checks)")
         #expect(!scenario.checks.contains { $0.name.contains("ceiling") })
+        #expect(scenario.checks.contains { $0.name == "ingest→APNs p99, cluster / one SQLite gateway" && $0.measured > 0 })
+        #expect((scenario.latencies.first { $0.name == "ingest→APNs, paced events, one gateway on SQLite" }?.summary.count ?? 0) > 0)
         let failover = scenario.latencies.first { $0.name == "failover: kill → every moved channel acknowledged again" }
         #expect(failover?.summary.count == 1 && (failover?.summary.p50 ?? 0) > 0, "\(String(describing: failover))")
         #expect(scenario.processes.contains { $0.name == "NATS n1" } && scenario.processes.contains { $0.name == "gateway 2" })

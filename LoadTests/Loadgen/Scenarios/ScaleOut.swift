@@ -65,14 +65,15 @@ struct ScaleOut {
         let log = ScenarioLog(Self.name)
         let cluster = try await NATSCluster.start(size: 3)
         // Every channel of both bursts and the paced phase stays live at the mock.
-        let stage = try LoadStage(settings: settings, pinMock: false,
+        let stage = try LoadStage(settings: settings, pinMock: true,
                                   mockArguments: ["--channel-limit", String(2 * (options.channels + Self.pacedChannels))])
         stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
+        try Self.pinServers(cluster, to: stage.placement)
         let first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")])
         let second = try stage.startAnotherGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g2")])
         let gateways = [first, second]
         log.say("\(options.channels) channels over \(options.partitions) partitions, 2 gateways, 3 NATS servers (\(options.replicas) replicas); "
-                + "\(options.connections) connections x batches of \(options.batchSize); \(stage.placement.description)")
+                + "\(options.connections) connections x batches of \(options.batchSize); \(placement(of: stage))")
         try waitUntilBothServe(gateways)
         let burstChannels = (0..<options.channels).map { String(format: "burst-%05d", $0) }
         let pacedChannels = (0..<min(options.channels, Self.pacedChannels)).map { String(format: "paced-%05d", $0) }
@@ -174,7 +175,7 @@ struct ScaleOut {
             parameters: [.init(name: "channels", value: String(options.channels)), .init(name: "partitions", value: String(options.partitions)),
                          .init(name: "replicas", value: String(options.replicas)), .init(name: "connections", value: String(options.connections)),
                          .init(name: "batch", value: String(options.batchSize)), .init(name: "burst seconds", value: String(options.burstSeconds)),
-                         .init(name: "placement", value: stage.placement.description)],
+                         .init(name: "placement", value: placement(of: stage))],
             durationSeconds: timeline.seconds,
             throughputs: [.init(name: "durable ingest, 2 gateways on JetStream", unit: "events/s", value: clustered.rate, ceilingRatio: clustered.rate / ceilingEvents),
                           .init(name: "durable ingest, 2 gateways on JetStream, each batch to its owner", unit: "events/s", value: direct.rate,
@@ -216,6 +217,22 @@ struct ScaleOut {
     private func storeSettings(_ cluster: NATSCluster, instance: String) -> String {
         let servers = cluster.urls.map { "\"\($0)\"" }.joined(separator: ",")
         return #"{"backend":"jetstream","servers":[\#(servers)],"instance":"\#(instance)","partitions":\#(options.partitions),"replicas":\#(options.replicas),"snapshotLogBytes":1073741824}"#
+    }
+
+    /// The NATS servers on the mock's CPUs, when the run pins: the gateways (the cluster's and
+    /// the SQLite one) then share their CPUs with the load generator alone in every phase, so
+    /// their CPU per event compares like for like. Unpinned, the gateways of the cluster phases
+    /// shared the CPUs with three busy servers and the SQLite gateway did not; the same code
+    /// then cost about a fifth more per event in the cluster phases (benchmarks.md).
+    private static func pinServers(_ cluster: NATSCluster, to placement: CPUPlacement) throws {
+        guard let cpus = placement.mock else { return }
+        for server in cluster.runningProcesses where !runTool("/usr/bin/taskset", ["-a", "-p", "-c", cpus, String(server.pid)]) {
+            throw LoadError("taskset could not pin NATS server \(server.name) to CPU \(cpus)")
+        }
+    }
+
+    private func placement(of stage: LoadStage) -> String {
+        stage.placement.mock == nil ? stage.placement.description : stage.placement.description + "; the NATS servers with the mock"
     }
 
     /// Which of `gateways` serves each partition now, by their `/readyz`.

@@ -219,11 +219,11 @@ struct ScaleOut {
         return #"{"backend":"jetstream","servers":[\#(servers)],"instance":"\#(instance)","partitions":\#(options.partitions),"replicas":\#(options.replicas),"snapshotLogBytes":1073741824}"#
     }
 
-    /// The NATS servers on the mock's CPUs, when the run pins: the gateways (the cluster's and
-    /// the SQLite one) then share their CPUs with the load generator alone in every phase, so
-    /// their CPU per event compares like for like. Unpinned, the gateways of the cluster phases
-    /// shared the CPUs with three busy servers and the SQLite gateway did not; the same code
-    /// then cost about a fifth more per event in the cluster phases (benchmarks.md).
+    /// The NATS servers on the mock's CPUs, when the run pins: as in production, where the
+    /// servers have machines of their own, the gateways (the cluster's and the SQLite one) share
+    /// their CPUs with the load generator alone in every phase. Unpinned, the cluster's gateways
+    /// shared them with three busy servers and the SQLite gateway did not (benchmarks.md, "The
+    /// cluster's cost per event").
     private static func pinServers(_ cluster: NATSCluster, to placement: CPUPlacement) throws {
         guard let cpus = placement.mock else { return }
         for server in cluster.runningProcesses where !runTool("/usr/bin/taskset", ["-a", "-p", "-c", cpus, String(server.pid)]) {

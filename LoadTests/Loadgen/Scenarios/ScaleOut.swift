@@ -114,15 +114,7 @@ struct ScaleOut {
         log.say(String(format: "ceiling: %@ acknowledged publishes/s of %d bytes, i.e. %@ events/s", ReportNumbers.grouped(ceiling.rate), messageBytes,
                        ReportNumbers.grouped(ceilingEvents)))
 
-        try await Task.sleep(for: .seconds(3))
-        phase = try PhaseMeasurement(stage: stage)
-        let timings = try PacedEvents(channels: pacedChannels, connections: options.connections,
-                                      eventsPerChannelPerSecond: options.eventsPerChannelPerSecond)
-            .run(seconds: options.latencySeconds, connect: first.connector)
-        try await Task.sleep(for: .seconds(1))
-        let pacedFigures = try phase.finish()
-        timeline.add(pacedFigures, label: "paced events")
-        let latency = pacedFigures.arrivals.latency(endpoint: "broadcast").summary
+        let (timings, latency) = try await paced(pacedChannels, through: first, label: "paced events", stage: stage, timeline: &timeline)
         log.say(String(format: "%d paced events, %d broadcasts: ingest→APNs p50 %.2f ms, p99 %.2f ms", timings.count, latency.count, latency.p50, latency.p99))
 
         var failovers: [Double] = []
@@ -148,15 +140,8 @@ struct ScaleOut {
         // The paced events again, on the SQLite gateway: the cluster's ingest→APNs against one gateway's.
         let embeddedPaced = pacedChannels.map { "sqlite-" + $0 }
         try ChannelCreation.create(embeddedPaced, policy: ChannelCreation.unthrottledPolicy, connect: embedded.connector)
-        try await Task.sleep(for: .seconds(3))
-        phase = try PhaseMeasurement(stage: stage)
-        let embeddedTimings = try PacedEvents(channels: embeddedPaced, connections: options.connections,
-                                              eventsPerChannelPerSecond: options.eventsPerChannelPerSecond)
-            .run(seconds: options.latencySeconds, connect: embedded.connector)
-        try await Task.sleep(for: .seconds(1))
-        let embeddedPacedFigures = try phase.finish()
-        timeline.add(embeddedPacedFigures, label: "paced events on SQLite")
-        let embeddedLatency = embeddedPacedFigures.arrivals.latency(endpoint: "broadcast").summary
+        let (embeddedTimings, embeddedLatency) = try await paced(embeddedPaced, through: embedded, label: "paced events on SQLite", stage: stage,
+                                                                 timeline: &timeline)
         log.say(String(format: "%d paced events on the SQLite gateway, %d broadcasts: ingest→APNs p50 %.2f ms, p99 %.2f ms", embeddedTimings.count,
                        embeddedLatency.count, embeddedLatency.p50, embeddedLatency.p99))
         stage.stopGateways()
@@ -233,6 +218,20 @@ struct ScaleOut {
 
     private func placement(of stage: LoadStage) -> String {
         stage.placement.mock == nil ? stage.placement.description : stage.placement.description + "; the NATS servers with the mock"
+    }
+
+    /// Paced events on `channels` through `gateway`, once the gateways have settled after the
+    /// phase before: their timings, and their ingest→APNs at the mock.
+    private func paced(_ channels: [String], through gateway: GatewayTarget, label: String, stage: LoadStage,
+                       timeline: inout ScenarioTimeline) async throws -> ([PacedEvents.Timing], LatencySummary) {
+        try await Task.sleep(for: .seconds(3))
+        let phase = try PhaseMeasurement(stage: stage)
+        let timings = try PacedEvents(channels: channels, connections: options.connections, eventsPerChannelPerSecond: options.eventsPerChannelPerSecond)
+            .run(seconds: options.latencySeconds, connect: gateway.connector)
+        try await Task.sleep(for: .seconds(1))
+        let figures = try phase.finish()
+        timeline.add(figures, label: label)
+        return (timings, figures.arrivals.latency(endpoint: "broadcast").summary)
     }
 
     /// Which of `gateways` serves each partition now, by their `/readyz`.

@@ -63,10 +63,12 @@ struct ScaleOut {
 
     func run() async throws -> ScenarioResult {
         let log = ScenarioLog(Self.name)
-        let cluster = try await NATSCluster.start(size: 3)
-        // Every channel of both bursts and the paced phase stays live at the mock.
+        // The stage first: it pins this process (all its threads) before the cluster's start
+        // makes threads that may end while they are pinned. Every channel of both bursts and the
+        // paced phase stays live at the mock.
         let stage = try LoadStage(settings: settings, pinMock: true,
                                   mockArguments: ["--channel-limit", String(2 * (options.channels + Self.pacedChannels))])
+        let cluster = try await NATSCluster.start(size: 3)
         stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
         try Self.pinServers(cluster, to: stage.placement)
         let first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")])

@@ -111,12 +111,11 @@ public struct ChannelTables: Sendable {
 
     /// Puts `record` in its place, replacing any channel of its id, and indexes its id and APNs id.
     mutating func store(_ record: ChannelRecord) {
-        guard let previous = channels.updateValue(record, forKey: record.id) else {
-            orderedIDs.insert(record.id, at: orderedIndex(after: record.id))
-            if let apnsID = record.apnsChannelID { channelIDsByAPNsID[apnsID] = record.id }
-            return
-        }
-        if let previousAPNsID = previous.apnsChannelID, previousAPNsID != record.apnsChannelID, channelIDsByAPNsID[previousAPNsID] == record.id {
+        let previous = channels.updateValue(record, forKey: record.id)
+        if previous == nil { orderedIDs.insert(record.id, at: orderedIndex(after: record.id)) }
+        // A state update keeps the APNs id: the index is written only when it changes.
+        guard previous?.apnsChannelID != record.apnsChannelID else { return }
+        if let previousAPNsID = previous?.apnsChannelID, channelIDsByAPNsID[previousAPNsID] == record.id {
             channelIDsByAPNsID[previousAPNsID] = nil
         }
         if let apnsID = record.apnsChannelID { channelIDsByAPNsID[apnsID] = record.id }

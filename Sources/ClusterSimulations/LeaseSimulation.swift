@@ -154,11 +154,14 @@ public struct LeaseSimulation {
 
     // MARK: Scenario
 
-    /// Starts a new instance now, its clock at `clockRate` (default: drawn within the drift);
-    /// returns its index.
+    /// Starts a new instance now, its clock at `clockRate` (default: drawn within the drift), on
+    /// its own lease timing `timing` (default: the simulation's; the partition count must be the
+    /// simulation's); returns its index.
     @discardableResult
-    public mutating func start(_ name: String, clockRate: Double? = nil) -> Int {
+    public mutating func start(_ name: String, clockRate: Double? = nil, timing: LeaseSettings? = nil) -> Int {
         guard let id = InstanceID(name) else { fatalError("bad instance name \(name)") }
+        let settings = timing ?? settings
+        precondition(settings.partitionCount == self.settings.partitionCount, "an instance's partition count is the cluster's")
         let rate = clockRate ?? 1 + (random.unit() * 2 - 1) * faults.maximumDrift
         let clockStart = Int64(random.next() % 1_000_000) * 1_000_000
         let index = instances.count
@@ -212,7 +215,7 @@ public struct LeaseSimulation {
         instances[index].owns = Array(repeating: false, count: settings.partitionCount)
         instances[index].shutdownCompletedAt = nil
         instances[index].pausedUntil = nil
-        instances[index].leases = PartitionLeases(instance: instances[index].id, incarnation: random.next(), settings: settings,
+        instances[index].leases = PartitionLeases(instance: instances[index].id, incarnation: random.next(), settings: instances[index].leases.settings,
                                                   now: localNow(index))
         subscribe(index)
     }

@@ -132,7 +132,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                 try ClusterMappingCheck.run(prefix: settings.prefix, partitioning: partitioning, connection: connection, loop: storeLoop,
                                             log: log.named("cluster"))
                 let relay = OwnershipRelay()
-                let leases = try LeaseSettings(partitionCount: settings.partitions)
+                let leases = try settings.leases.leaseSettings(partitions: settings.partitions)
                 let keeper = try PartitionLeaseKeeper.make(jetStream: jetStream, bucket: PartitionLeaseKeeper.bucketName(prefix: settings.prefix), replicas: settings.replicas,
                                                            maximumBytes: settings.limits.leasesBytes,
                                                            instance: settings.instance, settings: leases, fences: fences,

@@ -27,7 +27,7 @@ public struct StoreSettings: Sendable, Equatable {
     /// Members of the `store` object besides `backend`: the cluster's.
     static let clusterMembers = ["servers", "instance", "token", "user", "password", "credentialsFile", "nkey", "tls", "prefix",
                                  "replicas", "partitions", "snapshotLogBytes", "reconcileIntervalSeconds", "limits",
-                                 "finishedJobRetentionSeconds", "registrySnapshotEntries"]
+                                 "finishedJobRetentionSeconds", "registrySnapshotEntries", "leases"]
 
     /// Settings from JSON: `{"backend": "sqlite"}`, or `{"backend": "jetstream", "servers": [...], ...}`.
     init(json value: JSONValue, defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -99,11 +99,14 @@ public struct JetStreamSettings: Sendable, Equatable {
     /// Registry log entries between two snapshots of the token registry; the log keeps about
     /// twice this many (docs/cluster.md, "Compacting the token registry").
     public var registrySnapshotEntries: Int
+    /// This gateway's lease timing: how soon the others take its partitions over when it dies.
+    public var leases: ClusterLeaseTiming
 
     public init(servers: [String], instance: InstanceID, authentication: NATSSettings.Authentication = .none, tls: NATSSettings.TLS? = nil,
                 prefix: String = "touchline", replicas: Int = 3, partitions: Int = 64, snapshotLogBytes: Int = 262_144,
                 reconcileInterval: Duration = .seconds(600), limits: ClusterStorageLimits = ClusterStorageLimits(),
-                finishedJobRetention: Duration = .seconds(7 * 86_400), registrySnapshotEntries: Int = 100_000) {
+                finishedJobRetention: Duration = .seconds(7 * 86_400), registrySnapshotEntries: Int = 100_000,
+                leases: ClusterLeaseTiming = .standard) {
         self.servers = servers
         self.instance = instance
         self.authentication = authentication
@@ -116,6 +119,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         self.limits = limits
         self.finishedJobRetention = finishedJobRetention
         self.registrySnapshotEntries = registrySnapshotEntries
+        self.leases = leases
     }
 
     init(members: [String: JSONValue], defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -149,6 +153,9 @@ public struct JetStreamSettings: Sendable, Equatable {
         limits = try members["limits"].map { value throws(InvalidConfigurationValue) in try ClusterStorageLimits(json: value) } ?? ClusterStorageLimits()
         finishedJobRetention = .seconds(try ConfigurationMembers.integer(members, "finishedJobRetentionSeconds", 60...(90 * 86_400)) ?? 7 * 86_400)
         registrySnapshotEntries = try ConfigurationMembers.integer(members, "registrySnapshotEntries", 10...100_000_000) ?? 100_000
+        let partitionCount = partitions
+        leases = try members["leases"].map { value throws(InvalidConfigurationValue) in try ClusterLeaseTiming(json: value, partitions: partitionCount) }
+            ?? .standard
     }
 
     /// At most one way to authenticate: a token, a user and password, a `.creds` file, or an nkey.
@@ -209,7 +216,8 @@ public struct JetStreamSettings: Sendable, Equatable {
         }
         parts += ["prefix: \(prefix)", "replicas: \(replicas)", "partitions: \(partitions)", "snapshotLogBytes: \(snapshotLogBytes)",
                   "reconcileIntervalSeconds: \(reconcileInterval.components.seconds)", "limits: \(limits.summary)",
-                  "finishedJobRetentionSeconds: \(finishedJobRetention.components.seconds)", "registrySnapshotEntries: \(registrySnapshotEntries)"]
+                  "finishedJobRetentionSeconds: \(finishedJobRetention.components.seconds)", "registrySnapshotEntries: \(registrySnapshotEntries)",
+                  "leases: \(leases.summary)"]
         return parts.joined(separator: "; ")
     }
 }

@@ -31,6 +31,9 @@ extension Duration {
         return s * 1_000_000_000 + atto / 1_000_000_000
     }
 
+    /// The duration in whole milliseconds, rounded down.
+    public var inMilliseconds: Int64 { inNanoseconds / 1_000_000 }
+
     /// The duration in seconds as a floating-point value, for reports and jitter arithmetic.
     public var inSeconds: Double { Double(inNanoseconds) / 1e9 }
 }

@@ -67,12 +67,23 @@ struct LeaseBucketFormatTests {
     }
 
     @Test func recordsReadBackFromTheirBytesAndNothingElseReads() throws {
-        let record = LeaseRecord(holder: try #require(InstanceID("gw-1")), incarnation: 0xDEAD_BEEF_0123_4567, write: BucketWrite.ID(sequence: 42))
-        #expect(String(decoding: record.encoded, as: UTF8.self) == "1 gw-1 deadbeef01234567 42")
+        let record = LeaseRecord(holder: try #require(InstanceID("gw-1")), incarnation: 0xDEAD_BEEF_0123_4567, write: BucketWrite.ID(sequence: 42),
+                                 ttl: .milliseconds(1_500))
+        #expect(String(decoding: record.encoded, as: UTF8.self) == "2 gw-1 deadbeef01234567 42 1500")
         #expect(LeaseRecord(encoded: record.encoded) == record)
-        for bad in ["", "1 gw-1 deadbeef", "2 gw-1 1 1", "1 gw.1 1 1", "1 gw-1 xyz 1", "1 gw-1 1 -1", "1 gw-1 1 1 extra", "1  1 1"] {
+        for bad in ["", "1 gw-1 deadbeef", "2 gw-1 1 1", "1 gw.1 1 1", "1 gw-1 xyz 1", "1 gw-1 1 -1", "1 gw-1 1 1 extra", "1  1 1",
+                    "2 gw-1 1 1 0", "2 gw-1 1 1 -5", "2 gw-1 1 1 86400001", "2 gw-1 1 1 1.5", "2 gw-1 1 1 100 extra", "3 gw-1 1 1 100"] {
             #expect(LeaseRecord(encoded: Array(bad.utf8)) == nil, "\(bad)")
         }
+    }
+
+    /// Gateways before the TTL was written had 3 s for leases and heartbeats alike: their records
+    /// still read, and name it.
+    @Test func aRecordOfTheFirstFormatNamesTheTTLItsWritersHad() throws {
+        let record = try #require(LeaseRecord(encoded: Array("1 gw-1 deadbeef01234567 42".utf8)))
+        #expect(record == LeaseRecord(holder: try #require(InstanceID("gw-1")), incarnation: 0xDEAD_BEEF_0123_4567, write: BucketWrite.ID(sequence: 42),
+                                      ttl: .seconds(3)))
+        #expect(String(decoding: record.encoded, as: UTF8.self) == "2 gw-1 deadbeef01234567 42 3000")
     }
 
     // MARK: Shares

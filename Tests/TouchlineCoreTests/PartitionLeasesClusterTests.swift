@@ -156,8 +156,21 @@ struct PartitionLeasesClusterTests {
     /// messages recovers that way), the cluster settles again.
     @Test(arguments: 0..<8)
     func noPartitionEverHasTwoFencesAtTheSameInstant(batch: UInt64) throws {
-        for seed in batch * 25 ..< (batch + 1) * 25 {
-            var simulation = try Self.chaos(seed: seed)
+        try Self.checkChaos(seeds: batch * 25 ..< (batch + 1) * 25, mixedTimings: false)
+    }
+
+    /// The same with the instances on three lease timings (1.5 s, 3 s and 6 s TTLs, the other
+    /// durations in proportion), as while a cluster's timing is changed one gateway at a time:
+    /// each waits the TTL a lease's record names, so a short-TTL observer never takes over from
+    /// a long-TTL owner early.
+    @Test(arguments: 0..<4)
+    func noPartitionEverHasTwoFencesAtTheSameInstantWhenTheInstancesHaveDifferentTimings(batch: UInt64) throws {
+        try Self.checkChaos(seeds: 1_000 + batch * 25 ..< 1_000 + (batch + 1) * 25, mixedTimings: true)
+    }
+
+    static func checkChaos(seeds: Range<UInt64>, mixedTimings: Bool) throws {
+        for seed in seeds {
+            var simulation = try Self.chaos(seed: seed, mixedTimings: mixedTimings)
             #expect(simulation.failures.isEmpty, "seed \(seed): \(simulation.failures)")
             simulation.faults = LeaseSimulation.Faults()
             for index in simulation.instances.indices {
@@ -173,13 +186,20 @@ struct PartitionLeasesClusterTests {
         }
     }
 
-    /// 8 partitions, 4 instances, 12 faults over about 11 s, then 3 s more.
-    static func chaos(seed: UInt64) throws -> LeaseSimulation {
+    /// 8 partitions, 4 instances, 12 faults over about 11 s, then 3 s more. `mixedTimings`: the
+    /// instances' lease TTLs are 3 s, 1.5 s, 6 s and 3 s.
+    static func chaos(seed: UInt64, mixedTimings: Bool = false) throws -> LeaseSimulation {
         let faults = LeaseSimulation.Faults(delay: .milliseconds(1) ... .milliseconds(700), dropRate: 0.05, maximumDrift: 0.05,
                                             tickLateness: .milliseconds(50))
         var simulation = LeaseSimulation(settings: try LeaseSettings(partitionCount: 8), faults: faults, seed: seed)
         simulation.checksEveryFence = true
-        simulation.start(count: 4)
+        if mixedTimings {
+            for (number, ttl) in [Int64(3_000), 1_500, 6_000, 3_000].enumerated() {
+                simulation.start("i\(number)", timing: try Self.timing(partitionCount: 8, ttlMilliseconds: ttl))
+            }
+        } else {
+            simulation.start(count: 4)
+        }
         for _ in 0..<12 {
             simulation.run(for: .milliseconds(300 + Int64(simulation.pick(0..<1200))))
             let index = simulation.pick(simulation.instances.indices)
@@ -194,6 +214,13 @@ struct PartitionLeasesClusterTests {
         }
         simulation.run(for: .seconds(3))
         return simulation
+    }
+
+    /// Lease settings with `ttlMilliseconds` and the other durations in the defaults' proportions.
+    static func timing(partitionCount: Int, ttlMilliseconds ttl: Int64) throws -> LeaseSettings {
+        try LeaseSettings(partitionCount: partitionCount, leaseTTL: .milliseconds(ttl), renewInterval: .milliseconds(ttl / 3),
+                          safetyMargin: .milliseconds(ttl / 6), memberTTL: .milliseconds(ttl), writeTimeout: .milliseconds(ttl / 6),
+                          retryDelay: .milliseconds(ttl / 12))
     }
 
     /// The check above can fail: with clocks 30 % apart (the owner's slow, the observer's fast),

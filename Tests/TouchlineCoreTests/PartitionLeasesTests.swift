@@ -72,12 +72,14 @@ struct PartitionLeasesTests {
         actions.compactMap { if case .write(let write) = $0 { write } else { nil } }
     }
 
-    static func record(_ holder: String, incarnation: UInt64 = 1, write: UInt64 = 1) throws -> PartitionLeases.ObservedValue {
-        .record(LeaseRecord(holder: try id(holder), incarnation: incarnation, write: BucketWrite.ID(sequence: write)))
+    static func record(_ holder: String, incarnation: UInt64 = 1, write: UInt64 = 1,
+                       ttl: Duration = .seconds(3)) throws -> PartitionLeases.ObservedValue {
+        .record(LeaseRecord(holder: try id(holder), incarnation: incarnation, write: BucketWrite.ID(sequence: write), ttl: ttl))
     }
 
-    static func ownRecord(_ write: UInt64) throws -> LeaseRecord {
-        LeaseRecord(holder: try id("b"), incarnation: 7, write: BucketWrite.ID(sequence: write))
+    /// A record of the machine's own run; the default settings give leases and heartbeats alike 3 s.
+    static func ownRecord(_ write: UInt64, incarnation: UInt64 = 7) throws -> LeaseRecord {
+        LeaseRecord(holder: try id("b"), incarnation: incarnation, write: BucketWrite.ID(sequence: write), ttl: .seconds(3))
     }
 
     // MARK: Joining
@@ -237,6 +239,22 @@ struct PartitionLeasesTests {
         #expect(takeover.map(\.change) == [.update(try Self.ownRecord(takeover.first?.id.sequence ?? 0), expected: Revision(4))])
     }
 
+    /// The holder stops using its lease on its own TTL: a record naming a longer one than the
+    /// observer's is waited for in full, and a shorter one no longer than it says.
+    @Test(arguments: [Duration.seconds(10), .milliseconds(1_500)])
+    func somebodysLeaseLastsTheTTLItsRecordNamesNotTheObserversOwn(_ named: Duration) throws {
+        var machine = try Machine()
+        #expect(machine.settings.leaseTTL == .seconds(3))
+        _ = machine.handle(.observed(.partition(0), revision: Revision(3), value: try Self.record("gone", ttl: named)))
+        #expect(Self.writes(machine.join()).isEmpty)
+        let learned = machine.now
+        var taken: Duration?
+        while taken == nil && machine.now < learned + .seconds(12) {
+            if Self.writes(machine.tick(after: .milliseconds(100))).contains(where: { $0.key == .partition(0) }) { taken = machine.now - learned }
+        }
+        #expect(taken == named)
+    }
+
     @Test func anUnreadableValueIsSomebodysUntilItExpires() throws {
         var machine = try Machine()
         _ = machine.handle(.observed(.partition(0), revision: Revision(3), value: .unreadable))
@@ -249,16 +267,16 @@ struct PartitionLeasesTests {
     @Test func aRestartOwnsNothingItsEarlierRunHeldUntilItWinsItBack() throws {
         var machine = try Machine(incarnation: 8)
         let me = try Self.id("b")
-        let earlierRun = PartitionLeases.ObservedValue.record(LeaseRecord(holder: me, incarnation: 7, write: BucketWrite.ID(sequence: 9)))
+        let earlierRun = PartitionLeases.ObservedValue.record(LeaseRecord(holder: me, incarnation: 7, write: BucketWrite.ID(sequence: 9), ttl: .seconds(3)))
         _ = machine.handle(.observed(.partition(0), revision: Revision(3), value: earlierRun))
         _ = machine.handle(.observed(.member(me), revision: Revision(4), value: earlierRun))
         let heartbeat = Self.writes(machine.handle(.caughtUp))
-        #expect(heartbeat.map(\.change) == [.update(LeaseRecord(holder: me, incarnation: 8, write: BucketWrite.ID(sequence: 1)), expected: Revision(4))])
+        #expect(heartbeat.map(\.change) == [.update(try Self.ownRecord(1, incarnation: 8), expected: Revision(4))])
         #expect(Self.writes(machine.storeAll(heartbeat.map(Action.write))).isEmpty)
         #expect(machine.leases.fence(for: 0, now: machine.now) == nil)
         machine.now = Machine.origin + machine.settings.leaseTTL
         let takeover = try #require(Self.writes(machine.handle(.tick)).first { $0.key == .partition(0) })
-        #expect(takeover.change == .update(LeaseRecord(holder: me, incarnation: 8, write: takeover.id), expected: Revision(3)))
+        #expect(takeover.change == .update(try Self.ownRecord(takeover.id.sequence, incarnation: 8), expected: Revision(3)))
         #expect(machine.leases.fence(for: 0, now: machine.now) == nil)
         #expect(machine.store(takeover) == [.startOwning(partition: 0, fence: Fence(Revision(102)))])
     }

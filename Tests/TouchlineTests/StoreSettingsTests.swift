@@ -18,7 +18,7 @@ import TouchlineCore
                        "credentialsFile": "/etc/touchline/gw.creds", "tls": {"caFile": "/etc/touchline/nats-ca.pem"},
                        "prefix": "league", "replicas": 5, "partitions": 128, "snapshotLogBytes": 65536,
                        "limits": {"partitionLogBytes": 134217728, "registryBytes": 8589934592}, "finishedJobRetentionSeconds": 86400,
-                       "registrySnapshotEntries": 50000}}
+                       "registrySnapshotEntries": 50000, "leases": {"ttlMilliseconds": 1500, "memberTTLMilliseconds": 2000}}}
             """)
         let configuration = try GatewayConfiguration.load(arguments: ["--config", file], environment: GatewayConfigurationTests.dev)
         let cluster = try #require(configuration.store.jetStream)
@@ -33,6 +33,13 @@ import TouchlineCore
         limits.registryBytes = 8 << 30
         #expect(cluster.limits == limits, "the members given, the others' defaults")
         #expect(cluster.finishedJobRetention == .seconds(86_400) && cluster.registrySnapshotEntries == 50_000)
+        // The TTL given, the others in its proportions unless given.
+        let leases = try cluster.leases.leaseSettings(partitions: cluster.partitions)
+        #expect([leases.leaseTTL, leases.renewInterval, leases.safetyMargin, leases.memberTTL, leases.writeTimeout, leases.retryDelay]
+                == [.milliseconds(1_500), .milliseconds(500), .milliseconds(250), .milliseconds(2_000), .milliseconds(250), .milliseconds(125)])
+        #expect(leases.partitionCount == 128)
+        #expect(JetStreamSettings(servers: ["nats://n1"], instance: InstanceID("a")!).leases == .standard)
+        #expect(try ClusterLeaseTiming.standard.leaseSettings(partitions: 64) == LeaseSettings(partitionCount: 64), "the standard timing is the core's default")
         #expect(limits.total(partitions: 128) == 128 * (128 << 20) + (256 << 20) + (10 << 30) + (8 << 30) + (4 << 30) + (1 << 30) + 2 * (256 << 20) + (16 << 20))
 
         // Later sources replace the whole object; members left out take their defaults.
@@ -82,6 +89,14 @@ import TouchlineCore
          "store settings member finishedJobRetentionSeconds must be a whole number from 60 to 7776000"),
         (#"{"backend": "jetstream", "servers": ["nats://n1"], "registrySnapshotEntries": 5}"#,
          "store settings member registrySnapshotEntries must be a whole number from 10 to 100000000"),
+        (#"{"backend": "jetstream", "servers": ["nats://n1"], "leases": {"renewIntervalMilliseconds": 500}}"#,
+         "store settings member leases needs ttlMilliseconds (the others default to its standard proportions)"),
+        (#"{"backend": "jetstream", "servers": ["nats://n1"], "leases": {"ttlMilliseconds": 100}}"#,
+         "store settings member leases.ttlMilliseconds must be a whole number from 300 to 60000"),
+        (#"{"backend": "jetstream", "servers": ["nats://n1"], "leases": {"ttlMilliseconds": 1500, "renewIntervalMilliseconds": 800}}"#,
+         "store settings member leases.renewIntervalMilliseconds must be less than half of ttlMilliseconds (1.5 seconds), not 0.8 seconds: one lost renewal would lose the lease"),
+        (#"{"backend": "jetstream", "servers": ["nats://n1"], "leases": {"ttlMillisecond": 1500}}"#,
+         "store settings has unknown key 'leases.ttlMillisecond' (did you mean 'ttlMilliseconds'?)"),
     ]
 
     @Test func eachBadValueIsRefusedInOneLineNamingTheMemberAndItsSource() throws {

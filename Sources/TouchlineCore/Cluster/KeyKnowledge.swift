@@ -50,15 +50,16 @@ struct KeyKnowledge: Sendable {
         }
     }
 
-    /// When the author of the value is presumed dead: a TTL after its revision was learned; nil
-    /// when no value is there.
-    func expiry(ttl: Span) -> Moment? {
+    /// When the author of the value is presumed dead: the TTL its record names after its revision
+    /// was learned (``LeaseRecord/ttl``: the author's promise is made on its own settings), or
+    /// `unnamedTTL` for an unreadable value; nil when no value is there.
+    func expiry(unnamedTTL: Span) -> Moment? {
         guard isWritten, let learnedAt else { return nil }
-        return learnedAt + ttl
+        return learnedAt + (record.map { Span($0.ttl) } ?? unnamedTTL)
     }
 
-    func isExpired(ttl: Span, now: Moment) -> Bool {
-        expiry(ttl: ttl).map { $0 <= now } ?? false
+    func isExpired(unnamedTTL: Span, now: Moment) -> Bool {
+        expiry(unnamedTTL: unnamedTTL).map { $0 <= now } ?? false
     }
 
     /// A new write may leave now: none is out and no delay holds it back.

@@ -144,7 +144,7 @@ public struct PartitionLeases: Sendable {
     /// The other members whose heartbeat is fresh, in no particular order.
     func livePeers(now: Moment) -> [InstanceID] {
         let memberTTL = timing.memberTTL
-        return peers.compactMap { peer, knowledge in knowledge.isWritten && !knowledge.isExpired(ttl: memberTTL, now: now) ? peer : nil }
+        return peers.compactMap { peer, knowledge in knowledge.isWritten && !knowledge.isExpired(unnamedTTL: memberTTL, now: now) ? peer : nil }
     }
 
     /// When the next tick is due, and the earliest lease end or write timeout (past it, an
@@ -174,7 +174,7 @@ public struct PartitionLeases: Sendable {
                 due(max(renewDue, partitions[partition].notBefore ?? renewDue))
             } else {
                 condition(partitions[partition].notBefore)
-                condition(partitions[partition].expiry(ttl: timing.leaseTTL))
+                condition(partitions[partition].expiry(unnamedTTL: timing.leaseTTL))
             }
             if let validUntil = leases[partition]?.validUntil { settles(validUntil) }
         }
@@ -188,7 +188,7 @@ public struct PartitionLeases: Sendable {
         for knowledge in peers.values {
             if let sentAt = knowledge.pendingSentAt { settles(sentAt + writeTimeout) }
             condition(knowledge.notBefore)
-            condition(knowledge.expiry(ttl: timing.memberTTL))
+            condition(knowledge.expiry(unnamedTTL: timing.memberTTL))
         }
         if let leavingSince { due(leavingSince + timing.leaseTTL) }
         return (earliest, deadline)

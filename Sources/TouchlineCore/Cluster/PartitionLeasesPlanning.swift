@@ -33,7 +33,7 @@ extension PartitionLeases {
             if leases[partition] != nil || knowledge.pending?.write.record != nil {
                 held += 1
             } else if let holder = knowledge.record?.holder, holder != instance, let count = holdings[holder],
-                      !knowledge.isExpired(ttl: timing.leaseTTL, now: now) {
+                      !knowledge.isExpired(unnamedTTL: timing.leaseTTL, now: now) {
                 holdings[holder] = count + 1
             }
         }
@@ -75,7 +75,7 @@ extension PartitionLeases {
         switch knowledge.value {
         case nil, .deleted: return true
         case .record(let record) where isOwn(record): return true
-        case .record, .unreadable: return knowledge.isExpired(ttl: timing.leaseTTL, now: now)
+        case .record, .unreadable: return knowledge.isExpired(unnamedTTL: timing.leaseTTL, now: now)
         }
     }
 
@@ -108,7 +108,7 @@ extension PartitionLeases {
     private mutating func deleteDeadHeartbeats(now: Moment, into actions: inout [Action]) {
         let memberTTL = timing.memberTTL
         let dead = peers.compactMap { peer, knowledge in
-            knowledge.isExpired(ttl: memberTTL, now: now) && knowledge.isWritable(now: now) ? peer : nil
+            knowledge.isExpired(unnamedTTL: memberTTL, now: now) && knowledge.isWritable(now: now) ? peer : nil
         }
         // In name order, so that a run repeats exactly from the same inputs.
         for peer in dead.sorted() { delete(.member(peer), now: now, into: &actions) }
@@ -152,8 +152,13 @@ extension PartitionLeases {
     private mutating func put(_ key: LeaseKey, now: Moment, into actions: inout [Action]) {
         guard let knowledge = knowledge(of: key) else { return }
         let id = nextWriteID()
-        send(BucketWrite(id: id, key: key, change: knowledge.replacing(with: LeaseRecord(holder: instance, incarnation: incarnation, write: id))),
-             now: now, into: &actions)
+        let record = LeaseRecord(holder: instance, incarnation: incarnation, write: id, ttl: ttl(of: key))
+        send(BucketWrite(id: id, key: key, change: knowledge.replacing(with: record)), now: now, into: &actions)
+    }
+
+    /// The TTL this run's records name: the lease's in a partition's, the member's in its heartbeat.
+    private func ttl(of key: LeaseKey) -> Duration {
+        if case .partition = key { settings.leaseTTL } else { settings.memberTTL }
     }
 
     /// Deletes `key`, expecting its known revision.

@@ -14,12 +14,16 @@ public final class NATSRequests: @unchecked Sendable {
         case timedOut(subject: String, after: Duration)
         /// The request could not be sent (connection closed, say).
         case notSent(NATSError)
+        /// The asker stopped waiting (``abandon(subject:)``): whoever the subject reached is no
+        /// longer the one to answer. Like a timeout, it may or may not have been acted on.
+        case abandoned(subject: String)
 
         public var description: String {
             switch self {
             case .noResponders(let subject): "no responder on \(subject)"
             case .timedOut(let subject, let after): "no answer on \(subject) within \(after)"
             case .notSent(let error): error.description
+            case .abandoned(let subject): "stopped waiting for an answer on \(subject)"
             }
         }
     }
@@ -82,6 +86,14 @@ public final class NATSRequests: @unchecked Sendable {
 
     /// Requests still waiting for their answer.
     public var outstanding: Int { pending.count }
+
+    /// Stops waiting for the answers to every request sent to `subject`: each completes now with
+    /// ``Failure/abandoned(subject:)``, and an answer arriving later is dropped. On the loop.
+    public func abandon(subject: String) {
+        for id in pending.filter({ $0.value.subject == subject }).keys.sorted() {
+            finish(id, with: .failure(.abandoned(subject: subject)))
+        }
+    }
 
     private func answered(_ answer: NATSMessage) {
         guard let id = answer.subject.split(separator: ".").last.flatMap({ UInt64($0) }), var request = pending[id] else { return }

@@ -282,6 +282,10 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         switch change {
         case .start(let partition, let fence):
             partitions[partition] = .restoring(fence)
+            // Requests handed to the former owner wait for a gateway that lost the partition (a
+            // stopped process keeps its subscription): they are answered now, not after the
+            // forward's timeout, and their retries are served here once the log is read.
+            requests?.abandon(subject: ownerSubject(partition))
             catchUp(partition, fence: fence)
         case .stop(let partition):
             let state = partitions.removeValue(forKey: partition)
@@ -399,6 +403,13 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         if serves(partition) { return router.handle(request) }
         do throws(HTTPError) {
             _ = try router.authorize(request, for: route, parameters: parameters)
+            if case .restoring? = partitions[partition] {
+                // Its lease is this gateway's: nobody else serves it, and a stopped former owner
+                // would never answer.
+                throw HTTPError(status: 503, code: "channel_moving",
+                                message: "this gateway is taking partition \(partition) over (reading its log) for channel '\(channelID)'; retry",
+                                headers: [("Retry-After", "1")])
+            }
             guard isConnected else {
                 throw HTTPError(status: 503, code: "cluster_unavailable", message: "this gateway has lost its NATS cluster; retry shortly",
                                 headers: [("Retry-After", "1")])
@@ -456,6 +467,10 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             return ("timeout", HTTPError(status: 503, code: "owner_timeout",
                                          message: "the gateway owning channel '\(channelID)' did not answer within \(after); it may have acted on the request: retry it (events are idempotent by seq)",
                                          headers: [("Retry-After", "1")]).response)
+        case .failure(.abandoned):
+            return ("abandoned", HTTPError(status: 503, code: "channel_moving",
+                                           message: "partition \(partition) of channel '\(channelID)' moved to this gateway while the request waited for its former owner, which may have acted on it: retry it (events are idempotent by seq)",
+                                           headers: [("Retry-After", "1")]).response)
         case .failure(.notSent(let error)):
             return ("not_sent", HTTPError(status: 503, code: "cluster_unavailable", message: "the request could not be handed to its channel's gateway: \(error)",
                                           headers: [("Retry-After", "1")]).response)

@@ -63,7 +63,7 @@ struct ClusterOperatorView: BackendOperatorView {
                                            help: "Token registry log entries this gateway trimmed below a snapshot.", kind: .counter)
         registryTrimmed.add(Int(clamping: compaction.trimmedEntries), instance)
         var forwarded = MetricFamily("touchline_cluster_forwarded_requests_total",
-                                     help: "Provider requests handed to the gateway owning their channel, by outcome (answered, no_owner, timeout, not_sent, unreadable).",
+                                     help: "Provider requests handed to the gateway owning their channel, by outcome (answered, no_owner, timeout, abandoned, not_sent, unreadable).",
                                      kind: .counter)
         for (outcome, count) in cluster.forwarded.sorted(by: { $0.key < $1.key }) {
             forwarded.add(count, ["instance": name, "outcome": outcome])

@@ -366,4 +366,44 @@ struct JetStreamContractTests {
             silent.cancel()
         }
     }
+
+    /// Abandoning a subject answers every request waiting on it at once, leaves the others, and
+    /// an answer that comes later is dropped.
+    @Test(arguments: NATSBackend.allCases)
+    func abandoningASubjectAnswersItsWaitingRequestsAtOnceAndDropsTheirLateAnswers(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let owner = try BackendClient(cluster, name: "owner")
+            let client = try BackendClient(cluster)
+            let messaging = owner.jetStream.messaging
+            let held = Mailbox<NATSMessage>()
+            let stalled = try messaging.subscribe(to: "owner.p3", loop: owner.loop) { held.put($0) }
+            let other = try messaging.subscribe(to: "owner.p4", loop: owner.loop) { held.put($0) }
+            _ = await owner.publish("", to: "nowhere")
+            let results = Mailbox<String>()
+            let requests = try client.loop.sync { try NATSRequests(connection: client.jetStream.messaging, loop: client.loop) }
+            client.loop.execute {
+                for (subject, payload) in [("owner.p3", "a"), ("owner.p3", "b"), ("owner.p4", "c")] {
+                    requests.request(Array(payload.utf8), to: subject, timeout: .seconds(30)) { result in
+                        switch result {
+                        case .success(let answer): results.put("\(subject) answered \(answer.text)")
+                        case .failure(let failure): results.put(failure.description)
+                        }
+                    }
+                }
+            }
+            var asked: [NATSMessage] = []
+            for _ in 0..<3 { asked.append(try await held.take(timeout: .seconds(10))) }
+            try client.loop.sync { requests.abandon(subject: "owner.p3") }
+            #expect([try await results.take(timeout: .seconds(5)), try await results.take(timeout: .seconds(5))]
+                    == ["stopped waiting for an answer on owner.p3", "stopped waiting for an answer on owner.p3"])
+            #expect(try client.loop.sync { requests.outstanding } == 1)
+            // The abandoned requests' answers come too late; the other's is taken.
+            for message in asked { try messaging.publish(Array("late \(message.text)".utf8), to: try #require(message.reply)) }
+            #expect(try await results.take(timeout: .seconds(5)) == "owner.p4 answered late c")
+            _ = await owner.publish("", to: "nowhere")
+            #expect(try client.loop.sync { requests.outstanding } == 0)
+            stalled.cancel()
+            other.cancel()
+        }
+    }
 }

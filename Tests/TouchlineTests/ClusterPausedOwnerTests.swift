@@ -124,8 +124,20 @@ struct ClusterPausedOwnerTests {
         load.drop(gateway: 0)
         let pausedAt = UnixTime(nanoseconds: Int64(Date().timeIntervalSince1970 * 1e9))
         kill(paused.process.pid, SIGSTOP)
+        // A request the other gateway hands to the stopped owner is answered when it takes the
+        // partition over, not after the forward's 10 s.
+        let handedOver = Mutex<(status: Int, text: String, after: Duration)?>(nil)
+        let survivor = gateways[1].admin.waiting(upTo: 30)
+        let movedChannel = try #require(moved.sorted().first)
+        Thread {
+            let start = ContinuousClock.now
+            let answer = try? survivor.request("POST", "/v1/channels/\(movedChannel)/events", json: #"{"seq": 1000000, "patch": {"minute": 99}}"#)
+            handedOver.withLock { $0 = (answer?.status ?? 0, answer?.text ?? "", ContinuousClock.now - start) }
+        }.start()
         // Two leases (3 s each): the other gateway takes the partitions over and pushes newer states.
         try await Task.sleep(for: .seconds(6))
+        let abandoned = try #require(handedOver.withLock { $0 }, "the request handed to the stopped owner is still unanswered after 6 s")
+        #expect(abandoned.status == 503 && abandoned.text.contains("while the request waited for its former owner"), "\(abandoned)")
         kill(paused.process.pid, SIGCONT)
         try await Task.sleep(for: .seconds(3))
         await load.stop()

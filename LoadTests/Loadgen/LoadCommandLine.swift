@@ -49,8 +49,10 @@ enum LoadCommandLine {
         static let channels = number("--channels", "channels per phase (default 200)")
         static let partitions = number("--partitions", "partitions of the cluster (default 16)")
         static let seconds = number("--seconds", "length of each burst, of the ceiling and of the paced phase (default 10)")
-        static let kills = number("--kills", "kill -9 of the second gateway, each timed until its channels are acknowledged again "
-                                      + "through the first (default 3; 0 for none)")
+        static let kills = number("--kills", "kill -9 of a gateway of the failover pair, each timed until every channel of its "
+                                      + "partitions was pushed again (default 20)")
+        static let pauses = number("--pauses", "SIGSTOP of a gateway of the failover pair, timed the same way (default 20)")
+        static let leaseTTL = number("--lease-ttl-ms", "the failover pair's lease TTL in milliseconds (default 1500)")
     }
 
     enum RegistryOptions {
@@ -122,8 +124,10 @@ enum LoadCommandLine {
                          + "resident set is sampled: at most 64 MiB above idle (not part of standard)",
                      [Exports.events, Exports.concurrent]),
             scenario("scale-out", "two gateways on a three-node NATS JetStream cluster: durable ingest against the cluster's own "
-                         + "ceiling (a plain publisher, same messages), ingest->APNs, CPU per event against SQLite (not part of standard)",
-                     [ScaleOutOptions.channels, ScaleOutOptions.partitions, ScaleOutOptions.seconds, ScaleOutOptions.kills]),
+                         + "ceiling (a plain publisher, same messages), ingest->APNs, CPU per event against SQLite, failover over kills "
+                         + "and pauses (not part of standard)",
+                     [ScaleOutOptions.channels, ScaleOutOptions.partitions, ScaleOutOptions.seconds, ScaleOutOptions.kills,
+                      ScaleOutOptions.pauses, ScaleOutOptions.leaseTTL]),
             scenario("token-registry", "the shared token registry of a cluster at 10 million tokens: registrations through the "
                          + "cluster against one SQLite file, the NATS servers' memory and disk per token against one subject per "
                          + "token, a new gateway's copy and its audience scans (not part of standard)",

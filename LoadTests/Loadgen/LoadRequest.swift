@@ -71,6 +71,8 @@ struct LoadRequest {
             scaleOut.channels = try positive(Line.ScaleOutOptions.channels) ?? scaleOut.channels
             scaleOut.partitions = try parsed.integer(Line.ScaleOutOptions.partitions, in: 1...4096) ?? scaleOut.partitions
             scaleOut.kills = try whole(Line.ScaleOutOptions.kills) ?? scaleOut.kills
+            scaleOut.pauses = try whole(Line.ScaleOutOptions.pauses) ?? scaleOut.pauses
+            scaleOut.leaseTTLMilliseconds = try parsed.integer(Line.ScaleOutOptions.leaseTTL, in: 300...60_000) ?? scaleOut.leaseTTLMilliseconds
             if let seconds = try positive(Line.ScaleOutOptions.seconds) {
                 scaleOut.burstSeconds = Double(seconds)
                 scaleOut.latencySeconds = scaleOut.burstSeconds

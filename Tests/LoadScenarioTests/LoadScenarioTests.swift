@@ -122,7 +122,7 @@ import TestSlots
     func aSmallScaleOutRunMeasuresTheClusterAgainstItsCeilingAndSQLite() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let result = try await run(["scale-out", "--channels", "16", "--partitions", "4", "--seconds", "2", "--kills", "1", "--results", root])
+        let result = try await run(["scale-out", "--channels", "16", "--partitions", "4", "--seconds", "2", "--kills", "1", "--pauses", "1", "--results", root])
         #expect(result.status == 0, "\(result.errors)")
         let scenario = try #require(try report(under: root).scenarios.first)
         for name in ["durable ingest, 2 gateways on JetStream", "durable ingest, 2 gateways on JetStream, each batch to its owner",
@@ -136,8 +136,14 @@ import TestSlots
         #expect(!scenario.checks.contains { $0.name.contains("ceiling") })
         #expect(scenario.checks.contains { $0.name == "ingest→APNs p99, cluster / one SQLite gateway" && $0.measured > 0 })
         #expect((scenario.latencies.first { $0.name == "ingest→APNs, paced events, one gateway on SQLite" }?.summary.count ?? 0) > 0)
-        let failover = scenario.latencies.first { $0.name == "failover: kill → every moved channel acknowledged again" }
-        #expect(failover?.summary.count == 1 && (failover?.summary.p50 ?? 0) > 0, "\(String(describing: failover))")
+        // One kill and one pause, each timed to the moved channels' first pushes; nothing acknowledged lost.
+        let failover = scenario.latencies.first { $0.name == "failover: kill or pause → every moved channel's first push" }
+        #expect(failover?.summary.count == 2 && (failover?.summary.p50 ?? 0) > 0, "\(String(describing: failover))")
+        for fault in ["kill", "pause"] {
+            #expect(scenario.latencies.first { $0.name == "failover: \(fault) → every moved channel's first push" }?.summary.count == 1)
+        }
+        #expect(scenario.checks.first { $0.name == "acknowledged events lost in the failovers" }?.measured == 0, "\(scenario.checks)")
+        #expect(scenario.checks.contains { $0.name == "failover p99, kills and pauses (ms)" && $0.measured > 0 })
         #expect(scenario.processes.contains { $0.name == "NATS n1" } && scenario.processes.contains { $0.name == "gateway 2" })
     }
 

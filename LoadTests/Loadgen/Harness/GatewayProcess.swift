@@ -50,5 +50,9 @@ final class GatewayProcess {
     func askToStop() { child.askToStop() }
     /// `kill -9`: gone at once, without its shutdown.
     func kill() { child.kill() }
+    /// SIGSTOP: frozen, its connections kept.
+    func pause() { child.send(signal: SIGSTOP) }
+    /// SIGCONT after ``pause()``.
+    func resume() { child.send(signal: SIGCONT) }
     var isRunning: Bool { child.process.isRunning }
 }

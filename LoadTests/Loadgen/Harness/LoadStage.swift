@@ -73,6 +73,13 @@ final class LoadStage {
     /// Kills gateway `index` of ``otherGateways`` with SIGKILL (no shutdown, as a lost machine).
     func killAnotherGateway(_ index: Int) { otherGateways[index].kill() }
 
+    /// Stops gateway `index` of ``otherGateways`` with SIGSTOP (a process frozen by its host: it
+    /// keeps its connections and wakes believing nothing happened).
+    func pauseAnotherGateway(_ index: Int) { otherGateways[index].pause() }
+
+    /// Resumes gateway `index` of ``otherGateways`` with SIGCONT.
+    func resumeAnotherGateway(_ index: Int) { otherGateways[index].resume() }
+
     /// Starts gateway `index` of ``otherGateways`` again, on its data directory, with `extraArguments`.
     func restartAnotherGateway(_ index: Int, extraArguments: [String]) throws -> GatewayTarget {
         otherGateways[index].stop()

@@ -77,6 +77,13 @@ struct JSONWriter {
 
     mutating func integer(_ value: Int64) { separate(); bytes.append(contentsOf: String(value).utf8); needsComma = true }
 
+    mutating func unsigned(_ value: UInt64) { separate(); bytes.append(contentsOf: String(value).utf8); needsComma = true }
+
+    mutating func bool(_ value: Bool) { separate(); bytes.append(contentsOf: (value ? "true" : "false").utf8); needsComma = true }
+
+    mutating func openArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
+    mutating func closeArray() { bytes.append(UInt8(ascii: "]")); needsComma = true }
+
     /// Integral values print without a fraction (`100`, not `100.0`).
     mutating func number(_ value: Double) {
         separate()
@@ -96,18 +103,15 @@ struct JSONWriter {
     mutating func value(_ value: JSONValue) {
         switch value {
         case .null: separate(); bytes.append(contentsOf: "null".utf8); needsComma = true
-        case .bool(let flag): separate(); bytes.append(contentsOf: (flag ? "true" : "false").utf8); needsComma = true
+        case .bool(let flag): bool(flag)
         case .integer(let n): integer(n)
         case .number(let d): number(d)
         case .string(let s): string(s)
         case .raw(let json): raw(json)
         case .array(let elements):
-            separate()
-            bytes.append(UInt8(ascii: "["))
-            needsComma = false
+            openArray()
             for element in elements { self.value(element) }
-            bytes.append(UInt8(ascii: "]"))
-            needsComma = true
+            closeArray()
         case .object(let members):
             openObject()
             for member in members {

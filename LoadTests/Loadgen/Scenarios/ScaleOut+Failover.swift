@@ -11,7 +11,10 @@ import TouchlineCore
 /// Each round:
 /// 1. one event to each channel of the second gateway's partitions, through it (acknowledged by
 ///    the gateway about to fail: they must not be lost);
-/// 2. the fault, at `faultAt`; then events to each of those channels through the first gateway,
+/// 2. the fault, after a drawn wait of up to a renew interval (a third of the TTL): the rounds
+///    follow each other at fixed intervals, so without it every fault would come at the same
+///    point of the victim's renewal cycle and the rounds would measure one case forty times;
+///    then events to each of those channels through the first gateway,
 ///    from `connections` threads, each channel's sent again every 20 ms until acknowledged.
 ///    Their patch carries `faultAt` as `sentAt`, so the mock's ingest→APNs latency of a push
 ///    of them is the time from the fault to that push: the round's failover is the largest,
@@ -65,6 +68,7 @@ extension ScaleOut {
         let partitioning = ChannelPartitioning(count: options.partitions)!
         var rounds: [FailoverRound] = []
         var lost = 0, checked = 0
+        var random = SeededRandom(seed: 34)
         for (number, fault) in Self.faults(kills: options.kills, pauses: options.pauses).enumerated() {
             let served = try servedPartitions(victim)
             let moved = channels.filter { served.contains(partitioning.partition(of: $0)) }
@@ -73,6 +77,7 @@ extension ScaleOut {
             try acknowledged.send(moved, kind: "before", through: victim.connector, sentAt: unixNanoseconds())
 
             let phase = try PhaseMeasurement(stage: stage)
+            Thread.sleep(forTimeInterval: random.uniform(0, Double(options.leaseTTLMilliseconds) / 3_000))
             let faultAt = unixNanoseconds(), faultedAt = monotonicNanoseconds()
             switch fault {
             case .kill: stage.killAnotherGateway(victimIndex)

@@ -132,7 +132,7 @@ package final class Channel: @unchecked Sendable {
     /// The record to insert before the APNs create call.
     var creationRecord: ChannelRecord {
         ChannelRecord(id: id, storagePolicy: storage, policyJSON: settingsJSON, status: .creating, createdAt: createdAt,
-                      contentState: contentState.encoded, engineSnapshot: Self.encodedJSON(engine.snapshot))
+                      contentState: contentState.encoded, engineSnapshot: engine.snapshot.encodedJSON)
     }
 
     /// The update that saves the settings (the rollover and the kickoffs' audiences change).
@@ -148,8 +148,8 @@ package final class Channel: @unchecked Sendable {
     /// The state update for a channel in the given state (a write's state before it is applied).
     static func stateUpdate(id: String, engine: ChannelEngine, contentState: JSONValue, lastSeq: Int64, at now: UnixTime) -> ChannelStateUpdate {
         ChannelStateUpdate(channelID: id, updatedAt: now, contentState: contentState.encoded, lastSeq: lastSeq,
-                           lastSentState: engine.lastSentState, engineSnapshot: encodedJSON(engine.snapshot),
-                           countersJSON: String(decoding: encodedJSON(engine.counters), as: UTF8.self))
+                           lastSentState: engine.lastSentState, engineSnapshot: engine.snapshot.encodedJSON,
+                           countersJSON: String(decoding: engine.counters.encodedJSON, as: UTF8.self))
     }
 
     /// Rebuilds a channel from its record, or, when the record cannot be used, a damaged
@@ -264,7 +264,7 @@ package final class Channel: @unchecked Sendable {
             .init("lastSeq", .integer(lastSeq)),
             .init("pushInFlight", .bool(engine.hasPushInFlight)),
             .init("priorityBudgetRemaining", .integer(Int64(engine.priorityBudgetRemaining(now: now)))),
-            .init("counters", .raw(Self.encodedJSON(engine.counters))),
+            .init("counters", .raw(engine.counters.encodedJSON)),
         ]
         members.append(.init("feed", feedJSON))
         if let brokenReason { members.append(.init("brokenReason", .string(brokenReason))) }

@@ -1,5 +1,7 @@
 import CNATS
+import Dispatch
 import Glibc
+import Synchronization
 import TouchlineRuntime
 
 /// Streams, key-value buckets and ordered consumers. Creating and inspecting streams waits for
@@ -301,6 +303,32 @@ extension JetStream {
         }
         jsConsumerInfo_Destroy(info)
         try NATSError.check(status, jetStreamCode: code, "create consumer \(settings.name) of \(settings.stream)")
+    }
+
+    /// Blocks until a publish to `subject` reaches the stream that stores it, for at most
+    /// `limit`: a stream or bucket just made may not be heard by every server yet, and a publish
+    /// through one that has not heard it gets no responders. The probe's condition can never
+    /// hold (the subject's last message at the highest sequence), so nothing is stored: the
+    /// stream's refusal is the answer waited for. From a starting thread, never on `loop`, which
+    /// only receives the answers.
+    public static func waitUntilHeard(subject: String, jetStream: any JetStreamClient, loop: EventLoop,
+                                      for limit: Duration = .seconds(30)) throws(NATSError) {
+        try retryingWhileForming(for: limit) { () throws(NATSError) in
+            let answered = DispatchSemaphore(value: 0)
+            let outcome = Mutex<Result<JetStream.Acknowledgement, NATSError>?>(nil)
+            jetStream.publish([], to: subject, conditions: PublishConditions(expectedLastSubjectSequence: .max), loop: loop) { result in
+                outcome.withLock { $0 = result }
+                answered.signal()
+            }
+            answered.wait()
+            switch outcome.withLock({ $0! }) {
+            case .failure(let error) where error.isWrongLastSequence: return
+            case .failure(let error): throw error
+            case .success:
+                throw NATSError(status: NATS_ERR.rawValue, jetStreamCode: 0, operation: "probe \(subject)",
+                                detail: "a publish whose condition cannot hold was stored")
+            }
+        }
     }
 
     /// Runs a JetStream API call made at start again while the cluster answers as one that is

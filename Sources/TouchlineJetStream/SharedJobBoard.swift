@@ -65,6 +65,9 @@ public final class SharedJobBoard: @unchecked Sendable {
         try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.ensureKeyValueBucket(bucket, replicas: replicas, maximumValueSize: maximumValueSize, maximumBytes: maximumBytes)
         }
+        // A bucket just made is not heard by every server at once: the first job's publish
+        // through one that has not heard it would get no responders (a 503 for the job).
+        try JetStream.waitUntilHeard(subject: JetStream.keySubject(bucket: bucket, key: "probe"), jetStream: jetStream, loop: loop)
         return SharedJobBoard(bucket: bucket, jetStream: jetStream, loop: loop)
     }
 

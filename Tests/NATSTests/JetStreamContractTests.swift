@@ -406,4 +406,21 @@ struct JetStreamContractTests {
             other.cancel()
         }
     }
+
+    /// The probe a starting gateway waits on: answered by the stream that stores the subject,
+    /// with nothing stored; a subject nobody stores is still unheard when the wait ends.
+    @Test(arguments: NATSBackend.allCases)
+    func waitingUntilASubjectIsHeardStoresNothingAndGivesUpOnASubjectNobodyStores(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let client = try BackendClient(cluster)
+            try client.jetStream.ensureKeyValueBucket("jobs", replicas: 1)
+            try JetStream.waitUntilHeard(subject: JetStream.keySubject(bucket: "jobs", key: "probe"), jetStream: client.jetStream, loop: client.loop)
+            #expect(try client.jetStream.streamState("KV_jobs")?.messages == 0)
+            let started = ContinuousClock.now
+            #expect(throws: NATSError.self) {
+                try JetStream.waitUntilHeard(subject: "nowhere.probe", jetStream: client.jetStream, loop: client.loop, for: .milliseconds(600))
+            }
+            #expect(ContinuousClock.now - started >= .milliseconds(600), "given up before the limit")
+        }
+    }
 }

@@ -134,6 +134,10 @@ import TestSlots
         // Per event against SQLite, to the owners and handed over; the ceiling is information only.
         #expect(scenario.checks.filter { $0.name.hasPrefix("gateway CPU per event, JetStream") && $0.measured > 0 }.count == 2, "\(scenario.checks)")
         #expect(!scenario.checks.contains { $0.name.contains("ceiling") })
+        // The servers' CPU per event, through the gateways and for the plain publisher alike.
+        let perEvent = try #require(scenario.tables.first { $0.title == "CPU per acknowledged event during the bursts" })
+        #expect(perEvent.rows.map { $0[0] }.last == "ceiling publisher (no gateway)", "\(perEvent.rows)")
+        for row in perEvent.rows where row[0] != "SQLite (1 gateway)" { #expect((Double(row[2]) ?? 0) > 0, "\(row)") }
         #expect(scenario.checks.contains { $0.name == "ingest→APNs p99, cluster / one SQLite gateway" && $0.measured > 0 })
         #expect((scenario.latencies.first { $0.name == "ingest→APNs, paced events, one gateway on SQLite" }?.summary.count ?? 0) > 0)
         // One kill and one pause, each timed to the moved channels' first pushes; nothing acknowledged lost.

@@ -19,7 +19,7 @@ enum ChannelCreation {
             var apnsIDs: [(String, String)] = []
             for id in stride(from: index, to: ids.count, by: threads).map({ ids[$0] }) {
                 let request = body?(id) ?? Array((#"{"id":"\#(id)","storagePolicy":"no-storage""# + (policy.map { #","policy":\#($0)"# } ?? "") + "}").utf8)
-                let response = try client.send("POST", "/v1/channels", body: request)
+                let response = try sendRetryingWhileMoving(client, "POST", "/v1/channels", body: request)
                 guard response.status == 200 || response.status == 201, let reply = try? JSONParser.parse(response.body),
                       case .string(let apnsID)? = reply[member: "apnsChannelId"] else {
                     throw LoadError("creating channel \(id) answered \(response.status): \(response.text)")
@@ -30,4 +30,16 @@ enum ChannelCreation {
         }
         return Dictionary(uniqueKeysWithValues: created.joined().map { ($0.0, $0.1) })
     }
+}
+
+/// Sends a request again while a cluster answers 503 `channel_moving` (its partition is changing
+/// hands: nothing was done), every 0.2 s for 10 s at most, as a provider's client following
+/// `Retry-After` would; any other answer is returned.
+func sendRetryingWhileMoving(_ client: HTTPLoadClient, _ method: String, _ path: String, body: [UInt8] = []) throws -> HTTPLoadClient.Response {
+    var response = try client.send(method, path, body: body)
+    for _ in 0..<50 where response.status == 503 && response.text.contains("channel_moving") {
+        Thread.sleep(forTimeInterval: 0.2)
+        response = try client.send(method, path, body: body)
+    }
+    return response
 }

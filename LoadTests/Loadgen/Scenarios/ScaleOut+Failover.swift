@@ -85,10 +85,17 @@ extension ScaleOut {
             }
             let acknowledgedAt = try acknowledged.sendUntilAcknowledged(moved, kind: "clock", through: survivor.connector, sentAt: faultAt,
                                                                         threads: min(moved.count, 16))
-            Thread.sleep(forTimeInterval: 0.5)
-            let pushes = try phase.finish().arrivals.latency(endpoint: "broadcast").summary
+            // Every moved channel's push, however late: the mock's reports are taken until
+            // they hold one per channel (10 s at most).
+            var latencies = try phase.finish().arrivals.latency(endpoint: "broadcast")
+            let deadline = monotonicNanoseconds() + 10_000_000_000
+            while latencies.summary.count < moved.count && monotonicNanoseconds() < deadline {
+                Thread.sleep(forTimeInterval: 0.1)
+                latencies.merge(try stage.mock.takeArrivalReport().latency(endpoint: "broadcast"))
+            }
+            let pushes = latencies.summary
             guard pushes.count >= moved.count else {
-                throw LoadError("failover round \(number + 1): \(pushes.count) pushes at the mock for \(moved.count) moved channels")
+                throw LoadError("failover round \(number + 1): \(pushes.count) pushes at the mock for \(moved.count) moved channels 10 s after the last was acknowledged")
             }
             let round = FailoverRound(fault: fault, movedChannels: moved.count, firstPushMilliseconds: pushes.max,
                                       acknowledgedMilliseconds: Double(acknowledgedAt - faultedAt) / 1e6)
@@ -184,7 +191,7 @@ struct AcknowledgedEvents {
     func missing(through client: HTTPLoadClient) throws -> (lost: Int, checked: Int) {
         var lost = 0, checked = 0
         for (id, fields) in last {
-            let answer = try client.send("GET", "/v1/channels/\(id)")
+            let answer = try sendRetryingWhileMoving(client, "GET", "/v1/channels/\(id)")
             let state = answer.status == 200 ? (try? JSONParser.parse(answer.body))?[member: "contentState"] : nil
             for (field, seq) in fields {
                 checked += 1

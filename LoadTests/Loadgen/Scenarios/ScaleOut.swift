@@ -114,7 +114,8 @@ struct ScaleOut {
         phase = try PhaseMeasurement(stage: stage)
         let ceiling = try JetStreamPublishCeiling(partitions: options.partitions, replicas: options.replicas, messageBytes: messageBytes,
                                                   seconds: options.burstSeconds).run(on: cluster)
-        timeline.add(try phase.finish(), label: "ceiling publisher")
+        let ceilingFigures = try phase.finish()
+        timeline.add(ceilingFigures, label: "ceiling publisher")
         let ceilingEvents = ceiling.rate * eventsPerMessage
         log.say(String(format: "ceiling: %@ acknowledged publishes/s of %d bytes, i.e. %@ events/s", ReportNumbers.grouped(ceiling.rate), messageBytes,
                        ReportNumbers.grouped(ceilingEvents)))
@@ -183,7 +184,11 @@ struct ScaleOut {
                                    String(format: "%.2f", perEvent(serversCPU(clusteredFigures), clustered.events)), ReportNumbers.grouped(clustered.rate)],
                                   ["JetStream (2 gateways), each batch to its owner", String(format: "%.2f", directPerEvent),
                                    String(format: "%.2f", perEvent(serversCPU(directFigures), direct.events)), ReportNumbers.grouped(direct.rate)],
-                                  ["SQLite (1 gateway)", String(format: "%.2f", embeddedPerEvent), "", ReportNumbers.grouped(alone.rate)]]),
+                                  ["SQLite (1 gateway)", String(format: "%.2f", embeddedPerEvent), "", ReportNumbers.grouped(alone.rate)],
+                                  // The plain publisher's messages in events, as the ceiling counts them (information only).
+                                  ["ceiling publisher (no gateway)", "",
+                                   String(format: "%.2f", perEvent(serversCPU(ceilingFigures), Int(Double(ceiling.messages) * eventsPerMessage))),
+                                   ReportNumbers.grouped(ceilingEvents)]]),
                      .init(title: "The cluster's log during the burst", columns: ["log messages", "bytes per message", "events per message"],
                            rows: [[ReportNumbers.grouped(Double(logged)), String(messageBytes), String(format: "%.1f", eventsPerMessage)]]),
                      timeline.phaseTable],

@@ -77,6 +77,18 @@ struct JSONWriter {
 
     mutating func integer(_ value: Int64) { separate(); bytes.append(contentsOf: String(value).utf8); needsComma = true }
 
+    /// A member with an integer value, its name known at compile time.
+    mutating func member(_ name: StaticString, _ value: Int64) {
+        key(name)
+        integer(value)
+    }
+
+    /// A member with an integer value, left out when there is none.
+    mutating func member(_ name: StaticString, ifPresent value: Int64?) {
+        guard let value else { return }
+        member(name, value)
+    }
+
     mutating func unsigned(_ value: UInt64) { separate(); bytes.append(contentsOf: String(value).utf8); needsComma = true }
 
     mutating func bool(_ value: Bool) { separate(); bytes.append(contentsOf: (value ? "true" : "false").utf8); needsComma = true }

@@ -9,24 +9,15 @@ extension ChannelEngine.Snapshot {
         writer.openObject()
         writer.key("counters")
         counters.write(to: &writer)
-        if let deleteAt {
-            writer.key("deleteAt")
-            writer.integer(deleteAt.nanoseconds)
-        }
+        writer.member("deleteAt", ifPresent: deleteAt?.nanoseconds)
         writer.key("jitterSeed")
         writer.unsigned(jitterSeed)
-        if let lastAcceptedAt {
-            writer.key("lastAcceptedAt")
-            writer.integer(lastAcceptedAt.nanoseconds)
-        }
+        writer.member("lastAcceptedAt", ifPresent: lastAcceptedAt?.nanoseconds)
         if let lastSentState {
             writer.key("lastSentState")
             writer.string(String(decoding: lastSentState, as: UTF8.self))
         }
-        if let last = timestamps.last {
-            writer.key("lastTimestamp")
-            writer.integer(last)
-        }
+        writer.member("lastTimestamp", ifPresent: timestamps.last)
         if let latestState {
             writer.key("latestState")
             writer.string(String(decoding: latestState, as: UTF8.self))
@@ -59,10 +50,7 @@ extension ChannelEngine.Counters {
     }
 
     fileprivate func write(to writer: inout JSONWriter) {
-        func member(_ key: StaticString, _ value: Int) {
-            writer.key(key)
-            writer.integer(Int64(value))
-        }
+        func member(_ key: StaticString, _ value: Int) { writer.member(key, Int64(value)) }
         writer.openObject()
         member("budgetDowngrades", budgetDowngrades)
         member("coalesced", coalesced)
@@ -85,24 +73,14 @@ extension ChannelEngine.Counters {
 extension RateLimiter.State {
     fileprivate func write(to writer: inout JSONWriter) {
         writer.openObject()
-        if let blockedUntil {
-            writer.key("blockedUntil")
-            writer.integer(blockedUntil.nanoseconds)
-        }
-        writer.key("consecutiveFailures")
-        writer.integer(Int64(consecutiveFailures))
-        writer.key("refillAnchor")
-        writer.integer(refillAnchor.nanoseconds)
-        writer.key("reservedRefillAnchor")
-        writer.integer(reservedRefillAnchor.nanoseconds)
-        writer.key("reservedTokens")
-        writer.integer(Int64(reservedTokens))
-        writer.key("successesSinceStep")
-        writer.integer(Int64(successesSinceStep))
-        writer.key("throttleLevel")
-        writer.integer(Int64(throttleLevel))
-        writer.key("tokens")
-        writer.integer(Int64(tokens))
+        writer.member("blockedUntil", ifPresent: blockedUntil?.nanoseconds)
+        writer.member("consecutiveFailures", Int64(consecutiveFailures))
+        writer.member("refillAnchor", refillAnchor.nanoseconds)
+        writer.member("reservedRefillAnchor", reservedRefillAnchor.nanoseconds)
+        writer.member("reservedTokens", Int64(reservedTokens))
+        writer.member("successesSinceStep", Int64(successesSinceStep))
+        writer.member("throttleLevel", Int64(throttleLevel))
+        writer.member("tokens", Int64(tokens))
         writer.closeObject()
     }
 }
@@ -125,10 +103,7 @@ extension ChannelEngine.PendingPush {
         }
         writer.key("deferred")
         writer.bool(deferred)
-        if let dismissAt {
-            writer.key("dismissAt")
-            writer.integer(dismissAt.nanoseconds)
-        }
+        writer.member("dismissAt", ifPresent: dismissAt?.nanoseconds)
         writer.key("importance")
         writer.string(importance.rawValue)
         writer.key("isEnd")

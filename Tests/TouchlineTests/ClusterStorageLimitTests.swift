@@ -78,17 +78,21 @@ struct ClusterStorageLimitTests {
             try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: gateways[n % 2].patientAdmin)
         }
         try await ClusterPersonalJobTests.copiesAgree(gateways.map(\.patientAdmin))
-        let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: gateways[1].patientAdmin)
-        #expect(job.progress?.integer("sent") == 3)
+        let created = try gateways[1].patientAdmin.request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
+        let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
+        // The job's status is not waited for: with a 2 s retention, a loaded run can pass the
+        // whole of it between two polls (CI once did, and waited for a job already gone). Its
+        // pushes show it ran.
+        try await eventually("the job's three pushes") { cluster.journal.pushes.count >= 3 }
+        #expect(cluster.journal.pushes.count == 3, "each fan once")
         let client = InMemoryJetStream(cluster.cluster.connect(name: "observer"))
-        #expect(try client.messageCount(stream: "KV_touchline_jobs", subject: "$KV.touchline_jobs.job.\(job.id)") == 1)
 
         try await eventually("the job to leave the API of both gateways") {
-            try gateways.allSatisfy { try $0.patientAdmin.request("GET", "/v1/personal/\(job.id)").status == 404 }
+            try gateways.allSatisfy { try $0.patientAdmin.request("GET", "/v1/personal/\(jobID)").status == 404 }
         }
         try await eventually("the job's keys to be purged from the bucket") {
-            try client.messageCount(stream: "KV_touchline_jobs", subject: "$KV.touchline_jobs.*.\(job.id)") == 0
-                && client.messageCount(stream: "KV_touchline_jobs", subject: "$KV.touchline_jobs.slice.\(job.id).>") == 0
+            try client.messageCount(stream: "KV_touchline_jobs", subject: "$KV.touchline_jobs.*.\(jobID)") == 0
+                && client.messageCount(stream: "KV_touchline_jobs", subject: "$KV.touchline_jobs.slice.\(jobID).>") == 0
         }
     }
 

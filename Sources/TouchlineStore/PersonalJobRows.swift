@@ -93,7 +93,8 @@ enum PersonalJobRows {
                     throw SQLiteError(code: SQLITE_CONSTRAINT, message: "dead letter \(id) is unknown or was already replayed", statement: nil)
                 }
             }
-        case .registerToken, .deleteToken, .deactivateToken, .recordStarts, .forgetStarts, .webhook, .rememberIdempotencyKey, .pruneIdempotencyKeys:
+        case .registerToken, .deleteToken, .deactivateToken, .noteUserToken, .supersedeToken, .recordStarts, .forgetStarts, .webhook,
+             .rememberIdempotencyKey, .pruneIdempotencyKeys:
             try TokenRows.apply(operation, on: db)
         }
     }

@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 11
+    static let version: Int64 = 12
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -179,13 +179,48 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         """
 
+    /// Version 12: a partition of a partitioned registry (docs/cluster.md, "The partitioned token
+    /// registry"): the user directory of the users placed in it, the replacements it decided and
+    /// has yet to log to the replaced tokens' partitions, and the replacements its own tokens
+    /// received (``UserDirectoryRows``). Empty in every other file.
+    static let userDirectoryStatements = """
+        CREATE TABLE IF NOT EXISTS user_tokens (
+            user_id       TEXT NOT NULL,
+            grouping      TEXT NOT NULL,
+            token         TEXT NOT NULL,
+            kind          TEXT NOT NULL CHECK (kind IN ('update', 'pushToStart')),
+            channel_id    TEXT,
+            app           TEXT NOT NULL,
+            registered_at INTEGER NOT NULL,
+            superseded_at INTEGER,
+            PRIMARY KEY (user_id, grouping, token)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS token_supersessions (
+            user_id           TEXT NOT NULL,
+            grouping          TEXT NOT NULL,
+            token             TEXT NOT NULL,
+            kind              TEXT NOT NULL,
+            channel_id        TEXT,
+            app               TEXT NOT NULL,
+            registered_before INTEGER NOT NULL,
+            PRIMARY KEY (user_id, grouping, token)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS token_replacements (
+            token             TEXT NOT NULL,
+            user_id           TEXT NOT NULL,
+            grouping          TEXT NOT NULL,
+            registered_before INTEGER NOT NULL,
+            PRIMARY KEY (token, user_id, grouping)
+        ) WITHOUT ROWID;
+        """
+
     /// What each version adds, applied in order from the database's version.
     static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements),
                                                                  (4, probeStatements), (5, webhookStatements),
                                                                  (6, idempotencyStatements),
                                                                  (7, registryLogStatements), (8, scheduledStartStatements),
                                                                  (9, tokenAppStatements), (10, jobAppStatements),
-                                                                 (11, generationStartStatements)]
+                                                                 (11, generationStartStatements), (12, userDirectoryStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

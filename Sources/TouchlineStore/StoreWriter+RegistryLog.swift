@@ -14,7 +14,8 @@ extension StoreWriter {
     /// applied already and changes nothing (a consumer delivering it again after a reconnect);
     /// one whose `previous` is not the recorded sequence is refused (an entry would be missed),
     /// naming both. The summary says what the entry changed, as ``submit(summarizing:completion:)``'s.
-    public func applyRegistryEntry(_ entry: RegistryEntry, sequence: UInt64, previous: UInt64,
+    /// `rules`: the whole registry's, or one partition's of a partitioned one.
+    public func applyRegistryEntry(_ entry: RegistryEntry, sequence: UInt64, previous: UInt64, rules: RegistryRules = .whole,
                                    completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
         let deactivated = Mutex(0)
         enqueue(Job(apply: { db in
@@ -26,7 +27,7 @@ extension StoreWriter {
                                   statement: nil)
             }
             var count = 0
-            for operation in entry.operations { count += try TokenRows.apply(operation, on: db) }
+            for operation in entry.operations { count += try TokenRows.apply(operation, rules: rules, on: db) }
             try Self.recordRegistryLogSequence(sequence, on: db)
             deactivated.withLock { $0 = count }
         }, complete: { error in
@@ -45,6 +46,25 @@ extension StoreWriter {
         }, complete: { error in completion(error.map { .failure($0) } ?? .success(())) })
         job.checkOnly = true
         enqueue(job)
+    }
+
+    /// Up to `limit` replacements of users' tokens this partition's directory decided and has not
+    /// logged yet (``UserDirectoryRows``), behind the writes queued before.
+    public func pendingSupersessions(limit: Int, completion: @escaping @Sendable (Result<[TokenOperation], StoreError>) -> Void) {
+        let pending = Mutex<[TokenOperation]>([])
+        enqueue(Job(apply: { db in
+            let read = try UserDirectoryRows.pendingSupersessions(limit: limit, on: db)
+            pending.withLock { $0 = read }
+        }, complete: { error in
+            if let error { return completion(.failure(error)) }
+            completion(.success(pending.withLock { $0 }))
+        }))
+    }
+
+    /// Forgets replacements read by ``pendingSupersessions(limit:completion:)`` once they are logged.
+    public func forgetSupersessions(_ logged: [TokenOperation], completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        enqueue(Job(apply: { db in try UserDirectoryRows.forget(logged, on: db) },
+                    complete: { error in completion(error.map { .failure($0) } ?? .success(())) }))
     }
 
     /// The sequence of the last registry log entry this file applied (0: none), read on the

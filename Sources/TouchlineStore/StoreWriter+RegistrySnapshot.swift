@@ -8,12 +8,13 @@ import TouchlineRuntime
 extension StoreWriter {
     /// Reads the registry's tables and the sequence they hold, behind the writes queued before.
     /// The whole copy is held in memory while it is logged (docs/scale-out.md sizes it).
-    public func readRegistrySnapshot(completion: @escaping @Sendable (Result<RegistrySnapshot, StoreError>) -> Void) {
+    /// `rules` says which tables: a partition's holds its user directory too.
+    public func readRegistrySnapshot(rules: RegistryRules = .whole, completion: @escaping @Sendable (Result<RegistrySnapshot, StoreError>) -> Void) {
         let snapshot = Mutex<RegistrySnapshot?>(nil)
         enqueue(Job(apply: { db in
             let sequence = try Self.registryLogSequence(on: db)
             var writer = RegistrySnapshot.writer(at: sequence)
-            for table in RegistrySnapshot.tables {
+            for table in RegistrySnapshot.tables(rules) {
                 let columns = try Self.columns(of: table, on: db)
                 writer.tableHeader(table, columns: columns)
                 let statement = try db.statement("SELECT \(columns.joined(separator: ", ")) FROM \(table)")
@@ -33,14 +34,15 @@ extension StoreWriter {
     /// Replaces the registry's tables with `snapshot`'s rows and records its sequence, if the
     /// file holds an earlier one; true when it did. A snapshot whose tables or columns are not
     /// this build's is refused, naming them, and changes nothing.
-    public func restoreRegistrySnapshot(_ snapshot: RegistrySnapshot, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+    public func restoreRegistrySnapshot(_ snapshot: RegistrySnapshot, rules: RegistryRules = .whole,
+                                        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
         let restored = Mutex(false)
         enqueue(Job(apply: { db in
             guard try Self.registryLogSequence(on: db) < snapshot.sequence else { return }
-            for table in RegistrySnapshot.tables.reversed() { try db.run("DELETE FROM \(table)") }
+            for table in RegistrySnapshot.tables(rules).reversed() { try db.run("DELETE FROM \(table)") }
             var reader = BinaryRecordReader(snapshot.bytes)
             _ = try RegistrySnapshot.header(&reader)
-            for table in RegistrySnapshot.tables {
+            for table in RegistrySnapshot.tables(rules) {
                 let (name, columns) = try reader.tableHeader()
                 let expected = try Self.columns(of: table, on: db)
                 guard name == table, columns == expected else {

@@ -16,6 +16,16 @@ public enum TokenOperation: Sendable, Equatable {
     /// APNs answered 410 `Unregistered` with `timestamp`: deactivate the token unless it was
     /// registered after that moment (the device registered it again meanwhile).
     case deactivateToken(String, unlessRegisteredAfter: UnixTime, at: UnixTime)
+    /// A partitioned registry's user directory: `note`'s user registered its token. Applied in
+    /// the user's partition, it lists the token under the user and replaces the user's earlier
+    /// tokens of its kind (``UserDirectoryRows``); a whole registry ignores it (its registrations
+    /// replace those themselves).
+    case noteUserToken(UserTokenNote)
+    /// A partitioned registry's replacement of a user's token, decided in the user's partition
+    /// and applied in the token's: deactivate the token `replaced` names (as of `registeredBefore`)
+    /// if it is still registered as `replaced` says (its user, kind and activity or app) and
+    /// was not registered after that moment.
+    case supersedeToken(UserTokenNote, registeredBefore: UnixTime)
 
     /// Inserts the job; an existing id fails the batch.
     case createJob(PersonalJobRecord)

@@ -29,13 +29,18 @@ enum TokenRows {
     /// The first 8 hex digits: enough to find a token in the registry, too little to push to it.
     static func redacted(_ token: String) -> String { String(token.prefix(8)) + "…" }
 
-    /// Applies `operation`; returns the tokens it deactivated (only `.deactivateToken` does, and
-    /// only a token still active and not registered again after APNs' timestamp: 0 or 1).
+    /// Applies `operation` by `rules`; returns the tokens it deactivated (only `.deactivateToken`
+    /// does, and only a token still active and not registered again after APNs' timestamp: 0 or 1).
     @discardableResult
-    static func apply(_ operation: TokenOperation, on db: SQLiteConnection) throws -> Int {
+    static func apply(_ operation: TokenOperation, rules: RegistryRules = .whole, on db: SQLiteConnection) throws -> Int {
         switch operation {
         case .registerToken(let record):
-            try register(record, on: db)
+            try register(record, replacingUsersTokens: rules == .whole, on: db)
+            if rules == .partition { try UserDirectoryRows.registered(record, on: db) }
+        case .noteUserToken(let note):
+            if rules == .partition { try UserDirectoryRows.note(note, on: db) }
+        case .supersedeToken(let replaced, let registeredBefore):
+            try UserDirectoryRows.apply(replaced, registeredBefore: registeredBefore, on: db)
         case .deleteToken(let token):
             try db.run("DELETE FROM tokens WHERE token = ?", [.text(token.lowercased())])
         case .deactivateToken(let token, let apnsTimestamp, let at):
@@ -57,9 +62,11 @@ enum TokenRows {
         return 0
     }
 
-    private static func register(_ record: TokenRecord, on db: SQLiteConnection) throws {
+    /// Inserts or re-registers `record`; with `replacingUsersTokens`, deactivates the user's
+    /// previous token of its kind first (a partition's copy leaves that to the user directory).
+    private static func register(_ record: TokenRecord, replacingUsersTokens: Bool, on db: SQLiteConnection) throws {
         let at = SQLiteValue.integer(record.registeredAt.nanoseconds)
-        if let userID = record.userID {
+        if replacingUsersTokens, let userID = record.userID {
             switch record.kind {
             case .update:
                 try db.run("""

@@ -19,6 +19,16 @@ extension InMemoryTables {
             stored.deactivatedAt = at
             tokens[key] = stored
             return 1
+        case .noteUserToken:
+            // A whole registry's registrations replace the user's tokens themselves.
+            break
+        case .supersedeToken(let replaced, let registeredBefore):
+            guard var stored = tokens[replaced.token], stored.active, stored.userID == replaced.userID, stored.kind == replaced.kind,
+                  replaced.kind == .update ? stored.channelID == replaced.channelID : stored.app == replaced.app,
+                  stored.registeredAt <= registeredBefore else { break }
+            stored.active = false
+            stored.deactivatedAt = registeredBefore
+            tokens[replaced.token] = stored
         case .createJob(let job):
             guard jobs[job.id] == nil else { throw .refused("UNIQUE constraint failed: personal_jobs.id") }
             var stored = job

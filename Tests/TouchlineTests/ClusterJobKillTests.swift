@@ -262,6 +262,7 @@ struct ClusterJobKillTests {
                 \(unjustified.count) sends went again after their sender had saved them as sent; the first: \(first), again \(again)
                 blows: \(struckAt.sorted { $0.key < $1.key }.map { "g\($0.key + 1) struck \($0.value.struck.nanoseconds), woken \($0.value.woken?.nanoseconds ?? 0)" })
                 its sends: \(acceptedAtEnd.filter { $0.request.deviceToken == first.token }.map { "g\($0.gateway + 1) at \($0.request.receivedAt.nanoseconds % 100_000_000_000)" })
+                where they were on the wire: \(Self.wireOrder(of: first.token, in: servers).joined(separator: "\n"))
                 its slice's saves: \(history.joined(separator: "\n"))
                 \(again.gateway)'s log: \(gateways[Int(again.gateway.dropFirst())! - 1].logLines.suffix(80).joined(separator: "\n"))
                 """)
@@ -278,6 +279,26 @@ struct ClusterJobKillTests {
         print("cluster job: \(audience) tokens, \(blows.count) blows, \(twice.count) tokens sent twice (\(lateFromAPause.count) around a woken gateway's late arrivals, \(unjustified.count) after their sender had saved them); slices saved by: \(saves.savers(ofJob: jobID).sorted { $0.key < $1.key }.map { "\($0.key):\($0.value.joined(separator: ">"))" }.joined(separator: " "))")
         for (index, gateway) in gateways.enumerated() where !blows.contains(where: { if case .kill = $0.disruption { $0.gateway == index } else { false } }) {
             #expect(gateway.terminate() == 0)
+        }
+    }
+}
+
+extension ClusterJobKillTests {
+    /// Where each push of `token` was among its connection's streams, for telling a push that
+    /// left late (its neighbours by stream id arrived long before it: it was written after them,
+    /// so after its slice may have stopped) from one that left in time and arrived late (its
+    /// neighbours arrived around it). HEADERS frames leave in stream id order, and the fence is
+    /// checked as each leaves; the id names the fence the push was made under.
+    static func wireOrder(of token: String, in servers: [MockAPNsServer]) -> [String] {
+        servers.enumerated().flatMap { index, server -> [String] in
+            let recorded = server.recordedRequests()
+            return recorded.filter { $0.deviceToken == token }.map { push in
+                let neighbours = recorded.filter { $0.connection == push.connection && abs($0.streamID - push.streamID) <= 6 && $0.streamID != push.streamID }
+                    .sorted { $0.streamID < $1.streamID }
+                    .map { "stream \($0.streamID) at \($0.receivedAt.nanoseconds % 100_000_000_000)" }
+                let stamp = push.headers.first { $0.name == "apns-id" }.flatMap { FenceStamp(uuid: $0.value) }
+                return "mock \(index + 1) connection \(push.connection) stream \(push.streamID) at \(push.receivedAt.nanoseconds % 100_000_000_000), \(stamp.map(String.init(describing:)) ?? "no stamp"); neighbours: \(neighbours.joined(separator: ", "))"
+            }
         }
     }
 }

@@ -9,6 +9,8 @@ import TouchlineCore
 /// does not know rather than misread it. A registration of another app than `default` is its
 /// own operation (tag 4: tag 1's fields, then the app), so a `default` registration reads as
 /// before and a reader that predates apps refuses another app's rather than take it for `default`.
+/// A user's note (tag 5) and a replacement it decided (tag 6) are logged only to a partitioned
+/// registry, which no older reader follows.
 public struct RegistryEntry: Sendable, Equatable {
     static let binaryVersion: UInt8 = 1
 
@@ -46,6 +48,13 @@ public struct RegistryEntry: Sendable, Equatable {
                 writer.string(token)
                 writer.time(apnsTimestamp)
                 writer.time(at)
+            case .noteUserToken(let note):
+                writer.byte(5)
+                Self.write(note, to: &writer)
+            case .supersedeToken(let replaced, let registeredBefore):
+                writer.byte(6)
+                Self.write(replaced, to: &writer)
+                writer.time(registeredBefore)
             default:
                 preconditionFailure("only registry operations are logged (checked by init)")
             }
@@ -77,6 +86,10 @@ public struct RegistryEntry: Sendable, Equatable {
                 operations.append(.deleteToken(try reader.string()))
             case 3:
                 operations.append(.deactivateToken(try reader.string(), unlessRegisteredAfter: try reader.time(), at: try reader.time()))
+            case 5:
+                operations.append(.noteUserToken(try Self.note(&reader)))
+            case 6:
+                operations.append(.supersedeToken(try Self.note(&reader), registeredBefore: try reader.time()))
             case let tag:
                 throw reader.damaged("unknown registry operation \(tag)")
             }
@@ -86,12 +99,30 @@ public struct RegistryEntry: Sendable, Equatable {
     }
 }
 
+extension RegistryEntry {
+    private static func write(_ note: UserTokenNote, to writer: inout BinaryRecordWriter) {
+        writer.string(note.userID)
+        writer.string(note.token)
+        writer.string(note.kind.rawValue)
+        writer.optional(note.channelID) { $0.string($1) }
+        writer.string(note.app)
+        writer.time(note.registeredAt)
+    }
+
+    private static func note(_ reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) -> UserTokenNote {
+        let userID = try reader.string(), token = try reader.string()
+        guard let kind = TokenKind(rawValue: try reader.string()) else { throw reader.damaged("unknown token kind") }
+        let channelID = try reader.optional { (reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) in try reader.string() }
+        return UserTokenNote(userID: userID, token: token, kind: kind, channelID: channelID, app: try reader.string(), registeredAt: try reader.time())
+    }
+}
+
 extension TokenOperation {
     /// Registrations, deactivations and deletions of tokens: what the shared registry holds. The
     /// rest (jobs, dead letters, idempotency keys, the outbox) stays with the gateway that runs it.
     public var isRegistryOperation: Bool {
         switch self {
-        case .registerToken, .deleteToken, .deactivateToken: true
+        case .registerToken, .deleteToken, .deactivateToken, .noteUserToken, .supersedeToken: true
         case .createJob, .advanceJob, .retargetScheduledJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed, .recordStarts,
              .forgetStarts, .webhook, .rememberIdempotencyKey, .pruneIdempotencyKeys: false
         }

@@ -1,7 +1,7 @@
 import TouchlineRuntime
 
 /// A gateway's copy of the shared token registry at one registry log sequence, as bytes: every
-/// row of the registry's tables (``tables``), column by column as SQLite stored it. A copy
+/// row of the registry's tables (``tables(_:)``), column by column as SQLite stored it. A copy
 /// restored from it holds exactly what applying the log up to that sequence gave, so the log
 /// below it can be trimmed (docs/cluster.md, "Compacting the token registry").
 ///
@@ -11,8 +11,14 @@ import TouchlineRuntime
 /// restore a copy that differs from what the log built.
 public struct RegistrySnapshot: Sendable, Equatable {
     static let binaryVersion: UInt8 = 1
-    /// The registry's tables, parents first: restored in this order, emptied in the reverse.
-    public static let tables = ["tokens", "token_follows"]
+    /// The registry's tables by `rules`, parents first: restored in this order, emptied in the
+    /// reverse. A partition's copy holds its user directory and the replacements it decided and received.
+    public static func tables(_ rules: RegistryRules) -> [String] {
+        switch rules {
+        case .whole: ["tokens", "token_follows"]
+        case .partition: ["tokens", "token_follows", "user_tokens", "token_supersessions", "token_replacements"]
+        }
+    }
 
     /// The registry log sequence the copy had applied when it was read.
     public let sequence: UInt64

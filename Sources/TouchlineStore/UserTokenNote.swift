@@ -1,0 +1,51 @@
+import TouchlineCore
+
+/// A registration as the user directory of a partitioned registry sees it: which user registered
+/// which token, of what kind, when (docs/cluster.md, "The partitioned token registry"). It is
+/// logged to the user's partition beside the registration itself, logged to the token's; the
+/// user's partition decides there which of the user's tokens the newest one replaces.
+public struct UserTokenNote: Sendable, Equatable {
+    public var userID: String
+    public var token: String
+    public var kind: TokenKind
+    /// The activity's channel of an update token; nil for push-to-start.
+    public var channelID: String?
+    public var app: String
+    public var registeredAt: UnixTime
+
+    public init(userID: String, token: String, kind: TokenKind, channelID: String?, app: String, registeredAt: UnixTime) {
+        self.userID = userID
+        self.token = token.lowercased()
+        self.kind = kind
+        self.channelID = channelID
+        self.app = app
+        self.registeredAt = registeredAt
+    }
+
+    /// The note of `record`'s registration; nil for a token registered without a user.
+    public init?(of record: TokenRecord) {
+        guard let userID = record.userID else { return nil }
+        self.init(userID: userID, token: record.token, kind: record.kind, channelID: record.channelID, app: record.app,
+                  registeredAt: record.registeredAt)
+    }
+
+    /// The tokens one of which a registration keeps active, as the whole registry's rule groups
+    /// them (``TokenRows``): a user's update tokens of one channel, of any app (an activity's
+    /// channel belongs to one app); a user's push-to-start tokens of one app.
+    public var group: String {
+        switch kind {
+        case .update: "update \(channelID ?? "")"
+        case .pushToStart: "pushToStart \(app)"
+        }
+    }
+}
+
+/// Which rules a file's copy of a registry applies (``StoreWriter/applyRegistryEntry(_:sequence:previous:rules:completion:)``).
+public enum RegistryRules: Sendable, Equatable {
+    /// The whole registry in one file (one gateway, or a cluster's copy per gateway): a
+    /// registration deactivates the user's previous token itself; user notes are not for it.
+    case whole
+    /// One partition of a partitioned registry: registrations only write their token; the
+    /// user's notes decide which tokens are replaced, in the user's partition.
+    case partition
+}

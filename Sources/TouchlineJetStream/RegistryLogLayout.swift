@@ -17,6 +17,15 @@ public struct RegistryLogLayout: Sendable, Equatable {
     public var snapshotMarkerSubject: String { "\(prefix).tokens.snapshot.marker" }
     var snapshotSubjects: [String] { ["\(prefix).tokens.snapshot.*"] }
 
+    /// A partitioned registry's log of partition `partition`: a stream of its own, so its owner's
+    /// compare-and-set on the stream's last sequence covers exactly that partition, as a channel
+    /// partition's log (docs/cluster.md, "The partitioned token registry").
+    public func partitionStreamName(_ partition: Int) -> String { "\(prefix.uppercased())_TOKENS_\(partition)" }
+    /// The subject of partition `partition`'s entries.
+    public func partitionEntrySubject(_ partition: Int) -> String { "\(prefix).tokens.\(partition).entry" }
+    /// Every subject of partition `partition`'s stream.
+    public func partitionSubjects(_ partition: Int) -> [String] { ["\(prefix).tokens.\(partition).*"] }
+
     /// A snapshot part's place, `<k>/<n>` (``SnapshotParts``).
     public static let snapshotHeader = "Touchline-Snapshot"
 

@@ -49,3 +49,32 @@ public enum RegistryRules: Sendable, Equatable {
     /// user's notes decide which tokens are replaced, in the user's partition.
     case partition
 }
+
+extension RegistryEntry {
+    /// A list's registry operations as a partitioned registry logs them: by partition, in list
+    /// order within each (docs/cluster.md, "The partitioned token registry"). A registration goes
+    /// to its token's partition, and with a user its note to the user's; a deletion, a 410 and a
+    /// replacement to their token's; a note to its user's.
+    public static func partitioned(_ operations: [TokenOperation], by partitioning: TokenPartitioning) -> [Int: RegistryEntry] {
+        var byPartition: [Int: [TokenOperation]] = [:]
+        for operation in operations {
+            switch operation {
+            case .registerToken(let record):
+                byPartition[partitioning.partition(ofToken: record.token), default: []].append(operation)
+                if let note = UserTokenNote(of: record) {
+                    byPartition[partitioning.partition(ofUser: note.userID), default: []].append(.noteUserToken(note))
+                }
+            case .deleteToken(let token), .deactivateToken(let token, _, _):
+                byPartition[partitioning.partition(ofToken: token), default: []].append(operation)
+            case .supersedeToken(let replaced, _):
+                byPartition[partitioning.partition(ofToken: replaced.token), default: []].append(operation)
+            case .noteUserToken(let note):
+                byPartition[partitioning.partition(ofUser: note.userID), default: []].append(operation)
+            case .createJob, .advanceJob, .retargetScheduledJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed, .recordStarts,
+                 .forgetStarts, .webhook, .rememberIdempotencyKey, .pruneIdempotencyKeys:
+                continue
+            }
+        }
+        return byPartition.compactMapValues(RegistryEntry.init)
+    }
+}

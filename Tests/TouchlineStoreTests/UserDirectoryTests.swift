@@ -171,3 +171,26 @@ import TouchlineStore
         #expect(try RegistryEntry(binaryEncoded: entry.binaryEncoded) == entry)
     }
 }
+
+@Suite struct PartitionedRegistryEntryTests {
+    @Test func aListIsLoggedToTheTokensAndTheUsersPartitionsInListOrder() throws {
+        let partitioning = TokenPartitioning(ChannelPartitioning(count: 16)!)
+        let token = { (digit: Character) in String(repeating: digit, count: 64) }
+        // A user placed apart from the tokens' partitions, so each partition's order shows.
+        let user = try #require((0..<100).map { "user-\($0)" }.first { ![1, 10, 15].contains(partitioning.partition(ofUser: $0)) })
+        let registered = TokenRecord(token: token("1"), kind: .pushToStart, userID: user, registeredAt: t0)
+        let anonymous = TokenRecord(token: "12" + String(repeating: "2", count: 62), kind: .pushToStart, registeredAt: t0)
+        let replaced = UserTokenNote(userID: "bob", token: token("f"), kind: .update, channelID: "match-1", app: "default", registeredAt: t0)
+        let operations: [TokenOperation] = [
+            .registerToken(registered), .clearTarget(jobID: "job-1", token: token("1")),
+            .deactivateToken(token("a"), unlessRegisteredAfter: t0, at: t0), .registerToken(anonymous), .deleteToken(token("1")),
+            .supersedeToken(replaced, registeredBefore: t0),
+        ]
+        let entries = RegistryEntry.partitioned(operations, by: partitioning)
+        let expected: [Int: [TokenOperation]] = [1: [.registerToken(registered), .registerToken(anonymous), .deleteToken(token("1"))],
+                                                 10: [.deactivateToken(token("a"), unlessRegisteredAfter: t0, at: t0)],
+                                                 15: [.supersedeToken(replaced, registeredBefore: t0)],
+                                                 partitioning.partition(ofUser: user): [.noteUserToken(UserTokenNote(of: registered)!)]]
+        #expect(entries.mapValues(\.operations) == expected, "the job's target stays with the gateway; the user's note goes to the user's partition")
+    }
+}

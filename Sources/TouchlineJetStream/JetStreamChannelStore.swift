@@ -74,8 +74,8 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     private var requests: NATSRequests?
     let snapshotCounts = Mutex(SnapshotStatistics())
     private var closeWaiters: [DispatchSemaphore] = []
-    /// Per log: the timer of its write in flight, repeating a publish that got no answer.
-    private var retryTimers: [ChannelLogLayout.Log: LoopTimer] = [:]
+    /// Per log: its appender, which repeats the publish of its write in flight that got no answer.
+    private var appenders: [ChannelLogLayout.Log: LogAppender] = [:]
     /// Partition logs this store may no longer see to their end: a write was refused because the
     /// log had moved on, or got no answer in time (it may be stored after all). Nothing more is
     /// written to such a log until it has been read again (``catchUp(partition:)``).
@@ -370,50 +370,27 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
         return "\(writerID):\(written)"
     }
 
-    /// Logs `bytes` to `log`, repeating the same message after a lost answer until
-    /// ``retryLimit`` has passed since `since`.
-    ///
-    /// A repeat is refused for its expected last sequence when the first attempt was stored
-    /// (current servers check the sequence before the message id; 2.9 answered a duplicate), so
-    /// after a lost answer a refusal is not taken at its word: the message at the sequence the
-    /// write expected to take is read, and if it carries this write's id, the write was stored
-    /// there (`unanswered`: an attempt of this write went without an answer).
-    ///
-    /// Each attempt is sent only while `fence` (the takeover's, for a partition log) holds.
+    /// Logs `bytes` to `log` after the last message this store applied (``LogAppender``: the
+    /// same message repeated after a lost answer until ``retryLimit`` has passed since `since`).
+    /// Each attempt is sent only while `fence` (the takeover's, for a partition log) holds; a
+    /// log that may hold what this store has not read is marked stale.
     func publish(_ bytes: [UInt8], to log: ChannelLogLayout.Log, headers: [String: String] = [:], id: String,
-                 since: ContinuousClock.Instant, unanswered: Bool = false, fence: Fence? = nil,
+                 since: ContinuousClock.Instant, fence: Fence? = nil,
                  then done: @escaping @Sendable (Result<UInt64, StoreError>) -> Void) {
-        if let refusal = fenceRefusal(writing: log, under: fence) { return done(.failure(refusal)) }
-        let expected = lastSequence[log] ?? 0
-        let conditions = JetStream.PublishConditions(messageID: id, expectedLastSequence: expected)
-        jetStream.publish(bytes, to: layout.subject(of: log), headers: headers, conditions: conditions, loop: loop) { [self] result in
-            switch result {
-            case .success(let acknowledgement):
-                done(.success(acknowledgement.sequence))
-            case .failure(let error) where error.isWrongLastSequence && unanswered:
-                storedEarlier(id, in: log, at: expected + 1, refusal: error, then: done)
-            case .failure(let error) where error.isWrongLastSequence:
-                markStale(log)
-                done(.failure(.storageFailure("\(log) was written since this gateway read it (by another, or a write of its own whose answer was lost): \(error)")))
-            case .failure(let error) where error.isStreamFull:
-                done(.failure(.full("\(log) is full (store.limits): \(error)")))
-            case .failure(let error) where error.jetStreamCode != 0:
-                // The stream answered and refused (full, say): trying again would change nothing.
-                done(.failure(.storageFailure("the cluster refused the batch: \(error)")))
-            case .failure(let error):
-                guard ContinuousClock.now - since < Self.retryLimit else {
-                    markStale(log)
-                    return done(.failure(.storageFailure("the cluster did not store the batch within \(Self.retryLimit): \(error)")))
-                }
-                // One write per log is in flight at a time, so one timer per log serves its retries.
-                let timer = LoopTimer(loop: loop) { [self] in
-                    retryTimers[log] = nil
-                    publish(bytes, to: log, headers: headers, id: id, since: since, unanswered: true, fence: fence, then: done)
-                }
-                retryTimers[log] = timer
-                timer.schedule(after: .milliseconds(100))
-            }
+        appender(of: log).append(bytes, headers: headers, expected: lastSequence[log] ?? 0, id: id, since: since,
+                                 refusal: { [self] in fenceRefusal(writing: log, under: fence) }) { [self] result in
+            if case .failure(let failure) = result, failure.logMayHaveMoved { markStale(log) }
+            done(result.mapError(\.error))
         }
+    }
+
+    /// `log`'s appender, made on first use (on the loop).
+    private func appender(of log: ChannelLogLayout.Log) -> LogAppender {
+        if let appender = appenders[log] { return appender }
+        let appender = LogAppender(stream: layout.streamName(of: log), subject: layout.subject(of: log), logName: "\(log)", writeName: "the batch",
+                                   jetStream: jetStream, loop: loop, retryLimit: Self.retryLimit) { [weak self] in self?.apiRequests }
+        appenders[log] = appender
+        return appender
     }
 
     /// ``requests``, made on first use (on the loop). nil when the connection cannot take the
@@ -421,29 +398,6 @@ public final class JetStreamChannelStore: ChannelStoreWriter, @unchecked Sendabl
     var apiRequests: NATSRequests? {
         if requests == nil { requests = try? NATSRequests(connection: jetStream.messaging, loop: loop) }
         return requests
-    }
-
-    /// After a lost answer and a refused repeat: the write was stored if the log's message at
-    /// `sequence` carries its `id`. Otherwise another write took that place, and the log is
-    /// read again before this store writes to it.
-    private func storedEarlier(_ id: String, in log: ChannelLogLayout.Log, at sequence: UInt64, refusal: NATSError,
-                               then done: @escaping @Sendable (Result<UInt64, StoreError>) -> Void) {
-        guard let requests = apiRequests else {
-            markStale(log)
-            return done(.failure(.storageFailure("\(log): cannot ask whether a write whose answer was lost was stored; reading it again")))
-        }
-        requests.messageID(in: layout.streamName(of: log), at: sequence, timeout: .seconds(5)) { [self] found in
-            switch found {
-            case .success(let stored) where stored == id:
-                done(.success(sequence))
-            case .success:
-                markStale(log)
-                done(.failure(.storageFailure("\(log) was written since this gateway read it (by another gateway): \(refusal)")))
-            case .failure(let error):
-                markStale(log)
-                done(.failure(.storageFailure("\(log): a write whose answer was lost may be stored (\(error)); reading it again")))
-            }
-        }
     }
 
     /// A full log fails its own writes only: the store's health, which gates every write of

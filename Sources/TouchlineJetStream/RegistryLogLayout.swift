@@ -29,6 +29,10 @@ public struct RegistryLogLayout: Sendable, Equatable {
     /// A snapshot part's place, `<k>/<n>` (``SnapshotParts``).
     public static let snapshotHeader = "Touchline-Snapshot"
 
+    /// The header that marks a registry partition's message as a takeover record: the fence its
+    /// new owner took it over under (``RegistryPartition``). It changes no token.
+    public static let takeoverHeader = "Touchline-Takeover"
+
     /// The header naming the store that logged an entry: it waits for its own entries to be
     /// applied to its copy before it answers.
     public static let writerHeader = "Touchline-Writer"

@@ -1,0 +1,172 @@
+import Dispatch
+import Foundation
+import NATS
+import Synchronization
+import Testing
+import TouchlineCore
+import TouchlineJetStream
+import TouchlineRuntime
+import TouchlineStore
+import TouchlineTesting
+
+/// A registry partition on the gateway that owns it (docs/cluster.md, "The partitioned token
+/// registry"): its log written by compare-and-set under its takeover, read to the end by the next
+/// owner, and its file dropped when it is let go.
+@Suite("Registry partitions, on nats-server and in memory")
+struct RegistryPartitionTests {
+    static let t0 = UnixTime(seconds: 1_767_225_600)
+    static let partitioning = TokenPartitioning(ChannelPartitioning(count: 8)!)
+    static let partition = 3
+    static let layout = RegistryLogLayout()
+
+    /// The `n`th token of partition 3 (its first digits place it there).
+    static func token(_ n: Int) -> String {
+        let digits = String(n, radix: 16)
+        return "6" + String(repeating: "0", count: 63 - digits.count) + digits
+    }
+
+    static func registration(_ n: Int, user: String? = nil) -> TokenOperation {
+        .registerToken(TokenRecord(token: token(n), kind: .pushToStart, userID: user, follows: ["team:ARS"], registeredAt: t0 + .seconds(Int64(n))))
+    }
+
+    /// One gateway's side: its loop, its connection and the directory of its files.
+    final class Gateway: Sendable {
+        let loop = EventLoop.start(name: "registry-partition-test")
+        let jetStream: any JetStreamClient
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchline-partition-\(UUID().uuidString)").path
+
+        init(_ cluster: TestNATSCluster) throws {
+            jetStream = try cluster.connect(name: "registry-partition-test", loop: loop)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try RegistryPartition.ensureLogs(count: 8, jetStream: jetStream, layout: RegistryPartitionTests.layout, replicas: 1)
+        }
+
+        deinit {
+            loop.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+
+        func takeOver(under fence: Fence, fences: PartitionFences? = nil) async throws -> RegistryPartition {
+            let (jetStream, directory, loop) = (jetStream, directory, loop)
+            return try await DedicatedThread.run(name: "takeover") {
+                try RegistryPartition.takeOver(partition: RegistryPartitionTests.partition, under: fence, fences: fences, jetStream: jetStream,
+                                               layout: RegistryPartitionTests.layout, directory: directory, loop: loop)
+            }
+        }
+
+        var messages: UInt64 {
+            get throws { try jetStream.streamState(RegistryPartitionTests.layout.partitionStreamName(RegistryPartitionTests.partition))?.messages ?? 0 }
+        }
+    }
+
+    @discardableResult
+    static func write(_ operations: [TokenOperation], to owned: RegistryPartition) -> Result<TokenWriteSummary, StoreError> {
+        waitForCompletion { owned.write(operations, completion: $0) }
+    }
+
+    static func tokens(of owned: RegistryPartition) throws -> [String: TokenRecord] {
+        let reader = try SQLiteTokenReader(path: owned.path)
+        defer { reader.close() }
+        return Dictionary(uniqueKeysWithValues: try reader.tokens(after: nil, limit: 1_000).map { ($0.token, $0) })
+    }
+
+    @Test func theTestTokensAreOfTheirPartition() {
+        #expect((1...50).allSatisfy { Self.partitioning.partition(ofToken: Self.token($0)) == Self.partition })
+    }
+
+    /// The next owner reads every entry the first logged; its takeover record shuts the first
+    /// out (its next write is refused, and every write after it), and nothing of the first is
+    /// stored after the record.
+    @Test(arguments: NATSBackend.allCases)
+    func theNextOwnerReadsTheLogAndItsRecordShutsTheFirstOut(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let (a, b) = (try Gateway(cluster), try Gateway(cluster))
+            let first = try await a.takeOver(under: Fence(Revision(5)))
+            for batch in stride(from: 1, through: 40, by: 10) { _ = try Self.write((batch..<batch + 10).map { Self.registration($0) }, to: first).get() }
+            let deactivated = try Self.write([.deactivateToken(Self.token(7), unlessRegisteredAfter: Self.t0 + .seconds(7), at: Self.t0 + .seconds(60))],
+                                             to: first).get()
+            #expect(deactivated.tokensDeactivated == 1, "the file's summary")
+            #expect(try Self.tokens(of: first).count == 40, "applied once acknowledged")
+
+            let second = try await b.takeOver(under: Fence(Revision(9)))
+            let read = try Self.tokens(of: second)
+            #expect(read == (try Self.tokens(of: first)) && read[Self.token(7)]?.active == false)
+            let messages = try b.messages
+            let deposed = Self.write([Self.registration(41)], to: first)
+            #expect(deposed.failure?.description.contains("was written since this gateway read it") == true, "\(String(describing: deposed))")
+            let after = Self.write([Self.registration(42)], to: first)
+            #expect(after.failure != nil, "a deposed partition writes nothing more")
+            #expect(try b.messages == messages, "nothing of the earlier owner after the record")
+            _ = try Self.write([Self.registration(43)], to: second).get()
+            #expect(try Self.tokens(of: second).count == 41)
+            [first, second].forEach { $0.close(deletingFile: false) }
+        }
+    }
+
+    /// A file kept from an earlier ownership takes up the log after it; a partition let go drops
+    /// its file.
+    @Test(arguments: NATSBackend.allCases)
+    func aKeptFileTakesUpTheRestAndALetGoFileIsDropped(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let (a, b) = (try Gateway(cluster), try Gateway(cluster))
+            var first = try await a.takeOver(under: Fence(Revision(5)))
+            _ = try Self.write((1...10).map { Self.registration($0, user: "ann") }, to: first).get()
+            first.close(deletingFile: false)
+            let second = try await b.takeOver(under: Fence(Revision(9)))
+            _ = try Self.write([.deleteToken(Self.token(1))] + (11...20).map { Self.registration($0) }, to: second).get()
+            second.close(deletingFile: true)
+            #expect(!FileManager.default.fileExists(atPath: second.path), "let go: the file is dropped")
+
+            first = try await a.takeOver(under: Fence(Revision(12)))
+            let tokens = try Self.tokens(of: first)
+            #expect(tokens.count == 19 && tokens[Self.token(1)] == nil)
+            #expect(tokens.values.filter(\.active).count == 19, "a partition's registrations replace no user's token themselves")
+            first.close(deletingFile: true)
+        }
+    }
+
+    /// An entry is sent only while the takeover's fence holds; a lapsed one sends nothing.
+    @Test(arguments: NATSBackend.allCases)
+    func aWriteIsSentOnlyWhileTheTakeoversFenceHolds(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let gateway = try Gateway(cluster)
+            let fences = PartitionFences(partitions: 8)
+            fences.update([Self.partition: (Fence(Revision(5)), ContinuousClock.now + .seconds(3_600))])
+            let owned = try await gateway.takeOver(under: Fence(Revision(5)), fences: fences)
+            _ = try Self.write([Self.registration(1)], to: owned).get()
+            let messages = try gateway.messages
+            fences.update([:])
+            let lapsed = Self.write([Self.registration(2)], to: owned)
+            #expect(lapsed.failure?.description.contains("no longer holds; the write is dropped") == true, "\(String(describing: lapsed))")
+            #expect(try gateway.messages == messages)
+            await #expect(throws: StoreError.self, "nor is it taken over under a fence it does not hold") {
+                try await gateway.takeOver(under: Fence(Revision(8)), fences: fences)
+            }
+            owned.close(deletingFile: true)
+        }
+    }
+
+    /// A file that holds more of the partition than its log (another cluster's, or a stream
+    /// made again) is refused, naming both.
+    @Test(arguments: NATSBackend.allCases)
+    func aFileAheadOfTheLogIsRefused(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let gateway = try Gateway(cluster)
+            let owned = try await gateway.takeOver(under: Fence(Revision(5)))
+            _ = try Self.write([Self.registration(1)], to: owned).get()
+            owned.close(deletingFile: false)
+            // The same file, and another cluster's logs (their names start with another prefix).
+            let other = RegistryLogLayout(prefix: "other")
+            try RegistryPartition.ensureLogs(count: 8, jetStream: gateway.jetStream, layout: other, replicas: 1)
+            let (jetStream, directory, loop) = (gateway.jetStream, gateway.directory, gateway.loop)
+            await #expect {
+                try await DedicatedThread.run(name: "takeover") {
+                    try RegistryPartition.takeOver(partition: Self.partition, under: Fence(Revision(6)), fences: nil, jetStream: jetStream,
+                                                   layout: other, directory: directory, loop: loop)
+                }
+            } throws: { error in
+                "\(error)".contains("holds registry partition 3 up to log sequence 2, but OTHER_TOKENS_3 ends at 0")
+            }
+        }
+    }
+}

@@ -53,14 +53,15 @@ final class LogAppender: @unchecked Sendable {
         self.requests = requests
     }
 
-    /// Logs `bytes` after the log's message at `expected` (0: an empty log); answers the
+    /// Logs `bytes` after the log's message at `expected` (0: an empty log), to `subject` (nil:
+    /// the log's own; another of its stream's subjects, a snapshot's part say); answers the
     /// sequence it took. `unanswered`: an earlier attempt of this write went without an answer.
-    func append(_ bytes: [UInt8], headers: [String: String] = [:], expected: UInt64, id: String, since: ContinuousClock.Instant,
-                unanswered: Bool = false, refusal: @escaping @Sendable () -> StoreError?,
+    func append(_ bytes: [UInt8], to subject: String? = nil, headers: [String: String] = [:], expected: UInt64, id: String,
+                since: ContinuousClock.Instant, unanswered: Bool = false, refusal: @escaping @Sendable () -> StoreError?,
                 then done: @escaping @Sendable (Result<UInt64, Failure>) -> Void) {
         if let refused = refusal() { return done(.failure(Failure(error: refused, logMayHaveMoved: false))) }
         let conditions = JetStream.PublishConditions(messageID: id, expectedLastSequence: expected)
-        jetStream.publish(bytes, to: subject, headers: headers, conditions: conditions, loop: loop) { [self] result in
+        jetStream.publish(bytes, to: subject ?? self.subject, headers: headers, conditions: conditions, loop: loop) { [self] result in
             switch result {
             case .success(let acknowledgement):
                 done(.success(acknowledgement.sequence))
@@ -81,7 +82,8 @@ final class LogAppender: @unchecked Sendable {
                 }
                 let timer = LoopTimer(loop: loop) { [self] in
                     retryTimer = nil
-                    append(bytes, headers: headers, expected: expected, id: id, since: since, unanswered: true, refusal: refusal, then: done)
+                    append(bytes, to: subject, headers: headers, expected: expected, id: id, since: since, unanswered: true, refusal: refusal,
+                           then: done)
                 }
                 retryTimer = timer
                 timer.schedule(after: .milliseconds(100))

@@ -23,6 +23,10 @@ public struct RegistryLogLayout: Sendable, Equatable {
     public func partitionStreamName(_ partition: Int) -> String { "\(prefix.uppercased())_TOKENS_\(partition)" }
     /// The subject of partition `partition`'s entries.
     public func partitionEntrySubject(_ partition: Int) -> String { "\(prefix).tokens.\(partition).entry" }
+    /// The subjects of partition `partition`'s snapshots, in its own stream: the parts, then a
+    /// marker naming them (``RegistryPartition``).
+    public func partitionSnapshotPartSubject(_ partition: Int) -> String { "\(prefix).tokens.\(partition).part" }
+    public func partitionSnapshotMarkerSubject(_ partition: Int) -> String { "\(prefix).tokens.\(partition).marker" }
     /// Every subject of partition `partition`'s stream.
     public func partitionSubjects(_ partition: Int) -> [String] { ["\(prefix).tokens.\(partition).*"] }
 

@@ -21,6 +21,11 @@ import TouchlineStore
 ///   next entry goes as soon as the one before is acknowledged; the file applies them in order.
 ///   A write refused because the log moved, or whose answer was lost past the retry limit,
 ///   stops the partition's writes: it is to be taken over again.
+/// - **Snapshots**: once the entries logged since the last snapshot weigh as much as it
+///   (``SnapshotSchedule``), the file's partition tables are logged in parts to the partition's
+///   own stream, then a marker naming them, each by compare-and-set under the fence like an
+///   entry, and the stream is trimmed below the first part. A new owner whose file is behind
+///   the trim restores the newest snapshot, then reads the entries after it.
 /// - **Let go**: ``close(deletingFile:)`` drops the file of a partition this gateway no longer
 ///   owns; the next owner restores it from the log.
 ///
@@ -44,27 +49,45 @@ public final class RegistryPartition: @unchecked Sendable {
     private let fence: Fence
     private let fences: PartitionFences?
     private let writerID: String
+    private let layout: RegistryLogLayout
+    private let jetStream: any JetStreamClient
+
+    /// What waits for its turn in the log: an entry (or the takeover record), or a snapshot.
+    private enum Work {
+        case entry(RegistryEntry, headers: [String: String], completion: @Sendable (Result<TokenWriteSummary, StoreError>) -> Void)
+        case snapshot
+    }
 
     // Confined to `loop`.
-    /// The log's last sequence as this partition knows it: every entry up to it is in the file
-    /// or on its way there, in order.
+    /// The log stream's last sequence as this partition knows it: what the next write expects.
     private var lastSequence: UInt64
+    /// The sequence of the last entry handed to the file: every entry up to it is in the file
+    /// or on its way there, in order.
+    private var fileSequence: UInt64
+    private var schedule: SnapshotSchedule
     private var written: UInt64 = 0
-    private var waiting: [(entry: RegistryEntry, headers: [String: String], completion: @Sendable (Result<TokenWriteSummary, StoreError>) -> Void)] = []
+    private var waiting: [Work] = []
+    private var snapshotQueued = false
     private var publishing = false
+    /// What snapshots did since the takeover.
+    private let snapshotCounts = Mutex(SnapshotStatistics())
     /// Why no more entries are written (the log moved, the partition was let go).
     private var stopped: StoreError?
     private var requests: NATSRequests?
 
     private init(partition: Int, path: String, file: StoreWriter, jetStream: any JetStreamClient, layout: RegistryLogLayout, loop: EventLoop,
-                 fence: Fence, fences: PartitionFences?, lastSequence: UInt64) {
+                 fence: Fence, fences: PartitionFences?, read: LogPosition, snapshots: SnapshotSchedule.Settings) {
         self.partition = partition
+        self.layout = layout
+        self.jetStream = jetStream
+        lastSequence = read.stream
+        fileSequence = read.file
+        schedule = SnapshotSchedule(settings: snapshots)
         self.path = path
         self.file = file
         self.loop = loop
         self.fence = fence
         self.fences = fences
-        self.lastSequence = lastSequence
         writerID = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 36) }.joined()
         appender = LogAppender(stream: layout.partitionStreamName(partition), subject: layout.partitionEntrySubject(partition),
                                logName: "registry partition \(partition)'s log", writeName: "the registry entry", jetStream: jetStream,
@@ -91,21 +114,33 @@ public final class RegistryPartition: @unchecked Sendable {
     /// The file of `partition` under `directory`.
     public static func path(of partition: Int, in directory: String) -> String { "\(directory)/registry-\(partition).sqlite" }
 
+    /// Where a takeover's read of the log left the partition: the stream's last sequence, and
+    /// that of the last entry the file holds.
+    struct LogPosition {
+        var stream: UInt64
+        var file: UInt64
+    }
+
     /// Opens `partition`'s file under `directory` (kept from an earlier ownership, or new),
-    /// brings it to the log's end and writes a takeover record under `fence`; the partition's
-    /// entries are then written from here. Blocking: call it from a thread of its own. Throws
-    /// when the fence stops holding, the cluster refuses the record, or the log cannot be read
-    /// (an entry missing from it, or unreadable), naming it.
+    /// brings it to the log's end (from the newest snapshot when the log was trimmed past the
+    /// file) and writes a takeover record under `fence`; the partition's entries are then
+    /// written from here. Blocking: call it from a thread of its own. Throws when the fence
+    /// stops holding, the cluster refuses the record, or the log cannot be read (an entry
+    /// missing from it, or unreadable), naming it.
     public static func takeOver(partition: Int, under fence: Fence, fences: PartitionFences?, jetStream: any JetStreamClient,
-                                layout: RegistryLogLayout, directory: String, loop: EventLoop) throws -> RegistryPartition {
+                                layout: RegistryLogLayout, directory: String, snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(),
+                                loop: EventLoop) throws -> RegistryPartition {
         let path = Self.path(of: partition, in: directory)
         let file = try StoreWriter(path: path)
         do {
             var lastFailure: StoreError?
+            var restored = 0
             for _ in 0..<takeoverAttempts {
-                let read = try readLog(of: partition, into: file, jetStream: jetStream, layout: layout, loop: loop)
+                let (read, restoredNow) = try readLog(of: partition, into: file, jetStream: jetStream, layout: layout, loop: loop)
+                if restoredNow { restored += 1 }
                 let owned = RegistryPartition(partition: partition, path: path, file: file, jetStream: jetStream, layout: layout, loop: loop,
-                                              fence: fence, fences: fences, lastSequence: read)
+                                              fence: fence, fences: fences, read: read, snapshots: snapshots)
+                owned.snapshotCounts.withLock { $0.restored = restored }
                 do {
                     try owned.writeTakeoverRecord()
                     return owned
@@ -122,11 +157,12 @@ public final class RegistryPartition: @unchecked Sendable {
         }
     }
 
-    /// Applies the partition's log after what `file` holds, up to the log's last message now;
-    /// answers the sequence the file holds then. Blocking.
+    /// Brings `file` to the partition's log as it is now: from the newest snapshot when the log
+    /// was trimmed past the file, then the entries after what it holds. Answers where that left
+    /// it, and whether it was restored. Blocking.
     static func readLog(of partition: Int, into file: StoreWriter, jetStream: any JetStreamClient, layout: RegistryLogLayout,
-                        loop: EventLoop) throws -> UInt64 {
-        let applied = try waitForCompletion { file.registryLogSequence(completion: $0) }.get()
+                        loop: EventLoop) throws -> (LogPosition, restored: Bool) {
+        var applied = try waitForCompletion { file.registryLogSequence(completion: $0) }.get()
         let stream = layout.partitionStreamName(partition)
         guard let state = try JetStream.retryingWhileForming({ () throws(NATSError) in try jetStream.streamState(stream) }) else {
             throw StoreError.storageFailure("registry partition \(partition)'s stream \(stream) did not answer as existing")
@@ -134,11 +170,37 @@ public final class RegistryPartition: @unchecked Sendable {
         guard applied <= state.lastSequence else {
             throw StoreError.refused("\(file.path) holds registry partition \(partition) up to log sequence \(applied), but \(stream) ends at \(state.lastSequence): the file follows another cluster's log, or the stream was created again")
         }
-        guard state.lastSequence > applied else { return applied }
-        guard state.firstSequence <= applied + 1 else {
-            throw StoreError.refused("\(file.path) holds registry partition \(partition) up to log sequence \(applied), but \(stream) starts at \(state.firstSequence): the entries between were removed")
+        // Trimmed below a snapshot's first part: what the file lacks of it is in the snapshot.
+        var restored = false
+        let marker = try jetStream.lastMessage(stream: stream, subject: layout.partitionSnapshotMarkerSubject(partition))
+            .map { try RegistrySnapshotMarker(binaryEncoded: $0.payload) }
+        if state.messages > 0, state.firstSequence > applied + 1 {
+            guard let marker, marker.registrySequence >= applied else {
+                throw StoreError.refused("\(file.path) holds registry partition \(partition) up to log sequence \(applied), but \(stream) starts at \(state.firstSequence) and no snapshot covers the entries between")
+            }
+            if marker.registrySequence > applied {
+                guard let bytes = try marker.readParts(from: layout.partitionSnapshotPartSubject(partition), of: stream, jetStream: jetStream, loop: loop) else {
+                    throw StoreError.storageFailure("registry partition \(partition)'s newest snapshot was trimmed while it was read; reading again")
+                }
+                let snapshot = try RegistrySnapshot(binaryEncoded: bytes)
+                guard snapshot.sequence == marker.registrySequence else {
+                    throw StoreError.storageFailure("registry partition \(partition)'s snapshot at \(marker.firstPart) holds sequence \(snapshot.sequence), its marker says \(marker.registrySequence)")
+                }
+                _ = try waitForCompletion { file.restoreRegistrySnapshot(snapshot, rules: .partition, completion: $0) }.get()
+                applied = snapshot.sequence
+                restored = true
+            }
         }
-        let last = state.lastSequence
+        guard let last = try jetStream.lastMessage(stream: stream, subject: layout.partitionEntrySubject(partition))?.sequence, last > applied else {
+            return (LogPosition(stream: state.lastSequence, file: applied), restored)
+        }
+        try applyEntries(of: partition, after: applied, through: last, into: file, jetStream: jetStream, layout: layout, loop: loop)
+        return (LogPosition(stream: state.lastSequence, file: last), restored)
+    }
+
+    /// Applies the partition's entries after `applied` through `last` to `file`, in order. Blocking.
+    private static func applyEntries(of partition: Int, after applied: UInt64, through last: UInt64, into file: StoreWriter,
+                                     jetStream: any JetStreamClient, layout: RegistryLogLayout, loop: EventLoop) throws {
         let done = DispatchSemaphore(value: 0)
         let outcome = Mutex<(delivered: Int, handed: UInt64, failure: StoreError?)>((0, applied, nil))
         let window = DeliveryWindow(size: replayWindow)
@@ -181,7 +243,6 @@ public final class RegistryPartition: @unchecked Sendable {
             seen = delivered
         }
         if let failure = outcome.withLock({ $0.failure }) { throw failure }
-        return last
     }
 
     /// Logs the takeover record and records its place in the file. Blocking.
@@ -214,31 +275,133 @@ public final class RegistryPartition: @unchecked Sendable {
     private func append(_ entry: RegistryEntry, headers: [String: String] = [:],
                         completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
         if let stopped { return completion(.failure(stopped)) }
-        waiting.append((entry, headers, completion))
+        waiting.append(.entry(entry, headers: headers, completion: completion))
         publishNext()
     }
 
+    /// Starts the next waiting write, once the one before is acknowledged (each expects it).
     private func publishNext() {
         guard !publishing, !waiting.isEmpty else { return }
-        let (entry, headers, completion) = waiting.removeFirst()
         publishing = true
-        written += 1
-        let expected = lastSequence
-        appender.append(entry.binaryEncoded, headers: headers, expected: expected, id: "\(writerID):\(written)", since: .now,
+        switch waiting.removeFirst() {
+        case .entry(let entry, let headers, let completion):
+            publish(entry, headers: headers, completion: completion)
+        case .snapshot:
+            writeSnapshot()
+        }
+    }
+
+    private func publish(_ entry: RegistryEntry, headers: [String: String],
+                         completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
+        let bytes = entry.binaryEncoded
+        appender.append(bytes, headers: headers, expected: lastSequence, id: nextMessageID(), since: .now,
                         refusal: { [self] in fenceRefusal() }) { [self] result in
-            publishing = false
             switch result {
             case .success(let sequence):
-                lastSequence = sequence
-                file.applyRegistryEntry(entry, sequence: sequence, previous: expected, rules: .partition) { [loop] applied in
+                let previous = fileSequence
+                (lastSequence, fileSequence) = (sequence, sequence)
+                file.applyRegistryEntry(entry, sequence: sequence, previous: previous, rules: .partition) { [loop] applied in
                     loop.execute { completion(applied) }
+                }
+                schedule.logged(bytes.count, to: partition)
+                if schedule.isDue(partition), !snapshotQueued {
+                    snapshotQueued = true
+                    waiting.append(.snapshot)
                 }
             case .failure(let failure):
                 if failure.logMayHaveMoved { stop(failure.error) }
                 completion(.failure(failure.error))
             }
+            publishing = false
             publishNext()
         }
+    }
+
+    private func nextMessageID() -> String {
+        written += 1
+        return "\(writerID):\(written)"
+    }
+
+    // MARK: Snapshots
+
+    /// What this partition's snapshots did since the takeover (restored: read by the takeover).
+    public var snapshotStatistics: SnapshotStatistics { snapshotCounts.withLock { $0 } }
+
+    /// Reads the file's partition tables (every entry handed to it is applied first: the file
+    /// applies in order) and logs them in parts, then their marker, then trims below the first
+    /// part. Nothing else is logged meanwhile. A part refused or lost leaves the log whole.
+    private func writeSnapshot() {
+        let held = fileSequence
+        file.readRegistrySnapshot(rules: .partition) { [self] read in
+            loop.execute { [self] in
+                switch read {
+                case .success(let snapshot) where snapshot.sequence == held:
+                    let parts = SnapshotParts.cut(snapshot.bytes, partBytes: schedule.settings.maximumPartBytes)
+                    writeParts(parts, index: 0, firstPart: nil, of: snapshot)
+                case .success(let snapshot):
+                    snapshotDone(failed: .storageFailure("registry partition \(partition)'s file holds \(snapshot.sequence) where its log handed it \(held)"))
+                case .failure(let error):
+                    snapshotDone(failed: error)
+                }
+            }
+        }
+    }
+
+    private func writeParts(_ parts: [[UInt8]], index: Int, firstPart: UInt64?, of snapshot: RegistrySnapshot) {
+        guard index < parts.count else {
+            let marker = RegistrySnapshotMarker(registrySequence: snapshot.sequence, firstPart: firstPart ?? lastSequence, parts: parts.count)
+            return appendSnapshotMessage(marker.binaryEncoded, to: layout.partitionSnapshotMarkerSubject(partition), headers: [:]) { [self] _ in
+                snapshotCounts.withLock {
+                    $0.written += 1
+                    if parts.count > 1 { $0.writtenInParts += 1 }
+                }
+                schedule.snapshotted(snapshot.bytes.count, partition: partition)
+                trim(below: firstPart ?? lastSequence)
+            }
+        }
+        appendSnapshotMessage(parts[index], to: layout.partitionSnapshotPartSubject(partition),
+                              headers: [RegistryLogLayout.snapshotHeader: SnapshotParts.header(index: index + 1, count: parts.count)]) { [self] sequence in
+            writeParts(parts, index: index + 1, firstPart: firstPart ?? sequence, of: snapshot)
+        }
+    }
+
+    /// Logs one message of a snapshot, then `next` with its sequence; a failure ends the snapshot.
+    private func appendSnapshotMessage(_ bytes: [UInt8], to subject: String, headers: [String: String],
+                                       then next: @escaping @Sendable (UInt64) -> Void) {
+        appender.append(bytes, to: subject, headers: headers, expected: lastSequence, id: nextMessageID(), since: .now,
+                        refusal: { [self] in fenceRefusal() }) { [self] result in
+            switch result {
+            case .success(let sequence):
+                lastSequence = sequence
+                next(sequence)
+            case .failure(let failure):
+                if failure.logMayHaveMoved { stop(failure.error) }
+                snapshotDone(failed: failure.error)
+            }
+        }
+    }
+
+    /// Removes what the snapshot whose first part is at `sequence` covers: the entries and the
+    /// snapshots before it. Sent only while the fence holds.
+    private func trim(below sequence: UInt64) {
+        guard fenceRefusal() == nil, let requests = apiRequests(jetStream) else { return snapshotDone(failed: nil, trimFailed: true) }
+        requests.purge(stream: layout.partitionStreamName(partition), below: sequence, timeout: .seconds(10)) { [self] result in
+            switch result {
+            case .success(let removed):
+                snapshotCounts.withLock { $0.trimmedMessages += removed }
+                snapshotDone(failed: nil)
+            case .failure:
+                snapshotDone(failed: nil, trimFailed: true)
+            }
+        }
+    }
+
+    private func snapshotDone(failed: StoreError?, trimFailed: Bool = false) {
+        if failed != nil { snapshotCounts.withLock { $0.failed += 1 } }
+        if trimFailed { snapshotCounts.withLock { $0.failedTrims += 1 } }
+        snapshotQueued = false
+        publishing = false
+        publishNext()
     }
 
     /// Why an entry may not be sent now: the takeover's fence no longer holds.
@@ -252,7 +415,7 @@ public final class RegistryPartition: @unchecked Sendable {
         if stopped == nil { stopped = reason }
         let failed = waiting
         waiting.removeAll()
-        for (_, _, completion) in failed { completion(.failure(reason)) }
+        for case .entry(_, _, let completion) in failed { completion(.failure(reason)) }
     }
 
     /// Stops writing, waits for the file to apply what was logged and closes it; with

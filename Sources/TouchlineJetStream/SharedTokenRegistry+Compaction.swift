@@ -151,37 +151,7 @@ extension SharedTokenRegistry {
     /// The marker's parts joined, or nil when they are no longer all in the stream.
     private static func readParts(of marker: RegistrySnapshotMarker, jetStream: any JetStreamClient, layout: RegistryLogLayout,
                                   loop: EventLoop) throws -> [UInt8]? {
-        enum Progress { case reading(SnapshotParts.Reading?), complete([UInt8]), gone }
-        let progress = Mutex(Progress.reading(nil))
-        let done = DispatchSemaphore(value: 0)
-        let window = DeliveryWindow(size: 4)
-        let subscription = try jetStream.subscribeOrdered(to: layout.snapshotPartSubject, from: .sequence(marker.firstPart), loop: loop,
-                                                          window: window) { message in
-            defer { window.release() }
-            guard let sequence = message.stream?.sequence,
-                  let header = message.headers[RegistryLogLayout.snapshotHeader].flatMap(SnapshotParts.parse) else { return }
-            let finished = progress.withLock { progress -> Bool in
-                guard case .reading(let reading) = progress else { return false }
-                var next: SnapshotParts.Reading
-                if let reading {
-                    next = reading
-                    guard next.add(message.payload, index: header.index, at: sequence) else { progress = .gone; return true }
-                } else {
-                    guard sequence == marker.firstPart, header == (1, marker.parts) else { progress = .gone; return true }
-                    next = SnapshotParts.Reading(count: header.count, firstPart: message.payload, at: sequence)
-                }
-                progress = next.isComplete ? .complete(next.bytes) : .reading(next)
-                return next.isComplete
-            }
-            if finished { done.signal() }
-        }
-        defer { window.close(); subscription.cancel() }
-        guard done.wait(timeout: .now() + .seconds(60)) == .success else {
-            throw StoreError.storageFailure("the token registry snapshot at \(layout.snapshotStreamName) sequence \(marker.firstPart) was not read within 60 s")
-        }
-        return progress.withLock { progress in
-            if case .complete(let bytes) = progress { bytes } else { nil }
-        }
+        try marker.readParts(from: layout.snapshotPartSubject, of: layout.snapshotStreamName, jetStream: jetStream, loop: loop)
     }
 
     /// Publishes by compare-and-set on the stream's last sequence and waits for the answer.

@@ -3,6 +3,7 @@ import Foundation
 import NATS
 import Synchronization
 import Testing
+import TestSlots
 import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
@@ -46,12 +47,17 @@ struct RegistryPartitionTests {
             try? FileManager.default.removeItem(atPath: directory)
         }
 
-        func takeOver(under fence: Fence, fences: PartitionFences? = nil) async throws -> RegistryPartition {
+        func takeOver(under fence: Fence, fences: PartitionFences? = nil,
+                      snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings()) async throws -> RegistryPartition {
             let (jetStream, directory, loop) = (jetStream, directory, loop)
             return try await DedicatedThread.run(name: "takeover") {
                 try RegistryPartition.takeOver(partition: RegistryPartitionTests.partition, under: fence, fences: fences, jetStream: jetStream,
-                                               layout: RegistryPartitionTests.layout, directory: directory, loop: loop)
+                                               layout: RegistryPartitionTests.layout, directory: directory, snapshots: snapshots, loop: loop)
             }
+        }
+
+        var logState: JetStream.StreamState? {
+            get throws { try jetStream.streamState(RegistryPartitionTests.layout.partitionStreamName(RegistryPartitionTests.partition)) }
         }
 
         var messages: UInt64 {
@@ -122,6 +128,45 @@ struct RegistryPartitionTests {
             #expect(tokens.count == 19 && tokens[Self.token(1)] == nil)
             #expect(tokens.values.filter(\.active).count == 19, "a partition's registrations replace no user's token themselves")
             first.close(deletingFile: true)
+        }
+    }
+
+    /// Snapshots in parts keep the log short: a new owner restores the newest and reads only the
+    /// entries after it, to the same tokens, directory and pending replacements.
+    @Test(arguments: NATSBackend.allCases)
+    func aNewOwnerRestoresTheNewestSnapshotAndReadsOnlyTheEntriesAfterIt(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let (a, b) = (try Gateway(cluster), try Gateway(cluster))
+            let small = SnapshotSchedule.Settings(minimumLogBytes: 2_000, maximumPartBytes: 700)
+            let first = try await a.takeOver(under: Fence(Revision(5)), snapshots: small)
+            for n in 1...60 {
+                // Users whose directory is this partition's too, so a note replaces one of theirs.
+                let user = "fan-\(n % 7)"
+                var operations = [Self.registration(n, user: user)]
+                if Self.partitioning.partition(ofUser: user) == Self.partition, let note = UserTokenNote(of: TokenRecord(
+                    token: Self.token(n), kind: .pushToStart, userID: user, registeredAt: Self.t0 + .seconds(Int64(n)))) {
+                    operations.append(.noteUserToken(note))
+                }
+                _ = try Self.write(operations, to: first).get()
+            }
+            try await eventually("a snapshot written and the log trimmed below it", timeout: .seconds(10)) {
+                try first.snapshotStatistics.written >= 2 && (a.logState?.firstSequence ?? 0) > 1
+            }
+            #expect(first.snapshotStatistics.writtenInParts >= 1 && first.snapshotStatistics.failed == 0)
+            _ = try Self.write([Self.registration(61)], to: first).get()
+            let trimmedTo = try #require(try a.logState?.firstSequence)
+
+            let second = try await b.takeOver(under: Fence(Revision(9)), snapshots: small)
+            #expect(second.snapshotStatistics.restored == 1, "its file was behind the trim at \(trimmedTo)")
+            #expect(try Self.tokens(of: second) == Self.tokens(of: first) && Self.tokens(of: second).count == 61)
+            let pending = { (owned: RegistryPartition) in
+                try SQLiteConnection(path: owned.path).query("SELECT user_id, token, registered_before FROM token_supersessions ORDER BY user_id, token") {
+                    "\($0.text(at: 0) ?? "") \($0.text(at: 1) ?? "") \($0.int64(at: 2))"
+                }
+            }
+            #expect(try pending(second) == pending(first) && !pending(second).isEmpty, "the directory and its replacements came along")
+            _ = try Self.write([Self.registration(62)], to: second).get()
+            [first, second].forEach { $0.close(deletingFile: true) }
         }
     }
 

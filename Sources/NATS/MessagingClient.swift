@@ -21,6 +21,10 @@ public protocol MessagingClient: AnyObject, Sendable {
     /// A unique subject for answers addressed to this client.
     func newInbox() -> String
 
+    /// Waits until the servers have taken everything sent before (a subscription's interest
+    /// included: a request sent by another client after this returns reaches it). Blocks.
+    func flush(timeout: Duration) throws(NATSError)
+
     /// The largest message the servers accept (headers included), or 0 when not connected.
     var maximumPayload: Int { get }
 

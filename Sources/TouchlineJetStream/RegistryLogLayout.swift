@@ -27,6 +27,9 @@ public struct RegistryLogLayout: Sendable, Equatable {
     /// marker naming them (``RegistryPartition``).
     public func partitionSnapshotPartSubject(_ partition: Int) -> String { "\(prefix).tokens.\(partition).part" }
     public func partitionSnapshotMarkerSubject(_ partition: Int) -> String { "\(prefix).tokens.\(partition).marker" }
+    /// Where a gateway hands a list's part for partition `partition` to its owner (request-reply;
+    /// outside the partition's stream, which would store it).
+    public func partitionRequestSubject(_ partition: Int) -> String { "\(prefix).registry.\(partition)" }
     /// Every subject of partition `partition`'s stream.
     public func partitionSubjects(_ partition: Int) -> [String] { ["\(prefix).tokens.\(partition).*"] }
 

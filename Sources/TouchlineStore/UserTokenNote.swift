@@ -58,23 +58,24 @@ extension RegistryEntry {
     public static func partitioned(_ operations: [TokenOperation], by partitioning: TokenPartitioning) -> [Int: RegistryEntry] {
         var byPartition: [Int: [TokenOperation]] = [:]
         for operation in operations {
-            switch operation {
-            case .registerToken(let record):
-                byPartition[partitioning.partition(ofToken: record.token), default: []].append(operation)
-                if let note = UserTokenNote(of: record) {
-                    byPartition[partitioning.partition(ofUser: note.userID), default: []].append(.noteUserToken(note))
-                }
-            case .deleteToken(let token), .deactivateToken(let token, _, _):
-                byPartition[partitioning.partition(ofToken: token), default: []].append(operation)
-            case .supersedeToken(let replaced, _):
-                byPartition[partitioning.partition(ofToken: replaced.token), default: []].append(operation)
-            case .noteUserToken(let note):
-                byPartition[partitioning.partition(ofUser: note.userID), default: []].append(operation)
-            case .createJob, .advanceJob, .retargetScheduledJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed, .recordStarts,
-                 .forgetStarts, .webhook, .rememberIdempotencyKey, .pruneIdempotencyKeys:
-                continue
+            guard let partition = home(of: operation, by: partitioning) else { continue }
+            byPartition[partition, default: []].append(operation)
+            if case .registerToken(let record) = operation, let note = UserTokenNote(of: record) {
+                byPartition[partitioning.partition(ofUser: note.userID), default: []].append(.noteUserToken(note))
             }
         }
         return byPartition.compactMapValues(RegistryEntry.init)
+    }
+
+    /// The partition whose log takes `operation`; nil for what is not the registry's.
+    public static func home(of operation: TokenOperation, by partitioning: TokenPartitioning) -> Int? {
+        switch operation {
+        case .registerToken(let record): partitioning.partition(ofToken: record.token)
+        case .deleteToken(let token), .deactivateToken(let token, _, _): partitioning.partition(ofToken: token)
+        case .supersedeToken(let replaced, _): partitioning.partition(ofToken: replaced.token)
+        case .noteUserToken(let note): partitioning.partition(ofUser: note.userID)
+        case .createJob, .advanceJob, .retargetScheduledJob, .scheduleRetry, .clearTarget, .deadLetter, .markReplayed, .recordStarts,
+             .forgetStarts, .webhook, .rememberIdempotencyKey, .pruneIdempotencyKeys: nil
+        }
     }
 }

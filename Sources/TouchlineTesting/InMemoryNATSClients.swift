@@ -42,6 +42,9 @@ public final class InMemoryNATSConnection: MessagingClient {
 
     public func newInbox() -> String { "_INBOX.\(client.name).\(client.id).\(inboxes.add(1, ordering: .relaxed).newValue)" }
 
+    /// Everything is delivered as it is sent here: nothing to wait for.
+    public func flush(timeout: Duration) throws(NATSError) {}
+
     public func close() {
         // What goes is let go of after the lock (a handler may own another subscription).
         let removed = cluster.state.withLock { [client] server in

@@ -215,3 +215,91 @@ struct RegistryPartitionTests {
         }
     }
 }
+
+/// Lists of registry operations reach their partitions wherever they are owned: here, or at
+/// the owner over request-reply; a partition moves with its tokens.
+@Suite("Partitioned registry, on nats-server and in memory")
+struct PartitionedRegistryTests {
+    static let partitioning = TokenPartitioning(ChannelPartitioning(count: 8)!)
+
+    /// A token of `partition` (of 8): its first digit places it.
+    static func token(_ n: Int, in partition: Int) -> String {
+        let digits = String(n, radix: 16)
+        return String(partition * 2, radix: 16) + String(repeating: "0", count: 63 - digits.count) + digits
+    }
+
+    final class Gateway: Sendable {
+        let loop = EventLoop.start(name: "partitioned-registry-test")
+        let registry: PartitionedRegistry
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchline-partitioned-\(UUID().uuidString)").path
+
+        init(_ cluster: TestNATSCluster) throws {
+            let jetStream = try cluster.connect(name: "partitioned-registry-test", loop: loop)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try RegistryPartition.ensureLogs(count: 8, jetStream: jetStream, layout: RegistryLogLayout(), replicas: 1)
+            registry = PartitionedRegistry(jetStream: jetStream, connection: jetStream.messaging, layout: RegistryLogLayout(),
+                                           partitioning: PartitionedRegistryTests.partitioning, directory: directory, fences: nil, loop: loop)
+        }
+
+        deinit {
+            registry.close()
+            loop.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+
+        func takeUp(_ partitions: some Sequence<Int>, fence: Int) async throws {
+            for partition in partitions {
+                let registry = registry
+                try await DedicatedThread.run(name: "take-up") { try registry.takeUp(partition, under: Fence(Revision(UInt64(fence)))) }
+            }
+        }
+
+        func log(_ operations: [TokenOperation]) -> Result<TokenWriteSummary, StoreError> {
+            waitForCompletion { registry.log(operations, completion: $0) }
+        }
+
+        /// The tokens in this gateway's file of `partition`.
+        func tokens(of partition: Int) throws -> [TokenRecord] {
+            let reader = try SQLiteTokenReader(path: RegistryPartition.path(of: partition, in: directory))
+            defer { reader.close() }
+            return try reader.tokens(after: nil, limit: 1_000)
+        }
+    }
+
+    @Test func theTestTokensAreOfTheirPartitions() {
+        #expect((0..<8).allSatisfy { partition in Self.partitioning.partition(ofToken: Self.token(5, in: partition)) == partition })
+    }
+
+    @Test(arguments: NATSBackend.allCases)
+    func aListReachesEveryPartitionWhereverItIsOwnedAndAPartitionMovesWithItsTokens(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let (a, b) = (try Gateway(cluster), try Gateway(cluster))
+            try await a.takeUp(0..<4, fence: 5)
+            try await b.takeUp(4..<8, fence: 5)
+            let t0 = UnixTime(seconds: 1_767_225_600)
+            let registrations = (0..<8).flatMap { partition in
+                (1...5).map { n in
+                    TokenOperation.registerToken(TokenRecord(token: Self.token(n, in: partition), kind: .pushToStart, userID: "fan-\(n)",
+                                                             registeredAt: t0 + .seconds(Int64(n))))
+                }
+            }
+            _ = try a.log(registrations).get()
+            for partition in 0..<8 {
+                let holder = partition < 4 ? a : b
+                #expect(try holder.tokens(of: partition).map(\.token) == (1...5).map { Self.token($0, in: partition) },
+                        "partition \(partition), through \(partition < 4 ? "the gateway asked" : "its owner")")
+            }
+            let deactivated = try b.log([.deactivateToken(Self.token(3, in: 1), unlessRegisteredAfter: t0 + .seconds(3), at: t0 + .seconds(9))]).get()
+            #expect(deactivated.tokensDeactivated == 1, "the owner's summary comes back")
+
+            // Partition 2 moves from a to b: its file goes, b reads its log.
+            a.registry.letGo(2)
+            #expect(!FileManager.default.fileExists(atPath: RegistryPartition.path(of: 2, in: a.directory)))
+            let unowned = a.log([.registerToken(TokenRecord(token: Self.token(9, in: 2), kind: .pushToStart, registeredAt: t0))])
+            #expect(unowned.failure?.description.contains("no gateway serves registry partition 2") == true, "\(String(describing: unowned))")
+            try await b.takeUp([2], fence: 6)
+            _ = try a.log([.registerToken(TokenRecord(token: Self.token(9, in: 2), kind: .pushToStart, registeredAt: t0))]).get()
+            #expect(try b.tokens(of: 2).map(\.token) == ((1...5).map { Self.token($0, in: 2) } + [Self.token(9, in: 2)]))
+        }
+    }
+}

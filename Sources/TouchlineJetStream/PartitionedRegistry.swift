@@ -1,0 +1,208 @@
+import Dispatch
+import NATS
+import Synchronization
+import TouchlineCore
+import TouchlineRuntime
+import TouchlineStore
+
+/// A gateway's part of the partitioned token registry (docs/cluster.md, "The partitioned token
+/// registry"): the registry partitions it owns (``RegistryPartition``), taken up and let go with
+/// their leases, and the way any list of registry operations reaches the partitions it concerns.
+///
+/// - **Writes**: a list is cut by partition (``RegistryEntry/partitioned(_:by:)``); each part
+///   goes to its partition here when this gateway owns it, else over request-reply to the
+///   owner's subject (``RegistryLogLayout/partitionRequestSubject(_:)``, one queue group of the
+///   owners, as channel requests are handed over). The list is done once every part is logged
+///   and applied by its owner; the summary adds theirs. A part that fails fails the list; the
+///   parts that were logged stay, and the list repeated has the same outcome (every registry
+///   operation is idempotent), so the caller's retry loses nothing.
+/// - **Serving**: the owner of a partition answers the requests for it while it owns it; a
+///   request for a partition it is still taking over, or no longer owns, is answered "moving",
+///   which the asking gateway reports as a failure to retry.
+///
+/// Confined to `loop` (completions run there); ``takeUp(_:under:)`` and ``letGo(_:)`` block.
+public final class PartitionedRegistry: @unchecked Sendable {
+    /// How long a part handed to another gateway waits for its answer: past a lease's time, so
+    /// a part handed to an owner that froze is answered by the takeover's abandon first.
+    public static let requestTimeout: Duration = .seconds(10)
+
+    public let layout: RegistryLogLayout
+    public let partitioning: TokenPartitioning
+    private let jetStream: any JetStreamClient
+    private let connection: any MessagingClient
+    private let directory: String
+    private let fences: PartitionFences?
+    private let snapshots: SnapshotSchedule.Settings
+    private let loop: EventLoop
+
+    private struct Owned {
+        let partition: RegistryPartition
+        let subscription: any MessageSubscription
+    }
+
+    // Confined to `loop`.
+    private var owned: [Int: Owned] = [:]
+    private var requests: NATSRequests?
+
+    /// `directory`: where the owned partitions' files are kept. `fences`: the gateway's leases
+    /// (nil: every partition taken up is written, tools and tests).
+    public init(jetStream: any JetStreamClient, connection: any MessagingClient, layout: RegistryLogLayout, partitioning: TokenPartitioning,
+                directory: String, fences: PartitionFences?, snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(),
+                loop: EventLoop) {
+        self.jetStream = jetStream
+        self.connection = connection
+        self.layout = layout
+        self.partitioning = partitioning
+        self.directory = directory
+        self.fences = fences
+        self.snapshots = snapshots
+        self.loop = loop
+    }
+
+    /// The partitions this gateway serves now (on the loop).
+    public var ownedPartitions: [Int] { owned.keys.sorted() }
+
+    /// The file of `partition`, when it is owned here (on the loop): what its readers open.
+    public func path(of partition: Int) -> String? { owned[partition]?.partition.path }
+
+    // MARK: Ownership
+
+    /// Takes `partition` over under `fence` (its log read to the end, the takeover record
+    /// written) and serves the requests for it. Blocking: call it from a thread of its own.
+    public func takeUp(_ partition: Int, under fence: Fence) throws {
+        // Taken up again (its log moved on unseen): the file is read on from where it is.
+        let earlier = try loop.sync { [self] in owned.removeValue(forKey: partition) }
+        earlier?.subscription.cancel()
+        earlier?.partition.close(deletingFile: false)
+        let taken = try RegistryPartition.takeOver(partition: partition, under: fence, fences: fences, jetStream: jetStream, layout: layout,
+                                                   directory: directory, snapshots: snapshots, loop: loop)
+        do {
+            try loop.sync { [self] in
+                let subscription = try connection.subscribe(to: layout.partitionRequestSubject(partition), queue: "owners", loop: loop) {
+                    [weak self] message in self?.serve(message, partition: partition)
+                }
+                owned[partition] = Owned(partition: taken, subscription: subscription)
+            }
+            // Served once the servers know it: a part sent after this returns reaches it.
+            try connection.flush(timeout: .seconds(5))
+        } catch {
+            taken.close(deletingFile: false)
+            throw error
+        }
+    }
+
+    /// Stops serving `partition` and drops its file: its next owner restores it from the log.
+    /// Blocking: never call it from the loop.
+    public func letGo(_ partition: Int) {
+        let given = try? loop.sync { [self] () -> RegistryPartition? in
+            guard let given = owned.removeValue(forKey: partition) else { return nil }
+            given.subscription.cancel()
+            return given.partition
+        }
+        given?.close(deletingFile: true)
+    }
+
+    /// Stops serving every partition, keeping their files (the gateway stops). Blocking.
+    public func close() {
+        let all = (try? loop.sync { [self] () -> [RegistryPartition] in
+            let all = owned.values.map(\.partition)
+            owned.values.forEach { $0.subscription.cancel() }
+            owned = [:]
+            return all
+        }) ?? []
+        all.forEach { $0.close(deletingFile: false) }
+    }
+
+    // MARK: Writes
+
+    /// Logs the registry operations of `operations` to their partitions, wherever they are owned.
+    public func log(_ operations: [TokenOperation], completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
+        let entries = RegistryEntry.partitioned(operations, by: partitioning)
+        loop.execute { [self] in
+            guard !entries.isEmpty else { return completion(.success(TokenWriteSummary(tokensDeactivated: 0))) }
+            let gathered = Mutex((remaining: entries.count, deactivated: 0, failure: StoreError?.none))
+            for (partition, entry) in entries.sorted(by: { $0.key < $1.key }) {
+                write(entry, to: partition) { result in
+                    let done = gathered.withLock { state -> Result<TokenWriteSummary, StoreError>? in
+                        switch result {
+                        case .success(let summary): state.deactivated += summary.tokensDeactivated
+                        case .failure(let error): if state.failure == nil { state.failure = error }
+                        }
+                        state.remaining -= 1
+                        guard state.remaining == 0 else { return nil }
+                        return state.failure.map { .failure($0) } ?? .success(TokenWriteSummary(tokensDeactivated: state.deactivated))
+                    }
+                    if let done { completion(done) }
+                }
+            }
+        }
+    }
+
+    /// One partition's part: here when owned, else at its owner (on the loop).
+    private func write(_ entry: RegistryEntry, to partition: Int, completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
+        if let local = owned[partition] {
+            return local.partition.write(entry.operations) { [loop] result in loop.execute { completion(result) } }
+        }
+        if requests == nil { requests = try? NATSRequests(connection: connection, loop: loop) }
+        guard let requests else {
+            return completion(.failure(.storageFailure("registry partition \(partition) is another gateway's, and the cluster connection cannot take requests now; retry")))
+        }
+        requests.request(entry.binaryEncoded, to: layout.partitionRequestSubject(partition), timeout: Self.requestTimeout) { answer in
+            switch answer {
+            case .success(let message): completion(RegistryPartitionAnswer(decoding: message.payload).result(partition: partition))
+            case .failure(.noResponders):
+                completion(.failure(.storageFailure("no gateway serves registry partition \(partition) now (it is being taken over); retry")))
+            case .failure(let failure):
+                completion(.failure(.storageFailure("registry partition \(partition)'s owner did not answer: \(failure)")))
+            }
+        }
+    }
+
+    /// Serves a part handed over for `partition` (on the loop).
+    private func serve(_ message: NATSMessage, partition: Int) {
+        guard let reply = message.reply else { return }
+        let connection = connection
+        let answer: @Sendable (Result<TokenWriteSummary, StoreError>) -> Void = { result in
+            try? connection.publish(RegistryPartitionAnswer(result).encoded, to: reply, reply: nil)
+        }
+        guard let local = owned[partition] else {
+            return answer(.failure(.storageFailure("registry partition \(partition) is moving to another gateway; retry")))
+        }
+        let operations: [TokenOperation]
+        do { operations = try RegistryEntry(binaryEncoded: message.payload).operations } catch {
+            return answer(.failure(.refused("a gateway handed over an unreadable registry entry: \(error)")))
+        }
+        guard operations.allSatisfy({ RegistryEntry.home(of: $0, by: partitioning) == partition }) else {
+            return answer(.failure(.refused("a gateway handed registry partition \(partition) operations of another partition")))
+        }
+        local.partition.write(operations) { answer($0) }
+    }
+}
+
+/// An owner's answer to a part handed over: `ok <deactivated>`, `refused <why>` or `failed <why>`.
+struct RegistryPartitionAnswer {
+    let encoded: [UInt8]
+
+    init(_ result: Result<TokenWriteSummary, StoreError>) {
+        let text = switch result {
+        case .success(let summary): "ok \(summary.tokensDeactivated)"
+        case .failure(.database(let error)): "\(StoreError.database(error).isStorageFailure ? "failed" : "refused") \(error.message)"
+        case .failure(let error): "failed \(error)"
+        }
+        encoded = Array(text.utf8)
+    }
+
+    init(decoding bytes: [UInt8]) { encoded = bytes }
+
+    func result(partition: Int) -> Result<TokenWriteSummary, StoreError> {
+        let text = String(decoding: encoded, as: UTF8.self)
+        let (kind, rest) = text.firstIndex(of: " ").map { (String(text[..<$0]), String(text[text.index(after: $0)...])) } ?? (text, "")
+        switch kind {
+        case "ok": if let count = Int(rest) { return .success(TokenWriteSummary(tokensDeactivated: count)) }
+        case "refused": return .failure(.refused("registry partition \(partition)'s owner: \(rest)"))
+        case "failed": return .failure(.storageFailure("registry partition \(partition)'s owner: \(rest)"))
+        default: break
+        }
+        return .failure(.storageFailure("registry partition \(partition)'s owner answered unreadably: \(text.prefix(80))"))
+    }
+}

@@ -19,6 +19,12 @@ import TouchlineStore
 /// - **Serving**: the owner of a partition answers the requests for it while it owns it; a
 ///   request for a partition it is still taking over, or no longer owns, is answered "moving",
 ///   which the asking gateway reports as a failure to retry.
+/// - **Replacements**: a partition whose directory took a user's note may have decided to
+///   replace tokens of other partitions (``UserDirectoryRows``); soon after, its owner logs
+///   those replacements to their partitions like any list, and forgets them once logged. Only
+///   while it still holds the partition: a deposed owner leaves them to the next, whose file has
+///   them too (they are in the partition's log and snapshots). Logged twice, a replacement
+///   changes nothing more.
 ///
 /// Confined to `loop` (completions run there); ``takeUp(_:under:)`` and ``letGo(_:)`` block.
 public final class PartitionedRegistry: @unchecked Sendable {
@@ -38,11 +44,21 @@ public final class PartitionedRegistry: @unchecked Sendable {
     private struct Owned {
         let partition: RegistryPartition
         let subscription: any MessageSubscription
+        let fence: Fence
     }
+
+    /// How soon after a note the replacements it decided are logged.
+    static let drainDelay: Duration = .milliseconds(50)
+    /// Replacements logged at once, per partition.
+    static let drainBatch = 1_000
 
     // Confined to `loop`.
     private var owned: [Int: Owned] = [:]
     private var requests: NATSRequests?
+    /// Owned partitions whose directory may hold replacements not logged yet.
+    private var toDrain: Set<Int> = []
+    private var draining: Set<Int> = []
+    private var drainTimer: LoopTimer?
 
     /// `directory`: where the owned partitions' files are kept. `fences`: the gateway's leases
     /// (nil: every partition taken up is written, tools and tests).
@@ -81,7 +97,9 @@ public final class PartitionedRegistry: @unchecked Sendable {
                 let subscription = try connection.subscribe(to: layout.partitionRequestSubject(partition), queue: "owners", loop: loop) {
                     [weak self] message in self?.serve(message, partition: partition)
                 }
-                owned[partition] = Owned(partition: taken, subscription: subscription)
+                owned[partition] = Owned(partition: taken, subscription: subscription, fence: fence)
+                // Its directory may hold replacements the earlier owner did not log.
+                scheduleDrain(of: partition)
             }
             // Served once the servers know it: a part sent after this returns reaches it.
             try connection.flush(timeout: .seconds(5))
@@ -141,7 +159,12 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// One partition's part: here when owned, else at its owner (on the loop).
     private func write(_ entry: RegistryEntry, to partition: Int, completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
         if let local = owned[partition] {
-            return local.partition.write(entry.operations) { [loop] result in loop.execute { completion(result) } }
+            return local.partition.write(entry.operations) { [self] result in
+                loop.execute { [self] in
+                    if case .success = result, Self.holdsNotes(entry.operations) { scheduleDrain(of: partition) }
+                    completion(result)
+                }
+            }
         }
         if requests == nil { requests = try? NATSRequests(connection: connection, loop: loop) }
         guard let requests else {
@@ -175,7 +198,64 @@ public final class PartitionedRegistry: @unchecked Sendable {
         guard operations.allSatisfy({ RegistryEntry.home(of: $0, by: partitioning) == partition }) else {
             return answer(.failure(.refused("a gateway handed registry partition \(partition) operations of another partition")))
         }
-        local.partition.write(operations) { answer($0) }
+        local.partition.write(operations) { [self] result in
+            answer(result)
+            if case .success = result, Self.holdsNotes(operations) { loop.execute { [self] in scheduleDrain(of: partition) } }
+        }
+    }
+
+    // MARK: Replacements
+
+    private static func holdsNotes(_ operations: [TokenOperation]) -> Bool {
+        operations.contains { if case .noteUserToken = $0 { true } else { false } }
+    }
+
+    /// Logs `partition`'s pending replacements soon (on the loop).
+    private func scheduleDrain(of partition: Int) {
+        toDrain.insert(partition)
+        let timer = drainTimer ?? LoopTimer(loop: loop) { [weak self] in self?.drain() }
+        drainTimer = timer
+        if !timer.isScheduled { timer.schedule(after: Self.drainDelay) }
+    }
+
+    /// Logs a batch of each marked partition's replacements to their partitions, while the
+    /// partition is still held, and forgets them once logged; a partition with more, or whose
+    /// batch failed, is marked again.
+    private func drain() {
+        let partitions = toDrain.subtracting(draining)
+        toDrain.subtract(partitions)
+        for partition in partitions {
+            guard let local = owned[partition] else { continue }
+            draining.insert(partition)
+            let file = local.partition.file
+            file.pendingSupersessions(limit: Self.drainBatch) { [self] read in
+                loop.execute { [self] in
+                    guard case .success(let pending) = read else { return drained(partition, again: true) }
+                    guard !pending.isEmpty else { return drained(partition, again: false) }
+                    guard owned[partition]?.fence == local.fence, fences.map({ $0.holds(local.fence, of: partition) }) ?? true else {
+                        return drained(partition, again: false)
+                    }
+                    log(pending) { [self] logged in
+                        guard case .success = logged else { return loop.execute { [self] in drained(partition, again: true) } }
+                        file.forgetSupersessions(pending) { [self] _ in
+                            loop.execute { [self] in drained(partition, again: pending.count == Self.drainBatch) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private func drained(_ partition: Int, again: Bool) {
+        draining.remove(partition)
+        if again, owned[partition] != nil {
+            toDrain.insert(partition)
+            let timer = drainTimer ?? LoopTimer(loop: loop) { [weak self] in self?.drain() }
+            drainTimer = timer
+            if !timer.isScheduled { timer.schedule(after: .seconds(1)) }
+        } else if toDrain.contains(partition) {
+            scheduleDrain(of: partition)
+        }
     }
 }
 

@@ -302,4 +302,33 @@ struct PartitionedRegistryTests {
             #expect(try b.tokens(of: 2).map(\.token) == ((1...5).map { Self.token($0, in: 2) } + [Self.token(9, in: 2)]))
         }
     }
+
+    /// A user's new token replaces the user's earlier one in another partition, owned by
+    /// another gateway: the user's partition decides it, and its owner logs it there.
+    @Test(arguments: NATSBackend.allCases)
+    func aUsersNewTokenReplacesTheEarlierOneWhereverItsPartitionIsOwned(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let (a, b) = (try Gateway(cluster), try Gateway(cluster))
+            try await a.takeUp(0..<4, fence: 5)
+            try await b.takeUp(4..<8, fence: 5)
+            let t0 = UnixTime(seconds: 1_767_225_600)
+            let (earlier, later) = (Self.token(1, in: 1), Self.token(2, in: 6))
+            let register = { (token: String, second: Int64) in
+                TokenOperation.registerToken(TokenRecord(token: token, kind: .pushToStart, userID: "ann", registeredAt: t0 + .seconds(second)))
+            }
+            _ = try a.log([register(earlier, 1)]).get()
+            _ = try b.log([register(later, 2)]).get()
+            try await eventually("the earlier token deactivated in its partition, at gateway a", timeout: .seconds(10)) {
+                try a.tokens(of: 1).first?.active == false
+            }
+            #expect(try a.tokens(of: 1).first?.deactivatedAt == t0 + .seconds(2))
+            #expect(try b.tokens(of: 6).first?.active == true)
+            let userPartition = Self.partitioning.partition(ofUser: "ann")
+            let directory = try SQLiteConnection(path: RegistryPartition.path(of: userPartition, in: (userPartition < 4 ? a : b).directory))
+            try await eventually("the replacement forgotten once logged", timeout: .seconds(10)) {
+                try directory.query("SELECT count(*) FROM token_supersessions") { $0.int64(at: 0) } == [0]
+            }
+            directory.close()
+        }
+    }
 }

@@ -166,41 +166,165 @@ public final class PartitionedRegistry: @unchecked Sendable {
                 }
             }
         }
-        if requests == nil { requests = try? NATSRequests(connection: connection, loop: loop) }
-        guard let requests else {
-            return completion(.failure(.storageFailure("registry partition \(partition) is another gateway's, and the cluster connection cannot take requests now; retry")))
-        }
-        requests.request(entry.binaryEncoded, to: layout.partitionRequestSubject(partition), timeout: Self.requestTimeout) { answer in
+        ask(.write(entry), of: partition) { answer in
             switch answer {
-            case .success(let message): completion(RegistryPartitionAnswer(decoding: message.payload).result(partition: partition))
-            case .failure(.noResponders):
-                completion(.failure(.storageFailure("no gateway serves registry partition \(partition) now (it is being taken over); retry")))
-            case .failure(let failure):
-                completion(.failure(.storageFailure("registry partition \(partition)'s owner did not answer: \(failure)")))
+            case .success(.written(let summary)): completion(.success(summary))
+            case .success(let other): completion(.failure(other.error(partition: partition) ?? Self.unexpected(other, partition: partition)))
+            case .failure(let error): completion(.failure(error))
             }
         }
     }
 
-    /// Serves a part handed over for `partition` (on the loop).
+    /// Sends `request` to `partition`'s owner (on the loop); the answer comes on the loop.
+    private func ask(_ request: RegistryPartitionRequest, of partition: Int,
+                     answer: @escaping @Sendable (Result<RegistryPartitionAnswer, StoreError>) -> Void) {
+        if requests == nil { requests = try? NATSRequests(connection: connection, loop: loop) }
+        guard let requests else {
+            return answer(.failure(.storageFailure("registry partition \(partition) is another gateway's, and the cluster connection cannot take requests now; retry")))
+        }
+        requests.request(request.encoded, to: layout.partitionRequestSubject(partition), timeout: Self.requestTimeout) { reply in
+            switch reply {
+            case .success(let message):
+                do { answer(.success(try RegistryPartitionAnswer(decoding: message.payload))) } catch {
+                    answer(.failure(.storageFailure("registry partition \(partition)'s owner answered unreadably: \(error)")))
+                }
+            case .failure(.noResponders):
+                answer(.failure(.storageFailure("no gateway serves registry partition \(partition) now (it is being taken over); retry")))
+            case .failure(let failure):
+                answer(.failure(.storageFailure("registry partition \(partition)'s owner did not answer: \(failure)")))
+            }
+        }
+    }
+
+    private static func unexpected(_ answer: RegistryPartitionAnswer, partition: Int) -> StoreError {
+        .storageFailure("registry partition \(partition)'s owner answered another question: \(answer)")
+    }
+
+    /// Serves a request handed over for `partition` (on the loop).
     private func serve(_ message: NATSMessage, partition: Int) {
         guard let reply = message.reply else { return }
         let connection = connection
-        let answer: @Sendable (Result<TokenWriteSummary, StoreError>) -> Void = { result in
-            try? connection.publish(RegistryPartitionAnswer(result).encoded, to: reply, reply: nil)
-        }
+        let answer: @Sendable (RegistryPartitionAnswer) -> Void = { answer in try? connection.publish(answer.encoded, to: reply, reply: nil) }
         guard let local = owned[partition] else {
-            return answer(.failure(.storageFailure("registry partition \(partition) is moving to another gateway; retry")))
+            return answer(.failed("registry partition \(partition) is moving to another gateway; retry"))
         }
-        let operations: [TokenOperation]
-        do { operations = try RegistryEntry(binaryEncoded: message.payload).operations } catch {
-            return answer(.failure(.refused("a gateway handed over an unreadable registry entry: \(error)")))
+        let request: RegistryPartitionRequest
+        do { request = try RegistryPartitionRequest(decoding: message.payload) } catch {
+            return answer(.refused("a gateway handed over an unreadable registry request: \(error)"))
         }
-        guard operations.allSatisfy({ RegistryEntry.home(of: $0, by: partitioning) == partition }) else {
-            return answer(.failure(.refused("a gateway handed registry partition \(partition) operations of another partition")))
+        switch request {
+        case .write(let entry):
+            guard entry.operations.allSatisfy({ RegistryEntry.home(of: $0, by: partitioning) == partition }) else {
+                return answer(.refused("a gateway handed registry partition \(partition) operations of another partition"))
+            }
+            local.partition.write(entry.operations) { [self] result in
+                answer(RegistryPartitionAnswer(result))
+                if case .success = result, Self.holdsNotes(entry.operations) { loop.execute { [self] in scheduleDrain(of: partition) } }
+            }
+        case .lookUp(let tokens):
+            switch Self.read(local.partition.path, { reader throws(StoreError) in try Self.records(of: tokens, in: reader) }) {
+            case .success(let records): answer(.records(records))
+            case .failure(let error): answer(RegistryPartitionAnswer(error))
+            }
+        case .directory(let userID, let app, let limit):
+            switch Self.read(local.partition.path, { reader throws(StoreError) in try reader.directoryTokens(userID: userID, app: app, limit: limit) }) {
+            case .success(let tokens): answer(.tokens(tokens))
+            case .failure(let error): answer(RegistryPartitionAnswer(error))
+            }
         }
-        local.partition.write(operations) { [self] result in
-            answer(result)
-            if case .success = result, Self.holdsNotes(operations) { loop.execute { [self] in scheduleDrain(of: partition) } }
+    }
+
+    // MARK: Reads
+
+    /// The records of those of `tokens` that are registered, from their partitions wherever they
+    /// are owned, in token order.
+    public func lookUp(_ tokens: [String], completion: @escaping @Sendable (Result<[TokenRecord], StoreError>) -> Void) {
+        let byPartition = Dictionary(grouping: Set(tokens.map { $0.lowercased() }), by: partitioning.partition(ofToken:))
+        loop.execute { [self] in
+            guard !byPartition.isEmpty else { return completion(.success([])) }
+            let gathered = Mutex((remaining: byPartition.count, records: [TokenRecord](), failure: StoreError?.none))
+            for (partition, tokens) in byPartition {
+                lookUp(tokens.sorted(), in: partition) { result in
+                    let done = gathered.withLock { state -> Result<[TokenRecord], StoreError>? in
+                        switch result {
+                        case .success(let records): state.records += records
+                        case .failure(let error): if state.failure == nil { state.failure = error }
+                        }
+                        state.remaining -= 1
+                        guard state.remaining == 0 else { return nil }
+                        return state.failure.map { .failure($0) } ?? .success(state.records.sorted { $0.token < $1.token })
+                    }
+                    if let done { completion(done) }
+                }
+            }
+        }
+    }
+
+    /// Up to `limit` of `userID`'s tokens of `app`, active and deactivated, the newest
+    /// registration first (ties in token order), as the whole registry's
+    /// ``TokenRegistryReader/tokens(userID:app:limit:)``: the user's partition lists them, their
+    /// own partitions hold them (a token registered since to another user or app is left out).
+    public func tokens(userID: String, app: String, limit: Int, completion: @escaping @Sendable (Result<[TokenRecord], StoreError>) -> Void) {
+        let partition = partitioning.partition(ofUser: userID)
+        // The directory holds a token once per group: more rows than tokens are asked for, so that
+        // `limit` records remain once the ones moved on are left out.
+        let listed: @Sendable (Result<[String], StoreError>) -> Void = { [self] listed in
+            switch listed {
+            case .failure(let error): completion(.failure(error))
+            case .success(let tokens):
+                lookUp(tokens) { found in
+                    completion(found.map { records in
+                        Array(records.filter { $0.userID == userID && $0.app == app }
+                            .sorted { ($0.registeredAt, $1.token) > ($1.registeredAt, $0.token) }.prefix(limit))
+                    })
+                }
+            }
+        }
+        loop.execute { [self] in
+            if let local = owned[partition] {
+                return listed(Self.read(local.partition.path) { reader throws(StoreError) in
+                    try reader.directoryTokens(userID: userID, app: app, limit: limit)
+                })
+            }
+            ask(.directory(userID: userID, app: app, limit: limit), of: partition) { answer in
+                switch answer {
+                case .success(.tokens(let tokens)): listed(.success(tokens))
+                case .success(let other): listed(.failure(other.error(partition: partition) ?? Self.unexpected(other, partition: partition)))
+                case .failure(let error): listed(.failure(error))
+                }
+            }
+        }
+    }
+
+    /// `tokens` (all of `partition`) read here when owned, else at the owner (on the loop).
+    private func lookUp(_ tokens: [String], in partition: Int, completion: @escaping @Sendable (Result<[TokenRecord], StoreError>) -> Void) {
+        if let local = owned[partition] {
+            return completion(Self.read(local.partition.path) { reader throws(StoreError) in try Self.records(of: tokens, in: reader) })
+        }
+        ask(.lookUp(tokens), of: partition) { answer in
+            switch answer {
+            case .success(.records(let records)): completion(.success(records))
+            case .success(let other): completion(.failure(other.error(partition: partition) ?? Self.unexpected(other, partition: partition)))
+            case .failure(let error): completion(.failure(error))
+            }
+        }
+    }
+
+    private static func records(of tokens: [String], in reader: SQLiteTokenReader) throws(StoreError) -> [TokenRecord] {
+        var records: [TokenRecord] = []
+        for token in tokens { if let record = try reader.token(token) { records.append(record) } }
+        return records
+    }
+
+    /// Reads a partition's file through a connection of its own, on the calling thread (a few
+    /// keys: a lookup's tokens, a user's directory).
+    private static func read<T>(_ path: String, _ body: (SQLiteTokenReader) throws(StoreError) -> T) -> Result<T, StoreError> {
+        do {
+            let reader = try SQLiteTokenReader(path: path)
+            defer { reader.close() }
+            return .success(try body(reader))
+        } catch {
+            return .failure(error)
         }
     }
 
@@ -256,33 +380,5 @@ public final class PartitionedRegistry: @unchecked Sendable {
         } else if toDrain.contains(partition) {
             scheduleDrain(of: partition)
         }
-    }
-}
-
-/// An owner's answer to a part handed over: `ok <deactivated>`, `refused <why>` or `failed <why>`.
-struct RegistryPartitionAnswer {
-    let encoded: [UInt8]
-
-    init(_ result: Result<TokenWriteSummary, StoreError>) {
-        let text = switch result {
-        case .success(let summary): "ok \(summary.tokensDeactivated)"
-        case .failure(.database(let error)): "\(StoreError.database(error).isStorageFailure ? "failed" : "refused") \(error.message)"
-        case .failure(let error): "failed \(error)"
-        }
-        encoded = Array(text.utf8)
-    }
-
-    init(decoding bytes: [UInt8]) { encoded = bytes }
-
-    func result(partition: Int) -> Result<TokenWriteSummary, StoreError> {
-        let text = String(decoding: encoded, as: UTF8.self)
-        let (kind, rest) = text.firstIndex(of: " ").map { (String(text[..<$0]), String(text[text.index(after: $0)...])) } ?? (text, "")
-        switch kind {
-        case "ok": if let count = Int(rest) { return .success(TokenWriteSummary(tokensDeactivated: count)) }
-        case "refused": return .failure(.refused("registry partition \(partition)'s owner: \(rest)"))
-        case "failed": return .failure(.storageFailure("registry partition \(partition)'s owner: \(rest)"))
-        default: break
-        }
-        return .failure(.storageFailure("registry partition \(partition)'s owner answered unreadably: \(text.prefix(80))"))
     }
 }

@@ -36,6 +36,18 @@ public final class SQLiteTokenReader: TokenRegistryReader, PersonalJobReader, @u
         }
     }
 
+    /// A partition's user directory (``UserDirectoryRows``): up to `limit` tokens `userID`
+    /// registered for `app`, the newest registration first (ties in token order). Their records
+    /// are in their own partitions, which may have moved them on since.
+    public func directoryTokens(userID: String, app: String, limit: Int) throws(StoreError) -> [String] {
+        try StoreError.wrapping {
+            try connection.query("""
+                SELECT token, max(registered_at) AS newest FROM user_tokens WHERE user_id = ? AND app = ?
+                GROUP BY token ORDER BY newest DESC, token LIMIT ?
+                """, [.text(userID), .text(app), .integer(Int64(limit))]) { $0.text(at: 0) ?? "" }
+        }
+    }
+
     public func tokens(after cursor: String?, limit: Int) throws(StoreError) -> [TokenRecord] {
         try StoreError.wrapping {
             try connection.query("SELECT \(TokenRows.columns) FROM tokens WHERE token > ? ORDER BY token LIMIT ?",

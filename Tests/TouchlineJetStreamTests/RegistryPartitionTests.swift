@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 import TestSlots
 import TouchlineCore
-import TouchlineJetStream
+@testable import TouchlineJetStream
 import TouchlineRuntime
 import TouchlineStore
 import TouchlineTesting
@@ -330,5 +330,62 @@ struct PartitionedRegistryTests {
             }
             directory.close()
         }
+    }
+
+    /// Reads gathered from the owners: a lookup across partitions, and a user's tokens listed by
+    /// the user's partition and read from theirs, the same through either gateway.
+    @Test(arguments: NATSBackend.allCases)
+    func readsAreGatheredFromTheOwners(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let (a, b) = (try Gateway(cluster), try Gateway(cluster))
+            try await a.takeUp(0..<4, fence: 5)
+            try await b.takeUp(4..<8, fence: 5)
+            let t0 = UnixTime(seconds: 1_767_225_600)
+            let register = { (token: String, user: String, second: Int64) in
+                TokenOperation.registerToken(TokenRecord(token: token, kind: .pushToStart, userID: user, registeredAt: t0 + .seconds(second)))
+            }
+            let tokens = (0..<8).map { Self.token(7, in: $0) }
+            _ = try a.log(tokens.enumerated().map { register($1, "ann", Int64($0)) }).get()
+            // One of ann's tokens moves on to bob: ann's directory still names it, its partition does not.
+            _ = try b.log([register(tokens[3], "bob", 20)]).get()
+            try await eventually("ann's replacements logged", timeout: .seconds(10)) {
+                let listed = try waitForCompletion { a.registry.tokens(userID: "ann", app: "default", limit: 100, completion: $0) }.get()
+                return listed.filter(\.active).count == 1
+            }
+            for gateway in [a, b] {
+                let listed = try waitForCompletion { gateway.registry.tokens(userID: "ann", app: "default", limit: 100, completion: $0) }.get()
+                #expect(listed.map(\.token) == [7, 6, 5, 4, 2, 1, 0].map { tokens[$0] }, "newest first, without the one bob holds now")
+                #expect(listed.map(\.active) == [true] + Array(repeating: false, count: 6), "the newest replaced the rest")
+                let limited = try waitForCompletion { gateway.registry.tokens(userID: "ann", app: "default", limit: 2, completion: $0) }.get()
+                #expect(limited.map(\.token) == [tokens[7], tokens[6]])
+                let found = try waitForCompletion { gateway.registry.lookUp([tokens[3], tokens[5].uppercased(), Self.token(99, in: 6)], completion: $0) }.get()
+                #expect(found.map(\.token) == [tokens[3], tokens[5]] && found.first?.userID == "bob", "unknown tokens left out")
+            }
+        }
+    }
+}
+
+@Suite struct RegistryPartitionExchangeTests {
+    @Test func requestsAndAnswersReadBackAndDamageIsNamedNotTrusted() throws {
+        let t0 = UnixTime(seconds: 1_767_225_600)
+        let record = TokenRecord(token: "ab01", kind: .update, channelID: "match-1", userID: "ann", follows: ["team:ARS"], environment: .sandbox,
+                                 registeredAt: t0, active: false, deactivatedAt: t0 + .seconds(4), app: "tv")
+        // A registration logs no state (it registers the token active).
+        let entry = try #require(RegistryEntry([.registerToken(TokenRecord(token: "ab01", kind: .pushToStart, userID: "ann", registeredAt: t0, app: "tv"))]))
+        for request in [RegistryPartitionRequest.write(entry), .lookUp(["ab01", "ab02"]), .directory(userID: "ann", app: "tv", limit: 100)] {
+            #expect(try RegistryPartitionRequest(decoding: request.encoded) == request)
+        }
+        for answer in [RegistryPartitionAnswer.written(TokenWriteSummary(tokensDeactivated: 3)), .records([record]), .tokens(["ab01"]),
+                       .refused("no"), .failed("down")] {
+            #expect(try RegistryPartitionAnswer(decoding: answer.encoded) == answer)
+        }
+        var huge = BinaryRecordWriter()
+        huge.byte(1)
+        huge.byte(3)
+        huge.string("ann")
+        huge.string("tv")
+        huge.unsigned(.max)
+        #expect(throws: BinaryRecordReader.Damaged.self, "a limit past what anyone asks for") { try RegistryPartitionRequest(decoding: huge.bytes) }
+        #expect(throws: BinaryRecordReader.Damaged.self) { try RegistryPartitionAnswer(decoding: [9]) }
     }
 }

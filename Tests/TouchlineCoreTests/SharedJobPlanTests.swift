@@ -26,7 +26,22 @@ struct SharedJobPlanTests {
             #expect(walked.count > 5_000 / 16 / 2, "\(slice) holds \(walked.count) tokens: slices are even")
         }
         #expect(AudienceSlice(index: 0, count: 1)!.contains(tokens[0]) && AudienceSlice(index: 0, count: 1)!.startCursor == nil)
-        #expect(AudienceSlice(index: 3, count: 4) == nil && AudienceSlice(index: 16, count: 16) == nil)
+        #expect(AudienceSlice(index: 4, count: 4) == nil && AudienceSlice(index: 16, count: 16) == nil && AudienceSlice(index: 0, count: 1_025) == nil)
+        // Cut in 16, a slice holds the tokens of its first digit, as the slices of jobs stored
+        // before the cut followed the registry's partitions did.
+        for slice in slices {
+            let digit = String(slice.index, radix: 16)
+            #expect(tokens.filter(slice.contains) == tokens.filter { $0.hasPrefix(digit) }, "\(slice)")
+        }
+    }
+
+    @Test(arguments: [8, 16, 64, 100])
+    func slicesCutOnTheRegistrysPartitionsHoldTheirPartitionsTokens(partitions: Int) {
+        let registry = TokenPartitioning(ChannelPartitioning(count: partitions)!)
+        for token in Self.tokens(3_000) {
+            let holders = AudienceSlice.all(count: partitions).filter { $0.contains(token) }
+            #expect(holders.map(\.registryPartition) == [registry.partition(ofToken: token)], "\(token)")
+        }
     }
 
     @Test func aJobsSlicesGoToConsecutivePartitions() {

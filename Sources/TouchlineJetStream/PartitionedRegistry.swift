@@ -78,8 +78,10 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// The partitions this gateway serves now (on the loop).
     public var ownedPartitions: [Int] { owned.keys.sorted() }
 
-    /// The file of `partition`, when it is owned here (on the loop): what its readers open.
-    public func path(of partition: Int) -> String? { owned[partition]?.partition.path }
+    /// The file of `partition` while it is owned here, from any thread: what the readers of the
+    /// slices run here open (``OwnedPartitionsReader``).
+    public func path(of partition: Int) -> String? { ownedPaths.withLock { $0[partition] } }
+    private let ownedPaths = Mutex<[Int: String]>([:])
 
     // MARK: Ownership
 
@@ -87,7 +89,10 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// written) and serves the requests for it. Blocking: call it from a thread of its own.
     public func takeUp(_ partition: Int, under fence: Fence) throws {
         // Taken up again (its log moved on unseen): the file is read on from where it is.
-        let earlier = try loop.sync { [self] in owned.removeValue(forKey: partition) }
+        let earlier = try loop.sync { [self] in
+            ownedPaths.withLock { $0[partition] = nil }
+            return owned.removeValue(forKey: partition)
+        }
         earlier?.subscription.cancel()
         earlier?.partition.close(deletingFile: false)
         let taken = try RegistryPartition.takeOver(partition: partition, under: fence, fences: fences, jetStream: jetStream, layout: layout,
@@ -98,6 +103,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
                     [weak self] message in self?.serve(message, partition: partition)
                 }
                 owned[partition] = Owned(partition: taken, subscription: subscription, fence: fence)
+                ownedPaths.withLock { $0[partition] = taken.path }
                 // Its directory may hold replacements the earlier owner did not log.
                 scheduleDrain(of: partition)
             }
@@ -113,6 +119,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// Blocking: never call it from the loop.
     public func letGo(_ partition: Int) {
         let given = try? loop.sync { [self] () -> RegistryPartition? in
+            ownedPaths.withLock { $0[partition] = nil }
             guard let given = owned.removeValue(forKey: partition) else { return nil }
             given.subscription.cancel()
             return given.partition
@@ -126,6 +133,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
             let all = owned.values.map(\.partition)
             owned.values.forEach { $0.subscription.cancel() }
             owned = [:]
+            ownedPaths.withLock { $0 = [:] }
             return all
         }) ?? []
         all.forEach { $0.close(deletingFile: false) }

@@ -332,6 +332,44 @@ struct PartitionedRegistryTests {
         }
     }
 
+    /// A kickoff slice cut on the registry's bounds reads its audience from its owner's file, a
+    /// page at a time up to the partition's end; a partition not (or no longer) owned is refused.
+    @Test(arguments: NATSBackend.allCases)
+    func slicesOnTheRegistrysBoundsReadTheirOwnersFiles(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let (a, b) = (try Gateway(cluster), try Gateway(cluster))
+            try await a.takeUp(0..<4, fence: 5)
+            try await b.takeUp(4..<8, fence: 5)
+            let t0 = UnixTime(seconds: 1_767_225_600)
+            _ = try a.log((0..<8).flatMap { partition in
+                (1...7).map { n in
+                    TokenOperation.registerToken(TokenRecord(token: Self.token(n, in: partition), kind: .pushToStart,
+                                                             follows: n == 4 ? ["team:CHE"] : ["team:ARS"], registeredAt: t0))
+                }
+            }).get()
+            let registry = a.registry
+            let reader = OwnedPartitionsReader(partitioning: Self.partitioning) { registry.path(of: $0) }
+            defer { reader.close() }
+            for slice in AudienceSlice.all(count: 8) where slice.index < 4 {
+                var walked: [String] = [], cursor = slice.startCursor
+                while true {
+                    let page = try reader.pushToStartTokens(following: "team:ARS", app: "default", after: cursor, limit: 3, environment: nil)
+                    walked += page.map(\.token)
+                    cursor = page.last?.token ?? cursor
+                    if page.count < 3 { break }
+                }
+                #expect(walked == [1, 2, 3, 5, 6, 7].map { Self.token($0, in: slice.index) }, "\(slice)")
+            }
+            #expect(throws: StoreError.self, "partition 5 is b's") {
+                try reader.pushToStartTokens(following: "team:ARS", app: "default", after: AudienceSlice(index: 5, count: 8)!.startCursor,
+                                             limit: 3, environment: nil)
+            }
+            #expect(try reader.activeTokens(among: [Self.token(2, in: 1), Self.token(9, in: 0)], app: "default", environment: nil) == [Self.token(2, in: 1)])
+            a.registry.letGo(1)
+            #expect(throws: StoreError.self, "let go") { try reader.token(Self.token(2, in: 1)) }
+        }
+    }
+
     /// Reads gathered from the owners: a lookup across partitions, and a user's tokens listed by
     /// the user's partition and read from theirs, the same through either gateway.
     @Test(arguments: NATSBackend.allCases)

@@ -58,6 +58,7 @@ enum LoadCommandLine {
     enum RegistryOptions {
         static let tokens = number("--tokens", "tokens registered through the cluster (default 10000000)")
         static let sample = number("--sample", "tokens of the SQLite baseline and of the one-subject-per-token layout (default 1000000)")
+        static let partitions = number("--partitions", "registry partitions (default 64)")
     }
 
     enum SoakOptions {
@@ -132,6 +133,10 @@ enum LoadCommandLine {
                          + "cluster against one SQLite file, the NATS servers' memory and disk per token against one subject per "
                          + "token, a new gateway's copy and its audience scans (not part of standard)",
                      [RegistryOptions.tokens, RegistryOptions.sample]),
+            scenario("registry-partitions", "the partitioned token registry at 10 million tokens: registrations through one gateway "
+                         + "owning every partition, half of them taken up by a new gateway from snapshots and logs, each gateway's files "
+                         + "against the whole copy (not part of standard)",
+                     [RegistryOptions.tokens, RegistryOptions.sample, RegistryOptions.partitions]),
             scenario("soak", "events, channel creates/ends/deletes and personal jobs under load while the gateway is killed with "
                          + "kill -9 at random moments, its disk filled and freed, and slow clients attached; checks every 202, "
                          + "APNs channels and job counts after each restart (not part of standard)",

@@ -16,6 +16,7 @@ struct LoadRequest {
     var exports = ExportMemory.Options()
     var scaleOut = ScaleOut.Options()
     var registry = TokenRegistryScale.Options()
+    var registryPartitions = RegistryPartitionsScale.Options()
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
         typealias Line = LoadCommandLine
@@ -80,6 +81,10 @@ struct LoadRequest {
         case "token-registry":
             registry.tokens = try positive(Line.RegistryOptions.tokens) ?? registry.tokens
             registry.sampleTokens = try positive(Line.RegistryOptions.sample) ?? registry.sampleTokens
+        case "registry-partitions":
+            registryPartitions.tokens = try positive(Line.RegistryOptions.tokens) ?? registryPartitions.tokens
+            registryPartitions.sampleTokens = try positive(Line.RegistryOptions.sample) ?? registryPartitions.sampleTokens
+            registryPartitions.partitions = try parsed.integer(Line.RegistryOptions.partitions, in: 2...1_024) ?? registryPartitions.partitions
         case "soak":
             try readSoak(parsed, positive: positive, whole: whole)
         default:

@@ -39,6 +39,10 @@ public final class RegistryPartition: @unchecked Sendable {
     static let replayStall: Duration = .seconds(5)
     /// Entries handed to the file ahead of what it applied while the log is read.
     static let replayWindow = 16
+    /// A partition file's write-ahead log is checkpointed past this, and truncated to it: a
+    /// gateway holds dozens of partition files, so a whole file's 64 MiB each would outweigh
+    /// the partitions themselves (measured: 748 MB of files for 100,000 tokens in 32 partitions).
+    static let walLimitBytes = 4 << 20
 
     public let partition: Int
     /// The partition's file.
@@ -131,8 +135,9 @@ public final class RegistryPartition: @unchecked Sendable {
                                 layout: RegistryLogLayout, directory: String, snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(),
                                 loop: EventLoop) throws -> RegistryPartition {
         let path = Self.path(of: partition, in: directory)
-        let file = try StoreWriter(path: path)
+        let file = try StoreWriter(path: path, walLimitBytes: walLimitBytes)
         do {
+            try waitForCompletion { file.keepAsRegistryPartition(completion: $0) }.get()
             var lastFailure: StoreError?
             var restored = 0
             for _ in 0..<takeoverAttempts {

@@ -188,8 +188,6 @@ enum SQLiteSchema {
             user_id       TEXT NOT NULL,
             grouping      TEXT NOT NULL,
             token         TEXT NOT NULL,
-            kind          TEXT NOT NULL CHECK (kind IN ('update', 'pushToStart')),
-            channel_id    TEXT,
             app           TEXT NOT NULL,
             registered_at INTEGER NOT NULL,
             superseded_at INTEGER,
@@ -199,8 +197,6 @@ enum SQLiteSchema {
             user_id           TEXT NOT NULL,
             grouping          TEXT NOT NULL,
             token             TEXT NOT NULL,
-            kind              TEXT NOT NULL,
-            channel_id        TEXT,
             app               TEXT NOT NULL,
             registered_before INTEGER NOT NULL,
             PRIMARY KEY (user_id, grouping, token)

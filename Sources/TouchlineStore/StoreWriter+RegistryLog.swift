@@ -48,6 +48,14 @@ extension StoreWriter {
         enqueue(job)
     }
 
+    /// Makes this file one partition of a partitioned registry: drops the index of tokens by
+    /// user, which only the whole registry's rule and its user lookups read (a partition's
+    /// users are its directory's), about 60 bytes a token. Behind the writes queued before.
+    public func keepAsRegistryPartition(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        enqueue(Job(apply: { db in try db.run("DROP INDEX IF EXISTS tokens_by_user") },
+                    complete: { error in completion(error.map { .failure($0) } ?? .success(())) }))
+    }
+
     /// Up to `limit` replacements of users' tokens this partition's directory decided and has not
     /// logged yet (``UserDirectoryRows``), behind the writes queued before.
     public func pendingSupersessions(limit: Int, completion: @escaping @Sendable (Result<[TokenOperation], StoreError>) -> Void) {

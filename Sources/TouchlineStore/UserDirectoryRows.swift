@@ -1,3 +1,4 @@
+import CSQLite
 import TouchlineCore
 import TouchlineRuntime
 
@@ -17,11 +18,10 @@ enum UserDirectoryRows {
     static func note(_ note: UserTokenNote, on db: SQLiteConnection) throws {
         let group = SQLiteValue.text(note.group)
         try db.run("""
-            INSERT INTO user_tokens (user_id, grouping, token, kind, channel_id, app, registered_at, superseded_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
-            ON CONFLICT (user_id, grouping, token) DO UPDATE SET registered_at = excluded.registered_at, superseded_at = NULL
+            INSERT INTO user_tokens (user_id, grouping, token, app, registered_at, superseded_at) VALUES (?, ?, ?, ?, ?, NULL)
+            ON CONFLICT (user_id, grouping, token) DO UPDATE SET app = excluded.app, registered_at = excluded.registered_at, superseded_at = NULL
             WHERE excluded.registered_at > user_tokens.registered_at
-            """, [.text(note.userID), group, .text(note.token), .text(note.kind.rawValue), note.channelID.map(SQLiteValue.text) ?? .null,
-                  .text(note.app), .integer(note.registeredAt.nanoseconds)])
+            """, [.text(note.userID), group, .text(note.token), .text(note.app), .integer(note.registeredAt.nanoseconds)])
         let rows = try db.query("SELECT token, registered_at, superseded_at FROM user_tokens WHERE user_id = ? AND grouping = ?",
                                 [.text(note.userID), group]) { row in
             (token: row.text(at: 0) ?? "", registeredAt: row.int64(at: 1), supersededAt: row.optionalInt64(at: 2))
@@ -43,10 +43,9 @@ enum UserDirectoryRows {
         try db.run("UPDATE user_tokens SET superseded_at = ? WHERE user_id = ? AND grouping = ? AND token = ?",
                    [.integer(registeredBefore), .text(note.userID), .text(note.group), .text(token)])
         try db.run("""
-            INSERT INTO token_supersessions (user_id, grouping, token, kind, channel_id, app, registered_before) VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO token_supersessions (user_id, grouping, token, app, registered_before) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (user_id, grouping, token) DO UPDATE SET registered_before = excluded.registered_before
-            """, [.text(note.userID), .text(note.group), .text(token), .text(note.kind.rawValue), note.channelID.map(SQLiteValue.text) ?? .null,
-                  .text(note.app), .integer(registeredBefore)])
+            """, [.text(note.userID), .text(note.group), .text(token), .text(note.app), .integer(registeredBefore)])
     }
 
     /// Applies a replacement in the token's partition: deactivates the token if it is still
@@ -80,13 +79,14 @@ enum UserDirectoryRows {
     /// Up to `limit` replacements decided and not logged yet, as the operations that apply them.
     static func pendingSupersessions(limit: Int, on db: SQLiteConnection) throws -> [TokenOperation] {
         try db.query("""
-            SELECT user_id, token, kind, channel_id, app, registered_before FROM token_supersessions ORDER BY user_id, grouping, token LIMIT ?
+            SELECT user_id, token, grouping, app, registered_before FROM token_supersessions ORDER BY user_id, grouping, token LIMIT ?
             """, [.integer(Int64(limit))]) { row in
-            let before = UnixTime(nanoseconds: row.int64(at: 5))
-            return .supersedeToken(UserTokenNote(userID: row.text(at: 0) ?? "", token: row.text(at: 1) ?? "",
-                                                 kind: TokenKind(rawValue: row.text(at: 2) ?? "") ?? .pushToStart, channelID: row.text(at: 3),
-                                                 app: row.text(at: 4) ?? AppChannelID.defaultApp, registeredAt: before),
-                                   registeredBefore: before)
+            let before = UnixTime(nanoseconds: row.int64(at: 4))
+            guard let replaced = UserTokenNote(userID: row.text(at: 0) ?? "", token: row.text(at: 1) ?? "", group: row.text(at: 2) ?? "",
+                                               app: row.text(at: 3) ?? AppChannelID.defaultApp, registeredAt: before) else {
+                throw SQLiteError(code: SQLITE_CORRUPT, message: "a pending replacement has an unreadable group", statement: nil)
+            }
+            return .supersedeToken(replaced, registeredBefore: before)
         }
     }
 

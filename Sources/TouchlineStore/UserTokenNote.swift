@@ -32,10 +32,21 @@ public struct UserTokenNote: Sendable, Equatable {
     /// The tokens one of which a registration keeps active, as the whole registry's rule groups
     /// them (``TokenRows``): a user's update tokens of one channel, of any app (an activity's
     /// channel belongs to one app); a user's push-to-start tokens of one app.
+    /// Stored in the directory's rows, so short: `u <channel>` or `s <app>`.
     public var group: String {
         switch kind {
-        case .update: "update \(channelID ?? "")"
-        case .pushToStart: "pushToStart \(app)"
+        case .update: "u \(channelID ?? "")"
+        case .pushToStart: "s \(app)"
+        }
+    }
+
+    /// The note of a directory row: its group says the kind, and an update token's channel.
+    init?(userID: String, token: String, group: String, app: String, registeredAt: UnixTime) {
+        let (code, rest) = (group.prefix(2), String(group.dropFirst(2)))
+        switch code {
+        case "u ": self.init(userID: userID, token: token, kind: .update, channelID: rest, app: app, registeredAt: registeredAt)
+        case "s ": self.init(userID: userID, token: token, kind: .pushToStart, channelID: nil, app: app, registeredAt: registeredAt)
+        default: return nil
         }
     }
 }

@@ -177,7 +177,7 @@ struct TokenRegistryScale {
 
     /// The registrations of `numbers` in lists of `listSize`, each handed to `send`, with
     /// `listsInFlight` lists not yet done at once; the first failure named by `done` stops it.
-    private func inLists(_ numbers: Range<Int>, failing what: String,
+    func inLists(_ numbers: Range<Int>, failing what: String,
                          _ send: ([TokenOperation], _ done: @escaping @Sendable (String?) -> Void) -> Void) throws -> Registered {
         let window = DispatchSemaphore(value: options.listsInFlight)
         let group = DispatchGroup()

@@ -132,34 +132,21 @@ enum RegistryPartitionAnswer: Equatable {
         }
     }
 
+    /// A record: its registration's fields, then its app and state.
     private static func write(_ record: TokenRecord, to writer: inout BinaryRecordWriter) {
-        writer.string(record.token)
-        writer.string(record.kind.rawValue)
-        writer.optional(record.channelID) { $0.string($1) }
-        writer.optional(record.userID) { $0.string($1) }
-        writer.unsigned(UInt64(record.follows.count))
-        record.follows.forEach { writer.string($0) }
-        writer.string(record.environment.rawValue)
-        writer.signed(record.registeredAt.nanoseconds)
+        record.writeRegistration(to: &writer)
+        writer.string(record.app)
         writer.byte(record.active ? 1 : 0)
         writer.optional(record.deactivatedAt) { $0.signed($1.nanoseconds) }
-        writer.string(record.app)
     }
 
     private static func record(_ reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) -> TokenRecord {
-        let token = try reader.string()
-        guard let kind = TokenKind(rawValue: try reader.string()) else { throw reader.damaged("unknown token kind") }
-        let channelID = try reader.optional { (reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) in try reader.string() }
-        let userID = try reader.optional { (reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) in try reader.string() }
-        var follows: [String] = []
-        for _ in 0..<(try reader.count()) { follows.append(try reader.string()) }
-        guard let environment = TokenEnvironment(rawValue: try reader.string()) else { throw reader.damaged("unknown token environment") }
-        let registeredAt = UnixTime(nanoseconds: try reader.signed())
-        let active = try reader.byte() == 1
-        let deactivatedAt = try reader.optional { (reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) in
+        var record = try TokenRecord(readingRegistration: &reader)
+        record.app = try reader.string()
+        record.active = try reader.byte() == 1
+        record.deactivatedAt = try reader.optional { (reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) in
             UnixTime(nanoseconds: try reader.signed())
         }
-        return TokenRecord(token: token, kind: kind, channelID: channelID, userID: userID, follows: follows, environment: environment,
-                           registeredAt: registeredAt, active: active, deactivatedAt: deactivatedAt, app: try reader.string())
+        return record
     }
 }

@@ -221,6 +221,20 @@ struct RegistryPartitionTests {
 @Suite("Partitioned registry, on nats-server and in memory")
 struct PartitionedRegistryTests {
     static let partitioning = TokenPartitioning(ChannelPartitioning(count: 8)!)
+    static let t0 = UnixTime(seconds: 1_767_225_600)
+
+    /// Two gateways: the first owning partitions 0 to 3, the second 4 to 7.
+    static func twoGateways(_ cluster: TestNATSCluster) async throws -> (Gateway, Gateway) {
+        let (a, b) = (try Gateway(cluster), try Gateway(cluster))
+        try await a.takeUp(0..<4, fence: 5)
+        try await b.takeUp(4..<8, fence: 5)
+        return (a, b)
+    }
+
+    /// A push-to-start registration of `token` at `t0` plus `second` seconds.
+    static func registration(_ token: String, user: String? = nil, follows: [String] = [], at second: Int64 = 0) -> TokenOperation {
+        .registerToken(TokenRecord(token: token, kind: .pushToStart, userID: user, follows: follows, registeredAt: t0 + .seconds(second)))
+    }
 
     /// A token of `partition` (of 8): its first digit places it.
     static func token(_ n: Int, in partition: Int) -> String {
@@ -273,32 +287,24 @@ struct PartitionedRegistryTests {
     @Test(arguments: NATSBackend.allCases)
     func aListReachesEveryPartitionWhereverItIsOwnedAndAPartitionMovesWithItsTokens(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let (a, b) = (try Gateway(cluster), try Gateway(cluster))
-            try await a.takeUp(0..<4, fence: 5)
-            try await b.takeUp(4..<8, fence: 5)
-            let t0 = UnixTime(seconds: 1_767_225_600)
-            let registrations = (0..<8).flatMap { partition in
-                (1...5).map { n in
-                    TokenOperation.registerToken(TokenRecord(token: Self.token(n, in: partition), kind: .pushToStart, userID: "fan-\(n)",
-                                                             registeredAt: t0 + .seconds(Int64(n))))
-                }
-            }
+            let (a, b) = try await Self.twoGateways(cluster)
+            let registrations = (0..<8).flatMap { partition in (1...5).map { Self.registration(Self.token($0, in: partition), user: "fan-\($0)", at: Int64($0)) } }
             _ = try a.log(registrations).get()
             for partition in 0..<8 {
                 let holder = partition < 4 ? a : b
                 #expect(try holder.tokens(of: partition).map(\.token) == (1...5).map { Self.token($0, in: partition) },
                         "partition \(partition), through \(partition < 4 ? "the gateway asked" : "its owner")")
             }
-            let deactivated = try b.log([.deactivateToken(Self.token(3, in: 1), unlessRegisteredAfter: t0 + .seconds(3), at: t0 + .seconds(9))]).get()
+            let deactivated = try b.log([.deactivateToken(Self.token(3, in: 1), unlessRegisteredAfter: Self.t0 + .seconds(3), at: Self.t0 + .seconds(9))]).get()
             #expect(deactivated.tokensDeactivated == 1, "the owner's summary comes back")
 
             // Partition 2 moves from a to b: its file goes, b reads its log.
             a.registry.letGo(2)
             #expect(!FileManager.default.fileExists(atPath: RegistryPartition.path(of: 2, in: a.directory)))
-            let unowned = a.log([.registerToken(TokenRecord(token: Self.token(9, in: 2), kind: .pushToStart, registeredAt: t0))])
+            let unowned = a.log([Self.registration(Self.token(9, in: 2))])
             #expect(unowned.failure?.description.contains("no gateway serves registry partition 2") == true, "\(String(describing: unowned))")
             try await b.takeUp([2], fence: 6)
-            _ = try a.log([.registerToken(TokenRecord(token: Self.token(9, in: 2), kind: .pushToStart, registeredAt: t0))]).get()
+            _ = try a.log([Self.registration(Self.token(9, in: 2))]).get()
             #expect(try b.tokens(of: 2).map(\.token) == ((1...5).map { Self.token($0, in: 2) } + [Self.token(9, in: 2)]))
         }
     }
@@ -308,20 +314,14 @@ struct PartitionedRegistryTests {
     @Test(arguments: NATSBackend.allCases)
     func aUsersNewTokenReplacesTheEarlierOneWhereverItsPartitionIsOwned(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let (a, b) = (try Gateway(cluster), try Gateway(cluster))
-            try await a.takeUp(0..<4, fence: 5)
-            try await b.takeUp(4..<8, fence: 5)
-            let t0 = UnixTime(seconds: 1_767_225_600)
+            let (a, b) = try await Self.twoGateways(cluster)
             let (earlier, later) = (Self.token(1, in: 1), Self.token(2, in: 6))
-            let register = { (token: String, second: Int64) in
-                TokenOperation.registerToken(TokenRecord(token: token, kind: .pushToStart, userID: "ann", registeredAt: t0 + .seconds(second)))
-            }
-            _ = try a.log([register(earlier, 1)]).get()
-            _ = try b.log([register(later, 2)]).get()
+            _ = try a.log([Self.registration(earlier, user: "ann", at: 1)]).get()
+            _ = try b.log([Self.registration(later, user: "ann", at: 2)]).get()
             try await eventually("the earlier token deactivated in its partition, at gateway a", timeout: .seconds(10)) {
                 try a.tokens(of: 1).first?.active == false
             }
-            #expect(try a.tokens(of: 1).first?.deactivatedAt == t0 + .seconds(2))
+            #expect(try a.tokens(of: 1).first?.deactivatedAt == Self.t0 + .seconds(2))
             #expect(try b.tokens(of: 6).first?.active == true)
             let userPartition = Self.partitioning.partition(ofUser: "ann")
             let directory = try SQLiteConnection(path: RegistryPartition.path(of: userPartition, in: (userPartition < 4 ? a : b).directory))
@@ -337,16 +337,11 @@ struct PartitionedRegistryTests {
     @Test(arguments: NATSBackend.allCases)
     func slicesOnTheRegistrysBoundsReadTheirOwnersFiles(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let (a, b) = (try Gateway(cluster), try Gateway(cluster))
-            try await a.takeUp(0..<4, fence: 5)
-            try await b.takeUp(4..<8, fence: 5)
-            let t0 = UnixTime(seconds: 1_767_225_600)
+            let (a, other) = try await Self.twoGateways(cluster)
             _ = try a.log((0..<8).flatMap { partition in
-                (1...7).map { n in
-                    TokenOperation.registerToken(TokenRecord(token: Self.token(n, in: partition), kind: .pushToStart,
-                                                             follows: n == 4 ? ["team:CHE"] : ["team:ARS"], registeredAt: t0))
-                }
+                (1...7).map { Self.registration(Self.token($0, in: partition), follows: $0 == 4 ? ["team:CHE"] : ["team:ARS"]) }
             }).get()
+            #expect(other.registry.path(of: 5) != nil && a.registry.path(of: 5) == nil)
             let registry = a.registry
             let reader = OwnedPartitionsReader(partitioning: Self.partitioning) { registry.path(of: $0) }
             defer { reader.close() }
@@ -375,17 +370,11 @@ struct PartitionedRegistryTests {
     @Test(arguments: NATSBackend.allCases)
     func readsAreGatheredFromTheOwners(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
-            let (a, b) = (try Gateway(cluster), try Gateway(cluster))
-            try await a.takeUp(0..<4, fence: 5)
-            try await b.takeUp(4..<8, fence: 5)
-            let t0 = UnixTime(seconds: 1_767_225_600)
-            let register = { (token: String, user: String, second: Int64) in
-                TokenOperation.registerToken(TokenRecord(token: token, kind: .pushToStart, userID: user, registeredAt: t0 + .seconds(second)))
-            }
+            let (a, b) = try await Self.twoGateways(cluster)
             let tokens = (0..<8).map { Self.token(7, in: $0) }
-            _ = try a.log(tokens.enumerated().map { register($1, "ann", Int64($0)) }).get()
+            _ = try a.log(tokens.enumerated().map { Self.registration($1, user: "ann", at: Int64($0)) }).get()
             // One of ann's tokens moves on to bob: ann's directory still names it, its partition does not.
-            _ = try b.log([register(tokens[3], "bob", 20)]).get()
+            _ = try b.log([Self.registration(tokens[3], user: "bob", at: 20)]).get()
             try await eventually("ann's replacements logged", timeout: .seconds(10)) {
                 let listed = try waitForCompletion { a.registry.tokens(userID: "ann", app: "default", limit: 100, completion: $0) }.get()
                 return listed.filter(\.active).count == 1

@@ -31,14 +31,7 @@ public struct RegistryEntry: Sendable, Equatable {
             switch operation {
             case .registerToken(let record):
                 writer.byte(record.app == AppChannelID.defaultApp ? 1 : 4)
-                writer.string(record.token)
-                writer.string(record.kind.rawValue)
-                writer.optional(record.channelID) { $0.string($1) }
-                writer.optional(record.userID) { $0.string($1) }
-                writer.unsigned(UInt64(record.follows.count))
-                for follow in record.follows { writer.string(follow) }
-                writer.string(record.environment.rawValue)
-                writer.time(record.registeredAt)
+                record.writeRegistration(to: &writer)
                 if record.app != AppChannelID.defaultApp { writer.string(record.app) }
             case .deleteToken(let token):
                 writer.byte(2)
@@ -71,17 +64,9 @@ public struct RegistryEntry: Sendable, Equatable {
         for _ in 0..<count {
             switch try reader.byte() {
             case let tag where tag == 1 || tag == 4:
-                let token = try reader.string()
-                guard let kind = TokenKind(rawValue: try reader.string()) else { throw reader.damaged("unknown token kind") }
-                let channelID = try reader.optional { (reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) in try reader.string() }
-                let userID = try reader.optional { (reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) in try reader.string() }
-                var follows: [String] = []
-                for _ in 0..<(try reader.count()) { follows.append(try reader.string()) }
-                guard let environment = TokenEnvironment(rawValue: try reader.string()) else { throw reader.damaged("unknown token environment") }
-                let registeredAt = try reader.time()
-                let app = tag == 4 ? try reader.string() : AppChannelID.defaultApp
-                operations.append(.registerToken(TokenRecord(token: token, kind: kind, channelID: channelID, userID: userID, follows: follows,
-                                                             environment: environment, registeredAt: registeredAt, app: app)))
+                var record = try TokenRecord(readingRegistration: &reader)
+                if tag == 4 { record.app = try reader.string() }
+                operations.append(.registerToken(record))
             case 2:
                 operations.append(.deleteToken(try reader.string()))
             case 3:
@@ -96,6 +81,34 @@ public struct RegistryEntry: Sendable, Equatable {
         }
         guard reader.isAtEnd else { throw reader.damaged("bytes after the last operation") }
         self.operations = operations
+    }
+}
+
+extension TokenRecord {
+    /// The fields a registration logs, in the registry entry layout (its app apart: the
+    /// operation's tag says whether it follows).
+    public func writeRegistration(to writer: inout BinaryRecordWriter) {
+        writer.string(token)
+        writer.string(kind.rawValue)
+        writer.optional(channelID) { $0.string($1) }
+        writer.optional(userID) { $0.string($1) }
+        writer.unsigned(UInt64(follows.count))
+        for follow in follows { writer.string(follow) }
+        writer.string(environment.rawValue)
+        writer.time(registeredAt)
+    }
+
+    /// A registration's fields as ``writeRegistration(to:)`` wrote them: an active token of the `default` app.
+    public init(readingRegistration reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) {
+        let token = try reader.string()
+        guard let kind = TokenKind(rawValue: try reader.string()) else { throw reader.damaged("unknown token kind") }
+        let channelID = try reader.optional { (reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) in try reader.string() }
+        let userID = try reader.optional { (reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) in try reader.string() }
+        var follows: [String] = []
+        for _ in 0..<(try reader.count()) { follows.append(try reader.string()) }
+        guard let environment = TokenEnvironment(rawValue: try reader.string()) else { throw reader.damaged("unknown token environment") }
+        self.init(token: token, kind: kind, channelID: channelID, userID: userID, follows: follows, environment: environment,
+                  registeredAt: try reader.time())
     }
 }
 

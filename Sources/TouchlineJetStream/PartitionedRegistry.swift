@@ -145,21 +145,30 @@ public final class PartitionedRegistry: @unchecked Sendable {
     public func log(_ operations: [TokenOperation], completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
         let entries = RegistryEntry.partitioned(operations, by: partitioning)
         loop.execute { [self] in
-            guard !entries.isEmpty else { return completion(.success(TokenWriteSummary(tokensDeactivated: 0))) }
-            let gathered = Mutex((remaining: entries.count, deactivated: 0, failure: StoreError?.none))
-            for (partition, entry) in entries.sorted(by: { $0.key < $1.key }) {
-                write(entry, to: partition) { result in
-                    let done = gathered.withLock { state -> Result<TokenWriteSummary, StoreError>? in
-                        switch result {
-                        case .success(let summary): state.deactivated += summary.tokensDeactivated
-                        case .failure(let error): if state.failure == nil { state.failure = error }
-                        }
-                        state.remaining -= 1
-                        guard state.remaining == 0 else { return nil }
-                        return state.failure.map { .failure($0) } ?? .success(TokenWriteSummary(tokensDeactivated: state.deactivated))
+            Self.gather(entries.sorted(by: { $0.key < $1.key }), { part, done in write(part.value, to: part.key, completion: done) }) { summaries in
+                completion(summaries.map { TokenWriteSummary(tokensDeactivated: $0.map(\.tokensDeactivated).reduce(0, +)) })
+            }
+        }
+    }
+
+    /// Starts `start` for every one of `parts` and answers once each has: every result, or the first failure.
+    private static func gather<Part, Answer: Sendable>(_ parts: [Part],
+                                                       _ start: (Part, @escaping @Sendable (Result<Answer, StoreError>) -> Void) -> Void,
+                                                       completion: @escaping @Sendable (Result<[Answer], StoreError>) -> Void) {
+        guard !parts.isEmpty else { return completion(.success([])) }
+        let gathered = Mutex((remaining: parts.count, answers: [Answer](), failure: StoreError?.none))
+        for part in parts {
+            start(part) { result in
+                let done = gathered.withLock { state -> Result<[Answer], StoreError>? in
+                    switch result {
+                    case .success(let answer): state.answers.append(answer)
+                    case .failure(let error): if state.failure == nil { state.failure = error }
                     }
-                    if let done { completion(done) }
+                    state.remaining -= 1
+                    guard state.remaining == 0 else { return nil }
+                    return state.failure.map { .failure($0) } ?? .success(state.answers)
                 }
+                if let done { completion(done) }
             }
         }
     }
@@ -249,21 +258,8 @@ public final class PartitionedRegistry: @unchecked Sendable {
     public func lookUp(_ tokens: [String], completion: @escaping @Sendable (Result<[TokenRecord], StoreError>) -> Void) {
         let byPartition = Dictionary(grouping: Set(tokens.map { $0.lowercased() }), by: partitioning.partition(ofToken:))
         loop.execute { [self] in
-            guard !byPartition.isEmpty else { return completion(.success([])) }
-            let gathered = Mutex((remaining: byPartition.count, records: [TokenRecord](), failure: StoreError?.none))
-            for (partition, tokens) in byPartition {
-                lookUp(tokens.sorted(), in: partition) { result in
-                    let done = gathered.withLock { state -> Result<[TokenRecord], StoreError>? in
-                        switch result {
-                        case .success(let records): state.records += records
-                        case .failure(let error): if state.failure == nil { state.failure = error }
-                        }
-                        state.remaining -= 1
-                        guard state.remaining == 0 else { return nil }
-                        return state.failure.map { .failure($0) } ?? .success(state.records.sorted { $0.token < $1.token })
-                    }
-                    if let done { completion(done) }
-                }
+            Self.gather(Array(byPartition), { part, done in lookUp(part.value.sorted(), in: part.key, completion: done) }) { found in
+                completion(found.map { $0.joined().sorted { $0.token < $1.token } })
             }
         }
     }
@@ -343,11 +339,11 @@ public final class PartitionedRegistry: @unchecked Sendable {
     }
 
     /// Logs `partition`'s pending replacements soon (on the loop).
-    private func scheduleDrain(of partition: Int) {
+    private func scheduleDrain(of partition: Int, after delay: Duration = drainDelay) {
         toDrain.insert(partition)
         let timer = drainTimer ?? LoopTimer(loop: loop) { [weak self] in self?.drain() }
         drainTimer = timer
-        if !timer.isScheduled { timer.schedule(after: Self.drainDelay) }
+        if !timer.isScheduled { timer.schedule(after: delay) }
     }
 
     /// Logs a batch of each marked partition's replacements to their partitions, while the
@@ -381,10 +377,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
     private func drained(_ partition: Int, again: Bool) {
         draining.remove(partition)
         if again, owned[partition] != nil {
-            toDrain.insert(partition)
-            let timer = drainTimer ?? LoopTimer(loop: loop) { [weak self] in self?.drain() }
-            drainTimer = timer
-            if !timer.isScheduled { timer.schedule(after: .seconds(1)) }
+            scheduleDrain(of: partition, after: .seconds(1))
         } else if toDrain.contains(partition) {
             scheduleDrain(of: partition)
         }

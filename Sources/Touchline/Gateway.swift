@@ -230,7 +230,8 @@ public final class Gateway: Sendable {
                                      webhooks: webhooks, ownership: backend.ownership, recordings: backend.recordings,
                                      configuration: configuration, clock: clock, log: log.named("channels"))
         let access = APIAccess(keys: configuration.apiKeys, apps: Set(configuration.apps.map(\.name)))
-        let intake = PersonalJobIntake(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader,
+        let lookups = backend.tokenLookups(reader: tokenReader, loop: ingestLoop)
+        let intake = PersonalJobIntake(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader, lookups: lookups,
                                        queues: queues, jobBoard: jobBoard, idempotency: configuration.idempotency)
         try ingestLoop.sync { service.audienceStarter = { [intake] jobs, completion in intake.storeRolloverStarts(jobs, completion: completion) } }
         // A scheduled kickoff becomes its channel's audience (for rollovers) when it starts.
@@ -239,7 +240,7 @@ public final class Gateway: Sendable {
                 queue.scheduledStartBegan = { [service] template, channel in service.rememberKickoff(template, into: channel) }
             }
         }
-        let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, tokenReader: tokenReader, registry: backend.registry,
+        let tokens = TokensAPI(loop: ingestLoop, clock: clock, personalStore: personalStore, lookups: lookups, registry: backend.registry,
                                isKnownChannel: { [service] id in service.channels[id] != nil })
         // Every route of the gateway with its scope: the admission hook and the API
         // document's test read this same table.

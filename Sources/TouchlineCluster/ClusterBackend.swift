@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import TouchlineAccess
 import TouchlineChannels
@@ -27,26 +28,34 @@ package struct ClusterBackend: GatewayBackend {
     package func start(into services: GatewayServices, loops: GatewayLoops, configuration: GatewayConfiguration, clock: any WallClock,
                log: GatewayLog) throws -> any StartedBackend {
         let node = try services.start(ClusterNode.connect(settings, nats: nats, ingestLoop: loops.ingest, clock: clock, log: log.named("cluster")))
-        let (stores, registry) = try Self.stores(node, configuration)
-        let started = Started(node: node, stores: try services.start(stores), sharedRegistry: registry,
-                              compactor: RegistryCompactor(registry: registry, fences: node.fences,
-                                                           settings: RegistryCompactionSettings(entriesBetweenSnapshots: UInt64(settings.registrySnapshotEntries)),
-                                                           loop: node.storeLoop, log: log.named("registry")))
-        node.storeLoop.execute { started.compactor.start() }
+        let (stores, registry) = try Self.stores(node, configuration, clock: clock)
+        var compactor: RegistryCompactor?
+        if case .shared(let shared) = registry {
+            compactor = RegistryCompactor(registry: shared, fences: node.fences,
+                                          settings: RegistryCompactionSettings(entriesBetweenSnapshots: UInt64(settings.registrySnapshotEntries)),
+                                          loop: node.storeLoop, log: log.named("registry"))
+        }
+        let started = Started(node: node, stores: try services.start(stores), clusterRegistry: registry, compactor: compactor)
+        if let compactor { node.storeLoop.execute { compactor.start() } }
         return started
     }
 
     private struct Started: StartedBackend {
         let node: ClusterNode
         let stores: GatewayStores
-        let sharedRegistry: SharedTokenRegistry
-        let compactor: RegistryCompactor
+        let clusterRegistry: ClusterRegistry
+        /// The shared registry's snapshots (a partitioned registry's partitions take their own).
+        let compactor: RegistryCompactor?
 
         var ownership: any ChannelOwnership { node }
         var recordings: any FeedRecordings { ClusterFeedRecordings(store: node.store) }
-        var registry: any TokenRegistryCopy { sharedRegistry }
+        var registry: any TokenRegistryCopy { clusterRegistry.copy }
         var instanceName: String? { node.settings.instance.name }
-        var operatorView: any BackendOperatorView { ClusterOperatorView(cluster: node, registry: sharedRegistry) }
+        var operatorView: any BackendOperatorView { ClusterOperatorView(cluster: node, registry: clusterRegistry) }
+
+        func tokenLookups(reader: any TokenRegistryReader, loop: EventLoop) -> any TokenLookups {
+            clusterRegistry.lookups(reader: reader, loop: loop)
+        }
 
         /// The cluster's job bucket; its slices run where their partitions are served, so the
         /// node tells it each change of the partitions held here.
@@ -75,39 +84,65 @@ package struct ClusterBackend: GatewayBackend {
         }
 
         func release() {
-            node.storeLoop.execute { [compactor] in compactor.stop() }
+            if let compactor { node.storeLoop.execute { compactor.stop() } }
             node.close()
         }
     }
 
-    /// The cluster's channel store, and the personal file in the data directory holding this
-    /// gateway's copy of the shared token registry (brought up to the registry log's end while the
-    /// gateway already serves its channels: ``SharedTokenRegistry/isCaughtUp``) and what it keeps to itself: jobs stored before it joined, dead letters,
-    /// idempotency keys (docs/cluster.md, "The shared token registry", "Personal jobs on the cluster").
-    static func stores(_ node: ClusterNode, _ configuration: GatewayConfiguration) throws -> (GatewayStores, SharedTokenRegistry) {
+    /// The cluster's channel store, and the personal file in the data directory holding what
+    /// this gateway keeps to itself (jobs stored before it joined, dead letters, idempotency
+    /// keys) and, with the shared registry, its copy of the registry (brought up to the
+    /// registry log's end while the gateway already serves its channels:
+    /// ``SharedTokenRegistry/isCaughtUp``); with the partitioned registry, the partitions it
+    /// owns are files of their own under `registry/` (docs/cluster.md, "The shared token
+    /// registry", "The partitioned token registry", "Personal jobs on the cluster").
+    static func stores(_ node: ClusterNode, _ configuration: GatewayConfiguration, clock: any WallClock) throws -> (GatewayStores, ClusterRegistry) {
+        let settings = node.settings
+        try ClusterDescriptor.agree(registry: settings.registry.rawValue, prefix: settings.prefix, replicas: settings.replicas,
+                                    jetStream: node.jetStream, loop: node.storeLoop)
         let personalPath = configuration.dataDirectory + "/personal.sqlite"
         let personalFile = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness),
                                            faultFile: configuration.storeFaultFile)
-        let registry: SharedTokenRegistry
+        let registry: ClusterRegistry
         do {
-            // Caught up in the background: a new gateway serves its channels at once while its copy
-            // is built (docs/cluster.md, "The shared token registry").
-            registry = try SharedTokenRegistry.open(jetStream: node.jetStream, layout: RegistryLogLayout(prefix: node.settings.prefix),
-                                                    replicas: node.settings.replicas, maximumBytes: node.settings.limits.registryBytes,
-                                                    snapshotMaximumBytes: node.settings.limits.registrySnapshotBytes,
-                                                    local: personalFile, loop: node.storeLoop,
-                                                    waitForCatchUp: false)
+            registry = try Self.registry(node, configuration, personalFile: personalFile, clock: clock)
         } catch {
             personalFile.close()
             throw error
         }
         let store = node.store
-        let stores = GatewayStores(channels: store, personal: registry,
-                      channelReader: { store.openReader() }, personalReader: { try SQLiteTokenReader(path: personalPath) },
+        let stores = GatewayStores(channels: store, personal: registry.store,
+                      channelReader: { store.openReader() }, personalReader: { try registry.personalReader(file: personalPath) },
                       channelOutboxReader: { ServedOutboxReader(store.openReader(), layout: store.layout, served: { node.servedNow }) },
                       personalOutboxReader: { try SQLiteWebhookReader(path: personalPath) },
                       channelOutboxWrite: { operation, done in writeByPartition(operation, to: store, served: { node.servedNow }, done: done) })
         return (stores, registry)
+    }
+
+    /// The registry as `store.registry` says: the shared one's copy in `personalFile`, caught up
+    /// in the background (a new gateway serves its channels at once while its copy is built), or
+    /// the partitioned one's logs, taken up with the node's leases.
+    private static func registry(_ node: ClusterNode, _ configuration: GatewayConfiguration, personalFile: StoreWriter,
+                                 clock: any WallClock) throws -> ClusterRegistry {
+        let settings = node.settings
+        let layout = RegistryLogLayout(prefix: settings.prefix)
+        switch settings.registry {
+        case .shared:
+            return .shared(try SharedTokenRegistry.open(jetStream: node.jetStream, layout: layout, replicas: settings.replicas,
+                                                        maximumBytes: settings.limits.registryBytes,
+                                                        snapshotMaximumBytes: settings.limits.registrySnapshotBytes,
+                                                        local: personalFile, loop: node.storeLoop, waitForCatchUp: false))
+        case .partitioned:
+            try RegistryPartition.ensureLogs(count: settings.partitions, jetStream: node.jetStream, layout: layout, replicas: settings.replicas,
+                                             maximumBytes: settings.limits.registryPartitionBytes(partitions: settings.partitions))
+            let directory = configuration.dataDirectory + "/registry"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let partitioned = PartitionedRegistry(jetStream: node.jetStream, connection: node.connection, layout: layout,
+                                                  partitioning: TokenPartitioning(node.partitioning), directory: directory, fences: node.fences,
+                                                  loop: node.storeLoop)
+            node.registryPartitions = partitioned
+            return .partitioned(PartitionedTokenStore(registry: partitioned, local: personalFile, loop: node.storeLoop, clock: clock))
+        }
     }
 
     /// Writes a webhook delivery's outbox operation to the cluster's channel store: outcomes as

@@ -71,6 +71,13 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     private var eventsSubscription: (any MessageSubscription)?
     /// Reconciliation with APNs' list-all, while this gateway holds partition 0.
     private(set) var reconciler: ClusterReconciler?
+    /// The partitioned token registry, when the cluster holds it so (set before ``start(service:router:)``):
+    /// its partitions are taken up and let go with the channels' leases, each on its own
+    /// (``registryQueue(of:)``), so a channel partition never waits for its tokens.
+    var registryPartitions: PartitionedRegistry?
+    /// One serial queue per registry partition: its take-ups and let-gos run there in the order
+    /// the leases came, blocking only that queue.
+    private var registryQueues: [Int: DispatchQueue] = [:]
 
     private enum PartitionState {
         /// Its log is being read; requests for it get 503 meanwhile.
@@ -137,7 +144,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                                                            maximumBytes: settings.limits.leasesBytes,
                                                            instance: settings.instance, settings: leases, fences: fences,
                                                            loop: ingestLoop) { relay.handler?($0) }
-                let storage = ClusterStorageGauge(jetStream: jetStream, streams: settings.limits.streams(layout: layout, ingest: ingest),
+                let storage = ClusterStorageGauge(jetStream: jetStream, streams: settings.limits.streams(layout: layout, ingest: ingest, registry: settings.registry),
                                                   loop: ingestLoop)
                 return ClusterNode(settings: settings, connection: connection, jetStream: jetStream, store: store, storeLoop: storeLoop, partitioning: partitioning,
                                    keeper: keeper, fences: fences, relay: relay, leaseTTL: leases.leaseTTL, ingest: ingest, storage: storage,
@@ -281,6 +288,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         defer { partitionsChanged?(partitions.mapValues(\.fence)) }
         switch change {
         case .start(let partition, let fence):
+            takeUpRegistry(partition, fence: fence)
             partitions[partition] = .restoring(fence)
             // Requests handed to the former owner wait for a gateway that lost the partition (a
             // stopped process keeps its subscription): they are answered now, not after the
@@ -297,6 +305,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             // Behind the writes its channels submitted already (from this loop): the partition's
             // tables go once those are done.
             store.release(partition: partition)
+            letGoOfRegistry(partition)
         case .left:
             hasLeft = true
             left.forEach { $0() }
@@ -366,6 +375,41 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             partitions[partition] = .restoring(fence)
             retryCatchUp(partition, fence: fence)
         }
+    }
+
+    /// Takes `partition` of the partitioned registry up under `fence` (its log read, its
+    /// takeover record written), on its queue; a failure is tried again a second later while
+    /// the fence holds and the registry is open.
+    private func takeUpRegistry(_ partition: Int, fence: Fence) {
+        guard let registry = registryPartitions else { return }
+        let fences = fences, log = log
+        registryQueue(of: partition).async {
+            while fences.holds(fence, of: partition) {
+                do {
+                    try registry.takeUp(partition, under: fence)
+                    log.notice("took up registry partition \(partition) (\(fence))")
+                    return
+                } catch StoreError.closed {
+                    return  // the gateway stops
+                } catch {
+                    log.error("taking up registry partition \(partition) failed; trying again", error: error)
+                    Thread.sleep(forTimeInterval: 1)
+                }
+            }
+        }
+    }
+
+    /// Lets go of `partition` of the partitioned registry (its file dropped), after its take-up.
+    private func letGoOfRegistry(_ partition: Int) {
+        guard let registry = registryPartitions else { return }
+        registryQueue(of: partition).async { registry.letGo(partition) }
+    }
+
+    private func registryQueue(of partition: Int) -> DispatchQueue {
+        if let queue = registryQueues[partition] { return queue }
+        let queue = DispatchQueue(label: "touchline-registry-\(partition)")
+        registryQueues[partition] = queue
+        return queue
     }
 
     /// Reads the partition's log again a little later, if the lease that asked for it still holds.

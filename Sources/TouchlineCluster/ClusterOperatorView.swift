@@ -8,8 +8,8 @@ import TouchlineJetStream
 /// rounds of reconciliation with APNs' list-all, and how full each stream is. On the ingest loop.
 struct ClusterOperatorView: BackendOperatorView {
     let cluster: ClusterNode
-    /// This gateway's copy of the shared token registry.
-    let registry: SharedTokenRegistry
+    /// How this gateway holds the token registry.
+    let registry: ClusterRegistry
 
     var isConnected: Bool { cluster.isConnected }
 
@@ -22,9 +22,19 @@ struct ClusterOperatorView: BackendOperatorView {
             .init("servedPartitions", .array(cluster.servedPartitions.map { .integer(Int64($0)) })),
             .init("partitions", .integer(Int64(cluster.partitioning.count))),
             .init("members", .array(cluster.liveMembers.map { .string($0.description) })),
-            .init("registry", .object([.init("caughtUp", .bool(registry.isCaughtUp)), .init("applied", .integer(Int64(registry.appliedSequence))),
-                                       .init("catchUpTarget", .integer(Int64(registry.catchUpTarget.load(ordering: .acquiring))))])),
+            .init("registry", registryReadiness),
         ]))
+    }
+
+    /// The shared registry's copy (how far it is), or the registry partitions served here.
+    private var registryReadiness: JSONValue {
+        switch registry {
+        case .shared(let shared):
+            .object([.init("caughtUp", .bool(shared.isCaughtUp)), .init("applied", .integer(Int64(shared.appliedSequence))),
+                     .init("catchUpTarget", .integer(Int64(shared.catchUpTarget.load(ordering: .acquiring))))])
+        case .partitioned(let store):
+            .object([.init("caughtUp", true), .init("servedPartitions", .array(store.registry.servedPartitions.map { .integer(Int64($0)) }))])
+        }
     }
 
     func metricFamilies() -> [MetricFamily] {
@@ -49,19 +59,7 @@ struct ClusterOperatorView: BackendOperatorView {
         var members = MetricFamily("touchline_cluster_members", help: "Gateways this one counts as live members of the cluster, itself included.",
                                    kind: .gauge)
         members.add(cluster.liveMembers.count, instance)
-        var caughtUp = MetricFamily("touchline_cluster_registry_caught_up",
-                                    help: "1 once this gateway's copy of the token registry has applied the log as far as it went at the start; 0 while it is built (token routes answer 503, slices here wait).",
-                                    kind: .gauge)
-        caughtUp.add(registry.isCaughtUp ? 1 : 0, instance)
-        let compaction = registry.compactionStatistics
-        var registrySnapshots = MetricFamily("touchline_cluster_registry_snapshots_total",
-                                             help: "Token registry snapshots by outcome: written by this gateway (as the holder of partition 0), restored into its copy (its file was behind the log's start).",
-                                             kind: .counter)
-        registrySnapshots.add(compaction.written, ["instance": name, "outcome": "written"])
-        registrySnapshots.add(compaction.restored, ["instance": name, "outcome": "restored"])
-        var registryTrimmed = MetricFamily("touchline_cluster_registry_entries_trimmed_total",
-                                           help: "Token registry log entries this gateway trimmed below a snapshot.", kind: .counter)
-        registryTrimmed.add(Int(clamping: compaction.trimmedEntries), instance)
+        let registryFamilies = self.registryFamilies(instance: instance)
         var forwarded = MetricFamily("touchline_cluster_forwarded_requests_total",
                                      help: "Provider requests handed to the gateway owning their channel, by outcome (answered, no_owner, timeout, abandoned, not_sent, unreadable).",
                                      kind: .counter)
@@ -92,7 +90,34 @@ struct ClusterOperatorView: BackendOperatorView {
             }
             orphans.add(reconciler.orphansDeleted, instance)
         }
-        return [connected, served, held, partitions, members, caughtUp, registrySnapshots, registryTrimmed, forwarded, snapshots, trimmed, rounds, orphans] + storageFamilies()
+        return [connected, served, held, partitions, members] + registryFamilies + [forwarded, snapshots, trimmed, rounds, orphans] + storageFamilies()
+    }
+
+    /// The shared registry's copy and compaction, or the registry partitions served here.
+    private func registryFamilies(instance: MetricLabels) -> [MetricFamily] {
+        let name = cluster.settings.instance.description
+        var caughtUp = MetricFamily("touchline_cluster_registry_caught_up",
+                                    help: "1 once this gateway's copy of the token registry has applied the log as far as it went at the start; 0 while it is built (token routes answer 503, slices here wait). Always 1 on a partitioned registry.",
+                                    kind: .gauge)
+        guard case .shared(let shared) = registry else {
+            caughtUp.add(1, instance)
+            var served = MetricFamily("touchline_cluster_registry_partitions_served",
+                                      help: "Partitions of the partitioned token registry this gateway serves now (it holds their leases and has read their logs).",
+                                      kind: .gauge)
+            if case .partitioned(let store) = registry { served.add(store.registry.servedPartitions.count, instance) }
+            return [caughtUp, served]
+        }
+        caughtUp.add(shared.isCaughtUp ? 1 : 0, instance)
+        let compaction = shared.compactionStatistics
+        var registrySnapshots = MetricFamily("touchline_cluster_registry_snapshots_total",
+                                             help: "Token registry snapshots by outcome: written by this gateway (as the holder of partition 0), restored into its copy (its file was behind the log's start).",
+                                             kind: .counter)
+        registrySnapshots.add(compaction.written, ["instance": name, "outcome": "written"])
+        registrySnapshots.add(compaction.restored, ["instance": name, "outcome": "restored"])
+        var registryTrimmed = MetricFamily("touchline_cluster_registry_entries_trimmed_total",
+                                           help: "Token registry log entries this gateway trimmed below a snapshot.", kind: .counter)
+        registryTrimmed.add(Int(clamping: compaction.trimmedEntries), instance)
+        return [caughtUp, registrySnapshots, registryTrimmed]
     }
 
     /// Each stream's and bucket's size against its limit, as last read (the cluster's, so every

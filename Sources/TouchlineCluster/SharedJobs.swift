@@ -36,6 +36,9 @@ final class SharedJobs: @unchecked Sendable {
     /// a job accepted while the copy is still built asks its slices for at least this much, so
     /// they miss nothing registered anywhere before this gateway started.
     private let registryTarget: @Sendable () -> UInt64
+    /// The partitioned registry, when the cluster holds it so: jobs that walk it are cut on its
+    /// partitions, and a slice runs once its partition's file is taken up here.
+    private let partitionedRegistry: PartitionedRegistry?
     private let instance: String
     private let outbox: WebhookOutbox?
     let clock: any WallClock
@@ -95,8 +98,8 @@ final class SharedJobs: @unchecked Sendable {
     init(board: SharedJobBoard, partitioning: ChannelPartitioning, fences: PartitionFences, loop: EventLoop, queues: PerApp<PersonalDispatcher>,
          store: any PersonalStoreWriter,
          reader: any PersonalStoreReader, registryPosition: @escaping @Sendable () -> UInt64,
-         registryTarget: @escaping @Sendable () -> UInt64, instance: String, outbox: WebhookOutbox?,
-         finishedJobRetention: Duration, clock: any WallClock, log: GatewayLog) {
+         registryTarget: @escaping @Sendable () -> UInt64, partitionedRegistry: PartitionedRegistry? = nil, instance: String,
+         outbox: WebhookOutbox?, finishedJobRetention: Duration, clock: any WallClock, log: GatewayLog) {
         self.board = board
         expiry = FinishedJobExpiry(retention: finishedJobRetention)
         self.fences = fences
@@ -106,6 +109,7 @@ final class SharedJobs: @unchecked Sendable {
         self.reader = reader
         self.registryPosition = registryPosition
         self.registryTarget = registryTarget
+        self.partitionedRegistry = partitionedRegistry
         self.instance = instance
         self.outbox = outbox
         self.clock = clock
@@ -124,7 +128,8 @@ final class SharedJobs: @unchecked Sendable {
         let shared = SharedJobs(board: board, partitioning: cluster.partitioning, fences: cluster.fences, loop: loop, queues: queues,
                                 store: store, reader: reader,
                                 registryPosition: { registry?.appliedSequence ?? 0 },
-                                registryTarget: { registry?.catchUpTarget.load(ordering: .acquiring) ?? 0 }, instance: cluster.settings.instance.name,
+                                registryTarget: { registry?.catchUpTarget.load(ordering: .acquiring) ?? 0 },
+                                partitionedRegistry: cluster.registryPartitions, instance: cluster.settings.instance.name,
                                 outbox: outbox, finishedJobRetention: cluster.settings.finishedJobRetention, clock: clock, log: log)
         try loop.sync { queues.all.forEach { $0.jobBoard = shared } }
         try shared.start()
@@ -160,7 +165,7 @@ final class SharedJobs: @unchecked Sendable {
         // A partition lost and held again between two calls keeps running its slices, but
         // under the new fence: the old one withholds every send and save.
         for key in plan.running.sorted() {
-            let partition = key.slice.partition(ofJob: key.jobID, in: plan.partitioning)
+            let partition = plan.partition(of: key)
             guard let old = before[partition], let new = partitions[partition], old != new else { continue }
             queue(ofJob: key.jobID).stopSlice(key)
             run(key)
@@ -172,7 +177,8 @@ final class SharedJobs: @unchecked Sendable {
         switch change {
         case .job(let entry):
             plan.jobChanged(entry.id, .init(sliceCount: entry.slices, isFinished: entry.finished != nil,
-                                            startAt: entry.startAtNanoseconds.map(UnixTime.init(nanoseconds:))))
+                                            startAt: entry.startAtNanoseconds.map(UnixTime.init(nanoseconds:)),
+                                            slicesFollowRegistry: entry.slicesFollowRegistry == true))
             if let answer = entry.idempotency { idempotentAnswers[entry.id] = answer }
             if let counters = entry.finished {
                 expiry.finished(entry.id, at: entry.finishedAtNanoseconds.map(UnixTime.init(nanoseconds:)) ?? clock.now())
@@ -263,13 +269,17 @@ final class SharedJobs: @unchecked Sendable {
 
     /// The last check of a slice's sends and saves: its partition still held under the fence it runs under.
     private func sliceFence(_ key: SharedJobPlan.SliceKey) -> PartitionFence? {
-        let partition = key.slice.partition(ofJob: key.jobID, in: plan.partitioning)
+        let partition = plan.partition(of: key)
         return heldUnder[partition].map { fences.fence(of: partition, $0) }
     }
 
     private func run(_ key: SharedJobPlan.SliceKey) {
         guard let entry = entries[key.jobID] else { return }
         guard registryPosition() >= entry.registrySequence else { return runLater(key) }
+        if entry.slicesFollowRegistry == true, let registry = partitionedRegistry, registry.path(of: plan.partition(of: key)) == nil {
+            // Its lease is here, its tokens not yet: the registry partition is still taken up.
+            return runLater(key)
+        }
         guard !readingSaves.contains(key) else { return }
         readingSaves.insert(key)
         let board = board
@@ -471,7 +481,10 @@ final class SharedJobs: @unchecked Sendable {
     /// duplicate window, by a request with the same key).
     func create(_ record: PersonalJobRecord, idempotency: IdempotentAnswer? = nil, answerLoop: EventLoop,
                 completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
-        let slices = PersonalAudience(storedText: record.audience)?.sliceCount ?? 1
+        let audience = PersonalAudience(storedText: record.audience)
+        // On a partitioned registry, a walk is cut on its partitions: each slice's tokens are one partition's.
+        let registryPartitions = audience?.walksRegistry == true ? partitionedRegistry?.partitioning.count : nil
+        let slices = registryPartitions ?? audience?.sliceCount ?? 1
         loop.execute { [self] in
             var entry = SharedJobEntry(id: record.id, createdAtNanoseconds: record.createdAt.nanoseconds, audience: record.audience,
                                        payload: Data(record.payload), priority: record.priority,
@@ -480,6 +493,7 @@ final class SharedJobs: @unchecked Sendable {
             entry.idempotency = idempotency
             entry.startAtNanoseconds = record.startAt?.nanoseconds
             entry.app = record.app == AppChannelID.defaultApp ? nil : record.app
+            entry.slicesFollowRegistry = registryPartitions != nil ? true : nil
             board.publish(entry) { result in
                 answerLoop.execute { completion(result.mapError { $0 }) }
             }
@@ -567,10 +581,14 @@ final class SharedJobs: @unchecked Sendable {
 extension PersonalAudience {
     /// Slices a cluster cuts a job with this audience in: a walk of the registry or of a token
     /// list is cut by token; one token or one user's tokens is one slice.
-    var sliceCount: Int {
+    var sliceCount: Int { walksRegistry ? AudienceSlice.hexDigitCount : 1 }
+
+    /// A walk of the registry (its follow index, or a token list looked up in it), which a
+    /// partitioned registry's partitions hold in shares.
+    var walksRegistry: Bool {
         switch self {
-        case .token, .userID: 1
-        case .follows, .tokens: AudienceSlice.hexDigitCount
+        case .token, .userID: false
+        case .follows, .tokens: true
         }
     }
 }

@@ -57,6 +57,13 @@ public struct ClusterStorageLimits: Sendable, Equatable {
         Self.members.map { "\($0.name) \(self[keyPath: $0.keyPath])" }.joined(separator: ", ")
     }
 
+    /// Each partition's stream of a partitioned token registry (`store.registry`): its share of
+    /// the registry's log and snapshot limits together, which it holds both of, and at least
+    /// 64 MiB.
+    public func registryPartitionBytes(partitions: Int) -> Int {
+        max(64 << 20, (registryBytes + registrySnapshotBytes) / max(1, partitions))
+    }
+
     /// What one server holds at most, all partitions' logs together, for `max_file_store`.
     public func total(partitions: Int) -> Int {
         Self.members.reduce((partitions - 1) * partitionLogBytes) { $0 + self[keyPath: $1.keyPath] }

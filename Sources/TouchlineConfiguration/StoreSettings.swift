@@ -27,7 +27,7 @@ public struct StoreSettings: Sendable, Equatable {
     /// Members of the `store` object besides `backend`: the cluster's.
     static let clusterMembers = ["servers", "instance", "token", "user", "password", "credentialsFile", "nkey", "tls", "prefix",
                                  "replicas", "partitions", "snapshotLogBytes", "reconcileIntervalSeconds", "limits",
-                                 "finishedJobRetentionSeconds", "registrySnapshotEntries", "leases"]
+                                 "finishedJobRetentionSeconds", "registrySnapshotEntries", "registry", "leases"]
 
     /// Settings from JSON: `{"backend": "sqlite"}`, or `{"backend": "jetstream", "servers": [...], ...}`.
     init(json value: JSONValue, defaultInstance: String) throws(InvalidConfigurationValue) {
@@ -99,14 +99,26 @@ public struct JetStreamSettings: Sendable, Equatable {
     /// Registry log entries between two snapshots of the token registry; the log keeps about
     /// twice this many (docs/cluster.md, "Compacting the token registry").
     public var registrySnapshotEntries: Int
+    /// How the gateways hold the token registry: a whole copy each, or partitioned like the
+    /// channels (docs/cluster.md, "The partitioned token registry"). Every gateway of a cluster
+    /// must say the same (a gateway set otherwise is refused at start).
+    public var registry: RegistryLayout
     /// This gateway's lease timing: how soon the others take its partitions over when it dies.
     public var leases: ClusterLeaseTiming
+
+    /// How a cluster's gateways hold the token registry.
+    public enum RegistryLayout: String, Sendable, Equatable, CaseIterable {
+        /// One log; every gateway applies all of it to its own whole copy.
+        case shared
+        /// One log per partition; each partition's owner holds its tokens and serves them.
+        case partitioned
+    }
 
     public init(servers: [String], instance: InstanceID, authentication: NATSSettings.Authentication = .none, tls: NATSSettings.TLS? = nil,
                 prefix: String = "touchline", replicas: Int = 3, partitions: Int = 64, snapshotLogBytes: Int = 262_144,
                 reconcileInterval: Duration = .seconds(600), limits: ClusterStorageLimits = ClusterStorageLimits(),
                 finishedJobRetention: Duration = .seconds(7 * 86_400), registrySnapshotEntries: Int = 100_000,
-                leases: ClusterLeaseTiming = .standard) {
+                registry: RegistryLayout = .shared, leases: ClusterLeaseTiming = .standard) {
         self.servers = servers
         self.instance = instance
         self.authentication = authentication
@@ -119,6 +131,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         self.limits = limits
         self.finishedJobRetention = finishedJobRetention
         self.registrySnapshotEntries = registrySnapshotEntries
+        self.registry = registry
         self.leases = leases
     }
 
@@ -153,6 +166,11 @@ public struct JetStreamSettings: Sendable, Equatable {
         limits = try members["limits"].map { value throws(InvalidConfigurationValue) in try ClusterStorageLimits(json: value) } ?? ClusterStorageLimits()
         finishedJobRetention = .seconds(try ConfigurationMembers.integer(members, "finishedJobRetentionSeconds", 60...(90 * 86_400)) ?? 7 * 86_400)
         registrySnapshotEntries = try ConfigurationMembers.integer(members, "registrySnapshotEntries", 10...100_000_000) ?? 100_000
+        let layout = try members["registry"].map { value throws(InvalidConfigurationValue) in try StoreSettings.string(value, "registry") } ?? "shared"
+        guard let registry = RegistryLayout(rawValue: layout) else {
+            throw InvalidConfigurationValue("member registry must be \"shared\" or \"partitioned\", got \"\(layout.prefix(64))\"")
+        }
+        self.registry = registry
         let partitionCount = partitions
         leases = try members["leases"].map { value throws(InvalidConfigurationValue) in try ClusterLeaseTiming(json: value, partitions: partitionCount) }
             ?? .standard
@@ -217,7 +235,7 @@ public struct JetStreamSettings: Sendable, Equatable {
         parts += ["prefix: \(prefix)", "replicas: \(replicas)", "partitions: \(partitions)", "snapshotLogBytes: \(snapshotLogBytes)",
                   "reconcileIntervalSeconds: \(reconcileInterval.components.seconds)", "limits: \(limits.summary)",
                   "finishedJobRetentionSeconds: \(finishedJobRetention.components.seconds)", "registrySnapshotEntries: \(registrySnapshotEntries)",
-                  "leases: \(leases.summary)"]
+                  "registry: \(registry.rawValue)", "leases: \(leases.summary)"]
         return parts.joined(separator: "; ")
     }
 }

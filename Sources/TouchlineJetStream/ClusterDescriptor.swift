@@ -4,9 +4,10 @@ import Synchronization
 import TouchlineRuntime
 
 /// What every gateway of a cluster must agree on before it writes anything: the partition
-/// count, which decides which partition's log a channel's events go to. The first gateway to
-/// start records it in a stream of its own (`<PREFIX>_CLUSTER`, one message); every later one
-/// reads it and refuses to start, naming both counts, if its own setting differs.
+/// count, which decides which partition's log a channel's events go to, and how the token
+/// registry is held. The first gateway to start records each in a stream of its own
+/// (`<PREFIX>_CLUSTER` and `<PREFIX>_CLUSTER_REGISTRY`, one message each); every later one
+/// reads them and refuses to start, naming both values, if its own settings differ.
 public enum ClusterDescriptor {
     public struct Mismatch: Error, Sendable, CustomStringConvertible {
         public let recorded: Int
@@ -22,23 +23,56 @@ public enum ClusterDescriptor {
         public let description: String
     }
 
+    /// The registry layout the cluster's first gateway recorded differs from this gateway's.
+    public struct RegistryMismatch: Error, Sendable, CustomStringConvertible {
+        public let recorded: String
+        public let configured: String
+        public let prefix: String
+        public var description: String {
+            "the cluster (prefix \(prefix)) holds its token registry \(recorded), but this gateway is set to \(configured): "
+                + "set store.registry to \"\(recorded)\" (a cluster's gateways must hold the registry alike)"
+        }
+    }
+
     /// Records `partitions` if the cluster has no count yet, or checks it against the recorded
     /// one. Blocking (JetStream API calls and a publish waited for): call it while starting,
     /// never on a loop; `loop` only receives the publish's acknowledgement.
     public static func agree(partitions: Int, prefix: String, replicas: Int, jetStream: any JetStreamClient, loop: EventLoop) throws {
-        let stream = prefix.uppercased() + "_CLUSTER", subject = "\(prefix).cluster"
+        let stream = prefix.uppercased() + "_CLUSTER"
+        let recorded = try settle("partitions \(partitions)", stream: stream, subject: "\(prefix).cluster", replicas: replicas,
+                                  jetStream: jetStream, loop: loop)
+        guard recorded.hasPrefix("partitions "), let count = Int(recorded.dropFirst("partitions ".count)) else {
+            throw Unreadable(description: "\(stream) holds \(recorded.utf8.count) bytes that are not a partition count")
+        }
+        guard count == partitions else { throw Mismatch(recorded: count, configured: partitions, prefix: prefix) }
+    }
+
+    /// Records how the gateways hold the token registry (`layout`: `shared` or `partitioned`)
+    /// if the cluster has not recorded it yet, or checks it against the recorded one: gateways
+    /// holding it otherwise would each miss what the others write. Blocking, like
+    /// ``agree(partitions:prefix:replicas:jetStream:loop:)``.
+    public static func agree(registry layout: String, prefix: String, replicas: Int, jetStream: any JetStreamClient, loop: EventLoop) throws {
+        let recorded = try settle("registry \(layout)", stream: prefix.uppercased() + "_CLUSTER_REGISTRY", subject: "\(prefix).cluster.registry",
+                                  replicas: replicas, jetStream: jetStream, loop: loop)
+        guard recorded == "registry \(layout)" else {
+            throw RegistryMismatch(recorded: String(recorded.dropFirst("registry ".count).prefix(32)), configured: layout, prefix: prefix)
+        }
+    }
+
+    /// The text the cluster holds on `subject` of `stream` (one message): `proposal`, if this
+    /// gateway is the first to store one, else the first gateway's.
+    private static func settle(_ proposal: String, stream: String, subject: String, replicas: Int, jetStream: any JetStreamClient,
+                               loop: EventLoop) throws -> String {
         try JetStream.retryingWhileForming { () throws(NATSError) in
             try jetStream.ensureStream(.init(name: stream, subjects: [subject], replicas: replicas, maximumMessagesPerSubject: 1,
                                              maximumBytes: 1 << 20))
         }
         for _ in 0..<3 {
             if let recorded = try JetStream.retryingWhileForming({ () throws(NATSError) in try jetStream.lastMessage(stream: stream, subject: subject) }) {
-                guard let text = String(validating: recorded.payload, as: UTF8.self), text.hasPrefix("partitions "),
-                      let count = Int(text.dropFirst("partitions ".count)) else {
-                    throw Unreadable(description: "\(stream) holds \(recorded.payload.count) bytes that are not a partition count")
+                guard let text = String(validating: recorded.payload, as: UTF8.self) else {
+                    throw Unreadable(description: "\(stream) holds \(recorded.payload.count) bytes that are not text")
                 }
-                guard count == partitions else { throw Mismatch(recorded: count, configured: partitions, prefix: prefix) }
-                return
+                return text
             }
             // Nobody recorded it yet: the first to store it (into the empty stream) sets it. A
             // stream just made may not be heard by every server yet (no responders): nothing is
@@ -46,18 +80,19 @@ public enum ClusterDescriptor {
             let stored = try JetStream.retryingWhileForming { () throws(NATSError) -> Bool in
                 let done = DispatchSemaphore(value: 0)
                 let outcome = Mutex<Result<JetStream.Acknowledgement, NATSError>?>(nil)
-                jetStream.publish(Array("partitions \(partitions)".utf8), to: subject, conditions: .init(expectedLastSequence: 0), loop: loop) { result in
+                jetStream.publish(Array(proposal.utf8), to: subject, conditions: .init(expectedLastSequence: 0), loop: loop) { result in
                     outcome.withLock { $0 = result }
                     done.signal()
                 }
                 done.wait()
                 switch outcome.withLock({ $0! }) {
                 case .success: return true
-                case .failure(let error) where error.isWrongLastSequence: return false  // another gateway was first: read its count
+                case .failure(let error) where error.isWrongLastSequence: return false  // another gateway was first: read its record
                 case .failure(let error): throw error
                 }
             }
-            if stored { return }
+            if stored { return proposal }
         }
+        throw Unreadable(description: "\(stream) was written and emptied three times while this gateway read it: no record to agree on")
     }
 }

@@ -81,6 +81,8 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// The file of `partition` while it is owned here, from any thread: what the readers of the
     /// slices run here open (``OwnedPartitionsReader``).
     public func path(of partition: Int) -> String? { ownedPaths.withLock { $0[partition] } }
+    /// The partitions served here now, from any thread (readiness, metrics).
+    public var servedPartitions: [Int] { ownedPaths.withLock { $0.keys.sorted() } }
     private let ownedPaths = Mutex<[Int: String]>([:])
 
     // MARK: Ownership
@@ -88,6 +90,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// Takes `partition` over under `fence` (its log read to the end, the takeover record
     /// written) and serves the requests for it. Blocking: call it from a thread of its own.
     public func takeUp(_ partition: Int, under fence: Fence) throws {
+        guard !isClosed.load(ordering: .acquiring) else { throw StoreError.closed }
         // Taken up again (its log moved on unseen): the file is read on from where it is.
         let earlier = try loop.sync { [self] in
             ownedPaths.withLock { $0[partition] = nil }
@@ -127,8 +130,13 @@ public final class PartitionedRegistry: @unchecked Sendable {
         given?.close(deletingFile: true)
     }
 
-    /// Stops serving every partition, keeping their files (the gateway stops). Blocking.
+    /// Set by ``close()``: later take-ups are refused with ``StoreError/closed``.
+    private let isClosed = Atomic(false)
+
+    /// Stops serving every partition, keeping their files (the gateway stops); later take-ups
+    /// are refused. Blocking.
     public func close() {
+        isClosed.store(true, ordering: .releasing)
         let all = (try? loop.sync { [self] () -> [RegistryPartition] in
             let all = owned.values.map(\.partition)
             owned.values.forEach { $0.subscription.cancel() }

@@ -35,6 +35,9 @@ public struct SharedJobEntry: Codable, Sendable, Equatable {
     public var withdrawn: Bool?
     /// The app whose tokens it reaches (nil: `default`, and every entry written before apps).
     public var app: String?
+    /// Cut on the partitions of a partitioned registry, each slice run by its partition's owner
+    /// (nil: spread from the job's partition, as every entry written before it).
+    public var slicesFollowRegistry: Bool?
 
     public init(id: String, createdAtNanoseconds: Int64, audience: String, payload: Data, priority: Int, expirationNanoseconds: Int64?,
                 slices: Int, registrySequence: UInt64) {

@@ -47,40 +47,21 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
     let jetStream: any JetStreamClient
     let loop: EventLoop
     /// The gateway's own personal file: the copy of the registry, and everything not shared.
-    let local: StoreWriter
+    var local: StoreWriter { queue.local }
     let clock: any WallClock
     let writerID: String
     /// How long an acknowledged entry may wait for this gateway's copy before its list fails.
     let applyLimit: Duration
-    private let control = Mutex(WriterState())
 
-    /// A submitted list until it completes. Touched only on `loop` (the closures that capture it
-    /// run there), hence unchecked.
-    final class PendingList: @unchecked Sendable {
-        let registry: RegistryEntry?
-        let local: [TokenOperation]
-        let completion: @Sendable (Result<TokenWriteSummary, StoreError>) -> Void
-        var acknowledgedAt: ContinuousClock.Instant?
-        var registrySummary: TokenWriteSummary?
-        var handedToFile = false
-        var result: Result<TokenWriteSummary, StoreError>?
-
-        init(registry: RegistryEntry?, local: [TokenOperation], completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
-            self.registry = registry
-            self.local = local
-            self.completion = completion
-        }
-
-        var waitsForRegistry: Bool { registry != nil && registrySummary == nil && result == nil }
-    }
+    /// The lists in submission order, with their file parts (``RegistryListQueue``).
+    let queue: RegistryListQueue
+    typealias PendingList = RegistryListQueue.PendingList
 
     // Confined to `loop`.
-    var lists: [PendingList] = []
     /// Own entries acknowledged and waiting for the copy, by log sequence.
     var waiting: [UInt64: PendingList] = [:]
     private var written: UInt64 = 0
     private var sweepTimer: LoopTimer?
-    private var closeWaiters: [DispatchSemaphore] = []
     var projection = RegistryProjection()
     var restartTimer: LoopTimer?
 
@@ -88,9 +69,9 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
         self.applyLimit = applyLimit
         self.jetStream = jetStream
         self.layout = layout
-        self.local = local
         self.loop = loop
         self.clock = clock
+        queue = RegistryListQueue(local: local, loop: loop, clock: clock)
         writerID = (0..<4).map { _ in String(UInt32.random(in: .min ... .max), radix: 36) }.joined()
     }
 
@@ -103,9 +84,9 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
         if let failure = projectionHealth.withLock({ $0 }) { return failure }
         return local.health
     }
-    public var isOpen: Bool { control.withLock { !$0.closed } }
-    public var queueDepth: Int { control.withLock { $0.queued } + local.queueDepth }
-    public var statistics: StoreWriterStatistics { control.withLock { $0.statistics } }
+    public var isOpen: Bool { queue.isOpen }
+    public var queueDepth: Int { queue.queueDepth }
+    public var statistics: StoreWriterStatistics { queue.statistics }
     /// The projection's failure, readable from any thread.
     let projectionHealth = Mutex<StoreHealth?>(nil)
     /// How often the copy subscribed again because a message of the log was lost on the way
@@ -131,15 +112,8 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
     /// Refuses later lists, waits for the submitted ones to complete, stops following the log
     /// and closes the file.
     public func close() {
-        control.withLock { $0.close() }
+        queue.closeAndWait()
         guard !loop.inEventLoop else { return }
-        let waiter = try? loop.sync { [self] () -> DispatchSemaphore? in
-            guard !lists.isEmpty else { return nil }
-            let semaphore = DispatchSemaphore(value: 0)
-            closeWaiters.append(semaphore)
-            return semaphore
-        }
-        waiter?.wait()
         try? loop.sync { [self] in stopFollowing() }
         local.close()
     }
@@ -148,28 +122,7 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
 
     public func submit(summarizing operations: [TokenOperation],
                        completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
-        let admitted = control.withLock { $0.admit() }
-        loop.execute { [self] in
-            guard admitted else { return completion(.failure(.closed)) }
-            control.withLock { $0.started() }
-            let shared = operations.filter(\.isRegistryOperation)
-            let list = PendingList(registry: shared.isEmpty ? nil : RegistryEntry(shared), local: operations.filter { !$0.isRegistryOperation },
-                                   completion: completion)
-            lists.append(list)
-            guard let entry = list.registry else { return advance() }
-            guard !list.local.isEmpty else { return publish(entry, for: list) }
-            // The file's rules first: a list they refuse is refused before its registry part is logged.
-            local.check(list.local) { [self] checked in
-                loop.execute { [self] in
-                    switch checked {
-                    case .success: publish(entry, for: list)
-                    case .failure(let error):
-                        list.result = .failure(error)
-                        advance()
-                    }
-                }
-            }
-        }
+        queue.submit(operations, completion: completion) { [self] entry, list in publish(entry, for: list) }
     }
 
     private func publish(_ entry: RegistryEntry, for list: PendingList) {
@@ -203,7 +156,7 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
                 return
             }
             retryTimers[id] = nil
-            advance()
+            queue.advance()
         }
     }
 
@@ -213,37 +166,7 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
     func ownEntryApplied(at sequence: UInt64, summary: TokenWriteSummary) {
         guard let list = waiting.removeValue(forKey: sequence) else { return projection.keepOwnSummary(summary, at: sequence) }
         list.registrySummary = summary
-        advance()
-    }
-
-    /// Hands lists to the file in order (none past one still waiting for its registry part),
-    /// then completes the finished lists at the head.
-    func advance() {
-        for list in lists where list.result == nil {
-            if list.waitsForRegistry { break }
-            guard !list.handedToFile else { continue }
-            list.handedToFile = true
-            let registered = list.registrySummary?.tokensDeactivated ?? 0
-            guard !list.local.isEmpty else {
-                list.result = .success(TokenWriteSummary(tokensDeactivated: registered))
-                continue
-            }
-            local.submit(summarizing: list.local) { [self] result in
-                loop.execute { [self] in
-                    list.result = result.map { TokenWriteSummary(tokensDeactivated: $0.tokensDeactivated + registered) }
-                    advance()
-                }
-            }
-        }
-        while let head = lists.first, let result = head.result {
-            lists.removeFirst()
-            control.withLock { $0.record(result, at: clock.now()) }
-            head.completion(result)
-        }
-        if lists.isEmpty {
-            closeWaiters.forEach { $0.signal() }
-            closeWaiters = []
-        }
+        queue.advance()
     }
 
     /// While entries wait for the copy, fails those that waited longer than the apply limit.
@@ -258,8 +181,8 @@ public final class SharedTokenRegistry: PersonalStoreWriter, @unchecked Sendable
                 list.result = .failure(.storageFailure(
                     "the token registry entry is stored in the cluster (log sequence \(sequence)) but this gateway's copy has not applied it within \(applyLimit)\(why)"))
             }
-            advance()
-            if !waiting.isEmpty || lists.contains(where: \.waitsForRegistry) { scheduleSweep() }
+            queue.advance()
+            if !waiting.isEmpty || queue.lists.contains(where: \.waitsForRegistry) { scheduleSweep() }
         }
         sweepTimer = timer
         timer.schedule(after: .seconds(1))

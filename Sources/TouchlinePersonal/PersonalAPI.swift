@@ -38,7 +38,6 @@ package struct PersonalAPI: APIFeature {
         let body = try RequestBody(parsing: request.body, allowed: ["audience", "event", "contentState", "alert", "attributesType",
                                                                            "attributes", "priority", "expiration"])
         let audience = try Self.audience(try body.required(body.object("audience"), "audience"))
-        if case .token(let token) = audience { try intake.requireSendable(token, app: app) }
         let eventName = try body.required(body.string("event"), "event")
         guard let event = LiveActivityPayload.Event(rawValue: eventName) else {
             throw body.invalid("event", "must be \"start\", \"update\" or \"end\", got \"\(eventName)\"")
@@ -61,8 +60,20 @@ package struct PersonalAPI: APIFeature {
         let priority = try PersonalJobIntake.priority(in: body), expiration = try PersonalJobIntake.expiration(in: body)
         let payload = LiveActivityPayload(timestamp: intake.clock.now(), event: event, contentState: contentState, alert: alert,
                                           attributesType: attributesType, attributes: attributes).encoded()
-        let job = try intake.personalJob(audience: audience, payload: payload, priority: priority, expiration: expiration, claim: claim, app: app)
-        try intake.submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
+        let submit: @Sendable (PersonalAudience) throws(HTTPError) -> Void = { [intake] audience throws(HTTPError) in
+            let job = try intake.personalJob(audience: audience, payload: payload, priority: priority, expiration: expiration, claim: claim, app: app)
+            try intake.submitPersonalJobs([job], for: request, answer: .object([.init("jobId", .string(job.id))]), idempotency: claim)
+        }
+        switch audience {
+        case .token(let token):
+            intake.whenSendable(token, app: app, for: request) { () throws(HTTPError) in try submit(audience) }
+        case .userID(let userID) where intake.lookups.resolvesUsersAtIntake:
+            intake.resolve(userID, app: app, kind: event == .start ? .pushToStart : .update, for: request) { tokens throws(HTTPError) in
+                try submit(.tokenList(tokens))
+            }
+        case .userID, .follows, .tokens:
+            try submit(audience)
+        }
     }
 
     private func showPersonalJob(_ request: HTTPRequest, id: String, app: String) {

@@ -19,8 +19,10 @@ package final class PersonalJobIntake: @unchecked Sendable {
     /// Tokens, personal jobs and dead letters: a file and writer thread of their own, so that
     /// personal writes never queue in front of a channel's commit.
     package let personalStore: any PersonalStoreWriter
-    /// Reads of the registry (jobs, dead letters, idempotency records); on the ingest loop only.
+    /// Reads of the gateway's file (jobs, dead letters, idempotency records); on the ingest loop only.
     let tokenReader: any PersonalStoreReader
+    /// Where a token is looked up (``TokenLookups``); on the ingest loop only.
+    let lookups: any TokenLookups
     /// Every app's personal queue, by app (each runs its app's jobs through its own pool, on the
     /// personal loop); handed a job once it is durable.
     let queues: PerApp<PersonalDispatcher>
@@ -34,12 +36,13 @@ package final class PersonalJobIntake: @unchecked Sendable {
     package var brokenJobs: [String: String] = [:]
 
     package init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any PersonalStoreReader,
-         queues: PerApp<PersonalDispatcher>, jobBoard: any PersonalJobBoard = OwnJobs(), idempotency: IdempotencySettings) {
+         lookups: any TokenLookups, queues: PerApp<PersonalDispatcher>, jobBoard: any PersonalJobBoard = OwnJobs(), idempotency: IdempotencySettings) {
         self.jobBoard = jobBoard
         self.loop = loop
         self.clock = clock
         self.personalStore = personalStore
         self.tokenReader = tokenReader
+        self.lookups = lookups
         self.queues = queues
         idempotencyKeys = IdempotencyKeys(settings: idempotency)
     }
@@ -83,17 +86,48 @@ package final class PersonalJobIntake: @unchecked Sendable {
     /// Hands a durable job to its app's personal queue.
     func run(_ job: PersonalJobRecord) { queue(of: job.app).run(job) }
 
-    /// 422 `token_of_another_app` when `token` is registered for another app than `app`: sent
-    /// through `app`'s connections, with its topic, APNs would refuse it, and a token must never
-    /// be pushed through another app. An unregistered token is sent as given.
-    func requireSendable(_ token: String, app: String) throws(HTTPError) {
-        let record: TokenRecord?
-        do { record = try tokenReader.token(token) } catch {
-            throw HTTPError(status: 500, code: "store_failed", message: "reading the token failed: \(error)")
+    /// Runs `proceed` once `token` is known to be sendable through `app`, or answers `request`
+    /// 422 `token_of_another_app` when it is registered for another app: sent through `app`'s
+    /// connections, with its topic, APNs would refuse it, and a token must never be pushed
+    /// through another app. An unregistered token is sent as given. What `proceed` throws is
+    /// the answer (on the ingest loop, at once or once the lookup answered).
+    func whenSendable(_ token: String, app: String, for request: HTTPRequest, _ proceed: @escaping @Sendable () throws(HTTPError) -> Void) {
+        lookups.token(token) { found in
+            do throws(HTTPError) {
+                let record: TokenRecord?
+                do { record = try found.get() } catch {
+                    throw HTTPError(status: 500, code: "store_failed", message: "reading the token failed: \(error)")
+                }
+                if let record, record.app != app {
+                    throw HTTPError(status: 422, code: "token_of_another_app",
+                                    message: "token \(token.prefix(8))… is registered for app '\(record.app)', not '\(app)': it is pushed through its own app only")
+                }
+                try proceed()
+            } catch {
+                request.respond(error.response)
+            }
         }
-        guard let record, record.app != app else { return }
-        throw HTTPError(status: 422, code: "token_of_another_app",
-                        message: "token \(token.prefix(8))… is registered for app '\(record.app)', not '\(app)': it is pushed through its own app only")
+    }
+
+    /// A user's tokens a job resolved at intake reaches at most (``TokenLookups/resolvesUsersAtIntake``).
+    static let resolvedUserTokenLimit = 1_000
+
+    /// Runs `proceed` with the active tokens of `kind` that `userID` has registered for `app`,
+    /// as a job walking a user's tokens would read them; a failed lookup
+    /// answers `request` 500. What `proceed` throws is the answer.
+    func resolve(_ userID: String, app: String, kind: TokenKind, for request: HTTPRequest,
+                 _ proceed: @escaping @Sendable ([String]) throws(HTTPError) -> Void) {
+        lookups.tokens(userID: userID, app: app, limit: Self.resolvedUserTokenLimit) { found in
+            do throws(HTTPError) {
+                let records: [TokenRecord]
+                do { records = try found.get() } catch {
+                    throw HTTPError(status: 500, code: "store_failed", message: "reading the user's tokens failed: \(error)")
+                }
+                try proceed(records.filter { $0.active && $0.kind == kind }.map(\.token))
+            } catch {
+                request.respond(error.response)
+            }
+        }
     }
 
     /// A new job (not saved yet) for an encoded payload, refused when APNs would refuse the payload.

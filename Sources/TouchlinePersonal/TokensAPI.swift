@@ -8,29 +8,29 @@ import TouchlineStore
 /// tokens of its users here, for personal pushes and push-to-start.
 ///
 /// Tokens belong to the app, not to a provider's channels, so these routes need an admin key.
-/// Writes are answered after the store has committed them; reads use the gateway's own
-/// read connection on the ingest loop (small indexed look-ups).
+/// Writes are answered after the store has committed them; reads are small indexed look-ups
+/// (``TokenLookups``: the gateway's own read connection, or a partitioned registry's owners).
 ///
-/// Owns what the routes need: the personal store (writes), the registry's read connection, and
+/// Owns what the routes need: the personal store (writes), the registry's look-ups, and
 /// a look-up of the channels an update token may name. On the ingest loop (`@unchecked
 /// Sendable` only so route closures and store completions can capture it).
 package final class TokensAPI: APIFeature, @unchecked Sendable {
     private let loop: EventLoop
     private let clock: any WallClock
     private let personalStore: any PersonalStoreWriter
-    private let tokenReader: any TokenRegistryReader
+    private let lookups: any TokenLookups
     /// This gateway's copy of the registry (on a cluster, built from the log while it serves).
     private let registry: any TokenRegistryCopy
     /// Whether a kept channel id (``AppChannelID``) names a channel of this gateway (an update token must).
     private let isKnownChannel: (String) -> Bool
 
-    package init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, tokenReader: any TokenRegistryReader,
+    package init(loop: EventLoop, clock: any WallClock, personalStore: any PersonalStoreWriter, lookups: any TokenLookups,
          registry: any TokenRegistryCopy, isKnownChannel: @escaping (String) -> Bool) {
         self.registry = registry
         self.loop = loop
         self.clock = clock
         self.personalStore = personalStore
-        self.tokenReader = tokenReader
+        self.lookups = lookups
         self.isKnownChannel = isKnownChannel
     }
 
@@ -53,7 +53,7 @@ package final class TokensAPI: APIFeature, @unchecked Sendable {
             }
             router.add(.delete, "\(base)/tokens/{token}", scope: scope) { [self] call throws(HTTPError) in
                 try requireRegistry()
-                try deleteToken(call.request, token: try call.parameters.string("token"), app: call.app)
+                deleteToken(call.request, token: try call.parameters.string("token"), app: call.app)
             }
         }
     }
@@ -120,31 +120,40 @@ package final class TokensAPI: APIFeature, @unchecked Sendable {
             throw HTTPError(status: 400, code: "invalid_query",
                             message: "query 'userId' must be without \(TokenRegistration.refusedCharacters); it \(problem)")
         }
-        let records: [TokenRecord]
-        do { records = try tokenReader.tokens(userID: userID, app: app, limit: 100) } catch {
-            throw HTTPError(status: 500, code: "store_failed", message: "reading tokens failed: \(error)")
+        lookups.tokens(userID: userID, app: app, limit: 100) { found in
+            switch found {
+            case .success(let records):
+                request.respond(.json(status: 200, .object([.init("tokens", .array(records.map(TokenRegistration.json)))])))
+            case .failure(let error):
+                request.respond(HTTPError(status: 500, code: "store_failed", message: "reading tokens failed: \(error)").response)
+            }
         }
-        request.respond(.json(status: 200, .object([.init("tokens", .array(records.map(TokenRegistration.json)))])))
     }
 
-    private func deleteToken(_ request: HTTPRequest, token rawToken: String, app: String) throws(HTTPError) {
+    private func deleteToken(_ request: HTTPRequest, token rawToken: String, app: String) {
         let token = rawToken.lowercased()
-        let known: TokenRecord?
-        do { known = try tokenReader.token(token) } catch {
-            throw HTTPError(status: 500, code: "store_failed", message: "reading the token failed: \(error)")
-        }
-        // Another app's token is not this app's to delete: as unknown here.
-        guard known?.app == app else {
-            throw HTTPError(status: 404, code: "token_not_found", message: "no token \(token.prefix(8))… is registered")
-        }
-        try personalStore.requireWritable()
-        personalStore.submit([.deleteToken(token)]) { [self] result in
-            loop.execute {
-                switch result {
-                case .success: request.respond(.json(status: 200, .object([.init("deleted", true)])))
-                case .failure(let error):
-                    request.respond(HTTPError.writeFailed(error, saving: "the token's deletion").response)
+        lookups.token(token) { [self] found in
+            do throws(HTTPError) {
+                let known: TokenRecord?
+                do { known = try found.get() } catch {
+                    throw HTTPError(status: 500, code: "store_failed", message: "reading the token failed: \(error)")
                 }
+                // Another app's token is not this app's to delete: as unknown here.
+                guard known?.app == app else {
+                    throw HTTPError(status: 404, code: "token_not_found", message: "no token \(token.prefix(8))… is registered")
+                }
+                try personalStore.requireWritable()
+                personalStore.submit([.deleteToken(token)]) { [self] result in
+                    loop.execute {
+                        switch result {
+                        case .success: request.respond(.json(status: 200, .object([.init("deleted", true)])))
+                        case .failure(let error):
+                            request.respond(HTTPError.writeFailed(error, saving: "the token's deletion").response)
+                        }
+                    }
+                }
+            } catch {
+                request.respond(error.response)
             }
         }
     }

@@ -37,6 +37,9 @@ package protocol StartedBackend: Sendable {
     var recordings: any FeedRecordings { get }
     /// This gateway's copy of the token registry: whether it is complete yet.
     var registry: any TokenRegistryCopy { get }
+    /// Where the token routes and the intake look tokens up, answering on `loop` (the ingest
+    /// loop): through `reader`, this gateway's file, unless the registry is partitioned.
+    func tokenLookups(reader: any TokenRegistryReader, loop: EventLoop) -> any TokenLookups
     /// The name a dead letter shows of the gateway that holds it (nil on its own).
     var instanceName: String? { get }
     /// What `/readyz` and `/metrics` show of the backend.
@@ -57,6 +60,11 @@ package protocol StartedBackend: Sendable {
     /// A gateway released while it runs (its loops stopped): closes what the backend holds
     /// beyond its parts (a cluster's connection).
     func release()
+}
+
+extension StartedBackend {
+    /// A registry held whole: looked up through this gateway's reader.
+    package func tokenLookups(reader: any TokenRegistryReader, loop: EventLoop) -> any TokenLookups { ReaderTokenLookups(reader) }
 }
 
 /// What operators see of the backend, on the ingest loop.

@@ -3,7 +3,7 @@
 ///
 /// Every gateway sees the same job bucket (its watch feeds ``jobChanged(_:_:)`` and
 /// ``sliceChanged(_:_:)``) and is told which partitions it owns. A slice runs where its
-/// partition is owned (``AudienceSlice/partition(ofJob:in:)``), so the partition leases decide
+/// partition is owned (``partition(of:)``), so the partition leases decide
 /// who runs it: one gateway at a time, balanced, taken over within the lease's time when a
 /// gateway dies, and stopped before another may start it. The owner of a job's first slice
 /// finishes the job once every slice has finished. The plan does no I/O: ``decide(at:)`` returns
@@ -41,11 +41,16 @@ public struct SharedJobPlan: Sendable {
         public var isFinished: Bool
         /// When a scheduled job may start; nil: at once.
         public var startAt: UnixTime?
+        /// Cut on a partitioned registry's partitions: slice i runs where registry partition i
+        /// is owned, which holds its tokens (``AudienceSlice/registryPartition``). Otherwise its
+        /// slices spread from the job's own partition (``AudienceSlice/partition(ofJob:in:)``).
+        public var slicesFollowRegistry: Bool
 
-        public init(sliceCount: Int, isFinished: Bool, startAt: UnixTime? = nil) {
+        public init(sliceCount: Int, isFinished: Bool, startAt: UnixTime? = nil, slicesFollowRegistry: Bool = false) {
             self.sliceCount = sliceCount
             self.isFinished = isFinished
             self.startAt = startAt
+            self.slicesFollowRegistry = slicesFollowRegistry
         }
     }
 
@@ -219,6 +224,13 @@ public struct SharedJobPlan: Sendable {
         return (total, finished, job.sliceCount)
     }
 
+    /// The partition whose owner runs `key`: its registry partition when its job is cut on
+    /// them, else the one its place in the job's spread gives.
+    public func partition(of key: SliceKey) -> Int {
+        if jobs[key.jobID]?.slicesFollowRegistry == true, key.slice.count == partitioning.count { return key.slice.registryPartition }
+        return key.slice.partition(ofJob: key.jobID, in: partitioning)
+    }
+
     /// The owner of a job's first slice records its start and finishes it.
     private func ownsFirstSlice(of jobID: String) -> Bool {
         owned.contains(partitioning.partition(of: jobID))
@@ -231,7 +243,7 @@ public struct SharedJobPlan: Sendable {
     /// The slice's job is open and its partition this gateway's.
     private func isOwned(_ key: SliceKey) -> Bool {
         guard let job = jobs[key.jobID], !job.isFinished else { return false }
-        return owned.contains(key.slice.partition(ofJob: key.jobID, in: partitioning))
+        return owned.contains(partition(of: key))
     }
 
     private func finalCounters(_ jobID: String, _ cut: [AudienceSlice]) -> FanOutCounters? {

@@ -138,3 +138,40 @@ struct ClusterRegistryLayoutAgreementTests {
         }
     }
 }
+
+/// The partitioned registry on three nats-server processes: gateways over sockets, each
+/// partition's log a replicated stream, the owners reached over the servers.
+@Suite("The partitioned token registry on servers", .serialized, .heavy(weight: 3))
+struct ClusterPartitionedRegistryServerTests {
+    @Test func tokensAndJobsGoThroughEitherGatewayAndSurviveOneStopping() async throws {
+        let cluster = try await ClusterUnderTest.start(.servers)
+        let apns = try MockAPNsFixture()
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try await started.serving(on: cluster, apns: apns, configure: ClusterPartitionedRegistryTests.partitioned)
+        let (g1, g2) = (gateways[0].patientAdmin, gateways[1].patientAdmin)
+        try await eventually("every registry partition served") { ClusterPartitionedRegistryTests.registryServed(by: [g1, g2]) }
+        let fans = ClusterPersonalJobTests.tokens(200)
+        for start in stride(from: 0, to: fans.count, by: 50) {
+            let items = (start..<start + 50).map {
+                #"{"token": "\#(fans[$0])", "kind": "push-to-start", "userId": "u\#($0)", "follows": ["team:ARS"]}"#
+            }
+            let batch = try g1.request("POST", "/v1/tokens/batch", json: #"{"tokens": [\#(items.joined(separator: ","))]}"#)
+            #expect(batch.status == 201, "\(batch.text)")
+        }
+        for user in stride(from: 0, to: 200, by: 13) {
+            #expect(ClusterPartitionedRegistryTests.listed(try g2.request("GET", "/v1/tokens?userId=u\(user)")) == [fans[user]: true], "u\(user)")
+        }
+        let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: g2)
+        #expect(job.progress?.integer("targeted") == 200 && job.progress?.integer("sent") == 200, "\(String(describing: job.progress))")
+
+        // g1 stops: g2 takes its registry partitions over from their logs, with every token.
+        await gateways[0].shutDown(removingData: false)
+        try await eventually("g2 serves every registry partition", timeout: .seconds(60)) { ClusterPartitionedRegistryTests.registryServed(by: [g2]) }
+        for user in stride(from: 5, to: 200, by: 11) {
+            #expect(ClusterPartitionedRegistryTests.listed(try g2.request("GET", "/v1/tokens?userId=u\(user)")) == [fans[user]: true], "u\(user)")
+        }
+        #expect(try g2.request("DELETE", "/v1/tokens/\(fans[3])").status == 200)
+        #expect(ClusterPartitionedRegistryTests.listed(try g2.request("GET", "/v1/tokens?userId=u3")).isEmpty)
+    }
+}

@@ -18,7 +18,8 @@ import TouchlineCore
                        "credentialsFile": "/etc/touchline/gw.creds", "tls": {"caFile": "/etc/touchline/nats-ca.pem"},
                        "prefix": "league", "replicas": 5, "partitions": 128, "snapshotLogBytes": 65536,
                        "limits": {"partitionLogBytes": 134217728, "registryBytes": 8589934592}, "finishedJobRetentionSeconds": 86400,
-                       "registrySnapshotEntries": 50000, "leases": {"ttlMilliseconds": 1500, "memberTTLMilliseconds": 2000}}}
+                       "registrySnapshotEntries": 50000, "registry": "partitioned",
+                       "leases": {"ttlMilliseconds": 1500, "memberTTLMilliseconds": 2000}}}
             """)
         let configuration = try GatewayConfiguration.load(arguments: ["--config", file], environment: GatewayConfigurationTests.dev)
         let cluster = try #require(configuration.store.jetStream)
@@ -33,6 +34,7 @@ import TouchlineCore
         limits.registryBytes = 8 << 30
         #expect(cluster.limits == limits, "the members given, the others' defaults")
         #expect(cluster.finishedJobRetention == .seconds(86_400) && cluster.registrySnapshotEntries == 50_000)
+        #expect(cluster.registry == .partitioned)
         // The TTL given, the others in its proportions unless given.
         let leases = try cluster.leases.leaseSettings(partitions: cluster.partitions)
         #expect([leases.leaseTTL, leases.renewInterval, leases.safetyMargin, leases.memberTTL, leases.writeTimeout, leases.retryDelay]
@@ -89,6 +91,8 @@ import TouchlineCore
          "store settings member finishedJobRetentionSeconds must be a whole number from 60 to 7776000"),
         (#"{"backend": "jetstream", "servers": ["nats://n1"], "registrySnapshotEntries": 5}"#,
          "store settings member registrySnapshotEntries must be a whole number from 10 to 100000000"),
+        (#"{"backend": "jetstream", "servers": ["nats://n1"], "registry": "sharded"}"#,
+         #"store settings member registry must be "shared" or "partitioned", got "sharded""#),
         (#"{"backend": "jetstream", "servers": ["nats://n1"], "leases": {"renewIntervalMilliseconds": 500}}"#,
          "store settings member leases needs ttlMilliseconds (the others default to its standard proportions)"),
         (#"{"backend": "jetstream", "servers": ["nats://n1"], "leases": {"ttlMilliseconds": 100}}"#,

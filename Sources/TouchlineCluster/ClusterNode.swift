@@ -399,9 +399,11 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         }
     }
 
-    /// Lets go of `partition` of the partitioned registry (its file dropped), after its take-up.
+    /// Lets go of `partition` of the partitioned registry (its file dropped), after its take-up;
+    /// no reader is handed its file from now on.
     private func letGoOfRegistry(_ partition: Int) {
         guard let registry = registryPartitions else { return }
+        registry.withdraw(partition)
         registryQueue(of: partition).async { registry.letGo(partition) }
     }
 

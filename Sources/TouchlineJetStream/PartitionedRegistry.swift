@@ -118,6 +118,11 @@ public final class PartitionedRegistry: @unchecked Sendable {
         }
     }
 
+    /// Stops handing `partition`'s file to readers at once, from any thread, before its
+    /// ``letGo(_:)`` is queued: a slice started meanwhile waits for the next take-up instead of
+    /// reading a file about to be dropped.
+    public func withdraw(_ partition: Int) { ownedPaths.withLock { $0[partition] = nil } }
+
     /// Stops serving `partition` and drops its file: its next owner restores it from the log.
     /// Blocking: never call it from the loop.
     public func letGo(_ partition: Int) {

@@ -39,15 +39,22 @@ struct ClusterPartitionedRegistryTests {
         return served.sorted() == Array(0..<ClusterGatewayTests.partitions)
     }
 
+    /// Gateways g1 and g2 holding the registry partitioned, once they serve every registry
+    /// partition between them.
+    static func twoGateways(on cluster: InProcessCluster) async throws -> [GatewayFixture] {
+        let gateways = try await cluster.serving(configure: Self.partitioned)
+        try await eventually("every registry partition served") { Self.registryServed(by: gateways.map(\.patientAdmin)) }
+        return gateways
+    }
+
     /// Tokens registered through one gateway, of users and partitions all over, are listed and
     /// deleted through the other; a user's new push-to-start token, registered through the
     /// other gateway, replaces the earlier one wherever each is held.
     @Test func tokensRegisteredThroughOneGatewayAreListedReplacedAndDeletedThroughTheOther() async throws {
         let cluster = InProcessCluster()
         defer { cluster.shutDown() }
-        let gateways = try await cluster.serving(configure: Self.partitioned)
+        let gateways = try await Self.twoGateways(on: cluster)
         let (g1, g2) = (gateways[0].patientAdmin, gateways[1].patientAdmin)
-        try await eventually("every registry partition served") { Self.registryServed(by: [g1, g2]) }
         // Thirty users' push-to-start tokens (one each: a user's new one replaces the last),
         // spread over the partitions by their random digits, as the users are by their ids.
         let tokens = ClusterPersonalJobTests.tokens(31)
@@ -77,9 +84,8 @@ struct ClusterPartitionedRegistryTests {
     @Test func jobsRunWhereTheirTokensAreHeldAndReachEachTokenOnce() async throws {
         let cluster = InProcessCluster()
         defer { cluster.shutDown() }
-        let gateways = try await cluster.serving(configure: Self.partitioned)
+        let gateways = try await Self.twoGateways(on: cluster)
         let (g1, g2) = (gateways[0].patientAdmin, gateways[1].patientAdmin)
-        try await eventually("every registry partition served") { Self.registryServed(by: [g1, g2]) }
         let fans = ClusterPersonalJobTests.tokens(300)
         try ClusterPersonalJobTests.register(fans, through: g1, perRequest: 50)
         let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: g2)
@@ -105,9 +111,8 @@ struct ClusterPartitionedRegistryTests {
     @Test func aStoppedGatewaysRegistryPartitionsAreTakenOverWithEveryToken() async throws {
         let cluster = InProcessCluster()
         defer { cluster.shutDown() }
-        let gateways = try await cluster.serving(configure: Self.partitioned)
+        let gateways = try await Self.twoGateways(on: cluster)
         let (g1, g2) = (gateways[0].patientAdmin, gateways[1].patientAdmin)
-        try await eventually("every registry partition served") { Self.registryServed(by: [g1, g2]) }
         let tokens = ClusterPersonalJobTests.tokens(40)
         for (index, token) in tokens.enumerated() {
             let through = index.isMultiple(of: 2) ? g1 : g2

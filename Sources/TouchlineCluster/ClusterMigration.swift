@@ -15,14 +15,17 @@ import TouchlineStore
 ///   last `seq`, the engine's snapshot and counters) and their stored events go to their
 ///   partitions' logs, through the channel store a gateway writes with. A channel the cluster
 ///   already has is left as it is and counted: running it again copies nothing twice.
-/// - **Tokens**, active or not, go to the shared registry log. Each registration of the log
-///   replaces the user's earlier active token, so the deactivated ones go first (each
-///   registered, then deactivated as it was) and the active ones after them: every token
-///   arrives in the state it had.
+/// - **Tokens**, active or not, go to the cluster's registry as `store.registry` says: the shared
+///   registry log, or the partitions' logs (every partition taken up by the migration while it
+///   copies, then let go). Each registration replaces the user's earlier active token, so the
+///   deactivated ones go first (each registered, then deactivated as it was) and the active
+///   ones after them: every token arrives in the state it had.
 /// - **Open jobs** (pending and running, with the retries they wait for) go to the personal file
 ///   of the gateway whose configuration is given, which runs them when it starts: personal jobs
-///   run where they are stored (docs/cluster.md, "Status"). Dead letters and idempotency keys
-///   are not copied.
+///   run where they are stored (docs/cluster.md, "Status"). A cluster holding its registry
+///   partitioned cannot run a file's job (it walks the whole registry from one reader): there,
+///   a source with open jobs is refused before anything is copied. Dead letters and
+///   idempotency keys are not copied.
 ///
 /// Blocking; run it before the cluster's gateways serve the channels, and never beside a
 /// gateway on the same data directory.
@@ -85,6 +88,7 @@ package struct ClusterMigration {
         let jetStream = try JetStream(connection)
         try ClusterDescriptor.agree(partitions: settings.partitions, prefix: settings.prefix, replicas: settings.replicas, jetStream: jetStream,
                                     loop: loop)
+        try refuseOpenJobsForPartitionedRegistry(personalPath)
         var summary = Summary()
         let channels = try JetStreamChannelStore.open(jetStream: jetStream, layout: ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning),
                                                       replicas: settings.replicas, limits: settings.limits.channelLogs, loop: loop)
@@ -94,12 +98,12 @@ package struct ClusterMigration {
         try copyChannels(from: channelReader, to: channels, summary: &summary)
 
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        try ClusterDescriptor.agree(registry: settings.registry.rawValue, prefix: settings.prefix, replicas: settings.replicas,
+                                    jetStream: jetStream, loop: loop)
         let personalFile = try StoreWriter(path: dataDirectory + "/personal.sqlite")
-        let registry: SharedTokenRegistry
+        let registry: any PersonalStoreWriter
         do {
-            registry = try SharedTokenRegistry.open(jetStream: jetStream, layout: RegistryLogLayout(prefix: settings.prefix), replicas: settings.replicas,
-                                                    maximumBytes: settings.limits.registryBytes,
-                                                    snapshotMaximumBytes: settings.limits.registrySnapshotBytes, local: personalFile, loop: loop)
+            registry = try personalStore(over: personalFile, partitioning: partitioning, jetStream: jetStream, loop: loop)
         } catch {
             personalFile.close()
             throw error
@@ -109,7 +113,52 @@ package struct ClusterMigration {
         defer { personalReader.close() }
         try copyTokens(from: personalReader, to: registry, summary: &summary)
         try copyOpenJobs(from: personalReader, to: registry, summary: &summary)
+        if let partitioned = registry as? PartitionedTokenStore {
+            // Their files go: the gateways that own the partitions read them from their logs.
+            for partition in 0..<partitioning.count { partitioned.registry.letGo(partition) }
+        }
         return summary
+    }
+
+    /// A job of a gateway's own file walks the whole registry from one reader; on a partitioned
+    /// registry each gateway reads only its own partitions, so such a job could not run there.
+    /// Refused before anything is copied, naming what to do.
+    private func refuseOpenJobsForPartitionedRegistry(_ personalPath: String) throws {
+        guard settings.registry == .partitioned else { return }
+        let reader = try SQLiteTokenReader(path: personalPath)
+        defer { reader.close() }
+        let open = try [PersonalJobStatus.pending, .running].map { try reader.jobs(status: $0, limit: 1_000).count }.reduce(0, +)
+        guard open > 0 else { return }
+        throw GatewayError.startup("\(personalPath) holds \(open) open personal job\(open == 1 ? "" : "s"), which a cluster holding its registry partitioned cannot run from a gateway's file: let them finish on the SQLite gateway (or cancel them), then migrate; nothing was copied")
+    }
+
+    /// The cluster's personal store as a gateway on `personalFile` writes it: the shared
+    /// registry, or the partitioned one with every partition taken up here while the tokens are
+    /// copied (no gateway serves them yet; each takes its partitions over from their logs).
+    private func personalStore(over personalFile: StoreWriter, partitioning: ChannelPartitioning, jetStream: JetStream,
+                               loop: EventLoop) throws -> any PersonalStoreWriter {
+        let layout = RegistryLogLayout(prefix: settings.prefix)
+        switch settings.registry {
+        case .shared:
+            return try SharedTokenRegistry.open(jetStream: jetStream, layout: layout, replicas: settings.replicas,
+                                                maximumBytes: settings.limits.registryBytes,
+                                                snapshotMaximumBytes: settings.limits.registrySnapshotBytes, local: personalFile, loop: loop)
+        case .partitioned:
+            try RegistryPartition.ensureLogs(count: partitioning.count, jetStream: jetStream, layout: layout, replicas: settings.replicas,
+                                             maximumBytes: settings.limits.registryPartitionBytes(partitions: partitioning.count))
+            let directory = dataDirectory + "/registry"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let registry = PartitionedRegistry(jetStream: jetStream, connection: jetStream.messaging, layout: layout,
+                                               partitioning: TokenPartitioning(partitioning), directory: directory, fences: nil, loop: loop)
+            let store = PartitionedTokenStore(registry: registry, local: personalFile, loop: loop, clock: SystemClock())
+            do {
+                for partition in 0..<partitioning.count { try registry.takeUp(partition, under: Fence(Revision(0))) }
+            } catch {
+                store.close()
+                throw error
+            }
+            return store
+        }
     }
 
     private func copyChannels(from reader: SQLiteChannelReader, to store: JetStreamChannelStore, summary: inout Summary) throws {
@@ -155,7 +204,7 @@ package struct ClusterMigration {
         return copied
     }
 
-    private func copyTokens(from reader: SQLiteTokenReader, to registry: SharedTokenRegistry, summary: inout Summary) throws {
+    private func copyTokens(from reader: SQLiteTokenReader, to registry: any PersonalStoreWriter, summary: inout Summary) throws {
         for active in [false, true] {
             var cursor: String?
             while case let page = try reader.tokens(after: cursor, limit: Self.page), !page.isEmpty {
@@ -172,7 +221,7 @@ package struct ClusterMigration {
         }
     }
 
-    private func copyOpenJobs(from reader: SQLiteTokenReader, to registry: SharedTokenRegistry, summary: inout Summary) throws {
+    private func copyOpenJobs(from reader: SQLiteTokenReader, to registry: any PersonalStoreWriter, summary: inout Summary) throws {
         for status in [PersonalJobStatus.pending, .running] {
             for job in try reader.jobs(status: status, limit: 100_000) {
                 let retries = try reader.retriesDue(jobID: job.id, at: UnixTime(nanoseconds: .max), limit: 1_000_000)

@@ -83,6 +83,55 @@ struct ClusterMigrationTests {
         #expect(open?.integer("targeted") == 3, "the active followers only: \(String(describing: open))")
     }
 
+    /// Into a cluster holding its registry partitioned: every token, in the state it had, lands
+    /// in its partition's log, and two gateways serve them; a source with an open job is refused
+    /// before anything is copied, and a migration set to the shared registry is refused by the
+    /// cluster's record.
+    @Test func aSQLiteGatewaysTokensLandInThePartitionsOfAPartitionedRegistry() async throws {
+        let apns = try MockAPNsFixture()
+        let source = apns.directory + "/sqlite"
+        let single = try GatewayFixture(apns: apns.gatewaySettings, directory: source)
+        let fans = ClusterPersonalJobTests.tokens(12)
+        for (n, token) in fans.prefix(11).enumerated() {
+            try GatewayDeadLetterTests.register(token, follows: "team:ARS", user: "fan-\(n)", on: single.admin)
+        }
+        // fan-0 registers a newer token: the first is deactivated, and must arrive so.
+        try GatewayDeadLetterTests.register(fans[11], follows: "team:ARS", user: "fan-0", on: single.admin)
+        await single.shutDown(removingData: false)
+
+        let cluster = try await ClusterUnderTest.start(.servers)
+        var settings = JetStreamSettings(servers: cluster.urls, instance: InstanceID("g1")!, partitions: ClusterGatewayTests.partitions)
+        settings.registry = .partitioned
+        // An open job in the source: refused, nothing copied.
+        let personal = try StoreWriter(path: source + "/personal.sqlite")
+        try await personal.submit([.createJob(PersonalJobRecord(id: "open-1", createdAt: UnixTime(seconds: 1), audience: #"{"follows": "team:ARS"}"#,
+                                                                payload: Array("{}".utf8), priority: 10))])
+        let withOpenJob = #expect(throws: (any Error).self) { try ClusterMigration(source: source, settings: settings, dataDirectory: apns.directory + "/g1").run() }
+        #expect(String(describing: withOpenJob).contains("holds 1 open personal job"), "\(String(describing: withOpenJob))")
+        try await personal.submit([.advanceJob(PersonalJobProgress(jobID: "open-1", cursor: nil, counts: PersonalJobCounts(), status: .done,
+                                                                    at: UnixTime(seconds: 2)))])
+        personal.close()
+
+        let summary = try ClusterMigration(source: source, settings: settings, dataDirectory: apns.directory + "/g1").run()
+        #expect(summary.tokens == 12 && summary.jobs == 0, "\(summary)")
+        var shared = settings
+        shared.registry = .shared
+        let otherLayout = #expect(throws: (any Error).self) { try ClusterMigration(source: source, settings: shared, dataDirectory: apns.directory + "/g9").run() }
+        #expect(String(describing: otherLayout).contains("holds its token registry partitioned"), "\(String(describing: otherLayout))")
+
+        let started = StartedGateways()
+        defer { started.shutDown(after: apns, keeping: cluster) }
+        let gateways = try await started.serving(on: cluster, apns: apns, configure: ClusterPartitionedRegistryTests.partitioned)
+        let (g1, g2) = (gateways[0].patientAdmin, gateways[1].patientAdmin)
+        try await eventually("every registry partition served") { ClusterPartitionedRegistryTests.registryServed(by: [g1, g2]) }
+        #expect(ClusterPartitionedRegistryTests.listed(try g2.request("GET", "/v1/tokens?userId=fan-0")) == [fans[0]: false, fans[11]: true])
+        for n in 1..<11 {
+            #expect(ClusterPartitionedRegistryTests.listed(try g1.request("GET", "/v1/tokens?userId=fan-\(n)")) == [fans[n]: true], "fan-\(n)")
+        }
+        let job = try await GatewayDeadLetterTests.runJob(GatewayPersonalAPITests.startBody, on: g1)
+        #expect(job.progress?.integer("targeted") == 11 && job.progress?.integer("sent") == 11, "the active fans only: \(String(describing: job.progress))")
+    }
+
     @Test(.enabled(if: ServeProcess.isAvailable, "needs the touchline executable"))
     func aConfigurationWithoutAClusterIsRefusedNamingTheBackend() async throws {
         let refused = try await ServeProcess.runToEnd(["migrate", "--from", "/nonexistent", "--dev"])

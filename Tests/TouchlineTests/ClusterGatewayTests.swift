@@ -370,17 +370,23 @@ final class EventLoad: Sendable {
 
     private let channels: [String]
     private let gateways: [GatewayTestClient]
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let finished = DispatchSemaphore(value: 0)
 
-    init(channels: [String], gateways: [GatewayTestClient]) {
+    /// `acknowledged`: each channel's last `seq` acknowledged before (an earlier load's): this
+    /// one goes on after it.
+    init(channels: [String], gateways: [GatewayTestClient], after acknowledged: [String: Int] = [:]) {
         self.channels = channels
         self.gateways = gateways
+        var state = State()
+        state.acknowledged = acknowledged
+        self.state = Mutex(state)
     }
 
     func start() {
+        let acknowledged = lastAcknowledged
         Thread { [self] in
-            var next = Dictionary(uniqueKeysWithValues: channels.map { ($0, 1) })
+            var next = Dictionary(uniqueKeysWithValues: channels.map { ($0, (acknowledged[$0] ?? 0) + 1) })
             var turn = 0
             while state.withLock({ $0.running }) {
                 for id in channels {
@@ -428,7 +434,7 @@ final class EventLoad: Sendable {
 
 extension GatewayTestClient {
     /// Posts event `seq` (its minute the same number) to channel `id`.
-    fileprivate func postEvent(to id: String, seq: Int) throws -> Response {
+    func postEvent(to id: String, seq: Int) throws -> Response {
         try request("POST", "/v1/channels/\(id)/events", json: #"{"seq": \#(seq), "patch": {"minute": \#(seq)}}"#)
     }
 }

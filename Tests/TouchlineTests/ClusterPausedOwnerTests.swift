@@ -116,14 +116,34 @@ struct ClusterPausedOwnerTests {
         let partitioning = ChannelPartitioning(count: ClusterGatewayTests.partitions)!
         let channels = Self.channels
 
-        let load = EventLoad(channels: channels, gateways: gateways.map(\.patientAdmin))
-        load.start()
-        try await eventually("events acknowledged through both gateways") { load.acknowledgedCount > 200 }
+        let warmUp = EventLoad(channels: channels, gateways: gateways.map(\.patientAdmin))
+        warmUp.start()
+        try await eventually("events acknowledged through both gateways") { warmUp.acknowledgedCount > 200 }
+        await warmUp.stop()
         let paused = gateways[0]
         let moved = Set(channels.filter { ClusterGatewayTests.served(by: paused).contains(partitioning.partition(of: $0)) })
-        load.drop(gateway: 0)
+        // The window, made sure of: once every channel has earned its burst of pushes again (the
+        // default policy: 3, one earned every 2 s), the next event of each of the owner's
+        // channels, sent to it at once, becomes as many pushes at once; on two connections of one
+        // stream each, answered after 150 ms, all but two wait in the connections when the owner
+        // stops right after their 202. (With only the load's rate-limited events, a loaded run
+        // once reached the pause with none waiting.)
+        try await Task.sleep(for: .seconds(7))
+        let warmedUp = warmUp.lastAcknowledged
+        let burst = Mutex<[String: Int]>([:])
+        DispatchQueue.concurrentPerform(iterations: moved.count) { index in
+            let id = moved.sorted()[index]
+            let seq = (warmedUp[id] ?? 0) + 1
+            if (try? paused.patientAdmin.postEvent(to: id, seq: seq))?.status == 202 { burst.withLock { $0[id] = seq } }
+        }
         let pausedAt = UnixTime(nanoseconds: Int64(Date().timeIntervalSince1970 * 1e9))
         kill(paused.process.pid, SIGSTOP)
+        let acknowledged = warmedUp.merging(burst.withLock { $0 }) { max($0, $1) }
+        #expect(burst.withLock { $0.count } >= 3, "the burst's events acknowledged by the owner: \(burst.withLock { $0 })")
+        // The events go on through the other gateway only, each channel after its last acknowledged one.
+        let load = EventLoad(channels: channels, gateways: gateways.map(\.patientAdmin), after: acknowledged)
+        load.drop(gateway: 0)
+        load.start()
         // A request the other gateway hands to the stopped owner is answered when it takes the
         // partition over, not after the forward's 10 s.
         let handedOver = Mutex<(status: Int, text: String, after: Duration)?>(nil)
@@ -141,11 +161,11 @@ struct ClusterPausedOwnerTests {
         kill(paused.process.pid, SIGCONT)
         try await Task.sleep(for: .seconds(3))
         await load.stop()
-        let acknowledged = load.lastAcknowledged
+        let lastAcknowledged = load.lastAcknowledged
 
         try await eventually("every channel's last acknowledged minute at APNs", timeout: .seconds(30)) {
             let minutes = ClusterGatewayTests.minutes(apns.mock.recordedRequests(), apnsIDs: apnsIDs)
-            return channels.allSatisfy { (minutes[$0]?.last ?? 0) >= (acknowledged[$0] ?? 0) }
+            return channels.allSatisfy { (minutes[$0]?.last ?? 0) >= (lastAcknowledged[$0] ?? 0) }
         }
         let broadcasts = apns.mock.recordedRequests().filter { $0.endpoint == .broadcast && $0.status == 200 }
         let minutes = ClusterGatewayTests.minutes(broadcasts, apnsIDs: apnsIDs)

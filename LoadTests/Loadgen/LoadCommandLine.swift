@@ -137,6 +137,9 @@ enum LoadCommandLine {
                          + "owning every partition, half of them taken up by a new gateway from snapshots and logs, each gateway's files "
                          + "against the whole copy (not part of standard)",
                      [RegistryOptions.tokens, RegistryOptions.sample, RegistryOptions.partitions]),
+            scenario("registry-scale-out", "the partitioned token registry in gateway processes: CPU per registration through one gateway "
+                         + "and through two, a replaced gateway taking its share up (not part of standard)",
+                     [RegistryOptions.tokens, RegistryOptions.partitions]),
             scenario("soak", "events, channel creates/ends/deletes and personal jobs under load while the gateway is killed with "
                          + "kill -9 at random moments, its disk filled and freed, and slow clients attached; checks every 202, "
                          + "APNs channels and job counts after each restart (not part of standard)",

@@ -17,6 +17,7 @@ struct LoadRequest {
     var scaleOut = ScaleOut.Options()
     var registry = TokenRegistryScale.Options()
     var registryPartitions = RegistryPartitionsScale.Options()
+    var registryScaleOut = RegistryScaleOut.Options()
 
     init(_ parsed: ParsedArguments) throws(UsageError) {
         typealias Line = LoadCommandLine
@@ -85,6 +86,9 @@ struct LoadRequest {
             registryPartitions.tokens = try positive(Line.RegistryOptions.tokens) ?? registryPartitions.tokens
             registryPartitions.sampleTokens = try positive(Line.RegistryOptions.sample) ?? registryPartitions.sampleTokens
             registryPartitions.partitions = try parsed.integer(Line.RegistryOptions.partitions, in: 2...1_024) ?? registryPartitions.partitions
+        case "registry-scale-out":
+            registryScaleOut.tokens = try positive(Line.RegistryOptions.tokens) ?? registryScaleOut.tokens
+            registryScaleOut.partitions = try parsed.integer(Line.RegistryOptions.partitions, in: 2...1_024) ?? registryScaleOut.partitions
         case "soak":
             try readSoak(parsed, positive: positive, whole: whole)
         default:

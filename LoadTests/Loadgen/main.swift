@@ -36,6 +36,7 @@ case "soak": await run.finish([{ try Soak(options: soak, settings: settings).run
 case "scale-out": await run.finish([{ try await ScaleOut(options: request.scaleOut, settings: settings).run() }])
 case "token-registry": await run.finish([{ try await TokenRegistryScale(options: request.registry).run() }])
 case "registry-partitions": await run.finish([{ try await RegistryPartitionsScale(options: request.registryPartitions).run() }])
+case "registry-scale-out": await run.finish([{ try await RegistryScaleOut(options: request.registryScaleOut, settings: settings).run() }])
 case "webhook-isolation": await run.finish([{ try WebhookIsolation(options: hooks, settings: settings).run() }])
 case "export-memory": await run.finish([{ try ExportMemory(options: request.exports, settings: settings).run() }])
 default:

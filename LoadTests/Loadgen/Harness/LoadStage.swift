@@ -46,8 +46,11 @@ final class LoadStage {
     }
 
     /// Starts the gateway the scenario drives: `touchline serve` (or `--gateway-binary`) on this
-    /// stage's mock, with the user's `--gateway-config` if given, plus `extraArguments`.
-    func startGateway(extraArguments: [String] = []) throws -> GatewayTarget {
+    /// stage's mock, with the user's `--gateway-config` if given, plus `extraArguments`; on an
+    /// emptied data directory when `emptyData` (a scenario's next configuration, once the
+    /// gateway before is stopped).
+    func startGateway(extraArguments: [String] = [], emptyData: Bool = false) throws -> GatewayTarget {
+        if emptyData { try? FileManager.default.removeItem(atPath: directory + "/data") }
         let (gateway, target) = try launchGateway(extraArguments: extraArguments, dataDirectory: directory + "/data")
         gatewayProcess = gateway
         return target
@@ -80,9 +83,11 @@ final class LoadStage {
     /// Resumes gateway `index` of ``otherGateways`` with SIGCONT.
     func resumeAnotherGateway(_ index: Int) { otherGateways[index].resume() }
 
-    /// Starts gateway `index` of ``otherGateways`` again, on its data directory, with `extraArguments`.
-    func restartAnotherGateway(_ index: Int, extraArguments: [String]) throws -> GatewayTarget {
+    /// Starts gateway `index` of ``otherGateways`` again, on its data directory (emptied first
+    /// when `emptyData`: a new machine in its place), with `extraArguments`.
+    func restartAnotherGateway(_ index: Int, extraArguments: [String], emptyData: Bool = false) throws -> GatewayTarget {
         otherGateways[index].stop()
+        if emptyData { try? FileManager.default.removeItem(atPath: directory + "/data-\(index + 2)") }
         let (gateway, target) = try launchGateway(extraArguments: extraArguments, dataDirectory: directory + "/data-\(index + 2)")
         otherGateways[index] = gateway
         return target

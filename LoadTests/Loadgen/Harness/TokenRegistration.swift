@@ -7,13 +7,23 @@ struct TokenRegistration {
 
     /// Registers every token as following `follow`; returns the seconds it took.
     func register(_ tokens: [String], follow: String, connect: @escaping @Sendable () throws -> HTTPLoadClient) throws -> Double {
+        try register(tokens, follow: follow, users: nil) { _ in try connect() }
+    }
+
+    /// Registers every token as following `follow`, token i of user `<users><i>` when `users`
+    /// is given, connection i made by `connect(i)`; returns the seconds it took.
+    func register(_ tokens: [String], follow: String, users: String?,
+                  connect: @escaping @Sendable (Int) throws -> HTTPLoadClient) throws -> Double {
         let connections = 2
         let batches = stride(from: 0, to: tokens.count, by: batchSize).map { $0..<min($0 + batchSize, tokens.count) }
         let started = monotonicNanoseconds()
         _ = try onThreads(connections) { index in
-            let client = try connect()
+            let client = try connect(index)
             for batch in stride(from: index, to: batches.count, by: connections).map({ batches[$0] }) {
-                let items = tokens[batch].map { #"{"token":"\#($0)","kind":"push-to-start","follows":["\#(follow)"]}"# }
+                let items = batch.map { n in
+                    let user = users.map { #","userId":"\#($0)\#(n)""# } ?? ""
+                    return #"{"token":"\#(tokens[n])","kind":"push-to-start","follows":["\#(follow)"]\#(user)}"#
+                }
                 let response = try client.send("POST", "/v1/tokens/batch", body: Array(#"{"tokens":[\#(items.joined(separator: ","))]}"#.utf8))
                 guard response.status == 201, response.text.contains(#""registered":\#(batch.count)"#) else {
                     throw LoadError("registering tokens \(batch) answered \(response.status): \(response.text.prefix(300))")

@@ -1,0 +1,149 @@
+import Foundation
+import LoadKit
+import Measurements
+import NATSServers
+import TouchlineCore
+
+/// `registry-scale-out`: the partitioned token registry in gateway processes (`store.registry:
+/// "partitioned"`) on a three-node cluster, all on loopback (issue 34, item 2):
+///
+/// 1. `tokens` registrations through one gateway, which owns every partition: its CPU per
+///    registration.
+/// 2. On a fresh cluster (a registry's cost per token grows with the tokens it holds, so both
+///    start empty), two gateways, each with half the partitions, and the same `tokens`
+///    registrations, half the requests through each (a balancer's share: each list is cut by
+///    partition and the parts of the other's partitions handed to it). The two gateways' CPU
+///    per registration together, against the one's: on two CPUs of their own, the
+///    registrations two gateways take in the time one takes its (the fair figure on a host of
+///    two CPUs shared with the servers and the load generator).
+/// 3. The second gateway is killed (SIGKILL), the first takes its partitions over, and a new
+///    gateway with an empty data directory replaces it: the time from its start until it
+///    serves its share of the registry partitions (read from their snapshots and logs), and
+///    then answers a token route for each of them.
+struct RegistryScaleOut {
+    struct Options {
+        var tokens = 200_000
+        var partitions = 16
+        var batchSize = 500
+        /// Registrations two gateways take in the time one takes its own, on CPUs of their own.
+        var throughputTarget = 1.6
+        /// From a replaced gateway's start to its share of the registry served (seconds).
+        var replacedTargetSeconds = 60.0
+    }
+
+    static let name = "registry-scale-out"
+    let options: Options
+    let settings: LoadSettings
+
+    func run() async throws -> ScenarioResult {
+        let log = ScenarioLog(Self.name)
+        let started = monotonicNanoseconds()
+        let stage = try LoadStage(settings: settings, pinMock: false)
+        var cluster = try await NATSCluster.start(size: 3)
+        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
+        var first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")])
+        try waitUntil("g1 serves every registry partition") { try registryPartitions(first).count == options.partitions }
+        let tokens = (0..<options.tokens).map { String(format: "%016llx", UInt64($0) &* 0x9E37_79B9_7F4A_7C15) + String(repeating: "ab", count: 24) }
+        let registration = TokenRegistration(batchSize: options.batchSize)
+
+        var phase = try PhaseMeasurement(stage: stage)
+        let aloneSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", connect: { [first] _ in try first.connect() })
+        let alone = try phase.finish()
+        let aloneCPU = alone.cpuSeconds(of: "gateway") * 1e6 / Double(options.tokens)
+        log.say(String(format: "%@ registrations through one gateway in %.1f s (%@/s): %.1f µs of its CPU each",
+                       ReportNumbers.grouped(Double(options.tokens)), aloneSeconds, ReportNumbers.grouped(Double(options.tokens) / aloneSeconds),
+                       aloneCPU))
+
+        // The same on a fresh cluster, through two gateways.
+        stage.stopGateways()
+        await cluster.stop()
+        cluster = try await NATSCluster.start(size: 3)
+        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
+        first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")], emptyData: true)
+        let second = try stage.startAnotherGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g2")])
+        try waitUntil("both gateways serve their share of the registry") {
+            let counts = [try registryPartitions(first).count, try registryPartitions(second).count]
+            return counts.reduce(0, +) == options.partitions && counts.allSatisfy { $0 >= options.partitions / 2 - 1 }
+        }
+        phase = try PhaseMeasurement(stage: stage)
+        let bothSeconds = try registration.register(tokens, follow: "team:ARS", users: "u",
+                                                    connect: { [first] index in try (index.isMultiple(of: 2) ? first : second).connect() })
+        let both = try phase.finish()
+        let bothCPU = (both.cpuSeconds(of: "gateway") + both.cpuSeconds(of: "gateway 2")) * 1e6 / Double(options.tokens)
+        let factor = 2 * aloneCPU / bothCPU
+        log.say(String(format: "%@ registrations through both gateways in %.1f s (%@/s): %.1f µs of their CPU each; "
+                       + "two gateways on CPUs of their own take %.2f× one's", ReportNumbers.grouped(Double(options.tokens)), bothSeconds,
+                       ReportNumbers.grouped(Double(options.tokens) / bothSeconds), bothCPU, factor))
+
+        // A lost gateway and its replacement.
+        stage.killAnotherGateway(0)
+        let killed = monotonicNanoseconds()
+        try waitUntil("g1 serves every registry partition again") { try registryPartitions(first).count == options.partitions }
+        let failover = Double(monotonicNanoseconds() - killed) / 1e9
+        let replacementStart = monotonicNanoseconds()
+        let replacement = try stage.restartAnotherGateway(0, extraArguments: ["--store", storeSettings(cluster, instance: "g3")], emptyData: true)
+        try waitUntil("the replacement serves its share of the registry", seconds: 600) {
+            try registryPartitions(replacement).count >= options.partitions / 2 - 1
+        }
+        let served = Double(monotonicNanoseconds() - replacementStart) / 1e9
+        let share = try registryPartitions(replacement)
+        // Each partition it serves answers a token route through it, from what it read of the logs.
+        let client = try replacement.connect()
+        let partitioning = TokenPartitioning(ChannelPartitioning(count: options.partitions)!)
+        for index in stride(from: 0, to: options.tokens, by: max(1, options.tokens / 256)) where share.contains(partitioning.partition(ofToken: tokens[index])) {
+            let answer = try client.send("GET", "/v1/tokens?userId=u\(index)")
+            guard answer.status == 200, answer.text.contains(tokens[index]) else {
+                throw LoadError("the replacement does not list u\(index)'s token: \(answer.status) \(answer.text.prefix(200))")
+            }
+        }
+        log.say(String(format: "g2 killed: g1 served every registry partition %.1f s later; a replacement served its %d partitions %.1f s after its start",
+                       failover, share.count, served))
+        stage.stopGateways()
+        await cluster.stop()
+
+        return ScenarioResult(
+            name: Self.name,
+            description: "the partitioned token registry in gateway processes on a three-node cluster: registrations through one gateway and "
+                + "through two, a replaced gateway taking its share up",
+            parameters: [.init(name: "tokens per phase", value: String(options.tokens)), .init(name: "partitions", value: String(options.partitions)),
+                         .init(name: "batch", value: String(options.batchSize))],
+            durationSeconds: Double(monotonicNanoseconds() - started) / 1e9,
+            throughputs: [.init(name: "registrations through one gateway", unit: "tokens/s", value: Double(options.tokens) / aloneSeconds, ceilingRatio: 1),
+                          .init(name: "registrations through two gateways", unit: "tokens/s", value: Double(options.tokens) / bothSeconds,
+                                ceilingRatio: aloneSeconds / bothSeconds)],
+            tables: [.init(title: "Gateway CPU per registration and a replaced gateway",
+                           columns: ["one gateway µs/token", "two gateways µs/token (both)", "two on CPUs of their own / one",
+                                     "failover of the registry (s)", "replacement serving its share (s)"],
+                           rows: [[String(format: "%.1f", aloneCPU), String(format: "%.1f", bothCPU), String(format: "%.2f", factor),
+                                   String(format: "%.1f", failover), String(format: "%.1f", served)]])],
+            checks: [.init(name: "registrations two gateways take in one's time, by CPU", measured: factor, target: options.throughputTarget,
+                           comparison: .atLeast),
+                     .init(name: "a replaced gateway serving its share of the registry (s)", measured: served,
+                           target: options.replacedTargetSeconds, comparison: .atMost)],
+            notes: ["Each token follows team:ARS and belongs to a user of its own, so each registration also notes its user in the user's partition.",
+                    "Through two gateways, half the requests go to each: each list is cut by partition and the parts of the other's partitions "
+                        + "are handed to it over NATS request-reply.",
+                    "Failover is the lease's time (3 s) plus reading the partitions' logs; the replacement starts with an empty data directory."])
+    }
+
+    private func storeSettings(_ cluster: NATSCluster, instance: String) -> String {
+        let servers = cluster.urls.map { "\"\($0)\"" }.joined(separator: ",")
+        return #"{"backend":"jetstream","servers":[\#(servers)],"instance":"\#(instance)","partitions":\#(options.partitions),"registry":"partitioned"}"#
+    }
+
+    /// The registry partitions `gateway` serves now, from its `/readyz`.
+    private func registryPartitions(_ gateway: GatewayTarget) throws -> Set<Int> {
+        let ready = try gateway.connect().send("GET", "/readyz")
+        guard let json = try? JSONParser.parse(ready.body),
+              case .array(let served)? = json[member: "cluster"]?[member: "registry"]?[member: "servedPartitions"] else { return [] }
+        return Set(served.compactMap { if case .integer(let number) = $0 { Int(number) } else { nil } })
+    }
+
+    private func waitUntil(_ what: String, seconds: Double = 120, _ condition: () throws -> Bool) throws {
+        let deadline = monotonicNanoseconds() + Int64(seconds * 1e9)
+        while !((try? condition()) ?? false) {
+            guard monotonicNanoseconds() < deadline else { throw LoadError("\(what): not within \(Int(seconds)) s") }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+    }
+}

@@ -149,7 +149,8 @@ package struct ClusterMigration {
             let directory = dataDirectory + "/registry"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let registry = PartitionedRegistry(jetStream: jetStream, connection: jetStream.messaging, layout: layout,
-                                               partitioning: TokenPartitioning(partitioning), directory: directory, fences: nil, loop: loop)
+                                               partitioning: TokenPartitioning(partitioning), directory: directory, fences: nil,
+                                               keptFileLifetime: .zero, loop: loop)
             let store = PartitionedTokenStore(registry: registry, local: personalFile, loop: loop, clock: SystemClock())
             do {
                 for partition in 0..<partitioning.count { try registry.takeUp(partition, under: Fence(Revision(0))) }

@@ -386,8 +386,8 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
         registryQueue(of: partition).async {
             while fences.holds(fence, of: partition) {
                 do {
-                    try registry.takeUp(partition, under: fence)
-                    log.notice("took up registry partition \(partition) (\(fence))")
+                    let kept = try registry.takeUp(partition, under: fence)
+                    log.notice("took up registry partition \(partition) (\(fence))" + (kept > 0 ? ", its kept file read on from log sequence \(kept)" : ""))
                     return
                 } catch StoreError.closed {
                     return  // the gateway stops

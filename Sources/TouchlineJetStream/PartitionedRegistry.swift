@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import NATS
 import Synchronization
 import TouchlineCore
@@ -40,6 +41,10 @@ public final class PartitionedRegistry: @unchecked Sendable {
     private let fences: PartitionFences?
     private let snapshots: SnapshotSchedule.Settings
     private let loop: EventLoop
+    /// How long the file of a partition let go is kept: a lease lost and regained within it
+    /// (a gateway overloaded or paused past its lease) reads on from where its file is, instead
+    /// of the whole partition again, which would load it further.
+    public let keptFileLifetime: Duration
 
     private struct Owned {
         let partition: RegistryPartition
@@ -59,12 +64,16 @@ public final class PartitionedRegistry: @unchecked Sendable {
     private var toDrain: Set<Int> = []
     private var draining: Set<Int> = []
     private var drainTimer: LoopTimer?
+    /// Files of partitions not owned here, each until when it is kept (``keptFileLifetime``).
+    private var keptFiles: [Int: ContinuousClock.Instant] = [:]
+    private var keptFilesTimer: LoopTimer?
 
-    /// `directory`: where the owned partitions' files are kept. `fences`: the gateway's leases
-    /// (nil: every partition taken up is written, tools and tests).
+    /// `directory`: where the owned partitions' files are kept; files found there (an earlier
+    /// run's) are kept for `keptFileLifetime` like those of partitions let go. `fences`: the
+    /// gateway's leases (nil: every partition taken up is written, tools and tests).
     public init(jetStream: any JetStreamClient, connection: any MessagingClient, layout: RegistryLogLayout, partitioning: TokenPartitioning,
                 directory: String, fences: PartitionFences?, snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(),
-                loop: EventLoop) {
+                keptFileLifetime: Duration = .seconds(600), loop: EventLoop) {
         self.jetStream = jetStream
         self.connection = connection
         self.layout = layout
@@ -72,7 +81,10 @@ public final class PartitionedRegistry: @unchecked Sendable {
         self.directory = directory
         self.fences = fences
         self.snapshots = snapshots
+        self.keptFileLifetime = keptFileLifetime
         self.loop = loop
+        let found = (0..<partitioning.count).filter { FileManager.default.fileExists(atPath: RegistryPartition.path(of: $0, in: directory)) }
+        loop.execute { [self] in found.forEach(keepFile) }
     }
 
     /// The partitions this gateway serves now (on the loop).
@@ -88,12 +100,16 @@ public final class PartitionedRegistry: @unchecked Sendable {
     // MARK: Ownership
 
     /// Takes `partition` over under `fence` (its log read to the end, the takeover record
-    /// written) and serves the requests for it. Blocking: call it from a thread of its own.
-    public func takeUp(_ partition: Int, under fence: Fence) throws {
+    /// written) and serves the requests for it; answers the log sequence its file held before
+    /// (0: a new file, read from the log's start or its newest snapshot). Blocking: call it from
+    /// a thread of its own.
+    @discardableResult
+    public func takeUp(_ partition: Int, under fence: Fence) throws -> UInt64 {
         guard !isClosed.load(ordering: .acquiring) else { throw StoreError.closed }
         // Taken up again (its log moved on unseen): the file is read on from where it is.
         let earlier = try loop.sync { [self] in
             ownedPaths.withLock { $0[partition] = nil }
+            keptFiles[partition] = nil
             return owned.removeValue(forKey: partition)
         }
         earlier?.subscription.cancel()
@@ -116,6 +132,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
             taken.close(deletingFile: false)
             throw error
         }
+        return taken.fileHeldBeforeTakeover
     }
 
     /// Stops handing `partition`'s file to readers at once, from any thread, before its
@@ -123,16 +140,38 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// reading a file about to be dropped.
     public func withdraw(_ partition: Int) { ownedPaths.withLock { $0[partition] = nil } }
 
-    /// Stops serving `partition` and drops its file: its next owner restores it from the log.
-    /// Blocking: never call it from the loop.
+    /// Stops serving `partition`; its file is kept for ``keptFileLifetime`` (dropped at once
+    /// when that is zero), then dropped: its next owner restores it from the log. Blocking: never
+    /// call it from the loop.
     public func letGo(_ partition: Int) {
         let given = try? loop.sync { [self] () -> RegistryPartition? in
             ownedPaths.withLock { $0[partition] = nil }
             guard let given = owned.removeValue(forKey: partition) else { return nil }
             given.subscription.cancel()
+            if keptFileLifetime > .zero { keepFile(partition) }
             return given.partition
         }
-        given?.close(deletingFile: true)
+        given?.close(deletingFile: keptFileLifetime == .zero)
+    }
+
+    /// Keeps `partition`'s file for ``keptFileLifetime`` from now (on the loop).
+    private func keepFile(_ partition: Int) {
+        keptFiles[partition] = .now + keptFileLifetime
+        let timer = keptFilesTimer ?? LoopTimer(loop: loop) { [weak self] in self?.dropExpiredFiles() }
+        keptFilesTimer = timer
+        if !timer.isScheduled { timer.schedule(after: keptFileLifetime) }
+    }
+
+    /// Drops the kept files whose time is up (those of partitions taken up again meanwhile are
+    /// not kept any more); on the loop, so a take-up never opens a file being dropped.
+    private func dropExpiredFiles() {
+        let now = ContinuousClock.now
+        for (partition, until) in keptFiles where until <= now {
+            keptFiles[partition] = nil
+            let path = RegistryPartition.path(of: partition, in: directory)
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        if let next = keptFiles.values.min() { keptFilesTimer?.schedule(after: max(.milliseconds(1), next - now)) }
     }
 
     /// Set by ``close()``: later take-ups are refused with ``StoreError/closed``.

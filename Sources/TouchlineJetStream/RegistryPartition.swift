@@ -138,6 +138,7 @@ public final class RegistryPartition: @unchecked Sendable {
         let file = try StoreWriter(path: path, walLimitBytes: walLimitBytes)
         do {
             try waitForCompletion { file.keepAsRegistryPartition(completion: $0) }.get()
+            let heldBefore = try waitForCompletion { file.registryLogSequence(completion: $0) }.get()
             var lastFailure: StoreError?
             var restored = 0
             for _ in 0..<takeoverAttempts {
@@ -146,6 +147,7 @@ public final class RegistryPartition: @unchecked Sendable {
                 let owned = RegistryPartition(partition: partition, path: path, file: file, jetStream: jetStream, layout: layout, loop: loop,
                                               fence: fence, fences: fences, read: read, snapshots: snapshots)
                 owned.snapshotCounts.withLock { $0.restored = restored }
+                owned.fileHeldBeforeTakeover = heldBefore
                 do {
                     try owned.writeTakeoverRecord()
                     return owned
@@ -328,6 +330,10 @@ public final class RegistryPartition: @unchecked Sendable {
     }
 
     // MARK: Snapshots
+
+    /// The log sequence the partition's file held when its takeover began: 0 for a new file,
+    /// more for a file kept from an earlier ownership, read on from there.
+    public private(set) var fileHeldBeforeTakeover: UInt64 = 0
 
     /// What this partition's snapshots did since the takeover (restored: read by the takeover).
     public var snapshotStatistics: SnapshotStatistics { snapshotCounts.withLock { $0 } }

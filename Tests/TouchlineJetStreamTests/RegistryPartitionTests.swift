@@ -247,12 +247,14 @@ struct PartitionedRegistryTests {
         let registry: PartitionedRegistry
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchline-partitioned-\(UUID().uuidString)").path
 
-        init(_ cluster: TestNATSCluster) throws {
+        /// `keptFileLifetime`: how long a partition let go keeps its file (``PartitionedRegistry/keptFileLifetime``).
+        init(_ cluster: TestNATSCluster, keptFileLifetime: Duration = .zero) throws {
             let jetStream = try cluster.connect(name: "partitioned-registry-test", loop: loop)
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             try RegistryPartition.ensureLogs(count: 8, jetStream: jetStream, layout: RegistryLogLayout(), replicas: 1)
             registry = PartitionedRegistry(jetStream: jetStream, connection: jetStream.messaging, layout: RegistryLogLayout(),
-                                           partitioning: PartitionedRegistryTests.partitioning, directory: directory, fences: nil, loop: loop)
+                                           partitioning: PartitionedRegistryTests.partitioning, directory: directory, fences: nil,
+                                           keptFileLifetime: keptFileLifetime, loop: loop)
         }
 
         deinit {
@@ -264,7 +266,7 @@ struct PartitionedRegistryTests {
         func takeUp(_ partitions: some Sequence<Int>, fence: Int) async throws {
             for partition in partitions {
                 let registry = registry
-                try await DedicatedThread.run(name: "take-up") { try registry.takeUp(partition, under: Fence(Revision(UInt64(fence)))) }
+                _ = try await DedicatedThread.run(name: "take-up") { try registry.takeUp(partition, under: Fence(Revision(UInt64(fence)))) }
             }
         }
 
@@ -298,7 +300,7 @@ struct PartitionedRegistryTests {
             let deactivated = try b.log([.deactivateToken(Self.token(3, in: 1), unlessRegisteredAfter: Self.t0 + .seconds(3), at: Self.t0 + .seconds(9))]).get()
             #expect(deactivated.tokensDeactivated == 1, "the owner's summary comes back")
 
-            // Partition 2 moves from a to b: its file goes, b reads its log.
+            // Partition 2 moves from a to b: its file goes (kept no time here), b reads its log.
             a.registry.letGo(2)
             #expect(!FileManager.default.fileExists(atPath: RegistryPartition.path(of: 2, in: a.directory)))
             let unowned = a.log([Self.registration(Self.token(9, in: 2))])
@@ -306,6 +308,31 @@ struct PartitionedRegistryTests {
             try await b.takeUp([2], fence: 6)
             _ = try a.log([Self.registration(Self.token(9, in: 2))]).get()
             #expect(try b.tokens(of: 2).map(\.token) == ((1...5).map { Self.token($0, in: 2) } + [Self.token(9, in: 2)]))
+        }
+    }
+
+    /// A partition let go keeps its file for a while: taken up again within it, the file is read
+    /// on from where it is (what was logged meanwhile by another owner included); then it goes.
+    @Test(arguments: NATSBackend.allCases)
+    func aPartitionLetGoKeepsItsFileForAWhileAndReadsOnFromItWhenTakenUpAgain(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let a = try Gateway(cluster, keptFileLifetime: .seconds(1))
+            let b = try Gateway(cluster)
+            try await a.takeUp(0..<8, fence: 5)
+            _ = try a.log((1...5).map { Self.registration(Self.token($0, in: 3)) }).get()
+            a.registry.letGo(3)
+            let path = RegistryPartition.path(of: 3, in: a.directory)
+            #expect(FileManager.default.fileExists(atPath: path), "kept")
+            try await b.takeUp([3], fence: 6)
+            _ = try b.log([Self.registration(Self.token(6, in: 3))]).get()
+            b.registry.letGo(3)
+            let registry = a.registry
+            let heldBefore = try await DedicatedThread.run(name: "take-up") { try registry.takeUp(3, under: Fence(Revision(7))) }
+            #expect(heldBefore > 0, "the kept file read on from where it was")
+            #expect(try a.tokens(of: 3).map(\.token) == (1...6).map { Self.token($0, in: 3) }, "with what b logged")
+            a.registry.letGo(3)
+            #expect(FileManager.default.fileExists(atPath: path))
+            try await eventually("the kept file dropped after its second", timeout: .seconds(10)) { !FileManager.default.fileExists(atPath: path) }
         }
     }
 

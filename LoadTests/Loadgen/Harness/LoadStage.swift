@@ -97,7 +97,8 @@ final class LoadStage {
         let gateway = try GatewayProcess(directory: directory, adminKey: adminKey, key: key, host: "127.0.0.1", pushPort: mock.pushPort,
                                          managementPort: mock.managementPort, caFile: mock.caFile,
                                          extraArguments: (settings.gatewayConfig.map { ["--config", $0] } ?? []) + extraArguments,
-                                         cpus: placement.clients, executable: settings.gatewayBinary, dataDirectory: dataDirectory)
+                                         cpus: placement.clients, executable: settings.gatewayBinary, dataDirectory: dataDirectory,
+                                         transcript: "/tmp/gw-" + dataDirectory.split(separator: "/").last! + "-\(monotonicNanoseconds()).log")
         return (gateway, GatewayTarget(host: "127.0.0.1", port: gateway.port, adminKey: adminKey))
     }
 

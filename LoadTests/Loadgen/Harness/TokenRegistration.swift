@@ -1,9 +1,14 @@
 import Foundation
+import Synchronization
 
 /// Registers push-to-start tokens through `POST /v1/tokens/batch`, a batch per request, over
 /// two keep-alive connections (one parses while the store commits the other's batch).
-struct TokenRegistration {
+final class TokenRegistration: Sendable {
     let batchSize: Int
+    /// Batches sent again after a 503.
+    let retried = Atomic(0)
+
+    init(batchSize: Int) { self.batchSize = batchSize }
 
     /// Registers every token as following `follow`; returns the seconds it took.
     func register(_ tokens: [String], follow: String, connect: @escaping @Sendable () throws -> HTTPLoadClient) throws -> Double {
@@ -11,8 +16,10 @@ struct TokenRegistration {
     }
 
     /// Registers every token as following `follow`, token i of user `<users><i>` when `users`
-    /// is given, connection i made by `connect(i)`; returns the seconds it took.
-    func register(_ tokens: [String], follow: String, users: String?,
+    /// is given, connection i made by `connect(i)`; returns the seconds it took. A batch answered
+    /// 503 (a cluster partition moving) is sent again up to `retries` times, as a provider would
+    /// (registration is an upsert); ``retried`` counts them.
+    func register(_ tokens: [String], follow: String, users: String?, retries: Int = 0,
                   connect: @escaping @Sendable (Int) throws -> HTTPLoadClient) throws -> Double {
         let connections = 2
         let batches = stride(from: 0, to: tokens.count, by: batchSize).map { $0..<min($0 + batchSize, tokens.count) }
@@ -24,7 +31,13 @@ struct TokenRegistration {
                     let user = users.map { #","userId":"\#($0)\#(n)""# } ?? ""
                     return #"{"token":"\#(tokens[n])","kind":"push-to-start","follows":["\#(follow)"]\#(user)}"#
                 }
-                let response = try client.send("POST", "/v1/tokens/batch", body: Array(#"{"tokens":[\#(items.joined(separator: ","))]}"#.utf8))
+                let body = Array(#"{"tokens":[\#(items.joined(separator: ","))]}"#.utf8)
+                var response = try client.send("POST", "/v1/tokens/batch", body: body)
+                for _ in 0..<retries where response.status == 503 {
+                    self.retried.add(1, ordering: .relaxed)
+                    Thread.sleep(forTimeInterval: 0.2)
+                    response = try client.send("POST", "/v1/tokens/batch", body: body)
+                }
                 guard response.status == 201, response.text.contains(#""registered":\#(batch.count)"#) else {
                     throw LoadError("registering tokens \(batch) answered \(response.status): \(response.text.prefix(300))")
                 }

@@ -2,6 +2,7 @@ import Foundation
 import LoadKit
 import Measurements
 import NATSServers
+import Synchronization
 import TouchlineCore
 
 /// `registry-scale-out`: the partitioned token registry in gateway processes (`store.registry:
@@ -47,12 +48,13 @@ struct RegistryScaleOut {
         let registration = TokenRegistration(batchSize: options.batchSize)
 
         var phase = try PhaseMeasurement(stage: stage)
-        let aloneSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", connect: { [first] _ in try first.connect() })
+        let aloneSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", retries: 50, connect: { [first] _ in try first.connect() })
         let alone = try phase.finish()
         let aloneCPU = alone.cpuSeconds(of: "gateway") * 1e6 / Double(options.tokens)
-        log.say(String(format: "%@ registrations through one gateway in %.1f s (%@/s): %.1f µs of its CPU each",
+        let aloneRetries = registration.retried.load(ordering: .relaxed)
+        log.say(String(format: "%@ registrations through one gateway in %.1f s (%@/s): %.1f µs of its CPU each; %d batches sent again after a 503",
                        ReportNumbers.grouped(Double(options.tokens)), aloneSeconds, ReportNumbers.grouped(Double(options.tokens) / aloneSeconds),
-                       aloneCPU))
+                       aloneCPU, aloneRetries))
 
         // The same on a fresh cluster, through two gateways.
         stage.stopGateways()
@@ -66,14 +68,15 @@ struct RegistryScaleOut {
             return counts.reduce(0, +) == options.partitions && counts.allSatisfy { $0 >= options.partitions / 2 - 1 }
         }
         phase = try PhaseMeasurement(stage: stage)
-        let bothSeconds = try registration.register(tokens, follow: "team:ARS", users: "u",
+        let bothSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", retries: 50,
                                                     connect: { [first] index in try (index.isMultiple(of: 2) ? first : second).connect() })
         let both = try phase.finish()
         let bothCPU = (both.cpuSeconds(of: "gateway") + both.cpuSeconds(of: "gateway 2")) * 1e6 / Double(options.tokens)
         let factor = 2 * aloneCPU / bothCPU
+        let bothRetries = registration.retried.load(ordering: .relaxed) - aloneRetries
         log.say(String(format: "%@ registrations through both gateways in %.1f s (%@/s): %.1f µs of their CPU each; "
-                       + "two gateways on CPUs of their own take %.2f× one's", ReportNumbers.grouped(Double(options.tokens)), bothSeconds,
-                       ReportNumbers.grouped(Double(options.tokens) / bothSeconds), bothCPU, factor))
+                       + "two gateways on CPUs of their own take %.2f× one's; %d batches sent again after a 503", ReportNumbers.grouped(Double(options.tokens)),
+                       bothSeconds, ReportNumbers.grouped(Double(options.tokens) / bothSeconds), bothCPU, factor, bothRetries))
 
         // A lost gateway and its replacement.
         stage.killAnotherGateway(0)
@@ -123,7 +126,8 @@ struct RegistryScaleOut {
             notes: ["Each token follows team:ARS and belongs to a user of its own, so each registration also notes its user in the user's partition.",
                     "Through two gateways, half the requests go to each: each list is cut by partition and the parts of the other's partitions "
                         + "are handed to it over NATS request-reply.",
-                    "Failover is the lease's time (3 s) plus reading the partitions' logs; the replacement starts with an empty data directory."])
+                    "Failover is the lease's time (3 s) plus reading the partitions' logs; the replacement starts with an empty data directory.",
+                    "Batches answered 503 (a partition moving) and sent again: \(aloneRetries) through one gateway, \(bothRetries) through two."])
     }
 
     private func storeSettings(_ cluster: NATSCluster, instance: String) -> String {

@@ -97,8 +97,7 @@ final class LoadStage {
         let gateway = try GatewayProcess(directory: directory, adminKey: adminKey, key: key, host: "127.0.0.1", pushPort: mock.pushPort,
                                          managementPort: mock.managementPort, caFile: mock.caFile,
                                          extraArguments: (settings.gatewayConfig.map { ["--config", $0] } ?? []) + extraArguments,
-                                         cpus: placement.clients, executable: settings.gatewayBinary, dataDirectory: dataDirectory,
-                                         transcript: "/tmp/gw-" + dataDirectory.split(separator: "/").last! + "-\(monotonicNanoseconds()).log")
+                                         cpus: placement.clients, executable: settings.gatewayBinary, dataDirectory: dataDirectory)
         return (gateway, GatewayTarget(host: "127.0.0.1", port: gateway.port, adminKey: adminKey))
     }
 

@@ -139,7 +139,7 @@ package struct ClusterBackend: GatewayBackend {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let partitioned = PartitionedRegistry(jetStream: node.jetStream, connection: node.connection, layout: layout,
                                                   partitioning: TokenPartitioning(node.partitioning), directory: directory, fences: node.fences,
-                                                  loop: node.storeLoop)
+                                                  niceness: Int32(configuration.personalQueue.niceness), loop: node.storeLoop)
             node.registryPartitions = partitioned
             return .partitioned(PartitionedTokenStore(registry: partitioned, local: personalFile, loop: node.storeLoop, clock: clock))
         }

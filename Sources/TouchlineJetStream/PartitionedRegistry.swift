@@ -45,6 +45,9 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// (a gateway overloaded or paused past its lease) reads on from where its file is, instead
     /// of the whole partition again, which would load it further.
     public let keptFileLifetime: Duration
+    /// The CPU priority of the partition files' writers (the personal queue's: registrations
+    /// never take the CPU from the leases, the channels and their pushes).
+    private let niceness: Int32
 
     private struct Owned {
         let partition: RegistryPartition
@@ -73,7 +76,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// gateway's leases (nil: every partition taken up is written, tools and tests).
     public init(jetStream: any JetStreamClient, connection: any MessagingClient, layout: RegistryLogLayout, partitioning: TokenPartitioning,
                 directory: String, fences: PartitionFences?, snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(),
-                keptFileLifetime: Duration = .seconds(600), loop: EventLoop) {
+                keptFileLifetime: Duration = .seconds(600), niceness: Int32 = 0, loop: EventLoop) {
         self.jetStream = jetStream
         self.connection = connection
         self.layout = layout
@@ -82,6 +85,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
         self.fences = fences
         self.snapshots = snapshots
         self.keptFileLifetime = keptFileLifetime
+        self.niceness = niceness
         self.loop = loop
         let found = (0..<partitioning.count).filter { FileManager.default.fileExists(atPath: RegistryPartition.path(of: $0, in: directory)) }
         loop.execute { [self] in found.forEach(keepFile) }
@@ -115,7 +119,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
         earlier?.subscription.cancel()
         earlier?.partition.close(deletingFile: false)
         let taken = try RegistryPartition.takeOver(partition: partition, under: fence, fences: fences, jetStream: jetStream, layout: layout,
-                                                   directory: directory, snapshots: snapshots, loop: loop)
+                                                   directory: directory, snapshots: snapshots, niceness: niceness, loop: loop)
         do {
             try loop.sync { [self] in
                 let subscription = try connection.subscribe(to: layout.partitionRequestSubject(partition), queue: "owners", loop: loop) {

@@ -125,17 +125,17 @@ public final class RegistryPartition: @unchecked Sendable {
         var file: UInt64
     }
 
-    /// Opens `partition`'s file under `directory` (kept from an earlier ownership, or new),
-    /// brings it to the log's end (from the newest snapshot when the log was trimmed past the
+    /// Opens `partition`'s file under `directory` (kept from an earlier ownership, or new; its
+    /// writer and checkpointer at CPU priority `niceness`), brings it to the log's end (from the newest snapshot when the log was trimmed past the
     /// file) and writes a takeover record under `fence`; the partition's entries are then
     /// written from here. Blocking: call it from a thread of its own. Throws when the fence
     /// stops holding, the cluster refuses the record, or the log cannot be read (an entry
     /// missing from it, or unreadable), naming it.
     public static func takeOver(partition: Int, under fence: Fence, fences: PartitionFences?, jetStream: any JetStreamClient,
                                 layout: RegistryLogLayout, directory: String, snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(),
-                                loop: EventLoop) throws -> RegistryPartition {
+                                niceness: Int32 = 0, loop: EventLoop) throws -> RegistryPartition {
         let path = Self.path(of: partition, in: directory)
-        let file = try StoreWriter(path: path, walLimitBytes: walLimitBytes)
+        let file = try StoreWriter(path: path, niceness: niceness, walLimitBytes: walLimitBytes)
         do {
             try waitForCompletion { file.keepAsRegistryPartition(completion: $0) }.get()
             let heldBefore = try waitForCompletion { file.registryLogSequence(completion: $0) }.get()

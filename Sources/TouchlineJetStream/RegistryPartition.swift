@@ -292,10 +292,36 @@ public final class RegistryPartition: @unchecked Sendable {
         publishing = true
         switch waiting.removeFirst() {
         case .entry(let entry, let headers, let completion):
-            publish(entry, headers: headers, completion: completion)
+            guard headers.isEmpty, Self.summarizesNothing(entry) else { return publish(entry, headers: headers, completion: completion) }
+            // Entries queued meanwhile behind it go with it, as one logged entry: under a steady
+            // stream of lists, one compare-and-set and one transaction for many.
+            var operations = entry.operations
+            var completions = [completion]
+            var bytes = entry.binaryEncoded.count
+            let byteLimit = min(Self.coalescedBytes, jetStream.messaging.maximumPayload / 2)
+            while case .entry(let next, let nextHeaders, let nextCompletion)? = waiting.first, nextHeaders.isEmpty, Self.summarizesNothing(next),
+                  case let nextBytes = next.binaryEncoded.count, bytes + nextBytes <= byteLimit {
+                waiting.removeFirst()
+                operations += next.operations
+                completions.append(nextCompletion)
+                bytes += nextBytes
+            }
+            guard completions.count > 1, let merged = RegistryEntry(operations) else { return publish(entry, headers: headers, completion: completion) }
+            let each = completions
+            publish(merged, headers: [:]) { result in each.forEach { $0(result) } }
         case .snapshot:
             writeSnapshot()
         }
+    }
+
+    /// Bytes of one logged entry made of several queued ones at most (and half the servers'
+    /// `max_payload`).
+    static let coalescedBytes = 256 * 1_024
+
+    /// Whether applying `entry` changes no summary (it deactivates nothing on APNs' word): such
+    /// entries may be logged as one, and each of their lists is told the same empty summary.
+    private static func summarizesNothing(_ entry: RegistryEntry) -> Bool {
+        !entry.operations.contains { if case .deactivateToken = $0 { true } else { false } }
     }
 
     private func publish(_ entry: RegistryEntry, headers: [String: String],

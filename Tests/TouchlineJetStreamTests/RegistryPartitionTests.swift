@@ -109,6 +109,42 @@ struct RegistryPartitionTests {
         }
     }
 
+    /// Lists queued while one is logged go together as one entry (one compare-and-set, one
+    /// transaction): each completes, in order, and a deactivation, whose summary is its own, goes
+    /// alone.
+    @Test(arguments: NATSBackend.allCases)
+    func listsQueuedBehindOneAreLoggedAsOneEntryEachCompleting(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let a = try Gateway(cluster)
+            let owned = try await a.takeOver(under: Fence(Revision(5)))
+            let before = try a.messages
+            let completed = Mutex<[Int]>([])
+            let summaries = Mutex<[Int: TokenWriteSummary]>([:])
+            let done = DispatchGroup()
+            for n in 1...40 {
+                done.enter()
+                let operations: [TokenOperation] = n == 20
+                    ? [.deactivateToken(Self.token(3), unlessRegisteredAfter: Self.t0 + .seconds(3), at: Self.t0 + .seconds(60))]
+                    : [Self.registration(n)]
+                owned.write(operations) { result in
+                    if case .success(let summary) = result {
+                        completed.withLock { $0.append(n) }
+                        summaries.withLock { $0[n] = summary }
+                    }
+                    done.leave()
+                }
+            }
+            done.wait()
+            #expect(completed.withLock { $0 } == Array(1...40), "each list completes, in order")
+            #expect(summaries.withLock { $0[20]?.tokensDeactivated } == 1, "the deactivation's own summary")
+            #expect(summaries.withLock { $0.filter { $0.key != 20 }.allSatisfy { $0.value.tokensDeactivated == 0 } })
+            let logged = try a.messages - before
+            #expect(logged < 40 && logged >= 3, "40 lists logged as \(logged) entries")
+            #expect(try Self.tokens(of: owned).count == 39)
+            owned.close(deletingFile: false)
+        }
+    }
+
     /// A file kept from an earlier ownership takes up the log after it; a partition let go drops
     /// its file.
     @Test(arguments: NATSBackend.allCases)

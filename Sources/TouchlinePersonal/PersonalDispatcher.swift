@@ -333,7 +333,28 @@ package final class PersonalDispatcher: @unchecked Sendable {
         running.isStopped = true
         running.timer?.cancel()
         running.saveTimer?.cancel()
+        running.fetchRetry?.cancel()
         for job in jobs.values { advance(job, []) }
+    }
+
+    /// How soon a cluster slice reads a page again that could not be read.
+    static let sliceReadRetry: Duration = .seconds(1)
+
+    /// A cluster slice's page could not be read: its registry partition may be moving (a
+    /// partition let go is refused to its readers at once, and its slices are stopped next), or
+    /// the read failed for a moment. Ending the walk there would save the slice as finished
+    /// with the rest of its audience unsent; it reads the page again a moment later instead,
+    /// unless it is stopped meanwhile.
+    private func readAgain(cursor: String?, limit: Int, for running: PersonalJobRun, after error: StoreError) {
+        log.warning("reading the slice's audience failed: \(error); reading it again in \(Self.sliceReadRetry)", job: running.id)
+        running.fetchRetry?.cancel()
+        let timer = LoopTimer(loop: loop) { [weak self, weak running] in
+            guard let self, let running, !isStopping, jobs[running.runKey] === running else { return }
+            perform(.fetchTargets(after: cursor, limit: limit), for: running)
+            advance(running, [])
+        }
+        running.fetchRetry = timer
+        timer.schedule(after: Self.sliceReadRetry)
     }
 
     /// Carries out `actions`, then asks the job for more until it has nothing to do now.
@@ -377,6 +398,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
                 page = try running.audience.page(after: cursor, limit: limit, kind: running.tokenKind, app: app, environment: tokenEnvironment,
                                                  before: running.slice?.upperBound, reader: reader)
             } catch {
+                if running.slice != nil { return readAgain(cursor: cursor, limit: limit, for: running, after: error) }
                 // The job keeps what it has; the rest of the audience is not reachable now.
                 log.error("reading the job's audience failed; the rest of it is not sent", job: running.id, error: error)
                 page = ([], true)

@@ -32,6 +32,8 @@ package final class PersonalJobRun: @unchecked Sendable {
     var fence: (any SideEffectFence)?
     var timer: LoopTimer?
     var saveTimer: LoopTimer?
+    /// A cluster slice whose page could not be read reads it again when this fires.
+    var fetchRetry: LoopTimer?
     /// Waits in the dispatcher's list of jobs to advance at the end of the loop turn.
     var isAnswered = false
     /// A slice stopped because its partition is no longer this gateway's: it saves nothing more.

@@ -58,13 +58,15 @@ package enum PersonalAudience: Sendable, Equatable {
     /// ``AudienceSlice/upperBound``).
     func page(after cursor: String?, limit: Int, kind: TokenKind, app: String, environment: TokenEnvironment?, before bound: String? = nil,
               reader: any TokenRegistryReader) throws(StoreError) -> (tokens: [String], exhausted: Bool) {
-        let page = try unboundedPage(after: cursor, limit: limit, kind: kind, app: app, environment: environment, reader: reader)
+        let page = try unboundedPage(after: cursor, limit: limit, kind: kind, app: app, environment: environment, listEnd: bound, reader: reader)
         guard let bound, let end = page.tokens.firstIndex(where: { $0 >= bound }) else { return page }
         return (Array(page.tokens[..<end]), true)
     }
 
+    /// `listEnd`: a token list is looked up only up to it (a slice's bound: the tokens after it
+    /// are other slices', which a partitioned registry holds elsewhere).
     private func unboundedPage(after cursor: String?, limit: Int, kind: TokenKind, app: String, environment: TokenEnvironment?,
-                               reader: any TokenRegistryReader) throws(StoreError) -> (tokens: [String], exhausted: Bool) {
+                               listEnd: String?, reader: any TokenRegistryReader) throws(StoreError) -> (tokens: [String], exhausted: Bool) {
         switch self {
         case .token(let token):
             return (cursor == nil ? [token] : [], true)
@@ -80,11 +82,13 @@ package enum PersonalAudience: Sendable, Equatable {
             return (page, page.count < limit)
         case .tokens(let tokens):
             var start = cursor.map { Self.firstIndex(in: tokens, after: $0) } ?? 0
-            while start < tokens.count {
-                let end = min(start + limit, tokens.count)
+            // Tokens are 64 hex digits and a bound four: none equals it, the first after it is the first at or after it.
+            let count = listEnd.map { Self.firstIndex(in: tokens, after: $0) } ?? tokens.count
+            while start < count {
+                let end = min(start + limit, count)
                 let active = try reader.activeTokens(among: Array(tokens[start..<end]), app: app, environment: environment)
                 start = end
-                if !active.isEmpty { return (active, start == tokens.count) }
+                if !active.isEmpty { return (active, start == count) }
             }
             return ([], true)
         }

@@ -123,8 +123,15 @@ extension HTTP2PendingRequest {
         return value
     }
 
-    /// Copies the next part of the body into nghttp2's frame buffer.
+    /// Copies the next part of the body into nghttp2's frame buffer. A request is acted on once
+    /// its body's end arrives, which may leave well after its HEADERS (the server's flow-control
+    /// window closed meanwhile): a fence that stopped holding since resets the stream instead,
+    /// so the server never has the whole request.
     fileprivate func readBody(into buffer: UnsafeMutablePointer<UInt8>, capacity: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+        if let fence = request.fence, !fence.holds {
+            withheld = true
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
         let count = request.body.withUnsafeBufferPointer { body -> Int in
             let count = min(capacity, body.count - bodyOffset)
             if count > 0 { buffer.update(from: body.baseAddress! + bodyOffset, count: count) }

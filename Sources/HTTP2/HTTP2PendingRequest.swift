@@ -26,7 +26,8 @@ public final class HTTP2PendingRequest: @unchecked Sendable {
     @exclusivity(unchecked) var submittedAt: UInt64 = 0
     /// The connection reset the stream because the response timeout passed.
     @exclusivity(unchecked) var timedOut = false
-    /// Its HEADERS frame was cancelled because its fence no longer held.
+    /// Its HEADERS frame was cancelled, or its stream reset before the body's end left,
+    /// because its fence no longer held: the server never had the whole request.
     @exclusivity(unchecked) var withheld = false
 
     // Links of the connection's in-flight list (see `InFlightList`).

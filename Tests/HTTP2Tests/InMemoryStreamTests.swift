@@ -209,8 +209,8 @@ struct InMemoryStreamTests {
     }
 }
 
-/// A request's fence, asked as its HEADERS frame is about to be written: the first
-/// `holdingAnswers` times it holds, then it does not.
+/// A request's fence, asked as its HEADERS frame and its body are about to be written: the
+/// first `holdingAnswers` times it holds, then it does not.
 private final class CountedFence: SideEffectFence, @unchecked Sendable {
     private var left: Int
     init(holdingAnswers: Int) { left = holdingAnswers }
@@ -229,7 +229,7 @@ struct InMemoryFenceTests {
         let link = InMemoryConnection(server: InMemoryServer(maxConcurrentStreams: 100))
         link.connect()
         var requests = TestRequests.posts(4, port: 8443)
-        requests[0].fence = CountedFence(holdingAnswers: 1)
+        requests[0].fence = CountedFence(holdingAnswers: 2)  // as its HEADERS and its body leave
         requests[1].fence = CountedFence(holdingAnswers: 0)
         requests[2].fence = CountedFence(holdingAnswers: 0)
         link.send(requests)
@@ -248,4 +248,38 @@ struct InMemoryFenceTests {
         #expect(link.server.stats.invalidFrames == 0 && link.server.stats.resetsReceived.isEmpty)
         #expect(link.stats.inFlight == 0 && link.state == .ready)
     }
+
+    /// A request is acted on once its body's end arrives. Its HEADERS left while its fence held,
+    /// its body waited for the server's flow-control window, and the fence lapsed meanwhile: the
+    /// stream is reset instead of finished, the server never has the whole request, and the
+    /// request fails as `withheld`. A request without a fence beside it goes through.
+    @Test func aRequestWhoseFenceLapsesBeforeItsBodyLeavesIsResetAndTheServerNeverHasItWhole() {
+        let server = InMemoryServer(maxConcurrentStreams: 100)
+        server.setInitialWindowSize(0)
+        let link = InMemoryConnection(server: server)
+        link.connect()
+        var requests = TestRequests.posts(2, port: 8443)
+        let fence = SwitchedFence()
+        requests[0].fence = fence
+        link.send(requests)
+        #expect(link.server.stats.requestsReceived == 0, "HEADERS only: the bodies wait for the window")
+        fence.holds = false
+        link.server.setInitialWindowSize(65_535)
+        link.pump()
+        link.serveAll()
+
+        guard case .failure(.withheld)? = link.results[0] else {
+            Issue.record("request 0: \(String(describing: link.results[0]))")
+            return
+        }
+        #expect((try? link.results[1]?.get())?.body == requests[1].body)
+        #expect(link.server.stats.requestsReceived == 1)
+        #expect(link.server.stats.resetsReceived[NGHTTP2_INTERNAL_ERROR.rawValue] == 1, "\(link.server.stats.resetsReceived)")
+        #expect(link.pending == 0 && link.duplicateCompletions == 0 && link.state == .ready)
+    }
+}
+
+/// A fence the test switches off.
+private final class SwitchedFence: SideEffectFence, @unchecked Sendable {
+    var holds = true
 }

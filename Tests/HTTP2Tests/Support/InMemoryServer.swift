@@ -92,6 +92,13 @@ final class InMemoryServer {
         nghttp2_submit_rst_stream(session, 0, streamID, code)
     }
 
+    /// The flow-control window each new stream of the client starts with (0: the client may
+    /// send a request's HEADERS but none of its body until it is raised).
+    func setInitialWindowSize(_ size: UInt32) {
+        var entry = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: size)
+        nghttp2_submit_settings(session, 0, &entry, 1)
+    }
+
     func setMaxConcurrentStreams(_ limit: UInt32) {
         var entry = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: limit)
         nghttp2_submit_settings(session, 0, &entry, 1)

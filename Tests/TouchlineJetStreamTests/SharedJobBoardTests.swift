@@ -27,6 +27,10 @@ struct SharedJobBoardTests {
             let checkpoint = FanOutCheckpoint(cursor: nil, counters: FanOutCounters(), pending: [], endedAfterCursor: [])
             // The bucket was just made: its first write waits until the writer's server hears it.
             try await Board.onceHeard { await writer.result { board, done in board.publish(job) { done($0.map { _ in () }) } } }
+            // The running watch has delivered something before the slices are written: a watch
+            // recreated by the client before its first delivery (a loaded run: heartbeats
+            // missed) starts again from each key's last value, and would see markers only.
+            try await running.untilSeen(jobID: job.id)
             for index in 0..<2 {
                 let key = SharedJobPlan.SliceKey(jobID: job.id, slice: try #require(AudienceSlice(index: index, count: 16)))
                 try await writer.call { board, done in

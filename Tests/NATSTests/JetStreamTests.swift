@@ -16,7 +16,8 @@ struct JetStreamTests {
         let client = try await Client.connect(to: cluster)
         try client.jetStream.ensureStreamPatiently(.init(name: "EVENTS", subjects: ["events.>"], replicas: 3))
 
-        let first = try await client.publish(Array("goal".utf8), to: "events.m1", conditions: .init(messageID: "m1:1")).get()
+        let first = try await client.publishOnceTheStreamHears(Array("goal".utf8), to: "events.m1",
+                                                               conditions: .init(messageID: "m1:1")).get()
         let again = try await client.publish(Array("goal".utf8), to: "events.m1", conditions: .init(messageID: "m1:1")).get()
         let second = try await client.publish(Array("card".utf8), to: "events.m1", conditions: .init(messageID: "m1:2")).get()
 

@@ -28,7 +28,7 @@ package struct ClusterBackend: GatewayBackend {
     package func start(into services: GatewayServices, loops: GatewayLoops, configuration: GatewayConfiguration, clock: any WallClock,
                log: GatewayLog) throws -> any StartedBackend {
         let node = try services.start(ClusterNode.connect(settings, nats: nats, ingestLoop: loops.ingest, clock: clock, log: log.named("cluster")))
-        let (stores, registry) = try Self.stores(node, configuration, clock: clock)
+        let (stores, registry) = try Self.stores(node, configuration, clock: clock, log: log.named("registry"))
         var compactor: RegistryCompactor?
         if case .shared(let shared) = registry {
             compactor = RegistryCompactor(registry: shared, fences: node.fences,
@@ -96,11 +96,16 @@ package struct ClusterBackend: GatewayBackend {
     /// ``SharedTokenRegistry/isCaughtUp``); with the partitioned registry, the partitions it
     /// owns are files of their own under `registry/` (docs/cluster.md, "The shared token
     /// registry", "The partitioned token registry", "Personal jobs on the cluster").
-    static func stores(_ node: ClusterNode, _ configuration: GatewayConfiguration, clock: any WallClock) throws -> (GatewayStores, ClusterRegistry) {
+    static func stores(_ node: ClusterNode, _ configuration: GatewayConfiguration, clock: any WallClock,
+                       log: GatewayLog) throws -> (GatewayStores, ClusterRegistry) {
         let settings = node.settings
         try ClusterDescriptor.agree(registry: settings.registry.rawValue, prefix: settings.prefix, replicas: settings.replicas,
                                     jetStream: node.jetStream, loop: node.storeLoop)
         let personalPath = configuration.dataDirectory + "/personal.sqlite"
+        // A gateway that held the shared registry keeps a whole copy there, never read again.
+        if settings.registry == .partitioned, case let removed = try WholeRegistryCopy.remove(from: personalPath), removed > 0 {
+            log.notice("removed the shared registry's whole copy (\(removed) tokens) from \(personalPath): the cluster holds its registry partitioned")
+        }
         let personalFile = try StoreWriter(path: personalPath, niceness: Int32(configuration.personalQueue.niceness),
                                            faultFile: configuration.storeFaultFile)
         let registry: ClusterRegistry

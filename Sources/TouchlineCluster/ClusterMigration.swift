@@ -52,7 +52,6 @@ package struct ClusterMigration {
     /// Events per logged batch at most, and their bytes (a batch is one message of the log).
     static let eventsPerBatch = 500
     static let batchBytes = 256 * 1_024
-    static let page = 1_000
 
     let source: String
     let settings: JetStreamSettings
@@ -77,13 +76,7 @@ package struct ClusterMigration {
         }
         let loop = EventLoop.start(name: "touchline-migrate")
         defer { loop.stopAndWait() }
-        let connection: NATSConnection
-        do {
-            try NATSServerVersion.requireSupported(settings.servers, timeout: settings.natsSettings.connectTimeout)
-            connection = try NATSConnection.connect(settings.natsSettings, loop: loop) { _ in }
-        } catch {
-            throw GatewayError.startup("cannot use the NATS cluster (store.servers \(settings.servers.joined(separator: ", "))): \(error)")
-        }
+        let connection = try RegistryTokenCopy.connect(settings, loop: loop)
         defer { connection.close() }
         let jetStream = try JetStream(connection)
         try ClusterDescriptor.agree(partitions: settings.partitions, prefix: settings.prefix, replicas: settings.replicas, jetStream: jetStream,
@@ -111,12 +104,9 @@ package struct ClusterMigration {
         defer { registry.close() }
         let personalReader = try SQLiteTokenReader(path: personalPath)
         defer { personalReader.close() }
-        try copyTokens(from: personalReader, to: registry, summary: &summary)
+        summary.tokens = try RegistryTokenCopy.copyTokens(from: personalReader, to: registry)
         try copyOpenJobs(from: personalReader, to: registry, summary: &summary)
-        if let partitioned = registry as? PartitionedTokenStore {
-            // Their files go: the gateways that own the partitions read them from their logs.
-            for partition in 0..<partitioning.count { partitioned.registry.letGo(partition) }
-        }
+        if let partitioned = registry as? PartitionedTokenStore { RegistryTokenCopy.letGoOfEveryPartition(partitioned) }
         return summary
     }
 
@@ -137,34 +127,20 @@ package struct ClusterMigration {
     /// copied (no gateway serves them yet; each takes its partitions over from their logs).
     private func personalStore(over personalFile: StoreWriter, partitioning: ChannelPartitioning, jetStream: JetStream,
                                loop: EventLoop) throws -> any PersonalStoreWriter {
-        let layout = RegistryLogLayout(prefix: settings.prefix)
         switch settings.registry {
         case .shared:
-            return try SharedTokenRegistry.open(jetStream: jetStream, layout: layout, replicas: settings.replicas,
+            return try SharedTokenRegistry.open(jetStream: jetStream, layout: RegistryLogLayout(prefix: settings.prefix), replicas: settings.replicas,
                                                 maximumBytes: settings.limits.registryBytes,
                                                 snapshotMaximumBytes: settings.limits.registrySnapshotBytes, local: personalFile, loop: loop)
         case .partitioned:
-            try RegistryPartition.ensureLogs(count: partitioning.count, jetStream: jetStream, layout: layout, replicas: settings.replicas,
-                                             maximumBytes: settings.limits.registryPartitionBytes(partitions: partitioning.count))
-            let directory = dataDirectory + "/registry"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let registry = PartitionedRegistry(jetStream: jetStream, connection: jetStream.messaging, layout: layout,
-                                               partitioning: TokenPartitioning(partitioning), directory: directory, fences: nil,
-                                               keptFileLifetime: .zero, loop: loop)
-            let store = PartitionedTokenStore(registry: registry, local: personalFile, loop: loop, clock: SystemClock())
-            do {
-                for partition in 0..<partitioning.count { try registry.takeUp(partition, under: Fence(Revision(0))) }
-            } catch {
-                store.close()
-                throw error
-            }
-            return store
+            return try RegistryTokenCopy.partitionedStore(settings, partitioning: partitioning, personalFile: personalFile,
+                                                          directory: dataDirectory + "/registry", jetStream: jetStream, loop: loop)
         }
     }
 
     private func copyChannels(from reader: SQLiteChannelReader, to store: JetStreamChannelStore, summary: inout Summary) throws {
         var cursor: String?
-        while case let page = try reader.channels(after: cursor, limit: Self.page), !page.isEmpty {
+        while case let page = try reader.channels(after: cursor, limit: RegistryTokenCopy.page), !page.isEmpty {
             cursor = page.last?.id
             for record in page {
                 if let problem = record.unreadable {
@@ -203,23 +179,6 @@ package struct ClusterMigration {
             copied += events.count
         }
         return copied
-    }
-
-    private func copyTokens(from reader: SQLiteTokenReader, to registry: any PersonalStoreWriter, summary: inout Summary) throws {
-        for active in [false, true] {
-            var cursor: String?
-            while case let page = try reader.tokens(after: cursor, limit: Self.page), !page.isEmpty {
-                cursor = page.last?.token
-                let operations: [TokenOperation] = page.filter { $0.active == active }.flatMap { record -> [TokenOperation] in
-                    guard !record.active else { return [.registerToken(record)] }
-                    return [.registerToken(record),
-                            .deactivateToken(record.token, unlessRegisteredAfter: record.registeredAt, at: record.deactivatedAt ?? record.registeredAt)]
-                }
-                guard !operations.isEmpty else { continue }
-                try wait { registry.submit(operations, completion: $0) }
-                summary.tokens += page.count(where: { $0.active == active })
-            }
-        }
     }
 
     private func copyOpenJobs(from reader: SQLiteTokenReader, to registry: any PersonalStoreWriter, summary: inout Summary) throws {

@@ -59,6 +59,49 @@ public enum ClusterDescriptor {
         }
     }
 
+    /// The registry layout the cluster recorded (`shared` or `partitioned`), with the record's
+    /// sequence; nil when it recorded none: a cluster whose gateways predate the record, which
+    /// held the registry shared, or one no gateway started on yet. Blocking.
+    public static func recordedRegistry(prefix: String, jetStream: any JetStreamClient) throws -> (layout: String, sequence: UInt64)? {
+        let stream = prefix.uppercased() + "_CLUSTER_REGISTRY"
+        guard try JetStream.retryingWhileForming({ () throws(NATSError) in try jetStream.streamState(stream) }) != nil,
+              let recorded = try JetStream.retryingWhileForming({ () throws(NATSError) in
+                  try jetStream.lastMessage(stream: stream, subject: "\(prefix).cluster.registry")
+              }) else { return nil }
+        guard let text = String(validating: recorded.payload, as: UTF8.self), text.hasPrefix("registry ") else {
+            throw Unreadable(description: "\(stream) holds \(recorded.payload.count) bytes that are not a registry layout")
+        }
+        return (String(text.dropFirst("registry ".count)), recorded.sequence)
+    }
+
+    /// Records `layout` in place of the record at `sequence` (nil: the cluster recorded none), for
+    /// `touchline migrate --shared-registry` once the registry was copied into the new layout.
+    /// Refused, changing nothing, if the record changed since it was read. Blocking.
+    public static func changeRegistry(to layout: String, replacing sequence: UInt64?, prefix: String, replicas: Int,
+                                      jetStream: any JetStreamClient, loop: EventLoop) throws {
+        let stream = prefix.uppercased() + "_CLUSTER_REGISTRY"
+        try JetStream.retryingWhileForming { () throws(NATSError) in
+            try jetStream.ensureStream(.init(name: stream, subjects: ["\(prefix).cluster.registry"], replicas: replicas,
+                                             maximumMessagesPerSubject: 1, maximumBytes: 1 << 20))
+        }
+        try JetStream.retryingWhileForming { () throws(NATSError) in
+            _ = try publish("registry \(layout)", to: "\(prefix).cluster.registry", expectingLast: sequence ?? 0, jetStream: jetStream, loop: loop).get()
+        }
+    }
+
+    /// Publishes `text` to `subject` if its stream's last sequence is `last`, and waits for the answer.
+    private static func publish(_ text: String, to subject: String, expectingLast last: UInt64, jetStream: any JetStreamClient,
+                                loop: EventLoop) -> Result<JetStream.Acknowledgement, NATSError> {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<JetStream.Acknowledgement, NATSError>?>(nil)
+        jetStream.publish(Array(text.utf8), to: subject, conditions: .init(expectedLastSequence: last), loop: loop) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return outcome.withLock { $0! }
+    }
+
     /// The text the cluster holds on `subject` of `stream` (one message): `proposal`, if this
     /// gateway is the first to store one, else the first gateway's.
     private static func settle(_ proposal: String, stream: String, subject: String, replicas: Int, jetStream: any JetStreamClient,
@@ -78,14 +121,7 @@ public enum ClusterDescriptor {
             // stream just made may not be heard by every server yet (no responders): nothing is
             // stored then, and the publish is sent again while the cluster forms.
             let stored = try JetStream.retryingWhileForming { () throws(NATSError) -> Bool in
-                let done = DispatchSemaphore(value: 0)
-                let outcome = Mutex<Result<JetStream.Acknowledgement, NATSError>?>(nil)
-                jetStream.publish(Array(proposal.utf8), to: subject, conditions: .init(expectedLastSequence: 0), loop: loop) { result in
-                    outcome.withLock { $0 = result }
-                    done.signal()
-                }
-                done.wait()
-                switch outcome.withLock({ $0! }) {
+                switch publish(proposal, to: subject, expectingLast: 0, jetStream: jetStream, loop: loop) {
                 case .success: return true
                 case .failure(let error) where error.isWrongLastSequence: return false  // another gateway was first: read its record
                 case .failure(let error): throw error

@@ -7,21 +7,36 @@ import TouchlineCluster
 /// the cluster its settings name (``ClusterMigration``), and prints what it copied.
 enum MigrateCommand {
     static let from = OptionDeclaration.value("--from", "DIR", help: "the data directory of the gateway on SQLite to copy from")
+    static let sharedRegistry = OptionDeclaration.flag(
+        "--shared-registry",
+        help: "move the cluster's shared token registry into its partitions (store.registry \"partitioned\"), every gateway stopped")
 
     static let declaration = CommandDeclaration(
-        name: "migrate", summary: "copy a gateway on SQLite (channels, events, tokens, open jobs) into a NATS JetStream cluster",
+        name: "migrate",
+        summary: "copy a gateway on SQLite into a NATS JetStream cluster, or move a cluster's shared token registry into its partitions",
         description: """
-            Settings are serve's: the cluster comes from store (store.backend "jetstream"), and the
-            open jobs go to the data directory given (the gateway started on it runs them). Run it
+            Settings are serve's: the cluster comes from store (store.backend "jetstream").
+
+            --from DIR copies a gateway on SQLite (channels, events, tokens, open jobs); the open
+            jobs go to the data directory given (the gateway started on it runs them). Run it
             before the cluster's gateways serve the channels, never beside a gateway on the same
             data directory. Channels already in the cluster are left as they are: running it again
             copies nothing twice. Dead letters and idempotency keys are not copied.
+
+            --shared-registry moves a cluster's token registry from the shared layout to the
+            partitioned one (store.registry "partitioned"), keeping every token as it is. Stop
+            every gateway of the cluster and let open jobs finish first; it refuses otherwise,
+            changing nothing. Then start the gateways with store.registry "partitioned".
             """,
-        groups: [OptionGroup("source", [from]), OptionGroup("settings", GatewayConfiguration.commandLineOptions)])
+        groups: [OptionGroup("source", [from, sharedRegistry]), OptionGroup("settings", GatewayConfiguration.commandLineOptions)])
 
     static func run(_ commandLine: ParsedArguments) -> Int32 {
-        guard let source = commandLine.value(from) else {
-            printError("touchline migrate: --from is required: the data directory of the gateway on SQLite to copy from")
+        let source = commandLine.value(from)
+        let movesSharedRegistry = commandLine.isSet(sharedRegistry)
+        guard (source != nil) != movesSharedRegistry else {
+            printError(movesSharedRegistry
+                ? "touchline migrate: --from and --shared-registry are two migrations: give one"
+                : "touchline migrate: --from is required: the data directory of the gateway on SQLite to copy from (or --shared-registry)")
             return 64
         }
         let configuration: GatewayConfiguration
@@ -36,7 +51,11 @@ enum MigrateCommand {
             return 64
         }
         do {
-            let summary = try ClusterMigration(source: source, settings: cluster, dataDirectory: configuration.dataDirectory).run()
+            let summary: any CustomStringConvertible = if let source {
+                try ClusterMigration(source: source, settings: cluster, dataDirectory: configuration.dataDirectory).run()
+            } else {
+                try RegistryLayoutMigration(settings: cluster, dataDirectory: configuration.dataDirectory).run()
+            }
             print("touchline migrate: \(summary)")
             return 0
         } catch {

@@ -382,20 +382,24 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// the fence holds and the registry is open.
     private func takeUpRegistry(_ partition: Int, fence: Fence) {
         guard let registry = registryPartitions else { return }
-        let fences = fences, log = log
-        registryQueue(of: partition).async {
-            while fences.holds(fence, of: partition) {
-                do {
-                    let kept = try registry.takeUp(partition, under: fence)
-                    log.notice("took up registry partition \(partition) (\(fence))" + (kept > 0 ? ", its kept file read on from log sequence \(kept)" : ""))
-                    return
-                } catch StoreError.closed {
-                    return  // the gateway stops
-                } catch {
-                    log.error("taking up registry partition \(partition) failed; trying again", error: error)
-                    Thread.sleep(forTimeInterval: 1)
-                }
-            }
+        let queue = registryQueue(of: partition), fences = fences, log = log
+        queue.async { Self.takeUp(partition, under: fence, registry: registry, fences: fences, queue: queue, log: log) }
+    }
+
+    /// One attempt at a take-up, on the partition's queue. The next attempt is queued there a
+    /// second after a failure, not slept for: a let-go queued meanwhile runs first, and the
+    /// attempt after it finds the fence moved.
+    private static func takeUp(_ partition: Int, under fence: Fence, registry: PartitionedRegistry, fences: PartitionFences,
+                               queue: DispatchQueue, log: GatewayLog) {
+        guard fences.holds(fence, of: partition) else { return }
+        do {
+            let kept = try registry.takeUp(partition, under: fence)
+            log.notice("took up registry partition \(partition) (\(fence))" + (kept > 0 ? ", its kept file read on from log sequence \(kept)" : ""))
+        } catch StoreError.closed {
+            return  // the gateway stops
+        } catch {
+            log.error("taking up registry partition \(partition) failed; trying again", error: error)
+            queue.asyncAfter(deadline: .now() + 1) { takeUp(partition, under: fence, registry: registry, fences: fences, queue: queue, log: log) }
         }
     }
 

@@ -17,18 +17,31 @@ extension StoreWriter {
     /// `rules`: the whole registry's, or one partition's of a partitioned one.
     public func applyRegistryEntry(_ entry: RegistryEntry, sequence: UInt64, previous: UInt64, rules: RegistryRules = .whole,
                                    completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
+        applyRegistryEntries([LoggedRegistryEntry(entry: entry, sequence: sequence, previous: previous)], rules: rules, completion: completion)
+    }
+
+    /// Applies consecutive log `entries` in one job, as ``applyRegistryEntry(_:sequence:previous:rules:completion:)``
+    /// applies each, recording the last one's sequence once: what a takeover reading a log's
+    /// tail does, in transactions of many entries rather than one each (each entry's rows and
+    /// the sequence's row written once per transaction, not once per entry). A gap refuses the
+    /// whole job. The summary counts the tokens all of them deactivated.
+    public func applyRegistryEntries(_ entries: [LoggedRegistryEntry], rules: RegistryRules = .whole,
+                                     completion: @escaping @Sendable (Result<TokenWriteSummary, StoreError>) -> Void) {
         let deactivated = Mutex(0)
         enqueue(Job(apply: { db in
-            let recorded = try Self.registryLogSequence(on: db)
-            if sequence <= recorded { return }
-            guard previous == recorded else {
-                throw SQLiteError(code: SQLITE_CONSTRAINT,
-                                  message: "\(Self.registryLogGap): entry \(sequence) follows \(previous), this file holds up to \(recorded)",
-                                  statement: nil)
-            }
+            var recorded = try Self.registryLogSequence(on: db)
+            let applied = recorded
             var count = 0
-            for operation in entry.operations { count += try TokenRows.apply(operation, rules: rules, on: db) }
-            try Self.recordRegistryLogSequence(sequence, on: db)
+            for logged in entries where logged.sequence > recorded {
+                guard logged.previous == recorded else {
+                    throw SQLiteError(code: SQLITE_CONSTRAINT,
+                                      message: "\(Self.registryLogGap): entry \(logged.sequence) follows \(logged.previous), this file holds up to \(recorded)",
+                                      statement: nil)
+                }
+                for operation in logged.entry.operations { count += try TokenRows.apply(operation, rules: rules, on: db) }
+                recorded = logged.sequence
+            }
+            if recorded > applied { try Self.recordRegistryLogSequence(recorded, on: db) }
             deactivated.withLock { $0 = count }
         }, complete: { error in
             if let error { return completion(.failure(error)) }
@@ -96,5 +109,19 @@ extension StoreWriter {
     static func recordRegistryLogSequence(_ sequence: UInt64, on db: SQLiteConnection) throws {
         try db.run("INSERT INTO registry_log (id, sequence) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET sequence = excluded.sequence",
                    [.integer(Int64(sequence))])
+    }
+}
+
+/// A registry log entry with its place in the log: its sequence, and the sequence of the entry
+/// before it (0: the log's first).
+public struct LoggedRegistryEntry: Sendable {
+    public let entry: RegistryEntry
+    public let sequence: UInt64
+    public let previous: UInt64
+
+    public init(entry: RegistryEntry, sequence: UInt64, previous: UInt64) {
+        self.entry = entry
+        self.sequence = sequence
+        self.previous = previous
     }
 }

@@ -109,6 +109,25 @@ struct RegistryPartitionTests {
         }
     }
 
+    /// A tail longer than a batch and than the client's window (150 entries, each its own) is
+    /// read in several batches, in order: the next owner holds what the first did.
+    @Test(arguments: NATSBackend.allCases)
+    func aLongTailIsAppliedInBatchesToTheSameState(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let (a, b) = (try Gateway(cluster), try Gateway(cluster))
+            let first = try await a.takeOver(under: Fence(Revision(5)))
+            let entries = RegistryPartition.replayWindow + 22
+            for n in 1...entries { _ = try Self.write([Self.registration(n)], to: first).get() }
+            _ = try Self.write([.deactivateToken(Self.token(70), unlessRegisteredAfter: Self.t0 + .seconds(70), at: Self.t0 + .seconds(900))],
+                               to: first).get()
+            let second = try await b.takeOver(under: Fence(Revision(9)))
+            let read = try Self.tokens(of: second)
+            let held = try Self.tokens(of: first)
+            #expect(read.count == entries && read == held && read[Self.token(70)]?.active == false)
+            [first, second].forEach { $0.close(deletingFile: false) }
+        }
+    }
+
     /// Lists queued while one is logged go together as one entry (one compare-and-set, one
     /// transaction): each completes, in order, and a deactivation, whose summary is its own, goes
     /// alone.

@@ -171,4 +171,29 @@ struct GatewayTarget: Sendable {
         let target = self
         return { try target.connect() }
     }
+
+    /// What a cluster gateway's `/readyz` lists as served: its partition leases
+    /// (`cluster.servedPartitions`), or its registry partitions (`cluster.registry.servedPartitions`).
+    enum ServedPartitions {
+        case leases, registry
+
+        var path: [String] {
+            switch self {
+            case .leases: ["cluster", "servedPartitions"]
+            case .registry: ["cluster", "registry", "servedPartitions"]
+            }
+        }
+    }
+
+    /// The partitions it serves now, from its `/readyz`; none while it answers otherwise.
+    func servedPartitions(_ kind: ServedPartitions) throws -> Set<Int> {
+        let ready = try connect().send("GET", "/readyz")
+        guard var value = try? JSONParser.parse(ready.body) else { return [] }
+        for member in kind.path {
+            guard let next = value[member: member] else { return [] }
+            value = next
+        }
+        guard case .array(let served) = value else { return [] }
+        return Set(served.compactMap { if case .integer(let number) = $0 { Int(number) } else { nil } })
+    }
 }

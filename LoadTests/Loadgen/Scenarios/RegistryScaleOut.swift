@@ -43,7 +43,7 @@ struct RegistryScaleOut {
         var cluster = try await NATSCluster.start(size: 3)
         stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
         var first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")])
-        try waitUntil("g1 serves every registry partition") { try registryPartitions(first).count == options.partitions }
+        try waitUntil("g1 serves every registry partition") { try first.servedPartitions(.registry).count == options.partitions }
         let tokens = (0..<options.tokens).map { String(format: "%016llx", UInt64($0) &* 0x9E37_79B9_7F4A_7C15) + String(repeating: "ab", count: 24) }
         let registration = TokenRegistration(batchSize: options.batchSize)
 
@@ -64,7 +64,7 @@ struct RegistryScaleOut {
         first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")], emptyData: true)
         let second = try stage.startAnotherGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g2")])
         try waitUntil("both gateways serve their share of the registry") {
-            let counts = [try registryPartitions(first).count, try registryPartitions(second).count]
+            let counts = [try first.servedPartitions(.registry).count, try second.servedPartitions(.registry).count]
             return counts.reduce(0, +) == options.partitions && counts.allSatisfy { $0 >= options.partitions / 2 - 1 }
         }
         phase = try PhaseMeasurement(stage: stage)
@@ -81,15 +81,15 @@ struct RegistryScaleOut {
         // A lost gateway and its replacement.
         stage.killAnotherGateway(0)
         let killed = monotonicNanoseconds()
-        try waitUntil("g1 serves every registry partition again") { try registryPartitions(first).count == options.partitions }
+        try waitUntil("g1 serves every registry partition again") { try first.servedPartitions(.registry).count == options.partitions }
         let failover = Double(monotonicNanoseconds() - killed) / 1e9
         let replacementStart = monotonicNanoseconds()
         let replacement = try stage.restartAnotherGateway(0, extraArguments: ["--store", storeSettings(cluster, instance: "g3")], emptyData: true)
         try waitUntil("the replacement serves its share of the registry", seconds: 600) {
-            try registryPartitions(replacement).count >= options.partitions / 2 - 1
+            try replacement.servedPartitions(.registry).count >= options.partitions / 2 - 1
         }
         let served = Double(monotonicNanoseconds() - replacementStart) / 1e9
-        let share = try registryPartitions(replacement)
+        let share = try replacement.servedPartitions(.registry)
         // Each partition it serves answers a token route through it, from what it read of the logs.
         let client = try replacement.connect()
         let partitioning = TokenPartitioning(ChannelPartitioning(count: options.partitions)!)
@@ -133,14 +133,6 @@ struct RegistryScaleOut {
     private func storeSettings(_ cluster: NATSCluster, instance: String) -> String {
         let servers = cluster.urls.map { "\"\($0)\"" }.joined(separator: ",")
         return #"{"backend":"jetstream","servers":[\#(servers)],"instance":"\#(instance)","partitions":\#(options.partitions),"registry":"partitioned"}"#
-    }
-
-    /// The registry partitions `gateway` serves now, from its `/readyz`.
-    private func registryPartitions(_ gateway: GatewayTarget) throws -> Set<Int> {
-        let ready = try gateway.connect().send("GET", "/readyz")
-        guard let json = try? JSONParser.parse(ready.body),
-              case .array(let served)? = json[member: "cluster"]?[member: "registry"]?[member: "servedPartitions"] else { return [] }
-        return Set(served.compactMap { if case .integer(let number) = $0 { Int(number) } else { nil } })
     }
 
     private func waitUntil(_ what: String, seconds: Double = 120, _ condition: () throws -> Bool) throws {

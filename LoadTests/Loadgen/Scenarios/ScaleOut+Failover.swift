@@ -70,7 +70,7 @@ extension ScaleOut {
         var lost = 0, checked = 0
         var random = SeededRandom(seed: 34)
         for (number, fault) in Self.faults(kills: options.kills, pauses: options.pauses).enumerated() {
-            let served = try servedPartitions(victim)
+            let served = try victim.servedPartitions(.leases)
             let moved = channels.filter { served.contains(partitioning.partition(of: $0)) }
             guard !moved.isEmpty else { throw LoadError("failover round \(number + 1): the second gateway serves none of the \(channels.count) channels") }
             var acknowledged = AcknowledgedEvents(firstSeq: number * 10_000_000)

@@ -248,7 +248,7 @@ struct ScaleOut {
     func ownerOfEachPartition(_ gateways: [GatewayTarget]) throws -> [Int: Int] {
         var owners: [Int: Int] = [:]
         for (index, gateway) in gateways.enumerated() {
-            for partition in try servedPartitions(gateway) { owners[partition] = index }
+            for partition in try gateway.servedPartitions(.leases) { owners[partition] = index }
         }
         return owners
     }
@@ -257,22 +257,13 @@ struct ScaleOut {
     func waitUntilBothServe(_ gateways: [GatewayTarget]) throws {
         let deadline = monotonicNanoseconds() + 60_000_000_000
         for gateway in gateways {
-            while try servedPartitions(gateway).isEmpty {
+            while try gateway.servedPartitions(.leases).isEmpty {
                 guard monotonicNanoseconds() < deadline else { throw LoadError("a gateway serves no partition after 60 s") }
                 Thread.sleep(forTimeInterval: 0.2)
             }
         }
         // Let the partitions settle (a late joiner takes its share over a few lease rounds).
         Thread.sleep(forTimeInterval: 5)
-    }
-
-    /// The partitions `gateway` serves now, from its `/readyz`.
-    func servedPartitions(_ gateway: GatewayTarget) throws -> Set<Int> {
-        let ready = try gateway.connect().send("GET", "/readyz")
-        guard let json = try? JSONParser.parse(ready.body), case .array(let served)? = json[member: "cluster"]?[member: "servedPartitions"] else {
-            return []
-        }
-        return Set(served.compactMap { if case .integer(let number) = $0 { Int(number) } else { nil } })
     }
 
     /// Messages ever logged (the last sequences) and bytes kept in every partition log.

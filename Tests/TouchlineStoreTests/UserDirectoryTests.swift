@@ -149,6 +149,8 @@ import TouchlineStore
         defer { target.writer.close() }
         #expect(try waitForCompletion { target.writer.restoreRegistrySnapshot(snapshot, rules: .partition, completion: $0) }.get())
         #expect(try target.pending() == source.pending())
+        // The restore builds the tables' indexes after their rows: every one is there again.
+        #expect(try Self.indexes(of: dir.file("target.sqlite")) == Self.indexes(of: dir.file("source.sqlite")))
         // The directory came along: a third token replaces the second, and the first no more.
         target.sequence = 2
         try target.apply([.noteUserToken(UserTokenNote(userID: "ann", token: hexToken(3), kind: .pushToStart, channelID: nil, app: "default",
@@ -158,7 +160,16 @@ import TouchlineStore
         let whole = try waitForCompletion { source.writer.readRegistrySnapshot(completion: $0) }.get()
         let other = try StoreWriter(path: dir.file("other.sqlite"))
         defer { other.close() }
+        let indexesBefore = try Self.indexes(of: dir.file("other.sqlite"))
         #expect(throws: StoreError.self) { try waitForCompletion { other.restoreRegistrySnapshot(whole, rules: .partition, completion: $0) }.get() }
+        #expect(try Self.indexes(of: dir.file("other.sqlite")) == indexesBefore, "a refused restore drops no index")
+    }
+
+    /// The file's indexes with their definitions.
+    private static func indexes(of path: String) throws -> [String] {
+        let file = try SQLiteConnection(path: path)
+        defer { file.close() }
+        return try file.query("SELECT name || ': ' || sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name") { $0.text(at: 0) ?? "" }
     }
 
     @Test func notesAndReplacementsAreLoggedAndReadBack() throws {

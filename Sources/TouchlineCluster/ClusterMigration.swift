@@ -71,16 +71,13 @@ package struct ClusterMigration {
         for path in [channelsPath, personalPath] where !FileManager.default.fileExists(atPath: path) {
             throw GatewayError.startup("\(path) does not exist: --from names the data directory of a gateway on SQLite")
         }
-        guard let partitioning = ChannelPartitioning(count: settings.partitions) else {
-            throw GatewayError.startup("store.partitions \(settings.partitions) is not a partition count")
+        return try RegistryTokenCopy.onCluster(settings) { jetStream, loop, partitioning in
+            try copy(channelsPath: channelsPath, personalPath: personalPath, jetStream: jetStream, loop: loop, partitioning: partitioning)
         }
-        let loop = EventLoop.start(name: "touchline-migrate")
-        defer { loop.stopAndWait() }
-        let connection = try RegistryTokenCopy.connect(settings, loop: loop)
-        defer { connection.close() }
-        let jetStream = try JetStream(connection)
-        try ClusterDescriptor.agree(partitions: settings.partitions, prefix: settings.prefix, replicas: settings.replicas, jetStream: jetStream,
-                                    loop: loop)
+    }
+
+    private func copy(channelsPath: String, personalPath: String, jetStream: JetStream, loop: EventLoop,
+                      partitioning: ChannelPartitioning) throws -> Summary {
         try refuseOpenJobsForPartitionedRegistry(personalPath)
         var summary = Summary()
         let channels = try JetStreamChannelStore.open(jetStream: jetStream, layout: ChannelLogLayout(prefix: settings.prefix, partitioning: partitioning),

@@ -73,16 +73,10 @@ package struct RegistryLayoutMigration {
         guard settings.registry == .partitioned else {
             throw GatewayError.startup(#"store.registry is "shared": set it to "partitioned", the layout the shared registry is moved into"#)
         }
-        guard let partitioning = ChannelPartitioning(count: settings.partitions) else {
-            throw GatewayError.startup("store.partitions \(settings.partitions) is not a partition count")
-        }
-        let loop = EventLoop.start(name: "touchline-migrate")
-        defer { loop.stopAndWait() }
-        let connection = try RegistryTokenCopy.connect(settings, loop: loop)
-        defer { connection.close() }
-        let jetStream = try JetStream(connection)
-        try ClusterDescriptor.agree(partitions: settings.partitions, prefix: settings.prefix, replicas: settings.replicas, jetStream: jetStream,
-                                    loop: loop)
+        return try RegistryTokenCopy.onCluster(settings, migrate)
+    }
+
+    private func migrate(jetStream: JetStream, loop: EventLoop, partitioning: ChannelPartitioning) throws -> Summary {
         let layout = RegistryLogLayout(prefix: settings.prefix)
         let recorded = try ClusterDescriptor.recordedRegistry(prefix: settings.prefix, jetStream: jetStream)
         let sharedLog = try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState(layout.streamName) }

@@ -8,21 +8,33 @@ import TouchlineRuntime
 import TouchlineStore
 
 /// What both migrations (``ClusterMigration`` from a SQLite gateway, ``RegistryLayoutMigration``
-/// from a cluster's shared registry) do with tokens: connect to the cluster, hold the partitioned
-/// registry while nobody serves it, and copy a whole registry's file into a cluster's registry.
+/// from a cluster's shared registry) share: reaching the cluster, holding the partitioned
+/// registry while nobody serves it, and copying a whole registry's file into a cluster's registry.
 enum RegistryTokenCopy {
     /// Tokens read and submitted at a time.
     static let page = 1_000
 
-    /// A connection to the cluster of `settings` on `loop`, on a server release the gateway
-    /// supports; a failure names the servers.
-    static func connect(_ settings: JetStreamSettings, loop: EventLoop) throws -> NATSConnection {
+    /// Runs `body` with a JetStream context on the cluster of `settings` (a loop of its own, a
+    /// server release the gateway supports) once the cluster's partition count agrees with
+    /// `settings`'; a failure to reach the cluster names its servers.
+    static func onCluster<T>(_ settings: JetStreamSettings, _ body: (JetStream, EventLoop, ChannelPartitioning) throws -> T) throws -> T {
+        guard let partitioning = ChannelPartitioning(count: settings.partitions) else {
+            throw GatewayError.startup("store.partitions \(settings.partitions) is not a partition count")
+        }
+        let loop = EventLoop.start(name: "touchline-migrate")
+        defer { loop.stopAndWait() }
+        let connection: NATSConnection
         do {
             try NATSServerVersion.requireSupported(settings.servers, timeout: settings.natsSettings.connectTimeout)
-            return try NATSConnection.connect(settings.natsSettings, loop: loop) { _ in }
+            connection = try NATSConnection.connect(settings.natsSettings, loop: loop) { _ in }
         } catch {
             throw GatewayError.startup("cannot use the NATS cluster (store.servers \(settings.servers.joined(separator: ", "))): \(error)")
         }
+        defer { connection.close() }
+        let jetStream = try JetStream(connection)
+        try ClusterDescriptor.agree(partitions: settings.partitions, prefix: settings.prefix, replicas: settings.replicas, jetStream: jetStream,
+                                    loop: loop)
+        return try body(jetStream, loop, partitioning)
     }
 
     /// The partitioned registry of the cluster with every partition taken up here, its

@@ -62,6 +62,9 @@ package struct RegistryLayoutMigration {
     /// stopped: a running gateway renews its heartbeat well within its member TTL.
     let quietPeriod: Duration
 
+    /// Runs after the tokens were copied, before the layout is recorded (tests start a gateway there).
+    package var beforeRecordingLayout: () throws -> Void = {}
+
     /// `dataDirectory`: where the scratch files go (removed at the end).
     package init(settings: JetStreamSettings, dataDirectory: String) {
         self.settings = settings
@@ -88,16 +91,18 @@ package struct RegistryLayoutMigration {
         case let other?:
             throw GatewayError.startup("the cluster (prefix \(settings.prefix)) records its registry as \"\(other.prefix(32))\", a layout this build does not know")
         }
-        try refuseWhileAGatewayRuns(jetStream)
+        let leasesQuietAt = try refuseWhileAGatewayRuns(jetStream)
         try refuseOpenJobs(jetStream, loop: loop)
 
         try? FileManager.default.removeItem(atPath: scratch)
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let wholePath = scratch + "/whole.sqlite"
-        try buildWholeCopy(at: wholePath, layout: layout, jetStream: jetStream, loop: loop)
+        let copied = try buildWholeCopy(at: wholePath, layout: layout, jetStream: jetStream, loop: loop)
         var summary = Summary(outcome: .migrated)
         try copyIntoPartitions(from: wholePath, partitioning: partitioning, jetStream: jetStream, loop: loop, summary: &summary)
+        try beforeRecordingLayout()
+        try refuseIfMoved(leases: leasesQuietAt, sharedLog: copied, layout: layout, jetStream: jetStream)
         try ClusterDescriptor.changeRegistry(to: JetStreamSettings.RegistryLayout.partitioned.rawValue, replacing: recorded?.sequence,
                                              prefix: settings.prefix, replicas: settings.replicas, jetStream: jetStream, loop: loop)
         summary.purged = try purgeSharedLog(layout, jetStream: jetStream, loop: loop)
@@ -107,13 +112,31 @@ package struct RegistryLayoutMigration {
     /// A gateway renews its heartbeat in the lease bucket well within its member TTL: a bucket
     /// written during ``quietPeriod`` has a gateway running, which would go on writing to the
     /// shared log (or serving jobs) while it is copied.
-    private func refuseWhileAGatewayRuns(_ jetStream: JetStream) throws {
-        let stream = "KV_" + PartitionLeaseKeeper.bucketName(prefix: settings.prefix)
-        let state = { () throws in try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState(stream) } }
-        guard let before = try state() else { return }
+    /// Answers the bucket's last sequence, seen unchanged for ``quietPeriod`` (0: no bucket).
+    private func refuseWhileAGatewayRuns(_ jetStream: JetStream) throws -> UInt64 {
+        guard let before = try lastSequence(of: leaseStream, jetStream) else { return 0 }
         Thread.sleep(forTimeInterval: Double(quietPeriod.components.seconds) + Double(quietPeriod.components.attoseconds) / 1e18)
-        guard let after = try state(), after.lastSequence != before.lastSequence else { return }
-        throw GatewayError.startup("a gateway runs on this cluster (its lease bucket \(stream) was written within \(quietPeriod)): stop every gateway of the cluster, then migrate; nothing was changed")
+        let after = try lastSequence(of: leaseStream, jetStream)
+        guard after != before else { return before }
+        throw GatewayError.startup("a gateway runs on this cluster (its lease bucket \(leaseStream) was written within \(quietPeriod)): stop every gateway of the cluster, then migrate; nothing was changed")
+    }
+
+    /// Right before the layout is recorded: a gateway started since the quiet check (the lease
+    /// bucket written), or a write to the shared log since the copy was built, would be lost by
+    /// the change; the migration stops instead, the layout unchanged. What is left is the moment
+    /// between this check and the record's write.
+    private func refuseIfMoved(leases quietAt: UInt64, sharedLog copied: UInt64, layout: RegistryLogLayout, jetStream: JetStream) throws {
+        let leases = try lastSequence(of: leaseStream, jetStream) ?? 0
+        let log = try lastSequence(of: layout.streamName, jetStream) ?? 0
+        guard leases == quietAt, log == copied else {
+            throw GatewayError.startup("the cluster moved during the migration (\(leases == quietAt ? "the shared log was written after sequence \(copied)" : "a gateway started")): stop every gateway of the cluster, then run the migration again; the layout was not changed")
+        }
+    }
+
+    private var leaseStream: String { "KV_" + PartitionLeaseKeeper.bucketName(prefix: settings.prefix) }
+
+    private func lastSequence(of stream: String, _ jetStream: JetStream) throws -> UInt64? {
+        try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState(stream) }?.lastSequence
     }
 
     /// Jobs of the job bucket not finished yet were cut for the shared registry (each slice a
@@ -127,9 +150,12 @@ package struct RegistryLayoutMigration {
         let entries = Mutex<(open: [String], done: Bool)>(([], false))
         let read = DispatchSemaphore(value: 0)
         let watch = try jetStream.subscribeOrdered(to: subject, from: .lastPerSubject, loop: loop, window: nil) { message in
-            let entry = message.headers["KV-Operation"] == nil ? try? JSONDecoder().decode(SharedJobEntry.self, from: Data(message.payload)) : nil
+            // A deleted or purged key is no job; one that cannot be read is taken for open.
+            let isJob = message.headers["KV-Operation"] == nil && !message.payload.isEmpty
+            let entry = isJob ? try? JSONDecoder().decode(SharedJobEntry.self, from: Data(message.payload)) : nil
             entries.withLock { state in
                 if let entry, entry.finished == nil, entry.withdrawn != true { state.open.append(entry.id) }
+                if isJob, entry == nil { state.open.append(message.subject.dropFirst("$KV.\(bucket).job.".count) + " (unreadable)") }
                 if message.stream?.pending == 0, !state.done {
                     state.done = true
                     read.signal()
@@ -145,8 +171,9 @@ package struct RegistryLayoutMigration {
         throw GatewayError.startup("the cluster holds \(open.count) open personal job\(open.count == 1 ? "" : "s") (\(open.prefix(5).joined(separator: ", "))), cut for the shared registry: let them finish (or cancel them) on the gateways set to \"shared\", then migrate; nothing was changed")
     }
 
-    /// The shared registry as a gateway's copy holds it: its newest snapshot, then the log after it.
-    private func buildWholeCopy(at path: String, layout: RegistryLogLayout, jetStream: JetStream, loop: EventLoop) throws {
+    /// The shared registry as a gateway's copy holds it: its newest snapshot, then the log after
+    /// it. Answers the log sequence the copy holds.
+    private func buildWholeCopy(at path: String, layout: RegistryLogLayout, jetStream: JetStream, loop: EventLoop) throws -> UInt64 {
         let file = try StoreWriter(path: path)
         let shared: SharedTokenRegistry
         do {
@@ -157,7 +184,9 @@ package struct RegistryLayoutMigration {
             file.close()
             throw error
         }
+        let copied = shared.appliedSequence
         shared.close()
+        return copied
     }
 
     /// Copies the whole copy's tokens into the partitions, then checks that the partitions hold

@@ -242,13 +242,17 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
         let wasComplete = seenThrough != nil
         followSequence(revision, pending: message.stream?.pending)
         if !wasComplete, seenThrough != nil { resendHeldWrite() }
-        guard let key = LeaseKey(name: String(message.subject.dropFirst("$KV.\(bucket).".count))) else { return }
-        let operation = message.headers["KV-Operation"]
-        let deleted = operation == "DEL" || operation == "PURGE"
+        // Every message moves the bucket's head, a key of this protocol's or not: writes expect
+        // the stream's last sequence, and a key written by anyone else (an operator's probe)
+        // would otherwise leave them refused for good, and the view never caught up.
         head = max(head, revision)
-        if revision >= keys[key]?.revision ?? 0 { keys[key] = (revision, deleted) }
-        let value: PartitionLeases.ObservedValue = deleted ? .deleted : LeaseRecord(encoded: message.payload).map { .record($0) } ?? .unreadable
-        feed(.observed(key, revision: Revision(revision), value: value))
+        if let key = LeaseKey(name: String(message.subject.dropFirst("$KV.\(bucket).".count))) {
+            let operation = message.headers["KV-Operation"]
+            let deleted = operation == "DEL" || operation == "PURGE"
+            if revision >= keys[key]?.revision ?? 0 { keys[key] = (revision, deleted) }
+            let value: PartitionLeases.ObservedValue = deleted ? .deleted : LeaseRecord(encoded: message.payload).map { .record($0) } ?? .unreadable
+            feed(.observed(key, revision: Revision(revision), value: value))
+        }
         if message.stream?.pending == 0 { feed(.caughtUp) }
         // A write refused because the stream had moved on goes again once the watch shows how.
         if let sending, sending.refusedAt.map({ head > $0 }) == true { send(sending.write, since: sending.since) }

@@ -122,6 +122,33 @@ struct PartitionLeaseKeeperTests {
         }
     }
 
+    /// A key of the bucket no keeper writes (an operator's probe), stored after every lease:
+    /// the keepers' writes, which expect the stream's last sequence, go on, and a gateway whose
+    /// watch ends on that key still sees its view caught up and takes its share.
+    @Test(arguments: NATSBackend.allCases)
+    func aKeyOfAnyoneElseInTheBucketStopsNoWrite(backend: NATSBackend) async throws {
+        try await backend.withCluster(size: 3) { cluster in
+            let first = try Gateway(cluster: cluster, name: "g1")
+            var watcher = FenceWatcher([first])
+            try await watcher.until(within: .seconds(20), "g1 holds all 16") { owned in owned["g1", default: []].count == 16 }
+            watcher.stop()
+            let loop = EventLoop.start(name: "probe")
+            defer { loop.stopAndWait() }
+            let probe = try cluster.connect(name: "probe", loop: loop)
+            let stored = DispatchSemaphore(value: 0)
+            probe.publish(Array("hello".utf8), to: JetStream.keySubject(bucket: "leases", key: "probe"), loop: loop) { _ in stored.signal() }
+            stored.wait()
+            let second = try Gateway(cluster: cluster, name: "g2")
+            watcher = FenceWatcher([first, second])
+            try await watcher.until(within: .seconds(20), "both gateways hold 8") { owned in
+                owned["g1", default: []].count == 8 && owned["g2", default: []].count == 8
+            }
+            #expect(watcher.violations.isEmpty, "partitions with two fences at once: \(watcher.violations)")
+            watcher.stop()
+            withExtendedLifetime(probe) {}
+        }
+    }
+
     /// The in-memory cluster cuts one gateway off (its writes time out, it sees no one's): its
     /// leases lapse and the other takes every partition, never two fences for one partition at
     /// once; healed, it gets its share back. With leases of 400 ms this runs in about a second.

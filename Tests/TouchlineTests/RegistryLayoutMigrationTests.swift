@@ -1,4 +1,5 @@
 import APNsMock
+import Dispatch
 import Foundation
 import NATS
 import NATSServers
@@ -55,6 +56,29 @@ struct RegistryLayoutMigrationTests {
         }
         open.withdrawn = true
         try await withCheckedThrowingContinuation { done in board.replace(open) { done.resume(with: $0) } }
+        // An entry that cannot be read is taken for an open job, not skipped.
+        let garbled = JetStream.keySubject(bucket: board.bucket, key: "job.job-garbled")
+        _ = try await withCheckedThrowingContinuation { done in jetStream.publish(Array("{".utf8), to: garbled, loop: loop) { done.resume(with: $0) } }
+        let withUnreadableJob = #expect(throws: (any Error).self) { try RegistryLayoutMigration(settings: settings, dataDirectory: scratch).run() }
+        #expect(String(describing: withUnreadableJob).contains("1 open personal job (job-garbled (unreadable))"), "\(String(describing: withUnreadableJob))")
+        _ = try await withCheckedThrowingContinuation { done in
+            jetStream.publish([], to: garbled, headers: ["KV-Operation": "DEL"], loop: loop) { done.resume(with: $0) }
+        }
+
+        // A gateway starting while the tokens are copied (its lease bucket written) stops the
+        // migration before the layout changes.
+        var interrupted = RegistryLayoutMigration(settings: settings, dataDirectory: scratch)
+        interrupted.beforeRecordingLayout = {
+            let leases = JetStream.keySubject(bucket: PartitionLeaseKeeper.bucketName(prefix: settings.prefix), key: "probe.migration")
+            let written = DispatchSemaphore(value: 0)
+            jetStream.publish(Array("late".utf8), to: leases, loop: loop) { _ in written.signal() }
+            written.wait()
+        }
+        let whileStarting = #expect(throws: (any Error).self) { try interrupted.run() }
+        #expect(String(describing: whileStarting).contains("the cluster moved during the migration (a gateway started)"), "\(String(describing: whileStarting))")
+        #expect(throws: ClusterDescriptor.RegistryMismatch.self, "the layout is still shared") {
+            try ClusterDescriptor.agree(registry: "partitioned", prefix: settings.prefix, replicas: settings.replicas, jetStream: jetStream, loop: loop)
+        }
 
         let summary = try RegistryLayoutMigration(settings: settings, dataDirectory: scratch).run()
         #expect(summary.outcome == .migrated && summary.tokens == 12 && summary.activeTokens == 11 && summary.purged > 0, "\(summary)")

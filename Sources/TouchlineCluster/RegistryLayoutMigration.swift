@@ -82,7 +82,7 @@ package struct RegistryLayoutMigration {
     private func migrate(jetStream: JetStream, loop: EventLoop, partitioning: ChannelPartitioning) throws -> Summary {
         let layout = RegistryLogLayout(prefix: settings.prefix)
         let recorded = try ClusterDescriptor.recordedRegistry(prefix: settings.prefix, jetStream: jetStream)
-        let sharedLog = try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState(layout.streamName) }
+        let sharedLog = try Self.state(of: layout.streamName, jetStream)
         switch recorded?.layout {
         case "partitioned"?:
             return Summary(outcome: .alreadyPartitioned, purged: try purgeSharedLog(layout, jetStream: jetStream, loop: loop))
@@ -112,10 +112,11 @@ package struct RegistryLayoutMigration {
     /// A gateway renews its heartbeat in the lease bucket well within its member TTL: a bucket
     /// written during ``quietPeriod`` has a gateway running, which would go on writing to the
     /// shared log (or serving jobs) while it is copied.
+    ///
     /// Answers the bucket's last sequence, seen unchanged for ``quietPeriod`` (0: no bucket).
     private func refuseWhileAGatewayRuns(_ jetStream: JetStream) throws -> UInt64 {
         guard let before = try lastSequence(of: leaseStream, jetStream) else { return 0 }
-        Thread.sleep(forTimeInterval: Double(quietPeriod.components.seconds) + Double(quietPeriod.components.attoseconds) / 1e18)
+        Thread.sleep(forTimeInterval: quietPeriod.inSeconds)
         let after = try lastSequence(of: leaseStream, jetStream)
         guard after != before else { return before }
         throw GatewayError.startup("a gateway runs on this cluster (its lease bucket \(leaseStream) was written within \(quietPeriod)): stop every gateway of the cluster, then migrate; nothing was changed")
@@ -136,7 +137,12 @@ package struct RegistryLayoutMigration {
     private var leaseStream: String { "KV_" + PartitionLeaseKeeper.bucketName(prefix: settings.prefix) }
 
     private func lastSequence(of stream: String, _ jetStream: JetStream) throws -> UInt64? {
-        try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState(stream) }?.lastSequence
+        try Self.state(of: stream, jetStream)?.lastSequence
+    }
+
+    /// The stream's state (nil: no such stream), asked again while the cluster forms.
+    private static func state(of stream: String, _ jetStream: JetStream) throws -> JetStream.StreamState? {
+        try JetStream.retryingWhileForming { () throws(NATSError) in try jetStream.streamState(stream) }
     }
 
     /// Jobs of the job bucket not finished yet were cut for the shared registry (each slice a
@@ -145,7 +151,7 @@ package struct RegistryLayoutMigration {
     private func refuseOpenJobs(_ jetStream: JetStream, loop: EventLoop) throws {
         let bucket = SharedJobBoard.bucketName(prefix: settings.prefix)
         let subject = "$KV.\(bucket).job.>"
-        guard try JetStream.retryingWhileForming({ () throws(NATSError) in try jetStream.streamState("KV_" + bucket) }) != nil,
+        guard try Self.state(of: "KV_" + bucket, jetStream) != nil,
               try jetStream.messageCount(stream: "KV_" + bucket, subject: subject) > 0 else { return }
         let entries = Mutex<(open: [String], done: Bool)>(([], false))
         let read = DispatchSemaphore(value: 0)
@@ -240,7 +246,7 @@ package struct RegistryLayoutMigration {
     private func purgeSharedLog(_ layout: RegistryLogLayout, jetStream: JetStream, loop: EventLoop) throws -> UInt64 {
         var purged: UInt64 = 0
         for stream in [layout.streamName, layout.snapshotStreamName] {
-            guard let state = try JetStream.retryingWhileForming({ () throws(NATSError) in try jetStream.streamState(stream) }), state.messages > 0 else { continue }
+            guard let state = try Self.state(of: stream, jetStream), state.messages > 0 else { continue }
             let outcome = Mutex<Result<UInt64, NATSError>?>(nil)
             let done = DispatchSemaphore(value: 0)
             loop.execute {

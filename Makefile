@@ -69,15 +69,18 @@ run: build
 ## test: the whole test suite in parallel (executables first: the crash-recovery tests run the real
 ## binaries); suites that occupy the machine share a few slots (docs/architecture.md, "Tests in parallel").
 ## The build is strict (STRICT_FLAGS); `swift test` runs it as built rather than rebuilding without them.
+## A failed run repeats the lines naming what failed at its end (the whole log: .build/test-logs/).
 test: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
-	TOUCHLINE_NATS_SERVER=$(NATS_SERVERS)/$(NATS_SERVER_CURRENT)/bin/nats-server $(SWIFT) test --skip-build
+	TOUCHLINE_NATS_SERVER=$(NATS_SERVERS)/$(NATS_SERVER_CURRENT)/bin/nats-server \
+	  scripts/test-with-summary.sh .build/test-logs/test.log $(SWIFT) test --skip-build
 
 ## test-nats-oldest: the suites that start NATS servers, on the oldest supported release (after `make test`).
 test-nats-oldest: deps
 	@$(MAKE) --no-print-directory nats-server VERSION=$(NATS_SERVER_OLDEST)
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
-	TOUCHLINE_NATS_SERVER=$(NATS_SERVERS)/$(NATS_SERVER_OLDEST)/bin/nats-server $(SWIFT) test --skip-build --filter '$(NATS_SUITES)' \
+	TOUCHLINE_NATS_SERVER=$(NATS_SERVERS)/$(NATS_SERVER_OLDEST)/bin/nats-server \
+	  scripts/test-with-summary.sh .build/test-logs/test-nats-oldest.log $(SWIFT) test --skip-build --filter '$(NATS_SUITES)' \
 	  --skip '$(NO_SERVER_SUITES)'
 
 ## bench: the standard load scenarios in a release build (client-ceiling, ingest-burst, matchday,

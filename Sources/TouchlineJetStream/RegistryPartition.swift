@@ -22,8 +22,8 @@ import TouchlineStore
 ///   A write refused because the log moved, or whose answer was lost past the retry limit,
 ///   stops the partition's writes: it is to be taken over again.
 /// - **Snapshots**: once the entries logged since the last snapshot weigh as much as it
-///   (``SnapshotSchedule``), the file's partition tables are logged in parts to the partition's
-///   own stream, then a marker naming them, each by compare-and-set under the fence like an
+///   (``SnapshotSchedule``), the file's image (its pages, ``RegistrySnapshot/Layout/fileImage``)
+///   is logged in parts to the partition's own stream, then a marker naming them, each by compare-and-set under the fence like an
 ///   entry, and the stream is trimmed below the first part. A new owner whose file is behind
 ///   the trim restores the newest snapshot, then reads the entries after it.
 /// - **Let go**: ``close(deletingFile:)`` drops the file of a partition this gateway no longer
@@ -394,7 +394,7 @@ public final class RegistryPartition: @unchecked Sendable {
     /// part. Nothing else is logged meanwhile. A part refused or lost leaves the log whole.
     private func writeSnapshot() {
         let held = fileSequence
-        file.readRegistrySnapshot(rules: .partition) { [self] read in
+        file.readRegistrySnapshot(rules: .partition, layout: .fileImage) { [self] read in
             loop.execute { [self] in
                 switch read {
                 case .success(let snapshot) where snapshot.sequence == held:

@@ -50,7 +50,7 @@ public enum SQLiteSynchronous: String, Sendable {
 /// that owns it. It is `@unchecked Sendable` only so that it can be handed to that thread.
 public final class SQLiteConnection: @unchecked Sendable {
     public let path: String
-    private var handle: OpaquePointer?
+    private(set) var handle: OpaquePointer?
     private var cache: [String: SQLiteStatement] = [:]
 
     /// Opens (creating if needed) the database at `path`, switches it to WAL, applies
@@ -73,6 +73,12 @@ public final class SQLiteConnection: @unchecked Sendable {
                               statement: "PRAGMA journal_mode=WAL")
         }
         try execute("PRAGMA synchronous=\(synchronous.rawValue); PRAGMA foreign_keys=ON")
+    }
+
+    /// A connection on `handle`, opened elsewhere (``opening(image:)``), as it is.
+    init(handle: OpaquePointer, path: String) {
+        self.path = path
+        self.handle = handle
     }
 
     deinit { close() }
@@ -155,7 +161,7 @@ public final class SQLiteConnection: @unchecked Sendable {
         try query(sql) { $0.text(at: 0) }.first ?? nil
     }
 
-    private func open() throws -> OpaquePointer {
+    func open() throws -> OpaquePointer {
         guard let handle else { throw SQLiteError(code: SQLITE_MISUSE, message: "\(path) is closed", statement: nil) }
         return handle
     }

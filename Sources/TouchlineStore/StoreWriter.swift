@@ -61,6 +61,10 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         let complete: @Sendable (StoreError?) -> Void
         /// Applied and rolled back: whether it would commit now, without committing it.
         var checkOnly = false
+        /// Applied on its own, outside any transaction, in its turn between the group
+        /// transactions of the jobs before and after it: for what SQLite refuses inside one (a
+        /// backup into this file). `apply` makes its own transaction.
+        var outsideTransaction = false
     }
 
     private struct Queue {
@@ -199,7 +203,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
                 return (q.jobs, q.closed)
             }
             if !jobs.isEmpty {
-                commit(jobs)
+                commitInOrder(jobs)
                 if checkpointer.takeOversized() { checkpointBetweenTransactions() }
             } else if closed {
                 break
@@ -211,6 +215,39 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         }
         connection.close()
         finished.signal()
+    }
+
+    /// The jobs in their order: a group transaction for each run of them, and those that need the
+    /// connection outside one (``Job/outsideTransaction``) alone between.
+    private func commitInOrder(_ jobs: [Job]) {
+        var group: [Job] = []
+        for job in jobs {
+            guard job.outsideTransaction else {
+                group.append(job)
+                continue
+            }
+            if !group.isEmpty { commit(group) }
+            group.removeAll()
+            applyAlone(job)
+        }
+        if !group.isEmpty { commit(group) }
+    }
+
+    /// A job that makes its own transaction.
+    private func applyAlone(_ job: Job) {
+        var failure: StoreError?
+        do { try job.apply(connection) } catch { failure = StoreError(error) }
+        let storageFailure = failure.flatMap { $0.isStorageFailure ? $0 : nil }
+        queue.withLock { q in
+            if failure == nil {
+                q.statistics.transactions += 1
+                q.statistics.batches += 1
+            } else {
+                q.statistics.failedBatches += 1
+            }
+            q.health.note(storageFailure, committed: failure == nil, at: clock.now())
+        }
+        job.complete(failure)
     }
 
     /// One group transaction: a savepoint per job, one COMMIT, then every completion.

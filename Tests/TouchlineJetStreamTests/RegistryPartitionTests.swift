@@ -192,7 +192,8 @@ struct RegistryPartitionTests {
     func aNewOwnerRestoresTheNewestSnapshotAndReadsOnlyTheEntriesAfterIt(backend: NATSBackend) async throws {
         try await backend.withCluster { cluster in
             let (a, b) = (try Gateway(cluster), try Gateway(cluster))
-            let small = SnapshotSchedule.Settings(minimumLogBytes: 2_000, maximumPartBytes: 700)
+            // A file's image is a few hundred KiB even this small (a page for each of the store's tables and indexes).
+            let small = SnapshotSchedule.Settings(minimumLogBytes: 2_000, maximumPartBytes: 16 << 10)
             let first = try await a.takeOver(under: Fence(Revision(5)), snapshots: small)
             for n in 1...60 {
                 // Users whose directory is this partition's too, so a note replaces one of theirs.
@@ -205,7 +206,7 @@ struct RegistryPartitionTests {
                 _ = try Self.write(operations, to: first).get()
             }
             try await eventually("a snapshot written and the log trimmed below it", timeout: .seconds(10)) {
-                try first.snapshotStatistics.written >= 2 && (a.logState?.firstSequence ?? 0) > 1
+                try first.snapshotStatistics.written >= 1 && (a.logState?.firstSequence ?? 0) > 1
             }
             #expect(first.snapshotStatistics.writtenInParts >= 1 && first.snapshotStatistics.failed == 0)
             _ = try Self.write([Self.registration(61)], to: first).get()

@@ -288,12 +288,12 @@ struct SharedTokenRegistryTests {
         let target = try StoreWriter(path: directory + "/b.sqlite")
         defer { target.close() }
         _ = try waitForCompletion { target.applyRegistryEntry(RegistryEntry([Self.pushToStart(9)])!, sequence: 1, previous: 0, completion: $0) }.get()
-        let cut = RegistrySnapshot(sequence: 2, bytes: Array(snapshot.bytes.dropLast(5)))
+        let cut = RegistrySnapshot(layout: .rows, sequence: 2, bytes: Array(snapshot.bytes.dropLast(5)))
         #expect(throws: StoreError.self) { try waitForCompletion { target.restoreRegistrySnapshot(cut, completion: $0) }.get() }
         #expect(try Self.rows(directory + "/b.sqlite").map(\.first) == [Self.token(9)])
         #expect(try waitForCompletion { target.registryLogSequence(completion: $0) }.get() == 1)
         // The whole one replaces the file's registry.
-        let whole = RegistrySnapshot(sequence: 2, bytes: snapshot.bytes)
+        let whole = RegistrySnapshot(layout: .rows, sequence: 2, bytes: snapshot.bytes)
         #expect(try waitForCompletion { target.restoreRegistrySnapshot(whole, completion: $0) }.get())
         #expect(try Self.rows(directory + "/b.sqlite") == Self.rows(directory + "/a.sqlite"))
     }

@@ -29,6 +29,9 @@ public struct BinaryRecordWriter: Sendable {
 
     public mutating func string(_ value: String) { data(Array(value.utf8)) }
 
+    /// Bytes as they are, without their length: only as a record's last field, which runs to its end.
+    public mutating func raw(_ value: [UInt8]) { bytes += value }
+
     public mutating func optional<Value>(_ value: Value?, _ write: (inout BinaryRecordWriter, Value) -> Void) {
         guard let value else { return byte(0) }
         byte(1)

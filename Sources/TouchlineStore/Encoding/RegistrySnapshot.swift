@@ -1,16 +1,25 @@
 import TouchlineRuntime
 
-/// A gateway's copy of the shared token registry at one registry log sequence, as bytes: every
-/// row of the registry's tables (``tables(_:)``), column by column as SQLite stored it. A copy
-/// restored from it holds exactly what applying the log up to that sequence gave, so the log
-/// below it can be trimmed (docs/cluster.md, "Compacting the token registry").
+/// A copy of the token registry at one registry log sequence, as bytes, in one of two layouts
+/// (``Layout``). A copy restored from it holds exactly what applying the log up to that sequence
+/// gave, so the log below it can be trimmed (docs/cluster.md, "Compacting the token registry").
 ///
-/// Layout version 1: the version byte, the sequence, then per table its name, its column names
-/// and its rows (each behind a `1` byte, a `0` after the last), each value behind a type tag.
-/// A reader refuses a version, table or column list it does not know, naming it, rather than
-/// restore a copy that differs from what the log built.
+/// Both start with the layout's version byte and the sequence. A reader refuses a version, table
+/// or column list it does not know, naming it, rather than restore a copy that differs from what
+/// the log built.
 public struct RegistrySnapshot: Sendable, Equatable {
-    static let binaryVersion: UInt8 = 1
+    public enum Layout: UInt8, Sendable {
+        /// Every row of the registry's tables (``tables(_:)``), column by column as SQLite stored
+        /// them: per table its name, its column names and its rows (each behind a `1` byte, a `0`
+        /// after the last), each value behind a type tag. The shared registry's copy, which shares
+        /// its file with the gateway's jobs.
+        case rows = 1
+        /// A registry partition's whole file as SQLite's pages (``SQLiteConnection/image()``):
+        /// restored by copying pages, with its indexes, rather than inserting rows and building
+        /// them (a takeover's largest cost with rows, docs/benchmarks.md).
+        case fileImage = 2
+    }
+
     /// The registry's tables by `rules`, parents first: restored in this order, emptied in the
     /// reverse. A partition's copy holds its user directory and the replacements it decided and received.
     public static func tables(_ rules: RegistryRules) -> [String] {
@@ -20,34 +29,46 @@ public struct RegistrySnapshot: Sendable, Equatable {
         }
     }
 
+    public let layout: Layout
     /// The registry log sequence the copy had applied when it was read.
     public let sequence: UInt64
     public let bytes: [UInt8]
 
-    public init(sequence: UInt64, bytes: [UInt8]) {
+    public init(layout: Layout, sequence: UInt64, bytes: [UInt8]) {
+        self.layout = layout
         self.sequence = sequence
         self.bytes = bytes
     }
 
-    /// Reads the sequence a snapshot's bytes were taken at, and checks the layout's version.
+    /// Reads the layout and the sequence a snapshot's bytes were taken at.
     public init(binaryEncoded bytes: [UInt8]) throws(BinaryRecordReader.Damaged) {
         var reader = BinaryRecordReader(bytes)
-        sequence = try Self.header(&reader)
+        (layout, sequence) = try Self.header(&reader)
         self.bytes = bytes
     }
 
-    /// Reads past the version and sequence; the sequence.
-    static func header(_ reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) -> UInt64 {
-        try reader.version(binaryVersion, of: "token registry snapshot layout")
-        return try reader.unsigned()
+    /// Reads past the layout's version and the sequence.
+    static func header(_ reader: inout BinaryRecordReader) throws(BinaryRecordReader.Damaged) -> (Layout, UInt64) {
+        let version = try reader.byte()
+        guard let layout = Layout(rawValue: version) else {
+            throw reader.damaged("token registry snapshot layout version \(version) (this build reads 1 and 2)")
+        }
+        return (layout, try reader.unsigned())
     }
 
-    /// Writes the header; the tables follow (``Tables``).
-    static func writer(at sequence: UInt64) -> BinaryRecordWriter {
+    /// Writes the header; the tables or the image follow.
+    static func writer(_ layout: Layout, at sequence: UInt64) -> BinaryRecordWriter {
         var writer = BinaryRecordWriter()
-        writer.byte(binaryVersion)
+        writer.byte(layout.rawValue)
         writer.unsigned(sequence)
         return writer
+    }
+
+    /// A file image's database bytes: what follows the header.
+    func databaseImage() throws(BinaryRecordReader.Damaged) -> ArraySlice<UInt8> {
+        var reader = BinaryRecordReader(bytes)
+        _ = try Self.header(&reader)
+        return bytes[reader.offset...]
     }
 }
 

@@ -104,8 +104,21 @@ struct ClusterOperatorView: BackendOperatorView {
             var served = MetricFamily("touchline_cluster_registry_partitions_served",
                                       help: "Partitions of the partitioned token registry this gateway serves now (it holds their leases and has read their logs).",
                                       kind: .gauge)
-            if case .partitioned(let store) = registry { served.add(store.registry.servedPartitions.count, instance) }
-            return [caughtUp, served]
+            var seconds = MetricFamily("touchline_cluster_registry_takeover_seconds_total",
+                                       help: "Seconds this gateway's take-ups of registry partitions spent on their newest snapshot (fetched and restored) and on the log's tail after it (fetched and applied).",
+                                       kind: .counter)
+            var bytes = MetricFamily("touchline_cluster_registry_takeover_bytes_total",
+                                     help: "Bytes this gateway's take-ups of registry partitions read: snapshots restored, and the log's tail after them.",
+                                     kind: .counter)
+            if case .partitioned(let store) = registry {
+                served.add(store.registry.servedPartitions.count, instance)
+                let figures = store.registry.takeoverFigures
+                for (part, spent, read) in [("snapshot", figures.snapshotSeconds, figures.snapshotBytes), ("tail", figures.tailSeconds, figures.tailBytes)] {
+                    seconds.add(spent, ["instance": name, "part": part])
+                    bytes.add(read, ["instance": name, "part": part])
+                }
+            }
+            return [caughtUp, served, seconds, bytes]
         }
         caughtUp.add(shared.isCaughtUp ? 1 : 0, instance)
         let compaction = shared.compactionStatistics

@@ -75,7 +75,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// run's) are kept for `keptFileLifetime` like those of partitions let go. `fences`: the
     /// gateway's leases (nil: every partition taken up is written, tools and tests).
     public init(jetStream: any JetStreamClient, connection: any MessagingClient, layout: RegistryLogLayout, partitioning: TokenPartitioning,
-                directory: String, fences: PartitionFences?, snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(),
+                directory: String, fences: PartitionFences?, snapshots: SnapshotSchedule.Settings = RegistryPartition.snapshotSchedule,
                 keptFileLifetime: Duration = .seconds(600), niceness: Int32 = 0, loop: EventLoop) {
         self.jetStream = jetStream
         self.connection = connection
@@ -100,6 +100,9 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// The partitions served here now, from any thread (readiness, metrics).
     public var servedPartitions: [Int] { ownedPaths.withLock { $0.keys.sorted() } }
     private let ownedPaths = Mutex<[Int: String]>([:])
+    /// What every take-up here read, and how long it took, added, from any thread (metrics).
+    public var takeoverFigures: RegistryTakeoverFigures { takeoverTotals.withLock { $0 } }
+    private let takeoverTotals = Mutex(RegistryTakeoverFigures())
 
     // MARK: Ownership
 
@@ -120,6 +123,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
         earlier?.partition.close(deletingFile: false)
         let taken = try RegistryPartition.takeOver(partition: partition, under: fence, fences: fences, jetStream: jetStream, layout: layout,
                                                    directory: directory, snapshots: snapshots, niceness: niceness, loop: loop)
+        takeoverTotals.withLock { $0 = $0 + taken.takeoverFigures }
         do {
             try loop.sync { [self] in
                 let subscription = try connection.subscribe(to: layout.partitionRequestSubject(partition), queue: "owners", loop: loop) {

@@ -51,6 +51,16 @@ public final class RegistryPartition: @unchecked Sendable {
     /// the partitions themselves (measured: 748 MB of files for 100,000 tokens in 32 partitions).
     static let walLimitBytes = 4 << 20
 
+    /// When a registry partition gets a snapshot: once its log since the last weighs an eighth of
+    /// it. Measured on a takeover (docs/benchmarks.md), a token cost about 65 µs of the writer's
+    /// time from the log's tail against 7.5 µs from a file image, whose bytes per token are
+    /// about 2.4 times the log's; with the log let grow to the image's weight, the tail held
+    /// about as many tokens as the snapshot and took seven times its time. An eighth keeps the
+    /// tail below a third of the snapshot's tokens, for snapshots written about 1.3 times as
+    /// large each time the partition grows (every byte of state logged about four times in all
+    /// while a registry fills, against about 1.4 times at a share of one).
+    public static let snapshotSchedule = SnapshotSchedule.Settings(logShareOfSnapshot: 1.0 / 8)
+
     public let partition: Int
     /// The partition's file.
     public let path: String
@@ -139,7 +149,7 @@ public final class RegistryPartition: @unchecked Sendable {
     /// stops holding, the cluster refuses the record, or the log cannot be read (an entry
     /// missing from it, or unreadable), naming it.
     public static func takeOver(partition: Int, under fence: Fence, fences: PartitionFences?, jetStream: any JetStreamClient,
-                                layout: RegistryLogLayout, directory: String, snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(),
+                                layout: RegistryLogLayout, directory: String, snapshots: SnapshotSchedule.Settings = snapshotSchedule,
                                 niceness: Int32 = 0, loop: EventLoop) throws -> RegistryPartition {
         let path = Self.path(of: partition, in: directory)
         let file = try StoreWriter(path: path, niceness: niceness, walLimitBytes: walLimitBytes)
@@ -148,13 +158,16 @@ public final class RegistryPartition: @unchecked Sendable {
             let heldBefore = try waitForCompletion { file.registryLogSequence(completion: $0) }.get()
             var lastFailure: StoreError?
             var restored = 0
+            var figures = RegistryTakeoverFigures()
             for _ in 0..<takeoverAttempts {
-                let (read, restoredNow) = try readLog(of: partition, into: file, jetStream: jetStream, layout: layout, loop: loop)
-                if restoredNow { restored += 1 }
+                let (read, figuresNow) = try readLog(of: partition, into: file, jetStream: jetStream, layout: layout, loop: loop)
+                if figuresNow.snapshotBytes > 0 { restored += 1 }
+                figures = figures + figuresNow
                 let owned = RegistryPartition(partition: partition, path: path, file: file, jetStream: jetStream, layout: layout, loop: loop,
                                               fence: fence, fences: fences, read: read, snapshots: snapshots)
                 owned.snapshotCounts.withLock { $0.restored = restored }
                 owned.fileHeldBeforeTakeover = heldBefore
+                owned.takeoverFigures = figures
                 do {
                     try owned.writeTakeoverRecord()
                     return owned
@@ -173,9 +186,10 @@ public final class RegistryPartition: @unchecked Sendable {
 
     /// Brings `file` to the partition's log as it is now: from the newest snapshot when the log
     /// was trimmed past the file, then the entries after what it holds. Answers where that left
-    /// it, and whether it was restored. Blocking.
+    /// it, and what it read. Blocking.
     static func readLog(of partition: Int, into file: StoreWriter, jetStream: any JetStreamClient, layout: RegistryLogLayout,
-                        loop: EventLoop) throws -> (LogPosition, restored: Bool) {
+                        loop: EventLoop) throws -> (LogPosition, RegistryTakeoverFigures) {
+        var figures = RegistryTakeoverFigures()
         var applied = try waitForCompletion { file.registryLogSequence(completion: $0) }.get()
         let stream = layout.partitionStreamName(partition)
         guard let state = try JetStream.retryingWhileForming({ () throws(NATSError) in try jetStream.streamState(stream) }) else {
@@ -185,7 +199,6 @@ public final class RegistryPartition: @unchecked Sendable {
             throw StoreError.refused("\(file.path) holds registry partition \(partition) up to log sequence \(applied), but \(stream) ends at \(state.lastSequence): the file follows another cluster's log, or the stream was created again")
         }
         // Trimmed below a snapshot's first part: what the file lacks of it is in the snapshot.
-        var restored = false
         let marker = try jetStream.lastMessage(stream: stream, subject: layout.partitionSnapshotMarkerSubject(partition))
             .map { try RegistrySnapshotMarker(binaryEncoded: $0.payload) }
         if state.messages > 0, state.firstSequence > applied + 1 {
@@ -193,6 +206,7 @@ public final class RegistryPartition: @unchecked Sendable {
                 throw StoreError.refused("\(file.path) holds registry partition \(partition) up to log sequence \(applied), but \(stream) starts at \(state.firstSequence) and no snapshot covers the entries between")
             }
             if marker.registrySequence > applied {
+                let started = ContinuousClock.now
                 guard let bytes = try marker.readParts(from: layout.partitionSnapshotPartSubject(partition), of: stream, jetStream: jetStream, loop: loop) else {
                     throw StoreError.storageFailure("registry partition \(partition)'s newest snapshot was trimmed while it was read; reading again")
                 }
@@ -202,23 +216,28 @@ public final class RegistryPartition: @unchecked Sendable {
                 }
                 _ = try waitForCompletion { file.restoreRegistrySnapshot(snapshot, rules: .partition, completion: $0) }.get()
                 applied = snapshot.sequence
-                restored = true
+                figures.snapshotBytes = bytes.count
+                figures.snapshotSeconds = (ContinuousClock.now - started).inSeconds
             }
         }
         guard let last = try jetStream.lastMessage(stream: stream, subject: layout.partitionEntrySubject(partition))?.sequence, last > applied else {
-            return (LogPosition(stream: state.lastSequence, file: applied), restored)
+            return (LogPosition(stream: state.lastSequence, file: applied), figures)
         }
-        try applyEntries(of: partition, after: applied, through: last, into: file, jetStream: jetStream, layout: layout, loop: loop)
-        return (LogPosition(stream: state.lastSequence, file: last), restored)
+        let started = ContinuousClock.now
+        (figures.tailEntries, figures.tailBytes) = try applyEntries(of: partition, after: applied, through: last, into: file,
+                                                                    jetStream: jetStream, layout: layout, loop: loop)
+        figures.tailSeconds = (ContinuousClock.now - started).inSeconds
+        return (LogPosition(stream: state.lastSequence, file: last), figures)
     }
 
     /// Applies the partition's entries after `applied` through `last` to `file`, in order, in
     /// batches (``replayBatch``): a batch goes to the file once it is full, or once the client
-    /// holds no more of the log for now. Blocking.
+    /// holds no more of the log for now. Answers the entries and bytes applied. Blocking.
     private static func applyEntries(of partition: Int, after applied: UInt64, through last: UInt64, into file: StoreWriter,
-                                     jetStream: any JetStreamClient, layout: RegistryLogLayout, loop: EventLoop) throws {
+                                     jetStream: any JetStreamClient, layout: RegistryLogLayout, loop: EventLoop) throws -> (entries: Int, bytes: Int) {
         struct Replay {
             var delivered = 0
+            var applied = (entries: 0, bytes: 0)
             var handed: UInt64
             var failure: StoreError?
             var batch: [LoggedRegistryEntry] = []
@@ -242,6 +261,8 @@ public final class RegistryPartition: @unchecked Sendable {
                             ? RegistryEntry([])! : try RegistryEntry(binaryEncoded: message.payload)
                         state.batch.append(LoggedRegistryEntry(entry: entry, sequence: sequence, previous: state.handed))
                         state.batchBytes += message.payload.count
+                        state.applied.entries += 1
+                        state.applied.bytes += message.payload.count
                         state.handed = sequence
                     } catch {
                         state.failure = .storageFailure("registry partition \(partition)'s log entry \(sequence) cannot be read (\(error))")
@@ -275,6 +296,7 @@ public final class RegistryPartition: @unchecked Sendable {
             seen = delivered
         }
         if let failure = outcome.withLock({ $0.failure }) { throw failure }
+        return outcome.withLock { $0.applied }
     }
 
     /// Logs the takeover record and records its place in the file. Blocking.
@@ -388,6 +410,9 @@ public final class RegistryPartition: @unchecked Sendable {
 
     /// What this partition's snapshots did since the takeover (restored: read by the takeover).
     public var snapshotStatistics: SnapshotStatistics { snapshotCounts.withLock { $0 } }
+
+    /// What the takeover read (every attempt's reads added), and how long it took.
+    public private(set) var takeoverFigures = RegistryTakeoverFigures()
 
     /// Reads the file's partition tables (every entry handed to it is applied first: the file
     /// applies in order) and logs them in parts, then their marker, then trims below the first

@@ -1,9 +1,10 @@
 /// When a partition's log gets a snapshot of its channels (docs/cluster.md, "Snapshots").
 ///
 /// A snapshot is due once the batches logged to a partition since its last snapshot weigh as
-/// much as that snapshot (and at least ``Settings/minimumLogBytes``). So a new owner reads at
-/// most about twice the partition's state however long the match, a busy partition is not
-/// snapshotted after every batch, and the log the servers keep stays proportional to the state.
+/// much as that snapshot (``Settings/logShareOfSnapshot`` of it, and at least
+/// ``Settings/minimumLogBytes``). So a new owner reads at most about twice the partition's state
+/// however long the match, a busy partition is not snapshotted after every batch, and the log
+/// the servers keep stays proportional to the state.
 /// A value type with no I/O: the store tells it what was logged and read, and asks it.
 public struct SnapshotSchedule: Sendable, Equatable {
     public struct Settings: Sendable, Equatable {
@@ -12,14 +13,21 @@ public struct SnapshotSchedule: Sendable, Equatable {
         /// The largest message of a snapshot: a larger snapshot is written in parts of this
         /// size (a NATS message cannot exceed the servers' `max_payload`).
         public var maximumPartBytes: Int
+        /// What the log since the last snapshot must weigh against it before the next: 1 where a
+        /// logged byte costs a new owner about what a snapshot's byte does (a channel
+        /// partition's batches and tables); less where the log's bytes cost more to apply than
+        /// the snapshot's to restore, so the tail a new owner applies stays short.
+        public var logShareOfSnapshot: Double
 
         /// - Parameters:
         ///   - minimumLogBytes: default 256 KiB: replaying that much takes milliseconds.
         ///   - maximumPartBytes: default 1 MiB less room for headers, the servers' default
         ///     `max_payload`; the store lowers it to what its servers announce.
-        public init(minimumLogBytes: Int = 256 * 1_024, maximumPartBytes: Int = 1_048_576 - 4_096) {
+        ///   - logShareOfSnapshot: default 1, the log weighing as much as the snapshot.
+        public init(minimumLogBytes: Int = 256 * 1_024, maximumPartBytes: Int = 1_048_576 - 4_096, logShareOfSnapshot: Double = 1) {
             self.minimumLogBytes = minimumLogBytes
             self.maximumPartBytes = maximumPartBytes
+            self.logShareOfSnapshot = logShareOfSnapshot
         }
     }
 
@@ -52,6 +60,7 @@ public struct SnapshotSchedule: Sendable, Equatable {
     /// Whether `partition` should get a snapshot now.
     public func isDue(_ partition: Int) -> Bool {
         let logged = loggedSinceSnapshot[partition] ?? 0
-        return logged > 0 && logged >= max(settings.minimumLogBytes, lastSnapshotSize[partition] ?? 0)
+        let share = Int((Double(lastSnapshotSize[partition] ?? 0) * settings.logShareOfSnapshot).rounded(.up))
+        return logged > 0 && logged >= max(settings.minimumLogBytes, share)
     }
 }

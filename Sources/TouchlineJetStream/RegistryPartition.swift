@@ -97,13 +97,17 @@ public final class RegistryPartition: @unchecked Sendable {
     private var requests: NATSRequests?
 
     private init(partition: Int, path: String, file: StoreWriter, jetStream: any JetStreamClient, layout: RegistryLogLayout, loop: EventLoop,
-                 fence: Fence, fences: PartitionFences?, read: LogPosition, snapshots: SnapshotSchedule.Settings) {
+                 fence: Fence, fences: PartitionFences?, read: LogPosition, snapshots: SnapshotSchedule.Settings, figures: RegistryTakeoverFigures) {
         self.partition = partition
         self.layout = layout
         self.jetStream = jetStream
         lastSequence = read.stream
         fileSequence = read.file
         schedule = SnapshotSchedule(settings: snapshots)
+        // What the takeover read counts as if written here: a new owner does not write an image
+        // again right after restoring one.
+        if figures.snapshotBytes > 0 { schedule.snapshotted(figures.snapshotBytes, partition: partition) }
+        schedule.logged(figures.tailBytes, to: partition)
         self.path = path
         self.file = file
         self.loop = loop
@@ -164,7 +168,7 @@ public final class RegistryPartition: @unchecked Sendable {
                 if figuresNow.snapshotBytes > 0 { restored += 1 }
                 figures = figures + figuresNow
                 let owned = RegistryPartition(partition: partition, path: path, file: file, jetStream: jetStream, layout: layout, loop: loop,
-                                              fence: fence, fences: fences, read: read, snapshots: snapshots)
+                                              fence: fence, fences: fences, read: read, snapshots: snapshots, figures: figuresNow)
                 owned.snapshotCounts.withLock { $0.restored = restored }
                 owned.fileHeldBeforeTakeover = heldBefore
                 owned.takeoverFigures = figures
@@ -224,7 +228,7 @@ public final class RegistryPartition: @unchecked Sendable {
             return (LogPosition(stream: state.lastSequence, file: applied), figures)
         }
         let started = ContinuousClock.now
-        (figures.tailEntries, figures.tailBytes) = try applyEntries(of: partition, after: applied, through: last, into: file,
+        (figures.tailEntries, figures.tailOperations, figures.tailBytes) = try applyEntries(of: partition, after: applied, through: last, into: file,
                                                                     jetStream: jetStream, layout: layout, loop: loop)
         figures.tailSeconds = (ContinuousClock.now - started).inSeconds
         return (LogPosition(stream: state.lastSequence, file: last), figures)
@@ -232,12 +236,12 @@ public final class RegistryPartition: @unchecked Sendable {
 
     /// Applies the partition's entries after `applied` through `last` to `file`, in order, in
     /// batches (``replayBatch``): a batch goes to the file once it is full, or once the client
-    /// holds no more of the log for now. Answers the entries and bytes applied. Blocking.
+    /// holds no more of the log for now. Answers the entries, operations and bytes applied. Blocking.
     private static func applyEntries(of partition: Int, after applied: UInt64, through last: UInt64, into file: StoreWriter,
-                                     jetStream: any JetStreamClient, layout: RegistryLogLayout, loop: EventLoop) throws -> (entries: Int, bytes: Int) {
+                                     jetStream: any JetStreamClient, layout: RegistryLogLayout, loop: EventLoop) throws -> (entries: Int, operations: Int, bytes: Int) {
         struct Replay {
             var delivered = 0
-            var applied = (entries: 0, bytes: 0)
+            var applied = (entries: 0, operations: 0, bytes: 0)
             var handed: UInt64
             var failure: StoreError?
             var batch: [LoggedRegistryEntry] = []
@@ -262,6 +266,7 @@ public final class RegistryPartition: @unchecked Sendable {
                         state.batch.append(LoggedRegistryEntry(entry: entry, sequence: sequence, previous: state.handed))
                         state.batchBytes += message.payload.count
                         state.applied.entries += 1
+                        state.applied.operations += entry.operations.count
                         state.applied.bytes += message.payload.count
                         state.handed = sequence
                     } catch {

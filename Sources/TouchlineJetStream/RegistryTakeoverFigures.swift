@@ -6,8 +6,9 @@ public struct RegistryTakeoverFigures: Sendable, Equatable {
     /// The snapshot restored: its bytes (0: none was needed), and the seconds to fetch and restore it.
     public var snapshotBytes = 0
     public var snapshotSeconds = 0.0
-    /// The entries after it applied, their bytes, and the seconds to fetch and apply them.
+    /// The entries after it applied, their operations, their bytes, and the seconds to fetch and apply them.
     public var tailEntries = 0
+    public var tailOperations = 0
     public var tailBytes = 0
     public var tailSeconds = 0.0
 
@@ -19,6 +20,7 @@ public struct RegistryTakeoverFigures: Sendable, Equatable {
         sum.snapshotBytes += rhs.snapshotBytes
         sum.snapshotSeconds += rhs.snapshotSeconds
         sum.tailEntries += rhs.tailEntries
+        sum.tailOperations += rhs.tailOperations
         sum.tailBytes += rhs.tailBytes
         sum.tailSeconds += rhs.tailSeconds
         return sum

@@ -27,6 +27,25 @@ struct SnapshotScheduleTests {
         #expect(schedule.isDue(0))
     }
 
+    /// Where the log costs more to apply than the snapshot to restore (a registry partition's
+    /// file image), the next snapshot waits for a log of that share of the last one only.
+    @Test func aShareOfTheSnapshotMakesTheNextOneDueSooner() {
+        var settings = Self.settings
+        settings.logShareOfSnapshot = 1.0 / 8
+        var schedule = SnapshotSchedule(settings: settings)
+        schedule.snapshotted(80_000, partition: 1)
+        schedule.logged(9_999, to: 1)
+        #expect(!schedule.isDue(1))
+        schedule.logged(1, to: 1)
+        #expect(schedule.isDue(1))
+        schedule.snapshotted(4_000, partition: 1)
+        schedule.logged(999, to: 1)
+        #expect(!schedule.isDue(1), "still at least the minimum")
+        schedule.logged(1, to: 1)
+        #expect(schedule.isDue(1))
+        #expect(RegistryPartition.snapshotSchedule.logShareOfSnapshot < 1, "a registry partition's schedule")
+    }
+
     /// A snapshot read while replaying counts like one written: a new owner does not snapshot
     /// again at once.
     @Test func aSnapshotReadOnReplayResetsTheCount() {

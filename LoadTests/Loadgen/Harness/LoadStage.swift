@@ -185,6 +185,13 @@ struct GatewayTarget: Sendable {
         }
     }
 
+    /// Its `/metrics` now.
+    func metrics() throws -> PrometheusSnapshot {
+        let response = try connect().send("GET", "/metrics")
+        guard response.status == 200 else { throw LoadError("GET /metrics answered \(response.status): \(response.text.prefix(200))") }
+        do { return try PrometheusSnapshot(parsing: response.text) } catch { throw LoadError("\(error)") }
+    }
+
     /// The partitions it serves now, from its `/readyz`; none while it answers otherwise.
     func servedPartitions(_ kind: ServedPartitions) throws -> Set<Int> {
         let ready = try connect().send("GET", "/readyz")

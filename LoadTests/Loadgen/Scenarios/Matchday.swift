@@ -69,7 +69,7 @@ struct Matchday {
         for (label, schedule) in schedules {
             LoadProgress.shared.phase(label, expectedSeconds: Double(schedule.matches.map(\.endOffsetNanoseconds).max() ?? 0) / 1e9,
                                       matches: schedule.matches.count)
-            let before = try Self.scrape(gateway)
+            let before = try gateway.metrics()
             let phase = try PhaseMeasurement(stage: stage)
             let traffic = try MatchdayTraffic(schedule: schedule, connections: options.connections, connect: gateway.connector).run()
             // The last states wait for their channel's rate limit and the ends for APNs: wait
@@ -78,7 +78,7 @@ struct Matchday {
             let figures = try phase.finish()
             timeline.add(figures, label: label)
             let arm = Arm(label: label, policy: schedule.options.policyJSON ?? "the gateway's default", schedule: schedule,
-                          traffic: traffic, figures: figures, metrics: try Self.scrape(gateway).since(before), ended: ended)
+                          traffic: traffic, figures: figures, metrics: try gateway.metrics().since(before), ended: ended)
             log.say(String(format: "%@: %d events in %.1f s, %d broadcasts, priority-10 p99 %.1f ms; %d of %d channels ended", label,
                            arm.events, traffic.seconds, arm.broadcasts, arm.latency(priority: 10).p99, ended, matches))
             arms.append(arm)
@@ -182,12 +182,6 @@ struct Matchday {
 
     /// The gateway's `/metrics`, over a connection of its own (the gateway closes keep-alive
     /// connections left idle as long as a match day).
-    private static func scrape(_ gateway: GatewayTarget) throws -> PrometheusSnapshot {
-        let response = try gateway.connect().send("GET", "/metrics")
-        guard response.status == 200 else { throw LoadError("GET /metrics answered \(response.status): \(response.text.prefix(200))") }
-        do { return try PrometheusSnapshot(parsing: response.text) } catch { throw LoadError("\(error)") }
-    }
-
     /// Polls `touchline_channels` until `count` more channels are ended or closed than in
     /// `before`, or 30 s passed; returns how many did.
     private static func waitUntilEnded(_ count: Int, since before: PrometheusSnapshot, gateway: GatewayTarget) throws -> Int {
@@ -196,7 +190,7 @@ struct Matchday {
         }
         let deadline = monotonicNanoseconds() + 30_000_000_000
         while true {
-            let ended = finished(try scrape(gateway)) - finished(before)
+            let ended = finished(try gateway.metrics()) - finished(before)
             if ended >= count || monotonicNanoseconds() > deadline { return ended }
             Thread.sleep(forTimeInterval: 0.25)
         }

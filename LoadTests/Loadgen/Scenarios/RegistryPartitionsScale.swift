@@ -89,8 +89,9 @@ struct RegistryPartitionsScale {
         let takeoverSeconds = Double(monotonicNanoseconds() - takeoverStart) / 1e9
         let read = second.registry.takeoverFigures
         log.say(String(format: "the second half taken up by a new gateway in %.1f s (the slowest partition %.1f s): snapshots of %@ in %.1f s, "
-                       + "then %@ entries of the log (%@) in %.1f s", takeoverSeconds, slowest, helper.megabytes(read.snapshotBytes),
-                       read.snapshotSeconds, ReportNumbers.grouped(Double(read.tailEntries)), helper.megabytes(read.tailBytes), read.tailSeconds))
+                       + "then %@ entries of the log (%@ operations, %@) in %.1f s", takeoverSeconds, slowest, helper.megabytes(read.snapshotBytes),
+                       read.snapshotSeconds, ReportNumbers.grouped(Double(read.tailEntries)), ReportNumbers.grouped(Double(read.tailOperations)),
+                       helper.megabytes(read.tailBytes), read.tailSeconds))
         // Each gateway's files once closed (their write-ahead logs copied back), as a gateway's
         // disk holds them at rest; open, each also has a log of up to 4 MiB.
         second.close()

@@ -101,6 +101,13 @@ struct RegistryScaleOut {
         }
         log.say(String(format: "g2 killed: g1 served every registry partition %.1f s later; a replacement served its %d partitions %.1f s after its start",
                        failover, share.count, served))
+        // Where the replacement's take-ups spent their time (added over partitions taken up side by side).
+        let metrics = try replacement.metrics()
+        let read = { (name: String, part: String) in metrics.sum("touchline_cluster_registry_takeover_\(name)_total", matching: ["part": part]) }
+        let takeover = (snapshotBytes: read("bytes", "snapshot"), snapshotSeconds: read("seconds", "snapshot"),
+                        tailBytes: read("bytes", "tail"), tailSeconds: read("seconds", "tail"))
+        log.say(String(format: "the replacement's take-ups: snapshots of %.0f MB in %.1f s, then the logs' tails of %.0f MB in %.1f s (partitions side by side)",
+                       takeover.snapshotBytes / 1_048_576, takeover.snapshotSeconds, takeover.tailBytes / 1_048_576, takeover.tailSeconds))
         stage.stopGateways()
         await cluster.stop()
 
@@ -118,7 +125,11 @@ struct RegistryScaleOut {
                            columns: ["one gateway µs/token", "two gateways µs/token (both)", "two on CPUs of their own / one",
                                      "failover of the registry (s)", "replacement serving its share (s)"],
                            rows: [[String(format: "%.1f", aloneCPU), String(format: "%.1f", bothCPU), String(format: "%.2f", factor),
-                                   String(format: "%.1f", failover), String(format: "%.1f", served)]])],
+                                   String(format: "%.1f", failover), String(format: "%.1f", served)]]),
+                     .init(title: "The replacement's take-ups (partitions side by side: seconds add up over them)",
+                           columns: ["snapshots restored (MB)", "their seconds", "log tails applied (MB)", "their seconds"],
+                           rows: [[String(format: "%.0f", takeover.snapshotBytes / 1_048_576), String(format: "%.1f", takeover.snapshotSeconds),
+                                   String(format: "%.0f", takeover.tailBytes / 1_048_576), String(format: "%.1f", takeover.tailSeconds)]])],
             checks: [.init(name: "registrations two gateways take in one's time, by CPU", measured: factor, target: options.throughputTarget,
                            comparison: .atLeast),
                      .init(name: "a replaced gateway serving its share of the registry (s)", measured: served,

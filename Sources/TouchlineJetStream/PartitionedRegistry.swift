@@ -41,6 +41,8 @@ public final class PartitionedRegistry: @unchecked Sendable {
     private let fences: PartitionFences?
     private let snapshots: SnapshotSchedule.Settings
     private let loop: EventLoop
+    /// The owned partitions log their snapshots one at a time (``SnapshotTurns``).
+    private let snapshotTurns: SnapshotTurns
     /// How long the file of a partition let go is kept: a lease lost and regained within it
     /// (a gateway overloaded or paused past its lease) reads on from where its file is, instead
     /// of the whole partition again, which would load it further.
@@ -87,6 +89,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
         self.keptFileLifetime = keptFileLifetime
         self.niceness = niceness
         self.loop = loop
+        snapshotTurns = SnapshotTurns(loop: loop)
         let found = (0..<partitioning.count).filter { FileManager.default.fileExists(atPath: RegistryPartition.path(of: $0, in: directory)) }
         loop.execute { [self] in found.forEach(keepFile) }
     }
@@ -122,7 +125,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
         earlier?.subscription.cancel()
         earlier?.partition.close(deletingFile: false)
         let taken = try RegistryPartition.takeOver(partition: partition, under: fence, fences: fences, jetStream: jetStream, layout: layout,
-                                                   directory: directory, snapshots: snapshots, niceness: niceness, loop: loop)
+                                                   directory: directory, snapshots: snapshots, niceness: niceness, turns: snapshotTurns, loop: loop)
         takeoverTotals.withLock { $0 = $0 + taken.takeoverFigures }
         do {
             try loop.sync { [self] in

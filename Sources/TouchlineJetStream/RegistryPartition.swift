@@ -52,13 +52,11 @@ public final class RegistryPartition: @unchecked Sendable {
     static let walLimitBytes = 4 << 20
 
     /// When a registry partition gets a snapshot: once its log since the last weighs an eighth of
-    /// it. Measured on a takeover (docs/benchmarks.md), a token cost about 65 µs of the writer's
-    /// time from the log's tail against 7.5 µs from a file image, whose bytes per token are
-    /// about 2.4 times the log's; with the log let grow to the image's weight, the tail held
-    /// about as many tokens as the snapshot and took seven times its time. An eighth keeps the
-    /// tail below a third of the snapshot's tokens, for snapshots written about 1.3 times as
-    /// large each time the partition grows (every byte of state logged about four times in all
-    /// while a registry fills, against about 1.4 times at a share of one).
+    /// it. A byte of the log's tail costs a new owner about twenty times a byte of a file image
+    /// (measured, docs/benchmarks.md: with the log let grow to the image's weight, a takeover
+    /// applied 32 MB of tails in 9.1 s after restoring 100 MB of images in 1.3 s; at an eighth,
+    /// 4 MB in 1.9 s after 171 MB in 1.4 s). The price is images written more often, so larger
+    /// streams while a registry fills (351 MB against 263 MB in the same runs).
     public static let snapshotSchedule = SnapshotSchedule.Settings(logShareOfSnapshot: 1.0 / 8)
 
     public let partition: Int
@@ -89,6 +87,10 @@ public final class RegistryPartition: @unchecked Sendable {
     private var written: UInt64 = 0
     private var waiting: [Work] = []
     private var snapshotQueued = false
+    /// Turns at logging snapshots, shared with this gateway's other partitions (nil: any time).
+    private let turns: SnapshotTurns?
+    /// Whether this partition holds the turn: from the grant until its snapshot ends or is dropped.
+    private var holdsTurn = false
     private var publishing = false
     /// What snapshots did since the takeover.
     private let snapshotCounts = Mutex(SnapshotStatistics())
@@ -97,7 +99,9 @@ public final class RegistryPartition: @unchecked Sendable {
     private var requests: NATSRequests?
 
     private init(partition: Int, path: String, file: StoreWriter, jetStream: any JetStreamClient, layout: RegistryLogLayout, loop: EventLoop,
-                 fence: Fence, fences: PartitionFences?, read: LogPosition, snapshots: SnapshotSchedule.Settings, figures: RegistryTakeoverFigures) {
+                 fence: Fence, fences: PartitionFences?, read: LogPosition, snapshots: SnapshotSchedule.Settings, turns: SnapshotTurns?,
+                figures: RegistryTakeoverFigures) {
+        self.turns = turns
         self.partition = partition
         self.layout = layout
         self.jetStream = jetStream
@@ -154,7 +158,7 @@ public final class RegistryPartition: @unchecked Sendable {
     /// missing from it, or unreadable), naming it.
     public static func takeOver(partition: Int, under fence: Fence, fences: PartitionFences?, jetStream: any JetStreamClient,
                                 layout: RegistryLogLayout, directory: String, snapshots: SnapshotSchedule.Settings = snapshotSchedule,
-                                niceness: Int32 = 0, loop: EventLoop) throws -> RegistryPartition {
+                                niceness: Int32 = 0, turns: SnapshotTurns? = nil, loop: EventLoop) throws -> RegistryPartition {
         let path = Self.path(of: partition, in: directory)
         let file = try StoreWriter(path: path, niceness: niceness, walLimitBytes: walLimitBytes)
         do {
@@ -168,7 +172,7 @@ public final class RegistryPartition: @unchecked Sendable {
                 if figuresNow.snapshotBytes > 0 { restored += 1 }
                 figures = figures + figuresNow
                 let owned = RegistryPartition(partition: partition, path: path, file: file, jetStream: jetStream, layout: layout, loop: loop,
-                                              fence: fence, fences: fences, read: read, snapshots: snapshots, figures: figuresNow)
+                                              fence: fence, fences: fences, read: read, snapshots: snapshots, turns: turns, figures: figuresNow)
                 owned.snapshotCounts.withLock { $0.restored = restored }
                 owned.fileHeldBeforeTakeover = heldBefore
                 owned.takeoverFigures = figures
@@ -391,7 +395,7 @@ public final class RegistryPartition: @unchecked Sendable {
                 schedule.logged(bytes.count, to: partition)
                 if schedule.isDue(partition), !snapshotQueued {
                     snapshotQueued = true
-                    waiting.append(.snapshot)
+                    queueSnapshotInTurn()
                 }
             case .failure(let failure):
                 if failure.logMayHaveMoved { stop(failure.error) }
@@ -492,8 +496,33 @@ public final class RegistryPartition: @unchecked Sendable {
         if failed != nil { snapshotCounts.withLock { $0.failed += 1 } }
         if trimFailed { snapshotCounts.withLock { $0.failedTrims += 1 } }
         snapshotQueued = false
+        releaseTurn()
         publishing = false
         publishNext()
+    }
+
+    /// Queues the snapshot behind the writes waiting once this partition has its turn (at once
+    /// without turns). The writes go on meanwhile: waiting for a turn holds none of them.
+    private func queueSnapshotInTurn() {
+        guard let turns else {
+            waiting.append(.snapshot)
+            return
+        }
+        turns.take { [self] in
+            holdsTurn = true
+            guard stopped == nil else {
+                snapshotQueued = false
+                return releaseTurn()
+            }
+            waiting.append(.snapshot)
+            publishNext()
+        }
+    }
+
+    private func releaseTurn() {
+        guard holdsTurn else { return }
+        holdsTurn = false
+        turns?.done()
     }
 
     /// Why an entry may not be sent now: the takeover's fence no longer holds.
@@ -507,6 +536,11 @@ public final class RegistryPartition: @unchecked Sendable {
         if stopped == nil { stopped = reason }
         let failed = waiting
         waiting.removeAll()
+        // A snapshot dropped before it started gives its turn back; one under way does when it ends.
+        if failed.contains(where: { if case .snapshot = $0 { true } else { false } }) {
+            snapshotQueued = false
+            releaseTurn()
+        }
         for case .entry(_, _, let completion) in failed { completion(.failure(reason)) }
     }
 

@@ -47,12 +47,12 @@ struct RegistryPartitionTests {
             try? FileManager.default.removeItem(atPath: directory)
         }
 
-        func takeOver(under fence: Fence, fences: PartitionFences? = nil,
-                      snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings()) async throws -> RegistryPartition {
+        func takeOver(_ partition: Int = RegistryPartitionTests.partition, under fence: Fence, fences: PartitionFences? = nil,
+                      snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(), turns: SnapshotTurns? = nil) async throws -> RegistryPartition {
             let (jetStream, directory, loop) = (jetStream, directory, loop)
             return try await DedicatedThread.run(name: "takeover") {
-                try RegistryPartition.takeOver(partition: RegistryPartitionTests.partition, under: fence, fences: fences, jetStream: jetStream,
-                                               layout: RegistryPartitionTests.layout, directory: directory, snapshots: snapshots, loop: loop)
+                try RegistryPartition.takeOver(partition: partition, under: fence, fences: fences, jetStream: jetStream,
+                                               layout: RegistryPartitionTests.layout, directory: directory, snapshots: snapshots, turns: turns, loop: loop)
             }
         }
 
@@ -227,6 +227,66 @@ struct RegistryPartitionTests {
             #expect(second.snapshotStatistics.written == 0, "\(second.takeoverFigures)")
             [first, second].forEach { $0.close(deletingFile: true) }
         }
+    }
+
+    /// A gateway's partitions log their snapshots one at a time: each gets its turn, and gives it
+    /// back when its snapshot ends, so every partition keeps getting snapshots.
+    @Test(arguments: NATSBackend.allCases)
+    func aGatewaysPartitionsTakeTurnsAtTheirSnapshots(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let gateway = try Gateway(cluster)
+            let turns = SnapshotTurns(loop: gateway.loop)
+            let small = SnapshotSchedule.Settings(minimumLogBytes: 2_000, maximumPartBytes: 16 << 10)
+            let third = try await gateway.takeOver(under: Fence(Revision(5)), snapshots: small, turns: turns)
+            let second = try await gateway.takeOver(2, under: Fence(Revision(5)), snapshots: small, turns: turns)
+            // Partition 2's tokens: the same digits, led by a 4.
+            let ofSecond = { (n: Int) in TokenOperation.registerToken(TokenRecord(token: "4" + Self.token(n).dropFirst(), kind: .pushToStart,
+                                                                                     registeredAt: Self.t0 + .seconds(Int64(n)))) }
+            #expect(Self.partitioning.partition(ofToken: "4" + Self.token(1).dropFirst()) == 2)
+            for n in 1...60 {
+                // Both partitions' writes at once, so both come due while the other may hold the turn.
+                let written = DispatchGroup()
+                let results = Mutex<[Result<TokenWriteSummary, StoreError>]>([])
+                for (owned, operation) in [(third, Self.registration(n)), (second, ofSecond(n))] {
+                    written.enter()
+                    owned.write([operation]) { result in
+                        results.withLock { $0.append(result) }
+                        written.leave()
+                    }
+                }
+                written.wait()
+                for result in results.withLock({ $0 }) { _ = try result.get() }
+            }
+            try await eventually("both partitions snapshotted, one at a time", timeout: .seconds(10)) {
+                third.snapshotStatistics.written >= 1 && second.snapshotStatistics.written >= 1
+                    && (try? gateway.loop.sync { turns.waitingCount }) == 0
+            }
+            #expect(third.snapshotStatistics.failed == 0 && second.snapshotStatistics.failed == 0)
+            [third, second].forEach { $0.close(deletingFile: true) }
+        }
+    }
+
+    @Test func aTurnIsGivenOnceTheOneBeforeEndsInTheOrderAsked() async throws {
+        let loop = EventLoop.start(name: "snapshot-turns-test")
+        defer { loop.stop() }
+        let turns = SnapshotTurns(loop: loop)
+        let order = Mutex<[String]>([])
+        try loop.sync {
+            turns.take { order.withLock { $0.append("a") } }
+            turns.take { order.withLock { $0.append("b") } }
+            turns.take { order.withLock { $0.append("c") } }
+            #expect(order.withLock { $0 } == ["a"], "one at a time")
+            turns.done()
+            #expect(order.withLock { $0 } == ["a"], "the next turn runs on a later pass, not inside done()")
+        }
+        try await eventually("b's turn") { order.withLock { $0 } == ["a", "b"] }
+        try loop.sync { turns.done() }
+        try await eventually("c's turn") { order.withLock { $0 } == ["a", "b", "c"] }
+        try loop.sync {
+            turns.done()
+            turns.take { order.withLock { $0.append("d") } }
+        }
+        #expect(order.withLock { $0 } == ["a", "b", "c", "d"], "free again: a turn is given at once")
     }
 
     /// An entry is sent only while the takeover's fence holds; a lapsed one sends nothing.

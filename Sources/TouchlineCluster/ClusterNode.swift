@@ -74,7 +74,15 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
     /// The partitioned token registry, when the cluster holds it so (set before ``start(service:router:)``):
     /// its partitions are taken up and let go with the channels' leases, each on its own
     /// (``registryQueue(of:)``), so a channel partition never waits for its tokens.
-    var registryPartitions: PartitionedRegistry?
+    var registryPartitions: PartitionedRegistry? {
+        didSet {
+            // A partition whose file fell behind its log is taken up again under the same fence
+            // (told on the registry's loop; the take-ups are queued from the ingest loop).
+            registryPartitions?.partitionFellBehind = { [weak self] partition, fence in
+                self?.ingestLoop.execute { [weak self] in self?.takeUpRegistry(partition, fence: fence) }
+            }
+        }
+    }
     /// One serial queue per registry partition: its take-ups and let-gos run there in the order
     /// the leases came, blocking only that queue.
     private var registryQueues: [Int: DispatchQueue] = [:]

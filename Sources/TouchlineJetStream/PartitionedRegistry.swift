@@ -43,6 +43,11 @@ public final class PartitionedRegistry: @unchecked Sendable {
     private let loop: EventLoop
     /// The owned partitions log their snapshots one at a time (``SnapshotTurns``).
     private let snapshotTurns: SnapshotTurns
+    /// Take-ups read their partitions a few at a time (``TakeUpSlots``).
+    public let takeUpSlots: TakeUpSlots
+    /// Take-ups reading at once by default: both CPUs kept busy restoring, a few megabytes at
+    /// most in flight ahead of the lease renewals.
+    public static let takeUpsAtOnce = 4
     /// How long the file of a partition let go is kept: a lease lost and regained within it
     /// (a gateway overloaded or paused past its lease) reads on from where its file is, instead
     /// of the whole partition again, which would load it further.
@@ -78,7 +83,8 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// gateway's leases (nil: every partition taken up is written, tools and tests).
     public init(jetStream: any JetStreamClient, connection: any MessagingClient, layout: RegistryLogLayout, partitioning: TokenPartitioning,
                 directory: String, fences: PartitionFences?, snapshots: SnapshotSchedule.Settings = RegistryPartition.snapshotSchedule,
-                keptFileLifetime: Duration = .seconds(600), niceness: Int32 = 0, loop: EventLoop) {
+                keptFileLifetime: Duration = .seconds(600), niceness: Int32 = 0, takeUpsAtOnce: Int = PartitionedRegistry.takeUpsAtOnce,
+                loop: EventLoop) {
         self.jetStream = jetStream
         self.connection = connection
         self.layout = layout
@@ -90,6 +96,7 @@ public final class PartitionedRegistry: @unchecked Sendable {
         self.niceness = niceness
         self.loop = loop
         snapshotTurns = SnapshotTurns(loop: loop)
+        takeUpSlots = TakeUpSlots(takeUpsAtOnce)
         let found = (0..<partitioning.count).filter { FileManager.default.fileExists(atPath: RegistryPartition.path(of: $0, in: directory)) }
         loop.execute { [self] in found.forEach(keepFile) }
     }
@@ -103,6 +110,11 @@ public final class PartitionedRegistry: @unchecked Sendable {
     /// The partitions served here now, from any thread (readiness, metrics).
     public var servedPartitions: [Int] { ownedPaths.withLock { $0.keys.sorted() } }
     private let ownedPaths = Mutex<[Int: String]>([:])
+    /// Told (on the loop) when an owned partition's file could not apply an entry its log holds:
+    /// the partition writes nothing more until it is taken up again under `fence`, which reads
+    /// the log into its file from where it stopped (the gateway queues that take-up).
+    public var partitionFellBehind: (@Sendable (_ partition: Int, _ fence: Fence) -> Void)?
+
     /// What every take-up here read, and how long it took, added, from any thread (metrics).
     public var takeoverFigures: RegistryTakeoverFigures { takeoverTotals.withLock { $0 } }
     private let takeoverTotals = Mutex(RegistryTakeoverFigures())
@@ -124,9 +136,12 @@ public final class PartitionedRegistry: @unchecked Sendable {
         }
         earlier?.subscription.cancel()
         earlier?.partition.close(deletingFile: false)
-        let taken = try RegistryPartition.takeOver(partition: partition, under: fence, fences: fences, jetStream: jetStream, layout: layout,
-                                                   directory: directory, snapshots: snapshots, niceness: niceness, turns: snapshotTurns, loop: loop)
+        let taken = try takeUpSlots.whileHeld {
+            try RegistryPartition.takeOver(partition: partition, under: fence, fences: fences, jetStream: jetStream, layout: layout,
+                                           directory: directory, snapshots: snapshots, niceness: niceness, turns: snapshotTurns, loop: loop)
+        }
         takeoverTotals.withLock { $0 = $0 + taken.takeoverFigures }
+        taken.onFileBehind = { [weak self] partition in self?.partitionFellBehind?(partition, fence) }
         do {
             try loop.sync { [self] in
                 let subscription = try connection.subscribe(to: layout.partitionRequestSubject(partition), queue: "owners", loop: loop) {

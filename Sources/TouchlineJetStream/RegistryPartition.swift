@@ -155,12 +155,14 @@ public final class RegistryPartition: @unchecked Sendable {
     /// file) and writes a takeover record under `fence`; the partition's entries are then
     /// written from here. Blocking: call it from a thread of its own. Throws when the fence
     /// stops holding, the cluster refuses the record, or the log cannot be read (an entry
-    /// missing from it, or unreadable), naming it.
+    /// missing from it, or unreadable), naming it. `faultFile`: the file's commits fail while a
+    /// file exists there (``StoreWriter``'s fault injection, for tests).
     public static func takeOver(partition: Int, under fence: Fence, fences: PartitionFences?, jetStream: any JetStreamClient,
                                 layout: RegistryLogLayout, directory: String, snapshots: SnapshotSchedule.Settings = snapshotSchedule,
-                                niceness: Int32 = 0, turns: SnapshotTurns? = nil, loop: EventLoop) throws -> RegistryPartition {
+                                niceness: Int32 = 0, turns: SnapshotTurns? = nil, faultFile: String? = nil,
+                                loop: EventLoop) throws -> RegistryPartition {
         let path = Self.path(of: partition, in: directory)
-        let file = try StoreWriter(path: path, niceness: niceness, walLimitBytes: walLimitBytes)
+        let file = try StoreWriter(path: path, niceness: niceness, faultFile: faultFile, walLimitBytes: walLimitBytes)
         do {
             try waitForCompletion { file.keepAsRegistryPartition(completion: $0) }.get()
             let heldBefore = try waitForCompletion { file.registryLogSequence(completion: $0) }.get()
@@ -389,8 +391,11 @@ public final class RegistryPartition: @unchecked Sendable {
             case .success(let sequence):
                 let previous = fileSequence
                 (lastSequence, fileSequence) = (sequence, sequence)
-                file.applyRegistryEntry(entry, sequence: sequence, previous: previous, rules: .partition) { [loop] applied in
-                    loop.execute { completion(applied) }
+                file.applyRegistryEntry(entry, sequence: sequence, previous: previous, rules: .partition) { [self] applied in
+                    loop.execute { [self] in
+                        guard case .failure(let error) = applied else { return completion(applied) }
+                        completion(.failure(fileFellBehind(at: sequence, because: error)))
+                    }
                 }
                 schedule.logged(bytes.count, to: partition)
                 if schedule.isDue(partition), !snapshotQueued {
@@ -529,6 +534,22 @@ public final class RegistryPartition: @unchecked Sendable {
     private func fenceRefusal() -> StoreError? {
         guard let fences, !fences.holds(fence, of: partition) else { return nil }
         return .storageFailure("registry partition \(partition): the lease this gateway took it over under (\(fence)) no longer holds; the write is dropped")
+    }
+
+    /// Told (on the loop) when the file could not apply an entry the log holds: the partition
+    /// stops, and is to be taken up again under the same fence, which reads the log into the
+    /// file from where it stopped (``PartitionedRegistry``'s take-up does).
+    var onFileBehind: (@Sendable (Int) -> Void)?
+
+    /// The file did not apply the logged entry at `sequence`: every later entry would find a gap
+    /// in it, so none is written until the partition is taken up again. The entry is in the log,
+    /// so its list is told to retry (a storage failure), not that it was refused.
+    private func fileFellBehind(at sequence: UInt64, because error: StoreError) -> StoreError {
+        let reason = StoreError.storageFailure("registry partition \(partition)'s file could not apply log entry \(sequence) (\(error)); it is read from the log again, retry")
+        guard stopped == nil else { return reason }
+        stop(reason)
+        onFileBehind?(partition)
+        return reason
     }
 
     /// No more entries: those waiting fail with `reason`.

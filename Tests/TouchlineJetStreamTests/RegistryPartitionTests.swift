@@ -48,11 +48,13 @@ struct RegistryPartitionTests {
         }
 
         func takeOver(_ partition: Int = RegistryPartitionTests.partition, under fence: Fence, fences: PartitionFences? = nil,
-                      snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(), turns: SnapshotTurns? = nil) async throws -> RegistryPartition {
+                      snapshots: SnapshotSchedule.Settings = SnapshotSchedule.Settings(), turns: SnapshotTurns? = nil,
+                      faultFile: String? = nil) async throws -> RegistryPartition {
             let (jetStream, directory, loop) = (jetStream, directory, loop)
             return try await DedicatedThread.run(name: "takeover") {
                 try RegistryPartition.takeOver(partition: partition, under: fence, fences: fences, jetStream: jetStream,
-                                               layout: RegistryPartitionTests.layout, directory: directory, snapshots: snapshots, turns: turns, loop: loop)
+                                               layout: RegistryPartitionTests.layout, directory: directory, snapshots: snapshots, turns: turns,
+                                               faultFile: faultFile, loop: loop)
             }
         }
 
@@ -229,6 +231,37 @@ struct RegistryPartitionTests {
         }
     }
 
+    /// An entry the log acknowledged but the file could not apply stops the partition: its list
+    /// and every later one are told to retry (none is refused for the gap it would find), the
+    /// owner is told, and taken up again the file reads the log on from where it stopped.
+    @Test(arguments: NATSBackend.allCases)
+    func anEntryTheFileCouldNotApplyStopsThePartitionUntilItIsTakenUpAgain(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let gateway = try Gateway(cluster)
+            let fault = gateway.directory + "/disk-full"
+            let owned = try await gateway.takeOver(under: Fence(Revision(5)), faultFile: fault)
+            let told = Mutex<[Int]>([])
+            try gateway.loop.sync { owned.onFileBehind = { partition in told.withLock { $0.append(partition) } } }
+            _ = try Self.write([Self.registration(1)], to: owned).get()
+            #expect(FileManager.default.createFile(atPath: fault, contents: nil))
+            let failed = Self.write([Self.registration(2)], to: owned)
+            try FileManager.default.removeItem(atPath: fault)
+            let after = Self.write([Self.registration(3)], to: owned)
+            for result in [failed, after] {
+                #expect(result.failure?.isStorageFailure == true, "told to retry: \(String(describing: result))")
+                #expect(result.failure?.description.contains(StoreWriter.registryLogGap) == false)
+            }
+            #expect(told.withLock { $0 } == [Self.partition])
+            #expect(try Self.tokens(of: owned).keys.sorted() == [Self.token(1)], "nothing applied past the gap")
+            owned.close(deletingFile: false)
+
+            let again = try await gateway.takeOver(under: Fence(Revision(5)))
+            #expect(try Self.tokens(of: again).keys.sorted() == [Self.token(1), Self.token(2)], "the logged entry read into the file")
+            _ = try Self.write([Self.registration(3)], to: again).get()
+            again.close(deletingFile: true)
+        }
+    }
+
     /// A gateway's partitions log their snapshots one at a time: each gets its turn, and gives it
     /// back when its snapshot ends, so every partition keeps getting snapshots.
     @Test(arguments: NATSBackend.allCases)
@@ -367,13 +400,13 @@ struct PartitionedRegistryTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("touchline-partitioned-\(UUID().uuidString)").path
 
         /// `keptFileLifetime`: how long a partition let go keeps its file (``PartitionedRegistry/keptFileLifetime``).
-        init(_ cluster: TestNATSCluster, keptFileLifetime: Duration = .zero) throws {
+        init(_ cluster: TestNATSCluster, keptFileLifetime: Duration = .zero, takeUpsAtOnce: Int = PartitionedRegistry.takeUpsAtOnce) throws {
             let jetStream = try cluster.connect(name: "partitioned-registry-test", loop: loop)
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             try RegistryPartition.ensureLogs(count: 8, jetStream: jetStream, layout: RegistryLogLayout(), replicas: 1)
             registry = PartitionedRegistry(jetStream: jetStream, connection: jetStream.messaging, layout: RegistryLogLayout(),
                                            partitioning: PartitionedRegistryTests.partitioning, directory: directory, fences: nil,
-                                           keptFileLifetime: keptFileLifetime, loop: loop)
+                                           keptFileLifetime: keptFileLifetime, takeUpsAtOnce: takeUpsAtOnce, loop: loop)
         }
 
         deinit {
@@ -427,6 +460,30 @@ struct PartitionedRegistryTests {
             try await b.takeUp([2], fence: 6)
             _ = try a.log([Self.registration(Self.token(9, in: 2))]).get()
             #expect(try b.tokens(of: 2).map(\.token) == ((1...5).map { Self.token($0, in: 2) } + [Self.token(9, in: 2)]))
+        }
+    }
+
+    /// Take-ups started together read their partitions a few at a time, and every one of them
+    /// gets its turn.
+    @Test(arguments: NATSBackend.allCases)
+    func takeUpsStartedTogetherReadTheirPartitionsTwoAtATime(backend: NATSBackend) async throws {
+        try await backend.withCluster { cluster in
+            let writer = try Gateway(cluster)
+            try await writer.takeUp(0..<8, fence: 5)
+            _ = try writer.log((0..<8).flatMap { partition in (1...5).map { Self.registration(Self.token($0, in: partition), at: Int64($0)) } }).get()
+            (0..<8).forEach(writer.registry.letGo)
+
+            let reader = try Gateway(cluster, takeUpsAtOnce: 2)
+            let registry = reader.registry
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for partition in 0..<8 {
+                    group.addTask { _ = try await DedicatedThread.run(name: "take-up") { try registry.takeUp(partition, under: Fence(Revision(9))) } }
+                }
+                try await group.waitForAll()
+            }
+            #expect(registry.servedPartitions == Array(0..<8))
+            #expect((1...2).contains(registry.takeUpSlots.peak), "at most two at once: \(registry.takeUpSlots.peak)")
+            #expect(try (0..<8).allSatisfy { try reader.tokens(of: $0).count == 5 })
         }
     }
 

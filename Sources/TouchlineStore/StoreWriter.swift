@@ -220,6 +220,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     /// The jobs in their order: a group transaction for each run of them, and those that need the
     /// connection outside one (``Job/outsideTransaction``) alone between.
     private func commitInOrder(_ jobs: [Job]) {
+        guard jobs.contains(where: \.outsideTransaction) else { return commit(jobs) }
         var group: [Job] = []
         for job in jobs {
             guard job.outsideTransaction else {

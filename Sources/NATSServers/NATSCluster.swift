@@ -193,24 +193,55 @@ public final class NATSCluster: Sendable {
     }
 
     /// `count` distinct TCP ports on 127.0.0.1 that were free a moment ago (all held open while
-    /// choosing, so none is chosen twice).
+    /// choosing, so none is chosen twice), below the kernel's range for outgoing connections'
+    /// local ports (``ephemeralPorts``): a node killed and started again binds its old ports, and
+    /// while it is down any connection made on the machine could otherwise take one of them as
+    /// its local port (a CI run's restarted node once found its monitoring port so taken).
     static func uniqueFreePorts(_ count: Int) -> [Int] {
+        let below = ephemeralPorts.lowerBound
+        let candidates = below > 11_024 ? Array(10_000..<below).shuffled() : []
         var descriptors: [Int32] = []
         defer { descriptors.forEach { close($0) } }
-        return (0..<count).map { _ in
+        var chosen: [Int] = []
+        for candidate in candidates where chosen.count < count {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            if bindLoopback(descriptor, port: candidate) != nil {
+                descriptors.append(descriptor)
+                chosen.append(candidate)
+            } else {
+                close(descriptor)
+            }
+        }
+        // A kernel whose outgoing range leaves no room below it: ports it chooses, as before.
+        while chosen.count < count {
             let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             descriptors.append(descriptor)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                    _ = bind(descriptor, socketAddress, length)
-                    _ = getsockname(descriptor, socketAddress, &length)
-                }
-            }
-            return Int(UInt16(bigEndian: address.sin_port))
+            chosen.append(bindLoopback(descriptor, port: 0) ?? 0)
         }
+        return chosen
+    }
+
+    /// The local ports the kernel gives outgoing connections (`ip_local_port_range`).
+    static var ephemeralPorts: ClosedRange<Int> {
+        let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        let bounds = text.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        guard bounds.count == 2, bounds[0] <= bounds[1] else { return 32_768...60_999 }
+        return bounds[0]...bounds[1]
+    }
+
+    /// Binds `descriptor` to 127.0.0.1:`port` (0: one the kernel chooses); the bound port, or nil
+    /// when it is taken.
+    private static func bindLoopback(_ descriptor: Int32, port: Int) -> Int? {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
+            }
+        }
+        return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
     }
 }

@@ -92,10 +92,13 @@ public final class PartitionLeaseKeeper: @unchecked Sendable {
                                   now: ContinuousClock.now)
     }
 
-    /// Starts watching the bucket and ticking (on the loop).
+    /// Starts watching the bucket and ticking (on the loop, before it serves anything else: the
+    /// watch's creation waits for the cluster). A cluster that does not answer the creation in
+    /// time (busy, or electing a leader) is asked again for as long as ``make`` waits for the
+    /// bucket, instead of failing the gateway's start (seen once on a loaded CI host).
     public func start() throws(NATSError) {
+        watch = try JetStream.retryingWhileForming { () throws(NATSError) in try subscribeWatch(generation: watchGeneration) }
         lastStored = ContinuousClock.now
-        watch = try subscribeWatch(generation: watchGeneration)
         if let emptyThrough {
             seenThrough = emptyThrough
             feed(.caughtUp)

@@ -28,4 +28,18 @@ struct NATSClusterStartTests {
         #expect(cluster.nodes[0].clientPort != held)
         #expect(ContinuousClock.now - started < .seconds(30), "the taken port was seen before the 60 s health wait ran out")
         await cluster.stop()
-    }}
+    }
+
+    /// Ports are chosen below the kernel's range for outgoing connections, so no connection made
+    /// while a node is down can take one before it binds it again; each distinct and free.
+    @Test func portsAreChosenBelowTheOutgoingConnectionsRangeDistinctAndFree() throws {
+        let ephemeral = NATSCluster.ephemeralPorts
+        try #require(ephemeral.lowerBound > 11_024, "this kernel leaves no room below its outgoing range")
+        for _ in 0..<20 {
+            let ports = NATSCluster.uniqueFreePorts(9)
+            #expect(Set(ports).count == 9)
+            #expect(ports.allSatisfy { $0 >= 10_000 && $0 < ephemeral.lowerBound }, "\(ports) against \(ephemeral)")
+            #expect(!ports.contains { LoopbackSocket.canConnect(port: $0) }, "a chosen port had a listener: \(ports)")
+        }
+    }
+}

@@ -103,6 +103,23 @@ struct PartitionLeaseKeeperTests {
         }
     }
 
+    /// A gateway starting while the cluster does not answer its calls (busy, or electing a
+    /// leader): its keeper asks for its first watch again until the cluster answers, then takes
+    /// every partition. (Before, the start failed at once: seen in CI as "subscribe to
+    /// $KV.leases.>: Timeout".)
+    @Test func aFirstWatchTheClusterDoesNotAnswerIsAskedForAgainUntilItDoes() async throws {
+        try await NATSBackend.inMemory.withCluster { cluster in
+            let switches = try #require(cluster.inMemory)
+            let gateway = try Gateway(cluster: cluster, name: "g1") {
+                switches.answerCalls(of: "g1", false)
+                DispatchQueue.global().asyncAfter(deadline: .now() + 1) { switches.answerCalls(of: "g1", true) }
+            }
+            let watcher = FenceWatcher([gateway])
+            try await watcher.until(within: .seconds(20), "g1 holds all 16") { owned in owned["g1", default: []].count == 16 }
+            watcher.stop()
+        }
+    }
+
     @Test(arguments: NATSBackend.allCases)
     func aGatewayThatLeavesHandsItsPartitionsOverWithoutWaitingForTheLeaseTime(backend: NATSBackend) async throws {
         try await backend.withCluster(size: 3) { cluster in
@@ -177,13 +194,16 @@ private final class Gateway: @unchecked Sendable {
     let keeper: PartitionLeaseKeeper
     let events = OwnershipLog()
 
-    init(cluster: TestNATSCluster, name: String, settings: LeaseSettings = PartitionLeaseKeeperTests.settings) throws {
+    /// `beforeStart` runs between the bucket's creation and the keeper's start.
+    init(cluster: TestNATSCluster, name: String, settings: LeaseSettings = PartitionLeaseKeeperTests.settings,
+         beforeStart: () -> Void = {}) throws {
         self.name = name
         loop = EventLoop.start(name: "lease-\(name)")
         let events = events
         keeper = try PartitionLeaseKeeper.make(jetStream: try cluster.connect(name: name, loop: loop), bucket: "leases", replicas: 3,
                                                instance: InstanceID(name)!, settings: settings,
                                                loop: loop) { ownership in events.entries.withLock { $0.append((ownership, ContinuousClock.now)) } }
+        beforeStart()
         try loop.sync { [keeper] in try keeper.start() }
     }
 

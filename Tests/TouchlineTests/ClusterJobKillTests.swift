@@ -11,6 +11,7 @@ import TouchlineCore
 import TouchlineJetStream
 import TouchlineRuntime
 import TouchlineStore
+import TouchlineTesting
 
 /// Personal jobs through the deaths and pauses of the gateways running their slices, on a real
 /// cluster. Each gateway sends to a mock APNs of its own, so every push shows its sender, and a
@@ -109,12 +110,27 @@ struct ClusterJobKillTests {
         let servers = mocks.map(\.mock), pids = gateways.map(\.process.pid)
         let struck = DispatchSemaphore(value: 0)
         let times = Mutex<[Int: (struck: UnixTime, woken: UnixTime?)]>([:])
+        let created = try admins[0].request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
+        let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
+        // Midway, the job shows how many of its slices have ended: asked right before the first
+        // blow, since after it the others may finish the job before any request of this task's
+        // (a CI run once found it done). A loaded gateway may answer 503 for a moment: asked again then.
+        let midwayAnswer = Mutex<GatewayTestClient.Response?>(nil)
+        let admin = admins[0]
         Thread {
             let deadline = ContinuousClock.now + .seconds(180)
             let now = { UnixTime(nanoseconds: Int64(Date().timeIntervalSince1970 * 1e9)) }
-            for blow in blows {
+            for (index, blow) in blows.enumerated() {
                 while servers.reduce(0, { $0 + $1.counters().count(endpoint: .device, status: 200) }) < blow.afterAccepted,
                       ContinuousClock.now < deadline { usleep(1_000) }
+                if index == 0 {
+                    var answer = try? admin.request("GET", "/v1/personal/\(jobID)")
+                    for _ in 0..<20 where answer?.status == 503 {
+                        usleep(250_000)
+                        answer = try? admin.request("GET", "/v1/personal/\(jobID)")
+                    }
+                    midwayAnswer.withLock { $0 = answer }
+                }
                 switch blow.disruption {
                 case .kill:
                     kill(pids[blow.gateway], SIGKILL)
@@ -129,8 +145,6 @@ struct ClusterJobKillTests {
             }
             struck.signal()
         }.start()
-        let created = try admins[0].request("POST", "/v1/personal", json: GatewayPersonalAPITests.startBody)
-        let jobID = try #require(created.json?.string("jobId"), "\(created.text)")
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().async { struck.wait(); done.resume() }
         }
@@ -148,15 +162,9 @@ struct ClusterJobKillTests {
             #expect(saves.lastSaves(by: "g\(blow.gateway + 1)", ofJob: jobID).contains { !$0.value.isFinished },
                     "g\(blow.gateway + 1) was running slices when struck: \(saves.savers(ofJob: jobID))")
         }
-        // Midway, the job shows how many of its slices have ended. Right after the blows a loaded
-        // gateway may answer 503 for a moment (a CI run once got no slices back): asked again then.
-        var midwayAnswer = try admins[0].request("GET", "/v1/personal/\(jobID)")
-        for _ in 0..<20 where midwayAnswer.json?[member: "slices"] == nil && midwayAnswer.status == 503 {
-            try await Task.sleep(for: .milliseconds(250))
-            midwayAnswer = try admins[0].request("GET", "/v1/personal/\(jobID)")
-        }
-        let midway = midwayAnswer.json?[member: "slices"]
-        #expect(midway?[member: "total"] == .integer(16) && (midway?.integer("finished") ?? 16) < 16, "\(midwayAnswer.status) \(midwayAnswer.text)")
+        let midway = try #require(midwayAnswer.withLock { $0 }, "the job could not be read before the first blow")
+        let slices = midway.json?[member: "slices"]
+        #expect(slices?[member: "total"] == .integer(16) && (slices?.integer("finished") ?? 16) < 16, "\(midway.status) \(midway.text)")
 
         var progress: JSONValue?
         do {

@@ -50,8 +50,8 @@ final class LoadStage {
     /// emptied data directory when `emptyData` (a scenario's next configuration, once the
     /// gateway before is stopped).
     func startGateway(extraArguments: [String] = [], emptyData: Bool = false) throws -> GatewayTarget {
-        if emptyData { try? FileManager.default.removeItem(atPath: directory + "/data") }
-        let (gateway, target) = try launchGateway(extraArguments: extraArguments, dataDirectory: directory + "/data")
+        if emptyData { try? FileManager.default.removeItem(atPath: dataDirectory(ofGateway: 0)) }
+        let (gateway, target) = try launchGateway(extraArguments: extraArguments, dataDirectory: dataDirectory(ofGateway: 0))
         gatewayProcess = gateway
         return target
     }
@@ -59,7 +59,7 @@ final class LoadStage {
     /// Starts one more gateway beside the first, with a data directory of its own (a cluster's
     /// gateways share their channels through the cluster, not through files).
     func startAnotherGateway(extraArguments: [String]) throws -> GatewayTarget {
-        let (gateway, target) = try launchGateway(extraArguments: extraArguments, dataDirectory: directory + "/data-\(otherGateways.count + 2)")
+        let (gateway, target) = try launchGateway(extraArguments: extraArguments, dataDirectory: dataDirectory(ofGateway: otherGateways.count + 1))
         otherGateways.append(gateway)
         return target
     }
@@ -87,10 +87,16 @@ final class LoadStage {
     /// when `emptyData`: a new machine in its place), with `extraArguments`.
     func restartAnotherGateway(_ index: Int, extraArguments: [String], emptyData: Bool = false) throws -> GatewayTarget {
         otherGateways[index].stop()
-        if emptyData { try? FileManager.default.removeItem(atPath: directory + "/data-\(index + 2)") }
-        let (gateway, target) = try launchGateway(extraArguments: extraArguments, dataDirectory: directory + "/data-\(index + 2)")
+        if emptyData { try? FileManager.default.removeItem(atPath: dataDirectory(ofGateway: index + 1)) }
+        let (gateway, target) = try launchGateway(extraArguments: extraArguments, dataDirectory: dataDirectory(ofGateway: index + 1))
         otherGateways[index] = gateway
         return target
+    }
+
+    /// The data directory of the stage's gateway `index`: 0 is ``startGateway(extraArguments:emptyData:)``'s,
+    /// 1 and on those of ``otherGateways`` in order.
+    func dataDirectory(ofGateway index: Int) -> String {
+        index == 0 ? directory + "/data" : directory + "/data-\(index + 1)"
     }
 
     private func launchGateway(extraArguments: [String], dataDirectory: String) throws -> (GatewayProcess, GatewayTarget) {

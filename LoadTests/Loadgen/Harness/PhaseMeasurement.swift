@@ -46,6 +46,11 @@ struct PhaseFigures {
         processes.first { $0.name == name }?.usage.cpuSeconds ?? 0
     }
 
+    /// The peak resident set of the process named `name` since it started, as last read in the phase.
+    func peakResidentBytes(of name: String) -> Int {
+        processes.first { $0.name == name }?.usage.peakResidentBytes ?? 0
+    }
+
     /// The report's process rows; `operations` (pushes, events) gives each a CPU cost per operation.
     func processRows(operations: Int? = nil) -> [ScenarioResult.ProcessUsage] {
         processes.map { name, usage in

@@ -8,15 +8,19 @@ import TouchlineCore
 /// `registry-scale-out`: the partitioned token registry in gateway processes (`store.registry:
 /// "partitioned"`) on a three-node cluster, all on loopback (issue 34, item 2):
 ///
-/// 1. `tokens` registrations through one gateway, which owns every partition: its CPU per
-///    registration.
+/// 0. The reference: `tokens` registrations through one gateway holding the whole registry
+///    (`store.registry: "shared"`, the layout before partitions): its peak resident memory and
+///    its data directory's bytes, the "whole copy" every gateway held.
+/// 1. On a fresh cluster, `tokens` registrations through one gateway, which owns every
+///    partition: its CPU per registration.
 /// 2. On a fresh cluster (a registry's cost per token grows with the tokens it holds, so both
 ///    start empty), two gateways, each with half the partitions, and the same `tokens`
 ///    registrations, half the requests through each (a balancer's share: each list is cut by
 ///    partition and the parts of the other's partitions handed to it). The two gateways' CPU
 ///    per registration together, against the one's: on two CPUs of their own, the
 ///    registrations two gateways take in the time one takes its (the fair figure on a host of
-///    two CPUs shared with the servers and the load generator).
+///    two CPUs shared with the servers and the load generator). Each gateway's peak resident
+///    memory and data directory's bytes, against the whole copy's.
 /// 3. The second gateway is killed (SIGKILL), the first takes its partitions over, and a new
 ///    gateway with an empty data directory replaces it: the time from its start until it
 ///    serves its share of the registry partitions (read from their snapshots and logs), and
@@ -30,6 +34,8 @@ struct RegistryScaleOut {
         var throughputTarget = 1.6
         /// From a replaced gateway's start to its share of the registry served (seconds).
         var replacedTargetSeconds = 60.0
+        /// Memory and disk of each of two gateways against one gateway's whole copy.
+        var perGatewayShareTarget = 0.6
     }
 
     static let name = "registry-scale-out"
@@ -40,18 +46,33 @@ struct RegistryScaleOut {
         let log = ScenarioLog(Self.name)
         let started = monotonicNanoseconds()
         let stage = try LoadStage(settings: settings, pinMock: false)
-        var cluster = try await NATSCluster.start(size: 3)
-        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
-        var first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")])
-        try waitUntil("g1 serves every registry partition") { try first.servedPartitions(.registry).count == options.partitions }
         let tokens = (0..<options.tokens).map { String(format: "%016llx", UInt64($0) &* 0x9E37_79B9_7F4A_7C15) + String(repeating: "ab", count: 24) }
         let registration = TokenRegistration(batchSize: options.batchSize)
 
+        // The whole copy: one gateway holding every token, as every gateway did before partitions.
+        var cluster = try await NATSCluster.start(size: 3)
+        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
+        let whole = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g0", registry: "shared")])
         var phase = try PhaseMeasurement(stage: stage)
+        let wholeSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", retries: 50, connect: { _ in try whole.connect() })
+        let wholeCopy = GatewayFootprint(peakMemory: try phase.finish().peakResidentBytes(of: "gateway"),
+                                         disk: directoryBytes(stage.dataDirectory(ofGateway: 0)))
+        log.say(String(format: "%@ registrations into one gateway's whole copy in %.1f s: its peak memory %@, its data %@",
+                       ReportNumbers.grouped(Double(options.tokens)), wholeSeconds, megabytes(wholeCopy.peakMemory), megabytes(wholeCopy.disk)))
+        stage.stopGateways()
+        await cluster.stop()
+
+        cluster = try await NATSCluster.start(size: 3)
+        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
+        var first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")], emptyData: true)
+        try waitUntil("g1 serves every registry partition") { try first.servedPartitions(.registry).count == options.partitions }
+        let wholeRetries = registration.retried.load(ordering: .relaxed)
+
+        phase = try PhaseMeasurement(stage: stage)
         let aloneSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", retries: 50, connect: { [first] _ in try first.connect() })
         let alone = try phase.finish()
         let aloneCPU = alone.cpuSeconds(of: "gateway") * 1e6 / Double(options.tokens)
-        let aloneRetries = registration.retried.load(ordering: .relaxed)
+        let aloneRetries = registration.retried.load(ordering: .relaxed) - wholeRetries
         log.say(String(format: "%@ registrations through one gateway in %.1f s (%@/s): %.1f µs of its CPU each; %d batches sent again after a 503",
                        ReportNumbers.grouped(Double(options.tokens)), aloneSeconds, ReportNumbers.grouped(Double(options.tokens) / aloneSeconds),
                        aloneCPU, aloneRetries))
@@ -73,7 +94,14 @@ struct RegistryScaleOut {
         let both = try phase.finish()
         let bothCPU = (both.cpuSeconds(of: "gateway") + both.cpuSeconds(of: "gateway 2")) * 1e6 / Double(options.tokens)
         let factor = 2 * aloneCPU / bothCPU
-        let bothRetries = registration.retried.load(ordering: .relaxed) - aloneRetries
+        let bothRetries = registration.retried.load(ordering: .relaxed) - aloneRetries - wholeRetries
+        let halves = [GatewayFootprint(peakMemory: both.peakResidentBytes(of: "gateway"), disk: directoryBytes(stage.dataDirectory(ofGateway: 0))),
+                      GatewayFootprint(peakMemory: both.peakResidentBytes(of: "gateway 2"), disk: directoryBytes(stage.dataDirectory(ofGateway: 1)))]
+        let memoryShare = Double(halves.map(\.peakMemory).max() ?? 0) / Double(max(1, wholeCopy.peakMemory))
+        let diskShare = Double(halves.map(\.disk).max() ?? 0) / Double(max(1, wholeCopy.disk))
+        log.say(String(format: "each of two gateways against the whole copy: peak memory %@ and %@ (%.2f), data %@ and %@ (%.2f)",
+                       megabytes(halves[0].peakMemory), megabytes(halves[1].peakMemory), memoryShare,
+                       megabytes(halves[0].disk), megabytes(halves[1].disk), diskShare))
         log.say(String(format: "%@ registrations through both gateways in %.1f s (%@/s): %.1f µs of their CPU each; "
                        + "two gateways on CPUs of their own take %.2f× one's; %d batches sent again after a 503", ReportNumbers.grouped(Double(options.tokens)),
                        bothSeconds, ReportNumbers.grouped(Double(options.tokens) / bothSeconds), bothCPU, factor, bothRetries))
@@ -121,7 +149,13 @@ struct RegistryScaleOut {
             throughputs: [.init(name: "registrations through one gateway", unit: "tokens/s", value: Double(options.tokens) / aloneSeconds, ceilingRatio: 1),
                           .init(name: "registrations through two gateways", unit: "tokens/s", value: Double(options.tokens) / bothSeconds,
                                 ceilingRatio: aloneSeconds / bothSeconds)],
-            tables: [.init(title: "Gateway CPU per registration and a replaced gateway",
+            tables: [.init(title: "Each gateway's memory and disk against one gateway holding the whole registry",
+                           columns: ["", "peak resident memory (MB)", "data directory (MB)"],
+                           rows: [["the whole copy (one gateway, shared registry)", String(wholeCopy.peakMemory / 1_048_576), String(wholeCopy.disk / 1_048_576)]]
+                               + halves.enumerated().map { index, half in
+                                   ["partitioned, gateway \(index + 1) of 2", String(half.peakMemory / 1_048_576), String(half.disk / 1_048_576)]
+                               }),
+                     .init(title: "Gateway CPU per registration and a replaced gateway",
                            columns: ["one gateway µs/token", "two gateways µs/token (both)", "two on CPUs of their own / one",
                                      "failover of the registry (s)", "replacement serving its share (s)"],
                            rows: [[String(format: "%.1f", aloneCPU), String(format: "%.1f", bothCPU), String(format: "%.2f", factor),
@@ -133,17 +167,30 @@ struct RegistryScaleOut {
             checks: [.init(name: "registrations two gateways take in one's time, by CPU", measured: factor, target: options.throughputTarget,
                            comparison: .atLeast),
                      .init(name: "a replaced gateway serving its share of the registry (s)", measured: served,
-                           target: options.replacedTargetSeconds, comparison: .atMost)],
+                           target: options.replacedTargetSeconds, comparison: .atMost),
+                     .init(name: "peak memory per gateway of two / the whole copy's", measured: memoryShare, target: options.perGatewayShareTarget,
+                           comparison: .atMost),
+                     .init(name: "data per gateway of two / the whole copy's", measured: diskShare, target: options.perGatewayShareTarget,
+                           comparison: .atMost)],
             notes: ["Each token follows team:ARS and belongs to a user of its own, so each registration also notes its user in the user's partition.",
                     "Through two gateways, half the requests go to each: each list is cut by partition and the parts of the other's partitions "
                         + "are handed to it over NATS request-reply.",
                     "Failover is the lease's time (3 s) plus reading the partitions' logs; the replacement starts with an empty data directory.",
-                    "Batches answered 503 (a partition moving) and sent again: \(aloneRetries) through one gateway, \(bothRetries) through two."])
+                    "Batches answered 503 (a partition moving) and sent again: \(aloneRetries) through one gateway, \(bothRetries) through two.",
+                    "Memory is each gateway's peak resident set while it registered; data, its data directory's files after."])
     }
 
-    private func storeSettings(_ cluster: NATSCluster, instance: String) -> String {
+    /// A gateway's peak resident memory and its data directory's bytes, in bytes.
+    private struct GatewayFootprint {
+        var peakMemory: Int
+        var disk: Int
+    }
+
+    private func megabytes(_ bytes: Int) -> String { String(format: "%.0f MB", Double(bytes) / 1_048_576) }
+
+    private func storeSettings(_ cluster: NATSCluster, instance: String, registry: String = "partitioned") -> String {
         let servers = cluster.urls.map { "\"\($0)\"" }.joined(separator: ",")
-        return #"{"backend":"jetstream","servers":[\#(servers)],"instance":"\#(instance)","partitions":\#(options.partitions),"registry":"partitioned"}"#
+        return #"{"backend":"jetstream","servers":[\#(servers)],"instance":"\#(instance)","partitions":\#(options.partitions),"registry":"\#(registry)"}"#
     }
 
     private func waitUntil(_ what: String, seconds: Double = 120, _ condition: () throws -> Bool) throws {

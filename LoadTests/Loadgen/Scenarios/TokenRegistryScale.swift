@@ -289,13 +289,3 @@ struct TokenRegistryScale {
 
     func megabytes(_ bytes: Int) -> String { String(format: "%.0f MB", Double(bytes) / 1_048_576) }
 }
-
-/// The bytes of the files under `path`.
-private func directoryBytes(_ path: String) -> Int {
-    guard let files = FileManager.default.enumerator(atPath: path) else { return 0 }
-    var total = 0
-    for case let file as String in files {
-        total += ((try? FileManager.default.attributesOfItem(atPath: path + "/" + file))?[.size] as? Int) ?? 0
-    }
-    return total
-}

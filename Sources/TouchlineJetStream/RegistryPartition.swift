@@ -143,6 +143,12 @@ public final class RegistryPartition: @unchecked Sendable {
     /// The file of `partition` under `directory`.
     public static func path(of partition: Int, in directory: String) -> String { "\(directory)/registry-\(partition).sqlite" }
 
+    /// Where the image of the partition file at `path` is written while it is logged.
+    static func outgoingImagePath(of path: String) -> String { path + "-image-out" }
+
+    /// Where a snapshot of the partition file at `path` is received while it is taken up.
+    static func incomingImagePath(of path: String) -> String { path + "-image-in" }
+
     /// Where a takeover's read of the log left the partition: the stream's last sequence, and
     /// that of the last entry the file holds.
     struct LogPosition {
@@ -162,6 +168,8 @@ public final class RegistryPartition: @unchecked Sendable {
                                 niceness: Int32 = 0, turns: SnapshotTurns? = nil, faultFile: String? = nil,
                                 loop: EventLoop) throws -> RegistryPartition {
         let path = Self.path(of: partition, in: directory)
+        // What an earlier process was logging when it ended.
+        unlink(outgoingImagePath(of: path))
         let file = try StoreWriter(path: path, niceness: niceness, faultFile: faultFile, walLimitBytes: walLimitBytes)
         do {
             try waitForCompletion { file.keepAsRegistryPartition(completion: $0) }.get()
@@ -217,16 +225,27 @@ public final class RegistryPartition: @unchecked Sendable {
             }
             if marker.registrySequence > applied {
                 let started = ContinuousClock.now
-                guard let bytes = try marker.readParts(from: layout.partitionSnapshotPartSubject(partition), of: stream, jetStream: jetStream, loop: loop) else {
+                // Received into a file beside the partition's, not into memory (``RegistryImageFile``).
+                let receiver = try RegistrySnapshotReceiver(path: incomingImagePath(of: file.path))
+                defer { unlink(receiver.path) }
+                guard try marker.readParts(from: layout.partitionSnapshotPartSubject(partition), of: stream, jetStream: jetStream, loop: loop,
+                                           into: { try receiver.add($0) }) else {
                     throw StoreError.storageFailure("registry partition \(partition)'s newest snapshot was trimmed while it was read; reading again")
                 }
-                let snapshot = try RegistrySnapshot(binaryEncoded: bytes)
-                guard snapshot.sequence == marker.registrySequence else {
-                    throw StoreError.storageFailure("registry partition \(partition)'s snapshot at \(marker.firstPart) holds sequence \(snapshot.sequence), its marker says \(marker.registrySequence)")
+                let received = try receiver.finish()
+                let sequence = switch received {
+                case .image(let image): image.sequence
+                case .rows(let snapshot): snapshot.sequence
                 }
-                _ = try waitForCompletion { file.restoreRegistrySnapshot(snapshot, rules: .partition, completion: $0) }.get()
-                applied = snapshot.sequence
-                figures.snapshotBytes = bytes.count
+                guard sequence == marker.registrySequence else {
+                    throw StoreError.storageFailure("registry partition \(partition)'s snapshot at \(marker.firstPart) holds sequence \(sequence), its marker says \(marker.registrySequence)")
+                }
+                switch received {
+                case .image(let image): _ = try waitForCompletion { file.restoreRegistryImage(image, rules: .partition, completion: $0) }.get()
+                case .rows(let snapshot): _ = try waitForCompletion { file.restoreRegistrySnapshot(snapshot, rules: .partition, completion: $0) }.get()
+                }
+                applied = sequence
+                figures.snapshotBytes = receiver.receivedBytes
                 figures.snapshotSeconds = (ContinuousClock.now - started).inSeconds
             }
         }
@@ -433,14 +452,13 @@ public final class RegistryPartition: @unchecked Sendable {
     /// part. Nothing else is logged meanwhile. A part refused or lost leaves the log whole.
     private func writeSnapshot() {
         let held = fileSequence
-        file.readRegistrySnapshot(rules: .partition, layout: .fileImage) { [self] read in
+        file.writeRegistryImage(rules: .partition, to: Self.outgoingImagePath(of: path)) { [self] written in
             loop.execute { [self] in
-                switch read {
-                case .success(let snapshot) where snapshot.sequence == held:
-                    let parts = SnapshotParts.cut(snapshot.bytes, partBytes: schedule.settings.maximumPartBytes)
-                    writeParts(parts, index: 0, firstPart: nil, of: snapshot)
-                case .success(let snapshot):
-                    snapshotDone(failed: .storageFailure("registry partition \(partition)'s file holds \(snapshot.sequence) where its log handed it \(held)"))
+                switch written {
+                case .success(let image) where image.sequence == held:
+                    writePart(0, firstPart: nil, of: image)
+                case .success(let image):
+                    snapshotDone(failed: .storageFailure("registry partition \(partition)'s file holds \(image.sequence) where its log handed it \(held)"))
                 case .failure(let error):
                     snapshotDone(failed: error)
                 }
@@ -448,21 +466,31 @@ public final class RegistryPartition: @unchecked Sendable {
         }
     }
 
-    private func writeParts(_ parts: [[UInt8]], index: Int, firstPart: UInt64?, of snapshot: RegistrySnapshot) {
-        guard index < parts.count else {
-            let marker = RegistrySnapshotMarker(registrySequence: snapshot.sequence, firstPart: firstPart ?? lastSequence, parts: parts.count)
+    /// Logs part `index` of the snapshot (each read from the image's file as it goes), then the
+    /// next; after the last, the marker and the trim.
+    private func writePart(_ index: Int, firstPart: UInt64?, of image: RegistryImageFile) {
+        let partBytes = schedule.settings.maximumPartBytes
+        let count = SnapshotParts.count(of: image.loggedByteCount, partBytes: partBytes)
+        guard index < count else {
+            let marker = RegistrySnapshotMarker(registrySequence: image.sequence, firstPart: firstPart ?? lastSequence, parts: count)
             return appendSnapshotMessage(marker.binaryEncoded, to: layout.partitionSnapshotMarkerSubject(partition), headers: [:]) { [self] _ in
                 snapshotCounts.withLock {
                     $0.written += 1
-                    if parts.count > 1 { $0.writtenInParts += 1 }
+                    if count > 1 { $0.writtenInParts += 1 }
                 }
-                schedule.snapshotted(snapshot.bytes.count, partition: partition)
+                schedule.snapshotted(image.loggedByteCount, partition: partition)
                 trim(below: firstPart ?? lastSequence)
             }
         }
-        appendSnapshotMessage(parts[index], to: layout.partitionSnapshotPartSubject(partition),
-                              headers: [RegistryLogLayout.snapshotHeader: SnapshotParts.header(index: index + 1, count: parts.count)]) { [self] sequence in
-            writeParts(parts, index: index + 1, firstPart: firstPart ?? sequence, of: snapshot)
+        let part: [UInt8]
+        do {
+            part = try image.loggedBytes(SnapshotParts.range(of: index, in: image.loggedByteCount, partBytes: partBytes))
+        } catch {
+            return snapshotDone(failed: error)
+        }
+        appendSnapshotMessage(part, to: layout.partitionSnapshotPartSubject(partition),
+                              headers: [RegistryLogLayout.snapshotHeader: SnapshotParts.header(index: index + 1, count: count)]) { [self] sequence in
+            writePart(index + 1, firstPart: firstPart ?? sequence, of: image)
         }
     }
 
@@ -498,6 +526,7 @@ public final class RegistryPartition: @unchecked Sendable {
     }
 
     private func snapshotDone(failed: StoreError?, trimFailed: Bool = false) {
+        unlink(Self.outgoingImagePath(of: path))
         if failed != nil { snapshotCounts.withLock { $0.failed += 1 } }
         if trimFailed { snapshotCounts.withLock { $0.failedTrims += 1 } }
         snapshotQueued = false
@@ -570,6 +599,8 @@ public final class RegistryPartition: @unchecked Sendable {
     public func close(deletingFile: Bool) {
         try? loop.sync { [self] in stop(.storageFailure("registry partition \(partition) was let go by this gateway")) }
         file.close()
+        // An image being logged when it stopped is no use to anyone now.
+        unlink(Self.outgoingImagePath(of: path))
         guard deletingFile else { return }
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     }

@@ -1,26 +1,21 @@
 import Synchronization
 import TouchlineRuntime
 
-/// Snapshots of the file's copy of the token registry (``RegistrySnapshot``): read in one
-/// transaction with the registry log sequence it holds, and restored in one transaction that
-/// replaces the registry's tables (or, from a file image, the whole file) and records the
-/// snapshot's sequence, so a copy is always the log's state at one sequence, never a mix.
+/// Snapshots of the file's copy of the token registry (``RegistrySnapshot``, ``RegistryImageFile``):
+/// read in one transaction (or between two) with the registry log sequence it holds, and restored
+/// in one transaction that replaces the registry's tables (or, from a file image, the whole file)
+/// and records the snapshot's sequence, so a copy is always the log's state at one sequence,
+/// never a mix.
 extension StoreWriter {
     /// Reads the registry's tables and the sequence they hold, behind the writes queued before,
-    /// as `layout`. The whole copy is held in memory while it is logged (docs/scale-out.md sizes
-    /// it). `rules` says which tables: a partition's holds its user directory too. A file image
-    /// is the whole file: only a registry partition's file is nothing but its registry.
-    public func readRegistrySnapshot(rules: RegistryRules = .whole, layout: RegistrySnapshot.Layout = .rows,
+    /// as rows. The whole copy is held in memory while it is logged (docs/scale-out.md sizes
+    /// it). `rules` says which tables: a partition's holds its user directory too.
+    public func readRegistrySnapshot(rules: RegistryRules = .whole,
                                      completion: @escaping @Sendable (Result<RegistrySnapshot, StoreError>) -> Void) {
-        guard layout == .rows || rules == .partition else { return completion(.failure(Self.imageOfAWholeCopy)) }
         let snapshot = Mutex<RegistrySnapshot?>(nil)
         enqueue(Job(apply: { db in
             let sequence = try Self.registryLogSequence(on: db)
-            var writer = RegistrySnapshot.writer(layout, at: sequence)
-            guard layout == .rows else {
-                writer.raw(try db.image())
-                return snapshot.withLock { $0 = RegistrySnapshot(layout: layout, sequence: sequence, bytes: writer.bytes) }
-            }
+            var writer = RegistrySnapshot.writer(.rows, at: sequence)
             for table in RegistrySnapshot.tables(rules) {
                 let columns = try Self.columns(of: table, on: db)
                 writer.tableHeader(table, columns: columns)
@@ -31,22 +26,40 @@ extension StoreWriter {
                 }
                 writer.endOfRows()
             }
-            snapshot.withLock { $0 = RegistrySnapshot(layout: layout, sequence: sequence, bytes: writer.bytes) }
+            snapshot.withLock { $0 = RegistrySnapshot(layout: .rows, sequence: sequence, bytes: writer.bytes) }
         }, complete: { error in
             if let error { return completion(.failure(error)) }
             completion(.success(snapshot.withLock { $0! }))
         }))
     }
 
-    /// Replaces the registry's tables with `snapshot`'s rows (or, from a file image, the whole
-    /// file) and records its sequence, if the file holds an earlier one; true when it did. A
-    /// snapshot whose tables or columns are not this build's is refused, naming them, and
-    /// changes nothing.
+    /// Writes the file's image to a new file at `path` (``SQLiteConnection/copyImage(toFile:)``),
+    /// with the registry log sequence it holds, behind the writes queued before and alone between
+    /// group transactions (its last committed state). A file image is the whole file: only a
+    /// registry partition's file (`rules` `.partition`) is nothing but its registry.
+    public func writeRegistryImage(rules: RegistryRules, to path: String,
+                                   completion: @escaping @Sendable (Result<RegistryImageFile, StoreError>) -> Void) {
+        guard rules == .partition else { return completion(.failure(Self.imageOfAWholeCopy)) }
+        let image = Mutex<RegistryImageFile?>(nil)
+        var job = Job(apply: { db in
+            let sequence = try Self.registryLogSequence(on: db)
+            try db.copyImage(toFile: path)
+            image.withLock { $0 = RegistryImageFile(sequence: sequence, path: path) }
+        }, complete: { error in
+            if let error { return completion(.failure(error)) }
+            completion(.success(image.withLock { $0! }))
+        })
+        job.outsideTransaction = true
+        enqueue(job)
+    }
+
+    /// Replaces the registry's tables with `snapshot`'s rows and records its sequence, if the file
+    /// holds an earlier one; true when it did. A snapshot whose tables or columns are not this
+    /// build's is refused, naming them, and changes nothing.
     public func restoreRegistrySnapshot(_ snapshot: RegistrySnapshot, rules: RegistryRules = .whole,
                                         completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
-        if snapshot.layout == .fileImage {
-            guard rules == .partition else { return completion(.failure(Self.imageOfAWholeCopy)) }
-            return restoreRegistryImage(snapshot, completion: completion)
+        guard snapshot.layout == .rows else {
+            return completion(.failure(.refused("a registry file image is restored from its file (restoreRegistryImage), not from bytes")))
         }
         let restored = Mutex(false)
         enqueue(Job(apply: { db in
@@ -90,15 +103,18 @@ extension StoreWriter {
 
     /// Replaces the whole file with the image's pages (``SQLiteConnection/replaceContents(with:)``),
     /// alone between group transactions (SQLite copies into a file outside any transaction), if
-    /// the file holds an earlier sequence. The image is checked first: its registry log sequence
-    /// must be the snapshot's, and its schema one this build reads (an older one is brought up
-    /// to date after the copy, in its own transaction; the file holds nothing else until its
-    /// takeover ends). Anything else refuses it, naming why, and changes nothing.
-    private func restoreRegistryImage(_ snapshot: RegistrySnapshot, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+    /// the file holds an earlier sequence; true when it did. The image is checked first: its
+    /// registry log sequence must be the snapshot's, and its schema one this build reads (an
+    /// older one is brought up to date after the copy, in its own transaction; the file holds
+    /// nothing else until its takeover ends). Anything else refuses it, naming why, and changes
+    /// nothing. Only a registry partition's file (`rules` `.partition`) takes an image.
+    public func restoreRegistryImage(_ file: RegistryImageFile, rules: RegistryRules,
+                                     completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        guard rules == .partition else { return completion(.failure(Self.imageOfAWholeCopy)) }
         let restored = Mutex(false)
         var job = Job(apply: { db in
-            guard try Self.registryLogSequence(on: db) < snapshot.sequence else { return }
-            let image = try Self.checkedImage(of: snapshot)
+            guard try Self.registryLogSequence(on: db) < file.sequence else { return }
+            let image = try Self.checkedImage(file)
             defer { image.close() }
             try db.replaceContents(with: image)
             try SQLiteSchema.migrate(db)
@@ -111,14 +127,14 @@ extension StoreWriter {
         enqueue(job)
     }
 
-    /// The snapshot's file image, opened in memory, once it shows itself whole and this build's:
-    /// the snapshot's sequence, a schema version this build knows, SQLite's quick check passed.
-    /// Otherwise refused, naming why (an image is input: it never marks the store as failing).
-    private static func checkedImage(of snapshot: RegistrySnapshot) throws -> SQLiteConnection {
-        let name = "the token registry snapshot at sequence \(snapshot.sequence)"
+    /// The image in `file`, opened, once it shows itself whole and this build's: the snapshot's
+    /// sequence, a schema version this build knows, SQLite's quick check passed. Otherwise
+    /// refused, naming why (an image is input: it never marks the store as failing).
+    private static func checkedImage(_ file: RegistryImageFile) throws -> SQLiteConnection {
+        let name = "the token registry snapshot at sequence \(file.sequence)"
         let image: SQLiteConnection
         do {
-            image = try SQLiteConnection.opening(image: try snapshot.databaseImage())
+            image = try SQLiteConnection.openingImage(file: file.path)
         } catch {
             throw StoreError.refused("\(name) cannot be opened as a file: \(error)")
         }
@@ -128,7 +144,7 @@ extension StoreWriter {
                 throw StoreError.refused("\(name) has schema version \(schema); this build knows \(SQLiteSchema.version)")
             }
             let held = try registryLogSequence(on: image)
-            guard held == snapshot.sequence else { throw StoreError.refused("\(name) holds a file at sequence \(held)") }
+            guard held == file.sequence else { throw StoreError.refused("\(name) holds a file at sequence \(held)") }
             let findings = try image.query("PRAGMA quick_check(5)") { $0.text(at: 0) ?? "" }
             guard findings == ["ok"] else { throw StoreError.refused("\(name) failed its integrity check: \(findings.joined(separator: "; "))") }
             return image

@@ -65,6 +65,10 @@ struct SnapshotPartsTests {
         #expect(SnapshotParts.cut(bytes, partBytes: 1_000) == [bytes])
         let parts = SnapshotParts.cut(bytes, partBytes: 300)
         #expect(parts.map(\.count) == [300, 300, 300, 100])
+        // Each part where a lazy writer reads it (a registry image from its file).
+        #expect((0..<SnapshotParts.count(of: bytes.count, partBytes: 300)).map { SnapshotParts.range(of: $0, in: bytes.count, partBytes: 300) }
+                == [0..<300, 300..<600, 600..<900, 900..<1_000])
+        #expect(SnapshotParts.count(of: 0, partBytes: 300) == 1)
         var reading = SnapshotParts.Reading(count: parts.count, firstPart: parts[0], at: 41)
         for (offset, part) in parts.enumerated().dropFirst() {
             #expect(!reading.isComplete)

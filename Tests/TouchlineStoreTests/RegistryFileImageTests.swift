@@ -4,9 +4,9 @@ import TouchlineCore
 import TouchlineRuntime
 import TouchlineStore
 
-/// A registry partition's snapshot as its file's image (``RegistrySnapshot/Layout/fileImage``):
-/// restored, the file holds what its rows held; damaged or foreign, it is refused and the file
-/// stays as it was.
+/// A registry partition's snapshot as its file's image (``RegistryImageFile``): written to a file,
+/// logged in parts and received into a file again; restored, the file holds what its rows held;
+/// damaged or foreign, it is refused and the file stays as it was.
 @Suite struct RegistryFileImageTests {
     typealias PartitionFile = UserDirectoryTests.PartitionFile
 
@@ -26,21 +26,37 @@ import TouchlineStore
         try waitForCompletion { file.writer.readRegistrySnapshot(rules: .partition, completion: $0) }.get()
     }
 
-    private static func image(of file: PartitionFile) throws -> RegistrySnapshot {
-        try waitForCompletion { file.writer.readRegistrySnapshot(rules: .partition, layout: .fileImage, completion: $0) }.get()
+    private static func image(of file: PartitionFile, to path: String) throws -> RegistryImageFile {
+        try waitForCompletion { file.writer.writeRegistryImage(rules: .partition, to: path, completion: $0) }.get()
     }
 
-    private static func restore(_ snapshot: RegistrySnapshot, into file: PartitionFile) throws -> Bool {
-        try waitForCompletion { file.writer.restoreRegistrySnapshot(snapshot, rules: .partition, completion: $0) }.get()
+    private static func restore(_ image: RegistryImageFile, into file: PartitionFile) throws -> Bool {
+        try waitForCompletion { file.writer.restoreRegistryImage(image, rules: .partition, completion: $0) }.get()
+    }
+
+    /// `image` as a new owner receives it: its logged bytes in parts of `partBytes` into a file at `path`.
+    private static func received(_ image: RegistryImageFile, partBytes: Int, at path: String) throws -> RegistrySnapshotReceiver.Received {
+        let receiver = try RegistrySnapshotReceiver(path: path)
+        for start in stride(from: 0, to: image.loggedByteCount, by: partBytes) {
+            try receiver.add(try image.loggedBytes(start..<min(start + partBytes, image.loggedByteCount)))
+        }
+        #expect(receiver.receivedBytes == image.loggedByteCount)
+        return try receiver.finish()
     }
 
     @Test func aRestoredImageHoldsTheRowsItsFileHeldAndTakesTheLogOnFromThere() throws {
         let dir = TemporaryDirectory()
         let source = try Self.filledPartition(at: dir.file("source.sqlite"))
         defer { source.writer.close() }
-        let image = try Self.image(of: source)
-        #expect(image.layout == .fileImage && image.sequence == source.sequence)
-        #expect(try RegistrySnapshot(binaryEncoded: image.bytes) == image)
+        let written = try Self.image(of: source, to: dir.file("image-out"))
+        #expect(written.sequence == source.sequence && written.imageBytes > 0)
+        // Logged in parts and received into a file, it is the same image.
+        guard case .image(let image) = try Self.received(written, partBytes: 1_000, at: dir.file("image-in")) else {
+            Issue.record("a file image received as rows")
+            return
+        }
+        #expect(image.sequence == written.sequence)
+        #expect(try Self.bytes(of: image) == Self.bytes(of: written))
 
         let target = try PartitionFile(path: dir.file("target.sqlite"))
         try target.apply([.registerToken(TokenRecord(token: hexToken(99), kind: .pushToStart, registeredAt: t0))])
@@ -66,36 +82,50 @@ import TouchlineStore
         #expect(try Self.rows(of: reopened).bytes == Self.rows(of: source).bytes)
     }
 
+    /// Rows logged by an earlier build's partition are received as rows and restored as before.
+    @Test func rowsReceivedInPartsAreRestoredAsRows() throws {
+        let dir = TemporaryDirectory()
+        let source = try Self.filledPartition(at: dir.file("source.sqlite"))
+        defer { source.writer.close() }
+        let rows = try Self.rows(of: source)
+        let receiver = try RegistrySnapshotReceiver(path: dir.file("rows-in"))
+        for start in stride(from: 0, to: rows.bytes.count, by: 700) { try receiver.add(Array(rows.bytes[start..<min(start + 700, rows.bytes.count)])) }
+        guard case .rows(let received) = try receiver.finish() else {
+            Issue.record("rows received as an image")
+            return
+        }
+        #expect(received == rows)
+    }
+
     @Test func aDamagedOrForeignImageIsRefusedNamingWhyAndTheFileStaysAsItWas() throws {
         let dir = TemporaryDirectory()
         let source = try Self.filledPartition(at: dir.file("source.sqlite"))
         defer { source.writer.close() }
-        let image = try Self.image(of: source)
-        let header = image.bytes.count - (try Self.databaseBytes(of: image)).count
+        let image = try Self.image(of: source, to: dir.file("image"))
+        let bytes = try Self.bytes(of: image)
         let pageSize = 4_096
         let tokensRoot = try Self.rootPage(of: "tokens", in: dir.file("source.sqlite"))
 
-        var newerSchema = try SQLiteConnection.opening(image: Self.databaseBytes(of: image)[...]).image()
+        var newerSchema = bytes
         newerSchema.replaceSubrange(60..<64, with: [0, 0, 0, 99])  // `PRAGMA user_version` is bytes 60 to 63
-        var brokenPage = image.bytes
-        brokenPage.replaceSubrange((header + (tokensRoot - 1) * pageSize)..<(header + (tokensRoot - 1) * pageSize + 64),
-                                   with: repeatElement(0xff, count: 64))
-        let damaged: [(RegistrySnapshot, because: String)] = [
-            (RegistrySnapshot(layout: .fileImage, sequence: image.sequence, bytes: Array(image.bytes.dropLast(pageSize))), "malformed"),
-            (RegistrySnapshot(layout: .fileImage, sequence: image.sequence, bytes: brokenPage), "malformed"),
-            (RegistrySnapshot(layout: .fileImage, sequence: image.sequence, bytes: Array(image.bytes.prefix(header)) + Array(repeating: 7, count: 8_192)),
-             "header"),
-            (Self.imageSnapshot(at: image.sequence + 5, of: try Self.databaseBytes(of: image)), "holds a file at sequence \(image.sequence)"),
-            (Self.imageSnapshot(at: image.sequence, of: newerSchema), "schema version 99"),
+        var brokenPage = bytes
+        brokenPage.replaceSubrange(((tokensRoot - 1) * pageSize)..<((tokensRoot - 1) * pageSize + 64), with: repeatElement(0xff, count: 64))
+        let damaged: [(RegistryImageFile, because: String)] = [
+            (try Self.imageFile(Array(bytes.dropLast(pageSize)), at: image.sequence, in: dir.file("truncated")), "malformed"),
+            (try Self.imageFile(brokenPage, at: image.sequence, in: dir.file("broken")), "malformed"),
+            (try Self.imageFile(Array(repeating: 7, count: 8_192), at: image.sequence, in: dir.file("foreign")), "header"),
+            (RegistryImageFile(sequence: image.sequence + 5, path: image.path), "holds a file at sequence \(image.sequence)"),
+            (try Self.imageFile(newerSchema, at: image.sequence, in: dir.file("newer")), "schema version 99"),
+            (RegistryImageFile(sequence: image.sequence, path: dir.file("missing")), "cannot be opened"),
         ]
 
         let target = try PartitionFile(path: dir.file("target.sqlite"))
         defer { target.writer.close() }
         try target.apply([.registerToken(TokenRecord(token: hexToken(99), kind: .pushToStart, registeredAt: t0))])
         let before = try Self.rows(of: target).bytes
-        for (snapshot, because) in damaged {
+        for (image, because) in damaged {
             #expect {
-                _ = try Self.restore(snapshot, into: target)
+                _ = try Self.restore(image, into: target)
             } throws: { error in
                 guard let error = error as? StoreError, !error.isStorageFailure else { return false }
                 return error.description.contains(because)
@@ -111,26 +141,28 @@ import TouchlineStore
         let dir = TemporaryDirectory()
         let source = try Self.filledPartition(at: dir.file("source.sqlite"))
         defer { source.writer.close() }
-        #expect(throws: StoreError.self) { try waitForCompletion { source.writer.readRegistrySnapshot(layout: .fileImage, completion: $0) }.get() }
-        let image = try Self.image(of: source)
+        #expect(throws: StoreError.self) {
+            try waitForCompletion { source.writer.writeRegistryImage(rules: .whole, to: dir.file("whole-image"), completion: $0) }.get()
+        }
+        let image = try Self.image(of: source, to: dir.file("image"))
         let whole = try StoreWriter(path: dir.file("personal.sqlite"))
         defer { whole.close() }
-        #expect(throws: StoreError.self) { try waitForCompletion { whole.restoreRegistrySnapshot(image, completion: $0) }.get() }
+        #expect(throws: StoreError.self) { try waitForCompletion { whole.restoreRegistryImage(image, rules: .whole, completion: $0) }.get() }
+        // Nor is an image restored from bytes in memory: only from its file.
+        let inMemory = RegistrySnapshot(layout: .fileImage, sequence: image.sequence, bytes: try image.loggedBytes(0..<image.loggedByteCount))
+        #expect(throws: StoreError.self) {
+            try waitForCompletion { source.writer.restoreRegistrySnapshot(inMemory, rules: .partition, completion: $0) }.get()
+        }
     }
 
-    private static func databaseBytes(of snapshot: RegistrySnapshot) throws -> [UInt8] {
-        var reader = BinaryRecordReader(snapshot.bytes)
-        #expect(try reader.byte() == RegistrySnapshot.Layout.fileImage.rawValue)
-        #expect(try reader.unsigned() == snapshot.sequence)
-        return Array(snapshot.bytes[reader.offset...])
+    private static func bytes(of image: RegistryImageFile) throws -> [UInt8] {
+        Array(try #require(FileManager.default.contents(atPath: image.path)))
     }
 
-    private static func imageSnapshot(at sequence: UInt64, of database: [UInt8]) -> RegistrySnapshot {
-        var writer = BinaryRecordWriter()
-        writer.byte(RegistrySnapshot.Layout.fileImage.rawValue)
-        writer.unsigned(sequence)
-        writer.raw(database)
-        return RegistrySnapshot(layout: .fileImage, sequence: sequence, bytes: writer.bytes)
+    /// A file at `path` holding `bytes`, as an image at `sequence`.
+    private static func imageFile(_ bytes: [UInt8], at sequence: UInt64, in path: String) throws -> RegistryImageFile {
+        try #require(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        return RegistryImageFile(sequence: sequence, path: path)
     }
 
     private static func rootPage(of table: String, in path: String) throws -> Int {

@@ -127,8 +127,9 @@ struct RegistryScaleOut {
                 throw LoadError("the replacement does not list u\(index)'s token: \(answer.status) \(answer.text.prefix(200))")
             }
         }
-        log.say(String(format: "g2 killed: g1 served every registry partition %.1f s later; a replacement served its %d partitions %.1f s after its start",
-                       failover, share.count, served))
+        let replacementPeak = stage.monitoredProcesses.first { $0.name == "gateway 2" }.map { processPeakResidentBytes(pid: $0.pid) } ?? 0
+        log.say(String(format: "g2 killed: g1 served every registry partition %.1f s later; a replacement served its %d partitions %.1f s after its start "
+                       + "(its peak memory %@)", failover, share.count, served, megabytes(replacementPeak)))
         // Where the replacement's take-ups spent their time (added over partitions taken up side by side).
         let metrics = try replacement.metrics()
         let read = { (name: String, part: String) in metrics.sum("touchline_cluster_registry_takeover_\(name)_total", matching: ["part": part]) }
@@ -154,7 +155,8 @@ struct RegistryScaleOut {
                            rows: [["the whole copy (one gateway, shared registry)", String(wholeCopy.peakMemory / 1_048_576), String(wholeCopy.disk / 1_048_576)]]
                                + halves.enumerated().map { index, half in
                                    ["partitioned, gateway \(index + 1) of 2", String(half.peakMemory / 1_048_576), String(half.disk / 1_048_576)]
-                               }),
+                               }
+                               + [["partitioned, the replacement once it served its share", String(replacementPeak / 1_048_576), ""]]),
                      .init(title: "Gateway CPU per registration and a replaced gateway",
                            columns: ["one gateway µs/token", "two gateways µs/token (both)", "two on CPUs of their own / one",
                                      "failover of the registry (s)", "replacement serving its share (s)"],

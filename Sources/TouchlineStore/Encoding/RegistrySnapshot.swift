@@ -14,9 +14,10 @@ public struct RegistrySnapshot: Sendable, Equatable {
         /// after the last), each value behind a type tag. The shared registry's copy, which shares
         /// its file with the gateway's jobs.
         case rows = 1
-        /// A registry partition's whole file as SQLite's pages (``SQLiteConnection/image()``):
-        /// restored by copying pages, with its indexes, rather than inserting rows and building
-        /// them (a takeover's largest cost with rows, docs/benchmarks.md).
+        /// A registry partition's whole file as SQLite's pages (``RegistryImageFile``, written and
+        /// restored from a file, never held here): restored by copying pages, with its indexes,
+        /// rather than inserting rows and building them (a takeover's largest cost with rows,
+        /// docs/benchmarks.md).
         case fileImage = 2
     }
 
@@ -62,13 +63,6 @@ public struct RegistrySnapshot: Sendable, Equatable {
         writer.byte(layout.rawValue)
         writer.unsigned(sequence)
         return writer
-    }
-
-    /// A file image's database bytes: what follows the header.
-    func databaseImage() throws(BinaryRecordReader.Damaged) -> ArraySlice<UInt8> {
-        var reader = BinaryRecordReader(bytes)
-        _ = try Self.header(&reader)
-        return bytes[reader.offset...]
     }
 }
 

@@ -24,6 +24,16 @@ extension HTTPError {
                   headers: [("Retry-After", "1")])
     }
 
+    /// The answer to a read that failed: 503 with `Retry-After` when the storage failed (a
+    /// partition of a cluster's registry being taken over, a store failing: the same request
+    /// will be answered once it recovers), 500 when the store refused the read itself.
+    package static func readFailed(_ error: StoreError, reading what: String) -> HTTPError {
+        error.isStorageFailure
+            ? HTTPError(status: 503, code: "store_unavailable", message: "reading \(what) failed (\(error)); retry the same request",
+                        headers: [("Retry-After", "1")])
+            : HTTPError(status: 500, code: "store_failed", message: "reading \(what) failed: \(error)")
+    }
+
     /// The answer to a write that failed: 503 with `Retry-After` when the storage failed (the
     /// retry will be stored once it recovers), 500 when the store refused this write itself.
     package static func writeFailed(_ error: StoreError, saving what: String) -> HTTPError {

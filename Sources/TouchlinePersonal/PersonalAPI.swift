@@ -101,7 +101,7 @@ package struct PersonalAPI: APIFeature {
         }
         let job: PersonalJobSummary?
         do { job = try intake.tokenReader.jobSummary(id: id) } catch {
-            throw HTTPError(status: 500, code: "store_failed", message: "reading the job failed: \(error)")
+            throw HTTPError.readFailed(error, reading: "the job")
         }
         guard let job, job.app == app else { throw HTTPError(status: 404, code: "job_not_found", message: "no personal job with id '\(id)'") }
         request.respond(Self.answer(id, (job.status, job.counts), startAt: job.startAt, cancelled: job.wasCancelled))

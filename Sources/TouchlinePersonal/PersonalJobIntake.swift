@@ -95,8 +95,8 @@ package final class PersonalJobIntake: @unchecked Sendable {
         lookups.token(token) { found in
             do throws(HTTPError) {
                 let record: TokenRecord?
-                do { record = try found.get() } catch {
-                    throw HTTPError(status: 500, code: "store_failed", message: "reading the token failed: \(error)")
+                do throws(StoreError) { record = try found.get() } catch {
+                    throw HTTPError.readFailed(error, reading: "the token")
                 }
                 if let record, record.app != app {
                     throw HTTPError(status: 422, code: "token_of_another_app",
@@ -113,15 +113,15 @@ package final class PersonalJobIntake: @unchecked Sendable {
     static let resolvedUserTokenLimit = 1_000
 
     /// Runs `proceed` with the active tokens of `kind` that `userID` has registered for `app`,
-    /// as a job walking a user's tokens would read them; a failed lookup
-    /// answers `request` 500. What `proceed` throws is the answer.
+    /// as a job walking a user's tokens would read them; a failed lookup answers `request`
+    /// (``HTTPError/readFailed(_:reading:)``). What `proceed` throws is the answer.
     func resolve(_ userID: String, app: String, kind: TokenKind, for request: HTTPRequest,
                  _ proceed: @escaping @Sendable ([String]) throws(HTTPError) -> Void) {
         lookups.tokens(userID: userID, app: app, limit: Self.resolvedUserTokenLimit) { found in
             do throws(HTTPError) {
                 let records: [TokenRecord]
-                do { records = try found.get() } catch {
-                    throw HTTPError(status: 500, code: "store_failed", message: "reading the user's tokens failed: \(error)")
+                do throws(StoreError) { records = try found.get() } catch {
+                    throw HTTPError.readFailed(error, reading: "the user's tokens")
                 }
                 try proceed(records.filter { $0.active && $0.kind == kind }.map(\.token))
             } catch {
@@ -227,7 +227,7 @@ package final class PersonalJobIntake: @unchecked Sendable {
         do {
             stored = try tokenReader.idempotencyRecord(scope: claim.slot.scope, route: route, key: clientKey, at: clock.now())
         } catch {
-            throw HTTPError(status: 500, code: "store_failed", message: "reading the Idempotency-Key's record failed: \(error)")
+            throw HTTPError.readFailed(error, reading: "the Idempotency-Key's record")
         }
         guard let stored else { return try body(claim) }
         request.respond(try IdempotencyClaim.replay(status: stored.status, response: stored.response,
@@ -250,10 +250,10 @@ package final class PersonalJobIntake: @unchecked Sendable {
         _exit(86)
     }
 
-    /// A read of the registry on the ingest loop; a store failure is a 500 naming `what`.
+    /// A read of the registry on the ingest loop; a failure is answered naming `what` (``HTTPError/readFailed(_:reading:)``).
     func stored<T>(_ what: String, _ read: () throws(StoreError) -> T) throws(HTTPError) -> T {
         do { return try read() } catch {
-            throw HTTPError(status: 500, code: "store_failed", message: "reading \(what) failed: \(error)")
+            throw HTTPError.readFailed(error, reading: what)
         }
     }
 }

@@ -125,7 +125,7 @@ package final class TokensAPI: APIFeature, @unchecked Sendable {
             case .success(let records):
                 request.respond(.json(status: 200, .object([.init("tokens", .array(records.map(TokenRegistration.json)))])))
             case .failure(let error):
-                request.respond(HTTPError(status: 500, code: "store_failed", message: "reading tokens failed: \(error)").response)
+                request.respond(HTTPError.readFailed(error, reading: "tokens").response)
             }
         }
     }
@@ -135,8 +135,8 @@ package final class TokensAPI: APIFeature, @unchecked Sendable {
         lookups.token(token) { [self] found in
             do throws(HTTPError) {
                 let known: TokenRecord?
-                do { known = try found.get() } catch {
-                    throw HTTPError(status: 500, code: "store_failed", message: "reading the token failed: \(error)")
+                do throws(StoreError) { known = try found.get() } catch {
+                    throw HTTPError.readFailed(error, reading: "the token")
                 }
                 // Another app's token is not this app's to delete: as unknown here.
                 guard known?.app == app else {

@@ -3,7 +3,9 @@ import Foundation
 import Testing
 import TestSlots
 import Touchline
+import TouchlineAccess
 import TouchlineCore
+import TouchlineRuntime
 import TouchlineStore
 
 /// What the disk failing in the middle of a channel's life must not leave behind: an APNs
@@ -77,5 +79,22 @@ struct GatewayStoreFailureRecoveryTests {
         try await Task.sleep(for: .milliseconds(300))
         #expect(!apns.mock.recordedRequests().contains { $0.endpoint == .broadcast && $0.status == 400 },
                 "the restarted gateway sent to the deleted channel")
+    }
+}
+
+/// How a failed read of a store is answered (``HTTPError/readFailed(_:reading:)``).
+struct StoreReadAnswerTests {
+    /// A read failed in the storage (a partition of a cluster's registry being taken over, a
+    /// failing store) is answered 503 with `Retry-After`, as a failed write is, so a client
+    /// retries; one the store refused itself is a 500. (A token list that found its partition
+    /// moving was answered 500 before.)
+    @Test func aReadFailedInTheStorageIsAnswered503AndOneRefused500() {
+        let moving = HTTPError.readFailed(.storageFailure("no gateway serves registry partition 56 now (it is being taken over); retry"),
+                                          reading: "tokens")
+        #expect(moving.status == 503 && moving.code == "store_unavailable")
+        #expect(moving.headers.contains { $0.name == "Retry-After" && $0.value == "1" })
+        #expect(moving.message.contains("reading tokens failed") && moving.message.contains("partition 56"))
+        let refused = HTTPError.readFailed(.refused("a record this build cannot read"), reading: "the job")
+        #expect(refused.status == 500 && refused.code == "store_failed" && refused.headers.isEmpty)
     }
 }

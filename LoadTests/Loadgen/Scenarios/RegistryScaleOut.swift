@@ -121,8 +121,15 @@ struct RegistryScaleOut {
         // Each partition it serves answers a token route through it, from what it read of the logs.
         let client = try replacement.connect()
         let partitioning = TokenPartitioning(ChannelPartitioning(count: options.partitions)!)
+        var moving = 0
         for index in stride(from: 0, to: options.tokens, by: max(1, options.tokens / 256)) where share.contains(partitioning.partition(ofToken: tokens[index])) {
-            let answer = try client.send("GET", "/v1/tokens?userId=u\(index)")
+            // The user's own partition may still be moving (503): asked again, as a client does.
+            var answer = try client.send("GET", "/v1/tokens?userId=u\(index)")
+            for _ in 0..<100 where answer.status == 503 {
+                moving += 1
+                usleep(100_000)
+                answer = try client.send("GET", "/v1/tokens?userId=u\(index)")
+            }
             guard answer.status == 200, answer.text.contains(tokens[index]) else {
                 throw LoadError("the replacement does not list u\(index)'s token: \(answer.status) \(answer.text.prefix(200))")
             }
@@ -179,7 +186,8 @@ struct RegistryScaleOut {
                         + "are handed to it over NATS request-reply.",
                     "Failover is the lease's time (3 s) plus reading the partitions' logs; the replacement starts with an empty data directory.",
                     "Batches answered 503 (a partition moving) and sent again: \(aloneRetries) through one gateway, \(bothRetries) through two.",
-                    "Memory is each gateway's peak resident set while it registered; data, its data directory's files after."])
+                    "Memory is each gateway's peak resident set while it registered; data, its data directory's files after.",
+                    "Token lists through the replacement answered 503 (a user's partition still moving) and asked again: \(moving)."])
     }
 
     /// A gateway's peak resident memory and its data directory's bytes, in bytes.

@@ -75,9 +75,6 @@ public enum SnapshotParts {
         public init(count: Int, firstPart: [UInt8], at sequence: UInt64) {
             order = Order(count: count, firstPartAt: sequence)
             bytes = firstPart
-            // Every part but the last is as long as the first: room for all at once, so the
-            // bytes are not copied again as they grow.
-            if count > 1 { bytes.reserveCapacity(count * firstPart.count) }
         }
 
         public var isComplete: Bool { order.isComplete }

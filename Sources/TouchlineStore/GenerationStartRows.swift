@@ -1,49 +1,126 @@
+import CSQLite
 import TouchlineCore
 import TouchlineRuntime
 
-/// The devices started into each APNs channel: one row per channel and token, both as 64-bit
-/// FNV-1a keys, so a match's million followers cost about 20 bytes each rather than their
-/// tokens' 100 to 200 (two tokens of one channel share a key with a chance of about n²/2^65:
-/// one in 36 million for a million followers; the one that loses is left out of that start).
+/// The devices started into each APNs channel (`device_starts`): one row per channel and token,
+/// keyed by the channel's 64-bit FNV-1a key, the token's head (its first 16 hex digits, ordered
+/// as the tokens are) and the token's own FNV-1a key, about 28 bytes a start rather than the
+/// token's 100 to 200.
+///
+/// The head is there for the writes. A kickoff starts its audience in token order, so with the
+/// head first a save's rows land after the channel's earlier ones, on a few pages; keyed by a
+/// hash alone, each save of thousands of starts touched pages all over the table (about ten
+/// times the CPU for a million starts, and the pages' copies in the log). Devices' tokens are
+/// random bytes, so their heads spread; tokens sharing a head (made up ones) fall back to the
+/// hash's order, as before. Two tokens of one channel share head and key with a chance of
+/// about n²/2^65 (one in 36 million for a million followers); the one that loses is left out
+/// of that start.
+///
+/// `generation_starts` (schema version 11) holds keys without the head. Written no more, it is
+/// still read and deleted with its channels, which end within a match.
 enum GenerationStartRows {
     /// The key of a channel id or a token (tokens lowercased, as the registry keeps them).
     static func key(_ text: String) -> Int64 {
-        Int64(bitPattern: text.lowercased().utf8.reduce(0xcbf2_9ce4_8422_2325 as UInt64) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 })
+        if let hash = text.utf8.withContiguousStorageIfAvailable(fnv1aOfASCIILowercased) ?? nil { return hash }
+        return Int64(bitPattern: text.lowercased().utf8.reduce(fnvOffset) { ($0 ^ UInt64($1)) &* fnvPrime })
     }
 
-    /// One statement for a save's starts (their keys as one JSON array), not one per token: a
-    /// kickoff records a row per follower, and a statement's round trip through the wrapper cost
-    /// more than SQLite's insert itself. The keys go in ascending, so that a save's rows enter
-    /// the table's key order in one pass rather than all over it.
+    /// The token's first 16 hex digits as a number, ordered as the tokens are (a missing or
+    /// non-hex digit counts as 0: such tokens are never sent, so never started).
+    static func head(_ token: String) -> Int64 {
+        var value: UInt64 = 0
+        var digits = 0
+        for byte in token.utf8 where digits < 16 {
+            value = value << 4 | UInt64(hexValue(byte))
+            digits += 1
+        }
+        value <<= UInt64(4 * (16 - digits))
+        // SQLite compares signed integers: flipping the top bit keeps the order.
+        return Int64(bitPattern: value ^ (1 << 63))
+    }
+
+    /// One statement for a save's starts (head and key of each as one JSON array), not one per
+    /// token: a statement's round trip through the wrapper costs more than SQLite's insert. The
+    /// rows go in ascending, so that they enter the table's key order in one pass.
     static func record(_ tokens: [String], into channel: String, on db: SQLiteConnection) throws {
         guard !tokens.isEmpty else { return }
-        let keys = String(decoding: JSONValue.array(tokens.map { key($0) }.sorted().map { .integer($0) }).encoded, as: UTF8.self)
+        let rows = tokens.map { (head: head($0), key: key($0)) }.sorted { ($0.head, $0.key) < ($1.head, $1.key) }
         try db.run("""
-            INSERT INTO generation_starts (channel_key, token_key) SELECT ?, value FROM json_each(?) WHERE true ON CONFLICT DO NOTHING
-            """, [.integer(key(channel)), .text(keys)])
+            INSERT INTO device_starts (channel_key, token_head, token_key) SELECT ?1, value->>0, value->>1 FROM json_each(?2) WHERE true
+            ON CONFLICT DO NOTHING
+            """, [.integer(key(channel)), .text(pairsJSON(rows))])
     }
 
     static func forget(_ channel: String, on db: SQLiteConnection) throws {
+        try db.run("DELETE FROM device_starts WHERE channel_key = ?", [.integer(key(channel))])
         try db.run("DELETE FROM generation_starts WHERE channel_key = ?", [.integer(key(channel))])
+    }
+
+    /// `[[head,key],...]`, written directly: a save carries thousands.
+    static func pairsJSON(_ rows: [(head: Int64, key: Int64)]) -> String {
+        var text = "["
+        text.reserveCapacity(rows.count * 42 + 2)
+        for (index, row) in rows.enumerated() {
+            text += index == 0 ? "[" : ",["
+            text += String(row.head)
+            text += ","
+            text += String(row.key)
+            text += "]"
+        }
+        text += "]"
+        return text
+    }
+
+    private static let fnvOffset: UInt64 = 0xcbf2_9ce4_8422_2325
+    private static let fnvPrime: UInt64 = 0x100_0000_01b3
+
+    /// FNV-1a over the bytes with A–Z folded to a–z, as `lowercased()` would give; nil for
+    /// text beyond ASCII, which `lowercased()` folds by Unicode's rules.
+    private static func fnv1aOfASCIILowercased(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        var hash = fnvOffset
+        for byte in bytes {
+            guard byte < 0x80 else { return nil }
+            let folded = byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
+            hash = (hash ^ UInt64(folded)) &* fnvPrime
+        }
+        return Int64(bitPattern: hash)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8 {
+        if byte &- UInt8(ascii: "0") < 10 { return byte &- UInt8(ascii: "0") }
+        let folded = byte | 0x20
+        if folded &- UInt8(ascii: "a") < 6 { return folded &- UInt8(ascii: "a") + 10 }
+        return 0
     }
 }
 
 extension SQLiteTokenReader {
     public func hasStarts(into channel: String) throws(StoreError) -> Bool {
         try StoreError.wrapping {
-            !(try connection.query("SELECT 1 FROM generation_starts WHERE channel_key = ? LIMIT 1",
-                                   [.integer(GenerationStartRows.key(channel))]) { _ in true }).isEmpty
+            try connection.query("""
+                SELECT EXISTS (SELECT 1 FROM device_starts WHERE channel_key = ?1) OR EXISTS (SELECT 1 FROM generation_starts WHERE channel_key = ?1)
+                """, [.integer(GenerationStartRows.key(channel))]) { $0.int64(at: 0) != 0 }.first ?? false
         }
     }
 
+    /// Each token is looked up by its position in one JSON array of heads and keys, in the
+    /// record and in the version-11 one.
     public func startedTokens(among tokens: [String], into channel: String) throws(StoreError) -> Set<String> {
         guard !tokens.isEmpty else { return [] }
-        let byKey = Dictionary(tokens.map { (GenerationStartRows.key($0), $0) }, uniquingKeysWith: { first, _ in first })
-        let keys = String(decoding: JSONValue.array(byKey.keys.map { .integer($0) }).encoded, as: UTF8.self)
+        let pairs = GenerationStartRows.pairsJSON(tokens.map { (head: GenerationStartRows.head($0), key: GenerationStartRows.key($0)) })
         return try StoreError.wrapping {
             Set(try connection.query("""
-                SELECT token_key FROM generation_starts WHERE channel_key = ? AND token_key IN (SELECT value FROM json_each(?))
-                """, [.integer(GenerationStartRows.key(channel)), .text(keys)]) { byKey[$0.int64(at: 0)] ?? "" })
+                SELECT j.key FROM json_each(?2) j
+                WHERE EXISTS (SELECT 1 FROM device_starts d WHERE d.channel_key = ?1 AND d.token_head = j.value->>0 AND d.token_key = j.value->>1)
+                    OR EXISTS (SELECT 1 FROM generation_starts g WHERE g.channel_key = ?1 AND g.token_key = j.value->>1)
+                """, [.integer(GenerationStartRows.key(channel)), .text(pairs)]) { row in
+                let index = Int(row.int64(at: 0))
+                guard tokens.indices.contains(index) else {
+                    throw SQLiteError(code: SQLITE_CORRUPT, message: "a started token's position \(index) is outside the \(tokens.count) asked about",
+                                      statement: nil)
+                }
+                return tokens[index]
+            })
         }
     }
 }

@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 12
+    static let version: Int64 = 13
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -210,13 +210,25 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         """
 
+    /// Version 13: the devices started into each APNs channel keyed in their tokens' order
+    /// (``GenerationStartRows``); version 11's table is read and emptied, no longer written.
+    static let deviceStartStatements = """
+        CREATE TABLE IF NOT EXISTS device_starts (
+            channel_key INTEGER NOT NULL,
+            token_head  INTEGER NOT NULL,
+            token_key   INTEGER NOT NULL,
+            PRIMARY KEY (channel_key, token_head, token_key)
+        ) WITHOUT ROWID;
+        """
+
     /// What each version adds, applied in order from the database's version.
     static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements),
                                                                  (4, probeStatements), (5, webhookStatements),
                                                                  (6, idempotencyStatements),
                                                                  (7, registryLogStatements), (8, scheduledStartStatements),
                                                                  (9, tokenAppStatements), (10, jobAppStatements),
-                                                                 (11, generationStartStatements), (12, userDirectoryStatements)]
+                                                                 (11, generationStartStatements), (12, userDirectoryStatements),
+                                                                 (13, deviceStartStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

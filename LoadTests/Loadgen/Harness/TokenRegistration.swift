@@ -10,6 +10,15 @@ final class TokenRegistration: Sendable {
 
     init(batchSize: Int) { self.batchSize = batchSize }
 
+    /// `count` distinct tokens spread over the token space as devices' are (their bytes are
+    /// random): the first 16 digits are the number times an odd constant, a bijection of 64-bit
+    /// numbers. Numbered tokens (`%064x`) would share their first 58 digits, which makes every
+    /// index keyed by the token grow at one end only, unlike a real audience.
+    static func deviceTokens(_ count: Int) -> [String] {
+        let rest = String(repeating: "ab", count: 24)
+        return (0..<count).map { String(format: "%016llx", UInt64($0 + 1) &* 0x9E37_79B9_7F4A_7C15) + rest }
+    }
+
     /// Registers every token as following `follow`; returns the seconds it took.
     func register(_ tokens: [String], follow: String, connect: @escaping @Sendable () throws -> HTTPLoadClient) throws -> Double {
         try register(tokens, follow: follow, users: nil) { _ in try connect() }

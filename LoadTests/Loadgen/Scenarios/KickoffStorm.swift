@@ -49,7 +49,7 @@ struct KickoffStorm {
         log.say("\(options.tokens) push-to-start tokens following \(Self.follow); \(options.matches) match channels; "
                 + "\(connections) connections x \(inFlight / connections) streams at niceness \(niceness); \(stage.placement.description)")
 
-        let tokens = (0..<options.tokens).map { String(format: "%064x", $0 + 1) }
+        let tokens = TokenRegistration.deviceTokens(options.tokens)
         let registration = try TokenRegistration(batchSize: options.registrationBatch).register(tokens, follow: Self.follow,
                                                                                                 connect: gateway.connector)
         log.say(String(format: "%d tokens registered in %.1f s (%.0f tokens/s)", tokens.count, registration, Double(tokens.count) / registration))

@@ -46,7 +46,7 @@ struct RegistryScaleOut {
         let log = ScenarioLog(Self.name)
         let started = monotonicNanoseconds()
         let stage = try LoadStage(settings: settings, pinMock: false)
-        let tokens = (0..<options.tokens).map { String(format: "%016llx", UInt64($0) &* 0x9E37_79B9_7F4A_7C15) + String(repeating: "ab", count: 24) }
+        let tokens = TokenRegistration.deviceTokens(options.tokens)
         let registration = TokenRegistration(batchSize: options.batchSize)
 
         // The whole copy: one gateway holding every token, as every gateway did before partitions.

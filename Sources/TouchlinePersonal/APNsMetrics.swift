@@ -18,8 +18,11 @@ package final class APNsMetrics: @unchecked Sendable {
     /// The `pool` label of the management pool, or nil when that pool is not used (personal).
     let managementPool: String?
     private let apns: any APNsDispatch
-    private var responses: [APNsSnapshot.ResponseKey: Int] = [:]
-    private var responseTimes: [String: Histogram] = [:]
+    /// Counted by a key cheap to hash (no label text is made or hashed per answer: this runs on
+    /// every push); the labels are written when a snapshot is taken.
+    private var answers: [AnswerKey: Int] = [:]
+    private var pushResponseTimes: Histogram?
+    private var managementResponseTimes: Histogram?
     /// Told each answer that rejects the gateway's credentials (reason, pool): the webhook event.
     private let credentialsRejected: (@Sendable (String, String) -> Void)?
 
@@ -35,18 +38,33 @@ package final class APNsMetrics: @unchecked Sendable {
         apns.loop.execute { [self] in apns.observeExchanges { [self] in record($0) } }
     }
 
+    /// An answer as counted: which pool, the HTTP status (nil: no answer came) and the reason.
+    private struct AnswerKey: Hashable {
+        var management: Bool
+        var status: Int?
+        var reason: String?
+    }
+
     private func record(_ exchange: APNsExchange) {
-        let pool = exchange.endpoint == .channelManagement ? managementPool ?? pushPool : pushPool
-        let key: APNsSnapshot.ResponseKey
+        let management = exchange.endpoint == .channelManagement && managementPool != nil
+        let key: AnswerKey
         switch exchange.outcome {
         case .answered(let status, let reason):
-            key = .init(pool: pool, status: String(status), reason: reason ?? "")
-            if status == 403, let reason, Self.credentialReasons.contains(reason) { credentialsRejected?(reason, pool) }
-        case .noResponse(let kind): key = .init(pool: pool, status: "none", reason: kind)
+            key = AnswerKey(management: management, status: status, reason: reason)
+            if status == 403, let reason, Self.credentialReasons.contains(reason) { credentialsRejected?(reason, poolLabel(management: management)) }
+        case .noResponse(let kind): key = AnswerKey(management: management, status: nil, reason: kind)
         }
-        responses[key, default: 0] += 1
-        responseTimes[pool, default: Histogram()].observe(exchange.duration.inSeconds)
+        answers[key, default: 0] += 1
+        if management {
+            managementResponseTimes = managementResponseTimes ?? Histogram()
+            managementResponseTimes!.observe(exchange.duration.inSeconds)
+        } else {
+            pushResponseTimes = pushResponseTimes ?? Histogram()
+            pushResponseTimes!.observe(exchange.duration.inSeconds)
+        }
     }
+
+    private func poolLabel(management: Bool) -> String { management ? managementPool ?? pushPool : pushPool }
 
     /// 403 reasons that say Apple does not accept the gateway's key, token or certificate (an
     /// operator must act); `ExpiredProviderToken` is not one, the client renews the token itself.
@@ -59,6 +77,15 @@ package final class APNsMetrics: @unchecked Sendable {
         if let stats = apns.poolStats(pushPoolKind) { pools.append(.init(app: app, name: pushPool, stats: stats)) }
         if let managementPool, let stats = apns.poolStats(.management) { pools.append(.init(app: app, name: managementPool, stats: stats)) }
         let token = apns.credentialFigures()
+        var responses: [APNsSnapshot.ResponseKey: Int] = [:]
+        for (answer, count) in answers {
+            let key = APNsSnapshot.ResponseKey(pool: poolLabel(management: answer.management), status: answer.status.map { String($0) } ?? "none",
+                                               reason: answer.reason ?? "")
+            responses[key, default: 0] += count
+        }
+        var responseTimes: [String: Histogram] = [:]
+        if let pushResponseTimes { responseTimes[pushPool] = pushResponseTimes }
+        if let managementResponseTimes, let managementPool { responseTimes[managementPool] = managementResponseTimes }
         return APNsSnapshot(app: app, responses: responses, responseTimes: responseTimes, pools: pools,
                                    providerTokenIssuedAt: token.issuedAt, providerTokenStatistics: token.statistics,
                                    providerTokenRenewalHold: token.renewalHold, heldRequests: token.heldRequests)

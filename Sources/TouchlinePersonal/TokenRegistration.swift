@@ -62,8 +62,7 @@ package enum TokenRegistration {
 
     /// Whole bytes in hex, 64 to 200 digits: what APNs takes in `/3/device/{token}`.
     static func isWellFormedToken(_ token: String) -> Bool {
-        (64...200).contains(token.utf8.count) && token.utf8.count.isMultiple(of: 2)
-            && token.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) }
+        (64...200).contains(token.utf8.count) && HexBytes.isWholeBytes(token)
     }
 
     /// Follows per token at most: a fan's teams, competitions and matches, not a catalogue.

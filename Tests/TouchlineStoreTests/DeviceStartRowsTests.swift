@@ -46,8 +46,10 @@ import TouchlineRuntime
         var random = SplitMix64(seed: 13)
         let randomTokens = (0..<3_000).map { _ in Self.randomToken(&random, hexDigits: 64) }
         let sharedHead = (1...3_000).map { String(format: "%064x", $0) }
-        let all = randomTokens + sharedHead
-        let started = Set(all.shuffled(using: &random).prefix(4_000))
+        // The lowest and highest heads there are: written and read as JSON's widest integers.
+        let extremes = [String(repeating: "0", count: 64), String(repeating: "f", count: 64)]
+        let all = randomTokens + sharedHead + extremes
+        let started = Set(all.shuffled(using: &random).prefix(4_000) + extremes)
         let writer = try StoreWriter(path: path)
         defer { writer.close() }
         for save in Array(started).chunked(into: 700) {

@@ -21,8 +21,8 @@ package final class APNsMetrics: @unchecked Sendable {
     /// Counted by a key cheap to hash (no label text is made or hashed per answer: this runs on
     /// every push); the labels are written when a snapshot is taken.
     private var answers: [AnswerKey: Int] = [:]
-    private var pushResponseTimes: Histogram?
-    private var managementResponseTimes: Histogram?
+    private var pushResponseTimes = Histogram()
+    private var managementResponseTimes = Histogram()
     /// Told each answer that rejects the gateway's credentials (reason, pool): the webhook event.
     private let credentialsRejected: (@Sendable (String, String) -> Void)?
 
@@ -56,11 +56,9 @@ package final class APNsMetrics: @unchecked Sendable {
         }
         answers[key, default: 0] += 1
         if management {
-            managementResponseTimes = managementResponseTimes ?? Histogram()
-            managementResponseTimes!.observe(exchange.duration.inSeconds)
+            managementResponseTimes.observe(exchange.duration.inSeconds)
         } else {
-            pushResponseTimes = pushResponseTimes ?? Histogram()
-            pushResponseTimes!.observe(exchange.duration.inSeconds)
+            pushResponseTimes.observe(exchange.duration.inSeconds)
         }
     }
 
@@ -84,8 +82,9 @@ package final class APNsMetrics: @unchecked Sendable {
             responses[key, default: 0] += count
         }
         var responseTimes: [String: Histogram] = [:]
-        if let pushResponseTimes { responseTimes[pushPool] = pushResponseTimes }
-        if let managementResponseTimes, let managementPool { responseTimes[managementPool] = managementResponseTimes }
+        // A pool's series appears with its first answer.
+        if pushResponseTimes.count > 0 { responseTimes[pushPool] = pushResponseTimes }
+        if managementResponseTimes.count > 0, let managementPool { responseTimes[managementPool] = managementResponseTimes }
         return APNsSnapshot(app: app, responses: responses, responseTimes: responseTimes, pools: pools,
                                    providerTokenIssuedAt: token.issuedAt, providerTokenStatistics: token.statistics,
                                    providerTokenRenewalHold: token.renewalHold, heldRequests: token.heldRequests)

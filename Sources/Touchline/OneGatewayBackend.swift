@@ -51,7 +51,7 @@ struct OneGatewayBackend: GatewayBackend {
 
     /// Nothing beyond the stores and pools to report: always connected, no member, no family.
     private struct NothingShared: BackendOperatorView {
-        var isConnected: Bool { true }
+        var takesRequests: Bool { true }
         func readinessMember() -> JSONValue.Member? { nil }
         func metricFamilies() -> [MetricFamily] { [] }
     }

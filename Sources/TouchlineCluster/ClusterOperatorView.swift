@@ -11,7 +11,8 @@ struct ClusterOperatorView: BackendOperatorView {
     /// How this gateway holds the token registry.
     let registry: ClusterRegistry
 
-    var isConnected: Bool { cluster.isConnected }
+    /// Connected, and its lease writes stored: what ingest needs (``ClusterNode/leaseWritesFailing``).
+    var takesRequests: Bool { cluster.isConnected && cluster.leaseWritesFailing == nil }
 
     /// The `cluster` member of `/readyz`.
     func readinessMember() -> JSONValue.Member? {

@@ -70,8 +70,9 @@ extension StartedBackend {
 /// What operators see of the backend, on the ingest loop.
 package protocol BackendOperatorView {
     /// Whether the backend takes the gateway's requests (readiness): a cluster member while
-    /// connected to its cluster.
-    var isConnected: Bool { get }
+    /// connected to its cluster and while the cluster stores its lease writes (without a
+    /// quorum, ingest answers 503 however it is connected).
+    var takesRequests: Bool { get }
     /// The backend's member of `/readyz` (nil: none).
     func readinessMember() -> JSONValue.Member?
     /// The backend's families on `/metrics`.

@@ -7,13 +7,13 @@ import TouchlineStore
 extension OperatorsAPI {
     /// Ready when both stores take writes (open, and not failing: see ``StoreHealth``), no
     /// APNs pool of the `default` app or the personal queue is backing off without a
-    /// connection, and a cluster gateway is connected to its NATS cluster. Another app's pools
+    /// connection, and a cluster gateway is connected to its NATS cluster and has its lease writes stored. Another app's pools
     /// show in `apps` with a readiness of their own but do not take the gateway out of service:
     /// that would stop every other app's traffic for one app's APNs trouble.
     func readinessJSON(_ loops: LoopSnapshots) -> (ready: Bool, body: JSONValue) {
         let writable = { (store: any DurableStoreWriter) in store.isOpen && !store.health.isFailing }
         let gatewayPools = loops.broadcast.pools + loops.personal.apns.pools
-        let ready = writable(store) && writable(personalStore) && gatewayPools.allSatisfy(\.isReady) && backend.isConnected
+        let ready = writable(store) && writable(personalStore) && gatewayPools.allSatisfy(\.isReady) && backend.takesRequests
         let storeJSON = { (store: any DurableStoreWriter) -> JSONValue in
             let health = store.health
             var members: [JSONValue.Member] = [

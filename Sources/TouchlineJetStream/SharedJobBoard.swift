@@ -79,12 +79,15 @@ public final class SharedJobBoard: @unchecked Sendable {
 
     /// Starts the watch (blocking: from a starting thread): the last value of every key, then
     /// every change, to `onChange` on the loop. An entry that cannot be read is skipped and
-    /// named to `onUnreadable`.
+    /// named to `onUnreadable`. A watch asked for while the bucket's stream has no leader (a
+    /// bucket just made, a cluster still forming) goes unanswered, and is asked for again.
     public func start(onChange: @escaping (Change) -> Void, onUnreadable: @escaping (String) -> Void) throws(NATSError) {
         self.onChange = onChange
         self.onUnreadable = onUnreadable
-        watch = try jetStream.subscribeOrdered(to: "$KV.\(bucket).>", from: .lastPerSubject, loop: loop) { [weak self] message in
-            self?.observed(message)
+        watch = try JetStream.retryingWhileForming { () throws(NATSError) in
+            try jetStream.subscribeOrdered(to: "$KV.\(bucket).>", from: .lastPerSubject, loop: loop) { [weak self] message in
+                self?.observed(message)
+            }
         }
     }
 

@@ -81,6 +81,29 @@ struct SharedJobBoardTests {
 }
 
 extension SharedJobBoardTests {
+    /// A watch asked for while the bucket's stream answers nothing (a bucket just made whose
+    /// stream has no leader yet, on a loaded host) is asked for again, and starts once the
+    /// stream answers: a gateway's start does not fail on the first unanswered request.
+    @Test func aWatchAskedForBeforeTheBucketAnswersStartsOnceItDoes() async throws {
+        try await NATSBackend.inMemory.withCluster(size: 3) { cluster in
+            let writer = try Board(cluster: cluster, name: "writer")
+            defer { writer.close() }
+            let job = SharedJobEntry(id: "job-1", createdAtNanoseconds: 1, audience: "{}", payload: Data("{}".utf8), priority: 5,
+                                     expirationNanoseconds: nil, slices: 16, registrySequence: 0)
+            try await writer.call { board, done in board.publish(job) { done($0.map { _ in () }) } }
+            let watcher = try Board(cluster: cluster, name: "watcher")
+            defer { watcher.close() }
+            let inMemory = try #require(cluster.inMemory)
+            inMemory.answerCalls(of: "watcher", false)
+            let started = Task.detached { try watcher.startWatching() }
+            try await Task.sleep(for: .milliseconds(600))
+            inMemory.answerCalls(of: "watcher", true)
+            try await started.value
+            try await watcher.untilSeen(jobID: job.id)
+            #expect(watcher.jobs == [job.id])
+        }
+    }
+
     /// A slice's checkpoints only move forward from the one their writer ran from: a save over
     /// an older revision (a deposed owner's late save, a save of an owner that has not seen the
     /// newer one) is refused, and a save whose fence no longer holds is not sent at all.

@@ -6,29 +6,36 @@ import Foundation
 #endif
 import HTTP2
 
-/// The identifiers of a successful APNs answer.
+/// The identifiers of a successful APNs answer, read from its headers when asked for: most
+/// answers (a kickoff's push-to-start) are never read, and their ids are not made into strings.
 public struct APNsResponse: Sendable, Equatable {
     public var status: Int
-    /// `apns-id` (device pushes): the id sent, or one APNs made up.
-    public var apnsID: String?
-    /// `apns-request-id` (broadcast and channel management).
-    public var requestID: String?
-    /// `apns-unique-id`: the server's message id (broadcast; device pushes in sandbox only).
-    public var uniqueID: String?
-    /// `apns-channel-id` (channel creation).
-    public var channelID: String?
+    private var headers: HTTP2ResponseHeaders
 
     public init(status: Int, apnsID: String? = nil, requestID: String? = nil, uniqueID: String? = nil, channelID: String? = nil) {
+        let named = [("apns-id", apnsID), ("apns-request-id", requestID), ("apns-unique-id", uniqueID), ("apns-channel-id", channelID)]
         self.status = status
-        self.apnsID = apnsID
-        self.requestID = requestID
-        self.uniqueID = uniqueID
-        self.channelID = channelID
+        headers = HTTP2ResponseHeaders(named.compactMap { name, value in value.map { HTTP2Header(name, $0) } })
     }
 
     public init(_ response: HTTP2Response) {
-        self.init(status: response.status, apnsID: response.header("apns-id"), requestID: response.header("apns-request-id"),
-                  uniqueID: response.header("apns-unique-id"), channelID: response.header("apns-channel-id"))
+        status = response.status
+        headers = response.receivedHeaders
+    }
+
+    /// `apns-id` (device pushes): the id sent, or one APNs made up.
+    public var apnsID: String? { headers.value(of: "apns-id") }
+    /// `apns-request-id` (broadcast and channel management).
+    public var requestID: String? { headers.value(of: "apns-request-id") }
+    /// `apns-unique-id`: the server's message id (broadcast; device pushes in sandbox only).
+    public var uniqueID: String? { headers.value(of: "apns-unique-id") }
+    /// `apns-channel-id` (channel creation).
+    public var channelID: String? { headers.value(of: "apns-channel-id") }
+
+    /// Equal when the status and the four ids are: other headers do not count.
+    public static func == (lhs: APNsResponse, rhs: APNsResponse) -> Bool {
+        lhs.status == rhs.status && lhs.apnsID == rhs.apnsID && lhs.requestID == rhs.requestID && lhs.uniqueID == rhs.uniqueID
+            && lhs.channelID == rhs.channelID
     }
 }
 

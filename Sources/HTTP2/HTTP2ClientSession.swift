@@ -110,8 +110,7 @@ extension HTTP2PendingRequest {
             if name.elementsEqual(":status".utf8) { status = parseStatus(value) }
             return
         }
-        if responseHeaders.isEmpty { responseHeaders.reserveCapacity(8) }
-        responseHeaders.append(HTTP2Header(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        responseHeaders.append(name: name, value: value)
     }
 
     private func parseStatus(_ digits: UnsafeBufferPointer<UInt8>) -> Int {

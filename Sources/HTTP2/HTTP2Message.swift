@@ -111,17 +111,25 @@ public struct HTTP2Request: Sendable {
 /// A complete HTTP/2 response.
 public struct HTTP2Response: Sendable {
     public var status: Int
-    public var headers: [HTTP2Header]
+    /// The headers as received; ``header(_:)`` reads one.
+    public var receivedHeaders: HTTP2ResponseHeaders
     public var body: [UInt8]
 
     public init(status: Int, headers: [HTTP2Header] = [], body: [UInt8] = []) {
+        self.init(status: status, receivedHeaders: HTTP2ResponseHeaders(headers), body: body)
+    }
+
+    public init(status: Int, receivedHeaders: HTTP2ResponseHeaders, body: [UInt8]) {
         self.status = status
-        self.headers = headers
+        self.receivedHeaders = receivedHeaders
         self.body = body
     }
 
+    /// Every header, in the order received.
+    public var headers: [HTTP2Header] { receivedHeaders.all }
+
     /// The first value of header `name` (lowercase).
-    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+    public func header(_ name: String) -> String? { receivedHeaders.value(of: name) }
 }
 
 /// Why a request got no HTTP response.

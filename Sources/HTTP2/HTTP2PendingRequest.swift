@@ -18,7 +18,7 @@ public final class HTTP2PendingRequest: @unchecked Sendable {
     /// The HEADERS frame went to the transport: the server may have seen the request.
     @exclusivity(unchecked) var headersSent = false
     @exclusivity(unchecked) var status = 0
-    @exclusivity(unchecked) var responseHeaders: [HTTP2Header] = []
+    @exclusivity(unchecked) var responseHeaders = HTTP2ResponseHeaders()
     @exclusivity(unchecked) var responseBody: [UInt8] = []
     /// The HTTP/2 error code the stream closed with.
     @exclusivity(unchecked) var closeErrorCode: UInt32 = 0
@@ -60,13 +60,13 @@ public final class HTTP2PendingRequest: @unchecked Sendable {
         closeErrorCode = 0
         timedOut = false
         withheld = false
-        if !responseHeaders.isEmpty { responseHeaders = [] }
+        if !responseHeaders.isEmpty { responseHeaders = HTTP2ResponseHeaders() }
         if !responseBody.isEmpty { responseBody = [] }
     }
 
     func takeResponse() -> HTTP2Response {
-        let response = HTTP2Response(status: status, headers: responseHeaders, body: responseBody)
-        responseHeaders = []
+        let response = HTTP2Response(status: status, receivedHeaders: responseHeaders, body: responseBody)
+        responseHeaders = HTTP2ResponseHeaders()
         responseBody = []
         return response
     }

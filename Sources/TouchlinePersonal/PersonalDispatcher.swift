@@ -406,17 +406,17 @@ package final class PersonalDispatcher: @unchecked Sendable {
             running.job.targetsFetched(leavingOutStarted(page.tokens, for: running), through: page.tokens.last, exhausted: page.exhausted,
                                        now: clock.now())
             running.noteProgress()
-        case .send(let token, _):
+        case .send(let token, _, let target):
             guard !isStopping else { return }
             // A token stored by an older, laxer version (odd length, not hex) is dead-lettered
             // as broken rather than sent for APNs to refuse.
             guard TokenRegistration.isWellFormedToken(token) else {
-                for action in running.job.outcome(token: token, result: .permanent(reason: Self.invalidStoredTokenReason), now: clock.now()) {
+                for action in running.job.outcome(of: target, result: .permanent(reason: Self.invalidStoredTokenReason), now: clock.now()) {
                     perform(action, for: running)
                 }
                 return
             }
-            send(token, for: running)
+            send(token, as: target, for: running)
         case .armTimer(let time):
             let timer = running.timer ?? LoopTimer(loop: loop) { [self] in
                 guard !isStopping, jobs[running.runKey] === running else { return }
@@ -478,15 +478,15 @@ package final class PersonalDispatcher: @unchecked Sendable {
             log.error("reading which devices were started into the channel failed; this page is not narrowed", job: running.id, error: error)
             stored = []
         }
-        let startedByOthers = Set((others + finishedUnsaved.values.filter { $0.startsChannel == channel }).flatMap(\.startsNotStored))
-        let kept = tokens.filter { token in
-            !stored.contains(token) && !startedByOthers.contains(token) && !others.contains { $0.job.holds(token) }
-        }
+        // Built once a page, only while another kickoff into the channel runs or awaits its last save.
+        var startedOrHeldByOthers = Set((others + finishedUnsaved.values.filter { $0.startsChannel == channel }).flatMap(\.startsNotStored))
+        for other in others { startedOrHeldByOthers.formUnion(other.job.heldTokens) }
+        let kept = tokens.filter { token in !stored.contains(token) && !startedOrHeldByOthers.contains(token) }
         metrics.startsLeftOut += tokens.count - kept.count
         return kept
     }
 
-    private func send(_ token: String, for running: PersonalJobRun) {
+    private func send(_ token: String, as target: FanOutJob.TargetID, for running: PersonalJobRun) {
         // Fields read one by one: a copy of the whole job would make the next mutation copy its tables.
         let push = LiveActivityPush(deviceToken: token, payload: running.job.payload,
                                     priority: running.job.priority == 5 ? .powerConsiderate : .immediate,
@@ -507,7 +507,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
             }
             running.noteProgress()
             let outcome = Self.outcome(of: result, repeatable: running.tokenKind != .pushToStart)
-            for action in running.job.outcome(token: token, result: outcome, now: clock.now()) {
+            for action in running.job.outcome(of: target, result: outcome, now: clock.now()) {
                 perform(action, for: running)
             }
             // Stopping, nothing more starts: no new sends, and what waits for the channel's

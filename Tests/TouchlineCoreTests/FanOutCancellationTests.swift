@@ -8,8 +8,8 @@ import TouchlineCore
     static let t0 = UnixTime(seconds: 1_767_225_600)
     static let audience = (0..<25).map { String(format: "%064x", $0) }
 
-    static func sends(_ actions: [FanOutJob.Action]) -> [String] {
-        actions.compactMap { if case .send(let token, _) = $0 { token } else { nil } }
+    static func sends(_ actions: [FanOutJob.Action]) -> [FanOutJob.TargetID] {
+        actions.compactMap { if case .send(_, _, let target) = $0 { target } else { nil } }
     }
 
     /// Answers fetches from the audience in pages until the job has nothing more to fetch now.
@@ -31,15 +31,15 @@ import TouchlineCore
         var job = FanOutJob(payload: Array("{}".utf8), limits: .init(window: 10, maxInFlight: 4, pageSize: 5), seed: 1)
         let first = Self.sends(Self.fetched(&job, job.nextSends(now: Self.t0), now: Self.t0))
         #expect(first.count == 4)
-        _ = job.outcome(token: first[0], result: .accepted, now: Self.t0 + .milliseconds(5))
+        _ = job.outcome(of: first[0], result: .accepted, now: Self.t0 + .milliseconds(5))
         // A retry is waiting, three sends are in flight when the channel ends.
-        _ = job.outcome(token: first[1], result: .retryLater, now: Self.t0 + .milliseconds(6))
+        _ = job.outcome(of: first[1], result: .retryLater, now: Self.t0 + .milliseconds(6))
         let ended = Self.t0 + .milliseconds(10)
         job.expire(at: ended)
         let after = Self.fetched(&job, job.nextSends(now: ended), now: ended)
         #expect(Self.sends(after).isEmpty, "a send started after the channel ended")
-        _ = job.outcome(token: first[2], result: .accepted, now: ended + .milliseconds(1))
-        _ = job.outcome(token: first[3], result: .retryLater, now: ended + .milliseconds(2))
+        _ = job.outcome(of: first[2], result: .accepted, now: ended + .milliseconds(1))
+        _ = job.outcome(of: first[3], result: .retryLater, now: ended + .milliseconds(2))
         var later = Self.fetched(&job, job.nextSends(now: ended + .seconds(60)), now: ended + .seconds(60))
         while !job.isFinished, !later.isEmpty { later = Self.fetched(&job, job.nextSends(now: ended + .seconds(61)), now: ended + .seconds(61)) }
         #expect(Self.sends(later).isEmpty)

@@ -15,7 +15,7 @@ private struct FanOutSimulation {
     var now = UnixTime(seconds: 1_767_225_600)
     var requestsSeen: [String: Int] = [:]
     var acceptedByAPNs: [String: Int] = [:]
-    var inFlight: [(due: UnixTime, token: String)] = []
+    var inFlight: [(due: UnixTime, token: String, target: FanOutJob.TargetID)] = []
     var timer: UnixTime?
     var notBefore: [String: UnixTime] = [:]
     var deadLetters: [String: String] = [:]
@@ -54,7 +54,7 @@ private struct FanOutSimulation {
             if let saveEvery, now >= (lastSave ?? now) + saveEvery || lastSave == nil { save(&job) }
             if timer.map({ $0 <= now }) == true { timer = nil }
             while let position = inFlight.firstIndex(where: { $0.due <= now }) {
-                let token = inFlight.remove(at: position).token
+                let (_, token, target) = inFlight.remove(at: position)
                 let result = script(index(of: token), requestsSeen[token]! - 1)
                 if result == .accepted { acceptedByAPNs[token, default: 0] += 1 }
                 endedSinceSave.insert(token)
@@ -63,7 +63,7 @@ private struct FanOutSimulation {
                 case .retryLater, .retryOnNewConnection, .notProcessed: notBefore[token] = now + minimumRetryDelay
                 default: notBefore[token] = nil
                 }
-                perform(job.outcome(token: token, result: result, now: now), on: &job)
+                perform(job.outcome(of: target, result: result, now: now), on: &job)
             }
             perform(job.nextSends(now: now), on: &job)
         }
@@ -101,11 +101,11 @@ private struct FanOutSimulation {
                 let end = min(start + limit, audience.count)
                 job.targetsFetched(Array(audience[start..<end]), exhausted: end == audience.count, now: now)
                 followUp = true
-            case .send(let token, _):
+            case .send(let token, _, let target):
                 if let due = notBefore[token], now < due { violations.append("sent \(token.suffix(4)) before its back-off") }
                 if let expiration = job.expiration, now >= expiration { violations.append("sent after expiration") }
                 requestsSeen[token, default: 0] += 1
-                inFlight.append((now + latency + .milliseconds(Int64(index(of: token) % 7) * 3), token))
+                inFlight.append((now + latency + .milliseconds(Int64(index(of: token) % 7) * 3), token, target))
                 lastSendTime = now
             case .armTimer(let at):
                 timer = at
@@ -173,7 +173,7 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
         let simulation = FanOutSimulation(count: 3, policy: exact) { index, request in
             index == 0 && request < 2 ? .throttledToken : .accepted
         }
-        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 2, pageSize: 10), policy: exact, seed: 1)
+        var job = TokenDrivenFanOut(FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 2, pageSize: 10), policy: exact, seed: 1))
         var actions = job.nextSends(now: simulation.now)
         #expect(actions == [.fetchTargets(after: nil, limit: 10)])
         job.targetsFetched(simulation.audience, exhausted: true, now: simulation.now)
@@ -374,8 +374,8 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
     }
 
     /// A job whose audience is the one token "aa", its first send already asked for.
-    private func oneTokenJob(_ policy: PersonalDeliveryPolicy) -> (FanOutJob, UnixTime) {
-        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 1, pageSize: 10), policy: policy, seed: 1)
+    private func oneTokenJob(_ policy: PersonalDeliveryPolicy) -> (TokenDrivenFanOut, UnixTime) {
+        var job = TokenDrivenFanOut(FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 1, pageSize: 10), policy: policy, seed: 1))
         let start = UnixTime(nanoseconds: 1_000_000_000_000)
         _ = job.nextSends(now: start)
         job.targetsFetched(["aa"], exhausted: true, now: start)
@@ -387,7 +387,7 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
     /// not targets: the next page is read after the page's last token as read, the counts add
     /// up without them, and the job says which tokens it holds.
     @Test func tokensLeftOutOfAPageAreNeitherTargetedNorReadAgain() {
-        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 10, pageSize: 3), policy: policy, seed: 1)
+        var job = TokenDrivenFanOut(FanOutJob(payload: [], limits: FanOutJob.Limits(window: 10, maxInFlight: 10, pageSize: 3), policy: policy, seed: 1))
         let now = UnixTime(seconds: 1_767_225_600)
         #expect(job.nextSends(now: now) == [.fetchTargets(after: nil, limit: 3)])
         job.targetsFetched(["a1"], through: "a3", exhausted: false, now: now)
@@ -404,9 +404,23 @@ private func mixedScript(index: Int, requestNumber: Int) -> PersonalOutcome {
         #expect(job.takeProgress().cursor == "a7")
     }
 
-    @Test func outcomeForATokenNotInFlightIsIgnored() {
-        var job = FanOutJob(payload: [], limits: limits, policy: policy, seed: 1)
-        #expect(job.outcome(token: "ab", result: .accepted, now: UnixTime(seconds: 0)).isEmpty)
-        #expect(job.counters == FanOutCounters())
+    /// A target's slot is used again once it ends, under a new generation: an outcome named by
+    /// the ended target's id (a late or repeated answer) is ignored, and the new target's counts.
+    @Test func anOutcomeForATargetThatEndedIsIgnoredAfterItsSlotIsReused() {
+        var job = FanOutJob(payload: [], limits: FanOutJob.Limits(window: 1, maxInFlight: 1, pageSize: 1), policy: policy, seed: 1)
+        let now = UnixTime(seconds: 1_767_225_600)
+        #expect(job.nextSends(now: now) == [.fetchTargets(after: nil, limit: 1)])
+        job.targetsFetched(["aa"], exhausted: false, now: now)
+        guard case .send("aa", 1, let first)? = job.nextSends(now: now).first else { Issue.record("aa not sent"); return }
+        #expect(job.outcome(of: first, result: .accepted, now: now).isEmpty)
+        #expect(job.nextSends(now: now) == [.fetchTargets(after: "aa", limit: 1)])
+        job.targetsFetched(["ab"], exhausted: true, now: now)
+        guard case .send("ab", 1, let second)? = job.nextSends(now: now).first else { Issue.record("ab not sent"); return }
+        #expect(second != first, "the slot's generation moved on")
+        #expect(job.outcome(of: first, result: .tokenDead(timestampMilliseconds: nil), now: now).isEmpty)
+        #expect(job.counters.sent == 1 && job.counters.deadLettered == 0 && job.inFlightCount == 1)
+        #expect(job.outcome(of: second, result: .accepted, now: now).isEmpty)
+        #expect(job.outcome(of: second, result: .accepted, now: now).isEmpty, "a second answer to the same send")
+        #expect(job.isFinished && job.counters.sent == 2)
     }
 }

@@ -239,9 +239,9 @@ struct SharedJobPlanTests {
                 case .fetchTargets(let cursor, let limit):
                     let fetched = page(after: cursor, limit: limit)
                     job.targetsFetched(fetched.tokens, exhausted: fetched.exhausted, now: now)
-                case .send(let token, let attempt):
+                case .send(let token, let attempt, let target):
                     let result: PersonalOutcome = token == mine[1] && attempt == 1 ? .retryLater : .accepted
-                    next += job.outcome(token: token, result: result, now: now)
+                    next += job.outcome(of: target, result: result, now: now)
                     if result == .accepted { sentBefore.append(token) }
                 default: break
                 }
@@ -264,8 +264,8 @@ struct SharedJobPlanTests {
                 case .fetchTargets(let cursor, let limit):
                     let fetched = page(after: cursor, limit: limit)
                     resumed.targetsFetched(fetched.tokens, exhausted: fetched.exhausted, now: now)
-                case .send(let token, _):
-                    next += resumed.outcome(token: token, result: .accepted, now: now)
+                case .send(let token, _, let target):
+                    next += resumed.outcome(of: target, result: .accepted, now: now)
                     sentAfter.append(token)
                 default: break
                 }

@@ -24,6 +24,13 @@ public struct FanOutJob: Sendable {
         }
     }
 
+    /// A target's place in the job while it has not ended: a send names it, and its outcome is
+    /// reported with it (``FanOutTargets``).
+    public struct TargetID: Hashable, Sendable {
+        let slot: Int32
+        let generation: UInt32
+    }
+
     /// What the caller must do next.
     public enum Action: Sendable, Hashable {
         /// Fetch up to `limit` audience tokens after the token `after` (from the start if nil), in
@@ -31,8 +38,8 @@ public struct FanOutJob: Sendable {
         case fetchTargets(after: String?, limit: Int)
         /// Send the job's payload to `token`; `attempt` counts the sends APNs may have processed,
         /// this one included (1 for the first; a resend after a hand-back keeps its number).
-        /// Report with `outcome`.
-        case send(token: String, attempt: Int)
+        /// Report with `outcome(of: target, ...)`.
+        case send(token: String, attempt: Int, target: TargetID)
         /// Call `nextSends` again at this time (a back-off or the expiration is due then).
         case armTimer(at: UnixTime)
         /// APNs said the token is dead: deactivate it unless it was registered again after the
@@ -42,18 +49,11 @@ public struct FanOutJob: Sendable {
         case deadLetter(token: String, reason: String)
     }
 
-    private struct Target: Sendable {
-        /// Sends APNs may have processed (answers, and failures it may have acted on); the one
-        /// in flight is included until its outcome says it was not processed.
-        var attempts: Int
-        /// Sends APNs provably did not process (``PersonalOutcome/notProcessed``), since the job
-        /// started or resumed: bounded by the policy's `maxHandBacks`, not saved.
-        var handBacks = 0
-        var notBefore: UnixTime?
-        var isInFlight = false
-        /// An outcome asked for a retry: from the next progress on, a durable retry row stands
-        /// for this target, so a restart finds it without fetching the audience again.
-        var awaitsRetry = false
+    /// A fetched token, and its target while that has not ended (nil: ended before a restart,
+    /// or expired as it was fetched).
+    private struct Fetched: Sendable {
+        let token: String
+        let target: TargetID?
     }
 
     public let payload: [UInt8]
@@ -70,18 +70,20 @@ public struct FanOutJob: Sendable {
     private var exhausted: Bool
     /// Fetched tokens, in audience order, from the first one not yet settled (ended or awaiting
     /// a retry); `settledCursor` is the token before them.
-    private var unsettled: [String] = []
+    private var unsettled: [Fetched] = []
     private var unsettledHead = 0
     private var settledCursor: String?
     /// After a restart: tokens after the resumed cursor that had already ended or await a retry;
     /// fetched again, they are skipped.
     private var accountedAfterCursor: Set<String>
+    /// The targets resumed from a checkpoint's retry rows, by token, until a page meets them.
+    private var resumedTargets: [String: TargetID] = [:]
     /// Targets whose retry row must be written or removed with the next progress.
-    private var retryRowsChanged: Set<String> = []
+    private var retryRowsChanged: [String: TargetID] = [:]
     private var retryRows: Set<String> = []
     private var fetchOutstanding = false
-    private var targets: [String: Target] = [:]
-    private var ready: [String] = []
+    private var targets = FanOutTargets()
+    private var ready: [TargetID] = []
     private var readyHead = 0
     public private(set) var inFlightCount = 0
     private var schedule = RetrySchedule()
@@ -111,20 +113,27 @@ public struct FanOutJob: Sendable {
         self.accountedAfterCursor = Set(checkpoint.endedAfterCursor)
         for pending in checkpoint.pending {
             let notBefore = pending.notBeforeNanoseconds.map(UnixTime.init(nanoseconds:))
-            targets[pending.token] = Target(attempts: pending.attempts, notBefore: notBefore, awaitsRetry: true)
+            let target = targets.insert(pending.token, FanOutTarget(attempts: pending.attempts, notBefore: notBefore, awaitsRetry: true))
+            resumedTargets[pending.token] = target
             retryRows.insert(pending.token)
             accountedAfterCursor.insert(pending.token)
-            if let notBefore { schedule.insert(pending.token, due: notBefore) } else { ready.append(pending.token) }
+            if let notBefore { schedule.insert(target, due: notBefore) } else { ready.append(target) }
         }
     }
 
     /// Unended targets held in memory.
     public var heldCount: Int { targets.count }
-    /// Whether `token` is a target of the job that has not ended (fetched, in flight or waiting).
-    public func holds(_ token: String) -> Bool { targets[token] != nil }
+    /// The tokens of the targets that have not ended (fetched, in flight or waiting), in no
+    /// particular order.
+    public var heldTokens: [String] {
+        var tokens: [String] = []
+        tokens.reserveCapacity(targets.count)
+        targets.forEachLive { _, token, _ in tokens.append(token) }
+        return tokens
+    }
     /// Sends in flight.
     /// Every target of the audience has ended (sent, dead-lettered or expired).
-    public var isFinished: Bool { exhausted && targets.isEmpty && !fetchOutstanding }
+    public var isFinished: Bool { exhausted && targets.count == 0 && !fetchOutstanding }
 
     /// What to write now, in one commit, so that a restart resumes from here.
     ///
@@ -136,20 +145,21 @@ public struct FanOutJob: Sendable {
         advanceSettledCursor()
         var counted = counters
         var endedAfterCursor: [String] = []
-        for token in unsettled[unsettledHead...] {
-            if let target = targets[token] {
-                if !target.awaitsRetry { counted.targeted -= 1 }
+        for fetched in unsettled[unsettledHead...] {
+            if let target = fetched.target, targets.isLive(target) {
+                if !targets[target].awaitsRetry { counted.targeted -= 1 }
             } else {
-                endedAfterCursor.append(token)
+                endedAfterCursor.append(fetched.token)
             }
         }
         // A resumed job's tokens that ended before the restart and are not fetched again yet:
         // its counters hold them, so its progress must list them, or the next restart would
         // target them again (and count them twice).
-        endedAfterCursor += accountedAfterCursor.filter { targets[$0] == nil }.sorted()
+        endedAfterCursor += accountedAfterCursor.filter { !isResumedAndLive($0) }.sorted()
         var upserts: [FanOutCheckpoint.PendingTarget] = [], removals: [String] = []
-        for token in retryRowsChanged {
-            if let target = targets[token], target.awaitsRetry {
+        for (token, id) in retryRowsChanged {
+            if targets.isLive(id), targets[id].awaitsRetry {
+                let target = targets[id]
                 upserts.append(FanOutCheckpoint.PendingTarget(token: token, attempts: target.attempts,
                                                               notBeforeNanoseconds: target.notBefore?.nanoseconds))
                 retryRows.insert(token)
@@ -167,10 +177,11 @@ public struct FanOutJob: Sendable {
     /// job, saved as one key) resumes from it exactly as from the folded saves.
     public mutating func takeCheckpoint() -> FanOutCheckpoint {
         let progress = takeProgress()
-        let pending = targets.compactMap { token, target -> FanOutCheckpoint.PendingTarget? in
-            guard target.awaitsRetry else { return nil }
-            return FanOutCheckpoint.PendingTarget(token: token, attempts: target.attempts,
-                                                  notBeforeNanoseconds: target.notBefore?.nanoseconds)
+        var pending: [FanOutCheckpoint.PendingTarget] = []
+        targets.forEachLive { _, token, target in
+            guard target.awaitsRetry else { return }
+            pending.append(FanOutCheckpoint.PendingTarget(token: token, attempts: target.attempts,
+                                                          notBeforeNanoseconds: target.notBefore?.nanoseconds))
         }
         return FanOutCheckpoint(cursor: progress.cursor, counters: progress.counters, pending: pending.sorted { $0.token < $1.token },
                                 endedAfterCursor: progress.endedAfterCursor)
@@ -184,21 +195,21 @@ public struct FanOutJob: Sendable {
         if isExpired(at: now) {
             expireWaitingTargets()
         } else {
-            while let token = schedule.popDue(at: now) {
-                targets[token]?.notBefore = nil
-                ready.append(token)
+            while let target = schedule.popDue(at: now) {
+                guard targets.isLive(target) else { continue }
+                targets[target].notBefore = nil
+                ready.append(target)
             }
             var allowed = sendLimit
-            // One hash per send and per outcome: targets are reached by dictionary index.
-            while allowed > 0, inFlightCount < limits.maxInFlight, let token = popReady() {
-                guard let index = targets.index(forKey: token) else { continue }
+            while allowed > 0, inFlightCount < limits.maxInFlight, let target = popReady() {
+                guard targets.isLive(target) else { continue }
                 allowed -= 1
                 inFlightCount += 1
-                targets.values[index].isInFlight = true
-                targets.values[index].attempts += 1
-                let attempt = targets.values[index].attempts
-                if attempt + targets.values[index].handBacks > 1 { counters.retries += 1 }
-                actions.append(.send(token: token, attempt: attempt))
+                targets[target].isInFlight = true
+                targets[target].attempts += 1
+                let sending = targets[target]
+                if sending.attempts + sending.handBacks > 1 { counters.retries += 1 }
+                actions.append(.send(token: targets.token(of: target), attempt: sending.attempts, target: target))
             }
         }
         // A page is fetched when the ready queue runs short and the window has room for it:
@@ -239,56 +250,60 @@ public struct FanOutJob: Sendable {
         self.exhausted = exhausted
         let expired = isExpired(at: now)
         for token in tokens {
-            // Only a resumed job can meet a token it already holds or has accounted for: the
-            // audience moves forward, never back.
-            if !accountedAfterCursor.isEmpty, accountedAfterCursor.remove(token) != nil || targets[token] != nil {
+            // Only a resumed job can meet a token it has accounted for (ended before the restart,
+            // or resumed from a retry row): the audience moves forward, never back.
+            if !accountedAfterCursor.isEmpty, accountedAfterCursor.remove(token) != nil {
                 // Ended before the restart: not targeted again, but still ended after the cursor
-                // (saved as such) until the cursor passes it.
-                if targets[token] == nil { unsettled.append(token) }
+                // (saved as such) until the cursor passes it. A resumed target still held is
+                // saved by its retry row.
+                let isHeld = resumedTargets.removeValue(forKey: token).map(targets.isLive) ?? false
+                if !isHeld { unsettled.append(Fetched(token: token, target: nil)) }
                 continue
             }
             counters.targeted += 1
-            unsettled.append(token)
             if expired {
                 counters.expired += 1
+                unsettled.append(Fetched(token: token, target: nil))
             } else {
-                targets[token] = Target(attempts: 0, notBefore: nil)
-                ready.append(token)
+                let target = targets.insert(token, FanOutTarget(attempts: 0, notBefore: nil))
+                unsettled.append(Fetched(token: token, target: target))
+                ready.append(target)
             }
         }
     }
 
-    /// The send to `token` ended with `result`. Returns what to record (deactivation, dead letter);
-    /// call `nextSends` afterwards to fill the freed slot. Unknown tokens are ignored.
-    public mutating func outcome(token: String, result: PersonalOutcome, now: UnixTime) -> [Action] {
-        guard let index = targets.index(forKey: token), targets.values[index].isInFlight else { return [] }
-        targets.values[index].isInFlight = false
+    /// The send to `target` ended with `result`. Returns what to record (deactivation, dead
+    /// letter); call `nextSends` afterwards to fill the freed slot. A target not in flight (ended,
+    /// or never sent) is ignored.
+    public mutating func outcome(of target: TargetID, result: PersonalOutcome, now: UnixTime) -> [Action] {
+        guard targets.isLive(target), targets[target].isInFlight else { return [] }
+        targets[target].isInFlight = false
         inFlightCount -= 1
         if case .notProcessed = result {
             // APNs never saw this send: it was a hand-back, not an attempt.
-            targets.values[index].attempts -= 1
-            targets.values[index].handBacks += 1
+            targets[target].attempts -= 1
+            targets[target].handBacks += 1
         }
-        let target = targets.values[index]
-        switch policy.decide(result, attempt: target.attempts, handBacks: target.handBacks, using: &random) {
+        let held = targets[target]
+        switch policy.decide(result, attempt: held.attempts, handBacks: held.handBacks, using: &random) {
         case .sent:
-            end(at: index) { $0.sent += 1 }
+            end(target) { $0.sent += 1 }
             return []
         case .deactivate(let timestamp):
-            end(at: index) { $0.deadLettered += 1; $0.failedByReason[PersonalDeliveryPolicy.tokenDeadReason, default: 0] += 1 }
+            let token = end(target) { $0.deadLettered += 1; $0.failedByReason[PersonalDeliveryPolicy.tokenDeadReason, default: 0] += 1 }
             return [.deactivateToken(token, timestampMilliseconds: timestamp)]
         case .deadLetter(let reason):
-            end(at: index) { $0.deadLettered += 1; $0.failedByReason[reason, default: 0] += 1 }
+            let token = end(target) { $0.deadLettered += 1; $0.failedByReason[reason, default: 0] += 1 }
             return [.deadLetter(token: token, reason: reason)]
         case .retry(let delay):
             if isExpired(at: now) {
-                end(at: index) { $0.expired += 1 }
+                end(target) { $0.expired += 1 }
             } else {
                 let due = now + delay
-                targets.values[index].notBefore = due
-                targets.values[index].awaitsRetry = true
-                retryRowsChanged.insert(token)
-                schedule.insert(token, due: due)
+                targets[target].notBefore = due
+                targets[target].awaitsRetry = true
+                retryRowsChanged[targets.token(of: target)] = target
+                schedule.insert(target, due: due)
             }
             return []
         }
@@ -299,10 +314,18 @@ public struct FanOutJob: Sendable {
         return now >= expiration
     }
 
-    private mutating func end(at index: Dictionary<String, Target>.Index, _ count: (inout FanOutCounters) -> Void) {
-        let (token, target) = targets.remove(at: index)
-        if target.awaitsRetry { retryRowsChanged.insert(token) }
+    /// Ends `target`, counted by `count`; returns its token.
+    @discardableResult
+    private mutating func end(_ target: TargetID, _ count: (inout FanOutCounters) -> Void) -> String {
+        let (token, ended) = targets.remove(target)
+        if ended.awaitsRetry { retryRowsChanged[token] = target }
         count(&counters)
+        return token
+    }
+
+    /// Whether `token` is a target resumed from a retry row that has not ended.
+    private func isResumedAndLive(_ token: String) -> Bool {
+        resumedTargets[token].map(targets.isLive) ?? false
     }
 
     /// Fetched tokens from the first unsettled one on.
@@ -314,9 +337,9 @@ public struct FanOutJob: Sendable {
     /// Moves `settledCursor` past the fetched tokens that have ended or await a retry.
     private mutating func advanceSettledCursor() {
         while unsettledHead < unsettled.count {
-            let token = unsettled[unsettledHead]
-            if let target = targets[token], !target.awaitsRetry { break }
-            settledCursor = token
+            let fetched = unsettled[unsettledHead]
+            if let target = fetched.target, targets.isLive(target), !targets[target].awaitsRetry { break }
+            settledCursor = fetched.token
             unsettledHead += 1
         }
         if unsettledHead >= 1_024, unsettledHead * 2 >= unsettled.count {
@@ -325,23 +348,23 @@ public struct FanOutJob: Sendable {
         }
     }
 
-    private mutating func popReady() -> String? {
+    private mutating func popReady() -> TargetID? {
         guard readyHead < ready.count else { return nil }
-        let token = ready[readyHead]
+        let target = ready[readyHead]
         readyHead += 1
         if readyHead >= 1_024, readyHead * 2 >= ready.count {
             ready.removeFirst(readyHead)
             readyHead = 0
         }
-        return token
+        return target
     }
 
     /// After the expiration, every target not in flight ends as expired.
     private mutating func expireWaitingTargets() {
         var waiting = schedule.removeAll()
-        while let token = popReady() { waiting.append(token) }
-        for token in waiting {
-            if let index = targets.index(forKey: token) { end(at: index) { $0.expired += 1 } }
+        while let target = popReady() { waiting.append(target) }
+        for target in waiting where targets.isLive(target) {
+            end(target) { $0.expired += 1 }
         }
     }
 

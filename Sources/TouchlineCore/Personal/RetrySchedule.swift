@@ -1,13 +1,13 @@
-/// Tokens waiting for their back-off to pass, earliest first (a binary min-heap).
+/// Targets waiting for their back-off to pass, earliest first (a binary min-heap).
 struct RetrySchedule: Sendable {
-    private var heap: [(due: UnixTime, token: String)] = []
+    private var heap: [(due: UnixTime, target: FanOutJob.TargetID)] = []
 
     var isEmpty: Bool { heap.isEmpty }
     var count: Int { heap.count }
     var earliest: UnixTime? { heap.first?.due }
 
-    mutating func insert(_ token: String, due: UnixTime) {
-        heap.append((due, token))
+    mutating func insert(_ target: FanOutJob.TargetID, due: UnixTime) {
+        heap.append((due, target))
         var child = heap.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
@@ -17,8 +17,8 @@ struct RetrySchedule: Sendable {
         }
     }
 
-    /// Removes and returns the earliest token if it is due at `now`.
-    mutating func popDue(at now: UnixTime) -> String? {
+    /// Removes and returns the earliest target if it is due at `now`.
+    mutating func popDue(at now: UnixTime) -> FanOutJob.TargetID? {
         guard let first = heap.first, first.due <= now else { return nil }
         heap.swapAt(0, heap.count - 1)
         heap.removeLast()
@@ -32,12 +32,12 @@ struct RetrySchedule: Sendable {
             heap.swapAt(parent, smallest)
             parent = smallest
         }
-        return first.token
+        return first.target
     }
 
-    /// Empties the schedule, returning its tokens in no particular order.
-    mutating func removeAll() -> [String] {
+    /// Empties the schedule, returning its targets in no particular order.
+    mutating func removeAll() -> [FanOutJob.TargetID] {
         defer { heap.removeAll() }
-        return heap.map(\.token)
+        return heap.map(\.target)
     }
 }

@@ -2,22 +2,20 @@ import CSQLite
 import TouchlineCore
 import TouchlineRuntime
 
-/// The devices started into each APNs channel (`device_starts`): one row per channel and token,
-/// keyed by the channel's 64-bit FNV-1a key, the token's head (its first 16 hex digits, ordered
-/// as the tokens are) and the token's own FNV-1a key, about 28 bytes a start rather than the
-/// token's 100 to 200.
+/// The devices started into each APNs channel: each start is the channel's 64-bit FNV-1a key,
+/// the token's head (its first 16 hex digits, ordered as the tokens are) and the token's own
+/// FNV-1a key, 16 bytes a start beside the channel rather than the token's 100 to 200.
 ///
-/// The head is there for the writes. A kickoff starts its audience in token order, so with the
-/// head first a save's rows land after the channel's earlier ones, on a few pages; keyed by a
-/// hash alone, each save of thousands of starts touched pages all over the table (about ten
-/// times the CPU for a million starts, and the pages' copies in the log). Devices' tokens are
-/// random bytes, so their heads spread; tokens sharing a head (made up ones) fall back to the
-/// hash's order, as before. Two tokens of one channel share head and key with a chance of
-/// about n²/2^65 (one in 36 million for a million followers); the one that loses is left out
-/// of that start.
+/// A save's starts are written as one sorted run (`device_start_runs`, ``DeviceStartRun``). A
+/// kickoff starts its audience in token order, so a save's starts span a narrow range of heads,
+/// and a page of another kickoff's audience meets few runs. Devices' tokens are random bytes,
+/// so their heads spread; tokens sharing a head (made up ones) are told apart by the hash. Two
+/// tokens of one channel share head and key with a chance of about n²/2^65 (one in 36 million
+/// for a million followers); the one that loses is left out of that start.
 ///
-/// `generation_starts` (schema version 11) holds keys without the head. Written no more, it is
-/// still read and deleted with its channels, which end within a match.
+/// Rows written before an upgrade, one per start (`device_starts`, version 13) or keyed without
+/// the head (`generation_starts`, version 11), are still read and deleted with their channels,
+/// which end within a match; neither table is written any more.
 enum GenerationStartRows {
     /// The key of a channel id or a token (tokens lowercased, as the registry keeps them).
     static func key(_ text: String) -> Int64 {
@@ -33,20 +31,20 @@ enum GenerationStartRows {
         return Int64(bitPattern: value ^ (1 << 63))
     }
 
-    /// One statement for a save's starts (head and key of each as one JSON array), not one per
-    /// token: a statement's round trip through the wrapper costs more than SQLite's insert (bound
-    /// and stepped per row, a kickoff's gateway spent 2 to 7 µs more a push). The rows go in
-    /// ascending, so that they enter the table's key order in one pass.
+    /// A save's starts as one sorted run (``DeviceStartRun``), or several when it holds more than
+    /// a run takes. A start recorded twice is found all the same.
     static func record(_ tokens: [String], into channel: String, on db: SQLiteConnection) throws {
         guard !tokens.isEmpty else { return }
-        let rows = tokens.map { (head: head($0), key: key($0)) }.sorted { ($0.head, $0.key) < ($1.head, $1.key) }
-        try db.run("""
-            INSERT INTO device_starts (channel_key, token_head, token_key) SELECT ?1, value->>0, value->>1 FROM json_each(?2) WHERE true
-            ON CONFLICT DO NOTHING
-            """, [.integer(key(channel)), .text(pairsJSON(rows))])
+        let starts = tokens.map { (head: head($0), key: key($0)) }.sorted { ($0.head, $0.key) < ($1.head, $1.key) }
+        for first in stride(from: 0, to: starts.count, by: DeviceStartRun.maximumStarts) {
+            let run = starts[first..<min(first + DeviceStartRun.maximumStarts, starts.count)]
+            try db.run("INSERT INTO device_start_runs (channel_key, first_head, last_head, starts) VALUES (?, ?, ?, ?)",
+                       [.integer(key(channel)), .integer(run.first!.head), .integer(run.last!.head), .blob(DeviceStartRun.encode(run))])
+        }
     }
 
     static func forget(_ channel: String, on db: SQLiteConnection) throws {
+        try db.run("DELETE FROM device_start_runs WHERE channel_key = ?", [.integer(key(channel))])
         try db.run("DELETE FROM device_starts WHERE channel_key = ?", [.integer(key(channel))])
         try db.run("DELETE FROM generation_starts WHERE channel_key = ?", [.integer(key(channel))])
     }
@@ -115,29 +113,57 @@ extension SQLiteTokenReader {
     public func hasStarts(into channel: String) throws(StoreError) -> Bool {
         try StoreError.wrapping {
             try connection.query("""
-                SELECT EXISTS (SELECT 1 FROM device_starts WHERE channel_key = ?1) OR EXISTS (SELECT 1 FROM generation_starts WHERE channel_key = ?1)
+                SELECT EXISTS (SELECT 1 FROM device_start_runs WHERE channel_key = ?1)
+                    OR EXISTS (SELECT 1 FROM device_starts WHERE channel_key = ?1) OR EXISTS (SELECT 1 FROM generation_starts WHERE channel_key = ?1)
                 """, [.integer(GenerationStartRows.key(channel))]) { $0.int64(at: 0) != 0 }.first ?? false
         }
     }
 
-    /// Each token is looked up by its position in one JSON array of heads and keys, in the
-    /// record and in the version-11 one.
+    /// The runs whose heads overlap the tokens' are searched (``DeviceStartRun``); the rows of
+    /// versions 13 and 11, written before an upgrade, are looked up through one JSON array of
+    /// heads and keys, by position.
     public func startedTokens(among tokens: [String], into channel: String) throws(StoreError) -> Set<String> {
         guard !tokens.isEmpty else { return [] }
-        let pairs = GenerationStartRows.pairsJSON(tokens.map { (head: GenerationStartRows.head($0), key: GenerationStartRows.key($0)) })
+        let starts = tokens.map { (head: GenerationStartRows.head($0), key: GenerationStartRows.key($0)) }
+        let channelKey = GenerationStartRows.key(channel)
         return try StoreError.wrapping {
-            Set(try connection.query("""
-                SELECT j.key FROM json_each(?2) j
-                WHERE EXISTS (SELECT 1 FROM device_starts d WHERE d.channel_key = ?1 AND d.token_head = j.value->>0 AND d.token_key = j.value->>1)
-                    OR EXISTS (SELECT 1 FROM generation_starts g WHERE g.channel_key = ?1 AND g.token_key = j.value->>1)
-                """, [.integer(GenerationStartRows.key(channel)), .text(pairs)]) { row in
-                let index = Int(row.int64(at: 0))
-                guard tokens.indices.contains(index) else {
-                    throw SQLiteError(code: SQLITE_CORRUPT, message: "a started token's position \(index) is outside the \(tokens.count) asked about",
-                                      statement: nil)
-                }
-                return tokens[index]
-            })
+            var started = try startedInRuns(starts, tokens, channelKey: channelKey)
+            started.formUnion(try startedInRows(starts, tokens, channelKey: channelKey))
+            return started
         }
+    }
+
+    private func startedInRuns(_ starts: [DeviceStartRun.Start], _ tokens: [String], channelKey: Int64) throws -> Set<String> {
+        let heads = starts.map(\.head)
+        var started = Set<String>()
+        let statement = try connection.statement("""
+            SELECT starts FROM device_start_runs WHERE channel_key = ?1 AND first_head <= ?2 AND last_head >= ?3
+            """)
+        defer { statement.reset() }
+        try statement.bind([.integer(channelKey), .integer(heads.max()!), .integer(heads.min()!)])
+        while try statement.step() {
+            try statement.withBlob(at: 0) { run in
+                guard DeviceStartRun.isWellFormed(run) else {
+                    throw SQLiteError(code: SQLITE_CORRUPT, message: "a run of started devices is \(run.count) bytes, not whole starts", statement: nil)
+                }
+                for (index, start) in starts.enumerated() where DeviceStartRun.contains(start, in: run) { started.insert(tokens[index]) }
+            }
+        }
+        return started
+    }
+
+    private func startedInRows(_ starts: [DeviceStartRun.Start], _ tokens: [String], channelKey: Int64) throws -> Set<String> {
+        Set(try connection.query("""
+            SELECT j.key FROM json_each(?2) j
+            WHERE EXISTS (SELECT 1 FROM device_starts d WHERE d.channel_key = ?1 AND d.token_head = j.value->>0 AND d.token_key = j.value->>1)
+                OR EXISTS (SELECT 1 FROM generation_starts g WHERE g.channel_key = ?1 AND g.token_key = j.value->>1)
+            """, [.integer(channelKey), .text(GenerationStartRows.pairsJSON(starts))]) { row in
+            let index = Int(row.int64(at: 0))
+            guard tokens.indices.contains(index) else {
+                throw SQLiteError(code: SQLITE_CORRUPT, message: "a started token's position \(index) is outside the \(tokens.count) asked about",
+                                  statement: nil)
+            }
+            return tokens[index]
+        })
     }
 }

@@ -3,7 +3,7 @@ import TouchlineRuntime
 
 /// The store's tables, versioned with `PRAGMA user_version`. See docs/storage.md.
 enum SQLiteSchema {
-    static let version: Int64 = 13
+    static let version: Int64 = 14
 
     /// Version 1: channels and their event log.
     static let statements = """
@@ -221,6 +221,18 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         """
 
+    /// Version 14: each save's started devices as one sorted run (``DeviceStartRun``) rather than
+    /// a row each; version 13's rows are read and emptied, no longer written.
+    static let deviceStartRunStatements = """
+        CREATE TABLE IF NOT EXISTS device_start_runs (
+            channel_key INTEGER NOT NULL,
+            first_head  INTEGER NOT NULL,
+            last_head   INTEGER NOT NULL,
+            starts      BLOB NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS device_start_runs_by_channel ON device_start_runs (channel_key, first_head, last_head);
+        """
+
     /// What each version adds, applied in order from the database's version.
     static let steps: [(version: Int64, statements: String)] = [(1, statements), (2, tokenStatements), (3, resumeStatements),
                                                                  (4, probeStatements), (5, webhookStatements),
@@ -228,7 +240,7 @@ enum SQLiteSchema {
                                                                  (7, registryLogStatements), (8, scheduledStartStatements),
                                                                  (9, tokenAppStatements), (10, jobAppStatements),
                                                                  (11, generationStartStatements), (12, userDirectoryStatements),
-                                                                 (13, deviceStartStatements)]
+                                                                 (13, deviceStartStatements), (14, deviceStartRunStatements)]
 
     /// Creates the tables in a fresh database or adds those of later versions to an older one;
     /// refuses one written by a newer version.

@@ -190,7 +190,7 @@ func personalJob(_ id: String) -> PersonalJobRecord {
         defer { writer.close() }
         try await writer.submit([.registerToken(TokenRecord(token: "01", kind: .pushToStart, registeredAt: t0))])
         let version = try SQLiteConnection(path: path).query("PRAGMA user_version") { $0.int64(at: 0) }
-        #expect(version == [13], "migrated to the newest schema (13: the starts keyed in token order)")
+        #expect(version == [14], "migrated to the newest schema (14: the starts recorded a run a save)")
         #expect(try SQLiteChannelReader(path: path).channel(id: "m1") != nil)
         #expect(try SQLiteTokenReader(path: path).token("01") != nil)
     }
@@ -230,7 +230,7 @@ extension StoreWriter {
         try await writer.submit([.recordStarts(channel: "gen-1", tokens: ["ab01"])])
         let reader = try SQLiteTokenReader(path: path)
         defer { reader.close() }
-        #expect(try SQLiteConnection(path: path).query("PRAGMA user_version") { $0.int64(at: 0) } == [13])
+        #expect(try SQLiteConnection(path: path).query("PRAGMA user_version") { $0.int64(at: 0) } == [14])
         #expect(try reader.job(id: "job-1") != nil)
         #expect(try reader.startedTokens(among: ["ab01", "ab02"], into: "gen-1") == ["ab01"])
     }

@@ -71,9 +71,11 @@ import TouchlineRuntime
         #expect(try reader.startedTokens(among: all, into: "gen-2") == [all[0]], "another channel's starts stay")
     }
 
-    /// A version-12 file's starts, keyed without the head, are still found after the upgrade,
-    /// beside those recorded since, and forgotten with their channel.
-    @Test func aVersionTwelveFilesStartsAreStillFound() async throws {
+    /// An earlier version's starts are still found after the upgrade, beside the runs recorded
+    /// since, and forgotten with their channel: version 12's keyed without the head, version
+    /// 13's a row each.
+    @Test(arguments: [12, 13])
+    func anEarlierVersionsStartsAreStillFound(version: Int) async throws {
         let dir = TemporaryDirectory()
         let path = dir.file("registry.sqlite")
         let before = "ab" + String(repeating: "01", count: 31)
@@ -82,38 +84,15 @@ import TouchlineRuntime
             let writer = try StoreWriter(path: path)
             writer.close()
             let old = try SQLiteConnection(path: path)
-            try old.execute("DROP TABLE device_starts; PRAGMA user_version = 12")
-            try old.run("INSERT INTO generation_starts (channel_key, token_key) VALUES (?, ?)",
-                        [.integer(Self.referenceKey("gen-1")), .integer(Self.referenceKey(before))])
-            old.close()
-        }
-        let writer = try StoreWriter(path: path)
-        defer { writer.close() }
-        try await writer.submit([.recordStarts(channel: "gen-1", tokens: [since])])
-        let reader = try SQLiteTokenReader(path: path)
-        defer { reader.close() }
-        #expect(try SQLiteConnection(path: path).query("PRAGMA user_version") { $0.int64(at: 0) } == [14])
-        #expect(try reader.startedTokens(among: [before, since, "ef" + before], into: "gen-1") == [before, since])
-
-        try await writer.submit([.forgetStarts(channel: "gen-1")])
-        #expect(try !reader.hasStarts(into: "gen-1"))
-        #expect(try reader.startedTokens(among: [before, since], into: "gen-1").isEmpty)
-    }
-
-    /// A version-13 file's starts, a row each, are still found after the upgrade beside the runs
-    /// recorded since, and forgotten with their channel.
-    @Test func aVersionThirteenFilesStartsAreStillFound() async throws {
-        let dir = TemporaryDirectory()
-        let path = dir.file("registry.sqlite")
-        let before = "ab" + String(repeating: "01", count: 31)
-        let since = "cd" + String(repeating: "02", count: 31)
-        do {
-            let writer = try StoreWriter(path: path)
-            writer.close()
-            let old = try SQLiteConnection(path: path)
-            try old.execute("DROP TABLE device_start_runs; PRAGMA user_version = 13")
-            try old.run("INSERT INTO device_starts (channel_key, token_head, token_key) VALUES (?, ?, ?)",
-                        [.integer(Self.referenceKey("gen-1")), .integer(Self.head(before)), .integer(Self.referenceKey(before))])
+            if version == 12 {
+                try old.execute("DROP TABLE device_start_runs; DROP TABLE device_starts; PRAGMA user_version = 12")
+                try old.run("INSERT INTO generation_starts (channel_key, token_key) VALUES (?, ?)",
+                            [.integer(Self.referenceKey("gen-1")), .integer(Self.referenceKey(before))])
+            } else {
+                try old.execute("DROP TABLE device_start_runs; PRAGMA user_version = 13")
+                try old.run("INSERT INTO device_starts (channel_key, token_head, token_key) VALUES (?, ?, ?)",
+                            [.integer(Self.referenceKey("gen-1")), .integer(Self.head(before)), .integer(Self.referenceKey(before))])
+            }
             old.close()
         }
         let writer = try StoreWriter(path: path)

@@ -85,6 +85,7 @@ public struct FanOutJob: Sendable {
     private var targets = FanOutTargets()
     private var ready: [TargetID] = []
     private var readyHead = 0
+    /// Sends in flight.
     public private(set) var inFlightCount = 0
     private var schedule = RetrySchedule()
     private var armedTimer: UnixTime?
@@ -131,7 +132,6 @@ public struct FanOutJob: Sendable {
         targets.forEachLive { _, token, _ in tokens.append(token) }
         return tokens
     }
-    /// Sends in flight.
     /// Every target of the audience has ended (sent, dead-lettered or expired).
     public var isFinished: Bool { exhausted && targets.count == 0 && !fetchOutstanding }
 

@@ -478,7 +478,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
             log.error("reading which devices were started into the channel failed; this page is not narrowed", job: running.id, error: error)
             stored = []
         }
-        // Built once a page, only while another kickoff into the channel runs or awaits its last save.
+        // Built once a page; empty unless another kickoff into the channel runs or awaits its last save.
         var startedOrHeldByOthers = Set((others + finishedUnsaved.values.filter { $0.startsChannel == channel }).flatMap(\.startsNotStored))
         for other in others { startedOrHeldByOthers.formUnion(other.job.heldTokens) }
         let kept = tokens.filter { token in !stored.contains(token) && !startedOrHeldByOthers.contains(token) }

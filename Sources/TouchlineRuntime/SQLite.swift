@@ -249,7 +249,6 @@ public final class SQLiteStatement {
         return String(decoding: UnsafeRawBufferPointer(start: chars, count: count), as: UTF8.self)
     }
 
-    /// The column as bytes, or nil when it is NULL (an empty blob gives `[]`).
     /// Calls `body` with column `column`'s bytes where SQLite holds them (no copy; valid only
     /// within `body`, empty for NULL or an empty blob).
     public func withBlob<R>(at column: Int32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -258,6 +257,7 @@ public final class SQLiteStatement {
         return try body(UnsafeRawBufferPointer(start: count > 0 ? base : nil, count: count))
     }
 
+    /// The column as bytes, or nil when it is NULL (an empty blob gives `[]`).
     public func blob(at column: Int32) -> [UInt8]? {
         if isNull(at: column) { return nil }
         let count = Int(sqlite3_column_bytes(raw, column))

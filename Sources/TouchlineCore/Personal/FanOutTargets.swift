@@ -30,12 +30,12 @@ struct FanOutTargets: Sendable {
 
     private var slots: [Slot] = []
     private var freeSlots: [Int32] = []
-    /// Live targets.
-    private(set) var count = 0
+
+    /// Live targets: every slot but the free ones.
+    var count: Int { slots.count - freeSlots.count }
 
     /// Holds `target` for `token` and names it.
     mutating func insert(_ token: String, _ target: FanOutTarget) -> FanOutJob.TargetID {
-        count += 1
         if let slot = freeSlots.popLast() {
             let index = Int(slot)
             slots[index].token = token
@@ -81,7 +81,6 @@ struct FanOutTargets: Sendable {
         slots[index].token = ""
         slots[index].generation &+= 1
         freeSlots.append(id.slot)
-        count -= 1
         return ended
     }
 

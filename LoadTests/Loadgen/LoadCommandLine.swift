@@ -53,6 +53,11 @@ enum LoadCommandLine {
                                       + "partitions was pushed again (default 20)")
         static let pauses = number("--pauses", "SIGSTOP of a gateway of the failover pair, timed the same way (default 20)")
         static let leaseTTL = number("--lease-ttl-ms", "the failover pair's lease TTL in milliseconds (default 1500)")
+        static let registryTokens = number("--registry-tokens", "tokens of the partitioned registry's part, registry-scale-out's "
+                                               + "figures (default 200000)")
+        static let kickoffTokens = number("--kickoff-tokens", "push-to-start tokens of the kickoff fan-out's part, kickoff-storm's "
+                                              + "figures (default 1000000)")
+        static let kickoffRounds = number("--kickoff-rounds", "rounds of the kickoff fan-out's part (default 1)")
     }
 
     enum RegistryOptions {
@@ -126,9 +131,11 @@ enum LoadCommandLine {
                      [Exports.events, Exports.concurrent]),
             scenario("scale-out", "two gateways on a three-node NATS JetStream cluster: durable ingest against the cluster's own "
                          + "ceiling (a plain publisher, same messages), ingest->APNs, CPU per event against SQLite, failover over kills "
-                         + "and pauses (not part of standard)",
+                         + "and pauses; then registry-scale-out and kickoff-storm, so that one run checks every figure of the "
+                         + "cluster's cost (not part of standard)",
                      [ScaleOutOptions.channels, ScaleOutOptions.partitions, ScaleOutOptions.seconds, ScaleOutOptions.kills,
-                      ScaleOutOptions.pauses, ScaleOutOptions.leaseTTL]),
+                      ScaleOutOptions.pauses, ScaleOutOptions.leaseTTL, ScaleOutOptions.registryTokens, ScaleOutOptions.kickoffTokens,
+                      ScaleOutOptions.kickoffRounds]),
             scenario("token-registry", "the shared token registry of a cluster at 10 million tokens: registrations through the "
                          + "cluster against one SQLite file, the NATS servers' memory and disk per token against one subject per "
                          + "token, a new gateway's copy and its audience scans (not part of standard)",

@@ -79,6 +79,10 @@ struct LoadRequest {
                 scaleOut.burstSeconds = Double(seconds)
                 scaleOut.latencySeconds = scaleOut.burstSeconds
             }
+            // The registry's and the kickoff's parts of the run (main.swift), otherwise with their defaults.
+            registryScaleOut.tokens = try positive(Line.ScaleOutOptions.registryTokens) ?? registryScaleOut.tokens
+            storm.tokens = try positive(Line.ScaleOutOptions.kickoffTokens) ?? storm.tokens
+            storm.rounds = try positive(Line.ScaleOutOptions.kickoffRounds) ?? 1
         case "token-registry":
             registry.tokens = try positive(Line.RegistryOptions.tokens) ?? registry.tokens
             registry.sampleTokens = try positive(Line.RegistryOptions.sample) ?? registry.sampleTokens

@@ -33,7 +33,14 @@ case "ingest-burst": await run.finish([{ try IngestBurst(options: burst, setting
 case "client-ceiling": await run.finish([{ try await ClientCeiling(options: ceiling, settings: settings).run() }])
 case "merge-patch": await run.finish([{ try MergePatchCost(options: MergePatchCost.Options()).run() }])
 case "soak": await run.finish([{ try Soak(options: soak, settings: settings).run() }])
-case "scale-out": await run.finish([{ try await ScaleOut(options: request.scaleOut, settings: settings).run() }])
+case "scale-out":
+    // Every figure of the cluster's cost in one run (issue 34): the cluster's own, then the
+    // partitioned registry's, then the kickoff fan-out's, each a scenario of the report.
+    await run.finish([
+        { try await ScaleOut(options: request.scaleOut, settings: settings).run() },
+        { try await RegistryScaleOut(options: request.registryScaleOut, settings: settings).run() },
+        { try KickoffStorm(options: storm, settings: settings).run() },
+    ])
 case "token-registry": await run.finish([{ try await TokenRegistryScale(options: request.registry).run() }])
 case "registry-partitions": await run.finish([{ try await RegistryPartitionsScale(options: request.registryPartitions).run() }])
 case "registry-scale-out": await run.finish([{ try await RegistryScaleOut(options: request.registryScaleOut, settings: settings).run() }])

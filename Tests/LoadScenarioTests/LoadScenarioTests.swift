@@ -117,14 +117,19 @@ import TestSlots
         #expect(result.output.contains("soak: kill 1 at") && result.output.contains("results: "))
     }
 
-    /// Two gateways on a three-node NATS cluster, their ceiling, and a SQLite gateway, in one run.
+    /// Two gateways on a three-node NATS cluster, their ceiling, and a SQLite gateway, then the
+    /// partitioned registry and the kickoff fan-out, in one run: every figure of issue 34 checked.
     @Test(.heavy(weight: 3, long: true), .enabled(if: (try? NATSServerExecutable.current.get()) != nil, "needs nats-server"))
     func aSmallScaleOutRunMeasuresTheClusterAgainstItsCeilingAndSQLite() async throws {
         let root = NSTemporaryDirectory() + "load-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let result = try await run(["scale-out", "--channels", "16", "--partitions", "4", "--seconds", "2", "--kills", "1", "--pauses", "1", "--results", root])
+        let result = try await run(["scale-out", "--channels", "16", "--partitions", "4", "--seconds", "2", "--kills", "1", "--pauses", "1",
+                                    "--registry-tokens", "2000", "--kickoff-tokens", "3000", "--results", root])
         #expect(result.status == 0, "\(result.errors)")
-        let scenario = try #require(try report(under: root).scenarios.first)
+        let report = try report(under: root)
+        #expect(report.scenarios.map(\.name) == ["scale-out", "registry-scale-out", "kickoff-storm"])
+        try checkRegistryAndKickoffParts(of: report)
+        let scenario = try #require(report.scenarios.first)
         for name in ["durable ingest, 2 gateways on JetStream", "durable ingest, 2 gateways on JetStream, each batch to its owner",
                      "cluster ceiling (plain publisher, same messages)", "durable ingest, 1 gateway on SQLite"] {
             let figure = scenario.throughputs.first { $0.name == name }
@@ -149,6 +154,20 @@ import TestSlots
         #expect(scenario.checks.first { $0.name == "acknowledged events lost in the failovers" }?.measured == 0, "\(scenario.checks)")
         #expect(scenario.checks.contains { $0.name == "failover p99, kills and pauses (ms)" && $0.measured > 0 })
         #expect(scenario.processes.contains { $0.name == "NATS n1" } && scenario.processes.contains { $0.name == "gateway 2" })
+    }
+
+    /// The scale-out run's registry part (item 2's four figures, each measured) and its kickoff
+    /// part (item 1's rates against h2load).
+    private func checkRegistryAndKickoffParts(of report: BenchmarkReport) throws {
+        let registry = try #require(report.scenarios.first { $0.name == "registry-scale-out" })
+        #expect(registry.checks.map(\.name) == ["registrations two gateways take in one's time, by CPU",
+                                                "a replaced gateway serving its share of the registry (s)",
+                                                "peak memory per gateway of two / the whole copy's", "data per gateway of two / the whole copy's"])
+        for check in registry.checks { #expect(check.measured > 0, "\(check.name) = \(check.measured)") }
+        let kickoff = try #require(report.scenarios.first { $0.name == "kickoff-storm" })
+        for name in ["kickoff fan-out / h2load", "kickoff fan-out during the matches / h2load"] {
+            #expect((kickoff.checks.first { $0.name == name }?.measured ?? 0) > 0, "\(name): \(kickoff.checks)")
+        }
     }
 
     /// A small export-memory run: both phases measured, every export whole (the memory budget

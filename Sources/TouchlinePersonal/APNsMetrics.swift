@@ -21,6 +21,9 @@ package final class APNsMetrics: @unchecked Sendable {
     /// Counted by a key cheap to hash (no label text is made or hashed per answer: this runs on
     /// every push); the labels are written when a snapshot is taken.
     private var answers: [AnswerKey: Int] = [:]
+    /// The push pool's 200s, the answer to nearly every push, counted apart from `answers`:
+    /// no key is hashed for them.
+    private var pushesAccepted = 0
     private var pushResponseTimes = Histogram()
     private var managementResponseTimes = Histogram()
     /// Told each answer that rejects the gateway's credentials (reason, pool): the webhook event.
@@ -49,6 +52,10 @@ package final class APNsMetrics: @unchecked Sendable {
         let management = exchange.endpoint == .channelManagement && managementPool != nil
         let key: AnswerKey
         switch exchange.outcome {
+        case .answered(200, nil) where !management:
+            pushesAccepted += 1
+            pushResponseTimes.observe(exchange.duration.inSeconds)
+            return
         case .answered(let status, let reason):
             key = AnswerKey(management: management, status: status, reason: reason)
             if status == 403, let reason, Self.credentialReasons.contains(reason) { credentialsRejected?(reason, poolLabel(management: management)) }
@@ -76,7 +83,9 @@ package final class APNsMetrics: @unchecked Sendable {
         if let managementPool, let stats = apns.poolStats(.management) { pools.append(.init(app: app, name: managementPool, stats: stats)) }
         let token = apns.credentialFigures()
         var responses: [APNsSnapshot.ResponseKey: Int] = [:]
-        for (answer, count) in answers {
+        var counted = answers
+        if pushesAccepted > 0 { counted[AnswerKey(management: false, status: 200, reason: nil), default: 0] += pushesAccepted }
+        for (answer, count) in counted {
             let key = APNsSnapshot.ResponseKey(pool: poolLabel(management: answer.management), status: answer.status.map { String($0) } ?? "none",
                                                reason: answer.reason ?? "")
             responses[key, default: 0] += count

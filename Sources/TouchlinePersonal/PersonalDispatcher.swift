@@ -501,7 +501,10 @@ package final class PersonalDispatcher: @unchecked Sendable {
             case .success:
                 if let channel = running.startsChannel {
                     running.started(token)
-                    channelsStartedInto.insert(channel)
+                    if !running.hasNotedAStart {
+                        running.hasNotedAStart = true
+                        channelsStartedInto.insert(channel)
+                    }
                 }
             case .failure(let error): log.debug("APNs push failed", job: running.id, apnsID: error.requestID, token: RedactedToken(token), error: error)
             }

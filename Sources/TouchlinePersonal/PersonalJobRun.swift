@@ -100,6 +100,9 @@ package final class PersonalJobRun: @unchecked Sendable {
     /// it ran or had run here (then only this job starts devices into it, and its audience holds
     /// each device once); set again when another start into the channel begins beside it.
     var mayMeetRecordedStarts = true
+    /// Whether a device was started by this run and its channel noted as started into (once per
+    /// run, not per start: the set of such channels is hashed by channel id).
+    var hasNotedAStart = false
 
     /// A start into a channel: each device is started into it at most once (docs/personal-pushes.md,
     /// "One start per device and generation"); the channel, for a kickoff's starts.

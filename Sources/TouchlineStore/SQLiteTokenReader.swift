@@ -58,25 +58,14 @@ public final class SQLiteTokenReader: TokenRegistryReader, PersonalJobReader, @u
 
     /// The next `limit` active push-to-start tokens following `follow`, in token order after
     /// `cursor` (nil to start): pass the last token of a page as the next cursor; an empty
-    /// page is the end. Walks the `(follow, token)` key, so each page costs O(limit).
-    /// `environment` keeps only tokens of that APNs environment (nil: any); only tokens of `app` count.
+    /// page is the end. Walks the `(follow, token)` key, so each page costs O(limit)
+    /// (``FollowerPageRead``). `environment` keeps only tokens of that APNs environment (nil:
+    /// any); only tokens of `app` count.
     public func pushToStartTokens(following follow: String, app: String = AppChannelID.defaultApp, after cursor: String?, limit: Int,
                                   environment: TokenEnvironment? = nil) throws(StoreError) -> [TokenTarget] {
         try StoreError.wrapping {
-            try connection.query("""
-                SELECT t.token, t.environment FROM token_follows f JOIN tokens t ON t.token = f.token
-                WHERE f.follow = ?1 AND f.token > ?2 AND t.kind = 'pushToStart' AND t.active = 1
-                    AND (?4 IS NULL OR t.environment = ?4) AND t.app = ?5
-                ORDER BY f.token LIMIT ?3
-                """, [.text(follow), .text(cursor ?? ""), .integer(Int64(limit)), environment.map { .text($0.rawValue) } ?? .null,
-                      .text(app)]) { row in
-                let token = row.text(at: 0) ?? ""
-                guard let environment = row.text(at: 1).flatMap(TokenEnvironment.init(rawValue:)) else {
-                    throw SQLiteError(code: SQLITE_CORRUPT, message: "token \(TokenRows.redacted(token)) has an unreadable environment",
-                                      statement: nil)
-                }
-                return TokenTarget(token: token, environment: environment)
-            }
+            var read = FollowerPageRead(connection: connection, follow: follow, app: app, environment: environment)
+            return try read.targets(after: cursor, limit: limit)
         }
     }
 

@@ -65,6 +65,9 @@ public final class NATSConnection: MessagingClient, @unchecked Sendable {
         try NATSError.check(status, "publish to \(subject)")
     }
 
+    /// Bytes published but still in the client's buffer, not yet written to the socket.
+    public var bufferedBytes: Int { Int(natsConnection_Buffered(handle)) }
+
     /// Core NATS: every message on `subject` (``NATSSubscription/subscribe(_:to:queue:loop:handler:)``).
     public func subscribe(to subject: String, queue: String?, loop: EventLoop,
                           handler: @escaping @Sendable (NATSMessage) -> Void) throws(NATSError) -> any MessageSubscription {
@@ -118,6 +121,7 @@ public final class NATSConnection: MessagingClient, @unchecked Sendable {
         try NATSError.check(natsOptions_SetMaxPingsOut(options, Int32(settings.maxPingsOut)), "NATS pings out")
         try NATSError.check(natsOptions_SetFailRequestsOnDisconnect(options, true), "NATS request failure on disconnect")
         try NATSError.check(natsOptions_SetReconnectBufSize(options, Int32(NATSSettings.reconnectBufferBytes)), "NATS reconnect buffer")
+        try NATSError.check(natsOptions_SetSendAsap(options, settings.sendsAtOnce), "NATS sends at once")
         switch settings.authentication {
         case .none: break
         case .token(let token):

@@ -49,6 +49,13 @@ public struct NATSSettings: Sendable, Equatable {
     public var requestTimeout: Duration
     /// Publishes that may await their acknowledgement at once (the client stalls beyond).
     public var maximumPendingPublishes: Int
+    /// Whether each publish is written to the socket by the call that makes it. Otherwise the
+    /// client's flusher thread writes it, and libnats 3.4's flusher holds every write for a
+    /// millisecond to gather more: a gateway's log write waits on the cluster's answer before
+    /// its push leaves, so that millisecond lay on every event's path (and on a forwarded
+    /// event's twice, the request and the owner's write). A publisher after throughput alone
+    /// (the benchmark's ceiling, thousands of publishes in flight) leaves it off.
+    public var sendsAtOnce: Bool
 
     /// What the client holds of publishes made while it reconnects (its default is 8 MiB): one
     /// largest message and a little more. Beyond it a publish fails at once and its writer tries
@@ -59,7 +66,7 @@ public struct NATSSettings: Sendable, Equatable {
     public init(servers: [String], name: String, authentication: Authentication = .none, tls: TLS? = nil,
                 connectTimeout: Duration = .seconds(2), reconnectWait: Duration = .milliseconds(250),
                 pingInterval: Duration = .seconds(2), maxPingsOut: Int = 2, requestTimeout: Duration = .seconds(5),
-                maximumPendingPublishes: Int = 4_000) {
+                maximumPendingPublishes: Int = 4_000, sendsAtOnce: Bool = true) {
         self.servers = servers
         self.name = name
         self.authentication = authentication
@@ -70,6 +77,7 @@ public struct NATSSettings: Sendable, Equatable {
         self.maxPingsOut = maxPingsOut
         self.requestTimeout = requestTimeout
         self.maximumPendingPublishes = maximumPendingPublishes
+        self.sendsAtOnce = sendsAtOnce
     }
 }
 

@@ -172,6 +172,19 @@ struct JetStreamTests {
         #expect(String(decoding: answer.payload, as: UTF8.self) == "ok:batch")
         withExtendedLifetime((server, replies)) {}
     }
+
+    /// A gateway's publish is on the wire when the call returns: libnats' flusher would hold it
+    /// for a millisecond first, on every event's path to APNs.
+    @Test func aPublishIsWrittenToTheSocketByTheCallThatMakesIt() async throws {
+        let cluster = try await NATSCluster.start(size: 1)
+        let client = try await Client.connect(to: cluster)
+        try client.connection.flush(timeout: .seconds(5))
+        for index in 0..<50 {
+            try client.connection.publish(Array("event \(index)".utf8), to: "events.m1", reply: nil)
+            let buffered = client.connection.bufferedBytes
+            #expect(buffered == 0, "publish \(index) left \(buffered) bytes in the client's buffer")
+        }
+    }
 }
 
 /// A connection and JetStream context on a loop of their own, with async helpers.

@@ -26,7 +26,8 @@ struct JetStreamPublishCeiling {
     func run(on cluster: NATSCluster) throws -> Outcome {
         let loop = EventLoop.start(name: "ceiling-publisher")
         defer { loop.stopAndWait() }
-        let connection = try NATSConnection.connect(NATSSettings(servers: cluster.urls, name: "ceiling", maximumPendingPublishes: window * 2),
+        let connection = try NATSConnection.connect(NATSSettings(servers: cluster.urls, name: "ceiling", maximumPendingPublishes: window * 2,
+                                                                             sendsAtOnce: false),
                                                     loop: loop, events: { _ in })
         defer { connection.close() }
         let jetStream = try JetStream(connection)

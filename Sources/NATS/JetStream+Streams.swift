@@ -123,6 +123,15 @@ extension JetStream {
         return Self.state(of: info!)
     }
 
+    /// Deletes `name` and everything it holds on every replica; blocking. A stream that does not
+    /// exist is no error.
+    public func deleteStream(_ name: String) throws(NATSError) {
+        var code = jsErrCode(0)
+        let status = js_DeleteStream(context, name, nil, &code)
+        if status == NATS_NOT_FOUND || code == JSStreamNotFoundErr { return }
+        try NATSError.check(status, jetStreamCode: code, "delete stream \(name)")
+    }
+
     /// How many messages `stream` holds on `subject` (0 when none, or the stream does not
     /// exist); blocking.
     public func messageCount(stream: String, subject: String) throws(NATSError) -> UInt64 {

@@ -173,6 +173,20 @@ struct JetStreamTests {
         withExtendedLifetime((server, replies)) {}
     }
 
+    /// The benchmark's ceiling publisher removes its streams so that the phases after it measure
+    /// a cluster without them.
+    @Test func aDeletedStreamIsGoneAndDeletingAMissingOneIsNoError() async throws {
+        let cluster = try await NATSCluster.start(size: 1)
+        let client = try await Client.connect(to: cluster)
+        try client.jetStream.ensureStreamPatiently(.init(name: "GONE", subjects: ["gone.>"], replicas: 1))
+        _ = try await client.publishOnceTheStreamHears(Array("goal".utf8), to: "gone.m1").get()
+        #expect(try client.jetStream.streamState("GONE")?.messages == 1)
+
+        try client.jetStream.deleteStream("GONE")
+        #expect(try client.jetStream.streamState("GONE") == nil)
+        try client.jetStream.deleteStream("GONE")
+    }
+
     /// A gateway's publish is on the wire when the call returns: libnats' flusher would hold it
     /// for a millisecond first, on every event's path to APNs.
     @Test func aPublishIsWrittenToTheSocketByTheCallThatMakesIt() async throws {

@@ -66,6 +66,9 @@ struct JetStreamPublishCeiling {
         done.wait()
         let elapsed = Double(monotonicNanoseconds() - start) / 1e9
         let outcome = state.withLock { $0 }
+        // The streams go with the measure: what they hold (and the servers' caches of it) is
+        // no part of the cluster the phases after this one measure.
+        for partition in 0..<partitions { try jetStream.deleteStream("CEILING_\(partition)") }
         if let failure = outcome.failure { throw LoadError("the ceiling publisher's publish failed: \(failure)") }
         return Outcome(messages: outcome.acknowledged, seconds: elapsed)
     }

@@ -145,6 +145,12 @@ import TestSlots
         for row in perEvent.rows where row[0] != "SQLite (1 gateway)" { #expect((Double(row[2]) ?? 0) > 0, "\(row)") }
         #expect(scenario.checks.contains { $0.name == "ingest→APNs p99, cluster / one SQLite gateway" && $0.measured > 0 })
         #expect((scenario.latencies.first { $0.name == "ingest→APNs, paced events, one gateway on SQLite" }?.summary.count ?? 0) > 0)
+        // Each paced phase's warm-up second is reported apart, on both backends; the measured
+        // events alone were broadcast (the check above counts the mock's pushes against them).
+        for backend in ["cluster", "SQLite"] {
+            let warmUp = scenario.latencies.first { $0.name == "event sent → 202, warm-up second after the idle, \(backend)" }
+            #expect((warmUp?.summary.count ?? 0) > 0, "\(backend): \(String(describing: warmUp))")
+        }
         // One kill and one pause, each timed to the moved channels' first pushes; nothing acknowledged lost.
         let failover = scenario.latencies.first { $0.name == "failover: kill or pause → every moved channel's first push" }
         #expect(failover?.summary.count == 2 && (failover?.summary.p50 ?? 0) > 0, "\(String(describing: failover))")

@@ -36,7 +36,9 @@ struct ClusterPartitionReleaseTests {
         var shares: [(held: Int, served: [Int])] = []
         try await eventually("each gateway holds the channels of the partitions it serves, and nothing more") {
             shares = try [Self.held(by: first, named: "g1"), Self.held(by: second, named: "g2")]
-            guard shares.allSatisfy({ !$0.served.isEmpty }) else { return false }
+            // Every partition served again: while one is handed over, neither gateway holds it.
+            guard shares.allSatisfy({ !$0.served.isEmpty }),
+                  Set(shares.flatMap(\.served)).count == ClusterGatewayTests.partitions else { return false }
             return shares.allSatisfy { share in share.held == channels.count { share.served.contains(Self.partitioning.partition(of: $0)) } }
         }
         #expect(shares[0].held < channels.count && shares[0].held + shares[1].held == channels.count, "\(shares)")

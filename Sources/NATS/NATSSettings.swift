@@ -53,8 +53,10 @@ public struct NATSSettings: Sendable, Equatable {
     /// client's flusher thread writes it, and libnats 3.4's flusher holds every write for a
     /// millisecond to gather more: a gateway's log write waits on the cluster's answer before
     /// its push leaves, so that millisecond lay on every event's path (and on a forwarded
-    /// event's twice, the request and the owner's write). A publisher after throughput alone
-    /// (the benchmark's ceiling, thousands of publishes in flight) leaves it off.
+    /// event's twice, the request and the owner's write). A socket the server does not drain
+    /// blocks the publishing call either way (the client's buffer, once full, is written
+    /// by the call too). A publisher after throughput alone (the benchmark's ceiling, thousands
+    /// of publishes in flight) leaves it off.
     public var sendsAtOnce: Bool
 
     /// What the client holds of publishes made while it reconnects (its default is 8 MiB): one

@@ -247,7 +247,8 @@ struct ScaleOut {
     /// before leave each partition log's last message block idle for longer than the NATS
     /// servers keep it in memory (10 s), and the first write to each then reads it back on
     /// every replica, a cost of the idle, not of the steady latency this phase measures
-    /// (docs/benchmarks.md, "The first write after an idle"). The SQLite gateway gets the same.
+    /// (docs/benchmarks.md, "The client's flusher, and the first write after an idle"). The SQLite
+    /// gateway gets the same.
     private func paced(_ channels: [String], through gateway: GatewayTarget, label: String, stage: LoadStage,
                        timeline: inout ScenarioTimeline) async throws -> PacedPhase {
         try await Task.sleep(for: .seconds(3))

@@ -15,6 +15,7 @@ extension InMemoryNATSCluster.Server {
         guard let name = stream(storing: subject) else { return .failure(.noResponders(operation: operation)) }
         let failure = publishFailure
         if failure != nil {
+            failedPublishes += 1
             publishFailuresLeft -= 1
             if publishFailuresLeft <= 0 { publishFailure = nil }
         }

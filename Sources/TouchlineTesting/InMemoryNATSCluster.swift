@@ -77,6 +77,10 @@ public final class InMemoryNATSCluster: Sendable {
         state.withLock { $0.publishFailure = failure; $0.publishFailuresLeft = times }
     }
 
+    /// How many publishes ``failPublishes(_:times:)`` has failed so far: a test's clock can
+    /// follow a writer's attempts with it.
+    public var failedPublishes: Int { state.withLock { $0.failedPublishes } }
+
     /// Loses the next `count` messages the ordered consumers of the clients named `name` would
     /// be handed, as a message lost on the way is: the consumer moves past them, unaware.
     public func loseDeliveries(to name: String, count: Int = 1) { state.withLock { $0.lostDeliveries[name] = count } }
@@ -195,6 +199,7 @@ extension InMemoryNATSCluster {
         var closed: Set<UInt64> = []
         var publishFailure: PublishFailure?
         var publishFailuresLeft = Int.max
+        var failedPublishes = 0
         /// Per client name, how many ordered-consumer deliveries to it are still to be lost.
         var lostDeliveries: [String: Int] = [:]
         var quorumLost = false

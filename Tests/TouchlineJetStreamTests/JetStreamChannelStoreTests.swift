@@ -240,33 +240,35 @@ struct JetStreamChannelStoreTests {
     /// A write in its retry loop (the cluster does not answer) when its owner's lease lapses, as
     /// it does for a gateway paused mid-write: once the cluster answers again, the retry is not
     /// sent. The write fails naming the lapsed lease, and the log holds nothing of it, so a new
-    /// owner's takeover record cannot be followed by it.
+    /// owner's takeover record cannot be followed by it. The fences' clock follows the write's
+    /// attempts (the first and two repeats go unanswered, and the lease has lapsed once the last
+    /// of them has), not the test's: a test task that wakes late must not let the write run
+    /// into its retry limit instead.
     @Test func aWriteInItsRetryLoopIsNotSentAgainOnceItsLeaseLapsed() async throws {
         try await NATSBackend.inMemory.withCluster { cluster in
             let switches = try #require(cluster.inMemory)
             let partition = Self.layout.partitioning.partition(of: "m1")
             let stream = Self.layout.streamName(of: .partition(partition))
-            let fences = PartitionFences(partitions: 8)
-            fences.update([partition: (Fence(Revision(5)), ContinuousClock.now + .seconds(3_600))])
+            let unanswered = 3
+            let start = ContinuousClock.now
+            let fences = PartitionFences(partitions: 8) { switches.failedPublishes < unanswered ? start : start + .seconds(7_200) }
+            fences.update([partition: (Fence(Revision(5)), start + .seconds(3_600))])
             let node = try Node(cluster)
             let store = try node.open(fences: fences)
             try await DedicatedThread.run(name: "takeover") { try store.takeOver(partition: partition, under: Fence(Revision(5))) }
             try store.write(.createChannel(Self.channel("m1")))
             let logged = try #require(try node.jetStream.streamState(stream)?.messages)
 
-            switches.failPublishes(.timedOut(stored: false))
+            switches.failPublishes(.timedOut(stored: false), times: unanswered)
             let outcome = Mutex<Result<Void, StoreError>?>(nil)
             let finished = DispatchSemaphore(value: 0)
             store.submit(WriteBatch([.appendEvents([Self.event("m1", 1)])])) { result in
                 outcome.withLock { $0 = result }
                 finished.signal()
             }
-            // Retried every 100 ms meanwhile; the lease lapses, then the cluster answers again.
-            try await Task.sleep(for: .milliseconds(350))
-            fences.update([:])
-            switches.failPublishes(nil)
             await withCheckedContinuation { done in DispatchQueue.global().async { finished.wait(); done.resume() } }
             let failed = try #require(outcome.withLock { $0 })
+            #expect(switches.failedPublishes == unanswered)
             #expect(failed.failure?.description.contains("no longer holds; the write is dropped") == true, "\(String(describing: failed))")
             #expect(try node.jetStream.streamState(stream)?.messages == logged, "no retry was stored after the lease lapsed")
             store.close()

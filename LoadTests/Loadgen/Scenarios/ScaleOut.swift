@@ -253,7 +253,9 @@ struct ScaleOut {
                        timeline: inout ScenarioTimeline) async throws -> PacedPhase {
         try await Task.sleep(for: .seconds(3))
         var events = PacedEvents(channels: channels, connections: options.connections, eventsPerChannelPerSecond: options.eventsPerChannelPerSecond)
+        _ = try stage.mock.takeArrivalReport()
         let warmUp = try events.run(seconds: Self.warmUpSeconds, connect: gateway.connector)
+        try await Self.awaitBroadcasts(warmUp.count, at: stage.mock)
         // Above every seq of the warm-up (each channel's events there, rounded up).
         events.firstSeq = Int((Self.warmUpSeconds * options.eventsPerChannelPerSecond).rounded(.up)) + 1
         let phase = try PhaseMeasurement(stage: stage)
@@ -262,6 +264,21 @@ struct ScaleOut {
         let figures = try phase.finish()
         timeline.add(figures, label: label)
         return PacedPhase(timings: timings, latency: figures.arrivals.latency(endpoint: "broadcast").summary, warmUp: warmUp)
+    }
+
+    /// Waits until `mock` has accepted `count` broadcasts since its report was last taken. An
+    /// event's 202 comes before its push leaves, so a phase started on the warm-up's last 202
+    /// would count the warm-up's last pushes as its own.
+    private static func awaitBroadcasts(_ count: Int, at mock: MockProcess, within limit: Duration = .seconds(10)) async throws {
+        let deadline = ContinuousClock.now + limit
+        var arrived = 0
+        while arrived < count {
+            guard ContinuousClock.now < deadline else {
+                throw LoadError("the mock accepted \(arrived) of the warm-up's \(count) broadcasts within \(limit)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+            arrived += try mock.takeArrivalReport().latency(endpoint: "broadcast").count
+        }
     }
 
     /// The paced phases' warm-up, in seconds: every channel gets its events in it.

@@ -254,7 +254,7 @@ extension JetStream {
         var subscription: OpaquePointer?
         var code = jsErrCode(0)
         let status = js_Subscribe(&subscription, context, subject, MessageSink.callback, closure, nil, &options, &code)
-        return try NATSSubscription.finish(status, subscription, subject: subject, context: closure, jetStreamCode: code)
+        return try NATSSubscription.finish(status, subscription, subject: subject, context: closure, connection: connection, jetStreamCode: code)
     }
 
     /// A durable push consumer that hands each message to one subscriber of a queue group on its

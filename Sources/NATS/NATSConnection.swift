@@ -24,13 +24,19 @@ public final class NATSConnection: MessagingClient, @unchecked Sendable {
 
     let handle: OpaquePointer
     public let settings: NATSSettings
+    /// Subscriptions dropped and not yet destroyed (``SubscriptionRetirement``).
+    let retirement = SubscriptionRetirement()
 
     private init(handle: OpaquePointer, settings: NATSSettings) {
         self.handle = handle
         self.settings = settings
     }
 
-    deinit { natsConnection_Destroy(handle) }
+    /// Destroying the connection joins its read loop; its retired subscriptions go after it.
+    deinit {
+        natsConnection_Destroy(handle)
+        retirement.destroyAll()
+    }
 
     /// Connects to one of `settings.servers`, or throws an error naming them and the client's
     /// reason. `events` runs on `loop` for every later event.
@@ -81,6 +87,12 @@ public final class NATSConnection: MessagingClient, @unchecked Sendable {
 
     /// True while connected to a server (false while reconnecting or once closed).
     public var isConnected: Bool { natsConnection_Status(handle) == NATS_CONN_STATUS_CONNECTED }
+
+    var isClosed: Bool { natsConnection_Status(handle) == NATS_CONN_STATUS_CLOSED }
+
+    /// Subscriptions dropped whose destruction waits for a round trip through the client's read
+    /// loop (``SubscriptionRetirement``).
+    public var subscriptionsAwaitingDestruction: Int { retirement.count }
 
     /// The largest message the connected server accepts (its `max_payload`, headers included),
     /// or 0 when not connected.

@@ -7,15 +7,19 @@ import TouchlineRuntime
 public final class NATSSubscription: MessageSubscription, @unchecked Sendable {
     let handle: OpaquePointer
     public let subject: String
+    private let connection: NATSConnection
 
-    init(handle: OpaquePointer, subject: String) {
+    init(handle: OpaquePointer, subject: String, connection: NATSConnection) {
         self.handle = handle
         self.subject = subject
+        self.connection = connection
     }
 
+    /// Unsubscribed at once, destroyed once the client's read loop is past it
+    /// (``SubscriptionRetirement``).
     deinit {
         natsSubscription_Unsubscribe(handle)
-        natsSubscription_Destroy(handle)
+        connection.retirement.retire(handle, of: connection)
     }
 
     /// Stops the subscription (for a JetStream consumer, the server forgets the consumer).
@@ -33,11 +37,11 @@ public final class NATSSubscription: MessageSubscription, @unchecked Sendable {
         } else {
             natsConnection_Subscribe(&subscription, connection.handle, subject, MessageSink.callback, context)
         }
-        return try finish(status, subscription, subject: subject, context: context)
+        return try finish(status, subscription, subject: subject, context: context, connection: connection)
     }
 
-    static func finish(_ status: natsStatus, _ subscription: OpaquePointer?, subject: String,
-                       context: UnsafeMutableRawPointer, jetStreamCode: jsErrCode = jsErrCode(0)) throws(NATSError) -> NATSSubscription {
+    static func finish(_ status: natsStatus, _ subscription: OpaquePointer?, subject: String, context: UnsafeMutableRawPointer,
+                       connection: NATSConnection, jetStreamCode: jsErrCode = jsErrCode(0)) throws(NATSError) -> NATSSubscription {
         guard status == NATS_OK, let subscription else {
             Unmanaged<MessageSink>.fromOpaque(context).release()
             throw NATSError(status == NATS_OK ? NATS_ERR : status, jetStreamCode: jetStreamCode, operation: "subscribe to \(subject)")
@@ -46,7 +50,7 @@ public final class NATSSubscription: MessageSubscription, @unchecked Sendable {
         natsSubscription_SetOnCompleteCB(subscription, { context in
             Unmanaged<MessageSink>.fromOpaque(context!).release()
         }, context)
-        return NATSSubscription(handle: subscription, subject: subject)
+        return NATSSubscription(handle: subscription, subject: subject, connection: connection)
     }
 }
 

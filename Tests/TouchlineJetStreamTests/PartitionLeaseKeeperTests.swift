@@ -17,7 +17,7 @@ struct PartitionLeaseKeeperTests {
     static let settings = try! LeaseSettings(partitionCount: 16)
 
     @Test(arguments: NATSBackend.allCases)
-    func threeGatewaysShareThePartitionsAndACrashedOnesMoveWithinTheLeaseTime(backend: NATSBackend) async throws {
+    func threeGatewaysShareThePartitionsAndACrashedOnesGoToTheOthers(backend: NATSBackend) async throws {
         try await backend.withCluster(size: 3) { cluster in
             let gateways = try (1...3).map { try Gateway(cluster: cluster, name: "g\($0)") }
             let watcher = FenceWatcher(gateways)
@@ -27,12 +27,12 @@ struct PartitionLeaseKeeperTests {
             let crashed = gateways[0]
             let itsPartitions = try crashed.loop.sync { crashed.keeper.ownedPartitions }
             try crashed.loop.sync { crashed.keeper.abandon() }
-            let crashedAt = ContinuousClock.now
-            try await watcher.until(within: .seconds(12), "the crashed gateway's partitions owned by the others") { owned in
+            // How soon is the lease machine's, held to leaseTTL + 1 s in virtual time
+            // (`PartitionLeasesClusterTests`) and measured by `touchline-load scale-out`: a
+            // wall-clock bound here measured the host (11.4 s once, in a loaded CI run).
+            try await watcher.until(within: .seconds(60), "the crashed gateway's partitions owned by the others") { owned in
                 Set(owned["g2", default: []]).union(owned["g3", default: []]) == Set(0..<16)
             }
-            let handover = ContinuousClock.now - crashedAt
-            #expect(handover < Self.settings.leaseTTL + .seconds(3), "handover took \(handover)")
             #expect(!itsPartitions.isEmpty)
             #expect(watcher.violations.isEmpty, "partitions with two fences at once: \(watcher.violations)")
             watcher.stop()

@@ -58,18 +58,23 @@ struct ClusterGatewayTests {
         for (channel, seen) in minutes {
             #expect(seen == seen.sorted() && Set(seen).count == seen.count, "\(channel): \(seen)")
         }
-        // Operators see the cluster: both connected, the partitions served once each, requests handed over.
+        // Operators see the cluster: both connected, the partitions served once each, requests
+        // handed over. The two gateways are read one after the other, so a partition moving
+        // between the reads (the second gateway's share still settling) is read again.
         var served: [[Int64]] = []
-        for gateway in gateways {
-            let ready = try gateway.patientAdmin.request("GET", "/readyz")
-            #expect(ready.status == 200, "\(ready.text)")
-            let cluster = try #require(ready.json?[member: "cluster"], "\(ready.text)")
-            #expect(cluster[member: "connected"] == .bool(true))
-            #expect(cluster[member: "members"] == .array([.string("g1"), .string("g2")]), "\(ready.text)")
-            guard case .array(let partitions)? = cluster[member: "servedPartitions"] else { continue }
-            served.append(partitions.compactMap { if case .integer(let number) = $0 { number } else { nil } })
+        try await eventually("every partition served once, by one of the two") {
+            served = []
+            for gateway in gateways {
+                let ready = try gateway.patientAdmin.request("GET", "/readyz")
+                #expect(ready.status == 200, "\(ready.text)")
+                let cluster = try #require(ready.json?[member: "cluster"], "\(ready.text)")
+                #expect(cluster[member: "connected"] == .bool(true))
+                #expect(cluster[member: "members"] == .array([.string("g1"), .string("g2")]), "\(ready.text)")
+                guard case .array(let partitions)? = cluster[member: "servedPartitions"] else { continue }
+                served.append(partitions.compactMap { if case .integer(let number) = $0 { number } else { nil } })
+            }
+            return served.flatMap { $0 }.sorted() == (0..<Int64(Self.partitions)).map { $0 }
         }
-        #expect(served.flatMap { $0 }.sorted() == (0..<Int64(Self.partitions)).map { $0 }, "\(served)")
         let metrics = try gateways[0].patientAdmin.request("GET", "/metrics").text
         #expect(metrics.contains(#"touchline_cluster_connected{instance="g1"} 1"#))
         #expect(metrics.contains(#"touchline_cluster_partitions_served{instance="g1"} \#(served[0].count)"#), "\(metrics)")
@@ -242,7 +247,7 @@ struct ClusterGatewayTests {
         let partitioning = ChannelPartitioning(count: Self.partitions)!
         let channels = (1...16).map { "match-\($0)" }
         try await Self.create(channels, through: gateways.map(\.patientAdmin))
-        try await eventually("both gateways serving") { gateways.allSatisfy { !Self.served(by: $0).isEmpty } }
+        try await Self.untilEachServesItsShare(gateways)
 
         // Events every 50 ms per channel, each through the gateways in turn, from a thread of its own.
         let load = EventLoad(channels: channels, gateways: gateways.map(\.patientAdmin))
@@ -309,6 +314,17 @@ struct ClusterGatewayTests {
     }
 
     /// The partitions a gateway process serves now, from its log.
+    /// Until each of `gateways` serves its share of the partitions, and together every one, by
+    /// their logs: a gateway that joins takes its share a partition at a time, so one serving
+    /// something has not settled yet, and a test that reads who owns what waits for this.
+    static func untilEachServesItsShare(_ gateways: [ServeProcess]) async throws {
+        try await eventually("each gateway serving its share of the partitions") {
+            let shares = gateways.map { served(by: $0) }
+            return shares.allSatisfy { $0.count == partitions / gateways.count }
+                && shares.reduce(into: Set<Int>()) { $0.formUnion($1) }.count == partitions
+        }
+    }
+
     static func served(by gateway: ServeProcess) -> Set<Int> {
         var served = Set<Int>()
         for line in gateway.logLines {

@@ -18,8 +18,9 @@ struct ClusterPausedOwnerTests {
     static let channels = (1...16).map { "match-\($0)" }
 
     /// Two `touchline serve` processes on a fresh 3-node cluster, sending to `apns`, with
-    /// ``channels`` created and both gateways serving; each channel's APNs channel id. The first
-    /// reaches the servers through `relays` when given (made for the cluster's client ports).
+    /// ``channels`` created and both gateways serving their shares; each channel's APNs channel
+    /// id. The first reaches the servers through `relays` when given (made for the cluster's
+    /// client ports).
     static func twoGateways(sendingTo apns: MockAPNsFixture,
                             relays: ((NATSCluster) throws -> [String])? = nil) async throws -> (NATSCluster, [ServeProcess], [String: String]) {
         let cluster = try await NATSCluster.start()
@@ -29,7 +30,7 @@ struct ClusterPausedOwnerTests {
         }
         let gateways = [try await serve("g1", servers: try relays?(cluster) ?? cluster.urls), try await serve("g2", servers: cluster.urls)]
         try await ClusterGatewayTests.create(channels, through: gateways.map(\.patientAdmin))
-        try await eventually("both gateways serving") { gateways.allSatisfy { !ClusterGatewayTests.served(by: $0).isEmpty } }
+        try await ClusterGatewayTests.untilEachServesItsShare(gateways)
         return (cluster, gateways, try ClusterGatewayTests.apnsIDs(of: channels, through: gateways[1].patientAdmin))
     }
 

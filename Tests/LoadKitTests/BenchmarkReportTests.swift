@@ -96,6 +96,27 @@ import Testing
         #expect(!machine.summary.contains("GiB"))
     }
 
+    /// A run begun while an earlier run's processes live on says so in its header: their CPU
+    /// is in none of its figures.
+    @Test func loadProcessesAlreadyRunningAreNamedInTheSummary() throws {
+        let root = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try write("nats-server\n", to: "proc/1204/comm", under: root)
+        try write("bash\n", to: "proc/77/comm", under: root)
+        try write("touchline-mock-\n", to: "proc/3015/comm", under: root)
+        try write("touchline\n", to: "proc/\(getpid())/comm", under: root)
+        try write("not a process", to: "proc/meminfo", under: root)
+
+        let machine = MachineDescription.read(fileSystemRoot: root)
+        #expect(machine.otherLoadProcesses == ["nats-server (pid 1204)", "touchline-mock- (pid 3015)"])
+        #expect(machine.summary.hasSuffix("; 2 other load processes were running when the run began "
+                                          + "(nats-server (pid 1204), touchline-mock- (pid 3015)): their CPU is in no figure"))
+        let empty = try ReportFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let quiet = MachineDescription.read(fileSystemRoot: empty)
+        #expect(quiet.otherLoadProcesses == [] && !quiet.summary.contains("load process"))
+    }
+
     @Test func theCurrentMachineHasACPUCountAndAKernel() {
         let machine = MachineDescription.current()
         #expect(machine.cpuCount >= 1)

@@ -15,14 +15,24 @@ public struct MachineDescription: Sendable, Codable, Equatable {
     public var kernel: String
     /// `PRETTY_NAME` of `/etc/os-release`: `Debian GNU/Linux 12 (bookworm)`.
     public var operatingSystem: String
+    /// Processes of the kinds a run starts (``loadProcessNames``) that were running when it
+    /// began, other than the run itself, as `name (pid N)`: left behind by an earlier run that
+    /// crashed (its NATS servers live on), they take CPU that no figure of the run shows. nil
+    /// when not looked for (reports written before it was).
+    public var otherLoadProcesses: [String]?
 
-    public init(cpuModel: String, cpuCount: Int, memoryTotalBytes: Int?, kernel: String, operatingSystem: String) {
+    public init(cpuModel: String, cpuCount: Int, memoryTotalBytes: Int?, kernel: String, operatingSystem: String,
+                otherLoadProcesses: [String]? = nil) {
         self.cpuModel = cpuModel
         self.cpuCount = cpuCount
         self.memoryTotalBytes = memoryTotalBytes
         self.kernel = kernel
         self.operatingSystem = operatingSystem
+        self.otherLoadProcesses = otherLoadProcesses
     }
+
+    /// The names (`/proc/<pid>/comm`, at most 15 characters) of what a run starts.
+    static let loadProcessNames: Set<String> = ["nats-server", "touchline", "touchline-mock-", "touchline-load", "h2load"]
 
     static let unknown = "unknown"
 
@@ -42,7 +52,19 @@ public struct MachineDescription: Sendable, Codable, Equatable {
             cpuCount: ProcessInfo.processInfo.processorCount,
             memoryTotalBytes: contents("proc/meminfo").flatMap(memoryTotalBytes(fromMemInfo:)),
             kernel: kernelName() ?? unknown,
-            operatingSystem: contents("etc/os-release").flatMap(prettyName(fromOSRelease:)) ?? unknown)
+            operatingSystem: contents("etc/os-release").flatMap(prettyName(fromOSRelease:)) ?? unknown,
+            otherLoadProcesses: otherLoadProcesses(underProc: (root as NSString).appendingPathComponent("proc"), except: getpid()))
+    }
+
+    /// The processes under `proc` whose name is one of ``loadProcessNames``, `except` this one,
+    /// in process id order.
+    static func otherLoadProcesses(underProc proc: String, except own: pid_t) -> [String] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: proc)) ?? []
+        return entries.compactMap { Int32($0) }.filter { $0 != own }.sorted().compactMap { pid in
+            guard let comm = try? String(contentsOfFile: "\(proc)/\(pid)/comm", encoding: .utf8) else { return nil }
+            let name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+            return loadProcessNames.contains(name) ? "\(name) (pid \(pid))" : nil
+        }
     }
 
     /// One line for a report's header: `AMD EPYC 7B13, 2 CPUs, 7.8 GiB, Debian GNU/Linux 12
@@ -53,7 +75,12 @@ public struct MachineDescription: Sendable, Codable, Equatable {
             parts.append(String(format: "%.1f GiB", Double(memoryTotalBytes) / 1_073_741_824))
         }
         parts += [operatingSystem, kernel]
-        return parts.joined(separator: ", ")
+        var summary = parts.joined(separator: ", ")
+        if let others = otherLoadProcesses, !others.isEmpty {
+            summary += "; \(others.count) other load process\(others.count == 1 ? " was" : "es were") running when the run began "
+                + "(\(others.joined(separator: ", "))): their CPU is in no figure"
+        }
+        return summary
     }
 
     static func cpuModel(fromCPUInfo text: String) -> String? {

@@ -10,6 +10,11 @@ struct LoadRun {
 
     func finish(_ scenarios: [() async throws -> ScenarioResult]) async -> Never {
         let started = Date()
+        // Read before the run starts anything: what is running then is not the run's.
+        let machine = MachineDescription.current()
+        if let others = machine.otherLoadProcesses, !others.isEmpty {
+            FileHandle.standardError.write(Data("touchline-load: warning: already running, and not measured: \(others.joined(separator: ", "))\n".utf8))
+        }
         var results: [ScenarioResult] = []
         var failure: String?
         for scenario in scenarios {
@@ -24,7 +29,7 @@ struct LoadRun {
         }
         ProgressPrinter.stop()
         guard !results.isEmpty else { exit(1) }
-        let report = BenchmarkReport(startedAt: started, machine: MachineDescription.current(), toolVersion: Self.version, scenarios: results)
+        let report = BenchmarkReport(startedAt: started, machine: machine, toolVersion: Self.version, scenarios: results)
         do {
             let folder = try ResultsFolder.write(report, under: settings.resultsRoot)
             print("")

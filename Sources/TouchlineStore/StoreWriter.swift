@@ -65,10 +65,15 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         /// transactions of the jobs before and after it: for what SQLite refuses inside one (a
         /// backup into this file). `apply` makes its own transaction.
         var outsideTransaction = false
+        /// Held up to ``StoreWriter/deferral`` for a write to commit with, from `enqueuedAt`.
+        var deferrable = false
+        var enqueuedAt = ContinuousClock.Instant.now
     }
 
     private struct Queue {
         var jobs: [Job] = []
+        /// The writer waits for a write to commit the queued deferrable ones with.
+        var holding = false
         var closed = false
         var statistics = StoreWriterStatistics()
         var health = StoreHealth.healthy
@@ -80,6 +85,13 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
 
     /// How often a failing store tries a probe transaction.
     public static let probeInterval = Duration.seconds(1)
+
+    /// How long a deferrable batch (``WriteBatch/deferrable``) waits at most for another write
+    /// to commit with. A crash in it loses the channel's bookkeeping after a push, as a crash
+    /// between a push and its save always could: the restarted channel sends its last state
+    /// again (docs/storage.md, "Saves that wait for the next commit").
+    public static let deferral: Duration = .milliseconds(10)
+    private let deferralLimit: Duration
 
     public let path: String
     /// Touched only by the writer thread once it has started.
@@ -106,10 +118,12 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     /// `faultFile`: see the property of that name (nil in production).
     /// `walLimitBytes`: the write-ahead log's size above which the writer checkpoints it between
     /// its transactions, and to which the file is truncated when it restarts (``WALCheckpointer``).
+    /// `deferral`: how long a deferrable batch waits for another write (``deferral``).
     public init(path: String, synchronous: SQLiteSynchronous = .normal, niceness: Int32 = 0,
                 slice: Duration? = nil, faultFile: String? = nil, clock: any WallClock = SystemClock(),
-                walLimitBytes: Int = 64 << 20) throws(StoreError) {
+                walLimitBytes: Int = 64 << 20, deferral: Duration = StoreWriter.deferral) throws(StoreError) {
         self.path = path
+        self.deferralLimit = deferral
         self.faultFile = faultFile
         self.clock = clock
         connection = try StoreError.wrapping {
@@ -150,7 +164,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
             for operation in batch.operations { try SQLiteChannelRows.apply(operation, on: db) }
         }, complete: { error in
             completion(error.map { .failure($0) } ?? .success(()))
-        }))
+        }, deferrable: batch.deferrable))
     }
 
     public func createChannel(_ record: ChannelRecord, completion: @escaping @Sendable (Result<ChannelCreation, StoreError>) -> Void) {
@@ -186,7 +200,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         let admission = queue.withLock { q -> Admission in
             if q.closed { return .refused }
             q.jobs.append(job)
-            return q.jobs.count == 1 ? .wakeWriter : .queued
+            return q.jobs.count == 1 || (q.holding && !job.deferrable) ? .wakeWriter : .queued
         }
         switch admission {
         case .wakeWriter: wake.signal()
@@ -195,14 +209,23 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         }
     }
 
-    /// The writer thread: commit whatever is queued, sleep when nothing is, leave once closed and drained.
+    /// The writer thread: commit whatever is queued, sleep when nothing is, leave once closed and
+    /// drained. Deferrable jobs alone wait up to their deferral for another to commit with.
     private func run() {
         while true {
-            let (jobs, closed) = queue.withLock { q in
+            let now = ContinuousClock.now
+            let (jobs, closed, holdUntil) = queue.withLock { q -> ([Job], Bool, ContinuousClock.Instant?) in
+                if let first = q.jobs.first, !q.closed, q.jobs.allSatisfy(\.deferrable), now < first.enqueuedAt + deferralLimit {
+                    q.holding = true
+                    return ([], false, first.enqueuedAt + deferralLimit)
+                }
+                q.holding = false
                 defer { q.jobs = [] }
-                return (q.jobs, q.closed)
+                return (q.jobs, q.closed, nil)
             }
-            if !jobs.isEmpty {
+            if let holdUntil {
+                _ = wake.wait(timeout: .now() + .nanoseconds(Int((holdUntil - now).inNanoseconds)))
+            } else if !jobs.isEmpty {
                 commitInOrder(jobs)
                 if checkpointer.takeOversized() { checkpointBetweenTransactions() }
             } else if closed {

@@ -55,8 +55,15 @@ public enum StoreOperation: Sendable, Equatable {
 /// Writes that commit together or not at all.
 public struct WriteBatch: Sendable, Equatable {
     public var operations: [StoreOperation]
+    /// Nobody waits for it (a channel's bookkeeping after a push): a store may hold it for a
+    /// moment and commit it with the next write (the SQLite store: ``StoreWriter/deferral``),
+    /// so that a steady flow of events costs one commit each instead of two. Order is kept.
+    public var deferrable: Bool
 
-    public init(_ operations: [StoreOperation] = []) { self.operations = operations }
+    public init(_ operations: [StoreOperation] = [], deferrable: Bool = false) {
+        self.operations = operations
+        self.deferrable = deferrable
+    }
 
     public mutating func append(_ operation: StoreOperation) { operations.append(operation) }
     public var isEmpty: Bool { operations.isEmpty }

@@ -61,6 +61,54 @@ import TouchlineStore
         #expect(try reader.events(channelID: "m", afterSeq: 0, limit: 10).map(\.seq) == [1, 3])
     }
 
+    /// A deferrable batch (a channel's bookkeeping after a push) waits for the next write and
+    /// commits in its transaction, before it; alone, it commits once its deferral is over; a
+    /// close commits it at once. (Deferrals of a minute make the first and last cases certain.)
+    @Test func aDeferrableBatchCommitsWithTheNextWriteBeforeIt() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("store.db")
+        let writer = try StoreWriter(path: path, deferral: .seconds(60))
+        defer { writer.close() }
+        try await writer.submit(WriteBatch([.createChannel(channel("m")), .createChannel(channel("n"))]))
+        let before = writer.statistics
+        let order = Mutex<[String]>([])
+        let done = DispatchGroup()
+        for (name, batch) in [("save", WriteBatch([.updateState(ChannelStateUpdate(channelID: "m", updatedAt: t0, lastSeq: 0))], deferrable: true)),
+                              ("event", WriteBatch([.appendEvents([event("n", 1)])]))] {
+            done.enter()
+            writer.submit(batch) { result in
+                let outcome = switch result {
+                case .success: "committed"
+                case .failure(let error): "\(error)"
+                }
+                order.withLock { $0.append("\(name) \(outcome)") }
+                done.leave()
+            }
+        }
+        await everyoneLeft(done)
+        #expect(order.withLock { $0 } == ["save committed", "event committed"])
+        #expect(writer.statistics.transactions - before.transactions == 1, "the save rode with the event")
+    }
+
+    @Test func aDeferrableBatchAloneCommitsAfterItsDeferralAndACloseCommitsItAtOnce() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("store.db")
+        let quick = try StoreWriter(path: path, deferral: .milliseconds(20))
+        try await quick.submit(WriteBatch([.createChannel(channel("m"))]))
+        try await quick.submit(WriteBatch([.appendEvents([event("m", 1)])], deferrable: true))
+        quick.close()
+        #expect(try SQLiteChannelReader(path: path).events(channelID: "m", afterSeq: 0, limit: 10).map(\.seq) == [1])
+
+        let patient = try StoreWriter(path: path, deferral: .seconds(60))
+        let committed = Mutex<Result<Void, StoreError>?>(nil)
+        patient.submit(WriteBatch([.appendEvents([event("m", 2)])], deferrable: true)) { result in committed.withLock { $0 = result } }
+        let closing = ContinuousClock.now
+        patient.close()
+        #expect(ContinuousClock.now - closing < .seconds(30), "the close waited for the deferral")
+        #expect(committed.withLock { $0 }.map { (try? $0.get()) != nil } == true)
+        #expect(try SQLiteChannelReader(path: path).events(channelID: "m", afterSeq: 0, limit: 10).map(\.seq) == [1, 2])
+    }
+
     /// 1,000 batches submitted from 8 threads while the writer waits for the lock commit in one transaction.
     @Test func concurrentSubmitsShareTransactions() async throws {
         let dir = TemporaryDirectory()

@@ -14,18 +14,20 @@ extension ChannelService {
     /// How long a failed save waits before it is made again.
     static let saveRetryInterval = Duration.seconds(1)
 
-    /// Writes the channel's state (the store keeps the order of writes).
+    /// Writes the channel's state (the store keeps the order of writes). Deferrable: the store
+    /// may commit it with the next write (``WriteBatch/deferrable``), so that a match's steady
+    /// events cost one commit each, not one for the event and one for its push's bookkeeping.
     func save(_ channel: Channel) {
         submitSave([.updateState(channel.stateUpdate(at: clock.now()))] + budgetExhaustedEvent(of: channel, engine: channel.engine),
-                   of: channel, what: "the channel")
+                   of: channel, what: "the channel", deferrable: true)
     }
 
     /// Saves `operations` with the webhook events an earlier failed save left; a failure keeps
     /// this save's events for the next one.
-    func submitSave(_ operations: [StoreOperation], of channel: Channel, what: String) {
+    func submitSave(_ operations: [StoreOperation], of channel: Channel, what: String, deferrable: Bool = false) {
         let operations = operations + channel.unsavedWebhookEvents
         channel.unsavedWebhookEvents = []
-        store.submit(WriteBatch(operations)) { [self] result in
+        store.submit(WriteBatch(operations, deferrable: deferrable)) { [self] result in
             guard case .failure(let error) = result else { return }
             loop.execute { [self] in
                 // A channel deleted meanwhile has nothing left to save.

@@ -25,7 +25,7 @@ public final class NATSConnection: MessagingClient, @unchecked Sendable {
     let handle: OpaquePointer
     public let settings: NATSSettings
     /// Subscriptions dropped and not yet destroyed (``SubscriptionRetirement``).
-    let retirement = SubscriptionRetirement()
+    private let retirement = SubscriptionRetirement()
 
     private init(handle: OpaquePointer, settings: NATSSettings) {
         self.handle = handle
@@ -89,6 +89,10 @@ public final class NATSConnection: MessagingClient, @unchecked Sendable {
     public var isConnected: Bool { natsConnection_Status(handle) == NATS_CONN_STATUS_CONNECTED }
 
     var isClosed: Bool { natsConnection_Status(handle) == NATS_CONN_STATUS_CLOSED }
+
+    /// Takes a subscription of this connection, already unsubscribed, to destroy once the
+    /// client's read loop is past it (``SubscriptionRetirement``).
+    func retire(_ subscription: OpaquePointer) { retirement.retire(subscription, of: self) }
 
     /// Subscriptions dropped whose destruction waits for a round trip through the client's read
     /// loop (``SubscriptionRetirement``).

@@ -19,7 +19,7 @@ public final class NATSSubscription: MessageSubscription, @unchecked Sendable {
     /// (``SubscriptionRetirement``).
     deinit {
         natsSubscription_Unsubscribe(handle)
-        connection.retirement.retire(handle, of: connection)
+        connection.retire(handle)
     }
 
     /// Stops the subscription (for a JetStream consumer, the server forgets the consumer).

@@ -65,9 +65,9 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         /// transactions of the jobs before and after it: for what SQLite refuses inside one (a
         /// backup into this file). `apply` makes its own transaction.
         var outsideTransaction = false
-        /// Held up to ``StoreWriter/deferral`` for a write to commit with, from `enqueuedAt`.
-        var deferrable = false
-        var enqueuedAt = ContinuousClock.Instant.now
+        /// When a deferrable job was submitted (nil: not deferrable); it is held from then up to
+        /// the writer's deferral for a write to commit with.
+        var deferredAt: ContinuousClock.Instant?
     }
 
     private struct Queue {
@@ -164,7 +164,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
             for operation in batch.operations { try SQLiteChannelRows.apply(operation, on: db) }
         }, complete: { error in
             completion(error.map { .failure($0) } ?? .success(()))
-        }, deferrable: batch.deferrable))
+        }, deferredAt: batch.deferrable ? .now : nil))
     }
 
     public func createChannel(_ record: ChannelRecord, completion: @escaping @Sendable (Result<ChannelCreation, StoreError>) -> Void) {
@@ -200,7 +200,7 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
         let admission = queue.withLock { q -> Admission in
             if q.closed { return .refused }
             q.jobs.append(job)
-            return q.jobs.count == 1 || (q.holding && !job.deferrable) ? .wakeWriter : .queued
+            return q.jobs.count == 1 || (q.holding && job.deferredAt == nil) ? .wakeWriter : .queued
         }
         switch admission {
         case .wakeWriter: wake.signal()
@@ -213,18 +213,20 @@ public final class StoreWriter: ChannelStoreWriter, @unchecked Sendable {
     /// drained. Deferrable jobs alone wait up to their deferral for another to commit with.
     private func run() {
         while true {
-            let now = ContinuousClock.now
-            let (jobs, closed, holdUntil) = queue.withLock { q -> ([Job], Bool, ContinuousClock.Instant?) in
-                if let first = q.jobs.first, !q.closed, q.jobs.allSatisfy(\.deferrable), now < first.enqueuedAt + deferralLimit {
-                    q.holding = true
-                    return ([], false, first.enqueuedAt + deferralLimit)
+            let (jobs, closed, hold) = queue.withLock { q -> ([Job], Bool, Duration?) in
+                if !q.closed, let first = q.jobs.first?.deferredAt, q.jobs.allSatisfy({ $0.deferredAt != nil }) {
+                    let left = first + deferralLimit - .now
+                    if left > .zero {
+                        q.holding = true
+                        return ([], false, left)
+                    }
                 }
                 q.holding = false
                 defer { q.jobs = [] }
                 return (q.jobs, q.closed, nil)
             }
-            if let holdUntil {
-                _ = wake.wait(timeout: .now() + .nanoseconds(Int((holdUntil - now).inNanoseconds)))
+            if let hold {
+                _ = wake.wait(timeout: .now() + .nanoseconds(Int(hold.inNanoseconds)))
             } else if !jobs.isEmpty {
                 commitInOrder(jobs)
                 if checkpointer.takeOversized() { checkpointBetweenTransactions() }

@@ -174,7 +174,7 @@ public final class APNsClient: @unchecked Sendable {
             return
         }
         var request = unsigned
-        request.headers.add("authorization", bearer, indexed: true)
+        request.headers.add(Self.authorizationHeader, bearer, indexed: true)
         let sender = switch endpoint {
         case .channelManagement: managementSender
         case .broadcast: broadcastSender
@@ -214,6 +214,21 @@ public final class APNsClient: @unchecked Sendable {
             // `authorization()` holds it like any new request).
             attempt(unsigned, endpoint: endpoint, sentID: sentID, mayRetry: false, decode: decode, completion: completion)
         }
+    }
+
+    /// The header that carries the provider token.
+    static let authorizationHeader: StaticString = "authorization"
+
+    /// Gives `request`, which a pool held, the token current now (``HTTP2ConnectionPool``'s
+    /// `updateHeldRequest`): one signed before a key rotation must not be the first request of a
+    /// new connection. During a renewal hold it keeps its token (its answer then goes through
+    /// the retry above). A request whose first answer is `ExpiredProviderToken` after this
+    /// reports the token it was signed with to ``ProviderToken/invalidate(observedToken:)``,
+    /// which finds it replaced and does not count it as clock skew; its retry carries the token
+    /// current then.
+    static func reauthorize(_ request: inout HTTP2Request, with token: ProviderToken) {
+        guard case .bearer(let current)? = try? token.authorization() else { return }
+        request.headers.set(authorizationHeader, current, indexed: true)
     }
 
     /// The error of a request whose retry was rejected as expired as well.

@@ -58,7 +58,8 @@ public final class APNsConnections: Sendable {
                 }
                 pools[kind] = HTTP2ConnectionPool(loop: loop, context: context,
                                                   configuration: HTTP2PoolConfiguration(host: endpoint.host, port: endpoint.port, connectionCount: count,
-                                                                                        maxQueuedRequests: options.maxQueuedRequests))
+                                                                                        maxQueuedRequests: options.maxQueuedRequests),
+                                                  updateHeldRequest: { APNsClient.reauthorize(&$0, with: providerToken) })
             }
             let absent = NoPoolSender()
             let client = try APNsClient(configuration: configuration, providerToken: providerToken,
@@ -87,7 +88,8 @@ public final class APNsConnections: Sendable {
     /// flight are answered: with ``ProviderToken/replaceKey(with:)``, since APNs answers a
     /// connection whose token changes within 20 minutes `429 TooManyProviderTokenUpdates`. On the
     /// loop: a new connection becomes ready on a later turn of it, so a token changed in this
-    /// turn is the first any new connection sends.
+    /// turn is the first any new connection sends; the requests the old connections had queued
+    /// (signed with the old key) come back to the pool and are signed anew before they go.
     public func renewConnections() {
         precondition(loop.inEventLoop, "APNsConnections.renewConnections called off its loop")
         for pool in pools.values { pool.renewConnections() }

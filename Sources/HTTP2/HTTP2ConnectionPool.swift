@@ -54,6 +54,7 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
     private var isShutDown = false
     private var connectionAttempts = 0
     private var shutdownCompletion: (() -> Void)?
+    private let updateHeldRequest: ((inout HTTP2Request) -> Void)?
 
     /// One connection position: the current connection and its reconnect schedule.
     private final class Slot {
@@ -64,10 +65,20 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
     }
 
     /// Opens `configuration.connectionCount` connections at once. Call on `loop`'s thread.
-    public init(loop: EventLoop, context: TLSContext, configuration: HTTP2PoolConfiguration) {
+    ///
+    /// `updateHeldRequest` is applied to a request the pool held (it waited for a ready
+    /// connection, or a connection handed it back) just before it goes to a connection: what a
+    /// request's sender stamped into it may be stale by then. APNs's provider token is such a
+    /// stamp: after a key rotation (``renewConnections()``) a request signed with the old key and
+    /// sent first on a new connection would make that connection's token change within 20
+    /// minutes, and APNs refuses every request after it with `429 TooManyProviderTokenUpdates`.
+    /// A request sent at once is not held, and not updated.
+    public init(loop: EventLoop, context: TLSContext, configuration: HTTP2PoolConfiguration,
+                updateHeldRequest: ((inout HTTP2Request) -> Void)? = nil) {
         self.loop = loop
         self.context = context
         self.configuration = configuration
+        self.updateHeldRequest = updateHeldRequest
         releaseTimer = LoopTimer(loop: loop) { [unowned self] in closed.removeAll() }
         for _ in 0..<configuration.connectionCount {
             let slot = Slot()
@@ -91,7 +102,7 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
     }
 
     public func send(_ request: HTTP2Request, completion: @escaping (Result<HTTP2Response, HTTP2RequestError>) -> Void) {
-        dispatch(HTTP2PendingRequest(request, completion: completion))
+        dispatch(HTTP2PendingRequest(request, completion: completion), held: false)
     }
 
     /// Stops taking requests: waiting ones fail with `.shutdown`, every connection closes (with
@@ -147,10 +158,13 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
         slot.connection = HTTP2ClientConnection(loop: loop, context: context, configuration: configuration.connection, delegate: self)
     }
 
-    private func dispatch(_ request: HTTP2PendingRequest) {
+    /// Sends `request` on the least loaded ready connection, or keeps it until one is ready.
+    /// `held`: the pool held it before (a connection handed it back).
+    private func dispatch(_ request: HTTP2PendingRequest, held: Bool) {
         if isShutDown {
             request.complete(.failure(.shutdown))
         } else if let connection = leastLoadedReadyConnection() {
+            if held { updateHeldRequest?(&request.request) }
             connection.send(request)
         } else if waiting.count >= configuration.maxQueuedRequests {
             request.complete(.failure(.queueFull))
@@ -205,7 +219,9 @@ extension HTTP2ConnectionPool: HTTP2ClientConnectionDelegate {
         slot(of: connection)?.consecutiveFailures = 0
         slot(of: connection)?.lastError = nil
         while !waiting.isEmpty, let target = leastLoadedReadyConnection() {
-            target.send(waiting.popFirst()!)
+            let request = waiting.popFirst()!
+            updateHeldRequest?(&request.request)
+            target.send(request)
         }
     }
 
@@ -229,7 +245,7 @@ extension HTTP2ConnectionPool: HTTP2ClientConnectionDelegate {
         if request.attempts > configuration.maxRetriesPerRequest {
             request.complete(.failure(.retriesExhausted(last: reason.description)))
         } else {
-            dispatch(request)
+            dispatch(request, held: true)
         }
     }
 

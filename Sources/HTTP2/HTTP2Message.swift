@@ -68,6 +68,27 @@ public struct DynamicHeaders: Sendable {
         count += 1
     }
 
+    /// Gives the first field named `name` the value `value`, keeping its indexing; appends the
+    /// field (indexed as `indexed` says) when there is none.
+    public mutating func set(_ name: StaticString, _ value: String, indexed: Bool = false) {
+        for i in 0..<count where Self.same(self[i].name, name) {
+            switch i {
+            case 0: f0!.value = value
+            case 1: f1!.value = value
+            case 2: f2!.value = value
+            case 3: f3!.value = value
+            case 4: f4!.value = value
+            default: f5!.value = value
+            }
+            return
+        }
+        add(name, value, indexed: indexed)
+    }
+
+    private static func same(_ a: StaticString, _ b: StaticString) -> Bool {
+        a.withUTF8Buffer { a in b.withUTF8Buffer { a.elementsEqual($0) } }
+    }
+
     public subscript(index: Int) -> Field {
         switch index {
         case 0: f0!

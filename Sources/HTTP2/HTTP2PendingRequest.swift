@@ -7,7 +7,9 @@
 /// Loop-confined: it belongs to the loop of the connection or pool holding it, hence
 /// `@unchecked Sendable`.
 public final class HTTP2PendingRequest: @unchecked Sendable {
-    public let request: HTTP2Request
+    /// What is sent; a pool may update a request it held before sending it (see
+    /// ``HTTP2ConnectionPool/init(loop:context:configuration:updateHeldRequest:)``).
+    @exclusivity(unchecked) public internal(set) var request: HTTP2Request
     /// How many times the request was handed back for another try.
     public internal(set) var attempts = 0
     private var completion: ((Result<HTTP2Response, HTTP2RequestError>) -> Void)?

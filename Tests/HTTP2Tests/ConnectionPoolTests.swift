@@ -10,11 +10,13 @@ final class TestPool: @unchecked Sendable {
     let loop: EventLoop
     let pool: HTTP2ConnectionPool
 
-    init(_ configuration: HTTP2PoolConfiguration) throws {
+    init(_ configuration: HTTP2PoolConfiguration, updateHeldRequest: (@Sendable (inout HTTP2Request) -> Void)? = nil) throws {
         let context = try TestPKI.shared.clientContext()
         loop = EventLoop.start(name: "test-pool")
         let loop = loop
-        pool = try loop.sync { HTTP2ConnectionPool(loop: loop, context: context, configuration: configuration) }
+        pool = try loop.sync {
+            HTTP2ConnectionPool(loop: loop, context: context, configuration: configuration, updateHeldRequest: updateHeldRequest)
+        }
     }
 
     func stats() throws -> HTTP2ConnectionPool.Stats {
@@ -101,6 +103,28 @@ struct ConnectionPoolTests {
 
         #expect(outcome.successes.count == 10)
         #expect(server.stats().requests == 14)
+    }
+
+    /// A request the pool held (here: refused, handed back and sent again) is updated before it
+    /// goes out again, so that what its sender stamped in it (APNs's provider token) is current;
+    /// requests sent at once on a ready connection are not touched.
+    @Test func requestsThePoolHeldAreUpdatedBeforeTheyGoOutAgain() async throws {
+        var behaviour = TestHTTP2Server.Behaviour()
+        behaviour.refuseFirst = 2
+        let server = try TestHTTP2Server(behaviour)
+        defer { server.stop() }
+        let marker = Array("held again ".utf8)
+        let pool = try TestPool(configuration(port: server.port, connections: 1)) { $0.body = marker + $0.body }
+        defer { pool.close() }
+        try await pool.waitUntilReady(1)
+        let requests = TestRequests.posts(6, port: server.port)
+
+        let outcome = try await sendAll(requests, via: pool.pool, on: pool.loop)
+
+        let bodies = try outcome.results.map { try $0.get().body }
+        #expect(bodies.prefix(2) == requests.prefix(2).map { marker + $0.body }[...], "the two refused ones, sent again")
+        #expect(bodies.suffix(4) == requests.suffix(4).map(\.body)[...], "sent once, at once")
+        #expect(server.stats().requests == 8)
     }
 
     @Test func killedServerIsReconnectedWithBackoffAndRequestsSucceedAfterRestart() async throws {

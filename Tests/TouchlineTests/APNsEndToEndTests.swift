@@ -231,6 +231,45 @@ import TouchlineRuntime
         #expect(try await loop.submit { client.heldRequestCount } == 0)
     }
 
+    /// A key rotation while a new connection's requests wait for its first answer (APNs allows
+    /// one stream until then): the old connection retires and hands its queue back, and those
+    /// requests go out on the new connection signed with the new key, like the ones sent after
+    /// the rotation. (Before, they kept the old key's token: the new connection saw the old
+    /// token first and the new one next, and APNs refused the later requests with 429
+    /// TooManyProviderTokenUpdates; a gateway's rotation under load dead-lettered 188 starts.)
+    @Test func requestsQueuedWhenTheKeyRotatesGoOutSignedWithTheNewKey() async throws {
+        let spare = try MockAPNsDevelopmentCertificates.temporaryDirectory()
+        let next = try MockAPNsProviderKeyFiles.generate(keyID: GatewayKeyRotationTests.nextKeyID, in: spare)
+        let fixture = try MockAPNsFixture { configuration in
+            configuration.keys.append(.init(keyID: GatewayKeyRotationTests.nextKeyID, path: next.publicKeyFile))
+            configuration.faults.latency = .milliseconds(500)
+        }
+        defer { Task { await fixture.shutDown() } }
+        let pushes = MockAPNsFixture.tokens(7).map {
+            LiveActivityPush(deviceToken: $0, payload: MockAPNsFixture.updatePayload(), priority: .powerConsiderate)
+        }
+        async let beforeRotation = fixture.sendConcurrently(Array(pushes.prefix(4)))
+        let (connections, token) = (fixture.connections, fixture.providerToken)
+        try await eventually("one request in flight and three queued on the connection") {
+            let stats = try fixture.loop.sync { UncheckedSendable(connections.stats(of: .device)?.connections.first) }.value
+            return stats.map { $0.inFlight == 1 && $0.queued == 3 } ?? false
+        }
+        let signer = try ProviderTokenSigner(keyFile: next.privateKeyFile, keyID: GatewayKeyRotationTests.nextKeyID, teamID: MockAPNsFixture.teamID)
+        try fixture.loop.sync {
+            connections.renewConnections()
+            try token.replaceKey(with: signer)
+        }
+        let afterRotation = await fixture.sendConcurrently(Array(pushes.suffix(3)))
+        let results = await beforeRotation + afterRotation
+        let refused = results.compactMap { result -> String? in
+            if case .failure(let error) = result { "\(error)" } else { nil }
+        }
+        #expect(refused.isEmpty, "\(refused)")
+        let keys = fixture.mock.recordedRequests().filter { $0.endpoint == .device && $0.status == 200 }.compactMap(GatewayKeyRotationTests.keyID(of:))
+        #expect(keys.filter { $0 == MockAPNsFixture.keyID }.count == 1, "the one in flight at the rotation: \(keys)")
+        #expect(keys.filter { $0 == GatewayKeyRotationTests.nextKeyID }.count == 6, "\(keys)")
+    }
+
     @Test func channelLifecycleOnTheManagementHost() async throws {
         let fixture = try MockAPNsFixture { $0.channelLimit = 2 }
         defer { Task { await fixture.shutDown() } }

@@ -103,9 +103,15 @@ import TouchlineRuntime
     @Test func bearerTokenNamesEachProblem() throws {
         #expect(try HTTPRequest.bearerToken(fromAuthorization: "Bearer abc.123") == "abc.123")
         #expect(try HTTPRequest.bearerToken(fromAuthorization: "bearer   abc") == "abc")
+        #expect(try HTTPRequest.bearerToken(fromAuthorization: "  BeArEr é-clé") == "é-clé", "the scheme in any case; a key of any bytes but spaces")
         let cases: [(String?, String, String)] = [
             (nil, "missing_api_key", "the Authorization header is missing; send Authorization: Bearer <api key>"),
+            ("   ", "missing_api_key", "the Authorization header is missing; send Authorization: Bearer <api key>"),
             ("Bearer", "missing_api_key", "the Authorization header has no API key after Bearer"),
+            ("Bearer   ", "missing_api_key", "the Authorization header has no API key after Bearer"),
+            ("Bearers abc", "invalid_authorization", "the Authorization header must use the Bearer scheme: send Authorization: Bearer <api key>"),
+            ("Bear abc", "invalid_authorization", "the Authorization header must use the Bearer scheme: send Authorization: Bearer <api key>"),
+            ("Bearer abc ", "invalid_authorization", "the API key after Bearer must not contain spaces"),
             ("Basic dTpw", "invalid_authorization", "the Authorization header must use the Bearer scheme: send Authorization: Bearer <api key>"),
             ("sk-live-0123456789abcdefghij", "invalid_authorization",
              "the Authorization header must use the Bearer scheme: send Authorization: Bearer <api key>"),

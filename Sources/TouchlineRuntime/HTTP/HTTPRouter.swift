@@ -29,7 +29,7 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
     /// Every route, in the order added.
     public private(set) var routes: [Route] = []
     /// Each route's pattern, at its index in ``routes``: matched without the generic types.
-    private var patterns: [RoutePattern] = []
+    private var patterns = RoutePatternTable()
     private let authorizer: Authorizer
 
     public init(authorizer: Authorizer) {
@@ -91,9 +91,9 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
     }
 
     public func resolve(method: HTTPMethod, path: String) -> Resolution {
-        let owners = owningRoutes(path: path)
-        if let (route, parameters) = owners.first(where: { $0.0.method == method }) { return .found(route, parameters) }
-        guard let allowed = allowedMethods(owners) else {
+        let owners = patterns.owners(of: path)
+        if let owner = owners.first(where: { routes[$0.index].method == method }) { return .found(routes[owner.index], owner.parameters) }
+        guard let allowed = allowedMethods(owners.map(\.index)) else {
             return .refused(HTTPError(status: 404, code: "not_found", message: "no resource at \(path)"))
         }
         let allow = allowed.map(\.rawValue).joined(separator: ", ")
@@ -106,18 +106,15 @@ public struct HTTPRouter<Authorizer: HTTPRouteAuthorizer>: Sendable {
     /// there (404).
     /// `*` (only `OPTIONS` may ask it) stands for the server: every method some route takes.
     func allowedMethods(path: String) -> [HTTPMethod]? {
-        path == "*" ? allowedMethods(routes.map { ($0, HTTPRouteParameters()) }) : allowedMethods(owningRoutes(path: path))
+        allowedMethods(path == "*" ? Array(routes.indices) : patterns.owners(of: path).map(\.index))
     }
 
-    private func allowedMethods(_ owners: [(Route, HTTPRouteParameters)]) -> [HTTPMethod]? {
+    /// The methods of the routes at `indices`, each once; nil when there are none. Routes are
+    /// found by index, not collected into tuples with their parameters: tuples of the router's
+    /// generic `Route` have their metadata made at run time, on every request.
+    private func allowedMethods(_ indices: [Int]) -> [HTTPMethod]? {
         var allowed: [HTTPMethod] = []
-        for (route, _) in owners where !allowed.contains(route.method) { allowed.append(route.method) }
+        for index in indices where !allowed.contains(routes[index].method) { allowed.append(routes[index].method) }
         return allowed.isEmpty ? nil : allowed
-    }
-
-    /// The routes whose pattern matches `path`, with their parameters: only the most literal
-    /// pattern that matches owns the path.
-    private func owningRoutes(path: String) -> [(Route, HTTPRouteParameters)] {
-        RoutePattern.owners(of: path, among: patterns).map { (routes[$0.index], $0.parameters) }
     }
 }

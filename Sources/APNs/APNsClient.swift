@@ -27,6 +27,8 @@ public final class APNsClient: @unchecked Sendable {
     public let loop: EventLoop
     public let encoder: APNsRequestEncoder
     public let providerToken: ProviderToken
+    /// The token the pools' connections carry; nil: senders that are not renewed on a new token.
+    private let connectionToken: APNsConnectionToken?
     private let pushSender: any HTTP2RequestSender
     private let broadcastSender: any HTTP2RequestSender
     private let managementSender: any HTTP2RequestSender
@@ -48,11 +50,16 @@ public final class APNsClient: @unchecked Sendable {
     /// Requests held until the provider token may be renewed (a gauge for metrics). Loop only.
     public var heldRequestCount: Int { held.count }
 
-    /// - Parameter broadcastSender: where broadcasts go; nil: `pushSender` (the same host).
-    public init(encoder: APNsRequestEncoder, providerToken: ProviderToken, pushSender: any HTTP2RequestSender,
-                broadcastSender: (any HTTP2RequestSender)? = nil, managementSender: any HTTP2RequestSender, loop: EventLoop) {
+    /// - Parameters:
+    ///   - broadcastSender: where broadcasts go; nil: `pushSender` (the same host).
+    ///   - connectionToken: the token the senders' connections carry, which renews them when
+    ///     the client signs with another (``APNsConnections`` makes one).
+    public init(encoder: APNsRequestEncoder, providerToken: ProviderToken, connectionToken: APNsConnectionToken? = nil,
+                pushSender: any HTTP2RequestSender, broadcastSender: (any HTTP2RequestSender)? = nil,
+                managementSender: any HTTP2RequestSender, loop: EventLoop) {
         self.encoder = encoder
         self.providerToken = providerToken
+        self.connectionToken = connectionToken
         self.pushSender = pushSender
         self.broadcastSender = broadcastSender ?? pushSender
         self.managementSender = managementSender
@@ -61,12 +68,12 @@ public final class APNsClient: @unchecked Sendable {
 
     /// A client for `configuration`'s bundle id and environment; the token is shared and made
     /// once per process (``ProviderToken/init(configuration:clock:)``).
-    public convenience init(configuration: APNsConfiguration, providerToken: ProviderToken, pushSender: any HTTP2RequestSender,
-                            broadcastSender: (any HTTP2RequestSender)? = nil, managementSender: any HTTP2RequestSender,
-                            loop: EventLoop) throws(APNsConfigurationError) {
+    public convenience init(configuration: APNsConfiguration, providerToken: ProviderToken, connectionToken: APNsConnectionToken? = nil,
+                            pushSender: any HTTP2RequestSender, broadcastSender: (any HTTP2RequestSender)? = nil,
+                            managementSender: any HTTP2RequestSender, loop: EventLoop) throws(APNsConfigurationError) {
         self.init(encoder: try APNsRequestEncoder(bundleID: configuration.bundleID, environment: configuration.environment,
                                                   broadcastEndpoint: configuration.broadcastHost),
-                  providerToken: providerToken, pushSender: pushSender, broadcastSender: broadcastSender,
+                  providerToken: providerToken, connectionToken: connectionToken, pushSender: pushSender, broadcastSender: broadcastSender,
                   managementSender: managementSender, loop: loop)
     }
 
@@ -161,6 +168,7 @@ public final class APNsClient: @unchecked Sendable {
             switch try providerToken.authorization() {
             case .bearer(let current):
                 bearer = current
+                connectionToken?.use(current)
                 // A hold that just ended: the older requests go first.
                 if !held.isEmpty { releaseHeldRequests() }
             case .hold(let until):
@@ -218,18 +226,6 @@ public final class APNsClient: @unchecked Sendable {
 
     /// The header that carries the provider token.
     static let authorizationHeader: StaticString = "authorization"
-
-    /// Gives `request`, which a pool held, the token current now (``HTTP2ConnectionPool``'s
-    /// `updateHeldRequest`): one signed before a key rotation must not be the first request of a
-    /// new connection. During a renewal hold it keeps its token (its answer then goes through
-    /// the retry above). A request whose first answer is `ExpiredProviderToken` after this
-    /// reports the token it was signed with to ``ProviderToken/invalidate(observedToken:)``,
-    /// which finds it replaced and does not count it as clock skew; its retry carries the token
-    /// current then.
-    static func reauthorize(_ request: inout HTTP2Request, with token: ProviderToken) {
-        guard case .bearer(let current)? = try? token.authorization() else { return }
-        request.headers.set(authorizationHeader, current, indexed: true)
-    }
 
     /// The error of a request whose retry was rejected as expired as well.
     private static func refusedAgain(_ error: APNsError, _ invalidation: ProviderToken.Invalidation) -> APNsError {

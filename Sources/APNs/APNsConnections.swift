@@ -50,6 +50,7 @@ public final class APNsConnections: Sendable {
         let context = try TLSContext.client(options.tls)
         let build = { @Sendable () throws -> UncheckedResult<(APNsClient, [Pool: HTTP2ConnectionPool])> in
             var pools: [Pool: HTTP2ConnectionPool] = [:]
+            let connectionToken = APNsConnectionToken()
             for kind in options.pools {
                 let (endpoint, count) = switch kind {
                 case .device: (configuration.environment.pushEndpoint, options.pushConnections)
@@ -59,10 +60,11 @@ public final class APNsConnections: Sendable {
                 pools[kind] = HTTP2ConnectionPool(loop: loop, context: context,
                                                   configuration: HTTP2PoolConfiguration(host: endpoint.host, port: endpoint.port, connectionCount: count,
                                                                                         maxQueuedRequests: options.maxQueuedRequests),
-                                                  updateHeldRequest: { APNsClient.reauthorize(&$0, with: providerToken) })
+                                                  updateHeldRequest: { [weak connectionToken] in connectionToken?.sign(&$0) })
             }
+            connectionToken.pools = Array(pools.values)
             let absent = NoPoolSender()
-            let client = try APNsClient(configuration: configuration, providerToken: providerToken,
+            let client = try APNsClient(configuration: configuration, providerToken: providerToken, connectionToken: connectionToken,
                                         pushSender: pools[.device] ?? absent, broadcastSender: pools[.broadcast] ?? absent,
                                         managementSender: pools[.management] ?? absent, loop: loop)
             return UncheckedResult((client, pools))
@@ -81,20 +83,6 @@ public final class APNsConnections: Sendable {
     /// Connection and queue figures of `pool`, nil when these connections have none. Loop only.
     public func stats(of pool: Pool) -> HTTP2ConnectionPool.Stats? { pools[pool]?.stats }
 
-    /// Closes every connection gracefully and returns when they are closed: queued requests (and
-    /// those the client holds for a provider-token renewal) fail with `.shutdown` at once, in-flight ones may finish within `gracePeriod` (default: the
-    /// pools' drain timeout, 30 s) and fail with `.shutdown` after it. The pools close together.
-    /// Opens new connections in every pool and retires the old ones once their requests in
-    /// flight are answered: with ``ProviderToken/replaceKey(with:)``, since APNs answers a
-    /// connection whose token changes within 20 minutes `429 TooManyProviderTokenUpdates`. On the
-    /// loop: a new connection becomes ready on a later turn of it, so a token changed in this
-    /// turn is the first any new connection sends; the requests the old connections had queued
-    /// (signed with the old key) come back to the pool and are signed anew before they go.
-    public func renewConnections() {
-        precondition(loop.inEventLoop, "APNsConnections.renewConnections called off its loop")
-        for pool in pools.values { pool.renewConnections() }
-    }
-
     /// Ends the grace of a ``shutdown(gracePeriod:)`` under way at once (an escalated stop):
     /// requests still unanswered fail as closed locally, so their owners keep them pending.
     public func cutShutdownShort() {
@@ -103,6 +91,9 @@ public final class APNsConnections: Sendable {
         }
     }
 
+    /// Closes every connection gracefully and returns when they are closed: queued requests (and
+    /// those the client holds for a provider-token renewal) fail with `.shutdown` at once, in-flight ones may finish within `gracePeriod` (default: the
+    /// pools' drain timeout, 30 s) and fail with `.shutdown` after it. The pools close together.
     ///
     /// `isCutShort` is asked on the loop as the shutdown begins: true gives no grace (a stop
     /// escalated before this step began; one escalated later calls ``cutShutdownShort()``).

@@ -56,29 +56,23 @@ extension Gateway {
 
         /// The default app alone, with no provider token (no key to reload): in-memory APNs.
         package init(broadcast: any BroadcastAPNsDispatch, personal: any PersonalAPNsDispatch) {
-            apps = [AppChannelID.defaultApp: AppDispatch(broadcast: broadcast, personal: personal, providerToken: nil, renewConnections: { $0() })]
+            apps = [AppChannelID.defaultApp: AppDispatch(broadcast: broadcast, personal: personal, providerToken: nil)]
         }
     }
 
     /// An app's broadcasts and channel management (on the broadcast loop) and device pushes (on
-    /// the personal loop), in pools of its own, with the provider token they sign with and how
-    /// to renew them for a new key.
+    /// the personal loop), in pools of its own, with the provider token they sign with.
     package struct AppDispatch: Sendable {
         package var broadcast: any BroadcastAPNsDispatch
         package var personal: any PersonalAPNsDispatch
         /// The provider token both sign with, whose key a reload replaces (nil: no APNs key).
+        /// Each loop's connections move to a new token by themselves (`APNsConnectionToken`).
         package var providerToken: ProviderToken?
-        /// Replaces every APNs connection and, while no new one can be ready yet, runs its
-        /// argument (the key's change): APNs lets a connection change its token only every 20
-        /// minutes, so the new token must be the first each new connection sends. Not on an APNs loop.
-        package var renewConnections: @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void
 
-        package init(broadcast: any BroadcastAPNsDispatch, personal: any PersonalAPNsDispatch, providerToken: ProviderToken?,
-                     renewConnections: @escaping @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void) {
+        package init(broadcast: any BroadcastAPNsDispatch, personal: any PersonalAPNsDispatch, providerToken: ProviderToken?) {
             self.broadcast = broadcast
             self.personal = personal
             self.providerToken = providerToken
-            self.renewConnections = renewConnections
         }
     }
 
@@ -131,18 +125,7 @@ extension Gateway {
             personalOptions.pushConnections = personalConnections
             let personal = try APNsConnections(configuration: apns, providerToken: token, options: personalOptions, loop: personalLoop)
             return AppDispatch(broadcast: APNsConnectionsDispatch(connections), personal: APNsConnectionsDispatch(personal),
-                               providerToken: token, renewConnections: { whileNoneIsReady in
-                // The broadcast loop waits inside its turn for the personal loop's: neither can
-                // make a new connection ready (that takes a later turn) before the key changes.
-                // Deadlock-free: no loop ever waits for the broadcast loop.
-                try? broadcastLoop.sync {
-                    connections.renewConnections()
-                    try personalLoop.sync {
-                        personal.renewConnections()
-                        whileNoneIsReady()
-                    }
-                }
-            })
+                               providerToken: token)
         }
 
         /// The APNs client's settings of an app.

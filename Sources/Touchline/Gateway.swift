@@ -207,7 +207,7 @@ public final class Gateway: Sendable {
                                               webhooks: webhooks, app: app.name, log: log.named(Self.component("personal", of: app.name)))
             let keyReload = dispatch.providerToken.flatMap { token in
                 credentialed.contains(app.name) ? APNsKeyReload(app: app.name, token: token, keyFile: app.apns.keyPath,
-                                                               source: configurationSource, renewConnections: dispatch.renewConnections) : nil
+                                                               source: configurationSource) : nil
             }
             runtimes[app.name] = AppRuntime(name: app.name, apns: dispatch,
                                             broadcast: BroadcastDispatcher(apns: dispatch.broadcast, ingestLoop: loops.ingest, pressure: broadcastPressure),

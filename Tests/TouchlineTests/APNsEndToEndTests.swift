@@ -169,6 +169,36 @@ import TouchlineRuntime
         #expect(fixture.providerToken.issuedAt == UnixTime(seconds: start.seconds + 51 * 60))
     }
 
+    /// A connection opened late in a token's life (the server sent GOAWAY and a new one took
+    /// its place 45 minutes after the token was signed) must not switch to the renewed token a
+    /// few minutes later: APNs counts its 20 minutes per connection, from when the connection
+    /// first carried a token.
+    @Test func aConnectionOpenedLateInATokensLifeIsNotRefusedWhenTheTokenIsRenewed() async throws {
+        let clock = ManualClock()
+        let fixture = try MockAPNsFixture(clientClock: clock) { configuration in
+            configuration.clock = clock
+            configuration.faults.goawayAfterRequests = 2
+        }
+        defer { Task { await fixture.shutDown() } }
+        let token = MockAPNsFixture.tokens(1)[0]
+        func push() async -> Result<APNsResponse, APNsError> {
+            do throws(APNsError) {
+                return .success(try await fixture.client.send(LiveActivityPush(deviceToken: token, payload: MockAPNsFixture.updatePayload(at: clock.now()),
+                                                                              priority: .powerConsiderate)))
+            } catch {
+                return .failure(error)
+            }
+        }
+        #expect(try await push().get().status == 200)
+        clock.advance(by: .seconds(45 * 60))
+        #expect(try await push().get().status == 200, "the first connection's second request, then its GOAWAY")
+        #expect(try await push().get().status == 200, "a new connection, with the token signed 45 minutes ago")
+        clock.advance(by: .seconds(6 * 60))
+        let renewed = await push()
+        #expect((try? renewed.get())?.status == 200, "\(renewed)")
+        #expect(fixture.mock.counters().count(endpoint: .device, status: 429, reason: .tooManyProviderTokenUpdates) == 0)
+    }
+
     @Test func expiredProviderTokenIsRenewedOnceAndTheRequestRetried() async throws {
         let clientClock = ManualClock()
         let apnsClock = ManualClock()
@@ -232,9 +262,9 @@ import TouchlineRuntime
     }
 
     /// A key rotation while a new connection's requests wait for its first answer (APNs allows
-    /// one stream until then): the old connection retires and hands its queue back, and those
-    /// requests go out on the new connection signed with the new key, like the ones sent after
-    /// the rotation. (Before, they kept the old key's token: the new connection saw the old
+    /// one stream until then): the first request signed with the new key renews the connection,
+    /// the old one retires and hands its queue back, and those requests go out on the new
+    /// connection signed with the new key, like the ones sent after the rotation. (Before, they kept the old key's token: the new connection saw the old
     /// token first and the new one next, and APNs refused the later requests with 429
     /// TooManyProviderTokenUpdates; a gateway's rotation under load dead-lettered 188 starts.)
     @Test func requestsQueuedWhenTheKeyRotatesGoOutSignedWithTheNewKey() async throws {
@@ -255,10 +285,7 @@ import TouchlineRuntime
             return stats.map { $0.inFlight == 1 && $0.queued == 3 } ?? false
         }
         let signer = try ProviderTokenSigner(keyFile: next.privateKeyFile, keyID: GatewayKeyRotationTests.nextKeyID, teamID: MockAPNsFixture.teamID)
-        try fixture.loop.sync {
-            connections.renewConnections()
-            try token.replaceKey(with: signer)
-        }
+        try token.replaceKey(with: signer)
         let afterRotation = await fixture.sendConcurrently(Array(pushes.suffix(3)))
         let results = await beforeRotation + afterRotation
         let refused = results.compactMap { result -> String? in

@@ -37,18 +37,13 @@ package final class APNsKeyReload: Sendable {
     private let app: String
     private let token: ProviderToken
     private let source: ConfigurationSource?
-    /// Replaces the APNs connections and changes the key while no new one is ready: each
-    /// connection may change its token only every 20 minutes.
-    private let renewConnections: @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void
     /// The key id, its team and the digest of the key file in use.
     private let current: Mutex<(keyID: String, teamID: String, digest: String)>
 
-    package init(app: String, token: ProviderToken, keyFile: String, source: ConfigurationSource?,
-         renewConnections: @escaping @Sendable (_ whileNoneIsReady: @escaping @Sendable () -> Void) -> Void) {
+    package init(app: String, token: ProviderToken, keyFile: String, source: ConfigurationSource?) {
         self.app = app
         self.token = token
         self.source = source
-        self.renewConnections = renewConnections
         let digest = (try? Data(contentsOf: URL(fileURLWithPath: keyFile))).map { SHA256.hex(Array($0)) } ?? ""
         current = Mutex((token.keyID, token.teamID, digest))
     }
@@ -71,20 +66,15 @@ package final class APNsKeyReload: Sendable {
         let digest = SHA256.hex(Array(pem))
         return try current.withLock { (current) throws(Refused) -> Reloaded in
             guard (settings.keyID, settings.teamID, digest) != current else { return Reloaded(keyID: settings.keyID, teamID: settings.teamID, changed: false) }
-            let signer: ProviderTokenSigner
+            // The new token goes on new connections only (`APNsConnectionToken`): each APNs
+            // loop renews its connections before it signs a request with it.
             do throws(APNsConfigurationError) {
-                signer = try ProviderTokenSigner(pemKey: Array(pem), source: settings.keyPath, keyID: settings.keyID, teamID: settings.teamID)
+                let signer = try ProviderTokenSigner(pemKey: Array(pem), source: settings.keyPath, keyID: settings.keyID, teamID: settings.teamID)
                 try token.check(signer)
+                try token.replaceKey(with: signer)
             } catch {
                 throw Refused(description: error.description)
             }
-            // APNs answers a connection whose token changes within 20 minutes with 429
-            // TooManyProviderTokenUpdates: the new token goes on new connections only.
-            let failure = Mutex<APNsConfigurationError?>(nil)
-            renewConnections {
-                do throws(APNsConfigurationError) { try self.token.replaceKey(with: signer) } catch { failure.withLock { $0 = error } }
-            }
-            if let error = failure.withLock({ $0 }) { throw Refused(description: error.description) }
             current = (settings.keyID, settings.teamID, digest)
             return Reloaded(keyID: settings.keyID, teamID: settings.teamID, changed: true)
         }

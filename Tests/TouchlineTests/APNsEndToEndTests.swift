@@ -167,6 +167,9 @@ import TouchlineRuntime
         #expect(authorizations[0] == authorizations[1], "renewed before the refresh interval")
         #expect(authorizations[1] != authorizations[2], "not renewed after 51 minutes")
         #expect(fixture.providerToken.issuedAt == UnixTime(seconds: start.seconds + 51 * 60))
+        // The renewed token went on new connections, one in each pool of the loop.
+        try await eventually("three new connections") { fixture.mock.counters().connectionsAccepted == 6 }
+        #expect(fixture.mock.counters().count(endpoint: .device, status: 429, reason: .tooManyProviderTokenUpdates) == 0)
     }
 
     /// A connection opened late in a token's life (the server sent GOAWAY and a new one took

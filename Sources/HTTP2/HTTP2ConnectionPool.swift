@@ -69,9 +69,10 @@ public final class HTTP2ConnectionPool: HTTP2RequestSender, @unchecked Sendable 
     /// `updateHeldRequest` is applied to a request the pool held (it waited for a ready
     /// connection, or a connection handed it back) just before it goes to a connection: what a
     /// request's sender stamped into it may be stale by then. APNs's provider token is such a
-    /// stamp: after a key rotation (``renewConnections()``) a request signed with the old key and
-    /// sent first on a new connection would make that connection's token change within 20
-    /// minutes, and APNs refuses every request after it with `429 TooManyProviderTokenUpdates`.
+    /// stamp: a new token goes on new connections (``renewConnections()``), and a request signed
+    /// with the old one and sent first on a new connection would make that connection's token
+    /// change within 20 minutes: APNs refuses every request after it with `429
+    /// TooManyProviderTokenUpdates`.
     /// A request sent at once is not held, and not updated.
     public init(loop: EventLoop, context: TLSContext, configuration: HTTP2PoolConfiguration,
                 updateHeldRequest: ((inout HTTP2Request) -> Void)? = nil) {

@@ -139,7 +139,7 @@ public final class NATSCluster: Sendable {
     private func startNode(_ index: Int) throws {
         let node = nodes[index]
         let process = try ChildProcess(try NATSServerExecutable.current.get(), ["-c", node.configurationFile], output: .null, errors: .null)
-        ServerReaper.adopt(process.pid)
+        ServerReaper.adopt(process.pid, configurationFile: node.configurationFile)
         processes.withLock { $0[index] = process }
     }
 

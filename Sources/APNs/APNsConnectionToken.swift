@@ -16,7 +16,7 @@ import HTTP2
 /// Loop-confined (the pools' loop), hence `@unchecked Sendable`.
 public final class APNsConnectionToken: @unchecked Sendable {
     /// The `authorization` value the current connections carry; nil before the first request.
-    public private(set) var bearer: String?
+    private(set) var bearer: String?
     /// The pools whose connections carry it (they hold this object weakly).
     var pools: [HTTP2ConnectionPool] = []
 

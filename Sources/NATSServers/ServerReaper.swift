@@ -34,6 +34,12 @@ enum ServerReaper {
     /// A server was stopped by its cluster.
     static func release(_ pid: pid_t) {
         running.withLock { _ = $0.remove(pid) }
+        forgetRecord(of: pid)
+    }
+
+    /// Removes server `pid`'s record from ``recordsDirectory`` (best effort: a record left
+    /// behind is forgotten by the next reap, once its owner is gone).
+    private static func forgetRecord(of pid: pid_t) {
         try? FileManager.default.removeItem(atPath: "\(recordsDirectory)/\(pid)")
     }
 
@@ -76,7 +82,7 @@ enum ServerReaper {
     private static func killAll() {
         for pid in running.withLock({ $0 }) {
             kill(pid, SIGKILL)
-            try? FileManager.default.removeItem(atPath: "\(recordsDirectory)/\(pid)")
+            forgetRecord(of: pid)
         }
     }
 }

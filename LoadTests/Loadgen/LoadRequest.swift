@@ -93,6 +93,7 @@ struct LoadRequest {
         case "registry-scale-out":
             registryScaleOut.tokens = try positive(Line.RegistryOptions.tokens) ?? registryScaleOut.tokens
             registryScaleOut.partitions = try parsed.integer(Line.RegistryOptions.partitions, in: 2...1_024) ?? registryScaleOut.partitions
+            registryScaleOut.measuresReferences = !parsed.isSet(Line.RegistryOptions.skipReferences)
         case "soak":
             try readSoak(parsed, positive: positive, whole: whole)
         default:

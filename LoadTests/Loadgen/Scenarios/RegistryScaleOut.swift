@@ -36,6 +36,9 @@ struct RegistryScaleOut {
         var replacedTargetSeconds = 60.0
         /// Memory and disk of each of two gateways against one gateway's whole copy.
         var perGatewayShareTarget = 0.6
+        /// Phases 0 and 1 (the whole copy, one gateway): off, a run measures only the two gateways
+        /// and the replacement (`--skip-references`), a third of a 10-million run's time.
+        var measuresReferences = true
     }
 
     static let name = "registry-scale-out"
@@ -48,63 +51,36 @@ struct RegistryScaleOut {
         let stage = try LoadStage(settings: settings, pinMock: false)
         let tokens = TokenRegistration.deviceTokens(options.tokens)
         let registration = TokenRegistration(batchSize: options.batchSize)
+        let references = options.measuresReferences ? try await measureReferences(tokens, registration: registration, stage: stage, log: log) : nil
+        let retriedBefore = registration.retried.load(ordering: .relaxed)
 
-        // The whole copy: one gateway holding every token, as every gateway did before partitions.
-        var cluster = try await NATSCluster.start(size: 3)
+        // On a fresh cluster, through two gateways.
+        let cluster = try await NATSCluster.start(size: 3)
         stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
-        let whole = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g0", registry: "shared")])
-        var phase = try PhaseMeasurement(stage: stage)
-        let wholeSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", retries: 50, connect: { _ in try whole.connect() })
-        let wholeCopy = GatewayFootprint(peakMemory: try phase.finish().peakResidentBytes(of: "gateway"),
-                                         disk: directoryBytes(stage.dataDirectory(ofGateway: 0)))
-        log.say(String(format: "%@ registrations into one gateway's whole copy in %.1f s: its peak memory %@, its data %@",
-                       ReportNumbers.grouped(Double(options.tokens)), wholeSeconds, megabytes(wholeCopy.peakMemory), megabytes(wholeCopy.disk)))
-        stage.stopGateways()
-        await cluster.stop()
-
-        cluster = try await NATSCluster.start(size: 3)
-        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
-        var first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")], emptyData: true)
-        try waitUntil("g1 serves every registry partition") { try first.servedPartitions(.registry).count == options.partitions }
-        let wholeRetries = registration.retried.load(ordering: .relaxed)
-
-        phase = try PhaseMeasurement(stage: stage)
-        let aloneSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", retries: 50, connect: { [first] _ in try first.connect() })
-        let alone = try phase.finish()
-        let aloneCPU = alone.cpuSeconds(of: "gateway") * 1e6 / Double(options.tokens)
-        let aloneRetries = registration.retried.load(ordering: .relaxed) - wholeRetries
-        log.say(String(format: "%@ registrations through one gateway in %.1f s (%@/s): %.1f µs of its CPU each; %d batches sent again after a 503",
-                       ReportNumbers.grouped(Double(options.tokens)), aloneSeconds, ReportNumbers.grouped(Double(options.tokens) / aloneSeconds),
-                       aloneCPU, aloneRetries))
-
-        // The same on a fresh cluster, through two gateways.
-        stage.stopGateways()
-        await cluster.stop()
-        cluster = try await NATSCluster.start(size: 3)
-        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
-        first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")], emptyData: true)
+        let first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")], emptyData: true)
         let second = try stage.startAnotherGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g2")])
         try waitUntil("both gateways serve their share of the registry") {
             let counts = [try first.servedPartitions(.registry).count, try second.servedPartitions(.registry).count]
             return counts.reduce(0, +) == options.partitions && counts.allSatisfy { $0 >= options.partitions / 2 - 1 }
         }
-        phase = try PhaseMeasurement(stage: stage)
+        let phase = try PhaseMeasurement(stage: stage)
         let bothSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", retries: 50,
                                                     connect: { [first] index in try (index.isMultiple(of: 2) ? first : second).connect() })
         let both = try phase.finish()
         let bothCPU = (both.cpuSeconds(of: "gateway") + both.cpuSeconds(of: "gateway 2")) * 1e6 / Double(options.tokens)
-        let factor = 2 * aloneCPU / bothCPU
-        let bothRetries = registration.retried.load(ordering: .relaxed) - aloneRetries - wholeRetries
+        let factor = references.map { 2 * $0.aloneCPU / bothCPU }
+        let bothRetries = registration.retried.load(ordering: .relaxed) - retriedBefore
         let halves = [GatewayFootprint(peakMemory: both.peakResidentBytes(of: "gateway"), disk: directoryBytes(stage.dataDirectory(ofGateway: 0))),
                       GatewayFootprint(peakMemory: both.peakResidentBytes(of: "gateway 2"), disk: directoryBytes(stage.dataDirectory(ofGateway: 1)))]
-        let memoryShare = Double(halves.map(\.peakMemory).max() ?? 0) / Double(max(1, wholeCopy.peakMemory))
-        let diskShare = Double(halves.map(\.disk).max() ?? 0) / Double(max(1, wholeCopy.disk))
-        log.say(String(format: "each of two gateways against the whole copy: peak memory %@ and %@ (%.2f), data %@ and %@ (%.2f)",
-                       megabytes(halves[0].peakMemory), megabytes(halves[1].peakMemory), memoryShare,
-                       megabytes(halves[0].disk), megabytes(halves[1].disk), diskShare))
-        log.say(String(format: "%@ registrations through both gateways in %.1f s (%@/s): %.1f µs of their CPU each; "
-                       + "two gateways on CPUs of their own take %.2f× one's; %d batches sent again after a 503", ReportNumbers.grouped(Double(options.tokens)),
-                       bothSeconds, ReportNumbers.grouped(Double(options.tokens) / bothSeconds), bothCPU, factor, bothRetries))
+        let memoryShare = references.map { Double(halves.map(\.peakMemory).max() ?? 0) / Double(max(1, $0.wholeCopy.peakMemory)) }
+        let diskShare = references.map { Double(halves.map(\.disk).max() ?? 0) / Double(max(1, $0.wholeCopy.disk)) }
+        log.say(String(format: "each of two gateways: peak memory %@ and %@, data %@ and %@", megabytes(halves[0].peakMemory),
+                       megabytes(halves[1].peakMemory), megabytes(halves[0].disk), megabytes(halves[1].disk))
+                + (memoryShare.map { String(format: "; against the whole copy %.2f (memory) and ", $0) } ?? "")
+                + (diskShare.map { String(format: "%.2f (data)", $0) } ?? ""))
+        log.say(String(format: "%@ registrations through both gateways in %.1f s (%@/s): %.1f µs of their CPU each; %d batches sent again after a 503",
+                       ReportNumbers.grouped(Double(options.tokens)), bothSeconds, ReportNumbers.grouped(Double(options.tokens) / bothSeconds),
+                       bothCPU, bothRetries) + (factor.map { String(format: "; two gateways on CPUs of their own take %.2f× one's", $0) } ?? ""))
 
         // A lost gateway and its replacement.
         stage.killAnotherGateway(0)
@@ -154,12 +130,14 @@ struct RegistryScaleOut {
             parameters: [.init(name: "tokens per phase", value: String(options.tokens)), .init(name: "partitions", value: String(options.partitions)),
                          .init(name: "batch", value: String(options.batchSize))],
             durationSeconds: Double(monotonicNanoseconds() - started) / 1e9,
-            throughputs: [.init(name: "registrations through one gateway", unit: "tokens/s", value: Double(options.tokens) / aloneSeconds, ceilingRatio: 1),
-                          .init(name: "registrations through two gateways", unit: "tokens/s", value: Double(options.tokens) / bothSeconds,
-                                ceilingRatio: aloneSeconds / bothSeconds)],
+            throughputs: (references.map { [.init(name: "registrations through one gateway", unit: "tokens/s",
+                                                  value: Double(options.tokens) / $0.aloneSeconds, ceilingRatio: 1)] } ?? [])
+                + [.init(name: "registrations through two gateways", unit: "tokens/s", value: Double(options.tokens) / bothSeconds,
+                         ceilingRatio: references.map { $0.aloneSeconds / bothSeconds })],
             tables: [.init(title: "Each gateway's memory and disk against one gateway holding the whole registry",
                            columns: ["", "peak resident memory (MB)", "data directory (MB)"],
-                           rows: [["the whole copy (one gateway, shared registry)", String(wholeCopy.peakMemory / 1_048_576), String(wholeCopy.disk / 1_048_576)]]
+                           rows: (references.map { [["the whole copy (one gateway, shared registry)", String($0.wholeCopy.peakMemory / 1_048_576),
+                                                      String($0.wholeCopy.disk / 1_048_576)]] } ?? [])
                                + halves.enumerated().map { index, half in
                                    ["partitioned, gateway \(index + 1) of 2", String(half.peakMemory / 1_048_576), String(half.disk / 1_048_576)]
                                }
@@ -167,27 +145,72 @@ struct RegistryScaleOut {
                      .init(title: "Gateway CPU per registration and a replaced gateway",
                            columns: ["one gateway µs/token", "two gateways µs/token (both)", "two on CPUs of their own / one",
                                      "failover of the registry (s)", "replacement serving its share (s)"],
-                           rows: [[String(format: "%.1f", aloneCPU), String(format: "%.1f", bothCPU), String(format: "%.2f", factor),
+                           rows: [[references.map { String(format: "%.1f", $0.aloneCPU) } ?? "not measured", String(format: "%.1f", bothCPU),
+                                   factor.map { String(format: "%.2f", $0) } ?? "not measured",
                                    String(format: "%.1f", failover), String(format: "%.1f", served)]]),
                      .init(title: "The replacement's take-ups (partitions side by side: seconds add up over them)",
                            columns: ["snapshots restored (MB)", "their seconds", "log tails applied (MB)", "their seconds"],
                            rows: [[String(format: "%.0f", takeover.snapshotBytes / 1_048_576), String(format: "%.1f", takeover.snapshotSeconds),
                                    String(format: "%.0f", takeover.tailBytes / 1_048_576), String(format: "%.1f", takeover.tailSeconds)]])],
-            checks: [.init(name: "registrations two gateways take in one's time, by CPU", measured: factor, target: options.throughputTarget,
-                           comparison: .atLeast),
-                     .init(name: "a replaced gateway serving its share of the registry (s)", measured: served,
-                           target: options.replacedTargetSeconds, comparison: .atMost),
-                     .init(name: "peak memory per gateway of two / the whole copy's", measured: memoryShare, target: options.perGatewayShareTarget,
-                           comparison: .atMost),
-                     .init(name: "data per gateway of two / the whole copy's", measured: diskShare, target: options.perGatewayShareTarget,
-                           comparison: .atMost)],
+            checks: (factor.map { [.init(name: "registrations two gateways take in one's time, by CPU", measured: $0, target: options.throughputTarget,
+                                         comparison: .atLeast)] } ?? [])
+                + [.init(name: "a replaced gateway serving its share of the registry (s)", measured: served,
+                         target: options.replacedTargetSeconds, comparison: .atMost)]
+                + (memoryShare.map { [.init(name: "peak memory per gateway of two / the whole copy's", measured: $0, target: options.perGatewayShareTarget,
+                                            comparison: .atMost)] } ?? [])
+                + (diskShare.map { [.init(name: "data per gateway of two / the whole copy's", measured: $0, target: options.perGatewayShareTarget,
+                                          comparison: .atMost)] } ?? []),
             notes: ["Each token follows team:ARS and belongs to a user of its own, so each registration also notes its user in the user's partition.",
                     "Through two gateways, half the requests go to each: each list is cut by partition and the parts of the other's partitions "
                         + "are handed to it over NATS request-reply.",
                     "Failover is the lease's time (3 s) plus reading the partitions' logs; the replacement starts with an empty data directory.",
-                    "Batches answered 503 (a partition moving) and sent again: \(aloneRetries) through one gateway, \(bothRetries) through two.",
+                    "Batches answered 503 (a partition moving) and sent again: \(references.map { String($0.retries) } ?? "not measured") through "
+                        + "one gateway, \(bothRetries) through two.",
                     "Memory is each gateway's peak resident set while it registered; data, its data directory's files after.",
-                    "Token lists through the replacement answered 503 (a user's partition still moving) and asked again: \(moving)."])
+                    "Token lists through the replacement answered 503 (a user's partition still moving) and asked again: \(moving)."]
+                + (references == nil ? ["--skip-references: the whole copy and the one gateway were not measured, nor the figures "
+                                         + "against them."] : []))
+    }
+
+    /// What the two gateways are held against: one gateway's whole copy (its peak memory and
+    /// data) and one partitioned gateway's CPU per registration, each measured on a fresh cluster.
+    private struct References {
+        var wholeCopy: GatewayFootprint
+        var aloneSeconds: Double
+        var aloneCPU: Double
+        var retries: Int
+    }
+
+    /// Phases 0 and 1: `tokens` registered into one gateway's whole copy, then through one
+    /// partitioned gateway owning every partition.
+    private func measureReferences(_ tokens: [String], registration: TokenRegistration, stage: LoadStage, log: ScenarioLog) async throws -> References {
+        var cluster = try await NATSCluster.start(size: 3)
+        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
+        let whole = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g0", registry: "shared")])
+        var phase = try PhaseMeasurement(stage: stage)
+        let wholeSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", retries: 50, connect: { _ in try whole.connect() })
+        let wholeCopy = GatewayFootprint(peakMemory: try phase.finish().peakResidentBytes(of: "gateway"),
+                                         disk: directoryBytes(stage.dataDirectory(ofGateway: 0)))
+        log.say(String(format: "%@ registrations into one gateway's whole copy in %.1f s: its peak memory %@, its data %@",
+                       ReportNumbers.grouped(Double(options.tokens)), wholeSeconds, megabytes(wholeCopy.peakMemory), megabytes(wholeCopy.disk)))
+        stage.stopGateways()
+        await cluster.stop()
+
+        cluster = try await NATSCluster.start(size: 3)
+        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
+        let first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")], emptyData: true)
+        try waitUntil("g1 serves every registry partition") { try first.servedPartitions(.registry).count == options.partitions }
+        let retriedBefore = registration.retried.load(ordering: .relaxed)
+        phase = try PhaseMeasurement(stage: stage)
+        let aloneSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", retries: 50, connect: { _ in try first.connect() })
+        let aloneCPU = try phase.finish().cpuSeconds(of: "gateway") * 1e6 / Double(options.tokens)
+        let retries = registration.retried.load(ordering: .relaxed) - retriedBefore
+        log.say(String(format: "%@ registrations through one gateway in %.1f s (%@/s): %.1f µs of its CPU each; %d batches sent again after a 503",
+                       ReportNumbers.grouped(Double(options.tokens)), aloneSeconds, ReportNumbers.grouped(Double(options.tokens) / aloneSeconds),
+                       aloneCPU, retries))
+        stage.stopGateways()
+        await cluster.stop()
+        return References(wholeCopy: wholeCopy, aloneSeconds: aloneSeconds, aloneCPU: aloneCPU, retries: retries)
     }
 
     /// A gateway's peak resident memory and its data directory's bytes, in bytes.

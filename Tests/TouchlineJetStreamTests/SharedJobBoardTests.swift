@@ -39,6 +39,10 @@ struct SharedJobBoardTests {
                 }
             }
             try await writer.call { board, done in board.cancel(jobID: job.id, atNanoseconds: 2) { done($0) } }
+            // The bucket keeps one message per key: a value its marker replaced before the
+            // servers delivered it to a watch is never delivered (a watch promises each key's
+            // latest value, not every value). So the running watch is let see the writes first.
+            try await running.until("the two slices and the cancellation seen") { running.slices == 2 && running.cancellations == 1 }
             let deleted = Mutex<Int>(0)
             try await writer.call { board, done in
                 board.forget(jobID: job.id, slices: 16, scheduled: false) { result in done(result.map { count in deleted.withLock { $0 = count } }) }
@@ -181,17 +185,18 @@ private final class Board: @unchecked Sendable {
     }
 
     func untilRemoved(jobID: String) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !removed.contains(jobID) {
-            guard ContinuousClock.now < deadline else { throw NATSError(status: 0, operation: "watch", detail: "\(jobID)'s removal not seen") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await until("\(jobID)'s removal seen") { removed.contains(jobID) }
     }
 
     func untilSeen(jobID: String) async throws {
+        try await until("\(jobID) seen") { jobs.contains(jobID) }
+    }
+
+    /// Waits up to 20 s for what the watch delivered to satisfy `condition`.
+    func until(_ what: String, _ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(20)
-        while !jobs.contains(jobID) {
-            guard ContinuousClock.now < deadline else { throw NATSError(status: 0, operation: "watch", detail: "\(jobID) not seen") }
+        while !condition() {
+            guard ContinuousClock.now < deadline else { throw NATSError(status: 0, operation: "watch", detail: "not within 20 s: \(what)") }
             try await Task.sleep(for: .milliseconds(20))
         }
     }

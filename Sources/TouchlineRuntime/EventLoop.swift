@@ -25,6 +25,10 @@ public final class EventLoop: @unchecked Sendable {
     }
     private let mailbox = Mutex(Mailbox())
     private let finished = DispatchSemaphore(value: 0)
+    /// The thread ``start(name:)`` made, until ``stopAndWait()`` joins it: a process may exit
+    /// once its loops are stopped, and a loop thread still unwinding then (its thread-local
+    /// destructors, OpenSSL's among them) would race the exit's clean-up of the same memory.
+    private let ownThread = Mutex<pthread_t?>(nil)
 
     /// One-time process setup for loops: libevent locking, libevent's messages into the JSON log
     /// (``LibeventLog``), and SIGPIPE ignored so that writing to a socket the peer has closed
@@ -49,6 +53,8 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     deinit {
+        // Never stopped and joined (the loop's own thread may be dropping the last reference).
+        ownThread.withLock { if let thread = $0 { pthread_detach(thread) } }
         if let dns { evdns_base_free(dns, 0) }
         if let wakeEvent { event_free(wakeEvent) }
         event_base_free(base)
@@ -58,12 +64,21 @@ public final class EventLoop: @unchecked Sendable {
     public static func start(name: String) -> EventLoop {
         let loop = EventLoop(name: name)
         let started = DispatchSemaphore(value: 0)
-        let thread = Thread {
+        let body = Unmanaged.passRetained(ThreadBody {
             nameCurrentThread(name)
             loop.run(onStart: { started.signal() })
-        }
-        thread.stackSize = 1 << 22
-        thread.start()
+        }).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setstacksize(&attributes, 1 << 22)
+        var thread = pthread_t()
+        let status = pthread_create(&thread, &attributes, { body in
+            Unmanaged<ThreadBody>.fromOpaque(body!).takeRetainedValue().run()
+            return nil
+        }, body)
+        guard status == 0 else { fatalError("cannot start the thread of event loop \(name): \(String(cString: strerror(status)))") }
+        loop.ownThread.withLock { $0 = thread }
         started.wait()
         return loop
     }
@@ -173,12 +188,20 @@ public final class EventLoop: @unchecked Sendable {
         enqueue { [self] in event_base_loopbreak(self.base) }
     }
 
-    /// Stops the loop and waits until its thread has left ``run()`` (at once if it already has).
+    /// Stops the loop and waits until its thread has left ``run()`` (at once if it already has)
+    /// and, for a loop of ``start(name:)``, until that thread has ended.
     public func stopAndWait() {
-        guard stop() else { return }
-        finished.wait()
-        // For any other caller waiting too.
-        finished.signal()
+        if stop() {
+            finished.wait()
+            // For any other caller waiting too.
+            finished.signal()
+        }
+        // Held while joining, so a second caller also returns only once the thread has ended.
+        ownThread.withLock { thread in
+            guard let joined = thread else { return }
+            pthread_join(joined, nil)
+            thread = nil
+        }
     }
 
     /// The loop's asynchronous DNS resolver, created on first use. Loop thread only.
@@ -191,6 +214,12 @@ public final class EventLoop: @unchecked Sendable {
         dns = created
         return created
     }
+}
+
+/// What a loop's thread runs, handed through `pthread_create`'s context pointer.
+private final class ThreadBody {
+    let run: () -> Void
+    init(_ run: @escaping () -> Void) { self.run = run }
 }
 
 /// A mutable box for handing a value between threads under an external happens-before

@@ -62,6 +62,20 @@ import TouchlineRuntime
         #expect(returnedCount == 2)
     }
 
+    /// A process exits once its loops are stopped. A loop thread still unwinding then (its
+    /// thread-local destructors, OpenSSL's among them) races the exit's own clean-up of the same
+    /// memory: the mock APNs aborted with "double free" at the end of a long benchmark. So
+    /// `stopAndWait` returns only once the thread has ended.
+    @Test func stopAndWaitReturnsOnceTheLoopsThreadHasEnded() throws {
+        for _ in 0..<50 {
+            let loop = EventLoop.start(name: "ending-loop")
+            // "PID/task/TID" of the loop's thread.
+            let task = try loop.sync { try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self") }
+            loop.stopAndWait()
+            #expect(!FileManager.default.fileExists(atPath: "/proc/\(task)"), "the loop's thread \(task) still runs after stopAndWait")
+        }
+    }
+
     @Test func inEventLoopIsFalseElsewhere() throws {
         let loop = EventLoop.start(name: "test-loop")
         defer { loop.stopAndWait() }

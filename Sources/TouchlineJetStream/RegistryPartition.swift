@@ -272,6 +272,8 @@ public final class RegistryPartition: @unchecked Sendable {
             var batch: [LoggedRegistryEntry] = []
             var batchBytes = 0
         }
+        file.usesReplayCache(true)
+        defer { file.usesReplayCache(false) }
         let done = DispatchSemaphore(value: 0)
         let outcome = Mutex(Replay(handed: applied))
         let window = DeliveryWindow(size: replayWindow)

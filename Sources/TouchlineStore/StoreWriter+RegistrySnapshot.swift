@@ -163,6 +163,8 @@ extension StoreWriter {
     /// SQLite's page cache while a snapshot is restored (KiB; the connection's own, 2 MB by
     /// default, otherwise): a restore touches every page of the tables it fills.
     static let restoreCacheKiB = 64 * 1_024
+    /// SQLite's own page cache size (KiB), which the files keep otherwise.
+    static let defaultCacheKiB = 2_000
 
     /// The table's columns in their order.
     private static func columns(of table: String, on db: SQLiteConnection) throws -> [String] {

@@ -72,7 +72,7 @@ extension StoreWriter {
                 (name: $0.text(at: 0) ?? "", sql: $0.text(at: 1) ?? "")
             }
             for index in indexes { try db.run("DROP INDEX \(index.name)") }
-            let cacheSize = try db.query("PRAGMA cache_size") { $0.int64(at: 0) }.first ?? -2_000
+            let cacheSize = try db.query("PRAGMA cache_size") { $0.int64(at: 0) }.first ?? -Int64(Self.defaultCacheKiB)
             try db.execute("PRAGMA cache_size = -\(Self.restoreCacheKiB)")
             // Setting the cache's size back cannot fail on an open connection.
             defer { try? db.execute("PRAGMA cache_size = \(cacheSize)") }

@@ -272,8 +272,6 @@ public final class RegistryPartition: @unchecked Sendable {
             var batch: [LoggedRegistryEntry] = []
             var batchBytes = 0
         }
-        file.usesReplayCache(true)
-        defer { file.usesReplayCache(false) }
         let done = DispatchSemaphore(value: 0)
         let outcome = Mutex(Replay(handed: applied))
         let window = DeliveryWindow(size: replayWindow)

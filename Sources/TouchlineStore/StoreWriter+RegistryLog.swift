@@ -49,18 +49,6 @@ extension StoreWriter {
         }))
     }
 
-    /// While `replaying` (a takeover applying a log's tail: random inserts over the whole file),
-    /// the connection's page cache is a snapshot restore's (``restoreCacheKiB``), so the pages a
-    /// batch touches stay cached for the next instead of spilling; SQLite's default otherwise.
-    /// For the jobs queued after this one (setting the cache's size cannot fail on an open
-    /// connection: nothing to report). Measured (docs/benchmarks.md, "Ten million tokens"): a
-    /// tail's operation cost 30 µs instead of 47 µs on partition files of about 70 MB, and a
-    /// 16 MB cache gained little; the price is up to 64 MB per partition being taken up.
-    public func usesReplayCache(_ replaying: Bool) {
-        enqueue(Job(apply: { db in try db.execute("PRAGMA cache_size = -\(replaying ? Self.restoreCacheKiB : Self.defaultCacheKiB)") },
-                    complete: { _ in }))
-    }
-
     /// Whether `operations` would commit now, by the file's rules (a duplicate job id, an unknown
     /// job, a key still held): applied behind the writes queued before, then rolled back. A store
     /// that logs part of a list elsewhere checks the rest first, so a list the rules refuse is

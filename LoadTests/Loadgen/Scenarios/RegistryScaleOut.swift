@@ -55,8 +55,7 @@ struct RegistryScaleOut {
         let retriedBefore = registration.retried.load(ordering: .relaxed)
 
         // On a fresh cluster, through two gateways.
-        let cluster = try await NATSCluster.start(size: 3)
-        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
+        let cluster = try await startCluster(on: stage)
         let first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")], emptyData: true)
         let second = try stage.startAnotherGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g2")])
         try waitUntil("both gateways serve their share of the registry") {
@@ -184,8 +183,7 @@ struct RegistryScaleOut {
     /// Phases 0 and 1: `tokens` registered into one gateway's whole copy, then through one
     /// partitioned gateway owning every partition.
     private func measureReferences(_ tokens: [String], registration: TokenRegistration, stage: LoadStage, log: ScenarioLog) async throws -> References {
-        var cluster = try await NATSCluster.start(size: 3)
-        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
+        var cluster = try await startCluster(on: stage)
         let whole = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g0", registry: "shared")])
         var phase = try PhaseMeasurement(stage: stage)
         let wholeSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", retries: 50, connect: { _ in try whole.connect() })
@@ -196,8 +194,7 @@ struct RegistryScaleOut {
         stage.stopGateways()
         await cluster.stop()
 
-        cluster = try await NATSCluster.start(size: 3)
-        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
+        cluster = try await startCluster(on: stage)
         let first = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g1")], emptyData: true)
         try waitUntil("g1 serves every registry partition") { try first.servedPartitions(.registry).count == options.partitions }
         let retriedBefore = registration.retried.load(ordering: .relaxed)
@@ -217,6 +214,13 @@ struct RegistryScaleOut {
     private struct GatewayFootprint {
         var peakMemory: Int
         var disk: Int
+    }
+
+    /// A fresh three-node cluster, its servers measured with the stage's processes.
+    private func startCluster(on stage: LoadStage) async throws -> NATSCluster {
+        let cluster = try await NATSCluster.start(size: 3)
+        stage.companionProcesses = cluster.runningProcesses.map { ("NATS \($0.name)", $0.pid) }
+        return cluster
     }
 
     private func megabytes(_ bytes: Int) -> String { String(format: "%.0f MB", Double(bytes) / 1_048_576) }

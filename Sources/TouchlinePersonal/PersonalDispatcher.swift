@@ -368,9 +368,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
             actions = more
         }
         if running.job.isFinished {
-            // Its end is saved even when nothing since the last save said so (targets that
-            // expired without a send: a cancelled kickoff whose starts waited for a free slot).
-            running.noteProgress()
+            running.noteEnd()
             metrics.jobFinished(running.job)
             jobs[running.runKey] = nil
             finishedUnsaved[running.runKey] = running
@@ -589,7 +587,7 @@ package final class PersonalDispatcher: @unchecked Sendable {
                 metrics.tokensDeactivated += deactivated
                 running.saveEnded(failed: nil)
                 // A run that finished while this save was out makes its last save now.
-                if save.isFinished { shared.sliceRunEnded(key) } else if !running.isStopped { saveIfDue(running) }
+                if save.endsRun { shared.sliceRunEnded(key) } else if !running.isStopped { saveIfDue(running) }
             case .failure(let error):
                 guard !running.isStopped else { return }
                 log.error("saving the slice's progress failed; trying again in a second", job: running.id, error: error)

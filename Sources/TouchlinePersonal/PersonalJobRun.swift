@@ -56,6 +56,21 @@ package final class PersonalJobRun: @unchecked Sendable {
     private var lastSave: UnixTime?
     private var hasStarted: Bool
 
+    /// Where the job's end stands among its saves. The end (the final status, a file job's
+    /// `personal.job.finished` event, a slice's end on the board) is reported by the first save
+    /// taken once the job is finished, and again only if that save fails. A finished job is moved
+    /// out of the running jobs at the end of a loop turn; a save completion coming before that
+    /// turn's end could already have carried the end, and the move asked for one more save: a
+    /// second event with a new id, and a slice's save the board refused (its run had ended)
+    /// again every second.
+    private enum EndSave {
+        case notTaken
+        case inStore
+        case committed
+    }
+
+    private var endSave = EndSave.notTaken
+
     /// A job of this gateway's file, resumed from its saved progress and retry rows.
     convenience init(record: PersonalJobRecord, retries: [PersonalJobRetry], audience: PersonalAudience, tokenKind: TokenKind,
                      inputPushChannel: String? = nil, settings: PersonalQueueSettings, seed: UInt64) {
@@ -94,6 +109,21 @@ package final class PersonalJobRun: @unchecked Sendable {
 
     /// Something changed that the next save must carry.
     func noteProgress() { hasUnsavedProgress = true }
+
+    /// The job is finished: its end is saved even when nothing since the last save said so
+    /// (targets that expired without a send: a cancelled kickoff whose starts waited for a free
+    /// slot), unless a save has carried it already.
+    func noteEnd() {
+        if endSave == .notTaken { hasUnsavedProgress = true }
+    }
+
+    /// Marks the end as carried by the save being taken, if the job is finished and no save
+    /// carried it before; true when this save reports it.
+    private func takeEnd() -> Bool {
+        guard job.isFinished, endSave == .notTaken else { return false }
+        endSave = .inStore
+        return true
+    }
 
     /// Whether this kickoff's pages must be looked up against the starts recorded into its
     /// channel: true unless, when it began, the channel had none recorded and no other start into
@@ -145,7 +175,7 @@ package final class PersonalJobRun: @unchecked Sendable {
 
     /// The operations of one save, in commit order; marks a save as being in the store. With an
     /// `outbox`, the save also records its webhook events: the dead letters it writes (one event
-    /// per save, counted by reason) and, when the job is finished, its final counts.
+    /// per save, counted by reason) and, in the save that carries the job's end, its final counts.
     func takeSave(now: UnixTime, outbox: WebhookOutbox? = nil) -> [TokenOperation] {
         let progress = job.takeProgress()
         let finished = job.isFinished
@@ -159,7 +189,8 @@ package final class PersonalJobRun: @unchecked Sendable {
         let status: PersonalJobStatus? = finished ? .done : (hasStarted ? nil : .running)
         operations.append(.advanceJob(PersonalJobProgress(jobID: id, cursor: progress.cursor, endedAfterCursor: progress.endedAfterCursor,
                                                           counts: counts, status: status, at: now)))
-        if let outbox { operations += webhookEvents(of: operations, counts: counts, finished: finished, outbox: outbox) }
+        let reportsEnd = takeEnd()
+        if let outbox { operations += webhookEvents(of: operations, counts: counts, reportsEnd: reportsEnd, outbox: outbox) }
         hasStarted = true
         unsavedWrites = []
         hasUnsavedProgress = false
@@ -170,15 +201,16 @@ package final class PersonalJobRun: @unchecked Sendable {
 
     /// One save of a slice: the dead letters and deactivations gathered since the last (for
     /// this gateway's store) and the slice's whole checkpoint (for the cluster's job bucket).
-    /// Marks a save as being out, like ``takeSave(now:outbox:)``.
-    func takeSliceSave(now: UnixTime) -> (writes: [TokenOperation], checkpoint: FanOutCheckpoint, isFinished: Bool) {
+    /// Marks a save as being out, like ``takeSave(now:outbox:)``; `endsRun` when it is the save
+    /// that carries the slice's end (the board is told once it is stored).
+    func takeSliceSave(now: UnixTime) -> (writes: [TokenOperation], checkpoint: FanOutCheckpoint, isFinished: Bool, endsRun: Bool) {
         let checkpoint = job.takeCheckpoint()
         let writes = unsavedWrites + takeStartRecords()
         unsavedWrites = []
         hasUnsavedProgress = false
         saveInStore = true
         lastSave = now
-        return (writes, checkpoint, job.isFinished)
+        return (writes, checkpoint, job.isFinished, takeEnd())
     }
 
     /// The store committed the last save, or failed it: then its writes go again with the next
@@ -186,6 +218,7 @@ package final class PersonalJobRun: @unchecked Sendable {
     func saveEnded(failed operations: [TokenOperation]?) {
         saveInStore = false
         defer { startsSavingCount = 0 }
+        if endSave == .inStore { endSave = operations == nil ? .committed : .notTaken }
         guard let operations else {
             // Starts accepted while the save was out came after the ones it held.
             startsNotStored.removeFirst(startsSavingCount)
@@ -201,11 +234,11 @@ package final class PersonalJobRun: @unchecked Sendable {
         hasUnsavedProgress = true
     }
 
-    /// The events one save reports: its dead letters by reason, and the job's end.
-    private func webhookEvents(of operations: [TokenOperation], counts: PersonalJobCounts, finished: Bool,
+    /// The events one save reports: its dead letters by reason, and the job's end if it carries it.
+    private func webhookEvents(of operations: [TokenOperation], counts: PersonalJobCounts, reportsEnd: Bool,
                                outbox: WebhookOutbox) -> [TokenOperation] {
         var events = Self.deadLettersEvent(of: id, in: operations, outbox: outbox).map { [$0] } ?? []
-        if finished { events.append(Self.finishedEvent(of: id, counts: counts, outbox: outbox)) }
+        if reportsEnd { events.append(Self.finishedEvent(of: id, counts: counts, outbox: outbox)) }
         return events
     }
 

@@ -57,7 +57,12 @@ public final class RegistryPartition: @unchecked Sendable {
     /// applied 32 MB of tails in 9.1 s after restoring 100 MB of images in 1.3 s; at an eighth,
     /// 4 MB in 1.9 s after 171 MB in 1.4 s). The price is images written more often, so larger
     /// streams while a registry fills (351 MB against 263 MB in the same runs).
-    public static let snapshotSchedule = SnapshotSchedule.Settings(logShareOfSnapshot: 1.0 / 8)
+    /// And once the log since the last weighs 4 MiB, whatever the share: a tail's random inserts
+    /// cost more the larger the file (at 10 million tokens, partition images of about 58 MB, a
+    /// byte of the tail cost a new owner about 125 times a byte of the image, and tails of up to
+    /// an eighth of that made a replacement miss its 60 s). Past 32 MB of image the cap writes
+    /// images more often than the share: about a tenth more image bytes while 10 million fill.
+    public static let snapshotSchedule = SnapshotSchedule.Settings(logShareOfSnapshot: 1.0 / 8, maximumLogBytes: 4 << 20)
 
     public let partition: Int
     /// The partition's file.

@@ -46,6 +46,34 @@ struct SnapshotScheduleTests {
         #expect(RegistryPartition.snapshotSchedule.logShareOfSnapshot < 1, "a registry partition's schedule")
     }
 
+    /// Where the tail's bytes cost more the larger the partition, the log since the last
+    /// snapshot is also capped in bytes: a large partition's next snapshot comes after at most
+    /// that much, a small one's still after its share (and the minimum).
+    @Test func aCapOnTheLogMakesALargePartitionsNextSnapshotDueSooner() {
+        var settings = Self.settings
+        settings.logShareOfSnapshot = 1.0 / 8
+        settings.maximumLogBytes = 5_000
+        var schedule = SnapshotSchedule(settings: settings)
+        schedule.snapshotted(80_000, partition: 1)
+        schedule.logged(4_999, to: 1)
+        #expect(!schedule.isDue(1))
+        schedule.logged(1, to: 1)
+        #expect(schedule.isDue(1), "the cap, not the share's 10,000")
+        schedule.snapshotted(16_000, partition: 1)
+        schedule.logged(1_999, to: 1)
+        #expect(!schedule.isDue(1), "below the cap the share decides")
+        schedule.logged(1, to: 1)
+        #expect(schedule.isDue(1))
+        settings.maximumLogBytes = 500
+        schedule = SnapshotSchedule(settings: settings)
+        schedule.snapshotted(80_000, partition: 1)
+        schedule.logged(999, to: 1)
+        #expect(!schedule.isDue(1), "the minimum still first")
+        schedule.logged(1, to: 1)
+        #expect(schedule.isDue(1))
+        #expect(RegistryPartition.snapshotSchedule.maximumLogBytes < .max, "a registry partition's schedule")
+    }
+
     /// A snapshot read while replaying counts like one written: a new owner does not snapshot
     /// again at once.
     @Test func aSnapshotReadOnReplayResetsTheCount() {

@@ -20,7 +20,8 @@ import TouchlineCore
 ///    per registration together, against the one's: on two CPUs of their own, the
 ///    registrations two gateways take in the time one takes its (the fair figure on a host of
 ///    two CPUs shared with the servers and the load generator). Each gateway's peak resident
-///    memory and data directory's bytes, against the whole copy's.
+///    memory and data directory's bytes, against the whole copy's; what the tokens cost the
+///    servers (their data directories together, right after).
 /// 3. The second gateway is killed (SIGKILL), the first takes its partitions over, and a new
 ///    gateway with an empty data directory replaces it: the time from its start until it
 ///    serves its share of the registry partitions (read from their snapshots and logs), and
@@ -69,8 +70,10 @@ struct RegistryScaleOut {
         let bothCPU = (both.cpuSeconds(of: "gateway") + both.cpuSeconds(of: "gateway 2")) * 1e6 / Double(options.tokens)
         let factor = references.map { 2 * $0.aloneCPU / bothCPU }
         let bothRetries = registration.retried.load(ordering: .relaxed) - retriedBefore
-        let halves = [GatewayFootprint(peakMemory: both.peakResidentBytes(of: "gateway"), disk: directoryBytes(stage.dataDirectory(ofGateway: 0))),
-                      GatewayFootprint(peakMemory: both.peakResidentBytes(of: "gateway 2"), disk: directoryBytes(stage.dataDirectory(ofGateway: 1)))]
+        let halves = [Footprint(peakMemory: both.peakResidentBytes(of: "gateway"), disk: directoryBytes(stage.dataDirectory(ofGateway: 0))),
+                      Footprint(peakMemory: both.peakResidentBytes(of: "gateway 2"), disk: directoryBytes(stage.dataDirectory(ofGateway: 1)))]
+        // What the tokens cost the servers: their data directories now; their peak memory at the end (the take-ups read the logs too).
+        let serversDisk = directoryBytes(cluster.directory)
         let memoryShare = references.map { Double(halves.map(\.peakMemory).max() ?? 0) / Double(max(1, $0.wholeCopy.peakMemory)) }
         let diskShare = references.map { Double(halves.map(\.disk).max() ?? 0) / Double(max(1, $0.wholeCopy.disk)) }
         log.say(String(format: "each of two gateways: peak memory %@ and %@, data %@ and %@", megabytes(halves[0].peakMemory),
@@ -119,6 +122,8 @@ struct RegistryScaleOut {
                         tailBytes: read("bytes", "tail"), tailSeconds: read("seconds", "tail"))
         log.say(String(format: "the replacement's take-ups: snapshots of %.0f MB in %.1f s, then the logs' tails of %.0f MB in %.1f s (partitions side by side)",
                        takeover.snapshotBytes / 1_048_576, takeover.snapshotSeconds, takeover.tailBytes / 1_048_576, takeover.tailSeconds))
+        let servers = Footprint(peakMemory: cluster.runningProcesses.map { processPeakResidentBytes(pid: $0.pid) }.reduce(0, +), disk: serversDisk)
+        log.say("the \(cluster.nodes.count) servers together: data \(megabytes(servers.disk)) after the registrations, peak memory \(megabytes(servers.peakMemory))")
         stage.stopGateways()
         await cluster.stop()
 
@@ -133,14 +138,16 @@ struct RegistryScaleOut {
                                                   value: Double(options.tokens) / $0.aloneSeconds, ceilingRatio: 1)] } ?? [])
                 + [.init(name: "registrations through two gateways", unit: "tokens/s", value: Double(options.tokens) / bothSeconds,
                          ceilingRatio: references.map { $0.aloneSeconds / bothSeconds })],
-            tables: [.init(title: "Each gateway's memory and disk against one gateway holding the whole registry",
+            tables: [.init(title: "Each gateway's memory and disk against one gateway holding the whole registry, and the servers'",
                            columns: ["", "peak resident memory (MB)", "data directory (MB)"],
                            rows: (references.map { [["the whole copy (one gateway, shared registry)", String($0.wholeCopy.peakMemory / 1_048_576),
                                                       String($0.wholeCopy.disk / 1_048_576)]] } ?? [])
                                + halves.enumerated().map { index, half in
                                    ["partitioned, gateway \(index + 1) of 2", String(half.peakMemory / 1_048_576), String(half.disk / 1_048_576)]
                                }
-                               + [["partitioned, the replacement once it served its share", String(replacementPeak / 1_048_576), ""]]),
+                               + [["partitioned, the replacement once it served its share", String(replacementPeak / 1_048_576), ""],
+                                  ["the \(cluster.nodes.count) servers together (data after the registrations)", String(servers.peakMemory / 1_048_576),
+                                   String(servers.disk / 1_048_576)]]),
                      .init(title: "Gateway CPU per registration and a replaced gateway",
                            columns: ["one gateway µs/token", "two gateways µs/token (both)", "two on CPUs of their own / one",
                                      "failover of the registry (s)", "replacement serving its share (s)"],
@@ -174,7 +181,7 @@ struct RegistryScaleOut {
     /// What the two gateways are held against: one gateway's whole copy (its peak memory and
     /// data) and one partitioned gateway's CPU per registration, each measured on a fresh cluster.
     private struct References {
-        var wholeCopy: GatewayFootprint
+        var wholeCopy: Footprint
         var aloneSeconds: Double
         var aloneCPU: Double
         var retries: Int
@@ -187,7 +194,7 @@ struct RegistryScaleOut {
         let whole = try stage.startGateway(extraArguments: ["--store", storeSettings(cluster, instance: "g0", registry: "shared")])
         var phase = try PhaseMeasurement(stage: stage)
         let wholeSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", retries: 50, connect: { _ in try whole.connect() })
-        let wholeCopy = GatewayFootprint(peakMemory: try phase.finish().peakResidentBytes(of: "gateway"),
+        let wholeCopy = Footprint(peakMemory: try phase.finish().peakResidentBytes(of: "gateway"),
                                          disk: directoryBytes(stage.dataDirectory(ofGateway: 0)))
         log.say(String(format: "%@ registrations into one gateway's whole copy in %.1f s: its peak memory %@, its data %@",
                        ReportNumbers.grouped(Double(options.tokens)), wholeSeconds, megabytes(wholeCopy.peakMemory), megabytes(wholeCopy.disk)))
@@ -210,8 +217,8 @@ struct RegistryScaleOut {
         return References(wholeCopy: wholeCopy, aloneSeconds: aloneSeconds, aloneCPU: aloneCPU, retries: retries)
     }
 
-    /// A gateway's peak resident memory and its data directory's bytes, in bytes.
-    private struct GatewayFootprint {
+    /// Peak resident memory and data directory's bytes (a gateway's, or the servers' together), in bytes.
+    private struct Footprint {
         var peakMemory: Int
         var disk: Int
     }

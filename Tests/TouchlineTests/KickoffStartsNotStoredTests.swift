@@ -39,9 +39,7 @@ import TouchlineTesting
                       .createJob(first), .createJob(second)]) { result in stored.withLock { $0 = (try? result.get()) != nil } }
         try await eventually("the follower and the kickoffs stored") { stored.withLock { $0 } != nil }
         try #require(stored.withLock { $0 } == true)
-        let resumed = Mutex(false)
-        dispatcher.resumeStoredJobs([], openChannels: [Self.channel]) { _ in resumed.withLock { $0 = true } }
-        try await eventually("the queue ready") { resumed.withLock { $0 } }
+        try await dispatcher.resumed(openChannels: [Self.channel])
 
         store.holdCommits()
         defer { store.releaseCommits() }

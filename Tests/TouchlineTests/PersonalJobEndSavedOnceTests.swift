@@ -71,9 +71,7 @@ import TouchlineWebhooks
                                     audience: String(decoding: PersonalAudience.token(Self.token).json.encoded, as: UTF8.self),
                                     payload: Array(#"{"aps": {"event": "update", "timestamp": 1, "content-state": {}}}"#.utf8))
         try await store.store.submit([.createJob(job)])
-        let resumed = Mutex(false)
-        dispatcher.resumeStoredJobs([], openChannels: []) { _ in resumed.withLock { $0 = true } }
-        try await eventually("the queue ready") { resumed.withLock { $0 } }
+        try await dispatcher.resumed()
 
         dispatcher.run(job)
         try await eventually("the job's end saved") { !store.events(.personalJobFinished).isEmpty }
@@ -143,16 +141,9 @@ import TouchlineWebhooks
                                             tokenEnvironment: nil, log: GatewayLog(component: "personal", level: .error))
         let board = OneSliceBoard(loop: loop)
         try loop.sync { dispatcher.jobBoard = board }
-        let resumed = Mutex(false)
-        dispatcher.resumeStoredJobs([], openChannels: [KickoffStartsNotStoredTests.channel]) { _ in resumed.withLock { $0 = true } }
-        try await eventually("the queue ready") { resumed.withLock { $0 } }
+        try await dispatcher.resumed(openChannels: [KickoffStartsNotStoredTests.channel])
 
-        let key = SharedJobPlan.SliceKey(jobID: "kickoff-1", slice: try #require(AudienceSlice(index: 0, count: 1)))
-        try loop.sync {
-            try dispatcher.runSlice(key, of: KickoffStartsNotStoredTests.kickoff("kickoff-1"),
-                                    checkpoint: FanOutCheckpoint(cursor: nil, counters: FanOutCounters(), pending: [], endedAfterCursor: []),
-                                    maximumWindow: 100, expiredAt: nil, fence: nil)
-        }
+        try dispatcher.runAsOneSlice(KickoffStartsNotStoredTests.kickoff("kickoff-1"))
         try await eventually("the slice's end told to the board") { try loop.sync { board.ended } > 0 }
         // A save after the end would follow at the end of the loop turn that saved it.
         try await Task.sleep(for: .milliseconds(200))

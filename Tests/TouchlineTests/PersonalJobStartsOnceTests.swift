@@ -37,11 +37,7 @@ import TouchlineTesting
             #expect(created.withLock { $0 } == true)
         }
 
-        func resume(_ stored: [PersonalJobRecord]) async throws {
-            let resumed = Mutex(false)
-            dispatcher.resumeStoredJobs(stored, openChannels: []) { _ in resumed.withLock { $0 = true } }
-            try await eventually("the resume done") { resumed.withLock { $0 } }
-        }
+        func resume(_ stored: [PersonalJobRecord]) async throws { try await dispatcher.resumed(stored) }
 
         func finished() async throws {
             try await eventually("the job's push answered and the job finished") {

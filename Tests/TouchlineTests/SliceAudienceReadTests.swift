@@ -38,16 +38,9 @@ import TouchlineTesting
         let dispatcher = PersonalDispatcher(loop: loop, apns: apns, reader: OwnedPartitionsPersonalReader(tokens: tokens, file: try SQLiteTokenReader(path: path)),
                                             store: file, clock: SystemClock(), tokenEnvironment: nil,
                                             log: GatewayLog(component: "personal", level: .error))
-        let resumed = Mutex(false)
-        dispatcher.resumeStoredJobs([], openChannels: [KickoffStartsNotStoredTests.channel]) { _ in resumed.withLock { $0 = true } }
-        try await eventually("the queue ready") { resumed.withLock { $0 } }
+        try await dispatcher.resumed(openChannels: [KickoffStartsNotStoredTests.channel])
 
-        let key = SharedJobPlan.SliceKey(jobID: "kickoff-1", slice: try #require(AudienceSlice(index: 0, count: 1)))
-        try loop.sync {
-            try dispatcher.runSlice(key, of: KickoffStartsNotStoredTests.kickoff("kickoff-1"),
-                                    checkpoint: FanOutCheckpoint(cursor: nil, counters: FanOutCounters(), pending: [], endedAfterCursor: []),
-                                    maximumWindow: 100, expiredAt: nil, fence: nil)
-        }
+        try dispatcher.runAsOneSlice(KickoffStartsNotStoredTests.kickoff("kickoff-1"))
         try await eventually("the follower started once its partition is readable", timeout: .seconds(10)) { apns.requests.count == 1 }
         #expect(refusals.withLock { $0 } == 0, "both refusals read through")
     }

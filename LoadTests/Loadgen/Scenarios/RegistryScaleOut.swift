@@ -195,7 +195,7 @@ struct RegistryScaleOut {
         var phase = try PhaseMeasurement(stage: stage)
         let wholeSeconds = try registration.register(tokens, follow: "team:ARS", users: "u", retries: 50, connect: { _ in try whole.connect() })
         let wholeCopy = Footprint(peakMemory: try phase.finish().peakResidentBytes(of: "gateway"),
-                                         disk: directoryBytes(stage.dataDirectory(ofGateway: 0)))
+                                  disk: directoryBytes(stage.dataDirectory(ofGateway: 0)))
         log.say(String(format: "%@ registrations into one gateway's whole copy in %.1f s: its peak memory %@, its data %@",
                        ReportNumbers.grouped(Double(options.tokens)), wholeSeconds, megabytes(wholeCopy.peakMemory), megabytes(wholeCopy.disk)))
         stage.stopGateways()

@@ -464,9 +464,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             if case .restoring? = partitions[partition] {
                 // Its lease is this gateway's: nobody else serves it, and a stopped former owner
                 // would never answer.
-                throw HTTPError(status: 503, code: "channel_moving",
-                                message: "this gateway is taking partition \(partition) over (reading its log) for channel '\(channelID)'; retry",
-                                headers: [("Retry-After", "1")])
+                throw HTTPError.channelMoving("this gateway is taking partition \(partition) over (reading its log) for channel '\(channelID)'; retry")
             }
             guard isConnected else {
                 throw HTTPError(status: 503, code: "cluster_unavailable", message: "this gateway has lost its NATS cluster; retry shortly",
@@ -518,17 +516,14 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
                                                 message: "the gateway owning channel '\(channelID)' answered with unreadable bytes: \(error)").response)
             }
         case .failure(.noResponders):
-            return ("no_owner", HTTPError(status: 503, code: "channel_moving",
-                                          message: "no gateway serves channel '\(channelID)' right now (partition \(partition) is moving); retry",
-                                          headers: [("Retry-After", "1")]).response)
+            return ("no_owner", HTTPError.channelMoving("no gateway serves channel '\(channelID)' right now (partition \(partition) is moving); retry").response)
         case .failure(.timedOut(_, let after)):
             return ("timeout", HTTPError(status: 503, code: "owner_timeout",
                                          message: "the gateway owning channel '\(channelID)' did not answer within \(after); it may have acted on the request: retry it (events are idempotent by seq)",
                                          headers: [("Retry-After", "1")]).response)
         case .failure(.abandoned):
-            return ("abandoned", HTTPError(status: 503, code: "channel_moving",
-                                           message: "partition \(partition) of channel '\(channelID)' moved to this gateway while the request waited for its former owner, which may have acted on it: retry it (events are idempotent by seq)",
-                                           headers: [("Retry-After", "1")]).response)
+            return ("abandoned", HTTPError.channelMoved("partition \(partition) of channel '\(channelID)' moved to this gateway while the request waited for its former owner, "
+                                                        + "which may have acted on it: retry it (events are idempotent by seq, creates by id)").response)
         case .failure(.notSent(let error)):
             return ("not_sent", HTTPError(status: 503, code: "cluster_unavailable", message: "the request could not be handed to its channel's gateway: \(error)",
                                           headers: [("Retry-After", "1")]).response)
@@ -543,8 +538,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             for part in ForwardedResponse(response).parts(maximumSize: connection.maximumPayload) { try? connection.publish(part, to: reply) }
         }
         guard serves(partition) else {
-            return answer(HTTPError(status: 503, code: "channel_moving", message: "partition \(partition) is moving to another gateway; retry",
-                                    headers: [("Retry-After", "1")]).response)
+            return answer(HTTPError.channelMoving("partition \(partition) is moving to another gateway; retry").response)
         }
         do {
             router.handle(try ForwardedRequest(decoding: message.payload).request(on: ingestLoop, answer: answer))

@@ -48,6 +48,8 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
     private struct State {
         var requests: [Request] = []
         var script: Script?
+        var holding: (@Sendable (Request) -> Bool)?
+        var held: [UncheckedDelivery] = []
         var channels: [String: ChannelStorage] = [:]
         var nextChannel = 1
         var isShutDown = false
@@ -75,6 +77,16 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
     /// Answers requests with `script` from now on (nil: the defaults again).
     package func script(_ script: Script?) { state.withLock { $0.script = script } }
 
+    /// Answers to the requests `holding` picks from now on (decided as they are made, like the
+    /// others) wait until ``releaseHeld()``: an APNs that takes its time, while the test moves
+    /// the gateway on (cuts it off from its cluster, say). nil: no more are held.
+    package func hold(_ holding: (@Sendable (Request) -> Bool)?) { state.withLock { $0.holding = holding } }
+
+    /// Delivers the held answers, in the order their requests were made.
+    package func releaseHeld() {
+        for delivery in state.withLock({ s in defer { s.held = [] }; return s.held }) { loop.execute { delivery.run() } }
+    }
+
     /// The channels the default answers know (created and not deleted), by id.
     package var channels: [String: ChannelStorage] { state.withLock { $0.channels } }
 
@@ -95,8 +107,10 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
         APNsCredentialFigures(issuedAt: UnixTime(nanoseconds: 0), statistics: ProviderToken.Statistics(tokensSigned: 1))
     }
 
+    /// Held answers are delivered: every completion runs once.
     package func shutdown(gracePeriod: Duration?, isCutShort: @escaping @Sendable () -> Bool) async {
         state.withLock { $0.isShutDown = true }
+        releaseHeld()
     }
 
     /// Answers come as requests are made, so nothing is in flight to cut.
@@ -166,7 +180,12 @@ package final class InMemoryAPNs: BroadcastAPNsDispatch, PersonalAPNsDispatch, @
             observer?(exchange)
             completion(result)
         }
-        loop.execute { delivery.run() }
+        let isHeld = state.withLock { s in
+            guard s.holding?(request) == true else { return false }
+            s.held.append(delivery)
+            return true
+        }
+        if !isHeld { loop.execute { delivery.run() } }
     }
 
     private static func misfit(_ reply: Reply, _ request: Request) -> APNsError {

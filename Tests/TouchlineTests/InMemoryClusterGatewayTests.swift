@@ -40,8 +40,12 @@ import TouchlineTesting
         let channels = (1...6).map { "match-\($0)" }
         var apnsIDs: [String: String] = [:]
         for (index, id) in channels.enumerated() {
-            let created = try await Self.patiently(apis[index % 2], "POST", "/v1/channels", #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#)
-            #expect(created.status == 201, "\(id): \(created.text)")
+            // The second gateway's share moves to it as it joins: a create caught by the move
+            // is finished by the next owner, and the retry finds the channel there.
+            let answers = try await Self.patientAnswers(apis[index % 2], "POST", "/v1/channels", #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#)
+            let created = try #require(answers.last)
+            let mayHaveActed = answers.dropLast().contains { ["channel_moved", "owner_timeout"].contains($0.errorCode) }
+            #expect(created.status == 201 || (created.status == 200 && mayHaveActed), "\(id): \(answers.map(\.text))")
             apnsIDs[id] = created.json?.string("apnsChannelId")
         }
         // Every event through the other gateway than the one before: the owner orders them.
@@ -90,6 +94,45 @@ import TouchlineTesting
         await g2.shutdown()
     }
 
+    /// A create under way at APNs when its gateway is cut off from the cluster: the provider is
+    /// told it may have been stored (`channel_moved`, not `channel_moving`'s "nothing was
+    /// done"), the other gateway finishes it from the intent in the log, and the retry gets the
+    /// channel there, which then takes events.
+    @Test func aCreateCaughtByItsPartitionsMoveIsFinishedByTheNextOwner() async throws {
+        let cluster = InMemoryNATSCluster(mappings: [])
+        let apns = [InMemoryAPNsPair(channelPrefix: "g1-"), InMemoryAPNsPair(channelPrefix: "g2-")]
+        let (g1, api1) = try Self.start("g1", on: cluster, apns: apns[0])
+        let (g2, api2) = try Self.start("g2", on: cluster, apns: apns[1])
+        let shares = try await Self.settledShares(of: [api1, api2])
+        let partitioning = try #require(ChannelPartitioning(count: Self.partitions))
+        let id = try #require((1...100).map { "final-\($0)" }.first { shares[0].contains(partitioning.partition(of: $0)) })
+        let g1APNs = try #require(apns[0].broadcast)
+        g1APNs.hold { if case .createChannel = $0 { true } else { false } }
+
+        let create = #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#
+        let first = Task.detached { try api1.request("POST", "/v1/channels", json: create) }
+        try await eventually("the create at g1's APNs", timeout: .seconds(10)) {
+            g1APNs.requests.contains { if case .createChannel = $0 { true } else { false } }
+        }
+        cluster.partition("g1")
+        let moved = try await first.value
+        #expect(moved.status == 503 && moved.errorCode == "channel_moved", "\(moved.text)")
+        #expect(moved.text.contains("may have been stored"), "\(moved.text)")
+
+        let retried = try await Self.patiently(api2, "POST", "/v1/channels", create)
+        #expect([200, 201].contains(retried.status), "\(retried.text)")
+        let apnsID = try #require(retried.json?.string("apnsChannelId"), "\(retried.text)")
+        #expect(apnsID.hasPrefix("g2-"), "created again by the next owner: \(apnsID)")
+        let event = try await Self.patiently(api2, "POST", "/v1/channels/\(id)/events", #"{"seq": 1, "patch": {"minute": 1}}"#)
+        #expect(event.status == 202, "\(event.text)")
+        try await eventually("the event at g2's APNs", timeout: .seconds(10)) {
+            Self.minutes(at: apns[1]).contains { $0.channel == apnsID && $0.minute == 1 }
+        }
+        g1APNs.releaseHeld()
+        await g1.shutdown()
+        await g2.shutdown()
+    }
+
     /// The minute of each broadcast `apns` took, with its channel.
     static func minutes(at apns: InMemoryAPNsPair) -> [(channel: String, minute: Int)] {
         (apns.broadcast?.requests ?? []).compactMap { request in
@@ -103,11 +146,32 @@ import TouchlineTesting
     /// Sends the request again while it is answered 503 (a partition not taken up yet, or its
     /// owner unreachable), for up to 15 s.
     static func patiently(_ api: GatewayTestClient, _ method: String, _ path: String, _ json: String) async throws -> GatewayTestClient.Response {
+        try await patientAnswers(api, method, path, json).last!
+    }
+
+    /// Every answer ``patiently(_:_:_:_:)`` got, the last one last.
+    static func patientAnswers(_ api: GatewayTestClient, _ method: String, _ path: String, _ json: String) async throws -> [GatewayTestClient.Response] {
         let deadline = ContinuousClock.now + .seconds(15)
+        var answers: [GatewayTestClient.Response] = []
         while true {
             let answer = try api.request(method, path, json: json)
-            guard answer.status == 503, ContinuousClock.now < deadline else { return answer }
+            answers.append(answer)
+            guard answer.status == 503, ContinuousClock.now < deadline else { return answers }
             try await Task.sleep(for: .milliseconds(50))
         }
+    }
+
+    /// The partitions each of `apis` serves, once every partition is served by exactly one.
+    static func settledShares(of apis: [GatewayTestClient]) async throws -> [Set<Int>] {
+        var shares: [Set<Int>] = []
+        try await eventually("every partition served by one gateway", timeout: .seconds(15)) {
+            shares = try apis.map { api in
+                guard case .array(let served)? = try api.request("GET", "/readyz").json?[member: "cluster"]?[member: "servedPartitions"] else { return [] }
+                return Set(served.compactMap { if case .integer(let number) = $0 { Int(number) } else { nil } })
+            }
+            return shares.allSatisfy { !$0.isEmpty } && shares.reduce(0) { $0 + $1.count } == partitions
+                && shares.reduce(into: Set<Int>()) { $0.formUnion($1) }.count == partitions
+        }
+        return shares
     }
 }

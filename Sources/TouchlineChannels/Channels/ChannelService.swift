@@ -117,15 +117,24 @@ package final class ChannelService: @unchecked Sendable {
     /// timers stop and answers still coming for them are dropped. What they had not sent stays
     /// in the store for the next owner; requests waiting on them get 503 (retry: it reaches the
     /// next owner).
+    ///
+    /// The answers differ in what was done. Requests queued behind a channel's write were never
+    /// written (`channel_moving`: nothing was done). A create waiting for its channel has its
+    /// intent in the log or on its way there (`channel_moved`): the next owner, finding the
+    /// intent, finishes the create, and the provider's retry then gets the channel with 200.
     package func letGo(where belongs: (String) -> Bool) {
         for (id, channel) in channels where belongs(id) {
             channel.cancelTimers()
             channels[id] = nil
             recordingLedger.remove(id)
             channelsNeedingSave[id] = nil
-            for request in channel.lifecycle.waiters + channel.machine.gate.waiting.map(\.request) {
-                request.respond(HTTPError(status: 503, code: "channel_moving", message: "channel '\(id)' is moving to another gateway; retry",
-                                          headers: [("Retry-After", "1")]).response)
+            for request in channel.lifecycle.waiters {
+                request.respond(HTTPError.channelMoved(
+                    "channel '\(id)' moved to another gateway while it was being created: its create may have been stored, "
+                        + "and then the next owner finishes it; retry it (creates are idempotent by id: 201, or 200 with the channel)").response)
+            }
+            for request in channel.machine.gate.waiting.map(\.request) {
+                request.respond(HTTPError.channelMoving("channel '\(id)' is moving to another gateway; nothing was stored; retry").response)
             }
         }
         changeWatcher?.channelChanged()

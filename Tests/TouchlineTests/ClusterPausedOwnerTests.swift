@@ -158,7 +158,8 @@ struct ClusterPausedOwnerTests {
         // Two leases (3 s each): the other gateway takes the partitions over and pushes newer states.
         try await Task.sleep(for: .seconds(6))
         let abandoned = try #require(handedOver.withLock { $0 }, "the request handed to the stopped owner is still unanswered after 6 s")
-        #expect(abandoned.status == 503 && abandoned.text.contains("while the request waited for its former owner"), "\(abandoned)")
+        #expect(abandoned.status == 503 && abandoned.text.contains(#""error":"channel_moved""#)
+                && abandoned.text.contains("while the request waited for its former owner"), "\(abandoned)")
         kill(paused.process.pid, SIGCONT)
         try await Task.sleep(for: .seconds(3))
         await load.stop()

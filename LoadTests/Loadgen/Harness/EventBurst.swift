@@ -3,8 +3,9 @@ import LoadKit
 import Measurements
 import TouchlineCore
 
-/// Events posted as fast as the gateways acknowledge them: batches over keep-alive connections,
-/// one request at a time each, for a fixed time. An event counts once answered 202 (stored).
+/// Events posted as fast as the gateways acknowledge them (or at ``eventsPerSecond``): batches
+/// over keep-alive connections, one request at a time each, for a fixed time. An event counts
+/// once answered 202 (stored).
 /// Each connection owns every K-th channel, so a channel's `seq` grows in one thread only; with
 /// several gateways, each connection sends its requests to them in turn (a cluster's gateways
 /// hand a channel's batch to its owner), or to the gateway `route` names for the channel (a
@@ -16,6 +17,9 @@ struct EventBurst {
     /// The seq the channels' events start after: a second burst on the same channels starts
     /// past the first's.
     var seqsAfter = 0
+    /// The rate to post at, all connections together (nil: as fast as they are acknowledged).
+    /// Each connection keeps its own schedule of requests, so a late answer is caught up on.
+    var eventsPerSecond: Double?
 
     struct Outcome {
         var events: Int
@@ -28,6 +32,7 @@ struct EventBurst {
         let (connections, batchSize, seqsAfter) = (connections, batchSize, seqsAfter)
         let start = monotonicNanoseconds()
         let deadline = start + Int64(seconds * 1e9)
+        let requestInterval = eventsPerSecond.map { Int64(Double(connections * batchSize) / $0 * 1e9) }
         let perThread = try onThreads(connections) { index in
             let clients = try gateways.map { try $0() }
             let owned = stride(from: index, to: ids.count, by: connections).map { ids[$0] }
@@ -35,6 +40,13 @@ struct EventBurst {
             var perSecond: [Double] = []
             var turn = 0
             while monotonicNanoseconds() < deadline {
+                if let requestInterval {
+                    // Connections start spread over one interval, then each keeps its schedule.
+                    let due = start + requestInterval * Int64(turn) + requestInterval * Int64(index) / Int64(connections)
+                    let wait = due - monotonicNanoseconds()
+                    if wait > 0 { Thread.sleep(forTimeInterval: Double(wait) / 1e9) }
+                    if monotonicNanoseconds() >= deadline { break }
+                }
                 let channel = turn % owned.count
                 let client = clients[route?(owned[channel]) ?? turn % clients.count]
                 turn += 1

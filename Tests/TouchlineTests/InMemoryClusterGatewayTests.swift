@@ -27,7 +27,9 @@ import TouchlineTesting
                                                                                              partitions: Self.partitions))
         let gateway = Gateway(configuration: configuration, backends: .inMemoryCluster(cluster, apns: apns))
         try gateway.start()
-        return (gateway, GatewayTestClient(.inProcess(gateway), key: GatewayFixture.adminKey))
+        // Longer than a forward's 10 s: a request handed to a gateway cut off is answered 503
+        // `owner_timeout` by this one, never left to the client's own timeout.
+        return (gateway, GatewayTestClient(.inProcess(gateway), key: GatewayFixture.adminKey).waiting(upTo: 30))
     }
 
     @Test func twoGatewaysInOneProcessShareTheChannelsAndOneTakesOverWhenTheOtherIsCutOff() async throws {
@@ -110,12 +112,14 @@ import TouchlineTesting
         g1APNs.hold { if case .createChannel = $0 { true } else { false } }
 
         let create = #"{"id": "\#(id)", "storagePolicy": "no-storage"}"#
-        let first = Task.detached { try api1.request("POST", "/v1/channels", json: create) }
+        // Answered only once g1's lease has lapsed: on a thread of its own, not one of the
+        // tasks' few threads.
+        async let first = Self.onThread { try api1.request("POST", "/v1/channels", json: create) }
         try await eventually("the create at g1's APNs", timeout: .seconds(10)) {
             g1APNs.requests.contains { if case .createChannel = $0 { true } else { false } }
         }
         cluster.partition("g1")
-        let moved = try await first.value
+        let moved = try await first
         #expect(moved.status == 503 && moved.errorCode == "channel_moved", "\(moved.text)")
         #expect(moved.text.contains("may have been stored"), "\(moved.text)")
 
@@ -158,6 +162,13 @@ import TouchlineTesting
             answers.append(answer)
             guard answer.status == 503, ContinuousClock.now < deadline else { return answers }
             try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// `body`'s result, run on a thread of its own (a blocking request that waits for seconds).
+    static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { done in
+            Thread { done.resume(with: Result { try body() }) }.start()
         }
     }
 

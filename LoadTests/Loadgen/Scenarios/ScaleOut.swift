@@ -225,7 +225,7 @@ struct ScaleOut {
                      timeline.phaseTable],
             series: [.init(name: "events acknowledged on JetStream", unit: "events/s", kind: .throughput, timeSeries: clustered.perSecond),
                      .init(name: "events acknowledged on SQLite", unit: "events/s", kind: .throughput, timeSeries: alone.perSecond)] + timeline.series,
-            checks: [.init(name: "gateway CPU per event at one rate, JetStream to the owners / SQLite",
+            checks: [.init(name: "gateway CPU per event, JetStream to the owners / SQLite at one rate",
                            measured: directPacedPerEvent / max(0.01, embeddedPacedPerEvent), target: options.perEventTarget, comparison: .atMost),
                      .init(name: "gateway CPU per event, JetStream half handed over / SQLite", measured: handedOverPerEvent / max(0.01, embeddedPerEvent),
                            target: options.handedOverPerEventTarget, comparison: .atMost),

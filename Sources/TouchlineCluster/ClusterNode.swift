@@ -519,7 +519,7 @@ final class ClusterNode: ChannelOwnership, @unchecked Sendable {
             return ("no_owner", HTTPError.channelMoving("no gateway serves channel '\(channelID)' right now (partition \(partition) is moving); retry").response)
         case .failure(.timedOut(_, let after)):
             return ("timeout", HTTPError(status: 503, code: "owner_timeout",
-                                         message: "the gateway owning channel '\(channelID)' did not answer within \(after); it may have acted on the request: retry it (events are idempotent by seq)",
+                                         message: "the gateway owning channel '\(channelID)' did not answer within \(after); it may have acted on the request: retry it (events are idempotent by seq, creates by id)",
                                          headers: [("Retry-After", "1")]).response)
         case .failure(.abandoned):
             return ("abandoned", HTTPError.channelMoved("partition \(partition) of channel '\(channelID)' moved to this gateway while the request waited for its former owner, "

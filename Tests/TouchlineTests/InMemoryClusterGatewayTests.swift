@@ -148,14 +148,15 @@ import TouchlineTesting
     }
 
     /// Sends the request again while it is answered 503 (a partition not taken up yet, or its
-    /// owner unreachable), for up to 15 s.
+    /// owner unreachable), for up to 30 s: a request handed to a gateway just cut off waits the
+    /// forward's 10 s before its 503, so a shorter wait would allow only one more try.
     static func patiently(_ api: GatewayTestClient, _ method: String, _ path: String, _ json: String) async throws -> GatewayTestClient.Response {
         try await patientAnswers(api, method, path, json).last!
     }
 
     /// Every answer ``patiently(_:_:_:_:)`` got, the last one last.
     static func patientAnswers(_ api: GatewayTestClient, _ method: String, _ path: String, _ json: String) async throws -> [GatewayTestClient.Response] {
-        let deadline = ContinuousClock.now + .seconds(15)
+        let deadline = ContinuousClock.now + .seconds(30)
         var answers: [GatewayTestClient.Response] = []
         while true {
             let answer = try api.request(method, path, json: json)

@@ -107,10 +107,11 @@ struct ScaleOut {
         // channel would): the cluster's cost without the hand-over.
         let owners = try ownerOfEachPartition(gateways)
         let partitioning = ChannelPartitioning(count: options.partitions)!
+        let owner: @Sendable (String) -> Int = { owners[partitioning.partition(of: $0)] ?? 0 }
         var toOwners = burst
         toOwners.seqsAfter = 1_000_000_000
         phase = try PhaseMeasurement(stage: stage)
-        let direct = try toOwners.run(burstChannels, gateways: gateways.map(\.connector)) { owners[partitioning.partition(of: $0)] ?? 0 }
+        let direct = try toOwners.run(burstChannels, gateways: gateways.map(\.connector), route: owner)
         let directFigures = try phase.finish()
         timeline.add(directFigures, label: "burst on JetStream, to the owners")
         log.say(String(format: "the same burst sent to each channel's owner: %@ events/s", ReportNumbers.grouped(direct.rate)))
@@ -148,7 +149,7 @@ struct ScaleOut {
         timeline.add(embeddedPacedFigures, label: "burst on SQLite at the common rate")
         atCommonRate.seqsAfter = 2_000_000_000
         phase = try PhaseMeasurement(stage: stage)
-        let directPaced = try atCommonRate.run(burstChannels, gateways: gateways.map(\.connector)) { owners[partitioning.partition(of: $0)] ?? 0 }
+        let directPaced = try atCommonRate.run(burstChannels, gateways: gateways.map(\.connector), route: owner)
         let directPacedFigures = try phase.finish()
         timeline.add(directPacedFigures, label: "burst on JetStream, to the owners, at the common rate")
         log.say(String(format: "both bursts again at %@ events/s: %@ events/s on SQLite, %@ on JetStream to the owners",
